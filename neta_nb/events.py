@@ -1,0 +1,228 @@
+"""The event protocol between the runtime and any UI (DESIGN §4).
+
+Server→UI events describe what an agent does, in order; a UI renders from them alone.
+UI→server commands are what a user can ask of a running session.
+
+Each is a pydantic model with a ``type`` discriminator. :data:`event_adapter` parses any
+event from JSON or a dict; :data:`command_adapter` does the same for commands.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+__all__ = [
+    "ApprovalDecision",
+    "ApprovalRequestEvent",
+    "ApproveCommand",
+    "Command",
+    "CompactionEvent",
+    "ContextUsage",
+    "DoneEvent",
+    "ErrorEvent",
+    "Event",
+    "ProgressEvent",
+    "SendCommand",
+    "SetThinkingLevelCommand",
+    "SkillEndEvent",
+    "SkillStartEvent",
+    "StopCommand",
+    "ThinkingDeltaEvent",
+    "ThinkingDoneEvent",
+    "TodoUpdateEvent",
+    "TokenEvent",
+    "TokenUpdateEvent",
+    "ToolCallEvent",
+    "ToolResultEvent",
+    "TurnUsage",
+    "command_adapter",
+    "event_adapter",
+    "parse_command",
+    "parse_event",
+]
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --- server → UI ------------------------------------------------------------------
+
+
+class TokenEvent(_Event):
+    """A piece of the assistant's answer text, as it streams."""
+
+    type: Literal["token"] = "token"
+    text: str
+
+
+class ThinkingDeltaEvent(_Event):
+    type: Literal["thinking_delta"] = "thinking_delta"
+    text: str
+
+
+class ThinkingDoneEvent(_Event):
+    type: Literal["thinking_done"] = "thinking_done"
+
+
+class ToolCallEvent(_Event):
+    type: Literal["tool_call"] = "tool_call"
+    id: str
+    name: str
+    label: str
+    args: dict[str, Any]
+
+
+class ToolResultEvent(_Event):
+    type: Literal["tool_result"] = "tool_result"
+    id: str
+    name: str
+    result: str
+    is_error: bool = False
+
+
+class SkillStartEvent(_Event):
+    type: Literal["skill_start"] = "skill_start"
+    id: str
+    name: str
+    label: str
+
+
+class ProgressEvent(_Event):
+    type: Literal["progress"] = "progress"
+    id: str
+    percent: float
+    step: str | None = None
+    detail: str | None = None
+
+
+class SkillEndEvent(_Event):
+    type: Literal["skill_end"] = "skill_end"
+    id: str
+    name: str
+    status: Literal["done", "error"]
+    result: str | None = None
+
+
+class TodoUpdateEvent(_Event):
+    type: Literal["todo_update"] = "todo_update"
+    todos: list[dict[str, str]]
+    summary: dict[str, int]
+
+
+class TurnUsage(_Event):
+    """Usage accumulated over the current turn (all model calls since the user's prompt)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    api_calls: int = 0
+
+
+class ContextUsage(_Event):
+    """How full the model's context window is after the latest call; ``percent`` is
+    computed by the runtime so every UI shows the same figure."""
+
+    used_tokens: int = 0
+    max_tokens: int = 0
+    percent: float = 0.0
+
+
+class TokenUpdateEvent(_Event):
+    type: Literal["token_update"] = "token_update"
+    current: TurnUsage
+    context: ContextUsage
+
+
+class ApprovalRequestEvent(_Event):
+    type: Literal["approval_request"] = "approval_request"
+    id: str
+    name: str
+    args: dict[str, Any]
+
+
+class CompactionEvent(_Event):
+    type: Literal["compaction"] = "compaction"
+    tokens_before: int
+    tokens_after: int
+    messages_folded: int
+
+
+class DoneEvent(_Event):
+    type: Literal["done"] = "done"
+    stop_reason: str
+
+
+class ErrorEvent(_Event):
+    type: Literal["error"] = "error"
+    message: str
+    retryable: bool = False
+
+
+Event = Annotated[
+    TokenEvent
+    | ThinkingDeltaEvent
+    | ThinkingDoneEvent
+    | ToolCallEvent
+    | ToolResultEvent
+    | SkillStartEvent
+    | ProgressEvent
+    | SkillEndEvent
+    | TodoUpdateEvent
+    | TokenUpdateEvent
+    | ApprovalRequestEvent
+    | CompactionEvent
+    | DoneEvent
+    | ErrorEvent,
+    Field(discriminator="type"),
+]
+
+event_adapter: TypeAdapter[Event] = TypeAdapter(Event)
+
+
+def parse_event(data: str | bytes | dict[str, Any]) -> Event:
+    """Parse one event from JSON text or a plain dict."""
+    if isinstance(data, dict):
+        return event_adapter.validate_python(data)
+    return event_adapter.validate_json(data)
+
+
+# --- UI → server ------------------------------------------------------------------
+
+ApprovalDecision = Literal["allow_once", "allow_always", "reject"]
+
+
+class SendCommand(_Event):
+    type: Literal["send"] = "send"
+    text: str
+
+
+class StopCommand(_Event):
+    type: Literal["stop"] = "stop"
+
+
+class SetThinkingLevelCommand(_Event):
+    type: Literal["set_thinking_level"] = "set_thinking_level"
+    level: Literal["off", "minimal", "low", "medium", "high", "adaptive"]
+
+
+class ApproveCommand(_Event):
+    type: Literal["approve"] = "approve"
+    id: str
+    decision: ApprovalDecision
+
+
+Command = Annotated[
+    SendCommand | StopCommand | SetThinkingLevelCommand | ApproveCommand,
+    Field(discriminator="type"),
+]
+
+command_adapter: TypeAdapter[Command] = TypeAdapter(Command)
+
+
+def parse_command(data: str | bytes | dict[str, Any]) -> Command:
+    if isinstance(data, dict):
+        return command_adapter.validate_python(data)
+    return command_adapter.validate_json(data)

@@ -1,0 +1,227 @@
+"""The conversation model shared by providers, the runtime, the store and the widgets.
+
+A conversation is a list of :class:`Message`. Each message has a role and an ordered
+list of content parts, so an assistant turn keeps the exact interleaving the model
+produced (thinking, text, thinking again, tool calls) — Anthropic requires thinking
+blocks and their signatures to be sent back unchanged when tools are in play.
+
+Tool results are stored one per ``tool`` message (``role == "tool"``), the shape the
+seed's history scans rely on (``msg.role == "tool" and msg.tool_name == "todo"``).
+Providers regroup them as their wire format demands.
+
+Everything here round-trips through JSON without loss (:func:`dump_messages`,
+:func:`load_messages`).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+__all__ = [
+    "Interruption",
+    "Message",
+    "MessageMetadata",
+    "Part",
+    "Role",
+    "SkillExecution",
+    "TextPart",
+    "ThinkingPart",
+    "ToolCallPart",
+    "ToolDefinition",
+    "ToolExecution",
+    "ToolResultPart",
+    "Usage",
+    "dump_messages",
+    "load_messages",
+    "new_id",
+]
+
+Role = Literal["user", "assistant", "tool"]
+Interruption = Literal["cancelled", "error", "killed"]
+"""Why an assistant message ended early: the user stopped it, the provider failed, or the
+process running the turn died (found on resume)."""
+
+
+def new_id(prefix: str = "") -> str:
+    """A short random id, unique enough for messages, sessions and tool calls."""
+    return f"{prefix}{uuid.uuid4().hex[:16]}"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TextPart(_Model):
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ThinkingPart(_Model):
+    """Model reasoning. ``signature`` is the provider's proof of authenticity (Anthropic);
+    ``redacted_data`` holds an encrypted block the provider would not show."""
+
+    type: Literal["thinking"] = "thinking"
+    text: str = ""
+    signature: str | None = None
+    redacted_data: str | None = None
+
+
+class ToolCallPart(_Model):
+    """A tool call as the model made it. When the model's arguments were not valid JSON,
+    ``args`` is empty and ``raw_args`` keeps the text it sent, so the error shown to the
+    model and to the user can quote it."""
+
+    type: Literal["tool_call"] = "tool_call"
+    id: str
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    raw_args: str | None = None
+
+
+class ToolResultPart(_Model):
+    type: Literal["tool_result"] = "tool_result"
+    tool_call_id: str
+    name: str
+    content: str
+    is_error: bool = False
+
+
+Part = Annotated[
+    TextPart | ThinkingPart | ToolCallPart | ToolResultPart, Field(discriminator="type")
+]
+
+
+class Usage(_Model):
+    """Token usage as the provider reported it (never estimated)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    thinking_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    @property
+    def context_tokens(self) -> int:
+        """Tokens the prompt of this call occupied in the context window, cached or not."""
+        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            thinking_tokens=self.thinking_tokens + other.thinking_tokens,
+        )
+
+
+class SkillExecution(_Model):
+    """What a skill card showed, kept so the card comes back with history."""
+
+    id: str
+    name: str
+    label: str
+    status: Literal["running", "done", "error"] = "running"
+    percent: float = 0.0
+    step: str | None = None
+    detail: str | None = None
+    result: str | None = None
+
+
+class ToolExecution(_Model):
+    """What a tool card showed, kept so the card comes back with history."""
+
+    id: str
+    name: str
+    label: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    status: Literal["running", "done", "error"] = "running"
+    result: str | None = None
+
+
+class MessageMetadata(_Model):
+    usage: Usage | None = None
+    model: str | None = None
+    stop_reason: str | None = None
+    interrupted: Interruption | None = None
+    error: str | None = None
+    skill_executions: list[SkillExecution] = Field(default_factory=list)
+    tool_executions: list[ToolExecution] = Field(default_factory=list)
+    compacted: bool = False
+    """True for a summary message that stands for older, folded turns."""
+
+
+class Message(_Model):
+    id: str = Field(default_factory=lambda: new_id("m_"))
+    role: Role
+    parts: list[Part] = Field(default_factory=list)
+    created_at: float = Field(default_factory=time.time)
+    metadata: MessageMetadata = Field(default_factory=MessageMetadata)
+
+    # --- constructors -------------------------------------------------------------
+    @classmethod
+    def user(cls, text: str) -> Message:
+        return cls(role="user", parts=[TextPart(text=text)])
+
+    @classmethod
+    def assistant(cls, parts: list[Part], **metadata: Any) -> Message:
+        return cls(role="assistant", parts=parts, metadata=MessageMetadata(**metadata))
+
+    @classmethod
+    def tool_result(
+        cls, tool_call_id: str, name: str, content: str, *, is_error: bool = False
+    ) -> Message:
+        part = ToolResultPart(tool_call_id=tool_call_id, name=name, content=content,
+                              is_error=is_error)
+        return cls(role="tool", parts=[part])
+
+    # --- views --------------------------------------------------------------------
+    @property
+    def text(self) -> str:
+        """All text parts joined: what a reader would call the message's content."""
+        return "".join(p.text for p in self.parts if isinstance(p, TextPart))
+
+    @property
+    def thinking(self) -> str:
+        return "\n\n".join(p.text for p in self.parts if isinstance(p, ThinkingPart) and p.text)
+
+    @property
+    def tool_calls(self) -> list[ToolCallPart]:
+        return [p for p in self.parts if isinstance(p, ToolCallPart)]
+
+    @property
+    def tool_results(self) -> list[ToolResultPart]:
+        return [p for p in self.parts if isinstance(p, ToolResultPart)]
+
+    @property
+    def tool_name(self) -> str | None:
+        """For a ``tool`` message, the name of the tool whose result it carries."""
+        results = self.tool_results
+        return results[0].name if results else None
+
+
+class ToolDefinition(_Model):
+    """A tool as a provider sends it to a model: name, description, JSON schema."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+_messages_adapter: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
+
+
+def dump_messages(messages: list[Message]) -> str:
+    return _messages_adapter.dump_json(messages).decode()
+
+
+def load_messages(data: str | bytes) -> list[Message]:
+    return _messages_adapter.validate_json(data)

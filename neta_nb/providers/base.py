@@ -1,0 +1,217 @@
+"""The one interface every model provider implements.
+
+A provider turns a :class:`ModelRequest` (system prompt, conversation, tool definitions,
+thinking level) into an async stream of normalised :data:`StreamEvent` values. The runtime
+never sees a vendor type: provider modules are the only importers of their SDKs.
+
+Stream contract, for every provider:
+
+* ``TextDelta`` / ``ThinkingDelta`` arrive as the model produces them (true streaming).
+* ``ThinkingEnd`` closes a thinking block and carries its signature (or redacted data).
+* ``ToolCallReady`` is emitted once per tool call, complete, when its arguments are known.
+* ``UsageUpdate`` carries the usage *so far for this response*; the last one wins.
+* ``StreamDone`` is the last event of a successful stream. A stream that fails, is cut, or
+  ends without its terminal event raises :class:`ProviderError` instead.
+
+:class:`ResponseAssembler` folds these events into message parts. Providers use it to
+attach what streamed so far to a :class:`ProviderError`; the runtime uses the same class to
+build the assistant message, so partial and complete messages are assembled one way.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..messages import (
+    Message,
+    Part,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolDefinition,
+    Usage,
+)
+
+__all__ = [
+    "ModelRequest",
+    "Provider",
+    "ProviderError",
+    "ResponseAssembler",
+    "StreamDone",
+    "StreamEvent",
+    "TextDelta",
+    "ThinkingDelta",
+    "ThinkingEnd",
+    "ToolCallReady",
+    "UsageUpdate",
+]
+
+
+# Stream events are plain slotted dataclasses, not pydantic models: thousands are created
+# per response and the runtime's per-delta budget is a few microseconds.
+@dataclass(slots=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(slots=True)
+class ThinkingDelta:
+    text: str
+
+
+@dataclass(slots=True)
+class ThinkingEnd:
+    signature: str | None = None
+    redacted_data: str | None = None
+
+
+@dataclass(slots=True)
+class ToolCallReady:
+    id: str
+    name: str
+    args: dict[str, Any]
+    raw_args: str | None = None
+    """The argument text as sent, when it was not a JSON object (``args`` is then ``{}``)."""
+
+
+@dataclass(slots=True)
+class UsageUpdate:
+    usage: Usage
+
+
+@dataclass(slots=True)
+class StreamDone:
+    stop_reason: str
+    """Normalised: ``end_turn``, ``tool_use``, ``max_tokens``, ``refusal`` or the provider's own."""
+
+
+StreamEvent = TextDelta | ThinkingDelta | ThinkingEnd | ToolCallReady | UsageUpdate | StreamDone
+
+
+@dataclass
+class ModelRequest:
+    system_prompt: str
+    messages: list[Message]
+    tools: list[ToolDefinition] = field(default_factory=list)
+    think_level: str = "off"
+    max_tokens: int | None = None
+
+
+class ProviderError(Exception):
+    """The one error a provider raises for a failed call.
+
+    ``retryable`` says whether trying the same request again makes sense (rate limits,
+    overload, server errors, a dropped stream); ``partial`` holds the parts that streamed
+    before the failure, so nothing the user already saw is lost.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool = False,
+        status_code: int | None = None,
+        partial: list[Part] | None = None,
+        usage: Usage | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.retryable = retryable
+        self.status_code = status_code
+        self.partial: list[Part] = partial or []
+        self.usage = usage
+
+    def __repr__(self) -> str:
+        return (f"ProviderError({self.message!r}, retryable={self.retryable}, "
+                f"status_code={self.status_code})")
+
+
+class Provider(ABC):
+    """A model behind one vendor's API (or the offline scripted model)."""
+
+    supplier: str
+    """``anthropic``, ``openai``, ``deepseek``, ``openai-compatible`` or ``scripted``."""
+    model: str
+
+    @abstractmethod
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """Stream one model response. Raises :class:`ProviderError` on failure."""
+
+    @property
+    def model_id(self) -> str:
+        """``supplier:model``, the form :class:`~neta_nb.Agent` accepts."""
+        return f"{self.supplier}:{self.model}"
+
+    def __repr__(self) -> str:
+        # Never include keys or clients: reprs end up in notebooks and logs.
+        return f"{type(self).__name__}({self.model_id!r})"
+
+
+class ResponseAssembler:
+    """Folds stream events into ordered message parts.
+
+    Text and thinking deltas are collected in lists and joined once per block, so a long
+    stream costs O(total length), not O(n²) of growing strings.
+    """
+
+    __slots__ = ("_chunks", "_kind", "parts", "stop_reason", "usage")
+
+    def __init__(self) -> None:
+        self.parts: list[Part] = []
+        self.usage: Usage | None = None
+        self.stop_reason: str | None = None
+        self._kind: str | None = None  # "text" | "thinking" while a block is open
+        self._chunks: list[str] = []
+
+    def feed(self, event: StreamEvent) -> None:
+        if isinstance(event, TextDelta):
+            if self._kind != "text":
+                self._close()
+                self._kind = "text"
+            self._chunks.append(event.text)
+        elif isinstance(event, ThinkingDelta):
+            if self._kind != "thinking":
+                self._close()
+                self._kind = "thinking"
+            self._chunks.append(event.text)
+        elif isinstance(event, ThinkingEnd):
+            text = "".join(self._chunks) if self._kind == "thinking" else ""
+            if self._kind != "thinking":
+                self._close()
+            self._kind, self._chunks = None, []
+            self.parts.append(ThinkingPart(text=text, signature=event.signature,
+                                           redacted_data=event.redacted_data))
+        elif isinstance(event, ToolCallReady):
+            self._close()
+            self.parts.append(ToolCallPart(id=event.id, name=event.name, args=event.args,
+                                           raw_args=event.raw_args))
+        elif isinstance(event, UsageUpdate):
+            self.usage = event.usage
+        elif isinstance(event, StreamDone):
+            self._close()
+            self.stop_reason = event.stop_reason
+
+    @property
+    def in_thinking(self) -> bool:
+        return self._kind == "thinking"
+
+    def snapshot(self) -> list[Part]:
+        """The parts so far, including an unfinished block (for partial messages)."""
+        parts = list(self.parts)
+        if self._kind == "text" and self._chunks:
+            parts.append(TextPart(text="".join(self._chunks)))
+        elif self._kind == "thinking" and self._chunks:
+            parts.append(ThinkingPart(text="".join(self._chunks)))
+        return parts
+
+    def _close(self) -> None:
+        if self._kind == "text":
+            self.parts.append(TextPart(text="".join(self._chunks)))
+        elif self._kind == "thinking":
+            # A thinking block closed without its end event (OpenAI-style reasoning has no
+            # signature): keep the text, unsigned.
+            self.parts.append(ThinkingPart(text="".join(self._chunks)))
+        self._kind, self._chunks = None, []
