@@ -17,7 +17,7 @@ Semantics follow the seed exactly, with three additions a real user needs:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
@@ -100,6 +100,18 @@ class TodoStore:
 
     def __init__(self, items: Iterable[TodoItem] = ()) -> None:
         self._items: list[TodoItem] = [item.model_copy() for item in items]
+        self._listeners: list[Callable[[TodoStore], None]] = []
+
+    def subscribe(self, callback: Callable[[TodoStore], None]) -> Callable[[], None]:
+        """Call ``callback(store)`` after every successful write (widgets follow the store
+        this way). Returns a function that unsubscribes."""
+        self._listeners.append(callback)
+
+        def unsubscribe() -> None:
+            if callback in self._listeners:
+                self._listeners.remove(callback)
+
+        return unsubscribe
 
     def write(self, todos: Sequence[Mapping[str, Any] | TodoItem],
               merge: bool = False) -> list[TodoItem]:
@@ -127,6 +139,8 @@ class TodoStore:
             raise TodoError(f"the plan would have {len(items)} items; the limit is "
                             f"{MAX_TODO_ITEMS}. Group small steps or drop finished ones.")
         self._items = items
+        for listener in list(self._listeners):
+            listener(self)
         return self.read()
 
     def read(self) -> list[TodoItem]:
