@@ -4,14 +4,50 @@ The public surface is the names in ``__all__``; everything else is internal.
 """
 
 from .messages import Message, Usage
+from .providers import ScriptedProvider
+from .session import Agent, AgentSession
+from .store import SessionStore
+from .thinking import build_thinking_params, get_model_thinking_capability, resolve_think_level
 from .todo import TodoItem, TodoStore, TodoSummary
+from .tools import (
+    AgentToolConfig,
+    PromptPreview,
+    Tool,
+    ToolArgumentError,
+    ToolCatalog,
+    ToolContext,
+    ToolResolution,
+    ToolState,
+    preview_prompt,
+    resolve_tools,
+    tool,
+)
 
-__all__ = sorted([
+# Kept sorted by hand (tests/test_public_api.py checks it), so a diff shows what changed.
+__all__ = [
+    "Agent",
+    "AgentSession",
+    "AgentToolConfig",
     "Message",
+    "PromptPreview",
+    "ScriptedProvider",
+    "SessionStore",
     "TodoItem",
     "TodoStore",
     "TodoSummary",
+    "Tool",
+    "ToolArgumentError",
+    "ToolCatalog",
+    "ToolContext",
+    "ToolResolution",
+    "ToolState",
     "Usage",
-])
+    "build_thinking_params",
+    "get_model_thinking_capability",
+    "preview_prompt",
+    "resolve_think_level",
+    "resolve_tools",
+    "tool",
+]
 
 __version__ = "0.1.0"

@@ -205,8 +205,8 @@ def _todo_results(message: Message | Mapping[str, Any]) -> list[str]:
         if message.role != "tool":
             return []
         return [p.content for p in message.tool_results if p.name == "todo"]
-    if message.get("role") != "tool":
-        return []
+    if not isinstance(message, Mapping) or message.get("role") != "tool":
+        return []  # anything else in a history is not a todo result; never raise on it
     name = message.get("toolName") or message.get("tool_name") or message.get("name")
     if name is None and isinstance(message.get("metadata"), Mapping):
         name = message["metadata"].get("toolName")

@@ -23,7 +23,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..messages import (
     Message,
@@ -34,6 +34,9 @@ from ..messages import (
     ToolDefinition,
     Usage,
 )
+
+if TYPE_CHECKING:
+    from .models import ModelInfo
 
 __all__ = [
     "ModelRequest",
@@ -139,6 +142,13 @@ class Provider(ABC):
     @abstractmethod
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Stream one model response. Raises :class:`ProviderError` on failure."""
+
+    @property
+    def info(self) -> ModelInfo:
+        """Context window and capabilities of this model (the model table's entry)."""
+        from .models import get_model_info
+
+        return get_model_info(self.supplier, self.model)
 
     @property
     def model_id(self) -> str:

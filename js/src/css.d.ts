@@ -1,0 +1,2 @@
+// CSS files are imported for their side effect: esbuild collects them into widgets.css.
+declare module "*.css";

@@ -1,0 +1,37 @@
+/** Small DOM construction functions: components build their DOM once and then mutate it. */
+
+export function element<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  className?: string,
+  text?: string,
+): HTMLElementTagNameMap[K] {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  // textContent, never innerHTML: model text must not become markup by accident.
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+/** Toggle a set of modifier classes so exactly `active` (if any) of `all` is present. */
+export function setModifier(node: Element, prefix: string, all: readonly string[], active: string | null): void {
+  for (const name of all) node.classList.toggle(`${prefix}${name}`, name === active);
+}
+
+/** A header that behaves as a button for mouse and keyboard. */
+export function makeToggle(node: HTMLElement, onToggle: () => void): () => void {
+  node.setAttribute("role", "button");
+  node.tabIndex = 0;
+  const onClick = () => onToggle();
+  const onKey = (event: KeyboardEvent) => {
+    if (event.key === "Enter" || event.key === " ") {
+      event.preventDefault();
+      onToggle();
+    }
+  };
+  node.addEventListener("click", onClick);
+  node.addEventListener("keydown", onKey);
+  return () => {
+    node.removeEventListener("click", onClick);
+    node.removeEventListener("keydown", onKey);
+  };
+}

@@ -1,0 +1,45 @@
+/**
+ * The bundle entry (neta_nb/static/widgets.js). Named exports are the plain components, for
+ * any view that composes them (the chat view imports them from here); the default export is
+ * the anywidget definition shared by every widget class, which picks its renderer by the
+ * model's `_component` trait.
+ */
+import "./theme.css";
+import type { RenderProps } from "@anywidget/types";
+import { widgetRenderers } from "./widgets";
+
+export { bindComponent, readTraits, request, writeBack } from "./anywidget-binding";
+export type { Cleanup, WidgetRenderer } from "./anywidget-binding";
+export { normalizeLang, t } from "./i18n";
+export type { Lang } from "./i18n";
+export { renderMarkdown, setMarkdown, stableBoundary } from "./markdown";
+export { createSkillCard } from "./skill-card";
+export type { SkillCardState } from "./skill-card";
+export { createThinkingBlock } from "./thinking-block";
+export type { ThinkingBlock, ThinkingBlockState } from "./thinking-block";
+export { createThinkingLevelSelector, levelLabel } from "./thinking-level-selector";
+export type { ThinkingLevelSelectorState, ThinkLevel } from "./thinking-level-selector";
+export { createTodoCard } from "./todo-card";
+export type { TodoCardState, TodoItem } from "./todo-card";
+export { contextLevel, createTokenStats, formatTokens } from "./token-stats";
+export type { TokenStatsState } from "./token-stats";
+export { createToolCard } from "./tool-card";
+export type { ToolCardState } from "./tool-card";
+export type { Component, ComponentOptions } from "./types";
+export { widgetRenderers };
+
+function render({ model, el }: RenderProps): () => void {
+  const name = String(model.get("_component"));
+  const renderer = widgetRenderers[name];
+  if (!renderer) {
+    // Shown where the user looks, not only in the console.
+    const message = document.createElement("div");
+    message.className = "neta-root neta-unknown-component";
+    message.textContent = `neta_nb: no component named "${name}" in this bundle`;
+    el.append(message);
+    return () => message.remove();
+  }
+  return renderer({ model, el });
+}
+
+export default { render };

@@ -1,0 +1,129 @@
+/**
+ * A skill run (seed 002 §4): ONE DOM node from running to done or error. While running it
+ * shows a progress bar and the current step; when it ends, a "view result" toggle fades in
+ * in the same place (both live in one grid cell, so the card does not change height), the
+ * left border changes colour by status, and the result unfolds below as sanitized markdown.
+ */
+import "./skill-card.css";
+import { element, setModifier } from "./dom";
+import { normalizeLang, t, type Lang } from "./i18n";
+import { setMarkdown } from "./markdown";
+import { createStatusIcon, normalizeRunStatus, RUN_STATUSES, type RunStatus } from "./status-icon";
+import type { Component, ComponentOptions } from "./types";
+
+export interface SkillCardState {
+  name: string;
+  label: string;
+  status: RunStatus;
+  percent: number;
+  step: string | null;
+  detail: string | null;
+  result: string | null;
+  expanded: boolean;
+  lang: Lang;
+}
+
+export function createSkillCard(el: HTMLElement, options: ComponentOptions<SkillCardState> = {}): Component<SkillCardState> {
+  const state: SkillCardState = {
+    name: "",
+    label: "",
+    status: "running",
+    percent: 0,
+    step: null,
+    detail: null,
+    result: null,
+    expanded: false,
+    lang: normalizeLang(options.lang),
+  };
+
+  const root = element("div", "neta-root neta-card neta-skill-card");
+  const header = element("div", "neta-skill-header");
+  const icon = createStatusIcon();
+  const label = element("span", "neta-title neta-skill-label");
+  const percentText = element("span", "neta-skill-percent");
+  const tag = element("span", "neta-tag neta-skill-tag");
+  header.append(icon.node, label, percentText, tag);
+
+  // Progress and the result toggle share one grid cell: swapping them never moves the card.
+  const slot = element("div", "neta-skill-slot");
+  const progress = element("div", "neta-skill-progress");
+  const bar = element("div", "neta-progress");
+  const fill = element("div", "neta-progress-fill");
+  bar.append(fill);
+  const step = element("div", "neta-skill-step");
+  progress.append(bar, step);
+  const toggle = element("button", "neta-skill-toggle");
+  toggle.type = "button";
+  slot.append(progress, toggle);
+
+  const collapsible = element("div", "neta-collapsible neta-skill-result-wrap neta-is-closed");
+  const inner = element("div", "neta-collapsible-inner");
+  const resultView = element("div", "neta-skill-result neta-markdown");
+  inner.append(resultView);
+  collapsible.append(inner);
+  root.append(header, slot, collapsible);
+  el.append(root);
+
+  const onToggle = () => {
+    state.expanded = !state.expanded;
+    render();
+    options.onUserChange?.({ expanded: state.expanded });
+  };
+  toggle.addEventListener("click", onToggle);
+
+  let renderedResult: string | null | undefined;
+
+  function render(): void {
+    const lang = state.lang;
+    const running = state.status === "running";
+    const hasResult = typeof state.result === "string" && state.result.length > 0;
+    root.lang = lang;
+    setModifier(root, "neta-skill-card-", RUN_STATUSES, state.status);
+    icon.set(state.status);
+    label.textContent = state.label || state.name;
+    label.title = state.name;
+    const percent = Math.max(0, Math.min(100, Number(state.percent) || 0));
+    percentText.textContent = running ? `${Math.round(percent)}%` : "";
+    tag.textContent = state.status === "done" ? t(lang, "skill_done") : state.status === "error" ? t(lang, "skill_error") : "";
+    tag.className = `neta-tag neta-skill-tag${state.status === "done" ? " neta-tag-success" : state.status === "error" ? " neta-tag-error" : ""}`;
+    tag.hidden = running;
+    fill.style.width = `${percent}%`;
+    step.textContent = state.step || state.detail || t(lang, "starting");
+    progress.classList.toggle("neta-is-active", running);
+    progress.setAttribute("aria-hidden", String(!running));
+    const showToggle = !running && hasResult;
+    toggle.classList.toggle("neta-is-active", showToggle);
+    toggle.tabIndex = showToggle ? 0 : -1;
+    toggle.setAttribute("aria-hidden", String(!showToggle));
+    toggle.textContent = t(lang, state.expanded ? "hide_result" : "view_result");
+    toggle.setAttribute("aria-expanded", String(state.expanded));
+    slot.classList.toggle("neta-is-empty", !running && !hasResult);
+    collapsible.classList.toggle("neta-is-closed", !(showToggle && state.expanded));
+    if (state.result !== renderedResult) {
+      renderedResult = state.result;
+      if (hasResult) setMarkdown(resultView, state.result as string);
+      else resultView.replaceChildren();
+    }
+  }
+
+  render();
+
+  return {
+    update(patch) {
+      if (patch.name !== undefined) state.name = String(patch.name);
+      if (patch.label !== undefined) state.label = String(patch.label ?? "");
+      if (patch.status !== undefined) state.status = normalizeRunStatus(patch.status);
+      if (patch.percent !== undefined) state.percent = Number(patch.percent) || 0;
+      if (patch.step !== undefined) state.step = patch.step;
+      if (patch.detail !== undefined) state.detail = patch.detail;
+      if (patch.result !== undefined) state.result = patch.result;
+      if (patch.expanded !== undefined) state.expanded = Boolean(patch.expanded);
+      if (patch.lang !== undefined) state.lang = normalizeLang(patch.lang);
+      render();
+    },
+    destroy() {
+      toggle.removeEventListener("click", onToggle);
+      root.remove();
+    },
+  };
+}

@@ -1,0 +1,156 @@
+/**
+ * The model's thinking (seed 002 §7): dashed border, a pulse and a blinking cursor while it
+ * streams; open while streaming, folded when done; folded by default for history.
+ *
+ * Streaming is cheap: `append(delta)` only records text and asks for one render per
+ * animation frame; the render turns finished markdown blocks (those before the last blank
+ * line outside a code fence) into DOM once and re-renders only the growing tail.
+ */
+import "./thinking-block.css";
+import { element, makeToggle } from "./dom";
+import { normalizeLang, t, type Lang } from "./i18n";
+import { renderMarkdown, stableBoundary } from "./markdown";
+import type { Component, ComponentOptions } from "./types";
+
+export interface ThinkingBlockState {
+  text: string;
+  streaming: boolean;
+  collapsed: boolean;
+  lang: Lang;
+}
+
+export interface ThinkingBlock extends Component<ThinkingBlockState> {
+  /** Append streamed text; rendering happens at most once per animation frame. */
+  append(delta: string): void;
+  /** The text the block holds now (rendered or about to be). */
+  readonly text: string;
+}
+
+export function createThinkingBlock(
+  el: HTMLElement,
+  options: ComponentOptions<ThinkingBlockState> = {},
+): ThinkingBlock {
+  const state: ThinkingBlockState = { text: "", streaming: false, collapsed: true, lang: normalizeLang(options.lang) };
+
+  const root = element("div", "neta-root neta-thinking-block");
+  const header = element("div", "neta-card-header neta-thinking-header");
+  const icon = element("span", "neta-thinking-icon");
+  icon.setAttribute("aria-hidden", "true");
+  const title = element("span", "neta-title neta-thinking-title");
+  const chevron = element("span", "neta-chevron");
+  header.append(icon, title, chevron);
+  const collapsible = element("div", "neta-collapsible");
+  const inner = element("div", "neta-collapsible-inner");
+  const content = element("div", "neta-thinking-content neta-markdown");
+  const stable = element("div", "neta-thinking-stable");
+  const tail = element("div", "neta-thinking-tail");
+  const cursor = element("span", "neta-thinking-cursor");
+  cursor.setAttribute("aria-hidden", "true");
+  content.append(stable, tail);
+  inner.append(content);
+  collapsible.append(inner);
+  root.append(header, collapsible);
+  el.append(root);
+
+  // How much of state.text is rendered into `stable` (never re-rendered while streaming).
+  let stableLength = 0;
+  let renderedText: string | null = null;
+  let frame = 0;
+
+  const removeToggle = makeToggle(header, () => {
+    state.collapsed = !state.collapsed;
+    renderChrome();
+    options.onUserChange?.({ collapsed: state.collapsed });
+  });
+
+  function renderChrome(): void {
+    const lang = state.lang;
+    root.lang = lang;
+    root.classList.toggle("neta-is-streaming", state.streaming);
+    root.classList.toggle("neta-is-collapsed", state.collapsed);
+    root.classList.toggle("neta-is-empty", state.text.length === 0);
+    title.textContent = t(lang, state.streaming ? "thinking_streaming" : "thinking");
+    header.setAttribute("aria-expanded", String(!state.collapsed));
+    collapsible.classList.toggle("neta-is-closed", state.collapsed);
+    icon.replaceChildren(state.streaming ? element("span", "neta-spinner") : element("span", "neta-thinking-dots"));
+  }
+
+  function renderFull(): void {
+    stableLength = 0;
+    stable.replaceChildren();
+    renderTail();
+  }
+
+  function renderTail(): void {
+    const text = state.text;
+    if (state.streaming) {
+      const boundary = stableBoundary(text, stableLength);
+      if (boundary > stableLength) {
+        stable.append(renderMarkdown(text.slice(stableLength, boundary)));
+        stableLength = boundary;
+      }
+      tail.replaceChildren(renderMarkdown(text.slice(stableLength)));
+      // The cursor sits at the end of the last block, inline with the text.
+      const last = tail.lastElementChild;
+      (last && /^(P|LI|H[1-6])$/.test(last.tagName) ? last : tail).append(cursor);
+    } else {
+      // Finished text renders as a whole once, so blocks that span a split render right.
+      stable.replaceChildren(renderMarkdown(text));
+      stableLength = text.length;
+      tail.replaceChildren();
+    }
+    renderedText = text;
+  }
+
+  function scheduleRender(): void {
+    if (frame) return;
+    frame = requestAnimationFrame(() => {
+      frame = 0;
+      if (renderedText !== state.text) renderTail();
+    });
+  }
+
+  renderChrome();
+  renderFull();
+
+  return {
+    get text() {
+      return state.text;
+    },
+    append(delta) {
+      if (!delta) return;
+      state.text += delta;
+      root.classList.remove("neta-is-empty");
+      scheduleRender();
+    },
+    update(patch) {
+      const wasStreaming = state.streaming;
+      if (patch.lang !== undefined) state.lang = normalizeLang(patch.lang);
+      if (patch.collapsed !== undefined) state.collapsed = Boolean(patch.collapsed);
+      if (patch.streaming !== undefined) state.streaming = Boolean(patch.streaming);
+      // Open while streaming, fold when done (the owner may override with `collapsed`).
+      if (!wasStreaming && state.streaming && patch.collapsed === undefined) state.collapsed = false;
+      if (wasStreaming && !state.streaming && patch.collapsed === undefined) state.collapsed = true;
+      let full = wasStreaming !== state.streaming;
+      if (patch.text !== undefined && patch.text !== state.text) {
+        const next = String(patch.text ?? "");
+        // A replacement that extends what we hold is an append; anything else re-renders.
+        if (!next.startsWith(state.text)) full = true;
+        state.text = next;
+      }
+      renderChrome();
+      if (full) {
+        if (frame) cancelAnimationFrame(frame);
+        frame = 0;
+        renderFull();
+      } else if (renderedText !== state.text) {
+        scheduleRender();
+      }
+    },
+    destroy() {
+      if (frame) cancelAnimationFrame(frame);
+      removeToggle();
+      root.remove();
+    },
+  };
+}

@@ -1,0 +1,86 @@
+"""Building a provider from a ``"supplier:model"`` string, or from the environment.
+
+``create_provider("anthropic:claude-sonnet-4-6")``, ``"openai:gpt-5"``,
+``"deepseek:deepseek-reasoner"``, ``"openai-compatible:llama3:8b"`` (with ``base_url``),
+``"scripted"`` / ``"scripted:demo"``. Only the first colon separates supplier and model,
+so Ollama tags such as ``llama3:8b`` survive. A bare model name whose family is clear
+(``claude-…``, ``gpt-…``, ``o3…``, ``deepseek-…``) gets its supplier inferred.
+
+Vendor modules are imported here, on demand, so a missing SDK only matters when its
+supplier is asked for (and then the ImportError names the pip extra).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+
+from .base import Provider
+from .scripted import ScriptedProvider
+
+__all__ = ["DEFAULT_MODELS", "SUPPLIERS", "create_provider", "default_provider"]
+
+SUPPLIERS = ("anthropic", "openai", "deepseek", "openai-compatible", "scripted")
+DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-5",
+                  "deepseek": "deepseek-reasoner", "scripted": "demo"}
+"""The model :func:`default_provider` picks for each supplier."""
+
+_ENVIRONMENT_KEYS = (("anthropic", "ANTHROPIC_API_KEY"), ("openai", "OPENAI_API_KEY"),
+                     ("deepseek", "DEEPSEEK_API_KEY"))
+_INFERRED_SUPPLIERS = ((re.compile(r"^claude-"), "anthropic"),
+                       (re.compile(r"^(gpt-|o\d)"), "openai"),
+                       (re.compile(r"^deepseek-"), "deepseek"))
+
+log = logging.getLogger(__name__)
+
+
+def create_provider(spec: str | Provider, *, api_key: str | None = None,
+                    base_url: str | None = None) -> Provider:
+    """The provider ``spec`` names (a provider instance is returned as is)."""
+    if isinstance(spec, Provider):
+        return spec
+    supplier, model = _parse_spec(spec)
+    if supplier == "scripted":
+        return ScriptedProvider(model=model or DEFAULT_MODELS["scripted"])
+    if not model:
+        raise ValueError(f"model spec {spec!r} names no model; expected 'supplier:model', "
+                         f"e.g. '{supplier}:{DEFAULT_MODELS.get(supplier, 'my-model')}'")
+    if supplier == "anthropic":
+        from .anthropic import AnthropicProvider
+
+        return AnthropicProvider(model, api_key=api_key, base_url=base_url)
+    from .openai import OpenAIProvider
+
+    return OpenAIProvider(model, supplier=supplier, api_key=api_key, base_url=base_url)
+
+
+def default_provider() -> Provider:
+    """The first supplier with a key in the environment (Anthropic, OpenAI, DeepSeek) whose
+    SDK is installed, with its :data:`DEFAULT_MODELS` entry; else the offline
+    :class:`ScriptedProvider`."""
+    for supplier, variable in _ENVIRONMENT_KEYS:
+        if os.environ.get(variable):
+            try:
+                return create_provider(f"{supplier}:{DEFAULT_MODELS[supplier]}")
+            except ImportError as error:
+                log.warning("%s is set but %s", variable, error)
+    return ScriptedProvider()
+
+
+def _parse_spec(spec: str) -> tuple[str, str]:
+    text = spec.strip()
+    supplier, colon, model = text.partition(":")
+    supplier = supplier.strip().lower()
+    if colon and supplier in SUPPLIERS:
+        return supplier, model.strip()
+    if not colon and supplier in SUPPLIERS:
+        return supplier, ""
+    for pattern, inferred in _INFERRED_SUPPLIERS:
+        if pattern.match(text.lower()):
+            return inferred, text
+    if colon:
+        raise ValueError(f"unknown supplier {supplier!r} in model spec {spec!r}; "
+                         f"expected one of {', '.join(SUPPLIERS)}")
+    raise ValueError(f"cannot tell the supplier of model {spec!r}; write it as "
+                     f"'supplier:model' with supplier one of {', '.join(SUPPLIERS)}")

@@ -1,0 +1,349 @@
+"""OpenAI, DeepSeek and any OpenAI-compatible server through streaming Chat Completions
+(``pip install 'neta-nb[openai]'``).
+
+This module is the only importer of the ``openai`` SDK. One class serves three suppliers:
+
+* ``openai``: ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``.
+* ``deepseek``: ``DEEPSEEK_API_KEY`` / ``DEEPSEEK_BASE_URL`` (default DeepSeek's public API).
+* ``openai-compatible``: Ollama, vLLM, llama.cpp server, LM Studio… ``base_url`` (or
+  ``OPENAI_BASE_URL``) is required; the key may be a placeholder, local servers ignore it.
+
+Streaming: text deltas as they come; reasoning deltas (``reasoning_content`` from
+DeepSeek and vLLM, ``reasoning`` from Ollama and others) as thinking, closed with an
+unsigned thinking end when the answer or a tool call starts; tool calls assembled by
+their ``index`` across chunks (parallel calls interleave) and reported when the choice
+finishes; usage from the final ``stream_options.include_usage`` chunk, with cached prompt
+tokens split out so ``input + cache_read`` is the prompt.
+
+The stream counts as complete once the choice reports a ``finish_reason``. The usage
+chunk after it is optional (some compatible servers never send one); a stream that ends
+before a ``finish_reason`` raises a retryable :class:`ProviderError` with what streamed.
+
+DeepSeek's thinking mode wants ``reasoning_content`` back, but only within a user turn
+that used tools: its documentation says reasoning from a turn that called tools must be
+sent back in every later request, while reasoning from a turn without tool calls is
+ignored. So for ``deepseek`` (and when ``send_reasoning_content=True``) every assistant
+message of a user turn that contains a tool call carries its reasoning; others do not.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator
+from typing import Any
+
+try:
+    import httpx2
+    import openai
+    from openai.types import CompletionUsage
+    from openai.types.chat import ChatCompletionChunk
+except ImportError as error:  # pragma: no cover - exercised only without the extra
+    raise ImportError("The OpenAI provider needs the openai SDK: "
+                      "pip install 'neta-nb[openai]'") from error
+
+from ..messages import Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart, Usage
+from ..thinking import build_thinking_params
+from ._call_kwargs import merge_thinking_params
+from ._tool_arguments import parse_tool_arguments
+from .base import (
+    ModelRequest,
+    Provider,
+    ProviderError,
+    ResponseAssembler,
+    StreamDone,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ThinkingEnd,
+    ToolCallReady,
+    UsageUpdate,
+)
+
+__all__ = ["DEEPSEEK_BASE_URL", "OpenAIProvider", "to_openai_messages"]
+
+DEEPSEEK_BASE_URL = "https://api.deepseek.com"
+LOCAL_SERVER_KEY = "not-needed"
+"""Sent to OpenAI-compatible servers given no key: the SDK insists on one, they ignore it."""
+
+_SUPPLIERS = ("openai", "deepseek", "openai-compatible")
+_RETRYABLE_STATUS = frozenset({408, 409, 429})
+_FATAL_STREAM_ERROR_TYPES = frozenset({"invalid_request_error", "authentication_error",
+                                       "permission_error", "not_found_error"})
+_FINISH_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use",
+                   "length": "max_tokens", "content_filter": "refusal"}
+_REASONING_FIELDS = ("reasoning_content", "reasoning")
+
+
+class OpenAIProvider(Provider):
+    """Chat Completions models of ``supplier`` (``openai``, ``deepseek`` or
+    ``openai-compatible``)."""
+
+    def __init__(self, model: str, *, supplier: str = "openai", api_key: str | None = None,
+                 base_url: str | None = None, max_tokens: int | None = None,
+                 max_retries: int = 3, timeout: float = 600.0,
+                 send_reasoning_content: bool | None = None) -> None:
+        if supplier not in _SUPPLIERS:
+            raise ValueError(f"unknown supplier {supplier!r} for OpenAIProvider; "
+                             f"expected one of {', '.join(_SUPPLIERS)}")
+        self.supplier = supplier
+        self.model = model
+        self.max_tokens = max_tokens
+        self.send_reasoning_content = (supplier == "deepseek" if send_reasoning_content is None
+                                       else send_reasoning_content)
+        key, url = _credentials(supplier, api_key, base_url)
+        # The key lives only inside the SDK client; this object's repr never shows it.
+        self._client = openai.AsyncOpenAI(api_key=key, base_url=url, max_retries=max_retries,
+                                          timeout=timeout)
+
+    def request_kwargs(self, request: ModelRequest) -> dict[str, Any]:
+        """The keyword arguments of the ``chat.completions.create`` call for ``request``."""
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": to_openai_messages(request.system_prompt, request.messages,
+                                           send_reasoning_content=self.send_reasoning_content),
+            "stream_options": {"include_usage": True},
+        }
+        if request.tools:
+            kwargs["tools"] = [{"type": "function", "function": {
+                "name": tool.name, "description": tool.description,
+                "parameters": tool.parameters}} for tool in request.tools]
+        max_tokens = request.max_tokens or self.max_tokens
+        if max_tokens:
+            # OpenAI's reasoning models reject `max_tokens`; compatible servers and DeepSeek
+            # know only `max_tokens`.
+            key = "max_completion_tokens" if self.supplier == "openai" else "max_tokens"
+            kwargs[key] = max_tokens
+        thinking = build_thinking_params(self.supplier, self.model, request.think_level)
+        return merge_thinking_params(kwargs, thinking, self._client.chat.completions.create)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        kwargs = self.request_kwargs(request)
+        assembler = ResponseAssembler()
+        try:
+            stream = await self._client.chat.completions.create(**kwargs, stream=True)
+        except (openai.OpenAIError, httpx2.HTTPError) as error:
+            raise _provider_error(error, assembler, started=False) from error
+
+        reader = _ChunkReader()
+        try:
+            async with stream:
+                async for chunk in stream:
+                    for event in reader.read(chunk):
+                        assembler.feed(event)
+                        yield event
+        except (openai.OpenAIError, httpx2.HTTPError) as error:
+            raise _provider_error(error, assembler, started=True, usage=reader.usage) from error
+        if reader.finish_reason is None:
+            raise ProviderError("OpenAI-compatible stream ended before a finish_reason",
+                                retryable=True, partial=assembler.snapshot(),
+                                usage=reader.usage)
+        yield StreamDone(_FINISH_REASONS.get(reader.finish_reason, reader.finish_reason))
+
+
+def _credentials(supplier: str, api_key: str | None,
+                 base_url: str | None) -> tuple[str | None, str | None]:
+    if supplier == "deepseek":
+        return (api_key or os.environ.get("DEEPSEEK_API_KEY") or None,
+                base_url or os.environ.get("DEEPSEEK_BASE_URL") or DEEPSEEK_BASE_URL)
+    key = api_key or os.environ.get("OPENAI_API_KEY") or None
+    url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+    if supplier == "openai-compatible":
+        if url is None:
+            raise ValueError("an openai-compatible provider needs base_url (or OPENAI_BASE_URL),"
+                             " e.g. http://localhost:11434/v1 for Ollama")
+        key = key or LOCAL_SERVER_KEY
+    return key, url
+
+
+class _ToolCallBuffer:
+    __slots__ = ("arguments", "call_id", "name")
+
+    def __init__(self) -> None:
+        self.call_id = ""
+        self.name = ""
+        self.arguments: list[str] = []
+
+
+class _ChunkReader:
+    """Turns chat completion chunks into normalised events."""
+
+    __slots__ = ("_calls", "_in_reasoning", "finish_reason", "usage")
+
+    def __init__(self) -> None:
+        self.usage: Usage | None = None
+        self.finish_reason: str | None = None
+        self._in_reasoning = False
+        self._calls: dict[int, _ToolCallBuffer] = {}
+
+    def read(self, chunk: ChatCompletionChunk) -> list[StreamEvent]:
+        events: list[StreamEvent] = []
+        for choice in chunk.choices:
+            if choice.index != 0:
+                continue
+            delta = choice.delta
+            reasoning = _reasoning_text(delta)
+            if reasoning:
+                self._in_reasoning = True
+                events.append(ThinkingDelta(reasoning))
+            if delta.content or delta.refusal or delta.tool_calls:
+                self._end_reasoning(events)
+            if delta.content:
+                events.append(TextDelta(delta.content))
+            if delta.refusal:
+                events.append(TextDelta(delta.refusal))
+            for position, call in enumerate(delta.tool_calls or ()):
+                # Some servers leave out `index` when they send each call whole.
+                index = call.index if call.index is not None else len(self._calls) + position
+                buffer = self._calls.setdefault(index, _ToolCallBuffer())
+                if call.id:
+                    buffer.call_id = call.id
+                if call.function is not None:
+                    if call.function.name:
+                        buffer.name += call.function.name
+                    if call.function.arguments:
+                        buffer.arguments.append(call.function.arguments)
+            if choice.finish_reason is not None:
+                self.finish_reason = choice.finish_reason
+                self._end_reasoning(events)
+                events.extend(self._ready_calls())
+        if chunk.usage is not None:
+            self.usage = _usage(chunk.usage)
+            events.append(UsageUpdate(self.usage))
+        return events
+
+    def _end_reasoning(self, events: list[StreamEvent]) -> None:
+        if self._in_reasoning:
+            self._in_reasoning = False
+            events.append(ThinkingEnd())
+
+    def _ready_calls(self) -> list[StreamEvent]:
+        ready: list[StreamEvent] = []
+        for index in sorted(self._calls):
+            buffer = self._calls[index]
+            args, raw_args = parse_tool_arguments("".join(buffer.arguments))
+            ready.append(ToolCallReady(id=buffer.call_id or f"call_{index}", name=buffer.name,
+                                       args=args, raw_args=raw_args))
+        self._calls.clear()
+        return ready
+
+
+def _reasoning_text(delta: object) -> str:
+    # Not in the SDK's types: servers add it as an extra field, which the SDK keeps.
+    for field_name in _REASONING_FIELDS:
+        value = getattr(delta, field_name, None)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def _usage(usage: CompletionUsage) -> Usage:
+    prompt = usage.prompt_tokens or 0
+    details = usage.prompt_tokens_details
+    cached = (details.cached_tokens or 0) if details is not None else 0
+    # DeepSeek reports its cache as extra fields instead of prompt_tokens_details.
+    deepseek_hits = getattr(usage, "prompt_cache_hit_tokens", None)
+    if isinstance(deepseek_hits, int) and not cached:
+        cached = deepseek_hits
+    completion = usage.completion_tokens_details
+    cache_write = (details.cache_write_tokens or 0) if details is not None else 0
+    return Usage(input_tokens=max(prompt - cached - cache_write, 0),
+                 output_tokens=usage.completion_tokens or 0,
+                 cache_read_tokens=cached, cache_write_tokens=cache_write,
+                 thinking_tokens=(completion.reasoning_tokens or 0) if completion else 0)
+
+
+def _provider_error(error: Exception, assembler: ResponseAssembler, *, started: bool,
+                    usage: Usage | None = None) -> ProviderError:
+    """The one place SDK and transport exceptions become :class:`ProviderError`."""
+    partial = assembler.snapshot()
+    if isinstance(error, openai.APIStatusError):
+        status = error.status_code
+        return ProviderError(f"OpenAI API error {status}: {_detail(error)}",
+                             retryable=status in _RETRYABLE_STATUS or status >= 500,
+                             status_code=status, partial=partial, usage=usage)
+    if isinstance(error, openai.APIConnectionError | httpx2.TransportError):
+        where = "during the stream" if started else "before a response"
+        return ProviderError(f"OpenAI connection failed {where}: {error}", retryable=True,
+                             partial=partial, usage=usage)
+    if isinstance(error, openai.APIError):
+        # An error object inside a 200 stream.
+        return ProviderError(f"OpenAI stream error: {error.message}",
+                             retryable=error.type not in _FATAL_STREAM_ERROR_TYPES,
+                             partial=partial, usage=usage)
+    return ProviderError(f"OpenAI request failed: {error}", retryable=False, partial=partial,
+                         usage=usage)
+
+
+def _detail(error: openai.APIStatusError) -> str:
+    body = error.body
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+            return str(inner["message"])
+    return error.message
+
+
+# --- history mapping -------------------------------------------------------------------
+
+
+def to_openai_messages(system_prompt: str, messages: list[Message], *,
+                       send_reasoning_content: bool = False) -> list[dict[str, Any]]:
+    """The conversation as Chat Completions ``messages``: the system prompt first, one
+    ``tool`` message per result, tool call arguments as JSON text (the model's own text
+    when it was not valid JSON)."""
+    result: list[dict[str, Any]] = []
+    if system_prompt:
+        result.append({"role": "system", "content": system_prompt})
+    tool_turns = _assistant_messages_in_tool_turns(messages) if send_reasoning_content else set()
+    for position, message in enumerate(messages):
+        if message.role == "user":
+            text = message.text
+            if text:
+                result.append({"role": "user", "content": text})
+        elif message.role == "tool":
+            for part in message.parts:
+                if isinstance(part, ToolResultPart):
+                    result.append({"role": "tool", "tool_call_id": part.tool_call_id,
+                                   "content": part.content})
+        else:
+            entry = _assistant_entry(message, with_reasoning=position in tool_turns)
+            if entry is not None:
+                result.append(entry)
+    return result
+
+
+def _assistant_entry(message: Message, *, with_reasoning: bool) -> dict[str, Any] | None:
+    text = "".join(p.text for p in message.parts if isinstance(p, TextPart))
+    calls = [{"id": part.id, "type": "function", "function": {
+                 "name": part.name,
+                 "arguments": part.raw_args if part.raw_args is not None
+                 else json.dumps(part.args, ensure_ascii=False)}}
+             for part in message.parts if isinstance(part, ToolCallPart)]
+    if not text and not calls:
+        return None
+    entry: dict[str, Any] = {"role": "assistant", "content": text or None}
+    if calls:
+        entry["tool_calls"] = calls
+    if with_reasoning:
+        reasoning = "".join(p.text for p in message.parts if isinstance(p, ThinkingPart))
+        if reasoning:
+            entry["reasoning_content"] = reasoning
+    return entry
+
+
+def _assistant_messages_in_tool_turns(messages: list[Message]) -> set[int]:
+    """Positions of assistant messages in user turns (user prompt to user prompt) where
+    some assistant message called a tool."""
+    positions: set[int] = set()
+    turn: list[int] = []
+    turn_used_tools = False
+    for position, message in enumerate([*messages, Message.user("")]):
+        if message.role == "user":
+            if turn_used_tools:
+                positions.update(turn)
+            turn, turn_used_tools = [], False
+        elif message.role == "assistant":
+            turn.append(position)
+            turn_used_tools = turn_used_tools or bool(message.tool_calls)
+    return positions

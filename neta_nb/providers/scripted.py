@@ -1,0 +1,396 @@
+"""An offline, deterministic model: :class:`ScriptedProvider`.
+
+It is a real provider behind the same interface as the vendor ones, for demos, notebooks
+under test and benchmarks. It needs no key and no network, and it streams the way a real
+model does: thinking and text arrive in many small deltas (paced to a readable speed when
+``chars_per_second`` is set), tool calls arrive complete, and every response reports
+token usage.
+
+A script is a list of responses; each response is a list of steps, written as plain dicts
+(or the pydantic models below)::
+
+    ScriptedProvider([
+        [{"thinking": "The user wants a plan."},
+         {"text": "Here is the plan."},
+         {"tool_call": {"name": "todo", "args": {"todos": [...]}}}],
+        [{"text": "All done."}],
+    ])
+
+Steps: ``{"thinking": str}``, ``{"text": str}``, ``{"tool_call": {"name", "args"}}``,
+``{"usage": {...}}`` (override some of the computed usage numbers) and
+``{"error": {"message", "retryable", "status_code"}}`` (fail the stream there, after what
+came before it has streamed, as a vendor stream that breaks would).
+
+Which response answers a request: the provider keeps no state. It counts the assistant
+messages after the last user message in the request, so the script replays from its first
+response for every user prompt and a resumed session continues where it was. Past the end
+of the script it answers with :attr:`Script.closing_text` (or starts over, with
+``on_exhausted="cycle"``).
+
+Usage is computed, so it is deterministic and grows with the conversation the way a real
+model's does: input tokens are the request's characters (system prompt, messages, tool
+definitions) divided by four, output tokens the streamed characters divided by four.
+With thinking level ``off`` in the request, thinking steps are skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from ..messages import (
+    Message,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+    Usage,
+)
+from .base import (
+    ModelRequest,
+    Provider,
+    ProviderError,
+    ResponseAssembler,
+    StreamDone,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ThinkingEnd,
+    ToolCallReady,
+    UsageUpdate,
+)
+
+__all__ = [
+    "DEMO_SCRIPT",
+    "ErrorStep",
+    "Script",
+    "ScriptError",
+    "ScriptToolCall",
+    "ScriptedProvider",
+    "ScriptedResponse",
+    "TextStep",
+    "ThinkingStep",
+    "ToolCallStep",
+    "UsageOverride",
+    "UsageStep",
+    "estimate_tokens",
+]
+
+CHARS_PER_TOKEN = 4
+"""The usual rule of thumb for English text; close enough for a demo's numbers."""
+_UNPACED_CHUNK = 4
+"""Characters per delta without pacing: many deltas, so streaming paths are exercised."""
+_YIELD_EVERY = 16
+"""Without pacing, hand control to the event loop this often so a cancel lands promptly."""
+_PACED_TICK = 0.03
+"""Seconds between paced deltas: about 33 updates per second, smooth without flooding."""
+
+
+class _Step(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ThinkingStep(_Step):
+    thinking: str
+
+
+class TextStep(_Step):
+    text: str
+
+
+class ScriptToolCall(_Step):
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    id: str | None = None
+    """Fixed id; by default ``call_<turn>_<response>_<n>``, unique in a conversation."""
+
+
+class ToolCallStep(_Step):
+    tool_call: ScriptToolCall
+
+
+class UsageOverride(_Step):
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    thinking_tokens: int | None = None
+
+
+class UsageStep(_Step):
+    usage: UsageOverride
+
+
+class ScriptError(_Step):
+    message: str = "The scripted model failed."
+    retryable: bool = True
+    status_code: int | None = None
+
+
+class ErrorStep(_Step):
+    error: ScriptError
+
+
+Step = ThinkingStep | TextStep | ToolCallStep | UsageStep | ErrorStep
+
+
+class ScriptedResponse(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    steps: list[Step]
+    stop_reason: str | None = None
+    """Default: ``tool_use`` when the response calls a tool, else ``end_turn``."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_bare_steps(cls, value: Any) -> Any:
+        # A response may be written as just its list of steps.
+        return {"steps": value} if isinstance(value, list) else value
+
+
+class Script(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    responses: list[ScriptedResponse]
+    on_exhausted: Literal["finish", "cycle"] = "finish"
+    closing_text: str = "That is everything I had planned for this request."
+
+    @classmethod
+    def coerce(cls, value: Script | Mapping[str, Any] | Sequence[Any]) -> Script:
+        """A script from a :class:`Script`, its dict form, or a bare list of responses
+        (each a list of step dicts or a :class:`ScriptedResponse`)."""
+        if isinstance(value, Script):
+            return value
+        if isinstance(value, Mapping):
+            return cls.model_validate(value)
+        return cls.model_validate({"responses": list(value)})
+
+
+def estimate_tokens(characters: int) -> int:
+    return (characters + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
+
+
+class ScriptedProvider(Provider):
+    """The offline model. ``script=None`` plays :data:`DEMO_SCRIPT`."""
+
+    supplier = "scripted"
+
+    def __init__(self, script: Script | Mapping[str, Any] | Sequence[Any] | None = None, *,
+                 chars_per_second: float = 0.0, model: str = "demo") -> None:
+        if chars_per_second < 0:
+            raise ValueError("chars_per_second must be >= 0")
+        self.model = model
+        self.script = Script.coerce(DEMO_SCRIPT if script is None else script)
+        self.chars_per_second = chars_per_second
+
+    def choose_response(self, messages: Sequence[Message]) -> tuple[int, ScriptedResponse]:
+        """The index and response that answer a conversation ending in ``messages``."""
+        index = _assistant_messages_since_last_user(messages)
+        responses = self.script.responses
+        if index < len(responses):
+            return index, responses[index]
+        if self.script.on_exhausted == "cycle" and responses:
+            return index, responses[index % len(responses)]
+        return index, ScriptedResponse(steps=[TextStep(text=self.script.closing_text)])
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        index, response = self.choose_response(request.messages)
+        turn = sum(1 for message in request.messages if message.role == "user")
+        thinking_on = request.think_level != "off"
+        input_tokens = estimate_tokens(_request_characters(request))
+        usage = Usage(input_tokens=input_tokens)
+        yield UsageUpdate(usage)
+
+        assembler = ResponseAssembler()
+        output_chars = thinking_chars = calls = 0
+        override: dict[str, int] = {}
+        pacer = _Pacer(self.chars_per_second)
+        for step in response.steps:
+            if isinstance(step, ThinkingStep):
+                if not thinking_on:
+                    continue
+                for piece in pacer.pieces(step.thinking):
+                    await pacer.wait(len(piece))
+                    event: StreamEvent = ThinkingDelta(piece)
+                    assembler.feed(event)
+                    yield event
+                thinking_chars += len(step.thinking)
+                output_chars += len(step.thinking)
+                # No signature: a scripted block must never pass for a vendor-signed one.
+                end = ThinkingEnd()
+                assembler.feed(end)
+                yield end
+            elif isinstance(step, TextStep):
+                for piece in pacer.pieces(step.text):
+                    await pacer.wait(len(piece))
+                    event = TextDelta(piece)
+                    assembler.feed(event)
+                    yield event
+                output_chars += len(step.text)
+            elif isinstance(step, ToolCallStep):
+                call = step.tool_call
+                call_id = call.id or f"call_{turn}_{index}_{calls}"
+                calls += 1
+                arguments = json.dumps(call.args)
+                await pacer.wait(len(arguments))
+                output_chars += len(call.name) + len(arguments)
+                # A deep copy: the runtime owns its arguments; the script stays as written.
+                ready = ToolCallReady(id=call_id, name=call.name, args=copy.deepcopy(call.args))
+                assembler.feed(ready)
+                yield ready
+            elif isinstance(step, UsageStep):
+                override.update(step.usage.model_dump(exclude_none=True))
+            else:
+                usage = _usage(input_tokens, output_chars, thinking_chars, override)
+                raise ProviderError(step.error.message, retryable=step.error.retryable,
+                                    status_code=step.error.status_code,
+                                    partial=assembler.snapshot(), usage=usage)
+
+        yield UsageUpdate(_usage(input_tokens, output_chars, thinking_chars, override))
+        stop_reason = response.stop_reason or ("tool_use" if calls else "end_turn")
+        yield StreamDone(stop_reason)
+
+
+class _Pacer:
+    """Splits text into deltas and spaces them out at ``chars_per_second``."""
+
+    __slots__ = ("_chunk", "_delay_per_char", "_since_yield")
+
+    def __init__(self, chars_per_second: float) -> None:
+        self._delay_per_char = 1.0 / chars_per_second if chars_per_second > 0 else 0.0
+        # Paced: as many characters per delta as the speed gives per tick, at least one.
+        self._chunk = (max(1, round(chars_per_second * _PACED_TICK)) if chars_per_second > 0
+                       else _UNPACED_CHUNK)
+        self._since_yield = 0
+
+    def pieces(self, text: str) -> list[str]:
+        size = self._chunk
+        return [text[i:i + size] for i in range(0, len(text), size)]
+
+    async def wait(self, characters: int) -> None:
+        if self._delay_per_char:
+            await asyncio.sleep(characters * self._delay_per_char)
+            return
+        self._since_yield += 1
+        if self._since_yield >= _YIELD_EVERY:
+            self._since_yield = 0
+            await asyncio.sleep(0)
+
+
+def _usage(input_tokens: int, output_chars: int, thinking_chars: int,
+           override: Mapping[str, int]) -> Usage:
+    values = {"input_tokens": input_tokens, "output_tokens": estimate_tokens(output_chars),
+              "thinking_tokens": estimate_tokens(thinking_chars)}
+    values.update(override)
+    return Usage(**values)
+
+
+def _assistant_messages_since_last_user(messages: Sequence[Message]) -> int:
+    count = 0
+    for message in reversed(messages):
+        if message.role == "user":
+            break
+        if message.role == "assistant":
+            count += 1
+    return count
+
+
+def _request_characters(request: ModelRequest) -> int:
+    total = len(request.system_prompt)
+    for tool in request.tools:
+        total += len(tool.name) + len(tool.description) + len(json.dumps(tool.parameters))
+    for message in request.messages:
+        for part in message.parts:
+            if isinstance(part, TextPart | ThinkingPart):
+                total += len(part.text)
+            elif isinstance(part, ToolCallPart):
+                total += len(part.name) + len(part.raw_args or json.dumps(part.args))
+            elif isinstance(part, ToolResultPart):
+                total += len(part.content)
+    return total
+
+
+# --- the built-in demo -------------------------------------------------------------------
+
+_PLAN = [
+    {"id": "1", "content": "Look at the files in the working directory", "status": "in_progress"},
+    {"id": "2", "content": "Profile the sample table column by column", "status": "pending"},
+    {"id": "3", "content": "Summarise the findings with a short report", "status": "pending"},
+]
+
+_FINAL_ANSWER = """\
+## Sample data: first look
+
+I listed the working directory and profiled the bundled sample table.
+
+- **Shape**: every column was profiled; none of them is empty.
+- **Types**: identifiers and dates parse cleanly; the numeric columns have no stray text.
+- **Gaps**: a handful of missing values, all in optional columns.
+
+| check | result |
+|---|---|
+| files listed | ✓ |
+| columns profiled | ✓ |
+| blocking issues | none |
+
+To load the table yourself:
+
+```python
+import pandas as pd
+
+df = pd.read_csv("sample.csv")
+df.describe(include="all")
+```
+
+Next, I can chart the numeric columns or look for outliers — just ask.
+"""
+
+DEMO_SCRIPT = Script(responses=[
+    ScriptedResponse(steps=[
+        ThinkingStep(thinking=(
+            "The user wants a first look at the data in this directory. I don't know what "
+            "is here yet, so I should list the files before anything else. Then the sample "
+            "table needs a column-by-column profile, and finally a short written summary. "
+            "That is three clear steps, so a todo plan will help the user follow along.")),
+        TextStep(text="Let me plan this before I start."),
+        ToolCallStep(tool_call=ScriptToolCall(name="todo", args={"todos": _PLAN,
+                                                                  "merge": False})),
+    ]),
+    ScriptedResponse(steps=[
+        ThinkingStep(thinking=(
+            "Step one is in progress. Listing the current directory will show which files "
+            "I can work with.")),
+        ToolCallStep(tool_call=ScriptToolCall(name="list_files", args={"path": "."})),
+    ]),
+    ScriptedResponse(steps=[
+        ThinkingStep(thinking=(
+            "The listing is back, so step one is done. Next is the profile: the "
+            "profile_table skill reads the sample table and reports on every column.")),
+        ToolCallStep(tool_call=ScriptToolCall(name="todo", args={
+            "todos": [{"id": "1", "content": _PLAN[0]["content"], "status": "completed"},
+                      {"id": "2", "content": _PLAN[1]["content"], "status": "in_progress"}],
+            "merge": True})),
+        ToolCallStep(tool_call=ScriptToolCall(name="profile_table", args={})),
+    ]),
+    ScriptedResponse(steps=[
+        ThinkingStep(thinking=(
+            "The profile finished without errors. I'll mark the remaining steps done and "
+            "write the summary.")),
+        ToolCallStep(tool_call=ScriptToolCall(name="todo", args={
+            "todos": [{"id": "2", "content": _PLAN[1]["content"], "status": "completed"},
+                      {"id": "3", "content": _PLAN[2]["content"], "status": "completed"}],
+            "merge": True})),
+    ]),
+    ScriptedResponse(steps=[
+        ThinkingStep(thinking="Everything is in place; time to present the results clearly."),
+        TextStep(text=_FINAL_ANSWER),
+    ]),
+])
+"""One user prompt's worth of responses showing everything the UI can show: streamed
+thinking, a todo plan updated step by step, a tool call, a skill with progress, and a
+final markdown answer (heading, list, table, code block), each with usage."""

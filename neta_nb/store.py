@@ -1,0 +1,273 @@
+"""SessionStore: SQLite persistence of sessions and their messages (DESIGN §6).
+
+One database file (WAL mode) holds every session of a user. Messages are written at each
+message boundary; the assistant message being streamed is checkpointed as a *draft* a
+few times a second, so a kernel that dies mid-turn loses at most the last fraction of a
+second, and :meth:`AgentSession.resume` turns the draft into a message marked
+``interrupted="killed"``.
+
+Rows are JSON documents validated on read. A row that no longer validates (a corrupt
+write, a hand edit) is skipped with a warning instead of making the session unreadable.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+from pydantic import BaseModel, Field, ValidationError
+
+from .messages import Message
+
+__all__ = ["SessionRecord", "SessionStore", "default_store_path"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    data TEXT NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS messages (
+    session_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    id TEXT NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+);
+CREATE UNIQUE INDEX IF NOT EXISTS messages_by_id ON messages (session_id, id);
+CREATE TABLE IF NOT EXISTS drafts (
+    session_id TEXT PRIMARY KEY,
+    data TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS views (
+    session_id TEXT PRIMARY KEY,
+    data TEXT NOT NULL
+);
+"""
+
+
+def default_store_path() -> Path:
+    """The per-user default: ``$NETA_NB_HOME/sessions.sqlite3`` if set, else the
+    platform's user data directory."""
+    import os
+
+    home = os.environ.get("NETA_NB_HOME")
+    base = Path(home) if home else Path(platformdirs.user_data_dir("neta_nb", appauthor=False))
+    return base / "sessions.sqlite3"
+
+
+class SessionRecord(BaseModel):
+    """What the session list shows and what resume needs to rebuild the agent."""
+
+    id: str
+    title: str = "New chat"
+    agent: dict[str, Any] = Field(default_factory=dict)
+    """The agent's definition: name, model, system_prompt, tools (config), default level."""
+    think_level: str | None = None
+    created_at: float = Field(default_factory=time.time)
+    updated_at: float = Field(default_factory=time.time)
+    todo_summary: dict[str, int] | None = None
+    last_message: str = ""
+    running: bool = False
+    message_count: int = 0
+
+
+class SessionStore:
+    """SQLite-backed store. Safe to share between sessions of one process; every call is
+    serialised by a lock, and each write is its own transaction."""
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path) if path is not None else default_store_path()
+        if str(self.path) != ":memory:":
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(str(self.path), check_same_thread=False,
+                                   isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(_SCHEMA)
+        self._listeners: list[Callable[[str], None]] = []
+        self.warnings: list[str] = []
+        """Problems met while reading (corrupt rows skipped), newest last."""
+
+    # --- change notification ---------------------------------------------------------
+    def subscribe(self, callback: Callable[[str], None]) -> Callable[[], None]:
+        """Call ``callback(session_id)`` after any change to a session or its messages
+        (the session list follows the store this way)."""
+        self._listeners.append(callback)
+        return lambda: self._listeners.remove(callback) if callback in self._listeners else None
+
+    def _changed(self, session_id: str) -> None:
+        for listener in list(self._listeners):
+            listener(session_id)
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._db.execute("BEGIN")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    # --- sessions ---------------------------------------------------------------------
+    def save_session(self, record: SessionRecord) -> None:
+        """Insert or replace a session's record."""
+        with self._transaction() as db:
+            db.execute("INSERT OR REPLACE INTO sessions (id, data, updated_at) VALUES (?, ?, ?)",
+                       (record.id, record.model_dump_json(), record.updated_at))
+        self._changed(record.id)
+
+    def update_session(self, session_id: str, **fields: Any) -> SessionRecord:
+        """Change some fields of a session's record (``updated_at`` is refreshed)."""
+        with self._lock:
+            record = self.get_session(session_id)
+            if record is None:
+                raise KeyError(f"no session {session_id!r} in {self.path}")
+            record = record.model_copy(update={**fields, "updated_at": time.time()})
+            self.save_session(record)
+        return record
+
+    def get_session(self, session_id: str) -> SessionRecord | None:
+        with self._lock:
+            row = self._db.execute("SELECT data FROM sessions WHERE id = ?",
+                                   (session_id,)).fetchone()
+        if row is None:
+            return None
+        try:
+            return SessionRecord.model_validate_json(row[0])
+        except ValidationError as exc:
+            self._warn(f"session {session_id}: unreadable record skipped ({_first_error(exc)})")
+            return None
+
+    def list_sessions(self, limit: int | None = None) -> list[SessionRecord]:
+        """Sessions, most recently updated first. Unreadable records are skipped."""
+        query = "SELECT id, data FROM sessions ORDER BY updated_at DESC"
+        with self._lock:
+            rows = self._db.execute(query + (" LIMIT ?" if limit else ""),
+                                    (limit,) if limit else ()).fetchall()
+        records = []
+        for session_id, data in rows:
+            try:
+                records.append(SessionRecord.model_validate_json(data))
+            except ValidationError as exc:
+                self._warn(f"session {session_id}: unreadable record skipped "
+                           f"({_first_error(exc)})")
+        return records
+
+    def delete_session(self, session_id: str) -> None:
+        with self._transaction() as db:
+            for table in ("sessions", "drafts", "views"):
+                key = "id" if table == "sessions" else "session_id"
+                db.execute(f"DELETE FROM {table} WHERE {key} = ?", (session_id,))
+            db.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+        self._changed(session_id)
+
+    # --- messages ---------------------------------------------------------------------
+    def append_message(self, session_id: str, message: Message) -> None:
+        """Add a message at the end of a session's history; a message whose id is already
+        stored is replaced in place (metadata updates after tool runs)."""
+        data = message.model_dump_json()
+        with self._transaction() as db:
+            updated = db.execute("UPDATE messages SET data = ? WHERE session_id = ? AND id = ?",
+                                 (data, session_id, message.id)).rowcount
+            if not updated:
+                db.execute(
+                    "INSERT INTO messages (session_id, seq, id, data) VALUES (?, "
+                    "(SELECT COALESCE(MAX(seq), -1) + 1 FROM messages WHERE session_id = ?),"
+                    " ?, ?)", (session_id, session_id, message.id, data))
+        self._changed(session_id)
+
+    def load_messages(self, session_id: str, *, offset: int = 0,
+                      limit: int | None = None) -> list[Message]:
+        """A session's messages in order (a window when ``offset``/``limit`` are given).
+        Rows that fail validation are skipped and reported in :attr:`warnings`."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT seq, data FROM messages WHERE session_id = ? ORDER BY seq "
+                "LIMIT ? OFFSET ?", (session_id, -1 if limit is None else limit, offset)
+            ).fetchall()
+        messages = []
+        for seq, data in rows:
+            try:
+                messages.append(Message.model_validate_json(data))
+            except ValidationError as exc:
+                self._warn(f"session {session_id}: message #{seq} is unreadable and was "
+                           f"skipped ({_first_error(exc)})")
+        return messages
+
+    def count_messages(self, session_id: str) -> int:
+        with self._lock:
+            row = self._db.execute("SELECT COUNT(*) FROM messages WHERE session_id = ?",
+                                   (session_id,)).fetchone()
+        return int(row[0])
+
+    # --- the streaming draft ----------------------------------------------------------
+    def save_draft(self, session_id: str, message: Message) -> None:
+        """Checkpoint the assistant message being streamed (replaced on each call)."""
+        with self._transaction() as db:
+            db.execute("INSERT OR REPLACE INTO drafts (session_id, data) VALUES (?, ?)",
+                       (session_id, message.model_dump_json()))
+
+    def take_draft(self, session_id: str) -> Message | None:
+        """Remove and return the draft left by a turn that never finished, if any."""
+        with self._transaction() as db:
+            row = db.execute("SELECT data FROM drafts WHERE session_id = ?",
+                             (session_id,)).fetchone()
+            db.execute("DELETE FROM drafts WHERE session_id = ?", (session_id,))
+        if row is None:
+            return None
+        try:
+            return Message.model_validate_json(row[0])
+        except ValidationError as exc:
+            self._warn(f"session {session_id}: unreadable draft dropped ({_first_error(exc)})")
+            return None
+
+    def clear_draft(self, session_id: str) -> None:
+        with self._transaction() as db:
+            db.execute("DELETE FROM drafts WHERE session_id = ?", (session_id,))
+
+    # --- the compacted view -----------------------------------------------------------
+    def save_view(self, session_id: str, messages: list[Message]) -> None:
+        """Store the history the model sees after compaction; the full history stays in
+        ``messages``."""
+        with self._transaction() as db:
+            db.execute("INSERT OR REPLACE INTO views (session_id, data) VALUES (?, ?)",
+                       (session_id, json.dumps([m.model_dump(mode="json") for m in messages])))
+
+    def load_view(self, session_id: str) -> list[Message] | None:
+        with self._lock:
+            row = self._db.execute("SELECT data FROM views WHERE session_id = ?",
+                                   (session_id,)).fetchone()
+        if row is None:
+            return None
+        try:
+            return [Message.model_validate(m) for m in json.loads(row[0])]
+        except (ValueError, ValidationError) as exc:
+            self._warn(f"session {session_id}: unreadable compacted view ignored ({exc})")
+            return None
+
+    # --- housekeeping -----------------------------------------------------------------
+    def _warn(self, text: str) -> None:
+        self.warnings.append(text)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __repr__(self) -> str:
+        return f"SessionStore({str(self.path)!r})"
+
+
+def _first_error(exc: ValidationError) -> str:
+    errors = exc.errors()
+    return errors[0]["msg"] if errors else str(exc)

@@ -1,0 +1,34 @@
+"""Tools: what an agent may call, and the single rule that decides which it gets.
+
+* :class:`Tool` / :func:`tool` — a typed function with a schema, a visibility class
+  (``internal`` / ``tool`` / ``skill``), a category, capability tags and a core flag.
+* :class:`ToolCatalog` — the global set, with global enable/disable.
+* :class:`AgentToolConfig` — one agent's overrides (inherit core, enabled, disabled).
+* :func:`resolve_tools` — the only place that combines them.
+* :func:`preview_prompt` — what a provider receives, computed the way the runtime does.
+"""
+
+from .base import Tool, ToolArgumentError, ToolContext, ToolVisibility, tool
+from .catalog import SEED_CATEGORIES, ToolCatalog
+from .config import AgentToolConfig, ToolConfigError
+from .demo import demo_catalog
+from .preview import PromptPreview, preview_prompt
+from .resolver import ToolResolution, ToolState, resolve_tools
+
+__all__ = [
+    "SEED_CATEGORIES",
+    "AgentToolConfig",
+    "PromptPreview",
+    "Tool",
+    "ToolArgumentError",
+    "ToolCatalog",
+    "ToolConfigError",
+    "ToolContext",
+    "ToolResolution",
+    "ToolState",
+    "ToolVisibility",
+    "demo_catalog",
+    "preview_prompt",
+    "resolve_tools",
+    "tool",
+]

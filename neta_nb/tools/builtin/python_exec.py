@@ -1,0 +1,116 @@
+"""``python``: run code in the notebook's own namespace.
+
+The code sees (and may change) the variables of the notebook it runs in, which is what
+makes it useful — and why the tool is off by default, must be enabled per agent and asks
+for approval before each run.
+
+It runs on the event loop's thread (the kernel's main thread): notebook objects,
+matplotlib and widgets expect that. Top-level ``await`` works. What the tool returns: the
+printed output, the ``repr`` of the last expression (as a notebook cell would show it)
+and the traceback if the code raised — an error in the code is a normal result the model
+should read and act on.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import inspect
+import io
+import linecache
+import traceback
+from types import CodeType
+from typing import Any
+
+from ..base import ToolContext, tool
+
+__all__ = ["MAX_OUTPUT_CHARS", "python", "run_python"]
+
+MAX_OUTPUT_CHARS = 20_000
+_FILENAME = "<python tool>"
+
+
+@tool(name="python", category="base", requires_approval=True, label="Python")
+async def python(ctx: ToolContext, code: str) -> str:
+    """Run Python code in the notebook's namespace and return what it printed, the value
+    of its last expression and any error.
+
+    Variables persist between calls and are shared with the notebook.
+
+    Args:
+        code: Python source. The last line's value is shown, as in a notebook cell.
+    """
+    return await run_python(code, ctx.namespace)
+
+
+async def run_python(code: str, namespace: dict[str, Any]) -> str:
+    """Execute ``code`` in ``namespace``; the text the ``python`` tool returns."""
+    output = io.StringIO()
+    value: Any = None
+    has_value = False
+    error: str | None = None
+    # Registering the source lets tracebacks quote the failing line.
+    linecache.cache[_FILENAME] = (len(code), None, code.splitlines(True), _FILENAME)
+    try:
+        body, last = _compile(code)
+    except SyntaxError as exc:
+        return _render("", None, False, _format_error(exc))
+    try:
+        with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
+            if body is not None:
+                await _run(body, namespace)
+            if last is not None:
+                value = await _run(last, namespace)
+                has_value = value is not None
+                if has_value:
+                    namespace["_"] = value
+    except (Exception, SystemExit) as exc:
+        # The code's own errors are results for the model, not tool failures. Cancellation
+        # and KeyboardInterrupt are not caught: Stop must still stop.
+        error = _format_error(exc)
+    return _render(output.getvalue(), value, has_value, error)
+
+
+def _compile(code: str) -> tuple[CodeType | None, CodeType | None]:
+    flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+    tree = ast.parse(code, filename=_FILENAME, mode="exec")
+    last_expression = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last_expression = ast.Expression(body=tree.body.pop().value)  # type: ignore[attr-defined]
+    body = compile(tree, _FILENAME, "exec", flags=flags) if tree.body else None
+    last = (compile(last_expression, _FILENAME, "eval", flags=flags)
+            if last_expression is not None else None)
+    return body, last
+
+
+async def _run(code: CodeType, namespace: dict[str, Any]) -> Any:
+    result = eval(code, namespace)
+    # With top-level await allowed, code that awaits compiles to a coroutine.
+    if code.co_flags & inspect.CO_COROUTINE:
+        result = await result
+    return result
+
+
+def _format_error(exc: BaseException) -> str:
+    """The traceback without this module's frames: only the user's code matters."""
+    report = traceback.TracebackException.from_exception(exc)
+    report.stack = traceback.StackSummary.from_list(
+        [frame for frame in report.stack if frame.filename != __file__])
+    return "".join(report.format())
+
+
+def _cut(text: str) -> str:
+    if len(text) <= MAX_OUTPUT_CHARS:
+        return text
+    return text[:MAX_OUTPUT_CHARS] + f"\n[... {len(text) - MAX_OUTPUT_CHARS:,} more characters cut]"
+
+
+def _render(printed: str, value: Any, has_value: bool, error: str | None) -> str:
+    sections: list[str] = []
+    if printed:
+        sections.append("Output:\n" + _cut(printed.rstrip("\n")))
+    if has_value:
+        sections.append("Result:\n" + _cut(repr(value)))
+    if error:
+        sections.append("Error:\n" + _cut(error.rstrip("\n")))
+    return "\n\n".join(sections) if sections else "(no output)"

@@ -1,0 +1,200 @@
+"""``ToolCatalog``: the global set of tools and their global on/off switch (seed 001).
+
+The catalog is what "tool management" administers: which tools exist, how they group
+into categories, which are core (on by default for every agent) and which are disabled
+globally. Per-agent choices live in :class:`~neta_nb.tools.config.AgentToolConfig`; the
+two meet only in :func:`~neta_nb.tools.resolver.resolve_tools`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+
+from .base import Tool
+
+__all__ = ["SEED_CATEGORIES", "ToolCatalog"]
+
+SEED_CATEGORIES: tuple[str, ...] = (
+    "base", "planning", "interaction", "memory", "skill", "crew", "vision", "document",
+)
+"""The seed's categories, in the order the config panel lists them (seed 001 §7.1).
+Categories a tool invents are listed after these, in order of first registration."""
+
+_SEED_RANK = {category: rank for rank, category in enumerate(SEED_CATEGORIES)}
+
+CatalogListener = Callable[["ToolCatalog"], None]
+
+
+class ToolCatalog:
+    """The global tool set. Iterating yields tools in registration order; ``ordered()``
+    yields them in display order (category, then name), the order the resolver uses."""
+
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        self._globally_disabled: set[str] = set()
+        self._listeners: list[CatalogListener] = []
+        self._custom_categories: list[str] = []
+        self._ordered: list[Tool] | None = None
+        self._version = 0
+        for item in tools:
+            self._add(item)
+
+    # --- built-in sets ------------------------------------------------------------
+    @classmethod
+    def default(cls) -> ToolCatalog:
+        """The built-in tools: ``todo``, ``read_file``, ``list_files``, ``python`` (not
+        core; needs approval) and the ``profile_table`` skill."""
+        from .builtin import builtin_tools
+
+        return cls(builtin_tools())
+
+    @classmethod
+    def demo(cls) -> ToolCatalog:
+        """The built-ins plus demo tools that fill every seed category (one of them needs
+        the ``vision`` capability, one is disabled globally), for notebooks and the config
+        panel."""
+        from .demo import demo_catalog
+
+        return demo_catalog()
+
+    # --- registration ---------------------------------------------------------------
+    def register(self, tool: Tool) -> Tool:
+        """Add a tool. A second tool with the same name is refused (``ValueError``)."""
+        self._add(tool)
+        self._changed()
+        return tool
+
+    def unregister(self, name: str) -> Tool:
+        """Remove a tool (``KeyError`` if absent). Agent configs that name it keep the
+        name; the resolver reports it as unknown."""
+        removed = self._tools.pop(name)
+        self._globally_disabled.discard(name)
+        self._ordered = None
+        self._custom_categories = [c for c in self._custom_categories
+                                   if any(t.category == c for t in self._tools.values())]
+        self._changed()
+        return removed
+
+    def _add(self, tool: Tool) -> None:
+        if not isinstance(tool, Tool):
+            raise TypeError(f"expected a Tool, got {type(tool).__name__}; decorate the "
+                            "function with @tool first")
+        if tool.name in self._tools:
+            raise ValueError(f"a tool named {tool.name!r} is already registered")
+        self._tools[tool.name] = tool
+        if tool.category not in _SEED_RANK and tool.category not in self._custom_categories:
+            self._custom_categories.append(tool.category)
+        self._ordered = None
+
+    # --- lookup ---------------------------------------------------------------------
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def __getitem__(self, name: str) -> Tool:
+        try:
+            return self._tools[name]
+        except KeyError:
+            raise KeyError(f"no tool named {name!r} in the catalog") from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(list(self._tools.values()))
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    @property
+    def version(self) -> int:
+        """Increases with every change; lets callers cache what they derive."""
+        return self._version
+
+    def category_rank(self, category: str) -> int:
+        """Sort position of a category: the seed's first, then custom ones."""
+        rank = _SEED_RANK.get(category)
+        if rank is not None:
+            return rank
+        try:
+            return len(SEED_CATEGORIES) + self._custom_categories.index(category)
+        except ValueError:
+            return len(SEED_CATEGORIES) + len(self._custom_categories)
+
+    def ordered(self) -> list[Tool]:
+        """Every tool in display order: category (seed order, then custom), then name."""
+        if self._ordered is None:
+            self._ordered = sorted(self._tools.values(),
+                                   key=lambda t: (self.category_rank(t.category), t.name))
+        return list(self._ordered)
+
+    def _ordered_view(self) -> list[Tool]:
+        """``ordered()`` without the defensive copy, for the resolver's hot path."""
+        if self._ordered is None:
+            self.ordered()
+        assert self._ordered is not None
+        return self._ordered
+
+    def categories(self) -> dict[str, list[Tool]]:
+        """Tools grouped by category (seed categories first, custom after; only
+        categories that have tools), each group sorted by name."""
+        groups: dict[str, list[Tool]] = {}
+        for item in self._ordered_view():
+            groups.setdefault(item.category, []).append(item)
+        return groups
+
+    def core_tools(self) -> list[Tool]:
+        """The core tools (on by default for agents that inherit them), display order."""
+        return [item for item in self._ordered_view() if item.core]
+
+    # --- global switch --------------------------------------------------------------
+    def disable(self, name: str) -> None:
+        """Disable a tool for every agent. No agent config can switch it back on."""
+        self._require(name)
+        if name not in self._globally_disabled:
+            self._globally_disabled.add(name)
+            self._changed()
+
+    def enable(self, name: str) -> None:
+        """Lift a global disable."""
+        self._require(name)
+        if name in self._globally_disabled:
+            self._globally_disabled.discard(name)
+            self._changed()
+
+    def _require(self, name: str) -> None:
+        if name not in self._tools:
+            raise KeyError(f"no tool named {name!r} in the catalog")
+
+    def is_globally_enabled(self, name: str) -> bool:
+        """True for a registered tool that is not disabled globally."""
+        return name in self._tools and name not in self._globally_disabled
+
+    @property
+    def globally_disabled(self) -> frozenset[str]:
+        return frozenset(self._globally_disabled)
+
+    # --- change notification ----------------------------------------------------------
+    def subscribe(self, callback: CatalogListener) -> Callable[[], None]:
+        """Call ``callback(catalog)`` after every change (register, unregister, enable,
+        disable). Returns a function that unsubscribes."""
+        self._listeners.append(callback)
+
+        def unsubscribe() -> None:
+            if callback in self._listeners:
+                self._listeners.remove(callback)
+
+        return unsubscribe
+
+    def _changed(self) -> None:
+        self._version += 1
+        for listener in list(self._listeners):
+            listener(self)
+
+    def __repr__(self) -> str:
+        disabled = len(self._globally_disabled)
+        return (f"ToolCatalog({len(self._tools)} tools"
+                + (f", {disabled} disabled globally" if disabled else "") + ")")

@@ -1,0 +1,272 @@
+"""``resolve_tools``: the one place that decides which tools an agent gets (seed 001 §6).
+
+The runtime, the prompt preview and the config panel all call it, so what the panel shows,
+what the preview lists and what the model receives cannot drift apart. Order of the rules:
+
+1. start from the globally enabled tools;
+2. add the core tools if the agent inherits them;
+3. add the agent's ``enabled``;
+4. remove the agent's ``disabled``;
+5. filter by the model's capabilities and the scene.
+
+Every catalog tool gets a :class:`ToolState` (what the config panel shows) and every tool
+left out gets one plain-language reason. Names the config holds that the catalog does not
+know are reported in ``unknown``, never granted and never a crash.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from functools import cached_property
+
+from ..messages import ToolDefinition
+from .base import Tool
+from .catalog import ToolCatalog
+from .config import AgentToolConfig
+
+__all__ = ["ToolResolution", "ToolState", "resolve_tools"]
+
+
+class ToolState(StrEnum):
+    """A tool's authorization state for one agent (seed 001 §4.2, plus ``available``)."""
+
+    DEFAULT_ENABLED = "default_enabled"
+    """A core tool the agent inherits and has not switched off."""
+    AGENT_ENABLED = "agent_enabled"
+    """Switched on explicitly for this agent."""
+    AGENT_DISABLED = "agent_disabled"
+    """Switched off explicitly for this agent."""
+    GLOBALLY_DISABLED = "globally_disabled"
+    """Disabled in tool management; read-only for agents."""
+    AVAILABLE = "available"
+    """Off for this agent, with no override: it can be switched on."""
+
+
+REASON_GLOBALLY_DISABLED = "Disabled globally in tool management"
+REASON_AGENT_DISABLED = "Switched off for this agent"
+REASON_NOT_ENABLED = "Not enabled for this agent"
+REASON_CORE_NOT_INHERITED = ("Not enabled for this agent (it is a core tool, and this agent "
+                             "does not inherit core tools)")
+
+_ON_STATES = (ToolState.DEFAULT_ENABLED, ToolState.AGENT_ENABLED)
+
+
+@dataclass(frozen=True)
+class ToolResolution:
+    """The outcome of :func:`resolve_tools`."""
+
+    tools: list[Tool]
+    """The final tools, ordered: default (core) tools first, then explicitly enabled
+    ones, each group by category (seed order) and name."""
+    states: dict[str, ToolState]
+    """The state of every catalog tool, in display order."""
+    reasons: dict[str, str]
+    """For every catalog tool not in ``tools``, why — a sentence a user understands."""
+    unknown: list[str] = field(default_factory=list)
+    """Names in the config that the catalog does not have, in order of first mention."""
+    warnings: list[str] = field(default_factory=list)
+    """Problems found in the config (duplicates, conflicts, unknown names, grants of
+    globally disabled tools, migration notes)."""
+
+    @cached_property
+    def _by_name(self) -> dict[str, Tool]:
+        return {item.name: item for item in self.tools}
+
+    @property
+    def names(self) -> list[str]:
+        return [item.name for item in self.tools]
+
+    @property
+    def filtered_out(self) -> list[str]:
+        """Tools the config switches on that the model or scene rules out."""
+        return [name for name, state in self.states.items()
+                if state in _ON_STATES and name in self.reasons]
+
+    def get(self, name: str) -> Tool | None:
+        """The tool, if the agent may call it."""
+        return self._by_name.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._by_name
+
+    def definitions(self) -> list[ToolDefinition]:
+        """The tool definitions a provider receives, in order."""
+        return [item.definition() for item in self.tools]
+
+    def refusal(self, name: str) -> str:
+        """The error text for a model that calls a tool outside this set."""
+        if name in self.reasons:
+            return (f"Tool '{name}' is not available to this agent: "
+                    f"{self.reasons[name][:1].lower()}{self.reasons[name][1:]}. "
+                    f"Available tools: {', '.join(self.names) or 'none'}.")
+        return (f"There is no tool named '{name}'. "
+                f"Available tools: {', '.join(self.names) or 'none'}.")
+
+
+def resolve_tools(catalog: ToolCatalog, config: AgentToolConfig, *,
+                  model_capabilities: Iterable[str] | None = None,
+                  scene: str | None = None, model: str | None = None) -> ToolResolution:
+    """Decide the agent's tools.
+
+    ``model_capabilities=None`` means "do not filter by capability"; otherwise a tool
+    needing a capability outside the set is left out. ``scene=None`` means "no scene
+    filter". ``model`` only names the model in reasons.
+    """
+    index = _index_of(catalog)
+    inherit = config.inherit_core_tools
+    # Rules 1-2 (globally enabled, core if inherited) depend on the catalog alone and are
+    # precomputed; only the config's overrides (rules 3-4) are applied per call, so the
+    # cost follows the config's size, not the catalog's.
+    states = index.base_states[inherit].copy()
+    reasons = index.base_reasons[inherit].copy()
+    enabled = set(config.enabled)
+    disabled = set(config.disabled)
+
+    # Set algebra instead of per-name branching: large configs stay cheap.
+    switched_off = disabled & index.switchable  # rule 4 (a global disable cannot be overridden)
+    if switched_off:
+        states.update(dict.fromkeys(switched_off, ToolState.AGENT_DISABLED))
+        reasons.update(dict.fromkeys(switched_off, REASON_AGENT_DISABLED))
+    switched_on = (enabled & index.available[inherit]) - disabled  # rule 3, then rule 4
+    if switched_on:
+        states.update(dict.fromkeys(switched_on, ToolState.AGENT_ENABLED))
+        for name in switched_on:
+            del reasons[name]
+    explicit_names = sorted(switched_on, key=index.position.__getitem__)
+    explicit = [index.tools[name] for name in explicit_names]
+    defaults = index.default_group[inherit]
+    if disabled:
+        defaults = [item for item in defaults if item.name not in disabled]
+
+    final = defaults + explicit
+    if index.restricted and (model_capabilities is not None or scene is not None):
+        final = _filter(final, index.restricted, reasons,
+                        None if model_capabilities is None else frozenset(model_capabilities),
+                        scene, f"model {model}" if model else "the current model")
+
+    unknown, warnings = _check_config(index, config, enabled, disabled)
+    return ToolResolution(tools=final, states=states, reasons=reasons, unknown=unknown,
+                          warnings=warnings)
+
+
+def _filter(tools: list[Tool], restricted: frozenset[str], reasons: dict[str, str],
+            capabilities: frozenset[str] | None, scene: str | None,
+            model_text: str) -> list[Tool]:
+    """Rule 5: drop tools the model's capabilities or the scene rule out, with a reason."""
+    kept: list[Tool] = []
+    capability_reasons: dict[frozenset[str], str] = {}
+    for item in tools:
+        if item.name in restricted:
+            if capabilities is not None and not item.capabilities <= capabilities:
+                missing = item.capabilities - capabilities
+                reason = capability_reasons.get(missing)
+                if reason is None:
+                    reason = capability_reasons[missing] = _capability_reason(missing,
+                                                                              model_text)
+                reasons[item.name] = reason
+                continue
+            if scene is not None and item.scenes is not None and scene not in item.scenes:
+                reasons[item.name] = f"Not offered in scene '{scene}'"
+                continue
+        kept.append(item)
+    return kept
+
+
+@dataclass(frozen=True)
+class _CatalogIndex:
+    """What the resolver derives from a catalog alone, cached per catalog version."""
+
+    version: int
+    tools: dict[str, Tool]
+    position: dict[str, int]
+    base_states: dict[bool, dict[str, ToolState]]
+    """Per ``inherit_core_tools``: every tool's state for a config with no overrides."""
+    base_reasons: dict[bool, dict[str, str]]
+    default_group: dict[bool, list[Tool]]
+    globally_disabled: frozenset[str]
+    switchable: frozenset[str]
+    """Registered tools that are not disabled globally."""
+    available: dict[bool, frozenset[str]]
+    """Per ``inherit_core_tools``: tools that are off unless enabled explicitly."""
+    restricted: frozenset[str]
+    """Tools with capability or scene limits: the only ones rule 5 can remove."""
+
+
+_indexes: weakref.WeakKeyDictionary[ToolCatalog, _CatalogIndex] = weakref.WeakKeyDictionary()
+
+
+def _index_of(catalog: ToolCatalog) -> _CatalogIndex:
+    index = _indexes.get(catalog)
+    if index is not None and index.version == catalog.version:
+        return index
+    ordered = catalog.ordered()
+    globally_disabled = catalog.globally_disabled
+    base_states: dict[bool, dict[str, ToolState]] = {True: {}, False: {}}
+    base_reasons: dict[bool, dict[str, str]] = {True: {}, False: {}}
+    default_group: dict[bool, list[Tool]] = {True: [], False: []}
+    for item in ordered:
+        for inherit in (True, False):
+            if item.name in globally_disabled:
+                base_states[inherit][item.name] = ToolState.GLOBALLY_DISABLED
+                base_reasons[inherit][item.name] = REASON_GLOBALLY_DISABLED
+            elif item.core and inherit:
+                base_states[inherit][item.name] = ToolState.DEFAULT_ENABLED
+                default_group[inherit].append(item)
+            else:
+                base_states[inherit][item.name] = ToolState.AVAILABLE
+                base_reasons[inherit][item.name] = (REASON_CORE_NOT_INHERITED if item.core
+                                                    else REASON_NOT_ENABLED)
+    index = _CatalogIndex(
+        version=catalog.version, tools={item.name: item for item in ordered},
+        position={item.name: n for n, item in enumerate(ordered)},
+        base_states=base_states, base_reasons=base_reasons, default_group=default_group,
+        globally_disabled=globally_disabled,
+        switchable=frozenset(item.name for item in ordered
+                             if item.name not in globally_disabled),
+        available={inherit: frozenset(name for name, state in base_states[inherit].items()
+                                      if state is ToolState.AVAILABLE)
+                   for inherit in (True, False)},
+        restricted=frozenset(item.name for item in ordered
+                             if item.capabilities or item.scenes is not None))
+    _indexes[catalog] = index
+    return index
+
+
+def _capability_reason(missing: frozenset[str], model_text: str) -> str:
+    names = sorted(missing)
+    quoted = " and ".join(f"'{name}'" for name in names)
+    noun = "capability" if len(names) == 1 else "capabilities"
+    return f"Needs the {quoted} {noun}, which {model_text} does not have"
+
+
+def _check_config(index: _CatalogIndex, config: AgentToolConfig, enabled: set[str],
+                  disabled: set[str]) -> tuple[list[str], list[str]]:
+    """Unknown names and warnings about the config itself. Set operations first, so a
+    clean config costs almost nothing however large it is."""
+    warnings = list(config.load_warnings)
+    known = index.tools.keys()
+    unknown_names = (enabled | disabled) - known
+    unknown = ([name for name in dict.fromkeys([*config.enabled, *config.disabled])
+                if name in unknown_names] if unknown_names else [])
+    for field_name, names, unique in (("enabled", config.enabled, enabled),
+                                      ("disabled", config.disabled, disabled)):
+        if not unknown_names.isdisjoint(unique):
+            warnings += [f"'{name}' is in {field_name} but no tool by that name exists; "
+                         "it is ignored." for name in dict.fromkeys(names)
+                         if name in unknown_names]
+        if field_name == "enabled" and not index.globally_disabled.isdisjoint(unique):
+            warnings += [f"'{name}' is enabled for this agent but disabled globally in tool "
+                         "management; it stays off."
+                         for name in sorted(index.globally_disabled & unique,
+                                            key=index.position.__getitem__)]
+        if len(names) != len(unique):
+            warnings += [f"'{name}' appears more than once in {field_name}; it counts once."
+                         for name, count in Counter(names).items() if count > 1]
+    if not enabled.isdisjoint(disabled):
+        warnings += [f"'{name}' is both enabled and disabled for this agent; disabled wins."
+                     for name in sorted(enabled & disabled)]
+    return unknown, warnings

@@ -1,0 +1,19 @@
+"""Thin anywidget classes for neta_nb's cards. Each renders a plain JS component from
+``neta_nb/static/widgets.js`` (sources in ``js/src``); the chat view composes the same
+components."""
+
+from .skill_card import SkillCard
+from .thinking_block import ThinkingBlock
+from .thinking_level_selector import ThinkingLevelSelector
+from .todo_card import TodoCard
+from .token_stats import TokenStats
+from .tool_card import ToolCard
+
+__all__ = [
+    "SkillCard",
+    "ThinkingBlock",
+    "ThinkingLevelSelector",
+    "TodoCard",
+    "TokenStats",
+    "ToolCard",
+]

@@ -1,0 +1,1 @@
+"""Browser tests: real JupyterLab driven in Debian's Chromium (see harness.py)."""

@@ -1,0 +1,57 @@
+"""Fixtures for browser tests: one JupyterLab server and one Chromium per test session,
+a fresh tab-level state per test, and a failure on any console error."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .harness import JupyterLabServer, LabSession, chromium_missing_reason, launch_chromium
+
+ARTIFACTS = Path(__file__).parent / "artifacts"
+DOCS_SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+
+
+@pytest.fixture(scope="session")
+def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLabServer]:
+    reason = chromium_missing_reason()
+    if reason:
+        pytest.skip(reason)
+    server = JupyterLabServer(tmp_path_factory.mktemp("jupyterlab"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def lab_session(lab_server: JupyterLabServer,
+                tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabSession]:
+    with launch_chromium(tmp_path_factory.mktemp("chromium-profile")) as context:
+        session = LabSession(lab_server, context)
+        yield session
+        session.close()
+
+
+@pytest.fixture
+def lab(lab_session: LabSession) -> Iterator[LabSession]:
+    """The shared tab; the test fails on console errors, and its notebooks are closed
+    (kernels shut down) afterwards."""
+    lab_session.console_errors.clear()
+    yield lab_session
+    errors = list(lab_session.console_errors)
+    lab_session.close_all()
+    lab_session.set_theme(dark=False)
+    assert not errors, "console errors:\n" + "\n".join(f"{e.type}: {e.text}" for e in errors)
+
+
+@pytest.fixture(scope="session")
+def screenshot_dir() -> Path:
+    """docs/screenshots when NETA_NB_UPDATE_SCREENSHOTS=1, else the gitignored artifacts."""
+    if os.environ.get("NETA_NB_UPDATE_SCREENSHOTS") == "1":
+        return DOCS_SCREENSHOTS
+    return ARTIFACTS / "screenshots"

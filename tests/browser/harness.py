@@ -1,0 +1,384 @@
+"""A reusable harness that drives real JupyterLab in Debian's Chromium.
+
+* :class:`JupyterLabServer` starts ``jupyter lab`` on 127.0.0.1 with a temporary root,
+  config, runtime, data, IPython and settings dirs, a random token and a free port, in its
+  own process group; :meth:`~JupyterLabServer.stop` ends that group.
+* :class:`LabSession` is one Chromium tab on that server: it writes notebooks, opens them
+  through ``window.jupyterapp`` commands (reliable where keyboard shortcuts are not), runs
+  them, executes code in the notebook's kernel and reads the output, switches the theme,
+  takes screenshots, and records console errors.
+
+The widget tests use it through fixtures in ``conftest.py``; the chat view's tests and the
+benchmarks can use the same classes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+__all__ = [
+    "CHROMIUM",
+    "ConsoleMessage",
+    "JupyterLabServer",
+    "LabSession",
+    "chromium_missing_reason",
+    "launch_chromium",
+]
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+# Keep Chromium quiet on a closed network: no background fetches, nothing but 127.0.0.1.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
+]
+
+# User settings that keep pop-ups off the page and render every cell (no windowing, so an
+# output scrolled out of view still exists in the DOM).
+LAB_SETTINGS: dict[str, dict[str, Any]] = {
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
+        "fetchNews": "false", "checkForUpdates": False},
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+}
+
+
+def chromium_missing_reason() -> str | None:
+    """Why browser tests cannot run here, or None when they can."""
+    if not CHROMIUM.exists():
+        return (f"{CHROMIUM} is missing; install Debian's Chromium "
+                "(apt-get install chromium) to run the browser tests")
+    try:
+        import playwright  # noqa: F401
+    except ImportError:
+        return "the Python package playwright is not installed (pip install -e '.[test]')"
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class JupyterLabServer:
+    """``jupyter lab`` in a temporary home of its own."""
+
+    base_dir: Path
+    token: str = field(default_factory=lambda: secrets.token_hex(16))
+    port: int = field(default_factory=_free_port)
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def root_dir(self) -> Path:
+        return self.base_dir / "root"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def lab_url(self, path: str = "") -> str:
+        tree = f"/tree/{path}" if path else ""
+        return f"{self.url}/lab{tree}?token={self.token}"
+
+    def start(self, timeout: float = 60.0) -> None:
+        dirs = {name: self.base_dir / name for name in
+                ("root", "config", "runtime", "data", "ipython", "settings", "workspaces")}
+        for path in dirs.values():
+            path.mkdir(parents=True, exist_ok=True)
+        for relative, values in LAB_SETTINGS.items():
+            target = dirs["settings"] / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(json.dumps(values))
+        env = {
+            **os.environ,
+            "JUPYTER_CONFIG_DIR": str(dirs["config"]),
+            "JUPYTER_RUNTIME_DIR": str(dirs["runtime"]),
+            "JUPYTER_DATA_DIR": str(dirs["data"]),
+            "IPYTHONDIR": str(dirs["ipython"]),
+            "JUPYTER_PLATFORM_DIRS": "1",
+        }
+        env.pop("ANYWIDGET_HMR", None)
+        command = [
+            sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1",
+            f"--port={self.port}", "--port-retries=0",
+            f"--IdentityProvider.token={self.token}",
+            f"--ServerApp.root_dir={dirs['root']}", "--allow-root",
+            "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=None",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            "--LabApp.extension_manager=readonly",
+            f"--LabApp.workspaces_dir={dirs['workspaces']}",
+            f"--LabApp.user_settings_dir={dirs['settings']}",
+        ]
+        log = (self.base_dir / "server.log").open("wb")
+        # Own process group: stop() ends the server and every kernel it started.
+        self.process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                        start_new_session=True)
+        log.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"jupyter lab exited early; see {self.base_dir / 'server.log'}")
+            with contextlib.suppress(OSError):
+                with urllib.request.urlopen(f"{self.url}/api/status?token={self.token}",
+                                            timeout=2) as response:
+                    if response.status == 200:
+                        return
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"jupyter lab did not answer within {timeout:.0f} s")
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=10)
+
+    def log_text(self) -> str:
+        path = self.base_dir / "server.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+
+@contextlib.contextmanager
+def launch_chromium(user_data_dir: Path, *, device_scale_factor: float = 2) -> Iterator[Any]:
+    """A persistent Chromium context (Playwright refuses ``--user-data-dir`` in args)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(user_data_dir), executable_path=str(CHROMIUM), headless=True,
+            args=CHROMIUM_ARGS, viewport={"width": 1200, "height": 1100},
+            device_scale_factor=device_scale_factor,
+        )
+        try:
+            yield context
+        finally:
+            context.close()
+
+
+@dataclass
+class ConsoleMessage:
+    type: str
+    text: str
+    location: str = ""
+
+
+# Messages JupyterLab itself logs on a fresh, offline profile; none is about our widgets.
+BENIGN_CONSOLE_ERRORS = (
+    "Failed to load resource: the server responded with a status of 404",
+    "net::ERR_NAME_NOT_RESOLVED",
+)
+
+# The notebook panel open at `path` (JupyterLab's main area widgets).
+_FIND_NOTEBOOK = """(path) => {
+  for (const w of window.jupyterapp.shell.widgets('main')) {
+    if (w.context && w.context.path === path) return w;
+  }
+  throw new Error('notebook not open: ' + path);
+}"""
+
+# Runs a snippet in the notebook's kernel and returns its stdout + text/plain result.
+_EXECUTE_JS = """
+async ([path, code]) => {
+  const widget = FIND_NOTEBOOK(path);
+  const kernel = widget.sessionContext.session.kernel;
+  const future = kernel.requestExecute({ code, store_history: false, silent: false });
+  let out = '';
+  let error = null;
+  future.onIOPub = (msg) => {
+    const type = msg.header.msg_type;
+    if (type === 'stream') out += msg.content.text;
+    else if (type === 'execute_result') out += msg.content.data['text/plain'] ?? '';
+    else if (type === 'error') error = msg.content.ename + ': ' + msg.content.evalue;
+  };
+  await future.done;
+  if (error) throw new Error(error);
+  return out;
+}
+"""
+
+_OPEN_JS = """
+async (path) => {
+  const app = window.jupyterapp;
+  await app.started;
+  await app.restored;
+  const widget = await app.commands.execute('docmanager:open', { path, factory: 'Notebook' });
+  await widget.context.ready;
+  await widget.sessionContext.ready;
+  await widget.revealed;
+  return true;
+}
+"""
+
+_RUN_ALL_JS = """
+async (path) => {
+  const app = window.jupyterapp;
+  const widget = FIND_NOTEBOOK(path);
+  app.shell.activateById(widget.id);
+  await app.commands.execute('notebook:run-all-cells');
+  return true;
+}
+"""
+
+_ALL_RAN_JS = """
+(path) => {
+  const w = FIND_NOTEBOOK(path);
+  const cells = Array.from(w.content.model.cells).filter((c) => c.type === 'code');
+  const busy = w.sessionContext.session?.kernel?.status !== 'idle';
+  return !busy && cells.every((c) => c.executionCount !== null);
+}
+"""
+
+_EXECUTE_JS, _RUN_ALL_JS, _ALL_RAN_JS = (
+    snippet.replace("FIND_NOTEBOOK", f"({_FIND_NOTEBOOK})")
+    for snippet in (_EXECUTE_JS, _RUN_ALL_JS, _ALL_RAN_JS)
+)
+
+_CLOSE_ALL_JS = """
+async () => {
+  const app = window.jupyterapp;
+  for (const w of Array.from(app.shell.widgets('main'))) {
+    if (w.context) {
+      w.context.model.dirty = false;
+      await w.sessionContext.shutdown?.();
+    }
+    w.dispose();
+  }
+  return true;
+}
+"""
+
+
+class LabSession:
+    """One JupyterLab tab. Use :meth:`run_notebook`, then query ``page`` and
+    :meth:`execute`. Console errors are collected in :attr:`console_errors`."""
+
+    def __init__(self, server: JupyterLabServer, context: Any) -> None:
+        self.server = server
+        self.page = context.new_page()
+        self.console_errors: list[ConsoleMessage] = []
+        self.page.on("console", self._on_console)
+        self.page.on("pageerror", lambda error: self.console_errors.append(
+            ConsoleMessage("pageerror", str(error))))
+        self.page.goto(server.lab_url(), wait_until="domcontentloaded")
+        self.page.wait_for_function("window.jupyterapp !== undefined", timeout=60_000)
+        self.page.evaluate("async () => { await window.jupyterapp.started; "
+                           "await window.jupyterapp.restored; }")
+
+    def _on_console(self, message: Any) -> None:
+        if message.type != "error":
+            return
+        text = message.text
+        if any(benign in text for benign in BENIGN_CONSOLE_ERRORS):
+            return
+        location = message.location or {}
+        self.console_errors.append(ConsoleMessage("error", text, str(location.get("url", ""))))
+
+    # --- notebooks -----------------------------------------------------------------
+
+    def write_notebook(self, name: str, cells: Sequence[str]) -> str:
+        notebook = nbformat.v4.new_notebook()
+        notebook.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                           "language": "python"}
+        path = self.server.root_dir / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(notebook, path)
+        return name
+
+    def open_notebook(self, path: str) -> None:
+        self.page.evaluate(_OPEN_JS, path)
+
+    def run_all(self, path: str, timeout: float = 60.0) -> None:
+        self.page.evaluate(_RUN_ALL_JS, path)
+        self.page.wait_for_function(_ALL_RAN_JS, arg=path, timeout=timeout * 1000, polling=100)
+
+    def run_notebook(self, name: str, cells: Sequence[str], timeout: float = 60.0) -> str:
+        """Write, open and run a notebook; returns its path (for :meth:`execute`)."""
+        path = self.write_notebook(name, cells)
+        self.open_notebook(path)
+        self.run_all(path, timeout=timeout)
+        return path
+
+    def execute(self, path: str, code: str) -> str:
+        """Run ``code`` in the kernel of the open notebook ``path``; returns stdout plus
+        the text/plain of the result. A Python exception raises here."""
+        return str(self.page.evaluate(_EXECUTE_JS, [path, code]))
+
+    def wait_for_kernel_value(self, path: str, expression: str, expected: str,
+                              timeout: float = 10.0) -> str:
+        """Poll ``print(expression)`` until it prints ``expected`` (a view's change reaches
+        the kernel asynchronously); returns the last value seen."""
+        deadline = time.monotonic() + timeout
+        value = ""
+        while time.monotonic() < deadline:
+            value = self.execute(path, f"print({expression})").strip()
+            if value == expected:
+                return value
+            time.sleep(0.05)
+        return value
+
+    def close_all(self) -> None:
+        """Close every open document and shut its kernel down."""
+        self.page.evaluate(_CLOSE_ALL_JS)
+
+    # --- look ----------------------------------------------------------------------
+
+    def set_theme(self, dark: bool) -> None:
+        theme = "JupyterLab Dark" if dark else "JupyterLab Light"
+        self.page.evaluate("async (theme) => { await window.jupyterapp.commands.execute("
+                           "'apputils:change-theme', { theme }); }", theme)
+        self.page.wait_for_function("(light) => document.body.dataset.jpThemeLight === light",
+                                    arg="false" if dark else "true")
+        # Let the theme's CSS transitions settle before anyone takes a picture.
+        self.page.wait_for_timeout(400)
+
+    def screenshot(self, locator: Any, path: Path, *, padding: int = 12) -> Path:
+        """A PNG of ``locator`` with some of the page around it."""
+        # Centre it, so neither the toolbar nor the status bar gets into the picture.
+        locator.evaluate("node => node.scrollIntoView({block: 'center'})")
+        self.page.wait_for_timeout(100)
+        box = locator.bounding_box()
+        if box is None:
+            raise AssertionError(f"cannot screenshot an invisible element: {locator}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.page.screenshot(path=str(path), clip={
+            "x": max(0, box["x"] - padding), "y": max(0, box["y"] - padding),
+            "width": box["width"] + 2 * padding, "height": box["height"] + 2 * padding,
+        }, animations="disabled")
+        return path
+
+    def close(self) -> None:
+        self.page.close()
+
+
+def remove_tree(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)

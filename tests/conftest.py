@@ -1,0 +1,1 @@
+"""Shared test configuration. Fixtures used by a single module live in that module."""

@@ -1,0 +1,235 @@
+"""Tests for neta_nb.events: every event and command parses from JSON with the exact field
+names of DESIGN §4, and malformed input is rejected."""
+
+from __future__ import annotations
+
+import json
+import typing
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, ValidationError
+
+from neta_nb import events
+from neta_nb.events import (
+    ApproveCommand,
+    ContextUsage,
+    SetThinkingLevelCommand,
+    TokenUpdateEvent,
+    TurnUsage,
+    parse_command,
+    parse_event,
+)
+
+# One complete example per event type, written as a UI would receive it.
+EVENT_EXAMPLES: dict[str, dict[str, Any]] = {
+    "token": {"type": "token", "text": "Hel"},
+    "thinking_delta": {"type": "thinking_delta", "text": "Let me see"},
+    "thinking_done": {"type": "thinking_done"},
+    "tool_call": {"type": "tool_call", "id": "c1", "name": "search", "label": "Search",
+                  "args": {"q": "jupyter", "n": 3}},
+    "tool_result": {"type": "tool_result", "id": "c1", "name": "search", "result": "3 hits",
+                    "is_error": False},
+    "skill_start": {"type": "skill_start", "id": "s1", "name": "report",
+                    "label": "Write report"},
+    "progress": {"type": "progress", "id": "s1", "percent": 42.5, "step": "render",
+                 "detail": "page 2 of 5"},
+    "skill_end": {"type": "skill_end", "id": "s1", "name": "report", "status": "done",
+                  "result": "report.pdf"},
+    "todo_update": {"type": "todo_update",
+                    "todos": [{"id": "1", "content": "Plan", "status": "in_progress"}],
+                    "summary": {"total": 1, "pending": 0, "in_progress": 1, "completed": 0,
+                                "cancelled": 0}},
+    "token_update": {"type": "token_update",
+                     "current": {"input_tokens": 1200, "output_tokens": 340,
+                                 "total_tokens": 1540, "api_calls": 3},
+                     "context": {"used_tokens": 64000, "max_tokens": 200000,
+                                 "percent": 32.0}},
+    "approval_request": {"type": "approval_request", "id": "c2", "name": "shell",
+                         "args": {"cmd": "ls"}},
+    "compaction": {"type": "compaction", "tokens_before": 150000, "tokens_after": 20000,
+                   "messages_folded": 40},
+    "done": {"type": "done", "stop_reason": "end_turn"},
+    "error": {"type": "error", "message": "overloaded", "retryable": True},
+}
+
+# DESIGN §4, verbatim: the fields of each event besides `type`.
+DESIGN_FIELDS: dict[str, set[str]] = {
+    "token": {"text"},
+    "thinking_delta": {"text"},
+    "thinking_done": set(),
+    "tool_call": {"id", "name", "label", "args"},
+    "tool_result": {"id", "name", "result", "is_error"},
+    "skill_start": {"id", "name", "label"},
+    "progress": {"id", "percent", "step", "detail"},
+    "skill_end": {"id", "name", "status", "result"},
+    "todo_update": {"todos", "summary"},
+    "token_update": {"current", "context"},
+    "approval_request": {"id", "name", "args"},
+    "compaction": {"tokens_before", "tokens_after", "messages_folded"},
+    "done": {"stop_reason"},
+    "error": {"message", "retryable"},
+}
+
+COMMAND_EXAMPLES: dict[str, dict[str, Any]] = {
+    "send": {"type": "send", "text": "hello"},
+    "stop": {"type": "stop"},
+    "set_thinking_level": {"type": "set_thinking_level", "level": "high"},
+    "approve": {"type": "approve", "id": "c2", "decision": "allow_once"},
+}
+
+COMMAND_FIELDS: dict[str, set[str]] = {
+    "send": {"text"},
+    "stop": set(),
+    "set_thinking_level": {"level"},
+    "approve": {"id", "decision"},
+}
+
+
+def union_members(annotated: Any) -> list[type[BaseModel]]:
+    union = typing.get_args(annotated)[0]
+    return list(typing.get_args(union))
+
+
+def type_tag(model: type[BaseModel]) -> str:
+    (tag,) = typing.get_args(model.model_fields["type"].annotation)
+    return str(tag)
+
+
+def test_the_event_union_holds_exactly_the_design_events() -> None:
+    assert sorted(type_tag(m) for m in union_members(events.Event)) == sorted(DESIGN_FIELDS)
+
+
+def test_the_command_union_holds_exactly_the_design_commands() -> None:
+    assert sorted(type_tag(m) for m in union_members(events.Command)) == sorted(COMMAND_FIELDS)
+
+
+@pytest.mark.parametrize("model", union_members(events.Event), ids=type_tag)
+def test_event_fields_are_the_design_names(model: type[BaseModel]) -> None:
+    assert set(model.model_fields) == {"type"} | DESIGN_FIELDS[type_tag(model)]
+
+
+@pytest.mark.parametrize("model", union_members(events.Command), ids=type_tag)
+def test_command_fields_are_the_design_names(model: type[BaseModel]) -> None:
+    assert set(model.model_fields) == {"type"} | COMMAND_FIELDS[type_tag(model)]
+
+
+def test_token_update_nested_field_names() -> None:
+    assert set(TurnUsage.model_fields) == {"input_tokens", "output_tokens", "total_tokens",
+                                           "api_calls"}
+    assert set(ContextUsage.model_fields) == {"used_tokens", "max_tokens", "percent"}
+
+
+@pytest.mark.parametrize("name", sorted(EVENT_EXAMPLES))
+def test_every_event_parses_from_json_text_bytes_and_dict(name: str) -> None:
+    data = EVENT_EXAMPLES[name]
+    from_text = parse_event(json.dumps(data))
+    assert type_tag(type(from_text)) == name
+    assert parse_event(json.dumps(data).encode()) == from_text
+    assert parse_event(data) == from_text
+    # Nothing is lost: dumping gives back exactly what was sent.
+    assert from_text.model_dump(mode="json") == data
+    assert parse_event(from_text.model_dump_json()) == from_text
+
+
+def test_token_update_parses_into_nested_models() -> None:
+    event = parse_event(EVENT_EXAMPLES["token_update"])
+    assert isinstance(event, TokenUpdateEvent)
+    assert event.current == TurnUsage(input_tokens=1200, output_tokens=340, total_tokens=1540,
+                                      api_calls=3)
+    assert event.context.percent == 32.0
+
+
+@pytest.mark.parametrize(("data", "expected"), [
+    ({"type": "tool_result", "id": "c", "name": "n", "result": "r"}, {"is_error": False}),
+    ({"type": "progress", "id": "s", "percent": 5}, {"step": None, "detail": None}),
+    ({"type": "skill_end", "id": "s", "name": "n", "status": "error"}, {"result": None}),
+    ({"type": "error", "message": "m"}, {"retryable": False}),
+])
+def test_optional_fields_default(data: dict[str, Any], expected: dict[str, Any]) -> None:
+    dumped = parse_event(data).model_dump()
+    assert {key: dumped[key] for key in expected} == expected
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ({"text": "no type"}, "Unable to extract tag using discriminator 'type'"),
+    ({"type": "thinking", "text": "retired event"}, "does not match any of the expected tags"),
+    ({"type": "TOKEN", "text": "wrong case"}, "does not match any of the expected tags"),
+    ({"type": "send", "text": "a command is not an event"},
+     "does not match any of the expected tags"),
+])
+def test_discriminator_errors(data: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        parse_event(data)
+
+
+@pytest.mark.parametrize("data", [
+    {"type": "token"},                                            # missing field
+    {"type": "token", "text": "a", "extra": 1},                   # unknown field
+    {"type": "token", "text": 5},                                 # wrong type
+    {"type": "skill_end", "id": "s", "name": "n", "status": "running"},
+    {"type": "token_update", "current": {"input_tokens": 1, "bogus": 2},
+     "context": {}},
+    {"type": "todo_update", "todos": [{"id": 1}], "summary": {}},
+    {"type": "thinking_done", "text": ""},
+])
+def test_malformed_events_are_rejected(data: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError):
+        parse_event(data)
+
+
+def test_invalid_json_is_rejected() -> None:
+    with pytest.raises(ValidationError, match="Invalid JSON"):
+        parse_event('{"type": "token", "text": ')
+
+
+def test_events_are_frozen() -> None:
+    event = parse_event(EVENT_EXAMPLES["token"])
+    with pytest.raises(ValidationError, match="frozen"):
+        event.text = "changed"  # type: ignore[misc]
+
+
+def test_events_have_their_type_by_default() -> None:
+    assert events.DoneEvent(stop_reason="end_turn").type == "done"
+    assert events.ThinkingDoneEvent().model_dump() == {"type": "thinking_done"}
+
+
+# --- commands -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(COMMAND_EXAMPLES))
+def test_every_command_parses(name: str) -> None:
+    data = COMMAND_EXAMPLES[name]
+    command = parse_command(json.dumps(data))
+    assert type_tag(type(command)) == name
+    assert parse_command(data) == command
+    assert parse_command(json.dumps(data).encode()) == command
+    assert command.model_dump(mode="json") == data
+
+
+@pytest.mark.parametrize("level", ["off", "minimal", "low", "medium", "high", "adaptive"])
+def test_set_thinking_level_accepts_every_level(level: str) -> None:
+    command = parse_command({"type": "set_thinking_level", "level": level})
+    assert isinstance(command, SetThinkingLevelCommand)
+    assert command.level == level
+
+
+@pytest.mark.parametrize("decision", ["allow_once", "allow_always", "reject"])
+def test_approve_accepts_every_decision(decision: str) -> None:
+    command = parse_command({"type": "approve", "id": "c", "decision": decision})
+    assert isinstance(command, ApproveCommand)
+    assert command.decision == decision
+
+
+@pytest.mark.parametrize("data", [
+    {"type": "set_thinking_level", "level": "max"},
+    {"type": "set_thinking_level"},
+    {"type": "approve", "id": "c", "decision": "allow"},
+    {"type": "send"},
+    {"type": "stop", "now": True},
+    {"type": "token", "text": "an event is not a command"},
+    {"level": "high"},
+])
+def test_malformed_commands_are_rejected(data: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError):
+        parse_command(data)

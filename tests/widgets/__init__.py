@@ -1,0 +1,1 @@
+"""Python-side tests of the widget classes (traits, reprs, static fallbacks)."""

@@ -1,0 +1,83 @@
+"""The shared widget base: bundle, language, request/reply messages, mimebundle."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import traitlets
+
+from neta_nb.widgets import SkillCard, ThinkingBlock, TodoCard, TokenStats, ToolCard
+from neta_nb.widgets._base import STATIC_DIR, escape_markdown, fenced
+
+from .conftest import SentMessages
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def test_public_names() -> None:
+    import neta_nb.widgets as widgets
+
+    assert widgets.__all__ == ["SkillCard", "ThinkingBlock", "ThinkingLevelSelector",
+                               "TodoCard", "TokenStats", "ToolCard"]
+
+
+def test_every_widget_loads_the_one_built_bundle() -> None:
+    bundle = (STATIC_DIR / "widgets.js").read_text()
+    card = TodoCard()
+    assert card._esm == bundle
+    assert card._css == (STATIC_DIR / "widgets.css").read_text()
+    # The bundle exports the plain components for views that compose them.
+    for name in ("createTodoCard", "createToolCard", "createSkillCard", "createThinkingBlock",
+                 "createTokenStats", "createThinkingLevelSelector", "widgetRenderers"):
+        assert re.search(rf"\b{name}\b", bundle), name
+
+
+@pytest.mark.parametrize(("widget", "component"), [
+    (TodoCard, "todo-card"), (ToolCard, "tool-card"), (SkillCard, "skill-card"),
+    (ThinkingBlock, "thinking-block"), (TokenStats, "token-stats"),
+])
+def test_component_names_match_the_js_renderers(widget: type[TodoCard], component: str) -> None:
+    assert widget()._component == component
+    assert f'"{component}"' in (STATIC_DIR / "widgets.js").read_text()
+
+
+def test_lang_accepts_en_and_zh_cn_only() -> None:
+    card = TodoCard()
+    assert card.lang == "en"
+    card.lang = "zh-CN"
+    with pytest.raises(traitlets.TraitError):
+        card.lang = "fr"
+
+
+def test_mimebundle_keeps_the_widget_view_and_adds_fallbacks() -> None:
+    card = ToolCard(name="search", status="done", result="ok")
+    bundle = card._repr_mimebundle_()
+    assert bundle is not None
+    data, _metadata = bundle
+    assert data[WIDGET_VIEW]["model_id"] == card.model_id
+    assert set(data) == {WIDGET_VIEW, "text/plain", "text/markdown", "text/html"}
+
+
+def test_unknown_request_kind_gets_an_error_reply(sent: SentMessages) -> None:
+    card = TodoCard()
+    card._on_custom_message(card, {"kind": "nope", "id": "r1"}, [])
+    assert sent == [{"kind": "reply", "id": "r1", "ok": False,
+                     "error": "unknown request kind 'nope'"}]
+
+
+def test_messages_without_kind_and_id_are_ignored(sent: SentMessages) -> None:
+    card = TodoCard()
+    card._on_custom_message(card, {"kind": "snapshot"}, [])
+    card._on_custom_message(card, "text", [])
+    assert sent == []
+
+
+def test_escape_markdown_keeps_markup_as_text() -> None:
+    assert escape_markdown("<img src=x onerror=a()> *b* [c](javascript:d)") == (
+        r"&lt;img src=x onerror=a\(\)\> \*b\* \[c\]\(javascript:d\)")
+
+
+def test_fenced_outlasts_backticks_inside() -> None:
+    assert fenced("a ``` b") == "````\na ``` b\n````"
+    assert fenced("x", "json") == "```json\nx\n```"

@@ -1,0 +1,55 @@
+"""DeltaBatcher: batches by interval, numbers batches, trailing flush on the loop."""
+
+from __future__ import annotations
+
+import asyncio
+
+from neta_nb.widgets._streaming import DeltaBatcher
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_batches_within_an_interval() -> None:
+    clock = FakeClock()
+    sent: list[tuple[int, str]] = []
+    batcher = DeltaBatcher(lambda seq, text: sent.append((seq, text)), interval=0.03,
+                           clock=clock)
+    batcher.push("a")  # first push goes at once
+    batcher.push("b")
+    batcher.push("c")
+    assert sent == [(1, "a")]
+    assert batcher.pending == "bc"
+    clock.now += 0.05
+    batcher.push("d")
+    assert sent == [(1, "a"), (2, "bcd")]
+    batcher.push("")
+    batcher.flush()
+    assert sent == [(1, "a"), (2, "bcd")]
+    assert batcher.seq == 2
+
+
+async def test_trailing_flush_runs_on_the_event_loop() -> None:
+    sent: list[tuple[int, str]] = []
+    batcher = DeltaBatcher(lambda seq, text: sent.append((seq, text)), interval=0.01)
+    batcher.push("a")
+    batcher.push("b")
+    assert sent == [(1, "a")]
+    while len(sent) < 2:
+        await asyncio.sleep(0.005)
+    assert sent == [(1, "a"), (2, "b")]
+
+
+def test_reset_drops_pending() -> None:
+    sent: list[tuple[int, str]] = []
+    batcher = DeltaBatcher(lambda seq, text: sent.append((seq, text)), interval=3600)
+    batcher.push("a")
+    batcher.push("b")
+    batcher.reset()
+    batcher.flush()
+    assert sent == [(1, "a")]

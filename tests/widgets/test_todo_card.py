@@ -1,0 +1,102 @@
+"""TodoCard: follows a TodoStore live, normalizes lists, repr and static fallbacks."""
+
+from __future__ import annotations
+
+import pytest
+
+from neta_nb.events import TodoUpdateEvent
+from neta_nb.todo import TodoStore
+from neta_nb.widgets import TodoCard
+
+PLAN = [
+    {"id": "1", "content": "Read the data", "status": "completed"},
+    {"id": "2", "content": "Write tests", "status": "in_progress"},
+    {"id": "3", "content": "Ship <b>it</b>", "status": "pending"},
+    {"id": "4", "content": "Email", "status": "cancelled"},
+]
+
+
+def test_follows_the_store_live() -> None:
+    store = TodoStore()
+    card = TodoCard(store)
+    assert card.todos == []
+    store.write(PLAN)
+    assert card.todos == PLAN
+    store.write([{"id": "2", "status": "completed"}], merge=True)
+    assert card.todos[1] == {"id": "2", "content": "Write tests", "status": "completed"}
+    assert repr(card) == "TodoCard(2/4 done)"
+
+
+def test_close_and_unfollow_stop_following() -> None:
+    store = TodoStore()
+    card = TodoCard(store)
+    card.unfollow()
+    store.write(PLAN)
+    assert card.todos == []
+    other = TodoCard(store)
+    other.close()
+    store.write(PLAN[:1])
+    assert other.todos == PLAN
+
+
+def test_follow_switches_stores() -> None:
+    first, second = TodoStore(), TodoStore()
+    card = TodoCard(first)
+    card.follow(second)
+    first.write(PLAN)
+    assert card.todos == []
+    second.write(PLAN[:2])
+    assert card.todos == PLAN[:2]
+
+
+def test_a_list_is_normalized_like_the_store_does() -> None:
+    card = TodoCard(todos=[{"content": "No id", "status": "weird"}])
+    assert card.todos == [{"id": "?", "content": "No id", "status": "pending"}]
+
+
+def test_store_and_todos_together_are_refused() -> None:
+    with pytest.raises(TypeError, match="either"):
+        TodoCard(TodoStore(), todos=[])
+
+
+def test_apply_todo_update_event() -> None:
+    card = TodoCard()
+    card.apply(TodoUpdateEvent(todos=PLAN, summary={"total": 4}))
+    assert card.summary.in_progress == 1
+    assert card.summary.completed == 1
+
+
+def test_repr_is_stable() -> None:
+    assert repr(TodoCard()) == "TodoCard(0/0 done)"
+    assert repr(TodoCard(todos=PLAN)) == "TodoCard(1/4 done)"
+
+
+def test_text_fallback() -> None:
+    card = TodoCard(todos=PLAN)
+    assert card._fallback_text() == (
+        "Plan · 1/4 done\n"
+        "[x] Read the data\n"
+        "[>] Write tests (In progress)\n"
+        "[ ] Ship <b>it</b>\n"
+        "[-] Email (Cancelled)"
+    )
+    card.lang = "zh-CN"
+    assert card._fallback_text().splitlines()[:3] == [
+        "任务规划 · 1/4 完成", "[x] Read the data", "[>] Write tests (进行中)"]
+
+
+def test_markdown_and_html_fallbacks_escape_content() -> None:
+    card = TodoCard(todos=PLAN)
+    data, _ = card._repr_mimebundle_()  # type: ignore[misc]
+    assert data["text/markdown"].splitlines() == [
+        r"**Plan · 1/4 done**",
+        "",
+        r"- [x] ~~Read the data~~",
+        r"- [ ] **Write tests** \(In progress\)",
+        r"- [ ] Ship &lt;b\>it&lt;/b\>",
+        r"- [ ] ~~Email~~ \(Cancelled\)",
+    ]
+    html = data["text/html"]
+    assert "Ship &lt;b&gt;it&lt;/b&gt;" in html
+    assert "<b>it" not in html
+    assert "Plan · 1/4 done" in html

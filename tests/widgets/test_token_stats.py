@@ -1,0 +1,60 @@
+"""TokenStats: the token_update shape, formatting, colour levels, reprs, fallbacks."""
+
+from __future__ import annotations
+
+import pydantic
+import pytest
+
+from neta_nb.events import ContextUsage, TokenUpdateEvent, TurnUsage
+from neta_nb.widgets import TokenStats
+from neta_nb.widgets.token_stats import context_level, format_tokens
+
+EVENT = {"current": {"input_tokens": 1234, "output_tokens": 340, "total_tokens": 1574,
+                     "api_calls": 3},
+         "context": {"used_tokens": 64000, "max_tokens": 200000, "percent": 32.0}}
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    (0, "0"), (999, "999"), (1000, "1K"), (1234, "1.2K"), (12345, "12.3K"),
+    (999_949, "999.9K"), (999_950, "1M"), (1_200_000, "1.2M"), (2_500_000_000, "2.5B"),
+])
+def test_format_tokens(value: int, text: str) -> None:
+    assert format_tokens(value) == text
+
+
+@pytest.mark.parametrize(("percent", "level"), [
+    (0, "ok"), (50, "ok"), (50.1, "warn"), (80, "warn"), (80.5, "high"), (100, "high")])
+def test_context_level(percent: float, level: str) -> None:
+    assert context_level(percent) == level
+
+
+def test_state_is_the_token_update_shape() -> None:
+    stats = TokenStats(EVENT, running=True)
+    assert stats.current == EVENT["current"]
+    assert stats.context == EVENT["context"]
+    assert repr(stats) == "TokenStats(↑1.2K ↓340 · 3 calls | Context 32%)"
+    stats.running = False
+    assert repr(stats) == "TokenStats(Context 32%)"
+
+
+def test_apply_accepts_the_event_model() -> None:
+    stats = TokenStats()
+    assert stats.current == TurnUsage().model_dump()
+    stats.apply(TokenUpdateEvent(current=TurnUsage(input_tokens=5, api_calls=1),
+                                 context=ContextUsage(used_tokens=9, max_tokens=10,
+                                                      percent=90)))
+    assert stats.current["input_tokens"] == 5
+    assert stats.context["percent"] == 90
+
+
+def test_malformed_usage_is_refused() -> None:
+    stats = TokenStats()
+    with pytest.raises(pydantic.ValidationError):
+        stats.current = {"input_tokens": "many"}
+
+
+def test_fallbacks() -> None:
+    stats = TokenStats(EVENT, running=True, lang="zh-CN")
+    assert stats._fallback_text() == "↑1.2K ↓340 · 3次 | 上下文 32% 🟢"
+    html = stats._fallback_html()
+    assert 'title="in 1,234 · out 340 · total 1,574 · calls 3 · context 64,000/200,000"' in html
