@@ -10,6 +10,8 @@ is core, every 7th needs ``vision``, every 11th is limited to the ``crew`` scene
 * **default** — a fresh agent config, no filters;
 * **large config** — 2,500 names enabled, 600 disabled (some overlapping), 200 unknown
   names and duplicates, with a capability filter (a model without ``vision``) and a scene;
+* **diagnostics** — the same, also reading ``.warnings`` (computed on first access; the
+  config panel reads it, the runtime does not);
 * **preview** — ``preview_prompt`` for the large config: resolution plus the
   ``ToolDefinition`` list a provider receives.
 
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import platform
 import statistics
 import sys
@@ -67,7 +70,9 @@ def large_config() -> AgentToolConfig:
                            disabled=disabled + unknown[:50])
 
 
-def measure(call: Callable[[], object]) -> tuple[float, float]:
+def measure(call: Callable[[], object]) -> tuple[float, float, float]:
+    """Median and p95 wall time, and the best run (the least disturbed by other load on
+    the machine), in milliseconds."""
     for _ in range(20):
         call()
     samples = []
@@ -77,7 +82,7 @@ def measure(call: Callable[[], object]) -> tuple[float, float]:
         call()
         samples.append((time.perf_counter() - start) * 1000)
     samples.sort()
-    return statistics.median(samples), samples[int(len(samples) * 0.95) - 1]
+    return statistics.median(samples), samples[int(len(samples) * 0.95) - 1], samples[0]
 
 
 def main() -> None:
@@ -94,17 +99,21 @@ def main() -> None:
         "default config, no filters": lambda: resolve_tools(catalog, default),
         "large config + capability + scene filter": lambda: resolve_tools(
             catalog, config, model_capabilities={"tools"}, scene="chat"),
+        "large config + filters, diagnostics read (.warnings)": lambda: resolve_tools(
+            catalog, config, model_capabilities={"tools"}, scene="chat").warnings,
         "preview_prompt (large config, with definitions)": lambda: preview_prompt(
             system_prompt="You are a benchmark.", catalog=catalog, config=config,
             model_capabilities={"tools"}, scene="chat"),
     }
     rows = []
     for label, call in scenarios.items():
-        median, p95 = measure(call)
-        rows.append((label, median, p95))
-        print(f"{label:<50} median {median:6.2f} ms   p95 {p95:6.2f} ms")
+        median, p95, best = measure(call)
+        rows.append((label, median, p95, best))
+        print(f"{label:<50} median {median:6.2f} ms   p95 {p95:6.2f} ms   best {best:6.2f} ms")
 
-    resolve_median = max(median for label, median, _ in rows if "preview" not in label)
+    # The target is for deciding the tools (what the runtime does on every model call);
+    # diagnostics and the preview are reported alongside.
+    resolve_median = max(median for label, median, *_ in rows[:2])
     verdict = "meets" if resolve_median < TARGET_MS else "MISSES"
     print(f"resolve: {verdict} the {TARGET_MS} ms target "
           f"(final set {len(check.tools)} tools, {len(check.unknown)} unknown, "
@@ -120,11 +129,17 @@ def main() -> None:
             "globally). Large config: 2,500 enabled + 100 duplicates + 200 unknown, "
             "650 disabled. "
             f"{RUNS} timed runs per scenario after 20 warm-up runs; wall time per call.", "",
-            "| scenario | median | p95 |", "|---|---:|---:|",
-            *(f"| {label} | {median:.2f} ms | {p95:.2f} ms |" for label, median, p95 in rows),
+            f"Load average when recorded: {_load()}.", "",
+            "| scenario | median | p95 | best |", "|---|---:|---:|---:|",
+            *(f"| {label} | {median:.2f} ms | {p95:.2f} ms | {best:.2f} ms |"
+              for label, median, p95, best in rows),
             "",
             f"Target: resolve 5,000 tools < {TARGET_MS:g} ms — **{verdict}** "
-            f"(worst resolve median {resolve_median:.2f} ms). "
+            f"(worst median of the two resolve scenarios: {resolve_median:.2f} ms; "
+            "`.warnings`/`.unknown` are computed when first read, by the config panel, and "
+            "are timed separately). "
+            "The machine is shared with other work, so p95 mostly measures other load; "
+            "the best run shows the undisturbed cost. "
             f"Large-config result: {len(check.tools):,} tools granted, "
             f"{len(check.unknown)} unknown names, {len(check.warnings)} warnings.", "",
         ]
@@ -135,9 +150,14 @@ def main() -> None:
 
 
 def _cpu_count() -> int:
-    import os
-
     return os.cpu_count() or 1
+
+
+def _load() -> str:
+    try:
+        return ", ".join(f"{value:.2f}" for value in os.getloadavg())
+    except OSError:
+        return "unknown"
 
 
 if __name__ == "__main__":

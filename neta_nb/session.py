@@ -22,11 +22,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from .compaction import (
+    SUMMARY_SYSTEM_PROMPT,
+    CompactionError,
+    estimate_tokens_after,
+    plan_compaction,
+    render_transcript,
+    summary_message,
+)
 from .events import (
     ApprovalDecision,
     ApprovalRequestEvent,
     ApproveCommand,
     Command,
+    CompactionEvent,
     ContextUsage,
     DoneEvent,
     ErrorEvent,
@@ -67,7 +76,7 @@ from .providers.base import (
     UsageUpdate,
 )
 from .providers.factory import create_provider, default_provider
-from .store import SessionRecord, SessionStore
+from .store import CompactedView, CompactionRecord, SessionRecord, SessionStore
 from .thinking import THINK_LEVELS, ThinkLevel, resolve_think_level
 from .todo import TodoStore
 from .tools import (
@@ -119,6 +128,11 @@ class Agent:
     """Model calls allowed in one turn before it ends with ``done(max_model_calls)``."""
     tool_timeout: float = 120.0
     """Seconds a tool may run (unless the tool sets its own) before it is stopped."""
+    compact_at: float | None = 0.8
+    """Share of the context window at which older turns are summarised before the next
+    model call; ``None`` turns automatic compaction off (``session.compact()`` still works)."""
+    keep_recent_turns: int = 2
+    """Turns kept verbatim when compacting."""
 
     def create_provider(self) -> Provider:
         if isinstance(self.model, Provider):
@@ -136,12 +150,15 @@ class Agent:
             "scene": self.scene,
             "max_model_calls": self.max_model_calls,
             "tool_timeout": self.tool_timeout,
+            "compact_at": self.compact_at,
+            "keep_recent_turns": self.keep_recent_turns,
         }
 
     @classmethod
     def from_record(cls, data: dict[str, Any], catalog: ToolCatalog) -> Agent:
         known = {k: data[k] for k in ("system_prompt", "default_think_level", "scene",
-                                      "max_model_calls", "tool_timeout") if k in data}
+                                      "max_model_calls", "tool_timeout", "compact_at",
+                                      "keep_recent_turns") if k in data}
         return cls(name=str(data.get("name", "agent")), model=data.get("model") or None,
                    tools=AgentToolConfig.load(data.get("tools") or {}, catalog), **known)
 
@@ -155,6 +172,7 @@ class _TurnState:
     thinking_open: bool = False
     usage: TurnUsage = field(default_factory=TurnUsage)
     draft_timer: asyncio.TimerHandle | None = None
+    compaction_failed: bool = False
 
 
 class AgentSession:
@@ -187,6 +205,10 @@ class AgentSession:
         self.todo = TodoStore()
         self._messages: list[Message] = []
         self._view: list[Message] = []  # what the model sees: see _history_for_model
+        self._view_prefix: list[Message] = []  # injected by the latest compaction
+        self.compactions: list[CompactionRecord] = []
+        """Every compaction of this session (the chat view draws a marker for each)."""
+        self._last_turn_usage = TurnUsage()
         self._usage = Usage()
         self._think_level: ThinkLevel | None = _check_level(think_level)
         self._subscribers: list[Callable[[Event], None]] = []
@@ -363,6 +385,16 @@ class AgentSession:
 
     async def _loop_turn(self, turn: _TurnState) -> Message | None:
         for _call in range(self.agent.max_model_calls):
+            if not turn.compaction_failed and self._context_is_nearly_full():
+                try:
+                    await self._compact(turn)
+                except CompactionError as exc:
+                    turn.compaction_failed = True  # don't retry on every call of this turn
+                    self._emit(ErrorEvent(message=str(exc), retryable=True))
+                    context = self._last_context
+                    if context.max_tokens and context.used_tokens >= context.max_tokens:
+                        self._emit(DoneEvent(stop_reason="context_full"))
+                        return turn.message
             preview = self.preview()
             allowed = {t.name: t for t in preview.resolution.tools}
             request = ModelRequest(system_prompt=preview.system_prompt,
@@ -442,11 +474,7 @@ class AgentSession:
 
     def _count_usage(self, turn: _TurnState, usage: Usage) -> None:
         self._usage = self._usage + usage
-        current = turn.usage
-        turn.usage = TurnUsage(input_tokens=current.input_tokens + usage.input_tokens,
-                               output_tokens=current.output_tokens + usage.output_tokens,
-                               total_tokens=current.total_tokens + usage.total_tokens,
-                               api_calls=current.api_calls + 1)
+        turn.usage = self._last_turn_usage = _add_turn_usage(turn.usage, usage)
         # What this call put in the window: its prompt (cached or not) plus its answer,
         # which the next call will carry.
         used = usage.context_tokens + usage.output_tokens
@@ -455,6 +483,82 @@ class AgentSession:
             used_tokens=used, max_tokens=window,
             percent=round(100.0 * used / window, 1) if window else 0.0)
         self._emit(TokenUpdateEvent(current=turn.usage, context=self._last_context))
+
+    # --- compaction -------------------------------------------------------------------
+    def _context_is_nearly_full(self) -> bool:
+        threshold = self.agent.compact_at
+        context = self._last_context
+        return bool(threshold is not None and context.max_tokens
+                    and context.used_tokens >= threshold * context.max_tokens)
+
+    async def compact(self) -> CompactionEvent | None:
+        """Summarise older turns now (between turns). Returns the ``compaction`` event, or
+        ``None`` when there is nothing old enough to fold. Raises :class:`CompactionError`
+        if the summarising call fails; the history is then unchanged."""
+        if self._turn is not None:
+            raise RuntimeError("compact() runs between turns; during a turn the session "
+                               "compacts by itself when the context is nearly full")
+        return await self._compact(None)
+
+    async def _compact(self, turn: _TurnState | None) -> CompactionEvent | None:
+        plan = plan_compaction(self._view, keep_turns=self.agent.keep_recent_turns)
+        if plan is None:
+            return None
+        request = ModelRequest(system_prompt=SUMMARY_SYSTEM_PROMPT,
+                               messages=[Message.user(render_transcript(plan.folded))],
+                               think_level="off", purpose="summary")
+        chunks: list[str] = []
+        usage: Usage | None = None
+        finished = False
+        try:
+            async for piece in self.provider.stream(request):
+                if isinstance(piece, TextDelta):
+                    chunks.append(piece.text)
+                elif isinstance(piece, UsageUpdate):
+                    usage = piece.usage
+                elif isinstance(piece, StreamDone):
+                    finished = True
+        except ProviderError as exc:
+            raise CompactionError(f"Compacting the conversation failed: {exc.message}. "
+                                  f"The history was left as it was.") from exc
+        text = "".join(chunks).strip()
+        if not finished or not text:
+            raise CompactionError("Compacting the conversation failed: the model returned "
+                                  "no summary. The history was left as it was.")
+        prefix = [summary_message(text)]
+        plan_text = self.todo.format_for_injection()
+        if plan_text is not None:
+            injected = Message.user(plan_text)
+            injected.metadata.compacted = True
+            prefix.append(injected)
+        if usage is not None:
+            self._usage = self._usage + usage  # the summary is real spend
+            if turn is not None:
+                turn.usage = self._last_turn_usage = _add_turn_usage(turn.usage, usage)
+        before = self._last_context.used_tokens
+        after = estimate_tokens_after(before, self._view, plan.kept,
+                                      usage.output_tokens if usage else len(text) // 4,
+                                      prefix[1:])
+        self._view = [*prefix, *plan.kept]
+        self._view_prefix = prefix
+        compaction = CompactionEvent(tokens_before=before, tokens_after=after,
+                                     messages_folded=len(plan.folded))
+        self.compactions.append(CompactionRecord(after_message=len(self._messages),
+                                                 tokens_before=before, tokens_after=after,
+                                                 messages_folded=len(plan.folded)))
+        if self.store is not None:
+            self.store.save_view(self.id, CompactedView(prefix=prefix,
+                                                        kept_from=plan.kept[0].id,
+                                                        compactions=self.compactions))
+        window = self._last_context.max_tokens
+        self._last_context = ContextUsage(
+            used_tokens=after, max_tokens=window,
+            percent=round(100.0 * after / window, 1) if window else 0.0)
+        self._emit(compaction)
+        # The context figure changes now, not at the next call.
+        self._emit(TokenUpdateEvent(current=turn.usage if turn else self._last_turn_usage,
+                                    context=self._last_context))
+        return compaction
 
     # --- tools ------------------------------------------------------------------------
     async def _run_tools(self, message: Message, calls: list[ToolCallPart],
@@ -699,6 +803,17 @@ class AgentSession:
                       think_level=level, **options)
         session._messages = store.load_messages(session_id)
         session._view = [m for m in session._messages if m.parts]
+        view = store.load_view(session_id)
+        if view is not None:
+            ids = [m.id for m in session._view]
+            if view.kept_from in ids:
+                start = ids.index(view.kept_from)
+                session._view = [*view.prefix, *session._view[start:]]
+                session._view_prefix = list(view.prefix)
+                session.compactions = list(view.compactions)
+            else:
+                store.warnings.append(f"session {session_id}: the compacted view points at "
+                                      f"a missing message; the model sees the full history")
         session.todo = TodoStore.hydrate_from_history(session._messages)
         for message in session._messages:
             if message.metadata.usage is not None:
@@ -720,6 +835,13 @@ class AgentSession:
         state = "running" if self.running else "idle"
         return (f"AgentSession({self.id!r}, agent={self.agent.name!r}, "
                 f"model={self.provider.model_id!r}, {len(self._messages)} messages, {state})")
+
+
+def _add_turn_usage(current: TurnUsage, usage: Usage) -> TurnUsage:
+    return TurnUsage(input_tokens=current.input_tokens + usage.input_tokens,
+                     output_tokens=current.output_tokens + usage.output_tokens,
+                     total_tokens=current.total_tokens + usage.total_tokens,
+                     api_calls=current.api_calls + 1)
 
 
 def _check_level(level: str | None) -> ThinkLevel | None:

@@ -12,7 +12,6 @@ write, a hand edit) is skipped with a warning instead of making the session unre
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import threading
 import time
@@ -26,7 +25,8 @@ from pydantic import BaseModel, Field, ValidationError
 
 from .messages import Message
 
-__all__ = ["SessionRecord", "SessionStore", "default_store_path"]
+__all__ = ["CompactedView", "CompactionRecord", "SessionRecord", "SessionStore",
+           "default_store_path"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -77,6 +77,25 @@ class SessionRecord(BaseModel):
     last_message: str = ""
     running: bool = False
     message_count: int = 0
+
+
+class CompactionRecord(BaseModel):
+    """One compaction, for the chat view's marker: where it happened and what it saved."""
+
+    after_message: int
+    """How many messages of the full history existed when it happened."""
+    tokens_before: int
+    tokens_after: int
+    messages_folded: int
+
+
+class CompactedView(BaseModel):
+    """The model's view of a compacted session: injected messages (summary, plan), then
+    the full history from the message ``kept_from`` on."""
+
+    prefix: list[Message]
+    kept_from: str | None
+    compactions: list[CompactionRecord] = Field(default_factory=list)
 
 
 class SessionStore:
@@ -237,23 +256,25 @@ class SessionStore:
             db.execute("DELETE FROM drafts WHERE session_id = ?", (session_id,))
 
     # --- the compacted view -----------------------------------------------------------
-    def save_view(self, session_id: str, messages: list[Message]) -> None:
-        """Store the history the model sees after compaction; the full history stays in
+    def save_view(self, session_id: str, view: CompactedView) -> None:
+        """Store what the model sees after compaction; the full history stays in
         ``messages``."""
         with self._transaction() as db:
             db.execute("INSERT OR REPLACE INTO views (session_id, data) VALUES (?, ?)",
-                       (session_id, json.dumps([m.model_dump(mode="json") for m in messages])))
+                       (session_id, view.model_dump_json()))
+        self._changed(session_id)
 
-    def load_view(self, session_id: str) -> list[Message] | None:
+    def load_view(self, session_id: str) -> CompactedView | None:
         with self._lock:
             row = self._db.execute("SELECT data FROM views WHERE session_id = ?",
                                    (session_id,)).fetchone()
         if row is None:
             return None
         try:
-            return [Message.model_validate(m) for m in json.loads(row[0])]
-        except (ValueError, ValidationError) as exc:
-            self._warn(f"session {session_id}: unreadable compacted view ignored ({exc})")
+            return CompactedView.model_validate_json(row[0])
+        except ValidationError as exc:
+            self._warn(f"session {session_id}: unreadable compacted view ignored "
+                       f"({_first_error(exc)}); the model will see the full history")
             return None
 
     # --- housekeeping -----------------------------------------------------------------

@@ -7,6 +7,7 @@ delta, a stream that never ends, a response chosen by what the request contained
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -48,8 +49,8 @@ class FakeProvider(Provider):
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         # Keep a snapshot: the session's list object grows after the call.
-        self.requests.append(ModelRequest(request.system_prompt, list(request.messages),
-                                          list(request.tools), request.think_level))
+        self.requests.append(dataclasses.replace(request, messages=list(request.messages),
+                                                 tools=list(request.tools)))
         if not self.responses:
             raise AssertionError("the model was called more often than the test planned")
         for step in self.responses.pop(0):

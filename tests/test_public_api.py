@@ -10,12 +10,19 @@ import neta_nb
 
 # DESIGN §2 contract names that exist so far; add each one here as it lands.
 CONTRACT_NAMES = [
+    "AgentToolConfig",
     "TodoItem",
     "TodoStore",
     "TodoSummary",
+    "Tool",
+    "ToolCatalog",
+    "ToolContext",
+    "ToolState",
     "build_thinking_params",
     "get_model_thinking_capability",
     "resolve_think_level",
+    "resolve_tools",
+    "tool",
 ]
 
 

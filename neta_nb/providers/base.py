@@ -101,6 +101,10 @@ class ModelRequest:
     tools: list[ToolDefinition] = field(default_factory=list)
     think_level: str = "off"
     max_tokens: int | None = None
+    purpose: str = "chat"
+    """``chat`` for the agent's own calls; ``summary`` when the runtime asks the model to
+    summarise older turns (context compaction). Vendor models treat both alike; the
+    scripted model answers a summary request with a summary instead of its script."""
 
 
 class ProviderError(Exception):

@@ -199,6 +199,10 @@ class ScriptedProvider(Provider):
         return index, ScriptedResponse(steps=[TextStep(text=self.script.closing_text)])
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        if request.purpose == "summary":
+            async for summary_event in self._summarise(request):
+                yield summary_event
+            return
         index, response = self.choose_response(request.messages)
         turn = sum(1 for message in request.messages if message.role == "user")
         thinking_on = request.think_level != "off"
@@ -256,6 +260,24 @@ class ScriptedProvider(Provider):
         yield StreamDone(stop_reason)
 
 
+    async def _summarise(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """A deterministic summary of the transcript it is given: the requests the user
+        made, in order, and how much was folded (a scripted model cannot understand it)."""
+        transcript = "\n".join(m.text for m in request.messages)
+        asks = [line[len("User: "):] for line in transcript.split("\n\n")
+                if line.startswith("User: ")]
+        bullets = "\n".join(f"- The user asked: {' '.join(ask.split())[:160]}" for ask in asks)
+        text = (f"{bullets}\n" if bullets else "") + (
+            f"- {len(transcript):,} characters of earlier conversation were folded here.")
+        pacer = _Pacer(self.chars_per_second)
+        for piece in pacer.pieces(text):
+            await pacer.wait(len(piece))
+            yield TextDelta(piece)
+        yield UsageUpdate(_usage(estimate_tokens(_request_characters(request)), len(text), 0,
+                                 {}))
+        yield StreamDone("end_turn")
+
+
 class _Pacer:
     """Splits text into deltas and spaces them out at ``chars_per_second``."""
 
@@ -293,7 +315,9 @@ def _usage(input_tokens: int, output_chars: int, thinking_chars: int,
 def _assistant_messages_since_last_user(messages: Sequence[Message]) -> int:
     count = 0
     for message in reversed(messages):
-        if message.role == "user":
+        # Messages the runtime injects (a compaction summary, the preserved plan) are not
+        # prompts: the turn they sit in goes on.
+        if message.role == "user" and not message.metadata.compacted:
             break
         if message.role == "assistant":
             count += 1

@@ -194,8 +194,10 @@ class Tool:
 
     def definition(self) -> ToolDefinition:
         """The tool as a provider sends it to the model."""
-        return ToolDefinition(name=self.name, description=self.description,
-                              parameters=self.parameters)
+        # The fields were checked when the tool was built; skipping re-validation keeps a
+        # preview of thousands of tools cheap.
+        return ToolDefinition.model_construct(name=self.name, description=self.description,
+                                              parameters=self.parameters)
 
     def validate_arguments(self, args: dict[str, Any] | None) -> dict[str, Any]:
         """The handler's keyword arguments for ``args``, validated and coerced; raises

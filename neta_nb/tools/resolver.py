@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import weakref
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from functools import cached_property
+from functools import cached_property, partial
 
 from ..messages import ToolDefinition
 from .base import Tool
@@ -66,11 +66,26 @@ class ToolResolution:
     """The state of every catalog tool, in display order."""
     reasons: dict[str, str]
     """For every catalog tool not in ``tools``, why — a sentence a user understands."""
-    unknown: list[str] = field(default_factory=list)
-    """Names in the config that the catalog does not have, in order of first mention."""
-    warnings: list[str] = field(default_factory=list)
-    """Problems found in the config (duplicates, conflicts, unknown names, grants of
-    globally disabled tools, migration notes)."""
+    _diagnose: Callable[[], tuple[list[str], list[str]]] | None = field(
+        default=None, repr=False, compare=False)
+    """Computes ``unknown`` and ``warnings`` on first access: the runtime, which only
+    needs the tools, never pays for diagnostics meant for the config panel."""
+
+    @cached_property
+    def _diagnostics(self) -> tuple[list[str], list[str]]:
+        return self._diagnose() if self._diagnose is not None else ([], [])
+
+    @property
+    def unknown(self) -> list[str]:
+        """Names in the config that the catalog does not have, in order of first
+        mention."""
+        return self._diagnostics[0]
+
+    @property
+    def warnings(self) -> list[str]:
+        """Problems found in the config (unknown names, grants of globally disabled
+        tools, duplicates, names both enabled and disabled, migration notes)."""
+        return self._diagnostics[1]
 
     @cached_property
     def _by_name(self) -> dict[str, Tool]:
@@ -148,9 +163,10 @@ def resolve_tools(catalog: ToolCatalog, config: AgentToolConfig, *,
                         None if model_capabilities is None else frozenset(model_capabilities),
                         scene, f"model {model}" if model else "the current model")
 
-    unknown, warnings = _check_config(index, config, enabled, disabled)
-    return ToolResolution(tools=final, states=states, reasons=reasons, unknown=unknown,
-                          warnings=warnings)
+    # A snapshot of the config, so later edits cannot change this resolution's report.
+    diagnose = partial(_check_config, index, list(config.enabled), list(config.disabled),
+                       config.load_warnings, enabled, disabled)
+    return ToolResolution(tools=final, states=states, reasons=reasons, _diagnose=diagnose)
 
 
 def _filter(tools: list[Tool], restricted: frozenset[str], reasons: dict[str, str],
@@ -243,17 +259,18 @@ def _capability_reason(missing: frozenset[str], model_text: str) -> str:
     return f"Needs the {quoted} {noun}, which {model_text} does not have"
 
 
-def _check_config(index: _CatalogIndex, config: AgentToolConfig, enabled: set[str],
-                  disabled: set[str]) -> tuple[list[str], list[str]]:
+def _check_config(index: _CatalogIndex, enabled_names: list[str], disabled_names: list[str],
+                  load_warnings: list[str], enabled: set[str], disabled: set[str]
+                  ) -> tuple[list[str], list[str]]:
     """Unknown names and warnings about the config itself. Set operations first, so a
     clean config costs almost nothing however large it is."""
-    warnings = list(config.load_warnings)
+    warnings = list(load_warnings)
     known = index.tools.keys()
     unknown_names = (enabled | disabled) - known
-    unknown = ([name for name in dict.fromkeys([*config.enabled, *config.disabled])
+    unknown = ([name for name in dict.fromkeys([*enabled_names, *disabled_names])
                 if name in unknown_names] if unknown_names else [])
-    for field_name, names, unique in (("enabled", config.enabled, enabled),
-                                      ("disabled", config.disabled, disabled)):
+    for field_name, names, unique in (("enabled", enabled_names, enabled),
+                                      ("disabled", disabled_names, disabled)):
         if not unknown_names.isdisjoint(unique):
             warnings += [f"'{name}' is in {field_name} but no tool by that name exists; "
                          "it is ignored." for name in dict.fromkeys(names)

@@ -18,7 +18,6 @@ import contextlib
 import json
 import os
 import secrets
-import shutil
 import signal
 import socket
 import subprocess
@@ -141,11 +140,11 @@ class JupyterLabServer:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"jupyter lab exited early; see {self.base_dir / 'server.log'}")
-            with contextlib.suppress(OSError):
-                with urllib.request.urlopen(f"{self.url}/api/status?token={self.token}",
-                                            timeout=2) as response:
-                    if response.status == 200:
-                        return
+            status_url = f"{self.url}/api/status?token={self.token}"
+            with contextlib.suppress(OSError), urllib.request.urlopen(status_url,
+                                                                      timeout=2) as response:
+                if response.status == 200:
+                    return
             time.sleep(0.2)
         self.stop()
         raise RuntimeError(f"jupyter lab did not answer within {timeout:.0f} s")
@@ -378,7 +377,3 @@ class LabSession:
 
     def close(self) -> None:
         self.page.close()
-
-
-def remove_tree(path: Path) -> None:
-    shutil.rmtree(path, ignore_errors=True)

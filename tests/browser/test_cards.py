@@ -187,9 +187,13 @@ def test_language_switch(lab: LabSession) -> None:
     page.locator(".neta-todo-title", has_text="Plan").wait_for()
 
 
-def _luminance(rgb: str) -> float:
-    parts = [float(p) for p in rgb[rgb.index("(") + 1:rgb.index(")")].replace(",", " ").split()[:3]]
-    return (0.2126 * parts[0] + 0.7152 * parts[1] + 0.0722 * parts[2]) / 255
+def _luminance(css_colour: str) -> float:
+    """Relative brightness 0..1 of a computed colour: ``rgb(…)`` (0–255) or, for
+    color-mix results, ``color(srgb …)`` (0–1)."""
+    inner = css_colour[css_colour.index("(") + 1:css_colour.index(")")]
+    scale = 1.0 if css_colour.startswith("color(") else 255.0
+    parts = [float(p) / scale for p in inner.replace("srgb", "").replace(",", " ").split()[:3]]
+    return 0.2126 * parts[0] + 0.7152 * parts[1] + 0.0722 * parts[2]
 
 
 def test_dark_theme_uses_jupyterlab_variables(lab: LabSession) -> None:
@@ -203,7 +207,7 @@ def test_dark_theme_uses_jupyterlab_variables(lab: LabSession) -> None:
         return (_luminance(card.evaluate("n => getComputedStyle(n).backgroundColor")),
                 _luminance(text.evaluate("n => getComputedStyle(n).color")))
 
-    light_bg, light_fg = colours()
+    light_bg, _light_fg = colours()
     lab.set_theme(dark=True)
     dark_bg, dark_fg = colours()
     assert light_bg > 0.8 and dark_bg < 0.3

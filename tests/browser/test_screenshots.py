@@ -49,9 +49,15 @@ def _picture_all(lab: LabSession, directory: Path, theme: str) -> list[Path]:
                                           - clip["y"] + 12}, animations="disabled")
     pictures.append(path)
     page.mouse.move(0, 0)
-    selector = page.locator(".neta-level-selector")
-    pictures.append(lab.screenshot(selector, directory / f"thinking-level-selector-{theme}.png",
-                                   padding=16))
+    area = page.locator(".neta-level-selector").locator(
+        "xpath=ancestor::div[contains(concat(' ', @class, ' '), ' jp-OutputArea ')][1]")
+    area.evaluate("node => node.scrollIntoView({block: 'center'})")
+    box = area.bounding_box()
+    assert box is not None
+    path = directory / f"thinking-level-selector-{theme}.png"
+    page.screenshot(path=str(path), clip={"x": box["x"] - 8, "y": box["y"] - 8, "width": 320,
+                                          "height": box["height"] + 16}, animations="disabled")
+    pictures.append(path)
     return pictures
 
 

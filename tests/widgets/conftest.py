@@ -3,11 +3,9 @@ custom messages a widget sends, so the tests can check what a view would receive
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from ipywidgets import Widget
 
 from neta_nb.widgets._base import NetaWidget
 
@@ -26,12 +24,3 @@ def sent(monkeypatch: pytest.MonkeyPatch) -> SentMessages:
 
     monkeypatch.setattr(NetaWidget, "send", record)
     return messages
-
-
-@pytest.fixture(autouse=True)
-def close_widgets() -> Iterator[None]:
-    """Close the widgets a test created (ipywidgets keeps them in a global registry)."""
-    before = set(Widget.widgets)
-    yield
-    for model_id in set(Widget.widgets) - before:
-        Widget.widgets[model_id].close()

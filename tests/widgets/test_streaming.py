@@ -36,12 +36,18 @@ def test_batches_within_an_interval() -> None:
 
 async def test_trailing_flush_runs_on_the_event_loop() -> None:
     sent: list[tuple[int, str]] = []
-    batcher = DeltaBatcher(lambda seq, text: sent.append((seq, text)), interval=0.01)
+    second_batch = asyncio.Event()
+
+    def send(seq: int, text: str) -> None:
+        sent.append((seq, text))
+        if seq == 2:
+            second_batch.set()
+
+    batcher = DeltaBatcher(send, interval=0.01)
     batcher.push("a")
     batcher.push("b")
     assert sent == [(1, "a")]
-    while len(sent) < 2:
-        await asyncio.sleep(0.005)
+    await asyncio.wait_for(second_batch.wait(), timeout=30)
     assert sent == [(1, "a"), (2, "b")]
 
 

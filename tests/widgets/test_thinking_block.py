@@ -39,6 +39,7 @@ def test_streaming_batches_deltas_and_syncs_text_once(sent: SentMessages,
                                                        syncs: StateSyncs) -> None:
     # An interval no test run can reach: every delta after the first waits for flush().
     block = ThinkingBlock(flush_interval=3600)
+    syncs.clear()
     block.append("a")
     assert (block.streaming, block.collapsed) == (True, False)
     for delta in ["b", "c", "d"]:
@@ -73,6 +74,7 @@ def test_apply_events(sent: SentMessages) -> None:
 
 def test_done_without_stream_changes_nothing(syncs: StateSyncs) -> None:
     block = ThinkingBlock("old")
+    syncs.clear()  # anywidget's own traits, synced once at creation
     block.done()
     assert syncs == []
 

@@ -5,8 +5,13 @@ from __future__ import annotations
 import pytest
 import traitlets
 
-from neta_nb.events import (ProgressEvent, SkillEndEvent, SkillStartEvent, ToolCallEvent,
-                            ToolResultEvent)
+from neta_nb.events import (
+    ProgressEvent,
+    SkillEndEvent,
+    SkillStartEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+)
 from neta_nb.widgets import SkillCard, ToolCard
 
 

@@ -1,0 +1,143 @@
+"""Context compaction: fold older turns into one summary so a long session keeps fitting
+the model's window, without losing the plan.
+
+The history is cut into *blocks* that may not be separated: a user message, or an
+assistant message together with the tool results that answer its calls. The most recent
+``keep_turns`` turns stay verbatim (their thinking signatures stay valid because nothing
+in them changes); everything before is rendered as a transcript and summarised by the
+session's own model. The model's new view is::
+
+    [summary (user)] [active plan (user), if any] [kept blocks ...]
+
+The full original history is never touched; only the view the model sees changes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .messages import Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
+
+__all__ = [
+    "SUMMARY_HEADER",
+    "SUMMARY_SYSTEM_PROMPT",
+    "CompactionError",
+    "CompactionPlan",
+    "estimate_tokens_after",
+    "plan_compaction",
+    "render_transcript",
+    "summary_message",
+]
+
+SUMMARY_SYSTEM_PROMPT = (
+    "You compress conversations. Summarise the transcript you are given so the "
+    "conversation can continue without it: the user's goals and constraints, decisions "
+    "made, facts and numbers found, files and names involved, tool results that still "
+    "matter, and open questions. Be concise and factual; use short Markdown bullet points. "
+    "Do not invent anything and do not address the user."
+)
+SUMMARY_HEADER = "[Summary of the earlier conversation, written when it was compacted]"
+_RESULT_LIMIT = 2_000  # characters of one tool result kept in the transcript
+
+
+class CompactionError(RuntimeError):
+    """Compaction could not be done; the history is unchanged."""
+
+
+@dataclass(frozen=True)
+class CompactionPlan:
+    folded: list[Message]
+    kept: list[Message]
+
+
+def _blocks(view: Sequence[Message]) -> list[list[Message]]:
+    """Split a history into blocks that must stay together."""
+    blocks: list[list[Message]] = []
+    for message in view:
+        if message.role == "tool" and blocks and blocks[-1][0].role == "assistant":
+            blocks[-1].append(message)
+        else:
+            blocks.append([message])
+    return blocks
+
+
+def plan_compaction(view: Sequence[Message], *, keep_turns: int = 2,
+                    min_kept_blocks: int = 2) -> CompactionPlan | None:
+    """Which messages to fold and which to keep, or ``None`` when nothing can be folded.
+
+    Kept: the last ``keep_turns`` turns (a turn starts at a real user message). When those
+    turns would be more than three quarters of the history — one long agentic turn — the
+    cut falls between blocks instead, keeping the last ``min_kept_blocks``, so a tool call
+    is never separated from its result and a long turn can still be compacted.
+    """
+    blocks = _blocks(view)
+    turn_starts = [n for n, block in enumerate(blocks)
+                   if block[0].role == "user" and not block[0].metadata.compacted]
+    cut = turn_starts[-keep_turns] if len(turn_starts) > keep_turns else 0
+    kept_share = _characters([m for block in blocks[cut:] for m in block])
+    if 4 * kept_share > 3 * _characters(view):
+        cut = max(cut, len(blocks) - min_kept_blocks)
+    folded = [m for block in blocks[:cut] for m in block]
+    kept = [m for block in blocks[cut:] for m in block]
+    if not kept or all(m.metadata.compacted for m in folded):
+        return None  # nothing, or only an earlier summary, would be folded
+    return CompactionPlan(folded=folded, kept=kept)
+
+
+def render_transcript(messages: Sequence[Message]) -> str:
+    """The folded messages as plain text for the summarising call. Thinking is left
+    out (it is the model's scratchpad, and signatures cannot be carried into text)."""
+    lines: list[str] = []
+    for message in messages:
+        for part in message.parts:
+            if isinstance(part, TextPart) and part.text.strip():
+                who = "Earlier summary" if message.metadata.compacted else (
+                    "User" if message.role == "user" else "Assistant")
+                lines.append(f"{who}: {part.text.strip()}")
+            elif isinstance(part, ToolCallPart):
+                args = part.raw_args if part.raw_args is not None else json.dumps(
+                    part.args, ensure_ascii=False)
+                lines.append(f"Assistant called {part.name}({args})")
+            elif isinstance(part, ToolResultPart):
+                content = part.content
+                if len(content) > _RESULT_LIMIT:
+                    content = content[:_RESULT_LIMIT] + f" … [{len(part.content):,} characters]"
+                status = "error" if part.is_error else "result"
+                lines.append(f"Tool {part.name} {status}: {content}")
+            elif isinstance(part, ThinkingPart):
+                continue
+        if message.metadata.interrupted:
+            lines.append(f"(this answer was interrupted: {message.metadata.interrupted})")
+    return "\n\n".join(lines)
+
+
+def summary_message(summary: str) -> Message:
+    message = Message.user(f"{SUMMARY_HEADER}\n\n{summary.strip()}")
+    message.metadata.compacted = True
+    return message
+
+
+def _characters(messages: Sequence[Message]) -> int:
+    total = 0
+    for message in messages:
+        for part in message.parts:
+            if isinstance(part, (TextPart, ThinkingPart)):
+                total += len(part.text)
+            elif isinstance(part, ToolCallPart):
+                total += len(part.name) + len(part.raw_args or json.dumps(part.args))
+            elif isinstance(part, ToolResultPart):
+                total += len(part.content)
+    return total
+
+
+def estimate_tokens_after(tokens_before: int, old_view: Sequence[Message],
+                          kept: Sequence[Message], summary_tokens: int,
+                          injected: Sequence[Message]) -> int:
+    """The context the new view will occupy, until the next model call reports it exactly:
+    the kept messages are charged their share (by characters) of the last real figure,
+    the summary what its call really produced, the injected plan ~4 characters a token."""
+    old_chars = _characters(old_view)
+    kept_tokens = round(tokens_before * _characters(kept) / old_chars) if old_chars else 0
+    return kept_tokens + summary_tokens + _characters(injected) // 4
