@@ -201,6 +201,18 @@ class Message(_Model):
     def tool_results(self) -> list[ToolResultPart]:
         return [p for p in self.parts if isinstance(p, ToolResultPart)]
 
+    def __repr__(self) -> str:
+        # Short and stable (no ids or timestamps): it is what a notebook cell shows.
+        text = self.text or self.thinking
+        shown = text if len(text) <= 60 else text[:59] + "…"
+        extras = [f"{len(self.tool_calls)} tool calls"] if self.tool_calls else []
+        extras += [f"{r.name} result" + (" (error)" if r.is_error else "")
+                   for r in self.tool_results]
+        if self.metadata.interrupted:
+            extras.append(f"interrupted: {self.metadata.interrupted}")
+        tail = "".join(f", {extra}" for extra in extras)
+        return f"Message({self.role}, {shown!r}{tail})"
+
     @property
     def tool_name(self) -> str | None:
         """For a ``tool`` message, the name of the tool whose result it carries."""

@@ -23,4 +23,4 @@ python -m pip install -q -e ".[all,test]"
 
 ruff check .
 mypy
-python -m pytest "$@"
+python -m pytest tests notebooks --nbval "$@"

@@ -10,9 +10,13 @@ import { widgetRenderers } from "./widgets";
 
 export { bindComponent, readTraits, request, writeBack } from "./anywidget-binding";
 export type { Cleanup, WidgetRenderer } from "./anywidget-binding";
+export { createChatView } from "./chat-view";
+export type { ChatItem, ChatOp, ChatView, ChatViewState } from "./chat-view";
 export { normalizeLang, t } from "./i18n";
 export type { Lang } from "./i18n";
 export { renderMarkdown, setMarkdown, stableBoundary } from "./markdown";
+export { createSessionSidebar } from "./session-sidebar";
+export type { SessionSidebarState } from "./session-sidebar";
 export { createSkillCard } from "./skill-card";
 export type { SkillCardState } from "./skill-card";
 export { createThinkingBlock } from "./thinking-block";

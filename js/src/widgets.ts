@@ -4,6 +4,7 @@
  */
 import type { AnyModel } from "@anywidget/types";
 import { bindComponent, request, type WidgetRenderer } from "./anywidget-binding";
+import { renderChatView, renderSessionSidebar } from "./chat-view-binding";
 import { createSkillCard, type SkillCardState } from "./skill-card";
 import { createThinkingBlock, type ThinkingBlock, type ThinkingBlockState } from "./thinking-block";
 import { createThinkingLevelSelector, type ThinkingLevelSelectorState } from "./thinking-level-selector";
@@ -84,6 +85,8 @@ function bindThinkingStream(block: ThinkingBlock, model: Model): () => void {
 }
 
 export const widgetRenderers: Record<string, WidgetRenderer> = {
+  "chat-view": renderChatView,
+  "session-sidebar": renderSessionSidebar,
   "todo-card": (props) => bindComponent<TodoCardState, ReturnType<typeof createTodoCard>>(props, createTodoCard, ["todos", "collapsed", "lang"]),
   "tool-card": (props) =>
     bindComponent<ToolCardState, ReturnType<typeof createToolCard>>(props, createToolCard, [

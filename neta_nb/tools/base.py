@@ -212,7 +212,8 @@ class Tool:
         except ValidationError as error:
             raise ToolArgumentError(self.name, _describe_problems(error, self.parameters)
                                     ) from None
-        return {name: getattr(validated, name) for name in type(validated).model_fields}
+        return {field.alias or name: getattr(validated, name)
+                for name, field in type(validated).model_fields.items()}
 
     async def invoke(self, args: dict[str, Any] | None, ctx: ToolContext) -> str:
         """Validate ``args``, run the handler, return the text the model sees.
@@ -289,10 +290,14 @@ def _arguments_model(tool_name: str, handler: Callable[..., Any],
                             f"{parameter.name!r} cannot be passed by name")
         default = ... if parameter.default is parameter.empty else parameter.default
         description = descriptions.get(parameter.name) or None
-        fields[parameter.name] = (annotation, Field(default, description=description))
+        # Every field is stored under a neutral name with the parameter's name as alias, so
+        # parameters called `schema`, `json`, `model_id` or `_x` do not collide with
+        # pydantic's own attributes; errors and the schema use the alias.
+        fields[f"argument_{len(fields)}"] = (
+            annotation, Field(default, alias=parameter.name, description=description))
     model: type[BaseModel] = create_model(
         f"{tool_name}_arguments",
-        __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False),
+        __config__=ConfigDict(extra="forbid", validate_by_alias=True, validate_by_name=False),
         **fields,
     )
     return model, context_parameter

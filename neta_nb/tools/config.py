@@ -80,9 +80,14 @@ class AgentToolConfig(BaseModel):
         keys = set(data)
         if keys & _NEW_SHAPE_KEYS or not keys & _LEGACY_KEYS:
             try:
-                return cls.model_validate(dict(data))
+                config = cls.model_validate(dict(data))
             except ValidationError as error:
                 raise ToolConfigError(_explain(error)) from None
+            # A misspelt key grants nothing, but the user should hear that it was ignored.
+            config._load_warnings = [
+                f"Unrecognised key '{key}' in the tool config was ignored."
+                for key in data if key not in _NEW_SHAPE_KEYS | _LEGACY_KEYS]
+            return config
         if catalog is None:
             raise ToolConfigError("this is a legacy tool config (toolsets + tools.disabled); "
                                   "migrating it needs the tool catalog: "

@@ -2,6 +2,8 @@
 ``neta_nb/static/widgets.js`` (sources in ``js/src``); the chat view composes the same
 components."""
 
+from .chat_view import ChatView
+from .session_sidebar import SessionSidebar
 from .skill_card import SkillCard
 from .thinking_block import ThinkingBlock
 from .thinking_level_selector import ThinkingLevelSelector
@@ -10,6 +12,8 @@ from .token_stats import TokenStats
 from .tool_card import ToolCard
 
 __all__ = [
+    "ChatView",
+    "SessionSidebar",
     "SkillCard",
     "ThinkingBlock",
     "ThinkingLevelSelector",

@@ -15,6 +15,13 @@ ARTIFACTS = Path(__file__).parent / "artifacts"
 DOCS_SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Browser tests run last. The session's Playwright (sync API) keeps an event loop
+    running in the main thread until the session ends, and async tests cannot run their
+    own loop beside it."""
+    items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
+
+
 @pytest.fixture(scope="session")
 def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLabServer]:
     reason = chromium_missing_reason()

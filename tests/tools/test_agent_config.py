@@ -44,6 +44,15 @@ def test_new_shape_wins_over_legacy_fields(catalog: ToolCatalog) -> None:
     assert AgentToolConfig.load(data, catalog) == AgentToolConfig(enabled=["search"])
 
 
+def test_unrecognised_keys_are_reported(catalog: ToolCatalog) -> None:
+    config = AgentToolConfig.load({"enabeld": ["search"], "disabled": []}, catalog)
+    assert config == AgentToolConfig()
+    assert config.load_warnings == ["Unrecognised key 'enabeld' in the tool config was "
+                                    "ignored."]
+    assert resolve_tools(catalog, config).warnings == config.load_warnings
+    assert AgentToolConfig.load({"enabled": [], "toolsets": ["x"]}).load_warnings == []
+
+
 def test_load_none_and_existing_config() -> None:
     assert AgentToolConfig.load(None) == AgentToolConfig()
     original = AgentToolConfig(enabled=["x"])

@@ -28,7 +28,7 @@ async def test_runs_in_the_given_namespace_and_keeps_state() -> None:
     namespace: dict[str, Any] = {"df_rows": 10}
     assert await run("total = df_rows * 2\ntotal", namespace) == "Result:\n20"
     assert namespace["total"] == 20
-    assert namespace["_"] == 20
+    assert set(namespace) == {"__builtins__", "df_rows", "total"}
     assert await run("total + 1", namespace) == "Result:\n21"
 
 

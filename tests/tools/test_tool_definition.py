@@ -290,3 +290,21 @@ async def test_progress_from_a_worker_thread_arrives_on_the_loop_thread_in_order
     assert await work.invoke({}, ctx) == "done"
     assert percents == [0, 25, 50, 75, 100]
     assert set(threads) == {threading.get_ident()}
+
+
+async def test_parameter_names_that_collide_with_pydantic_are_fine() -> None:
+    @tool
+    def check(schema: dict[str, int], json: str = "", model_id: str = "m",
+              copy: bool = False) -> str:
+        """Check."""
+        return f"{sorted(schema)} {json} {model_id} {copy}"
+
+    assert list(check.parameters["properties"]) == ["schema", "json", "model_id", "copy"]
+    assert check.parameters["required"] == ["schema"]
+    assert await check.invoke({"schema": {"a": 1}, "copy": True}, ToolContext()) == (
+        "['a']  m True")
+    with pytest.raises(ToolArgumentError, match=r"- schema: required argument is missing "
+                                                r"\(expected object\)"):
+        await check.invoke({}, ToolContext())
+    with pytest.raises(ToolArgumentError, match="argument_0"):
+        await check.invoke({"argument_0": {}}, ToolContext())

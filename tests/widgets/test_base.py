@@ -18,8 +18,10 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 def test_public_names() -> None:
     import neta_nb.widgets as widgets
 
-    assert widgets.__all__ == ["SkillCard", "ThinkingBlock", "ThinkingLevelSelector",
-                               "TodoCard", "TokenStats", "ToolCard"]
+    assert widgets.__all__ == sorted(widgets.__all__)
+    assert {"SkillCard", "ThinkingBlock", "ThinkingLevelSelector", "TodoCard", "TokenStats",
+            "ToolCard"} <= set(widgets.__all__)
+    assert all(hasattr(widgets, name) for name in widgets.__all__)
 
 
 def test_every_widget_loads_the_one_built_bundle() -> None:

@@ -62,8 +62,6 @@ async def run_python(code: str, namespace: dict[str, Any]) -> str:
             if last is not None:
                 value = await _run(last, namespace)
                 has_value = value is not None
-                if has_value:
-                    namespace["_"] = value
     except (Exception, SystemExit) as exc:
         # The code's own errors are results for the model, not tool failures. Cancellation
         # and KeyboardInterrupt are not caught: Stop must still stop.

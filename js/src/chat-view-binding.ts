@@ -1,0 +1,148 @@
+/**
+ * Binds the chat view and the session list to their anywidget models.
+ *
+ * The chat view's stream arrives as numbered batches (`{kind: "batch", seq, ops}`), at most
+ * one per frame interval. Batches apply in order; a view that sees a gap in the numbering,
+ * or that opens while a turn runs, asks the kernel for `sync` and continues from the state
+ * it returns (batches up to that number are in it; the kernel sends in order). Between
+ * turns the traits are the whole state, and `_seq` is the batch they include.
+ */
+import type { AnyModel, RenderProps } from "@anywidget/types";
+import { readTraits, request, type Cleanup } from "./anywidget-binding";
+import { createChatView, type ChatOp, type ChatSnapshot, type ChatViewState, type OlderPage } from "./chat-view";
+import { createSessionSidebar, type SessionSidebarState } from "./session-sidebar";
+
+type Model = AnyModel<Record<string, unknown>>;
+
+interface BatchMessage {
+  kind: "batch";
+  seq: number;
+  ops: ChatOp[];
+}
+
+const CHAT_TRAITS: readonly (keyof ChatViewState & string)[] = [
+  "lang",
+  "session_id",
+  "agent",
+  "agents",
+  "height",
+  "has_older",
+  "messages",
+  "todos",
+  "current",
+  "context",
+  "running",
+  "levels",
+  "think_level",
+  "approvals",
+  "notice",
+];
+
+export function renderChatView({ model: anyModel, el }: Pick<RenderProps, "model" | "el">): Cleanup {
+  const model = anyModel as Model;
+  const command = (body: Record<string, unknown>) => request(model, "command", { command: body });
+  const view = createChatView(el, {
+    lang: model.get("lang") as ChatViewState["lang"],
+    actions: {
+      send: (text) => command({ type: "send", text }),
+      stop: () => command({ type: "stop" }),
+      setLevel: (level) => command({ type: "set_thinking_level", level }),
+      approve: (id, decision) => command({ type: "approve", id, decision }),
+      loadOlder: (before) => request<OlderPage>(model, "older", { before }),
+      switchAgent: (name) => request(model, "switch_agent", { name }),
+    },
+  });
+  view.update(readTraits<ChatViewState>(model, CHAT_TRAITS));
+
+  let seq: number | null = null;
+  let resyncing = false;
+  let disposed = false;
+
+  const resync = () => {
+    if (resyncing || disposed) return;
+    resyncing = true;
+    seq = null;
+    request<ChatSnapshot>(model, "sync")
+      .then((snapshot) => {
+        if (disposed) return;
+        seq = snapshot.seq;
+        view.applySnapshot(snapshot);
+      })
+      .catch(() => undefined) // no kernel (a saved notebook): the traits are all there is
+      .finally(() => {
+        resyncing = false;
+      });
+  };
+
+  const onMessage = (message: unknown) => {
+    const batch = message as BatchMessage;
+    if (!batch || batch.kind !== "batch") return;
+    if (seq === null) {
+      if (!resyncing) resync();
+      return;
+    }
+    if (batch.seq <= seq) return;
+    if (batch.seq !== seq + 1) {
+      resync();
+      return;
+    }
+    seq = batch.seq;
+    view.applyOps(batch.ops);
+  };
+  model.on("msg:custom", onMessage);
+
+  const listeners = CHAT_TRAITS.map((trait) => {
+    const listener = () => {
+      if (trait === "session_id") {
+        // A new session: everything is replaced. Backbone sets every attribute of an
+        // update before it fires change events, so the other traits are current here.
+        view.update({ session_id: model.get("session_id") as string });
+        view.update(readTraits<ChatViewState>(model, CHAT_TRAITS));
+        if (!resyncing) seq = Number(model.get("_seq") ?? 0);
+        return;
+      }
+      view.update({ [trait]: model.get(trait) } as Partial<ChatViewState>);
+    };
+    model.on(`change:${trait}`, listener);
+    return [trait, listener] as const;
+  });
+  const onSeq = () => {
+    // Between turns the traits are the whole state as of batch `_seq`.
+    if (!model.get("running") && !resyncing) seq = Number(model.get("_seq") ?? 0);
+  };
+  model.on("change:_seq", onSeq);
+
+  if (model.get("running")) resync();
+  else seq = Number(model.get("_seq") ?? 0);
+
+  return () => {
+    disposed = true;
+    model.off("msg:custom", onMessage);
+    model.off("change:_seq", onSeq);
+    for (const [trait, listener] of listeners) model.off(`change:${trait}`, listener);
+    view.destroy();
+  };
+}
+
+const SIDEBAR_TRAITS: readonly (keyof SessionSidebarState & string)[] = ["sessions", "active", "can_open", "height", "lang"];
+
+export function renderSessionSidebar({ model: anyModel, el }: Pick<RenderProps, "model" | "el">): Cleanup {
+  const model = anyModel as Model;
+  const sidebar = createSessionSidebar(el, {
+    lang: model.get("lang") as SessionSidebarState["lang"],
+    actions: {
+      open: (sessionId) => request(model, "open", { session_id: sessionId }),
+      newChat: () => request(model, "new_chat"),
+    },
+  });
+  sidebar.update(readTraits<SessionSidebarState>(model, SIDEBAR_TRAITS));
+  const listeners = SIDEBAR_TRAITS.map((trait) => {
+    const listener = () => sidebar.update({ [trait]: model.get(trait) } as Partial<SessionSidebarState>);
+    model.on(`change:${trait}`, listener);
+    return [trait, listener] as const;
+  });
+  return () => {
+    for (const [trait, listener] of listeners) model.off(`change:${trait}`, listener);
+    sidebar.destroy();
+  };
+}

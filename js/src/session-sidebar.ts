@@ -1,0 +1,163 @@
+/**
+ * The session list (seed 002 §10): newest first; each row shows the title, the plan badge
+ * `📋 k/N`, and either a running dot with "Running…" or the last message. Clicking a row
+ * asks the kernel to open that session in the chat view; "New chat" starts an empty one.
+ * Rows are keyed by id and updated in place. Knows nothing of anywidget.
+ */
+import "./session-sidebar.css";
+import { chatLabel } from "./chat-labels";
+import { element, makeToggle } from "./dom";
+import { normalizeLang, type Lang } from "./i18n";
+import type { Component, ComponentOptions } from "./types";
+
+export interface SessionRow {
+  id: string;
+  title: string;
+  agent: string;
+  running: boolean;
+  last_message: string;
+  todo: { completed: number; total: number } | null;
+  updated_at: number;
+  message_count: number;
+}
+
+export interface SessionSidebarState {
+  sessions: SessionRow[];
+  active: string;
+  can_open: boolean;
+  height: string;
+  lang: Lang;
+}
+
+export interface SessionSidebarActions {
+  open(sessionId: string): Promise<unknown>;
+  newChat(): Promise<unknown>;
+}
+
+export interface SessionSidebarOptions extends ComponentOptions<SessionSidebarState> {
+  actions?: Partial<SessionSidebarActions>;
+}
+
+interface RowView {
+  root: HTMLDivElement;
+  title: HTMLDivElement;
+  subtitle: HTMLDivElement;
+  removeToggle: () => void;
+  signature: string;
+}
+
+export function createSessionSidebar(el: HTMLElement, options: SessionSidebarOptions = {}): Component<SessionSidebarState> {
+  const actions = options.actions ?? {};
+  const state: SessionSidebarState = { sessions: [], active: "", can_open: false, height: "640px", lang: normalizeLang(options.lang) };
+
+  const root = element("div", "neta-root neta-sidebar");
+  const header = element("div", "neta-sidebar-header");
+  const heading = element("span", "neta-sidebar-heading");
+  const newButton = element("button", "neta-sidebar-new");
+  newButton.type = "button";
+  header.append(heading, newButton);
+  const list = element("div", "neta-sidebar-list");
+  list.setAttribute("role", "list");
+  const empty = element("div", "neta-sidebar-empty");
+  const error = element("div", "neta-sidebar-error");
+  error.hidden = true;
+  root.append(header, list, empty, error);
+  el.append(root);
+
+  const rows = new Map<string, RowView>();
+
+  function showError(reason: unknown): void {
+    error.textContent = reason instanceof Error ? reason.message : String(reason);
+    error.hidden = false;
+  }
+
+  const onNew = () => {
+    error.hidden = true;
+    void actions.newChat?.().catch(showError);
+  };
+  newButton.addEventListener("click", onNew);
+
+  function createRow(id: string): RowView {
+    const rowRoot = element("div", "neta-sidebar-item");
+    rowRoot.setAttribute("role", "listitem");
+    rowRoot.dataset.id = id;
+    const title = element("div", "neta-sidebar-title");
+    const subtitle = element("div", "neta-sidebar-subtitle");
+    rowRoot.append(title, subtitle);
+    const removeToggle = makeToggle(rowRoot, () => {
+      if (!state.can_open || id === state.active) return;
+      error.hidden = true;
+      rowRoot.classList.add("neta-is-opening");
+      void actions
+        .open?.(id)
+        .catch(showError)
+        .finally(() => rowRoot.classList.remove("neta-is-opening"));
+    });
+    return { root: rowRoot, title, subtitle, removeToggle, signature: "" };
+  }
+
+  function render(): void {
+    const lang = state.lang;
+    root.lang = lang;
+    root.style.setProperty("--neta-sidebar-height", state.height || "640px");
+    heading.textContent = chatLabel(lang, "chats");
+    newButton.textContent = `+ ${chatLabel(lang, "new_chat")}`;
+    newButton.hidden = !state.can_open;
+    empty.textContent = chatLabel(lang, "no_sessions");
+    empty.hidden = state.sessions.length > 0;
+    const seen = new Set<string>();
+    state.sessions.forEach((session, index) => {
+      seen.add(session.id);
+      let row = rows.get(session.id);
+      if (!row) {
+        row = createRow(session.id);
+        rows.set(session.id, row);
+      }
+      row.root.classList.toggle("neta-is-active", session.id === state.active);
+      row.root.classList.toggle("neta-is-running", session.running);
+      row.root.setAttribute("aria-current", String(session.id === state.active));
+      const signature = JSON.stringify([session, lang]);
+      if (signature !== row.signature) {
+        row.signature = signature;
+        row.title.textContent = session.title;
+        row.root.title = session.agent ? `${session.title} · ${session.agent}` : session.title;
+        const parts: HTMLElement[] = [];
+        if (session.todo && session.todo.total > 0) {
+          parts.push(element("span", "neta-sidebar-todo", `📋 ${session.todo.completed}/${session.todo.total}`));
+        }
+        if (session.running) {
+          parts.push(element("span", "neta-sidebar-running-dot"), element("span", "neta-sidebar-running", chatLabel(lang, "running")));
+        } else {
+          parts.push(element("span", "neta-sidebar-last", session.last_message));
+        }
+        row.subtitle.replaceChildren(...parts);
+      }
+      if (list.children[index] !== row.root) list.insertBefore(row.root, list.children[index] ?? null);
+    });
+    for (const [id, row] of rows) {
+      if (!seen.has(id)) {
+        row.removeToggle();
+        row.root.remove();
+        rows.delete(id);
+      }
+    }
+  }
+
+  render();
+
+  return {
+    update(patch) {
+      if (patch.sessions !== undefined) state.sessions = Array.isArray(patch.sessions) ? patch.sessions : [];
+      if (patch.active !== undefined) state.active = String(patch.active ?? "");
+      if (patch.can_open !== undefined) state.can_open = Boolean(patch.can_open);
+      if (patch.height !== undefined) state.height = patch.height;
+      if (patch.lang !== undefined) state.lang = normalizeLang(patch.lang);
+      render();
+    },
+    destroy() {
+      newButton.removeEventListener("click", onNew);
+      for (const row of rows.values()) row.removeToggle();
+      root.remove();
+    },
+  };
+}

@@ -1,0 +1,472 @@
+"""``ChatView``: a whole conversation with an agent, live (seed 002 §5.3, §6.3, §7, §9).
+
+The view subscribes to an :class:`~neta_nb.session.AgentSession` and renders from its
+events; the session knows nothing of widgets, so a session started from a cell with
+``session.start(...)`` shows here the same way as one sent from the input box.
+
+How state travels (DESIGN §5):
+
+* **Traits** hold the conversation at turn boundaries — the last :data:`~._chat_state.WINDOW`
+  drawn messages, the plan, token usage, the thinking level, pending approvals — so a
+  saved notebook reopens showing it and a new view (a second output, a page reload)
+  renders it at once.
+* **Batches** carry everything in between: streamed text and thinking, cards as they
+  change, the live response becoming a message. At most one custom message per frame
+  interval, numbered; a view that sees a gap, or opens mid-turn, asks for ``sync`` and
+  gets the current state including the partial response (kept here as chunks, joined only
+  for that reply).
+* **Requests** (``{kind, id}`` with a reply) are the actions: ``command`` (the session's
+  ``send``/``stop``/``set_thinking_level``/``approve``), ``older`` (the previous page of
+  history, loaded when the user scrolls up), ``switch_agent`` and ``sync``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import logging
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
+
+import traitlets
+
+from ..events import (
+    ApprovalRequestEvent,
+    CompactionEvent,
+    DoneEvent,
+    ErrorEvent,
+    Event,
+    ProgressEvent,
+    ThinkingDeltaEvent,
+    ThinkingDoneEvent,
+    TodoUpdateEvent,
+    TokenEvent,
+    TokenUpdateEvent,
+    TurnUsage,
+)
+from ..messages import new_id
+from ..session import Agent, AgentSession
+from ..thinking import get_model_thinking_capability
+from ._base import NetaWidget, RequestError, escape_markdown
+from ._chat_state import (
+    FLUSH_INTERVAL,
+    WINDOW,
+    LiveResponse,
+    OpBatcher,
+    render_marker,
+    render_message,
+    render_window,
+    renderable,
+)
+
+__all__ = ["ChatView", "live_session"]
+
+log = logging.getLogger(__name__)
+
+# Sessions bound to a chat view in this kernel, by id. The sidebar reopens these objects
+# instead of resuming them from the store: resuming a session whose turn is running here
+# would treat that turn as killed.
+_bound_sessions: weakref.WeakValueDictionary[str, AgentSession] = weakref.WeakValueDictionary()
+
+
+def live_session(session_id: str) -> AgentSession | None:
+    """The session with this id if a chat view in this kernel has it open."""
+    return _bound_sessions.get(session_id)
+
+
+def _levels(session: AgentSession) -> list[str]:
+    provider = session.provider
+    return list(get_model_thinking_capability(provider.supplier, provider.model).levels)
+
+
+class ChatView(NetaWidget):
+    """``ChatView(session)``: messages, plan, cards, the streaming answer with its thinking,
+    and an input bar with Send/Stop, agent and thinking-level selectors and token stats.
+
+    ``agents`` lists other agents the selector offers; choosing one starts a new session
+    with it (same catalog and store). Rebind with ``chat.session = other`` or
+    :meth:`bind`.
+    """
+
+    _component = traitlets.Unicode("chat-view").tag(sync=True)
+    session_id = traitlets.Unicode("", help="Id of the bound session.").tag(sync=True)
+    agent = traitlets.Dict(help="{name, model} of the bound session's agent.").tag(sync=True)
+    agents = traitlets.List(traitlets.Dict(), help="Agents the selector offers.").tag(sync=True)
+    messages = traitlets.List(traitlets.Dict(),
+                              help="The latest drawn messages, as of the last turn boundary."
+                              ).tag(sync=True)
+    has_older = traitlets.Bool(False, help="Older messages exist before `messages`.").tag(
+        sync=True)
+    todos = traitlets.List(traitlets.Dict()).tag(sync=True)
+    current = traitlets.Dict(help="token_update.current of the latest turn").tag(sync=True)
+    context = traitlets.Dict(help="token_update.context").tag(sync=True)
+    running = traitlets.Bool(False).tag(sync=True)
+    think_level = traitlets.Unicode("").tag(sync=True)
+    levels = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    approvals = traitlets.List(traitlets.Dict(),
+                               help="Pending approval requests: {id, name, args}.").tag(sync=True)
+    notice = traitlets.Unicode("", help="An error not tied to a message.").tag(sync=True)
+    height = traitlets.Unicode("640px", help="CSS height of the view.").tag(sync=True)
+    _seq = traitlets.Int(0, help="Number of the last batch reflected in the traits.").tag(
+        sync=True)
+
+    _request_kinds: ClassVar[Mapping[str, str]] = {
+        "sync": "_sync", "older": "_older", "command": "_command",
+        "switch_agent": "_switch_agent",
+    }
+
+    def __init__(self, session: AgentSession | None = None, *,
+                 agents: Sequence[Agent] = (), window: int = WINDOW,
+                 flush_interval: float = FLUSH_INTERVAL, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._window = window
+        self._other_agents = list(agents)
+        self._batcher = OpBatcher(self.send, self._item, interval=flush_interval)
+        self._session: AgentSession | None = None
+        self._unsubscribe: Callable[[], None] | None = None
+        self._detach: Callable[[], None] | None = None
+        self._live: LiveResponse | None = None
+        self._in_turn = False
+        self._known = 0  # messages of the session accounted for
+        self._last_assistant: str | None = None
+        self._index: dict[str, int] = {}  # message id -> index, for this turn's messages
+        self._tasks: set[asyncio.Task[Any]] = set()
+        if session is not None:
+            self.bind(session)
+
+    # --- binding ----------------------------------------------------------------------
+    @property
+    def session(self) -> AgentSession | None:
+        return self._session
+
+    @session.setter
+    def session(self, session: AgentSession) -> None:
+        self.bind(session)
+
+    def bind(self, session: AgentSession) -> None:
+        """Show ``session`` (replacing the one shown) and follow its events."""
+        self.unbind()
+        self._session = session
+        _bound_sessions[session.id] = session
+        messages = session.messages
+        self._known = len(messages)
+        self._last_assistant = next((m.id for m in reversed(messages)
+                                     if m.role == "assistant"), None)
+        self._in_turn = session.running
+        self._index = {}
+        self._batcher.forget_items()
+        items, has_older = render_window(messages, session.compactions, limit=self._window)
+        context = session.context.model_dump()
+        with self.hold_sync():
+            self.session_id = session.id
+            self.agent = {"name": session.agent.name, "model": session.provider.model_id}
+            self.agents = self._agent_choices(session)
+            self.messages = items
+            self.has_older = has_older
+            self.todos = [item.model_dump() for item in session.todo.read()]
+            self.current = TurnUsage().model_dump()
+            self.context = context
+            self.running = session.running
+            self.levels = _levels(session)
+            self.think_level = session.think_level
+            self.approvals = []
+            self.notice = ""
+            self._seq = self._batcher.seq
+        self._unsubscribe = session.subscribe(self._on_event)
+        self._detach = session.attach_approver()
+
+    def unbind(self) -> None:
+        """Stop following the bound session (it keeps running)."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        if self._detach is not None:
+            self._detach()
+            self._detach = None
+        self._batcher.cancel()
+        self._live = None
+        self._session = None
+
+    def new_chat(self, agent: Agent | None = None) -> AgentSession:
+        """Start a new, empty session with ``agent`` (default: the current one), with the
+        current session's catalog and store, and show it."""
+        current = self._require_session()
+        session = AgentSession(agent or current.agent, current.catalog, current.store)
+        self.bind(session)
+        return session
+
+    def close(self) -> None:
+        self.unbind()
+        super().close()
+
+    def _require_session(self) -> AgentSession:
+        if self._session is None:
+            raise RequestError("no session is bound to this chat view")
+        return self._session
+
+    def _agent_choices(self, session: AgentSession) -> list[dict[str, str]]:
+        choices = [{"name": session.agent.name, "model": session.provider.model_id}]
+        for agent in self._other_agents:
+            if agent.name not in {c["name"] for c in choices}:
+                model = agent.model if isinstance(agent.model, str) else (
+                    agent.model.model_id if agent.model is not None else "")
+                choices.append({"name": agent.name, "model": model})
+        return choices
+
+    # --- events -----------------------------------------------------------------------
+    def _on_event(self, event: Event) -> None:
+        # Deltas are most events: keep their path short (no history access).
+        if isinstance(event, TokenEvent):
+            live = self._live_response()
+            if live.thinking_open:
+                live.thinking_open = False
+                self._batcher.op("thinking_done")
+            live.text.append(event.text)
+            self._batcher.text("text", event.text)
+        elif isinstance(event, ThinkingDeltaEvent):
+            live = self._live_response()
+            live.thinking_open = True
+            live.thinking.append(event.text)
+            self._batcher.text("thinking", event.text)
+        elif isinstance(event, ThinkingDoneEvent):
+            if self._live is not None and self._live.thinking_open:
+                self._live.thinking_open = False
+                self._batcher.op("thinking_done")
+        elif isinstance(event, ProgressEvent):
+            if self._last_assistant is not None:
+                self._batcher.upsert(self._last_assistant)
+        else:
+            self._on_boundary(event)
+
+    def _live_response(self) -> LiveResponse:
+        if not self._in_turn:
+            self._begin_turn()
+        if self._live is None:
+            self._live = LiveResponse(id=new_id("live_"))
+            self._batcher.op("live", id=self._live.id)
+        return self._live
+
+    def _begin_turn(self) -> None:
+        self._in_turn = True
+        self._index = {}
+        self._batcher.forget_items()
+        with self.hold_sync():
+            self.running = True
+            self.notice = ""
+            self.current = TurnUsage().model_dump()
+        self._reconcile()
+
+    def _reconcile(self) -> None:
+        """Account for messages the session appended since the last look, and redraw the
+        latest assistant message (its cards change as tools run)."""
+        session = self._session
+        if session is None:
+            return
+        messages = session.messages
+        for index in range(self._known, len(messages)):
+            message = messages[index]
+            self._index[message.id] = index
+            if message.role == "assistant":
+                self._last_assistant = message.id
+                if self._live is not None:
+                    # The streamed response is now a message: the view keeps its DOM.
+                    self._batcher.op("end", id=message.id)
+                    self._live = None
+            if renderable(message):
+                self._batcher.upsert(message.id)
+        self._known = len(messages)
+        if self._last_assistant is not None:
+            if self._last_assistant not in self._index:
+                for index in range(len(messages) - 1, -1, -1):
+                    if messages[index].id == self._last_assistant:
+                        self._index[self._last_assistant] = index
+                        break
+            self._batcher.upsert(self._last_assistant)
+
+    def _on_boundary(self, event: Event) -> None:
+        if not self._in_turn and not isinstance(event, DoneEvent):
+            self._begin_turn()
+        if isinstance(event, TodoUpdateEvent):
+            self.todos = list(event.todos)
+            return
+        self._reconcile()
+        if isinstance(event, TokenUpdateEvent):
+            with self.hold_sync():
+                self.current = event.current.model_dump()
+                self.context = event.context.model_dump()
+        elif isinstance(event, ApprovalRequestEvent):
+            self._batcher.flush()  # the card that asks goes first
+            self.approvals = [*self.approvals,
+                              {"id": event.id, "name": event.name, "args": event.args}]
+        elif isinstance(event, CompactionEvent):
+            session = self._require_session()
+            self._batcher.upsert(f"compaction-{len(session.compactions) - 1}")
+        elif isinstance(event, ErrorEvent):
+            last = self._item(self._last_assistant) if self._last_assistant else None
+            if last is None or last.get("error") != event.message:
+                self.notice = event.message
+        elif isinstance(event, DoneEvent):
+            self._end_turn()
+
+    def _end_turn(self) -> None:
+        if self._live is not None:
+            self._batcher.op("end", id=None)
+            self._live = None
+        self._batcher.flush()
+        self._in_turn = False
+        session = self._require_session()
+        items, has_older = render_window(session.messages, session.compactions,
+                                         limit=self._window)
+        with self.hold_sync():
+            self.messages = items
+            self.has_older = has_older
+            self.running = False
+            self.approvals = []
+            self.think_level = session.think_level
+            self.context = session.context.model_dump()
+            self._seq = self._batcher.seq
+
+    def _item(self, item_id: str) -> dict[str, Any] | None:
+        session = self._session
+        if session is None:
+            return None
+        if item_id.startswith("compaction-"):
+            number = int(item_id.removeprefix("compaction-"))
+            records = session.compactions
+            return render_marker(number, records[number]) if number < len(records) else None
+        index = self._index.get(item_id)
+        messages = session.messages
+        if index is None or index >= len(messages) or messages[index].id != item_id:
+            return None
+        return render_message(messages[index], index)
+
+    # --- requests from views ----------------------------------------------------------
+    def _sync(self, _request: Mapping[str, Any]) -> dict[str, Any]:
+        """Everything a view needs to draw the present: sent after any pending batch, with
+        the number of the last batch it includes."""
+        self._batcher.flush()
+        session = self._require_session()
+        items, has_older = render_window(session.messages, session.compactions,
+                                         limit=self._window)
+        return {
+            "seq": self._batcher.seq,
+            "session_id": session.id,
+            "messages": items,
+            "has_older": has_older,
+            "live": self._live.snapshot() if self._live is not None else None,
+            "running": self.running,
+            "todos": self.todos,
+            "current": self.current,
+            "context": self.context,
+            "approvals": self.approvals,
+            "think_level": self.think_level,
+            "notice": self.notice,
+        }
+
+    def _older(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        """The page of drawn messages before message index ``before``."""
+        session = self._require_session()
+        before = request.get("before")
+        if not isinstance(before, int) or isinstance(before, bool):
+            raise RequestError("older needs an integer 'before'")
+        items, has_older = render_window(session.messages, session.compactions,
+                                         before=before, limit=self._window)
+        return {"session_id": session.id, "messages": items, "has_older": has_older}
+
+    def _command(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        session = self._require_session()
+        command = request.get("command")
+        if not isinstance(command, Mapping):
+            raise RequestError("command needs a 'command' object")
+        kind = command.get("type")
+        if kind == "send":
+            text = str(command.get("text", "")).strip()
+            if not text:
+                raise RequestError("nothing to send")
+            if session.running:
+                raise RequestError("a turn is already running; stop it first")
+            try:
+                task = session.handle_command({"type": "send", "text": text})
+            except Exception as exc:
+                raise RequestError(str(exc)) from exc
+            if task is not None:
+                self._track(task)
+                # The task's first step appends the prompt; show it before the model's
+                # first event (which a real model may take seconds to send).
+                asyncio.get_running_loop().call_soon(self._show_started_turn, session)
+            return {"running": True}
+        try:
+            session.handle_command(dict(command))
+        except (KeyError, ValueError) as exc:
+            raise RequestError(str(exc)) from exc
+        if kind == "set_thinking_level":
+            self.think_level = session.think_level
+        elif kind == "approve":
+            self.approvals = [a for a in self.approvals if a["id"] != command.get("id")]
+        return {"think_level": session.think_level, "running": session.running}
+
+    def _show_started_turn(self, session: AgentSession) -> None:
+        if session is self._session and session.running and not self._in_turn:
+            self._begin_turn()
+
+    def _track(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.add(task)
+
+        def finished(done: asyncio.Task[Any]) -> None:
+            self._tasks.discard(done)
+            if not done.cancelled() and done.exception() is not None:
+                # The session reports provider failures as events; anything else would
+                # vanish with the task, so it is shown where the user looks.
+                log.error("chat turn failed", exc_info=done.exception())
+                self.notice = f"{type(done.exception()).__name__}: {done.exception()}"
+
+        task.add_done_callback(finished)
+
+    def _switch_agent(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        name = request.get("name")
+        current = self._require_session()
+        if name == current.agent.name:
+            return {"session_id": current.id}
+        agent = next((a for a in self._other_agents if a.name == name), None)
+        if agent is None:
+            raise RequestError(f"no agent named {name!r}")
+        return {"session_id": self.new_chat(agent).id}
+
+    # --- representation ---------------------------------------------------------------
+    def __repr__(self) -> str:
+        state = "running" if self.running else "idle"
+        agent = self.agent.get("name", "")
+        return f"ChatView({agent!r}, {len(self.messages)} messages shown, {state})"
+
+    def _transcript(self) -> list[tuple[str, str]]:
+        lines: list[tuple[str, str]] = []
+        for item in self.messages:
+            if item["role"] == "user":
+                lines.append(("user", item["text"]))
+            elif item["role"] == "assistant":
+                text = item["text"] or ("(stopped)" if item.get("interrupted") else "")
+                if item.get("error"):
+                    text = f"{text}\n\nError: {item['error']}".strip()
+                lines.append(("assistant", text))
+        return lines
+
+    def _fallback_text(self) -> str:
+        name = self.agent.get("name", "assistant")
+        return "\n\n".join(f"{'You' if role == 'user' else name}: {text}"
+                           for role, text in self._transcript()) or repr(self)
+
+    def _fallback_markdown(self) -> str:
+        name = escape_markdown(self.agent.get("name", "assistant"))
+        # Model text is markdown already; a renderer that shows this sanitizes it.
+        parts = [f"**You:** {escape_markdown(text)}" if role == "user" else f"**{name}:**\n\n{text}"
+                 for role, text in self._transcript()]
+        return "\n\n---\n\n".join(parts) or escape_markdown(repr(self))
+
+    def _fallback_html(self) -> str:
+        name = html.escape(self.agent.get("name", "assistant"))
+        rows = [f'<div style="margin:6px 0"><b>{"You" if role == "user" else name}:</b> '
+                f'<span style="white-space:pre-wrap">{html.escape(text)}</span></div>'
+                for role, text in self._transcript()]
+        return (f'<div class="neta-static" style="font-family:system-ui,sans-serif;'
+                f'font-size:13px">{"".join(rows) or html.escape(repr(self))}</div>')

@@ -1,0 +1,171 @@
+"""``SessionSidebar``: the stored sessions, newest first (seed 002 §10).
+
+Each row shows the title, the plan badge ``📋 k/N``, a running dot ("Running…") or the last
+message. The list follows the store (``store.subscribe``), refreshed at most every
+:data:`REFRESH_INTERVAL` while a turn writes. With ``chat=chat_view``, clicking a row opens
+that session in the chat view — history, plan, cards and thinking level restored by
+:meth:`AgentSession.resume` — and "New chat" starts an empty session with the same agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
+
+import traitlets
+
+from ..session import AgentSession
+from ..store import SessionRecord, SessionStore
+from ._base import NetaWidget, RequestError, escape_markdown
+from .chat_view import ChatView, live_session
+
+__all__ = ["REFRESH_INTERVAL", "SessionSidebar"]
+
+REFRESH_INTERVAL = 0.25
+"""Seconds between two refreshes of the list while the store keeps changing."""
+
+OpenSession = Callable[[str], AgentSession]
+
+
+def _row(record: SessionRecord) -> dict[str, Any]:
+    summary = record.todo_summary or {}
+    return {
+        "id": record.id,
+        "title": record.title,
+        "agent": str(record.agent.get("name", "")),
+        "running": record.running,
+        "last_message": record.last_message,
+        "todo": ({"completed": int(summary.get("completed", 0)),
+                  "total": int(summary.get("total", 0))} if summary.get("total") else None),
+        "updated_at": record.updated_at,
+        "message_count": record.message_count,
+    }
+
+
+class SessionSidebar(NetaWidget):
+    """``SessionSidebar(store, chat=chat_view)``: the session list of ``store``.
+
+    ``open_session(session_id) -> AgentSession`` decides how a stored session is opened;
+    by default a session already open in this kernel is reused and any other is resumed
+    with ``AgentSession.resume(id, store=store)`` (with the chat's current catalog).
+    """
+
+    _component = traitlets.Unicode("session-sidebar").tag(sync=True)
+    sessions = traitlets.List(traitlets.Dict(), help="Rows, most recent first.").tag(sync=True)
+    active = traitlets.Unicode("", help="Id of the session shown in the chat.").tag(sync=True)
+    can_open = traitlets.Bool(False, help="A chat view is attached.").tag(sync=True)
+    height = traitlets.Unicode("640px").tag(sync=True)
+
+    _request_kinds: ClassVar[Mapping[str, str]] = {"open": "_open", "new_chat": "_new_chat"}
+
+    def __init__(self, store: SessionStore, chat: ChatView | None = None, *,
+                 open_session: OpenSession | None = None, limit: int = 200,
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.store = store
+        self.chat = chat
+        self._limit = limit
+        self._open_session = open_session
+        self._refresh_timer: asyncio.TimerHandle | None = None
+        self.can_open = chat is not None
+        self._unsubscribe_store = store.subscribe(self._on_store_change)
+        self._unobserve_chat: Callable[[], None] | None = None
+        if chat is not None:
+            chat.observe(self._on_chat_session, names="session_id")
+            self._unobserve_chat = lambda: chat.unobserve(self._on_chat_session,
+                                                          names="session_id")
+            self.active = chat.session_id
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Read the list from the store now."""
+        if self._refresh_timer is not None:
+            self._refresh_timer.cancel()
+            self._refresh_timer = None
+        self.sessions = [_row(record) for record in self.store.list_sessions(self._limit)]
+
+    def _on_store_change(self, _session_id: str) -> None:
+        # A running turn writes every message: coalesce into one refresh per interval.
+        if self._refresh_timer is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.refresh()
+            return
+        self._refresh_timer = loop.call_later(REFRESH_INTERVAL, self.refresh)
+
+    def _on_chat_session(self, change: Mapping[str, Any]) -> None:
+        self.active = str(change["new"])
+
+    # --- actions ----------------------------------------------------------------------
+    def open(self, session_id: str) -> AgentSession:
+        """Open a stored session in the attached chat view."""
+        chat = self._require_chat()
+        current = chat.session
+        if current is not None and current.id == session_id:
+            return current
+        if current is not None and current.running:
+            raise RequestError("stop the running turn before switching sessions")
+        session = live_session(session_id)
+        if session is None:
+            if self._open_session is not None:
+                session = self._open_session(session_id)
+            else:
+                catalog = current.catalog if current is not None else None
+                try:
+                    session = AgentSession.resume(session_id, store=self.store,
+                                                  catalog=catalog)
+                except KeyError as exc:
+                    raise RequestError(str(exc)) from exc
+        chat.bind(session)
+        return session
+
+    def new_chat(self) -> AgentSession:
+        """Start an empty session with the chat's current agent and show it."""
+        chat = self._require_chat()
+        if chat.session is not None and chat.session.running:
+            raise RequestError("stop the running turn before starting a new chat")
+        session = chat.new_chat()
+        self.refresh()
+        return session
+
+    def _require_chat(self) -> ChatView:
+        if self.chat is None:
+            raise RequestError("this sidebar has no chat view to open sessions in")
+        return self.chat
+
+    def _open(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        session_id = request.get("session_id")
+        if not isinstance(session_id, str):
+            raise RequestError("open needs a 'session_id'")
+        return {"session_id": self.open(session_id).id}
+
+    def _new_chat(self, _request: Mapping[str, Any]) -> dict[str, Any]:
+        return {"session_id": self.new_chat().id}
+
+    def close(self) -> None:
+        self._unsubscribe_store()
+        if self._unobserve_chat is not None:
+            self._unobserve_chat()
+        if self._refresh_timer is not None:
+            self._refresh_timer.cancel()
+        super().close()
+
+    # --- representation ---------------------------------------------------------------
+    def __repr__(self) -> str:
+        return f"SessionSidebar({len(self.sessions)} sessions)"
+
+    def _row_text(self, row: Mapping[str, Any]) -> str:
+        todo = row.get("todo")
+        badge = f" 📋 {todo['completed']}/{todo['total']}" if todo else ""
+        status = "● running" if row.get("running") else row.get("last_message", "")
+        return f"{row['title']}{badge} — {status}".rstrip(" —")
+
+    def _fallback_text(self) -> str:
+        return "\n".join(self._row_text(row) for row in self.sessions) or repr(self)
+
+    def _fallback_markdown(self) -> str:
+        return "\n".join(f"- {escape_markdown(self._row_text(row))}"
+                         for row in self.sessions) or escape_markdown(repr(self))

@@ -1,0 +1,442 @@
+"""``ToolConfigPanel``: one agent's tool authorization (seed 001 §7).
+
+The panel edits an :class:`~neta_nb.tools.AgentToolConfig` against a
+:class:`~neta_nb.tools.ToolCatalog`, one tool at a time. It never decides anything itself:
+after every change — from the view, from Python (``config.set_tool(...)``,
+``catalog.disable(...)``) or to the model's capabilities / scene — it calls
+:func:`~neta_nb.tools.resolve_tools` and publishes the result as traits. The view renders
+those traits and sends requests:
+
+* ``{kind: "set_tool", id, name, enabled}`` — switch one tool on or off for this agent;
+* ``{kind: "bulk", id, op}`` — ``restore_core_defaults`` / ``clear_extra_enabled`` /
+  ``clear_disabled_overrides``;
+* ``{kind: "forget", id, name}`` — drop a config name the catalog does not know;
+* ``{kind: "dismiss_warnings", id}`` — hide the current config warnings;
+* ``{kind: "preview", id}`` — the exact tool definitions the provider will receive.
+
+A globally disabled tool is read-only: a request to switch it is refused with an error
+reply and the config is left as it was.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, ClassVar, Final
+
+import traitlets
+
+from ..tools import (
+    AgentToolConfig,
+    ToolCatalog,
+    ToolResolution,
+    ToolState,
+    preview_prompt,
+    resolve_tools,
+)
+from ..tools.base import Tool
+from ._base import NetaWidget, RequestError, escape_markdown, html_card
+
+__all__ = ["BULK_OPERATIONS", "STATE_FILTERS", "ToolConfigPanel"]
+
+BULK_OPERATIONS: Final = ("restore_core_defaults", "clear_extra_enabled",
+                          "clear_disabled_overrides")
+"""The three bulk operations of seed 001 §7.3, by the request's ``op`` name."""
+
+STATE_FILTERS: Final = ("all", "enabled", "off", "globally_disabled")
+"""The state filter of seed 001 §7.3: all / enabled / switched off / globally disabled."""
+
+_ON_STATES: Final = (ToolState.DEFAULT_ENABLED, ToolState.AGENT_ENABLED)
+
+# The wording of seed 001 §4.2 / §7.4: the agent-level action is "switch on/off for this
+# agent"; only the global state is called "disabled" (全局停用).
+_LABELS: Final[dict[str, dict[str, str]]] = {
+    "en": {
+        "title": "Tools",
+        "summary": "{enabled} of {total} tools enabled · {core} core",
+        "scope": "Only affects this agent",
+        "default_enabled": "Enabled by default",
+        "agent_enabled": "Switched on for this agent",
+        "agent_disabled": "Switched off for this agent",
+        "globally_disabled": "Disabled globally",
+        "available": "Off for this agent",
+        "core": "core",
+        "tool": "Tool",
+        "category": "Category",
+        "state": "State",
+        "note": "Note",
+        "unknown": "Unknown tools in this config",
+    },
+    "zh-CN": {
+        "title": "工具配置",
+        "summary": "已启用 {enabled}/{total} 个工具 · 核心工具 {core} 个",
+        "scope": "仅影响当前 Agent",
+        "default_enabled": "默认启用",
+        "agent_enabled": "已为当前 Agent 启用",
+        "agent_disabled": "已为当前 Agent 关闭",
+        "globally_disabled": "全局停用",
+        "available": "当前 Agent 未启用",
+        "core": "核心",
+        "tool": "工具",
+        "category": "分类",
+        "state": "状态",
+        "note": "说明",
+        "unknown": "配置中存在未知工具",
+    },
+}
+
+# The resolver's reasons are English sentences; these patterns give the same reason in
+# Chinese. A reason that matches none is shown as the resolver wrote it.
+_REASONS_ZH: Final[tuple[tuple[re.Pattern[str], str], ...]] = (
+    (re.compile(r"^Disabled globally in tool management$"), "已在工具管理中全局停用"),
+    (re.compile(r"^Switched off for this agent$"), "已为当前 Agent 关闭"),
+    (re.compile(r"^Not enabled for this agent \(it is a core tool, and this agent does not "
+                r"inherit core tools\)$"), "当前 Agent 未启用（核心工具，但当前 Agent 不继承核心工具）"),
+    (re.compile(r"^Not enabled for this agent$"), "当前 Agent 未启用"),
+    (re.compile(r"^Needs the (?P<what>.+) capabilit(?:y|ies), which (?:model (?P<model>.+)|"
+                r"the current model) does not have$"), "需要 {what} 能力，{model}不具备"),
+    (re.compile(r"^Not offered in scene '(?P<scene>.+)'$"), "场景「{scene}」不提供此工具"),
+)
+
+
+def localised_reason(reason: str, lang: str) -> str:
+    """The resolver's ``reason`` in ``lang`` (English is the resolver's own text)."""
+    if lang != "zh-CN":
+        return reason
+    for pattern, template in _REASONS_ZH:
+        match = pattern.match(reason)
+        if match:
+            groups = match.groupdict()
+            model = groups.get("model")
+            return template.format(what=groups.get("what", ""), scene=groups.get("scene", ""),
+                                   model=f"模型 {model} " if model else "当前模型")
+    return reason
+
+
+def _label(lang: str, key: str, **params: object) -> str:
+    table = _LABELS.get(lang, _LABELS["en"])
+    return table.get(key, _LABELS["en"][key]).format(**params)
+
+
+def _describe(item: Tool) -> dict[str, Any]:
+    """What the view shows of a tool that does not depend on the agent."""
+    return {
+        "name": item.name,
+        "label": item.label or item.name,
+        "description": item.description,
+        "category": item.category,
+        "capabilities": sorted(item.capabilities),
+        "scenes": None if item.scenes is None else sorted(item.scenes),
+        "core": item.core,
+        "visibility": item.visibility,
+        "requires_approval": item.requires_approval,
+    }
+
+
+class ToolConfigPanel(NetaWidget):
+    """``ToolConfigPanel(catalog, config)``: switch tools on and off for one agent.
+
+    The panel follows ``catalog`` and ``config`` live (their ``subscribe``) until it is
+    closed. ``model_capabilities``, ``scene`` and ``model`` are passed to the resolver
+    (they can be changed later; the panel re-resolves), ``system_prompt`` only feeds the
+    prompt preview.
+    """
+
+    _component = traitlets.Unicode("tool-config-panel").tag(sync=True)
+
+    tools = traitlets.List(traitlets.Dict(), help=(
+        "Every catalog tool in display order: name, label, description, category, "
+        "capabilities, scenes, core, visibility, requires_approval.")).tag(sync=True)
+    states = traitlets.Dict(help=(
+        "Per tool name, the resolver's verdict: state (a ToolState value), on (the "
+        "agent's switch), available (in the final set), reason and reason_zh (why it is "
+        "not available).")).tag(sync=True)
+    enabled_tools = traitlets.List(traitlets.Unicode(), help=(
+        "The final tools, in the resolver's order.")).tag(sync=True)
+    categories = traitlets.List(traitlets.Dict(), help=(
+        "Categories in display order with their tool count and enabled count.")).tag(sync=True)
+    summary = traitlets.Dict(help="Counts for the summary line.").tag(sync=True)
+    unknown = traitlets.List(traitlets.Unicode(), help=(
+        "Names in the config that the catalog does not have.")).tag(sync=True)
+    warnings = traitlets.List(traitlets.Unicode(), help=(
+        "Problems with the config (load notes, conflicts), minus dismissed ones.")).tag(sync=True)
+
+    search = traitlets.Unicode("", help="Search text (name, label, description).").tag(sync=True)
+    state_filter = traitlets.Enum(STATE_FILTERS, default_value="all").tag(sync=True)
+    core_only = traitlets.Bool(False, help="Show core tools only.").tag(sync=True)
+    collapsed = traitlets.List(traitlets.Unicode(), help=(
+        "Categories whose section is folded.")).tag(sync=True)
+
+    _request_kinds: ClassVar[Mapping[str, str]] = {
+        "set_tool": "_request_set_tool",
+        "bulk": "_request_bulk",
+        "forget": "_request_forget",
+        "dismiss_warnings": "_request_dismiss_warnings",
+        "preview": "_request_preview",
+    }
+
+    def __init__(self, catalog: ToolCatalog, config: AgentToolConfig, *,
+                 model_capabilities: Iterable[str] | None = None, scene: str | None = None,
+                 model: str | None = None, system_prompt: str = "", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._catalog = catalog
+        self._config = config
+        self._model_capabilities = (None if model_capabilities is None
+                                    else frozenset(model_capabilities))
+        self._scene = scene
+        self._model = model
+        self.system_prompt = system_prompt
+        self._dismissed_warnings: set[str] = set()
+        self._catalog_version: int | None = None
+        self._resolution: ToolResolution = resolve_tools(catalog, config)
+        self._unsubscribers: list[Callable[[], None]] = [
+            catalog.subscribe(lambda _catalog: self.refresh()),
+            config.subscribe(lambda _config: self.refresh()),
+        ]
+        self.refresh()
+
+    # --- what the panel edits ------------------------------------------------------
+
+    @property
+    def catalog(self) -> ToolCatalog:
+        return self._catalog
+
+    @property
+    def config(self) -> AgentToolConfig:
+        return self._config
+
+    @property
+    def resolution(self) -> ToolResolution:
+        """The resolver's latest result, the one the view shows."""
+        return self._resolution
+
+    @property
+    def model_capabilities(self) -> frozenset[str] | None:
+        return self._model_capabilities
+
+    @model_capabilities.setter
+    def model_capabilities(self, value: Iterable[str] | None) -> None:
+        self._model_capabilities = None if value is None else frozenset(value)
+        self.refresh()
+
+    @property
+    def scene(self) -> str | None:
+        return self._scene
+
+    @scene.setter
+    def scene(self, value: str | None) -> None:
+        self._scene = value
+        self.refresh()
+
+    @property
+    def model(self) -> str | None:
+        return self._model
+
+    @model.setter
+    def model(self, value: str | None) -> None:
+        self._model = value
+        self.refresh()
+
+    # --- state ---------------------------------------------------------------------
+
+    def _resolve(self) -> ToolResolution:
+        return resolve_tools(self._catalog, self._config,
+                             model_capabilities=self._model_capabilities,
+                             scene=self._scene, model=self._model)
+
+    def refresh(self) -> None:
+        """Resolve again and publish the result (called on every change it follows)."""
+        resolution = self._resolution = self._resolve()
+        ordered = self._catalog.ordered()
+        final = set(resolution.names)
+        states: dict[str, dict[str, Any]] = {}
+        for name, state in resolution.states.items():
+            reason = resolution.reasons.get(name)
+            states[name] = {
+                "state": state.value,
+                "on": state in _ON_STATES,
+                "available": name in final,
+                "reason": reason,
+                "reason_zh": None if reason is None else localised_reason(reason, "zh-CN"),
+            }
+        counts: dict[str, list[int]] = {}
+        for item in ordered:
+            count = counts.setdefault(item.category, [0, 0])
+            count[0] += 1
+            count[1] += item.name in final
+        state_counts = {state: 0 for state in ToolState}
+        for state in resolution.states.values():
+            state_counts[state] += 1
+        unknown = resolution.unknown
+        # Unknown names have their own notice (with a forget action); the resolver's
+        # warning about each would say the same thing twice.
+        unknown_notes = {f"'{name}' is in {field} but no tool by that name exists; "
+                         "it is ignored." for name in unknown for field in ("enabled", "disabled")}
+        warnings = [warning for warning in dict.fromkeys(resolution.warnings)
+                    if warning not in unknown_notes and warning not in self._dismissed_warnings]
+        with self.hold_sync():
+            if self._catalog_version != self._catalog.version:
+                self._catalog_version = self._catalog.version
+                self.tools = [_describe(item) for item in ordered]
+            self.states = states
+            self.enabled_tools = resolution.names
+            self.categories = [{"name": category, "count": total, "enabled": enabled}
+                               for category, (total, enabled) in counts.items()]
+            self.summary = {
+                "enabled": len(resolution.tools),
+                "total": len(ordered),
+                "core": sum(item.core for item in ordered),
+                "extra_enabled": state_counts[ToolState.AGENT_ENABLED],
+                "switched_off": state_counts[ToolState.AGENT_DISABLED],
+                "globally_disabled": state_counts[ToolState.GLOBALLY_DISABLED],
+                "filtered_out": len(resolution.filtered_out),
+            }
+            self.unknown = unknown
+            self.warnings = warnings
+
+    def close(self) -> None:
+        for unsubscribe in self._unsubscribers:
+            unsubscribe()
+        self._unsubscribers = []
+        super().close()
+
+    # --- requests from the view ----------------------------------------------------
+
+    def _request_set_tool(self, content: Mapping[str, Any]) -> dict[str, Any]:
+        name, enabled = content.get("name"), content.get("enabled")
+        if not isinstance(name, str) or not isinstance(enabled, bool):
+            raise RequestError("set_tool needs a tool name (string) and enabled (true/false)")
+        try:
+            self._config.set_tool(name, enabled, self._catalog)
+        except KeyError:
+            raise RequestError(f"there is no tool named '{name}' in the catalog") from None
+        except ValueError:
+            raise RequestError(f"'{name}' is disabled globally in tool management; it cannot "
+                               "be switched on or off for this agent") from None
+        return {"name": name, **self.states[name]}
+
+    def _request_bulk(self, content: Mapping[str, Any]) -> dict[str, Any]:
+        operation = content.get("op")
+        if operation == "restore_core_defaults":
+            self._config.restore_core_defaults(self._catalog)
+        elif operation == "clear_extra_enabled":
+            self._config.clear_extra_enabled()
+        elif operation == "clear_disabled_overrides":
+            self._config.clear_disabled_overrides()
+        else:
+            raise RequestError(f"unknown bulk operation {operation!r}; expected one of "
+                               + ", ".join(BULK_OPERATIONS))
+        return {"enabled_tools": list(self.enabled_tools)}
+
+    def _request_forget(self, content: Mapping[str, Any]) -> dict[str, Any]:
+        name = content.get("name")
+        # Only names the catalog does not know: forgetting a known name would silently
+        # drop a real override.
+        if not isinstance(name, str) or name not in self.unknown:
+            raise RequestError(f"{name!r} is not an unknown tool name of this config")
+        self._config.forget(name)
+        return {"unknown": list(self.unknown)}
+
+    def _request_dismiss_warnings(self, _content: Mapping[str, Any]) -> dict[str, Any]:
+        self._dismissed_warnings.update(self.warnings)
+        self.warnings = []
+        return {}
+
+    def _request_preview(self, _content: Mapping[str, Any]) -> dict[str, Any]:
+        preview = preview_prompt(system_prompt=self.system_prompt, catalog=self._catalog,
+                                 config=self._config,
+                                 model_capabilities=self._model_capabilities,
+                                 scene=self._scene, model=self._model)
+        return {"system_prompt": preview.system_prompt,
+                "tools": [definition.model_dump() for definition in preview.tools]}
+
+    # --- text forms ----------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        return (f"ToolConfigPanel({self.summary.get('enabled', 0)} of "
+                f"{self.summary.get('total', 0)} tools enabled)")
+
+    def _rows(self) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        return [(tool, self.states[tool["name"]]) for tool in self.tools
+                if tool["name"] in self.states]
+
+    def _summary_line(self) -> str:
+        return _label(self.lang, "summary", enabled=self.summary.get("enabled", 0),
+                      total=self.summary.get("total", 0), core=self.summary.get("core", 0))
+
+    def _note(self, state: Mapping[str, Any]) -> str:
+        reason = state.get("reason")
+        if not reason or state["state"] in ("agent_disabled", "globally_disabled", "available"):
+            # The state words already say it; only a filter reason adds something.
+            return ""
+        return localised_reason(reason, self.lang)
+
+    def _state_words(self, state: Mapping[str, Any]) -> str:
+        return _label(self.lang, state["state"])
+
+    def _fallback_text(self) -> str:
+        lines = [f"{_label(self.lang, 'title')} — {self._summary_line()} "
+                 f"({_label(self.lang, 'scope')})"]
+        for tool, state in self._rows():
+            mark = "[x]" if state["available"] else "[ ]"
+            core = f" ({_label(self.lang, 'core')})" if tool["core"] else ""
+            note = self._note(state)
+            lines.append(f"{mark} {tool['name']}{core} [{tool['category']}]: "
+                         f"{self._state_words(state)}" + (f" — {note}" if note else ""))
+        if self.unknown:
+            lines.append(f"{_label(self.lang, 'unknown')}: {', '.join(self.unknown)}")
+        lines += [f"! {warning}" for warning in self.warnings]
+        return "\n".join(lines)
+
+    def _fallback_markdown(self) -> str:
+        def cell(text: str) -> str:
+            return escape_markdown(text).replace("\n", " ")
+
+        lang = self.lang
+        lines = [f"**{cell(_label(lang, 'title'))}** — {cell(self._summary_line())} · "
+                 f"*{cell(_label(lang, 'scope'))}*", "",
+                 f"| | {_label(lang, 'tool')} | {_label(lang, 'category')} | "
+                 f"{_label(lang, 'state')} | {_label(lang, 'note')} |",
+                 "|---|---|---|---|---|"]
+        for tool, state in self._rows():
+            mark = "✓" if state["available"] else "–"
+            core = f" *{_label(lang, 'core')}*" if tool["core"] else ""
+            lines.append(f"| {mark} | `{tool['name']}`{core} | {cell(tool['category'])} | "
+                         f"{cell(self._state_words(state))} | {cell(self._note(state))} |")
+        if self.unknown:
+            lines += ["", f"{cell(_label(lang, 'unknown'))}: "
+                      + ", ".join(f"`{name}`" for name in self.unknown)]
+        if self.warnings:
+            lines += [""] + [f"- {cell(warning)}" for warning in self.warnings]
+        return "\n".join(lines)
+
+    def _fallback_html(self) -> str:
+        lang = self.lang
+        cell = 'style="padding:3px 10px 3px 0;text-align:left;vertical-align:top"'
+        head = "".join(f"<th {cell}>{html.escape(_label(lang, key))}</th>"
+                       for key in ("tool", "category", "state", "note"))
+        rows = []
+        for tool, state in self._rows():
+            colour = ("#2e7d32" if state["available"]
+                      else "#d32f2f" if state["state"] == "globally_disabled" else "#8c959f")
+            core = (f' <span style="font-size:11px;color:#1976d2">{_label(lang, "core")}</span>'
+                    if tool["core"] else "")
+            rows.append(
+                f"<tr><td {cell}><span style=\"color:{colour}\">●</span> "
+                f"<code>{html.escape(tool['name'])}</code>{core}</td>"
+                f"<td {cell}>{html.escape(tool['category'])}</td>"
+                f"<td {cell}>{html.escape(self._state_words(state))}</td>"
+                f"<td {cell}>{html.escape(self._note(state))}</td></tr>")
+        body = (f'<div style="color:#57606a">{html.escape(self._summary_line())} · '
+                f"{html.escape(_label(lang, 'scope'))}</div>"
+                f'<table style="border-collapse:collapse;margin-top:6px"><thead><tr>{head}'
+                f"</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+        if self.unknown:
+            body += (f"<div>{html.escape(_label(lang, 'unknown'))}: "
+                     f"{html.escape(', '.join(self.unknown))}</div>")
+        if self.warnings:
+            items = "".join(f"<li>{html.escape(warning)}</li>" for warning in self.warnings)
+            body += f'<ul style="margin:6px 0 0;padding-left:18px">{items}</ul>'
+        return html_card(html.escape(_label(lang, "title")), body)
+
