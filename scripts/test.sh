@@ -4,22 +4,12 @@
 # Usage: bash scripts/test.sh [extra pytest args]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/_setup.sh
 
-as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
-apt_updated=0
-apt_install() {
-  [ "$apt_updated" = 1 ] || { as_root apt-get update -qq; apt_updated=1; }
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
-}
-
-# Debian's Chromium drives the browser tests; Node.js builds the widgets' JS bundle.
+# Debian's Chromium drives the browser tests.
 [ -x /usr/bin/chromium ] || apt_install chromium
-command -v npm >/dev/null || apt_install nodejs npm
-
-python3 -m venv .venv
-. .venv/bin/activate
-python -m pip install -q --upgrade pip
-python -m pip install -q -e ".[all,test]"
+ensure_node
+install_venv "all,lab,test"
 
 ruff check .
 mypy

@@ -29,6 +29,8 @@ export { contextLevel, createTokenStats, formatTokens } from "./token-stats";
 export type { TokenStatsState } from "./token-stats";
 export { createToolCard } from "./tool-card";
 export type { ToolCardState } from "./tool-card";
+export { categoryName, createToolConfigPanel } from "./tool-config-panel";
+export type { ToolConfigPanel, ToolConfigPanelState } from "./tool-config-panel";
 export type { Component, ComponentOptions } from "./types";
 export { widgetRenderers };
 

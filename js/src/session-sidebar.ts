@@ -123,7 +123,13 @@ export function createSessionSidebar(el: HTMLElement, options: SessionSidebarOpt
         row.root.title = session.agent ? `${session.title} · ${session.agent}` : session.title;
         const parts: HTMLElement[] = [];
         if (session.todo && session.todo.total > 0) {
-          parts.push(element("span", "neta-sidebar-todo", `📋 ${session.todo.completed}/${session.todo.total}`));
+          // The seed's 📋 badge, drawn in CSS: emoji fonts are missing on many systems.
+          const badge = element("span", "neta-sidebar-todo");
+          const icon = element("span", "neta-sidebar-todo-icon");
+          icon.setAttribute("aria-hidden", "true");
+          badge.append(icon, element("span", undefined, `${session.todo.completed}/${session.todo.total}`));
+          badge.classList.toggle("neta-is-complete", session.todo.completed === session.todo.total);
+          parts.push(badge);
         }
         if (session.running) {
           parts.push(element("span", "neta-sidebar-running-dot"), element("span", "neta-sidebar-running", chatLabel(lang, "running")));

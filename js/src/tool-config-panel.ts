@@ -237,7 +237,10 @@ function label(lang: Lang, key: LabelKey, params: Record<string, string | number
 }
 
 export function categoryName(lang: Lang, category: string): string {
-  return CATEGORY_NAMES[lang][category] ?? category;
+  const known = CATEGORY_NAMES[lang][category];
+  if (known) return known;
+  // A custom category is shown as registered, capitalised like the seed's in English.
+  return lang === "en" ? category.charAt(0).toUpperCase() + category.slice(1) : category;
 }
 
 function matchesFilter(filter: StateFilter, verdict: ToolVerdict | undefined): boolean {
@@ -528,11 +531,12 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
     view.description.title = tool.description;
     view.description.hidden = !tool.description;
 
-    view.stateText.textContent = verdict ? label(lang, verdict.state) : "";
-    // The state words already say "switched off" / "disabled globally" / "off"; a reason is
-    // shown when it adds something (a capability or scene filter, core not inherited).
     const reason = verdict ? (lang === "zh-CN" ? verdict.reason_zh : verdict.reason) ?? "" : "";
-    const showReason = Boolean(reason) && (unavailable || global || (verdict?.state === "available" && tool.core));
+    // A global disable is explained by the resolver's own sentence; the other states by
+    // their words (seed §4.2), plus the reason when it adds something: a capability or
+    // scene filter, or a core tool the agent does not inherit.
+    view.stateText.textContent = !verdict ? "" : global && reason ? reason : label(lang, verdict.state);
+    const showReason = Boolean(reason) && (unavailable || (verdict?.state === "available" && tool.core));
     view.reason.textContent = showReason ? reason : "";
     view.reason.hidden = !showReason;
 

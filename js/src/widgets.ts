@@ -11,6 +11,7 @@ import { createThinkingLevelSelector, type ThinkingLevelSelectorState } from "./
 import { createTodoCard, type TodoCardState } from "./todo-card";
 import { createTokenStats, type TokenStatsState } from "./token-stats";
 import { createToolCard, type ToolCardState } from "./tool-card";
+import { createToolConfigPanel, type ToolConfigPanel, type ToolConfigPanelState } from "./tool-config-panel";
 
 type Model = AnyModel<Record<string, unknown>>;
 
@@ -85,6 +86,16 @@ function bindThinkingStream(block: ThinkingBlock, model: Model): () => void {
 }
 
 export const widgetRenderers: Record<string, WidgetRenderer> = {
+  "tool-config-panel": (props) =>
+    bindComponent<ToolConfigPanelState, ToolConfigPanel>(
+      props,
+      createToolConfigPanel,
+      ["tools", "states", "enabled_tools", "categories", "summary", "unknown", "warnings", "search", "state_filter", "core_only", "collapsed", "lang"],
+      (panel, model) => {
+        panel.setRequester((kind, payload) => request(model, kind, payload));
+        return () => undefined;
+      },
+    ),
   "chat-view": renderChatView,
   "session-sidebar": renderSessionSidebar,
   "todo-card": (props) => bindComponent<TodoCardState, ReturnType<typeof createTodoCard>>(props, createTodoCard, ["todos", "collapsed", "lang"]),

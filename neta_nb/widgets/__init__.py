@@ -10,6 +10,7 @@ from .thinking_level_selector import ThinkingLevelSelector
 from .todo_card import TodoCard
 from .token_stats import TokenStats
 from .tool_card import ToolCard
+from .tool_config_panel import ToolConfigPanel
 
 __all__ = [
     "ChatView",
@@ -20,4 +21,5 @@ __all__ = [
     "TodoCard",
     "TokenStats",
     "ToolCard",
+    "ToolConfigPanel",
 ]

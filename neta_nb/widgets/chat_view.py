@@ -119,6 +119,9 @@ class ChatView(NetaWidget):
     def __init__(self, session: AgentSession | None = None, *,
                  agents: Sequence[Agent] = (), window: int = WINDOW,
                  flush_interval: float = FLUSH_INTERVAL, **kwargs: Any) -> None:
+        # Beside a sidebar in an HBox the view takes the remaining width, and a long line
+        # never makes it grow past that.
+        kwargs.setdefault("layout", {"flex": "1 1 auto", "min_width": "0"})
         super().__init__(**kwargs)
         self._window = window
         self._other_agents = list(agents)

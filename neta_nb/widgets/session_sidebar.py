@@ -10,6 +10,7 @@ that session in the chat view — history, plan, cards and thinking level restor
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
@@ -25,7 +26,15 @@ __all__ = ["REFRESH_INTERVAL", "SessionSidebar"]
 REFRESH_INTERVAL = 0.25
 """Seconds between two refreshes of the list while the store keeps changing."""
 
-OpenSession = Callable[[str], AgentSession]
+ResumeSession = Callable[[str], AgentSession]
+
+
+_MARKDOWN_MARKS = re.compile(r"[#*_`>|~]+")
+
+
+def _preview(text: str) -> str:
+    """The last message as one plain line: markdown marks would show as clutter."""
+    return " ".join(_MARKDOWN_MARKS.sub(" ", text).split())
 
 
 def _row(record: SessionRecord) -> dict[str, Any]:
@@ -35,7 +44,7 @@ def _row(record: SessionRecord) -> dict[str, Any]:
         "title": record.title,
         "agent": str(record.agent.get("name", "")),
         "running": record.running,
-        "last_message": record.last_message,
+        "last_message": _preview(record.last_message),
         "todo": ({"completed": int(summary.get("completed", 0)),
                   "total": int(summary.get("total", 0))} if summary.get("total") else None),
         "updated_at": record.updated_at,
@@ -46,7 +55,7 @@ def _row(record: SessionRecord) -> dict[str, Any]:
 class SessionSidebar(NetaWidget):
     """``SessionSidebar(store, chat=chat_view)``: the session list of ``store``.
 
-    ``open_session(session_id) -> AgentSession`` decides how a stored session is opened;
+    ``resume(session_id) -> AgentSession`` decides how a stored session is opened;
     by default a session already open in this kernel is reused and any other is resumed
     with ``AgentSession.resume(id, store=store)`` (with the chat's current catalog).
     """
@@ -60,13 +69,14 @@ class SessionSidebar(NetaWidget):
     _request_kinds: ClassVar[Mapping[str, str]] = {"open": "_open", "new_chat": "_new_chat"}
 
     def __init__(self, store: SessionStore, chat: ChatView | None = None, *,
-                 open_session: OpenSession | None = None, limit: int = 200,
+                 resume: ResumeSession | None = None, limit: int = 200,
                  **kwargs: Any) -> None:
+        kwargs.setdefault("layout", {"width": "280px", "flex": "none"})
         super().__init__(**kwargs)
         self.store = store
         self.chat = chat
         self._limit = limit
-        self._open_session = open_session
+        self._resume = resume
         self._refresh_timer: asyncio.TimerHandle | None = None
         self.can_open = chat is not None
         self._unsubscribe_store = store.subscribe(self._on_store_change)
@@ -100,7 +110,7 @@ class SessionSidebar(NetaWidget):
         self.active = str(change["new"])
 
     # --- actions ----------------------------------------------------------------------
-    def open(self, session_id: str) -> AgentSession:
+    def open_session(self, session_id: str) -> AgentSession:
         """Open a stored session in the attached chat view."""
         chat = self._require_chat()
         current = chat.session
@@ -110,8 +120,8 @@ class SessionSidebar(NetaWidget):
             raise RequestError("stop the running turn before switching sessions")
         session = live_session(session_id)
         if session is None:
-            if self._open_session is not None:
-                session = self._open_session(session_id)
+            if self._resume is not None:
+                session = self._resume(session_id)
             else:
                 catalog = current.catalog if current is not None else None
                 try:
@@ -140,7 +150,7 @@ class SessionSidebar(NetaWidget):
         session_id = request.get("session_id")
         if not isinstance(session_id, str):
             raise RequestError("open needs a 'session_id'")
-        return {"session_id": self.open(session_id).id}
+        return {"session_id": self.open_session(session_id).id}
 
     def _new_chat(self, _request: Mapping[str, Any]) -> dict[str, Any]:
         return {"session_id": self.new_chat().id}

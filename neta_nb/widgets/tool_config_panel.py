@@ -92,7 +92,8 @@ _REASONS_ZH: Final[tuple[tuple[re.Pattern[str], str], ...]] = (
     (re.compile(r"^Disabled globally in tool management$"), "已在工具管理中全局停用"),
     (re.compile(r"^Switched off for this agent$"), "已为当前 Agent 关闭"),
     (re.compile(r"^Not enabled for this agent \(it is a core tool, and this agent does not "
-                r"inherit core tools\)$"), "当前 Agent 未启用（核心工具，但当前 Agent 不继承核心工具）"),
+                r"inherit core tools\)$"),
+     "当前 Agent 未启用（核心工具，但当前 Agent 不继承核心工具）"),
     (re.compile(r"^Not enabled for this agent$"), "当前 Agent 未启用"),
     (re.compile(r"^Needs the (?P<what>.+) capabilit(?:y|ies), which (?:model (?P<model>.+)|"
                 r"the current model) does not have$"), "需要 {what} 能力，{model}不具备"),
@@ -109,7 +110,8 @@ def localised_reason(reason: str, lang: str) -> str:
         if match:
             groups = match.groupdict()
             model = groups.get("model")
-            return template.format(what=groups.get("what", ""), scene=groups.get("scene", ""),
+            what = (groups.get("what") or "").replace("' and '", "'、'")
+            return template.format(what=what, scene=groups.get("scene", ""),
                                    model=f"模型 {model} " if model else "当前模型")
     return reason
 

@@ -23,7 +23,7 @@ OUTPUTS = {
 }
 
 
-def _picture_all(lab: LabSession, directory: Path, theme: str) -> list[Path]:
+def _picture_all(lab: LabSession, notebook: str, directory: Path, theme: str) -> list[Path]:
     page = lab.page
     pictures = []
     for name, index in OUTPUTS.items():
@@ -58,11 +58,22 @@ def _picture_all(lab: LabSession, directory: Path, theme: str) -> list[Path]:
     page.screenshot(path=str(path), clip={"x": box["x"] - 8, "y": box["y"] - 8, "width": 320,
                                           "height": box["height"] + 16}, animations="disabled")
     pictures.append(path)
+    # Collapsed, in Chinese: the active item stays in view.
+    lab.execute(notebook, "todo.lang = 'zh-CN'; todo.collapsed = True")
+    page.locator(".neta-todo-card.neta-is-collapsed .neta-todo-title",
+                 has_text="任务规划").wait_for()
+    page.wait_for_timeout(400)
+    output = page.locator(".jp-Notebook .jp-Cell").nth(OUTPUTS["todo-card"]).locator(
+        ".jp-OutputArea")
+    pictures.append(lab.screenshot(output, directory / f"todo-card-collapsed-zh-CN-{theme}.png"))
+    lab.execute(notebook, "todo.lang = 'en'; todo.collapsed = False")
+    page.locator(".neta-todo-card:not(.neta-is-collapsed) .neta-todo-title",
+                 has_text="Plan").wait_for()
     return pictures
 
 
 def test_screenshots_light_and_dark(lab: LabSession, screenshot_dir: Path) -> None:
-    lab.run_notebook("gallery.ipynb", gallery.CELLS)
+    path = lab.run_notebook("gallery.ipynb", gallery.CELLS)
     page = lab.page
     page.locator(".neta-thinking-block.neta-is-streaming .neta-thinking-cursor").wait_for()
     page.evaluate("() => window.jupyterapp.commands.execute('application:toggle-left-area')")
@@ -70,9 +81,9 @@ def test_screenshots_light_and_dark(lab: LabSession, screenshot_dir: Path) -> No
     overflowing = page.evaluate("""() => Array.from(document.querySelectorAll('.neta-root'))
       .filter((el) => el.scrollWidth > el.clientWidth + 1).map((el) => el.className)""")
     assert overflowing == []
-    pictures = _picture_all(lab, screenshot_dir, "light")
+    pictures = _picture_all(lab, path, screenshot_dir, "light")
     lab.set_theme(dark=True)
-    pictures += _picture_all(lab, screenshot_dir, "dark")
+    pictures += _picture_all(lab, path, screenshot_dir, "dark")
     page.evaluate("() => window.jupyterapp.commands.execute('application:toggle-left-area')")
-    assert len(pictures) == 18
+    assert len(pictures) == 20
     assert all(path.stat().st_size > 1000 for path in pictures)
