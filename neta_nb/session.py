@@ -218,6 +218,7 @@ class AgentSession:
         self._task: asyncio.Task[Any] | None = None
         self._turn: _TurnState | None = None
         self._cancel_requested = False
+        self._cancel_before_start = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
         self._last_context = ContextUsage(max_tokens=self.provider.info.context_window)
@@ -242,7 +243,9 @@ class AgentSession:
 
     @property
     def running(self) -> bool:
-        return self._turn is not None
+        """True from ``start()`` (or ``run()``) until the turn's ``done`` event."""
+        return self._turn is not None or (self._task is not None and not self._task.done()
+                                          and self._task is not asyncio.current_task())
 
     @property
     def think_level(self) -> ThinkLevel:
@@ -344,8 +347,13 @@ class AgentSession:
         """Stop the turn in flight: streaming stops, running tools are abandoned, the
         partial answer is kept marked ``cancelled``. Returns False if nothing was running."""
         task = self._task
-        if self._turn is None or task is None or task.done():
+        if task is None or task.done():
             return False
+        if self._turn is None:
+            # start() was called but the task has not run yet: cancelling the task now
+            # would skip run() entirely (no user message, no `done`). Let it start and stop.
+            self._cancel_before_start = True
+            return True
         self._cancel_requested = True
         task.cancel()
         return True
@@ -363,6 +371,12 @@ class AgentSession:
         self._cancel_requested = False
         turn = self._turn = _TurnState()
         self._append(Message.user(prompt))
+        if self._cancel_before_start:
+            self._cancel_before_start = False
+            self._turn = None
+            self._save_record(running=False)
+            self._emit(DoneEvent(stop_reason="cancelled"))
+            return None
         self._save_record(running=True)
         try:
             return await self._loop_turn(turn)

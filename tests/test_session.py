@@ -439,3 +439,16 @@ async def test_handle_command_dispatches_ui_commands() -> None:
     assert session.think_level == "low"
     with pytest.raises(KeyError):
         session.handle_command({"type": "approve", "id": "nope", "decision": "reject"})
+
+
+async def test_cancel_right_after_start_still_ends_the_turn() -> None:
+    session, rec, provider = make_session([answer("later")])
+    task = session.start("q")
+    assert session.running
+    assert session.cancel() is True
+    await asyncio.wait_for(task, 5)
+    assert rec.types == ["done"] and rec.of("done")[0].stop_reason == "cancelled"
+    assert not session.running and provider.requests == []
+    assert [m.role for m in session.messages] == ["user"]
+    await session.run("again")
+    assert session.messages[-1].text == "later"

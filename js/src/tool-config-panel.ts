@@ -448,6 +448,7 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
   // --- tool cards ----------------------------------------------------------------------------
   const cards = new Map<string, ToolCardView>();
   const categories = new Map<string, CategoryView>();
+  let toolsByName = new Map<string, ToolInfo>();
 
   function buildCard(tool: ToolInfo): ToolCardView {
     const node = element("div", "neta-tc-tool");
@@ -578,6 +579,7 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
   function syncCatalog(): void {
     if (indexedTools === state.tools) return;
     indexedTools = state.tools;
+    toolsByName = new Map(state.tools.map((tool) => [tool.name, tool]));
     const wanted = new Set(state.tools.map((tool) => tool.name));
     for (const [name, view] of cards) {
       if (!wanted.has(name)) {
@@ -621,7 +623,7 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
   }
 
   function chip(name: string, unavailable: boolean): HTMLElement {
-    const tool = state.tools.find((item) => item.name === name);
+    const tool = toolsByName.get(name);
     const verdict = state.states[name];
     const node = element("button", `neta-tc-chip${unavailable ? " neta-tc-chip-unavailable" : ""}`);
     node.type = "button";
@@ -635,7 +637,7 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
 
   function locate(name: string): void {
     const view = cards.get(name);
-    const tool = state.tools.find((item) => item.name === name);
+    const tool = toolsByName.get(name);
     if (!view || !tool) return;
     if (state.collapsed.includes(tool.category)) {
       state.collapsed = state.collapsed.filter((category) => category !== tool.category);

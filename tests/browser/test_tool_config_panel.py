@@ -20,7 +20,7 @@ catalog = ToolCatalog.demo()
 config = AgentToolConfig(enabled=["ask_user", "describe_image"], disabled=["todo"])
 panel = ToolConfigPanel(catalog, config, model_capabilities={"text"}, scene="chat",
                         model="openai:gpt-4o", system_prompt="You are a careful analyst.")
-panel
+display(panel)
 """.strip()
 
 PANEL = ".neta-tool-config"
@@ -133,10 +133,9 @@ def test_switches_and_bulk_operations_change_the_kernels_config(lab: LabSession)
     # A crafted message from the page cannot switch on a globally disabled tool.
     model_id = lab.execute(path, "print(panel.model_id)").strip()
     reply = page.evaluate("""async (modelId) => {
-      // The widget manager, from the output's renderer (a Lumino widget with a manager).
+      // The widget manager, from the output's widget renderer (it holds a promise of it).
       const find = (widget) => {
-        const manager = widget._manager ?? widget.manager;
-        if (manager && typeof manager.get_model === 'function') return manager;
+        if (widget._manager?.promise) return widget._manager.promise;
         for (const child of widget.widgets ?? []) {
           const found = find(child);
           if (found) return found;
@@ -148,7 +147,7 @@ def test_switches_and_bulk_operations_change_the_kernels_config(lab: LabSession)
       for (const cell of notebook.widgets) {
         manager = manager ?? (cell.outputArea ? find(cell.outputArea) : null);
       }
-      const model = await manager.get_model(modelId);
+      const model = await (await manager).get_model(modelId);
       return await new Promise((resolve) => {
         const onMessage = (message) => {
           if (message.kind === 'reply' && message.id === 'crafted') {
@@ -304,7 +303,8 @@ from neta_nb.widgets import ToolConfigPanel
 @tool(category="<b onmouseover=\\"window.__netaPwned='cat'\\">x</b>",
       label="<img src=x onerror=\\"window.__netaPwned='label'\\">")
 def hostile(text: str) -> str:
-    \"\"\"<img src=x onerror="window.__netaPwned='img'"> <script>window.__netaPwned='script'</script>\"\"\"
+    \"\"\"<img src=x onerror="window.__netaPwned='img'">
+    <script>window.__netaPwned='script'</script>\"\"\"
     return text
 
 catalog = ToolCatalog([hostile])
@@ -372,6 +372,20 @@ def test_two_hundred_tools_update_in_place(lab: LabSession) -> None:
                          ".every((n) => n.__netaMark === true)")
 
 
+def _scroll_to_top_of(lab: LabSession, selector: str) -> None:
+    """Scroll the notebook so the element's top sits a little below the toolbar."""
+    lab.page.evaluate("""(selector) => {
+      const node = document.querySelector(selector);
+      node.scrollIntoView({block: 'start'});
+      let scroller = node.parentElement;
+      while (scroller && scroller.scrollHeight <= scroller.clientHeight) {
+        scroller = scroller.parentElement;
+      }
+      if (scroller) scroller.scrollTop -= 24;
+    }""", selector)
+    lab.page.wait_for_timeout(100)
+
+
 def _picture(lab: LabSession, directory: Path, theme: str) -> list[Path]:
     page = lab.page
     panel = page.locator(PANEL)
@@ -385,7 +399,7 @@ def _picture(lab: LabSession, directory: Path, theme: str) -> list[Path]:
         page.set_viewport_size(viewport)
     page.wait_for_timeout(300)
     # The top of the panel (summary, enabled tools, toolbar, first categories) at a glance.
-    panel.evaluate("node => node.scrollIntoView({block: 'start'})")
+    _scroll_to_top_of(lab, PANEL)
     box = panel.bounding_box()
     assert box is not None
     top = directory / f"tool-config-panel-top-{theme}.png"
@@ -412,7 +426,7 @@ def test_screenshots_light_and_dark(lab: LabSession, screenshot_dir: Path) -> No
     lab.execute(path, "panel.lang = 'zh-CN'")
     page.wait_for_function(f"() => document.querySelector('{PANEL} .neta-tc-scope')"
                            ".textContent === '仅影响当前 Agent'")
-    page.locator(PANEL).evaluate("node => node.scrollIntoView({block: 'start'})")
+    _scroll_to_top_of(lab, PANEL)
     box = page.locator(PANEL).bounding_box()
     assert box is not None
     zh = screenshot_dir / "tool-config-panel-zh-dark.png"
