@@ -15,12 +15,13 @@ commands of :mod:`neta_nb.events`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from .compaction import (
     SUMMARY_SYSTEM_PROMPT,
@@ -173,6 +174,7 @@ class _TurnState:
     usage: TurnUsage = field(default_factory=TurnUsage)
     draft_timer: asyncio.TimerHandle | None = None
     compaction_failed: bool = False
+    stop_reason: str = "end_turn"  # what the closing `done` event will say
 
 
 class AgentSession:
@@ -213,10 +215,13 @@ class AgentSession:
         self._think_level: ThinkLevel | None = _check_level(think_level)
         self._subscribers: list[Callable[[Event], None]] = []
         self._approvers = 0
-        self._pending_approvals: dict[str, asyncio.Future[ApprovalDecision]] = {}
+        self._pending_approvals: dict[str, asyncio.Future[str]] = {}
         self._always_allowed: set[str] = set()
-        self._task: asyncio.Task[Any] | None = None
+        self._task: asyncio.Task[Any] | None = None  # created by start(), not yet begun
+        self._turn_task: asyncio.Task[Any] | None = None  # whatever runs the current turn
         self._turn: _TurnState | None = None
+        self._compacting = False
+        self._live_calls: set[str] = set()  # tool calls whose events may still be emitted
         self._cancel_requested = False
         self._cancel_before_start = False
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -244,8 +249,12 @@ class AgentSession:
     @property
     def running(self) -> bool:
         """True from ``start()`` (or ``run()``) until the turn's ``done`` event."""
-        return self._turn is not None or (self._task is not None and not self._task.done()
-                                          and self._task is not asyncio.current_task())
+        return self._turn is not None or self._start_pending
+
+    @property
+    def _start_pending(self) -> bool:
+        """A turn was started in the background and has not begun yet."""
+        return self._task is not None and not self._task.done()
 
     @property
     def think_level(self) -> ThinkLevel:
@@ -292,6 +301,12 @@ class AgentSession:
             if not detached:
                 detached = True
                 self._approvers -= 1
+                if self._approvers <= 0:
+                    # No one is left to answer: the policy decides what is still pending
+                    # (a closed chat view must not leave a turn waiting forever).
+                    for future in list(self._pending_approvals.values()):
+                        if not future.done():
+                            future.set_result(_BY_POLICY)
 
         return detach
 
@@ -302,7 +317,7 @@ class AgentSession:
             assert self._loop is not None
             self._loop.call_soon_threadsafe(self._emit, event)
             return
-        for callback in self._subscribers:
+        for callback in tuple(self._subscribers):  # a callback may unsubscribe itself
             try:
                 callback(event)
             except Exception:
@@ -323,79 +338,104 @@ class AgentSession:
             self.approve(cmd.id, cmd.decision)
         return None
 
-    def approve(self, call_id: str, decision: ApprovalDecision) -> None:
+    def approve(self, call_id: str, decision: ApprovalDecision) -> bool:
         """Answer an ``approval_request``: ``allow_once``, ``allow_always`` (this tool, for
-        the rest of this session) or ``reject``."""
+        the rest of this session) or ``reject``. Returns False when that request is no
+        longer pending (the turn was stopped meanwhile: a harmless race with Stop)."""
+        if decision not in _DECISIONS:
+            raise ValueError(f"unknown approval decision {decision!r}; "
+                             f"choose one of {', '.join(_DECISIONS)}")
         future = self._pending_approvals.get(call_id)
         if future is None or future.done():
-            raise KeyError(f"no approval is pending for call {call_id!r}")
+            return False
         future.set_result(decision)
+        return True
 
     # --- running turns ----------------------------------------------------------------
     def start(self, prompt: str) -> asyncio.Task[Any]:
         """Run a turn in the background and return its task; the notebook cell returns
         at once, so Stop and other widget messages keep working."""
-        if self._turn is not None or (self._task is not None and not self._task.done()):
-            raise RuntimeError("a turn is already running in this session; "
-                               "cancel() it or wait for it to finish")
+        self._check_idle()
         task = asyncio.get_running_loop().create_task(self.run(prompt),
                                                       name=f"neta_nb turn {self.id}")
         self._task = task
         return task
 
+    def _check_idle(self) -> None:
+        if self.running:
+            raise RuntimeError("a turn is already running in this session; "
+                               "cancel() it or wait for it to finish")
+        if self._compacting:
+            raise RuntimeError("the session is compacting its history; try again when "
+                               "compact() has finished")
+
     def cancel(self) -> bool:
         """Stop the turn in flight: streaming stops, running tools are abandoned, the
         partial answer is kept marked ``cancelled``. Returns False if nothing was running."""
-        task = self._task
-        if task is None or task.done():
-            return False
         if self._turn is None:
-            # start() was called but the task has not run yet: cancelling the task now
+            if not self._start_pending:
+                return False
+            # start() was called but its task has not run yet: cancelling the task now
             # would skip run() entirely (no user message, no `done`). Let it start and stop.
             self._cancel_before_start = True
             return True
+        if self._turn_task is None or self._turn_task.done():
+            return False
         self._cancel_requested = True
-        task.cancel()
+        self._turn_task.cancel()
         return True
 
     async def run(self, prompt: str) -> Message | None:
         """Run one turn to its end and return the last assistant message. Provider
         failures are reported as an ``error`` event, not raised."""
-        if self._turn is not None:
-            raise RuntimeError("a turn is already running in this session")
+        current = asyncio.current_task()
+        if current is not self._task:
+            self._check_idle()  # a direct run(), not the task start() created
+        self._task = None
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
-        current = asyncio.current_task()
-        if self._task is None or self._task.done() or self._task is not current:
-            self._task = current
+        self._turn_task = current
         self._cancel_requested = False
         turn = self._turn = _TurnState()
-        self._append(Message.user(prompt))
-        if self._cancel_before_start:
-            self._cancel_before_start = False
-            self._turn = None
-            self._save_record(running=False)
-            self._emit(DoneEvent(stop_reason="cancelled"))
-            return None
-        self._save_record(running=True)
         try:
+            self._append(Message.user(prompt))
+            if self._cancel_before_start:
+                turn.stop_reason = "cancelled"
+                return None
+            self._save_record(running=True)
             return await self._loop_turn(turn)
         except asyncio.CancelledError:
             self._finish_interrupted(turn, "cancelled", None)
-            self._emit(DoneEvent(stop_reason="cancelled"))
+            turn.stop_reason = "cancelled"
             if not self._cancel_requested:
                 raise  # cancelled from outside (kernel shutdown…): keep propagating
             if current is not None:
                 current.uncancel()
             return turn.message
+        except Exception as exc:
+            # A bug or an unexpected failure (e.g. the store's disk is full): the turn ends
+            # with an error event like any provider failure; the session stays usable.
+            log.exception("turn of session %s failed", self.id)
+            with contextlib.suppress(Exception):
+                self._finish_interrupted(turn, "error", f"{type(exc).__name__}: {exc}")
+            self._emit(ErrorEvent(message=f"The turn failed: {type(exc).__name__}: {exc}",
+                                  retryable=False))
+            turn.stop_reason = "error"
+            return turn.message
         finally:
             if turn.draft_timer is not None:
                 turn.draft_timer.cancel()
             self._turn = None
+            self._turn_task = None
             self._cancel_requested = False
-            if self.store is not None:
-                self.store.clear_draft(self.id)
-            self._save_record(running=False)
+            self._cancel_before_start = False
+            with contextlib.suppress(Exception):
+                if self.store is not None:
+                    self.store.clear_draft(self.id)
+                self._save_record(running=False)
+            # Last: a subscriber reacting to `done` sees an idle session (and may start
+            # the next turn from its handler).
+            self._emit(DoneEvent(stop_reason=turn.stop_reason))
 
     async def _loop_turn(self, turn: _TurnState) -> Message | None:
         for _call in range(self.agent.max_model_calls):
@@ -407,7 +447,7 @@ class AgentSession:
                     self._emit(ErrorEvent(message=str(exc), retryable=True))
                     context = self._last_context
                     if context.max_tokens and context.used_tokens >= context.max_tokens:
-                        self._emit(DoneEvent(stop_reason="context_full"))
+                        turn.stop_reason = "context_full"
                         return turn.message
             preview = self.preview()
             allowed = {t.name: t for t in preview.resolution.tools}
@@ -416,19 +456,20 @@ class AgentSession:
                                    think_level=self.think_level)
             try:
                 message = await self._stream_response(turn, request)
-            except ProviderError as exc:
-                self._finish_interrupted(turn, "error", exc.message)
-                if exc.usage is not None:
-                    self._count_usage(turn, exc.usage)
-                self._emit(ErrorEvent(message=exc.message, retryable=exc.retryable))
-                self._emit(DoneEvent(stop_reason="error"))
+            except Exception as exc:
+                error = exc if isinstance(exc, ProviderError) else _unexpected(exc)
+                self._finish_interrupted(turn, "error", error.message, error.usage)
+                if error.usage is not None:
+                    self._count_usage(turn, error.usage)
+                self._emit(ErrorEvent(message=error.message, retryable=error.retryable))
+                turn.stop_reason = "error"
                 return turn.message
             calls = message.tool_calls
             if not calls:
-                self._emit(DoneEvent(stop_reason=message.metadata.stop_reason or "end_turn"))
+                turn.stop_reason = message.metadata.stop_reason or "end_turn"
                 return message
             await self._run_tools(message, calls, allowed)
-        self._emit(DoneEvent(stop_reason="max_model_calls"))
+        turn.stop_reason = "max_model_calls"
         return turn.message
 
     async def _stream_response(self, turn: _TurnState, request: ModelRequest) -> Message:
@@ -464,7 +505,7 @@ class AgentSession:
             raise ProviderError("the model's response ended without its final event",
                                 retryable=True, partial=assembler.snapshot(),
                                 usage=assembler.usage)
-        usage = assembler.usage or Usage()
+        usage = assembler.usage
         message = Message.assistant(assembler.parts, usage=usage,
                                     model=self.provider.model_id,
                                     stop_reason=assembler.stop_reason)
@@ -486,17 +527,23 @@ class AgentSession:
         if self.store is not None and turn.assembler is not None:
             self.store.save_draft(self.id, Message.assistant(turn.assembler.snapshot()))
 
-    def _count_usage(self, turn: _TurnState, usage: Usage) -> None:
+    def _count_usage(self, turn: _TurnState, usage: Usage | None) -> None:
+        if usage is None:
+            # A server that reports no usage (some local ones): count the call, keep the
+            # last known context figure rather than pretending the window emptied.
+            usage = Usage()
+        else:
+            # What this call put in the window: its prompt (cached or not) plus its
+            # answer, which the next call will carry.
+            self._last_context = self._context_of(usage.context_tokens + usage.output_tokens)
         self._usage = self._usage + usage
         turn.usage = self._last_turn_usage = _add_turn_usage(turn.usage, usage)
-        # What this call put in the window: its prompt (cached or not) plus its answer,
-        # which the next call will carry.
-        used = usage.context_tokens + usage.output_tokens
-        window = self.provider.info.context_window
-        self._last_context = ContextUsage(
-            used_tokens=used, max_tokens=window,
-            percent=round(100.0 * used / window, 1) if window else 0.0)
         self._emit(TokenUpdateEvent(current=turn.usage, context=self._last_context))
+
+    def _context_of(self, used: int) -> ContextUsage:
+        window = self.provider.info.context_window
+        return ContextUsage(used_tokens=used, max_tokens=window,
+                            percent=round(100.0 * used / window, 1) if window else 0.0)
 
     # --- compaction -------------------------------------------------------------------
     def _context_is_nearly_full(self) -> bool:
@@ -509,10 +556,16 @@ class AgentSession:
         """Summarise older turns now (between turns). Returns the ``compaction`` event, or
         ``None`` when there is nothing old enough to fold. Raises :class:`CompactionError`
         if the summarising call fails; the history is then unchanged."""
-        if self._turn is not None:
+        if self.running:
             raise RuntimeError("compact() runs between turns; during a turn the session "
                                "compacts by itself when the context is nearly full")
-        return await self._compact(None)
+        if self._compacting:
+            raise RuntimeError("compact() is already running")
+        self._compacting = True
+        try:
+            return await self._compact(None)
+        finally:
+            self._compacting = False
 
     async def _compact(self, turn: _TurnState | None) -> CompactionEvent | None:
         plan = plan_compaction(self._view, keep_turns=self.agent.keep_recent_turns)
@@ -535,6 +588,11 @@ class AgentSession:
         except ProviderError as exc:
             raise CompactionError(f"Compacting the conversation failed: {exc.message}. "
                                   f"The history was left as it was.") from exc
+        except Exception as exc:
+            log.exception("summarising call of session %s failed", self.id)
+            raise CompactionError(f"Compacting the conversation failed: "
+                                  f"{type(exc).__name__}: {exc}. The history was left as "
+                                  f"it was.") from exc
         text = "".join(chunks).strip()
         if not finished or not text:
             raise CompactionError("Compacting the conversation failed: the model returned "
@@ -559,15 +617,13 @@ class AgentSession:
                                      messages_folded=len(plan.folded))
         self.compactions.append(CompactionRecord(after_message=len(self._messages),
                                                  tokens_before=before, tokens_after=after,
-                                                 messages_folded=len(plan.folded)))
+                                                 messages_folded=len(plan.folded),
+                                                 usage=usage))
         if self.store is not None:
             self.store.save_view(self.id, CompactedView(prefix=prefix,
                                                         kept_from=plan.kept[0].id,
                                                         compactions=self.compactions))
-        window = self._last_context.max_tokens
-        self._last_context = ContextUsage(
-            used_tokens=after, max_tokens=window,
-            percent=round(100.0 * after / window, 1) if window else 0.0)
+        self._last_context = self._context_of(after)
         self._emit(compaction)
         # The context figure changes now, not at the next call.
         self._emit(TokenUpdateEvent(current=turn.usage if turn else self._last_turn_usage,
@@ -579,7 +635,9 @@ class AgentSession:
                          allowed: dict[str, Tool]) -> None:
         # Calls of one response run concurrently, except calls to the same tool, which
         # keep their order (a tool need not be re-entrant; two `todo` writes must apply
-        # in the order the model wrote them).
+        # in the order the model wrote them). Results are stored in call order as soon
+        # as they and the ones before them are in, so a kernel that dies mid-tools keeps
+        # every finished result.
         chains: dict[str, asyncio.Future[Any]] = {}
         tasks = []
         for call in calls:
@@ -588,20 +646,13 @@ class AgentSession:
             chains[call.name] = task
             tasks.append(task)
         try:
-            results: list[Message] = await asyncio.gather(*tasks)
-        except BaseException:
-            # Cancelled mid-tools: keep the results that did arrive, in call order; the
-            # others are closed as "did not run" by the interruption handler.
             for task in tasks:
-                task.cancel()
+                self._append(await task)
+        finally:
             for task in tasks:
-                if task.done() and not task.cancelled() and task.exception() is None:
-                    self._append(task.result())
-            raise
-        for result in results:
-            self._append(result)
-        # Executions recorded during the calls belong to the assistant message.
-        self._persist(message)
+                task.cancel()  # only the unfinished ones notice (cancel of a stopped turn)
+            # Executions recorded during the calls belong to the assistant message.
+            self._persist(message)
 
     async def _run_after(self, previous: asyncio.Future[Any] | None, message: Message,
                          call: ToolCallPart, allowed: dict[str, Tool]) -> Message:
@@ -616,6 +667,7 @@ class AgentSession:
         label = tool.label if tool is not None else call.name
         tool_record: ToolExecution | None = None
         skill_record: SkillExecution | None = None
+        self._live_calls.add(call.id)
         if visibility == "skill":
             skill_record = SkillExecution(id=call.id, name=call.name, label=label)
             message.metadata.skill_executions.append(skill_record)
@@ -625,8 +677,17 @@ class AgentSession:
                                         args=call.args)
             message.metadata.tool_executions.append(tool_record)
             self._emit(ToolCallEvent(id=call.id, name=call.name, label=label, args=call.args))
+        if tool_record is not None or skill_record is not None:
+            self._persist(message)  # the card exists from now on, even if the kernel dies
 
-        content, is_error = await self._execute(call, tool, skill_record)
+        try:
+            content, is_error = await self._execute(call, tool, skill_record)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a bug in the approval path or the context: never fatal
+            log.exception("tool call %s (%s) failed outside its handler", call.id, call.name)
+            content, is_error = f"Tool '{call.name}' failed: {type(exc).__name__}: {exc}", True
+        self._live_calls.discard(call.id)
 
         if tool_record is not None:
             tool_record.status, tool_record.result = ("error" if is_error else "done"), content
@@ -644,6 +705,8 @@ class AgentSession:
             self._emit(TodoUpdateEvent(todos=[i.model_dump() for i in self.todo.read()],
                                        summary=summary.model_dump()))
             self._save_record(todo_summary=summary.model_dump())
+        if tool_record is not None or skill_record is not None:
+            self._persist(message)
         return Message.tool_result(call.id, call.name, content, is_error=is_error)
 
     async def _execute(self, call: ToolCallPart, tool: Tool | None,
@@ -660,6 +723,8 @@ class AgentSession:
                 return why, True
 
         def on_progress(percent: float, step: str | None, detail: str | None) -> None:
+            if call.id not in self._live_calls:
+                return  # a worker thread still reporting after its call was closed
             if skill_record is not None:
                 skill_record.percent, skill_record.step, skill_record.detail = (
                     percent, step, detail)
@@ -677,6 +742,12 @@ class AgentSession:
         except TimeoutError:
             return (f"Tool '{call.name}' did not finish within {timeout:g} s and was "
                     f"stopped."), True
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # the turn is being stopped
+            # The tool's own await was cancelled (not the turn): report it like a failure.
+            return f"Tool '{call.name}' was cancelled before it finished.", True
         except Exception as exc:
             return f"Tool '{call.name}' failed: {type(exc).__name__}: {exc}", True
 
@@ -691,27 +762,34 @@ class AgentSession:
 
     async def _approval(self, call: ToolCallPart) -> tuple[bool, str]:
         rejected = f"The user did not allow '{call.name}' to run."
-        if self._approvers <= 0:
-            policy = self.approval_policy
-            if policy == "allow":
-                return True, ""
-            if policy == "reject":
-                return False, (f"'{call.name}' needs the user's approval and no one was "
-                               f"there to give it, so it did not run.")
+        if self._approvers > 0:
+            future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+            self._pending_approvals[call.id] = future
+            self._emit(ApprovalRequestEvent(id=call.id, name=call.name, args=call.args))
+            try:
+                decision = await future
+            finally:
+                self._pending_approvals.pop(call.id, None)
+            if decision != _BY_POLICY:
+                if decision == "allow_always":
+                    self._always_allowed.add(call.name)
+                # Fail closed: only an explicit allow runs the tool.
+                return decision in ("allow_once", "allow_always"), rejected
+        policy = self.approval_policy
+        if policy == "allow":
+            return True, ""
+        if policy == "reject":
+            return False, (f"'{call.name}' needs the user's approval and no one was "
+                           f"there to give it, so it did not run.")
+        try:
             verdict = policy(call.name, dict(call.args))
             if not isinstance(verdict, bool):
                 verdict = await verdict
-            return bool(verdict), rejected
-        future: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()
-        self._pending_approvals[call.id] = future
-        self._emit(ApprovalRequestEvent(id=call.id, name=call.name, args=call.args))
-        try:
-            decision = await future
-        finally:
-            self._pending_approvals.pop(call.id, None)
-        if decision == "allow_always":
-            self._always_allowed.add(call.name)
-        return decision != "reject", rejected
+        except Exception as exc:
+            log.exception("approval policy failed for %s", call.name)
+            return False, (f"'{call.name}' did not run: deciding whether to allow it "
+                           f"failed ({type(exc).__name__}: {exc}).")
+        return bool(verdict), rejected
 
     # --- history and persistence ------------------------------------------------------
     def _history_for_model(self) -> list[Message]:
@@ -720,7 +798,7 @@ class AgentSession:
         return self._view
 
     def _finish_interrupted(self, turn: _TurnState, why: Literal["cancelled", "error"],
-                            error: str | None) -> None:
+                            error: str | None, usage: Usage | None = None) -> None:
         """Keep what streamed of an interrupted response and close the history so the
         next turn starts from a valid conversation."""
         if turn.thinking_open:
@@ -728,7 +806,7 @@ class AgentSession:
             self._emit(ThinkingDoneEvent())
         if turn.assembler is not None:
             parts = turn.assembler.snapshot()
-            message = Message.assistant(parts, interrupted=why, error=error,
+            message = Message.assistant(parts, interrupted=why, error=error, usage=usage,
                                         model=self.provider.model_id)
             turn.assembler = None
             turn.message = message
@@ -739,25 +817,36 @@ class AgentSession:
         self._close_dangling_calls(why)
 
     def _close_dangling_calls(self, why: str) -> None:
-        """Give every tool call without a result an error result (APIs require a result
-        for each call) — e.g. calls whose tools were running when the turn stopped."""
-        answered = {p.tool_call_id for m in self._messages for p in m.tool_results}
-        last_assistant = next((m for m in reversed(self._messages) if m.role == "assistant"),
-                              None)
-        if last_assistant is None:
+        """Give every call of the last assistant message that has no result an error
+        result (APIs require a result for each call) — e.g. calls whose tools were
+        running when the turn stopped — and close their cards."""
+        position = next((n for n in range(len(self._messages) - 1, -1, -1)
+                         if self._messages[n].role == "assistant"), None)
+        if position is None:
             return
+        last_assistant = self._messages[position]
+        # Only results after that message count: ids can repeat across responses (some
+        # OpenAI-compatible servers number calls per response).
+        answered = {p.tool_call_id for m in self._messages[position + 1:]
+                    for p in m.tool_results}
+        text = {"cancelled": "This call did not finish: the user cancelled the turn.",
+                "killed": "This call did not finish: the kernel stopped."}.get(
+                    why, "This call did not run: the turn stopped.")
         for call in last_assistant.tool_calls:
-            if call.id not in answered:
-                text = {"cancelled": "This call did not finish: the user cancelled the turn.",
-                        "killed": "This call did not finish: the kernel stopped."}.get(
-                            why, "This call did not run: the turn stopped.")
-                for record in last_assistant.metadata.tool_executions:
-                    if record.id == call.id and record.status == "running":
-                        record.status, record.result = "error", text
-                for skill in last_assistant.metadata.skill_executions:
-                    if skill.id == call.id and skill.status == "running":
-                        skill.status, skill.result = "error", text
-                self._append(Message.tool_result(call.id, call.name, text, is_error=True))
+            if call.id in answered:
+                continue
+            self._live_calls.discard(call.id)
+            for record in last_assistant.metadata.tool_executions:
+                if record.id == call.id and record.status == "running":
+                    record.status, record.result = "error", text
+                    self._emit(ToolResultEvent(id=call.id, name=call.name, result=text,
+                                               is_error=True))
+            for skill in last_assistant.metadata.skill_executions:
+                if skill.id == call.id and skill.status == "running":
+                    skill.status, skill.result = "error", text
+                    self._emit(SkillEndEvent(id=call.id, name=call.name, status="error",
+                                             result=text))
+            self._append(Message.tool_result(call.id, call.name, text, is_error=True))
         self._persist(last_assistant)
 
     def _append(self, message: Message) -> None:
@@ -829,26 +918,58 @@ class AgentSession:
                 store.warnings.append(f"session {session_id}: the compacted view points at "
                                       f"a missing message; the model sees the full history")
         session.todo = TodoStore.hydrate_from_history(session._messages)
-        for message in session._messages:
-            if message.metadata.usage is not None:
-                session._usage = session._usage + message.metadata.usage
+        session._restore_figures()
         draft = store.take_draft(session_id)
         if draft is not None or record.running:
             # Calls whose tools were running when the process died get their error result
             # first (it must follow the message that made the calls); then the answer that
-            # was streaming, as far as it was checkpointed, or an empty marker.
+            # was streaming, as far as it was checkpointed, or an empty marker — whose own
+            # complete calls are closed in turn.
             session._close_dangling_calls("killed")
             message = draft or Message.assistant([])
             message.metadata.interrupted = "killed"
             message.metadata.error = "The kernel stopped while this turn was running."
             session._append(message)
+            session._close_dangling_calls("killed")
         session._save_record(running=False)
         return session
+
+    def _restore_figures(self) -> None:
+        """Usage and the context figure of a resumed session, from what was stored: every
+        call's usage (summaries included) and the window after the latest call or, if
+        later, the latest compaction."""
+        last_index, last_usage = -1, None
+        for index, message in enumerate(self._messages):
+            if message.metadata.usage is not None:
+                self._usage = self._usage + message.metadata.usage
+                if message.role == "assistant":
+                    last_index, last_usage = index, message.metadata.usage
+        for compaction in self.compactions:
+            if compaction.usage is not None:
+                self._usage = self._usage + compaction.usage
+        latest = self.compactions[-1] if self.compactions else None
+        if latest is not None and latest.after_message > last_index:
+            self._last_context = self._context_of(latest.tokens_after)
+        elif last_usage is not None:
+            self._last_context = self._context_of(last_usage.context_tokens
+                                                  + last_usage.output_tokens)
 
     def __repr__(self) -> str:
         state = "running" if self.running else "idle"
         return (f"AgentSession({self.id!r}, agent={self.agent.name!r}, "
                 f"model={self.provider.model_id!r}, {len(self._messages)} messages, {state})")
+
+
+_DECISIONS: tuple[str, ...] = get_args(ApprovalDecision)
+_BY_POLICY = "policy"  # an approval nobody can answer any more: the policy decides
+
+
+def _unexpected(exc: Exception) -> ProviderError:
+    """A provider failure that is not a ProviderError (a bug, an unmapped network error):
+    reported the same way, as not worth retrying blindly."""
+    log.exception("the model call failed unexpectedly")
+    return ProviderError(f"The model call failed: {type(exc).__name__}: {exc}",
+                         retryable=False)
 
 
 def _add_turn_usage(current: TurnUsage, usage: Usage) -> TurnUsage:

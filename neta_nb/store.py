@@ -23,7 +23,7 @@ from typing import Any
 import platformdirs
 from pydantic import BaseModel, Field, ValidationError
 
-from .messages import Message
+from .messages import Message, Usage
 
 __all__ = ["CompactedView", "CompactionRecord", "SessionRecord", "SessionStore",
            "default_store_path"]
@@ -87,6 +87,8 @@ class CompactionRecord(BaseModel):
     tokens_before: int
     tokens_after: int
     messages_folded: int
+    usage: Usage | None = None
+    """What the summarising call cost."""
 
 
 class CompactedView(BaseModel):

@@ -406,3 +406,26 @@ async def test_unsubscribing_during_an_event_skips_no_other_subscriber() -> None
     assert seen[0] == "token"
     assert seen[-1] == "done"
     assert seen.count("token") == 2
+
+
+async def test_an_unknown_approval_decision_is_refused_not_taken_as_allow() -> None:
+    """`approve(id, "deny")` from Python (no pydantic check on this path) must not run
+    the tool: anything but allow_once / allow_always is not a permission."""
+    ran.clear()
+    session, _, _ = make_session([calls(("g", "guarded_op", {"x": 1})), answer("ok")])
+    session.attach_approver()
+    refused: list[BaseException] = []
+
+    def decide(event: Any) -> None:
+        if event.type == "approval_request":
+            try:
+                session.approve(event.id, "deny")  # type: ignore[arg-type]
+            except ValueError as exc:
+                refused.append(exc)
+                session.approve(event.id, "reject")
+
+    session.subscribe(decide)
+    await asyncio.wait_for(session.run("x"), 5)
+    assert ran == []
+    assert len(refused) == 1
+    assert session.messages[2].tool_results[0].is_error

@@ -80,7 +80,8 @@ agent = Agent("analyst", model=ScriptedProvider())
 first = AgentSession(agent, store=store)
 first.set_thinking_level("high")
 await first.run("Profile the data")
-second = AgentSession(agent, store=store)
+second = AgentSession(Agent("analyst", model=ScriptedProvider([[{"text": "Hello!"}]])),
+                      store=store)
 second.set_thinking_level("low")
 await second.run("Say hello")
 first_id, second_id = first.id, second.id

@@ -168,7 +168,11 @@ def test_sidebar_switches_sessions_and_restores_their_state(lab: LabSession) -> 
     assert page.locator(".neta-chat-todo .neta-todo-count").text_content() == "3/3 done"
     assert page.locator(".neta-skill-card.neta-skill-card-done").count() == 1
     assert page.locator(".neta-tool-card.neta-tool-card-done").count() == 1
-    assert "neta-is-active" in (items.nth(1).get_attribute("class") or "")
+    opened = page.locator(f".neta-sidebar-item[data-id='{first_id}']")
+    page.wait_for_function("(id) => document.querySelector(`.neta-sidebar-item[data-id='${id}']`)"
+                           ".classList.contains('neta-is-active')", arg=first_id)
+    assert page.locator(".neta-sidebar-item.neta-is-active").count() == 1
+    assert opened.locator(".neta-sidebar-todo").text_content() == "3/3"
 
     # New chat: an empty session with the same agent, shown and listed.
     page.locator(".neta-sidebar-new").click()
@@ -188,12 +192,15 @@ def test_a_second_view_and_a_reload_show_the_current_state(lab: LabSession) -> N
     page = lab.page
     views = page.locator(".neta-chat-view")
     views.nth(1).wait_for()
-    # Both views show the turn paused mid-thought, the second one via a sync.
+    # Both views show the skill running (the second one learnt it from a sync), then the
+    # final response paused mid-thought.
     for index in (0, 1):
-        view = views.nth(index)
-        view.locator(".neta-is-live .neta-thinking-block.neta-is-streaming").wait_for()
-        view.locator(".neta-skill-card").wait_for()
+        views.nth(index).locator(".neta-skill-card.neta-skill-card-running",
+                                 has_text="Column 5/8").wait_for()
     lab.execute(path, "gates['skill'].set()")
+    for index in (0, 1):
+        views.nth(index).locator(".neta-is-live .neta-thinking-block.neta-is-streaming").wait_for()
+        views.nth(index).locator(".neta-skill-card.neta-skill-card-done").wait_for()
     lab.execute(path, "gates['thinking'].set()")
     page.wait_for_function(
         "() => [...document.querySelectorAll('.neta-is-live .neta-chat-text')]"

@@ -1,0 +1,75 @@
+"""Pictures of the chat view beside the session list, mid-stream and finished, in
+JupyterLab Light and Dark and in Chinese (docs/screenshots/ when
+NETA_NB_UPDATE_SCREENSHOTS=1), with checks that nothing overflows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from . import chat_cells
+from .harness import LabSession
+
+pytestmark = pytest.mark.browser
+
+IDLE = "() => !document.querySelector('.neta-chat-view').classList.contains('neta-is-running')"
+
+
+def _picture(lab: LabSession, path: Path) -> Path:
+    page = lab.page
+    area = page.locator(".widget-hbox").first
+    # Nothing may stick out of the view: no horizontal scrolling anywhere inside it.
+    overflowing = page.evaluate("""() => [...document.querySelectorAll(
+        '.neta-chat-view, .neta-chat-scroll, .neta-chat-input, .neta-sidebar')]
+        .filter(n => n.scrollWidth > n.clientWidth + 1).map(n => n.className)""")
+    assert overflowing == []
+    return lab.screenshot(area, path)
+
+
+def _both_themes(lab: LabSession, directory: Path, name: str) -> None:
+    for dark in (False, True):
+        lab.set_theme(dark=dark)
+        _picture(lab, directory / f"{name}-{'dark' if dark else 'light'}.png")
+    lab.set_theme(dark=False)
+
+
+def test_chat_view_pictures(lab: LabSession, screenshot_dir: Path) -> None:
+    path = lab.run_notebook("chat_pictures.ipynb", [chat_cells.IMPORTS, chat_cells.GATED_TURN])
+    page = lab.page
+    # The file browser closed: the notebook gets the width a chat is usually given.
+    page.evaluate("() => window.jupyterapp.shell.collapseLeft()")
+    page.locator(".neta-chat-textarea").fill("Profile the data in this folder")
+    page.locator(".neta-chat-send").click()
+    page.locator(".neta-skill-card.neta-skill-card-running", has_text="Column 5/8").wait_for()
+    lab.execute(path, "gates['skill'].set(); gates['thinking'].set()")
+    # Mid-stream: the answer is half written, its thinking folded above it.
+    page.locator(".neta-is-live .neta-chat-text", has_text="40 rows").wait_for()
+    page.wait_for_timeout(300)
+    assert page.locator(".neta-is-live .neta-chat-cursor").count() == 1
+    assert page.locator(".neta-sidebar-item.neta-is-active .neta-sidebar-running").count() == 1
+    _both_themes(lab, screenshot_dir, "chat-midstream")
+
+    lab.execute(path, "gates['text'].set()")
+    page.wait_for_function(IDLE)
+    page.wait_for_timeout(600)  # the sidebar refresh and the fold transitions
+    assert page.locator(".neta-chat-cursor").count() == 0
+    _both_themes(lab, screenshot_dir, "chat-finished")
+
+    lab.execute(path, "chat.lang = 'zh-CN'; sidebar.lang = 'zh-CN'")
+    page.locator(".neta-chat-send", has_text="发送").wait_for()
+    assert page.locator(".neta-sidebar-heading").text_content() == "对话"
+    _picture(lab, screenshot_dir / "chat-finished-zh-CN-light.png")
+    page.evaluate("() => window.jupyterapp.shell.expandLeft()")
+
+
+def test_approval_picture(lab: LabSession, screenshot_dir: Path) -> None:
+    lab.run_notebook("chat_approval_picture.ipynb", [chat_cells.IMPORTS, chat_cells.APPROVAL])
+    page = lab.page
+    page.locator(".neta-chat-textarea").fill("Delete old.csv, it is outdated")
+    page.locator(".neta-chat-send").click()
+    page.locator(".neta-chat-approval").wait_for()
+    page.wait_for_timeout(300)
+    lab.screenshot(page.locator(".neta-chat-view"), screenshot_dir / "chat-approval-light.png")
+    page.locator(".neta-chat-approval button[data-decision='reject']").click()
+    page.wait_for_function(IDLE)
