@@ -68,16 +68,27 @@ def plan_compaction(view: Sequence[Message], *, keep_turns: int = 2,
     """Which messages to fold and which to keep, or ``None`` when nothing can be folded.
 
     Kept: the last ``keep_turns`` turns (a turn starts at a real user message). When those
-    turns would be more than three quarters of the history — one long agentic turn — the
-    cut falls between blocks instead, keeping the last ``min_kept_blocks``, so a tool call
-    is never separated from its result and a long turn can still be compacted.
+    would be more than three quarters of the history, fewer turns are kept, down to the
+    last one; when even the last turn is — one long agentic turn — the cut falls between
+    its blocks, keeping the last ``min_kept_blocks``. A tool call is never separated from
+    its result.
     """
+    if keep_turns < 1:
+        raise ValueError("keep_turns must be at least 1")
     blocks = _blocks(view)
+    total = _characters(view)
     turn_starts = [n for n, block in enumerate(blocks)
                    if block[0].role == "user" and not block[0].metadata.compacted]
+
+    def too_big(cut: int) -> bool:
+        return 4 * _characters([m for block in blocks[cut:] for m in block]) > 3 * total
+
     cut = turn_starts[-keep_turns] if len(turn_starts) > keep_turns else 0
-    kept_share = _characters([m for block in blocks[cut:] for m in block])
-    if 4 * kept_share > 3 * _characters(view):
+    for start in turn_starts[-keep_turns + 1:] if keep_turns > 1 else []:
+        if not too_big(cut):
+            break
+        cut = start  # keep one turn fewer
+    if too_big(cut):
         cut = max(cut, len(blocks) - min_kept_blocks)
     folded = [m for block in blocks[:cut] for m in block]
     kept = [m for block in blocks[cut:] for m in block]

@@ -135,6 +135,14 @@ class Agent:
     keep_recent_turns: int = 2
     """Turns kept verbatim when compacting."""
 
+    def __post_init__(self) -> None:
+        if self.keep_recent_turns < 1:
+            raise ValueError("keep_recent_turns must be at least 1")
+        if self.compact_at is not None and not 0 < self.compact_at <= 1:
+            raise ValueError("compact_at is a share of the context window: 0 < compact_at ≤ 1")
+        if self.max_model_calls < 1:
+            raise ValueError("max_model_calls must be at least 1")
+
     def create_provider(self) -> Provider:
         if isinstance(self.model, Provider):
             return self.model
@@ -235,6 +243,12 @@ class AgentSession:
     def messages(self) -> list[Message]:
         """The conversation so far (a copy of the list)."""
         return list(self._messages)
+
+    @property
+    def model_view(self) -> list[Message]:
+        """What the model is sent as history: :attr:`messages`, or after a compaction the
+        summary, the preserved plan and the turns kept verbatim (a copy of the list)."""
+        return list(self._view)
 
     @property
     def usage(self) -> Usage:

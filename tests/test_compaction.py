@@ -52,6 +52,16 @@ def test_plan_keeps_recent_turns_and_never_splits_a_call_from_its_result() -> No
     assert plan.kept[0].role == "assistant" and plan.kept[1].role == "tool"
     assert [m.role for m in plan.kept] == ["assistant", "tool", "assistant", "tool"]
     assert plan_compaction(turn(1), keep_turns=2, min_kept_blocks=8) is None
+    # Two turns that together are the whole history: the older one is folded.
+    plan = plan_compaction(turn(1) + turn(2), keep_turns=2)
+    assert plan is not None and plan.kept == turn_messages(plan.kept, "question 2")
+    with pytest.raises(ValueError, match="at least 1"):
+        plan_compaction(history, keep_turns=0)
+
+
+def turn_messages(kept: list[Message], first: str) -> list[Message]:
+    assert kept[0].text == first
+    return kept
 
 
 def test_transcript_is_readable_and_bounded() -> None:
@@ -162,10 +172,10 @@ async def test_compact_on_demand_and_nothing_to_fold() -> None:
     assert await session.compact() is None
     assert len(provider.requests) == calls_before
     await session.run("q3")
-    view_before = session._history_for_model()
+    view_before = session.model_view
     with pytest.raises(CompactionError, match="down"):
         await session.compact()
-    assert session._history_for_model() == view_before
+    assert session.model_view == view_before
 
 
 async def test_scripted_model_summarises_and_keeps_its_script_after_compaction() -> None:
@@ -175,7 +185,7 @@ async def test_scripted_model_summarises_and_keeps_its_script_after_compaction()
     await session.run("And again")
     event = await session.compact()
     assert event is not None
-    first = session._history_for_model()[0].text
+    first = session.model_view[0].text
     assert "The user asked: Profile the data" in first
     rec = Recorder()
     session.subscribe(rec)

@@ -14,10 +14,16 @@ import { createSessionSidebar, type SessionSidebarState } from "./session-sideba
 
 type Model = AnyModel<Record<string, unknown>>;
 
+interface WindowOp {
+  op: "window";
+  ids: string[];
+  has_older: boolean;
+}
+
 interface BatchMessage {
   kind: "batch";
   seq: number;
-  ops: ChatOp[];
+  ops: (ChatOp | WindowOp)[];
 }
 
 const CHAT_TRAITS: readonly (keyof ChatViewState & string)[] = [
@@ -87,7 +93,25 @@ export function renderChatView({ model: anyModel, el }: Pick<RenderProps, "model
       return;
     }
     seq = batch.seq;
-    view.applyOps(batch.ops);
+    const ops: ChatOp[] = [];
+    let window: WindowOp | null = null;
+    for (const op of batch.ops) {
+      if (op.op === "window") window = op;
+      else ops.push(op);
+    }
+    view.applyOps(ops);
+    if (window) {
+      // The turn ended: the kernel names the window instead of sending its text again.
+      // Set locally (never saved back): what this frontend renders and what a saved
+      // notebook keeps. The change events update the view like a kernel sync would.
+      const items = view.items(window.ids);
+      if (items === null) {
+        resync();
+        return;
+      }
+      model.set("messages", items);
+      model.set("has_older", window.has_older);
+    }
   };
   model.on("msg:custom", onMessage);
 

@@ -44,8 +44,9 @@ export interface ChatItem {
   role: "user" | "assistant" | "compaction";
   index: number;
   pos: number;
-  text?: string;
-  thinking?: string;
+  /** `null` in a streamed update: keep the text this view streamed. */
+  text?: string | null;
+  thinking?: string | null;
   cards?: ChatCard[];
   interrupted?: "cancelled" | "error" | "killed" | null;
   error?: string | null;
@@ -125,6 +126,9 @@ export interface ChatViewOptions extends ComponentOptions<ChatViewState> {
 export interface ChatView extends Component<ChatViewState> {
   applyOps(ops: ChatOp[]): void;
   applySnapshot(snapshot: ChatSnapshot): void;
+  /** The complete items with these ids as drawn now (streamed text filled in), or null
+   * when one is unknown to this view. */
+  items(ids: readonly string[]): ChatItem[] | null;
 }
 
 const STICK_DISTANCE = 48; // px from the bottom that still counts as "following"
@@ -186,7 +190,11 @@ class StreamingMarkdown {
     }
     this.tail.replaceChildren(renderMarkdown(text.slice(this.stableLength)));
     if (this.streaming) {
-      const last = this.tail.lastElementChild;
+      // The cursor sits at the end of the text: inside the last paragraph, heading or
+      // list item, however deep the list nesting.
+      let last = this.tail.lastElementChild;
+      while (last && /^(UL|OL|BLOCKQUOTE)$/.test(last.tagName) && last.lastElementChild) last = last.lastElementChild;
+      if (last && last.tagName === "LI" && last.lastElementChild?.tagName === "P") last = last.lastElementChild;
       (last && /^(P|LI|H[1-6])$/.test(last.tagName) ? last : this.tail).append(this.cursor);
     }
     this.rendered = text;
@@ -209,6 +217,8 @@ class MessageView {
   readonly root: HTMLDivElement;
   pos: number;
   signature = "";
+  /** The item as drawn, with streamed text filled in where the update said "keep". */
+  item: ChatItem | null = null;
   private readonly lang: () => Lang;
   private thinking: ThinkingBlock | null = null;
   private thinkingHost: HTMLDivElement | null = null;
@@ -280,7 +290,13 @@ class MessageView {
   }
 
   // --- whole state ----------------------------------------------------------------------
-  update(item: ChatItem): void {
+  update(update: ChatItem): void {
+    const item: ChatItem = { ...update };
+    if (item.role === "assistant") {
+      if (item.text === null) item.text = this.text?.value ?? "";
+      if (item.thinking === null) item.thinking = this.thinking?.text ?? "";
+    }
+    this.item = item;
     const signature = JSON.stringify(item);
     if (signature === this.signature) return;
     this.signature = signature;
@@ -815,6 +831,15 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
         if (liveSnapshot.text) view.appendText(liveSnapshot.text);
       }
       renderChrome();
+    },
+    items(ids) {
+      const found: ChatItem[] = [];
+      for (const id of ids) {
+        const item = views.get(id)?.item;
+        if (!item) return null;
+        found.push(item);
+      }
+      return found;
     },
     destroy() {
       scroller.removeEventListener("scroll", onScroll);

@@ -123,6 +123,7 @@ class ChatView(KernelLoopDispatch):
         # Beside a sidebar in an HBox the view takes the remaining width, and a long line
         # never makes it grow past that.
         kwargs.setdefault("layout", {"flex": "1 1 auto", "min_width": "0"})
+        self._quiet_window = False
         super().__init__(**kwargs)
         self._window = window
         self._other_agents = list(agents)
@@ -135,6 +136,8 @@ class ChatView(KernelLoopDispatch):
         self._known = 0  # messages of the session accounted for
         self._last_assistant: str | None = None
         self._index: dict[str, int] = {}  # message id -> index, for this turn's messages
+        # Thinking and text the views streamed for this turn's messages, by message id.
+        self._streamed: dict[str, tuple[str, str]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         if session is not None:
             self.bind(session)
@@ -256,6 +259,7 @@ class ChatView(KernelLoopDispatch):
         self.remember_kernel_loop()
         self._in_turn = True
         self._index = {}
+        self._streamed = {}
         self._batcher.forget_items()
         with self.hold_sync():
             self.running = True
@@ -276,7 +280,10 @@ class ChatView(KernelLoopDispatch):
             if message.role == "assistant":
                 self._last_assistant = message.id
                 if self._live is not None:
-                    # The streamed response is now a message: the view keeps its DOM.
+                    # The streamed response is now a message: the view keeps its DOM,
+                    # and the text it streamed (see _item).
+                    self._streamed[message.id] = ("".join(self._live.thinking),
+                                                  "".join(self._live.text))
                     self._batcher.op("end", id=message.id)
                     self._live = None
             if renderable(message):
@@ -310,7 +317,7 @@ class ChatView(KernelLoopDispatch):
             self._batcher.upsert(f"compaction-{len(session.compactions) - 1}")
         elif isinstance(event, ErrorEvent):
             last = self._item(self._last_assistant) if self._last_assistant else None
-            if last is None or last.get("error") != event.message:
+            if last is None or last["error"] != event.message:
                 self.notice = event.message
         elif isinstance(event, DoneEvent):
             self._end_turn()
@@ -319,19 +326,32 @@ class ChatView(KernelLoopDispatch):
         if self._live is not None:
             self._batcher.op("end", id=None)
             self._live = None
-        self._batcher.flush()
         self._in_turn = False
         session = self._require_session()
         items, has_older = render_window(session.messages, session.compactions,
                                          limit=self._window)
+        # The views hold every item of the window already (streamed): they set the
+        # `messages` trait on their side from this list of ids, so the text of a long
+        # answer crosses the wire once, not twice, and a saved notebook still has it.
+        self._batcher.op("window", ids=[item["id"] for item in items], has_older=has_older)
+        self._batcher.flush()
         with self.hold_sync():
-            self.messages = items
-            self.has_older = has_older
+            self._quiet_window = True
+            try:
+                self.messages = items
+                self.has_older = has_older
+            finally:
+                self._quiet_window = False
             self.running = False
             self.approvals = []
             self.think_level = session.think_level
             self.context = session.context.model_dump()
             self._seq = self._batcher.seq
+
+    def _should_send_property(self, key: str, value: Any) -> bool:
+        if self._quiet_window and key in ("messages", "has_older"):
+            return False
+        return bool(super()._should_send_property(key, value))
 
     def _item(self, item_id: str) -> dict[str, Any] | None:
         session = self._session
@@ -345,7 +365,16 @@ class ChatView(KernelLoopDispatch):
         messages = session.messages
         if index is None or index >= len(messages) or messages[index].id != item_id:
             return None
-        return render_message(messages[index], index)
+        item = render_message(messages[index], index)
+        streamed = self._streamed.get(item_id)
+        if streamed is not None:
+            # The views hold this text already (they streamed it): `None` says "keep
+            # yours", so a long answer crosses the wire once.
+            if item["thinking"] == streamed[0]:
+                item["thinking"] = None
+            if item["text"] == streamed[1]:
+                item["text"] = None
+        return item
 
     # --- requests from views ----------------------------------------------------------
     def _sync(self, _request: Mapping[str, Any]) -> dict[str, Any]:

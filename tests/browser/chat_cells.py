@@ -106,6 +106,7 @@ FINAL = ("## Sample data: first look\\n\\nThe table has **40 rows** and **8 colu
          "Two columns have gaps:\\n\\n- `region`: 2 missing\\n- `customer_rating`: 13 missing\\n\\n"
          "| check | result |\\n|---|---|\\n| files listed | ✓ |\\n| columns profiled | ✓ |\\n\\n"
          "Next, I can chart the numeric columns or look for outliers.")
+SPLIT = FINAL.index("have gaps")
 
 @tool(visibility="skill", category="skill", label="Profile table")
 async def profile_sample(ctx: ToolContext) -> str:
@@ -127,10 +128,21 @@ provider = FakeProvider([
     [ThinkingDelta("Listing the directory shows which files I can use."), ThinkingEnd(None),
      ToolCallReady("c2", "list_files", {"path": "."}), ToolCallReady("c3", "profile_sample", {}),
      usage(2400, 60), StreamDone("tool_use")],
+    [ThinkingDelta("The profile is back: step two is done."), ThinkingEnd(None),
+     ToolCallReady("c4", "todo", {"todos": [{"id": "2", "content": PLAN[1]["content"],
+                                             "status": "completed"},
+                                            {"id": "3", "content": PLAN[2]["content"],
+                                             "status": "in_progress"}], "merge": True}),
+     usage(2900, 70), StreamDone("tool_use")],
     [ThinkingDelta("The profile finished without errors. The two columns with gaps are "
                    "optional, so they do not block the analysis. "), gates["thinking"].wait,
-     ThinkingDelta("I'll summarise."), ThinkingEnd(None), TextDelta(FINAL[:120]),
-     gates["text"].wait, TextDelta(FINAL[120:]), usage(3100, 240), StreamDone("end_turn")],
+     ThinkingDelta("I'll summarise."), ThinkingEnd(None), TextDelta(FINAL[:SPLIT]),
+     gates["text"].wait, TextDelta(FINAL[SPLIT:]),
+     ToolCallReady("c5", "todo", {"todos": [{"id": "3", "content": PLAN[2]["content"],
+                                             "status": "completed"}], "merge": True}),
+     usage(3100, 240), StreamDone("tool_use")],
+    [TextDelta("All three steps of the plan are done."), usage(3500, 12),
+     StreamDone("end_turn")],
 ], context_window=200_000)
 store = SessionStore(":memory:")
 agent = Agent("analyst", model=provider,

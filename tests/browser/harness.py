@@ -89,6 +89,10 @@ class JupyterLabServer:
     token: str = field(default_factory=lambda: secrets.token_hex(16))
     port: int = field(default_factory=_free_port)
     process: subprocess.Popen[bytes] | None = None
+    launcher: list[str] | None = None
+    """A command that starts JupyterLab itself (e.g. ``neta-nb lab --dir ROOT --port P
+    --no-browser --``); it must use :attr:`root_dir` and :attr:`port`. The server's other
+    arguments are appended to it."""
 
     @property
     def root_dir(self) -> Path:
@@ -120,17 +124,18 @@ class JupyterLabServer:
             "JUPYTER_PLATFORM_DIRS": "1",
         }
         env.pop("ANYWIDGET_HMR", None)
-        command = [
-            sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1",
-            f"--port={self.port}", "--port-retries=0",
-            f"--IdentityProvider.token={self.token}",
-            f"--ServerApp.root_dir={dirs['root']}", "--allow-root",
+        server_args = [
+            "--ip=127.0.0.1", "--port-retries=0",
+            f"--IdentityProvider.token={self.token}", "--allow-root",
             "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=None",
             "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
             "--LabApp.extension_manager=readonly",
             f"--LabApp.workspaces_dir={dirs['workspaces']}",
             f"--LabApp.user_settings_dir={dirs['settings']}",
         ]
+        command = ([*self.launcher, *server_args] if self.launcher else [
+            sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={self.port}",
+            f"--ServerApp.root_dir={dirs['root']}", *server_args])
         log = (self.base_dir / "server.log").open("wb")
         # Own process group: stop() ends the server and every kernel it started.
         self.process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT,

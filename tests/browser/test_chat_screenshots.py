@@ -44,7 +44,7 @@ def test_chat_view_pictures(lab: LabSession, screenshot_dir: Path) -> None:
     page.locator(".neta-skill-card.neta-skill-card-running", has_text="Column 5/8").wait_for()
     lab.execute(path, "gates['skill'].set(); gates['thinking'].set()")
     # Mid-stream: the answer is half written, its thinking folded above it.
-    page.locator(".neta-is-live .neta-chat-text", has_text="40 rows").wait_for()
+    page.locator(".neta-is-live .neta-chat-text", has_text="Two columns").wait_for()
     page.wait_for_timeout(300)
     assert page.locator(".neta-is-live .neta-chat-cursor").count() == 1
     assert page.locator(".neta-sidebar-item.neta-is-active .neta-sidebar-running").count() == 1

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from . import chat_cells
-from .harness import LabSession
+from .harness import BENIGN_CONSOLE_ERRORS, LabSession
 
 pytestmark = pytest.mark.browser
 
@@ -212,15 +212,25 @@ def test_a_second_view_and_a_reload_show_the_current_state(lab: LabSession) -> N
     assert texts[0] == texts[1]
     assert "Next, I can chart the numeric columns" in texts[0]
 
-    # Reload the page: the saved outputs reconnect to the live kernel's widgets.
+    # A fresh page (what a reload is): the saved outputs reconnect to the live kernel's
+    # widgets and show the same conversation. A second tab keeps this tab's state intact.
     page.evaluate("async () => { await window.jupyterapp.commands.execute('docmanager:save'); }")
-    page.reload(wait_until="domcontentloaded")
-    page.wait_for_function("window.jupyterapp !== undefined", timeout=60_000)
-    page.evaluate("async () => { await window.jupyterapp.started; "
-                  "await window.jupyterapp.restored; }")
-    lab.open_notebook(path)
-    views.nth(1).wait_for(timeout=30_000)
-    page.wait_for_function(
-        "(expected) => [...document.querySelectorAll('.neta-chat-list')]"
-        ".every(n => n.textContent === expected)", arg=texts[0], timeout=30_000)
-    assert page.locator(".neta-chat-todo .neta-todo-count").first.text_content() == "1/3 done"
+    fresh = page.context.new_page()
+    errors: list[str] = []
+    fresh.on("console", lambda message: errors.append(message.text)
+             if message.type == "error" and not any(b in message.text
+                                                    for b in BENIGN_CONSOLE_ERRORS) else None)
+    try:
+        # A workspace of its own: the default one is in use by the first tab.
+        fresh.goto(f"{lab.server.url}/lab/workspaces/fresh-view/tree/{path}"
+                   f"?token={lab.server.token}", wait_until="domcontentloaded")
+        fresh_views = fresh.locator(".neta-chat-view")
+        fresh_views.nth(1).wait_for(timeout=60_000)
+        fresh.wait_for_function(
+            "(expected) => [...document.querySelectorAll('.neta-chat-list')]"
+            ".every(n => n.textContent === expected)", arg=texts[0], timeout=30_000)
+        counts = fresh.locator(".neta-chat-todo .neta-todo-count").all_text_contents()
+        assert counts == ["3/3 done", "3/3 done"]
+        assert errors == []
+    finally:
+        fresh.close()

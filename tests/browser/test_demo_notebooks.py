@@ -1,0 +1,91 @@
+"""The demo notebooks in real JupyterLab: each runs top to bottom without an error and
+renders its widgets; and the README's demo command (`neta-nb lab`) opens the quickstart,
+whose offline turn plays in the chat view."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .harness import JupyterLabServer, LabSession, chromium_missing_reason, launch_chromium
+
+pytestmark = pytest.mark.browser
+
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+
+# What each notebook must show once it has run: the widget roots it renders.
+RENDERS = {
+    "01_quickstart.ipynb": [".neta-chat-view", ".neta-todo-card"],
+    "02_tool_configuration.ipynb": [".neta-tool-config"],
+    "03_thinking_levels.ipynb": [".neta-level-selector"],
+    "04_sessions.ipynb": [".neta-chat-view", ".neta-sidebar"],
+    "05_custom_tools.ipynb": [],
+    "06_real_providers.ipynb": [],
+}
+
+
+ANSWER_DONE = """() => {
+  const chat = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .neta-chat-view');
+  return chat !== null && chat.textContent.includes('Sample data: first look')
+    && chat.querySelector('.neta-skill-card-done') !== null
+    && chat.querySelector('.neta-tool-card-done') !== null;
+}"""
+
+
+def test_the_demo_notebooks_are_all_listed() -> None:
+    assert sorted(p.name for p in NOTEBOOKS.glob("*.ipynb")) == sorted(RENDERS)
+
+
+@pytest.mark.parametrize("name", sorted(RENDERS))
+def test_demo_notebook_runs_and_renders_its_widgets(lab: LabSession, name: str) -> None:
+    shutil.copy(NOTEBOOKS / name, lab.server.root_dir / name)
+    shutil.copytree(NOTEBOOKS / "data", lab.server.root_dir / "data", dirs_exist_ok=True)
+    lab.open_notebook(name)
+    lab.run_all(name, timeout=180)
+    page = lab.page
+    panel = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
+    assert panel.locator(".jp-OutputArea-output[data-mime-type="
+                         "'application/vnd.jupyter.error']").count() == 0, (
+        panel.locator(".jp-OutputArea-output").all_inner_texts())
+    for selector in RENDERS[name]:
+        panel.locator(selector).first.wait_for(timeout=30_000)
+    if name == "01_quickstart.ipynb":
+        page.wait_for_function(ANSWER_DONE, timeout=30_000)
+
+
+@pytest.fixture
+def demo_command_lab(tmp_path: Path) -> Iterator[LabSession]:
+    reason = chromium_missing_reason()
+    if reason:
+        pytest.skip(reason)
+    neta_nb = Path(sys.executable).with_name("neta-nb")
+    server = JupyterLabServer(tmp_path / "lab")
+    server.launcher = [str(neta_nb), "lab", "--dir", str(server.root_dir), "--port",
+                       str(server.port), "--no-browser", "--"]
+    server.start()
+    try:
+        with launch_chromium(tmp_path / "chromium") as context:
+            session = LabSession(server, context)
+            yield session
+            session.close_all()
+            session.close()
+    finally:
+        server.stop()
+
+
+def test_demo_command_opens_the_quickstart_and_the_offline_turn_plays(
+        demo_command_lab: LabSession) -> None:
+    lab = demo_command_lab
+    # `neta-nb lab --dir` copied every demo notebook and opened JupyterLab on the first.
+    assert sorted(p.name for p in lab.server.root_dir.glob("*.ipynb")) == sorted(RENDERS)
+    assert (lab.server.root_dir / "data" / "sales.csv").is_file()
+    lab.page.wait_for_function(
+        "() => window.jupyterapp.shell.currentWidget?.context?.path === '01_quickstart.ipynb'",
+        timeout=60_000)
+    lab.run_all("01_quickstart.ipynb", timeout=180)
+    lab.page.wait_for_function(ANSWER_DONE, timeout=30_000)
+    assert not lab.console_errors, lab.console_errors

@@ -1,0 +1,415 @@
+"""ChatView: items from history, batched streaming with sequence numbers, sync, older
+pages, commands (send, stop, level, approve), rebinding, and the static fallbacks."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from neta_nb import Agent, AgentSession, SessionStore, ToolCatalog, ToolContext, tool
+from neta_nb.messages import Message, SkillExecution, TextPart, ToolCallPart, ToolExecution, Usage
+from neta_nb.providers.base import (
+    ProviderError,
+    StreamDone,
+    TextDelta,
+    ThinkingDelta,
+    ThinkingEnd,
+    UsageUpdate,
+)
+from neta_nb.store import CompactionRecord
+from neta_nb.widgets import ChatView
+from neta_nb.widgets._base import RequestError
+from neta_nb.widgets._chat_state import OpBatcher, render_message, render_window
+
+from ..session_support import FakeProvider, answer, calls
+from .conftest import SentMessages
+
+
+@tool(core=True, label="Add numbers")
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@tool(visibility="skill", category="skill", core=True, label="Count up")
+async def count_up(steps: int, ctx: ToolContext) -> str:
+    """Reports progress at each step."""
+    for n in range(1, steps + 1):
+        ctx.progress(100 * n / steps, step=f"step {n}")
+        await asyncio.sleep(0)
+    return f"counted to {steps}"
+
+
+ran: list[int] = []
+
+
+@tool(core=True, requires_approval=True, label="Guarded")
+def guarded(x: int) -> str:
+    """Needs approval."""
+    ran.append(x)
+    return f"ran {x}"
+
+
+def make_session(responses: list[list[Any]], **options: Any) -> tuple[AgentSession, FakeProvider]:
+    provider = FakeProvider(responses)
+    catalog = ToolCatalog([add, count_up, guarded])
+    session = AgentSession(Agent("helper", model=provider), catalog, provider=provider,
+                           **options)
+    return session, provider
+
+
+class ViewModel:
+    """What a view does with batches: the reference the tests compare the kernel with."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, dict[str, Any]] = {}
+        self.live: dict[str, Any] | None = None
+        self.seq = 0
+
+    def apply(self, batch: dict[str, Any]) -> None:
+        assert batch["seq"] == self.seq + 1, "batches arrive numbered without gaps"
+        self.seq = batch["seq"]
+        for op in batch["ops"]:
+            kind = op["op"]
+            if kind == "live":
+                self.live = {"id": op["id"], "thinking": "", "text": "", "thinking_open": False}
+            elif kind in ("text", "thinking"):
+                assert self.live is not None
+                self.live[kind] += op["text"]
+            elif kind == "thinking_done":
+                assert self.live is not None
+                self.live["thinking_open"] = False
+            elif kind == "end":
+                if op["id"] is not None and self.live is not None:
+                    self.items[op["id"]] = {"thinking": self.live["thinking"],
+                                            "text": self.live["text"]}
+                self.live = None
+            elif kind == "item":
+                item = dict(op["item"])
+                held = self.items.get(item["id"], {})
+                for key in ("thinking", "text"):
+                    if item.get(key, "") is None:  # "keep what you streamed"
+                        item[key] = held[key]
+                self.items[item["id"]] = item
+
+
+def batches(sent: SentMessages) -> list[dict[str, Any]]:
+    return sent.of_kind("batch")
+
+
+async def until(condition: Callable[[], bool], steps: int = 10_000) -> None:
+    """Let the loop run until ``condition()`` holds (bounded, so a bug fails the test)."""
+    for _ in range(steps):
+        if condition():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("the condition never held")
+
+
+# --- items -------------------------------------------------------------------------
+
+
+def test_an_assistant_item_has_thinking_text_and_cards_in_call_order() -> None:
+    message = Message.assistant([
+        TextPart(text="Working."),
+        ToolCallPart(id="s", name="count_up", args={"steps": 2}),
+        ToolCallPart(id="t", name="add", args={"a": 1, "b": 2}),
+    ])
+    message.metadata.tool_executions.append(
+        ToolExecution(id="t", name="add", label="Add numbers", args={"a": 1, "b": 2},
+                      status="done", result="3"))
+    message.metadata.skill_executions.append(
+        SkillExecution(id="s", name="count_up", label="Count up", status="running", percent=50))
+    item = render_message(message, 3)
+    assert (item["role"], item["index"], item["pos"], item["text"]) == ("assistant", 3, 6,
+                                                                        "Working.")
+    assert [(c["kind"], c["id"], c["status"]) for c in item["cards"]] == [
+        ("skill", "s", "running"), ("tool", "t", "done")]
+    assert item["cards"][0]["percent"] == 50
+
+
+def test_window_skips_tool_results_and_places_compaction_markers() -> None:
+    history = []
+    for n in range(6):
+        history += [Message.user(f"q{n}"), Message.assistant([TextPart(text=f"a{n}")]),
+                    Message.tool_result(f"c{n}", "add", "3")]
+    marker = CompactionRecord(after_message=9, tokens_before=900, tokens_after=100,
+                              messages_folded=8)
+    items, has_older = render_window(history, [marker], limit=4)
+    assert [i.get("text", i["role"]) for i in items] == ["q4", "a4", "q5", "a5"]
+    assert has_older is True
+    older, more = render_window(history, [marker], before=items[0]["index"], limit=4)
+    assert [i.get("text", i["role"]) for i in older] == ["q2", "a2", "compaction", "q3", "a3"]
+    assert older[2]["id"] == "compaction-0" and older[2]["pos"] == 17
+    assert more is True
+    first, more = render_window(history, [], before=older[0]["index"], limit=4)
+    assert [i["text"] for i in first] == ["q0", "a0", "q1", "a1"] and more is False
+
+
+# --- the batcher -------------------------------------------------------------------
+
+
+def test_batcher_merges_text_numbers_batches_and_renders_items_when_sent() -> None:
+    sent: list[dict[str, Any]] = []
+    versions = {"m": {"id": "m", "v": 1}}
+    now = [10.0]
+    batcher = OpBatcher(sent.append, versions.get, interval=0.03, clock=lambda: now[0])
+    batcher.text("text", "a")  # a quiet interval: goes at once (no loop running)
+    assert sent == [{"kind": "batch", "seq": 1, "ops": [{"op": "text", "text": "a"}]}]
+    now[0] += 0.01
+    batcher._timer = object()  # type: ignore[assignment]  # as if a trailing flush were due
+    for delta in "bcd":
+        batcher.text("text", delta)
+    batcher.upsert("m")
+    versions["m"] = {"id": "m", "v": 2}
+    batcher.upsert("m")  # once per batch, rendered when it leaves
+    batcher.text("thinking", "x")
+    batcher._timer = None
+    batcher.flush()
+    assert sent[1] == {"kind": "batch", "seq": 2, "ops": [
+        {"op": "text", "text": "bcd"}, {"op": "item", "item": {"id": "m", "v": 2}},
+        {"op": "thinking", "text": "x"}]}
+    # An item that did not change since it was sent is not sent again.
+    batcher.upsert("m")
+    batcher.flush()
+    assert len(sent) == 2 and batcher.seq == 2
+
+
+async def test_batcher_sends_a_burst_as_few_batches() -> None:
+    sent: list[dict[str, Any]] = []
+    batcher = OpBatcher(sent.append, lambda _id: None, interval=0.02)
+    for n in range(2000):
+        batcher.text("text", f"w{n} ")
+        if n % 100 == 0:
+            await asyncio.sleep(0.005)
+    await asyncio.sleep(0.05)
+    text = "".join(op["text"] for batch in sent for op in batch["ops"])
+    assert text == "".join(f"w{n} " for n in range(2000))
+    assert [b["seq"] for b in sent] == list(range(1, len(sent) + 1))
+    assert len(sent) < 40
+
+
+# --- a bound session ---------------------------------------------------------------
+
+
+async def test_a_turn_streams_as_numbered_batches_and_ends_in_the_traits(
+        sent: SentMessages, monkeypatch: pytest.MonkeyPatch) -> None:
+    synced: list[dict[str, Any]] = []
+    monkeypatch.setattr(ChatView, "_send", lambda self, msg, buffers=None: synced.append(
+        msg.get("state", {})))
+    session, _ = make_session([
+        [ThinkingDelta("Let me "), ThinkingDelta("add."), ThinkingEnd("sig"),
+         TextDelta("Adding"), TextDelta(" now."),
+         *calls(("c1", "add", {"a": 2, "b": 3}))],
+        [*answer("It is 5.")],
+    ])
+    chat = ChatView(session)
+    assert (chat.session_id, chat.agent["name"], chat.running) == (session.id, "helper", False)
+    await session.run("What is 2 + 3?")
+    view = ViewModel()
+    for batch in batches(sent):
+        view.apply(batch)
+    assert view.live is None
+    user, first, last = (view.items[m.id] for m in session.messages if m.role != "tool")
+    assert user["text"] == "What is 2 + 3?"
+    assert (first["thinking"], first["text"]) == ("Let me add.", "Adding now.")
+    assert [(c["name"], c["status"], c["result"]) for c in first["cards"]] == [
+        ("add", "done", "5")]
+    assert last["text"] == "It is 5."
+    # Between turns the traits are the whole state, as of the last batch.
+    assert chat.messages == render_window(session.messages, [])[0]
+    assert list(view.items.values()) == chat.messages
+    assert (chat.running, chat._seq) == (False, view.seq)
+    # The turn's end names the window instead of sending its text again: views set the
+    # trait themselves from the items they hold.
+    window = batches(sent)[-1]["ops"][-1]
+    assert window == {"op": "window", "ids": [m["id"] for m in chat.messages],
+                      "has_older": False}
+    assert synced and all("messages" not in state for state in synced)
+    assert chat.current["api_calls"] == 2
+    assert chat.think_level == session.think_level
+
+
+async def test_a_view_that_joins_mid_stream_syncs_the_partial_answer(
+        sent: SentMessages) -> None:
+    gate = asyncio.Event()
+    session, _ = make_session([[ThinkingDelta("Hmm."), ThinkingEnd(None), TextDelta("Par"),
+                                TextDelta("tial"), gate.wait, TextDelta(" end."),
+                                UsageUpdate(Usage(input_tokens=5, output_tokens=3)),
+                                StreamDone("end_turn")]])
+    chat = ChatView(session)
+    task = session.start("go")
+    await until(lambda: "tial" in "".join(op.get("text", "") for b in batches(sent)
+                                          for op in b["ops"]))
+    snapshot = chat._sync({})
+    assert snapshot["seq"] == batches(sent)[-1]["seq"]
+    assert snapshot["live"]["text"] == "Partial"
+    assert snapshot["live"]["thinking"] == "Hmm." and snapshot["live"]["thinking_open"] is False
+    assert snapshot["running"] is True
+    assert [i["text"] for i in snapshot["messages"]] == ["go"]
+    gate.set()
+    await task
+    # A view applying later batches on top of the snapshot ends with the final message.
+    view = ViewModel()
+    view.seq = snapshot["seq"]
+    view.live = dict(snapshot["live"])
+    for batch in batches(sent):
+        if batch["seq"] > snapshot["seq"]:
+            view.apply(batch)
+    assert view.items[session.messages[-1].id]["text"] == "Partial end."
+    # The text the view streamed is not sent again with the finished message.
+    final = [op for b in batches(sent) for op in b["ops"]
+             if op["op"] == "item" and op["item"]["id"] == session.messages[-1].id]
+    assert final and all(op["item"]["text"] is None for op in final)
+
+
+async def test_deltas_are_never_sent_one_message_each(sent: SentMessages) -> None:
+    pieces = [f"w{n} " for n in range(3000)]
+    session, _ = make_session([[*(TextDelta(p) for p in pieces),
+                                UsageUpdate(Usage(input_tokens=1, output_tokens=1)),
+                                StreamDone("end_turn")]])
+    ChatView(session, flush_interval=0.02)
+    await session.run("stream")
+    streamed = "".join(op["text"] for b in batches(sent) for op in b["ops"] if op["op"] == "text")
+    assert streamed == "".join(pieces)
+    assert len(batches(sent)) < 100
+
+
+async def test_send_stop_before_any_text_keeps_an_interrupted_message(
+        sent: SentMessages) -> None:
+    never = asyncio.Event()
+    session, _ = make_session([[never.wait]])
+    chat = ChatView(session)
+    assert chat._command({"command": {"type": "send", "text": "  hello  "}}) == {"running": True}
+    with pytest.raises(RequestError, match="already running"):
+        chat._command({"command": {"type": "send", "text": "again"}})
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert chat.running is True
+    chat._command({"command": {"type": "stop"}})
+    await until(lambda: not session.running)
+    last = chat.messages[-1]
+    assert (last["role"], last["text"], last["interrupted"]) == ("assistant", "", "cancelled")
+    assert chat.messages[0]["text"] == "hello"
+    assert chat.running is False
+    with pytest.raises(RequestError, match="nothing to send"):
+        chat._command({"command": {"type": "send", "text": "   "}})
+
+
+async def test_the_level_set_mid_turn_applies_to_the_next_request() -> None:
+    gate = asyncio.Event()
+    session, provider = make_session([
+        [gate.wait, *calls(("c1", "add", {"a": 1, "b": 1}))], answer("2")])
+    chat = ChatView(session)
+    assert chat.levels == ["off", "minimal", "low", "medium", "high", "adaptive"]
+    task = session.start("1 + 1")
+    await asyncio.sleep(0)
+    reply = chat._command({"command": {"type": "set_thinking_level", "level": "high"}})
+    assert reply["think_level"] == "high" and chat.think_level == "high"
+    gate.set()
+    await task
+    assert [r.think_level for r in provider.requests] == ["medium", "high"]
+
+
+async def test_approval_requests_show_until_answered() -> None:
+    ran.clear()
+    session, _ = make_session([calls(("g1", "guarded", {"x": 1})), answer("ok"),
+                               calls(("g2", "guarded", {"x": 2})), answer("no")])
+    chat = ChatView(session)
+    task = session.start("run it")
+    await until(lambda: bool(chat.approvals))
+    assert chat.approvals == [{"id": "g1", "name": "guarded", "args": {"x": 1}}]
+    chat._command({"command": {"type": "approve", "id": "g1", "decision": "allow_once"}})
+    assert chat.approvals == []
+    await task
+    assert ran == [1]
+    task = session.start("again")
+    await until(lambda: bool(chat.approvals))
+    chat._command({"command": {"type": "approve", "id": "g2", "decision": "reject"}})
+    await task
+    assert ran == [1]
+    card = chat.messages[-2]["cards"][0]
+    assert (card["name"], card["status"]) == ("guarded", "error")
+    # A late answer (the request is gone) is harmless.
+    chat._command({"command": {"type": "approve", "id": "g2", "decision": "reject"}})
+    assert chat.approvals == []
+
+
+async def test_skill_cards_update_live_and_stay_after_done(sent: SentMessages) -> None:
+    session, _ = make_session([calls(("s1", "count_up", {"steps": 4})), answer("Counted.")])
+    chat = ChatView(session)
+    await session.run("count")
+    percents = [c["percent"] for b in batches(sent) for op in b["ops"] if op["op"] == "item"
+                for c in op["item"].get("cards", [])]
+    assert percents[-1] == 100.0
+    card = chat.messages[1]["cards"][0]
+    assert (card["kind"], card["status"], card["result"]) == ("skill", "done", "counted to 4")
+
+
+async def test_a_provider_error_shows_in_place_with_what_streamed(sent: SentMessages) -> None:
+    session, _ = make_session([[TextDelta("Half an ans"),
+                                ProviderError("overloaded", retryable=True)]])
+    chat = ChatView(session)
+    await session.run("go")
+    last = chat.messages[-1]
+    assert (last["text"], last["interrupted"], last["error"]) == ("Half an ans", "error",
+                                                                 "overloaded")
+    assert chat.notice == ""  # shown in the message, not twice
+
+
+async def test_a_session_started_from_a_cell_shows_the_same(sent: SentMessages) -> None:
+    session, _ = make_session([answer("Hi there.")])
+    chat = ChatView(session)
+    await session.start("hello")
+    assert [m["text"] for m in chat.messages] == ["hello", "Hi there."]
+
+
+async def test_rebinding_shows_the_new_session_and_ignores_the_old(sent: SentMessages) -> None:
+    old, _ = make_session([answer("old answer"), answer("later")])
+    new, _ = make_session([answer("new answer")])
+    chat = ChatView(old)
+    await old.run("first")
+    chat.session = new
+    assert chat.session is new and chat.session_id == new.id and chat.messages == []
+    count = len(batches(sent))
+    await old.run("not shown")
+    assert len(batches(sent)) == count and chat.messages == []
+    await new.run("second")
+    assert [m["text"] for m in chat.messages] == ["second", "new answer"]
+
+
+def test_older_pages_load_by_index(tmp_path: Any) -> None:
+    store = SessionStore(tmp_path / "s.sqlite3")
+    provider = FakeProvider([])
+    session = AgentSession(Agent("helper", model=provider), store=store, provider=provider)
+    for n in range(60):
+        store.append_message(session.id, Message.user(f"q{n}"))
+        store.append_message(session.id, Message.assistant([TextPart(text=f"a{n}")]))
+    resumed = AgentSession.resume(session.id, store=store, provider=provider)
+    chat = ChatView(resumed, window=50)
+    assert len(chat.messages) == 50 and chat.has_older is True
+    assert chat.messages[0]["text"] == "q35"
+    page = chat._older({"before": chat.messages[0]["index"]})
+    assert [m["text"] for m in page["messages"]][:2] == ["q10", "a10"]
+    assert len(page["messages"]) == 50 and page["has_older"] is True
+    with pytest.raises(RequestError):
+        chat._older({"before": "x"})
+
+
+async def test_fallbacks_and_repr() -> None:
+    session, _ = make_session([answer("**Bold** <b>x</b>")])
+    chat = ChatView(session)
+    await session.run("Hi <script>")
+    assert repr(chat) == "ChatView('helper', 2 messages shown, idle)"
+    assert chat._fallback_text() == "You: Hi <script>\n\nhelper: **Bold** <b>x</b>"
+    assert "&lt;script&gt;" in chat._fallback_html() and "<script>" not in chat._fallback_html()
+    assert "**You:** Hi &lt;script" in chat._fallback_markdown()
+
+
+def test_requests_without_a_session_fail_cleanly() -> None:
+    chat = ChatView()
+    with pytest.raises(RequestError, match="no session"):
+        chat._sync({})

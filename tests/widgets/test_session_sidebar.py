@@ -1,0 +1,117 @@
+"""SessionSidebar: rows from the store (plan badge, running, last message), live refresh,
+opening a session in the chat view with its state restored, and "new chat"."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from neta_nb import Agent, AgentSession, ScriptedProvider, SessionStore
+from neta_nb.widgets import ChatView, SessionSidebar
+from neta_nb.widgets._base import RequestError
+
+from .conftest import SentMessages
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> SessionStore:
+    return SessionStore(tmp_path / "sessions.sqlite3")
+
+
+def hello_agent() -> Agent:
+    return Agent("greeter", model=ScriptedProvider([[{"text": "# Hello\n\n**there**"}]]))
+
+
+async def test_rows_show_title_plan_badge_and_last_message(store: SessionStore) -> None:
+    demo = AgentSession(Agent("analyst", model=ScriptedProvider()), store=store)
+    await demo.run("Profile the data")
+    greet = AgentSession(hello_agent(), store=store)
+    await greet.run("Say hello")
+    sidebar = SessionSidebar(store)
+    first, second = sidebar.sessions
+    assert (first["id"], first["title"], first["agent"]) == (greet.id, "Say hello", "greeter")
+    assert first["last_message"] == "Hello there"  # one plain line, no markdown marks
+    assert first["todo"] is None and first["running"] is False
+    assert second["todo"] == {"completed": 3, "total": 3}
+    assert sidebar.can_open is False
+    assert repr(sidebar) == "SessionSidebar(2 sessions)"
+    assert sidebar._fallback_text().splitlines()[0] == "Say hello — Hello there"
+    with pytest.raises(RequestError, match="no chat view"):
+        sidebar.open_session(demo.id)
+
+
+async def test_the_list_follows_the_store(store: SessionStore) -> None:
+    sidebar = SessionSidebar(store)
+    assert sidebar.sessions == []
+    session = AgentSession(hello_agent(), store=store)
+    await session.run("Say hello")
+    sidebar.refresh()  # a scheduled refresh would do the same a moment later
+    assert [row["id"] for row in sidebar.sessions] == [session.id]
+
+
+def test_without_a_loop_a_store_change_refreshes_at_once(store: SessionStore) -> None:
+    sidebar = SessionSidebar(store)
+    AgentSession(hello_agent(), store=store)
+    assert len(sidebar.sessions) == 1
+
+
+async def test_opening_a_session_restores_history_plan_cards_and_level(
+        store: SessionStore, sent: SentMessages) -> None:
+    demo = AgentSession(Agent("analyst", model=ScriptedProvider()), store=store)
+    demo.set_thinking_level("high")
+    await demo.run("Profile the data")
+    demo_id = demo.id
+    del demo
+    current = AgentSession(hello_agent(), store=store)
+    chat = ChatView(current)
+    sidebar = SessionSidebar(store, chat=chat)
+    assert sidebar.active == current.id and sidebar.can_open is True
+    sidebar._on_custom_message(sidebar, {"kind": "open", "id": "r1", "session_id": demo_id}, [])
+    assert sent[-1] == {"kind": "reply", "id": "r1", "ok": True,
+                        "result": {"session_id": demo_id}}
+    assert chat.session_id == demo_id and sidebar.active == demo_id
+    assert chat.think_level == "high"
+    assert [t["status"] for t in chat.todos] == ["completed"] * 3
+    cards = [c for m in chat.messages for c in m.get("cards", [])]
+    assert [(c["kind"], c["name"], c["status"]) for c in cards] == [
+        ("tool", "list_files", "done"), ("skill", "profile_table", "done")]
+    # Opening the session already shown changes nothing; a bound session is reused.
+    assert sidebar.open_session(demo_id) is chat.session
+    shown = chat.session
+    sidebar.open_session(current.id)
+    assert chat.session is current
+    assert sidebar.open_session(demo_id) is shown
+    sidebar._on_custom_message(sidebar, {"kind": "open", "id": "r2", "session_id": "nope"}, [])
+    assert sent[-1]["ok"] is False and "nope" in sent[-1]["error"]
+
+
+async def test_new_chat_uses_the_same_agent(store: SessionStore) -> None:
+    session = AgentSession(hello_agent(), store=store)
+    chat = ChatView(session)
+    sidebar = SessionSidebar(store, chat=chat)
+    fresh = sidebar.new_chat()
+    assert fresh is chat.session and fresh.id != session.id
+    assert fresh.agent is session.agent and fresh.store is store
+    assert chat.messages == [] and sidebar.active == fresh.id
+    assert {row["id"] for row in sidebar.sessions} == {session.id, fresh.id}
+
+
+async def test_switching_is_refused_while_a_turn_runs(store: SessionStore) -> None:
+    session = AgentSession(Agent("slow", model=ScriptedProvider(
+        [[{"text": "x" * 2000}]], chars_per_second=100)), store=store)
+    other = AgentSession(hello_agent(), store=store)
+    chat = ChatView(session)
+    sidebar = SessionSidebar(store, chat=chat)
+    task = session.start("go")
+    await asyncio.sleep(0.05)
+    with pytest.raises(RequestError, match="stop the running turn"):
+        sidebar.open_session(other.id)
+    with pytest.raises(RequestError, match="stop the running turn"):
+        sidebar.new_chat()
+    session.cancel()
+    await task
+    sidebar.open_session(other.id)
+    assert chat.session_id == other.id
+    sidebar.close()
