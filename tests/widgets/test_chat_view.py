@@ -413,3 +413,18 @@ def test_requests_without_a_session_fail_cleanly() -> None:
     chat = ChatView()
     with pytest.raises(RequestError, match="no session"):
         chat._sync({})
+
+
+def test_the_agent_selector_starts_a_new_session_with_the_chosen_agent() -> None:
+    session, _ = make_session([])
+    other = Agent("reviewer", model="scripted")
+    chat = ChatView(session, agents=[other])
+    assert chat.agents == [{"name": "helper", "model": session.provider.model_id},
+                           {"name": "reviewer", "model": "scripted"}]
+    assert chat._switch_agent({"name": "helper"}) == {"session_id": session.id}
+    reply = chat._switch_agent({"name": "reviewer"})
+    assert chat.session is not None and chat.session.agent is other
+    assert reply == {"session_id": chat.session.id} and chat.agent["name"] == "reviewer"
+    assert chat.session.catalog is session.catalog
+    with pytest.raises(RequestError, match="no agent named"):
+        chat._switch_agent({"name": "nobody"})
