@@ -9,8 +9,10 @@ export picks the renderer named by the ``_component`` trait. Outside a live kern
 
 from __future__ import annotations
 
+import asyncio
 import html
 import re
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -72,12 +74,38 @@ class NetaWidget(anywidget.AnyWidget):
     _request_kinds: ClassVar[Mapping[str, str]] = {}
 
     def __init__(self, **kwargs: Any) -> None:
+        self._kernel_loop: asyncio.AbstractEventLoop | None = None
+        self._kernel_thread: int | None = None
+        self.remember_kernel_loop()
         super().__init__(**kwargs)
         self.on_msg(self._on_custom_message)
 
     # --- requests from views -------------------------------------------------------
 
-    def _on_custom_message(self, _widget: object, content: Any, _buffers: Sequence[bytes]) -> None:
+    def remember_kernel_loop(self) -> None:
+        """Record the running loop of the calling thread, if any, as the kernel loop
+        (a notebook cell runs on it) — see :meth:`_on_custom_message`."""
+        try:
+            self._kernel_loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._kernel_thread = threading.get_ident()
+
+    def _on_custom_message(self, widget: object, content: Any, buffers: Sequence[bytes]) -> None:
+        # JupyterLab may deliver widget messages on a kernel *subshell* (ipykernel 7 runs
+        # each subshell in a thread of its own, with its own event loop). Sessions, their
+        # approval futures and their tasks live on the kernel's main loop and are not
+        # thread-safe: resolving an approval from another thread schedules the turn's
+        # wake-up without waking the loop (seen here: an "Allow once" click hung the
+        # turn). So every request is handled on the loop the widget was created on.
+        loop = self._kernel_loop
+        if (loop is None or loop.is_closed() or not loop.is_running()
+                or threading.get_ident() == self._kernel_thread):
+            self._handle_request(content)
+            return
+        loop.call_soon_threadsafe(self._handle_request, content)
+
+    def _handle_request(self, content: Any) -> None:
         if not isinstance(content, Mapping):
             return
         kind, request_id = content.get("kind"), content.get("id")

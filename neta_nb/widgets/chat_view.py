@@ -48,7 +48,7 @@ from ..events import (
 from ..messages import new_id
 from ..session import Agent, AgentSession
 from ..thinking import get_model_thinking_capability
-from ._base import RequestError, escape_markdown
+from ._base import NetaWidget, RequestError, escape_markdown
 from ._chat_state import (
     FLUSH_INTERVAL,
     WINDOW,
@@ -59,7 +59,6 @@ from ._chat_state import (
     render_window,
     renderable,
 )
-from ._kernel_loop import KernelLoopDispatch
 
 __all__ = ["ChatView", "live_session"]
 
@@ -81,7 +80,7 @@ def _levels(session: AgentSession) -> list[str]:
     return list(get_model_thinking_capability(provider.supplier, provider.model).levels)
 
 
-class ChatView(KernelLoopDispatch):
+class ChatView(NetaWidget):
     """``ChatView(session)``: messages, plan, cards, the streaming answer with its thinking,
     and an input bar with Send/Stop, agent and thinking-level selectors and token stats.
 

@@ -18,8 +18,7 @@ import traitlets
 
 from ..session import AgentSession
 from ..store import SessionRecord, SessionStore
-from ._base import RequestError, escape_markdown
-from ._kernel_loop import KernelLoopDispatch
+from ._base import NetaWidget, RequestError, escape_markdown
 from .chat_view import ChatView, live_session
 
 __all__ = ["REFRESH_INTERVAL", "SessionSidebar"]
@@ -53,7 +52,7 @@ def _row(record: SessionRecord) -> dict[str, Any]:
     }
 
 
-class SessionSidebar(KernelLoopDispatch):
+class SessionSidebar(NetaWidget):
     """``SessionSidebar(store, chat=chat_view)``: the session list of ``store``.
 
     ``resume(session_id) -> AgentSession`` decides how a stored session is opened;
