@@ -21,7 +21,6 @@ nothing lost and bytes close to the text's own size.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -29,12 +28,11 @@ from typing import Any
 
 from ..messages import Message
 from ..store import CompactionRecord
+from ._streaming import FLUSH_INTERVAL, FrameThrottle
 
 __all__ = ["FLUSH_INTERVAL", "WINDOW", "LiveResponse", "OpBatcher", "render_message",
            "render_window", "renderable"]
 
-FLUSH_INTERVAL = 0.03
-"""Seconds between two batches (about two frames at 60 Hz: ≤ 33 messages per second)."""
 
 WINDOW = 50
 """Rendered items kept in widget state; older ones load on scroll."""
@@ -116,30 +114,20 @@ ItemSource = Callable[[str], dict[str, Any] | None]
 """Renders the item with this id as it is now (``None`` when it no longer exists)."""
 
 
-class OpBatcher:
-    """Ordered view operations sent as ``send({"kind": "batch", "seq", "ops"})``.
-
-    The first operation after a quiet interval goes out at once (a first token shows
-    without delay); later ones wait for a trailing flush scheduled on the running loop,
-    so a burst costs one message per ``interval``. Without a running loop every operation
-    is sent at once (plain scripts and tests see each one).
-    """
+class OpBatcher(FrameThrottle):
+    """Ordered view operations sent as ``send({"kind": "batch", "seq", "ops"})``, at most
+    one batch per ``interval`` (see :class:`FrameThrottle`)."""
 
     def __init__(self, send: Callable[[dict[str, Any]], None], item_source: ItemSource, *,
                  interval: float = FLUSH_INTERVAL,
                  clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(interval=interval, clock=clock)
         self._send = send
         self._item_source = item_source
-        self._interval = interval
-        self._clock = clock
         self._ops: list[dict[str, Any]] = []
         self._chunks: list[str] | None = None  # the open text/thinking op's chunks
         self._upserts: set[str] = set()
         self._sent_items: dict[str, dict[str, Any]] = {}
-        self._last_flush = float("-inf")
-        self._timer: asyncio.TimerHandle | None = None
-        self.seq = 0
-        """Number of the last batch sent (0 before the first)."""
         self.batches = 0
         """Batches sent so far (benchmarks read it)."""
 
@@ -176,29 +164,7 @@ class OpBatcher:
         self._sent_items.clear()
 
     # --- sending ----------------------------------------------------------------------
-    def _schedule(self) -> None:
-        if self._timer is not None:
-            return
-        wait = self._last_flush + self._interval - self._clock()
-        if wait <= 0:
-            self.flush()
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            self.flush()
-            return
-        self._timer = loop.call_later(wait, self._flush_from_timer)
-
-    def _flush_from_timer(self) -> None:
-        self._timer = None
-        self.flush()
-
-    def flush(self) -> None:
-        """Send what is pending now (before a state sync, a snapshot, the end of a turn)."""
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+    def _take(self) -> list[dict[str, Any]] | None:
         ops = self._ops
         self._ops, self._chunks, self._upserts = [], None, set()
         wire: list[dict[str, Any]] = []
@@ -213,16 +179,13 @@ class OpBatcher:
                 wire.append({"op": "item", "item": item})
             else:
                 wire.append(op)
-        if not wire:
-            return
-        self._last_flush = self._clock()
-        self.seq += 1
+        return wire or None
+
+    def _deliver(self, seq: int, payload: Any) -> None:
         self.batches += 1
-        self._send({"kind": "batch", "seq": self.seq, "ops": wire})
+        self._send({"kind": "batch", "seq": seq, "ops": payload})
 
     def cancel(self) -> None:
         """Drop pending operations (the view will be reset by a state sync)."""
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        self._cancel_timer()
         self._ops, self._chunks, self._upserts = [], None, set()

@@ -12,32 +12,82 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from typing import Any
 
-__all__ = ["FLUSH_INTERVAL", "DeltaBatcher"]
+__all__ = ["FLUSH_INTERVAL", "DeltaBatcher", "FrameThrottle"]
 
 FLUSH_INTERVAL = 0.03
 """Seconds between two batches of one stream (about two frames at 60 Hz)."""
 
 
-class DeltaBatcher:
-    """Collects deltas and hands them to ``send(seq, text)`` in numbered batches.
+class FrameThrottle:
+    """Sends numbered batches, at most one per ``interval``.
 
-    A batch goes out at once when the previous one is older than ``interval``; otherwise a
-    trailing flush is scheduled on the running event loop (when there is one), so the last
-    deltas of a burst are never held back longer than one interval. :meth:`flush` sends
-    whatever is pending now (call it when the stream ends).
+    The first batch after a quiet interval goes out at once (a first token shows without
+    delay); later ones wait for a trailing flush scheduled on the running event loop, so a
+    burst costs one message per interval and its last part is never held back longer than
+    that. Without a running loop every batch goes out at once (plain scripts and tests).
+    Subclasses collect what a batch carries (:meth:`_take`) and send it (:meth:`_deliver`).
     """
 
-    def __init__(self, send: Callable[[int, str], None], *, interval: float = FLUSH_INTERVAL,
+    def __init__(self, *, interval: float = FLUSH_INTERVAL,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        self._send = send
         self._interval = interval
         self._clock = clock
-        self._pending: list[str] = []
         self._last_flush = float("-inf")
         self._timer: asyncio.TimerHandle | None = None
         self.seq = 0
         """Number of the last batch sent (0 before the first)."""
+
+    def _take(self) -> Any:
+        """Remove and return what is pending, or ``None`` when there is nothing to send."""
+        raise NotImplementedError
+
+    def _deliver(self, seq: int, payload: Any) -> None:
+        raise NotImplementedError
+
+    def _schedule(self) -> None:
+        if self._timer is not None:
+            return
+        wait = self._last_flush + self._interval - self._clock()
+        if wait <= 0:
+            self.flush()
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.flush()
+            return
+        self._timer = loop.call_later(wait, self._flush_from_timer)
+
+    def _flush_from_timer(self) -> None:
+        self._timer = None
+        self.flush()
+
+    def _cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def flush(self) -> None:
+        """Send what is pending now (the end of a stream, before a snapshot)."""
+        self._cancel_timer()
+        payload = self._take()
+        if payload is None:
+            return
+        self._last_flush = self._clock()
+        self.seq += 1
+        self._deliver(self.seq, payload)
+
+
+class DeltaBatcher(FrameThrottle):
+    """Collects text deltas and hands them to ``send(seq, text)`` in numbered batches."""
+
+    def __init__(self, send: Callable[[int, str], None], *, interval: float = FLUSH_INTERVAL,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(interval=interval, clock=clock)
+        self._send = send
+        self._pending: list[str] = []
 
     @property
     def pending(self) -> str:
@@ -45,38 +95,21 @@ class DeltaBatcher:
         return "".join(self._pending)
 
     def push(self, delta: str) -> None:
-        if not delta:
-            return
-        self._pending.append(delta)
-        wait = self._last_flush + self._interval - self._clock()
-        if wait <= 0:
-            self.flush()
-        elif self._timer is None:
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:
-                return  # no loop: the next push after the interval, or flush(), sends it
-            self._timer = loop.call_later(wait, self._flush_from_timer)
+        if delta:
+            self._pending.append(delta)
+            self._schedule()
 
-    def _flush_from_timer(self) -> None:
-        self._timer = None
-        self.flush()
-
-    def flush(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+    def _take(self) -> str | None:
         if not self._pending:
-            return
+            return None
         text = "".join(self._pending)
         self._pending.clear()
-        self._last_flush = self._clock()
-        self.seq += 1
-        self._send(self.seq, text)
+        return text
+
+    def _deliver(self, seq: int, payload: Any) -> None:
+        self._send(seq, payload)
 
     def reset(self) -> None:
         """Drop pending text and cancel a scheduled flush (the numbering goes on)."""
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        self._cancel_timer()
         self._pending.clear()

@@ -15,23 +15,29 @@ class FakeClock:
         return self.now
 
 
-def test_batches_within_an_interval() -> None:
+async def test_batches_within_an_interval() -> None:
     clock = FakeClock()
     sent: list[tuple[int, str]] = []
-    batcher = DeltaBatcher(lambda seq, text: sent.append((seq, text)), interval=0.03,
+    batcher = DeltaBatcher(lambda seq, text: sent.append((seq, text)), interval=3600,
                            clock=clock)
     batcher.push("a")  # first push goes at once
     batcher.push("b")
     batcher.push("c")
     assert sent == [(1, "a")]
     assert batcher.pending == "bc"
-    clock.now += 0.05
-    batcher.push("d")
-    assert sent == [(1, "a"), (2, "bcd")]
     batcher.push("")
+    batcher.flush()  # the end of a stream sends what is pending
+    assert sent == [(1, "a"), (2, "bc")]
     batcher.flush()
-    assert sent == [(1, "a"), (2, "bcd")]
     assert batcher.seq == 2
+
+
+def test_without_a_running_loop_every_push_is_sent() -> None:
+    sent: list[tuple[int, str]] = []
+    batcher = DeltaBatcher(lambda seq, text: sent.append((seq, text)), interval=3600)
+    batcher.push("a")
+    batcher.push("b")
+    assert sent == [(1, "a"), (2, "b")]
 
 
 async def test_trailing_flush_runs_on_the_event_loop() -> None:
@@ -51,7 +57,7 @@ async def test_trailing_flush_runs_on_the_event_loop() -> None:
     assert sent == [(1, "a"), (2, "b")]
 
 
-def test_reset_drops_pending() -> None:
+async def test_reset_drops_pending() -> None:
     sent: list[tuple[int, str]] = []
     batcher = DeltaBatcher(lambda seq, text: sent.append((seq, text)), interval=3600)
     batcher.push("a")

@@ -35,9 +35,10 @@ def test_history_block_is_folded() -> None:
     assert repr(block) == "ThinkingBlock(done, 8 chars)"
 
 
-def test_streaming_batches_deltas_and_syncs_text_once(sent: SentMessages,
-                                                       syncs: StateSyncs) -> None:
-    # An interval no test run can reach: every delta after the first waits for flush().
+async def test_streaming_batches_deltas_and_syncs_text_once(sent: SentMessages,
+                                                             syncs: StateSyncs) -> None:
+    # Inside a running loop with an interval no test reaches: every delta after the first
+    # waits for flush().
     block = ThinkingBlock(flush_interval=3600)
     syncs.clear()
     block.append("a")
@@ -55,7 +56,7 @@ def test_streaming_batches_deltas_and_syncs_text_once(sent: SentMessages,
     assert repr(block) == "ThinkingBlock(done, 4 chars)"
 
 
-def test_snapshot_excludes_pending_text(sent: SentMessages) -> None:
+async def test_snapshot_excludes_pending_text(sent: SentMessages) -> None:
     block = ThinkingBlock(flush_interval=3600)
     block.append("first ")
     block.append("pending")
