@@ -109,7 +109,8 @@ export function createTokenStats(el: HTMLElement, options: ComponentOptions<Toke
     if (current) {
       input.textContent = `↑${formatTokens(current.input_tokens)}`;
       output.textContent = `↓${formatTokens(current.output_tokens)}`;
-      calls.textContent = `· ${t(lang, "calls", { n: current.api_calls ?? 0 })}`;
+      const count = current.api_calls ?? 0;
+      calls.textContent = `· ${t(lang, count === 1 ? "calls_one" : "calls", { n: count })}`;
     }
     const percent = Number(ctx.percent) || 0;
     contextText.textContent = `${t(lang, "context")} ${formatPercent(percent)}%`;

@@ -74,7 +74,7 @@ class TokenStats(NetaWidget):
         if not self.running:
             return context
         realtime = (f"↑{format_tokens(c['input_tokens'])} ↓{format_tokens(c['output_tokens'])}"
-                    f" · {label(self.lang, 'calls', n=c['api_calls'])}")
+                    f" · {label(self.lang, _calls_key(c['api_calls']), n=c['api_calls'])}")
         return f"{realtime} | {context}"
 
     def __repr__(self) -> str:
@@ -93,3 +93,7 @@ class TokenStats(NetaWidget):
                  f"{ctx['used_tokens']:,}/{ctx['max_tokens']:,}")
         return (f'<span title="{html.escape(title)}" style="font-family:system-ui,sans-serif;'
                 f'font-size:12px;color:#57606a">{html.escape(self._fallback_text())}</span>')
+
+
+def _calls_key(count: int) -> str:
+    return "calls_one" if count == 1 else "calls"

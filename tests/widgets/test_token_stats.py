@@ -58,3 +58,14 @@ def test_fallbacks() -> None:
     assert stats._fallback_text() == "↑1.2K ↓340 · 3次 | 上下文 32% 🟢"
     html = stats._fallback_html()
     assert 'title="in 1,234 · out 340 · total 1,574 · calls 3 · context 64,000/200,000"' in html
+
+
+def test_one_call_is_singular() -> None:
+    def stats(calls: int) -> str:
+        return TokenStats(current={"input_tokens": 1, "output_tokens": 1, "total_tokens": 2,
+                                   "api_calls": calls},
+                          context={"used_tokens": 1, "max_tokens": 10, "percent": 10.0},
+                          running=True)._fallback_text()
+
+    assert "· 1 call |" in stats(1)
+    assert "· 2 calls |" in stats(2)
