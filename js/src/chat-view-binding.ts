@@ -1,15 +1,14 @@
 /**
  * Binds the chat view and the session list to their anywidget models.
  *
- * The chat view's stream arrives as numbered batches (`{kind: "batch", seq, ops}`), at most
- * one per frame interval. Batches apply in order; a view that sees a gap in the numbering,
- * or that opens while a turn runs, asks the kernel for `sync` and continues from the state
- * it returns (batches up to that number are in it; the kernel sends in order). Between
- * turns the traits are the whole state, and `_seq` is the batch they include.
+ * The chat view's stream arrives as numbered batches (`{kind: "batch", seq, ops}`), followed
+ * by `followNumberedBatches` (a gap or a view opened mid-turn asks the kernel for `sync`).
+ * Between turns the traits are the whole state, and `_seq` is the batch they include.
  */
 import type { AnyModel, RenderProps } from "@anywidget/types";
 import { readTraits, request, type Cleanup } from "./anywidget-binding";
 import { createChatView, type ChatOp, type ChatSnapshot, type ChatViewState, type OlderPage } from "./chat-view";
+import { followNumberedBatches } from "./numbered-batches";
 import { createSessionSidebar, type SessionSidebarState } from "./session-sidebar";
 
 type Model = AnyModel<Record<string, unknown>>;
@@ -60,60 +59,32 @@ export function renderChatView({ model: anyModel, el }: Pick<RenderProps, "model
   });
   view.update(readTraits<ChatViewState>(model, CHAT_TRAITS));
 
-  let seq: number | null = null;
-  let resyncing = false;
-  let disposed = false;
-
-  const resync = () => {
-    if (resyncing || disposed) return;
-    resyncing = true;
-    seq = null;
-    request<ChatSnapshot>(model, "sync")
-      .then((snapshot) => {
-        if (disposed) return;
-        seq = snapshot.seq;
-        view.applySnapshot(snapshot);
-      })
-      .catch(() => undefined) // no kernel (a saved notebook): the traits are all there is
-      .finally(() => {
-        resyncing = false;
-      });
-  };
-
-  const onMessage = (message: unknown) => {
-    const batch = message as BatchMessage;
-    if (!batch || batch.kind !== "batch") return;
-    if (seq === null) {
-      if (!resyncing) resync();
-      return;
-    }
-    if (batch.seq <= seq) return;
-    if (batch.seq !== seq + 1) {
-      resync();
-      return;
-    }
-    seq = batch.seq;
-    const ops: ChatOp[] = [];
-    let window: WindowOp | null = null;
-    for (const op of batch.ops) {
-      if (op.op === "window") window = op;
-      else ops.push(op);
-    }
-    view.applyOps(ops);
-    if (window) {
-      // The turn ended: the kernel names the window instead of sending its text again.
-      // Set locally (never saved back): what this frontend renders and what a saved
-      // notebook keeps. The change events update the view like a kernel sync would.
-      const items = view.items(window.ids);
-      if (items === null) {
-        resync();
-        return;
+  const stream = followNumberedBatches<BatchMessage, ChatSnapshot>(model, {
+    kind: "batch",
+    snapshot: "sync",
+    applySnapshot: (snapshot) => view.applySnapshot(snapshot),
+    applyBatch: (batch) => {
+      const ops: ChatOp[] = [];
+      let window: WindowOp | null = null;
+      for (const op of batch.ops) {
+        if (op.op === "window") window = op;
+        else ops.push(op);
       }
-      model.set("messages", items);
-      model.set("has_older", window.has_older);
-    }
-  };
-  model.on("msg:custom", onMessage);
+      view.applyOps(ops);
+      if (window) {
+        // The turn ended: the kernel names the window instead of sending its text again.
+        // Set locally (never saved back): what this frontend renders and what a saved
+        // notebook keeps. The change events update the view like a kernel sync would.
+        const items = view.items(window.ids);
+        if (items === null) {
+          stream.resync();
+          return;
+        }
+        model.set("messages", items);
+        model.set("has_older", window.has_older);
+      }
+    },
+  });
 
   const listeners = CHAT_TRAITS.map((trait) => {
     const listener = () => {
@@ -122,7 +93,7 @@ export function renderChatView({ model: anyModel, el }: Pick<RenderProps, "model
         // update before it fires change events, so the other traits are current here.
         view.update({ session_id: model.get("session_id") as string });
         view.update(readTraits<ChatViewState>(model, CHAT_TRAITS));
-        if (!resyncing) seq = Number(model.get("_seq") ?? 0);
+        stream.continueFrom(Number(model.get("_seq") ?? 0));
         return;
       }
       view.update({ [trait]: model.get(trait) } as Partial<ChatViewState>);
@@ -132,16 +103,15 @@ export function renderChatView({ model: anyModel, el }: Pick<RenderProps, "model
   });
   const onSeq = () => {
     // Between turns the traits are the whole state as of batch `_seq`.
-    if (!model.get("running") && !resyncing) seq = Number(model.get("_seq") ?? 0);
+    if (!model.get("running")) stream.continueFrom(Number(model.get("_seq") ?? 0));
   };
   model.on("change:_seq", onSeq);
 
-  if (model.get("running")) resync();
-  else seq = Number(model.get("_seq") ?? 0);
+  if (model.get("running")) stream.resync();
+  else stream.continueFrom(Number(model.get("_seq") ?? 0));
 
   return () => {
-    disposed = true;
-    model.off("msg:custom", onMessage);
+    stream.dispose();
     model.off("change:_seq", onSeq);
     for (const [trait, listener] of listeners) model.off(`change:${trait}`, listener);
     view.destroy();

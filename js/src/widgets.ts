@@ -5,6 +5,7 @@
 import type { AnyModel } from "@anywidget/types";
 import { bindComponent, request, type WidgetRenderer } from "./anywidget-binding";
 import { renderChatView, renderSessionSidebar } from "./chat-view-binding";
+import { followNumberedBatches } from "./numbered-batches";
 import { createSkillCard, type SkillCardState } from "./skill-card";
 import { createThinkingBlock, type ThinkingBlock, type ThinkingBlockState } from "./thinking-block";
 import { createThinkingLevelSelector, type ThinkingLevelSelectorState } from "./thinking-level-selector";
@@ -32,55 +33,21 @@ interface StreamSnapshot {
  * or that sees a gap in the numbering, asks the kernel for a snapshot and goes on from it.
  */
 function bindThinkingStream(block: ThinkingBlock, model: Model): () => void {
-  let seq: number | null = null;
-  let resyncing = false;
-  let disposed = false;
-
-  const resync = () => {
-    if (resyncing || disposed) return;
-    resyncing = true;
-    seq = null;
-    request<StreamSnapshot>(model, "snapshot")
-      .then((snapshot) => {
-        if (disposed) return;
-        seq = snapshot.seq;
-        block.update({ text: snapshot.text });
-      })
-      .catch(() => undefined)
-      .finally(() => {
-        resyncing = false;
-      });
-  };
-
-  const onMessage = (message: unknown) => {
-    const append = message as AppendMessage;
-    if (!append || append.kind !== "append") return;
-    if (seq === null) {
-      // Batches before the snapshot's reply are in the snapshot; the kernel sends in order.
-      if (!resyncing) resync();
-      return;
-    }
-    if (append.seq <= seq) return;
-    if (append.seq !== seq + 1) {
-      resync();
-      return;
-    }
-    seq = append.seq;
-    block.append(append.text);
-  };
-  model.on("msg:custom", onMessage);
+  const stream = followNumberedBatches<AppendMessage, StreamSnapshot>(model, {
+    kind: "append",
+    snapshot: "snapshot",
+    applyBatch: (append) => block.append(append.text),
+    applySnapshot: (snapshot) => block.update({ text: snapshot.text }),
+  });
   // A stream that is over needs no snapshot: its text trait is complete.
-  if (model.get("streaming")) resync();
-  else seq = Number(model.get("_seq") ?? 0);
+  if (model.get("streaming")) stream.resync();
+  else stream.continueFrom(Number(model.get("_seq") ?? 0));
   const onStreaming = () => {
-    if (model.get("streaming")) {
-      seq = Number(model.get("_seq") ?? 0);
-    }
+    if (model.get("streaming")) stream.continueFrom(Number(model.get("_seq") ?? 0));
   };
   model.on("change:streaming", onStreaming);
   return () => {
-    disposed = true;
-    model.off("msg:custom", onMessage);
+    stream.dispose();
     model.off("change:streaming", onStreaming);
   };
 }

@@ -234,3 +234,23 @@ def test_a_second_view_and_a_reload_show_the_current_state(lab: LabSession) -> N
         assert errors == []
     finally:
         fresh.close()
+
+
+def test_a_lost_batch_mid_stream_is_recovered_from_the_kernel(lab: LabSession) -> None:
+    path = lab.run_notebook("chat_gap.ipynb", [chat_cells.IMPORTS, chat_cells.LONG_ANSWER])
+    page = lab.page
+    _send(lab, "Write a long answer")
+    page.wait_for_function(
+        "() => (document.querySelector('.neta-is-live .neta-chat-text')?.textContent ?? '')"
+        ".includes('word20 ')", timeout=60_000)
+    # Simulate a batch the server dropped: the next one arrives with a number skipped.
+    lab.execute(path, "chat._batcher.seq += 1")
+    page.wait_for_function(IDLE, timeout=60_000)
+    kernel_text = lab.execute(path, "print(session.messages[-1].text)").strip()
+    assert kernel_text.endswith("word599")
+    page.wait_for_function(
+        "(expected) => { const nodes = document.querySelectorAll("
+        "'.neta-chat-assistant .neta-chat-text');"
+        " const last = nodes[nodes.length - 1];"
+        " return last && last.textContent.trim() === expected; }",
+        arg=kernel_text, timeout=10_000)
