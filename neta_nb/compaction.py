@@ -25,6 +25,7 @@ __all__ = [
     "SUMMARY_SYSTEM_PROMPT",
     "CompactionError",
     "CompactionPlan",
+    "count_characters",
     "estimate_tokens_after",
     "plan_compaction",
     "render_transcript",
@@ -76,12 +77,12 @@ def plan_compaction(view: Sequence[Message], *, keep_turns: int = 2,
     if keep_turns < 1:
         raise ValueError("keep_turns must be at least 1")
     blocks = _blocks(view)
-    total = _characters(view)
+    total = count_characters(view)
     turn_starts = [n for n, block in enumerate(blocks)
                    if block[0].role == "user" and not block[0].metadata.compacted]
 
     def too_big(cut: int) -> bool:
-        return 4 * _characters([m for block in blocks[cut:] for m in block]) > 3 * total
+        return 4 * count_characters([m for block in blocks[cut:] for m in block]) > 3 * total
 
     cut = turn_starts[-keep_turns] if len(turn_starts) > keep_turns else 0
     for start in turn_starts[-keep_turns + 1:] if keep_turns > 1 else []:
@@ -130,7 +131,8 @@ def summary_message(summary: str) -> Message:
     return message
 
 
-def _characters(messages: Sequence[Message]) -> int:
+def count_characters(messages: Sequence[Message]) -> int:
+    """Characters a model reads in these messages (text, thinking, calls, results)."""
     total = 0
     for message in messages:
         for part in message.parts:
@@ -149,6 +151,6 @@ def estimate_tokens_after(tokens_before: int, old_view: Sequence[Message],
     """The context the new view will occupy, until the next model call reports it exactly:
     the kept messages are charged their share (by characters) of the last real figure,
     the summary what its call really produced, the injected plan ~4 characters a token."""
-    old_chars = _characters(old_view)
-    kept_tokens = round(tokens_before * _characters(kept) / old_chars) if old_chars else 0
-    return kept_tokens + summary_tokens + _characters(injected) // 4
+    old_chars = count_characters(old_view)
+    kept_tokens = round(tokens_before * count_characters(kept) / old_chars) if old_chars else 0
+    return kept_tokens + summary_tokens + count_characters(injected) // 4

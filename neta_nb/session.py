@@ -26,6 +26,7 @@ from typing import Any, Literal, get_args
 from .compaction import (
     SUMMARY_SYSTEM_PROMPT,
     CompactionError,
+    count_characters,
     estimate_tokens_after,
     plan_compaction,
     render_transcript,
@@ -219,6 +220,7 @@ class AgentSession:
         self.compactions: list[CompactionRecord] = []
         """Every compaction of this session (the chat view draws a marker for each)."""
         self._last_turn_usage = TurnUsage()
+        self._chars_since_usage = 0  # prompt text added since the last reported usage
         self._usage = Usage()
         self._think_level: ThinkLevel | None = _check_level(think_level)
         self._subscribers: list[Callable[[Event], None]] = []
@@ -550,6 +552,7 @@ class AgentSession:
             # What this call put in the window: its prompt (cached or not) plus its
             # answer, which the next call will carry.
             self._last_context = self._context_of(usage.context_tokens + usage.output_tokens)
+            self._chars_since_usage = 0
         self._usage = self._usage + usage
         turn.usage = self._last_turn_usage = _add_turn_usage(turn.usage, usage)
         self._emit(TokenUpdateEvent(current=turn.usage, context=self._last_context))
@@ -563,8 +566,11 @@ class AgentSession:
     def _context_is_nearly_full(self) -> bool:
         threshold = self.agent.compact_at
         context = self._last_context
+        # The last real figure plus what was appended since (a large tool result can fill
+        # the window before the next call reports it), at ~4 characters a token.
+        used = context.used_tokens + self._chars_since_usage // 4
         return bool(threshold is not None and context.max_tokens
-                    and context.used_tokens >= threshold * context.max_tokens)
+                    and used >= threshold * context.max_tokens)
 
     async def compact(self) -> CompactionEvent | None:
         """Summarise older turns now (between turns). Returns the ``compaction`` event, or
@@ -638,6 +644,7 @@ class AgentSession:
                                                         kept_from=plan.kept[0].id,
                                                         compactions=self.compactions))
         self._last_context = self._context_of(after)
+        self._chars_since_usage = 0  # the estimate above covers the whole new view
         self._emit(compaction)
         # The context figure changes now, not at the next call.
         self._emit(TokenUpdateEvent(current=turn.usage if turn else self._last_turn_usage,
@@ -869,6 +876,8 @@ class AgentSession:
         # and some APIs reject empty assistant turns: they stay out of the model's view.
         if message.parts:
             self._view.append(message)
+            if message.role != "assistant":  # an answer's tokens are in its own usage
+                self._chars_since_usage += count_characters([message])
         self._persist(message)
 
     def _persist(self, message: Message) -> None:

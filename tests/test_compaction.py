@@ -192,3 +192,26 @@ async def test_scripted_model_summarises_and_keeps_its_script_after_compaction()
     await session.run("Third time")
     assert rec.of("done")[0].stop_reason == "end_turn"
     assert "skill_end" in rec.types
+
+
+async def test_a_large_tool_result_counts_before_the_next_call() -> None:
+    from neta_nb import tool
+
+    @tool(core=True)
+    def dump_table() -> str:
+        """Returns a lot of text."""
+        return "x" * 2_000  # ~500 tokens: half the window
+
+    session, rec, provider = make([
+        answer("one", usage=Usage(input_tokens=200, output_tokens=50)),
+        calls(("d", "dump_table", {}), usage=Usage(input_tokens=300, output_tokens=50)),
+        summary(output_tokens=20),
+        answer("done", usage=Usage(input_tokens=400, output_tokens=10)),
+    ])
+    session.catalog.register(dump_table)
+    await session.run("q1")
+    await session.run("q2")
+    # 35 % reported by the last call + ~50 % of new tool output ≥ 80 %: compact first.
+    assert provider.requests[2].purpose == "summary"
+    assert rec.types.count("compaction") == 1
+    assert session.messages[-1].text == "done"
