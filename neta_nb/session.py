@@ -253,6 +253,20 @@ class AgentSession:
         return list(self._view)
 
     @property
+    def streaming_message(self) -> Message | None:
+        """The answer being streamed right now, as far as it got (``None`` between model
+        calls): a view that opens mid-answer starts from it."""
+        turn = self._turn
+        if turn is None or turn.assembler is None:
+            return None
+        return Message.assistant(turn.assembler.snapshot())
+
+    @property
+    def thinking_streaming(self) -> bool:
+        """True while a thinking block is streaming."""
+        return self._turn is not None and self._turn.thinking_open
+
+    @property
     def usage(self) -> Usage:
         """Usage of every model call in this session, as the provider reported it."""
         return self._usage

@@ -179,6 +179,14 @@ class ChatView(NetaWidget):
             self.approvals = []
             self.notice = ""
             self._seq = self._batcher.seq
+        partial = session.streaming_message if session.running else None
+        if partial is not None and partial.parts:
+            # Bound mid-answer (a second view, a sidebar click): start from what already
+            # streamed; the events that follow continue it.
+            self._live = LiveResponse(id=new_id("live_"),
+                                      thinking=[partial.thinking] if partial.thinking else [],
+                                      text=[partial.text] if partial.text else [],
+                                      thinking_open=session.thinking_streaming)
         self._unsubscribe = session.subscribe(self._on_event)
         self._detach = session.attach_approver()
 

@@ -428,3 +428,26 @@ def test_the_agent_selector_starts_a_new_session_with_the_chosen_agent() -> None
     assert chat.session.catalog is session.catalog
     with pytest.raises(RequestError, match="no agent named"):
         chat._switch_agent({"name": "nobody"})
+
+
+async def test_a_view_bound_mid_answer_starts_from_what_already_streamed() -> None:
+    gate = asyncio.Event()
+    session, _ = make_session([[ThinkingDelta("Let me "), ThinkingDelta("see."), ThinkingEnd(),
+                                TextDelta("Hello "), gate.wait, TextDelta("world"),
+                                UsageUpdate(Usage()), StreamDone("end_turn")]])
+    seen = asyncio.Event()
+    session.subscribe(lambda event: seen.set() if event.type == "token" else None)
+    task = session.start("hi")
+    await asyncio.wait_for(seen.wait(), 5)
+    assert session.streaming_message is not None
+    assert session.streaming_message.text == "Hello " and not session.thinking_streaming
+    chat = ChatView(session)  # a second view, opened mid-answer
+    live = chat._sync({})["live"]
+    assert live is not None
+    assert (live["thinking"], live["text"], live["thinking_open"]) == ("Let me see.", "Hello ",
+                                                                       False)
+    gate.set()
+    await task
+    assert session.streaming_message is None
+    assert session.messages[-1].text == "Hello world"
+    assert chat._sync({})["messages"][-1]["text"] == "Hello world"
