@@ -350,11 +350,12 @@ _PLAN = [
 _FINAL_ANSWER = """\
 ## Sample data: first look
 
-I listed the working directory and profiled the bundled sample table.
+I listed the working directory and profiled the bundled sample table, `sample_sales.csv`.
 
-- **Shape**: every column was profiled; none of them is empty.
-- **Types**: identifiers and dates parse cleanly; the numeric columns have no stray text.
-- **Gaps**: a handful of missing values, all in optional columns.
+- **Shape**: 40 orders × 8 columns; no column is empty.
+- **Types**: ids and dates parse cleanly; `units`, `unit_price`, `revenue` and
+  `customer_rating` are numeric throughout.
+- **Gaps**: `region` is missing in 2 rows, `customer_rating` in 13.
 
 | check | result |
 |---|---|
@@ -365,9 +366,11 @@ I listed the working directory and profiled the bundled sample table.
 To load the table yourself:
 
 ```python
+from importlib.resources import files
+
 import pandas as pd
 
-df = pd.read_csv("sample.csv")
+df = pd.read_csv(files("neta_nb.tools") / "data" / "sample_sales.csv")
 df.describe(include="all")
 ```
 
