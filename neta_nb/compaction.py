@@ -18,14 +18,20 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .messages import Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart
+from .messages import (
+    Message,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+    count_characters,
+)
 
 __all__ = [
     "SUMMARY_HEADER",
     "SUMMARY_SYSTEM_PROMPT",
     "CompactionError",
     "CompactionPlan",
-    "count_characters",
     "estimate_tokens_after",
     "plan_compaction",
     "render_transcript",
@@ -129,20 +135,6 @@ def summary_message(summary: str) -> Message:
     message = Message.user(f"{SUMMARY_HEADER}\n\n{summary.strip()}")
     message.metadata.compacted = True
     return message
-
-
-def count_characters(messages: Sequence[Message]) -> int:
-    """Characters a model reads in these messages (text, thinking, calls, results)."""
-    total = 0
-    for message in messages:
-        for part in message.parts:
-            if isinstance(part, (TextPart, ThinkingPart)):
-                total += len(part.text)
-            elif isinstance(part, ToolCallPart):
-                total += len(part.name) + len(part.raw_args or json.dumps(part.args))
-            elif isinstance(part, ToolResultPart):
-                total += len(part.content)
-    return total
 
 
 def estimate_tokens_after(tokens_before: int, old_view: Sequence[Message],

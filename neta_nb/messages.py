@@ -15,8 +15,10 @@ Everything here round-trips through JSON without loss (:func:`dump_messages`,
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
+from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -35,6 +37,7 @@ __all__ = [
     "ToolExecution",
     "ToolResultPart",
     "Usage",
+    "count_characters",
     "dump_messages",
     "load_messages",
     "new_id",
@@ -229,6 +232,20 @@ class ToolDefinition(_Model):
 
 
 _messages_adapter: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
+
+
+def count_characters(messages: Iterable[Message]) -> int:
+    """Characters a model reads in these messages (text, thinking, calls, results)."""
+    total = 0
+    for message in messages:
+        for part in message.parts:
+            if isinstance(part, (TextPart, ThinkingPart)):
+                total += len(part.text)
+            elif isinstance(part, ToolCallPart):
+                total += len(part.name) + len(part.raw_args or json.dumps(part.args))
+            elif isinstance(part, ToolResultPart):
+                total += len(part.content)
+    return total
 
 
 def dump_messages(messages: list[Message]) -> str:

@@ -26,7 +26,6 @@ from typing import Any, Literal, get_args
 from .compaction import (
     SUMMARY_SYSTEM_PROMPT,
     CompactionError,
-    count_characters,
     estimate_tokens_after,
     plan_compaction,
     render_transcript,
@@ -64,6 +63,7 @@ from .messages import (
     ToolCallPart,
     ToolExecution,
     Usage,
+    count_characters,
 )
 from .providers.base import (
     ModelRequest,
@@ -216,7 +216,6 @@ class AgentSession:
         self.todo = TodoStore()
         self._messages: list[Message] = []
         self._view: list[Message] = []  # what the model sees: see _history_for_model
-        self._view_prefix: list[Message] = []  # injected by the latest compaction
         self.compactions: list[CompactionRecord] = []
         """Every compaction of this session (the chat view draws a marker for each)."""
         self._last_turn_usage = TurnUsage()
@@ -646,7 +645,6 @@ class AgentSession:
                                       usage.output_tokens if usage else len(text) // 4,
                                       prefix[1:])
         self._view = [*prefix, *plan.kept]
-        self._view_prefix = prefix
         compaction = CompactionEvent(tokens_before=before, tokens_after=after,
                                      messages_folded=len(plan.folded))
         self.compactions.append(CompactionRecord(after_message=len(self._messages),
@@ -949,7 +947,6 @@ class AgentSession:
             if view.kept_from in ids:
                 start = ids.index(view.kept_from)
                 session._view = [*view.prefix, *session._view[start:]]
-                session._view_prefix = list(view.prefix)
                 session.compactions = list(view.compactions)
             else:
                 store.warnings.append(f"session {session_id}: the compacted view points at "

@@ -46,8 +46,8 @@ from .base import (
     ModelRequest,
     Provider,
     ProviderError,
-    ResponseAssembler,
     StreamDone,
+    StreamedSoFar,
     StreamEvent,
     TextDelta,
     ThinkingDelta,
@@ -101,24 +101,24 @@ class AnthropicProvider(Provider):
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         kwargs = self.request_kwargs(request)
-        assembler = ResponseAssembler()
+        streamed = StreamedSoFar()
         try:
             stream = await self._client.messages.create(**kwargs, stream=True)
         except (anthropic.AnthropicError, httpx2.HTTPError) as error:
-            raise _provider_error(error, assembler, started=False) from error
+            raise _provider_error(error, streamed, started=False) from error
 
         reader = _EventReader()
         try:
             async with stream:
                 async for raw in stream:
                     for event in reader.read(raw):
-                        assembler.feed(event)
+                        streamed.events.append(event)
                         yield event
         except (anthropic.AnthropicError, httpx2.HTTPError) as error:
-            raise _provider_error(error, assembler, started=True, usage=reader.usage) from error
+            raise _provider_error(error, streamed, started=True, usage=reader.usage) from error
         if not reader.finished:
             raise ProviderError("Anthropic stream ended before message_stop",
-                                retryable=True, partial=assembler.snapshot(),
+                                retryable=True, partial=streamed.parts(),
                                 usage=reader.usage)
 
 
@@ -236,10 +236,10 @@ def _first(value: int | None, fallback: int) -> int:
     return fallback if value is None else value
 
 
-def _provider_error(error: Exception, assembler: ResponseAssembler, *, started: bool,
+def _provider_error(error: Exception, streamed: StreamedSoFar, *, started: bool,
                     usage: Usage | None = None) -> ProviderError:
     """The one place SDK and transport exceptions become :class:`ProviderError`."""
-    partial = assembler.snapshot()
+    partial = streamed.parts()
     if isinstance(error, anthropic.APIStatusError):
         detail = error.api_message or error.message
         if error.status_code >= 400:

@@ -45,6 +45,7 @@ __all__ = [
     "ResponseAssembler",
     "StreamDone",
     "StreamEvent",
+    "StreamedSoFar",
     "TextDelta",
     "ThinkingDelta",
     "ThinkingEnd",
@@ -162,6 +163,24 @@ class Provider(ABC):
     def __repr__(self) -> str:
         # Never include keys or clients: reprs end up in notebooks and logs.
         return f"{type(self).__name__}({self.model_id!r})"
+
+
+class StreamedSoFar:
+    """The events a provider has yielded for the current response, kept so that a failure
+    can carry what streamed (``ProviderError.partial``). The success path only appends;
+    the events are folded into parts when a failure needs them — the runtime assembles the
+    same events itself, so assembling here too would do the work twice per delta."""
+
+    __slots__ = ("events",)
+
+    def __init__(self) -> None:
+        self.events: list[StreamEvent] = []
+
+    def parts(self) -> list[Part]:
+        assembler = ResponseAssembler()
+        for event in self.events:
+            assembler.feed(event)
+        return assembler.snapshot()
 
 
 class ResponseAssembler:

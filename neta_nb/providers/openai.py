@@ -50,8 +50,8 @@ from .base import (
     ModelRequest,
     Provider,
     ProviderError,
-    ResponseAssembler,
     StreamDone,
+    StreamedSoFar,
     StreamEvent,
     TextDelta,
     ThinkingDelta,
@@ -119,24 +119,24 @@ class OpenAIProvider(Provider):
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         kwargs = self.request_kwargs(request)
-        assembler = ResponseAssembler()
+        streamed = StreamedSoFar()
         try:
             stream = await self._client.chat.completions.create(**kwargs, stream=True)
         except (openai.OpenAIError, httpx2.HTTPError) as error:
-            raise _provider_error(error, assembler, started=False) from error
+            raise _provider_error(error, streamed, started=False) from error
 
         reader = _ChunkReader()
         try:
             async with stream:
                 async for chunk in stream:
                     for event in reader.read(chunk):
-                        assembler.feed(event)
+                        streamed.events.append(event)
                         yield event
         except (openai.OpenAIError, httpx2.HTTPError) as error:
-            raise _provider_error(error, assembler, started=True, usage=reader.usage) from error
+            raise _provider_error(error, streamed, started=True, usage=reader.usage) from error
         if reader.finish_reason is None:
             raise ProviderError("OpenAI-compatible stream ended before a finish_reason",
-                                retryable=True, partial=assembler.snapshot(),
+                                retryable=True, partial=streamed.parts(),
                                 usage=reader.usage)
         yield StreamDone(_FINISH_REASONS.get(reader.finish_reason, reader.finish_reason))
 
@@ -253,10 +253,10 @@ def _usage(usage: CompletionUsage) -> Usage:
                  thinking_tokens=(completion.reasoning_tokens or 0) if completion else 0)
 
 
-def _provider_error(error: Exception, assembler: ResponseAssembler, *, started: bool,
+def _provider_error(error: Exception, streamed: StreamedSoFar, *, started: bool,
                     usage: Usage | None = None) -> ProviderError:
     """The one place SDK and transport exceptions become :class:`ProviderError`."""
-    partial = assembler.snapshot()
+    partial = streamed.parts()
     if isinstance(error, openai.APIStatusError):
         status = error.status_code
         return ProviderError(f"OpenAI API error {status}: {_detail(error)}",

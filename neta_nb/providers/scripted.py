@@ -45,18 +45,15 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..messages import (
     Message,
-    TextPart,
-    ThinkingPart,
-    ToolCallPart,
-    ToolResultPart,
     Usage,
+    count_characters,
 )
 from .base import (
     ModelRequest,
     Provider,
     ProviderError,
-    ResponseAssembler,
     StreamDone,
+    StreamedSoFar,
     StreamEvent,
     TextDelta,
     ThinkingDelta,
@@ -210,7 +207,7 @@ class ScriptedProvider(Provider):
         usage = Usage(input_tokens=input_tokens)
         yield UsageUpdate(usage)
 
-        assembler = ResponseAssembler()
+        streamed = StreamedSoFar()
         output_chars = thinking_chars = calls = 0
         override: dict[str, int] = {}
         pacer = _Pacer(self.chars_per_second)
@@ -221,19 +218,19 @@ class ScriptedProvider(Provider):
                 for piece in pacer.pieces(step.thinking):
                     await pacer.wait(len(piece))
                     event: StreamEvent = ThinkingDelta(piece)
-                    assembler.feed(event)
+                    streamed.events.append(event)
                     yield event
                 thinking_chars += len(step.thinking)
                 output_chars += len(step.thinking)
                 # No signature: a scripted block must never pass for a vendor-signed one.
                 end = ThinkingEnd()
-                assembler.feed(end)
+                streamed.events.append(end)
                 yield end
             elif isinstance(step, TextStep):
                 for piece in pacer.pieces(step.text):
                     await pacer.wait(len(piece))
                     event = TextDelta(piece)
-                    assembler.feed(event)
+                    streamed.events.append(event)
                     yield event
                 output_chars += len(step.text)
             elif isinstance(step, ToolCallStep):
@@ -245,7 +242,7 @@ class ScriptedProvider(Provider):
                 output_chars += len(call.name) + len(arguments)
                 # A deep copy: the runtime owns its arguments; the script stays as written.
                 ready = ToolCallReady(id=call_id, name=call.name, args=copy.deepcopy(call.args))
-                assembler.feed(ready)
+                streamed.events.append(ready)
                 yield ready
             elif isinstance(step, UsageStep):
                 override.update(step.usage.model_dump(exclude_none=True))
@@ -253,7 +250,7 @@ class ScriptedProvider(Provider):
                 usage = _usage(input_tokens, output_chars, thinking_chars, override)
                 raise ProviderError(step.error.message, retryable=step.error.retryable,
                                     status_code=step.error.status_code,
-                                    partial=assembler.snapshot(), usage=usage)
+                                    partial=streamed.parts(), usage=usage)
 
         yield UsageUpdate(_usage(input_tokens, output_chars, thinking_chars, override))
         stop_reason = response.stop_reason or ("tool_use" if calls else "end_turn")
@@ -325,18 +322,9 @@ def _assistant_messages_since_last_user(messages: Sequence[Message]) -> int:
 
 
 def _request_characters(request: ModelRequest) -> int:
-    total = len(request.system_prompt)
-    for tool in request.tools:
-        total += len(tool.name) + len(tool.description) + len(json.dumps(tool.parameters))
-    for message in request.messages:
-        for part in message.parts:
-            if isinstance(part, TextPart | ThinkingPart):
-                total += len(part.text)
-            elif isinstance(part, ToolCallPart):
-                total += len(part.name) + len(part.raw_args or json.dumps(part.args))
-            elif isinstance(part, ToolResultPart):
-                total += len(part.content)
-    return total
+    tools = sum(len(tool.name) + len(tool.description) + len(json.dumps(tool.parameters))
+                for tool in request.tools)
+    return len(request.system_prompt) + tools + count_characters(request.messages)
 
 
 # --- the built-in demo -------------------------------------------------------------------
