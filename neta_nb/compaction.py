@@ -15,6 +15,7 @@ The full original history is never touched; only the view the model sees changes
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -24,7 +25,16 @@ from .messages import (
     ThinkingPart,
     ToolCallPart,
     ToolResultPart,
+    Usage,
     count_characters,
+)
+from .providers.base import (
+    ModelRequest,
+    Provider,
+    ProviderError,
+    StreamDone,
+    TextDelta,
+    UsageUpdate,
 )
 
 __all__ = [
@@ -32,11 +42,16 @@ __all__ = [
     "SUMMARY_SYSTEM_PROMPT",
     "CompactionError",
     "CompactionPlan",
+    "Summary",
+    "compacted_prefix",
     "estimate_tokens_after",
     "plan_compaction",
     "render_transcript",
+    "summarise",
     "summary_message",
 ]
+
+log = logging.getLogger(__name__)
 
 SUMMARY_SYSTEM_PROMPT = (
     "You compress conversations. Summarise the transcript you are given so the "
@@ -135,6 +150,58 @@ def summary_message(summary: str) -> Message:
     message = Message.user(f"{SUMMARY_HEADER}\n\n{summary.strip()}")
     message.metadata.compacted = True
     return message
+
+
+def compacted_prefix(summary: str, plan: str | None) -> list[Message]:
+    """What replaces the folded messages in the model's view: the summary, then the
+    active plan (``TodoStore.format_for_injection``) so the plan survives compaction."""
+    prefix = [summary_message(summary)]
+    if plan is not None:
+        injected = Message.user(plan)
+        injected.metadata.compacted = True
+        prefix.append(injected)
+    return prefix
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What the summarising call produced, and what it cost."""
+
+    text: str
+    usage: Usage | None
+
+
+async def summarise(provider: Provider, folded: Sequence[Message]) -> Summary:
+    """Summarise ``folded`` with the session's own model (``purpose="summary"``, thinking
+    off). Any failure, or an answer with no text or no final event, raises
+    :class:`CompactionError`: the caller then leaves the history as it was."""
+    request = ModelRequest(system_prompt=SUMMARY_SYSTEM_PROMPT,
+                           messages=[Message.user(render_transcript(folded))],
+                           think_level="off", purpose="summary")
+    chunks: list[str] = []
+    usage: Usage | None = None
+    finished = False
+    try:
+        async for piece in provider.stream(request):
+            if isinstance(piece, TextDelta):
+                chunks.append(piece.text)
+            elif isinstance(piece, UsageUpdate):
+                usage = piece.usage
+            elif isinstance(piece, StreamDone):
+                finished = True
+    except ProviderError as exc:
+        raise CompactionError(f"Compacting the conversation failed: {exc.message}. "
+                              f"The history was left as it was.") from exc
+    except Exception as exc:
+        log.exception("the summarising call failed")
+        raise CompactionError(f"Compacting the conversation failed: "
+                              f"{type(exc).__name__}: {exc}. The history was left as "
+                              f"it was.") from exc
+    text = "".join(chunks).strip()
+    if not finished or not text:
+        raise CompactionError("Compacting the conversation failed: the model returned "
+                              "no summary. The history was left as it was.")
+    return Summary(text=text, usage=usage)
 
 
 def estimate_tokens_after(tokens_before: int, old_view: Sequence[Message],

@@ -182,7 +182,9 @@ async def test_bad_calls_become_error_results_and_handlers_never_run() -> None:
     results = {m.tool_results[0].tool_call_id: m.tool_results[0]
                for m in session.messages if m.role == "tool"}
     assert all(r.is_error for r in results.values())
-    assert "Unknown tool 'nope'" in results["u"].content
+    # The refusal the model reads is the resolver's own.
+    assert results["u"].content == session.preview().resolution.refusal("nope")
+    assert "no tool named 'nope'" in results["u"].content
     assert "add" in results["u"].content  # lists what can be called
     assert "not available to this agent" in results["g"].content
     assert "globally" in results["g"].content.lower()

@@ -208,7 +208,7 @@ async def test_start_during_compact_keeps_the_turn_in_the_model_view() -> None:
     await asyncio.wait_for(task, 5)
     gate.set()
     await asyncio.wait_for(compaction, 5)
-    view_texts = [m.text for m in session._history_for_model()]
+    view_texts = [m.text for m in session.model_view]
     assert "q3" in view_texts and "three" in view_texts
 
 
@@ -288,7 +288,7 @@ def test_resume_closes_tool_calls_of_the_checkpointed_draft(tmp_path: Path) -> N
                                              ToolCallPart(id="d1", name="list_files")]))
     resumed = AgentSession.resume("x", store=store)
     assert_valid_history(resumed.messages)
-    assert_valid_history(resumed._history_for_model())
+    assert_valid_history(resumed.model_view)
     assert_valid_history(store.load_messages("x"))
 
 

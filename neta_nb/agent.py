@@ -1,0 +1,83 @@
+"""Agent: an agent's definition — who it is, which model, which tools, and the limits of
+its turns. A session runs one; the store keeps its definition (never a key) so that
+``AgentSession.resume`` can rebuild it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .providers.base import Provider
+from .providers.factory import create_provider, default_provider
+from .thinking import ThinkLevel
+from .tools import AgentToolConfig, ToolCatalog
+
+__all__ = ["DEFAULT_SYSTEM_PROMPT", "Agent"]
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are a capable assistant working inside a Jupyter notebook. For a task of three "
+    "or more steps, first write a plan with the `todo` tool, keep exactly one item "
+    "in_progress, and mark items completed as soon as they are done. Answer in Markdown."
+)
+
+
+@dataclass
+class Agent:
+    """An agent's definition: who it is, which model, which tools.
+
+    ``model`` is ``"supplier:model"`` (``"anthropic:claude-sonnet-4-6"``, ``"openai:gpt-5"``,
+    ``"deepseek:deepseek-reasoner"``, ``"scripted"``), a provider instance, or ``None`` to
+    pick the first supplier whose key is in the environment (else the offline model).
+    """
+
+    name: str
+    model: str | Provider | None = None
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    tools: AgentToolConfig = field(default_factory=AgentToolConfig)
+    default_think_level: ThinkLevel | None = None
+    scene: str | None = None
+    max_model_calls: int = 25
+    """Model calls allowed in one turn before it ends with ``done(max_model_calls)``."""
+    tool_timeout: float = 120.0
+    """Seconds a tool may run (unless the tool sets its own) before it is stopped."""
+    compact_at: float | None = 0.8
+    """Share of the context window at which older turns are summarised before the next
+    model call; ``None`` turns automatic compaction off (``session.compact()`` still works)."""
+    keep_recent_turns: int = 2
+    """Turns kept verbatim when compacting."""
+
+    def __post_init__(self) -> None:
+        if self.keep_recent_turns < 1:
+            raise ValueError("keep_recent_turns must be at least 1")
+        if self.compact_at is not None and not 0 < self.compact_at <= 1:
+            raise ValueError("compact_at is a share of the context window: 0 < compact_at ≤ 1")
+        if self.max_model_calls < 1:
+            raise ValueError("max_model_calls must be at least 1")
+
+    def create_provider(self) -> Provider:
+        if isinstance(self.model, Provider):
+            return self.model
+        return create_provider(self.model) if self.model else default_provider()
+
+    def to_record(self, provider: Provider) -> dict[str, Any]:
+        """The definition as stored with a session (keys never included)."""
+        return {
+            "name": self.name,
+            "model": provider.model_id,
+            "system_prompt": self.system_prompt,
+            "tools": self.tools.dump(),
+            "default_think_level": self.default_think_level,
+            "scene": self.scene,
+            "max_model_calls": self.max_model_calls,
+            "tool_timeout": self.tool_timeout,
+            "compact_at": self.compact_at,
+            "keep_recent_turns": self.keep_recent_turns,
+        }
+
+    @classmethod
+    def from_record(cls, data: dict[str, Any], catalog: ToolCatalog) -> Agent:
+        known = {k: data[k] for k in ("system_prompt", "default_think_level", "scene",
+                                      "max_model_calls", "tool_timeout", "compact_at",
+                                      "keep_recent_turns") if k in data}
+        return cls(name=str(data.get("name", "agent")), model=data.get("model") or None,
+                   tools=AgentToolConfig.load(data.get("tools") or {}, catalog), **known)

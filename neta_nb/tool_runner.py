@@ -1,0 +1,211 @@
+"""Running the tool calls of one model response: cards, approvals, timeouts, and results
+the model can read whatever goes wrong.
+
+Calls of one response run concurrently, except calls to the same tool, which keep their
+order (a tool need not be re-entrant; two ``todo`` writes must apply in the order the
+model wrote them). Results are stored in call order as soon as they and the ones before
+them are in, so a kernel that dies mid-tools keeps every finished result.
+
+A tool's visibility decides its events (DESIGN §4): ``tool`` → ``tool_call`` /
+``tool_result``, ``skill`` → ``skill_start`` / ``progress`` / ``skill_end``, ``internal``
+→ none. Sync handlers run in worker threads; a call that is stopped (Stop, timeout)
+abandons its thread, which cannot be killed — its late progress is ignored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .approvals import Approvals
+from .events import (
+    Event,
+    ProgressEvent,
+    SkillEndEvent,
+    SkillStartEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+)
+from .messages import Message, SkillExecution, ToolCallPart, ToolExecution
+from .tools import Tool, ToolArgumentError, ToolContext
+from .tools.base import ProgressCallback
+from .tools.resolver import ToolResolution
+
+__all__ = ["ContextFactory", "ToolRunner"]
+
+log = logging.getLogger(__name__)
+
+ContextFactory = Callable[[str, ProgressCallback], ToolContext]
+"""Builds the :class:`ToolContext` of one call from its id and its progress callback."""
+
+
+class ToolRunner:
+    """Runs tool calls for one session. It owns no history: finished results go to
+    ``append``, and the assistant message whose calls run (its card records) is saved
+    through ``persist`` whenever a card changes."""
+
+    def __init__(self, *, emit: Callable[[Event], None],
+                 append: Callable[[Message], None], persist: Callable[[Message], None],
+                 approvals: Approvals, make_context: ContextFactory,
+                 on_todo_written: Callable[[], None]) -> None:
+        self._emit = emit
+        self._append = append
+        self._persist = persist
+        self._approvals = approvals
+        self._make_context = make_context
+        self._on_todo_written = on_todo_written
+
+    async def run(self, message: Message, resolution: ToolResolution, *,
+                  live_calls: set[str], default_timeout: float) -> None:
+        """Run every call of ``message`` and append their results in call order.
+        ``live_calls`` holds the ids whose events may still be emitted (the turn's);
+        ``default_timeout`` is for tools that set none."""
+        chains: dict[str, asyncio.Future[Any]] = {}
+        tasks = []
+        for call in message.tool_calls:
+            previous = chains.get(call.name)
+            task = asyncio.ensure_future(
+                self._run_after(previous, message, call, resolution, live_calls,
+                                default_timeout))
+            chains[call.name] = task
+            tasks.append(task)
+        try:
+            for task in tasks:
+                self._append(await task)
+        finally:
+            for task in tasks:
+                task.cancel()  # only the unfinished ones notice (cancel of a stopped turn)
+            # Executions recorded during the calls belong to the assistant message.
+            self._persist(message)
+
+    async def _run_after(self, previous: asyncio.Future[Any] | None, message: Message,
+                         call: ToolCallPart, resolution: ToolResolution,
+                         live_calls: set[str], default_timeout: float) -> Message:
+        if previous is not None:
+            await asyncio.wait([previous])
+        return await self._run_one(message, call, resolution, live_calls, default_timeout)
+
+    async def _run_one(self, message: Message, call: ToolCallPart,
+                       resolution: ToolResolution, live_calls: set[str],
+                       default_timeout: float) -> Message:
+        tool = resolution.get(call.name)
+        visibility = tool.visibility if tool is not None else "tool"
+        label = tool.label if tool is not None else call.name
+        tool_record: ToolExecution | None = None
+        skill_record: SkillExecution | None = None
+        live_calls.add(call.id)
+        if visibility == "skill":
+            skill_record = SkillExecution(id=call.id, name=call.name, label=label)
+            message.metadata.skill_executions.append(skill_record)
+            self._emit(SkillStartEvent(id=call.id, name=call.name, label=label))
+        elif visibility == "tool":
+            tool_record = ToolExecution(id=call.id, name=call.name, label=label,
+                                        args=call.args)
+            message.metadata.tool_executions.append(tool_record)
+            self._emit(ToolCallEvent(id=call.id, name=call.name, label=label, args=call.args))
+        if tool_record is not None or skill_record is not None:
+            self._persist(message)  # the card exists from now on, even if the kernel dies
+
+        def on_progress(percent: float, step: str | None, detail: str | None) -> None:
+            if call.id not in live_calls:
+                return  # a worker thread still reporting after its call was closed
+            if skill_record is not None:
+                skill_record.percent, skill_record.step, skill_record.detail = (
+                    percent, step, detail)
+            self._emit(ProgressEvent(id=call.id, percent=percent, step=step, detail=detail))
+
+        try:
+            if tool is None:
+                content, is_error = resolution.refusal(call.name), True
+            else:
+                content, is_error = await self._execute(call, tool, on_progress,
+                                                        default_timeout)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a bug in the approval path or the context: never fatal
+            log.exception("tool call %s (%s) failed outside its handler", call.id, call.name)
+            content, is_error = f"Tool '{call.name}' failed: {type(exc).__name__}: {exc}", True
+        live_calls.discard(call.id)
+
+        if tool_record is not None:
+            tool_record.status, tool_record.result = ("error" if is_error else "done"), content
+            self._emit(ToolResultEvent(id=call.id, name=call.name, result=content,
+                                       is_error=is_error))
+        elif skill_record is not None:
+            skill_record.status = "error" if is_error else "done"
+            skill_record.result = content
+            if not is_error:
+                skill_record.percent = 100.0
+            self._emit(SkillEndEvent(id=call.id, name=call.name, status=skill_record.status,
+                                     result=content))
+        if call.name == "todo" and tool is not None:
+            self._on_todo_written()
+        if tool_record is not None or skill_record is not None:
+            self._persist(message)
+        return Message.tool_result(call.id, call.name, content, is_error=is_error)
+
+    def close_unanswered(self, messages: Sequence[Message], why: str,
+                         live_calls: set[str]) -> None:
+        """Give every call of the last assistant message that has no result an error
+        result (APIs require a result for each call) — e.g. calls whose tools were
+        running when the turn stopped — and close their cards."""
+        position = next((n for n in range(len(messages) - 1, -1, -1)
+                         if messages[n].role == "assistant"), None)
+        if position is None:
+            return
+        last_assistant = messages[position]
+        # Only results after that message count: ids can repeat across responses (some
+        # OpenAI-compatible servers number calls per response).
+        answered = {p.tool_call_id for m in messages[position + 1:]
+                    for p in m.tool_results}
+        text = {"cancelled": "This call did not finish: the user cancelled the turn.",
+                "killed": "This call did not finish: the kernel stopped."}.get(
+                    why, "This call did not run: the turn stopped.")
+        for call in last_assistant.tool_calls:
+            if call.id in answered:
+                continue
+            live_calls.discard(call.id)
+            for record in last_assistant.metadata.tool_executions:
+                if record.id == call.id and record.status == "running":
+                    record.status, record.result = "error", text
+                    self._emit(ToolResultEvent(id=call.id, name=call.name, result=text,
+                                               is_error=True))
+            for skill in last_assistant.metadata.skill_executions:
+                if skill.id == call.id and skill.status == "running":
+                    skill.status, skill.result = "error", text
+                    self._emit(SkillEndEvent(id=call.id, name=call.name, status="error",
+                                             result=text))
+            self._append(Message.tool_result(call.id, call.name, text, is_error=True))
+        self._persist(last_assistant)
+
+    async def _execute(self, call: ToolCallPart, tool: Tool, on_progress: ProgressCallback,
+                       default_timeout: float) -> tuple[str, bool]:
+        """Run one allowed call; every failure becomes an error result the model can
+        read."""
+        if call.raw_args is not None:
+            return (f"The arguments for '{call.name}' were not a JSON object: "
+                    f"{call.raw_args[:500]!r}. Call the tool again with valid JSON."), True
+        if tool.requires_approval:
+            allowed, why = await self._approvals.decide(call)
+            if not allowed:
+                return why, True
+        ctx = self._make_context(call.id, on_progress)
+        timeout = tool.timeout or default_timeout
+        try:
+            async with asyncio.timeout(timeout):
+                return await tool.invoke(dict(call.args), ctx), False
+        except ToolArgumentError as exc:
+            return str(exc), True
+        except TimeoutError:
+            return (f"Tool '{call.name}' did not finish within {timeout:g} s and was "
+                    f"stopped."), True
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # the turn is being stopped
+            # The tool's own await was cancelled (not the turn): report it like a failure.
+            return f"Tool '{call.name}' was cancelled before it finished.", True
+        except Exception as exc:
+            return f"Tool '{call.name}' failed: {type(exc).__name__}: {exc}", True

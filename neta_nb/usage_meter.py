@@ -1,0 +1,108 @@
+"""UsageMeter: a session's token figures — spend so far and how full the context window
+is — from what the provider reported, never estimated for display.
+
+The one estimate is internal: the characters appended since the last reported usage (a
+large tool result, a new prompt), at ~4 a token, so that the decision to compact before
+the next call sees a window that a big result is about to overflow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .events import ContextUsage, TurnUsage
+from .messages import Message, Usage
+from .store import CompactionRecord
+
+__all__ = ["UsageMeter"]
+
+
+class UsageMeter:
+    """Spend and context figures of one session."""
+
+    def __init__(self, context_window: int) -> None:
+        self._window = context_window
+        self.total = Usage()
+        """Every model call of the session (summaries included), as reported."""
+        self.context = ContextUsage(max_tokens=context_window)
+        """The window after the latest model call or compaction."""
+        self.last_turn = TurnUsage()
+        """The figures of the latest turn, as its last ``token_update`` showed them."""
+        self._chars_since_usage = 0
+
+    def context_of(self, used_tokens: int) -> ContextUsage:
+        window = self._window
+        return ContextUsage(used_tokens=used_tokens, max_tokens=window,
+                            percent=round(100.0 * used_tokens / window, 1) if window else 0.0)
+
+    def appended(self, characters: int) -> None:
+        """Prompt text was added to the model's view (a user message, a tool result)."""
+        self._chars_since_usage += characters
+
+    def record_call(self, turn: TurnUsage, usage: Usage | None) -> TurnUsage:
+        """Count one model call; returns the turn's new figures."""
+        if usage is None:
+            # A server that reports no usage (some local ones): count the call, keep the
+            # last known context figure rather than pretending the window emptied.
+            usage = Usage()
+        else:
+            # What this call put in the window: its prompt (cached or not) plus its
+            # answer, which the next call will carry.
+            self.context = self.context_of(usage.context_tokens + usage.output_tokens)
+            self._chars_since_usage = 0
+        self.total = self.total + usage
+        self.last_turn = _add(turn, usage)
+        return self.last_turn
+
+    def record_summary(self, turn: TurnUsage | None, usage: Usage | None,
+                       tokens_after: int) -> TurnUsage:
+        """Count a compaction's summarising call (real spend) and set the window to the
+        compacted view's estimate; returns the figures the ``token_update`` shows."""
+        if usage is not None:
+            self.total = self.total + usage
+            if turn is not None:
+                turn = self.last_turn = _add(turn, usage)
+        self.context = self.context_of(tokens_after)
+        self._chars_since_usage = 0  # the estimate covers the whole new view
+        return turn if turn is not None else self.last_turn
+
+    def nearly_full(self, threshold: float | None) -> bool:
+        """The last real figure plus what was appended since reaches ``threshold`` of the
+        window."""
+        context = self.context
+        used = context.used_tokens + self._chars_since_usage // 4
+        return bool(threshold is not None and context.max_tokens
+                    and used >= threshold * context.max_tokens)
+
+    @property
+    def full(self) -> bool:
+        context = self.context
+        return bool(context.max_tokens and context.used_tokens >= context.max_tokens)
+
+    def restore(self, messages: Sequence[Message],
+                compactions: Sequence[CompactionRecord]) -> None:
+        """Figures of a resumed session from what was stored: every call's usage
+        (summaries included) and the window after the latest call or, if later, the
+        latest compaction."""
+        last_index, last_usage = -1, None
+        for index, message in enumerate(messages):
+            if message.metadata.usage is not None:
+                self.total = self.total + message.metadata.usage
+                if message.role == "assistant":
+                    last_index, last_usage = index, message.metadata.usage
+        for compaction in compactions:
+            if compaction.usage is not None:
+                self.total = self.total + compaction.usage
+        latest = compactions[-1] if compactions else None
+        if latest is not None and latest.after_message > last_index:
+            self.context = self.context_of(latest.tokens_after)
+        elif last_usage is not None:
+            self.context = self.context_of(last_usage.context_tokens
+                                           + last_usage.output_tokens)
+
+
+def _add(current: TurnUsage, usage: Usage) -> TurnUsage:
+    return TurnUsage(input_tokens=current.input_tokens + usage.input_tokens,
+                     output_tokens=current.output_tokens + usage.output_tokens,
+                     total_tokens=current.total_tokens + usage.total_tokens,
+                     api_calls=current.api_calls + 1)
