@@ -36,13 +36,16 @@ from .providers.base import (
     TextDelta,
     UsageUpdate,
 )
+from .store import CompactedView, CompactionRecord
 
 __all__ = [
     "SUMMARY_HEADER",
     "SUMMARY_SYSTEM_PROMPT",
+    "Compaction",
     "CompactionError",
     "CompactionPlan",
     "Summary",
+    "compact_view",
     "compacted_prefix",
     "estimate_tokens_after",
     "plan_compaction",
@@ -213,3 +216,35 @@ def estimate_tokens_after(tokens_before: int, old_view: Sequence[Message],
     old_chars = count_characters(old_view)
     kept_tokens = round(tokens_before * count_characters(kept) / old_chars) if old_chars else 0
     return kept_tokens + summary_tokens + count_characters(injected) // 4
+
+
+@dataclass(frozen=True)
+class Compaction:
+    """A done compaction: the model's new view, and what the store and the chat's marker
+    keep of it."""
+
+    view: list[Message]
+    stored: CompactedView
+    """The new view as stored (its prefix, and where the kept history starts)."""
+    record: CompactionRecord
+
+
+async def compact_view(provider: Provider, view: Sequence[Message], *, keep_turns: int,
+                       plan: str | None, tokens_before: int,
+                       after_message: int) -> Compaction | None:
+    """Fold the older part of ``view`` into a summary (plus the active ``plan``), or
+    ``None`` when nothing is old enough. ``tokens_before`` is the window's last real
+    figure, ``after_message`` the length of the full history now. Raises
+    :class:`CompactionError` when the summarising call fails."""
+    cut = plan_compaction(view, keep_turns=keep_turns)
+    if cut is None:
+        return None
+    summary = await summarise(provider, cut.folded)
+    prefix = compacted_prefix(summary.text, plan)
+    summary_tokens = summary.usage.output_tokens if summary.usage else len(summary.text) // 4
+    after = estimate_tokens_after(tokens_before, view, cut.kept, summary_tokens, prefix[1:])
+    record = CompactionRecord(after_message=after_message, tokens_before=tokens_before,
+                              tokens_after=after, messages_folded=len(cut.folded),
+                              usage=summary.usage)
+    return Compaction(view=[*prefix, *cut.kept], record=record,
+                      stored=CompactedView(prefix=prefix, kept_from=cut.kept[0].id))

@@ -7,12 +7,25 @@ the database itself. Without a store every write is a no-op.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .messages import Message
-from .store import CompactedView, SessionRecord, SessionStore
+from .store import CompactedView, CompactionRecord, SessionRecord, SessionStore
 
-__all__ = ["SessionPersistence", "one_line"]
+__all__ = ["SessionPersistence", "StoredHistory", "one_line"]
+
+
+@dataclass
+class StoredHistory:
+    """What a store holds of a session's conversation."""
+
+    messages: list[Message]
+    view: list[Message]
+    """The model's view: the messages, or after a compaction its prefix and the rest."""
+    compactions: list[CompactionRecord]
+    draft: Message | None
+    """The answer that was streaming when its process died, as far as it was saved."""
 
 
 class SessionPersistence:
@@ -42,6 +55,22 @@ class SessionPersistence:
     def view(self, view: CompactedView) -> None:
         if self.store is not None:
             self.store.save_view(self.session_id, view)
+
+    def load(self, store: SessionStore) -> StoredHistory:
+        """Read the session's history from ``store`` (taking its draft)."""
+        messages = store.load_messages(self.session_id)
+        view = [m for m in messages if m.parts]
+        compactions: list[CompactionRecord] = []
+        stored = store.load_view(self.session_id)
+        if stored is not None:
+            ids = [m.id for m in view]
+            if stored.kept_from in ids:
+                view = [*stored.prefix, *view[ids.index(stored.kept_from):]]
+                compactions = list(stored.compactions)
+            else:
+                store.warnings.append(f"session {self.session_id}: the compacted view points "
+                                      f"at a missing message; the model sees the full history")
+        return StoredHistory(messages, view, compactions, store.take_draft(self.session_id))
 
     def update(self, **fields: Any) -> None:
         """Change stored fields of the record without rebuilding it."""

@@ -23,20 +23,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
 from .agent import Agent
 from .approvals import ApprovalPolicy, Approvals
-from .compaction import (
-    CompactionError,
-    compacted_prefix,
-    estimate_tokens_after,
-    plan_compaction,
-    summarise,
-)
+from .compaction import CompactionError, compact_view
+from .event_hub import EventHub
 from .events import (
     ApprovalDecision,
     ApproveCommand,
@@ -56,7 +50,7 @@ from .events import (
 from .messages import Message, Usage, count_characters, new_id
 from .persistence import SessionPersistence
 from .providers.base import ModelRequest, Provider, ProviderError
-from .store import CompactedView, CompactionRecord, SessionStore
+from .store import CompactionRecord, SessionStore
 from .thinking import THINK_LEVELS, ThinkLevel, resolve_think_level
 from .todo import TodoStore
 from .tool_runner import ToolRunner
@@ -100,7 +94,8 @@ class AgentSession:
         """Every compaction of this session (the chat view draws a marker for each)."""
         self._meter = UsageMeter(self.provider.info.context_window)
         self._think_level: ThinkLevel | None = _check_level(think_level)
-        self._subscribers: list[Callable[[Event], None]] = []
+        self._events = EventHub()
+        self._emit = self._events.emit
         self._approvals = Approvals(approval_policy, self._emit)
         self._tools = ToolRunner(emit=self._emit, append=self._append,
                                  persist=self._persist, approvals=self._approvals,
@@ -108,8 +103,6 @@ class AgentSession:
                                  on_todo_written=self._todo_written)
         self._turn: Turn | None = None
         self._compacting = False
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._loop_thread: int | None = None
         if store is not None and store.get_session(self.id) is None:
             store.save_session(self._saved.record(self._messages))
 
@@ -189,32 +182,13 @@ class AgentSession:
     def subscribe(self, callback: Callable[[Event], None]) -> Callable[[], None]:
         """Call ``callback(event)`` for every event, in order. Returns an unsubscribe
         function. A callback that raises is logged and never breaks the turn."""
-        self._subscribers.append(callback)
-
-        def unsubscribe() -> None:
-            if callback in self._subscribers:
-                self._subscribers.remove(callback)
-
-        return unsubscribe
+        return self._events.subscribe(callback)
 
     def attach_approver(self) -> Callable[[], None]:
         """Declare that a UI will answer approval requests (the chat view does). While
         one is attached, calls needing approval wait for :meth:`approve`; otherwise
         :attr:`approval_policy` decides. Returns a function that detaches."""
         return self._approvals.attach()
-
-    def _emit(self, event: Event) -> None:
-        if self._loop_thread is not None and threading.get_ident() != self._loop_thread:
-            # Progress from a tool running in a worker thread: deliver on the loop, so
-            # subscribers (widgets) are only ever called from the kernel's thread.
-            assert self._loop is not None
-            self._loop.call_soon_threadsafe(self._emit, event)
-            return
-        for callback in tuple(self._subscribers):  # a callback may unsubscribe itself
-            try:
-                callback(event)
-            except Exception:
-                log.exception("event subscriber %r failed on %s", callback, event.type)
 
     # --- commands from a UI -----------------------------------------------------------
     def handle_command(self, command: Command | dict[str, Any]) -> asyncio.Task[Any] | None:
@@ -285,8 +259,7 @@ class AgentSession:
 
     async def _run(self, prompt: str, turn: Turn) -> Message | None:
         turn.begun = True
-        self._loop = asyncio.get_running_loop()
-        self._loop_thread = threading.get_ident()
+        self._events.bind_to_running_loop()
         try:
             self._append(Message.user(prompt))
             if turn.cancel_requested:
@@ -406,29 +379,24 @@ class AgentSession:
             self._compacting = False
 
     async def _compact(self, turn: Turn | None) -> CompactionEvent | None:
-        plan = plan_compaction(self._view, keep_turns=self.agent.keep_recent_turns)
-        if plan is None:
+        done = await compact_view(self.provider, self._view,
+                                  keep_turns=self.agent.keep_recent_turns,
+                                  plan=self.todo.format_for_injection(),
+                                  tokens_before=self._meter.context.used_tokens,
+                                  after_message=len(self._messages))
+        if done is None:
             return None
-        summary = await summarise(self.provider, plan.folded)
-        prefix = compacted_prefix(summary.text, self.todo.format_for_injection())
-        before = self._meter.context.used_tokens
-        summary_tokens = (summary.usage.output_tokens if summary.usage
-                          else len(summary.text) // 4)
-        after = estimate_tokens_after(before, self._view, plan.kept, summary_tokens,
-                                      prefix[1:])
-        self._view = [*prefix, *plan.kept]
-        self.compactions.append(CompactionRecord(after_message=len(self._messages),
-                                                 tokens_before=before, tokens_after=after,
-                                                 messages_folded=len(plan.folded),
-                                                 usage=summary.usage))
-        self._saved.view(CompactedView(prefix=prefix, kept_from=plan.kept[0].id,
-                                       compactions=self.compactions))
-        current = self._meter.record_summary(turn.usage if turn else None, summary.usage,
-                                             after)
+        record = done.record
+        self._view = done.view
+        self.compactions.append(record)
+        self._saved.view(done.stored.model_copy(update={"compactions": self.compactions}))
+        current = self._meter.record_summary(turn.usage if turn else None, record.usage,
+                                             record.tokens_after)
         if turn is not None:
             turn.usage = current
-        compaction = CompactionEvent(tokens_before=before, tokens_after=after,
-                                     messages_folded=len(plan.folded))
+        compaction = CompactionEvent(tokens_before=record.tokens_before,
+                                     tokens_after=record.tokens_after,
+                                     messages_folded=record.messages_folded)
         self._emit(compaction)
         # The context figure changes now, not at the next call.
         self._emit(TokenUpdateEvent(current=current, context=self._meter.context))
@@ -490,21 +458,12 @@ class AgentSession:
         level = record.think_level if record.think_level in THINK_LEVELS else None
         session = cls(agent, catalog, store, session_id=session_id,
                       think_level=level, **options)
-        session._messages = store.load_messages(session_id)
-        session._view = [m for m in session._messages if m.parts]
-        view = store.load_view(session_id)
-        if view is not None:
-            ids = [m.id for m in session._view]
-            if view.kept_from in ids:
-                start = ids.index(view.kept_from)
-                session._view = [*view.prefix, *session._view[start:]]
-                session.compactions = list(view.compactions)
-            else:
-                store.warnings.append(f"session {session_id}: the compacted view points at "
-                                      f"a missing message; the model sees the full history")
+        stored = session._saved.load(store)
+        session._messages, session._view = stored.messages, stored.view
+        session.compactions = stored.compactions
         session.todo = TodoStore.hydrate_from_history(session._messages)
         session._meter.restore(session._messages, session.compactions)
-        draft = store.take_draft(session_id)
+        draft = stored.draft
         if draft is not None or record.running:
             # Calls whose tools were running when the process died get their error result
             # first (it must follow the message that made the calls); then the answer that

@@ -1,0 +1,55 @@
+"""EventHub: delivers a session's events to its subscribers, in order, on the loop the
+session runs on.
+
+Tools report progress from worker threads; subscribers — widgets among them — must only
+ever be called from the kernel's thread, so an event emitted on another thread is handed
+to the loop. A subscriber that raises is logged and never breaks the turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable
+
+from .events import Event
+
+__all__ = ["EventHub"]
+
+log = logging.getLogger(__name__)
+
+
+class EventHub:
+    """Subscribers of one event stream."""
+
+    def __init__(self) -> None:
+        self._subscribers: list[Callable[[Event], None]] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
+
+    def bind_to_running_loop(self) -> None:
+        """Deliver on the calling thread's running loop from now on."""
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+
+    def subscribe(self, callback: Callable[[Event], None]) -> Callable[[], None]:
+        """Call ``callback(event)`` for every event; returns the unsubscribe function."""
+        self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            if callback in self._subscribers:
+                self._subscribers.remove(callback)
+
+        return unsubscribe
+
+    def emit(self, event: Event) -> None:
+        if self._loop_thread is not None and threading.get_ident() != self._loop_thread:
+            assert self._loop is not None
+            self._loop.call_soon_threadsafe(self.emit, event)
+            return
+        for callback in tuple(self._subscribers):  # a callback may unsubscribe itself
+            try:
+                callback(event)
+            except Exception:
+                log.exception("event subscriber %r failed on %s", callback, event.type)
