@@ -17,7 +17,7 @@ import "./chat-view.css";
 import { chatLabel, type ChatLabelKey } from "./chat-labels";
 import { element } from "./dom";
 import { normalizeLang, type Lang } from "./i18n";
-import { renderMarkdown, stableBoundary } from "./markdown";
+import { StreamingMarkdown } from "./streaming-markdown";
 import { createSkillCard, type SkillCardState } from "./skill-card";
 import { createThinkingBlock, type ThinkingBlock } from "./thinking-block";
 import { createThinkingLevelSelector, type ThinkLevel } from "./thinking-level-selector";
@@ -131,79 +131,15 @@ export interface ChatView extends Component<ChatViewState> {
   items(ids: readonly string[]): ChatItem[] | null;
 }
 
+const CHAT_TEXT_CLASSES = {
+  root: "neta-chat-text neta-markdown",
+  stable: "neta-chat-text-stable",
+  tail: "neta-chat-text-tail",
+  cursor: "neta-chat-cursor",
+};
+
 const STICK_DISTANCE = 48; // px from the bottom that still counts as "following"
 const OLDER_DISTANCE = 120; // px from the top at which older messages load
-
-/** Markdown that grows: finished blocks render once, the tail re-renders per frame. */
-class StreamingMarkdown {
-  readonly root = element("div", "neta-chat-text neta-markdown");
-  private readonly stable = element("div", "neta-chat-text-stable");
-  private readonly tail = element("div", "neta-chat-text-tail");
-  private readonly cursor = element("span", "neta-chat-cursor");
-  private text = "";
-  private stableLength = 0;
-  private rendered: string | null = "";
-  private frame = 0;
-  private streaming = false;
-
-  constructor() {
-    this.cursor.setAttribute("aria-hidden", "true");
-    this.root.append(this.stable, this.tail);
-  }
-
-  get value(): string {
-    return this.text;
-  }
-
-  append(delta: string): void {
-    this.text += delta;
-    this.streaming = true;
-    this.root.classList.remove("neta-is-empty");
-    if (!this.frame) {
-      this.frame = requestAnimationFrame(() => {
-        this.frame = 0;
-        if (this.rendered !== this.text) this.renderTail();
-      });
-    }
-  }
-
-  /** The final text: rendered whole once (blocks spanning a split render right). */
-  finish(text: string): void {
-    if (this.frame) cancelAnimationFrame(this.frame);
-    this.frame = 0;
-    this.streaming = false;
-    if (text === this.text && this.rendered === null) return;
-    this.text = text;
-    this.stable.replaceChildren(renderMarkdown(text));
-    this.stableLength = text.length;
-    this.tail.replaceChildren();
-    this.rendered = null; // "finished": nothing streams until the next append
-    this.root.classList.toggle("neta-is-empty", text.length === 0);
-  }
-
-  private renderTail(): void {
-    const text = this.text;
-    const boundary = stableBoundary(text, this.stableLength);
-    if (boundary > this.stableLength) {
-      this.stable.append(renderMarkdown(text.slice(this.stableLength, boundary)));
-      this.stableLength = boundary;
-    }
-    this.tail.replaceChildren(renderMarkdown(text.slice(this.stableLength)));
-    if (this.streaming) {
-      // The cursor sits at the end of the text: inside the last paragraph, heading or
-      // list item, however deep the list nesting.
-      let last = this.tail.lastElementChild;
-      while (last && /^(UL|OL|BLOCKQUOTE)$/.test(last.tagName) && last.lastElementChild) last = last.lastElementChild;
-      if (last && last.tagName === "LI" && last.lastElementChild?.tagName === "P") last = last.lastElementChild;
-      (last && /^(P|LI|H[1-6])$/.test(last.tagName) ? last : this.tail).append(this.cursor);
-    }
-    this.rendered = text;
-  }
-
-  destroy(): void {
-    if (this.frame) cancelAnimationFrame(this.frame);
-  }
-}
 
 interface CardView {
   kind: "tool" | "skill";
@@ -248,7 +184,7 @@ class MessageView {
       avatar.setAttribute("aria-hidden", "true");
       header.append(avatar, element("span", "neta-chat-author", this.agentName()));
       this.thinkingHost = element("div", "neta-chat-thinking");
-      this.text = new StreamingMarkdown();
+      this.text = new StreamingMarkdown(CHAT_TEXT_CLASSES);
       this.cardsHost = element("div", "neta-chat-cards");
       this.status = element("div", "neta-chat-status");
       this.status.hidden = true;

@@ -9,7 +9,7 @@
 import "./thinking-block.css";
 import { element, makeToggle } from "./dom";
 import { normalizeLang, t, type Lang } from "./i18n";
-import { renderMarkdown, stableBoundary } from "./markdown";
+import { StreamingMarkdown } from "./streaming-markdown";
 import type { Component, ComponentOptions } from "./types";
 
 export interface ThinkingBlockState {
@@ -41,21 +41,16 @@ export function createThinkingBlock(
   header.append(icon, title, chevron);
   const collapsible = element("div", "neta-collapsible");
   const inner = element("div", "neta-collapsible-inner");
-  const content = element("div", "neta-thinking-content neta-markdown");
-  const stable = element("div", "neta-thinking-stable");
-  const tail = element("div", "neta-thinking-tail");
-  const cursor = element("span", "neta-thinking-cursor");
-  cursor.setAttribute("aria-hidden", "true");
-  content.append(stable, tail);
-  inner.append(content);
+  const content = new StreamingMarkdown({
+    root: "neta-thinking-content neta-markdown",
+    stable: "neta-thinking-stable",
+    tail: "neta-thinking-tail",
+    cursor: "neta-thinking-cursor",
+  });
+  inner.append(content.root);
   collapsible.append(inner);
   root.append(header, collapsible);
   el.append(root);
-
-  // How much of state.text is rendered into `stable` (never re-rendered while streaming).
-  let stableLength = 0;
-  let renderedText: string | null = null;
-  let frame = 0;
 
   const removeToggle = makeToggle(header, () => {
     state.collapsed = !state.collapsed;
@@ -75,43 +70,7 @@ export function createThinkingBlock(
     icon.replaceChildren(state.streaming ? element("span", "neta-spinner") : element("span", "neta-thinking-dots"));
   }
 
-  function renderFull(): void {
-    stableLength = 0;
-    stable.replaceChildren();
-    renderTail();
-  }
-
-  function renderTail(): void {
-    const text = state.text;
-    if (state.streaming) {
-      const boundary = stableBoundary(text, stableLength);
-      if (boundary > stableLength) {
-        stable.append(renderMarkdown(text.slice(stableLength, boundary)));
-        stableLength = boundary;
-      }
-      tail.replaceChildren(renderMarkdown(text.slice(stableLength)));
-      // The cursor sits at the end of the last block, inline with the text.
-      const last = tail.lastElementChild;
-      (last && /^(P|LI|H[1-6])$/.test(last.tagName) ? last : tail).append(cursor);
-    } else {
-      // Finished text renders as a whole once, so blocks that span a split render right.
-      stable.replaceChildren(renderMarkdown(text));
-      stableLength = text.length;
-      tail.replaceChildren();
-    }
-    renderedText = text;
-  }
-
-  function scheduleRender(): void {
-    if (frame) return;
-    frame = requestAnimationFrame(() => {
-      frame = 0;
-      if (renderedText !== state.text) renderTail();
-    });
-  }
-
   renderChrome();
-  renderFull();
 
   return {
     get text() {
@@ -121,7 +80,7 @@ export function createThinkingBlock(
       if (!delta) return;
       state.text += delta;
       root.classList.remove("neta-is-empty");
-      scheduleRender();
+      content.append(delta);
     },
     update(patch) {
       const wasStreaming = state.streaming;
@@ -131,24 +90,16 @@ export function createThinkingBlock(
       // Open while streaming, fold when done (the owner may override with `collapsed`).
       if (!wasStreaming && state.streaming && patch.collapsed === undefined) state.collapsed = false;
       if (wasStreaming && !state.streaming && patch.collapsed === undefined) state.collapsed = true;
-      let full = wasStreaming !== state.streaming;
-      if (patch.text !== undefined && patch.text !== state.text) {
-        const next = String(patch.text ?? "");
-        // A replacement that extends what we hold is an append; anything else re-renders.
-        if (!next.startsWith(state.text)) full = true;
-        state.text = next;
-      }
+      if (patch.text !== undefined) state.text = String(patch.text ?? "");
       renderChrome();
-      if (full) {
-        if (frame) cancelAnimationFrame(frame);
-        frame = 0;
-        renderFull();
-      } else if (renderedText !== state.text) {
-        scheduleRender();
+      // Streaming, a text that extends what is shown renders as an append; anything
+      // else (and the end of streaming) renders whole.
+      if (wasStreaming !== state.streaming || state.text !== content.value) {
+        content.show(state.text, state.streaming);
       }
     },
     destroy() {
-      if (frame) cancelAnimationFrame(frame);
+      content.destroy();
       removeToggle();
       root.remove();
     },

@@ -216,3 +216,30 @@ def test_dark_theme_uses_jupyterlab_variables(lab: LabSession) -> None:
                               "'--jp-brand-color1').trim()")
     accent = card.evaluate("n => getComputedStyle(n).getPropertyValue('--neta-accent').trim()")
     assert accent == lab_brand
+
+
+def test_streaming_cursor_follows_the_text_into_nested_lists(lab: LabSession) -> None:
+    # The thinking block and the chat answer share one streaming renderer: in both, the
+    # cursor sits at the end of the text, inside the deepest list item, not after the list.
+    path = lab.run_notebook("cursor.ipynb", [
+        "from neta_nb.widgets import ThinkingBlock\n"
+        "block = ThinkingBlock()\n"
+        "block.start()\n"
+        "block.append('Plan:\\n\\n- load the data\\n- check it\\n  - nulls\\n  - outl')\n"
+        "block.flush()\n"
+        "block",
+    ])
+    page = lab.page
+    cursor = page.locator(".neta-thinking-block.neta-is-streaming .neta-thinking-cursor")
+    cursor.wait_for()
+    host = cursor.evaluate("c => [c.parentElement.tagName,"
+                           " c.parentElement.parentElement.parentElement.tagName,"
+                           " c.parentElement.textContent]")
+    assert host == ["LI", "LI", "outl"]
+    lab.execute(path, "block.append('iers\\n\\nDone.')\nblock.flush()")
+    page.wait_for_function("() => document.querySelector('.neta-thinking-cursor')"
+                           "?.parentElement?.textContent === 'Done.'")
+    assert cursor.evaluate("c => c.parentElement.tagName") == "P"
+    # The finished list rendered once, above the growing tail, and keeps its last item.
+    stable = page.locator(".neta-thinking-stable")
+    assert "outliers" in stable.inner_text()
