@@ -17,6 +17,7 @@ import "./chat-view.css";
 import { chatLabel, type ChatLabelKey } from "./chat-labels";
 import { element } from "./dom";
 import { normalizeLang, type Lang } from "./i18n";
+import { createInlineError } from "./inline-error";
 import { renderMarkdown, stableBoundary } from "./markdown";
 import { createSkillCard, type SkillCardState } from "./skill-card";
 import { createThinkingBlock, type ThinkingBlock } from "./thinking-block";
@@ -459,7 +460,10 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
   const workingText = element("span", "neta-chat-working-text");
   working.append(element("span", "neta-chat-dots"), workingText);
   const notice = element("div", "neta-chat-notice");
-  content.append(olderIndicator, empty, list, todoHost, liveHost, approvalsHost, working, notice);
+  // Failed requests show next to what the user clicked (see inline-error.ts).
+  const olderError = createInlineError(lang, "neta-chat-older-error");
+  const inputError = createInlineError(lang);
+  content.append(olderIndicator, olderError.root, empty, list, todoHost, liveHost, approvalsHost, working, notice);
   scroller.append(content);
 
   const inputBar = element("div", "neta-chat-input");
@@ -475,7 +479,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
   const sendButton = element("button", "neta-chat-send");
   sendButton.type = "button";
   toolbar.append(agentWrap, levelHost, spacer, statsHost, sendButton);
-  inputBar.append(textarea, toolbar);
+  inputBar.append(inputError.root, textarea, toolbar);
   root.append(scroller, inputBar);
   el.append(root);
 
@@ -485,7 +489,8 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     onUserChange: (patch) => {
       if (patch.level === undefined) return;
       state.think_level = patch.level;
-      void actions.setLevel?.(patch.level).catch(showError);
+      inputError.clear();
+      void actions.setLevel?.(patch.level).catch(inputError.show);
     },
   });
   const tokenStats = createTokenStats(statsHost, { lang: state.lang });
@@ -495,7 +500,6 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
   let loadingOlder = false;
   let olderRequested = false;
   let stuck = true;
-  let localError = "";
 
   // --- scrolling ------------------------------------------------------------------------
   const onScroll = () => {
@@ -516,6 +520,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     if (first === null) return;
     loadingOlder = true;
     olderIndicator.hidden = false;
+    olderError.clear();
     const session = state.session_id;
     try {
       const page = await actions.loadOlder(first);
@@ -525,7 +530,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
       state.has_older = page.has_older;
       scroller.scrollTop = scroller.scrollHeight - fromBottom; // keep the reader's place
     } catch (error) {
-      showError(error);
+      olderError.show(error);
     } finally {
       loadingOlder = false;
       olderIndicator.hidden = true;
@@ -602,7 +607,8 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     live?.destroy();
     live = null;
     olderRequested = false;
-    localError = "";
+    olderError.clear();
+    inputError.clear();
   }
 
   // --- chrome ---------------------------------------------------------------------------
@@ -616,6 +622,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
         const hint = element("div", "neta-chat-approval-hint", label("approval_hint"));
         const args = element("pre", "neta-chat-approval-args", JSON.stringify(approval.args ?? {}, null, 2));
         const buttons = element("div", "neta-chat-approval-buttons");
+        const cardError = createInlineError(lang);
         const decisions: ["allow_once" | "allow_always" | "reject", ChatLabelKey, string][] = [
           ["allow_once", "allow_once", "neta-chat-button-primary"],
           ["allow_always", "allow_always", ""],
@@ -627,14 +634,15 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
           button.dataset.decision = decision;
           button.addEventListener("click", () => {
             for (const other of Array.from(buttons.querySelectorAll("button"))) other.disabled = true;
+            cardError.clear();
             void actions.approve?.(approval.id, decision).catch((error) => {
               for (const other of Array.from(buttons.querySelectorAll("button"))) other.disabled = false;
-              showError(error);
+              cardError.show(error);
             });
           });
           buttons.append(button);
         }
-        card.append(title, hint, args, buttons);
+        card.append(title, hint, args, buttons, cardError.root);
         return card;
       }),
     );
@@ -671,9 +679,8 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     olderIndicator.textContent = label("loading_older");
     working.hidden = !state.running || live !== null || state.approvals.length > 0;
     workingText.textContent = label("working");
-    const noticeText = state.notice || localError;
-    notice.hidden = !noticeText;
-    notice.textContent = noticeText;
+    notice.hidden = !state.notice;
+    notice.textContent = state.notice;
     textarea.placeholder = label("placeholder", { agent: agentName() });
     textarea.setAttribute("aria-label", label("placeholder", { agent: agentName() }));
     sendButton.textContent = label(state.running ? "stop" : "send");
@@ -682,25 +689,21 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     renderAgents();
   }
 
-  function showError(error: unknown): void {
-    localError = error instanceof Error ? error.message : String(error);
-    renderChrome();
-  }
-
   // --- input ----------------------------------------------------------------------------
   function send(): void {
     const text = textarea.value.trim();
     if (!text || state.running || !actions.send) return;
     const typed = textarea.value;
     textarea.value = "";
-    localError = "";
+    inputError.clear();
     stuck = true;
     autosize();
     renderChrome();
     actions.send(text).catch((error) => {
       textarea.value = typed; // nothing was sent: give the text back
       autosize();
-      showError(error);
+      inputError.show(error);
+      renderChrome();
     });
   }
 
@@ -722,16 +725,18 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
   const onSendClick = () => {
     if (state.running) {
       sendButton.disabled = true;
-      void actions.stop?.().catch(showError).finally(() => renderChrome());
+      inputError.clear();
+      void actions.stop?.().catch(inputError.show).finally(() => renderChrome());
     } else {
       send();
     }
   };
   const onAgentChange = () => {
     if (agentSelect.value !== state.agent.name) {
+      inputError.clear();
       void actions.switchAgent?.(agentSelect.value).catch((error) => {
         agentSelect.value = state.agent.name;
-        showError(error);
+        inputError.show(error);
       });
     }
   };
