@@ -153,7 +153,8 @@ class SwitchAgentRequest(TypedDict):
 
 
 class SwitchAgentReply(TypedDict):
-    """The session now shown (TS: ``SessionReply``, chat-view-binding.ts)."""
+    """The session now shown (TS: ``SessionReply``, session-sidebar.ts; the sidebar's
+    replies have the same shape)."""
 
     session_id: str
 
