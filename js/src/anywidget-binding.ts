@@ -4,6 +4,7 @@
  * `{kind, id}` requests with replies. This is the only module that knows about anywidget.
  */
 import type { AnyModel, RenderProps } from "@anywidget/types";
+import { normalizeLang, t, type Lang } from "./i18n";
 import type { Component, ComponentOptions } from "./types";
 
 type Model = AnyModel<Record<string, unknown>>;
@@ -55,6 +56,7 @@ export function bindComponent<State, C extends Component<State>>(
   };
 }
 
+/** A reply to a request (Python twin: `OkReply` / `ErrorReply` in neta_nb/widgets/_base.py). */
 export interface Reply<T> {
   kind: "reply";
   id: string;
@@ -63,23 +65,130 @@ export interface Reply<T> {
   error?: string;
 }
 
+/** How long a request waits for its reply unless the call says otherwise. */
+export const REQUEST_TIMEOUT_MS = 10_000;
+
+export interface RequestOptions {
+  /** Milliseconds to wait for the reply (default `REQUEST_TIMEOUT_MS`). */
+  timeout?: number;
+  /** Give up earlier (the view went away, the user cancelled). */
+  signal?: AbortSignal;
+}
+
+/**
+ * Why a request failed: the kernel's error reply (`reason: "error"`, `message` is the
+ * kernel's text), no reply in time, or the kernel went away (restart, shutdown, the widget
+ * closed). Views render the last two in their own language with `requestErrorText`.
+ */
+export class RequestFailure extends Error {
+  constructor(
+    readonly reason: "error" | "timeout" | "disconnected",
+    message: string,
+    readonly kind: string,
+    readonly timeout = 0,
+  ) {
+    super(message);
+    this.name = "RequestFailure";
+  }
+}
+
+/**
+ * One signal per model that aborts when the kernel side is gone: the widget manager sets
+ * `comm_live = false` on every model when the kernel restarts (it fires `comm_live_update`;
+ * a model's comm only goes live in its constructor, so any later update is a loss), and a
+ * closed widget fires `destroy`. Requests pending then can never be answered: they reject
+ * at once instead of waiting for their timeout, and later ones reject immediately.
+ */
+const connections = new WeakMap<Model, AbortSignal>();
+
+function connectionSignal(model: Model): AbortSignal {
+  let signal = connections.get(model);
+  if (!signal) {
+    const controller = new AbortController();
+    const lost = () => {
+      model.off("comm_live_update", lost);
+      model.off("destroy", lost);
+      controller.abort();
+    };
+    model.on("comm_live_update", lost);
+    model.on("destroy", lost);
+    signal = controller.signal;
+    connections.set(model, signal);
+  }
+  return signal;
+}
+
 let requestCounter = 0;
 
 /**
- * Send `{kind, id, ...payload}` to the kernel and resolve with the matching reply's result
- * (or reject with its error). Replies are matched by id; other messages are left alone.
+ * Send `{kind, id, ...payload}` to the kernel and resolve with the matching reply's result.
+ * It always settles: it rejects with a `RequestFailure` on an error reply, when no reply
+ * came within the timeout, or when the kernel restarted or the widget closed; the reply
+ * listener is removed either way. Replies are matched by id; other messages are left alone.
  */
-export function request<T>(model: Model, kind: string, payload: Record<string, unknown> = {}): Promise<T> {
+export function request<T>(
+  model: Model,
+  kind: string,
+  payload: Record<string, unknown> = {},
+  options: RequestOptions = {},
+): Promise<T> {
   const id = `${Date.now().toString(36)}-${(requestCounter += 1)}`;
+  const timeout = options.timeout ?? REQUEST_TIMEOUT_MS;
+  const disconnected = connectionSignal(model);
+  const timer = AbortSignal.timeout(timeout);
+  const signal = AbortSignal.any([disconnected, timer, ...(options.signal ? [options.signal] : [])]);
   return new Promise<T>((resolve, reject) => {
+    const settle = () => {
+      model.off("msg:custom", onMessage);
+      signal.removeEventListener("abort", onAbort);
+    };
     const onMessage = (message: unknown) => {
       const reply = message as Reply<T>;
       if (!reply || reply.kind !== "reply" || reply.id !== id) return;
-      model.off("msg:custom", onMessage);
+      settle();
       if (reply.ok) resolve(reply.result as T);
-      else reject(new Error(reply.error ?? `${kind} failed`));
+      else reject(new RequestFailure("error", reply.error ?? `${kind} failed`, kind));
     };
+    const onAbort = () => {
+      settle();
+      if (disconnected.aborted) {
+        reject(new RequestFailure("disconnected", `${kind}: the kernel is gone (restarted or shut down)`, kind));
+      } else if (timer.aborted) {
+        reject(new RequestFailure("timeout", `${kind}: no reply from the kernel within ${timeout / 1000} s`, kind, timeout));
+      } else {
+        reject(signal.reason instanceof Error ? signal.reason : new RequestFailure("error", `${kind} was cancelled`, kind));
+      }
+    };
+    if (signal.aborted) {
+      onAbort();
+      return;
+    }
+    signal.addEventListener("abort", onAbort);
     model.on("msg:custom", onMessage);
     model.send({ ...payload, kind, id });
+  });
+}
+
+/** The text a view shows for a failed request, in `lang`: the kernel's own message for an
+ * error reply, a label for a timeout or a lost kernel. */
+export function requestErrorText(lang: Lang, error: unknown): string {
+  if (error instanceof RequestFailure) {
+    if (error.reason === "timeout") return t(lang, "request_timeout", { seconds: Math.round(error.timeout / 1000) });
+    if (error.reason === "disconnected") return t(lang, "kernel_disconnected");
+    return error.message;
+  }
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** `request` whose failures carry `requestErrorText` as their message, in the model's
+ * language at the time: for views that show `error.message` as it is. */
+export function requestShowingErrors<T>(
+  model: Model,
+  kind: string,
+  payload: Record<string, unknown> = {},
+  options: RequestOptions = {},
+): Promise<T> {
+  return request<T>(model, kind, payload, options).catch((error: unknown) => {
+    throw new Error(requestErrorText(normalizeLang(model.get("lang")), error), { cause: error });
   });
 }

@@ -4,14 +4,39 @@
  * The chat view's stream arrives as numbered batches (`{kind: "batch", seq, ops}`), followed
  * by `followNumberedBatches` (a gap or a view opened mid-turn asks the kernel for `sync`).
  * Between turns the traits are the whole state, and `_seq` is the batch they include.
+ *
+ * Actions are `{kind, id}` requests (`request()`: they always settle, with a timeout); a
+ * failure reaches the view as an `Error` whose message is ready to show in its language.
+ * The request and reply shapes have Python twins (TypedDicts of the same names) in
+ * neta_nb/widgets/_chat_state.py and session_sidebar.py.
  */
 import type { AnyModel, RenderProps } from "@anywidget/types";
-import { readTraits, request, type Cleanup } from "./anywidget-binding";
+import { readTraits, requestShowingErrors, type Cleanup } from "./anywidget-binding";
 import { createChatView, type ChatOp, type ChatSnapshot, type ChatViewState, type OlderPage } from "./chat-view";
 import { followNumberedBatches } from "./numbered-batches";
-import { createSessionSidebar, type SessionSidebarState } from "./session-sidebar";
+import { createSessionSidebar, type OpenRequest, type SessionReply, type SessionSidebarState } from "./session-sidebar";
 
 type Model = AnyModel<Record<string, unknown>>;
+
+/** `older`: the page before message index `before`. */
+export interface OlderRequest {
+  before: number;
+}
+
+/** `command`: one UI→server command of the event protocol (send, stop, set_thinking_level,
+ * approve). */
+export interface CommandRequest {
+  command: { type: string } & Record<string, unknown>;
+}
+
+export interface CommandReply {
+  running: boolean;
+  think_level?: string;
+}
+
+export interface SwitchAgentRequest {
+  name: string;
+}
 
 interface WindowOp {
   op: "window";
@@ -45,7 +70,8 @@ const CHAT_TRAITS: readonly (keyof ChatViewState & string)[] = [
 
 export function renderChatView({ model: anyModel, el }: Pick<RenderProps, "model" | "el">): Cleanup {
   const model = anyModel as Model;
-  const command = (body: Record<string, unknown>) => request(model, "command", { command: body });
+  const command = (body: CommandRequest["command"]) =>
+    requestShowingErrors<CommandReply>(model, "command", { command: body } satisfies CommandRequest);
   const view = createChatView(el, {
     lang: model.get("lang") as ChatViewState["lang"],
     actions: {
@@ -53,8 +79,8 @@ export function renderChatView({ model: anyModel, el }: Pick<RenderProps, "model
       stop: () => command({ type: "stop" }),
       setLevel: (level) => command({ type: "set_thinking_level", level }),
       approve: (id, decision) => command({ type: "approve", id, decision }),
-      loadOlder: (before) => request<OlderPage>(model, "older", { before }),
-      switchAgent: (name) => request(model, "switch_agent", { name }),
+      loadOlder: (before) => requestShowingErrors<OlderPage>(model, "older", { before } satisfies OlderRequest),
+      switchAgent: (name) => requestShowingErrors<SessionReply>(model, "switch_agent", { name } satisfies SwitchAgentRequest),
     },
   });
   view.update(readTraits<ChatViewState>(model, CHAT_TRAITS));
@@ -125,8 +151,8 @@ export function renderSessionSidebar({ model: anyModel, el }: Pick<RenderProps, 
   const sidebar = createSessionSidebar(el, {
     lang: model.get("lang") as SessionSidebarState["lang"],
     actions: {
-      open: (sessionId) => request(model, "open", { session_id: sessionId }),
-      newChat: () => request(model, "new_chat"),
+      open: (sessionId) => requestShowingErrors<SessionReply>(model, "open", { session_id: sessionId } satisfies OpenRequest),
+      newChat: () => requestShowingErrors<SessionReply>(model, "new_chat"),
     },
   });
   sidebar.update(readTraits<SessionSidebarState>(model, SIDEBAR_TRAITS));

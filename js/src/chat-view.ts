@@ -17,8 +17,9 @@ import "./chat-view.css";
 import { chatLabel, type ChatLabelKey } from "./chat-labels";
 import { element } from "./dom";
 import { normalizeLang, type Lang } from "./i18n";
-import { StreamingMarkdown } from "./streaming-markdown";
+import { createInlineError } from "./inline-error";
 import { createSkillCard, type SkillCardState } from "./skill-card";
+import { StreamingMarkdown } from "./streaming-markdown";
 import { createThinkingBlock, type ThinkingBlock } from "./thinking-block";
 import { createThinkingLevelSelector, type ThinkLevel } from "./thinking-level-selector";
 import { createTodoCard, type TodoItem } from "./todo-card";
@@ -395,7 +396,10 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
   const workingText = element("span", "neta-chat-working-text");
   working.append(element("span", "neta-chat-dots"), workingText);
   const notice = element("div", "neta-chat-notice");
-  content.append(olderIndicator, empty, list, todoHost, liveHost, approvalsHost, working, notice);
+  // Failed requests show next to what the user clicked (see inline-error.ts).
+  const olderError = createInlineError(lang, "neta-chat-older-error");
+  const inputError = createInlineError(lang);
+  content.append(olderIndicator, olderError.root, empty, list, todoHost, liveHost, approvalsHost, working, notice);
   scroller.append(content);
 
   const inputBar = element("div", "neta-chat-input");
@@ -411,7 +415,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
   const sendButton = element("button", "neta-chat-send");
   sendButton.type = "button";
   toolbar.append(agentWrap, levelHost, spacer, statsHost, sendButton);
-  inputBar.append(textarea, toolbar);
+  inputBar.append(inputError.root, textarea, toolbar);
   root.append(scroller, inputBar);
   el.append(root);
 
@@ -421,7 +425,8 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     onUserChange: (patch) => {
       if (patch.level === undefined) return;
       state.think_level = patch.level;
-      void actions.setLevel?.(patch.level).catch(showError);
+      inputError.clear();
+      void actions.setLevel?.(patch.level).catch(inputError.show);
     },
   });
   const tokenStats = createTokenStats(statsHost, { lang: state.lang });
@@ -431,7 +436,6 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
   let loadingOlder = false;
   let olderRequested = false;
   let stuck = true;
-  let localError = "";
 
   // --- scrolling ------------------------------------------------------------------------
   const onScroll = () => {
@@ -452,6 +456,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     if (first === null) return;
     loadingOlder = true;
     olderIndicator.hidden = false;
+    olderError.clear();
     const session = state.session_id;
     try {
       const page = await actions.loadOlder(first);
@@ -461,7 +466,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
       state.has_older = page.has_older;
       scroller.scrollTop = scroller.scrollHeight - fromBottom; // keep the reader's place
     } catch (error) {
-      showError(error);
+      olderError.show(error);
     } finally {
       loadingOlder = false;
       olderIndicator.hidden = true;
@@ -538,7 +543,8 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     live?.destroy();
     live = null;
     olderRequested = false;
-    localError = "";
+    olderError.clear();
+    inputError.clear();
   }
 
   // --- chrome ---------------------------------------------------------------------------
@@ -552,6 +558,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
         const hint = element("div", "neta-chat-approval-hint", label("approval_hint"));
         const args = element("pre", "neta-chat-approval-args", JSON.stringify(approval.args ?? {}, null, 2));
         const buttons = element("div", "neta-chat-approval-buttons");
+        const cardError = createInlineError(lang);
         const decisions: ["allow_once" | "allow_always" | "reject", ChatLabelKey, string][] = [
           ["allow_once", "allow_once", "neta-chat-button-primary"],
           ["allow_always", "allow_always", ""],
@@ -563,14 +570,15 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
           button.dataset.decision = decision;
           button.addEventListener("click", () => {
             for (const other of Array.from(buttons.querySelectorAll("button"))) other.disabled = true;
+            cardError.clear();
             void actions.approve?.(approval.id, decision).catch((error) => {
               for (const other of Array.from(buttons.querySelectorAll("button"))) other.disabled = false;
-              showError(error);
+              cardError.show(error);
             });
           });
           buttons.append(button);
         }
-        card.append(title, hint, args, buttons);
+        card.append(title, hint, args, buttons, cardError.root);
         return card;
       }),
     );
@@ -607,9 +615,8 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     olderIndicator.textContent = label("loading_older");
     working.hidden = !state.running || live !== null || state.approvals.length > 0;
     workingText.textContent = label("working");
-    const noticeText = state.notice || localError;
-    notice.hidden = !noticeText;
-    notice.textContent = noticeText;
+    notice.hidden = !state.notice;
+    notice.textContent = state.notice;
     textarea.placeholder = label("placeholder", { agent: agentName() });
     textarea.setAttribute("aria-label", label("placeholder", { agent: agentName() }));
     sendButton.textContent = label(state.running ? "stop" : "send");
@@ -618,25 +625,21 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     renderAgents();
   }
 
-  function showError(error: unknown): void {
-    localError = error instanceof Error ? error.message : String(error);
-    renderChrome();
-  }
-
   // --- input ----------------------------------------------------------------------------
   function send(): void {
     const text = textarea.value.trim();
     if (!text || state.running || !actions.send) return;
     const typed = textarea.value;
     textarea.value = "";
-    localError = "";
+    inputError.clear();
     stuck = true;
     autosize();
     renderChrome();
     actions.send(text).catch((error) => {
       textarea.value = typed; // nothing was sent: give the text back
       autosize();
-      showError(error);
+      inputError.show(error);
+      renderChrome();
     });
   }
 
@@ -658,16 +661,18 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
   const onSendClick = () => {
     if (state.running) {
       sendButton.disabled = true;
-      void actions.stop?.().catch(showError).finally(() => renderChrome());
+      inputError.clear();
+      void actions.stop?.().catch(inputError.show).finally(() => renderChrome());
     } else {
       send();
     }
   };
   const onAgentChange = () => {
     if (agentSelect.value !== state.agent.name) {
+      inputError.clear();
       void actions.switchAgent?.(agentSelect.value).catch((error) => {
         agentSelect.value = state.agent.name;
-        showError(error);
+        inputError.show(error);
       });
     }
   };

@@ -41,6 +41,8 @@ const STRINGS = {
     level_high: "High",
     level_adaptive: "Adaptive",
     no_thinking: "No thinking",
+    request_timeout: "No reply from the kernel within {seconds} s. Is it busy or stopped? Try again.",
+    kernel_disconnected: "The kernel restarted or stopped; run the cell again to use this widget.",
   },
   "zh-CN": {
     plan: "任务规划",
@@ -80,6 +82,8 @@ const STRINGS = {
     level_high: "高",
     level_adaptive: "自适应",
     no_thinking: "不支持思考",
+    request_timeout: "内核 {seconds} 秒内没有响应，可能正忙或已停止，请重试。",
+    kernel_disconnected: "内核已重启或停止，请重新运行该单元格以继续使用此组件。",
   },
 } as const;
 

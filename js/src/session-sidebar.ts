@@ -2,12 +2,16 @@
  * The session list (seed 002 §10): newest first; each row shows the title, the plan badge
  * `📋 k/N`, and either a running dot with "Running…" or the last message. Clicking a row
  * asks the kernel to open that session in the chat view; "New chat" starts an empty one.
- * Rows are keyed by id and updated in place. Knows nothing of anywidget.
+ * Rows are keyed by id and updated in place. A failed request shows next to what was
+ * clicked: on the row, or under the header for "New chat". Knows nothing of anywidget.
+ * The wire shapes have Python twins (TypedDicts of the same names) in
+ * neta_nb/widgets/session_sidebar.py.
  */
 import "./session-sidebar.css";
 import { chatLabel } from "./chat-labels";
 import { element, makeToggle } from "./dom";
 import { normalizeLang, type Lang } from "./i18n";
+import { createInlineError, type InlineError } from "./inline-error";
 import type { Component, ComponentOptions } from "./types";
 
 export interface SessionRow {
@@ -29,6 +33,16 @@ export interface SessionSidebarState {
   lang: Lang;
 }
 
+/** `open`: show this stored session in the chat view. */
+export interface OpenRequest {
+  session_id: string;
+}
+
+/** The session the chat view shows now (the reply to `open`, `new_chat`, `switch_agent`). */
+export interface SessionReply {
+  session_id: string;
+}
+
 export interface SessionSidebarActions {
   open(sessionId: string): Promise<unknown>;
   newChat(): Promise<unknown>;
@@ -42,6 +56,7 @@ interface RowView {
   root: HTMLDivElement;
   title: HTMLDivElement;
   subtitle: HTMLDivElement;
+  error: InlineError;
   removeToggle: () => void;
   signature: string;
 }
@@ -59,21 +74,27 @@ export function createSessionSidebar(el: HTMLElement, options: SessionSidebarOpt
   const list = element("div", "neta-sidebar-list");
   list.setAttribute("role", "list");
   const empty = element("div", "neta-sidebar-empty");
-  const error = element("div", "neta-sidebar-error");
-  error.hidden = true;
-  root.append(header, list, empty, error);
+  const lang = () => state.lang;
+  const newError = createInlineError(lang, "neta-sidebar-error");
+  root.append(header, newError.root, list, empty);
   el.append(root);
 
   const rows = new Map<string, RowView>();
 
-  function showError(reason: unknown): void {
-    error.textContent = reason instanceof Error ? reason.message : String(reason);
-    error.hidden = false;
+  function clearErrors(): void {
+    newError.clear();
+    for (const row of rows.values()) row.error.clear();
   }
 
   const onNew = () => {
-    error.hidden = true;
-    void actions.newChat?.().catch(showError);
+    clearErrors();
+    newButton.disabled = true;
+    void actions
+      .newChat?.()
+      .catch(newError.show)
+      .finally(() => {
+        newButton.disabled = false;
+      });
   };
   newButton.addEventListener("click", onNew);
 
@@ -83,17 +104,18 @@ export function createSessionSidebar(el: HTMLElement, options: SessionSidebarOpt
     rowRoot.dataset.id = id;
     const title = element("div", "neta-sidebar-title");
     const subtitle = element("div", "neta-sidebar-subtitle");
-    rowRoot.append(title, subtitle);
+    const error = createInlineError(lang, "neta-sidebar-error");
+    rowRoot.append(title, subtitle, error.root);
     const removeToggle = makeToggle(rowRoot, () => {
-      if (!state.can_open || id === state.active) return;
-      error.hidden = true;
+      if (!state.can_open || id === state.active || rowRoot.classList.contains("neta-is-opening")) return;
+      clearErrors();
       rowRoot.classList.add("neta-is-opening");
       void actions
         .open?.(id)
-        .catch(showError)
+        .catch(error.show)
         .finally(() => rowRoot.classList.remove("neta-is-opening"));
     });
-    return { root: rowRoot, title, subtitle, removeToggle, signature: "" };
+    return { root: rowRoot, title, subtitle, error, removeToggle, signature: "" };
   }
 
   function render(): void {

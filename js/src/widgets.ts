@@ -3,7 +3,7 @@
  * `_component` trait. Each binds a plain component to the model's traits.
  */
 import type { AnyModel } from "@anywidget/types";
-import { bindComponent, request, type WidgetRenderer } from "./anywidget-binding";
+import { bindComponent, requestShowingErrors, type WidgetRenderer } from "./anywidget-binding";
 import { renderChatView, renderSessionSidebar } from "./chat-view-binding";
 import { followNumberedBatches } from "./numbered-batches";
 import { createSkillCard, type SkillCardState } from "./skill-card";
@@ -16,12 +16,14 @@ import { createToolConfigPanel, type ToolConfigPanel, type ToolConfigPanelState 
 
 type Model = AnyModel<Record<string, unknown>>;
 
+/** Python twin: `AppendMessage` in neta_nb/widgets/thinking_block.py. */
 interface AppendMessage {
   kind: "append";
   seq: number;
   text: string;
 }
 
+/** Python twin: `StreamSnapshot` in neta_nb/widgets/thinking_block.py. */
 interface StreamSnapshot {
   text: string;
   seq: number;
@@ -59,7 +61,9 @@ export const widgetRenderers: Record<string, WidgetRenderer> = {
       createToolConfigPanel,
       ["tools", "states", "enabled_tools", "categories", "summary", "unknown", "warnings", "search", "state_filter", "core_only", "collapsed", "lang"],
       (panel, model) => {
-        panel.setRequester((kind, payload) => request(model, kind, payload));
+        // The panel shows `error.message` in its error line: timeouts and a lost kernel
+        // arrive already worded in the model's language.
+        panel.setRequester((kind, payload) => requestShowingErrors(model, kind, payload));
         return () => undefined;
       },
     ),

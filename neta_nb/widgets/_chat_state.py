@@ -22,16 +22,187 @@ nothing lost and bytes close to the text's own size.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, NotRequired, Required, TypedDict, cast
 
 from ..messages import Message
 from ..store import CompactionRecord
 from ._streaming import FLUSH_INTERVAL, FrameThrottle
 
-__all__ = ["FLUSH_INTERVAL", "WINDOW", "LiveResponse", "OpBatcher", "render_message",
+__all__ = ["FLUSH_INTERVAL", "WINDOW", "AgentChoice", "Approval", "BatchMessage", "ChatCard",
+           "ChatItem", "ChatOp", "ChatSnapshot", "CommandReply", "CommandRequest",
+           "LiveResponse", "LiveSnapshot", "OlderPage", "OlderRequest", "OpBatcher",
+           "SwitchAgentReply", "SwitchAgentRequest", "WindowOp", "render_message",
            "render_window", "renderable"]
+
+
+# --- the wire format ---------------------------------------------------------------------
+# Each TypedDict mirrors the TS interface of the same name; the file named in its docstring
+# holds the twin. A field changed on one side must change on the other.
+
+class ChatCard(TypedDict):
+    """A tool or skill card inside an assistant message (TS: ``ChatCard``, chat-view.ts).
+    Tool cards carry ``args``, skill cards ``percent``/``step``/``detail``."""
+
+    kind: Literal["tool", "skill"]
+    id: str
+    name: str
+    label: str
+    status: Literal["running", "done", "error"]
+    result: str | None
+    args: NotRequired[dict[str, Any]]
+    percent: NotRequired[float]
+    step: NotRequired[str | None]
+    detail: NotRequired[str | None]
+
+
+class ChatItem(TypedDict, total=False):
+    """One drawn message or compaction marker (TS: ``ChatItem``, chat-view.ts). ``text`` and
+    ``thinking`` are ``None`` in a streamed update: "keep what you streamed"."""
+
+    id: Required[str]
+    role: Required[Literal["user", "assistant", "compaction"]]
+    index: Required[int]
+    pos: Required[int]
+    text: str | None
+    thinking: str | None
+    cards: list[ChatCard]
+    interrupted: Literal["cancelled", "error", "killed"] | None
+    error: str | None
+    tokens_before: int
+    tokens_after: int
+    messages_folded: int
+
+
+class Approval(TypedDict):
+    """A pending approval request (TS: ``Approval``, chat-view.ts)."""
+
+    id: str
+    name: str
+    args: dict[str, Any]
+
+
+class AgentChoice(TypedDict):
+    """An agent the selector offers (TS: ``AgentChoice``, chat-view.ts)."""
+
+    name: str
+    model: str
+
+
+class LiveSnapshot(TypedDict):
+    """The response being streamed, whole (TS: ``LiveSnapshot``, chat-view.ts)."""
+
+    id: str
+    thinking: str
+    text: str
+    thinking_open: bool
+
+
+class ChatSnapshot(TypedDict):
+    """The ``sync`` reply: everything a view needs to draw the present, as of batch ``seq``
+    (TS: ``ChatSnapshot``, chat-view.ts)."""
+
+    seq: int
+    session_id: str
+    messages: list[ChatItem]
+    has_older: bool
+    live: LiveSnapshot | None
+    running: bool
+    todos: list[dict[str, Any]]
+    current: dict[str, Any]
+    context: dict[str, Any]
+    approvals: list[Approval]
+    think_level: str
+    notice: str
+
+
+class OlderRequest(TypedDict):
+    """``older``: the page before message index ``before`` (TS: ``OlderRequest``,
+    chat-view-binding.ts)."""
+
+    before: int
+
+
+class OlderPage(TypedDict):
+    """The ``older`` reply (TS: ``OlderPage``, chat-view.ts)."""
+
+    session_id: str
+    messages: list[ChatItem]
+    has_older: bool
+
+
+class CommandRequest(TypedDict):
+    """``command``: one UI→server command of the event protocol (``send``, ``stop``,
+    ``set_thinking_level``, ``approve``) (TS: ``CommandRequest``, chat-view-binding.ts)."""
+
+    command: Mapping[str, Any]
+
+
+class CommandReply(TypedDict, total=False):
+    """The ``command`` reply (TS: ``CommandReply``, chat-view-binding.ts)."""
+
+    running: Required[bool]
+    think_level: str
+
+
+class SwitchAgentRequest(TypedDict):
+    """``switch_agent`` (TS: ``SwitchAgentRequest``, chat-view-binding.ts)."""
+
+    name: str
+
+
+class SwitchAgentReply(TypedDict):
+    """The session now shown (TS: ``SessionReply``, session-sidebar.ts; the sidebar's
+    replies have the same shape)."""
+
+    session_id: str
+
+
+# The members of the TS ``ChatOp`` union (chat-view.ts), which are unnamed there, and the
+# binding's ``WindowOp`` (chat-view-binding.ts).
+class LiveOp(TypedDict):
+    op: Literal["live"]
+    id: str
+
+
+class StreamOp(TypedDict):
+    op: Literal["text", "thinking"]
+    text: str
+
+
+class ThinkingDoneOp(TypedDict):
+    op: Literal["thinking_done"]
+
+
+class EndOp(TypedDict):
+    op: Literal["end"]
+    id: str | None
+
+
+class ItemOp(TypedDict):
+    op: Literal["item"]
+    item: ChatItem
+
+
+ChatOp = LiveOp | StreamOp | ThinkingDoneOp | EndOp | ItemOp
+
+
+class WindowOp(TypedDict):
+    """The turn ended: the view sets ``messages`` from these ids (TS: ``WindowOp``,
+    chat-view-binding.ts)."""
+
+    op: Literal["window"]
+    ids: list[str]
+    has_older: bool
+
+
+class BatchMessage(TypedDict):
+    """One numbered batch of view operations (TS: ``BatchMessage``, chat-view-binding.ts)."""
+
+    kind: Literal["batch"]
+    seq: int
+    ops: list[ChatOp | WindowOp]
 
 
 WINDOW = 50
@@ -44,28 +215,32 @@ def renderable(message: Message) -> bool:
     return message.role in ("user", "assistant") and not message.metadata.compacted
 
 
-def render_message(message: Message, index: int) -> dict[str, Any]:
+def render_message(message: Message, index: int) -> ChatItem:
     """One message as the view draws it."""
     if message.role == "user":
         return {"id": message.id, "role": "user", "index": index, "pos": 2 * index,
                 "text": message.text}
     tools = {t.id: t for t in message.metadata.tool_executions}
     skills = {s.id: s for s in message.metadata.skill_executions}
-    cards: list[dict[str, Any]] = []
+    def card(kind: Literal["tool", "skill"], execution: Any) -> ChatCard:
+        # The execution's fields are the card's (plus ones the view ignores).
+        return cast(ChatCard, {"kind": kind, **execution.model_dump()})
+
+    cards: list[ChatCard] = []
     # Cards follow the order in which the model made the calls.
     for call in message.tool_calls:
         if call.id in tools:
-            cards.append({"kind": "tool", **tools.pop(call.id).model_dump()})
+            cards.append(card("tool", tools.pop(call.id)))
         elif call.id in skills:
-            cards.append({"kind": "skill", **skills.pop(call.id).model_dump()})
-    cards += [{"kind": "tool", **t.model_dump()} for t in tools.values()]
-    cards += [{"kind": "skill", **s.model_dump()} for s in skills.values()]
+            cards.append(card("skill", skills.pop(call.id)))
+    cards += [card("tool", t) for t in tools.values()]
+    cards += [card("skill", s) for s in skills.values()]
     return {"id": message.id, "role": "assistant", "index": index, "pos": 2 * index,
             "thinking": message.thinking, "text": message.text, "cards": cards,
             "interrupted": message.metadata.interrupted, "error": message.metadata.error}
 
 
-def render_marker(number: int, record: CompactionRecord) -> dict[str, Any]:
+def render_marker(number: int, record: CompactionRecord) -> ChatItem:
     """The marker drawn where a compaction folded older turns."""
     return {"id": f"compaction-{number}", "role": "compaction",
             "index": record.after_message, "pos": 2 * record.after_message - 1,
@@ -75,7 +250,7 @@ def render_marker(number: int, record: CompactionRecord) -> dict[str, Any]:
 
 def render_window(messages: Sequence[Message], compactions: Sequence[CompactionRecord], *,
                   before: int | None = None, limit: int = WINDOW
-                  ) -> tuple[list[dict[str, Any]], bool]:
+                  ) -> tuple[list[ChatItem], bool]:
     """The last ``limit`` drawn messages with an index below ``before`` (all when
     ``None``), with the compaction markers among them; and whether older ones exist."""
     end = len(messages) if before is None else max(0, min(before, len(messages)))
@@ -92,7 +267,7 @@ def render_window(messages: Sequence[Message], compactions: Sequence[CompactionR
     for number, record in enumerate(compactions):
         if low <= record.after_message <= end:  # a view keys items by id: overlap is harmless
             items.append(render_marker(number, record))
-    items.sort(key=lambda item: int(item["pos"]))
+    items.sort(key=lambda item: item["pos"])
     return items, has_older
 
 
@@ -105,12 +280,12 @@ class LiveResponse:
     text: list[str] = field(default_factory=list)
     thinking_open: bool = False
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> LiveSnapshot:
         return {"id": self.id, "thinking": "".join(self.thinking), "text": "".join(self.text),
                 "thinking_open": self.thinking_open}
 
 
-ItemSource = Callable[[str], dict[str, Any] | None]
+ItemSource = Callable[[str], ChatItem | None]
 """Renders the item with this id as it is now (``None`` when it no longer exists)."""
 
 
@@ -118,7 +293,7 @@ class OpBatcher(FrameThrottle):
     """Ordered view operations sent as ``send({"kind": "batch", "seq", "ops"})``, at most
     one batch per ``interval`` (see :class:`FrameThrottle`)."""
 
-    def __init__(self, send: Callable[[dict[str, Any]], None], item_source: ItemSource, *,
+    def __init__(self, send: Callable[[BatchMessage], None], item_source: ItemSource, *,
                  interval: float = FLUSH_INTERVAL,
                  clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__(interval=interval, clock=clock)
@@ -127,7 +302,7 @@ class OpBatcher(FrameThrottle):
         self._ops: list[dict[str, Any]] = []
         self._chunks: list[str] | None = None  # the open text/thinking op's chunks
         self._upserts: set[str] = set()
-        self._sent_items: dict[str, dict[str, Any]] = {}
+        self._sent_items: dict[str, ChatItem] = {}
         self.batches = 0
         """Batches sent so far (benchmarks read it)."""
 
@@ -164,10 +339,10 @@ class OpBatcher(FrameThrottle):
         self._sent_items.clear()
 
     # --- sending ----------------------------------------------------------------------
-    def _take(self) -> list[dict[str, Any]] | None:
+    def _take(self) -> list[ChatOp | WindowOp] | None:
         ops = self._ops
         self._ops, self._chunks, self._upserts = [], None, set()
-        wire: list[dict[str, Any]] = []
+        wire: list[ChatOp | WindowOp] = []
         for op in ops:
             if "chunks" in op:
                 wire.append({"op": op["op"], "text": "".join(op["chunks"])})
@@ -178,7 +353,8 @@ class OpBatcher(FrameThrottle):
                 self._sent_items[op["id"]] = item
                 wire.append({"op": "item", "item": item})
             else:
-                wire.append(op)
+                # live / thinking_done / end / window, built by op() with their fields.
+                wire.append(cast("ChatOp | WindowOp", op))
         return wire or None
 
     def _deliver(self, seq: int, payload: Any) -> None:

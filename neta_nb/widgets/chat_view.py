@@ -27,7 +27,7 @@ import html
 import logging
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, cast
 
 import traitlets
 
@@ -48,12 +48,22 @@ from ..events import (
 from ..messages import new_id
 from ..session import Agent, AgentSession
 from ..thinking import get_model_thinking_capability
-from ._base import NetaWidget, RequestError, escape_markdown
+from ._base import NetaWidget, RequestError, escape_markdown, handles
 from ._chat_state import (
     FLUSH_INTERVAL,
     WINDOW,
+    AgentChoice,
+    Approval,
+    ChatItem,
+    ChatSnapshot,
+    CommandReply,
+    CommandRequest,
     LiveResponse,
+    OlderPage,
+    OlderRequest,
     OpBatcher,
+    SwitchAgentReply,
+    SwitchAgentRequest,
     render_marker,
     render_message,
     render_window,
@@ -111,11 +121,6 @@ class ChatView(NetaWidget):
     _seq = traitlets.Int(0, help="Number of the last batch reflected in the traits.").tag(
         sync=True)
 
-    _request_kinds: ClassVar[Mapping[str, str]] = {
-        "sync": "_sync", "older": "_older", "command": "_command",
-        "switch_agent": "_switch_agent",
-    }
-
     def __init__(self, session: AgentSession | None = None, *,
                  agents: Sequence[Agent] = (), window: int = WINDOW,
                  flush_interval: float = FLUSH_INTERVAL, **kwargs: Any) -> None:
@@ -167,8 +172,8 @@ class ChatView(NetaWidget):
         with self.hold_sync():
             self.session_id = session.id
             self.agent = {"name": session.agent.name, "model": session.provider.model_id}
-            self.agents = self._agent_choices(session)
-            self.messages = items
+            self.agents = cast("list[dict[str, Any]]", self._agent_choices(session))
+            self.messages = cast("list[dict[str, Any]]", items)
             self.has_older = has_older
             self.todos = [item.model_dump() for item in session.todo.read()]
             self.current = TurnUsage().model_dump()
@@ -219,8 +224,9 @@ class ChatView(NetaWidget):
             raise RequestError("no session is bound to this chat view")
         return self._session
 
-    def _agent_choices(self, session: AgentSession) -> list[dict[str, str]]:
-        choices = [{"name": session.agent.name, "model": session.provider.model_id}]
+    def _agent_choices(self, session: AgentSession) -> list[AgentChoice]:
+        choices: list[AgentChoice] = [{"name": session.agent.name,
+                                       "model": session.provider.model_id}]
         for agent in self._other_agents:
             if agent.name not in {c["name"] for c in choices}:
                 model = agent.model if isinstance(agent.model, str) else (
@@ -345,7 +351,7 @@ class ChatView(NetaWidget):
         with self.hold_sync():
             self._quiet_window = True
             try:
-                self.messages = items
+                self.messages = cast("list[dict[str, Any]]", items)
                 self.has_older = has_older
             finally:
                 self._quiet_window = False
@@ -360,7 +366,7 @@ class ChatView(NetaWidget):
             return False
         return bool(super()._should_send_property(key, value))
 
-    def _item(self, item_id: str) -> dict[str, Any] | None:
+    def _item(self, item_id: str) -> ChatItem | None:
         session = self._session
         if session is None:
             return None
@@ -377,14 +383,15 @@ class ChatView(NetaWidget):
         if streamed is not None:
             # The views hold this text already (they streamed it): `None` says "keep
             # yours", so a long answer crosses the wire once.
-            if item["thinking"] == streamed[0]:
+            if item.get("thinking") == streamed[0]:
                 item["thinking"] = None
-            if item["text"] == streamed[1]:
+            if item.get("text") == streamed[1]:
                 item["text"] = None
         return item
 
     # --- requests from views ----------------------------------------------------------
-    def _sync(self, _request: Mapping[str, Any]) -> dict[str, Any]:
+    @handles("sync")
+    def _sync(self, _request: Mapping[str, object]) -> ChatSnapshot:
         """Everything a view needs to draw the present: sent after any pending batch, with
         the number of the last batch it includes."""
         self._batcher.flush()
@@ -401,12 +408,13 @@ class ChatView(NetaWidget):
             "todos": self.todos,
             "current": self.current,
             "context": self.context,
-            "approvals": self.approvals,
+            "approvals": cast("list[Approval]", self.approvals),
             "think_level": self.think_level,
             "notice": self.notice,
         }
 
-    def _older(self, request: Mapping[str, Any]) -> dict[str, Any]:
+    @handles("older")
+    def _older(self, request: OlderRequest) -> OlderPage:
         """The page of drawn messages before message index ``before``."""
         session = self._require_session()
         before = request.get("before")
@@ -416,7 +424,8 @@ class ChatView(NetaWidget):
                                          before=before, limit=self._window)
         return {"session_id": session.id, "messages": items, "has_older": has_older}
 
-    def _command(self, request: Mapping[str, Any]) -> dict[str, Any]:
+    @handles("command")
+    def _command(self, request: CommandRequest) -> CommandReply:
         session = self._require_session()
         command = request.get("command")
         if not isinstance(command, Mapping):
@@ -465,7 +474,8 @@ class ChatView(NetaWidget):
 
         task.add_done_callback(finished)
 
-    def _switch_agent(self, request: Mapping[str, Any]) -> dict[str, Any]:
+    @handles("switch_agent")
+    def _switch_agent(self, request: SwitchAgentRequest) -> SwitchAgentReply:
         name = request.get("name")
         current = self._require_session()
         if name == current.agent.name:

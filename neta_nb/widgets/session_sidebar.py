@@ -12,16 +12,16 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from typing import Any, TypedDict, cast
 
 import traitlets
 
 from ..session import AgentSession
 from ..store import SessionRecord, SessionStore
-from ._base import NetaWidget, RequestError, escape_markdown
+from ._base import NetaWidget, RequestError, escape_markdown, handles
 from .chat_view import ChatView, live_session
 
-__all__ = ["REFRESH_INTERVAL", "SessionSidebar"]
+__all__ = ["REFRESH_INTERVAL", "OpenRequest", "SessionReply", "SessionRow", "SessionSidebar"]
 
 REFRESH_INTERVAL = 0.25
 """Seconds between two refreshes of the list while the store keeps changing."""
@@ -37,7 +37,39 @@ def _preview(text: str) -> str:
     return " ".join(_MARKDOWN_MARKS.sub(" ", text).split())
 
 
-def _row(record: SessionRecord) -> dict[str, Any]:
+class TodoBadge(TypedDict):
+    """The plan badge of a row (TS: ``SessionRow.todo``, session-sidebar.ts)."""
+
+    completed: int
+    total: int
+
+
+class SessionRow(TypedDict):
+    """One row of the list (TS: ``SessionRow``, session-sidebar.ts)."""
+
+    id: str
+    title: str
+    agent: str
+    running: bool
+    last_message: str
+    todo: TodoBadge | None
+    updated_at: float
+    message_count: int
+
+
+class OpenRequest(TypedDict):
+    """``open``: show this stored session (TS: ``OpenRequest``, session-sidebar.ts)."""
+
+    session_id: str
+
+
+class SessionReply(TypedDict):
+    """The session the chat view shows now (TS: ``SessionReply``, session-sidebar.ts)."""
+
+    session_id: str
+
+
+def _row(record: SessionRecord) -> SessionRow:
     summary = record.todo_summary or {}
     return {
         "id": record.id,
@@ -66,8 +98,6 @@ class SessionSidebar(NetaWidget):
     can_open = traitlets.Bool(False, help="A chat view is attached.").tag(sync=True)
     height = traitlets.Unicode("640px").tag(sync=True)
 
-    _request_kinds: ClassVar[Mapping[str, str]] = {"open": "_open", "new_chat": "_new_chat"}
-
     def __init__(self, store: SessionStore, chat: ChatView | None = None, *,
                  resume: ResumeSession | None = None, limit: int = 200,
                  **kwargs: Any) -> None:
@@ -93,7 +123,8 @@ class SessionSidebar(NetaWidget):
         if self._refresh_timer is not None:
             self._refresh_timer.cancel()
             self._refresh_timer = None
-        self.sessions = [_row(record) for record in self.store.list_sessions(self._limit)]
+        rows = [_row(record) for record in self.store.list_sessions(self._limit)]
+        self.sessions = cast("list[dict[str, Any]]", rows)
 
     def _on_store_change(self, _session_id: str) -> None:
         # A running turn writes every message: coalesce into one refresh per interval.
@@ -146,13 +177,15 @@ class SessionSidebar(NetaWidget):
             raise RequestError("this sidebar has no chat view to open sessions in")
         return self.chat
 
-    def _open(self, request: Mapping[str, Any]) -> dict[str, Any]:
+    @handles("open")
+    def _open(self, request: OpenRequest) -> SessionReply:
         session_id = request.get("session_id")
         if not isinstance(session_id, str):
             raise RequestError("open needs a 'session_id'")
         return {"session_id": self.open_session(session_id).id}
 
-    def _new_chat(self, _request: Mapping[str, Any]) -> dict[str, Any]:
+    @handles("new_chat")
+    def _new_chat(self, _request: Mapping[str, object]) -> SessionReply:
         return {"session_id": self.new_chat().id}
 
     def close(self) -> None:

@@ -11,16 +11,32 @@ from __future__ import annotations
 import html
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, ClassVar
+from typing import Any, Literal, TypedDict
 
 import traitlets
 
 from ..events import ThinkingDeltaEvent, ThinkingDoneEvent
-from ._base import NetaWidget, escape_markdown
+from ._base import NetaWidget, escape_markdown, handles
 from ._labels import label
 from ._streaming import FLUSH_INTERVAL, DeltaBatcher
 
-__all__ = ["ThinkingBlock"]
+__all__ = ["AppendMessage", "StreamSnapshot", "ThinkingBlock"]
+
+
+class AppendMessage(TypedDict):
+    """One numbered batch of streamed text (TS: ``AppendMessage``, widgets.ts)."""
+
+    kind: Literal["append"]
+    seq: int
+    text: str
+
+
+class StreamSnapshot(TypedDict):
+    """The ``snapshot`` reply: the text as of batch ``seq`` (TS: ``StreamSnapshot``,
+    widgets.ts)."""
+
+    text: str
+    seq: int
 
 
 class ThinkingBlock(NetaWidget):
@@ -32,8 +48,6 @@ class ThinkingBlock(NetaWidget):
     streaming = traitlets.Bool(False).tag(sync=True)
     collapsed = traitlets.Bool(True, help="Folded; opens while streaming.").tag(sync=True)
     _seq = traitlets.Int(0, help="Number of the last streamed batch in `text`.").tag(sync=True)
-
-    _request_kinds: ClassVar[Mapping[str, str]] = {"snapshot": "_snapshot"}
 
     def __init__(self, text: str = "", *, flush_interval: float = FLUSH_INTERVAL,
                  **kwargs: Any) -> None:
@@ -95,9 +109,11 @@ class ThinkingBlock(NetaWidget):
 
     def _send_batch(self, seq: int, text: str) -> None:
         self._seq = seq  # not synced while streaming (see _should_send_property)
-        self.send({"kind": "append", "seq": seq, "text": text})
+        message: AppendMessage = {"kind": "append", "seq": seq, "text": text}
+        self.send(message)
 
-    def _snapshot(self, _request: Mapping[str, Any]) -> dict[str, Any]:
+    @handles("snapshot")
+    def _snapshot(self, _request: Mapping[str, object]) -> StreamSnapshot:
         # The text as of the last batch sent: pending deltas arrive in the next batch.
         pending = len(self._batcher.pending)
         text = self.text[: len(self.text) - pending] if pending else self.text

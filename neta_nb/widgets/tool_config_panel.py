@@ -23,7 +23,7 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, ClassVar, Final
+from typing import Any, Final, Literal, TypedDict, cast
 
 import traitlets
 
@@ -36,9 +36,110 @@ from ..tools import (
     resolve_tools,
 )
 from ..tools.base import Tool
-from ._base import NetaWidget, RequestError, escape_markdown, html_card
+from ._base import NetaWidget, RequestError, escape_markdown, handles, html_card
 
-__all__ = ["BULK_OPERATIONS", "STATE_FILTERS", "ToolConfigPanel"]
+__all__ = ["BULK_OPERATIONS", "STATE_FILTERS", "CategoryCount", "PreviewResult",
+           "ToolConfigPanel", "ToolConfigSummary", "ToolInfo", "ToolVerdict"]
+
+
+# --- the wire format ---------------------------------------------------------------------
+# Each TypedDict mirrors the TS interface of the same name in js/src/tool-config-panel.ts
+# (its requests' payloads are written inline there: `{name, enabled}`, `{op}`, `{name}`).
+
+class ToolInfo(TypedDict):
+    """What the view shows of a tool that does not depend on the agent (TS: ``ToolInfo``)."""
+
+    name: str
+    label: str
+    description: str
+    category: str
+    capabilities: list[str]
+    scenes: list[str] | None
+    core: bool
+    visibility: str
+    requires_approval: bool
+
+
+class ToolVerdict(TypedDict):
+    """The resolver's verdict on one tool for this agent (TS: ``ToolVerdict``)."""
+
+    state: str
+    on: bool
+    available: bool
+    reason: str | None
+    reason_zh: str | None
+
+
+class CategoryCount(TypedDict):
+    """TS: ``CategoryCount``."""
+
+    name: str
+    count: int
+    enabled: int
+
+
+class ToolConfigSummary(TypedDict):
+    """Counts for the summary line (TS: ``ToolConfigSummary``)."""
+
+    enabled: int
+    total: int
+    core: int
+    extra_enabled: int
+    switched_off: int
+    globally_disabled: int
+    filtered_out: int
+
+
+class SetToolRequest(TypedDict):
+    """``set_tool``: switch one tool for this agent (TS: sent inline as ``{name, enabled}``)."""
+
+    name: str
+    enabled: bool
+
+
+class SetToolReply(ToolVerdict):
+    """The tool's verdict after the switch, with its name."""
+
+    name: str
+
+
+class BulkRequest(TypedDict):
+    """``bulk`` (TS: sent inline as ``{op}``, one of ``BulkOperation``)."""
+
+    op: Literal["restore_core_defaults", "clear_extra_enabled", "clear_disabled_overrides"]
+
+
+class BulkReply(TypedDict):
+    enabled_tools: list[str]
+
+
+class ForgetRequest(TypedDict):
+    """``forget`` (TS: sent inline as ``{name}``)."""
+
+    name: str
+
+
+class ForgetReply(TypedDict):
+    unknown: list[str]
+
+
+class ToolDefinitionWire(TypedDict):
+    """One tool definition of the preview (TS: ``PreviewResult.tools[]``)."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+class PreviewResult(TypedDict):
+    """The ``preview`` reply (TS: ``PreviewResult``)."""
+
+    system_prompt: str
+    tools: list[ToolDefinitionWire]
+
+
+class NoReply(TypedDict):
+    """A request answered with nothing but success."""
 
 BULK_OPERATIONS: Final = ("restore_core_defaults", "clear_extra_enabled",
                           "clear_disabled_overrides")
@@ -121,7 +222,7 @@ def _label(lang: str, key: str, **params: object) -> str:
     return table.get(key, _LABELS["en"][key]).format(**params)
 
 
-def _describe(item: Tool) -> dict[str, Any]:
+def _describe(item: Tool) -> ToolInfo:
     """What the view shows of a tool that does not depend on the agent."""
     return {
         "name": item.name,
@@ -169,14 +270,6 @@ class ToolConfigPanel(NetaWidget):
     core_only = traitlets.Bool(False, help="Show core tools only.").tag(sync=True)
     collapsed = traitlets.List(traitlets.Unicode(), help=(
         "Categories whose section is folded.")).tag(sync=True)
-
-    _request_kinds: ClassVar[Mapping[str, str]] = {
-        "set_tool": "_request_set_tool",
-        "bulk": "_request_bulk",
-        "forget": "_request_forget",
-        "dismiss_warnings": "_request_dismiss_warnings",
-        "preview": "_request_preview",
-    }
 
     def __init__(self, catalog: ToolCatalog, config: AgentToolConfig, *,
                  model_capabilities: Iterable[str] | None = None, scene: str | None = None,
@@ -252,7 +345,7 @@ class ToolConfigPanel(NetaWidget):
         resolution = self._resolution = self._resolve()
         ordered = self._catalog.ordered()
         final = set(resolution.names)
-        states: dict[str, dict[str, Any]] = {}
+        states: dict[str, ToolVerdict] = {}
         for name, state in resolution.states.items():
             reason = resolution.reasons.get(name)
             states[name] = {
@@ -277,23 +370,26 @@ class ToolConfigPanel(NetaWidget):
                          "it is ignored." for name in unknown for field in ("enabled", "disabled")}
         warnings = [warning for warning in dict.fromkeys(resolution.warnings)
                     if warning not in unknown_notes and warning not in self._dismissed_warnings]
+        categories: list[CategoryCount] = [
+            {"name": category, "count": total, "enabled": enabled}
+            for category, (total, enabled) in counts.items()]
+        summary: ToolConfigSummary = {
+            "enabled": len(resolution.tools),
+            "total": len(ordered),
+            "core": sum(item.core for item in ordered),
+            "extra_enabled": state_counts[ToolState.AGENT_ENABLED],
+            "switched_off": state_counts[ToolState.AGENT_DISABLED],
+            "globally_disabled": state_counts[ToolState.GLOBALLY_DISABLED],
+            "filtered_out": len(resolution.filtered_out),
+        }
         with self.hold_sync():
             if self._catalog_version != self._catalog.version:
                 self._catalog_version = self._catalog.version
-                self.tools = [_describe(item) for item in ordered]
+                self.tools = cast("list[dict[str, Any]]", [_describe(item) for item in ordered])
             self.states = states
             self.enabled_tools = resolution.names
-            self.categories = [{"name": category, "count": total, "enabled": enabled}
-                               for category, (total, enabled) in counts.items()]
-            self.summary = {
-                "enabled": len(resolution.tools),
-                "total": len(ordered),
-                "core": sum(item.core for item in ordered),
-                "extra_enabled": state_counts[ToolState.AGENT_ENABLED],
-                "switched_off": state_counts[ToolState.AGENT_DISABLED],
-                "globally_disabled": state_counts[ToolState.GLOBALLY_DISABLED],
-                "filtered_out": len(resolution.filtered_out),
-            }
+            self.categories = cast("list[dict[str, Any]]", categories)
+            self.summary = cast("dict[str, Any]", summary)
             self.unknown = unknown
             self.warnings = warnings
 
@@ -305,7 +401,8 @@ class ToolConfigPanel(NetaWidget):
 
     # --- requests from the view ----------------------------------------------------
 
-    def _request_set_tool(self, content: Mapping[str, Any]) -> dict[str, Any]:
+    @handles("set_tool")
+    def _request_set_tool(self, content: SetToolRequest) -> SetToolReply:
         name, enabled = content.get("name"), content.get("enabled")
         if not isinstance(name, str) or not isinstance(enabled, bool):
             raise RequestError("set_tool needs a tool name (string) and enabled (true/false)")
@@ -316,9 +413,10 @@ class ToolConfigPanel(NetaWidget):
         except ValueError:
             raise RequestError(f"'{name}' is disabled globally in tool management; it cannot "
                                "be switched on or off for this agent") from None
-        return {"name": name, **self.states[name]}
+        return cast(SetToolReply, {"name": name, **self.states[name]})
 
-    def _request_bulk(self, content: Mapping[str, Any]) -> dict[str, Any]:
+    @handles("bulk")
+    def _request_bulk(self, content: BulkRequest) -> BulkReply:
         operation = content.get("op")
         if operation == "restore_core_defaults":
             self._config.restore_core_defaults(self._catalog)
@@ -331,7 +429,8 @@ class ToolConfigPanel(NetaWidget):
                                + ", ".join(BULK_OPERATIONS))
         return {"enabled_tools": list(self.enabled_tools)}
 
-    def _request_forget(self, content: Mapping[str, Any]) -> dict[str, Any]:
+    @handles("forget")
+    def _request_forget(self, content: ForgetRequest) -> ForgetReply:
         name = content.get("name")
         # Only names the catalog does not know: forgetting a known name would silently
         # drop a real override.
@@ -340,18 +439,21 @@ class ToolConfigPanel(NetaWidget):
         self._config.forget(name)
         return {"unknown": list(self.unknown)}
 
-    def _request_dismiss_warnings(self, _content: Mapping[str, Any]) -> dict[str, Any]:
+    @handles("dismiss_warnings")
+    def _request_dismiss_warnings(self, _content: Mapping[str, object]) -> NoReply:
         self._dismissed_warnings.update(self.warnings)
         self.warnings = []
         return {}
 
-    def _request_preview(self, _content: Mapping[str, Any]) -> dict[str, Any]:
+    @handles("preview")
+    def _request_preview(self, _content: Mapping[str, object]) -> PreviewResult:
         preview = preview_prompt(system_prompt=self.system_prompt, catalog=self._catalog,
                                  config=self._config,
                                  model_capabilities=self._model_capabilities,
                                  scene=self._scene, model=self._model)
         return {"system_prompt": preview.system_prompt,
-                "tools": [definition.model_dump() for definition in preview.tools]}
+                "tools": [cast(ToolDefinitionWire, definition.model_dump())
+                          for definition in preview.tools]}
 
     # --- text forms ----------------------------------------------------------------
 
