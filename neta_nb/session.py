@@ -86,7 +86,11 @@ class AgentSession:
         self.id = session_id or new_id("s_")
         self._saved = SessionPersistence(self.id, store, self._describe)
         self.working_dir = Path(working_dir) if working_dir else Path.cwd()
-        self.namespace = namespace if namespace is not None else _notebook_namespace()
+        if namespace is None:
+            # The notebook's own variables, or outside IPython one namespace for the
+            # session, so the `python` tool keeps its variables between calls there too.
+            namespace = _notebook_namespace()
+        self.namespace: dict[str, Any] = namespace if namespace is not None else {}
         self.todo = TodoStore()
         self._messages: list[Message] = []
         self._view: list[Message] = []  # what the model sees: see model_view
@@ -100,7 +104,8 @@ class AgentSession:
         self._tools = ToolRunner(emit=self._emit, append=self._append,
                                  persist=self._persist, approvals=self._approvals,
                                  make_context=self._tool_context,
-                                 on_todo_written=self._todo_written)
+                                 on_todo_written=self._todo_written,
+                                 on_interrupt=self._interrupted)
         self._turn: Turn | None = None
         self._compacting = False
         if store is not None and store.get_session(self.id) is None:
@@ -250,6 +255,13 @@ class AgentSession:
         # would skip the turn entirely (no user message, no `done`); it starts and stops.
         return True
 
+    def _interrupted(self) -> None:
+        """A tool was interrupted by a kernel interrupt: stop the turn like Stop does."""
+        turn = self._turn
+        if turn is not None and turn.task is not None and not turn.task.done():
+            turn.interrupted = turn.cancel_requested = True
+            turn.task.cancel()
+
     async def run(self, prompt: str) -> Message | None:
         """Run one turn to its end and return the last assistant message. Provider
         failures are reported as an ``error`` event, not raised."""
@@ -269,7 +281,7 @@ class AgentSession:
             return await self._loop_turn(turn)
         except asyncio.CancelledError:
             self._finish_interrupted(turn, "cancelled", None)
-            turn.stop_reason = "cancelled"
+            turn.stop_reason = "interrupted" if turn.interrupted else "cancelled"
             if not turn.cancel_requested:
                 raise  # cancelled from outside (kernel shutdown…): keep propagating
             if turn.task is not None:
@@ -285,6 +297,15 @@ class AgentSession:
                                   retryable=False))
             turn.stop_reason = "error"
             return turn.message
+        except BaseException:
+            # KeyboardInterrupt or SystemExit raised in the turn's own frames: the turn is
+            # closed like a cancel (history valid, cards final, store written, `done`),
+            # then the exception goes on.
+            turn.interrupted = True
+            with contextlib.suppress(Exception):
+                self._finish_interrupted(turn, "cancelled", None)
+            turn.stop_reason = "interrupted"
+            raise
         finally:
             turn.stop_draft_timer()
             self._turn = None
@@ -418,7 +439,9 @@ class AgentSession:
         elif turn.message is not None and why == "cancelled":
             turn.message.metadata.interrupted = why
             self._persist(turn.message)
-        self._tools.close_unanswered(self._messages, why, turn.live_calls)
+        self._tools.close_unanswered(self._messages,
+                                     "interrupted" if turn.interrupted else why,
+                                     turn.live_calls)
 
     def _append(self, message: Message) -> None:
         self._messages.append(message)

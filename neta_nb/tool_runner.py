@@ -33,12 +33,19 @@ from .tools import Tool, ToolArgumentError, ToolContext
 from .tools.base import ProgressCallback
 from .tools.resolver import ToolResolution
 
-__all__ = ["ContextFactory", "ToolRunner"]
+__all__ = ["INTERRUPTED_TEXT", "ContextFactory", "ToolRunner"]
 
 log = logging.getLogger(__name__)
 
 ContextFactory = Callable[[str, ProgressCallback], ToolContext]
 """Builds the :class:`ToolContext` of one call from its id and its progress callback."""
+
+INTERRUPTED_TEXT = "This call did not finish: the kernel was interrupted."
+_UNFINISHED_TEXT = {
+    "cancelled": "This call did not finish: the user cancelled the turn.",
+    "interrupted": INTERRUPTED_TEXT,
+    "killed": "This call did not finish: the kernel stopped.",
+}
 
 
 class ToolRunner:
@@ -49,13 +56,15 @@ class ToolRunner:
     def __init__(self, *, emit: Callable[[Event], None],
                  append: Callable[[Message], None], persist: Callable[[Message], None],
                  approvals: Approvals, make_context: ContextFactory,
-                 on_todo_written: Callable[[], None]) -> None:
+                 on_todo_written: Callable[[], None],
+                 on_interrupt: Callable[[], None]) -> None:
         self._emit = emit
         self._append = append
         self._persist = persist
         self._approvals = approvals
         self._make_context = make_context
         self._on_todo_written = on_todo_written
+        self._on_interrupt = on_interrupt
 
     async def run(self, message: Message, resolution: ToolResolution, *,
                   live_calls: set[str], default_timeout: float) -> None:
@@ -127,6 +136,13 @@ class ToolRunner:
         except Exception as exc:  # a bug in the approval path or the context: never fatal
             log.exception("tool call %s (%s) failed outside its handler", call.id, call.name)
             content, is_error = f"Tool '{call.name}' failed: {type(exc).__name__}: {exc}", True
+        except (KeyboardInterrupt, SystemExit):
+            # A kernel interrupt reached a tool running on the kernel's thread (the only
+            # way out of stuck code there). Re-raised from this task it would end the
+            # event loop, and with it the kernel; instead the call is closed and the turn
+            # stops as if Stop had been pressed.
+            content, is_error = INTERRUPTED_TEXT, True
+            self._on_interrupt()
         live_calls.discard(call.id)
 
         if tool_record is not None:
@@ -160,9 +176,7 @@ class ToolRunner:
         # OpenAI-compatible servers number calls per response).
         answered = {p.tool_call_id for m in messages[position + 1:]
                     for p in m.tool_results}
-        text = {"cancelled": "This call did not finish: the user cancelled the turn.",
-                "killed": "This call did not finish: the kernel stopped."}.get(
-                    why, "This call did not run: the turn stopped.")
+        text = _UNFINISHED_TEXT.get(why, "This call did not run: the turn stopped.")
         for call in last_assistant.tool_calls:
             if call.id in answered:
                 continue

@@ -42,6 +42,8 @@ class Turn:
     begun: bool = False
     """The turn's code has started (a ``start()``\\ ed task may not have run yet)."""
     cancel_requested: bool = False
+    interrupted: bool = False
+    """A kernel interrupt (KeyboardInterrupt) stopped the turn, not the Stop button."""
     live_calls: set[str] = field(default_factory=set)
     """Tool calls whose events may still be emitted (late progress of others is ignored)."""
     assembler: ResponseAssembler | None = None

@@ -18,7 +18,10 @@ import contextlib
 import inspect
 import io
 import linecache
+import signal
+import threading
 import traceback
+from collections.abc import Iterator
 from types import CodeType
 from typing import Any
 
@@ -81,8 +84,30 @@ def _compile(code: str) -> tuple[CodeType | None, CodeType | None]:
     return body, last
 
 
+@contextlib.contextmanager
+def _interruptible() -> Iterator[None]:
+    """Let a kernel interrupt stop the code while it runs on the main thread.
+
+    An idle ipykernel ignores SIGINT (its handler is ``SIG_IGN`` between requests), and a
+    cell awaiting a turn turns SIGINT into a cancellation that code stuck in a loop never
+    sees: so the interrupt button could not stop a runaway ``while True``. While the
+    code's synchronous part runs, SIGINT raises ``KeyboardInterrupt`` in it; the tool
+    runner then closes the call and stops the turn. Never across an ``await``: there a
+    KeyboardInterrupt could surface in the event loop itself and end the kernel.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 async def _run(code: CodeType, namespace: dict[str, Any]) -> Any:
-    result = eval(code, namespace)
+    with _interruptible():
+        result = eval(code, namespace)
     # With top-level await allowed, code that awaits compiles to a coroutine.
     if code.co_flags & inspect.CO_COROUTINE:
         result = await result
