@@ -31,6 +31,8 @@ from typing import Any
 
 import nbformat
 
+from ..support.offline import clear_provider_environment, write_kernel_guard
+
 __all__ = [
     "CHROMIUM",
     "ConsoleMessage",
@@ -124,6 +126,10 @@ class JupyterLabServer:
             "JUPYTER_PLATFORM_DIRS": "1",
         }
         env.pop("ANYWIDGET_HMR", None)
+        # The run already cleared these; a harness started on its own (a benchmark) must
+        # not hand a key to the kernels either, nor let them reach anything but 127.0.0.1.
+        clear_provider_environment(env)
+        write_kernel_guard(dirs["ipython"])
         server_args = [
             "--ip=127.0.0.1", "--port-retries=0",
             f"--IdentityProvider.token={self.token}", "--allow-root",
