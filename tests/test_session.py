@@ -416,10 +416,12 @@ async def test_sessions_run_concurrently_without_interfering() -> None:
 
 async def test_starting_a_second_turn_while_running_is_refused() -> None:
     gate = asyncio.Event()
-    session, _, _ = make_session([[TextDelta("x"), gate.wait, UsageUpdate(Usage()),
-                                   StreamDone("end_turn")]])
+    session, rec, _ = make_session([[TextDelta("x"), gate.wait, UsageUpdate(Usage()),
+                                     StreamDone("end_turn")]])
     task = session.start("a")
-    await asyncio.sleep(0)
+    with pytest.raises(RuntimeError, match="already running"):
+        session.start("b")  # started, not begun yet
+    await rec.wait_for("token")
     with pytest.raises(RuntimeError, match="already running"):
         session.start("b")
     gate.set()

@@ -28,7 +28,7 @@ from typing import Any
 
 from ..messages import Message
 from ..store import CompactionRecord
-from ._streaming import FLUSH_INTERVAL, FrameThrottle
+from ._streaming import FLUSH_INTERVAL, FrameThrottle, Scheduler, call_later_on_running_loop
 
 __all__ = ["FLUSH_INTERVAL", "WINDOW", "LiveResponse", "OpBatcher", "render_message",
            "render_window", "renderable"]
@@ -120,8 +120,9 @@ class OpBatcher(FrameThrottle):
 
     def __init__(self, send: Callable[[dict[str, Any]], None], item_source: ItemSource, *,
                  interval: float = FLUSH_INTERVAL,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        super().__init__(interval=interval, clock=clock)
+                 clock: Callable[[], float] = time.monotonic,
+                 schedule: Scheduler = call_later_on_running_loop) -> None:
+        super().__init__(interval=interval, clock=clock, schedule=schedule)
         self._send = send
         self._item_source = item_source
         self._ops: list[dict[str, Any]] = []
