@@ -17,7 +17,7 @@ from neta_nb import Agent, AgentSession, AgentToolConfig, SessionStore, ToolCata
 from neta_nb.messages import Message, TextPart, ThinkingPart
 from neta_nb.providers.base import TextDelta, ThinkingDelta
 
-from .session_support import FakeProvider, Recorder, answer, calls
+from .support.sessions import FakeProvider, Recorder, answer, calls
 from .support.timing import poll_until
 
 PLAN = {"todos": [{"id": "1", "content": "Read", "status": "completed"},
@@ -148,7 +148,7 @@ CHILD = textwrap.dedent("""
     sys.path.insert(0, {root!r})
     from neta_nb import Agent, AgentSession, SessionStore
     from neta_nb.providers.base import TextDelta, ThinkingDelta
-    from tests.session_support import FakeProvider, answer, calls
+    from tests.support.sessions import FakeProvider, answer, calls
 
     async def stall():
         print("STREAMING", flush=True)

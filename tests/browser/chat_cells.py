@@ -1,6 +1,6 @@
 """Notebook cells for the chat view's browser tests and screenshots.
 
-The kernel imports the test doubles from this repository (``tests.session_support``), so
+The kernel imports the test doubles from this repository (``tests.support.sessions``), so
 the cells put the repository on ``sys.path`` first.
 """
 
@@ -19,7 +19,7 @@ from neta_nb.messages import Usage
 from neta_nb.providers.base import (StreamDone, TextDelta, ThinkingDelta, ThinkingEnd,
                                     ToolCallReady, UsageUpdate)
 from neta_nb.widgets import ChatView, SessionSidebar
-from tests.session_support import FakeProvider
+from tests.support.sessions import FakeProvider
 """.strip()
 
 # The demo model, paced so that each phase of a turn can be seen (and stopped) from the

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from neta_nb import Agent, AgentSession, SessionStore, ToolCatalog, ToolContext, tool
+from neta_nb import Agent, AgentSession, SessionStore, ToolCatalog, tool
 from neta_nb.messages import Message, SkillExecution, TextPart, ToolCallPart, ToolExecution, Usage
 from neta_nb.providers.base import (
     ProviderError,
@@ -23,25 +23,9 @@ from neta_nb.widgets import ChatView
 from neta_nb.widgets._base import RequestError
 from neta_nb.widgets._chat_state import OpBatcher, render_message, render_window
 
-from ..session_support import FakeProvider, answer, calls
+from ..support.sessions import FakeProvider, add, answer, calls, count_up
 from ..support.timing import ManualScheduler, wait_until
 from .conftest import SentMessages
-
-
-@tool(core=True, label="Add numbers")
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
-
-
-@tool(visibility="skill", category="skill", core=True, label="Count up")
-async def count_up(steps: int, ctx: ToolContext) -> str:
-    """Reports progress at each step."""
-    for n in range(1, steps + 1):
-        ctx.progress(100 * n / steps, step=f"step {n}")
-        await asyncio.sleep(0)
-    return f"counted to {steps}"
-
 
 ran: list[int] = []
 
