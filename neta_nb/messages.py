@@ -163,6 +163,9 @@ class MessageMetadata(_Model):
 
 
 class Message(_Model):
+    """One turn of the conversation: a role and its ordered parts (text, thinking, tool
+    calls, tool results), with the usage and stop reason the provider reported."""
+
     id: str = Field(default_factory=lambda: new_id("m_"))
     role: Role
     parts: list[Part] = Field(default_factory=list)

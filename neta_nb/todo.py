@@ -52,6 +52,9 @@ class TodoError(ValueError):
 
 
 class TodoItem(BaseModel):
+    """One step of the plan: ``id``, ``content`` and a ``status`` (pending, in_progress,
+    completed, cancelled)."""
+
     model_config = ConfigDict(validate_assignment=True)
 
     id: str
@@ -60,6 +63,8 @@ class TodoItem(BaseModel):
 
 
 class TodoSummary(BaseModel):
+    """How many steps of the plan are in each status, and in total."""
+
     total: int = 0
     pending: int = 0
     in_progress: int = 0

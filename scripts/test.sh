@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything the test suite needs on a fresh machine, then runs all of it:
-# lint, type check, unit and wire tests, notebooks (nbval) and browser tests.
+# lint, type check, the widgets' JS unit tests, Python unit and wire tests, notebooks (nbval)
+# and browser tests.
 # Usage: bash scripts/test.sh [extra pytest args]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,4 +14,7 @@ install_venv "all,lab,test"
 
 ruff check .
 mypy
+# The pip install above ran `npm ci` in js/ to build the widgets; their pure logic has
+# unit tests of its own (Node's test runner).
+(cd js && npm test)
 python -m pytest tests notebooks --nbval "$@"

@@ -19,7 +19,7 @@ from neta_nb.compaction import (
 from neta_nb.messages import Message, TextPart, ToolCallPart, Usage
 from neta_nb.providers.base import ProviderError, StreamDone, TextDelta, UsageUpdate
 
-from .session_support import FakeProvider, Recorder, answer, calls
+from .support.sessions import FakeProvider, Recorder, answer, calls, make_session
 
 PLAN = {"todos": [{"id": "1", "content": "Collect data", "status": "completed"},
                   {"id": "2", "content": "Fit the model", "status": "in_progress"},
@@ -215,3 +215,50 @@ async def test_a_large_tool_result_counts_before_the_next_call() -> None:
     assert provider.requests[2].purpose == "summary"
     assert rec.types.count("compaction") == 1
     assert session.messages[-1].text == "done"
+
+
+# --- failures and resume (shared session builder) ----------------------------------
+
+
+async def test_unexpected_exception_in_summary_call_is_a_compaction_error() -> None:
+    """The summarising call fails with something other than ProviderError: history is
+    left untouched, an error is reported and the turn goes on."""
+    session, rec, _ = make_session([
+        answer("one", usage=Usage(input_tokens=100, output_tokens=10)),
+        answer("two", usage=Usage(input_tokens=820, output_tokens=10)),
+        [RuntimeError("summary client bug")],
+        answer("three")],
+        context_window=1_000, agent_options={"keep_recent_turns": 1})
+    await session.run("q1")
+    await session.run("q2")
+    await session.run("q3")  # must not raise
+    assert any("summary client bug" in e.message for e in rec.of("error"))
+    assert session.messages[-1].text == "three"
+    assert rec.of("done")[-1].stop_reason == "end_turn"
+
+
+async def test_resumed_session_compacts_before_a_call_that_would_start_too_full(
+        tmp_path: Path) -> None:
+    """The context figure is lost on resume, so the first call of a resumed session that
+    was at 83 % goes out uncompacted (and would fail at the provider when over the
+    window)."""
+    store = SessionStore(tmp_path / "s.db")
+    session, _, provider = make_session(
+        [answer("one", usage=Usage(input_tokens=100, output_tokens=10)),
+         answer("two", usage=Usage(input_tokens=820, output_tokens=10))],
+        store=store, context_window=1_000, agent_options={"keep_recent_turns": 1})
+    await session.run("q1")
+    await session.run("q2")
+    assert session.context.used_tokens == 830
+
+    resumed = AgentSession.resume(session.id, store=store, agent=session.agent,
+                                  catalog=session.catalog)
+    assert resumed.context.used_tokens == 830
+    rec = Recorder()
+    resumed.subscribe(rec)
+    provider.responses += [
+        [TextDelta("- summary"), UsageUpdate(Usage(output_tokens=5)), StreamDone("end_turn")],
+        answer("three")]
+    await resumed.run("q3")
+    assert provider.requests[2].purpose == "summary"
+    assert "compaction" in rec.types

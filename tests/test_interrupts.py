@@ -2,7 +2,7 @@
 closed — every call answered, no card left running, the partial answer kept, the store
 equal to memory, one ``done`` — and the session's next turn sends a valid history.
 
-Each scenario runs in a child process (``tests/interrupt_child.py``) that the test
+Each scenario runs in a child process (``tests/support/interrupt_child.py``) that the test
 interrupts, so a regression cannot interrupt the test run itself.
 """
 
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
 
 def interrupt(mode: str, workdir: Path) -> dict[str, Any]:
-    child = subprocess.Popen([sys.executable, "-m", "tests.interrupt_child", mode,
+    child = subprocess.Popen([sys.executable, "-m", "tests.support.interrupt_child", mode,
                               str(workdir)], cwd=ROOT, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
     try:

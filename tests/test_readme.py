@@ -47,3 +47,22 @@ def test_npm_scripts_exist() -> None:
     scripts = json.loads((ROOT / "js" / "package.json").read_text())["scripts"]
     for name in re.findall(r"npm run (\w+)", README):
         assert name in scripts, name
+
+
+def test_npm_test_exists_where_the_readme_names_it() -> None:
+    scripts = json.loads((ROOT / "js" / "package.json").read_text())["scripts"]
+    assert "npm test" in README
+    assert scripts["test"].startswith("node ")
+
+
+def test_the_fast_loop_deselects_a_marker_that_exists() -> None:
+    # `pytest -m "not browser"` with an unknown marker would silently run everything.
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    expressions = re.findall(r'pytest -m "([^"]+)"', README)
+    assert expressions, "the README names the fast loop"
+    for expression in expressions:
+        for marker in re.findall(r"\b(?!not\b|and\b|or\b)(\w+)", expression):
+            assert f'"{marker}:' in pyproject, marker
+    # Every browser test carries the marker, so the fast loop starts no Chromium.
+    for path in (ROOT / "tests" / "browser").glob("test_*.py"):
+        assert "pytest.mark.browser" in path.read_text(), path.name

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from neta_nb import Agent, AgentSession, AgentToolConfig, ToolCatalog, ToolContext, tool
+from neta_nb import Agent, AgentSession, AgentToolConfig, ToolCatalog, tool
 from neta_nb.messages import TextPart, ThinkingPart, Usage
 from neta_nb.providers.base import (
     ProviderError,
@@ -18,22 +18,7 @@ from neta_nb.providers.base import (
     UsageUpdate,
 )
 
-from .session_support import FakeProvider, Recorder, answer, calls
-
-
-@tool(core=True, label="Add numbers")
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
-
-
-@tool(visibility="skill", category="skill", core=True, label="Count up")
-async def count_up(steps: int, ctx: ToolContext) -> str:
-    """A skill that reports progress at each step."""
-    for n in range(1, steps + 1):
-        ctx.progress(100 * n / steps, step=f"step {n}", detail=None)
-        await asyncio.sleep(0)
-    return f"counted to {steps}"
+from .support.sessions import FakeProvider, Recorder, add, answer, calls, count_up
 
 
 @tool(core=True)
@@ -418,10 +403,12 @@ async def test_sessions_run_concurrently_without_interfering() -> None:
 
 async def test_starting_a_second_turn_while_running_is_refused() -> None:
     gate = asyncio.Event()
-    session, _, _ = make_session([[TextDelta("x"), gate.wait, UsageUpdate(Usage()),
-                                   StreamDone("end_turn")]])
+    session, rec, _ = make_session([[TextDelta("x"), gate.wait, UsageUpdate(Usage()),
+                                     StreamDone("end_turn")]])
     task = session.start("a")
-    await asyncio.sleep(0)
+    with pytest.raises(RuntimeError, match="already running"):
+        session.start("b")  # started, not begun yet
+    await rec.wait_for("token")
     with pytest.raises(RuntimeError, match="already running"):
         session.start("b")
     gate.set()
@@ -455,3 +442,39 @@ async def test_cancel_right_after_start_still_ends_the_turn() -> None:
     assert [m.role for m in session.messages] == ["user"]
     await session.run("again")
     assert session.messages[-1].text == "later"
+
+
+async def test_unexpected_provider_exception_becomes_error_event_and_done() -> None:
+    """A provider bug or an unmapped network error type must end the turn like a provider
+    error: error + exactly one done, the partial answer kept, the session usable."""
+    session, rec, _ = make_session([
+        [TextDelta("Partial"), RuntimeError("unmapped transport failure")],
+        answer("recovered")])
+    result = await session.run("first")  # must not raise
+    assert rec.types[-2:] == ["error", "done"]
+    assert rec.types.count("done") == 1
+    assert rec.of("done")[0].stop_reason == "error"
+    assert "unmapped transport failure" in rec.of("error")[0].message
+    assert result is not None and result.text == "Partial"
+    assert result.metadata.interrupted == "error"
+    assert not session.running
+    await session.run("second")
+    assert session.messages[-1].text == "recovered"
+
+
+async def test_unsubscribing_during_an_event_skips_no_other_subscriber() -> None:
+    """A one-shot subscriber that removes itself must not make the next subscriber miss
+    the event being delivered."""
+    session, _, _ = make_session([answer("hello")])
+    seen: list[str] = []
+    unsubscribe: Any = None
+
+    def once(event: Any) -> None:
+        unsubscribe()
+
+    unsubscribe = session.subscribe(once)
+    session.subscribe(lambda event: seen.append(event.type))
+    await session.run("x")
+    assert seen[0] == "token"
+    assert seen[-1] == "done"
+    assert seen.count("token") == 2

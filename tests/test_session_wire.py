@@ -13,7 +13,7 @@ from neta_nb.providers.anthropic import AnthropicProvider
 from neta_nb.providers.openai import OpenAIProvider
 
 from .providers.sse_server import AnthropicStream, OpenAIStream, SSEServer
-from .session_support import Recorder
+from .support.sessions import Recorder
 
 PLAN = json.dumps({"todos": [{"id": "1", "content": "Think", "status": "in_progress"}]})
 

@@ -9,7 +9,6 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,8 @@ from neta_nb import Agent, AgentSession, AgentToolConfig, SessionStore, ToolCata
 from neta_nb.messages import Message, TextPart, ThinkingPart
 from neta_nb.providers.base import TextDelta, ThinkingDelta
 
-from .session_support import FakeProvider, Recorder, answer, calls
+from .support.sessions import FakeProvider, Recorder, answer, calls
+from .support.timing import poll_until
 
 PLAN = {"todos": [{"id": "1", "content": "Read", "status": "completed"},
                   {"id": "2", "content": "Write", "status": "in_progress"}]}
@@ -148,11 +148,11 @@ CHILD = textwrap.dedent("""
     sys.path.insert(0, {root!r})
     from neta_nb import Agent, AgentSession, SessionStore
     from neta_nb.providers.base import TextDelta, ThinkingDelta
-    from tests.session_support import FakeProvider, answer, calls
+    from tests.support.sessions import FakeProvider, answer, calls
 
     async def stall():
         print("STREAMING", flush=True)
-        await asyncio.sleep(3600)
+        await asyncio.Event().wait()  # streams no further until the process is killed
 
     provider = FakeProvider([
         calls(("t", "todo", {plan!r})),
@@ -162,6 +162,11 @@ CHILD = textwrap.dedent("""
     session = AgentSession(Agent("a", model=provider), store=store, session_id="killed")
     asyncio.run(session.run("question"))
 """)
+
+
+def draft_count(db: Path) -> int:
+    with sqlite3.connect(db) as conn:
+        return int(conn.execute("SELECT COUNT(*) FROM drafts").fetchone()[0])
 
 
 def test_killed_process_loses_no_completed_message(tmp_path: Path) -> None:
@@ -174,12 +179,7 @@ def test_killed_process_loses_no_completed_message(tmp_path: Path) -> None:
         assert child.stdout is not None
         assert child.stdout.readline().strip() == "STREAMING"
         # The draft checkpoint happens on the first delta; wait until it is on disk.
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            with sqlite3.connect(db) as conn:
-                if conn.execute("SELECT COUNT(*) FROM drafts").fetchone()[0]:
-                    break
-            time.sleep(0.05)
+        poll_until(lambda: draft_count(db) > 0, within=20, what="no draft checkpoint on disk")
         os.killpg(child.pid, signal.SIGKILL)
     finally:
         child.wait(timeout=20)

@@ -20,6 +20,9 @@ __all__ = ["PromptPreview", "preview_prompt"]
 
 @dataclass(frozen=True)
 class PromptPreview:
+    """What a provider would be sent for an agent: its system prompt and tool definitions,
+    and the resolution that chose the tools."""
+
     system_prompt: str
     """The system prompt, exactly as the provider gets it."""
     tools: list[ToolDefinition]

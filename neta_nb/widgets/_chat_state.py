@@ -28,7 +28,7 @@ from typing import Any, Literal, NotRequired, Required, TypedDict, cast
 
 from ..messages import Message
 from ..store import CompactionRecord
-from ._streaming import FLUSH_INTERVAL, FrameThrottle
+from ._streaming import FLUSH_INTERVAL, FrameThrottle, Scheduler, call_later_on_running_loop
 
 __all__ = ["FLUSH_INTERVAL", "WINDOW", "AgentChoice", "Approval", "BatchMessage", "ChatCard",
            "ChatItem", "ChatOp", "ChatSnapshot", "CommandReply", "CommandRequest",
@@ -295,8 +295,9 @@ class OpBatcher(FrameThrottle):
 
     def __init__(self, send: Callable[[BatchMessage], None], item_source: ItemSource, *,
                  interval: float = FLUSH_INTERVAL,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        super().__init__(interval=interval, clock=clock)
+                 clock: Callable[[], float] = time.monotonic,
+                 schedule: Scheduler = call_later_on_running_loop) -> None:
+        super().__init__(interval=interval, clock=clock, schedule=schedule)
         self._send = send
         self._item_source = item_source
         self._ops: list[dict[str, Any]] = []

@@ -12,12 +12,34 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
-__all__ = ["FLUSH_INTERVAL", "DeltaBatcher", "FrameThrottle"]
+__all__ = ["FLUSH_INTERVAL", "DeltaBatcher", "FrameThrottle", "Scheduler",
+           "call_later_on_running_loop"]
 
 FLUSH_INTERVAL = 0.03
 """Seconds between two batches of one stream (about two frames at 60 Hz)."""
+
+
+class Cancellable(Protocol):
+    def cancel(self) -> None: ...
+
+
+Scheduler = Callable[[float, Callable[[], None]], Cancellable | None]
+"""``schedule(delay, callback)`` runs ``callback`` once after ``delay`` seconds and returns
+a handle with ``cancel()``, or returns ``None`` when it cannot run anything later (the
+caller then flushes at once). Tests pass a manual scheduler and fire it themselves."""
+
+
+def call_later_on_running_loop(delay: float,
+                               callback: Callable[[], None]) -> asyncio.TimerHandle | None:
+    """The default :data:`Scheduler`: ``call_later`` on the running event loop (the
+    kernel's), or ``None`` outside one (plain scripts)."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+    return loop.call_later(delay, callback)
 
 
 class FrameThrottle:
@@ -26,16 +48,19 @@ class FrameThrottle:
     The first batch after a quiet interval goes out at once (a first token shows without
     delay); later ones wait for a trailing flush scheduled on the running event loop, so a
     burst costs one message per interval and its last part is never held back longer than
-    that. Without a running loop every batch goes out at once (plain scripts and tests).
+    that. Without a running loop every batch goes out at once (plain scripts). ``clock`` and
+    ``schedule`` (a :data:`Scheduler`) are the seams tests drive time through.
     Subclasses collect what a batch carries (:meth:`_take`) and send it (:meth:`_deliver`).
     """
 
     def __init__(self, *, interval: float = FLUSH_INTERVAL,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 schedule: Scheduler = call_later_on_running_loop) -> None:
         self._interval = interval
         self._clock = clock
+        self._schedule_later = schedule
         self._last_flush = float("-inf")
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: Cancellable | None = None
         self.seq = 0
         """Number of the last batch sent (0 before the first)."""
 
@@ -47,18 +72,16 @@ class FrameThrottle:
         raise NotImplementedError
 
     def _schedule(self) -> None:
+        # Called per delta: the common case (a flush already due) returns at once.
         if self._timer is not None:
             return
         wait = self._last_flush + self._interval - self._clock()
         if wait <= 0:
             self.flush()
             return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
+        self._timer = self._schedule_later(wait, self._flush_from_timer)
+        if self._timer is None:
             self.flush()
-            return
-        self._timer = loop.call_later(wait, self._flush_from_timer)
 
     def _flush_from_timer(self) -> None:
         self._timer = None
@@ -84,8 +107,9 @@ class DeltaBatcher(FrameThrottle):
     """Collects text deltas and hands them to ``send(seq, text)`` in numbered batches."""
 
     def __init__(self, send: Callable[[int, str], None], *, interval: float = FLUSH_INTERVAL,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        super().__init__(interval=interval, clock=clock)
+                 clock: Callable[[], float] = time.monotonic,
+                 schedule: Scheduler = call_later_on_running_loop) -> None:
+        super().__init__(interval=interval, clock=clock, schedule=schedule)
         self._send = send
         self._pending: list[str] = []
 

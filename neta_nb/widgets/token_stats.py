@@ -4,7 +4,9 @@ events only — real provider usage, never an estimate."""
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Mapping
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 import traitlets
@@ -17,13 +19,18 @@ __all__ = ["TokenStats", "context_level", "format_tokens"]
 
 
 def format_tokens(value: float) -> str:
-    """999 → ``999``, 1234 → ``1.2K``, 12345 → ``12.3K``, 1_200_000 → ``1.2M``."""
-    n = max(0, round(value))
+    """999 → ``999``, 1234 → ``1.2K``, 12345 → ``12.3K``, 1_200_000 → ``1.2M``.
+
+    Rounds halves up, as the JS component does (``Math.round``, ``toFixed``): Python's
+    ``round`` and ``:.1f`` round halves to even, which showed 1250 as ``1.2K`` here and
+    ``1.3K`` in the view (tests/fixtures/token_format.json holds the shared cases)."""
+    n = max(0, math.floor(value + 0.5))
     if n < 1000:
         return str(n)
     divisor, suffix = ((1000, "K") if n < 999_950 else
                        (1_000_000, "M") if n < 999_950_000 else (1_000_000_000, "B"))
-    text = f"{n / divisor:.1f}"
+    tenths = Decimal(n / divisor).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP)
+    text = str(tenths)
     return (text[:-2] if text.endswith(".0") else text) + suffix
 
 

@@ -1,6 +1,6 @@
 """Notebook cells for the chat view's browser tests and screenshots.
 
-The kernel imports the test doubles from this repository (``tests.session_support``), so
+The kernel imports the test doubles from this repository (``tests.support.sessions``), so
 the cells put the repository on ``sys.path`` first.
 """
 
@@ -19,7 +19,7 @@ from neta_nb.messages import Usage
 from neta_nb.providers.base import (StreamDone, TextDelta, ThinkingDelta, ThinkingEnd,
                                     ToolCallReady, UsageUpdate)
 from neta_nb.widgets import ChatView, SessionSidebar
-from tests.session_support import FakeProvider
+from tests.support.sessions import FakeProvider
 """.strip()
 
 # The demo model, paced so that each phase of a turn can be seen (and stopped) from the
@@ -96,6 +96,7 @@ ipywidgets.HBox([sidebar, chat])
 # a tool ran, the profile skill ran, and the final response is mid-thought.
 GATED_TURN = """
 gates = {name: asyncio.Event() for name in ("skill", "thinking", "text")}
+skill_waiting = asyncio.Event()  # the skill is at 62 % and waits for gates["skill"]
 PLAN = [{"id": "1", "content": "Look at the files in the working directory",
          "status": "completed"},
         {"id": "2", "content": "Profile the sample table column by column",
@@ -112,8 +113,8 @@ SPLIT = FINAL.index("have gaps")
 async def profile_sample(ctx: ToolContext) -> str:
     \"\"\"Profile the sample table.\"\"\"
     ctx.progress(25, "Column 2/8: order_date", "date, 40 unique")
-    await asyncio.sleep(0.05)
     ctx.progress(62, "Column 5/8: units", "integer, 18 unique")
+    skill_waiting.set()
     await gates["skill"].wait()
     ctx.progress(100, "Column 8/8: customer_rating")
     return "## Profile of `sample.csv`\\n\\n40 rows × 8 columns; 2 columns have missing values."

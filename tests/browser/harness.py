@@ -22,7 +22,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +29,9 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
+
+from ..support.offline import clear_provider_environment, write_kernel_guard
+from ..support.timing import poll_until
 
 __all__ = [
     "CHROMIUM",
@@ -124,6 +126,10 @@ class JupyterLabServer:
             "JUPYTER_PLATFORM_DIRS": "1",
         }
         env.pop("ANYWIDGET_HMR", None)
+        # The run already cleared these; a harness started on its own (a benchmark) must
+        # not hand a key to the kernels either, nor let them reach anything but 127.0.0.1.
+        clear_provider_environment(env)
+        write_kernel_guard(dirs["ipython"])
         server_args = [
             "--ip=127.0.0.1", "--port-retries=0",
             f"--IdentityProvider.token={self.token}", "--allow-root",
@@ -141,18 +147,22 @@ class JupyterLabServer:
         self.process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT,
                                         start_new_session=True)
         log.close()
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"jupyter lab exited early; see {self.base_dir / 'server.log'}")
-            status_url = f"{self.url}/api/status?token={self.token}"
-            with contextlib.suppress(OSError), urllib.request.urlopen(status_url,
-                                                                      timeout=2) as response:
-                if response.status == 200:
-                    return
-            time.sleep(0.2)
-        self.stop()
-        raise RuntimeError(f"jupyter lab did not answer within {timeout:.0f} s")
+        try:
+            poll_until(self._answers, within=timeout, what="jupyter lab did not answer",
+                       interval=0.2)
+        except AssertionError:
+            self.stop()
+            raise
+
+    def _answers(self) -> bool:
+        assert self.process is not None
+        if self.process.poll() is not None:
+            raise RuntimeError(f"jupyter lab exited early; see {self.base_dir / 'server.log'}")
+        status_url = f"{self.url}/api/status?token={self.token}"
+        with contextlib.suppress(OSError), urllib.request.urlopen(status_url,
+                                                                  timeout=2) as response:
+            return bool(response.status == 200)
+        return False
 
     def stop(self) -> None:
         if self.process is None or self.process.poll() is not None:
@@ -281,6 +291,12 @@ async () => {
 """
 
 
+_TWO_FRAMES_JS = ("() => new Promise((done) => requestAnimationFrame(() => "
+                  "requestAnimationFrame(() => done(true))))")
+_NO_TRANSITION_JS = ("() => document.getAnimations().every((a) => "
+                     "!(a instanceof CSSTransition) || a.playState !== 'running')")
+
+
 class LabSession:
     """One JupyterLab tab. Use :meth:`run_notebook`, then query ``page`` and
     :meth:`execute`. Console errors are collected in :attr:`console_errors`."""
@@ -341,14 +357,15 @@ class LabSession:
                               timeout: float = 10.0) -> str:
         """Poll ``print(expression)`` until it prints ``expected`` (a view's change reaches
         the kernel asynchronously); returns the last value seen."""
-        deadline = time.monotonic() + timeout
-        value = ""
-        while time.monotonic() < deadline:
-            value = self.execute(path, f"print({expression})").strip()
-            if value == expected:
-                return value
-            time.sleep(0.05)
-        return value
+        seen = [""]
+
+        def arrived() -> bool:
+            seen[0] = self.execute(path, f"print({expression})").strip()
+            return seen[0] == expected
+
+        with contextlib.suppress(AssertionError):
+            poll_until(arrived, within=timeout, what=expression)
+        return seen[0]
 
     def close_all(self) -> None:
         """Close every open document and shut its kernel down."""
@@ -363,13 +380,20 @@ class LabSession:
         self.page.wait_for_function("(light) => document.body.dataset.jpThemeLight === light",
                                     arg="false" if dark else "true")
         # Let the theme's CSS transitions settle before anyone takes a picture.
-        self.page.wait_for_timeout(400)
+        self.wait_for_transitions()
+
+    def wait_for_transitions(self) -> None:
+        """Wait until style changes are applied and no CSS transition is running (two
+        animation frames first: a transition starts at the next style recalculation).
+        Endless animations (a streaming cursor, a spinner) do not count."""
+        self.page.evaluate(_TWO_FRAMES_JS)
+        self.page.wait_for_function(_NO_TRANSITION_JS, polling="raf")
 
     def screenshot(self, locator: Any, path: Path, *, padding: int = 12) -> Path:
         """A PNG of ``locator`` with some of the page around it."""
         # Centre it, so neither the toolbar nor the status bar gets into the picture.
         locator.evaluate("node => node.scrollIntoView({block: 'center'})")
-        self.page.wait_for_timeout(100)
+        self.page.evaluate(_TWO_FRAMES_JS)  # scrolled and painted
         box = locator.bounding_box()
         if box is None:
             raise AssertionError(f"cannot screenshot an invisible element: {locator}")

@@ -187,7 +187,7 @@ def test_a_second_view_and_a_reload_show_the_current_state(lab: LabSession) -> N
     path = lab.run_notebook("chat_views.ipynb", [
         chat_cells.IMPORTS, chat_cells.GATED_TURN,
         "task = session.start('Profile the data in this folder')\n"
-        "await asyncio.sleep(0.5)\nchat",
+        "await asyncio.wait_for(skill_waiting.wait(), 30)\nchat",
     ])
     page = lab.page
     views = page.locator(".neta-chat-view")

@@ -8,12 +8,12 @@ import html
 import re
 import shutil
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from ..support.timing import poll_until
 from .harness import JupyterLabServer, LabSession
 
 pytestmark = pytest.mark.browser
@@ -75,9 +75,7 @@ def demo_command_lab(tmp_path: Path, lab_session: LabSession) -> Iterator[LabSes
                        str(server.port), "--", f"--ServerApp.browser={browser} %s"]
     server.start()
     try:
-        deadline = time.monotonic() + 30
-        while not opened.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
+        poll_until(opened.exists, within=30, what="neta-nb lab never opened a browser")
         # What a user's browser gets: a local file that redirects to the notebook.
         redirect = Path(opened.read_text().removeprefix("file://")).read_text()
         target = re.search(r'href="(http://127\.0\.0\.1:\d+/[^"]+)"', redirect)

@@ -6,7 +6,7 @@ import pytest
 
 from neta_nb.tools import ToolCatalog
 
-from .tool_fixtures import make_tool
+from ..support.tools import make_tool
 
 
 @pytest.fixture

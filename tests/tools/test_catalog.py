@@ -6,7 +6,7 @@ import pytest
 
 from neta_nb.tools import SEED_CATEGORIES, ToolCatalog
 
-from .tool_fixtures import make_tool
+from ..support.tools import make_tool
 
 
 def test_register_lookup_and_containers() -> None:

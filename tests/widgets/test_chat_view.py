@@ -4,12 +4,11 @@ pages, commands (send, stop, level, approve), rebinding, and the static fallback
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from neta_nb import Agent, AgentSession, SessionStore, ToolCatalog, ToolContext, tool
+from neta_nb import Agent, AgentSession, SessionStore, ToolCatalog, tool
 from neta_nb.messages import Message, SkillExecution, TextPart, ToolCallPart, ToolExecution, Usage
 from neta_nb.providers.base import (
     ProviderError,
@@ -24,24 +23,9 @@ from neta_nb.widgets import ChatView
 from neta_nb.widgets._base import RequestError
 from neta_nb.widgets._chat_state import OpBatcher, render_message, render_window
 
-from ..session_support import FakeProvider, answer, calls
+from ..support.sessions import FakeProvider, add, answer, calls, count_up
+from ..support.timing import ManualScheduler, wait_until
 from .conftest import SentMessages
-
-
-@tool(core=True, label="Add numbers")
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
-
-
-@tool(visibility="skill", category="skill", core=True, label="Count up")
-async def count_up(steps: int, ctx: ToolContext) -> str:
-    """Reports progress at each step."""
-    for n in range(1, steps + 1):
-        ctx.progress(100 * n / steps, step=f"step {n}")
-        await asyncio.sleep(0)
-    return f"counted to {steps}"
-
 
 ran: list[int] = []
 
@@ -100,15 +84,6 @@ def batches(sent: SentMessages) -> list[dict[str, Any]]:
     return sent.of_kind("batch")
 
 
-async def until(condition: Callable[[], bool], steps: int = 10_000) -> None:
-    """Let the loop run until ``condition()`` holds (bounded, so a bug fails the test)."""
-    for _ in range(steps):
-        if condition():
-            return
-        await asyncio.sleep(0)
-    raise AssertionError("the condition never held")
-
-
 # --- items -------------------------------------------------------------------------
 
 
@@ -155,20 +130,20 @@ def test_window_skips_tool_results_and_places_compaction_markers() -> None:
 def test_batcher_merges_text_numbers_batches_and_renders_items_when_sent() -> None:
     sent: list[dict[str, Any]] = []
     versions = {"m": {"id": "m", "v": 1}}
-    now = [10.0]
-    batcher = OpBatcher(sent.append, versions.get, interval=0.03, clock=lambda: now[0])
-    batcher.text("text", "a")  # a quiet interval: goes at once (no loop running)
+    scheduler = ManualScheduler()
+    batcher = OpBatcher(sent.append, versions.get, interval=0.03, clock=scheduler.clock,
+                        schedule=scheduler)
+    batcher.text("text", "a")  # a quiet interval: goes at once
     assert sent == [{"kind": "batch", "seq": 1, "ops": [{"op": "text", "text": "a"}]}]
-    now[0] += 0.01
-    batcher._timer = object()  # type: ignore[assignment]  # as if a trailing flush were due
+    scheduler.advance(0.01)  # within the interval: the rest waits for a trailing flush
     for delta in "bcd":
         batcher.text("text", delta)
     batcher.upsert("m")
     versions["m"] = {"id": "m", "v": 2}
     batcher.upsert("m")  # once per batch, rendered when it leaves
     batcher.text("thinking", "x")
-    batcher._timer = None
-    batcher.flush()
+    assert len(sent) == 1 and len(scheduler.pending) == 1
+    scheduler.advance(0.02)
     assert sent[1] == {"kind": "batch", "seq": 2, "ops": [
         {"op": "text", "text": "bcd"}, {"op": "item", "item": {"id": "m", "v": 2}},
         {"op": "thinking", "text": "x"}]}
@@ -178,18 +153,22 @@ def test_batcher_merges_text_numbers_batches_and_renders_items_when_sent() -> No
     assert len(sent) == 2 and batcher.seq == 2
 
 
-async def test_batcher_sends_a_burst_as_few_batches() -> None:
+def test_batcher_sends_a_burst_as_few_batches() -> None:
+    # 2,000 deltas over 0.1 s of (manual) time, 0.02 s apart batches: one batch at once,
+    # then one per interval.
     sent: list[dict[str, Any]] = []
-    batcher = OpBatcher(sent.append, lambda _id: None, interval=0.02)
+    scheduler = ManualScheduler()
+    batcher = OpBatcher(sent.append, lambda _id: None, interval=0.02, clock=scheduler.clock,
+                        schedule=scheduler)
     for n in range(2000):
         batcher.text("text", f"w{n} ")
-        if n % 100 == 0:
-            await asyncio.sleep(0.005)
-    await asyncio.sleep(0.05)
+        scheduler.advance(0.00005)
+    scheduler.advance(0.02)
     text = "".join(op["text"] for batch in sent for op in batch["ops"])
     assert text == "".join(f"w{n} " for n in range(2000))
     assert [b["seq"] for b in sent] == list(range(1, len(sent) + 1))
-    assert len(sent) < 40
+    assert 5 <= len(sent) <= 7
+    assert scheduler.pending == []
 
 
 # --- a bound session ---------------------------------------------------------------
@@ -242,7 +221,7 @@ async def test_a_view_that_joins_mid_stream_syncs_the_partial_answer(
                                 StreamDone("end_turn")]])
     chat = ChatView(session)
     task = session.start("go")
-    await until(lambda: "tial" in "".join(op.get("text", "") for b in batches(sent)
+    await wait_until(lambda: "tial" in "".join(op.get("text", "") for b in batches(sent)
                                           for op in b["ops"]))
     snapshot = chat._sync({})
     assert snapshot["seq"] == batches(sent)[-1]["seq"]
@@ -281,16 +260,15 @@ async def test_deltas_are_never_sent_one_message_each(sent: SentMessages) -> Non
 async def test_send_stop_before_any_text_keeps_an_interrupted_message(
         sent: SentMessages) -> None:
     never = asyncio.Event()
-    session, _ = make_session([[never.wait]])
+    session, provider = make_session([[never.wait]])
     chat = ChatView(session)
     assert chat._command({"command": {"type": "send", "text": "  hello  "}}) == {"running": True}
     with pytest.raises(RequestError, match="already running"):
         chat._command({"command": {"type": "send", "text": "again"}})
-    await asyncio.sleep(0)
-    await asyncio.sleep(0)
+    await wait_until(lambda: provider.requests)  # the model is streaming (nothing yet)
     assert chat.running is True
     chat._command({"command": {"type": "stop"}})
-    await until(lambda: not session.running)
+    await wait_until(lambda: not session.running)
     last = chat.messages[-1]
     assert (last["role"], last["text"], last["interrupted"]) == ("assistant", "", "cancelled")
     assert chat.messages[0]["text"] == "hello"
@@ -306,7 +284,7 @@ async def test_the_level_set_mid_turn_applies_to_the_next_request() -> None:
     chat = ChatView(session)
     assert chat.levels == ["off", "minimal", "low", "medium", "high", "adaptive"]
     task = session.start("1 + 1")
-    await asyncio.sleep(0)
+    await wait_until(lambda: provider.requests)  # the first request has left
     reply = chat._command({"command": {"type": "set_thinking_level", "level": "high"}})
     assert reply["think_level"] == "high" and chat.think_level == "high"
     gate.set()
@@ -320,14 +298,14 @@ async def test_approval_requests_show_until_answered() -> None:
                                calls(("g2", "guarded", {"x": 2})), answer("no")])
     chat = ChatView(session)
     task = session.start("run it")
-    await until(lambda: bool(chat.approvals))
+    await wait_until(lambda: bool(chat.approvals))
     assert chat.approvals == [{"id": "g1", "name": "guarded", "args": {"x": 1}}]
     chat._command({"command": {"type": "approve", "id": "g1", "decision": "allow_once"}})
     assert chat.approvals == []
     await task
     assert ran == [1]
     task = session.start("again")
-    await until(lambda: bool(chat.approvals))
+    await wait_until(lambda: bool(chat.approvals))
     chat._command({"command": {"type": "approve", "id": "g2", "decision": "reject"}})
     await task
     assert ran == [1]

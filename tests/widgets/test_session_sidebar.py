@@ -3,7 +3,6 @@ opening a session in the chat view with its state restored, and "new chat"."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ from neta_nb import Agent, AgentSession, ScriptedProvider, SessionStore
 from neta_nb.widgets import ChatView, SessionSidebar
 from neta_nb.widgets._base import RequestError
 
+from ..support.timing import wait_until
 from .conftest import SentMessages
 
 
@@ -105,7 +105,7 @@ async def test_switching_is_refused_while_a_turn_runs(store: SessionStore) -> No
     chat = ChatView(session)
     sidebar = SessionSidebar(store, chat=chat)
     task = session.start("go")
-    await asyncio.sleep(0.05)
+    await wait_until(lambda: session.streaming_message is not None)  # streaming now
     with pytest.raises(RequestError, match="stop the running turn"):
         sidebar.open_session(other.id)
     with pytest.raises(RequestError, match="stop the running turn"):

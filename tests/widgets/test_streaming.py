@@ -1,25 +1,26 @@
-"""DeltaBatcher: batches by interval, numbers batches, trailing flush on the loop."""
+"""FrameThrottle through DeltaBatcher: batches by interval, numbers batches, a trailing
+flush through the scheduler seam (a manual one here, the event loop by default)."""
 
 from __future__ import annotations
 
 import asyncio
 
-from neta_nb.widgets._streaming import DeltaBatcher
+from neta_nb.widgets._streaming import DeltaBatcher, call_later_on_running_loop
+
+from ..support.timing import ManualScheduler
 
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-async def test_batches_within_an_interval() -> None:
-    clock = FakeClock()
+def make_batcher(interval: float = 0.03) -> tuple[DeltaBatcher, list[tuple[int, str]],
+                                                   ManualScheduler]:
     sent: list[tuple[int, str]] = []
-    batcher = DeltaBatcher(lambda seq, text: sent.append((seq, text)), interval=3600,
-                           clock=clock)
+    scheduler = ManualScheduler()
+    batcher = DeltaBatcher(lambda seq, text: sent.append((seq, text)), interval=interval,
+                           clock=scheduler.clock, schedule=scheduler)
+    return batcher, sent, scheduler
+
+
+def test_batches_within_an_interval() -> None:
+    batcher, sent, _ = make_batcher(interval=3600)
     batcher.push("a")  # first push goes at once
     batcher.push("b")
     batcher.push("c")
@@ -32,7 +33,41 @@ async def test_batches_within_an_interval() -> None:
     assert batcher.seq == 2
 
 
+def test_the_trailing_flush_is_scheduled_once_for_the_rest_of_the_interval() -> None:
+    batcher, sent, scheduler = make_batcher(interval=0.03)
+    batcher.push("a")
+    scheduler.advance(0.01)
+    batcher.push("b")
+    batcher.push("c")
+    assert len(scheduler.pending) == 1 and scheduler.pending[0].due == scheduler.clock.now + 0.02
+    scheduler.advance(0.019)
+    assert sent == [(1, "a")]
+    scheduler.advance(0.001)
+    assert sent == [(1, "a"), (2, "bc")]
+    assert scheduler.pending == []
+
+
+def test_a_flush_cancels_the_scheduled_one() -> None:
+    batcher, sent, scheduler = make_batcher()
+    batcher.push("a")
+    batcher.push("b")
+    batcher.flush()
+    assert scheduler.pending == []
+    scheduler.advance(1)
+    assert sent == [(1, "a"), (2, "b")]
+
+
+def test_a_scheduler_that_cannot_schedule_means_every_push_is_sent() -> None:
+    sent: list[tuple[int, str]] = []
+    batcher = DeltaBatcher(lambda seq, text: sent.append((seq, text)), interval=3600,
+                           schedule=lambda delay, callback: None)
+    batcher.push("a")
+    batcher.push("b")
+    assert sent == [(1, "a"), (2, "b")]
+
+
 def test_without_a_running_loop_every_push_is_sent() -> None:
+    assert call_later_on_running_loop(1, lambda: None) is None
     sent: list[tuple[int, str]] = []
     batcher = DeltaBatcher(lambda seq, text: sent.append((seq, text)), interval=3600)
     batcher.push("a")
@@ -57,11 +92,11 @@ async def test_trailing_flush_runs_on_the_event_loop() -> None:
     assert sent == [(1, "a"), (2, "b")]
 
 
-async def test_reset_drops_pending() -> None:
-    sent: list[tuple[int, str]] = []
-    batcher = DeltaBatcher(lambda seq, text: sent.append((seq, text)), interval=3600)
+def test_reset_drops_pending() -> None:
+    batcher, sent, scheduler = make_batcher(interval=3600)
     batcher.push("a")
     batcher.push("b")
     batcher.reset()
+    assert scheduler.pending == []
     batcher.flush()
     assert sent == [(1, "a")]

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
 import pydantic
 import pytest
 
@@ -26,6 +31,36 @@ def test_format_tokens(value: int, text: str) -> None:
     (0, "ok"), (50, "ok"), (50.1, "warn"), (80, "warn"), (80.5, "high"), (100, "high")])
 def test_context_level(percent: float, level: str) -> None:
     assert context_level(percent) == level
+
+
+# The cases js/test/token-stats.test.ts checks the JS component with: both sides show the
+# same text for the same numbers.
+SHARED_CASES = json.loads((Path(__file__).parents[1] / "fixtures" / "token_format.json")
+                          .read_text())
+
+
+@pytest.mark.parametrize(("value", "text"), SHARED_CASES["format_tokens"])
+def test_format_tokens_agrees_with_the_js_component(value: float, text: str) -> None:
+    assert format_tokens(value) == text
+
+
+@pytest.mark.parametrize(("percent", "level"), SHARED_CASES["context_level"])
+def test_context_level_agrees_with_the_js_component(percent: float, level: str) -> None:
+    assert context_level(percent) == level
+
+
+JS = Path(__file__).parents[2] / "js"
+
+
+@pytest.mark.skipif(not (JS / "node_modules" / "esbuild").is_dir() or not shutil.which("node"),
+                    reason="needs Node.js and `npm ci` in js/ (scripts/test.sh does both)")
+def test_the_js_side_passes_the_same_cases() -> None:
+    # Runs the JS test over the shared cases, so a Python-only run still notices the two
+    # sides drifting apart.
+    result = subprocess.run(["node", "test.mjs", "--test-name-pattern", "shared case"],
+                            cwd=JS, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "# pass 1" in result.stdout, result.stdout
 
 
 def test_state_is_the_token_update_shape() -> None:

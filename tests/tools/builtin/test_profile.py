@@ -98,7 +98,7 @@ def test_metadata() -> None:
 
 def test_the_wheel_carries_the_sample(tmp_path: Path) -> None:
     hatchling = pytest.importorskip("hatchling.builders.wheel")
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     builder = hatchling.WheelBuilder(str(root))
     wheel = next(iter(builder.build(directory=str(tmp_path), versions=["standard"])))
     with zipfile.ZipFile(wheel) as archive:

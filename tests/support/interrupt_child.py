@@ -1,6 +1,6 @@
 """A session run in a child process that the test interrupts with a real SIGINT.
 
-``python -m tests.interrupt_child MODE WORKDIR`` runs one turn that blocks in a known place
+``python -m tests.support.interrupt_child MODE WORKDIR`` runs one turn that blocks in a known place
 (``MODE``: ``python-tool`` — the `python` tool stuck in ``time.sleep`` on the main thread;
 ``worker-tool`` — a sync tool in a worker thread; ``streaming`` — mid-answer), writes
 ``WORKDIR/started`` once it is blocked, and waits for the parent's SIGINT. Then it runs a
@@ -21,25 +21,15 @@ from typing import Any
 from neta_nb import Agent, AgentSession, AgentToolConfig, SessionStore, ToolCatalog, tool
 from neta_nb.providers.base import TextDelta
 
-from .session_support import FakeProvider, Recorder, answer, calls
+from .sessions import FakeProvider, Recorder, answer, assert_valid_history, calls
 
 
 def history_problem(messages: list[Any]) -> str | None:
-    """Why ``messages`` is not a history a provider accepts (each call answered right
-    after its message, no stray results), or ``None``."""
-    index = 0
-    while index < len(messages):
-        message = messages[index]
-        if message.role == "tool":
-            return f"tool result at {index} answers no call right before it"
-        index += 1
-        if message.role == "assistant" and message.tool_calls:
-            answered: list[str] = []
-            while index < len(messages) and messages[index].role == "tool":
-                answered += [p.tool_call_id for p in messages[index].tool_results]
-                index += 1
-            if sorted(answered) != sorted(c.id for c in message.tool_calls):
-                return f"calls {[c.id for c in message.tool_calls]} answered by {answered}"
+    """Why ``messages`` is not a history a provider accepts, or ``None``."""
+    try:
+        assert_valid_history(messages)
+    except AssertionError as problem:
+        return str(problem)
     return None
 
 

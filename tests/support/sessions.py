@@ -1,17 +1,29 @@
-"""A provider whose responses a test spells out event by event, and an event recorder.
+"""Session test doubles shared by the session, approval, cancellation, resume,
+compaction, store and chat view tests: a provider whose responses a test spells out event
+by event, an event recorder, small tools, a session builder and a history check.
 
 ScriptedProvider covers demos; these tests need exact control (an error after the third
 delta, a stream that never ends, a response chosen by what the request contained).
+The browser tests' kernels import this module too (tests/browser/chat_cells.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-from neta_nb.messages import Usage
+from neta_nb import (
+    Agent,
+    AgentSession,
+    AgentToolConfig,
+    SessionStore,
+    ToolCatalog,
+    ToolContext,
+    tool,
+)
+from neta_nb.messages import Message, Usage
 from neta_nb.providers.base import (
     ModelRequest,
     Provider,
@@ -62,6 +74,8 @@ class FakeProvider(Provider):
                     await outcome
                 continue
             yield step
+            # A real stream yields to the event loop between chunks (it awaits the
+            # network); so does this one, or a Stop could never land mid-stream.
             await asyncio.sleep(0)
 
 
@@ -109,3 +123,73 @@ class Recorder:
 
     def of(self, kind: str) -> list[Any]:
         return [e for e in self.events if e.type == kind]
+
+
+# --- small tools ------------------------------------------------------------------------
+
+@tool(core=True, label="Add numbers")
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@tool(visibility="skill", category="skill", core=True, label="Count up")
+async def count_up(steps: int, ctx: ToolContext) -> str:
+    """A skill that reports progress at each step."""
+    for n in range(1, steps + 1):
+        ctx.progress(100 * n / steps, step=f"step {n}")
+        await asyncio.sleep(0)  # a step of real work lets the loop run (and a Stop land)
+    return f"counted to {steps}"
+
+
+@tool(core=True)
+def plus(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+ran: list[str] = []
+"""What the approval-gated tools really ran (clear it at the start of a test)."""
+
+
+@tool(core=True, requires_approval=True)
+def guarded_op(x: int) -> str:
+    """Needs the user's approval."""
+    ran.append(f"guarded_op {x}")
+    return f"ran {x}"
+
+
+def make_session(responses: list[list[Any]], *, extra: Sequence[Any] = (),
+                 store: SessionStore | None = None, context_window: int = 10_000,
+                 **options: Any) -> tuple[AgentSession, Recorder, FakeProvider]:
+    """A session on a :class:`FakeProvider` with the default catalog plus ``plus``,
+    ``guarded_op`` and ``extra``, and a :class:`Recorder` subscribed to it."""
+    catalog = ToolCatalog.default()
+    for item in (plus, guarded_op, *extra):
+        catalog.register(item)
+    provider = FakeProvider(responses, context_window=context_window)
+    agent = Agent("reviewer", model=provider, tools=AgentToolConfig(),
+                  **options.pop("agent_options", {}))
+    session = AgentSession(agent, catalog, store, **options)
+    recorder = Recorder()
+    session.subscribe(recorder)
+    return session, recorder, provider
+
+
+def assert_valid_history(messages: Sequence[Message]) -> None:
+    """What every provider API demands: each tool call is answered by the tool messages
+    that directly follow its assistant message, and no result answers a call that is not
+    right before it."""
+    index = 0
+    while index < len(messages):
+        message = messages[index]
+        if message.role == "tool":
+            raise AssertionError(f"tool result at {index} answers no call right before it")
+        index += 1
+        if message.role == "assistant" and message.tool_calls:
+            answered: list[str] = []
+            while index < len(messages) and messages[index].role == "tool":
+                answered += [p.tool_call_id for p in messages[index].tool_results]
+                index += 1
+            assert sorted(answered) == sorted(c.id for c in message.tool_calls), (
+                f"calls {[c.id for c in message.tool_calls]} answered by {answered}")

@@ -67,8 +67,10 @@ async def test_runs_on_the_event_loop_thread() -> None:
 
 
 async def test_cancellation_is_not_swallowed() -> None:
-    task = asyncio.ensure_future(run("import asyncio\nawait asyncio.sleep(30)"))
-    await asyncio.sleep(0.01)
+    started = asyncio.Event()
+    task = asyncio.ensure_future(run("started.set()\nawait asyncio.Event().wait()",
+                                     {"started": started, "asyncio": asyncio}))
+    await asyncio.wait_for(started.wait(), 10)  # the code is running, awaiting forever
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

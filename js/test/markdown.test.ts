@@ -1,0 +1,58 @@
+// The stable boundary of streamed markdown: blocks before it never change when text is
+// appended, so the chat view and the thinking block render them once.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { stableBoundary } from "../src/markdown";
+
+test("nothing is stable before a blank line ends a block", () => {
+  assert.equal(stableBoundary("", 0), 0);
+  assert.equal(stableBoundary("one line, still growing", 0), 0);
+  assert.equal(stableBoundary("one line\n", 0), 0);
+  assert.equal(stableBoundary("one line\nand another\n", 0), 0);
+});
+
+test("a blank line after a block makes everything up to it stable", () => {
+  const text = "First paragraph.\n\nSecond, still grow";
+  assert.equal(stableBoundary(text, 0), "First paragraph.\n\n".length);
+  const two = "a\n\nb\n\nc";
+  assert.equal(stableBoundary(two, 0), "a\n\nb\n\n".length);
+});
+
+test("several blank lines: the boundary is after the first one", () => {
+  assert.equal(stableBoundary("a\n\n\n\nb", 0), "a\n\n".length);
+});
+
+test("a blank line inside a code fence is not a boundary", () => {
+  const open = "```python\nx = 1\n\ny = 2\n";
+  assert.equal(stableBoundary(open, 0), 0);
+  const closed = `${open}\`\`\`\n\nafter`;
+  assert.equal(stableBoundary(closed, 0), closed.length - "after".length);
+  const tilde = "~~~\na\n\nb\n~~~\n\nz";
+  assert.equal(stableBoundary(tilde, 0), tilde.length - 1);
+  const indented = "   ```\na\n\nb\n";
+  assert.equal(stableBoundary(indented, 0), 0);
+});
+
+test("the search starts at `start` and never returns less", () => {
+  const text = "a\n\nb\n\nc\n\nd";
+  const first = stableBoundary(text, 0);
+  assert.equal(stableBoundary(text, first), text.length - 1);
+  assert.equal(stableBoundary("a\n\nb", 3), 3);
+  // A blank line right at `start` belongs to blocks already rendered.
+  assert.equal(stableBoundary("a\n\n\nb", 3), 3);
+});
+
+test("streaming: the boundary of a prefix never passes that of the whole text", () => {
+  const text = "# Title\n\nIntro with `code`.\n\n```js\nlet a;\n\nlet b;\n```\n\n- one\n- two\n\nEnd.";
+  const final = stableBoundary(text, 0);
+  let previous = 0;
+  for (let end = 0; end <= text.length; end += 1) {
+    const boundary = stableBoundary(text.slice(0, end), 0);
+    assert.ok(boundary >= previous, `the boundary moved back at ${end}`);
+    assert.ok(boundary <= final, `prefix ${end} claims more than the whole text`);
+    // Incremental: continuing from the last boundary finds the same one.
+    assert.equal(stableBoundary(text.slice(0, end), previous), boundary);
+    previous = boundary;
+  }
+  assert.equal(final, text.length - "End.".length);
+});

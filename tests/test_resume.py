@@ -1,0 +1,93 @@
+"""Resume: a kernel that died mid-response or mid-tools comes back with a valid history,
+its finished results and its cards; the resumed session reports the usage the live one
+did."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+from neta_nb import AgentSession, SessionStore, tool
+from neta_nb.messages import Message, TextPart, ToolCallPart, Usage
+from neta_nb.providers.base import ProviderError, StreamDone, TextDelta, UsageUpdate
+from neta_nb.store import SessionRecord
+
+from .support.sessions import answer, assert_valid_history, calls, make_session
+from .support.timing import wait_until
+
+
+def test_resume_closes_tool_calls_of_the_checkpointed_draft(tmp_path: Path) -> None:
+    """The kernel died while the model was streaming a response whose tool call had
+    already arrived: the draft holds that call, and resume must answer it too."""
+    store = SessionStore(tmp_path / "s.db")
+    store.save_session(SessionRecord(id="x", agent={"name": "a", "model": "scripted"},
+                                     running=True))
+    store.append_message("x", Message.user("go"))
+    store.save_draft("x", Message.assistant([TextPart(text="Let me look"),
+                                             ToolCallPart(id="d1", name="list_files")]))
+    resumed = AgentSession.resume("x", store=store)
+    assert_valid_history(resumed.messages)
+    assert_valid_history(resumed.model_view)
+    assert_valid_history(store.load_messages("x"))
+
+
+async def test_kill_mid_tools_keeps_finished_results_and_running_cards(tmp_path: Path) -> None:
+    """Two calls of one response; the first finishes, the second is still running when
+    the process dies. The finished result is a completed message and must survive; the
+    running call's card must come back (marked as not finished)."""
+    gate = asyncio.Event()
+    started = asyncio.Event()
+
+    @tool(core=True)
+    async def slow_job() -> str:
+        """Takes a while."""
+        started.set()
+        await gate.wait()
+        return "slow done"
+
+    db = tmp_path / "s.db"
+    store = SessionStore(db)
+    session, rec, _ = make_session([calls(("a", "plus", {"a": 1, "b": 2}),
+                                          ("b", "slow_job", {}))],
+                                   extra=[slow_job], store=store)
+    task = session.start("go")
+    await asyncio.wait_for(started.wait(), 5)
+    await rec.wait_for("tool_result")  # the fast call has finished
+    await wait_until(lambda: any(m.role == "tool" for m in store.load_messages(session.id)))
+    # The process "dies" now: take a consistent copy of the database as it is on disk.
+    copy = tmp_path / "killed.db"
+    with sqlite3.connect(db) as source, sqlite3.connect(copy) as target:
+        source.backup(target)
+    session.cancel()
+    await asyncio.wait_for(task, 5)
+
+    resumed = AgentSession.resume(session.id, store=SessionStore(copy))
+    results = {m.tool_results[0].tool_call_id: m.tool_results[0]
+               for m in resumed.messages if m.role == "tool"}
+    assert results["a"].content == "3" and not results["a"].is_error
+    assert results["b"].is_error
+    records = {r.id: r for r in resumed.messages[1].metadata.tool_executions}
+    assert records["a"].status == "done"
+    assert records["b"].status == "error"
+    assert_valid_history(resumed.messages)
+
+
+async def test_resumed_usage_matches_the_live_session(tmp_path: Path) -> None:
+    """`session.usage` counts every call the provider billed; the resumed session must
+    report the same total — including the summary call and a failed call's usage."""
+    store = SessionStore(tmp_path / "s.db")
+    session, _, _ = make_session(
+        [answer("one"), answer("two"),
+         [TextDelta("- summary"), UsageUpdate(Usage(input_tokens=700, output_tokens=40)),
+          StreamDone("end_turn")],
+         [TextDelta("cut"), ProviderError("reset", usage=Usage(input_tokens=300,
+                                                                output_tokens=3))]],
+        store=store, agent_options={"keep_recent_turns": 1, "compact_at": None})
+    await session.run("q1")
+    await session.run("q2")
+    assert await session.compact() is not None
+    await session.run("q3")
+    resumed = AgentSession.resume(session.id, store=store, agent=session.agent,
+                                  catalog=session.catalog)
+    assert resumed.usage == session.usage
