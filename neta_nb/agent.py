@@ -45,6 +45,9 @@ class Agent:
     model call; ``None`` turns automatic compaction off (``session.compact()`` still works)."""
     keep_recent_turns: int = 2
     """Turns kept verbatim when compacting."""
+    max_tool_result_chars: int = 100_000
+    """Longest tool result the model reads (and a card shows); longer ones are cut, and
+    the cut is stated in the result. A single result can otherwise fill the window."""
 
     def __post_init__(self) -> None:
         if self.keep_recent_turns < 1:
@@ -53,6 +56,8 @@ class Agent:
             raise ValueError("compact_at is a share of the context window: 0 < compact_at ≤ 1")
         if self.max_model_calls < 1:
             raise ValueError("max_model_calls must be at least 1")
+        if self.max_tool_result_chars < 1_000:
+            raise ValueError("max_tool_result_chars must be at least 1,000")
 
     def create_provider(self) -> Provider:
         if isinstance(self.model, Provider):
@@ -72,12 +77,14 @@ class Agent:
             "tool_timeout": self.tool_timeout,
             "compact_at": self.compact_at,
             "keep_recent_turns": self.keep_recent_turns,
+            "max_tool_result_chars": self.max_tool_result_chars,
         }
 
     @classmethod
     def from_record(cls, data: dict[str, Any], catalog: ToolCatalog) -> Agent:
         known = {k: data[k] for k in ("system_prompt", "default_think_level", "scene",
                                       "max_model_calls", "tool_timeout", "compact_at",
-                                      "keep_recent_turns") if k in data}
+                                      "keep_recent_turns", "max_tool_result_chars")
+                 if k in data}
         return cls(name=str(data.get("name", "agent")), model=data.get("model") or None,
                    tools=AgentToolConfig.load(data.get("tools") or {}, catalog), **known)

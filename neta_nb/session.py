@@ -53,9 +53,10 @@ from .providers.base import ModelRequest, Provider, ProviderError
 from .store import CompactionRecord, SessionStore
 from .thinking import THINK_LEVELS, ThinkLevel, resolve_think_level
 from .todo import TodoStore
-from .tool_runner import ToolRunner
+from .tool_runner import ToolLimits, ToolRunner
 from .tools import PromptPreview, ToolCatalog, ToolContext, preview_prompt
 from .tools.base import ProgressCallback
+from .tools.threads import ToolThreads
 from .turn import Turn
 from .usage_meter import UsageMeter
 
@@ -101,9 +102,11 @@ class AgentSession:
         self._events = EventHub()
         self._emit = self._events.emit
         self._approvals = Approvals(approval_policy, self._emit)
+        self._threads = ToolThreads()
         self._tools = ToolRunner(emit=self._emit, append=self._append,
                                  persist=self._persist, approvals=self._approvals,
                                  make_context=self._tool_context,
+                                 resolve=lambda: self.preview().resolution,
                                  on_todo_written=self._todo_written,
                                  on_interrupt=self._interrupted)
         self._turn: Turn | None = None
@@ -349,8 +352,10 @@ class AgentSession:
                 return message
             # The resolution this call was made with also answers calls outside it: the
             # refusal the model reads is the resolver's own.
+            limits = ToolLimits(timeout=self.agent.tool_timeout,
+                                max_result_chars=self.agent.max_tool_result_chars)
             await self._tools.run(message, preview.resolution, live_calls=turn.live_calls,
-                                  default_timeout=self.agent.tool_timeout)
+                                  limits=limits)
         turn.stop_reason = "max_model_calls"
         return turn.message
 
@@ -375,7 +380,7 @@ class AgentSession:
     def _tool_context(self, call_id: str, on_progress: ProgressCallback) -> ToolContext:
         return ToolContext(session_id=self.id, tool_call_id=call_id,
                            working_dir=self.working_dir, namespace=self.namespace,
-                           todo=self.todo, on_progress=on_progress)
+                           todo=self.todo, on_progress=on_progress, threads=self._threads)
 
     def _todo_written(self) -> None:
         summary = self.todo.summary()
@@ -403,7 +408,9 @@ class AgentSession:
         done = await compact_view(self.provider, self._view,
                                   keep_turns=self.agent.keep_recent_turns,
                                   plan=self.todo.format_for_injection(),
-                                  tokens_before=self._meter.context.used_tokens,
+                                  # What the model would read now, results
+                                  # appended since the last call included.
+                                  tokens_before=self._meter.expected_tokens,
                                   after_message=len(self._messages))
         if done is None:
             return None

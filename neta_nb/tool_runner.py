@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .approvals import Approvals
@@ -33,12 +34,34 @@ from .tools import Tool, ToolArgumentError, ToolContext
 from .tools.base import ProgressCallback
 from .tools.resolver import ToolResolution
 
-__all__ = ["INTERRUPTED_TEXT", "ContextFactory", "ToolRunner"]
+__all__ = ["INTERRUPTED_TEXT", "ContextFactory", "ToolLimits", "ToolRunner", "bound_result"]
 
 log = logging.getLogger(__name__)
 
 ContextFactory = Callable[[str, ProgressCallback], ToolContext]
 """Builds the :class:`ToolContext` of one call from its id and its progress callback."""
+
+
+
+@dataclass(frozen=True, slots=True)
+class ToolLimits:
+    """What bounds the calls of one response (from the agent's definition)."""
+
+    timeout: float
+    """Seconds a tool may run, unless the tool sets its own."""
+    max_result_chars: int
+    """Longest result the model reads; see :func:`bound_result`."""
+
+
+def bound_result(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, saying so, so the model knows it saw a part
+    and how to see more."""
+    if len(text) <= limit:
+        return text
+    return (f"{text[:limit]}\n\n[Result cut: the first {limit:,} of {len(text):,} "
+            "characters are shown. Ask for less at a time (a range, a filter, a summary) "
+            "to see the rest.]")
+
 
 INTERRUPTED_TEXT = "This call did not finish: the kernel was interrupted."
 _UNFINISHED_TEXT = {
@@ -56,6 +79,7 @@ class ToolRunner:
     def __init__(self, *, emit: Callable[[Event], None],
                  append: Callable[[Message], None], persist: Callable[[Message], None],
                  approvals: Approvals, make_context: ContextFactory,
+                 resolve: Callable[[], ToolResolution],
                  on_todo_written: Callable[[], None],
                  on_interrupt: Callable[[], None]) -> None:
         self._emit = emit
@@ -63,21 +87,21 @@ class ToolRunner:
         self._persist = persist
         self._approvals = approvals
         self._make_context = make_context
+        self._resolve = resolve
         self._on_todo_written = on_todo_written
         self._on_interrupt = on_interrupt
 
     async def run(self, message: Message, resolution: ToolResolution, *,
-                  live_calls: set[str], default_timeout: float) -> None:
+                  live_calls: set[str], limits: ToolLimits) -> None:
         """Run every call of ``message`` and append their results in call order.
-        ``live_calls`` holds the ids whose events may still be emitted (the turn's);
-        ``default_timeout`` is for tools that set none."""
+        ``resolution`` is the one the response was requested with (it decides the cards);
+        ``live_calls`` holds the ids whose events may still be emitted (the turn's)."""
         chains: dict[str, asyncio.Future[Any]] = {}
         tasks = []
         for call in message.tool_calls:
             previous = chains.get(call.name)
             task = asyncio.ensure_future(
-                self._run_after(previous, message, call, resolution, live_calls,
-                                default_timeout))
+                self._run_after(previous, message, call, resolution, live_calls, limits))
             chains[call.name] = task
             tasks.append(task)
         try:
@@ -91,14 +115,14 @@ class ToolRunner:
 
     async def _run_after(self, previous: asyncio.Future[Any] | None, message: Message,
                          call: ToolCallPart, resolution: ToolResolution,
-                         live_calls: set[str], default_timeout: float) -> Message:
+                         live_calls: set[str], limits: ToolLimits) -> Message:
         if previous is not None:
             await asyncio.wait([previous])
-        return await self._run_one(message, call, resolution, live_calls, default_timeout)
+        return await self._run_one(message, call, resolution, live_calls, limits)
 
     async def _run_one(self, message: Message, call: ToolCallPart,
                        resolution: ToolResolution, live_calls: set[str],
-                       default_timeout: float) -> Message:
+                       limits: ToolLimits) -> Message:
         tool = resolution.get(call.name)
         visibility = tool.visibility if tool is not None else "tool"
         label = tool.label if tool is not None else call.name
@@ -129,8 +153,7 @@ class ToolRunner:
             if tool is None:
                 content, is_error = resolution.refusal(call.name), True
             else:
-                content, is_error = await self._execute(call, tool, on_progress,
-                                                        default_timeout)
+                content, is_error = await self._execute(call, on_progress, limits.timeout)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a bug in the approval path or the context: never fatal
@@ -144,6 +167,7 @@ class ToolRunner:
             content, is_error = INTERRUPTED_TEXT, True
             self._on_interrupt()
         live_calls.discard(call.id)
+        content = bound_result(content, limits.max_result_chars)
 
         if tool_record is not None:
             tool_record.status, tool_record.result = ("error" if is_error else "done"), content
@@ -194,17 +218,34 @@ class ToolRunner:
             self._append(Message.tool_result(call.id, call.name, text, is_error=True))
         self._persist(last_assistant)
 
-    async def _execute(self, call: ToolCallPart, tool: Tool, on_progress: ProgressCallback,
-                       default_timeout: float) -> tuple[str, bool]:
-        """Run one allowed call; every failure becomes an error result the model can
-        read."""
-        if call.raw_args is not None:
-            return (f"The arguments for '{call.name}' were not a JSON object: "
-                    f"{call.raw_args[:500]!r}. Call the tool again with valid JSON."), True
+    async def _authorise(self, call: ToolCallPart) -> Tool | str:
+        """The tool to run, or why it may not run. Authorisation is checked again now:
+        the tool may have been switched off (globally or for the agent) while the
+        response streamed or while the user decided on an approval."""
+        resolution = self._resolve()
+        tool = resolution.get(call.name)
+        if tool is None:
+            return resolution.refusal(call.name)
         if tool.requires_approval:
             allowed, why = await self._approvals.decide(call)
             if not allowed:
-                return why, True
+                return why
+            resolution = self._resolve()
+            tool = resolution.get(call.name)
+            if tool is None:
+                return resolution.refusal(call.name)
+        return tool
+
+    async def _execute(self, call: ToolCallPart, on_progress: ProgressCallback,
+                       default_timeout: float) -> tuple[str, bool]:
+        """Run a call the request allowed; every failure becomes an error result the model
+        can read."""
+        if call.raw_args is not None:
+            return (f"The arguments for '{call.name}' were not a JSON object: "
+                    f"{call.raw_args[:500]!r}. Call the tool again with valid JSON."), True
+        tool = await self._authorise(call)
+        if isinstance(tool, str):
+            return tool, True
         ctx = self._make_context(call.id, on_progress)
         timeout = tool.timeout or default_timeout
         try:

@@ -66,13 +66,17 @@ class UsageMeter:
         self._chars_since_usage = 0  # the estimate covers the whole new view
         return turn if turn is not None else self.last_turn
 
+    @property
+    def expected_tokens(self) -> int:
+        """What the next call will put in the window: the last real figure plus what was
+        appended since (~4 characters a token)."""
+        return self.context.used_tokens + self._chars_since_usage // 4
+
     def nearly_full(self, threshold: float | None) -> bool:
-        """The last real figure plus what was appended since reaches ``threshold`` of the
-        window."""
-        context = self.context
-        used = context.used_tokens + self._chars_since_usage // 4
-        return bool(threshold is not None and context.max_tokens
-                    and used >= threshold * context.max_tokens)
+        """:attr:`expected_tokens` reaches ``threshold`` of the window."""
+        window = self.context.max_tokens
+        return bool(threshold is not None and window
+                    and self.expected_tokens >= threshold * window)
 
     @property
     def full(self) -> bool:

@@ -190,7 +190,7 @@ class ResponseAssembler:
     stream costs O(total length), not O(n²) of growing strings.
     """
 
-    __slots__ = ("_chunks", "_kind", "parts", "stop_reason", "usage")
+    __slots__ = ("_call_ids", "_chunks", "_kind", "parts", "stop_reason", "usage")
 
     def __init__(self) -> None:
         self.parts: list[Part] = []
@@ -198,6 +198,7 @@ class ResponseAssembler:
         self.stop_reason: str | None = None
         self._kind: str | None = None  # "text" | "thinking" while a block is open
         self._chunks: list[str] = []
+        self._call_ids: set[str] = set()
 
     def feed(self, event: StreamEvent) -> None:
         if isinstance(event, TextDelta):
@@ -219,8 +220,8 @@ class ResponseAssembler:
                                            redacted_data=event.redacted_data))
         elif isinstance(event, ToolCallReady):
             self._close()
-            self.parts.append(ToolCallPart(id=event.id, name=event.name, args=event.args,
-                                           raw_args=event.raw_args))
+            self.parts.append(ToolCallPart(id=self._unique_call_id(event.id), name=event.name,
+                                           args=event.args, raw_args=event.raw_args))
         elif isinstance(event, UsageUpdate):
             self.usage = event.usage
         elif isinstance(event, StreamDone):
@@ -239,6 +240,16 @@ class ResponseAssembler:
         elif self._kind == "thinking" and self._chunks:
             parts.append(ThinkingPart(text="".join(self._chunks)))
         return parts
+
+    def _unique_call_id(self, call_id: str) -> str:
+        """Some servers repeat a call id within one response (or send none): each call
+        needs its own id, for its card and for the result that answers it."""
+        unique, n = call_id or "call", 1
+        while unique in self._call_ids:
+            n += 1
+            unique = f"{call_id or 'call'}_{n}"
+        self._call_ids.add(unique)
+        return unique
 
     def _close(self) -> None:
         if self._kind == "text":

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from ..messages import ToolDefinition
 from ..todo import TodoStore
+from .threads import ToolThreads
 
 __all__ = [
     "ProgressCallback",
@@ -80,13 +81,16 @@ class ToolContext:
     def __init__(self, *, session_id: str = "", tool_call_id: str = "",
                  working_dir: Path | None = None, namespace: dict[str, Any] | None = None,
                  todo: TodoStore | None = None,
-                 on_progress: ProgressCallback | None = None) -> None:
+                 on_progress: ProgressCallback | None = None,
+                 threads: ToolThreads | None = None) -> None:
         self.session_id = session_id
         self.tool_call_id = tool_call_id
         self.working_dir: Path = Path(working_dir) if working_dir is not None else Path.cwd()
         self.namespace: dict[str, Any] = namespace if namespace is not None else {}
         self.todo: TodoStore = todo if todo is not None else TodoStore()
         self.on_progress = on_progress
+        self.threads = threads
+        """Where sync handlers run (the session's pool); ``None``: asyncio's default."""
         try:
             self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
@@ -231,7 +235,9 @@ class Tool:
         else:
             # Sync handlers run in a worker thread so the kernel keeps serving widget
             # messages (Stop, progress) while they work.
-            result = await asyncio.to_thread(handler, **kwargs)
+            threads = ctx.threads
+            result = await (threads.run(handler, **kwargs) if threads is not None
+                            else asyncio.to_thread(handler, **kwargs))
             if inspect.isawaitable(result):
                 result = await result
         return render_result(result)

@@ -24,6 +24,9 @@ __all__ = ["MAX_PROFILE_ROWS", "SAMPLE_TABLE", "ColumnProfile", "profile_columns
            "profile_table", "sample_table_text"]
 
 MAX_PROFILE_ROWS = 200_000
+MAX_REPORTED_COLUMNS = 200
+"""Columns the report describes one by one; the rest are counted by type."""
+_PROGRESS_STEPS = 100  # progress events per run at most, however many columns
 SAMPLE_TABLE = "sample_sales.csv"
 _TOP_VALUES = 3
 _MISSING = frozenset({"", "na", "n/a", "nan", "null", "none", "-"})
@@ -71,13 +74,16 @@ def profile_table(ctx: ToolContext, path: str | None = None) -> str:
     ctx.progress(0, "Reading table", title.replace("`", ""))
     header, rows, cut = _read_csv(text)
     profiles: list[ColumnProfile] = []
+    every = max(1, -(-len(header) // _PROGRESS_STEPS))  # a report each `every` columns
     for index, name in enumerate(header):
         values = [row[index] if index < len(row) else "" for row in rows]
         profile = _profile_column(name, values)
         profiles.append(profile)
-        ctx.progress(100 * (index + 1) / len(header), f"Column {index + 1}/{len(header)}: "
-                     f"{name}", f"{profile.kind}, {profile.missing} missing, "
-                     f"{profile.unique} unique")
+        if (index + 1) % every == 0 or index + 1 == len(header):
+            ctx.progress(100 * (index + 1) / len(header),
+                         f"Column {index + 1}/{len(header)}: {name}",
+                         f"{profile.kind}, {profile.missing} missing, "
+                         f"{profile.unique} unique")
     return _report(title, len(rows), profiles, cut)
 
 
@@ -174,13 +180,21 @@ def _report(title: str, row_count: int, profiles: list[ColumnProfile], cut: bool
              + (f" (only the first {MAX_PROFILE_ROWS:,} rows were read)" if cut else ""), "",
              "| column | type | count | missing | unique | min | max | mean | top values |",
              "|---|---|---:|---:|---:|---:|---:|---:|---|"]
-    for p in profiles:
+    for p in profiles[:MAX_REPORTED_COLUMNS]:
         mean = "" if p.mean is None else f"{p.mean:.4g}"
         top = ", ".join(f"{_cell(value)} ({count})" for value, count in p.top)
         lines.append(f"| {_cell(p.name)} | {p.kind} | {p.count} | {p.missing} | {p.unique} "
                      f"| {p.minimum or ''} | {p.maximum or ''} | {mean} | {top} |")
+    rest = profiles[MAX_REPORTED_COLUMNS:]
+    if rest:
+        kinds = Counter(p.kind for p in rest)
+        lines += ["", f"…and {len(rest):,} more columns, not listed one by one: "
+                  + ", ".join(f"{count:,} {kind}" for kind, count in kinds.most_common())
+                  + ". Profile a smaller selection of columns to see them."]
     incomplete = [p.name for p in profiles if p.missing]
-    lines += ["", ("Columns with missing values: " + ", ".join(
-        f"{_cell(name)}" for name in incomplete) + ".") if incomplete
-        else "No column has missing values."]
+    shown = ", ".join(_cell(name) for name in incomplete[:MAX_REPORTED_COLUMNS])
+    if len(incomplete) > MAX_REPORTED_COLUMNS:
+        shown += f" and {len(incomplete) - MAX_REPORTED_COLUMNS:,} more"
+    lines += ["", f"Columns with missing values: {shown}." if incomplete
+              else "No column has missing values."]
     return "\n".join(lines)
