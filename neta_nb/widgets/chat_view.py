@@ -48,7 +48,7 @@ from ..events import (
 from ..messages import new_id
 from ..session import Agent, AgentSession
 from ..thinking import get_model_thinking_capability
-from ._base import NetaWidget, RequestError, escape_markdown, handles
+from ._base import NetaWidget, RequestError, escape_markdown, handles, literal_markdown
 from ._chat_state import (
     FLUSH_INTERVAL,
     WINDOW,
@@ -510,8 +510,9 @@ class ChatView(NetaWidget):
 
     def _fallback_markdown(self) -> str:
         name = escape_markdown(self.agent.get("name", "assistant"))
-        # Model text is markdown already; a renderer that shows this sanitizes it.
-        parts = [f"**You:** {escape_markdown(text)}" if role == "user" else f"**{name}:**\n\n{text}"
+        # Model text goes out as text, not as live markdown: see literal_markdown.
+        parts = [f"**You:** {literal_markdown(text)}" if role == "user"
+                 else f"**{name}:**\n\n{literal_markdown(text)}"
                  for role, text in self._transcript()]
         return "\n\n---\n\n".join(parts) or escape_markdown(repr(self))
 

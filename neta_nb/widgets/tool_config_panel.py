@@ -36,7 +36,7 @@ from ..tools import (
     resolve_tools,
 )
 from ..tools.base import Tool
-from ._base import NetaWidget, RequestError, escape_markdown, handles, html_card
+from ._base import NetaWidget, RequestError, code_span, escape_markdown, handles, html_card
 
 __all__ = ["BULK_OPERATIONS", "STATE_FILTERS", "CategoryCount", "PreviewResult",
            "ToolConfigPanel", "ToolConfigSummary", "ToolInfo", "ToolVerdict"]
@@ -506,11 +506,14 @@ class ToolConfigPanel(NetaWidget):
         for tool, state in self._rows():
             mark = "✓" if state["available"] else "–"
             core = f" *{_label(lang, 'core')}*" if tool["core"] else ""
-            lines.append(f"| {mark} | `{tool['name']}`{core} | {cell(tool['category'])} | "
+            # Tool names come from tools (an MCP server's among them): a backtick in one
+            # must not end the code span and let the rest render as markdown.
+            name = code_span(tool["name"].replace("|", "\\|").replace("\n", " "))
+            lines.append(f"| {mark} | {name}{core} | {cell(tool['category'])} | "
                          f"{cell(self._state_words(state))} | {cell(self._note(state))} |")
         if self.unknown:
             lines += ["", f"{cell(_label(lang, 'unknown'))}: "
-                      + ", ".join(f"`{name}`" for name in self.unknown)]
+                      + ", ".join(code_span(name) for name in self.unknown)]
         if self.warnings:
             lines += [""] + [f"- {cell(warning)}" for warning in self.warnings]
         return "\n".join(lines)

