@@ -16,6 +16,7 @@ Everything here round-trips through JSON without loss (:func:`dump_messages`,
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from collections.abc import Iterable
@@ -39,6 +40,8 @@ __all__ = [
     "Usage",
     "count_characters",
     "dump_messages",
+    "encodable",
+    "encodable_value",
     "load_messages",
     "new_id",
 ]
@@ -47,6 +50,36 @@ Role = Literal["user", "assistant", "tool"]
 Interruption = Literal["cancelled", "error", "killed"]
 """Why an assistant message ended early: the user stopped it, the provider failed, or the
 process running the turn died (found on resume)."""
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def encodable(text: str) -> str:
+    """``text`` with lone surrogates replaced by U+FFFD, so that it can be encoded as UTF-8
+    (for the store, the widgets' JSON, a provider's request).
+
+    Python hands out such strings for file names that are not valid UTF-8 (``os.listdir``
+    decodes them with ``surrogateescape``), and JSON may carry escapes like ``"\\ud800"``;
+    one of them used to crash the store write mid-turn. Text enters a conversation at
+    three places, and each applies this: the user's prompt (``AgentSession.run``), what
+    the model streams (``Turn.stream``) and what tools return or report
+    (``ToolRunner``). ASCII, the common case, costs one C call.
+    """
+    if text.isascii():
+        return text
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def encodable_value(value: Any) -> Any:
+    """:func:`encodable` applied to every string in JSON-like data (tool arguments)."""
+    if isinstance(value, str):
+        return encodable(value)
+    if isinstance(value, dict):
+        return {encodable(str(k)): encodable_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [encodable_value(v) for v in value]
+    return value
 
 
 def new_id(prefix: str = "") -> str:

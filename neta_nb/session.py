@@ -47,7 +47,7 @@ from .events import (
     TokenUpdateEvent,
     parse_command,
 )
-from .messages import Message, Usage, count_characters, new_id
+from .messages import Message, Usage, count_characters, encodable, new_id
 from .persistence import SessionPersistence
 from .providers.base import ModelRequest, Provider, ProviderError
 from .store import CompactionRecord, SessionStore
@@ -276,7 +276,7 @@ class AgentSession:
         turn.begun = True
         self._events.bind_to_running_loop()
         try:
-            self._append(Message.user(prompt))
+            self._append(Message.user(encodable(prompt)))
             if turn.cancel_requested:
                 turn.stop_reason = "cancelled"
                 return None

@@ -29,7 +29,7 @@ from .events import (
     ToolCallEvent,
     ToolResultEvent,
 )
-from .messages import Message, SkillExecution, ToolCallPart, ToolExecution
+from .messages import Message, SkillExecution, ToolCallPart, ToolExecution, encodable
 from .tools import Tool, ToolArgumentError, ToolContext
 from .tools.base import ProgressCallback
 from .tools.resolver import ToolResolution
@@ -144,6 +144,10 @@ class ToolRunner:
         def on_progress(percent: float, step: str | None, detail: str | None) -> None:
             if call.id not in live_calls:
                 return  # a worker thread still reporting after its call was closed
+            if step is not None:
+                step = encodable(step)
+            if detail is not None:
+                detail = encodable(detail)
             if skill_record is not None:
                 skill_record.percent, skill_record.step, skill_record.detail = (
                     percent, step, detail)
@@ -167,7 +171,7 @@ class ToolRunner:
             content, is_error = INTERRUPTED_TEXT, True
             self._on_interrupt()
         live_calls.discard(call.id)
-        content = bound_result(content, limits.max_result_chars)
+        content = bound_result(encodable(content), limits.max_result_chars)
 
         if tool_record is not None:
             tool_record.status, tool_record.result = ("error" if is_error else "done"), content

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .events import Event, ThinkingDeltaEvent, ThinkingDoneEvent, TokenEvent, TurnUsage
-from .messages import Message
+from .messages import Message, encodable, encodable_value
 from .providers.base import (
     ModelRequest,
     Provider,
@@ -80,20 +80,30 @@ class Turn:
         self.message = None
         loop = asyncio.get_running_loop()
         async for event in provider.stream(request):
-            assembler.feed(event)
-            # Most events are deltas: test those first and keep the path short.
+            # Most events are deltas: test those first and keep the path short. Text is
+            # made encodable before anything keeps it (see messages.encodable).
             if type(event) is TextDelta:
+                if not event.text.isascii():
+                    event.text = encodable(event.text)
+                assembler.feed(event)
                 if self.thinking_open:
                     self.thinking_open = False
                     emit(ThinkingDoneEvent())
                 emit(TokenEvent(text=event.text))
             elif type(event) is ThinkingDelta:
+                if not event.text.isascii():
+                    event.text = encodable(event.text)
+                assembler.feed(event)
                 self.thinking_open = True
                 emit(ThinkingDeltaEvent(text=event.text))
-            elif self.thinking_open and isinstance(event, (ThinkingEnd, ToolCallReady,
-                                                           StreamDone)):
-                self.thinking_open = False
-                emit(ThinkingDoneEvent())
+            else:
+                if isinstance(event, ToolCallReady):
+                    _clean_call(event)
+                assembler.feed(event)
+                if self.thinking_open and isinstance(event, (ThinkingEnd, ToolCallReady,
+                                                             StreamDone)):
+                    self.thinking_open = False
+                    emit(ThinkingDoneEvent())
             if self.draft_timer is None and checkpoint is not None:
                 self.draft_timer = loop.call_later(DRAFT_INTERVAL, self._checkpoint,
                                                    checkpoint)
@@ -116,3 +126,10 @@ class Turn:
         if self.draft_timer is not None:
             self.draft_timer.cancel()
             self.draft_timer = None
+
+
+def _clean_call(call: ToolCallReady) -> None:
+    call.name = encodable(call.name)
+    call.args = encodable_value(call.args)
+    if call.raw_args is not None:
+        call.raw_args = encodable(call.raw_args)
