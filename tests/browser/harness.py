@@ -293,8 +293,44 @@ async () => {
 
 _TWO_FRAMES_JS = ("() => new Promise((done) => requestAnimationFrame(() => "
                   "requestAnimationFrame(() => done(true))))")
-_NO_TRANSITION_JS = ("() => document.getAnimations().every((a) => "
-                     "!(a instanceof CSSTransition) || a.playState !== 'running')")
+# No CSS transition and no finite CSS animation (an entrance, a flash) is running, in the
+# whole document or under one element. Endless animations (a streaming cursor, a spinner)
+# never finish, so they do not count.
+_SETTLED_JS = """(scope) => {
+  const animations = scope ? scope.getAnimations({ subtree: true }) : document.getAnimations();
+  return animations.every((a) => a.playState !== 'running'
+    || (a instanceof CSSAnimation && a.effect?.getComputedTiming().iterations === Infinity));
+}"""
+# Every <img> under the selector has loaded or failed (a failed load sets `complete` too,
+# in the same task that fires `error`), so any load/error handler has had its chance.
+_IMAGES_DONE_JS = """(selector) => Array.from(document.querySelectorAll(selector))
+  .flatMap((root) => Array.from(root.querySelectorAll('img'))).every((img) => img.complete)"""
+# What would make rendered text active, under every element matching the selector: event
+# handler attributes, scripts, frames and plugins, and javascript: URLs in any attribute.
+_ACTIVE_CONTENT_JS = """(selector) => {
+  const roots = Array.from(document.querySelectorAll(selector));
+  // A widget inside another one is one subtree, counted once.
+  const all = Array.from(new Set(roots.flatMap((r) => Array.from(r.querySelectorAll('*')))));
+  const attributes = all.flatMap((el) => Array.from(el.attributes));
+  return {
+    roots: roots.length,
+    scripts: all.filter((el) => el.localName === 'script').length,
+    frames: all.filter((el) => ['iframe', 'frame', 'object', 'embed']
+      .includes(el.localName)).length,
+    handlers: attributes.filter((a) => a.name.toLowerCase().startsWith('on')).length,
+    js_urls: attributes.filter((a) => /^\\s*javascript:/i
+      .test(a.value.replace(/[\\u0000-\\u001f]/g, ''))).length,
+  };
+}"""
+# Lumino lays the shell out in an animation frame after a resize: once it has caught up,
+# the status bar ends at the bottom of the window and the main area ends where it begins.
+_SHELL_FITS_WINDOW_JS = """([width, height]) => {
+  if (window.innerWidth !== width || window.innerHeight !== height) return false;
+  const bar = document.getElementById('jp-main-statusbar')?.getBoundingClientRect();
+  const main = document.getElementById('jp-main-split-panel')?.getBoundingClientRect();
+  if (!bar || !main) throw new Error('not the JupyterLab shell');
+  return Math.abs(bar.bottom - height) < 1 && Math.abs(main.bottom - bar.top) < 1;
+}"""
 
 
 class LabSession:
@@ -382,18 +418,59 @@ class LabSession:
         # Let the theme's CSS transitions settle before anyone takes a picture.
         self.wait_for_transitions()
 
-    def wait_for_transitions(self) -> None:
-        """Wait until style changes are applied and no CSS transition is running (two
-        animation frames first: a transition starts at the next style recalculation).
-        Endless animations (a streaming cursor, a spinner) do not count."""
+    def wait_for_transitions(self, locator: Any | None = None) -> None:
+        """Wait until style changes are applied and no CSS transition or finite CSS
+        animation is running, in the page or under ``locator`` (two animation frames
+        first: a transition starts at the next style recalculation). Endless animations
+        (a streaming cursor, a spinner) do not count."""
+        self.wait_for_frames()
+        scope = None if locator is None else locator.element_handle()
+        try:
+            self.page.wait_for_function(_SETTLED_JS, arg=scope, polling="raf")
+        finally:
+            if scope is not None:
+                scope.dispose()
+
+    def wait_for_frames(self) -> None:
+        """Two animation frames: what the page changed has been laid out and painted."""
         self.page.evaluate(_TWO_FRAMES_JS)
-        self.page.wait_for_function(_NO_TRANSITION_JS, polling="raf")
+
+    def set_left_area(self, *, collapsed: bool) -> None:
+        """Collapse or expand JupyterLab's left area and wait for the layout to follow."""
+        self.page.evaluate("(collapsed) => collapsed ? window.jupyterapp.shell.collapseLeft()"
+                           " : window.jupyterapp.shell.expandLeft()", collapsed)
+        self.page.wait_for_function("(collapsed) => window.jupyterapp.shell.leftCollapsed"
+                                    " === collapsed", arg=collapsed)
+        self.wait_for_transitions()
+
+    def set_viewport_size(self, size: dict[str, int]) -> None:
+        """Resize the tab and wait until JupyterLab's shell has been laid out for it."""
+        self.page.set_viewport_size(size)
+        self.page.wait_for_function(_SHELL_FITS_WINDOW_JS, arg=[size["width"], size["height"]],
+                                    polling="raf")
+        self.wait_for_transitions()
+
+    # --- inert content -------------------------------------------------------------
+
+    def active_content(self, selector: str) -> dict[str, int]:
+        """Counts of what could run under every element matching ``selector``: ``roots``
+        (how many matched), ``scripts``, ``frames`` (iframe, frame, object, embed),
+        ``handlers`` (``on*`` attributes) and ``js_urls`` (``javascript:`` in any
+        attribute)."""
+        return dict(self.page.evaluate(_ACTIVE_CONTENT_JS, selector))
+
+    def wait_for_handlers_to_have_run(self, selector: str) -> None:
+        """Wait until anything injected under ``selector`` has had its chance to run:
+        every image there has loaded or failed (which fires ``load``/``error``), then two
+        animation frames (an ``onload`` or a queued task has run by then)."""
+        self.page.wait_for_function(_IMAGES_DONE_JS, arg=selector, polling="raf")
+        self.wait_for_frames()
 
     def screenshot(self, locator: Any, path: Path, *, padding: int = 12) -> Path:
         """A PNG of ``locator`` with some of the page around it."""
         # Centre it, so neither the toolbar nor the status bar gets into the picture.
         locator.evaluate("node => node.scrollIntoView({block: 'center'})")
-        self.page.evaluate(_TWO_FRAMES_JS)  # scrolled and painted
+        self.wait_for_frames()  # scrolled and painted
         box = locator.bounding_box()
         if box is None:
             raise AssertionError(f"cannot screenshot an invisible element: {locator}")

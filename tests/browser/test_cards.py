@@ -143,8 +143,9 @@ def test_skill_card_is_one_node_from_running_to_done(lab: LabSession) -> None:
     toggle = card.locator(".neta-skill-toggle")
     toggle.wait_for()
     assert toggle.inner_text() == "View result"
-    # Progress and the toggle share one place: the card keeps its height (no jump).
-    page.wait_for_timeout(400)
+    # Progress and the toggle share one place: the card keeps its height (no jump), also
+    # once every transition inside it has ended.
+    lab.wait_for_transitions(card)
     assert card.evaluate("node => node.getBoundingClientRect().height") == pytest.approx(
         height_running, abs=1)
     border = card.evaluate("node => getComputedStyle(node).borderLeftColor")

@@ -13,6 +13,7 @@ from .harness import LabSession
 
 pytestmark = pytest.mark.browser
 
+ACTIVE_ROW = ".neta-sidebar-item.neta-is-active"
 IDLE = "() => !document.querySelector('.neta-chat-view').classList.contains('neta-is-running')"
 
 
@@ -45,14 +46,17 @@ def test_chat_view_pictures(lab: LabSession, screenshot_dir: Path) -> None:
     lab.execute(path, "gates['skill'].set(); gates['thinking'].set()")
     # Mid-stream: the answer is half written, its thinking folded above it.
     page.locator(".neta-is-live .neta-chat-text", has_text="Two columns").wait_for()
-    page.wait_for_timeout(300)
+    page.locator(ACTIVE_ROW + ".neta-is-running").wait_for()  # the list has caught up
+    lab.wait_for_transitions()  # the thinking has folded
     assert page.locator(".neta-is-live .neta-chat-cursor").count() == 1
     assert page.locator(".neta-sidebar-item.neta-is-active .neta-sidebar-running").count() == 1
     _both_themes(lab, screenshot_dir, "chat-midstream")
 
     lab.execute(path, "gates['text'].set()")
     page.wait_for_function(IDLE)
-    page.wait_for_timeout(600)  # the sidebar refresh and the fold transitions
+    # The list refreshes a moment after the turn ends: the row shows the last message.
+    page.locator(ACTIVE_ROW + ":not(.neta-is-running) .neta-sidebar-last").wait_for()
+    lab.wait_for_transitions()  # the fold transitions
     assert page.locator(".neta-chat-cursor").count() == 0
     _both_themes(lab, screenshot_dir, "chat-finished")
 
@@ -69,7 +73,7 @@ def test_approval_picture(lab: LabSession, screenshot_dir: Path) -> None:
     page.locator(".neta-chat-textarea").fill("Delete old.csv, it is outdated")
     page.locator(".neta-chat-send").click()
     page.locator(".neta-chat-approval").wait_for()
-    page.wait_for_timeout(300)
+    lab.wait_for_transitions()  # the approval card has come in
     lab.screenshot(page.locator(".neta-chat-view"), screenshot_dir / "chat-approval-light.png")
     page.locator(".neta-chat-approval button[data-decision='reject']").click()
     page.wait_for_function(IDLE)

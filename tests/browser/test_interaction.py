@@ -19,8 +19,11 @@ def test_user_changes_reach_the_kernel(lab: LabSession) -> None:
     header = page.locator(".neta-todo-header")
     header.click()
     assert lab.wait_for_kernel_value(path, "todo.collapsed", "True") == "True"
-    # Collapsed, the card still shows the active row, and only it.
-    page.wait_for_timeout(400)
+    # Collapsed, the card still shows the active row, and only it (once the rows have
+    # folded away).
+    card = page.locator(".neta-todo-card.neta-is-collapsed")
+    card.wait_for()
+    lab.wait_for_transitions(card)
     visible = [row.is_visible() and row.evaluate("n => n.getBoundingClientRect().height") > 1
                for row in page.locator(".neta-todo-row").all()]
     assert visible == [False, False, True, False, False]

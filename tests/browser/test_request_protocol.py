@@ -31,7 +31,9 @@ import time
 from neta_nb.widgets import ChatView
 
 def blocked(self, request):
-    time.sleep(60)  # a handler stuck in user code; only a restart ends it
+    # Kernel-side user code that never returns (the stuck handler under test), not a
+    # wait in the test: only the kernel restart below ends it.
+    time.sleep(60)
     return {"running": False}
 
 ChatView._request_handlers["command"].function = blocked

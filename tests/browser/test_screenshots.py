@@ -41,7 +41,7 @@ def _picture_all(lab: LabSession, notebook: str, directory: Path, theme: str) ->
     pictures.append(path)
     page.locator(".neta-token-stats").last.hover()
     page.locator(".neta-token-details.neta-is-open").wait_for()
-    page.wait_for_timeout(300)
+    lab.wait_for_transitions()  # the details have faded in
     details = page.locator(".neta-token-details").bounding_box()
     assert details is not None
     path = directory / f"token-stats-details-{theme}.png"
@@ -62,7 +62,7 @@ def _picture_all(lab: LabSession, notebook: str, directory: Path, theme: str) ->
     lab.execute(notebook, "todo.lang = 'zh-CN'; todo.collapsed = True")
     page.locator(".neta-todo-card.neta-is-collapsed .neta-todo-title",
                  has_text="任务规划").wait_for()
-    page.wait_for_timeout(400)
+    lab.wait_for_transitions()  # the other rows have folded away
     output = page.locator(".jp-Notebook .jp-Cell").nth(OUTPUTS["todo-card"]).locator(
         ".jp-OutputArea")
     pictures.append(lab.screenshot(output, directory / f"todo-card-collapsed-zh-CN-{theme}.png"))
@@ -76,14 +76,13 @@ def test_screenshots_light_and_dark(lab: LabSession, screenshot_dir: Path) -> No
     path = lab.run_notebook("gallery.ipynb", gallery.CELLS)
     page = lab.page
     page.locator(".neta-thinking-block.neta-is-streaming .neta-thinking-cursor").wait_for()
-    page.evaluate("() => window.jupyterapp.commands.execute('application:toggle-left-area')")
-    page.wait_for_timeout(500)
+    lab.set_left_area(collapsed=True)
     overflowing = page.evaluate("""() => Array.from(document.querySelectorAll('.neta-root'))
       .filter((el) => el.scrollWidth > el.clientWidth + 1).map((el) => el.className)""")
     assert overflowing == []
     pictures = _picture_all(lab, path, screenshot_dir, "light")
     lab.set_theme(dark=True)
     pictures += _picture_all(lab, path, screenshot_dir, "dark")
-    page.evaluate("() => window.jupyterapp.commands.execute('application:toggle-left-area')")
+    lab.set_left_area(collapsed=False)
     assert len(pictures) == 20
     assert all(path.stat().st_size > 1000 for path in pictures)

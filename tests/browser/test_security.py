@@ -38,26 +38,23 @@ def test_hostile_text_renders_inert(lab: LabSession) -> None:
     page.wait_for_function("() => document.querySelectorAll('.neta-root').length >= 6")
     page.locator(".neta-thinking-block.neta-is-streaming .neta-thinking-content",
                  has_text="Hi").wait_for()
-    page.wait_for_timeout(500)  # give any injected handler time to fire
+    # Structurally inert: nothing that could run is left in any widget's DOM.
+    active = lab.active_content(".neta-root")
+    assert active.pop("roots") >= 6
+    assert active == {"scripts": 0, "frames": 0, "handlers": 0, "js_urls": 0}
+    # And nothing ran: every image has loaded or failed (its error event has fired) and
+    # two frames have passed before the tripwire is read.
+    lab.wait_for_handlers_to_have_run(".neta-root")
     assert page.evaluate("() => window.__netaPwned === undefined")
     found = page.evaluate("""() => {
       const roots = Array.from(document.querySelectorAll('.neta-root'));
       const all = (sel) => roots.flatMap((r) => Array.from(r.querySelectorAll(sel)));
-      const handlers = roots.flatMap((r) => Array.from(r.querySelectorAll('*')))
-        .filter((el) => Array.from(el.attributes).some((a) => a.name.startsWith('on')));
       return {
-        scripts: all('script').length,
-        iframes: all('iframe').length,
-        handlers: handlers.length,
         jsLinks: all('a').filter((a) => /^\\s*javascript:/i.test(a.getAttribute('href') || ''))
           .length,
-        images: all('img').length,
         text: roots.map((r) => r.textContent).join(' '),
       };
     }""")
-    assert found["scripts"] == 0
-    assert found["iframes"] == 0
-    assert found["handlers"] == 0
     assert found["jsLinks"] == 0
     # The todo card shows the payload as text: the markup is visible, not interpreted.
     assert "<img src=x onerror=" in found["text"]

@@ -318,7 +318,11 @@ def test_hostile_tool_text_renders_inert(lab: LabSession) -> None:
     page = lab.page
     card = page.locator(f"{PANEL} .neta-tc-tool[data-name=hostile]")
     card.wait_for()
-    page.wait_for_timeout(400)  # give any injected handler time to fire
+    # Structurally inert: nothing that could run is left in the panel's DOM.
+    active = lab.active_content(PANEL)
+    assert active == {"roots": 1, "scripts": 0, "frames": 0, "handlers": 0, "js_urls": 0}
+    # And nothing ran: any image has loaded or failed and two frames have passed.
+    lab.wait_for_handlers_to_have_run(PANEL)
     assert page.evaluate("() => window.__netaPwned === undefined")
     found = page.evaluate(f"""() => {{
       const root = document.querySelector('{PANEL}');
@@ -383,7 +387,7 @@ def _scroll_to_top_of(lab: LabSession, selector: str) -> None:
       }
       if (scroller) scroller.scrollTop -= 24;
     }""", selector)
-    lab.page.wait_for_timeout(100)
+    lab.wait_for_transitions()  # scrolled, laid out, and no hover transition left
 
 
 def _picture(lab: LabSession, directory: Path, theme: str) -> list[Path]:
@@ -391,13 +395,11 @@ def _picture(lab: LabSession, directory: Path, theme: str) -> list[Path]:
     panel = page.locator(PANEL)
     # The whole panel is taller than the usual window: picture it in a tall one.
     viewport = page.viewport_size
-    page.set_viewport_size({"width": 1200, "height": 2600})
-    page.wait_for_timeout(300)
+    lab.set_viewport_size({"width": 1200, "height": 2600})
     try:
         paths = [lab.screenshot(panel, directory / f"tool-config-panel-{theme}.png")]
     finally:
-        page.set_viewport_size(viewport)
-    page.wait_for_timeout(300)
+        lab.set_viewport_size(viewport)
     # The top of the panel (summary, enabled tools, toolbar, first categories) at a glance.
     _scroll_to_top_of(lab, PANEL)
     box = panel.bounding_box()
@@ -414,8 +416,7 @@ def test_screenshots_light_and_dark(lab: LabSession, screenshot_dir: Path) -> No
     path = lab.run_notebook("tool_config_gallery.ipynb", [SETUP])
     page = lab.page
     page.locator(PANEL).wait_for()
-    page.evaluate("() => window.jupyterapp.commands.execute('application:toggle-left-area')")
-    page.wait_for_timeout(500)
+    lab.set_left_area(collapsed=True)
     overflowing = page.evaluate(f"""() => Array.from(document.querySelectorAll(
         '{PANEL}, {PANEL} .neta-tc-tool')).filter((el) => el.scrollWidth > el.clientWidth + 1)
         .map((el) => el.className)""")
@@ -434,5 +435,5 @@ def test_screenshots_light_and_dark(lab: LabSession, screenshot_dir: Path) -> No
                                         "width": box["width"] + 24, "height": 560},
                     animations="disabled")
     pictures.append(zh)
-    page.evaluate("() => window.jupyterapp.commands.execute('application:toggle-left-area')")
+    lab.set_left_area(collapsed=False)
     assert all(picture.stat().st_size > 1000 for picture in pictures)
