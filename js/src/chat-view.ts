@@ -14,9 +14,8 @@
  * last finished block.
  */
 import "./chat-view.css";
-import { chatLabel, type ChatLabelKey } from "./chat-labels";
 import { element } from "./dom";
-import { normalizeLang, type Lang } from "./i18n";
+import { normalizeLang, t, type Lang, type MessageKey } from "./i18n";
 import { renderMarkdown, stableBoundary } from "./markdown";
 import { createSkillCard, type SkillCardState } from "./skill-card";
 import { createThinkingBlock, type ThinkingBlock } from "./thinking-block";
@@ -314,7 +313,7 @@ class MessageView {
         element(
           "span",
           "neta-chat-marker-text",
-          chatLabel(lang, "compacted", {
+          t(lang, "compacted", {
             n: item.messages_folded ?? 0,
             before: formatTokens(item.tokens_before ?? 0),
             after: formatTokens(item.tokens_after ?? 0),
@@ -395,11 +394,11 @@ class MessageView {
     const status = this.status;
     if (!status) return;
     const children: HTMLElement[] = [];
-    if (item.interrupted === "cancelled") children.push(element("span", "neta-tag neta-chat-stopped", chatLabel(lang, "stopped")));
-    if (item.interrupted === "killed") children.push(element("span", "neta-tag neta-tag-error", chatLabel(lang, "killed")));
+    if (item.interrupted === "cancelled") children.push(element("span", "neta-tag neta-chat-stopped", t(lang, "stopped")));
+    if (item.interrupted === "killed") children.push(element("span", "neta-tag neta-tag-error", t(lang, "killed")));
     if (item.error) {
       const box = element("div", "neta-chat-error");
-      box.append(element("span", "neta-chat-error-title", chatLabel(lang, "error")), element("span", "neta-chat-error-text", item.error));
+      box.append(element("span", "neta-chat-error-title", t(lang, "error")), element("span", "neta-chat-error-text", item.error));
       children.push(box);
     }
     status.replaceChildren(...children);
@@ -439,7 +438,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
   };
   const lang = () => state.lang;
   const agentName = () => state.agent?.name || "Assistant";
-  const label = (key: ChatLabelKey, params?: Record<string, string | number>) => chatLabel(state.lang, key, params);
+  const label = (key: MessageKey, params?: Record<string, string | number>) => t(state.lang, key, params);
 
   // --- DOM --------------------------------------------------------------------------------
   const root = element("div", "neta-root neta-chat-view");
@@ -616,7 +615,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
         const hint = element("div", "neta-chat-approval-hint", label("approval_hint"));
         const args = element("pre", "neta-chat-approval-args", JSON.stringify(approval.args ?? {}, null, 2));
         const buttons = element("div", "neta-chat-approval-buttons");
-        const decisions: ["allow_once" | "allow_always" | "reject", ChatLabelKey, string][] = [
+        const decisions: ["allow_once" | "allow_always" | "reject", MessageKey, string][] = [
           ["allow_once", "allow_once", "neta-chat-button-primary"],
           ["allow_always", "allow_always", ""],
           ["reject", "reject", "neta-chat-button-danger"],
