@@ -77,19 +77,25 @@ _NOTICE_KEYS: Final[Mapping[str, str | Callable[[Mapping[str, Any]], str]]] = {
 NOTICE_CODES: Final = frozenset(_NOTICE_KEYS)
 """Every code a :class:`Notice` may carry."""
 
+_LIST_CODES: Final = frozenset({"needs_capability"})
+"""Codes with a list parameter, rendered as a list inside the sentence."""
+
 
 def _render(code: str, params: Mapping[str, Any], lang: str) -> str:
     entry = _NOTICE_KEYS[code]
     key = entry if isinstance(entry, str) else entry(params)
+    table = LABELS.get(lang, LABELS["en"])
+    if code not in _LIST_CODES:
+        return table[key].format_map(params)  # the common case, kept cheap for the resolver
     values: dict[str, object] = {}
     for name, value in params.items():
-        if isinstance(value, (list, tuple)):
+        if type(value) is tuple:
             # A list inside a sentence: "'a' and 'b'" / "'a'、'b'".
-            values[name] = t("list_separator", lang).join(
-                t("list_item", lang, item=item) for item in value)
+            values[name] = table["list_separator"].join(
+                table["list_item"].format(item=item) for item in value)
         else:
             values[name] = value
-    return t(key, lang, **values)
+    return table[key].format_map(values)
 
 
 class Notice(str):
@@ -108,17 +114,21 @@ class Notice(str):
     """
 
     _code: str
-    _params: Mapping[str, Any]
+    _params: dict[str, Any]  # owned: **params is a fresh dict, never the caller's
 
     def __new__(cls, code: str, /, **params: Any) -> Notice:
         if code not in _NOTICE_KEYS:
             raise KeyError(f"unknown notice code {code!r}; known: {sorted(_NOTICE_KEYS)}")
-        frozen = {name: tuple(value) if isinstance(value, (list, tuple)) else value
-                  for name, value in params.items()}
-        self = super().__new__(cls, _render(code, frozen, "en"))
-        # Set through __dict__: __setattr__ refuses assignment, so a notice stays frozen.
-        self.__dict__["_code"] = code
-        self.__dict__["_params"] = MappingProxyType(frozen)
+        # The resolver makes hundreds of these for a large config: copy only when a list
+        # has to be frozen into a tuple.
+        for value in params.values():
+            if isinstance(value, list):
+                params = {name: tuple(value) if isinstance(value, list) else value
+                          for name, value in params.items()}
+                break
+        self = str.__new__(cls, _render(code, params, "en"))
+        # Bypasses __setattr__, which refuses assignment so that a notice stays frozen.
+        self.__dict__.update(_code=code, _params=params)
         return self
 
     @property
@@ -129,7 +139,7 @@ class Notice(str):
     @property
     def params(self) -> Mapping[str, Any]:
         """The values the text is rendered from (read-only)."""
-        return self._params
+        return MappingProxyType(self._params)
 
     def text(self, lang: str = "en") -> str:
         """The notice in ``lang`` (English for an unknown language)."""
