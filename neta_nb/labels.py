@@ -80,6 +80,12 @@ NOTICE_CODES: Final = frozenset(_NOTICE_KEYS)
 _LIST_CODES: Final = frozenset({"needs_capability"})
 """Codes with a list parameter, rendered as a list inside the sentence."""
 
+_ENGLISH: Final[Mapping[str, Callable[[Mapping[str, Any]], str]]] = {
+    code: LABELS["en"][key].format_map for code, key in _NOTICE_KEYS.items()
+    if isinstance(key, str) and code not in _LIST_CODES}
+"""The English of every plain code, ready to fill: a notice is made per warning, and a
+large config has hundreds."""
+
 
 def _render(code: str, params: Mapping[str, Any], lang: str) -> str:
     entry = _NOTICE_KEYS[code]
@@ -126,7 +132,9 @@ class Notice(str):
                 params = {name: tuple(value) if isinstance(value, list) else value
                           for name, value in params.items()}
                 break
-        self = str.__new__(cls, _render(code, params, "en"))
+        english = _ENGLISH.get(code)
+        self = str.__new__(cls, _render(code, params, "en") if english is None
+                           else english(params))
         # Bypasses __setattr__, which refuses assignment so that a notice stays frozen.
         self.__dict__.update(_code=code, _params=params)
         return self
