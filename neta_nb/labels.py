@@ -92,7 +92,7 @@ def _render(code: str, params: Mapping[str, Any], lang: str) -> str:
     key = entry if isinstance(entry, str) else entry(params)
     table = LABELS.get(lang, LABELS["en"])
     if code not in _LIST_CODES:
-        return table[key].format_map(params)  # the common case, kept cheap for the resolver
+        return table[key].format_map(params)  # no list to render
     values: dict[str, object] = {}
     for name, value in params.items():
         if type(value) is tuple:
