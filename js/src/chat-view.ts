@@ -14,9 +14,8 @@
  * last finished block.
  */
 import "./chat-view.css";
-import { chatLabel, type ChatLabelKey } from "./chat-labels";
 import { element } from "./dom";
-import { normalizeLang, type Lang } from "./i18n";
+import { normalizeLang, t, type Lang, type MessageKey } from "./i18n";
 import { createInlineError } from "./inline-error";
 import { createSkillCard, type SkillCardState } from "./skill-card";
 import { StreamingMarkdown } from "./streaming-markdown";
@@ -251,7 +250,7 @@ class MessageView {
         element(
           "span",
           "neta-chat-marker-text",
-          chatLabel(lang, "compacted", {
+          t(lang, "compacted", {
             n: item.messages_folded ?? 0,
             before: formatTokens(item.tokens_before ?? 0),
             after: formatTokens(item.tokens_after ?? 0),
@@ -332,11 +331,11 @@ class MessageView {
     const status = this.status;
     if (!status) return;
     const children: HTMLElement[] = [];
-    if (item.interrupted === "cancelled") children.push(element("span", "neta-tag neta-chat-stopped", chatLabel(lang, "stopped")));
-    if (item.interrupted === "killed") children.push(element("span", "neta-tag neta-tag-error", chatLabel(lang, "killed")));
+    if (item.interrupted === "cancelled") children.push(element("span", "neta-tag neta-chat-stopped", t(lang, "stopped")));
+    if (item.interrupted === "killed") children.push(element("span", "neta-tag neta-tag-error", t(lang, "killed")));
     if (item.error) {
       const box = element("div", "neta-chat-error");
-      box.append(element("span", "neta-chat-error-title", chatLabel(lang, "error")), element("span", "neta-chat-error-text", item.error));
+      box.append(element("span", "neta-chat-error-title", t(lang, "error")), element("span", "neta-chat-error-text", item.error));
       children.push(box);
     }
     status.replaceChildren(...children);
@@ -376,7 +375,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
   };
   const lang = () => state.lang;
   const agentName = () => state.agent?.name || "Assistant";
-  const label = (key: ChatLabelKey, params?: Record<string, string | number>) => chatLabel(state.lang, key, params);
+  const label = (key: MessageKey, params?: Record<string, string | number>) => t(state.lang, key, params);
 
   // --- DOM --------------------------------------------------------------------------------
   const root = element("div", "neta-root neta-chat-view");
@@ -559,7 +558,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
         const args = element("pre", "neta-chat-approval-args", JSON.stringify(approval.args ?? {}, null, 2));
         const buttons = element("div", "neta-chat-approval-buttons");
         const cardError = createInlineError(lang);
-        const decisions: ["allow_once" | "allow_always" | "reject", ChatLabelKey, string][] = [
+        const decisions: ["allow_once" | "allow_always" | "reject", MessageKey, string][] = [
           ["allow_once", "allow_once", "neta-chat-button-primary"],
           ["allow_always", "allow_always", ""],
           ["reject", "reject", "neta-chat-button-danger"],

@@ -3,9 +3,8 @@
  * session row), with the look of a turn's error in the chat (`.neta-chat-error`): a failed
  * request must be visible next to the control that sent it, not only in the log.
  */
-import { chatLabel } from "./chat-labels";
 import { element } from "./dom";
-import type { Lang } from "./i18n";
+import { t, type Lang } from "./i18n";
 
 export interface InlineError {
   readonly root: HTMLDivElement;
@@ -24,7 +23,7 @@ export function createInlineError(lang: () => Lang, className = ""): InlineError
   return {
     root,
     show(error) {
-      title.textContent = chatLabel(lang(), "error");
+      title.textContent = t(lang(), "error");
       text.textContent = error instanceof Error ? error.message : String(error);
       root.hidden = false;
     },

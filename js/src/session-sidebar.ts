@@ -8,9 +8,8 @@
  * neta_nb/widgets/session_sidebar.py.
  */
 import "./session-sidebar.css";
-import { chatLabel } from "./chat-labels";
 import { element, makeToggle } from "./dom";
-import { normalizeLang, type Lang } from "./i18n";
+import { normalizeLang, t, type Lang } from "./i18n";
 import { createInlineError, type InlineError } from "./inline-error";
 import type { Component, ComponentOptions } from "./types";
 
@@ -122,10 +121,10 @@ export function createSessionSidebar(el: HTMLElement, options: SessionSidebarOpt
     const lang = state.lang;
     root.lang = lang;
     root.style.setProperty("--neta-sidebar-height", state.height || "640px");
-    heading.textContent = chatLabel(lang, "chats");
-    newButton.textContent = `+ ${chatLabel(lang, "new_chat")}`;
+    heading.textContent = t(lang, "chats");
+    newButton.textContent = `+ ${t(lang, "new_chat")}`;
     newButton.hidden = !state.can_open;
-    empty.textContent = chatLabel(lang, "no_sessions");
+    empty.textContent = t(lang, "no_sessions");
     empty.hidden = state.sessions.length > 0;
     const seen = new Set<string>();
     state.sessions.forEach((session, index) => {
@@ -154,7 +153,7 @@ export function createSessionSidebar(el: HTMLElement, options: SessionSidebarOpt
           parts.push(badge);
         }
         if (session.running) {
-          parts.push(element("span", "neta-sidebar-running-dot"), element("span", "neta-sidebar-running", chatLabel(lang, "running")));
+          parts.push(element("span", "neta-sidebar-running-dot"), element("span", "neta-sidebar-running", t(lang, "running")));
         } else {
           parts.push(element("span", "neta-sidebar-last", session.last_message));
         }

@@ -24,6 +24,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
 from pydantic.alias_generators import to_camel
 
+from ..labels import Notice
 from .catalog import ToolCatalog
 
 __all__ = ["AgentToolConfig", "ToolConfigError"]
@@ -55,7 +56,7 @@ class AgentToolConfig(BaseModel):
     disabled: list[str] = []
 
     _listeners: list[ConfigListener] = PrivateAttr(default_factory=list)
-    _load_warnings: list[str] = PrivateAttr(default_factory=list)
+    _load_warnings: list[Notice] = PrivateAttr(default_factory=list)
 
     # --- reading and writing ----------------------------------------------------------
     @classmethod
@@ -85,7 +86,7 @@ class AgentToolConfig(BaseModel):
                 raise ToolConfigError(_explain(error)) from None
             # A misspelt key grants nothing, but the user should hear that it was ignored.
             config._load_warnings = [
-                f"Unrecognised key '{key}' in the tool config was ignored."
+                Notice("unrecognised_key", key=key)
                 for key in data if key not in _NEW_SHAPE_KEYS | _LEGACY_KEYS]
             return config
         if catalog is None:
@@ -101,8 +102,9 @@ class AgentToolConfig(BaseModel):
                 "disabled": _normalised(self.disabled)}
 
     @property
-    def load_warnings(self) -> list[str]:
-        """What :meth:`load` had to work around (e.g. during legacy migration)."""
+    def load_warnings(self) -> list[Notice]:
+        """What :meth:`load` had to work around, as notices (``unrecognised_key``,
+        ``legacy_toolset_unmatched``); each is also its English sentence."""
         return list(self._load_warnings)
 
     # --- toggles (seed §4.3) --------------------------------------------------------------
@@ -238,13 +240,12 @@ def _migrate_legacy(data: Mapping[str, Any], catalog: ToolCatalog) -> AgentToolC
                               f'{{"disabled": [...]}}, got {type(legacy_tools).__name__}')
     disabled = _string_list(legacy_tools.get("disabled"), "'tools.disabled'")
     groups = catalog.categories()
-    warnings: list[str] = []
+    warnings: list[Notice] = []
     enabled: set[str] = set()
     for toolset in dict.fromkeys(toolsets):
         members = groups.get(toolset)
         if members is None:
-            warnings.append(f"Legacy toolset '{toolset}' matches no tool category; "
-                            "it was skipped during migration.")
+            warnings.append(Notice("legacy_toolset_unmatched", toolset=toolset))
             continue
         enabled.update(item.name for item in members if not item.core)
     config = AgentToolConfig(inherit_core_tools=True,

@@ -10,8 +10,13 @@ what the preview lists and what the model receives cannot drift apart. Order of 
 5. filter by the model's capabilities and the scene.
 
 Every catalog tool gets a :class:`ToolState` (what the config panel shows) and every tool
-left out gets one plain-language reason. Names the config holds that the catalog does not
-know are reported in ``unknown``, never granted and never a crash.
+left out gets one reason. Names the config holds that the catalog does not know are
+reported in ``unknown``, never granted and never a crash.
+
+Reasons and warnings are :class:`~neta_nb.labels.Notice` values: a code and parameters
+(``needs_capability{capabilities, model}``, ``duplicate{name, field}``, …) that are also
+their English text, so they read as before while the config panel renders them in the
+user's language from the one label table instead of parsing English.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property, partial
 
+from ..labels import Notice, t
 from ..messages import ToolDefinition
 from .base import Tool
 from .catalog import ToolCatalog
@@ -46,11 +52,11 @@ class ToolState(StrEnum):
     """Off for this agent, with no override: it can be switched on."""
 
 
-REASON_GLOBALLY_DISABLED = "Disabled globally in tool management"
-REASON_AGENT_DISABLED = "Switched off for this agent"
-REASON_NOT_ENABLED = "Not enabled for this agent"
-REASON_CORE_NOT_INHERITED = ("Not enabled for this agent (it is a core tool, and this agent "
-                             "does not inherit core tools)")
+# Shared by every resolution: the reasons that need no parameters are made once.
+REASON_GLOBALLY_DISABLED = Notice("globally_disabled")
+REASON_AGENT_DISABLED = Notice("agent_disabled")
+REASON_NOT_ENABLED = Notice("not_enabled")
+REASON_CORE_NOT_INHERITED = Notice("core_not_inherited")
 
 _ON_STATES = (ToolState.DEFAULT_ENABLED, ToolState.AGENT_ENABLED)
 
@@ -64,15 +70,16 @@ class ToolResolution:
     ones, each group by category (seed order) and name."""
     states: dict[str, ToolState]
     """The state of every catalog tool, in display order."""
-    reasons: dict[str, str]
-    """For every catalog tool not in ``tools``, why — a sentence a user understands."""
-    _diagnose: Callable[[], tuple[list[str], list[str]]] | None = field(
+    reasons: dict[str, Notice]
+    """For every catalog tool not in ``tools``, why: a :class:`Notice` (code and
+    parameters) whose string value is the English sentence."""
+    _diagnose: Callable[[], tuple[list[str], list[Notice]]] | None = field(
         default=None, repr=False, compare=False)
     """Computes ``unknown`` and ``warnings`` on first access: the runtime, which only
     needs the tools, never pays for diagnostics meant for the config panel."""
 
     @cached_property
-    def _diagnostics(self) -> tuple[list[str], list[str]]:
+    def _diagnostics(self) -> tuple[list[str], list[Notice]]:
         return self._diagnose() if self._diagnose is not None else ([], [])
 
     @property
@@ -82,9 +89,10 @@ class ToolResolution:
         return self._diagnostics[0]
 
     @property
-    def warnings(self) -> list[str]:
-        """Problems found in the config (unknown names, grants of globally disabled
-        tools, duplicates, names both enabled and disabled, migration notes)."""
+    def warnings(self) -> list[Notice]:
+        """Problems found in the config, as notices: migration and load notes first
+        (``unrecognised_key``, ``legacy_toolset_unmatched``), then ``unknown_tool``,
+        ``enabled_but_globally_disabled``, ``duplicate`` and ``enabled_and_disabled``."""
         return self._diagnostics[1]
 
     @cached_property
@@ -112,14 +120,17 @@ class ToolResolution:
         """The tool definitions a provider receives, in order."""
         return [item.definition() for item in self.tools]
 
-    def refusal(self, name: str) -> str:
-        """The error text for a model that calls a tool outside this set."""
-        if name in self.reasons:
-            return (f"Tool '{name}' is not available to this agent: "
-                    f"{self.reasons[name][:1].lower()}{self.reasons[name][1:]}. "
-                    f"Available tools: {', '.join(self.names) or 'none'}.")
-        return (f"There is no tool named '{name}'. "
-                f"Available tools: {', '.join(self.names) or 'none'}.")
+    def refusal(self, name: str, lang: str = "en") -> str:
+        """The error text for a model that calls a tool outside this set (the one text
+        for it: the runtime sends it as the tool result)."""
+        tools = ", ".join(self.names) or t("refusal_no_tools", lang)
+        reason = self.reasons.get(name)
+        if reason is None:
+            return t("refusal_no_such_tool", lang, name=name, tools=tools)
+        text = reason.text(lang)
+        # The reason continues the sentence, so it starts in lower case.
+        return t("refusal_not_available", lang, name=name, tools=tools,
+                 reason=text[:1].lower() + text[1:])
 
 
 def resolve_tools(catalog: ToolCatalog, config: AgentToolConfig, *,
@@ -161,7 +172,7 @@ def resolve_tools(catalog: ToolCatalog, config: AgentToolConfig, *,
     if index.restricted and (model_capabilities is not None or scene is not None):
         final = _filter(final, index.restricted, reasons,
                         None if model_capabilities is None else frozenset(model_capabilities),
-                        scene, f"model {model}" if model else "the current model")
+                        scene, model or None)
 
     # A snapshot of the config, so later edits cannot change this resolution's report.
     diagnose = partial(_check_config, index, list(config.enabled), list(config.disabled),
@@ -169,24 +180,28 @@ def resolve_tools(catalog: ToolCatalog, config: AgentToolConfig, *,
     return ToolResolution(tools=final, states=states, reasons=reasons, _diagnose=diagnose)
 
 
-def _filter(tools: list[Tool], restricted: frozenset[str], reasons: dict[str, str],
+def _filter(tools: list[Tool], restricted: frozenset[str], reasons: dict[str, Notice],
             capabilities: frozenset[str] | None, scene: str | None,
-            model_text: str) -> list[Tool]:
+            model: str | None) -> list[Tool]:
     """Rule 5: drop tools the model's capabilities or the scene rule out, with a reason."""
     kept: list[Tool] = []
-    capability_reasons: dict[frozenset[str], str] = {}
+    # One notice per distinct reason, shared by the tools it applies to.
+    capability_reasons: dict[frozenset[str], Notice] = {}
+    scene_reason: Notice | None = None
     for item in tools:
         if item.name in restricted:
             if capabilities is not None and not item.capabilities <= capabilities:
                 missing = item.capabilities - capabilities
                 reason = capability_reasons.get(missing)
                 if reason is None:
-                    reason = capability_reasons[missing] = _capability_reason(missing,
-                                                                              model_text)
+                    reason = capability_reasons[missing] = Notice(
+                        "needs_capability", capabilities=sorted(missing), model=model)
                 reasons[item.name] = reason
                 continue
             if scene is not None and item.scenes is not None and scene not in item.scenes:
-                reasons[item.name] = f"Not offered in scene '{scene}'"
+                if scene_reason is None:
+                    scene_reason = Notice("scene", scene=scene)
+                reasons[item.name] = scene_reason
                 continue
         kept.append(item)
     return kept
@@ -201,7 +216,7 @@ class _CatalogIndex:
     position: dict[str, int]
     base_states: dict[bool, dict[str, ToolState]]
     """Per ``inherit_core_tools``: every tool's state for a config with no overrides."""
-    base_reasons: dict[bool, dict[str, str]]
+    base_reasons: dict[bool, dict[str, Notice]]
     default_group: dict[bool, list[Tool]]
     globally_disabled: frozenset[str]
     switchable: frozenset[str]
@@ -222,7 +237,7 @@ def _index_of(catalog: ToolCatalog) -> _CatalogIndex:
     ordered = catalog.ordered()
     globally_disabled = catalog.globally_disabled
     base_states: dict[bool, dict[str, ToolState]] = {True: {}, False: {}}
-    base_reasons: dict[bool, dict[str, str]] = {True: {}, False: {}}
+    base_reasons: dict[bool, dict[str, Notice]] = {True: {}, False: {}}
     default_group: dict[bool, list[Tool]] = {True: [], False: []}
     for item in ordered:
         for inherit in (True, False):
@@ -252,16 +267,9 @@ def _index_of(catalog: ToolCatalog) -> _CatalogIndex:
     return index
 
 
-def _capability_reason(missing: frozenset[str], model_text: str) -> str:
-    names = sorted(missing)
-    quoted = " and ".join(f"'{name}'" for name in names)
-    noun = "capability" if len(names) == 1 else "capabilities"
-    return f"Needs the {quoted} {noun}, which {model_text} does not have"
-
-
 def _check_config(index: _CatalogIndex, enabled_names: list[str], disabled_names: list[str],
-                  load_warnings: list[str], enabled: set[str], disabled: set[str]
-                  ) -> tuple[list[str], list[str]]:
+                  load_warnings: list[Notice], enabled: set[str], disabled: set[str]
+                  ) -> tuple[list[str], list[Notice]]:
     """Unknown names and warnings about the config itself. Set operations first, so a
     clean config costs almost nothing however large it is."""
     warnings = list(load_warnings)
@@ -272,18 +280,16 @@ def _check_config(index: _CatalogIndex, enabled_names: list[str], disabled_names
     for field_name, names, unique in (("enabled", enabled_names, enabled),
                                       ("disabled", disabled_names, disabled)):
         if not unknown_names.isdisjoint(unique):
-            warnings += [f"'{name}' is in {field_name} but no tool by that name exists; "
-                         "it is ignored." for name in dict.fromkeys(names)
-                         if name in unknown_names]
+            warnings += [Notice("unknown_tool", name=name, field=field_name)
+                         for name in dict.fromkeys(names) if name in unknown_names]
         if field_name == "enabled" and not index.globally_disabled.isdisjoint(unique):
-            warnings += [f"'{name}' is enabled for this agent but disabled globally in tool "
-                         "management; it stays off."
+            warnings += [Notice("enabled_but_globally_disabled", name=name)
                          for name in sorted(index.globally_disabled & unique,
                                             key=index.position.__getitem__)]
         if len(names) != len(unique):
-            warnings += [f"'{name}' appears more than once in {field_name}; it counts once."
+            warnings += [Notice("duplicate", name=name, field=field_name)
                          for name, count in Counter(names).items() if count > 1]
     if not enabled.isdisjoint(disabled):
-        warnings += [f"'{name}' is both enabled and disabled for this agent; disabled wins."
+        warnings += [Notice("enabled_and_disabled", name=name)
                      for name in sorted(enabled & disabled)]
     return unknown, warnings

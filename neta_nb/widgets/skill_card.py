@@ -9,8 +9,8 @@ from typing import Any
 import traitlets
 
 from ..events import ProgressEvent, SkillEndEvent, SkillStartEvent
+from ..labels import t
 from ._base import NetaWidget, escape_markdown, fenced, html_card
-from ._labels import label
 
 __all__ = ["SkillCard"]
 
@@ -58,7 +58,7 @@ class SkillCard(NetaWidget):
         if self.status == "running":
             step = self.step or self.detail
             return f"{name} · {round(self.percent)}%" + (f" · {step}" if step else "")
-        return f"{name} · {label(self.lang, f'skill_{self.status}')}"
+        return f"{name} · {t(f'skill_{self.status}', self.lang)}"
 
     def _fallback_text(self) -> str:
         return self._title() + (f"\n{self.result}" if self.result else "")

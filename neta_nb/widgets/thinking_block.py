@@ -16,8 +16,8 @@ from typing import Any, Literal, TypedDict
 import traitlets
 
 from ..events import ThinkingDeltaEvent, ThinkingDoneEvent
+from ..labels import t
 from ._base import NetaWidget, escape_markdown, handles
-from ._labels import label
 from ._streaming import FLUSH_INTERVAL, DeltaBatcher
 
 __all__ = ["AppendMessage", "StreamSnapshot", "ThinkingBlock"]
@@ -124,7 +124,7 @@ class ThinkingBlock(NetaWidget):
         return f"ThinkingBlock({state}, {len(self.text)} chars)"
 
     def _title(self) -> str:
-        return label(self.lang, "thinking_streaming" if self.streaming else "thinking")
+        return t("thinking_streaming" if self.streaming else "thinking", self.lang)
 
     def _fallback_text(self) -> str:
         return f"{self._title()}\n{self.text}" if self.text else self._title()

@@ -10,9 +10,9 @@ from typing import Any
 
 import traitlets
 
+from ..labels import t
 from ..thinking import get_model_thinking_capability
 from ._base import NetaWidget, escape_markdown
-from ._labels import label
 
 __all__ = ["ThinkingLevelSelector"]
 
@@ -79,7 +79,7 @@ class ThinkingLevelSelector(NetaWidget):
         return f"ThinkingLevelSelector({self.level} of {'/'.join(self.levels)})"
 
     def _fallback_text(self) -> str:
-        return f"{label(self.lang, 'thinking_level')}: {label(self.lang, f'level_{self.level}')}"
+        return f"{t('thinking_level', self.lang)}: {t(f'level_{self.level}', self.lang)}"
 
     def _fallback_markdown(self) -> str:
         return escape_markdown(self._fallback_text())

@@ -13,9 +13,9 @@ from typing import Any
 import traitlets
 
 from ..events import TodoUpdateEvent
+from ..labels import t
 from ..todo import TodoItem, TodoStore, TodoSummary
 from ._base import NetaWidget, escape_markdown, html_card
-from ._labels import label
 
 __all__ = ["TodoCard"]
 
@@ -83,14 +83,14 @@ class TodoCard(NetaWidget):
 
     def _header(self) -> str:
         s = self.summary
-        done = label(self.lang, "done_count", k=s.completed, n=s.total)
-        return f"{label(self.lang, 'plan')} · {done}"
+        done = t("done_count", self.lang, k=s.completed, n=s.total)
+        return f"{t('plan', self.lang)} · {done}"
 
     def _status_suffix(self, status: str) -> str:
         if status == "in_progress":
-            return f" ({label(self.lang, 'in_progress')})"
+            return f" ({t('in_progress', self.lang)})"
         if status == "cancelled":
-            return f" ({label(self.lang, 'cancelled')})"
+            return f" ({t('status_cancelled', self.lang)})"
         return ""
 
     def _fallback_text(self) -> str:

@@ -12,8 +12,8 @@ from typing import Any
 import traitlets
 
 from ..events import ContextUsage, TokenUpdateEvent, TurnUsage
+from ..labels import t
 from ._base import NetaWidget, escape_markdown
-from ._labels import label
 
 __all__ = ["TokenStats", "context_level", "format_tokens"]
 
@@ -77,11 +77,11 @@ class TokenStats(NetaWidget):
     def _compact(self) -> str:
         c, ctx = self.current, self.context
         percent = f"{round(ctx['percent'])}%"
-        context = f"{label(self.lang, 'context')} {percent}"
+        context = f"{t('context', self.lang)} {percent}"
         if not self.running:
             return context
         realtime = (f"↑{format_tokens(c['input_tokens'])} ↓{format_tokens(c['output_tokens'])}"
-                    f" · {label(self.lang, _calls_key(c['api_calls']), n=c['api_calls'])}")
+                    f" · {t(_calls_key(c['api_calls']), self.lang, n=c['api_calls'])}")
         return f"{realtime} | {context}"
 
     def __repr__(self) -> str:

@@ -10,8 +10,8 @@ from typing import Any
 import traitlets
 
 from ..events import ToolCallEvent, ToolResultEvent
+from ..labels import t
 from ._base import NetaWidget, escape_markdown, fenced, html_card
-from ._labels import label
 
 __all__ = ["ToolCard"]
 
@@ -43,7 +43,7 @@ class ToolCard(NetaWidget):
         return f"ToolCard({self.name or '?'}: {self.status})"
 
     def _title(self) -> str:
-        status = label(self.lang, f"tool_{self.status}")
+        status = t(f"tool_{self.status}", self.lang)
         return f"{self.label or self.name} · {status}"
 
     def _args_json(self) -> str:
@@ -53,17 +53,17 @@ class ToolCard(NetaWidget):
         lines = [self._title()]
         if self.args:
             args = json.dumps(self.args, ensure_ascii=False, default=str)
-            lines.append(f"{label(self.lang, 'arguments')}: {args}")
+            lines.append(f"{t('arguments', self.lang)}: {args}")
         if self.result is not None:
-            lines.append(f"{label(self.lang, 'result')}: {self.result}")
+            lines.append(f"{t('result', self.lang)}: {self.result}")
         return "\n".join(lines)
 
     def _fallback_markdown(self) -> str:
         parts = [f"**{escape_markdown(self._title())}**"]
         if self.args:
-            parts.append(f"{label(self.lang, 'arguments')}:\n\n{fenced(self._args_json(), 'json')}")
+            parts.append(f"{t('arguments', self.lang)}:\n\n{fenced(self._args_json(), 'json')}")
         if self.result is not None:
-            parts.append(f"{label(self.lang, 'result')}:\n\n{fenced(self.result)}")
+            parts.append(f"{t('result', self.lang)}:\n\n{fenced(self.result)}")
         return "\n\n".join(parts)
 
     def _fallback_html(self) -> str:
@@ -72,7 +72,7 @@ class ToolCard(NetaWidget):
         body = ""
         if self.args:
             args = html.escape(self._args_json())
-            body += f"<div>{label(self.lang, 'arguments')}</div>{pre}{args}</pre>"
+            body += f"<div>{t('arguments', self.lang)}</div>{pre}{args}</pre>"
         if self.result is not None:
-            body += f"<div>{label(self.lang, 'result')}</div>{pre}{html.escape(self.result)}</pre>"
+            body += f"<div>{t('result', self.lang)}</div>{pre}{html.escape(self.result)}</pre>"
         return html_card(html.escape(self._title()), body, accent=_STATUS_COLOR[self.status])

@@ -21,12 +21,12 @@ reply and the config is left as it was.
 from __future__ import annotations
 
 import html
-import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, Literal, TypedDict, cast
 
 import traitlets
 
+from ..labels import Notice, t
 from ..tools import (
     AgentToolConfig,
     ToolCatalog,
@@ -43,7 +43,8 @@ __all__ = ["BULK_OPERATIONS", "STATE_FILTERS", "CategoryCount", "PreviewResult",
 
 
 # --- the wire format ---------------------------------------------------------------------
-# Each TypedDict mirrors the TS interface of the same name in js/src/tool-config-panel.ts
+# Each TypedDict mirrors the TS interface of the same name in
+# js/src/tool-config-panel-traits.ts
 # (its requests' payloads are written inline there: `{name, enabled}`, `{op}`, `{name}`).
 
 class ToolInfo(TypedDict):
@@ -67,7 +68,11 @@ class ToolVerdict(TypedDict):
     on: bool
     available: bool
     reason: str | None
-    reason_zh: str | None
+    """Why the tool is not in the final set, in the panel's language."""
+    reason_code: str | None
+    """The reason as data (a notice code of ``neta_nb.labels``) ..."""
+    reason_params: dict[str, Any] | None
+    """... and its parameters."""
 
 
 class CategoryCount(TypedDict):
@@ -141,6 +146,8 @@ class PreviewResult(TypedDict):
 class NoReply(TypedDict):
     """A request answered with nothing but success."""
 
+
+
 BULK_OPERATIONS: Final = ("restore_core_defaults", "clear_extra_enabled",
                           "clear_disabled_overrides")
 """The three bulk operations of seed 001 §7.3, by the request's ``op`` name."""
@@ -150,76 +157,24 @@ STATE_FILTERS: Final = ("all", "enabled", "off", "globally_disabled")
 
 _ON_STATES: Final = (ToolState.DEFAULT_ENABLED, ToolState.AGENT_ENABLED)
 
-# The wording of seed 001 §4.2 / §7.4: the agent-level action is "switch on/off for this
-# agent"; only the global state is called "disabled" (全局停用).
-_LABELS: Final[dict[str, dict[str, str]]] = {
-    "en": {
-        "title": "Tools",
-        "summary": "{enabled} of {total} tools enabled · {core} core",
-        "scope": "Only affects this agent",
-        "default_enabled": "Enabled by default",
-        "agent_enabled": "Switched on for this agent",
-        "agent_disabled": "Switched off for this agent",
-        "globally_disabled": "Disabled globally",
-        "available": "Off for this agent",
-        "core": "core",
-        "tool": "Tool",
-        "category": "Category",
-        "state": "State",
-        "note": "Note",
-        "unknown": "Unknown tools in this config",
-    },
-    "zh-CN": {
-        "title": "工具配置",
-        "summary": "已启用 {enabled}/{total} 个工具 · 核心工具 {core} 个",
-        "scope": "仅影响当前 Agent",
-        "default_enabled": "默认启用",
-        "agent_enabled": "已为当前 Agent 启用",
-        "agent_disabled": "已为当前 Agent 关闭",
-        "globally_disabled": "全局停用",
-        "available": "当前 Agent 未启用",
-        "core": "核心",
-        "tool": "工具",
-        "category": "分类",
-        "state": "状态",
-        "note": "说明",
-        "unknown": "配置中存在未知工具",
-    },
-}
-
-# The resolver's reasons are English sentences; these patterns give the same reason in
-# Chinese. A reason that matches none is shown as the resolver wrote it.
-_REASONS_ZH: Final[tuple[tuple[re.Pattern[str], str], ...]] = (
-    (re.compile(r"^Disabled globally in tool management$"), "已在工具管理中全局停用"),
-    (re.compile(r"^Switched off for this agent$"), "已为当前 Agent 关闭"),
-    (re.compile(r"^Not enabled for this agent \(it is a core tool, and this agent does not "
-                r"inherit core tools\)$"),
-     "当前 Agent 未启用（核心工具，但当前 Agent 不继承核心工具）"),
-    (re.compile(r"^Not enabled for this agent$"), "当前 Agent 未启用"),
-    (re.compile(r"^Needs the (?P<what>.+) capabilit(?:y|ies), which (?:model (?P<model>.+)|"
-                r"the current model) does not have$"), "需要 {what} 能力，{model}不具备"),
-    (re.compile(r"^Not offered in scene '(?P<scene>.+)'$"), "场景「{scene}」不提供此工具"),
-)
+_NO_REASON: Final[Mapping[str, Any]] = {"reason": None, "reason_code": None,
+                                         "reason_params": None}
 
 
-def localised_reason(reason: str, lang: str) -> str:
-    """The resolver's ``reason`` in ``lang`` (English is the resolver's own text)."""
-    if lang != "zh-CN":
-        return reason
-    for pattern, template in _REASONS_ZH:
-        match = pattern.match(reason)
-        if match:
-            groups = match.groupdict()
-            model = groups.get("model")
-            what = (groups.get("what") or "").replace("' and '", "'、'")
-            return template.format(what=what, scene=groups.get("scene", ""),
-                                   model=f"模型 {model} " if model else "当前模型")
-    return reason
-
-
-def _label(lang: str, key: str, **params: object) -> str:
-    table = _LABELS.get(lang, _LABELS["en"])
-    return table.get(key, _LABELS["en"][key]).format(**params)
+def _reason_fields(reason: Notice | None, lang: str,
+                   rendered: dict[Notice, Mapping[str, Any]]) -> Mapping[str, Any]:
+    """What the view gets of a resolver reason: its text in the panel's language, rendered
+    from the label table, and the notice itself (code + params) for anything that needs
+    more than words. ``rendered`` makes each distinct notice once per refresh (the
+    resolver shares one notice among all the tools it applies to)."""
+    if reason is None:
+        return _NO_REASON
+    fields = rendered.get(reason)
+    if fields is None:
+        data = reason.to_json()
+        fields = rendered[reason] = {"reason": reason.text(lang), "reason_code": data["code"],
+                                     "reason_params": data["params"]}
+    return fields
 
 
 def _describe(item: Tool) -> ToolInfo:
@@ -253,8 +208,9 @@ class ToolConfigPanel(NetaWidget):
         "capabilities, scenes, core, visibility, requires_approval.")).tag(sync=True)
     states = traitlets.Dict(help=(
         "Per tool name, the resolver's verdict: state (a ToolState value), on (the "
-        "agent's switch), available (in the final set), reason and reason_zh (why it is "
-        "not available).")).tag(sync=True)
+        "agent's switch), available (in the final set); for a tool not in the final set "
+        "reason (why, in the panel's language), reason_code and reason_params (the "
+        "resolver's notice as data).")).tag(sync=True)
     enabled_tools = traitlets.List(traitlets.Unicode(), help=(
         "The final tools, in the resolver's order.")).tag(sync=True)
     categories = traitlets.List(traitlets.Dict(), help=(
@@ -263,13 +219,18 @@ class ToolConfigPanel(NetaWidget):
     unknown = traitlets.List(traitlets.Unicode(), help=(
         "Names in the config that the catalog does not have.")).tag(sync=True)
     warnings = traitlets.List(traitlets.Unicode(), help=(
-        "Problems with the config (load notes, conflicts), minus dismissed ones.")).tag(sync=True)
+        "Problems with the config (load notes, conflicts), minus dismissed ones, in the "
+        "panel's language.")).tag(sync=True)
 
     search = traitlets.Unicode("", help="Search text (name, label, description).").tag(sync=True)
     state_filter = traitlets.Enum(STATE_FILTERS, default_value="all").tag(sync=True)
     core_only = traitlets.Bool(False, help="Show core tools only.").tag(sync=True)
     collapsed = traitlets.List(traitlets.Unicode(), help=(
         "Categories whose section is folded.")).tag(sync=True)
+
+
+    _following = False
+    """True from the end of ``__init__`` until :meth:`close`."""
 
     def __init__(self, catalog: ToolCatalog, config: AgentToolConfig, *,
                  model_capabilities: Iterable[str] | None = None, scene: str | None = None,
@@ -282,13 +243,15 @@ class ToolConfigPanel(NetaWidget):
         self._scene = scene
         self._model = model
         self.system_prompt = system_prompt
-        self._dismissed_warnings: set[str] = set()
+        self._dismissed_warnings: set[Notice] = set()
+        self._shown_warnings: list[Notice] = []
         self._catalog_version: int | None = None
         self._resolution: ToolResolution = resolve_tools(catalog, config)
         self._unsubscribers: list[Callable[[], None]] = [
             catalog.subscribe(lambda _catalog: self.refresh()),
             config.subscribe(lambda _config: self.refresh()),
         ]
+        self._following = True
         self.refresh()
 
     # --- what the panel edits ------------------------------------------------------
@@ -345,16 +308,17 @@ class ToolConfigPanel(NetaWidget):
         resolution = self._resolution = self._resolve()
         ordered = self._catalog.ordered()
         final = set(resolution.names)
+        lang = self.lang
+        rendered: dict[Notice, Mapping[str, Any]] = {}
         states: dict[str, ToolVerdict] = {}
         for name, state in resolution.states.items():
             reason = resolution.reasons.get(name)
-            states[name] = {
+            states[name] = cast(ToolVerdict, {
                 "state": state.value,
                 "on": state in _ON_STATES,
                 "available": name in final,
-                "reason": reason,
-                "reason_zh": None if reason is None else localised_reason(reason, "zh-CN"),
-            }
+                **_reason_fields(reason, lang, rendered),
+            })
         counts: dict[str, list[int]] = {}
         for item in ordered:
             count = counts.setdefault(item.category, [0, 0])
@@ -366,10 +330,10 @@ class ToolConfigPanel(NetaWidget):
         unknown = resolution.unknown
         # Unknown names have their own notice (with a forget action); the resolver's
         # warning about each would say the same thing twice.
-        unknown_notes = {f"'{name}' is in {field} but no tool by that name exists; "
-                         "it is ignored." for name in unknown for field in ("enabled", "disabled")}
         warnings = [warning for warning in dict.fromkeys(resolution.warnings)
-                    if warning not in unknown_notes and warning not in self._dismissed_warnings]
+                    if warning.code != "unknown_tool"
+                    and warning not in self._dismissed_warnings]
+        self._shown_warnings = warnings
         categories: list[CategoryCount] = [
             {"name": category, "count": total, "enabled": enabled}
             for category, (total, enabled) in counts.items()]
@@ -391,12 +355,20 @@ class ToolConfigPanel(NetaWidget):
             self.categories = cast("list[dict[str, Any]]", categories)
             self.summary = cast("dict[str, Any]", summary)
             self.unknown = unknown
-            self.warnings = warnings
+            self.warnings = [warning.text(lang) for warning in warnings]
+
+    @traitlets.observe("lang")
+    def _on_lang(self, _change: object) -> None:
+        # Reasons and warnings are sent as text in the panel's language. (A ``lang``
+        # given to the constructor arrives before there is anything to resolve.)
+        if self._following:
+            self.refresh()
 
     def close(self) -> None:
         for unsubscribe in self._unsubscribers:
             unsubscribe()
         self._unsubscribers = []
+        self._following = False
         super().close()
 
     # --- requests from the view ----------------------------------------------------
@@ -441,7 +413,9 @@ class ToolConfigPanel(NetaWidget):
 
     @handles("dismiss_warnings")
     def _request_dismiss_warnings(self, _content: Mapping[str, object]) -> NoReply:
-        self._dismissed_warnings.update(self.warnings)
+        # Remembered as notices (code + params), so a dismissal holds in every language.
+        self._dismissed_warnings.update(self._shown_warnings)
+        self._shown_warnings = []
         self.warnings = []
         return {}
 
@@ -466,30 +440,34 @@ class ToolConfigPanel(NetaWidget):
                 if tool["name"] in self.states]
 
     def _summary_line(self) -> str:
-        return _label(self.lang, "summary", enabled=self.summary.get("enabled", 0),
-                      total=self.summary.get("total", 0), core=self.summary.get("core", 0))
+        return t("panel_summary", self.lang, enabled=self.summary.get("enabled", 0),
+                 total=self.summary.get("total", 0), core=self.summary.get("core", 0))
 
     def _note(self, state: Mapping[str, Any]) -> str:
         reason = state.get("reason")
         if not reason or state["state"] in ("agent_disabled", "globally_disabled", "available"):
             # The state words already say it; only a filter reason adds something.
             return ""
-        return localised_reason(reason, self.lang)
+        return str(reason)  # already in the panel's language
+
+    def _core_word(self) -> str:
+        # The table's "Core" is a tag; inside a sentence of the text forms it is a word.
+        return t("panel_core", self.lang).lower()
 
     def _state_words(self, state: Mapping[str, Any]) -> str:
-        return _label(self.lang, state["state"])
+        return t(f"state_{state['state']}", self.lang)
 
     def _fallback_text(self) -> str:
-        lines = [f"{_label(self.lang, 'title')} — {self._summary_line()} "
-                 f"({_label(self.lang, 'scope')})"]
+        lines = [f"{t('panel_title', self.lang)} — {self._summary_line()} "
+                 f"({t('panel_scope', self.lang)})"]
         for tool, state in self._rows():
             mark = "[x]" if state["available"] else "[ ]"
-            core = f" ({_label(self.lang, 'core')})" if tool["core"] else ""
+            core = f" ({self._core_word()})" if tool["core"] else ""
             note = self._note(state)
             lines.append(f"{mark} {tool['name']}{core} [{tool['category']}]: "
                          f"{self._state_words(state)}" + (f" — {note}" if note else ""))
         if self.unknown:
-            lines.append(f"{_label(self.lang, 'unknown')}: {', '.join(self.unknown)}")
+            lines.append(f"{t('panel_unknown', self.lang)} {', '.join(self.unknown)}")
         lines += [f"! {warning}" for warning in self.warnings]
         return "\n".join(lines)
 
@@ -498,21 +476,21 @@ class ToolConfigPanel(NetaWidget):
             return escape_markdown(text).replace("\n", " ")
 
         lang = self.lang
-        lines = [f"**{cell(_label(lang, 'title'))}** — {cell(self._summary_line())} · "
-                 f"*{cell(_label(lang, 'scope'))}*", "",
-                 f"| | {_label(lang, 'tool')} | {_label(lang, 'category')} | "
-                 f"{_label(lang, 'state')} | {_label(lang, 'note')} |",
+        lines = [f"**{cell(t('panel_title', lang))}** — {cell(self._summary_line())} · "
+                 f"*{cell(t('panel_scope', lang))}*", "",
+                 f"| | {t('panel_column_tool', lang)} | {t('panel_column_category', lang)} | "
+                 f"{t('panel_column_state', lang)} | {t('panel_column_note', lang)} |",
                  "|---|---|---|---|---|"]
         for tool, state in self._rows():
             mark = "✓" if state["available"] else "–"
-            core = f" *{_label(lang, 'core')}*" if tool["core"] else ""
+            core = f" *{self._core_word()}*" if tool["core"] else ""
             # Tool names come from tools (an MCP server's among them): a backtick in one
             # must not end the code span and let the rest render as markdown.
             name = code_span(tool["name"].replace("|", "\\|").replace("\n", " "))
             lines.append(f"| {mark} | {name}{core} | {cell(tool['category'])} | "
                          f"{cell(self._state_words(state))} | {cell(self._note(state))} |")
         if self.unknown:
-            lines += ["", f"{cell(_label(lang, 'unknown'))}: "
+            lines += ["", f"{cell(t('panel_unknown', lang))} "
                       + ", ".join(code_span(name) for name in self.unknown)]
         if self.warnings:
             lines += [""] + [f"- {cell(warning)}" for warning in self.warnings]
@@ -521,13 +499,13 @@ class ToolConfigPanel(NetaWidget):
     def _fallback_html(self) -> str:
         lang = self.lang
         cell = 'style="padding:3px 10px 3px 0;text-align:left;vertical-align:top"'
-        head = "".join(f"<th {cell}>{html.escape(_label(lang, key))}</th>"
+        head = "".join(f"<th {cell}>{html.escape(t(f'panel_column_{key}', lang))}</th>"
                        for key in ("tool", "category", "state", "note"))
         rows = []
         for tool, state in self._rows():
             colour = ("#2e7d32" if state["available"]
                       else "#d32f2f" if state["state"] == "globally_disabled" else "#8c959f")
-            core = (f' <span style="font-size:11px;color:#1976d2">{_label(lang, "core")}</span>'
+            core = (f' <span style="font-size:11px;color:#1976d2">{t("panel_core", lang)}</span>'
                     if tool["core"] else "")
             rows.append(
                 f"<tr><td {cell}><span style=\"color:{colour}\">●</span> "
@@ -536,14 +514,14 @@ class ToolConfigPanel(NetaWidget):
                 f"<td {cell}>{html.escape(self._state_words(state))}</td>"
                 f"<td {cell}>{html.escape(self._note(state))}</td></tr>")
         body = (f'<div style="color:#57606a">{html.escape(self._summary_line())} · '
-                f"{html.escape(_label(lang, 'scope'))}</div>"
+                f"{html.escape(t('panel_scope', lang))}</div>"
                 f'<table style="border-collapse:collapse;margin-top:6px"><thead><tr>{head}'
                 f"</tr></thead><tbody>{''.join(rows)}</tbody></table>")
         if self.unknown:
-            body += (f"<div>{html.escape(_label(lang, 'unknown'))}: "
+            body += (f"<div>{html.escape(t('panel_unknown', lang))} "
                      f"{html.escape(', '.join(self.unknown))}</div>")
         if self.warnings:
             items = "".join(f"<li>{html.escape(warning)}</li>" for warning in self.warnings)
             body += f'<ul style="margin:6px 0 0;padding-left:18px">{items}</ul>'
-        return html_card(html.escape(_label(lang, "title")), body)
+        return html_card(html.escape(t("panel_title", lang)), body)
 
