@@ -18,19 +18,29 @@ interface Snapshot {
   text: string;
 }
 
-/** The part of an anywidget model the follower uses: custom messages both ways. */
+/** The part of an anywidget model the follower uses: custom messages both ways, and the
+ * lifecycle events a request listens to (it rejects when the kernel goes away). */
 class FakeModel {
   readonly handlers = new Set<Handler>();
+  readonly lifecycle = new Set<Handler>();
   readonly sent: Record<string, unknown>[] = [];
 
+  private listeners(event: string): Set<Handler> {
+    if (event === "msg:custom") return this.handlers;
+    assert.ok(event === "comm_live_update" || event === "destroy", `unexpected event ${event}`);
+    return this.lifecycle;
+  }
+
+  get(trait: string): unknown {
+    return trait === "lang" ? "en" : undefined;
+  }
+
   on(event: string, handler: Handler): void {
-    assert.equal(event, "msg:custom");
-    this.handlers.add(handler);
+    this.listeners(event).add(handler);
   }
 
   off(event: string, handler: Handler): void {
-    assert.equal(event, "msg:custom");
-    this.handlers.delete(handler);
+    this.listeners(event).delete(handler);
   }
 
   send(message: Record<string, unknown>): void {
