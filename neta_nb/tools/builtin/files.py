@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import BinaryIO, NoReturn
 
 from ..base import ToolContext, tool
-from .workspace import OutsideWorkingDirError, display_path, resolve_inside
+from .workspace import OutsideWorkingDirError, SymlinkLoopError, display_path, resolve_inside
 
 __all__ = ["MAX_LIST_ENTRIES", "MAX_READ_CHARS", "list_files", "read_file"]
 
@@ -91,20 +91,20 @@ def _require_regular(mode: int, shown: str) -> None:
         return
     if stat.S_ISDIR(mode):
         raise IsADirectoryError(f"'{shown}' is a directory; use list_files for it")
-    raise ValueError(f"'{shown}' is {_special_kind(mode)}, not a regular file; read_file "
+    raise ValueError(f"'{shown}' is a {_special_kind(mode)}, not a regular file; read_file "
                      "reads regular files only")
 
 
 def _special_kind(mode: int) -> str:
     if stat.S_ISFIFO(mode):
-        return "a named pipe (FIFO)"
+        return "named pipe (FIFO)"
     if stat.S_ISSOCK(mode):
-        return "a socket"
+        return "socket"
     if stat.S_ISCHR(mode):
-        return "a character device"
+        return "character device"
     if stat.S_ISBLK(mode):
-        return "a block device"
-    return "a special file"
+        return "block device"
+    return "special file"
 
 
 def _read_lines(stream: BinaryIO, shown: str, size: int, start_line: int,
@@ -272,19 +272,28 @@ def list_files(ctx: ToolContext, path: str = ".", pattern: str | None = None,
 
 
 def _describe_entry(root: Path, entry: Path) -> str:
+    """One listing line. Whatever is wrong with a single entry (a link outside, a link
+    loop, a dangling link, a failing stat) is said on its line; it never fails the
+    listing."""
     relative = entry.relative_to(root).as_posix()
-    if entry.is_symlink():
-        try:
-            resolve_inside(root, relative)
-        except OutsideWorkingDirError:
-            return f"{relative} -> (link outside the working directory)"
-    if entry.is_dir():
-        return f"{relative}/"
     try:
-        size = entry.stat().st_size
+        if entry.is_symlink():
+            try:
+                resolve_inside(root, relative)
+            except OutsideWorkingDirError:
+                return f"{relative} -> (link outside the working directory)"
+            except SymlinkLoopError:
+                return f"{relative} -> (symbolic link loop)"
+            if not entry.exists():
+                return f"{relative} -> (broken link)"
+        info = entry.stat()
     except OSError:
         return f"{relative} (unreadable)"
-    return f"{relative} ({_human_size(size)})"
+    if stat.S_ISDIR(info.st_mode):
+        return f"{relative}/"
+    if not stat.S_ISREG(info.st_mode):
+        return f"{relative} ({_special_kind(info.st_mode)})"
+    return f"{relative} ({_human_size(info.st_size)})"
 
 
 def _human_size(size: int) -> str:
