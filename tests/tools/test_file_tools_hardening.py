@@ -12,7 +12,6 @@ import contextlib
 import os
 import socket
 import tracemalloc
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -118,47 +117,51 @@ async def test_windows_line_ends_read_like_unix_ones(tmp_path: Path) -> None:
         "read on]")
 
 
-def _release_blocked_readers(fifo: Path) -> None:
-    """If a regression left a worker thread blocked opening or reading the FIFO, open
-    and close its write end so that thread gets end-of-file and the process can exit."""
-    with contextlib.suppress(OSError):  # no reader waiting: nothing to release
-        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+async def _read_fifo_within(ctx: ToolContext, fifo: Path, seconds: float) -> str:
+    """``read_file`` on ``fifo`` under a timeout. If a regression left the worker thread
+    blocked on the FIFO, its write end is opened and closed so that thread gets
+    end-of-file: the event loop joins its worker threads when it closes, and would
+    otherwise hang there instead of failing this test."""
+    try:
+        return await asyncio.wait_for(read_file.invoke({"path": fifo.name}, ctx), seconds)
+    finally:
+        with contextlib.suppress(OSError):  # no reader waiting: nothing to release
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
 
 
 @pytest.fixture
-def fifo_dir(tmp_path: Path) -> Iterator[Path]:
-    os.mkfifo(tmp_path / "pipe")
-    yield tmp_path
-    _release_blocked_readers(tmp_path / "pipe")
+def fifo(tmp_path: Path) -> Path:
+    path = tmp_path.resolve() / "pipe"
+    os.mkfifo(path)
+    return path
 
 
-async def test_a_fifo_is_refused_at_once(fifo_dir: Path) -> None:
-    ctx = ToolContext(working_dir=fifo_dir)
+async def test_a_fifo_is_refused_at_once(fifo: Path) -> None:
+    ctx = ToolContext(working_dir=fifo.parent)
     loop = asyncio.get_running_loop()
     started = loop.time()
     with pytest.raises(ValueError, match=r"'pipe' is a named pipe \(FIFO\), not a regular "
                                          "file; read_file reads regular files only"):
-        await asyncio.wait_for(read_file.invoke({"path": "pipe"}, ctx), 1.0)
+        await _read_fifo_within(ctx, fifo, 1.0)
     assert loop.time() - started < 1.0
 
 
 async def test_a_fifo_swapped_in_after_the_check_does_not_block(
-        fifo_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        fifo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The race the non-blocking open guards: the path looked like a regular file when it
     # was checked, and is a FIFO by the time it is opened.
     real_stat = os.stat
     regular = real_stat(__file__)
-    fifo = str((fifo_dir / "pipe").resolve())
+    swapped = str(fifo)
 
     def stat_before_the_swap(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
-        if os.fspath(path) == fifo:
+        if os.fspath(path) == swapped:
             return regular
         return real_stat(path, *args, **kwargs)
 
     monkeypatch.setattr(os, "stat", stat_before_the_swap)
     with pytest.raises(ValueError, match=r"'pipe' is a named pipe \(FIFO\)"):
-        await asyncio.wait_for(read_file.invoke({"path": "pipe"},
-                                                ToolContext(working_dir=fifo_dir)), 1.0)
+        await _read_fifo_within(ToolContext(working_dir=fifo.parent), fifo, 1.0)
 
 
 async def test_a_socket_is_refused(tmp_path: Path) -> None:
