@@ -2,9 +2,11 @@
 
 Semantics follow the seed exactly, with three additions a real user needs:
 
-* **Bounds.** At most :data:`MAX_TODO_ITEMS` items and :data:`MAX_CONTENT_LENGTH`
-  characters of content per item. A write that breaks a bound changes nothing and raises
-  :class:`TodoError`, whose message the tool hands back to the model.
+* **Bounds.** At most :data:`MAX_TODO_ITEMS` items, :data:`MAX_CONTENT_LENGTH`
+  characters of content and :data:`MAX_ID_LENGTH` characters of id per item (an id is
+  repeated in every injection and card, so an unbounded one costs as much as content).
+  A write that breaks a bound changes nothing and raises :class:`TodoError`, whose
+  message the tool hands back to the model.
 * **Duplicate ids in one write** resolve deterministically: the *last* occurrence's fields
   win, at the position of the *first* occurrence (so "same id = same task" and the order
   the model chose first is kept).
@@ -26,6 +28,7 @@ from .messages import Message
 
 __all__ = [
     "MAX_CONTENT_LENGTH",
+    "MAX_ID_LENGTH",
     "MAX_TODO_ITEMS",
     "TODO_TOOL_DESCRIPTION",
     "TODO_TOOL_PARAMETERS",
@@ -42,6 +45,7 @@ _STATUSES: tuple[str, ...] = get_args(TodoStatus)
 
 MAX_TODO_ITEMS = 50
 MAX_CONTENT_LENGTH = 500
+MAX_ID_LENGTH = 100
 MISSING_ID = "?"
 MISSING_CONTENT = "(no description)"
 INJECTION_HEADER = "[Your active task list was preserved across context compression]"
@@ -93,6 +97,10 @@ def _validate(fields: Mapping[str, Any], index: int) -> TodoItem:
     item_id = _text(fields.get("id")).strip() or MISSING_ID
     content = _text(fields.get("content")).strip() or MISSING_CONTENT
     status = fields.get("status")
+    if len(item_id) > MAX_ID_LENGTH:
+        raise TodoError(f"todos[{index}]: id is {len(item_id)} characters "
+                        f"({item_id[:40]!r}...); the limit is {MAX_ID_LENGTH}. Use a short "
+                        "id such as '1' or 'load-data'.")
     if len(content) > MAX_CONTENT_LENGTH:
         raise TodoError(f"todos[{index}] (id {item_id!r}): content is {len(content)} "
                         f"characters; the limit is {MAX_CONTENT_LENGTH}. Shorten it.")
