@@ -1,21 +1,13 @@
 """AgentSession: the async ReAct loop that streams a model, runs tools and emits events
 (DESIGN §3–§4).
 
-One turn: the user's prompt is appended, then the model is called repeatedly — each call
-streams thinking and text as events, its tool calls run (:mod:`neta_nb.tool_runner`),
-their results go back in call order — until the model answers without tools, a limit is
-hit, the user cancels, or the provider fails. Whatever happens, the history stays valid
-for the next turn: a cut or cancelled response keeps what streamed, marked as such, and
-tool calls that never ran get an error result.
-
-The session keeps the loop, cancellation and the history; the pieces with a job of their
-own live beside it: :class:`~neta_nb.agent.Agent` (the definition),
-:class:`~neta_nb.approvals.Approvals`, :class:`~neta_nb.tool_runner.ToolRunner`,
-:class:`~neta_nb.usage_meter.UsageMeter` and the summarising call of
-:mod:`neta_nb.compaction`, the store writes (:mod:`neta_nb.persistence`). Everything that
-lives for one turn is in :class:`~neta_nb.turn.Turn`, dropped whole when the turn ends.
-The session knows nothing of widgets: a UI subscribes to its events and sends it the
-commands of :mod:`neta_nb.events`.
+A turn appends the prompt, then calls the model until it answers without tools, a limit
+is hit, the user cancels, or the provider fails; whatever happens, the history stays valid
+for the next turn (a cut response keeps what streamed, marked; calls that never ran get an
+error result). This module keeps the loop, cancellation and the history; the parts with a
+job of their own live beside it — ``agent``, ``approvals``, ``tool_runner``, ``turn``
+(everything that lives for one turn), ``usage_meter``, ``persistence``, ``event_hub`` and
+the summarising call in ``compaction``. The session knows nothing of widgets.
 """
 
 from __future__ import annotations

@@ -8,107 +8,31 @@
  * the Python trait names), streamed changes through `applyOps(ops)`, a full resync through
  * `applySnapshot(snapshot)`; user actions go out through `options.actions`.
  *
- * Messages are keyed by id and updated in place: the streaming response becomes its final
- * message without being rebuilt, a skill card stays one DOM node from running to done, and
- * streamed text renders once per animation frame, re-rendering only the markdown after the
- * last finished block.
+ * Messages are keyed by id and updated in place (`chat-message-view.ts`); the wire format
+ * lives in `chat-view-traits.ts`, beside the Python side it mirrors (`_chat_state.py`).
  */
 import "./chat-view.css";
+import { MessageView } from "./chat-message-view";
+import type { ChatItem, ChatOp, ChatSnapshot, ChatViewState, OlderPage } from "./chat-view-traits";
 import { element } from "./dom";
-import { normalizeLang, t, type Lang, type MessageKey } from "./i18n";
+import { normalizeLang, t, type MessageKey } from "./i18n";
 import { createInlineError } from "./inline-error";
-import { createSkillCard, type SkillCardState } from "./skill-card";
-import { StreamingMarkdown } from "./streaming-markdown";
-import { createThinkingBlock, type ThinkingBlock } from "./thinking-block";
 import { createThinkingLevelSelector, type ThinkLevel } from "./thinking-level-selector";
-import { createTodoCard, type TodoItem } from "./todo-card";
-import { createTokenStats, formatTokens, type ContextUsage, type TurnUsage } from "./token-stats";
-import { createToolCard, type ToolCardState } from "./tool-card";
+import { createTodoCard } from "./todo-card";
+import { createTokenStats } from "./token-stats";
 import type { Component, ComponentOptions } from "./types";
 
-export interface ChatCard {
-  kind: "tool" | "skill";
-  id: string;
-  name: string;
-  label: string;
-  status: "running" | "done" | "error";
-  args?: Record<string, unknown>;
-  result: string | null;
-  percent?: number;
-  step?: string | null;
-  detail?: string | null;
-}
-
-export interface ChatItem {
-  id: string;
-  role: "user" | "assistant" | "compaction";
-  index: number;
-  pos: number;
-  /** `null` in a streamed update: keep the text this view streamed. */
-  text?: string | null;
-  thinking?: string | null;
-  cards?: ChatCard[];
-  interrupted?: "cancelled" | "error" | "killed" | null;
-  error?: string | null;
-  tokens_before?: number;
-  tokens_after?: number;
-  messages_folded?: number;
-}
-
-export interface Approval {
-  id: string;
-  name: string;
-  args: Record<string, unknown>;
-}
-
-export interface AgentChoice {
-  name: string;
-  model: string;
-}
-
-export interface ChatViewState {
-  session_id: string;
-  agent: AgentChoice;
-  agents: AgentChoice[];
-  messages: ChatItem[];
-  has_older: boolean;
-  todos: TodoItem[];
-  current: TurnUsage | null;
-  context: ContextUsage | null;
-  running: boolean;
-  think_level: string;
-  levels: ThinkLevel[];
-  approvals: Approval[];
-  notice: string;
-  height: string;
-  lang: Lang;
-}
-
-export type ChatOp =
-  | { op: "live"; id: string }
-  | { op: "text"; text: string }
-  | { op: "thinking"; text: string }
-  | { op: "thinking_done" }
-  | { op: "end"; id: string | null }
-  | { op: "item"; item: ChatItem };
-
-export interface LiveSnapshot {
-  id: string;
-  thinking: string;
-  text: string;
-  thinking_open: boolean;
-}
-
-export interface ChatSnapshot extends Partial<ChatViewState> {
-  seq: number;
-  live: LiveSnapshot | null;
-}
-
-export interface OlderPage {
-  session_id: string;
-  messages: ChatItem[];
-  has_older: boolean;
-}
+export type {
+  AgentChoice,
+  Approval,
+  ChatCard,
+  ChatItem,
+  ChatOp,
+  ChatSnapshot,
+  ChatViewState,
+  LiveSnapshot,
+  OlderPage,
+} from "./chat-view-traits";
 
 export interface ChatActions {
   send(text: string): Promise<unknown>;
@@ -131,224 +55,8 @@ export interface ChatView extends Component<ChatViewState> {
   items(ids: readonly string[]): ChatItem[] | null;
 }
 
-const CHAT_TEXT_CLASSES = {
-  root: "neta-chat-text neta-markdown",
-  stable: "neta-chat-text-stable",
-  tail: "neta-chat-text-tail",
-  cursor: "neta-chat-cursor",
-};
-
 const STICK_DISTANCE = 48; // px from the bottom that still counts as "following"
 const OLDER_DISTANCE = 120; // px from the top at which older messages load
-
-interface CardView {
-  kind: "tool" | "skill";
-  host: HTMLDivElement;
-  component: Component<ToolCardState> | Component<SkillCardState>;
-  signature: string;
-}
-
-/** One message (or the live response) in the list. */
-class MessageView {
-  readonly root: HTMLDivElement;
-  pos: number;
-  signature = "";
-  /** The item as drawn, with streamed text filled in where the update said "keep". */
-  item: ChatItem | null = null;
-  private readonly lang: () => Lang;
-  private thinking: ThinkingBlock | null = null;
-  private thinkingHost: HTMLDivElement | null = null;
-  private thinkingStreaming = false;
-  private text: StreamingMarkdown | null = null;
-  private cardsHost: HTMLDivElement | null = null;
-  private readonly cards = new Map<string, CardView>();
-  private status: HTMLDivElement | null = null;
-  private userText: HTMLDivElement | null = null;
-  private role: ChatItem["role"];
-
-  constructor(role: ChatItem["role"], pos: number, lang: () => Lang, private readonly agentName: () => string) {
-    this.role = role;
-    this.pos = pos;
-    this.lang = lang;
-    this.root = element("div", `neta-chat-msg neta-chat-${role} neta-is-new`);
-    this.root.dataset.pos = String(pos);
-    // The entry animation plays once: filing the live response into the list moves its
-    // node, which must not replay it.
-    this.root.addEventListener("animationend", () => this.root.classList.remove("neta-is-new"), { once: true });
-    if (role === "user") {
-      this.userText = element("div", "neta-chat-bubble");
-      this.root.append(this.userText);
-    } else if (role === "assistant") {
-      const header = element("div", "neta-chat-msg-header");
-      const avatar = element("span", "neta-chat-avatar");
-      avatar.setAttribute("aria-hidden", "true");
-      header.append(avatar, element("span", "neta-chat-author", this.agentName()));
-      this.thinkingHost = element("div", "neta-chat-thinking");
-      this.text = new StreamingMarkdown(CHAT_TEXT_CLASSES);
-      this.cardsHost = element("div", "neta-chat-cards");
-      this.status = element("div", "neta-chat-status");
-      this.status.hidden = true;
-      this.root.append(header, this.thinkingHost, this.text.root, this.cardsHost, this.status);
-    }
-  }
-
-  setPos(pos: number): void {
-    this.pos = pos;
-    this.root.dataset.pos = String(pos);
-  }
-
-  // --- streaming (the live response) --------------------------------------------------
-  appendThinking(delta: string): void {
-    const block = this.ensureThinking();
-    if (!this.thinkingStreaming) {
-      this.thinkingStreaming = true;
-      block.update({ streaming: true });
-    }
-    block.append(delta);
-  }
-
-  thinkingDone(): void {
-    if (!this.thinkingStreaming) return;
-    this.thinkingStreaming = false;
-    this.thinking?.update({ streaming: false });
-  }
-
-  appendText(delta: string): void {
-    this.thinkingDone(); // the answer starts: thinking folds (seed §7.3)
-    this.text?.append(delta);
-  }
-
-  private ensureThinking(): ThinkingBlock {
-    if (!this.thinking && this.thinkingHost) {
-      this.thinking = createThinkingBlock(this.thinkingHost, { lang: this.lang() });
-    }
-    return this.thinking as ThinkingBlock;
-  }
-
-  // --- whole state ----------------------------------------------------------------------
-  update(update: ChatItem): void {
-    const item: ChatItem = { ...update };
-    if (item.role === "assistant") {
-      if (item.text === null) item.text = this.text?.value ?? "";
-      if (item.thinking === null) item.thinking = this.thinking?.text ?? "";
-    }
-    this.item = item;
-    const signature = JSON.stringify(item);
-    if (signature === this.signature) return;
-    this.signature = signature;
-    this.setPos(item.pos);
-    const lang = this.lang();
-    this.root.dataset.id = item.id;
-    this.root.dataset.index = String(item.index);
-    if (this.role === "user" && this.userText) {
-      // What the user typed is shown as typed (plain text, never markup).
-      this.userText.textContent = item.text ?? "";
-      return;
-    }
-    if (this.role === "compaction") {
-      this.root.replaceChildren(
-        element(
-          "span",
-          "neta-chat-marker-text",
-          t(lang, "compacted", {
-            n: item.messages_folded ?? 0,
-            before: formatTokens(item.tokens_before ?? 0),
-            after: formatTokens(item.tokens_after ?? 0),
-          }),
-        ),
-      );
-      return;
-    }
-    const thinking = item.thinking ?? "";
-    if (thinking) {
-      const block = this.ensureThinking();
-      this.thinkingStreaming = false;
-      block.update({ text: thinking, streaming: false, lang });
-    }
-    this.text?.finish(item.text ?? "");
-    this.updateCards(item.cards ?? [], lang);
-    this.updateStatus(item, lang);
-  }
-
-  setLang(lang: Lang): void {
-    this.thinking?.update({ lang });
-    for (const card of this.cards.values()) card.component.update({ lang });
-  }
-
-  private updateCards(cards: ChatCard[], lang: Lang): void {
-    const host = this.cardsHost;
-    if (!host) return;
-    const seen = new Set<string>();
-    cards.forEach((card, position) => {
-      seen.add(card.id);
-      let view = this.cards.get(card.id);
-      if (!view || view.kind !== card.kind) {
-        view?.component.destroy();
-        view?.host.remove();
-        const cardHost = element("div", "neta-chat-card");
-        const component =
-          card.kind === "skill" ? createSkillCard(cardHost, { lang }) : createToolCard(cardHost, { lang });
-        view = { kind: card.kind, host: cardHost, component, signature: "" };
-        this.cards.set(card.id, view);
-      }
-      const signature = JSON.stringify(card);
-      if (signature !== view.signature) {
-        view.signature = signature;
-        if (card.kind === "skill") {
-          (view.component as Component<SkillCardState>).update({
-            name: card.name,
-            label: card.label,
-            status: card.status,
-            percent: card.percent ?? 0,
-            step: card.step ?? null,
-            detail: card.detail ?? null,
-            result: card.result,
-            lang,
-          });
-        } else {
-          (view.component as Component<ToolCardState>).update({
-            name: card.name,
-            label: card.label,
-            status: card.status,
-            args: card.args ?? {},
-            result: card.result,
-            lang,
-          });
-        }
-      }
-      if (host.children[position] !== view.host) host.insertBefore(view.host, host.children[position] ?? null);
-    });
-    for (const [id, view] of this.cards) {
-      if (!seen.has(id)) {
-        view.component.destroy();
-        view.host.remove();
-        this.cards.delete(id);
-      }
-    }
-  }
-
-  private updateStatus(item: ChatItem, lang: Lang): void {
-    const status = this.status;
-    if (!status) return;
-    const children: HTMLElement[] = [];
-    if (item.interrupted === "cancelled") children.push(element("span", "neta-tag neta-chat-stopped", t(lang, "stopped")));
-    if (item.interrupted === "killed") children.push(element("span", "neta-tag neta-tag-error", t(lang, "killed")));
-    if (item.error) {
-      const box = element("div", "neta-chat-error");
-      box.append(element("span", "neta-chat-error-title", t(lang, "error")), element("span", "neta-chat-error-text", item.error));
-      children.push(box);
-    }
-    status.replaceChildren(...children);
-    status.hidden = children.length === 0;
-  }
-
-  destroy(): void {
-    this.thinking?.destroy();
-    this.text?.destroy();
-    for (const card of this.cards.values()) card.component.destroy();
-    this.root.remove();
-  }
-}
 
 function sameJson(a: unknown, b: unknown): boolean {
   return JSON.stringify(a) === JSON.stringify(b);

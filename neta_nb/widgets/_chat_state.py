@@ -42,7 +42,7 @@ __all__ = ["FLUSH_INTERVAL", "WINDOW", "AgentChoice", "Approval", "BatchMessage"
 # holds the twin. A field changed on one side must change on the other.
 
 class ChatCard(TypedDict):
-    """A tool or skill card inside an assistant message (TS: ``ChatCard``, chat-view.ts).
+    """A tool or skill card inside an assistant message (TS: ``ChatCard``, chat-view-traits.ts).
     Tool cards carry ``args``, skill cards ``percent``/``step``/``detail``."""
 
     kind: Literal["tool", "skill"]
@@ -58,7 +58,7 @@ class ChatCard(TypedDict):
 
 
 class ChatItem(TypedDict, total=False):
-    """One drawn message or compaction marker (TS: ``ChatItem``, chat-view.ts). ``text`` and
+    """One drawn message or compaction marker (TS: ``ChatItem``, chat-view-traits.ts). ``text`` and
     ``thinking`` are ``None`` in a streamed update: "keep what you streamed"."""
 
     id: Required[str]
@@ -76,7 +76,7 @@ class ChatItem(TypedDict, total=False):
 
 
 class Approval(TypedDict):
-    """A pending approval request (TS: ``Approval``, chat-view.ts)."""
+    """A pending approval request (TS: ``Approval``, chat-view-traits.ts)."""
 
     id: str
     name: str
@@ -84,14 +84,14 @@ class Approval(TypedDict):
 
 
 class AgentChoice(TypedDict):
-    """An agent the selector offers (TS: ``AgentChoice``, chat-view.ts)."""
+    """An agent the selector offers (TS: ``AgentChoice``, chat-view-traits.ts)."""
 
     name: str
     model: str
 
 
 class LiveSnapshot(TypedDict):
-    """The response being streamed, whole (TS: ``LiveSnapshot``, chat-view.ts)."""
+    """The response being streamed, whole (TS: ``LiveSnapshot``, chat-view-traits.ts)."""
 
     id: str
     thinking: str
@@ -101,7 +101,7 @@ class LiveSnapshot(TypedDict):
 
 class ChatSnapshot(TypedDict):
     """The ``sync`` reply: everything a view needs to draw the present, as of batch ``seq``
-    (TS: ``ChatSnapshot``, chat-view.ts)."""
+    (TS: ``ChatSnapshot``, chat-view-traits.ts)."""
 
     seq: int
     session_id: str
@@ -125,7 +125,7 @@ class OlderRequest(TypedDict):
 
 
 class OlderPage(TypedDict):
-    """The ``older`` reply (TS: ``OlderPage``, chat-view.ts)."""
+    """The ``older`` reply (TS: ``OlderPage``, chat-view-traits.ts)."""
 
     session_id: str
     messages: list[ChatItem]
@@ -159,7 +159,7 @@ class SwitchAgentReply(TypedDict):
     session_id: str
 
 
-# The members of the TS ``ChatOp`` union (chat-view.ts), which are unnamed there, and the
+# The members of the TS ``ChatOp`` union (chat-view-traits.ts), which are unnamed there, and the
 # binding's ``WindowOp`` (chat-view-binding.ts).
 class LiveOp(TypedDict):
     op: Literal["live"]

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final, Literal, TypedDict, cast
+from typing import Any, Final, cast
 
 import traitlets
 
@@ -37,115 +37,24 @@ from ..tools import (
 )
 from ..tools.base import Tool
 from ._base import NetaWidget, RequestError, code_span, escape_markdown, handles, html_card
+from ._tool_config_traits import (
+    BulkReply,
+    BulkRequest,
+    CategoryCount,
+    ForgetReply,
+    ForgetRequest,
+    NoReply,
+    PreviewResult,
+    SetToolReply,
+    SetToolRequest,
+    ToolConfigSummary,
+    ToolDefinitionWire,
+    ToolInfo,
+    ToolVerdict,
+)
 
 __all__ = ["BULK_OPERATIONS", "STATE_FILTERS", "CategoryCount", "PreviewResult",
            "ToolConfigPanel", "ToolConfigSummary", "ToolInfo", "ToolVerdict"]
-
-
-# --- the wire format ---------------------------------------------------------------------
-# Each TypedDict mirrors the TS interface of the same name in
-# js/src/tool-config-panel-traits.ts
-# (its requests' payloads are written inline there: `{name, enabled}`, `{op}`, `{name}`).
-
-class ToolInfo(TypedDict):
-    """What the view shows of a tool that does not depend on the agent (TS: ``ToolInfo``)."""
-
-    name: str
-    label: str
-    description: str
-    category: str
-    capabilities: list[str]
-    scenes: list[str] | None
-    core: bool
-    visibility: str
-    requires_approval: bool
-
-
-class ToolVerdict(TypedDict):
-    """The resolver's verdict on one tool for this agent (TS: ``ToolVerdict``)."""
-
-    state: str
-    on: bool
-    available: bool
-    reason: str | None
-    """Why the tool is not in the final set, in the panel's language."""
-    reason_code: str | None
-    """The reason as data (a notice code of ``neta_nb.labels``) ..."""
-    reason_params: dict[str, Any] | None
-    """... and its parameters."""
-
-
-class CategoryCount(TypedDict):
-    """TS: ``CategoryCount``."""
-
-    name: str
-    count: int
-    enabled: int
-
-
-class ToolConfigSummary(TypedDict):
-    """Counts for the summary line (TS: ``ToolConfigSummary``)."""
-
-    enabled: int
-    total: int
-    core: int
-    extra_enabled: int
-    switched_off: int
-    globally_disabled: int
-    filtered_out: int
-
-
-class SetToolRequest(TypedDict):
-    """``set_tool``: switch one tool for this agent (TS: sent inline as ``{name, enabled}``)."""
-
-    name: str
-    enabled: bool
-
-
-class SetToolReply(ToolVerdict):
-    """The tool's verdict after the switch, with its name."""
-
-    name: str
-
-
-class BulkRequest(TypedDict):
-    """``bulk`` (TS: sent inline as ``{op}``, one of ``BulkOperation``)."""
-
-    op: Literal["restore_core_defaults", "clear_extra_enabled", "clear_disabled_overrides"]
-
-
-class BulkReply(TypedDict):
-    enabled_tools: list[str]
-
-
-class ForgetRequest(TypedDict):
-    """``forget`` (TS: sent inline as ``{name}``)."""
-
-    name: str
-
-
-class ForgetReply(TypedDict):
-    unknown: list[str]
-
-
-class ToolDefinitionWire(TypedDict):
-    """One tool definition of the preview (TS: ``PreviewResult.tools[]``)."""
-
-    name: str
-    description: str
-    parameters: dict[str, Any]
-
-
-class PreviewResult(TypedDict):
-    """The ``preview`` reply (TS: ``PreviewResult``)."""
-
-    system_prompt: str
-    tools: list[ToolDefinitionWire]
-
-
-class NoReply(TypedDict):
-    """A request answered with nothing but success."""
-
 
 
 BULK_OPERATIONS: Final = ("restore_core_defaults", "clear_extra_enabled",

@@ -1,0 +1,232 @@
+/**
+ * One message of the chat view, or the response being streamed: a user bubble, a
+ * compaction marker, or an assistant message with its thinking block, streaming text, tool
+ * and skill cards and status. It is updated in place from `ChatItem`s, so the streaming
+ * response becomes its final message without being rebuilt and a skill card stays one DOM
+ * node from running to done.
+ */
+import type { ChatCard, ChatItem } from "./chat-view-traits";
+import { element } from "./dom";
+import { t, type Lang } from "./i18n";
+import { createSkillCard, type SkillCardState } from "./skill-card";
+import { StreamingMarkdown } from "./streaming-markdown";
+import { createThinkingBlock, type ThinkingBlock } from "./thinking-block";
+import { formatTokens } from "./token-stats";
+import { createToolCard, type ToolCardState } from "./tool-card";
+import type { Component } from "./types";
+
+const CHAT_TEXT_CLASSES = {
+  root: "neta-chat-text neta-markdown",
+  stable: "neta-chat-text-stable",
+  tail: "neta-chat-text-tail",
+  cursor: "neta-chat-cursor",
+};
+
+interface CardView {
+  kind: "tool" | "skill";
+  host: HTMLDivElement;
+  component: Component<ToolCardState> | Component<SkillCardState>;
+  signature: string;
+}
+
+/** One message (or the live response) in the list. */
+export class MessageView {
+  readonly root: HTMLDivElement;
+  pos: number;
+  signature = "";
+  /** The item as drawn, with streamed text filled in where the update said "keep". */
+  item: ChatItem | null = null;
+  private readonly lang: () => Lang;
+  private thinking: ThinkingBlock | null = null;
+  private thinkingHost: HTMLDivElement | null = null;
+  private thinkingStreaming = false;
+  private text: StreamingMarkdown | null = null;
+  private cardsHost: HTMLDivElement | null = null;
+  private readonly cards = new Map<string, CardView>();
+  private status: HTMLDivElement | null = null;
+  private userText: HTMLDivElement | null = null;
+  private role: ChatItem["role"];
+
+  constructor(role: ChatItem["role"], pos: number, lang: () => Lang, private readonly agentName: () => string) {
+    this.role = role;
+    this.pos = pos;
+    this.lang = lang;
+    this.root = element("div", `neta-chat-msg neta-chat-${role} neta-is-new`);
+    this.root.dataset.pos = String(pos);
+    // The entry animation plays once: filing the live response into the list moves its
+    // node, which must not replay it.
+    this.root.addEventListener("animationend", () => this.root.classList.remove("neta-is-new"), { once: true });
+    if (role === "user") {
+      this.userText = element("div", "neta-chat-bubble");
+      this.root.append(this.userText);
+    } else if (role === "assistant") {
+      const header = element("div", "neta-chat-msg-header");
+      const avatar = element("span", "neta-chat-avatar");
+      avatar.setAttribute("aria-hidden", "true");
+      header.append(avatar, element("span", "neta-chat-author", this.agentName()));
+      this.thinkingHost = element("div", "neta-chat-thinking");
+      this.text = new StreamingMarkdown(CHAT_TEXT_CLASSES);
+      this.cardsHost = element("div", "neta-chat-cards");
+      this.status = element("div", "neta-chat-status");
+      this.status.hidden = true;
+      this.root.append(header, this.thinkingHost, this.text.root, this.cardsHost, this.status);
+    }
+  }
+
+  setPos(pos: number): void {
+    this.pos = pos;
+    this.root.dataset.pos = String(pos);
+  }
+
+  // --- streaming (the live response) --------------------------------------------------
+  appendThinking(delta: string): void {
+    const block = this.ensureThinking();
+    if (!this.thinkingStreaming) {
+      this.thinkingStreaming = true;
+      block.update({ streaming: true });
+    }
+    block.append(delta);
+  }
+
+  thinkingDone(): void {
+    if (!this.thinkingStreaming) return;
+    this.thinkingStreaming = false;
+    this.thinking?.update({ streaming: false });
+  }
+
+  appendText(delta: string): void {
+    this.thinkingDone(); // the answer starts: thinking folds (seed §7.3)
+    this.text?.append(delta);
+  }
+
+  private ensureThinking(): ThinkingBlock {
+    if (!this.thinking && this.thinkingHost) {
+      this.thinking = createThinkingBlock(this.thinkingHost, { lang: this.lang() });
+    }
+    return this.thinking as ThinkingBlock;
+  }
+
+  // --- whole state ----------------------------------------------------------------------
+  update(update: ChatItem): void {
+    const item: ChatItem = { ...update };
+    if (item.role === "assistant") {
+      if (item.text === null) item.text = this.text?.value ?? "";
+      if (item.thinking === null) item.thinking = this.thinking?.text ?? "";
+    }
+    this.item = item;
+    const signature = JSON.stringify(item);
+    if (signature === this.signature) return;
+    this.signature = signature;
+    this.setPos(item.pos);
+    const lang = this.lang();
+    this.root.dataset.id = item.id;
+    this.root.dataset.index = String(item.index);
+    if (this.role === "user" && this.userText) {
+      // What the user typed is shown as typed (plain text, never markup).
+      this.userText.textContent = item.text ?? "";
+      return;
+    }
+    if (this.role === "compaction") {
+      this.root.replaceChildren(
+        element(
+          "span",
+          "neta-chat-marker-text",
+          t(lang, "compacted", {
+            n: item.messages_folded ?? 0,
+            before: formatTokens(item.tokens_before ?? 0),
+            after: formatTokens(item.tokens_after ?? 0),
+          }),
+        ),
+      );
+      return;
+    }
+    const thinking = item.thinking ?? "";
+    if (thinking) {
+      const block = this.ensureThinking();
+      this.thinkingStreaming = false;
+      block.update({ text: thinking, streaming: false, lang });
+    }
+    this.text?.finish(item.text ?? "");
+    this.updateCards(item.cards ?? [], lang);
+    this.updateStatus(item, lang);
+  }
+
+  setLang(lang: Lang): void {
+    this.thinking?.update({ lang });
+    for (const card of this.cards.values()) card.component.update({ lang });
+  }
+
+  private updateCards(cards: ChatCard[], lang: Lang): void {
+    const host = this.cardsHost;
+    if (!host) return;
+    const seen = new Set<string>();
+    cards.forEach((card, position) => {
+      seen.add(card.id);
+      let view = this.cards.get(card.id);
+      if (!view || view.kind !== card.kind) {
+        view?.component.destroy();
+        view?.host.remove();
+        const cardHost = element("div", "neta-chat-card");
+        const component =
+          card.kind === "skill" ? createSkillCard(cardHost, { lang }) : createToolCard(cardHost, { lang });
+        view = { kind: card.kind, host: cardHost, component, signature: "" };
+        this.cards.set(card.id, view);
+      }
+      const signature = JSON.stringify(card);
+      if (signature !== view.signature) {
+        view.signature = signature;
+        if (card.kind === "skill") {
+          (view.component as Component<SkillCardState>).update({
+            name: card.name,
+            label: card.label,
+            status: card.status,
+            percent: card.percent ?? 0,
+            step: card.step ?? null,
+            detail: card.detail ?? null,
+            result: card.result,
+            lang,
+          });
+        } else {
+          (view.component as Component<ToolCardState>).update({
+            name: card.name,
+            label: card.label,
+            status: card.status,
+            args: card.args ?? {},
+            result: card.result,
+            lang,
+          });
+        }
+      }
+      if (host.children[position] !== view.host) host.insertBefore(view.host, host.children[position] ?? null);
+    });
+    for (const [id, view] of this.cards) {
+      if (!seen.has(id)) {
+        view.component.destroy();
+        view.host.remove();
+        this.cards.delete(id);
+      }
+    }
+  }
+
+  private updateStatus(item: ChatItem, lang: Lang): void {
+    const status = this.status;
+    if (!status) return;
+    const children: HTMLElement[] = [];
+    if (item.interrupted === "cancelled") children.push(element("span", "neta-tag neta-chat-stopped", t(lang, "stopped")));
+    if (item.interrupted === "killed") children.push(element("span", "neta-tag neta-tag-error", t(lang, "killed")));
+    if (item.error) {
+      const box = element("div", "neta-chat-error");
+      box.append(element("span", "neta-chat-error-title", t(lang, "error")), element("span", "neta-chat-error-text", item.error));
+      children.push(box);
+    }
+    status.replaceChildren(...children);
+    status.hidden = children.length === 0;
+  }
+
+  destroy(): void {
+    this.thinking?.destroy();
+    this.text?.destroy();
+    for (const card of this.cards.values()) card.component.destroy();
+    this.root.remove();
+  }
+}

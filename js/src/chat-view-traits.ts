@@ -1,0 +1,93 @@
+/**
+ * The chat view's wire format: the state, the streamed operations and the snapshots that
+ * `neta_nb/widgets/_chat_state.py` sends. Its TypedDicts mirror these interfaces, name for
+ * name; a change here is a change there.
+ */
+import type { Lang } from "./i18n";
+import type { ThinkLevel } from "./thinking-level-selector";
+import type { TodoItem } from "./todo-card";
+import type { ContextUsage, TurnUsage } from "./token-stats";
+
+export interface ChatCard {
+  kind: "tool" | "skill";
+  id: string;
+  name: string;
+  label: string;
+  status: "running" | "done" | "error";
+  args?: Record<string, unknown>;
+  result: string | null;
+  percent?: number;
+  step?: string | null;
+  detail?: string | null;
+}
+
+export interface ChatItem {
+  id: string;
+  role: "user" | "assistant" | "compaction";
+  index: number;
+  pos: number;
+  /** `null` in a streamed update: keep the text this view streamed. */
+  text?: string | null;
+  thinking?: string | null;
+  cards?: ChatCard[];
+  interrupted?: "cancelled" | "error" | "killed" | null;
+  error?: string | null;
+  tokens_before?: number;
+  tokens_after?: number;
+  messages_folded?: number;
+}
+
+export interface Approval {
+  id: string;
+  name: string;
+  args: Record<string, unknown>;
+}
+
+export interface AgentChoice {
+  name: string;
+  model: string;
+}
+
+export interface ChatViewState {
+  session_id: string;
+  agent: AgentChoice;
+  agents: AgentChoice[];
+  messages: ChatItem[];
+  has_older: boolean;
+  todos: TodoItem[];
+  current: TurnUsage | null;
+  context: ContextUsage | null;
+  running: boolean;
+  think_level: string;
+  levels: ThinkLevel[];
+  approvals: Approval[];
+  notice: string;
+  height: string;
+  lang: Lang;
+}
+
+export type ChatOp =
+  | { op: "live"; id: string }
+  | { op: "text"; text: string }
+  | { op: "thinking"; text: string }
+  | { op: "thinking_done" }
+  | { op: "end"; id: string | null }
+  | { op: "item"; item: ChatItem };
+
+export interface LiveSnapshot {
+  id: string;
+  thinking: string;
+  text: string;
+  thinking_open: boolean;
+}
+
+export interface ChatSnapshot extends Partial<ChatViewState> {
+  seq: number;
+  live: LiveSnapshot | null;
+}
+
+export interface OlderPage {
+  session_id: string;
+  messages: ChatItem[];
+  has_older: boolean;
+}
