@@ -6,13 +6,22 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from neta_nb import Agent, AgentSession, AgentToolConfig, ScriptedProvider, ToolCatalog, tool
+from neta_nb import (
+    Agent,
+    AgentSession,
+    AgentToolConfig,
+    ScriptedProvider,
+    SessionStore,
+    ToolCatalog,
+    tool,
+)
 from neta_nb.messages import count_characters
 from neta_nb.providers.models import ModelInfo
 from neta_nb.tools import ToolContext
@@ -208,3 +217,32 @@ async def test_python_tool_keeps_its_variables_between_calls_outside_ipython() -
     assert [r.is_error for r in results] == [False, False]
     assert "42" in results[-1].result
     assert session.namespace["total"] == 40
+
+
+# --- text that cannot be encoded --------------------------------------------------------
+
+async def test_a_file_name_that_is_not_utf8_is_listed_stored_and_shown(tmp_path: Path) -> None:
+    # os.listdir hands out such names with lone surrogates; the store write, the widgets'
+    # JSON and the provider's request all need UTF-8.
+    (tmp_path / "notes.txt").write_text("fine\n")
+    odd_name = os.path.join(os.fsencode(tmp_path), b"caf\xe9-\xff.csv")
+    Path(os.fsdecode(odd_name)).write_bytes(b"a,b\n")
+    store = SessionStore(tmp_path / "sessions.sqlite3")
+    session, rec, provider = make_session([
+        calls(("l", "list_files", {})),
+        answer("Two files, one with an odd name: caf\udce9."),  # the model echoes it back
+        answer("next turn")], store=store, working_dir=tmp_path)
+    await session.run("what is here? \udcff")
+    (result,) = rec.of("tool_result")
+    assert result.is_error is False
+    assert "caf\ufffd-\ufffd.csv" in result.result and "notes.txt" in result.result
+    assert [e.stop_reason for e in rec.of("done")] == ["end_turn"]
+    assert not rec.of("error")
+    stored = SessionStore(store.path).load_messages(session.id)
+    assert [m.model_dump() for m in stored] == [m.model_dump() for m in session.messages]
+    assert session.messages[0].text == "what is here? \ufffd"
+    assert session.messages[-1].text.endswith("caf\ufffd.")
+    for message in session.messages:
+        message.model_dump_json().encode("utf-8")  # everything kept is encodable
+    await session.run("and now?")
+    assert_valid_history(provider.requests[-1].messages)
