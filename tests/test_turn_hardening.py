@@ -221,12 +221,19 @@ async def test_python_tool_keeps_its_variables_between_calls_outside_ipython() -
 
 # --- text that cannot be encoded --------------------------------------------------------
 
-async def test_a_file_name_that_is_not_utf8_is_listed_stored_and_shown(tmp_path: Path) -> None:
+@pytest.fixture
+def folder_with_an_odd_name(tmp_path: Path) -> Path:
+    (tmp_path / "notes.txt").write_text("fine\n")
+    odd_name = os.path.join(os.fsencode(tmp_path), b"caf\xe9-\xff.csv")  # not UTF-8
+    Path(os.fsdecode(odd_name)).write_bytes(b"a,b\n")
+    return tmp_path
+
+
+async def test_a_file_name_that_is_not_utf8_is_listed_stored_and_shown(
+        folder_with_an_odd_name: Path) -> None:
     # os.listdir hands out such names with lone surrogates; the store write, the widgets'
     # JSON and the provider's request all need UTF-8.
-    (tmp_path / "notes.txt").write_text("fine\n")
-    odd_name = os.path.join(os.fsencode(tmp_path), b"caf\xe9-\xff.csv")
-    Path(os.fsdecode(odd_name)).write_bytes(b"a,b\n")
+    tmp_path = folder_with_an_odd_name
     store = SessionStore(tmp_path / "sessions.sqlite3")
     session, rec, provider = make_session([
         calls(("l", "list_files", {})),
