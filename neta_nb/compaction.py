@@ -27,6 +27,7 @@ from .messages import (
     ToolResultPart,
     Usage,
     count_characters,
+    encodable,
 )
 from .providers.base import (
     ModelRequest,
@@ -200,7 +201,7 @@ async def summarise(provider: Provider, folded: Sequence[Message]) -> Summary:
         raise CompactionError(f"Compacting the conversation failed: "
                               f"{type(exc).__name__}: {exc}. The history was left as "
                               f"it was.") from exc
-    text = "".join(chunks).strip()
+    text = encodable("".join(chunks).strip())
     if not finished or not text:
         raise CompactionError("Compacting the conversation failed: the model returned "
                               "no summary. The history was left as it was.")

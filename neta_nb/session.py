@@ -46,8 +46,9 @@ from .store import CompactionRecord, SessionStore
 from .thinking import THINK_LEVELS, ThinkLevel, resolve_think_level
 from .todo import TodoStore
 from .tool_runner import ToolLimits, ToolRunner
-from .tools import PromptPreview, ToolCatalog, ToolContext, preview_prompt
+from .tools import PromptPreview, ToolCatalog, ToolContext, preview_prompt, resolve_tools
 from .tools.base import ProgressCallback
+from .tools.resolver import ToolResolution
 from .tools.threads import ToolThreads
 from .turn import Turn
 from .usage_meter import UsageMeter
@@ -98,7 +99,7 @@ class AgentSession:
         self._tools = ToolRunner(emit=self._emit, append=self._append,
                                  persist=self._persist, approvals=self._approvals,
                                  make_context=self._tool_context,
-                                 resolve=lambda: self.preview().resolution,
+                                 resolve=self._resolution,
                                  on_todo_written=self._todo_written,
                                  on_interrupt=self._interrupted)
         self._turn: Turn | None = None
@@ -178,6 +179,12 @@ class AgentSession:
                               model_capabilities=self.provider.info.capabilities,
                               scene=self.agent.scene)
 
+    def _resolution(self) -> ToolResolution:
+        """The agent's tools now (what `preview` resolves, without building the prompt)."""
+        return resolve_tools(self.catalog, self.agent.tools,
+                             model_capabilities=self.provider.info.capabilities,
+                             scene=self.agent.scene)
+
     # --- events -----------------------------------------------------------------------
     def subscribe(self, callback: Callable[[Event], None]) -> Callable[[], None]:
         """Call ``callback(event)`` for every event, in order. Returns an unsubscribe
@@ -222,9 +229,12 @@ class AgentSession:
         turn.task = task
 
         def release(_: asyncio.Task[Any]) -> None:
-            # A task cancelled before its first step never enters _run: free the session.
+            # A task cancelled before its first step never enters _run: free the session
+            # and still close the turn for its subscribers (a view waits for `done`).
             if self._turn is turn:
                 self._turn = None
+            if not turn.begun:
+                self._emit(DoneEvent(stop_reason="cancelled"))
 
         task.add_done_callback(release)
         return task
@@ -286,10 +296,10 @@ class AgentSession:
             # A bug or an unexpected failure (e.g. the store's disk is full): the turn ends
             # with an error event like any provider failure; the session stays usable.
             log.exception("turn of session %s failed", self.id)
+            text = encodable(f"{type(exc).__name__}: {exc}")
             with contextlib.suppress(Exception):
-                self._finish_interrupted(turn, "error", f"{type(exc).__name__}: {exc}")
-            self._emit(ErrorEvent(message=f"The turn failed: {type(exc).__name__}: {exc}",
-                                  retryable=False))
+                self._finish_interrupted(turn, "error", text)
+            self._emit(ErrorEvent(message=f"The turn failed: {text}", retryable=False))
             turn.stop_reason = "error"
             return turn.message
         except BaseException:
@@ -318,7 +328,7 @@ class AgentSession:
                     await self._compact(turn)
                 except CompactionError as exc:
                     turn.compaction_failed = True  # don't retry on every call of this turn
-                    self._emit(ErrorEvent(message=str(exc), retryable=True))
+                    self._emit(ErrorEvent(message=encodable(str(exc)), retryable=True))
                     if self._meter.full:
                         turn.stop_reason = "context_full"
                         return turn.message
@@ -333,10 +343,11 @@ class AgentSession:
                 message = await self._stream_response(turn, request)
             except Exception as exc:
                 error = exc if isinstance(exc, ProviderError) else _unexpected(exc)
-                self._finish_interrupted(turn, "error", error.message, error.usage)
+                text = encodable(error.message)  # a server's words may carry anything
+                self._finish_interrupted(turn, "error", text, error.usage)
                 if error.usage is not None:
                     self._count_usage(turn, error.usage)
-                self._emit(ErrorEvent(message=error.message, retryable=error.retryable))
+                self._emit(ErrorEvent(message=text, retryable=error.retryable))
                 turn.stop_reason = "error"
                 return turn.message
             if not message.tool_calls:
@@ -448,7 +459,8 @@ class AgentSession:
         # and some APIs reject empty assistant turns: they stay out of the model's view.
         if message.parts:
             self._view.append(message)
-            if message.role != "assistant":  # an answer's tokens are in its own usage
+            # A complete answer's tokens are in its own usage; a cut one usually has none.
+            if message.role != "assistant" or message.metadata.usage is None:
                 self._meter.appended(count_characters([message]))
         self._persist(message)
 
@@ -491,12 +503,12 @@ class AgentSession:
             # first (it must follow the message that made the calls); then the answer that
             # was streaming, as far as it was checkpointed, or an empty marker — whose own
             # complete calls are closed in turn.
-            session._tools.close_unanswered(session._messages, "killed", set())
+            session._tools.close_unanswered(session._messages, "killed", {})
             message = draft or Message.assistant([])
             message.metadata.interrupted = "killed"
             message.metadata.error = "The kernel stopped while this turn was running."
             session._append(message)
-            session._tools.close_unanswered(session._messages, "killed", set())
+            session._tools.close_unanswered(session._messages, "killed", {})
         session._save_record(running=False)
         return session
 

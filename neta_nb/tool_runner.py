@@ -92,10 +92,11 @@ class ToolRunner:
         self._on_interrupt = on_interrupt
 
     async def run(self, message: Message, resolution: ToolResolution, *,
-                  live_calls: set[str], limits: ToolLimits) -> None:
+                  live_calls: dict[str, object], limits: ToolLimits) -> None:
         """Run every call of ``message`` and append their results in call order.
         ``resolution`` is the one the response was requested with (it decides the cards);
-        ``live_calls`` holds the ids whose events may still be emitted (the turn's)."""
+        ``live_calls`` maps the ids of calls running now to their run (the turn's):
+        only those may still emit events."""
         chains: dict[str, asyncio.Future[Any]] = {}
         tasks = []
         for call in message.tool_calls:
@@ -106,7 +107,10 @@ class ToolRunner:
             tasks.append(task)
         try:
             for task in tasks:
-                self._append(await task)
+                # Waiting (not awaiting the task itself) makes a Stop cancel this turn
+                # even when the running tool swallows its own cancellation.
+                await asyncio.wait([task])
+                self._append(task.result())
         finally:
             for task in tasks:
                 task.cancel()  # only the unfinished ones notice (cancel of a stopped turn)
@@ -115,20 +119,22 @@ class ToolRunner:
 
     async def _run_after(self, previous: asyncio.Future[Any] | None, message: Message,
                          call: ToolCallPart, resolution: ToolResolution,
-                         live_calls: set[str], limits: ToolLimits) -> Message:
+                         live_calls: dict[str, object], limits: ToolLimits) -> Message:
         if previous is not None:
             await asyncio.wait([previous])
         return await self._run_one(message, call, resolution, live_calls, limits)
 
     async def _run_one(self, message: Message, call: ToolCallPart,
-                       resolution: ToolResolution, live_calls: set[str],
+                       resolution: ToolResolution, live_calls: dict[str, object],
                        limits: ToolLimits) -> Message:
         tool = resolution.get(call.name)
         visibility = tool.visibility if tool is not None else "tool"
         label = tool.label if tool is not None else call.name
         tool_record: ToolExecution | None = None
         skill_record: SkillExecution | None = None
-        live_calls.add(call.id)
+        # A token, not the id: ids repeat across responses, and a thread abandoned by an
+        # earlier call with this id must not report onto this call's card.
+        run = live_calls[call.id] = object()
         if visibility == "skill":
             skill_record = SkillExecution(id=call.id, name=call.name, label=label)
             message.metadata.skill_executions.append(skill_record)
@@ -142,7 +148,7 @@ class ToolRunner:
             self._persist(message)  # the card exists from now on, even if the kernel dies
 
         def on_progress(percent: float, step: str | None, detail: str | None) -> None:
-            if call.id not in live_calls:
+            if live_calls.get(call.id) is not run:
                 return  # a worker thread still reporting after its call was closed
             if step is not None:
                 step = encodable(step)
@@ -170,7 +176,8 @@ class ToolRunner:
             # stops as if Stop had been pressed.
             content, is_error = INTERRUPTED_TEXT, True
             self._on_interrupt()
-        live_calls.discard(call.id)
+        if live_calls.get(call.id) is run:
+            del live_calls[call.id]
         content = bound_result(encodable(content), limits.max_result_chars)
 
         if tool_record is not None:
@@ -184,14 +191,14 @@ class ToolRunner:
                 skill_record.percent = 100.0
             self._emit(SkillEndEvent(id=call.id, name=call.name, status=skill_record.status,
                                      result=content))
-        if call.name == "todo" and tool is not None:
+        if call.name == "todo" and tool is not None and not is_error:
             self._on_todo_written()
         if tool_record is not None or skill_record is not None:
             self._persist(message)
         return Message.tool_result(call.id, call.name, content, is_error=is_error)
 
     def close_unanswered(self, messages: Sequence[Message], why: str,
-                         live_calls: set[str]) -> None:
+                         live_calls: dict[str, object]) -> None:
         """Give every call of the last assistant message that has no result an error
         result (APIs require a result for each call) — e.g. calls whose tools were
         running when the turn stopped — and close their cards."""
@@ -208,7 +215,7 @@ class ToolRunner:
         for call in last_assistant.tool_calls:
             if call.id in answered:
                 continue
-            live_calls.discard(call.id)
+            live_calls.pop(call.id, None)
             for record in last_assistant.metadata.tool_executions:
                 if record.id == call.id and record.status == "running":
                     record.status, record.result = "error", text
@@ -252,12 +259,15 @@ class ToolRunner:
             return tool, True
         ctx = self._make_context(call.id, on_progress)
         timeout = tool.timeout or default_timeout
+        deadline = asyncio.timeout(timeout)
         try:
-            async with asyncio.timeout(timeout):
+            async with deadline:
                 return await tool.invoke(dict(call.args), ctx), False
         except ToolArgumentError as exc:
             return str(exc), True
-        except TimeoutError:
+        except TimeoutError as exc:
+            if not deadline.expired():  # the tool's own timeout (a socket's, say)
+                return f"Tool '{call.name}' failed: {type(exc).__name__}: {exc}", True
             return (f"Tool '{call.name}' did not finish within {timeout:g} s and was "
                     f"stopped."), True
         except asyncio.CancelledError:

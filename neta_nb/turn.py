@@ -44,8 +44,8 @@ class Turn:
     cancel_requested: bool = False
     interrupted: bool = False
     """A kernel interrupt (KeyboardInterrupt) stopped the turn, not the Stop button."""
-    live_calls: set[str] = field(default_factory=set)
-    """Tool calls whose events may still be emitted (late progress of others is ignored)."""
+    live_calls: dict[str, object] = field(default_factory=dict)
+    """Tool calls running now, by id (see ToolRunner.run): only they may emit events."""
     assembler: ResponseAssembler | None = None
     """The response being streamed, until it is complete."""
     message: Message | None = None

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .events import ContextUsage, TurnUsage
-from .messages import Message, Usage
+from .messages import Message, Usage, count_characters
 from .store import CompactionRecord
 
 __all__ = ["UsageMeter"]
@@ -100,9 +100,16 @@ class UsageMeter:
         latest = compactions[-1] if compactions else None
         if latest is not None and latest.after_message > last_index:
             self.context = self.context_of(latest.tokens_after)
-        elif last_usage is not None:
-            self.context = self.context_of(last_usage.context_tokens
-                                           + last_usage.output_tokens)
+            since = messages[latest.after_message:]
+        else:
+            if last_usage is not None:
+                self.context = self.context_of(last_usage.context_tokens
+                                               + last_usage.output_tokens)
+            since = messages[last_index + 1:]
+        # What was appended after that figure (a big tool result before the kernel died)
+        # still counts toward the next call's estimate.
+        self._chars_since_usage = count_characters(
+            [m for m in since if m.parts and (m.role != "assistant" or m.metadata.usage is None)])
 
 
 def _add(current: TurnUsage, usage: Usage) -> TurnUsage:

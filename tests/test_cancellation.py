@@ -4,13 +4,14 @@ compaction, and a thread that outlives its cancelled turn."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 
 from neta_nb import ToolContext, tool
 from neta_nb.messages import Usage
 from neta_nb.providers.base import StreamDone, TextDelta, UsageUpdate
 
-from .support.sessions import answer, calls, make_session
+from .support.sessions import answer, assert_valid_history, calls, make_session
 
 
 async def test_stop_while_idle_after_an_awaited_run_does_not_cancel_the_next_turn() -> None:
@@ -100,3 +101,38 @@ async def test_progress_from_an_abandoned_thread_tool_is_not_emitted_after_done(
     await asyncio.to_thread(finished.wait, 10)
     await asyncio.wait_for(delivered.wait(), 10)
     assert rec.types[-1] == "done", rec.types[rec.types.index("done"):]
+
+
+# --- Stop and cancellation edges --------------------------------------------------------
+
+@tool(core=True)
+async def stubborn() -> str:
+    """Cleans up when cancelled and returns what it had."""
+    try:
+        await asyncio.sleep(30)
+    except asyncio.CancelledError:
+        return "partial result after cleanup"
+    return "full"
+
+
+async def test_stop_stops_the_turn_even_if_the_running_tool_handles_its_cancellation(
+) -> None:
+    session, rec, provider = make_session([calls(("c1", "stubborn", {})), answer("went on")],
+                                          extra=[stubborn])
+    task = session.start("go")
+    await rec.wait_for("tool_call")
+    assert session.cancel() is True
+    await asyncio.wait_for(task, 5)
+    assert [e.stop_reason for e in rec.of("done")] == ["cancelled"]
+    assert len(provider.requests) == 1, "the model was called again after Stop"
+    assert_valid_history(session.messages)
+
+
+async def test_a_started_task_cancelled_before_its_first_step_still_emits_done() -> None:
+    session, rec, _ = make_session([answer("never")])
+    task = session.start("go")
+    task.cancel()  # e.g. the kernel cancelling its tasks
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    assert not session.running
+    assert [e.stop_reason for e in rec.of("done")] == ["cancelled"]

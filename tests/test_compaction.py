@@ -264,3 +264,34 @@ async def test_resumed_session_compacts_before_a_call_that_would_start_too_full(
     await resumed.run("q3")
     assert provider.requests[2].purpose == "summary"
     assert "compaction" in rec.types
+
+
+# --- summaries that cannot be encoded ----------------------------------------------------
+
+async def test_a_summary_with_a_lone_surrogate_is_made_encodable(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "s.db")
+    session, _, _ = make_session([answer("one"), answer("two"), summary(text="- file \udcff.csv")],
+                                 store=store, agent_options={"compact_at": None,
+                                                             "keep_recent_turns": 1})
+    await session.run("q1")
+    await session.run("q2")
+    await session.compact()
+    assert "\udcff" not in session.model_view[0].text
+    assert "\ufffd" in session.model_view[0].text
+
+
+async def test_automatic_compaction_with_such_a_summary_keeps_the_turn_and_the_store(
+        tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "s.db")
+    session, rec, _ = make_session(
+        [answer("one", usage=Usage(input_tokens=100, output_tokens=10)),
+         answer("two", usage=Usage(input_tokens=820, output_tokens=10)),
+         summary(text="- name \udcff"), answer("three")],
+        store=store, context_window=1_000, agent_options={"keep_recent_turns": 1})
+    await session.run("q1")
+    await session.run("q2")
+    await session.run("q3")
+    assert [e.stop_reason for e in rec.of("done")][-1] == "end_turn", rec.of("error")
+    resumed = AgentSession.resume(session.id, store=store, agent=session.agent,
+                                  catalog=session.catalog)
+    assert [m.text for m in resumed.model_view] == [m.text for m in session.model_view]

@@ -5,8 +5,9 @@ result even when ids repeat across responses."""
 from __future__ import annotations
 
 import asyncio
+import threading
 
-from neta_nb import tool
+from neta_nb import ToolContext, tool
 from neta_nb.providers.base import ProviderError, ToolCallReady
 
 from .support.sessions import answer, assert_valid_history, calls, make_session
@@ -44,3 +45,56 @@ async def test_reused_tool_call_ids_are_still_closed_after_a_failed_response() -
     await session.run("second")
     await session.run("third")
     assert_valid_history(provider.requests[-1].messages)
+
+
+# --- a tool's own timeout, and ids reused across responses ------------------------------
+
+@tool(core=True)
+def flaky_net() -> str:
+    """Fetch something that times out on its own (a socket timeout)."""
+    raise TimeoutError("connect timed out after 1 s")
+
+
+async def test_a_tools_own_timeout_error_is_not_reported_as_the_runners_timeout() -> None:
+    session, rec, _ = make_session([calls(("c1", "flaky_net", {})), answer("ok")],
+                                   extra=[flaky_net])
+    await session.run("go")
+    result = rec.of("tool_result")[0].result
+    assert "did not finish within" not in result, result
+    assert "connect timed out" in result
+
+
+release = threading.Event()
+reported = threading.Event()
+
+
+@tool(visibility="skill", category="skill", core=True, timeout=0.2)
+def stuck_skill(ctx: ToolContext) -> str:
+    """Blocks until released, then reports progress."""
+    release.wait(10)
+    ctx.progress(42, step="late progress of the abandoned call")
+    reported.set()
+    return "late"
+
+
+@tool(visibility="skill", category="skill", core=True)
+async def waiting_skill() -> str:
+    """Lets the stuck thread report while this call (with the same id) runs."""
+    release.set()
+    await asyncio.get_running_loop().run_in_executor(None, reported.wait, 10)
+    await asyncio.sleep(0.05)  # the late report, handed to the loop, is delivered first
+    return "done"
+
+
+async def test_late_progress_of_an_abandoned_call_never_reaches_a_new_call_with_its_id(
+) -> None:
+    # Some servers number calls per response, so "call_0" comes back in the next one.
+    release.clear()
+    reported.clear()
+    session, rec, _ = make_session([calls(("call_0", "stuck_skill", {})),
+                                    calls(("call_0", "waiting_skill", {})), answer("ok")],
+                                   extra=[stuck_skill, waiting_skill])
+    await session.run("go")
+    assert reported.is_set()
+    steps = [e.step for e in rec.of("progress")]
+    assert "late progress of the abandoned call" not in steps, steps

@@ -253,3 +253,34 @@ async def test_a_file_name_that_is_not_utf8_is_listed_stored_and_shown(
         message.model_dump_json().encode("utf-8")  # everything kept is encodable
     await session.run("and now?")
     assert_valid_history(provider.requests[-1].messages)
+
+
+async def test_a_provider_error_whose_text_cannot_be_encoded_is_stored(tmp_path: Path) -> None:
+    from neta_nb.providers.base import ProviderError, TextDelta
+    store = SessionStore(tmp_path / "s.db")
+    session, rec, _ = make_session([[TextDelta("partial "),
+                                     ProviderError("server said: bad name \udcff")]],
+                                   store=store)
+    await session.run("go")
+    assert [e.message for e in rec.of("error")] == ["server said: bad name \ufffd"]
+    resumed = AgentSession.resume(session.id, store=store, agent=session.agent,
+                                  catalog=session.catalog)
+    assert len(resumed.messages) == len(session.messages)
+
+
+async def test_a_tool_thread_that_cannot_start_leaves_nothing_behind(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    threads = ToolThreads()
+    ran: list[str] = []
+    original = threading.Thread.start
+
+    def failing_start(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", failing_start)
+    with pytest.raises(RuntimeError, match="restart the kernel"):
+        await asyncio.wait_for(threads.run(ran.append, "stale"), 1)
+    monkeypatch.setattr(threading.Thread, "start", original)
+    await threads.run(ran.append, "fresh")
+    assert threads.busy == 0
+    assert ran == ["fresh"]  # the call reported as failed never runs later

@@ -11,7 +11,7 @@
  * neta_nb/widgets/_chat_state.py and session_sidebar.py.
  */
 import type { AnyModel, RenderProps } from "@anywidget/types";
-import { readTraits, requestShowingErrors, type Cleanup } from "./anywidget-binding";
+import { readTraits, request, requestShowingErrors, type Cleanup } from "./anywidget-binding";
 import { createChatView, type ChatOp, type ChatSnapshot, type ChatViewState, type OlderPage } from "./chat-view";
 import { followNumberedBatches } from "./numbered-batches";
 import { createSessionSidebar, type OpenRequest, type SessionReply, type SessionSidebarState } from "./session-sidebar";
@@ -32,6 +32,12 @@ export interface CommandRequest {
 export interface CommandReply {
   running: boolean;
   think_level?: string;
+}
+
+/** `view_opened` / `view_closed`: this view appears or goes (the kernel lets a session's
+ * approvals wait for a click only while a view is on screen). */
+export interface ViewRequest {
+  view_id: string;
 }
 
 export interface SwitchAgentRequest {
@@ -136,7 +142,12 @@ export function renderChatView({ model: anyModel, el }: Pick<RenderProps, "model
   if (model.get("running")) stream.resync();
   else stream.continueFrom(Number(model.get("_seq") ?? 0));
 
+  // Announce this view; failures only mean the kernel is gone, when nothing is pending.
+  const viewId = `view-${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
+  request(model, "view_opened", { view_id: viewId } satisfies ViewRequest).catch(() => undefined);
+
   return () => {
+    request(model, "view_closed", { view_id: viewId } satisfies ViewRequest).catch(() => undefined);
     stream.dispose();
     model.off("change:_seq", onSeq);
     for (const [trait, listener] of listeners) model.off(`change:${trait}`, listener);

@@ -64,11 +64,20 @@ class ToolThreads:
             spawn = self._idle == 0
             if not spawn:
                 self._idle -= 1  # promise this call to a waiting thread
+        if spawn:
+            # Started before the work is queued: a thread that cannot start leaves no
+            # work behind for another thread to run later.
+            try:
+                threading.Thread(target=self._serve, name="neta_nb tool", daemon=True).start()
+            except RuntimeError as exc:
+                with self._lock:
+                    self._busy -= 1
+                raise ToolThreadsExhausted(f"No thread could be started for the tool "
+                                           f"({exc}); restart the kernel to free threads.") \
+                    from exc
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
         self._work.put((contextvars.copy_context(), function, args, kwargs, loop, future))
-        if spawn:
-            threading.Thread(target=self._serve, name="neta_nb tool", daemon=True).start()
         return await future
 
     def _serve(self) -> None:

@@ -32,8 +32,8 @@ from ._streaming import FLUSH_INTERVAL, FrameThrottle, Scheduler, call_later_on_
 
 __all__ = ["FLUSH_INTERVAL", "WINDOW", "AgentChoice", "Approval", "BatchMessage", "ChatCard",
            "ChatItem", "ChatOp", "ChatSnapshot", "CommandReply", "CommandRequest",
-           "LiveResponse", "LiveSnapshot", "OlderPage", "OlderRequest", "OpBatcher",
-           "SwitchAgentReply", "SwitchAgentRequest", "WindowOp", "render_message",
+           "LiveResponse", "LiveSnapshot", "NoReply", "OlderPage", "OlderRequest", "OpBatcher",
+           "SwitchAgentReply", "SwitchAgentRequest", "ViewRequest", "WindowOp", "render_message",
            "render_window", "renderable"]
 
 
@@ -115,6 +115,17 @@ class ChatSnapshot(TypedDict):
     approvals: list[Approval]
     think_level: str
     notice: str
+
+
+class ViewRequest(TypedDict):
+    """``view_opened`` / ``view_closed``: a rendered view of the widget appears or goes
+    (TS: ``ViewRequest``, chat-view-binding.ts)."""
+
+    view_id: str
+
+
+class NoReply(TypedDict):
+    """A request answered with nothing but success."""
 
 
 class OlderRequest(TypedDict):

@@ -59,16 +59,19 @@ from ._chat_state import (
     CommandReply,
     CommandRequest,
     LiveResponse,
+    NoReply,
     OlderPage,
     OlderRequest,
     OpBatcher,
     SwitchAgentReply,
     SwitchAgentRequest,
+    ViewRequest,
     render_marker,
     render_message,
     render_window,
     renderable,
 )
+from ._view_presence import ViewPresence
 
 __all__ = ["ChatView", "live_session"]
 
@@ -134,7 +137,7 @@ class ChatView(NetaWidget):
         self._batcher = OpBatcher(self.send, self._item, interval=flush_interval)
         self._session: AgentSession | None = None
         self._unsubscribe: Callable[[], None] | None = None
-        self._detach: Callable[[], None] | None = None
+        self._presence = ViewPresence(lambda: self._kernel_loop)
         self._live: LiveResponse | None = None
         self._in_turn = False
         self._known = 0  # messages of the session accounted for
@@ -193,16 +196,14 @@ class ChatView(NetaWidget):
                                       text=[partial.text] if partial.text else [],
                                       thinking_open=session.thinking_streaming)
         self._unsubscribe = session.subscribe(self._on_event)
-        self._detach = session.attach_approver()
+        self._presence.bind(session)  # the approver while a view of this widget is shown
 
     def unbind(self) -> None:
         """Stop following the bound session (it keeps running)."""
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
-        if self._detach is not None:
-            self._detach()
-            self._detach = None
+        self._presence.unbind()
         self._batcher.cancel()
         self._live = None
         self._session = None
@@ -413,6 +414,16 @@ class ChatView(NetaWidget):
             "notice": self.notice,
         }
 
+    @handles("view_opened")
+    def _view_opened(self, request: ViewRequest) -> NoReply:
+        self._presence.opened(_view_id(request))
+        return {}
+
+    @handles("view_closed")
+    def _view_closed(self, request: ViewRequest) -> NoReply:
+        self._presence.closed(_view_id(request))
+        return {}
+
     @handles("older")
     def _older(self, request: OlderRequest) -> OlderPage:
         """The page of drawn messages before message index ``before``."""
@@ -523,3 +534,10 @@ class ChatView(NetaWidget):
                 for role, text in self._transcript()]
         return (f'<div class="neta-static" style="font-family:system-ui,sans-serif;'
                 f'font-size:13px">{"".join(rows) or html.escape(repr(self))}</div>')
+
+
+def _view_id(request: ViewRequest) -> str:
+    view_id = request.get("view_id")
+    if not isinstance(view_id, str) or not view_id:
+        raise RequestError("view_opened and view_closed need a 'view_id' string")
+    return view_id

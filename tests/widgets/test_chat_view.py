@@ -316,6 +316,45 @@ async def test_approval_requests_show_until_answered() -> None:
     assert chat.approvals == []
 
 
+async def test_a_view_never_displayed_leaves_approvals_to_the_policy() -> None:
+    # Bound but never on screen (output cleared, a headless run): nobody can click, so
+    # after the grace period the session's policy ("reject" by default) decides.
+    ran.clear()
+    session, _ = make_session([calls(("g1", "guarded", {"x": 1})), answer("ok")])
+    chat = ChatView(session)
+    chat._presence.grace = 0.05
+    async with asyncio.timeout(5):
+        await session.run("run it")
+    assert ran == []
+    assert "approval" in session.messages[2].tool_results[0].content
+    assert chat.approvals == []
+
+
+async def test_an_open_view_keeps_an_approval_waiting_until_it_closes() -> None:
+    ran.clear()
+    session, _ = make_session([calls(("g1", "guarded", {"x": 1})), answer("ok"),
+                               calls(("g2", "guarded", {"x": 2})), answer("no")],
+                              approval_policy="allow")
+    chat = ChatView(session)
+    chat._presence.grace = 0.05
+    chat._view_opened({"view_id": "v1"})
+    task = session.start("run it")
+    await wait_until(lambda: bool(chat.approvals))
+    await asyncio.sleep(0.2)  # well past the grace period: an open view keeps it waiting
+    assert not task.done() and chat.approvals
+    chat._command({"command": {"type": "approve", "id": "g1", "decision": "reject"}})
+    await task
+    assert ran == []
+    task = session.start("again")
+    await wait_until(lambda: bool(chat.approvals))
+    chat._view_closed({"view_id": "v1"})  # the last view goes: the policy ("allow") decides
+    async with asyncio.timeout(5):
+        await task
+    assert ran == [2]
+    with pytest.raises(RequestError, match="view_id"):
+        chat._view_opened({"view_id": ""})
+
+
 async def test_skill_cards_update_live_and_stay_after_done(sent: SentMessages) -> None:
     session, _ = make_session([calls(("s1", "count_up", {"steps": 4})), answer("Counted.")])
     chat = ChatView(session)
