@@ -115,7 +115,8 @@ def test_a_failing_handler_of_a_real_widget_still_replies(
 
 
 def test_handlers_are_registered_per_class() -> None:
-    assert set(ChatView._request_handlers) == {"sync", "older", "command", "switch_agent"}
+    assert set(ChatView._request_handlers) == {"sync", "older", "command", "switch_agent",
+                                               "view_opened", "view_closed"}
     assert set(SessionSidebar._request_handlers) == {"open", "new_chat"}
     assert set(ThinkingBlock._request_handlers) == {"snapshot"}
     assert set(ToolConfigPanel._request_handlers) == {"set_tool", "bulk", "forget",
