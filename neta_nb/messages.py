@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 Role = Literal["user", "assistant", "tool"]
-Interruption = Literal["cancelled", "error", "killed"]
+Interruption = Literal["cancelled", "interrupted", "error", "killed"]
 """Why an assistant message ended early: the user stopped it, the provider failed, or the
 process running the turn died (found on resume)."""
 

@@ -285,7 +285,8 @@ class AgentSession:
             self._save_record(running=True)
             return await self._loop_turn(turn)
         except asyncio.CancelledError:
-            self._finish_interrupted(turn, "cancelled", None)
+            self._finish_interrupted(turn, "interrupted" if turn.interrupted else "cancelled",
+                                     None)
             turn.stop_reason = "interrupted" if turn.interrupted else "cancelled"
             if not turn.cancel_requested:
                 raise  # cancelled from outside (kernel shutdown…): keep propagating
@@ -308,7 +309,7 @@ class AgentSession:
             # then the exception goes on.
             turn.interrupted = True
             with contextlib.suppress(Exception):
-                self._finish_interrupted(turn, "cancelled", None)
+                self._finish_interrupted(turn, "interrupted", None)
             turn.stop_reason = "interrupted"
             raise
         finally:
@@ -434,7 +435,7 @@ class AgentSession:
         return compaction
 
     # --- history and persistence ------------------------------------------------------
-    def _finish_interrupted(self, turn: Turn, why: Literal["cancelled", "error"],
+    def _finish_interrupted(self, turn: Turn, why: Literal["cancelled", "interrupted", "error"],
                             error: str | None, usage: Usage | None = None) -> None:
         """Keep what streamed of an interrupted response and close the history so the
         next turn starts from a valid conversation."""
@@ -446,12 +447,10 @@ class AgentSession:
             turn.assembler = None
             turn.message = message
             self._append(message)
-        elif turn.message is not None and why == "cancelled":
+        elif turn.message is not None and why in ("cancelled", "interrupted"):
             turn.message.metadata.interrupted = why
             self._persist(turn.message)
-        self._tools.close_unanswered(self._messages,
-                                     "interrupted" if turn.interrupted else why,
-                                     turn.live_calls)
+        self._tools.close_unanswered(self._messages, why, turn.live_calls)
 
     def _append(self, message: Message) -> None:
         self._messages.append(message)

@@ -64,6 +64,7 @@ def test_sigint_stops_a_python_tool_stuck_on_the_main_thread(tmp_path: Path) -> 
     assert report["outcome"] == "returned"
     assert report["done"] == ["interrupted"]
     assert report["tool_results"] == [["p1", INTERRUPTED_TEXT, True]]
+    assert report["marked"] == ["interrupted"]  # shown as such, not as a Stop
     assert_closed_and_usable(report)
 
 
@@ -83,4 +84,5 @@ def test_sigint_while_an_answer_streams_keeps_the_partial_answer(tmp_path: Path)
     assert report["outcome"] == "KeyboardInterrupt"
     assert report["done"] == ["cancelled"]
     assert report["partial_text"][0] == "The first half of the answer, "
+    assert report["marked"] == ["cancelled"]
     assert_closed_and_usable(report)

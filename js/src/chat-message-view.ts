@@ -214,6 +214,7 @@ export class MessageView {
     const children: HTMLElement[] = [];
     if (item.interrupted === "cancelled") children.push(element("span", "neta-tag neta-chat-stopped", t(lang, "stopped")));
     if (item.interrupted === "killed") children.push(element("span", "neta-tag neta-tag-error", t(lang, "killed")));
+    if (item.interrupted === "interrupted") children.push(element("span", "neta-tag neta-chat-stopped", t(lang, "interrupted")));
     if (item.error) {
       const box = element("div", "neta-chat-error");
       box.append(element("span", "neta-chat-error-title", t(lang, "error")), element("span", "neta-chat-error-text", item.error));

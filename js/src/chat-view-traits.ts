@@ -30,7 +30,7 @@ export interface ChatItem {
   text?: string | null;
   thinking?: string | null;
   cards?: ChatCard[];
-  interrupted?: "cancelled" | "error" | "killed" | null;
+  interrupted?: "cancelled" | "interrupted" | "error" | "killed" | null;
   error?: string | null;
   tokens_before?: number;
   tokens_after?: number;

@@ -68,7 +68,7 @@ class ChatItem(TypedDict, total=False):
     text: str | None
     thinking: str | None
     cards: list[ChatCard]
-    interrupted: Literal["cancelled", "error", "killed"] | None
+    interrupted: Literal["cancelled", "interrupted", "error", "killed"] | None
     error: str | None
     tokens_before: int
     tokens_after: int

@@ -84,6 +84,7 @@ def main(mode: str, workdir: Path) -> dict[str, Any]:
             == [m.model_dump() for m in session.messages]),
         "partial_text": [m.text for m in session.messages if m.role == "assistant"],
         "running_after": session.running,
+        "marked": [m.metadata.interrupted for m in session.messages if m.metadata.interrupted],
     }
     # The session goes on, on a new loop, and what it sends is a valid history.
     asyncio.run(session.run("and now?"))
