@@ -43,11 +43,12 @@ from .messages import Message, Usage, count_characters, encodable, new_id
 from .persistence import SessionPersistence
 from .providers.base import ModelRequest, Provider, ProviderError
 from .store import CompactionRecord, SessionStore
-from .thinking import THINK_LEVELS, ThinkLevel, resolve_think_level
+from .thinking import THINK_LEVELS, ThinkLevel, check_think_level, resolve_think_level
 from .todo import TodoStore
 from .tool_runner import ToolLimits, ToolRunner
 from .tools import PromptPreview, ToolCatalog, ToolContext, preview_prompt, resolve_tools
 from .tools.base import ProgressCallback
+from .tools.builtin.python_exec import notebook_namespace
 from .tools.resolver import ToolResolution
 from .tools.threads import ToolThreads
 from .turn import Turn
@@ -83,7 +84,7 @@ class AgentSession:
         if namespace is None:
             # The notebook's own variables, or outside IPython one namespace for the
             # session, so the `python` tool keeps its variables between calls there too.
-            namespace = _notebook_namespace()
+            namespace = notebook_namespace()
         self.namespace: dict[str, Any] = namespace if namespace is not None else {}
         self.todo = TodoStore()
         self._messages: list[Message] = []
@@ -91,7 +92,7 @@ class AgentSession:
         self.compactions: list[CompactionRecord] = []
         """Every compaction of this session (the chat view draws a marker for each)."""
         self._meter = UsageMeter(self.provider.info.context_window)
-        self._think_level: ThinkLevel | None = _check_level(think_level)
+        self._think_level: ThinkLevel | None = check_think_level(think_level)
         self._events = EventHub()
         self._emit = self._events.emit
         self._approvals = Approvals(approval_policy, self._emit)
@@ -168,7 +169,7 @@ class AgentSession:
 
     def set_thinking_level(self, level: ThinkLevel | str) -> None:
         """Choose the thinking level; it applies from the next model call, even mid-turn."""
-        self._think_level = _check_level(level)
+        self._think_level = check_think_level(level)
         self._saved.update(think_level=self._think_level)
 
     def preview(self) -> PromptPreview:
@@ -523,22 +524,3 @@ def _unexpected(exc: Exception) -> ProviderError:
     log.exception("the model call failed unexpectedly")
     return ProviderError(f"The model call failed: {type(exc).__name__}: {exc}",
                          retryable=False)
-
-
-def _check_level(level: str | None) -> ThinkLevel | None:
-    if level is None:
-        return None
-    if level not in THINK_LEVELS:
-        raise ValueError(f"unknown thinking level {level!r}; "
-                         f"choose one of {', '.join(THINK_LEVELS)}")
-    return level
-
-
-def _notebook_namespace() -> dict[str, Any] | None:
-    """The running notebook's user namespace (for the `python` tool), if any."""
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return None
-    shell = get_ipython()
-    return shell.user_ns if shell is not None else None

@@ -61,6 +61,7 @@ __all__ = [
     "ThinkLevel",
     "ThinkingCapability",
     "build_thinking_params",
+    "check_think_level",
     "get_model_thinking_capability",
     "parse_claude_version",
     "parse_think_level",
@@ -107,6 +108,17 @@ def parse_think_level(value: object) -> ThinkLevel | None:
         if level == text:
             return level
     return None
+
+
+def check_think_level(level: str | None) -> ThinkLevel | None:
+    """``level`` if it is a :data:`ThinkLevel` (or ``None``); anything else is a
+    ``ValueError`` that lists the levels."""
+    if level is None:
+        return None
+    if level not in THINK_LEVELS:
+        raise ValueError(f"unknown thinking level {level!r}; "
+                         f"choose one of {', '.join(THINK_LEVELS)}")
+    return level
 
 
 class ThinkingCapability(BaseModel):

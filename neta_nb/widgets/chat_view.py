@@ -23,7 +23,6 @@ How state travels (DESIGN §5):
 from __future__ import annotations
 
 import asyncio
-import html
 import logging
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -48,7 +47,7 @@ from ..events import (
 from ..messages import new_id
 from ..session import Agent, AgentSession
 from ..thinking import get_model_thinking_capability
-from ._base import NetaWidget, RequestError, escape_markdown, handles, literal_markdown
+from ._base import NetaWidget, RequestError, escape_markdown, handles
 from ._chat_state import (
     FLUSH_INTERVAL,
     WINDOW,
@@ -71,6 +70,7 @@ from ._chat_state import (
     render_window,
     renderable,
 )
+from ._chat_static import static_html, static_markdown, static_text
 from ._view_presence import ViewPresence
 
 __all__ = ["ChatView", "live_session"]
@@ -502,38 +502,17 @@ class ChatView(NetaWidget):
         agent = self.agent.get("name", "")
         return f"ChatView({agent!r}, {len(self.messages)} messages shown, {state})"
 
-    def _transcript(self) -> list[tuple[str, str]]:
-        lines: list[tuple[str, str]] = []
-        for item in self.messages:
-            if item["role"] == "user":
-                lines.append(("user", item["text"]))
-            elif item["role"] == "assistant":
-                text = item["text"] or ("(stopped)" if item.get("interrupted") else "")
-                if item.get("error"):
-                    text = f"{text}\n\nError: {item['error']}".strip()
-                lines.append(("assistant", text))
-        return lines
-
     def _fallback_text(self) -> str:
-        name = self.agent.get("name", "assistant")
-        return "\n\n".join(f"{'You' if role == 'user' else name}: {text}"
-                           for role, text in self._transcript()) or repr(self)
+        return static_text(self._agent_name(), self.messages) or repr(self)
 
     def _fallback_markdown(self) -> str:
-        name = escape_markdown(self.agent.get("name", "assistant"))
-        # Model text goes out as text, not as live markdown: see literal_markdown.
-        parts = [f"**You:** {literal_markdown(text)}" if role == "user"
-                 else f"**{name}:**\n\n{literal_markdown(text)}"
-                 for role, text in self._transcript()]
-        return "\n\n---\n\n".join(parts) or escape_markdown(repr(self))
+        return static_markdown(self._agent_name(), self.messages) or escape_markdown(repr(self))
 
     def _fallback_html(self) -> str:
-        name = html.escape(self.agent.get("name", "assistant"))
-        rows = [f'<div style="margin:6px 0"><b>{"You" if role == "user" else name}:</b> '
-                f'<span style="white-space:pre-wrap">{html.escape(text)}</span></div>'
-                for role, text in self._transcript()]
-        return (f'<div class="neta-static" style="font-family:system-ui,sans-serif;'
-                f'font-size:13px">{"".join(rows) or html.escape(repr(self))}</div>')
+        return static_html(self._agent_name(), self.messages, empty=repr(self))
+
+    def _agent_name(self) -> str:
+        return str(self.agent.get("name", "assistant"))
 
 
 def _view_id(request: ViewRequest) -> str:

@@ -27,7 +27,7 @@ from typing import Any
 
 from ..base import ToolContext, tool
 
-__all__ = ["MAX_OUTPUT_CHARS", "python", "run_python"]
+__all__ = ["MAX_OUTPUT_CHARS", "notebook_namespace", "python", "run_python"]
 
 MAX_OUTPUT_CHARS = 20_000
 _FILENAME = "<python tool>"
@@ -44,6 +44,16 @@ async def python(ctx: ToolContext, code: str) -> str:
         code: Python source. The last line's value is shown, as in a notebook cell.
     """
     return await run_python(code, ctx.namespace)
+
+
+def notebook_namespace() -> dict[str, Any] | None:
+    """The running notebook's user namespace (where the tool's code runs), if any."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    shell = get_ipython()
+    return shell.user_ns if shell is not None else None
 
 
 async def run_python(code: str, namespace: dict[str, Any]) -> str:
