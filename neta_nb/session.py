@@ -104,6 +104,7 @@ class AgentSession:
                                  on_todo_written=self._todo_written,
                                  on_interrupt=self._interrupted)
         self._turn: Turn | None = None
+        self._resolved: tuple[tuple[object, ...], ToolResolution] | None = None
         self._compacting = False
         if store is not None and store.get_session(self.id) is None:
             store.save_session(self._saved.record(self._messages))
@@ -181,10 +182,22 @@ class AgentSession:
                               scene=self.agent.scene)
 
     def _resolution(self) -> ToolResolution:
-        """The agent's tools now (what `preview` resolves, without building the prompt)."""
-        return resolve_tools(self.catalog, self.agent.tools,
-                             model_capabilities=self.provider.info.capabilities,
-                             scene=self.agent.scene)
+        """The agent's tools now, as `preview` resolves them. Kept while what it depends
+        on is unchanged: a tool is re-authorised right before it runs, and that check is
+        then free unless the catalog or the agent's config changed meanwhile."""
+        key = self._tools_key()
+        if self._resolved is not None and self._resolved[0] == key:
+            return self._resolved[1]
+        resolution = resolve_tools(self.catalog, self.agent.tools,
+                                   model_capabilities=self.provider.info.capabilities,
+                                   scene=self.agent.scene)
+        self._resolved = (key, resolution)
+        return resolution
+
+    def _tools_key(self) -> tuple[object, ...]:
+        config = self.agent.tools
+        return (id(self.catalog), self.catalog.version, id(config), config.inherit_core_tools,
+                tuple(config.enabled), tuple(config.disabled), self.agent.scene)
 
     # --- events -----------------------------------------------------------------------
     def subscribe(self, callback: Callable[[Event], None]) -> Callable[[], None]:
@@ -334,7 +347,9 @@ class AgentSession:
                     if self._meter.full:
                         turn.stop_reason = "context_full"
                         return turn.message
+            key = self._tools_key()
             preview = self.preview()
+            self._resolved = (key, preview.resolution)  # what the re-checks compare with
             request = ModelRequest(system_prompt=preview.system_prompt,
                                    # Maintained as messages arrive (see _append), so a call
                                    # costs no pass over a long history; providers never
