@@ -48,6 +48,10 @@ class Agent:
     max_tool_result_chars: int = 100_000
     """Longest tool result the model reads (and a card shows); longer ones are cut, and
     the cut is stated in the result. A single result can otherwise fill the window."""
+    provider_settings: dict[str, Any] | None = field(default=None, repr=False)
+    """A stored provider's settings (``Provider.settings()``): a resumed agent rebuilds
+    the same provider — same server, window and request options — with keys from the
+    environment."""
 
     def __post_init__(self) -> None:
         if self.keep_recent_turns < 1:
@@ -62,13 +66,19 @@ class Agent:
     def create_provider(self) -> Provider:
         if isinstance(self.model, Provider):
             return self.model
-        return create_provider(self.model) if self.model else default_provider()
+        settings = self.provider_settings or {}
+        if self.model:
+            return create_provider(self.model, base_url=settings.get("base_url"),
+                                   context_window=settings.get("context_window"),
+                                   request_options=settings.get("request_options"))
+        return default_provider()
 
     def to_record(self, provider: Provider) -> dict[str, Any]:
         """The definition as stored with a session (keys never included)."""
         return {
             "name": self.name,
             "model": provider.model_id,
+            "provider": provider.settings(),
             "system_prompt": self.system_prompt,
             "tools": self.tools.dump(),
             "default_think_level": self.default_think_level,
@@ -86,5 +96,7 @@ class Agent:
                                       "max_model_calls", "tool_timeout", "compact_at",
                                       "keep_recent_turns", "max_tool_result_chars")
                  if k in data}
+        settings = data.get("provider")
         return cls(name=str(data.get("name", "agent")), model=data.get("model") or None,
+                   provider_settings=settings if isinstance(settings, dict) else None,
                    tools=AgentToolConfig.load(data.get("tools") or {}, catalog), **known)

@@ -84,3 +84,44 @@ async def test_openai_stream_cut_midway_ends_turn_with_error_and_keeps_text(
     assert server.requests[0].json["reasoning_effort"] == "high"
     await session.run("retry")
     assert session.messages[-1].text == "Whole answer"
+
+
+async def test_resume_talks_to_the_same_server_the_same_way(server: SSEServer,
+                                                             tmp_path: Any) -> None:
+    # An openai-compatible session (a local llama.cpp or Ollama) with its own window and
+    # request options resumes against the same URL with the same options — and no key is
+    # ever stored.
+    from neta_nb import SessionStore
+    from neta_nb.providers import create_provider
+
+    server.add(OpenAIStream().text(["first"]).finish().response(),
+               OpenAIStream().text(["second"]).finish().response())
+    provider = create_provider("openai-compatible:qwen2.5-0.5b", api_key="sk-never-stored",
+                               base_url=server.base_url, context_window=4096,
+                               request_options={"cache_prompt": True, "temperature": 0.2})
+    store = SessionStore(tmp_path / "sessions.sqlite3")
+    session = AgentSession(Agent("local", model=provider), ToolCatalog.default(), store)
+    await session.run("hello")
+
+    resumed = AgentSession.resume(session.id, store=SessionStore(store.path))
+    assert resumed.provider is not provider
+    assert resumed.provider.settings() == provider.settings()
+    assert resumed.provider.info.context_window == 4096
+    await resumed.run("again")
+    first, second = (r.json for r in server.requests)
+    for body in (first, second):
+        assert body["model"] == "qwen2.5-0.5b"
+        assert body["cache_prompt"] is True and body["temperature"] == 0.2
+    assert [m["content"] for m in second["messages"] if m["role"] == "user"] == [
+        "hello", "again"]
+    assert b"sk-never-stored" not in (tmp_path / "sessions.sqlite3").read_bytes()
+
+
+def test_provider_settings_never_carry_credentials() -> None:
+    from neta_nb.providers import create_provider
+
+    provider = create_provider("openai-compatible:m", api_key="sk-secret",
+                               base_url="http://user:token@127.0.0.1:8080/v1")
+    settings = provider.settings()
+    assert settings["base_url"] == "http://127.0.0.1:8080/v1"
+    assert "sk-secret" not in json.dumps(settings) and "token" not in json.dumps(settings)

@@ -1,4 +1,5 @@
-"""Merging thinking parameters into a vendor SDK's create call.
+"""Merging extra parameters into a vendor SDK's create call: the thinking parameters and a
+provider's ``request_options``.
 
 :func:`neta_nb.thinking.build_thinking_params` returns keyword arguments for the SDK call.
 Most go straight in; a few need merging with what the provider already sets:
@@ -13,13 +14,13 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["merge_thinking_params"]
+__all__ = ["merge_params"]
 
 _MERGED_DICTS = ("extra_headers", "extra_body")
 
 
-def merge_thinking_params(kwargs: dict[str, Any], thinking: Mapping[str, Any],
-                          create: Callable[..., Any]) -> dict[str, Any]:
+def merge_params(kwargs: dict[str, Any], thinking: Mapping[str, Any],
+                 create: Callable[..., Any]) -> dict[str, Any]:
     """``kwargs`` for ``create`` with ``thinking`` merged in (``kwargs`` is not changed)."""
     merged = dict(kwargs)
     accepted = set(inspect.signature(create).parameters)

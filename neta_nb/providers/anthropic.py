@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 try:
@@ -40,7 +40,7 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
 
 from ..messages import Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart, Usage
 from ..thinking import build_thinking_params
-from ._call_kwargs import merge_thinking_params
+from ._call_kwargs import merge_params
 from ._tool_arguments import parse_tool_arguments
 from .base import (
     ModelRequest,
@@ -75,14 +75,17 @@ class AnthropicProvider(Provider):
 
     def __init__(self, model: str, *, api_key: str | None = None, base_url: str | None = None,
                  max_tokens: int = DEFAULT_MAX_TOKENS, max_retries: int = 3,
-                 timeout: float = 600.0) -> None:
+                 timeout: float = 600.0, context_window: int | None = None,
+                 request_options: Mapping[str, Any] | None = None) -> None:
         self.model = model
         self.max_tokens = max_tokens
+        self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
+        self.context_window = context_window
+        self.request_options = dict(request_options or {})
         # The key lives only inside the SDK client; this object's repr never shows it.
         self._client = anthropic.AsyncAnthropic(
             api_key=api_key or os.environ.get("ANTHROPIC_API_KEY") or None,
-            base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL") or None,
-            max_retries=max_retries, timeout=timeout)
+            base_url=self.base_url, max_retries=max_retries, timeout=timeout)
 
     def request_kwargs(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of the ``messages.create`` call for ``request``."""
@@ -97,7 +100,9 @@ class AnthropicProvider(Provider):
             kwargs["tools"] = [{"name": tool.name, "description": tool.description,
                                 "input_schema": tool.parameters} for tool in request.tools]
         thinking = build_thinking_params(self.supplier, self.model, request.think_level)
-        return merge_thinking_params(kwargs, thinking, self._client.messages.create)
+        create = self._client.messages.create
+        return merge_params(merge_params(kwargs, thinking, create), self.request_options,
+                            create)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         kwargs = self.request_kwargs(request)

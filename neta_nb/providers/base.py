@@ -21,9 +21,11 @@ build the assistant message, so partial and complete messages are assembled one 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
 
 from ..messages import (
     Message,
@@ -143,6 +145,12 @@ class Provider(ABC):
     supplier: str
     """``anthropic``, ``openai``, ``deepseek``, ``openai-compatible`` or ``scripted``."""
     model: str
+    base_url: str | None = None
+    """The API address in use (``None``: the SDK's default)."""
+    context_window: int | None = None
+    """Overrides the model table's window (a local server runs a model with any window)."""
+    request_options: Mapping[str, Any] = MappingProxyType({})
+    """Merged into every request body (e.g. ``{"top_k": 40}`` for a local server)."""
 
     @abstractmethod
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
@@ -150,10 +158,21 @@ class Provider(ABC):
 
     @property
     def info(self) -> ModelInfo:
-        """Context window and capabilities of this model (the model table's entry)."""
+        """Context window and capabilities of this model (the model table's entry, with
+        :attr:`context_window` if set)."""
         from .models import get_model_info
 
-        return get_model_info(self.supplier, self.model)
+        info = get_model_info(self.supplier, self.model)
+        return info if self.context_window is None else replace(
+            info, context_window=self.context_window)
+
+    def settings(self) -> dict[str, Any]:
+        """What rebuilds this provider with ``create_provider`` — never a key. Stored with
+        a session, so that ``resume`` talks to the same server the same way."""
+        return {"supplier": self.supplier, "model": self.model,
+                "base_url": _without_credentials(self.base_url),
+                "context_window": self.context_window,
+                "request_options": dict(self.request_options)}
 
     @property
     def model_id(self) -> str:
@@ -163,6 +182,20 @@ class Provider(ABC):
     def __repr__(self) -> str:
         # Never include keys or clients: reprs end up in notebooks and logs.
         return f"{type(self).__name__}({self.model_id!r})"
+
+
+def _without_credentials(url: str | None) -> str | None:
+    """``url`` without a ``user:password@`` part: a secret never goes into the store."""
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"[{host}]" if ":" in host else host
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    return urlunsplit(parts._replace(netloc=netloc))
 
 
 class StreamedSoFar:

@@ -15,6 +15,8 @@ from __future__ import annotations
 import logging
 import os
 import re
+from collections.abc import Mapping
+from typing import Any
 
 from .base import Provider
 from .scripted import ScriptedProvider
@@ -36,23 +38,36 @@ log = logging.getLogger(__name__)
 
 
 def create_provider(spec: str | Provider, *, api_key: str | None = None,
-                    base_url: str | None = None) -> Provider:
-    """The provider ``spec`` names (a provider instance is returned as is)."""
+                    base_url: str | None = None, context_window: int | None = None,
+                    request_options: Mapping[str, Any] | None = None) -> Provider:
+    """The provider ``spec`` names (a provider instance is returned as is).
+
+    ``context_window`` overrides the model table's window; ``request_options`` are merged
+    into every request body (keys the SDK's create call names go in as arguments, others
+    in the JSON body). Keys come from ``api_key`` or the usual environment variable and
+    are never part of :meth:`Provider.settings`.
+    """
     if isinstance(spec, Provider):
         return spec
+    if context_window is not None and context_window < 1:
+        raise ValueError("context_window must be a positive number of tokens")
     supplier, model = _parse_spec(spec)
     if supplier == "scripted":
-        return ScriptedProvider(model=model or DEFAULT_MODELS["scripted"])
+        return ScriptedProvider(model=model or DEFAULT_MODELS["scripted"],
+                                context_window=context_window)
     if not model:
         raise ValueError(f"model spec {spec!r} names no model; expected 'supplier:model', "
                          f"e.g. '{supplier}:{DEFAULT_MODELS.get(supplier, 'my-model')}'")
     if supplier == "anthropic":
         from .anthropic import AnthropicProvider
 
-        return AnthropicProvider(model, api_key=api_key, base_url=base_url)
+        return AnthropicProvider(model, api_key=api_key, base_url=base_url,
+                                 context_window=context_window,
+                                 request_options=request_options)
     from .openai import OpenAIProvider
 
-    return OpenAIProvider(model, supplier=supplier, api_key=api_key, base_url=base_url)
+    return OpenAIProvider(model, supplier=supplier, api_key=api_key, base_url=base_url,
+                          context_window=context_window, request_options=request_options)
 
 
 def default_provider() -> Provider:

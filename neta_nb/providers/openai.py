@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 try:
@@ -44,7 +44,7 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
 
 from ..messages import Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart, Usage
 from ..thinking import build_thinking_params
-from ._call_kwargs import merge_thinking_params
+from ._call_kwargs import merge_params
 from ._tool_arguments import parse_tool_arguments
 from .base import (
     ModelRequest,
@@ -82,7 +82,9 @@ class OpenAIProvider(Provider):
     def __init__(self, model: str, *, supplier: str = "openai", api_key: str | None = None,
                  base_url: str | None = None, max_tokens: int | None = None,
                  max_retries: int = 3, timeout: float = 600.0,
-                 send_reasoning_content: bool | None = None) -> None:
+                 send_reasoning_content: bool | None = None,
+                 context_window: int | None = None,
+                 request_options: Mapping[str, Any] | None = None) -> None:
         if supplier not in _SUPPLIERS:
             raise ValueError(f"unknown supplier {supplier!r} for OpenAIProvider; "
                              f"expected one of {', '.join(_SUPPLIERS)}")
@@ -92,6 +94,9 @@ class OpenAIProvider(Provider):
         self.send_reasoning_content = (supplier == "deepseek" if send_reasoning_content is None
                                        else send_reasoning_content)
         key, url = _credentials(supplier, api_key, base_url)
+        self.base_url = url
+        self.context_window = context_window
+        self.request_options = dict(request_options or {})
         # The key lives only inside the SDK client; this object's repr never shows it.
         self._client = openai.AsyncOpenAI(api_key=key, base_url=url, max_retries=max_retries,
                                           timeout=timeout)
@@ -115,7 +120,9 @@ class OpenAIProvider(Provider):
             key = "max_completion_tokens" if self.supplier == "openai" else "max_tokens"
             kwargs[key] = max_tokens
         thinking = build_thinking_params(self.supplier, self.model, request.think_level)
-        return merge_thinking_params(kwargs, thinking, self._client.chat.completions.create)
+        create = self._client.chat.completions.create
+        return merge_params(merge_params(kwargs, thinking, create), self.request_options,
+                            create)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         kwargs = self.request_kwargs(request)

@@ -178,10 +178,12 @@ class ScriptedProvider(Provider):
     supplier = "scripted"
 
     def __init__(self, script: Script | Mapping[str, Any] | Sequence[Any] | None = None, *,
-                 chars_per_second: float = 0.0, model: str = "demo") -> None:
+                 chars_per_second: float = 0.0, model: str = "demo",
+                 context_window: int | None = None) -> None:
         if chars_per_second < 0:
             raise ValueError("chars_per_second must be >= 0")
         self.model = model
+        self.context_window = context_window  # e.g. a small window to show compaction
         self.script = Script.coerce(DEMO_SCRIPT if script is None else script)
         self.chars_per_second = chars_per_second
 
