@@ -4,6 +4,7 @@ The public surface is the names in ``__all__``; everything else is internal.
 """
 
 from .messages import Message, Usage
+from .ownership import SessionBusyError
 from .providers import ScriptedProvider
 from .session import Agent, AgentSession
 from .store import SessionStore
@@ -31,6 +32,7 @@ __all__ = [
     "Message",
     "PromptPreview",
     "ScriptedProvider",
+    "SessionBusyError",
     "SessionStore",
     "TodoItem",
     "TodoStore",

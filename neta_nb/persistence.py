@@ -102,7 +102,9 @@ class SessionPersistence:
         if existing is not None:
             record.created_at = existing.created_at
             if "running" not in fields:
-                record.running = existing.running
+                record.running, record.owner = existing.running, existing.owner
+            if "owner_died" not in fields:
+                record.owner_died = existing.owner_died
         self.store.save_session(record)
 
 

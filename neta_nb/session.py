@@ -40,6 +40,7 @@ from .events import (
     parse_command,
 )
 from .messages import Message, Usage, count_characters, encodable, new_id
+from .ownership import ProcessOwner, SessionBusyError
 from .persistence import SessionPersistence
 from .providers.base import ModelRequest, Provider, ProviderError
 from .store import CompactionRecord, SessionStore
@@ -296,7 +297,7 @@ class AgentSession:
             if turn.cancel_requested:
                 turn.stop_reason = "cancelled"
                 return None
-            self._save_record(running=True)
+            self._save_record(running=True, owner=ProcessOwner.current())
             return await self._loop_turn(turn)
         except asyncio.CancelledError:
             self._finish_interrupted(turn, "interrupted" if turn.interrupted else "cancelled",
@@ -331,7 +332,7 @@ class AgentSession:
             self._turn = None
             with contextlib.suppress(Exception):
                 self._saved.clear_draft()
-                self._save_record(running=False)
+                self._save_record(running=False, owner=None)
             # Last: a subscriber reacting to `done` sees an idle session (and may start
             # the next turn from its handler).
             self._emit(DoneEvent(stop_reason=turn.stop_reason))
@@ -499,9 +500,15 @@ class AgentSession:
         result), skill and tool cards (message metadata) and the thinking level. A turn
         that was running when its process died is closed, keeping what streamed, marked
         ``interrupted="killed"``."""
-        record = store.get_session(session_id)
+        record = store.get_session(session_id)  # a dead owner's turn is settled here
         if record is None:
             raise KeyError(f"no session {session_id!r} in {store.path}")
+        owner = record.owner
+        if record.running and owner is not None and owner.is_alive():
+            where = ("this kernel: use the session object that runs it" if owner.is_current
+                     else owner.describe())
+            raise SessionBusyError(f"session {session_id!r} is running a turn in {where}; "
+                                   "resume it once that turn has ended")
         catalog = catalog if catalog is not None else ToolCatalog.default()
         agent = agent or Agent.from_record(record.agent, catalog)
         level = record.think_level if record.think_level in THINK_LEVELS else None
@@ -513,7 +520,7 @@ class AgentSession:
         session.todo = TodoStore.hydrate_from_history(session._messages)
         session._meter.restore(session._messages, session.compactions)
         draft = stored.draft
-        if draft is not None or record.running:
+        if draft is not None or record.running or record.owner_died:
             # Calls whose tools were running when the process died get their error result
             # first (it must follow the message that made the calls); then the answer that
             # was streaming, as far as it was checkpointed, or an empty marker — whose own
@@ -524,7 +531,7 @@ class AgentSession:
             message.metadata.error = "The kernel stopped while this turn was running."
             session._append(message)
             session._tools.close_unanswered(session._messages, "killed", {})
-        session._save_record(running=False)
+        session._save_record(running=False, owner=None, owner_died=False)
         return session
 
     def __repr__(self) -> str:

@@ -24,6 +24,7 @@ import platformdirs
 from pydantic import BaseModel, Field, ValidationError
 
 from .messages import Message, Usage
+from .ownership import ProcessOwner
 
 __all__ = ["CompactedView", "CompactionRecord", "SessionRecord", "SessionStore",
            "default_store_path"]
@@ -76,6 +77,11 @@ class SessionRecord(BaseModel):
     todo_summary: dict[str, int] | None = None
     last_message: str = ""
     running: bool = False
+    """A turn is in flight — reported true only while :attr:`owner` lives."""
+    owner: ProcessOwner | None = None
+    """The process running the turn in flight."""
+    owner_died: bool = False
+    """The owner died mid-turn; resume closes that turn (marked ``killed``)."""
     message_count: int = 0
 
 
@@ -165,10 +171,11 @@ class SessionStore:
         if row is None:
             return None
         try:
-            return SessionRecord.model_validate_json(row[0])
+            record = SessionRecord.model_validate_json(row[0])
         except ValidationError as exc:
             self._warn(f"session {session_id}: unreadable record skipped ({_first_error(exc)})")
             return None
+        return self._settle_owner(record)
 
     def list_sessions(self, limit: int | None = None) -> list[SessionRecord]:
         """Sessions, most recently updated first. Unreadable records are skipped."""
@@ -179,11 +186,24 @@ class SessionStore:
         records = []
         for session_id, data in rows:
             try:
-                records.append(SessionRecord.model_validate_json(data))
+                records.append(self._settle_owner(SessionRecord.model_validate_json(data)))
             except ValidationError as exc:
                 self._warn(f"session {session_id}: unreadable record skipped "
                            f"({_first_error(exc)})")
         return records
+
+    def _settle_owner(self, record: SessionRecord) -> SessionRecord:
+        """A running record whose owner died is no longer running; that is written back
+        the first time anyone reads it (the sidebar, ``resume``), so the session list
+        never shows a dead kernel's turn as running."""
+        if not record.running or record.owner is None or record.owner.is_alive():
+            return record
+        settled = record.model_copy(update={"running": False, "owner": None,
+                                            "owner_died": True})
+        with self._transaction() as db:
+            db.execute("UPDATE sessions SET data = ? WHERE id = ?",
+                       (settled.model_dump_json(), record.id))
+        return settled
 
     def delete_session(self, session_id: str) -> None:
         with self._transaction() as db:

@@ -61,6 +61,12 @@ async def test_kill_mid_tools_keeps_finished_results_and_running_cards(tmp_path:
         source.backup(target)
     session.cancel()
     await asyncio.wait_for(task, 5)
+    # The copy names this (living) process as the turn's owner; the process it stands for
+    # is dead — another start time.
+    killed = SessionStore(copy)
+    owner = killed.get_session(session.id).owner  # type: ignore[union-attr]
+    assert owner is not None
+    killed.update_session(session.id, owner=owner.model_copy(update={"started": 0.0}))
 
     resumed = AgentSession.resume(session.id, store=SessionStore(copy))
     results = {m.tool_results[0].tool_call_id: m.tool_results[0]

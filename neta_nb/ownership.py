@@ -1,0 +1,65 @@
+"""Which process runs a session's turn, and whether it is still alive.
+
+A turn in flight is owned by the kernel running it. A second notebook resuming that
+session would treat the live turn as dead (taking its draft, interleaving its messages),
+and a kernel that died left its session "running" forever. The store therefore records the
+owner of a running turn — process id *and* the process's start time, so a recycled pid
+(common in containers, where pids restart from 1) is never mistaken for the owner.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+
+import psutil
+from pydantic import BaseModel
+
+__all__ = ["ProcessOwner", "SessionBusyError"]
+
+
+class SessionBusyError(RuntimeError):
+    """The session's turn is running in a live process (another kernel, or this one):
+    resuming it here would take over a turn that is not dead."""
+
+
+class ProcessOwner(BaseModel):
+    """A process: its id, when it started (seconds since the epoch) and its host."""
+
+    pid: int
+    started: float
+    host: str
+
+    @classmethod
+    def current(cls) -> ProcessOwner:
+        return cls(pid=os.getpid(), started=_start_time(os.getpid()) or 0.0,
+                   host=socket.gethostname())
+
+    @property
+    def is_current(self) -> bool:
+        return self.pid == os.getpid() and self.host == socket.gethostname()
+
+    def is_alive(self) -> bool:
+        """True while this very process runs. A process on another host cannot be
+        checked from here and counts as alive (the safe answer: nothing is taken over)."""
+        if self.host != socket.gethostname():
+            return True
+        try:
+            process = psutil.Process(self.pid)
+            if process.status() == psutil.STATUS_ZOMBIE:  # killed, not yet reaped
+                return False
+            started = float(process.create_time())
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            return False
+        # Start times are read from the same clock at a granularity of clock ticks.
+        return abs(started - self.started) < 1.0
+
+    def describe(self) -> str:
+        return f"process {self.pid} on {self.host}"
+
+
+def _start_time(pid: int) -> float | None:
+    try:
+        return float(psutil.Process(pid).create_time())
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return None

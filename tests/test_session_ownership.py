@@ -1,0 +1,96 @@
+"""A session belongs to the process that runs its turn: another process cannot take it
+over while that owner lives, and a dead owner's turn stops showing as running the first
+time anyone looks — without resuming it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from neta_nb import SessionBusyError, SessionStore
+from neta_nb.ownership import ProcessOwner
+from neta_nb.session import AgentSession
+
+from .support.sessions import answer, make_session
+from .support.timing import poll_until, wait_until
+
+ROOT = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+
+
+def test_another_process_cannot_resume_a_live_turn_and_a_killed_one_settles(
+        tmp_path: Path) -> None:
+    db, marker = tmp_path / "sessions.sqlite3", tmp_path / "streaming"
+    child = subprocess.Popen([sys.executable, "-m", "tests.support.owner_child", str(db),
+                              "s_shared", str(marker)], cwd=ROOT)
+    try:
+        poll_until(marker.exists, 30, "the owner's turn to stream")
+        record = SessionStore(db).get_session("s_shared")
+        assert record is not None and record.running
+        assert record.owner is not None and record.owner.pid == child.pid
+        with pytest.raises(SessionBusyError, match=f"process {child.pid}"):
+            AgentSession.resume("s_shared", store=SessionStore(db))
+        # Nothing was taken over: the live turn is still the owner's.
+        assert SessionStore(db).get_session("s_shared").running  # type: ignore[union-attr]
+
+        # The streamed text is checkpointed within half a second; then the kernel dies.
+        poll_until(lambda: _has_draft(db, "s_shared"), 10, "the draft checkpoint")
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(10)
+        # Only a look at the record, no resume: the dead owner's turn is not running.
+        settled = SessionStore(db).get_session("s_shared")
+        assert settled is not None and not settled.running and settled.owner_died
+        assert not [r for r in SessionStore(db).list_sessions() if r.running]
+
+        resumed = AgentSession.resume("s_shared", store=SessionStore(db))
+        last = resumed.messages[-1]
+        assert last.metadata.interrupted == "killed"
+        assert last.text == "A partial answer"  # the draft checkpointed before the kill
+        after = SessionStore(db).get_session("s_shared")
+        assert after is not None and not after.running and not after.owner_died
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(10)
+
+
+async def test_resuming_a_session_this_process_is_running_is_refused(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "s.db")
+    gate = asyncio.Event()
+    session, _, _ = make_session([[gate.wait, *answer("done")]], store=store)
+    task = session.start("go")
+    await wait_until(lambda: store.get_session(session.id).running)  # type: ignore[union-attr]
+    with pytest.raises(SessionBusyError, match="this kernel"):
+        AgentSession.resume(session.id, store=store, agent=session.agent,
+                            catalog=session.catalog)
+    gate.set()
+    await task
+    assert not store.get_session(session.id).running  # type: ignore[union-attr]
+
+
+def _has_draft(db: Path, session_id: str) -> bool:
+    with contextlib.closing(sqlite3.connect(db)) as connection:
+        return bool(connection.execute("SELECT count(*) FROM drafts WHERE session_id = ?",
+                                       (session_id,)).fetchone()[0])
+
+
+def test_a_recycled_pid_is_not_the_owner(tmp_path: Path) -> None:
+    # Containers restart pids from 1: the same pid with another start time is another
+    # process, so the turn it "owns" is dead.
+    store = SessionStore(tmp_path / "s.db")
+    session, _, _ = make_session([], store=store)
+    me = ProcessOwner.current()
+    stale = me.model_copy(update={"started": me.started - 3600})
+    store.update_session(session.id, running=True, owner=stale)
+    record = store.get_session(session.id)
+    assert record is not None and not record.running and record.owner_died
+    assert ProcessOwner.current().is_alive()
