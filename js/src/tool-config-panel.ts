@@ -128,7 +128,7 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
   const previewingText = element("div", "neta-tc-previewing-text");
   const previewingNote = element("div", "neta-tc-previewing-note");
   previewingWords.append(previewingText, previewingNote);
-  const previewingReset = element("button", "neta-tc-button neta-tc-previewing-reset");
+  const previewingReset = element("button", "neta-tc-previewing-reset");
   previewingReset.type = "button";
   previewing.append(previewingIcon, previewingWords, previewingReset);
   previewing.hidden = true;
@@ -521,7 +521,8 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
     // Summary (seed §7.1 layer 1).
     const counts = state.summary;
     summaryCount.textContent = String(counts.enabled ?? state.enabled_tools.length);
-    summaryText.textContent = t(lang, "panel_enabled_count");
+    // While previewing, the count is the previewed model's, and says so.
+    summaryText.textContent = t(lang, state.previewing_as ? "panel_enabled_count_preview" : "panel_enabled_count");
     summaryTotal.textContent = t(lang, "panel_of_total", { total: counts.total ?? state.tools.length });
     summaryCoreCount.textContent = t(lang, "panel_core_count", { n: counts.core ?? 0 });
     scopeText.textContent = t(lang, "panel_scope");
