@@ -570,6 +570,8 @@ class ToolConfigPanel(NetaWidget):
     def _fallback_text(self) -> str:
         lines = [f"{t('panel_title', self.lang)} — {self._summary_line()} "
                  f"({t('panel_scope', self.lang)})"]
+        if self.previewing_as:  # the rows below are the preview's, not the agent's
+            lines.append(f"» {self.previewing_as['text']}")
         for tool, state in self._rows():
             mark = "[x]" if state["available"] else "[ ]"
             core = f" ({self._core_word()})" if tool["core"] else ""
@@ -588,6 +590,7 @@ class ToolConfigPanel(NetaWidget):
         lang = self.lang
         lines = [f"**{cell(t('panel_title', lang))}** — {cell(self._summary_line())} · "
                  f"*{cell(t('panel_scope', lang))}*", "",
+                 *([f"> {cell(self.previewing_as['text'])}", ""] if self.previewing_as else []),
                  f"| | {t('panel_column_tool', lang)} | {t('panel_column_category', lang)} | "
                  f"{t('panel_column_state', lang)} | {t('panel_column_note', lang)} |",
                  "|---|---|---|---|---|"]
@@ -625,7 +628,9 @@ class ToolConfigPanel(NetaWidget):
                 f"<td {cell}>{html.escape(self._note(state))}</td></tr>")
         body = (f'<div style="color:#57606a">{html.escape(self._summary_line())} · '
                 f"{html.escape(t('panel_scope', lang))}</div>"
-                f'<table style="border-collapse:collapse;margin-top:6px"><thead><tr>{head}'
+                + (f'<div style="font-weight:600;color:#1976d2">'
+                   f"{html.escape(self.previewing_as['text'])}</div>" if self.previewing_as else "")
+                + f'<table style="border-collapse:collapse;margin-top:6px"><thead><tr>{head}'
                 f"</tr></thead><tbody>{''.join(rows)}</tbody></table>")
         if self.unknown:
             body += (f"<div>{html.escape(t('panel_unknown', lang))} "

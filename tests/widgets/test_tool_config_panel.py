@@ -479,3 +479,14 @@ def test_preview_as_from_python_validates_too(catalog: ToolCatalog) -> None:
     with pytest.raises(ValueError, match="mention: crew"):
         panel.preview_as(scene="chat")
     assert panel.previewing_as is None
+
+
+def test_fallbacks_say_when_a_preview_is_shown(catalog: ToolCatalog) -> None:
+    panel, _config = _preview_panel(catalog)
+    panel.preview_as(model_capabilities=["text"])
+    note = "Previewing as a model without vision · this agent's scene (crew)"
+    assert f"» {note}" in panel._fallback_text()
+    assert "\n> Previewing as a model without vision" in panel._fallback_markdown()
+    assert note.replace("'", "&#x27;") in panel._fallback_html()
+    panel.reset_preview()
+    assert "Previewing" not in panel._fallback_text() + panel._fallback_markdown()
