@@ -107,8 +107,9 @@ export class PanelToolRow {
     this.rendered = "";
   }
 
-  paint(tool: ToolInfo, verdict: ToolVerdict | undefined, lang: Lang): void {
-    const signature = JSON.stringify([lang, verdict, this.pending, tool]);
+  /** `changed`: a "preview as" changes whether this tool is available. */
+  paint(tool: ToolInfo, verdict: ToolVerdict | undefined, lang: Lang, changed = false): void {
+    const signature = JSON.stringify([lang, verdict, this.pending, tool, changed]);
     if (signature === this.rendered) return;
     this.rendered = signature;
     const global = verdict?.state === "globally_disabled";
@@ -119,6 +120,7 @@ export class PanelToolRow {
     classes.toggle("neta-tc-tool-on", on);
     classes.toggle("neta-tc-tool-unavailable", unavailable);
     classes.toggle("neta-is-pending", this.pending);
+    classes.toggle("neta-tc-tool-previewed", changed);
 
     this.title.textContent = tool.label || tool.name;
     this.name.textContent = tool.name;
@@ -129,6 +131,7 @@ export class PanelToolRow {
     for (const capability of tool.capabilities) tags.push(tag(t(lang, "panel_needs", { what: capability }), "capability"));
     if (tool.scenes) tags.push(tag(t(lang, "panel_scene", { what: tool.scenes.join(", ") }), "scene"));
     if (tool.requires_approval) tags.push(tag(t(lang, "panel_approval"), "approval"));
+    if (changed) tags.push(tag(t(lang, "panel_preview_changed"), "previewed"));
     this.tags.replaceChildren(...tags);
     // Descriptions are tool text: textContent only, never markup.
     this.description.textContent = tool.description;

@@ -57,6 +57,37 @@ export interface ToolConfigSummary {
   filtered_out: number;
 }
 
+/** One model choice of "preview as", labelled by the kernel in the panel's language. */
+export interface PreviewChoice {
+  /** `model` (the agent's own), `all`, `without:<capability>`, `none`. */
+  id: string;
+  label: string;
+  /** Sent as `capabilities` when picked (`null`: no capability filter). */
+  capabilities: string[] | null;
+}
+
+/** The `preview_options` trait: what "preview as" offers, derived from the catalog. */
+export interface PreviewOptions {
+  choices: PreviewChoice[];
+  /** Every scene a catalog tool mentions, plus the agent's own. */
+  scenes: string[];
+  /** Per scene its label; the key `""` labels "no scene". */
+  scene_labels: Record<string, string>;
+  agent_scene: string | null;
+}
+
+/** The `previewing_as` trait while a preview is active. */
+export interface PreviewAs {
+  capabilities: string[] | null;
+  scene: string | null;
+  /** The matching `PreviewChoice.id`, or `custom`. */
+  choice: string;
+  /** "Previewing as …", in the panel's language. */
+  text: string;
+  /** Tools whose availability the preview changes. */
+  changed: string[];
+}
+
 export interface ToolConfigPanelState {
   tools: ToolInfo[];
   states: Record<string, ToolVerdict>;
@@ -70,11 +101,20 @@ export interface ToolConfigPanelState {
   state_filter: StateFilter;
   core_only: boolean;
   collapsed: string[];
+  preview_options: Partial<PreviewOptions>;
+  /** `null` when the panel shows the agent's own resolution. */
+  previewing_as: PreviewAs | null;
   lang: Lang;
 }
 
 /** Sends `{kind, id, ...payload}` and resolves with the kernel's reply `result`. */
 export type PanelRequest = (kind: string, payload?: Record<string, unknown>) => Promise<unknown>;
+
+/** The reply to `{kind: "preview_as", capabilities, scene}` and `{kind: "reset_preview"}`. */
+export interface PreviewAsReply {
+  preview_as: PreviewAs | null;
+  enabled_tools: string[];
+}
 
 /** The reply to `{kind: "preview"}`. */
 export interface PreviewResult {

@@ -6,8 +6,13 @@
  *
  * The panel holds no opinion of its own: the kernel resolves the config after every change
  * and sends `states`; this component renders them and turns clicks into requests
- * (`set_tool`, `bulk`, `forget`, `dismiss_warnings`, `preview`). A switch that was clicked
- * shows as pending until the kernel's reply, then shows whatever the kernel decided.
+ * (`set_tool`, `bulk`, `forget`, `dismiss_warnings`, `preview`, `preview_as`,
+ * `reset_preview`). A switch that was clicked shows as pending until the kernel's reply,
+ * then shows whatever the kernel decided.
+ *
+ * "Preview as" picks another model (capabilities) or scene: the kernel re-resolves and sends
+ * the previewed `states` while the agent's config stays as it is; a notice says so for as
+ * long as it lasts, with a way back.
  *
  * Built for a few hundred tools: every row is built once and keyed by tool name; a state
  * change touches only the rows whose state changed, filters only toggle `hidden`.
@@ -19,13 +24,15 @@
  */
 import "./tool-config-panel.css";
 import { element, makeToggle } from "./dom";
-import { normalizeLang, t } from "./i18n";
+import { normalizeLang, t, type Lang } from "./i18n";
 import { categoryName, matchesFilter, PanelToolRow } from "./tool-config-panel-row";
 import {
   BULK_OPERATIONS,
   STATE_FILTERS,
   type BulkOperation,
   type PanelRequest,
+  type PreviewAs,
+  type PreviewChoice,
   type PreviewResult,
   type StateFilter,
   type ToolConfigPanelState,
@@ -65,6 +72,8 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
     state_filter: "all",
     core_only: false,
     collapsed: [],
+    preview_options: {},
+    previewing_as: null,
     lang: normalizeLang(options.lang),
   };
   let requester: PanelRequest | null = null;
@@ -91,6 +100,38 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
   const scopeText = element("span");
   scope.append(scopeIcon, scopeText);
   summary.append(summaryFigures, scope);
+
+  // "Preview as": two selects, the error of a refused preview beside them (where the user
+  // acted), and while a preview is active a notice that cannot be missed, with a reset.
+  const previewAs = element("div", "neta-tc-preview-as");
+  const previewAsTitle = element("span", "neta-tc-preview-as-title");
+  const capabilitySelect = element("select", "neta-tc-select");
+  capabilitySelect.dataset.preview = "capabilities";
+  const capabilityLabel = element("label", "neta-tc-select-field");
+  const capabilityText = element("span", "neta-tc-select-label");
+  capabilityLabel.append(capabilityText, capabilitySelect);
+  const sceneSelect = element("select", "neta-tc-select");
+  sceneSelect.dataset.preview = "scene";
+  const sceneLabel = element("label", "neta-tc-select-field");
+  const sceneText = element("span", "neta-tc-select-label");
+  sceneLabel.append(sceneText, sceneSelect);
+  const previewAsError = element("span", "neta-tc-preview-as-error");
+  previewAsError.setAttribute("role", "alert");
+  previewAsError.hidden = true;
+  previewAs.append(previewAsTitle, capabilityLabel, sceneLabel, previewAsError);
+
+  const previewing = element("div", "neta-tc-previewing");
+  previewing.setAttribute("role", "status");
+  const previewingIcon = element("span", "neta-tc-previewing-icon");
+  previewingIcon.setAttribute("aria-hidden", "true");
+  const previewingWords = element("div", "neta-tc-previewing-words");
+  const previewingText = element("div", "neta-tc-previewing-text");
+  const previewingNote = element("div", "neta-tc-previewing-note");
+  previewingWords.append(previewingText, previewingNote);
+  const previewingReset = element("button", "neta-tc-previewing-reset");
+  previewingReset.type = "button";
+  previewing.append(previewingIcon, previewingWords, previewingReset);
+  previewing.hidden = true;
 
   const errorBar = element("div", "neta-tc-notice neta-tc-error");
   errorBar.setAttribute("role", "alert");
@@ -196,7 +237,7 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
   const previewBody = element("div", "neta-tc-preview-body");
   preview.append(previewSummary, previewBody);
 
-  root.append(summary, errorBar, unknownBar, warningBar, enabledSection, toolbar, bulkBar, categoryList, noMatch, preview);
+  root.append(summary, previewAs, previewing, errorBar, unknownBar, warningBar, enabledSection, toolbar, bulkBar, categoryList, noMatch, preview);
   el.append(root);
 
   // --- requests ----------------------------------------------------------------------------
@@ -209,15 +250,16 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
   }
   listen(errorClose, "click", () => showError(null));
 
-  function send(kind: string, payload: Record<string, unknown> = {}): Promise<unknown> {
+  /** Send a request; a failure shows in `showFailure` (by default the panel's error line). */
+  function send(kind: string, payload: Record<string, unknown> = {}, showFailure: (message: string | null) => void = showError): Promise<unknown> {
     if (!requester) return Promise.resolve(undefined);
     return requester(kind, payload).then(
       (result) => {
-        showError(null);
+        showFailure(null);
         return result;
       },
       (error: unknown) => {
-        showError(error instanceof Error ? error.message : String(error));
+        showFailure(error instanceof Error ? error.message : String(error));
         return undefined;
       },
     );
@@ -228,9 +270,10 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
   const categories = new Map<string, CategoryView>();
   let toolsByName = new Map<string, ToolInfo>();
 
+  let changedByPreview = new Set<string>();
   function paintRow(row: PanelToolRow): void {
     const tool = toolsByName.get(row.toolName);
-    if (tool) row.paint(tool, state.states[tool.name], state.lang);
+    if (tool) row.paint(tool, state.states[tool.name], state.lang, changedByPreview.has(tool.name));
   }
   const rowOptions = {
     onSwitch: (row: PanelToolRow, wanted: boolean) => send("set_tool", { name: row.toolName, enabled: wanted }),
@@ -375,6 +418,76 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
     if (target?.dataset.forget) void send("forget", { name: target.dataset.forget });
   });
 
+  // --- preview as ----------------------------------------------------------------------------
+  function showPreviewError(message: string | null): void {
+    previewAsError.hidden = message === null;
+    previewAsError.textContent = message === null ? "" : t(state.lang, "panel_request_failed", { error: message });
+  }
+  function choices(): PreviewChoice[] {
+    return Array.isArray(state.preview_options.choices) ? state.preview_options.choices : [];
+  }
+  function requestPreview(): void {
+    const choice = choices()[Number(capabilitySelect.value)];
+    const scene = sceneSelect.value === "" ? null : sceneSelect.value.slice(1);
+    if (!choice) return;
+    capabilitySelect.disabled = sceneSelect.disabled = true;
+    void send("preview_as", { capabilities: choice.capabilities, scene }, showPreviewError).finally(() => {
+      capabilitySelect.disabled = sceneSelect.disabled = false;
+      // A refused preview leaves the selects showing what is really previewed.
+      render();
+    });
+  }
+  listen(capabilitySelect, "change", requestPreview);
+  listen(sceneSelect, "change", requestPreview);
+  listen(previewingReset, "click", () => {
+    previewingReset.disabled = true;
+    void send("reset_preview", {}, showPreviewError).finally(() => {
+      previewingReset.disabled = false;
+    });
+  });
+
+  function option(value: string, label: string, selected: boolean): HTMLOptionElement {
+    const node = element("option", undefined, label);
+    node.value = value;
+    node.selected = selected;
+    return node;
+  }
+
+  function renderPreviewAs(lang: Lang): void {
+    const active: PreviewAs | null = state.previewing_as;
+    const list = choices();
+    const agentScene = state.preview_options.agent_scene ?? null;
+    const scenes = Array.isArray(state.preview_options.scenes) ? state.preview_options.scenes : [];
+    const sceneLabels = state.preview_options.scene_labels ?? {};
+    previewAsTitle.textContent = t(lang, "panel_preview_as");
+    previewAs.title = t(lang, "panel_preview_as_hint");
+    capabilityText.textContent = t(lang, "panel_preview_capabilities");
+    sceneText.textContent = t(lang, "panel_preview_scene_label");
+    // Built from the kernel's choices on every render: a handful of options, and the
+    // selection must follow the kernel (a preview set from Python, a refused one).
+    const picked = active ? list.findIndex((choice) => choice.id === active.choice) : 0;
+    const capabilityOptions = list.map((choice, index) => option(String(index), choice.label, index === picked));
+    if (active && picked < 0) {
+      capabilityOptions.push(option("custom", t(lang, "panel_preview_model_custom", { capabilities: (active.capabilities ?? []).join(", ") }), true));
+    }
+    capabilitySelect.replaceChildren(...capabilityOptions);
+    // Scene values carry a prefix so that no scene name can collide with "no scene" ("").
+    const scene = active ? active.scene : agentScene;
+    sceneSelect.replaceChildren(
+      option("", sceneLabels[""] ?? t(lang, "panel_preview_scene_no_filter"), scene === null),
+      ...scenes.map((name) => option(`=${name}`, sceneLabels[name] ?? name, scene === name)),
+    );
+    // Nothing to choose from (no tool needs a capability or names a scene): no control.
+    previewAs.hidden = list.length <= 1 && scenes.length === 0 && !active;
+
+    previewing.hidden = active === null;
+    root.classList.toggle("neta-is-previewing", active !== null);
+    previewingText.textContent = active?.text ?? "";
+    previewingNote.textContent = t(lang, "panel_previewing_note");
+    previewingReset.textContent = t(lang, "panel_preview_reset");
+    changedByPreview = new Set(active?.changed ?? []);
+  }
+
   // --- prompt preview --------------------------------------------------------------------------
   let previewSeq = 0;
   let previewKey = "";
@@ -408,11 +521,14 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
     // Summary (seed §7.1 layer 1).
     const counts = state.summary;
     summaryCount.textContent = String(counts.enabled ?? state.enabled_tools.length);
-    summaryText.textContent = t(lang, "panel_enabled_count");
+    // While previewing, the count is the previewed model's, and says so.
+    summaryText.textContent = t(lang, state.previewing_as ? "panel_enabled_count_preview" : "panel_enabled_count");
     summaryTotal.textContent = t(lang, "panel_of_total", { total: counts.total ?? state.tools.length });
     summaryCoreCount.textContent = t(lang, "panel_core_count", { n: counts.core ?? 0 });
     scopeText.textContent = t(lang, "panel_scope");
     errorClose.textContent = t(lang, "close");
+
+    renderPreviewAs(lang);
 
     // Notices.
     unknownBar.hidden = state.unknown.length === 0;
@@ -434,7 +550,7 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
     warningList.replaceChildren(...state.warnings.map((warning) => element("li", undefined, warning)));
 
     // Enabled section (layer 2): the resolver's final order.
-    enabledTitleText.textContent = t(lang, "panel_enabled_section");
+    enabledTitleText.textContent = t(lang, state.previewing_as ? "panel_enabled_section_preview" : "panel_enabled_section");
     enabledTitleCount.textContent = String(state.enabled_tools.length);
     enabledList.replaceChildren(...state.enabled_tools.map((name) => chip(name, false)));
     enabledEmpty.textContent = t(lang, "panel_none_enabled");
@@ -474,7 +590,7 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
     for (const tool of state.tools) {
       const row = rows.get(tool.name);
       if (!row) continue;
-      row.paint(tool, state.states[tool.name], lang);
+      row.paint(tool, state.states[tool.name], lang, changedByPreview.has(tool.name));
       const visible =
         matchesFilter(state.state_filter, state.states[tool.name]) &&
         (!state.core_only || tool.core) &&
@@ -533,6 +649,8 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
       if (patch.state_filter !== undefined) state.state_filter = STATE_FILTERS.includes(patch.state_filter) ? patch.state_filter : "all";
       if (patch.core_only !== undefined) state.core_only = Boolean(patch.core_only);
       if (patch.collapsed !== undefined) state.collapsed = Array.isArray(patch.collapsed) ? patch.collapsed : [];
+      if (patch.preview_options !== undefined) state.preview_options = patch.preview_options && typeof patch.preview_options === "object" ? patch.preview_options : {};
+      if (patch.previewing_as !== undefined) state.previewing_as = patch.previewing_as && typeof patch.previewing_as === "object" ? patch.previewing_as : null;
       if (patch.lang !== undefined) state.lang = normalizeLang(patch.lang);
       schedule();
     },

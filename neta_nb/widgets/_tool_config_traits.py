@@ -1,6 +1,7 @@
 """The tool configuration panel's wire format: each TypedDict mirrors the TS interface of
 the same name in ``js/src/tool-config-panel-traits.ts`` (the requests' payloads are
-written inline there: ``{name, enabled}``, ``{op}``, ``{name}``), so ``mypy --strict``
+written inline there: ``{name, enabled}``, ``{op}``, ``{name}``, ``{capabilities,
+scene}``), so ``mypy --strict``
 sees what the view is sent."""
 
 from __future__ import annotations
@@ -8,7 +9,8 @@ from __future__ import annotations
 from typing import Any, Literal, TypedDict
 
 __all__ = ["BulkReply", "BulkRequest", "CategoryCount", "ForgetReply", "ForgetRequest",
-           "NoReply", "PreviewResult", "SetToolReply", "SetToolRequest", "ToolConfigSummary",
+           "NoReply", "PreviewAs", "PreviewAsReply", "PreviewAsRequest", "PreviewChoice",
+           "PreviewOptions", "PreviewResult", "SetToolReply", "SetToolRequest", "ToolConfigSummary",
            "ToolDefinitionWire", "ToolInfo", "ToolVerdict"]
 
 
@@ -106,6 +108,57 @@ class PreviewResult(TypedDict):
 
     system_prompt: str
     tools: list[ToolDefinitionWire]
+
+
+class PreviewChoice(TypedDict):
+    """One entry of the "preview as" model list (TS: ``PreviewChoice``)."""
+
+    id: str
+    """``model`` (the agent's own), ``all``, ``without:<capability>``, ``none``."""
+    label: str
+    """In the panel's language."""
+    capabilities: list[str] | None
+    """What the view sends as ``capabilities`` when this entry is picked (``None``: no
+    capability filter, for an agent whose model's capabilities are not known)."""
+
+
+class PreviewOptions(TypedDict):
+    """The ``preview_options`` trait: what can be previewed, derived from the catalog
+    (TS: ``PreviewOptions``)."""
+
+    choices: list[PreviewChoice]
+    scenes: list[str]
+    """Every scene a catalog tool mentions, plus the agent's own."""
+    scene_labels: dict[str, str]
+    """Per scene, its label in the panel's language; ``""`` is "no scene"."""
+    agent_scene: str | None
+    """The agent's own scene (``None``: no scene filter)."""
+
+
+class PreviewAs(TypedDict):
+    """The ``preview_as`` trait while a preview is active (TS: ``PreviewAs``)."""
+
+    capabilities: list[str] | None
+    scene: str | None
+    choice: str
+    """The id of the matching :class:`PreviewChoice`, or ``custom``."""
+    text: str
+    """"Previewing as …", in the panel's language."""
+    changed: list[str]
+    """Tools whose availability the preview changes, in display order."""
+
+
+class PreviewAsRequest(TypedDict):
+    """``preview_as`` (TS: sent inline as ``{capabilities, scene}``): the resolver's own
+    arguments, literally (``None`` is "no filter")."""
+
+    capabilities: list[str] | None
+    scene: str | None
+
+
+class PreviewAsReply(TypedDict):
+    preview_as: PreviewAs | None
+    enabled_tools: list[str]
 
 
 class NoReply(TypedDict):

@@ -12,7 +12,15 @@ those traits and sends requests:
   ``clear_disabled_overrides``;
 * ``{kind: "forget", id, name}`` — drop a config name the catalog does not know;
 * ``{kind: "dismiss_warnings", id}`` — hide the current config warnings;
-* ``{kind: "preview", id}`` — the exact tool definitions the provider will receive.
+* ``{kind: "preview", id}`` — the exact tool definitions the provider will receive;
+* ``{kind: "preview_as", id, capabilities, scene}`` — show the tools as another model
+  (capabilities) or scene would get them; ``{kind: "reset_preview", id}`` ends that.
+
+"Preview as" never touches the config: the panel resolves twice, once for the agent (its
+:attr:`resolution`, what the runtime gets) and once as previewed (what the view shows), and
+the switches keep editing the agent's config. The choices offered are derived from the
+catalog — the capabilities its tools need, the scenes they mention — and a request naming
+anything else is refused, since it could only be a typo or a crafted message.
 
 A globally disabled tool is read-only: a request to switch it is refused with an error
 reply and the config is left as it was.
@@ -22,6 +30,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Callable, Iterable, Mapping
+from enum import Enum
 from typing import Any, Final, cast
 
 import traitlets
@@ -44,6 +53,11 @@ from ._tool_config_traits import (
     ForgetReply,
     ForgetRequest,
     NoReply,
+    PreviewAs,
+    PreviewAsReply,
+    PreviewAsRequest,
+    PreviewChoice,
+    PreviewOptions,
     PreviewResult,
     SetToolReply,
     SetToolRequest,
@@ -53,8 +67,18 @@ from ._tool_config_traits import (
     ToolVerdict,
 )
 
-__all__ = ["BULK_OPERATIONS", "STATE_FILTERS", "CategoryCount", "PreviewResult",
-           "ToolConfigPanel", "ToolConfigSummary", "ToolInfo", "ToolVerdict"]
+__all__ = ["AGENT_OWN", "BULK_OPERATIONS", "STATE_FILTERS", "CategoryCount", "PreviewAs",
+           "PreviewOptions", "PreviewResult", "ToolConfigPanel", "ToolConfigSummary",
+           "ToolInfo", "ToolVerdict"]
+
+
+class _AgentOwn(Enum):
+    AGENT_OWN = "agent_own"
+
+
+AGENT_OWN: Final = _AgentOwn.AGENT_OWN
+"""For :meth:`ToolConfigPanel.preview_as`: keep the agent's own capabilities or scene
+(``None`` already means "no filter")."""
 
 
 BULK_OPERATIONS: Final = ("restore_core_defaults", "clear_extra_enabled",
@@ -136,6 +160,12 @@ class ToolConfigPanel(NetaWidget):
     core_only = traitlets.Bool(False, help="Show core tools only.").tag(sync=True)
     collapsed = traitlets.List(traitlets.Unicode(), help=(
         "Categories whose section is folded.")).tag(sync=True)
+    preview_options = traitlets.Dict(help=(
+        "What 'preview as' offers: model choices derived from the capabilities the "
+        "catalog's tools need, the scenes they mention, the agent's own scene.")).tag(sync=True)
+    previewing_as = traitlets.Dict(allow_none=True, default_value=None, help=(
+        "The active preview (capabilities, scene, choice, text, changed), or None: then "
+        "the traits show the agent's own resolution.")).tag(sync=True)
 
 
     _following = False
@@ -156,6 +186,9 @@ class ToolConfigPanel(NetaWidget):
         self._shown_warnings: list[Notice] = []
         self._catalog_version: int | None = None
         self._resolution: ToolResolution = resolve_tools(catalog, config)
+        self._shown: ToolResolution = self._resolution
+        # The previewed resolver arguments (capabilities, scene), or None for the agent's.
+        self._preview: tuple[frozenset[str] | None, str | None] | None = None
         self._unsubscribers: list[Callable[[], None]] = [
             catalog.subscribe(lambda _catalog: self.refresh()),
             config.subscribe(lambda _config: self.refresh()),
@@ -175,8 +208,18 @@ class ToolConfigPanel(NetaWidget):
 
     @property
     def resolution(self) -> ToolResolution:
-        """The resolver's latest result, the one the view shows."""
+        """The agent's own resolution (what the runtime gets), whatever is previewed."""
         return self._resolution
+
+    @property
+    def shown_resolution(self) -> ToolResolution:
+        """What the view shows: the previewed resolution while a preview is active."""
+        return self._shown
+
+    @property
+    def previewing(self) -> bool:
+        """Whether a "preview as" is active (the view then shows :attr:`shown_resolution`)."""
+        return self._preview is not None
 
     @property
     def model_capabilities(self) -> frozenset[str] | None:
@@ -212,9 +255,131 @@ class ToolConfigPanel(NetaWidget):
                              model_capabilities=self._model_capabilities,
                              scene=self._scene, model=self._model)
 
+    # --- preview as ----------------------------------------------------------------
+
+    def _needed_capabilities(self) -> list[str]:
+        return sorted({name for item in self._catalog.ordered() for name in item.capabilities})
+
+    def _known_capabilities(self) -> set[str]:
+        return set(self._needed_capabilities()) | (self._model_capabilities or set())
+
+    def _known_scenes(self) -> list[str]:
+        scenes = {scene for item in self._catalog.ordered() for scene in item.scenes or ()}
+        if self._scene is not None:
+            scenes.add(self._scene)
+        return sorted(scenes)
+
+    def _preview_choices(self) -> list[PreviewChoice]:
+        """The model choices: the agent's own, then choices built from the capabilities
+        the catalog's tools need (only those can change what is available)."""
+        lang = self.lang
+        own = self._model_capabilities
+        needed = self._needed_capabilities()
+        # Capabilities the model has that no tool needs are kept in every choice, so a
+        # choice differs from the model only in what matters here.
+        base = set(own or ()) - set(needed)
+        listed = ", ".join(needed)
+        choices: list[PreviewChoice] = [{
+            "id": "model", "capabilities": None if own is None else sorted(own),
+            "label": (t("panel_preview_model_named", lang, model=self._model) if self._model
+                      else t("panel_preview_model", lang))}]
+        if not needed:
+            return choices
+        choices.append({"id": "all", "capabilities": sorted(base | set(needed)),
+                        "label": t("panel_preview_model_all", lang, capabilities=listed)})
+        for capability in needed:
+            choices.append({"id": f"without:{capability}",
+                            "capabilities": sorted((base | set(needed)) - {capability}),
+                            "label": t("panel_preview_model_without", lang,
+                                       capability=capability)})
+        if len(needed) > 1:  # with one, "without it" already is "without any"
+            choices.append({"id": "none", "capabilities": sorted(base),
+                            "label": t("panel_preview_model_none", lang, capabilities=listed)})
+        return choices
+
+    def _scene_label(self, scene: str | None) -> str:
+        lang = self.lang
+        if scene == self._scene:
+            return (t("panel_preview_scene_agent", lang, scene=scene) if scene is not None
+                    else t("panel_preview_scene_no_filter", lang))
+        return (t("panel_preview_scene_no_filter", lang) if scene is None
+                else t("panel_preview_scene_named", lang, scene=scene))
+
+    def preview_as(self, *, model_capabilities: Iterable[str] | _AgentOwn | None = AGENT_OWN,
+                   scene: str | _AgentOwn | None = AGENT_OWN) -> None:
+        """Show the tools as a model with ``model_capabilities`` in ``scene`` would get
+        them (``None``: no filter; :data:`AGENT_OWN`: the agent's own), without changing
+        the config. Names the catalog's tools never mention raise ``ValueError``. A
+        preview equal to the agent's own settings is no preview."""
+        if isinstance(model_capabilities, _AgentOwn):
+            capabilities = self._model_capabilities
+        elif isinstance(model_capabilities, str):
+            # A bare string would otherwise be read as a set of one-letter capabilities.
+            raise TypeError("model_capabilities must be a collection of names, not a string")
+        else:
+            capabilities = frozenset(model_capabilities) if model_capabilities is not None else None
+            unknown = sorted(capabilities - self._known_capabilities()) if capabilities else []
+            if unknown:
+                raise ValueError(
+                    f"unknown capability {', '.join(map(repr, unknown))}; the catalog's tools "
+                    f"need: {', '.join(self._needed_capabilities()) or 'none'}")
+        if isinstance(scene, _AgentOwn):
+            scene = self._scene
+        elif scene is not None and scene not in self._known_scenes():
+            raise ValueError(f"unknown scene {scene!r}; the catalog's tools mention: "
+                             f"{', '.join(self._known_scenes()) or 'none'}")
+        preview = (capabilities, scene)
+        self._preview = None if preview == (self._model_capabilities, self._scene) else preview
+        self.refresh()
+
+    def reset_preview(self) -> None:
+        """Show the agent's own resolution again."""
+        self._preview = None
+        self.refresh()
+
+    def _preview_state(self, choices: list[PreviewChoice]) -> PreviewAs | None:
+        if self._preview is None:
+            return None
+        capabilities, scene = self._preview
+        wanted = None if capabilities is None else sorted(capabilities)
+        # The agent's own model first: "all" may hold the same capabilities.
+        choice = next((entry for entry in choices if entry["capabilities"] == wanted), None)
+        lang = self.lang
+        if choice is not None:
+            model_words = choice["label"]
+        elif wanted:
+            model_words = t("panel_preview_model_custom", lang, capabilities=", ".join(wanted))
+        else:
+            model_words = t("panel_preview_model_no_capabilities", lang)
+        words = [model_words]
+        if scene is not None or self._scene is not None:  # no scene on either side: unsaid
+            words.append(self._scene_label(scene))
+        if lang == "en":
+            # The words continue a sentence ("Previewing as a model without vision").
+            words = [word[:1].lower() + word[1:] for word in words]
+        what = " · ".join(words)
+        real = set(self._resolution.names)
+        shown = set(self._shown.names)
+        return {"capabilities": wanted, "scene": scene,
+                "choice": choice["id"] if choice is not None else "custom",
+                "text": t("panel_previewing", lang, what=what),
+                "changed": [item.name for item in self._catalog.ordered()
+                            if (item.name in real) != (item.name in shown)]}
+
     def refresh(self) -> None:
         """Resolve again and publish the result (called on every change it follows)."""
-        resolution = self._resolution = self._resolve()
+        self._resolution = self._resolve()
+        if self._preview is None:
+            self._shown = self._resolution
+        else:
+            capabilities, scene = self._preview
+            # The reasons name the agent's model only for its own capabilities: a
+            # previewed model is not that model.
+            model = self._model if capabilities == self._model_capabilities else None
+            self._shown = resolve_tools(self._catalog, self._config,
+                                        model_capabilities=capabilities, scene=scene,
+                                        model=model)
+        resolution = self._shown
         ordered = self._catalog.ordered()
         final = set(resolution.names)
         lang = self.lang
@@ -255,6 +420,13 @@ class ToolConfigPanel(NetaWidget):
             "globally_disabled": state_counts[ToolState.GLOBALLY_DISABLED],
             "filtered_out": len(resolution.filtered_out),
         }
+        choices = self._preview_choices()
+        scenes = self._known_scenes()
+        preview_options: PreviewOptions = {
+            "choices": choices, "scenes": scenes, "agent_scene": self._scene,
+            "scene_labels": {"": self._scene_label(None),
+                             **{scene: self._scene_label(scene) for scene in scenes}}}
+        preview_state = self._preview_state(choices)
         with self.hold_sync():
             if self._catalog_version != self._catalog.version:
                 self._catalog_version = self._catalog.version
@@ -265,6 +437,9 @@ class ToolConfigPanel(NetaWidget):
             self.summary = cast("dict[str, Any]", summary)
             self.unknown = unknown
             self.warnings = [warning.text(lang) for warning in warnings]
+            self.preview_options = cast("dict[str, Any]", preview_options)
+            # set_trait: the stubs type a Dict trait as never None, and this one may be.
+            self.set_trait("previewing_as", preview_state)
 
     @traitlets.observe("lang")
     def _on_lang(self, _change: object) -> None:
@@ -328,12 +503,38 @@ class ToolConfigPanel(NetaWidget):
         self.warnings = []
         return {}
 
+    @handles("preview_as")
+    def _request_preview_as(self, content: PreviewAsRequest) -> PreviewAsReply:
+        if "capabilities" not in content or "scene" not in content:
+            raise RequestError("preview_as needs capabilities (a list of names, or null) and "
+                               "scene (a name, or null)")
+        capabilities, scene = content["capabilities"], content["scene"]
+        if capabilities is not None and (not isinstance(capabilities, list) or not all(
+                isinstance(name, str) for name in capabilities)):
+            raise RequestError("capabilities must be a list of names, or null")
+        if scene is not None and not isinstance(scene, str):
+            raise RequestError("scene must be a name, or null")
+        try:
+            self.preview_as(model_capabilities=capabilities, scene=scene)
+        except ValueError as error:
+            raise RequestError(str(error)) from None
+        return {"preview_as": cast("PreviewAs | None", self.previewing_as),
+                "enabled_tools": list(self.enabled_tools)}
+
+    @handles("reset_preview")
+    def _request_reset_preview(self, _content: Mapping[str, object]) -> PreviewAsReply:
+        self.reset_preview()
+        return {"preview_as": None, "enabled_tools": list(self.enabled_tools)}
+
     @handles("preview")
     def _request_preview(self, _content: Mapping[str, object]) -> PreviewResult:
+        # The prompt preview shows what the view shows: under "preview as", what that
+        # model and scene would receive.
+        capabilities, scene = (self._preview if self._preview is not None
+                               else (self._model_capabilities, self._scene))
         preview = preview_prompt(system_prompt=self.system_prompt, catalog=self._catalog,
-                                 config=self._config,
-                                 model_capabilities=self._model_capabilities,
-                                 scene=self._scene, model=self._model)
+                                 config=self._config, model_capabilities=capabilities,
+                                 scene=scene, model=self._model)
         return {"system_prompt": preview.system_prompt,
                 "tools": [cast(ToolDefinitionWire, definition.model_dump())
                           for definition in preview.tools]}
@@ -369,6 +570,8 @@ class ToolConfigPanel(NetaWidget):
     def _fallback_text(self) -> str:
         lines = [f"{t('panel_title', self.lang)} — {self._summary_line()} "
                  f"({t('panel_scope', self.lang)})"]
+        if self.previewing_as:  # the rows below are the preview's, not the agent's
+            lines.append(f"» {self.previewing_as['text']}")
         for tool, state in self._rows():
             mark = "[x]" if state["available"] else "[ ]"
             core = f" ({self._core_word()})" if tool["core"] else ""
@@ -387,6 +590,7 @@ class ToolConfigPanel(NetaWidget):
         lang = self.lang
         lines = [f"**{cell(t('panel_title', lang))}** — {cell(self._summary_line())} · "
                  f"*{cell(t('panel_scope', lang))}*", "",
+                 *([f"> {cell(self.previewing_as['text'])}", ""] if self.previewing_as else []),
                  f"| | {t('panel_column_tool', lang)} | {t('panel_column_category', lang)} | "
                  f"{t('panel_column_state', lang)} | {t('panel_column_note', lang)} |",
                  "|---|---|---|---|---|"]
@@ -424,7 +628,9 @@ class ToolConfigPanel(NetaWidget):
                 f"<td {cell}>{html.escape(self._note(state))}</td></tr>")
         body = (f'<div style="color:#57606a">{html.escape(self._summary_line())} · '
                 f"{html.escape(t('panel_scope', lang))}</div>"
-                f'<table style="border-collapse:collapse;margin-top:6px"><thead><tr>{head}'
+                + (f'<div style="font-weight:600;color:#1976d2">'
+                   f"{html.escape(self.previewing_as['text'])}</div>" if self.previewing_as else "")
+                + f'<table style="border-collapse:collapse;margin-top:6px"><thead><tr>{head}'
                 f"</tr></thead><tbody>{''.join(rows)}</tbody></table>")
         if self.unknown:
             body += (f"<div>{html.escape(t('panel_unknown', lang))} "

@@ -337,3 +337,156 @@ def test_large_catalog_state_is_complete() -> None:
     assert len(panel.states) == len(panel.tools) == 200
     assert panel.summary["enabled"] == 19 + 2
     assert panel.states == _expected_states(catalog, config)
+
+
+# --- preview as ------------------------------------------------------------------------
+
+def _preview_panel(catalog: ToolCatalog) -> tuple[ToolConfigPanel, AgentToolConfig]:
+    config = AgentToolConfig(enabled=["describe_image", "delegate"], disabled=["todo"])
+    panel = ToolConfigPanel(catalog, config, model_capabilities={"text", "vision"},
+                            scene="crew", model="openai:gpt-4o")
+    return panel, config
+
+
+def test_preview_choices_come_from_the_catalog(catalog: ToolCatalog) -> None:
+    panel, _config = _preview_panel(catalog)
+    assert panel.preview_options == {
+        "choices": [
+            {"id": "model", "capabilities": ["text", "vision"],
+             "label": "This agent's model (openai:gpt-4o)"},
+            {"id": "all", "capabilities": ["text", "vision"], "label": "A model with vision"},
+            {"id": "without:vision", "capabilities": ["text"],
+             "label": "A model without vision"}],
+        "scenes": ["crew"], "agent_scene": "crew",
+        "scene_labels": {"": "No scene", "crew": "This agent's scene (crew)"}}
+    assert panel.previewing_as is None and not panel.previewing
+
+    @tool(capabilities={"audio"})
+    def listen(path: str) -> str:
+        """Transcribe a recording."""
+        return path
+
+    catalog.register(listen)
+    ids = [choice["id"] for choice in panel.preview_options["choices"]]
+    # With two capabilities, "without any" is a choice of its own.
+    assert ids == ["model", "all", "without:audio", "without:vision", "none"]
+    assert panel.preview_options["choices"][-1]["capabilities"] == ["text"]
+
+
+def test_previewing_changes_states_and_reasons_but_never_the_config(
+        catalog: ToolCatalog, sent: SentMessages) -> None:
+    panel, config = _preview_panel(catalog)
+    before = config.dump()
+    own_states = dict(panel.states)
+    assert "describe_image" in panel.enabled_tools
+
+    reply = _request(panel, sent, "preview_as", capabilities=["text"], scene="crew")
+    assert reply["ok"] is True
+    assert reply["result"]["preview_as"]["choice"] == "without:vision"
+    assert "describe_image" not in panel.enabled_tools
+    assert panel.states["describe_image"] == {
+        "state": "agent_enabled", "on": True, "available": False,
+        # The previewed model is not the agent's: the reason does not name it.
+        "reason": "Needs the 'vision' capability, which the current model does not have",
+        "reason_code": "needs_capability",
+        "reason_params": {"capabilities": ["vision"], "model": None}}
+    assert panel.previewing_as == {
+        "capabilities": ["text"], "scene": "crew", "choice": "without:vision",
+        "text": "Previewing as a model without vision · this agent's scene (crew)",
+        "changed": ["describe_image"]}
+    assert panel.summary["filtered_out"] == 1
+    assert config.dump() == before
+    # The agent's own resolution is still the runtime's.
+    assert "describe_image" in panel.resolution.names
+    assert panel.shown_resolution.states == panel.resolution.states
+
+    # Scene and capabilities together; the prompt preview follows what is shown.
+    _request(panel, sent, "preview_as", capabilities=["text"], scene=None)
+    assert panel.previewing_as is not None
+    assert panel.previewing_as["text"] == "Previewing as a model without vision · no scene"
+    assert panel.states["delegate"]["available"] is True
+    names = [tool["name"] for tool in _request(panel, sent, "preview")["result"]["tools"]]
+    assert names == panel.enabled_tools
+
+    # The switches keep editing the real config while a preview is active.
+    _request(panel, sent, "set_tool", name="todo", enabled=True)
+    assert config.disabled == []
+    assert panel.previewing_as is not None
+    assert panel.states["todo"]["state"] == "default_enabled"
+    _request(panel, sent, "set_tool", name="todo", enabled=False)
+    assert config.dump() == before
+
+    panel.lang = "zh-CN"
+    assert panel.previewing_as["text"] == "正在预览：不具备 vision 能力的模型 · 不限场景"
+    assert panel.states["describe_image"]["reason"] == "需要 'vision' 能力，当前模型不具备"
+    panel.lang = "en"
+
+    reply = _request(panel, sent, "reset_preview")
+    assert reply["ok"] is True and reply["result"]["preview_as"] is None
+    assert panel.previewing_as is None
+    assert panel.states == own_states
+    assert config.dump() == before
+
+
+def test_a_preview_equal_to_the_agents_own_is_no_preview(catalog: ToolCatalog,
+                                                         sent: SentMessages) -> None:
+    panel, _config = _preview_panel(catalog)
+    _request(panel, sent, "preview_as", capabilities=["vision", "text"], scene="crew")
+    assert panel.previewing_as is None
+    panel.preview_as(scene=None)  # the model's own capabilities are kept
+    assert panel.previewing_as is not None
+    assert panel.previewing_as["choice"] == "model"
+    assert panel.previewing_as["capabilities"] == ["text", "vision"]
+    panel.reset_preview()
+    assert panel.previewing_as is None
+
+
+def test_a_preview_follows_config_changes(catalog: ToolCatalog) -> None:
+    panel, config = _preview_panel(catalog)
+    panel.preview_as(model_capabilities=["text"])
+    config.set_tool("describe_image", False, catalog)
+    assert panel.previewing_as is not None and panel.previewing_as["changed"] == []
+    assert panel.states["describe_image"]["state"] == "available"
+
+
+@pytest.mark.parametrize(("payload", "error"), [
+    ({"capabilities": ["telepathy"], "scene": None}, "unknown capability 'telepathy'"),
+    ({"capabilities": ["text"], "scene": "moon"}, "unknown scene 'moon'"),
+    ({"capabilities": "vision", "scene": None}, "capabilities must be a list"),
+    ({"capabilities": [1], "scene": None}, "capabilities must be a list"),
+    ({"capabilities": None, "scene": 3}, "scene must be a name"),
+    ({"capabilities": None}, "preview_as needs capabilities"),
+])
+def test_bad_preview_requests_are_refused_and_change_nothing(
+        catalog: ToolCatalog, sent: SentMessages, payload: dict[str, Any], error: str) -> None:
+    panel, config = _preview_panel(catalog)
+    panel.preview_as(model_capabilities=["text"])
+    shown = dict(panel.states)
+    before = config.dump()
+    reply = _request(panel, sent, "preview_as", **payload)
+    assert reply["ok"] is False
+    assert error in reply["error"]
+    assert panel.states == shown and panel.previewing_as is not None
+    assert config.dump() == before
+
+
+def test_preview_as_from_python_validates_too(catalog: ToolCatalog) -> None:
+    panel, _config = _preview_panel(catalog)
+    with pytest.raises(ValueError, match="the catalog's tools need: vision"):
+        panel.preview_as(model_capabilities={"sonar"})
+    with pytest.raises(TypeError):
+        panel.preview_as(model_capabilities="vision")
+    with pytest.raises(ValueError, match="mention: crew"):
+        panel.preview_as(scene="chat")
+    assert panel.previewing_as is None
+
+
+def test_fallbacks_say_when_a_preview_is_shown(catalog: ToolCatalog) -> None:
+    panel, _config = _preview_panel(catalog)
+    panel.preview_as(model_capabilities=["text"])
+    note = "Previewing as a model without vision · this agent's scene (crew)"
+    assert f"» {note}" in panel._fallback_text()
+    assert "\n> Previewing as a model without vision" in panel._fallback_markdown()
+    assert note.replace("'", "&#x27;") in panel._fallback_html()
+    panel.reset_preview()
+    assert "Previewing" not in panel._fallback_text() + panel._fallback_markdown()
