@@ -21,18 +21,20 @@
  * trait), `tool-config-panel-row.ts` (one tool's row), this file (the panel around them).
  * Every word comes from the shared label table (`i18n.ts`); reasons and config notes
  * arrive already rendered in the panel's language.
+ *
+ * (About 570 lines: the panel's four sections share one state and one render pass; the
+ * wire types, the row and the "preview as" control are their own modules.)
  */
 import "./tool-config-panel.css";
 import { element, makeToggle } from "./dom";
-import { normalizeLang, t, type Lang } from "./i18n";
+import { normalizeLang, t } from "./i18n";
+import { createPreviewAsControl } from "./tool-config-panel-preview";
 import { categoryName, matchesFilter, PanelToolRow } from "./tool-config-panel-row";
 import {
   BULK_OPERATIONS,
   STATE_FILTERS,
   type BulkOperation,
   type PanelRequest,
-  type PreviewAs,
-  type PreviewChoice,
   type PreviewResult,
   type StateFilter,
   type ToolConfigPanelState,
@@ -100,38 +102,6 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
   const scopeText = element("span");
   scope.append(scopeIcon, scopeText);
   summary.append(summaryFigures, scope);
-
-  // "Preview as": two selects, the error of a refused preview beside them (where the user
-  // acted), and while a preview is active a notice that cannot be missed, with a reset.
-  const previewAs = element("div", "neta-tc-preview-as");
-  const previewAsTitle = element("span", "neta-tc-preview-as-title");
-  const capabilitySelect = element("select", "neta-tc-select");
-  capabilitySelect.dataset.preview = "capabilities";
-  const capabilityLabel = element("label", "neta-tc-select-field");
-  const capabilityText = element("span", "neta-tc-select-label");
-  capabilityLabel.append(capabilityText, capabilitySelect);
-  const sceneSelect = element("select", "neta-tc-select");
-  sceneSelect.dataset.preview = "scene";
-  const sceneLabel = element("label", "neta-tc-select-field");
-  const sceneText = element("span", "neta-tc-select-label");
-  sceneLabel.append(sceneText, sceneSelect);
-  const previewAsError = element("span", "neta-tc-preview-as-error");
-  previewAsError.setAttribute("role", "alert");
-  previewAsError.hidden = true;
-  previewAs.append(previewAsTitle, capabilityLabel, sceneLabel, previewAsError);
-
-  const previewing = element("div", "neta-tc-previewing");
-  previewing.setAttribute("role", "status");
-  const previewingIcon = element("span", "neta-tc-previewing-icon");
-  previewingIcon.setAttribute("aria-hidden", "true");
-  const previewingWords = element("div", "neta-tc-previewing-words");
-  const previewingText = element("div", "neta-tc-previewing-text");
-  const previewingNote = element("div", "neta-tc-previewing-note");
-  previewingWords.append(previewingText, previewingNote);
-  const previewingReset = element("button", "neta-tc-previewing-reset");
-  previewingReset.type = "button";
-  previewing.append(previewingIcon, previewingWords, previewingReset);
-  previewing.hidden = true;
 
   const errorBar = element("div", "neta-tc-notice neta-tc-error");
   errorBar.setAttribute("role", "alert");
@@ -237,7 +207,13 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
   const previewBody = element("div", "neta-tc-preview-body");
   preview.append(previewSummary, previewBody);
 
-  root.append(summary, previewAs, previewing, errorBar, unknownBar, warningBar, enabledSection, toolbar, bulkBar, categoryList, noMatch, preview);
+  const previewAs = createPreviewAsControl({
+    send: (kind, payload, showFailure) => send(kind, payload, showFailure),
+    listen,
+    rerender: () => render(),
+    lang: () => state.lang,
+  });
+  root.append(summary, previewAs.bar, previewAs.notice, errorBar, unknownBar, warningBar, enabledSection, toolbar, bulkBar, categoryList, noMatch, preview);
   el.append(root);
 
   // --- requests ----------------------------------------------------------------------------
@@ -418,76 +394,6 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
     if (target?.dataset.forget) void send("forget", { name: target.dataset.forget });
   });
 
-  // --- preview as ----------------------------------------------------------------------------
-  function showPreviewError(message: string | null): void {
-    previewAsError.hidden = message === null;
-    previewAsError.textContent = message === null ? "" : t(state.lang, "panel_request_failed", { error: message });
-  }
-  function choices(): PreviewChoice[] {
-    return Array.isArray(state.preview_options.choices) ? state.preview_options.choices : [];
-  }
-  function requestPreview(): void {
-    const choice = choices()[Number(capabilitySelect.value)];
-    const scene = sceneSelect.value === "" ? null : sceneSelect.value.slice(1);
-    if (!choice) return;
-    capabilitySelect.disabled = sceneSelect.disabled = true;
-    void send("preview_as", { capabilities: choice.capabilities, scene }, showPreviewError).finally(() => {
-      capabilitySelect.disabled = sceneSelect.disabled = false;
-      // A refused preview leaves the selects showing what is really previewed.
-      render();
-    });
-  }
-  listen(capabilitySelect, "change", requestPreview);
-  listen(sceneSelect, "change", requestPreview);
-  listen(previewingReset, "click", () => {
-    previewingReset.disabled = true;
-    void send("reset_preview", {}, showPreviewError).finally(() => {
-      previewingReset.disabled = false;
-    });
-  });
-
-  function option(value: string, label: string, selected: boolean): HTMLOptionElement {
-    const node = element("option", undefined, label);
-    node.value = value;
-    node.selected = selected;
-    return node;
-  }
-
-  function renderPreviewAs(lang: Lang): void {
-    const active: PreviewAs | null = state.previewing_as;
-    const list = choices();
-    const agentScene = state.preview_options.agent_scene ?? null;
-    const scenes = Array.isArray(state.preview_options.scenes) ? state.preview_options.scenes : [];
-    const sceneLabels = state.preview_options.scene_labels ?? {};
-    previewAsTitle.textContent = t(lang, "panel_preview_as");
-    previewAs.title = t(lang, "panel_preview_as_hint");
-    capabilityText.textContent = t(lang, "panel_preview_capabilities");
-    sceneText.textContent = t(lang, "panel_preview_scene_label");
-    // Built from the kernel's choices on every render: a handful of options, and the
-    // selection must follow the kernel (a preview set from Python, a refused one).
-    const picked = active ? list.findIndex((choice) => choice.id === active.choice) : 0;
-    const capabilityOptions = list.map((choice, index) => option(String(index), choice.label, index === picked));
-    if (active && picked < 0) {
-      capabilityOptions.push(option("custom", t(lang, "panel_preview_model_custom", { capabilities: (active.capabilities ?? []).join(", ") }), true));
-    }
-    capabilitySelect.replaceChildren(...capabilityOptions);
-    // Scene values carry a prefix so that no scene name can collide with "no scene" ("").
-    const scene = active ? active.scene : agentScene;
-    sceneSelect.replaceChildren(
-      option("", sceneLabels[""] ?? t(lang, "panel_preview_scene_no_filter"), scene === null),
-      ...scenes.map((name) => option(`=${name}`, sceneLabels[name] ?? name, scene === name)),
-    );
-    // Nothing to choose from (no tool needs a capability or names a scene): no control.
-    previewAs.hidden = list.length <= 1 && scenes.length === 0 && !active;
-
-    previewing.hidden = active === null;
-    root.classList.toggle("neta-is-previewing", active !== null);
-    previewingText.textContent = active?.text ?? "";
-    previewingNote.textContent = t(lang, "panel_previewing_note");
-    previewingReset.textContent = t(lang, "panel_preview_reset");
-    changedByPreview = new Set(active?.changed ?? []);
-  }
-
   // --- prompt preview --------------------------------------------------------------------------
   let previewSeq = 0;
   let previewKey = "";
@@ -528,7 +434,8 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
     scopeText.textContent = t(lang, "panel_scope");
     errorClose.textContent = t(lang, "close");
 
-    renderPreviewAs(lang);
+    changedByPreview = previewAs.render(lang, state.preview_options, state.previewing_as);
+    root.classList.toggle("neta-is-previewing", state.previewing_as !== null);
 
     // Notices.
     unknownBar.hidden = state.unknown.length === 0;

@@ -28,7 +28,6 @@ reply and the config is left as it was.
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable, Iterable, Mapping
 from enum import Enum
 from typing import Any, Final, cast
@@ -45,7 +44,9 @@ from ..tools import (
     resolve_tools,
 )
 from ..tools.base import Tool
-from ._base import NetaWidget, RequestError, code_span, escape_markdown, handles, html_card
+from ._base import NetaWidget, RequestError, handles
+from ._tool_config_preview import known_scenes, needed_capabilities, preview_choices, scene_label
+from ._tool_config_static import PanelStatic
 from ._tool_config_traits import (
     BulkReply,
     BulkRequest,
@@ -258,52 +259,19 @@ class ToolConfigPanel(NetaWidget):
     # --- preview as ----------------------------------------------------------------
 
     def _needed_capabilities(self) -> list[str]:
-        return sorted({name for item in self._catalog.ordered() for name in item.capabilities})
+        return needed_capabilities(self._catalog)
 
     def _known_capabilities(self) -> set[str]:
         return set(self._needed_capabilities()) | (self._model_capabilities or set())
 
     def _known_scenes(self) -> list[str]:
-        scenes = {scene for item in self._catalog.ordered() for scene in item.scenes or ()}
-        if self._scene is not None:
-            scenes.add(self._scene)
-        return sorted(scenes)
+        return known_scenes(self._catalog, self._scene)
 
     def _preview_choices(self) -> list[PreviewChoice]:
-        """The model choices: the agent's own, then choices built from the capabilities
-        the catalog's tools need (only those can change what is available)."""
-        lang = self.lang
-        own = self._model_capabilities
-        needed = self._needed_capabilities()
-        # Capabilities the model has that no tool needs are kept in every choice, so a
-        # choice differs from the model only in what matters here.
-        base = set(own or ()) - set(needed)
-        listed = ", ".join(needed)
-        choices: list[PreviewChoice] = [{
-            "id": "model", "capabilities": None if own is None else sorted(own),
-            "label": (t("panel_preview_model_named", lang, model=self._model) if self._model
-                      else t("panel_preview_model", lang))}]
-        if not needed:
-            return choices
-        choices.append({"id": "all", "capabilities": sorted(base | set(needed)),
-                        "label": t("panel_preview_model_all", lang, capabilities=listed)})
-        for capability in needed:
-            choices.append({"id": f"without:{capability}",
-                            "capabilities": sorted((base | set(needed)) - {capability}),
-                            "label": t("panel_preview_model_without", lang,
-                                       capability=capability)})
-        if len(needed) > 1:  # with one, "without it" already is "without any"
-            choices.append({"id": "none", "capabilities": sorted(base),
-                            "label": t("panel_preview_model_none", lang, capabilities=listed)})
-        return choices
+        return preview_choices(self._catalog, self._model_capabilities, self._model, self.lang)
 
     def _scene_label(self, scene: str | None) -> str:
-        lang = self.lang
-        if scene == self._scene:
-            return (t("panel_preview_scene_agent", lang, scene=scene) if scene is not None
-                    else t("panel_preview_scene_no_filter", lang))
-        return (t("panel_preview_scene_no_filter", lang) if scene is None
-                else t("panel_preview_scene_named", lang, scene=scene))
+        return scene_label(scene, self._scene, self.lang)
 
     def preview_as(self, *, model_capabilities: Iterable[str] | _AgentOwn | None = AGENT_OWN,
                    scene: str | _AgentOwn | None = AGENT_OWN) -> None:
@@ -545,98 +513,16 @@ class ToolConfigPanel(NetaWidget):
         return (f"ToolConfigPanel({self.summary.get('enabled', 0)} of "
                 f"{self.summary.get('total', 0)} tools enabled)")
 
-    def _rows(self) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-        return [(tool, self.states[tool["name"]]) for tool in self.tools
-                if tool["name"] in self.states]
-
-    def _summary_line(self) -> str:
-        return t("panel_summary", self.lang, enabled=self.summary.get("enabled", 0),
-                 total=self.summary.get("total", 0), core=self.summary.get("core", 0))
-
-    def _note(self, state: Mapping[str, Any]) -> str:
-        reason = state.get("reason")
-        if not reason or state["state"] in ("agent_disabled", "globally_disabled", "available"):
-            # The state words already say it; only a filter reason adds something.
-            return ""
-        return str(reason)  # already in the panel's language
-
-    def _core_word(self) -> str:
-        # The table's "Core" is a tag; inside a sentence of the text forms it is a word.
-        return t("panel_core", self.lang).lower()
-
-    def _state_words(self, state: Mapping[str, Any]) -> str:
-        return t(f"state_{state['state']}", self.lang)
+    def _static(self) -> PanelStatic:
+        return PanelStatic(lang=self.lang, tools=self.tools, states=self.states,
+                           summary=self.summary, unknown=self.unknown,
+                           warnings=self.warnings, previewing_as=self.previewing_as)
 
     def _fallback_text(self) -> str:
-        lines = [f"{t('panel_title', self.lang)} — {self._summary_line()} "
-                 f"({t('panel_scope', self.lang)})"]
-        if self.previewing_as:  # the rows below are the preview's, not the agent's
-            lines.append(f"» {self.previewing_as['text']}")
-        for tool, state in self._rows():
-            mark = "[x]" if state["available"] else "[ ]"
-            core = f" ({self._core_word()})" if tool["core"] else ""
-            note = self._note(state)
-            lines.append(f"{mark} {tool['name']}{core} [{tool['category']}]: "
-                         f"{self._state_words(state)}" + (f" — {note}" if note else ""))
-        if self.unknown:
-            lines.append(f"{t('panel_unknown', self.lang)} {', '.join(self.unknown)}")
-        lines += [f"! {warning}" for warning in self.warnings]
-        return "\n".join(lines)
+        return self._static().text()
 
     def _fallback_markdown(self) -> str:
-        def cell(text: str) -> str:
-            return escape_markdown(text).replace("\n", " ")
-
-        lang = self.lang
-        lines = [f"**{cell(t('panel_title', lang))}** — {cell(self._summary_line())} · "
-                 f"*{cell(t('panel_scope', lang))}*", "",
-                 *([f"> {cell(self.previewing_as['text'])}", ""] if self.previewing_as else []),
-                 f"| | {t('panel_column_tool', lang)} | {t('panel_column_category', lang)} | "
-                 f"{t('panel_column_state', lang)} | {t('panel_column_note', lang)} |",
-                 "|---|---|---|---|---|"]
-        for tool, state in self._rows():
-            mark = "✓" if state["available"] else "–"
-            core = f" *{self._core_word()}*" if tool["core"] else ""
-            # Tool names come from tools (an MCP server's among them): a backtick in one
-            # must not end the code span and let the rest render as markdown.
-            name = code_span(tool["name"].replace("|", "\\|").replace("\n", " "))
-            lines.append(f"| {mark} | {name}{core} | {cell(tool['category'])} | "
-                         f"{cell(self._state_words(state))} | {cell(self._note(state))} |")
-        if self.unknown:
-            lines += ["", f"{cell(t('panel_unknown', lang))} "
-                      + ", ".join(code_span(name) for name in self.unknown)]
-        if self.warnings:
-            lines += [""] + [f"- {cell(warning)}" for warning in self.warnings]
-        return "\n".join(lines)
+        return self._static().markdown()
 
     def _fallback_html(self) -> str:
-        lang = self.lang
-        cell = 'style="padding:3px 10px 3px 0;text-align:left;vertical-align:top"'
-        head = "".join(f"<th {cell}>{html.escape(t(f'panel_column_{key}', lang))}</th>"
-                       for key in ("tool", "category", "state", "note"))
-        rows = []
-        for tool, state in self._rows():
-            colour = ("#2e7d32" if state["available"]
-                      else "#d32f2f" if state["state"] == "globally_disabled" else "#8c959f")
-            core = (f' <span style="font-size:11px;color:#1976d2">{t("panel_core", lang)}</span>'
-                    if tool["core"] else "")
-            rows.append(
-                f"<tr><td {cell}><span style=\"color:{colour}\">●</span> "
-                f"<code>{html.escape(tool['name'])}</code>{core}</td>"
-                f"<td {cell}>{html.escape(tool['category'])}</td>"
-                f"<td {cell}>{html.escape(self._state_words(state))}</td>"
-                f"<td {cell}>{html.escape(self._note(state))}</td></tr>")
-        body = (f'<div style="color:#57606a">{html.escape(self._summary_line())} · '
-                f"{html.escape(t('panel_scope', lang))}</div>"
-                + (f'<div style="font-weight:600;color:#1976d2">'
-                   f"{html.escape(self.previewing_as['text'])}</div>" if self.previewing_as else "")
-                + f'<table style="border-collapse:collapse;margin-top:6px"><thead><tr>{head}'
-                f"</tr></thead><tbody>{''.join(rows)}</tbody></table>")
-        if self.unknown:
-            body += (f"<div>{html.escape(t('panel_unknown', lang))} "
-                     f"{html.escape(', '.join(self.unknown))}</div>")
-        if self.warnings:
-            items = "".join(f"<li>{html.escape(warning)}</li>" for warning in self.warnings)
-            body += f'<ul style="margin:6px 0 0;padding-left:18px">{items}</ul>'
-        return html_card(html.escape(t("panel_title", lang)), body)
-
+        return self._static().html()
