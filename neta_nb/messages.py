@@ -19,12 +19,13 @@ import json
 import re
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 __all__ = [
+    "MAX_NESTING",
     "Interruption",
     "Message",
     "MessageMetadata",
@@ -44,6 +45,7 @@ __all__ = [
     "encodable_value",
     "load_messages",
     "new_id",
+    "valid_conversation",
 ]
 
 Role = Literal["user", "assistant", "tool"]
@@ -71,15 +73,51 @@ def encodable(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text)
 
 
-def encodable_value(value: Any) -> Any:
-    """:func:`encodable` applied to every string in JSON-like data (tool arguments)."""
+MAX_NESTING = 64
+"""How deep tool arguments may nest; deeper parts are replaced by a short text. Arguments
+nested hundreds deep (seen from models looping) would fail the store's JSON encoder."""
+
+
+def encodable_value(value: Any, depth: int = 0) -> Any:
+    """:func:`encodable` applied to every string in JSON-like data (tool arguments), and
+    nesting cut at :data:`MAX_NESTING`."""
     if isinstance(value, str):
         return encodable(value)
+    if isinstance(value, dict | list | tuple) and depth >= MAX_NESTING:
+        return f"[nested deeper than {MAX_NESTING} levels: cut]"
     if isinstance(value, dict):
-        return {encodable(str(k)): encodable_value(v) for k, v in value.items()}
+        return {encodable(str(k)): encodable_value(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [encodable_value(v) for v in value]
+        return [encodable_value(v, depth + 1) for v in value]
     return value
+
+
+def valid_conversation(messages: Sequence[Message]) -> list[Message]:
+    """``messages`` as every provider accepts them: a tool result that answers no call of
+    the message right before it is left out, and a call with no result gets an error
+    result. Used on what a store hands back (a damaged row can break either rule)."""
+    valid: list[Message] = []
+    index = 0
+    while index < len(messages):
+        message = messages[index]
+        index += 1
+        if message.role == "tool":
+            continue  # answers no call right before it
+        valid.append(message)
+        calls = ({call.id: call for call in message.tool_calls}
+                 if message.role == "assistant" else {})
+        answered: set[str] = set()
+        while index < len(messages) and messages[index].role == "tool":
+            ids = {part.tool_call_id for part in messages[index].tool_results}
+            if ids and ids <= set(calls) - answered:
+                valid.append(messages[index])
+                answered |= ids
+            index += 1
+        for call_id, call in calls.items():
+            if call_id not in answered:
+                valid.append(Message.tool_result(call_id, call.name, "This call has no result "
+                                                 "in the stored history.", is_error=True))
+    return valid
 
 
 def new_id(prefix: str = "") -> str:

@@ -39,7 +39,7 @@ from .events import (
     TokenUpdateEvent,
     parse_command,
 )
-from .messages import Message, Usage, count_characters, encodable, new_id
+from .messages import Message, Usage, count_characters, encodable, new_id, valid_conversation
 from .ownership import ProcessOwner, SessionBusyError
 from .persistence import SessionPersistence
 from .providers.base import ModelRequest, Provider, ProviderError
@@ -531,6 +531,9 @@ class AgentSession:
             message.metadata.error = "The kernel stopped while this turn was running."
             session._append(message)
             session._tools.close_unanswered(session._messages, "killed", {})
+        # What a store hands back may break the rules providers enforce (a damaged row);
+        # the model is sent a conversation that keeps them.
+        session._view = valid_conversation(session._view)
         session._save_record(running=False, owner=None, owner_died=False)
         return session
 

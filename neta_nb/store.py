@@ -26,7 +26,8 @@ from pydantic import BaseModel, Field, ValidationError
 from .messages import Message, Usage
 from .ownership import ProcessOwner
 
-__all__ = ["CompactedView", "CompactionRecord", "SessionRecord", "SessionStore",
+__all__ = ["UNREADABLE_MESSAGE", "CompactedView", "CompactionRecord", "SessionRecord",
+           "SessionStore",
            "default_store_path"]
 
 _SCHEMA = """
@@ -52,6 +53,18 @@ CREATE TABLE IF NOT EXISTS views (
     data TEXT NOT NULL
 );
 """
+
+
+UNREADABLE_MESSAGE = "This message could not be read from the store (its row is damaged)."
+
+
+def _decode(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")
+
+
+def _text(data: str | bytes) -> str:
+    """A row's JSON as text: TEXT columns are decoded by the connection, a BLOB here."""
+    return _decode(data) if isinstance(data, bytes) else data
 
 
 def default_store_path() -> Path:
@@ -117,6 +130,9 @@ class SessionStore:
         self._lock = threading.RLock()
         self._db = sqlite3.connect(str(self.path), check_same_thread=False,
                                    isolation_level=None)
+        # A row whose text is not valid UTF-8 (a hand edit, a bad disk) would otherwise
+        # fail the whole query — every session of the list, every message of a resume.
+        self._db.text_factory = _decode
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
@@ -171,7 +187,7 @@ class SessionStore:
         if row is None:
             return None
         try:
-            record = SessionRecord.model_validate_json(row[0])
+            record = SessionRecord.model_validate_json(_text(row[0]))
         except ValidationError as exc:
             self._warn(f"session {session_id}: unreadable record skipped ({_first_error(exc)})")
             return None
@@ -186,7 +202,7 @@ class SessionStore:
         records = []
         for session_id, data in rows:
             try:
-                records.append(self._settle_owner(SessionRecord.model_validate_json(data)))
+                records.append(self._settle_owner(SessionRecord.model_validate_json(_text(data))))
             except ValidationError as exc:
                 self._warn(f"session {session_id}: unreadable record skipped "
                            f"({_first_error(exc)})")
@@ -240,10 +256,15 @@ class SessionStore:
         messages = []
         for seq, data in rows:
             try:
-                messages.append(Message.model_validate_json(data))
+                messages.append(Message.model_validate_json(_text(data)))
             except ValidationError as exc:
-                self._warn(f"session {session_id}: message #{seq} is unreadable and was "
-                           f"skipped ({_first_error(exc)})")
+                # Shown where it was (an empty message carrying the error: it never goes
+                # to the model), not dropped without a trace.
+                self._warn(f"session {session_id}: message #{seq} is unreadable "
+                           f"({_first_error(exc)})")
+                placeholder = Message.assistant([], error=UNREADABLE_MESSAGE)
+                placeholder.id = f"m_unreadable_{seq}"
+                messages.append(placeholder)
         return messages
 
     def count_messages(self, session_id: str) -> int:
@@ -268,7 +289,7 @@ class SessionStore:
         if row is None:
             return None
         try:
-            return Message.model_validate_json(row[0])
+            return Message.model_validate_json(_text(row[0]))
         except ValidationError as exc:
             self._warn(f"session {session_id}: unreadable draft dropped ({_first_error(exc)})")
             return None
@@ -293,7 +314,7 @@ class SessionStore:
         if row is None:
             return None
         try:
-            return CompactedView.model_validate_json(row[0])
+            return CompactedView.model_validate_json(_text(row[0]))
         except ValidationError as exc:
             self._warn(f"session {session_id}: unreadable compacted view ignored "
                        f"({_first_error(exc)}); the model will see the full history")

@@ -46,10 +46,10 @@ def test_store_round_trip_and_listing(tmp_path: Path) -> None:
     assert store.get_session("a") is None and store.load_messages("a") == []
 
 
-def test_corrupt_rows_are_skipped_with_a_warning(tmp_path: Path) -> None:
+def test_corrupt_rows_show_as_unreadable_with_a_warning(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     store = SessionStore(path)
-    from neta_nb.store import SessionRecord
+    from neta_nb.store import UNREADABLE_MESSAGE, SessionRecord
 
     store.save_session(SessionRecord(id="a"))
     for m in (Message.user("one"), Message.user("two"), Message.user("three")):
@@ -58,7 +58,10 @@ def test_corrupt_rows_are_skipped_with_a_warning(tmp_path: Path) -> None:
         db.execute("UPDATE messages SET data = '{not json' WHERE seq = 1")
         db.execute("INSERT INTO sessions VALUES ('bad', '{\"id\": 5, \"title\": []}', 9)")
     reopened = SessionStore(path)
-    assert [m.text for m in reopened.load_messages("a")] == ["one", "three"]
+    loaded = reopened.load_messages("a")
+    # The damaged message stays visible where it was, as an empty message with the error.
+    assert [m.text for m in loaded] == ["one", "", "three"]
+    assert loaded[1].metadata.error == UNREADABLE_MESSAGE and not loaded[1].parts
     assert [r.id for r in reopened.list_sessions()] == ["a"]
     assert any("message #1" in w for w in reopened.warnings)
     assert any("session bad" in w for w in reopened.warnings)
