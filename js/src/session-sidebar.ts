@@ -18,6 +18,8 @@ export interface SessionRow {
   title: string;
   agent: string;
   running: boolean;
+  /** The turn runs in another process (another kernel): it cannot be taken over here. */
+  elsewhere?: boolean;
   last_message: string;
   todo: { completed: number; total: number } | null;
   updated_at: number;
@@ -153,7 +155,8 @@ export function createSessionSidebar(el: HTMLElement, options: SessionSidebarOpt
           parts.push(badge);
         }
         if (session.running) {
-          parts.push(element("span", "neta-sidebar-running-dot"), element("span", "neta-sidebar-running", t(lang, "running")));
+          parts.push(element("span", "neta-sidebar-running-dot"),
+            element("span", "neta-sidebar-running", t(lang, session.elsewhere ? "running_elsewhere" : "running")));
         } else {
           parts.push(element("span", "neta-sidebar-last", session.last_message));
         }

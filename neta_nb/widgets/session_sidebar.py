@@ -16,6 +16,7 @@ from typing import Any, TypedDict, cast
 
 import traitlets
 
+from ..ownership import SessionBusyError
 from ..session import AgentSession
 from ..store import SessionRecord, SessionStore
 from ._base import NetaWidget, RequestError, escape_markdown, handles
@@ -51,6 +52,8 @@ class SessionRow(TypedDict):
     title: str
     agent: str
     running: bool
+    elsewhere: bool
+    """The turn runs in another process (another kernel)."""
     last_message: str
     todo: TodoBadge | None
     updated_at: float
@@ -76,6 +79,8 @@ def _row(record: SessionRecord) -> SessionRow:
         "title": record.title,
         "agent": str(record.agent.get("name", "")),
         "running": record.running,
+        "elsewhere": bool(record.running and record.owner is not None
+                          and not record.owner.is_current),
         "last_message": _preview(record.last_message),
         "todo": ({"completed": int(summary.get("completed", 0)),
                   "total": int(summary.get("total", 0))} if summary.get("total") else None),
@@ -158,7 +163,7 @@ class SessionSidebar(NetaWidget):
                 try:
                     session = AgentSession.resume(session_id, store=self.store,
                                                   catalog=catalog)
-                except KeyError as exc:
+                except (KeyError, SessionBusyError) as exc:
                     raise RequestError(str(exc)) from exc
         chat.bind(session)
         return session

@@ -115,3 +115,23 @@ async def test_switching_is_refused_while_a_turn_runs(store: SessionStore) -> No
     sidebar.open_session(other.id)
     assert chat.session_id == other.id
     sidebar.close()
+
+
+def test_a_session_another_kernel_runs_shows_so_and_is_not_taken_over(
+        store: SessionStore) -> None:
+    import psutil
+
+    from neta_nb.ownership import ProcessOwner
+
+    session = AgentSession(hello_agent(), store=store)
+    # A live process that is not this one (pid 1), with its real start time.
+    other = ProcessOwner.current().model_copy(
+        update={"pid": 1, "started": psutil.Process(1).create_time()})
+    store.update_session(session.id, running=True, owner=other)
+    chat = ChatView(AgentSession(hello_agent(), store=store))
+    sidebar = SessionSidebar(store, chat=chat)
+    row = next(r for r in sidebar.sessions if r["id"] == session.id)
+    assert row["running"] and row["elsewhere"]
+    with pytest.raises(RequestError, match="running a turn in process 1"):
+        sidebar.open_session(session.id)
+    assert store.get_session(session.id).running  # type: ignore[union-attr]
