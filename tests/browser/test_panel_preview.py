@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from .harness import LabSession
+from .panel_pictures import panel_pictures
 
 pytestmark = pytest.mark.browser
 
@@ -135,38 +136,9 @@ def test_a_refused_preview_shows_its_error_beside_the_control(lab: LabSession) -
     error.wait_for(state="hidden")
 
 
-def _scroll_to_top_of(lab: LabSession, selector: str) -> None:
-    lab.page.evaluate("""(selector) => {
-      const node = document.querySelector(selector);
-      node.scrollIntoView({block: 'start'});
-      let scroller = node.parentElement;
-      while (scroller && scroller.scrollHeight <= scroller.clientHeight) {
-        scroller = scroller.parentElement;
-      }
-      if (scroller) scroller.scrollTop -= 24;
-    }""", selector)
-    lab.wait_for_transitions()
-
-
 def _pictures(lab: LabSession, directory: Path, name: str) -> list[Path]:
-    page = lab.page
-    panel = page.locator(PANEL)
-    viewport = page.viewport_size
-    # The whole panel is taller than the usual window.
-    lab.set_viewport_size({"width": 1200, "height": 2600})
-    try:
-        paths = [lab.screenshot(panel, directory / f"{name}.png")]
-    finally:
-        lab.set_viewport_size(viewport)
-    _scroll_to_top_of(lab, PANEL)
-    box = panel.bounding_box()
-    assert box is not None
-    top = directory / f"{name}-top.png"
-    directory.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(top), clip={"x": box["x"] - 12, "y": box["y"] - 12,
-                                         "width": box["width"] + 24, "height": 420},
-                    animations="disabled")
-    return [*paths, top]
+    return panel_pictures(lab, directory / f"{name}.png", directory / f"{name}-top.png",
+                          top_height=420)
 
 
 def test_screenshots_with_a_preview_active(lab: LabSession, screenshot_dir: Path) -> None:

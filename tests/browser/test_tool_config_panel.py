@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from .harness import LabSession
+from .panel_pictures import panel_pictures, scroll_to_top_of
 
 pytestmark = pytest.mark.browser
 
@@ -376,40 +377,9 @@ def test_two_hundred_tools_update_in_place(lab: LabSession) -> None:
                          ".every((n) => n.__netaMark === true)")
 
 
-def _scroll_to_top_of(lab: LabSession, selector: str) -> None:
-    """Scroll the notebook so the element's top sits a little below the toolbar."""
-    lab.page.evaluate("""(selector) => {
-      const node = document.querySelector(selector);
-      node.scrollIntoView({block: 'start'});
-      let scroller = node.parentElement;
-      while (scroller && scroller.scrollHeight <= scroller.clientHeight) {
-        scroller = scroller.parentElement;
-      }
-      if (scroller) scroller.scrollTop -= 24;
-    }""", selector)
-    lab.wait_for_transitions()  # scrolled, laid out, and no hover transition left
-
-
 def _picture(lab: LabSession, directory: Path, theme: str) -> list[Path]:
-    page = lab.page
-    panel = page.locator(PANEL)
-    # The whole panel is taller than the usual window: picture it in a tall one.
-    viewport = page.viewport_size
-    lab.set_viewport_size({"width": 1200, "height": 2600})
-    try:
-        paths = [lab.screenshot(panel, directory / f"tool-config-panel-{theme}.png")]
-    finally:
-        lab.set_viewport_size(viewport)
-    # The top of the panel (summary, enabled tools, toolbar, first categories) at a glance.
-    _scroll_to_top_of(lab, PANEL)
-    box = panel.bounding_box()
-    assert box is not None
-    top = directory / f"tool-config-panel-top-{theme}.png"
-    page.screenshot(path=str(top), clip={"x": box["x"] - 12, "y": box["y"] - 12,
-                                         "width": box["width"] + 24, "height": 560},
-                    animations="disabled")
-    paths.append(top)
-    return paths
+    return panel_pictures(lab, directory / f"tool-config-panel-{theme}.png",
+                          directory / f"tool-config-panel-top-{theme}.png", top_height=560)
 
 
 def test_screenshots_light_and_dark(lab: LabSession, screenshot_dir: Path) -> None:
@@ -427,7 +397,7 @@ def test_screenshots_light_and_dark(lab: LabSession, screenshot_dir: Path) -> No
     lab.execute(path, "panel.lang = 'zh-CN'")
     page.wait_for_function(f"() => document.querySelector('{PANEL} .neta-tc-scope')"
                            ".textContent === '仅影响当前 Agent'")
-    _scroll_to_top_of(lab, PANEL)
+    scroll_to_top_of(lab, PANEL)
     box = page.locator(PANEL).bounding_box()
     assert box is not None
     zh = screenshot_dir / "tool-config-panel-zh-dark.png"
