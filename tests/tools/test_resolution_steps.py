@@ -96,7 +96,8 @@ def test_explain_for_unknown_names_and_in_chinese() -> None:
     resolution = resolve_tools(catalog, config, model_capabilities={"tools"}, model="m1")
     assert resolution.explain("todo") == ("'todo' is available: it is a core tool, "
                                           "enabled by default.")
-    assert resolution.explain("python") == "'python' is available: it is switched on for this agent."
+    assert resolution.explain("python") == ("'python' is available: it is switched on "
+                                            "for this agent.")
     assert resolution.explain("read_file") == ("'read_file' is not available: switched off "
                                                "for this agent.")
     assert "needs the 'vision' capability, which model m1" in resolution.explain(
