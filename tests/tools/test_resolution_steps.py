@@ -49,7 +49,8 @@ def test_each_step_follows_its_own_rule(world: World) -> None:
     assert set(disabled.removed) == set(disabled.names).union(disabled.removed) & set(
         config.disabled)
     assert set(filtered.removed) == {name for name in filtered.removed
-                                     if catalog[name].capabilities or catalog[name].scenes}
+                                     if catalog[name].capabilities
+                                     or catalog[name].scenes is not None}
     for step in (filtered, disabled):
         assert set(step.reasons) == set(step.removed)
 
