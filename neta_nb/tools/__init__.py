@@ -6,22 +6,36 @@
 * :class:`AgentToolConfig` — one agent's overrides (inherit core, enabled, disabled).
 * :func:`resolve_tools` — the only place that combines them.
 * :func:`preview_prompt` — what a provider receives, computed the way the runtime does.
+* Explanations: :attr:`ToolResolution.steps` (:class:`ResolutionSteps`), ``.explain(name)``,
+  ``.diff(other)`` (:class:`ResolutionDiff`), :meth:`AgentToolConfig.load_report`
+  (:class:`LoadReport`); each, and the resolution, config and catalog themselves, shows as
+  a table in a notebook (``.display(lang)`` returns a :class:`Display`).
 """
 
 from .base import Tool, ToolArgumentError, ToolContext, ToolVisibility, tool
 from .catalog import SEED_CATEGORIES, ToolCatalog
-from .config import AgentToolConfig, ToolConfigError
+from .config import AgentToolConfig, LoadReport, ToolConfigError
 from .demo import demo_catalog
+from .display import Display
 from .preview import PromptPreview, preview_prompt
 from .resolver import ToolResolution, ToolState, resolve_tools
+from .steps import ChangeKind, ResolutionDiff, ResolutionStep, ResolutionSteps, StepRule, ToolChange
 
 __all__ = [
     "SEED_CATEGORIES",
     "AgentToolConfig",
+    "ChangeKind",
+    "Display",
+    "LoadReport",
     "PromptPreview",
+    "ResolutionDiff",
+    "ResolutionStep",
+    "ResolutionSteps",
+    "StepRule",
     "Tool",
     "ToolArgumentError",
     "ToolCatalog",
+    "ToolChange",
     "ToolConfigError",
     "ToolContext",
     "ToolResolution",

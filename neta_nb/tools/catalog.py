@@ -9,8 +9,12 @@ two meet only in :func:`~neta_nb.tools.resolver.resolve_tools`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING
 
 from .base import Tool
+
+if TYPE_CHECKING:
+    from .display import Display
 
 __all__ = ["SEED_CATEGORIES", "ToolCatalog"]
 
@@ -193,6 +197,20 @@ class ToolCatalog:
         self._version += 1
         for listener in list(self._listeners):
             listener(self)
+
+    # --- displays -----------------------------------------------------------------------
+    def display(self, lang: str = "en") -> Display:
+        """Every tool by category (label, name, core, global state, needs, description)
+        as a table (HTML and markdown)."""
+        from .display import render_catalog
+
+        return render_catalog(self, lang)
+
+    def _repr_html_(self) -> str:
+        return self.display().html
+
+    def _repr_markdown_(self) -> str:
+        return self.display().markdown
 
     def __repr__(self) -> str:
         disabled = len(self._globally_disabled)

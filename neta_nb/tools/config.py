@@ -19,7 +19,8 @@ duplicates and conflicts; every mutation through the methods below normalises th
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
 from pydantic.alias_generators import to_camel
@@ -27,7 +28,10 @@ from pydantic.alias_generators import to_camel
 from ..labels import Notice
 from .catalog import ToolCatalog
 
-__all__ = ["AgentToolConfig", "ToolConfigError"]
+if TYPE_CHECKING:
+    from .display import Display
+
+__all__ = ["AgentToolConfig", "LoadReport", "ToolConfigError"]
 
 _NEW_SHAPE_KEYS = frozenset({"inheritCoreTools", "inherit_core_tools", "enabled", "disabled"})
 _LEGACY_KEYS = frozenset({"toolsets", "tools"})
@@ -94,6 +98,29 @@ class AgentToolConfig(BaseModel):
                                   "migrating it needs the tool catalog: "
                                   "AgentToolConfig.load(data, catalog)")
         return _migrate_legacy(data, catalog)
+
+    @classmethod
+    def load_report(cls, data: Mapping[str, Any] | AgentToolConfig | None,
+                    catalog: ToolCatalog | None = None) -> LoadReport:
+        """:meth:`load`, and what it did: for a legacy config the toolsets and disabled
+        list it started from, the tools each toolset brought in, the new-shape result and
+        the notes. Raises what :meth:`load` raises."""
+        config = cls.load(data, catalog)
+        if not isinstance(data, Mapping) or set(data) & _NEW_SHAPE_KEYS \
+                or not set(data) & _LEGACY_KEYS:
+            return LoadReport(config=config, legacy=False, notes=config.load_warnings)
+        assert catalog is not None  # load() refuses a legacy config without one
+        toolsets = _string_list(data.get("toolsets"), "'toolsets'")
+        legacy_tools = data.get("tools") or {}
+        groups = catalog.categories()
+        disabled = set(config.disabled)
+        brought_in = {toolset: [item.name for item in groups[toolset]
+                                if not item.core and item.name not in disabled]
+                      for toolset in dict.fromkeys(toolsets) if toolset in groups}
+        return LoadReport(config=config, legacy=True, toolsets=toolsets,
+                          legacy_disabled=_string_list(legacy_tools.get("disabled"),
+                                                       "'tools.disabled'"),
+                          brought_in=brought_in, notes=config.load_warnings)
 
     def dump(self) -> dict[str, Any]:
         """The new camelCase shape, lists sorted and without duplicates."""
@@ -183,6 +210,19 @@ class AgentToolConfig(BaseModel):
             for listener in list(self._listeners):
                 listener(self)
 
+    # --- displays -------------------------------------------------------------------------
+    def display(self, lang: str = "en") -> Display:
+        """The config's fields and load notes as a table (HTML and markdown)."""
+        from .display import render_config
+
+        return render_config(self, lang)
+
+    def _repr_html_(self) -> str:
+        return self.display().html
+
+    def _repr_markdown_(self) -> str:
+        return self.display().markdown
+
     # --- value semantics ------------------------------------------------------------------
     def __eq__(self, other: object) -> bool:
         # Subscribers and load notes are not part of the config's value.
@@ -204,6 +244,52 @@ class AgentToolConfig(BaseModel):
         copied = super().__deepcopy__(memo)
         copied._listeners = []
         return copied
+
+
+@dataclass(frozen=True)
+class LoadReport:
+    """What :meth:`AgentToolConfig.load_report` found and did (seed §5.3)."""
+
+    config: AgentToolConfig
+    """The loaded config: the same as :meth:`AgentToolConfig.load` returns."""
+    legacy: bool
+    """Whether the data was in the legacy shape and was migrated."""
+    toolsets: list[str] = field(default_factory=list)
+    """Before: the legacy ``toolsets`` (category names), as given."""
+    legacy_disabled: list[str] = field(default_factory=list)
+    """Before: the legacy ``tools.disabled``, as given."""
+    brought_in: dict[str, list[str]] = field(default_factory=dict)
+    """Per matched toolset, the non-core tools it turned into explicit grants."""
+    notes: list[Notice] = field(default_factory=list)
+    """The load notes (``legacy_toolset_unmatched``, ``unrecognised_key``)."""
+
+    @property
+    def before(self) -> dict[str, Any]:
+        """The legacy shape read (empty for a config already in the new shape)."""
+        if not self.legacy:
+            return {}
+        return {"toolsets": list(self.toolsets), "tools": {"disabled": list(self.legacy_disabled)}}
+
+    @property
+    def after(self) -> dict[str, Any]:
+        """The new shape, as :meth:`AgentToolConfig.dump` writes it."""
+        return self.config.dump()
+
+    def display(self, lang: str = "en") -> Display:
+        from .display import render_load_report
+
+        return render_load_report(self, lang)
+
+    def _repr_html_(self) -> str:
+        return self.display().html
+
+    def _repr_markdown_(self) -> str:
+        return self.display().markdown
+
+    def __repr__(self) -> str:
+        if not self.legacy:
+            return f"LoadReport(not legacy, {self.after})"
+        return f"LoadReport({self.before} → {self.after}, {len(self.notes)} notes)"
 
 
 def _explain(error: ValidationError) -> str:

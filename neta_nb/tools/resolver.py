@@ -27,12 +27,17 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property, partial
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..labels import Notice, t
 from ..messages import ToolDefinition
 from .base import Tool
 from .catalog import ToolCatalog
 from .config import AgentToolConfig
+
+if TYPE_CHECKING:
+    from .display import Display
+    from .steps import ResolutionDiff, ResolutionSteps
 
 __all__ = ["ToolResolution", "ToolState", "resolve_tools"]
 
@@ -61,6 +66,25 @@ REASON_CORE_NOT_INHERITED = Notice("core_not_inherited")
 _ON_STATES = (ToolState.DEFAULT_ENABLED, ToolState.AGENT_ENABLED)
 
 
+class _Inputs(NamedTuple):
+    """What a resolution was computed from, kept so that the explanations (steps,
+    displays) can be derived later, on demand, instead of on the runtime's path."""
+
+    catalog_index: _CatalogIndex
+    inherit: bool
+    enabled: set[str]
+    disabled: set[str]
+    capabilities: frozenset[str] | None
+    scene: str | None
+    model: str | None
+
+
+def continuing(text: str) -> str:
+    """A reason that continues a sentence ("… is not available: disabled globally"),
+    so it starts in lower case."""
+    return text[:1].lower() + text[1:]
+
+
 @dataclass(frozen=True)
 class ToolResolution:
     """The outcome of :func:`resolve_tools`."""
@@ -77,6 +101,9 @@ class ToolResolution:
         default=None, repr=False, compare=False)
     """Computes ``unknown`` and ``warnings`` on first access: the runtime, which only
     needs the tools, never pays for diagnostics meant for the config panel."""
+    _inputs: _Inputs | None = field(default=None, repr=False, compare=False)
+    """The catalog index and config snapshot the result came from: ``steps``, ``explain``,
+    ``diff`` and the displays derive from it on first use."""
 
     @cached_property
     def _diagnostics(self) -> tuple[list[str], list[Notice]]:
@@ -127,10 +154,68 @@ class ToolResolution:
         reason = self.reasons.get(name)
         if reason is None:
             return t("refusal_no_such_tool", lang, name=name, tools=tools)
-        text = reason.text(lang)
-        # The reason continues the sentence, so it starts in lower case.
         return t("refusal_not_available", lang, name=name, tools=tools,
-                 reason=text[:1].lower() + text[1:])
+                 reason=continuing(reason.text(lang)))
+
+    # --- explanations (computed on demand; the runtime never asks) -------------------------
+    @cached_property
+    def steps(self) -> ResolutionSteps:
+        """The seed's fixed order (§6) as data: globally enabled → + core (if inherited) →
+        + enabled → − disabled → capability/scene filter, each step with the names it
+        added and removed and the set after it. Computed on first access."""
+        from .steps import ResolutionSteps, trace
+
+        if self._inputs is None:
+            return ResolutionSteps(())
+        inputs = self._inputs
+        return trace(inputs.catalog_index, inputs.inherit, inputs.enabled, inputs.disabled,
+                     inputs.capabilities, inputs.scene, inputs.model)
+
+    def explain(self, name: str, lang: str = "en") -> str:
+        """One sentence: why ``name`` is (or is not) available to this agent, in the words
+        of the config panel and of :meth:`refusal`."""
+        reason = self.reasons.get(name)
+        if reason is not None:
+            return t("explain_not_available", lang, name=name,
+                     reason=continuing(reason.text(lang)))
+        state = self.states.get(name)
+        if state is ToolState.DEFAULT_ENABLED:
+            return t("explain_default_enabled", lang, name=name)
+        if state is ToolState.AGENT_ENABLED:
+            return t("explain_agent_enabled", lang, name=name)
+        if name in self.unknown:
+            return t("explain_unknown_in_config", lang, name=name)
+        return t("explain_no_such_tool", lang, name=name)
+
+    def diff(self, other: ToolResolution) -> ResolutionDiff:
+        """What changes from this resolution to ``other``: tools added, removed, and every
+        tool whose state changed (old → new, with reasons)."""
+        from .steps import diff_resolutions
+
+        return diff_resolutions(self, other)
+
+    @property
+    def catalog_tools(self) -> dict[str, Tool]:
+        """Every catalog tool the states name, in display order (for explanations)."""
+        if self._inputs is not None:
+            return self._inputs.catalog_index.tools
+        return {item.name: item for item in self.tools}
+
+    def display(self, lang: str = "en") -> Display:
+        """The resolution as a table (HTML and markdown), in ``lang``."""
+        from .display import render_resolution
+
+        return render_resolution(self, lang)
+
+    def _repr_html_(self) -> str:
+        return self.display().html
+
+    def _repr_markdown_(self) -> str:
+        return self.display().markdown
+
+    def __repr__(self) -> str:
+        return (f"ToolResolution({len(self.tools)} of {len(self.states)} tools: "
+                f"{', '.join(self.names) or 'none'})")
 
 
 def resolve_tools(catalog: ToolCatalog, config: AgentToolConfig, *,
@@ -169,15 +254,16 @@ def resolve_tools(catalog: ToolCatalog, config: AgentToolConfig, *,
         defaults = [item for item in defaults if item.name not in disabled]
 
     final = defaults + explicit
-    if index.restricted and (model_capabilities is not None or scene is not None):
-        final = _filter(final, index.restricted, reasons,
-                        None if model_capabilities is None else frozenset(model_capabilities),
-                        scene, model or None)
+    capabilities = None if model_capabilities is None else frozenset(model_capabilities)
+    if index.restricted and (capabilities is not None or scene is not None):
+        final = _filter(final, index.restricted, reasons, capabilities, scene, model or None)
 
     # A snapshot of the config, so later edits cannot change this resolution's report.
     diagnose = partial(_check_config, index, list(config.enabled), list(config.disabled),
                        config.load_warnings, enabled, disabled)
-    return ToolResolution(tools=final, states=states, reasons=reasons, _diagnose=diagnose)
+    inputs = _Inputs(index, inherit, enabled, disabled, capabilities, scene, model or None)
+    return ToolResolution(tools=final, states=states, reasons=reasons, _diagnose=diagnose,
+                          _inputs=inputs)
 
 
 def _filter(tools: list[Tool], restricted: frozenset[str], reasons: dict[str, Notice],

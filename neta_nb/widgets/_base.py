@@ -24,7 +24,6 @@ import html
 import inspect
 import json
 import logging
-import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -32,6 +31,10 @@ from typing import Any, ClassVar, Generic, Literal, TypedDict, TypeVar, cast, ov
 
 import anywidget
 import traitlets
+
+# Pure escaping helpers live in the core (the resolver's displays use them too); widget
+# code keeps importing them from here.
+from ..markup import code_span, escape_markdown, fenced, literal_markdown
 
 __all__ = ["STATIC_DIR", "ErrorReply", "Lang", "NetaWidget", "OkReply", "Reply", "RequestError",
            "RequestHandler", "code_span", "escape_markdown", "fenced", "handles", "html_card",
@@ -141,37 +144,6 @@ def _error_text(error: BaseException) -> str:
         return str(error)
     message = str(error)
     return f"{type(error).__name__}: {message}" if message else type(error).__name__
-
-
-def fenced(text: str, info: str = "") -> str:
-    """``text`` as a fenced code block that no backtick run inside it can close."""
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}{info}\n{text}\n{fence}"
-
-
-def code_span(text: str) -> str:
-    """``text`` as an inline code span that no backtick run inside it can close."""
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    ticks = "`" * (longest + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{ticks}{pad}{text}{pad}{ticks}"
-
-
-def escape_markdown(text: str) -> str:
-    """Text that renders literally inside markdown: markdown punctuation is backslashed and
-    HTML special characters become entities (so raw HTML in model text stays text)."""
-    escaped = "".join(f"\\{ch}" if ch in "\\`*_{}[]()#+-.!|~>" else ch for ch in text)
-    return escaped.replace("&", "&amp;").replace("<", "&lt;")
-
-
-def literal_markdown(text: str) -> str:
-    """Multi-line text that renders literally, its line breaks kept (hard breaks).
-
-    Static viewers (GitHub, nbconvert, a notebook reopened without widget state) may not
-    sanitize markdown, and even those that do load its images: model text written as live
-    markdown there would fetch ``![](https://host/?d=…)`` on sight."""
-    return "  \n".join(escape_markdown(line) for line in text.splitlines())
 
 
 class NetaWidget(anywidget.AnyWidget):

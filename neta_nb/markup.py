@@ -1,0 +1,56 @@
+"""Escaping for the static text forms (markdown and HTML) that notebooks keep in their
+outputs.
+
+Static viewers (GitHub, nbviewer, nbconvert, a notebook reopened without a kernel) may
+render markdown without sanitizing it, so any text that comes from a tool, a model or a
+config must stay text there. These helpers are pure string functions: the core (the
+resolver's displays) and the widgets' fallbacks share them, and the core imports no
+widget library to get them.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["code_span", "escape_markdown", "fenced", "literal_markdown", "markdown_cell"]
+
+
+def fenced(text: str, info: str = "") -> str:
+    """``text`` as a fenced code block that no backtick run inside it can close."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{info}\n{text}\n{fence}"
+
+
+def code_span(text: str) -> str:
+    """``text`` as an inline code span that no backtick run inside it can close."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    ticks = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
+def escape_markdown(text: str) -> str:
+    """Text that renders literally inside markdown: markdown punctuation is backslashed and
+    HTML special characters become entities (so raw HTML in model text stays text)."""
+    escaped = "".join(f"\\{ch}" if ch in "\\`*_{}[]()#+-.!|~>" else ch for ch in text)
+    return escaped.replace("&", "&amp;").replace("<", "&lt;")
+
+
+def literal_markdown(text: str) -> str:
+    """Multi-line text that renders literally, its line breaks kept (hard breaks).
+
+    Static viewers (GitHub, nbconvert, a notebook reopened without widget state) may not
+    sanitize markdown, and even those that do load its images: model text written as live
+    markdown there would fetch ``![](https://host/?d=…)`` on sight."""
+    return "  \n".join(escape_markdown(line) for line in text.splitlines())
+
+
+def markdown_cell(text: str, *, code: bool = False) -> str:
+    """``text`` for one cell of a markdown table: on one line, and unable to end the cell.
+    ``code=True`` shows it as a code span (a name), where a ``|`` still splits a table
+    cell unless backslashed."""
+    flat = " ".join(text.split())
+    if code:
+        return code_span(flat.replace("|", "\\|")) if flat else ""
+    return escape_markdown(flat)
