@@ -57,6 +57,16 @@ class ProcessOwner(BaseModel):
     def describe(self) -> str:
         return f"process {self.pid} on {self.host}"
 
+    def check_not_busy(self, session_id: str) -> None:
+        """Raise :class:`SessionBusyError` if this owner, running a turn of the session,
+        is alive."""
+        if not self.is_alive():
+            return
+        where = ("this kernel: use the session object that runs it" if self.is_current
+                 else self.describe())
+        raise SessionBusyError(f"session {session_id!r} is running a turn in {where}; "
+                               "resume it once that turn has ended")
+
 
 def _start_time(pid: int) -> float | None:
     try:

@@ -8,6 +8,10 @@ error result). This module keeps the loop, cancellation and the history; the par
 job of their own live beside it — ``agent``, ``approvals``, ``tool_runner``, ``turn``
 (everything that lives for one turn), ``usage_meter``, ``persistence``, ``event_hub`` and
 the summarising call in ``compaction``. The session knows nothing of widgets.
+
+(About 540 lines, a little over the project's ~500: ``_run``, ``_loop_turn`` and
+``resume`` are the places that end a turn — by answer, Stop, interrupt, error or a dead
+kernel — and they must close the history the same way, so they stay together.)
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from .events import (
     parse_command,
 )
 from .messages import Message, Usage, count_characters, encodable, new_id, valid_conversation
-from .ownership import ProcessOwner, SessionBusyError
+from .ownership import ProcessOwner
 from .persistence import SessionPersistence
 from .providers.base import ModelRequest, Provider, ProviderError
 from .store import CompactionRecord, SessionStore
@@ -50,6 +54,7 @@ from .tool_runner import ToolLimits, ToolRunner
 from .tools import PromptPreview, ToolCatalog, ToolContext, preview_prompt, resolve_tools
 from .tools.base import ProgressCallback
 from .tools.builtin.python_exec import notebook_namespace
+from .tools.resolution_cache import ResolutionCache
 from .tools.resolver import ToolResolution
 from .tools.threads import ToolThreads
 from .turn import Turn
@@ -105,7 +110,7 @@ class AgentSession:
                                  on_todo_written=self._todo_written,
                                  on_interrupt=self._interrupted)
         self._turn: Turn | None = None
-        self._resolved: tuple[tuple[object, ...], ToolResolution] | None = None
+        self._resolved = ResolutionCache()
         self._compacting = False
         if store is not None and store.get_session(self.id) is None:
             store.save_session(self._saved.record(self._messages))
@@ -183,22 +188,15 @@ class AgentSession:
                               scene=self.agent.scene)
 
     def _resolution(self) -> ToolResolution:
-        """The agent's tools now, as `preview` resolves them. Kept while what it depends
-        on is unchanged: a tool is re-authorised right before it runs, and that check is
-        then free unless the catalog or the agent's config changed meanwhile."""
-        key = self._tools_key()
-        if self._resolved is not None and self._resolved[0] == key:
-            return self._resolved[1]
-        resolution = resolve_tools(self.catalog, self.agent.tools,
-                                   model_capabilities=self.provider.info.capabilities,
-                                   scene=self.agent.scene)
-        self._resolved = (key, resolution)
+        """The agent's tools now, as `preview` resolves them (cached: ResolutionCache)."""
+        key = ResolutionCache.key(self.catalog, self.agent.tools, self.agent.scene)
+        resolution = self._resolved.get(key)
+        if resolution is None:
+            resolution = resolve_tools(self.catalog, self.agent.tools,
+                                       model_capabilities=self.provider.info.capabilities,
+                                       scene=self.agent.scene)
+            self._resolved.put(key, resolution)
         return resolution
-
-    def _tools_key(self) -> tuple[object, ...]:
-        config = self.agent.tools
-        return (id(self.catalog), self.catalog.version, id(config), config.inherit_core_tools,
-                tuple(config.enabled), tuple(config.disabled), self.agent.scene)
 
     # --- events -----------------------------------------------------------------------
     def subscribe(self, callback: Callable[[Event], None]) -> Callable[[], None]:
@@ -348,9 +346,9 @@ class AgentSession:
                     if self._meter.full:
                         turn.stop_reason = "context_full"
                         return turn.message
-            key = self._tools_key()
+            key = ResolutionCache.key(self.catalog, self.agent.tools, self.agent.scene)
             preview = self.preview()
-            self._resolved = (key, preview.resolution)  # what the re-checks compare with
+            self._resolved.put(key, preview.resolution)  # what the re-checks compare with
             request = ModelRequest(system_prompt=preview.system_prompt,
                                    # Maintained as messages arrive (see _append), so a call
                                    # costs no pass over a long history; providers never
@@ -503,12 +501,8 @@ class AgentSession:
         record = store.get_session(session_id)  # a dead owner's turn is settled here
         if record is None:
             raise KeyError(f"no session {session_id!r} in {store.path}")
-        owner = record.owner
-        if record.running and owner is not None and owner.is_alive():
-            where = ("this kernel: use the session object that runs it" if owner.is_current
-                     else owner.describe())
-            raise SessionBusyError(f"session {session_id!r} is running a turn in {where}; "
-                                   "resume it once that turn has ended")
+        if record.running and record.owner is not None:
+            record.owner.check_not_busy(session_id)
         catalog = catalog if catalog is not None else ToolCatalog.default()
         agent = agent or Agent.from_record(record.agent, catalog)
         level = record.think_level if record.think_level in THINK_LEVELS else None
