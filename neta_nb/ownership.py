@@ -44,15 +44,9 @@ class ProcessOwner(BaseModel):
         checked from here and counts as alive (the safe answer: nothing is taken over)."""
         if self.host != socket.gethostname():
             return True
-        try:
-            process = psutil.Process(self.pid)
-            if process.status() == psutil.STATUS_ZOMBIE:  # killed, not yet reaped
-                return False
-            started = float(process.create_time())
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-            return False
+        started = _start_time(self.pid)
         # Start times are read from the same clock at a granularity of clock ticks.
-        return abs(started - self.started) < 1.0
+        return started is not None and abs(started - self.started) < 1.0
 
     def describe(self) -> str:
         return f"process {self.pid} on {self.host}"
@@ -69,7 +63,12 @@ class ProcessOwner(BaseModel):
 
 
 def _start_time(pid: int) -> float | None:
+    """When process ``pid`` started, or ``None`` if it is gone (a killed process not yet
+    reaped, a zombie, counts as gone)."""
     try:
-        return float(psutil.Process(pid).create_time())
+        process = psutil.Process(pid)
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return None
+        return float(process.create_time())
     except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
         return None

@@ -1,13 +1,27 @@
-"""Screenshots of the tool configuration panel: the whole panel in a tall window, and its
-top (summary, preview, enabled tools) at a glance."""
+"""What the tool configuration panel's browser tests share: reading kernel values,
+waiting for the enabled chips, and screenshots (the whole panel in a tall window, and
+its top at a glance)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 from .harness import LabSession
 
 PANEL = ".neta-tool-config"
+
+
+def kernel_json(lab: LabSession, path: str, expression: str) -> Any:
+    return json.loads(lab.execute(path, f"import json; print(json.dumps({expression}))"))
+
+
+def wait_for_chips(lab: LabSession, expected: list[str]) -> None:
+    lab.page.wait_for_function(
+        f"""(expected) => JSON.stringify(Array.from(document.querySelectorAll(
+        '{PANEL} .neta-tc-enabled .neta-tc-chip:not(.neta-tc-chip-unavailable)'))
+        .map((n) => n.dataset.name)) === JSON.stringify(expected)""", arg=expected)
 
 
 def scroll_to_top_of(lab: LabSession, selector: str) -> None:

@@ -5,14 +5,13 @@ light and dark with a preview active."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from .harness import LabSession
-from .panel_pictures import panel_pictures
+from .panel_pictures import kernel_json, panel_pictures, wait_for_chips
 
 pytestmark = pytest.mark.browser
 
@@ -39,21 +38,10 @@ def _card(lab: LabSession, name: str) -> Any:
     return lab.page.locator(f"{PANEL} .neta-tc-tool[data-name='{name}']")
 
 
-def _kernel_json(lab: LabSession, path: str, expression: str) -> Any:
-    return json.loads(lab.execute(path, f"import json; print(json.dumps({expression}))"))
-
-
-def _wait_for_chips(lab: LabSession, expected: list[str]) -> None:
-    lab.page.wait_for_function(
-        f"""(expected) => JSON.stringify(Array.from(document.querySelectorAll(
-        '{PANEL} .neta-tc-enabled .neta-tc-chip:not(.neta-tc-chip-unavailable)'))
-        .map((n) => n.dataset.name)) === JSON.stringify(expected)""", arg=expected)
-
-
 def _open(lab: LabSession, name: str) -> str:
     path = lab.run_notebook(name, [SETUP])
     lab.page.locator(PANEL).wait_for()
-    _wait_for_chips(lab, ["list_files", "read_file", "profile_table", "ask_user",
+    wait_for_chips(lab, ["list_files", "read_file", "profile_table", "ask_user",
                           "describe_image"])
     return path
 
@@ -72,7 +60,7 @@ def test_preview_without_vision_then_reset(lab: LabSession) -> None:
     page.locator(NOTICE).wait_for()
     assert page.locator(f"{NOTICE} .neta-tc-previewing-text").text_content() == (
         "Previewing as a model without vision · this agent's scene (chat)")
-    _wait_for_chips(lab, ["list_files", "read_file", "profile_table", "ask_user"])
+    wait_for_chips(lab, ["list_files", "read_file", "profile_table", "ask_user"])
     card = _card(lab, "describe_image")
     assert card.locator(".neta-tc-reason").text_content() == VISION_REASON
     assert "neta-tc-tool-previewed" in (card.get_attribute("class") or "")
@@ -86,8 +74,8 @@ def test_preview_without_vision_then_reset(lab: LabSession) -> None:
         "tools available in this preview")
     # The kernel: previewing, the agent's config and its own resolution untouched.
     assert lab.wait_for_kernel_value(path, "panel.previewing", "True") == "True"
-    assert _kernel_json(lab, path, "config.dump()") == CONFIG
-    assert "describe_image" in _kernel_json(lab, path, "panel.resolution.names")
+    assert kernel_json(lab, path, "config.dump()") == CONFIG
+    assert "describe_image" in kernel_json(lab, path, "panel.resolution.names")
 
     # A switch flipped during a preview edits the real config.
     _card(lab, "word_count").locator(".neta-switch").click()
@@ -102,7 +90,7 @@ def test_preview_without_vision_then_reset(lab: LabSession) -> None:
     # Reset: the agent's own resolution again.
     page.locator(f"{NOTICE} .neta-tc-previewing-reset").click()
     page.locator(NOTICE).wait_for(state="hidden")
-    _wait_for_chips(lab, ["list_files", "read_file", "profile_table", "ask_user",
+    wait_for_chips(lab, ["list_files", "read_file", "profile_table", "ask_user",
                           "describe_image"])
     assert card.locator(".neta-tc-reason").is_hidden()
     assert page.locator(f"{PANEL} .neta-tc-summary-text").text_content() == "tools enabled"
@@ -110,7 +98,7 @@ def test_preview_without_vision_then_reset(lab: LabSession) -> None:
     assert page.locator(CAPABILITIES).evaluate("(n) => n.selectedOptions[0].textContent") == (
         "This agent's model (openai:gpt-4o)")
     assert lab.wait_for_kernel_value(path, "panel.previewing", "False") == "False"
-    assert _kernel_json(lab, path, "config.dump()") == CONFIG
+    assert kernel_json(lab, path, "config.dump()") == CONFIG
 
 
 def test_a_refused_preview_shows_its_error_beside_the_control(lab: LabSession) -> None:
@@ -129,7 +117,7 @@ def test_a_refused_preview_shows_its_error_beside_the_control(lab: LabSession) -
     page.wait_for_function(f"() => document.querySelector('{SCENE}').selectedOptions[0]"
                            ".textContent === \"This agent's scene (chat)\"")
     assert lab.execute(path, "print(panel.previewing)").strip() == "False"
-    assert _kernel_json(lab, path, "config.dump()") == CONFIG
+    assert kernel_json(lab, path, "config.dump()") == CONFIG
     # The next good preview clears the error.
     page.locator(CAPABILITIES).select_option(label="A model without vision")
     page.locator(NOTICE).wait_for()

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from .harness import LabSession
-from .panel_pictures import panel_pictures, scroll_to_top_of
+from .panel_pictures import kernel_json, panel_pictures, scroll_to_top_of, wait_for_chips
 
 pytestmark = pytest.mark.browser
 
@@ -43,24 +43,13 @@ def _chips(lab: LabSession) -> list[str]:
         .map((n) => n.dataset.name)"""))
 
 
-def _kernel_json(lab: LabSession, path: str, expression: str) -> Any:
-    return json.loads(lab.execute(path, f"import json; print(json.dumps({expression}))"))
-
-
-def _wait_for_chips(lab: LabSession, expected: list[str]) -> None:
-    lab.page.wait_for_function(
-        f"""(expected) => JSON.stringify(Array.from(document.querySelectorAll(
-        '{PANEL} .neta-tc-enabled .neta-tc-chip:not(.neta-tc-chip-unavailable)'))
-        .map((n) => n.dataset.name)) === JSON.stringify(expected)""", arg=expected)
-
-
 def test_panel_renders_the_kernels_resolution(lab: LabSession) -> None:
     path = lab.run_notebook("tool_config.ipynb", [SETUP])
     page = lab.page
     page.locator(PANEL).wait_for()
-    expected = _kernel_json(lab, path, "panel.enabled_tools")
+    expected = kernel_json(lab, path, "panel.enabled_tools")
     assert expected == ["list_files", "read_file", "profile_table", "ask_user"]
-    _wait_for_chips(lab, expected)
+    wait_for_chips(lab, expected)
     assert page.locator(f"{PANEL} .neta-tc-summary-count").text_content() == "4"
     assert page.locator(f"{PANEL} .neta-tc-scope").text_content() == "Only affects this agent"
     # Seed category order, custom categories after; counts as the kernel computed them.
@@ -95,7 +84,7 @@ def test_panel_renders_the_kernels_resolution(lab: LabSession) -> None:
 
     # A change made in Python shows at once.
     lab.execute(path, "config.set_tool('recall', True, catalog)\ncatalog.disable('read_file')")
-    _wait_for_chips(lab, ["list_files", "profile_table", "ask_user", "recall"])
+    wait_for_chips(lab, ["list_files", "profile_table", "ask_user", "recall"])
     assert _card(lab, "read_file").locator(".neta-tc-state-text").text_content() == (
         "Disabled globally in tool management")
     assert lab.execute(path, "print(repr(panel))").strip() == (
@@ -112,7 +101,7 @@ def test_switches_and_bulk_operations_change_the_kernels_config(lab: LabSession)
     assert lab.wait_for_kernel_value(path, "config.enabled",
                                      "['ask_user', 'describe_image', 'word_count']") == (
         "['ask_user', 'describe_image', 'word_count']")
-    _wait_for_chips(lab, ["list_files", "read_file", "profile_table", "ask_user", "word_count"])
+    wait_for_chips(lab, ["list_files", "read_file", "profile_table", "ask_user", "word_count"])
     assert _card(lab, "word_count").locator(".neta-tc-state-text").text_content() == (
         "Switched on for this agent")
 
@@ -162,7 +151,7 @@ def test_switches_and_bulk_operations_change_the_kernels_config(lab: LabSession)
     }""", model_id)
     assert reply["ok"] is False
     assert "disabled globally" in reply["error"]
-    assert _kernel_json(lab, path, "config.dump()") == {
+    assert kernel_json(lab, path, "config.dump()") == {
         "inheritCoreTools": True, "enabled": ["ask_user", "describe_image", "word_count"],
         "disabled": ["list_files"]}
 
@@ -171,12 +160,12 @@ def test_switches_and_bulk_operations_change_the_kernels_config(lab: LabSession)
     assert lab.wait_for_kernel_value(path, "config.enabled", "[]") == "[]"
     page.get_by_role("button", name="Restore core defaults").click()
     assert lab.wait_for_kernel_value(path, "config.disabled", "[]") == "[]"
-    _wait_for_chips(lab, ["list_files", "read_file", "todo", "profile_table"])
+    wait_for_chips(lab, ["list_files", "read_file", "todo", "profile_table"])
     lab.execute(path, "config.set_tool('todo', False, catalog)")
-    _wait_for_chips(lab, ["list_files", "read_file", "profile_table"])
+    wait_for_chips(lab, ["list_files", "read_file", "profile_table"])
     page.get_by_role("button", name="Clear switched-off overrides").click()
     assert lab.wait_for_kernel_value(path, "config.disabled", "[]") == "[]"
-    _wait_for_chips(lab, ["list_files", "read_file", "todo", "profile_table"])
+    wait_for_chips(lab, ["list_files", "read_file", "todo", "profile_table"])
     assert page.locator(f"{PANEL} .neta-tc-error").is_hidden()
 
 
@@ -289,7 +278,7 @@ def test_unknown_names_warnings_and_preview(lab: LabSession) -> None:
     code.wait_for()
     assert page.locator(f"{PANEL} .neta-tc-preview-body pre").first.text_content() == "Be brief."
     definitions = json.loads(code.text_content() or "")
-    assert [entry["name"] for entry in definitions] == _kernel_json(lab, path,
+    assert [entry["name"] for entry in definitions] == kernel_json(lab, path,
                                                                     "panel.enabled_tools")
     # The open preview follows the config.
     lab.execute(path, "config.set_tool('calculate', True, catalog)")
