@@ -16,7 +16,7 @@ import pytest
 
 from neta_nb.cli import FIRST_NOTEBOOK
 
-from .support.demo_script import (
+from .support.demo_command import (
     UNPRIVILEGED_USER,
     JupyterLabProcess,
     demo_dry_run,

@@ -24,11 +24,11 @@ from pathlib import Path
 
 from .timing import poll_until
 
-__all__ = ["DEMO_SCRIPT", "UNPRIVILEGED_USER", "JupyterLabProcess", "demo_dry_run",
+__all__ = ["DEMO_COMMAND", "UNPRIVILEGED_USER", "JupyterLabProcess", "demo_dry_run",
            "demo_environment", "run_as", "unprivileged_user_missing_reason"]
 
 ROOT = Path(__file__).resolve().parents[2]
-DEMO_SCRIPT = ROOT / "scripts" / "demo.sh"
+DEMO_COMMAND = ROOT / "scripts" / "demo.sh"
 UNPRIVILEGED_USER = (65534, 65534)
 """uid and gid of ``nobody``: a user with no rights of its own."""
 
@@ -46,10 +46,10 @@ def unprivileged_user_missing_reason() -> str | None:
     if shutil.which("setpriv") is None:
         return "setpriv (util-linux) is not installed, so no command can run as nobody"
     probe = subprocess.run([*run_as(UNPRIVILEGED_USER), "bash", "-c",
-                            'test -r "$1" && "$2" -c pass', "probe", str(DEMO_SCRIPT),
+                            'test -r "$1" && "$2" -c pass', "probe", str(DEMO_COMMAND),
                             sys.executable], capture_output=True, text=True, check=False)
     if probe.returncode != 0:
-        return (f"user nobody cannot read {DEMO_SCRIPT} or run {sys.executable} "
+        return (f"user nobody cannot read {DEMO_COMMAND} or run {sys.executable} "
                 f"(a parent folder is private to its owner): {probe.stderr.strip()}")
     return None
 
@@ -82,7 +82,7 @@ def demo_dry_run(args: Sequence[str], env: dict[str, str],
                  user: tuple[int, int] | None = None) -> tuple[list[str], str]:
     """``bash scripts/demo.sh --dry-run ARGS``: the JupyterLab command it prints (its last
     line) and everything it printed."""
-    result = subprocess.run([*run_as(user), "bash", str(DEMO_SCRIPT), "--dry-run", *args],
+    result = subprocess.run([*run_as(user), "bash", str(DEMO_COMMAND), "--dry-run", *args],
                             env=env, capture_output=True, text=True, check=False, timeout=120)
     assert result.returncode == 0, f"demo.sh failed ({result.returncode}):\n{result.stderr}"
     lines = result.stdout.strip().splitlines()
