@@ -24,7 +24,7 @@ from pathlib import Path
 import platformdirs
 
 __all__ = ["copy_notebooks", "demo_notebooks_source", "jupyterlab_command", "main",
-           "notebooks_to_copy"]
+           "notebooks_to_copy", "parse_arguments"]
 
 _PACKAGE = Path(__file__).resolve().parent
 FIRST_NOTEBOOK = "01_quickstart.ipynb"
@@ -161,18 +161,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def parse_arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The command line parsed; for ``lab``, what it does not know is in ``lab_args``."""
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
     if not getattr(args, "passes_options_on", False):
         if unknown:
             parser.error(f"unrecognized arguments: {' '.join(unknown)}")
-    else:
-        # What `neta-nb lab` does not know belongs to JupyterLab, in the order given; a
-        # `--` that separated them is argparse's, not JupyterLab's.
-        if "--" in unknown:
-            unknown.remove("--")
-        args.lab_args = unknown
+        return args
+    # What `neta-nb lab` does not know belongs to JupyterLab, in the order given; a `--`
+    # that separated them is argparse's, not JupyterLab's.
+    if "--" in unknown:
+        unknown.remove("--")
+    args.lab_args = unknown
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_arguments(argv)
     result: int = args.run(args)
     return result
 

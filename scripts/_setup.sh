@@ -31,10 +31,20 @@ activate_venv() {
   . "$1/bin/activate"
 }
 
+# Python 3.11 or newer as python3, with venv (Debian and Ubuntu ship it separately).
+ensure_python() {
+  if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+    echo "neta_nb needs Python 3.11 or newer as python3; found: $(python3 --version 2>&1)" >&2
+    return 1
+  fi
+  python3 -c 'import ensurepip' 2>/dev/null || apt_install python3-venv
+}
+
 # Creates (or reuses) the venv (.venv unless given) and installs the project into it with
 # the given extras.
 install_venv() {
   local venv="${2:-.venv}"
+  ensure_python
   python3 -m venv "$venv"
   activate_venv "$venv"
   python -m pip install -q --upgrade pip
