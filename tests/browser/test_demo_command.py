@@ -29,6 +29,18 @@ _QUICKSTART_SHOWN = """() => {
 }"""
 
 
+# Both turns of the quickstart have ended in the chat: two answers, the chat idle.
+_BOTH_ANSWERS_DONE = """() => {
+  const chat = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .neta-chat-view');
+  if (!chat || chat.classList.contains('neta-is-running')) return false;
+  const answers = Array.from(chat.querySelectorAll('.neta-chat-assistant'))
+    .filter((node) => node.textContent.includes('What the tools returned'));
+  return answers.length === 2 && !chat.querySelector('.neta-is-live');
+}"""
+ARTIFACTS = Path(__file__).parent / "artifacts" / "screenshots"
+"""Pictures to look at that do not go to docs/ (a whole page, a demo answer)."""
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -88,10 +100,32 @@ def test_the_printed_url_opens_the_quickstart(printed_url_lab: LabSession,
     outputs = "\n".join(panel.locator(".jp-OutputArea-output").all_inner_texts())
     assert "ChatView(" not in outputs
     first_cell = panel.locator(".jp-CodeCell").first
-    for dark in (False, True):
-        lab.set_theme(dark=dark)
-        theme = "dark" if dark else "light"
+    for theme in ("light", "dark"):
+        lab.set_theme(dark=theme == "dark")
         lab.screenshot(first_cell, screenshot_dir / f"quickstart-first-open-{theme}.png")
-        page.screenshot(path=str(screenshot_dir / f"quickstart-first-open-page-{theme}.png"),
+        page.screenshot(path=str(ARTIFACTS / f"quickstart-first-open-page-{theme}.png"),
                         animations="disabled")
+    lab.set_theme(dark=False)
+
+    # Run All, as a newcomer would: the chat replaces the hint, and its offline answers say
+    # what the tools returned; the notebook's second prompt is not the demo's, so that
+    # answer also says it comes from the offline demo model.
+    page.evaluate("""async () => {
+      const widget = window.jupyterapp.shell.currentWidget;
+      await widget.sessionContext.ready;
+      window.jupyterapp.commands.execute('notebook:run-all-cells');
+    }""")
+    page.wait_for_function(_BOTH_ANSWERS_DONE, timeout=240_000)
+    assert "Run this cell to open the chat" not in panel.locator(
+        ".jp-CodeCell .jp-OutputArea-output").first.inner_text()
+    answers = panel.locator(".neta-chat-view .neta-chat-assistant",
+                            has_text="What the tools returned")
+    first, last = answers.first.inner_text(), answers.last.inner_text()
+    assert "sales.csv" in first and "sample_sales" not in first
+    assert "This is the offline demo model." not in first
+    assert "This is the offline demo model." in last and "ANTHROPIC_API_KEY" in last
+    lab.wait_for_transitions()
+    for theme in ("light", "dark"):
+        lab.set_theme(dark=theme == "dark")
+        lab.screenshot(answers.last, ARTIFACTS / f"quickstart-offline-answer-{theme}.png")
     assert not lab.console_errors, lab.console_errors
