@@ -47,7 +47,8 @@ class StoredHistory:
     """The model's view: the messages, or after a compaction its prefix and the rest."""
     compactions: list[CompactionRecord]
     draft: Message | None
-    """The answer that was streaming when its process died, as far as it was saved."""
+    """The answer that was streaming when its process died, as far as it was saved (still
+    in the store: :meth:`SessionPersistence.clear_draft` once it is a message)."""
 
 
 LOAD_FLUSH_LIMIT = 5.0
@@ -172,9 +173,9 @@ class SessionPersistence:
 
     # --- reads ----------------------------------------------------------------------------
     def load(self, store: SessionStore) -> StoredHistory:
-        """Read the session's history from ``store`` (taking its draft), after what this
-        process still has to write of it."""
-        flush_session(store, self.session_id)
+        """Read the session's history from ``store``, after what this process still has
+        to write of it."""
+        flush_session(store, self.session_id, besides=self._writer)
         messages = store.load_messages(self.session_id)
         view = [m for m in messages if m.parts]
         compactions: list[CompactionRecord] = []
@@ -187,7 +188,9 @@ class SessionPersistence:
             else:
                 store.warnings.append(f"session {self.session_id}: the compacted view points "
                                       f"at a missing message; the model sees the full history")
-        return StoredHistory(messages, view, compactions, store.take_draft(self.session_id))
+        # Read only: the resumed session clears the draft through its writer, so a locked
+        # store never blocks the resume.
+        return StoredHistory(messages, view, compactions, store.load_draft(self.session_id))
 
     def record(self, messages: Sequence[Message], **fields: Any) -> SessionRecord:
         """The session's record as it stands, with ``fields`` overriding."""
@@ -215,12 +218,13 @@ def store_warning(failure: StoreFailure | None) -> WarningEvent:
     return WarningEvent(message=t(code, **params), code=code, params=params)
 
 
-def flush_session(store: SessionStore, session_id: str) -> None:
+def flush_session(store: SessionStore, session_id: str, *,
+                  besides: StoreWriter | None = None) -> None:
     """Wait (a bounded time) for what this process still has to write of a session —
     another object of it, a view's — so a read of the store sees this process's own
-    writes."""
+    writes (``besides``: the reader's own writer, whose writes follow the read)."""
     for writer in writers_of(str(store.path), session_id):
-        if not writer.flush(LOAD_FLUSH_LIMIT):
+        if writer is not besides and not writer.flush(LOAD_FLUSH_LIMIT):
             store.warnings.append(f"session {session_id}: {writer.pending} writes of it are "
                                   f"not stored yet; they are missing here")
 

@@ -551,6 +551,7 @@ class AgentSession:
             message.metadata.error = "The kernel stopped while this turn was running."
             session._append(message)
             session._tools.close_unanswered(session._messages, "killed", {})
+            session._saved.clear_draft()  # it is a message now
         # What a store hands back may break the rules providers enforce (a damaged row);
         # the model is sent a conversation that keeps them.
         session._view = valid_conversation(session._view)

@@ -12,6 +12,7 @@ write, a hand edit) is skipped with a warning instead of making the session unre
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 import time
@@ -26,6 +27,8 @@ from pydantic import BaseModel, Field, ValidationError
 
 from .messages import Message, Usage
 from .ownership import ProcessOwner
+
+log = logging.getLogger(__name__)
 
 __all__ = ["UNREADABLE_MESSAGE", "WRITER_BUSY_TIMEOUT", "CompactedView", "CompactionRecord",
            "SessionRecord", "SessionStore", "WriterConnection", "default_store_path"]
@@ -159,6 +162,10 @@ def put_view(db: sqlite3.Connection, session_id: str, data: str) -> None:
                (session_id, data))
 
 
+BUSY_TIMEOUT_MS = 5000
+"""How long the store's own writes (delete, save from outside a session) wait on another
+connection's lock before failing."""
+
 WRITER_BUSY_TIMEOUT = 0.1
 """Seconds one attempt of a session's writer waits on another connection's lock. The
 writer retries for as long as it takes, off the kernel's loop; short attempts only let
@@ -189,7 +196,7 @@ class SessionStore:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
         self._db = sqlite3.connect(str(self.path), check_same_thread=False,
-                                   isolation_level=None)
+                                   isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
         # A row whose text is not valid UTF-8 (a hand edit, a bad disk) would otherwise
         # fail the whole query — every session of the list, every message of a resume.
         self._db.text_factory = _decode
@@ -290,9 +297,19 @@ class SessionStore:
             return record
         settled = record.model_copy(update={"running": False, "owner": None,
                                             "owner_died": True})
-        with self._transaction() as db:
-            db.execute("UPDATE sessions SET data = ? WHERE id = ?",
-                       (settled.model_dump_json(), record.id))
+        # Written back only if the store is free right now: a reader (the sidebar) never
+        # waits on another program's lock for it; the next read settles it again.
+        with self._lock:
+            self._db.execute("PRAGMA busy_timeout = 0")
+            try:
+                with self._transaction() as db:
+                    db.execute("UPDATE sessions SET data = ? WHERE id = ?",
+                               (settled.model_dump_json(), record.id))
+            except sqlite3.OperationalError as exc:
+                log.info("session %s: its dead owner is settled on the next read (%s)",
+                         record.id, exc)
+            finally:
+                self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         return settled
 
     def delete_session(self, session_id: str) -> None:
@@ -349,10 +366,15 @@ class SessionStore:
 
     def take_draft(self, session_id: str) -> Message | None:
         """Remove and return the draft left by a turn that never finished, if any."""
-        with self._transaction() as db:
-            row = db.execute("SELECT data FROM drafts WHERE session_id = ?",
-                             (session_id,)).fetchone()
-            db.execute("DELETE FROM drafts WHERE session_id = ?", (session_id,))
+        draft = self.load_draft(session_id)
+        self.clear_draft(session_id)
+        return draft
+
+    def load_draft(self, session_id: str) -> Message | None:
+        """The draft left by a turn that never finished, if any (read only)."""
+        with self._lock:
+            row = self._db.execute("SELECT data FROM drafts WHERE session_id = ?",
+                                   (session_id,)).fetchone()
         if row is None:
             return None
         try:

@@ -323,3 +323,33 @@ async def test_a_full_disk_holds_writes_until_space_returns_then_all_are_stored_
         ("user", "turn three"), ("assistant", "turn three")]
     record = SessionStore(db).get_session(session.id)
     assert record is not None and record.message_count == 6 and not record.running
+
+
+def test_reading_while_another_program_holds_the_lock_never_waits_on_it(
+        tmp_path: Path) -> None:
+    from neta_nb.ownership import ProcessOwner
+
+    db = tmp_path / "sessions.sqlite3"
+    store = SessionStore(db)
+    session, _, _ = make_session([], store=store)
+    session._saved.draft(Message.assistant([]))
+    me = ProcessOwner.current()
+    store.update_session(session.id, running=True,
+                         owner=me.model_copy(update={"started": me.started - 3600}))
+    assert session.flush(10)
+    with write_lock_held(db):
+        began = time.monotonic()
+        # The dead owner's turn is settled for the reader even though it cannot be
+        # written back now; resume reads only and queues its own writes.
+        (listed,) = store.list_sessions()
+        assert not listed.running and listed.owner_died
+        resumed = AgentSession.resume(session.id, store=store, agent=session.agent,
+                                      catalog=session.catalog)
+        assert resumed.messages[-1].metadata.interrupted == "killed"
+        assert time.monotonic() - began < 2.0  # the lock's timeout is 5 s
+        assert resumed.store_failure is None or resumed.store_failure.kind == "locked"
+    assert resumed.flush(10)
+    fresh = SessionStore(db)
+    assert fresh.load_draft(session.id) is None
+    record = fresh.get_session(session.id)
+    assert record is not None and not record.running and not record.owner_died
