@@ -179,6 +179,11 @@ class StoreWriter:
                         connection = self.store.writer_connection()
                     with connection.guard:
                         _transact(connection.db, write.apply)
+                except (sqlite3.ProgrammingError, sqlite3.InterfaceError):
+                    # The store was closed under the session, or a write is malformed:
+                    # no retry can mend either.
+                    log.exception("session %s: %s could not be saved and is dropped",
+                                  self.session_id, write.what)
                 except sqlite3.Error as exc:
                     failure = StoreFailure.of(exc)
                     if failure.kind != "locked" and connection is not None:

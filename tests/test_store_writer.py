@@ -353,3 +353,16 @@ def test_reading_while_another_program_holds_the_lock_never_waits_on_it(
     assert fresh.load_draft(session.id) is None
     record = fresh.get_session(session.id)
     assert record is not None and not record.running and not record.owner_died
+
+
+def test_a_store_closed_under_the_session_drops_its_writes_with_a_log_not_a_retry_loop(
+        caplog: pytest.LogCaptureFixture) -> None:
+    store = SessionStore(":memory:")
+    heard: list[StoreFailure | None] = []
+    writer = StoreWriter(store, "s", heard.append)
+    store.close()
+    writer.submit(_row("after close"))
+    with caplog.at_level(logging.ERROR, "neta_nb.store_writer"):
+        assert writer.flush(10)
+    assert "row after close could not be saved" in caplog.text
+    assert heard == []
