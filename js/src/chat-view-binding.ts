@@ -72,6 +72,7 @@ const CHAT_TRAITS: readonly (keyof ChatViewState & string)[] = [
   "think_level",
   "approvals",
   "notice",
+  "store_warning",
 ];
 
 export function renderChatView({ model: anyModel, el }: Pick<RenderProps, "model" | "el">): Cleanup {

@@ -62,6 +62,8 @@ export interface ChatViewState {
   levels: ThinkLevel[];
   approvals: Approval[];
   notice: string;
+  /** Why what is shown is not saved yet (the store is behind, retrying); "" when saved. */
+  store_warning: string;
   height: string;
   lang: Lang;
 }

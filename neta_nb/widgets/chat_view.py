@@ -43,8 +43,9 @@ from ..events import (
     TokenEvent,
     TokenUpdateEvent,
     TurnUsage,
+    WarningEvent,
 )
-from ..labels import t
+from ..labels import LABELS, t
 from ..messages import new_id
 from ..session import Agent, AgentSession
 from ..thinking import get_model_thinking_capability
@@ -121,6 +122,9 @@ class ChatView(NetaWidget):
     approvals = traitlets.List(traitlets.Dict(),
                                help="Pending approval requests: {id, name, args}.").tag(sync=True)
     notice = traitlets.Unicode("", help="An error not tied to a message.").tag(sync=True)
+    store_warning = traitlets.Unicode(
+        "", help="Why what is shown is not saved yet (the store is behind); empty when it is."
+    ).tag(sync=True)
     height = traitlets.Unicode("640px", help="CSS height of the view.").tag(sync=True)
     _seq = traitlets.Int(0, help="Number of the last batch reflected in the traits.").tag(
         sync=True)
@@ -187,6 +191,10 @@ class ChatView(NetaWidget):
             self.think_level = session.think_level
             self.approvals = []
             self.notice = ""
+            failure = session.store_failure
+            self.store_warning = ("" if failure is None else
+                                  t(f"store_behind_{failure.kind}", self.lang,
+                                    detail=failure.detail))
             self._seq = self._batcher.seq
         partial = session.streaming_message if session.running else None
         if partial is not None and partial.parts:
@@ -258,8 +266,16 @@ class ChatView(NetaWidget):
         elif isinstance(event, ProgressEvent):
             if self._last_assistant is not None:
                 self._batcher.upsert(self._last_assistant)
+        elif isinstance(event, WarningEvent):
+            # Not a turn boundary: the store can fall behind, or catch up, between turns.
+            self.store_warning = "" if event.cleared else self._warning_text(event)
         else:
             self._on_boundary(event)
+
+    def _warning_text(self, event: WarningEvent) -> str:
+        if event.code is not None and event.code in LABELS["en"]:
+            return t(event.code, self.lang, **event.params)
+        return event.message
 
     def _live_response(self) -> LiveResponse:
         if not self._in_turn:
