@@ -5,6 +5,7 @@ one."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -95,3 +96,10 @@ async def test_the_demo_prompt_is_recognised_however_it_is_spaced(
         tmp_path: Path, prompt: str) -> None:
     session = await play(tmp_path, prompt)
     assert OFFLINE_NOTICE not in session.messages[-1].text
+
+
+def test_the_quickstart_asks_the_demo_prompt() -> None:
+    # Its first answer is the demo's, without the notice for a question of one's own.
+    quickstart = Path(__file__).resolve().parents[2] / "notebooks" / "01_quickstart.ipynb"
+    sources = ["".join(cell["source"]) for cell in json.loads(quickstart.read_text())["cells"]]
+    assert f"await session.run({DEMO_PROMPT!r})".replace("'", '"') in sources

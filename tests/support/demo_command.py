@@ -72,8 +72,9 @@ def demo_environment(home: Path, user: tuple[int, int] | None = None) -> dict[st
         "JUPYTER_RUNTIME_DIR": str(dirs["runtime"]),
         "JUPYTER_DATA_DIR": str(dirs["data"]),
         "JUPYTER_PLATFORM_DIRS": "1",
-        # The run's IPYTHONDIR (with the kernels' network guard) stays when the user
-        # can read it; otherwise a kernel would get the home's own.
+        # The run's IPYTHONDIR holds the kernels' network guard but is private to the
+        # user running the tests; another user gets one of its own (no kernel is started
+        # as that user).
         **({"IPYTHONDIR": str(dirs["ipython"])} if user is not None else {}),
     }
 
