@@ -335,22 +335,31 @@ class AgentSession:
             raise
         finally:
             turn.stop_draft_timer()
-            self._turn = None
             with contextlib.suppress(Exception):
                 self._saved.clear_draft()
                 self._save_record(running=False, owner=None)
-            if sys.exc_info()[0] is None:
-                # The turn is stored when run() returns — unless the store is behind,
-                # which the session has said (a `warning`); its writes go on retrying.
-                # Not while an exception propagates: that must not wait.
-                try:
-                    await self._saved.settled()
-                except asyncio.CancelledError:
-                    self._emit(DoneEvent(stop_reason=turn.stop_reason))
-                    raise
-            # Last: a subscriber reacting to `done` sees an idle session (and may start
-            # the next turn from its handler).
-            self._emit(DoneEvent(stop_reason=turn.stop_reason))
+            try:
+                if sys.exc_info()[0] is None:
+                    # Not while an exception propagates: that must not wait.
+                    await self._settle(turn)
+            finally:
+                # Last, whatever ended the wait: the session is running until `done`
+                # (no second turn can start inside this one), and a subscriber reacting
+                # to `done` sees an idle session (and may start the next turn from its
+                # handler).
+                self._turn = None
+                self._emit(DoneEvent(stop_reason=turn.stop_reason))
+
+    async def _settle(self, turn: Turn) -> None:
+        """Wait until the turn is stored — or the store is behind, which the session has
+        said (a `warning`); its writes go on retrying either way. Stop ends the wait."""
+        try:
+            await self._saved.settled()
+        except asyncio.CancelledError:
+            if not turn.cancel_requested:
+                raise  # cancelled from outside: `done` is still said, then it goes on
+            if turn.task is not None:
+                turn.task.uncancel()
 
     async def _loop_turn(self, turn: Turn) -> Message | None:
         for _call in range(self.agent.max_model_calls):

@@ -1,0 +1,104 @@
+"""Review of the store writer: the turn's end while the store is behind, and what else
+an unlucky environment does to it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from neta_nb import SessionStore
+from neta_nb.events import DoneEvent, TokenEvent
+
+from .support.sessions import answer, make_session
+from .support.timing import wait_until
+from .test_store_writer import write_lock_held
+
+
+async def test_a_session_is_running_until_its_done_event_even_while_the_store_is_behind(
+        tmp_path: Path) -> None:
+    db = tmp_path / "sessions.sqlite3"
+    session, recorder, _ = make_session([answer("one"), answer("two")], store=SessionStore(db))
+    with write_lock_held(db):
+        first = session.start("turn one")
+        # The turn's end waits for its writes (here: until the lock makes the store
+        # behind); the session is idle only once `done` has been said.
+        await wait_until(lambda: not session.running, interval=0.0005)
+        assert any(isinstance(e, DoneEvent) for e in recorder.events), \
+            "the session looked idle before its turn's done event"
+        await first
+        second = session.start("turn two")
+        await second
+    said = "".join("|" if isinstance(e, DoneEvent) else e.text for e in recorder.events
+                   if isinstance(e, (DoneEvent, TokenEvent)))
+    assert said == "one|two|"
+    assert session.flush(10)
+
+
+@contextlib.contextmanager
+def writes_stalled(store: SessionStore) -> Iterator[None]:
+    """A write that neither ends nor fails (a hung network filesystem): an in-memory store's
+    writer shares its connection's lock, held here by another thread."""
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with store._lock:
+            held.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait(5)
+    try:
+        yield
+    finally:
+        release.set()
+        holder.join(10)
+
+
+async def test_stop_while_the_turn_waits_for_its_writes_ends_it_with_one_done() -> None:
+    store = SessionStore(":memory:")
+    session, recorder, _ = make_session([answer("one"), answer("two")], store=store)
+    with writes_stalled(store):
+        task = session.start("turn one")
+        await wait_until(lambda: session.messages and session.messages[-1].text == "one")
+        await asyncio.sleep(0.2)  # the turn is over; its end waits for the store
+        assert session.running and not any(isinstance(e, DoneEvent) for e in recorder.events)
+        clicked = time.monotonic()
+        assert session.cancel()
+        assert (await asyncio.wait_for(task, 5)).text == "one"
+        assert time.monotonic() - clicked < 2.0  # not the 10 s limit of the wait
+        assert [e.stop_reason for e in recorder.events if isinstance(e, DoneEvent)] == [
+            "end_turn"]
+        assert not session.running
+    await session.run("turn two")
+    assert [e.stop_reason for e in recorder.events if isinstance(e, DoneEvent)] == [
+        "end_turn", "end_turn"]
+    assert session.flush(10)
+    assert [m.text for m in store.load_messages(session.id)] == [
+        "turn one", "one", "turn two", "two"]
+
+
+async def test_a_turn_cancelled_from_outside_while_it_waits_for_its_writes_says_done_once(
+        ) -> None:
+    store = SessionStore(":memory:")
+    session, recorder, _ = make_session([answer("one"), answer("two")], store=store)
+    with writes_stalled(store):
+        cell = asyncio.get_running_loop().create_task(session.run("turn one"))
+        await wait_until(lambda: session.messages and session.messages[-1].text == "one")
+        await asyncio.sleep(0.2)
+        cell.cancel()  # what a kernel interrupt does to the cell awaiting run()
+        with pytest.raises(asyncio.CancelledError):
+            await cell
+        assert len([e for e in recorder.events if isinstance(e, DoneEvent)]) == 1
+        assert not session.running
+    await session.run("turn two")
+    assert len([e for e in recorder.events if isinstance(e, DoneEvent)]) == 2
+    assert session.flush(10)
+    assert [m.text for m in store.load_messages(session.id)] == [
+        "turn one", "one", "turn two", "two"]
