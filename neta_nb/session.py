@@ -45,7 +45,7 @@ from .events import (
     parse_command,
 )
 from .messages import Message, Usage, count_characters, encodable, new_id, valid_conversation
-from .ownership import ProcessOwner
+from .ownership import ProcessOwner, SessionBusyError
 from .persistence import SessionPersistence, flush_session, store_warning
 from .providers.base import ModelRequest, Provider, ProviderError
 from .store import CompactionRecord, SessionStore
@@ -532,7 +532,16 @@ class AgentSession:
         result), skill and tool cards (message metadata) and the thinking level. A turn
         that was running when its process died is closed, keeping what streamed, marked
         ``interrupted="killed"``."""
-        flush_session(store, session_id)  # this process's own pending writes of it first
+        behind = flush_session(store, session_id)  # this process's own writes of it first
+        if behind is not None:
+            # What it has not stored yet would be missing here, and two writers of one
+            # session would store their messages in either order.
+            failure = behind.failure
+            why = f" ({failure.detail})" if failure is not None else ""
+            raise SessionBusyError(
+                f"session {session_id} is open in this process and {behind.pending} of its "
+                f"writes are not stored yet{why}; use the session that is open, or resume "
+                f"once they are stored (its flush())")
         record = store.get_session(session_id)  # a dead owner's turn is settled here
         if record is None:
             raise KeyError(f"no session {session_id!r} in {store.path}")

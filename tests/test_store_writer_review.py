@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from neta_nb import SessionStore
+from neta_nb import AgentSession, SessionBusyError, SessionStore
 from neta_nb.events import DoneEvent, TokenEvent
 
 from .support.sessions import answer, make_session
@@ -102,3 +102,33 @@ async def test_a_turn_cancelled_from_outside_while_it_waits_for_its_writes_says_
     assert session.flush(10)
     assert [m.text for m in store.load_messages(session.id)] == [
         "turn one", "one", "turn two", "two"]
+
+
+async def test_resuming_a_session_whose_writes_wait_here_loses_and_reorders_nothing(
+        tmp_path: Path) -> None:
+    db = tmp_path / "sessions.sqlite3"
+    store = SessionStore(db)
+    session, _, _ = make_session([answer("one"), answer("two")], store=store)
+    await session.run("turn one")
+    with write_lock_held(db):
+        await session.run("turn two")  # shown, not stored yet: the store is behind
+        assert session.store_failure is not None
+        began = time.monotonic()
+        try:
+            resumed = AgentSession.resume(session.id, store=store, agent=session.agent,
+                                          catalog=session.catalog)
+        except SessionBusyError as exc:
+            # Refused at once, saying why; the open session keeps every message.
+            assert "not stored yet" in str(exc)
+            resumed = None
+        took = time.monotonic() - began
+    assert took < 1.0, f"resume blocked the kernel {took:.1f} s on another program's lock"
+    if resumed is not None:
+        # Had it resumed, it would have to hold every message shown, in order.
+        assert [m.text for m in resumed.messages] == ["turn one", "one", "turn two", "two"]
+    assert session.flush(10)
+    assert [m.text for m in store.load_messages(session.id)] == [
+        "turn one", "one", "turn two", "two"]
+    again = AgentSession.resume(session.id, store=store, agent=session.agent,
+                                catalog=session.catalog)
+    assert [m.text for m in again.messages] == ["turn one", "one", "turn two", "two"]
