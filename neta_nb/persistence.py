@@ -225,7 +225,7 @@ def flush_session(store: SessionStore, session_id: str, *,
     writes (``besides``: the reader's own writer, whose writes follow the read). Returns
     a writer that is still behind, if any: a writer whose store is locked or full is not
     waited for (that wait could be as long as the other program's lock)."""
-    for writer in writers_of(str(store.path), session_id):
+    for writer in writers_of(store, session_id):
         if writer is besides:
             continue
         if writer.failure is not None or not writer.flush(LOAD_FLUSH_LIMIT):

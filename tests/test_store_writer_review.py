@@ -132,3 +132,25 @@ async def test_resuming_a_session_whose_writes_wait_here_loses_and_reorders_noth
     again = AgentSession.resume(session.id, store=store, agent=session.agent,
                                 catalog=session.catalog)
     assert [m.text for m in again.messages] == ["turn one", "one", "turn two", "two"]
+
+
+async def test_the_same_database_named_another_way_is_still_this_process_writer(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    session, _, _ = make_session([answer("one")], store=SessionStore("sessions.sqlite3"))
+    with write_lock_held(tmp_path / "sessions.sqlite3"):
+        await session.run("turn one")
+        assert session.store_failure is not None
+        with pytest.raises(SessionBusyError, match="not stored yet"):
+            AgentSession.resume(session.id, store=SessionStore(tmp_path / "sessions.sqlite3"),
+                                agent=session.agent, catalog=session.catalog)
+    assert session.flush(10)
+
+
+def test_another_in_memory_store_is_another_database() -> None:
+    from neta_nb.store_writer import writers_of
+
+    mine, theirs = SessionStore(":memory:"), SessionStore(":memory:")
+    session, _, _ = make_session([], store=mine)
+    assert writers_of(theirs, session.id) == []
+    assert [w.store for w in writers_of(mine, session.id)] == [mine]
