@@ -154,3 +154,34 @@ def test_another_in_memory_store_is_another_database() -> None:
     session, _, _ = make_session([], store=mine)
     assert writers_of(theirs, session.id) == []
     assert [w.store for w in writers_of(mine, session.id)] == [mine]
+
+
+@pytest.mark.xfail(strict=True, reason="the owner's claim of a turn is queued like any "
+                   "write: while the store is locked it is not stored, and another process "
+                   "takes the live turn over (see the review report)")
+def test_another_process_cannot_take_over_a_turn_whose_claim_waits_behind_a_lock(
+        tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from neta_nb import Agent
+    from neta_nb.providers.base import TextDelta
+
+    from .support.sessions import FakeProvider
+    from .support.timing import poll_until
+
+    root = Path(__file__).resolve().parent.parent
+    db, marker = tmp_path / "sessions.sqlite3", tmp_path / "streaming"
+    known = AgentSession(Agent("owner", model=FakeProvider([[TextDelta("x")]])),
+                         store=SessionStore(db), session_id="s_shared")
+    assert known.flush(10)  # the session exists, idle
+    with write_lock_held(db):  # a backup tool holds the store while the owner starts
+        child = subprocess.Popen([sys.executable, "-m", "tests.support.owner_child", str(db),
+                                  "s_shared", str(marker)], cwd=root)
+        try:
+            poll_until(marker.exists, 30, "the owner's turn to stream")
+            with pytest.raises(SessionBusyError, match=f"process {child.pid}"):
+                AgentSession.resume("s_shared", store=SessionStore(db))
+        finally:
+            child.kill()
+            child.wait(10)
