@@ -531,7 +531,8 @@ class AgentSession:
         """Rebuild a stored session: history, plan (hydrated from the latest ``todo``
         result), skill and tool cards (message metadata) and the thinking level. A turn
         that was running when its process died is closed, keeping what streamed, marked
-        ``interrupted="killed"``."""
+        ``interrupted="killed"``. Raises :class:`SessionBusyError` while the session's turn
+        runs in a live process, or while this process has writes of it not stored yet."""
         behind = flush_session(store, session_id)  # this process's own writes of it first
         if behind is not None:
             # What it has not stored yet would be missing here, and two writers of one
