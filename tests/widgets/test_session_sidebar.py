@@ -137,3 +137,29 @@ def test_a_session_another_kernel_runs_shows_so_and_is_not_taken_over(
     with pytest.raises(RequestError, match="running a turn in process 1"):
         sidebar.open_session(session.id)
     assert store.get_session(session.id).running  # type: ignore[union-attr]
+
+
+async def test_switching_away_and_back_while_the_store_is_behind_keeps_every_message(
+        tmp_path: Path) -> None:
+    import sqlite3
+
+    db = tmp_path / "sessions.sqlite3"
+    store = SessionStore(db)
+    session = AgentSession(hello_agent(), store=store)
+    chat = ChatView(session)
+    sidebar = SessionSidebar(store, chat=chat)
+    other = sqlite3.connect(db, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # a backup tool holds the store
+    try:
+        await session.run("Say hello")
+        assert session.store_failure is not None
+        sidebar.new_chat()
+        # Back to it: the session still saving in this kernel is the one shown again.
+        assert sidebar.open_session(session.id) is session
+        assert [m.text for m in chat.session.messages] == ["Say hello", "# Hello\n\n**there**"]
+    finally:
+        other.execute("COMMIT")
+        other.close()
+    assert session.flush(10)
+    assert len(store.load_messages(session.id)) == 2
+    sidebar.close()
