@@ -77,15 +77,22 @@ class SessionPersistence:
         if self._writer is not None:
             self._writer.submit(Write(what, apply, key, notify))
 
-    def message(self, message: Message) -> None:
+    def message(self, message: Message, *, replaces_draft: bool = False) -> None:
         """Insert or update one message (a message is saved again whenever its cards
-        change)."""
+        change). ``replaces_draft``: it is the answer the draft checkpointed, and the
+        draft goes in the same transaction — a kernel killed between two writes would
+        leave both, and resume would show the answer twice."""
         if self._writer is None:
             return
         session_id, message_id, data = self.session_id, message.id, message.model_dump_json()
-        self._submit(f"message {message_id}",
-                     lambda db: put_message(db, session_id, message_id, data),
-                     key=f"message:{message_id}")
+
+        def apply(db: sqlite3.Connection) -> None:
+            put_message(db, session_id, message_id, data)
+            if replaces_draft:
+                put_draft(db, session_id, None)
+
+        self._submit(f"message {message_id}", apply,
+                     key=None if replaces_draft else f"message:{message_id}")
 
     def draft(self, message: Message) -> None:
         if self._writer is None:

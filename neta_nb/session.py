@@ -60,6 +60,7 @@ from .tools.resolution_cache import ResolutionCache
 from .tools.resolver import ToolResolution
 from .tools.threads import ToolThreads
 from .turn import Turn
+from .turn_claim import TurnClaim
 from .usage_meter import UsageMeter
 
 __all__ = ["Agent", "AgentSession", "ApprovalPolicy"]
@@ -298,7 +299,12 @@ class AgentSession:
     async def _run(self, prompt: str, turn: Turn) -> Message | None:
         turn.begun = True
         self._events.bind_to_running_loop()
+        claim: TurnClaim | None = None
         try:
+            # First, before anything is stored: the claim that keeps another kernel from
+            # taking this turn over, even while the store cannot record the owner yet.
+            if self.store is not None:
+                claim = TurnClaim.take(self.store.path, self.id)
             self._append(Message.user(encodable(prompt)))
             if turn.cancel_requested:
                 turn.stop_reason = "cancelled"
@@ -343,6 +349,8 @@ class AgentSession:
                     # Not while an exception propagates: that must not wait.
                     await self._settle(turn)
             finally:
+                if claim is not None:
+                    claim.release()
                 # Last, whatever ended the wait: the session is running until `done`
                 # (no second turn can start inside this one), and a subscriber reacting
                 # to `done` sees an idle session (and may start the next turn from its
@@ -412,8 +420,7 @@ class AgentSession:
                                     stop_reason=assembler.stop_reason)
         turn.assembler = None
         turn.message = message
-        self._append(message)
-        self._saved.clear_draft()  # the message itself is stored now
+        self._append(message, replaces_draft=True)
         self._count_usage(turn, assembler.usage)
         return message
 
@@ -487,13 +494,13 @@ class AgentSession:
                                         model=self.provider.model_id)
             turn.assembler = None
             turn.message = message
-            self._append(message)
+            self._append(message, replaces_draft=True)
         elif turn.message is not None and why in ("cancelled", "interrupted"):
             turn.message.metadata.interrupted = why
             self._persist(turn.message)
         self._tools.close_unanswered(self._messages, why, turn.live_calls)
 
-    def _append(self, message: Message) -> None:
+    def _append(self, message: Message, *, replaces_draft: bool = False) -> None:
         self._messages.append(message)
         # Interrupted answers with nothing in them carry no information for the model,
         # and some APIs reject empty assistant turns: they stay out of the model's view.
@@ -502,7 +509,7 @@ class AgentSession:
             # A complete answer's tokens are in its own usage; a cut one usually has none.
             if message.role != "assistant" or message.metadata.usage is None:
                 self._meter.appended(count_characters([message]))
-        self._persist(message)
+        self._saved.message(message, replaces_draft=replaces_draft)
 
     def _persist(self, message: Message) -> None:
         self._saved.message(message)
@@ -533,6 +540,7 @@ class AgentSession:
         that was running when its process died is closed, keeping what streamed, marked
         ``interrupted="killed"``. Raises :class:`SessionBusyError` while the session's turn
         runs in a live process, or while this process has writes of it not stored yet."""
+        TurnClaim.check(store.path, session_id)  # a live turn, even one not recorded yet
         behind = flush_session(store, session_id)  # this process's own writes of it first
         if behind is not None:
             # What it has not stored yet would be missing here, and two writers of one

@@ -152,9 +152,6 @@ def test_another_in_memory_store_is_another_database() -> None:
     assert [w.store for w in writers_of(mine, session.id)] == [mine]
 
 
-@pytest.mark.xfail(strict=True, reason="the owner's claim of a turn is queued like any "
-                   "write: while the store is locked it is not stored, and another process "
-                   "takes the live turn over (see the review report)")
 def test_another_process_cannot_take_over_a_turn_whose_claim_waits_behind_a_lock(
         tmp_path: Path) -> None:
     import subprocess
