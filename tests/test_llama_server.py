@@ -153,7 +153,7 @@ async def test_a_real_session_through_llama_cpp_python(proxy: RecordingProxy) ->
     # A real streamed tool call, its real tool run, its result.
     (call,) = rec.of("tool_call")
     assert call.name == "get_weather" and isinstance(call.args.get("city"), str)
-    assert WEATHER_CALLS == [call.args["city"]]
+    assert [call.args["city"]] == WEATHER_CALLS
     (result,) = rec.of("tool_result")
     assert not result.is_error and result.result.startswith("Sunny and 21 °C")
     # The answer streamed as token events, several of them, and is the final message.

@@ -106,8 +106,13 @@ export function createTokenStats(el: HTMLElement, options: ComponentOptions<Toke
     const rect = root.getBoundingClientRect();
     document.body.append(details);
     const width = details.offsetWidth;
+    const height = details.offsetHeight;
     details.style.left = `${Math.max(4, Math.min(rect.left, window.innerWidth - width - 4))}px`;
-    details.style.top = `${rect.bottom + 6}px`;
+    // Below the figures, or above them where the window ends first (the chat's stats sit
+    // at the bottom of its input bar, often at the bottom of the page).
+    const below = rect.bottom + 6;
+    const fitsBelow = below + height <= window.innerHeight - 4 || rect.top - 6 - height < 4;
+    details.style.top = `${fitsBelow ? below : rect.top - 6 - height}px`;
     details.classList.add("neta-is-open");
   }
   function closeDetails(): void {

@@ -166,6 +166,7 @@ class Provider(ABC):
         """Ask the server for its context window if nothing else knows it, once; sets
         :attr:`discovered_context_window`. Never raises. Most suppliers' windows are in
         the model table: this does nothing for them."""
+        return
 
     @property
     def info(self) -> ModelInfo:

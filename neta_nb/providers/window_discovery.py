@@ -50,15 +50,16 @@ class DiscoveredWindow:
 
 
 async def discover_context_window(base_url: str, model: str, *, api_key: str | None = None,
-                                  timeout: float = DISCOVERY_TIMEOUT,
+                                  probe_timeout: float = DISCOVERY_TIMEOUT,
                                   ) -> DiscoveredWindow | None:
     """The context window the server at ``base_url`` (its OpenAI-compatible ``…/v1``
-    address) reports for ``model``, or ``None`` when it reports none. Never raises for
-    what the server does."""
+    address) reports for ``model``, or ``None`` when it reports none. Each endpoint gets
+    ``probe_timeout`` seconds; they are asked at once. Never raises for what the server
+    does."""
     api = base_url.rstrip("/")
     root = api[:-3] if api.endswith("/v1") else api
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    async with httpx2.AsyncClient(timeout=timeout, headers=headers) as client:
+    async with httpx2.AsyncClient(timeout=probe_timeout, headers=headers) as client:
         probes: list[tuple[str, Callable[[], Awaitable[int | None]]]] = [
             ("vLLM GET /v1/models", lambda: _vllm(client, api, model)),
             ("llama.cpp GET /props", lambda: _llama_server(client, root)),

@@ -97,3 +97,60 @@ def test_token_figures_unknown_and_estimated_light_and_dark(lab: LabSession,
     lab.set_theme(dark=False)
     lab.set_left_area(collapsed=False)
     assert all(path.stat().st_size > 1000 for path in pictures)
+
+
+CHAT = """
+answer = lambda text, i, o: [TextDelta(text), UsageUpdate(Usage(input_tokens=i, output_tokens=o)),
+                             StreamDone("end_turn")]
+provider = FakeProvider([answer("First answer.", 1200, 340), answer("Second answer.", 1900, 95),
+                         answer("- asked twice, answered twice", 400, 30)],
+                        context_window=8000)
+session = AgentSession(Agent("analyst", model=provider, keep_recent_turns=1), ToolCatalog())
+chat = ChatView(session)
+chat
+""".strip()
+
+
+def test_the_chat_shows_the_last_turns_figures_and_an_estimate_after_compaction(
+        lab: LabSession, screenshot_dir: Path) -> None:
+    from . import chat_cells
+
+    path = lab.run_notebook("chat-token-figures.ipynb", [chat_cells.IMPORTS, CHAT])
+    page = lab.page
+    stats = page.locator(".neta-chat-stats .neta-token-stats")
+    stats.wait_for()
+    assert stats.locator(".neta-token-realtime").is_hidden()  # no call yet
+    lab.execute(path, "await session.run('one')")
+    page.wait_for_function("() => !document.querySelector('.neta-chat-view')"
+                           ".classList.contains('neta-is-running')")
+    # After the turn its figures stay: what the README shows.
+    stats.locator(".neta-token-in", has_text="↑1.2K").wait_for()
+    assert stats.locator(".neta-token-realtime").inner_text().split() == [
+        "↑1.2K", "↓340", "·", "1", "call"]
+    assert stats.locator(".neta-token-context-text").inner_text() == "Context 19%"
+    lab.execute(path, "await session.run('two')")
+    stats.locator(".neta-token-in", has_text="↑1.9K").wait_for()
+    assert stats.locator(".neta-token-context-text").inner_text() == "Context 25%"
+
+    lab.execute(path, "await session.compact()")
+    # The share after a compaction is an estimate until the next reported usage.
+    stats.locator(".neta-token-context-text", has_text="~").wait_for()
+    assert lab.execute(path, "print(session.context.estimate)").strip() == "compaction"
+    stats.hover()
+    panel = page.locator(".neta-token-details.neta-is-open")
+    panel.wait_for()
+    assert "Estimated after compaction" in panel.inner_text()
+    lab.wait_for_transitions()
+    path_png = screenshot_dir / "chat-token-stats-after-compaction-light.png"
+    view = page.locator(".neta-chat-view").bounding_box()
+    box = panel.bounding_box()
+    assert view is not None and box is not None
+    # The chat's input bar is at the bottom of the window: the details open above it,
+    # whole, not cut off by the window's edge.
+    assert box["y"] >= 0 and box["y"] + box["height"] <= page.viewport_size["height"]
+    top = min(box["y"], view["y"] + view["height"] - 70) - 8
+    bottom = max(box["y"] + box["height"], view["y"] + view["height"]) + 8
+    page.screenshot(path=str(path_png), animations="disabled", clip={
+        "x": view["x"], "y": top, "width": view["width"], "height": bottom - top})
+    page.mouse.move(0, 0)
+    assert path_png.stat().st_size > 1000

@@ -246,13 +246,14 @@ async def test_broken_and_hanging_endpoints_give_none(sse_server: SSEServer) -> 
         headers={"Content-Type": "application/json"}, chunks=[b"{", b"}"], hold_open=never))
     sse_server.json_route("POST", "/api/show", {"error": "model not found"}, status=500)
 
-    assert await discover_context_window(sse_server.base_url, "smollm2", timeout=0.3) is None
+    found = await discover_context_window(sse_server.base_url, "smollm2", probe_timeout=0.3)
+    assert found is None
 
 
 async def test_nothing_listening_gives_none() -> None:
     async with SSEServer() as gone:
         address = gone.base_url
-    assert await discover_context_window(address, "smollm2", timeout=0.5) is None
+    assert await discover_context_window(address, "smollm2", probe_timeout=0.5) is None
 
 
 async def test_the_provider_asks_once_and_only_when_nothing_else_knows(
