@@ -278,3 +278,17 @@ async def test_the_provider_asks_once_and_only_when_nothing_else_knows(
         await provider.discover_context_window()
     assert [r.path for r in sse_server.requests if r.path == "/props"] == ["/props"]
 
+
+
+def test_tool_results_as_user_is_rebuilt_with_a_resumed_session() -> None:
+    from neta_nb import Agent, ToolCatalog
+
+    provider = create_provider("openai-compatible:smollm2",
+                               base_url="http://127.0.0.1:8000/v1", tool_results_as_user=True,
+                               context_window=4096)
+    record = Agent("local", model=provider).to_record(provider)
+
+    rebuilt = Agent.from_record(record, ToolCatalog.default()).create_provider()
+
+    assert rebuilt is not provider and rebuilt.tool_results_as_user is True
+    assert rebuilt.settings() == provider.settings()
