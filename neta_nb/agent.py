@@ -70,7 +70,9 @@ class Agent:
         if self.model:
             return create_provider(self.model, base_url=settings.get("base_url"),
                                    context_window=settings.get("context_window"),
-                                   request_options=settings.get("request_options"))
+                                   request_options=settings.get("request_options"),
+                                   tool_results_as_user=bool(
+                                       settings.get("tool_results_as_user", False)))
         return default_provider()
 
     def to_record(self, provider: Provider) -> dict[str, Any]:

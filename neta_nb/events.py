@@ -114,12 +114,17 @@ class TodoUpdateEvent(_Event):
 
 
 class TurnUsage(_Event):
-    """Usage accumulated over the current turn (all model calls since the user's prompt)."""
+    """Usage accumulated over the current turn (all model calls since the user's prompt),
+    as the provider reported it."""
 
     input_tokens: int = 0
     output_tokens: int = 0
     total_tokens: int = 0
     api_calls: int = 0
+    unreported_calls: int = 0
+    """Calls whose response carried no usage (some local servers never send it): their
+    tokens are unknown, not zero, so the token figures are a lower bound — or, when every
+    call is unreported, unknown (the stats show ``↑? ↓?``)."""
 
 
 class ContextUsage(_Event):
@@ -129,6 +134,14 @@ class ContextUsage(_Event):
     used_tokens: int = 0
     max_tokens: int = 0
     percent: float = 0.0
+    estimate: Literal["unreported", "compaction"] | None = None
+    """Why ``used_tokens`` is an estimate (~4 characters a token) rather than reported:
+    the server sent no usage for the latest call (``unreported``), or the history was
+    compacted since (``compaction``). ``None``: the provider's own figure. An estimate
+    lasts until the next call that reports usage."""
+    window_assumed: bool = False
+    """``max_tokens`` is the default for a model nobody described: not in the model
+    table, no ``context_window`` given, and the server did not report one."""
 
 
 class TokenUpdateEvent(_Event):

@@ -61,7 +61,7 @@ from .tools.resolver import ToolResolution
 from .tools.threads import ToolThreads
 from .turn import Turn
 from .turn_claim import TurnClaim
-from .usage_meter import UsageMeter
+from .usage_meter import UsageMeter, estimate_request_tokens
 
 __all__ = ["Agent", "AgentSession", "ApprovalPolicy"]
 
@@ -101,7 +101,8 @@ class AgentSession:
         self._view: list[Message] = []  # what the model sees: see model_view
         self.compactions: list[CompactionRecord] = []
         """Every compaction of this session (the chat view draws a marker for each)."""
-        self._meter = UsageMeter(self.provider.info.context_window)
+        info = self.provider.info
+        self._meter = UsageMeter(info.context_window, window_assumed=info.assumed)
         self._think_level: ThinkLevel | None = check_think_level(think_level)
         self._events = EventHub()
         self._emit = self._events.emit
@@ -369,7 +370,14 @@ class AgentSession:
             if turn.task is not None:
                 turn.task.uncancel()
 
+    async def _learn_window(self) -> None:
+        """A local server's window is its own: ask it once, before the first call."""
+        await self.provider.discover_context_window()
+        info = self.provider.info
+        self._meter.set_window(info.context_window, assumed=info.assumed)
+
     async def _loop_turn(self, turn: Turn) -> Message | None:
+        await self._learn_window()
         for _call in range(self.agent.max_model_calls):
             if not turn.compaction_failed and self._meter.nearly_full(self.agent.compact_at):
                 try:
@@ -421,11 +429,16 @@ class AgentSession:
         turn.assembler = None
         turn.message = message
         self._append(message, replaces_draft=True)
-        self._count_usage(turn, assembler.usage)
+        # No usage reported: the window is estimated from what was sent and answered.
+        estimate = (estimate_request_tokens(request.system_prompt, request.tools, self._view)
+                    if assembler.usage is None else None)
+        self._count_usage(turn, assembler.usage, estimate)
         return message
 
-    def _count_usage(self, turn: Turn, usage: Usage | None) -> None:
-        turn.usage = self._meter.record_call(turn.usage, usage)
+    def _count_usage(self, turn: Turn, usage: Usage | None,
+                     estimated_tokens: int | None = None) -> None:
+        turn.usage = self._meter.record_call(turn.usage, usage,
+                                             estimated_tokens=estimated_tokens)
         self._emit(TokenUpdateEvent(current=turn.usage, context=self._meter.context))
 
     # --- tools ------------------------------------------------------------------------
@@ -452,6 +465,7 @@ class AgentSession:
             raise RuntimeError("compact() is already running")
         self._compacting = True
         try:
+            await self._learn_window()
             return await self._compact(None)
         finally:
             self._compacting = False

@@ -1,55 +1,92 @@
 """UsageMeter: a session's token figures — spend so far and how full the context window
-is — from what the provider reported, never estimated for display.
+is — from what the provider reported; an estimate only where nothing was reported, and
+then marked as one.
 
-The one estimate is internal: the characters appended since the last reported usage (a
-large tool result, a new prompt), at ~4 a token, so that the decision to compact before
-the next call sees a window that a big result is about to overflow.
+Estimates (~4 characters a token) stand in where a real figure is missing, and say so
+(``ContextUsage.estimate``): the context after a call whose response carried no usage
+(some local servers never send it) — the whole request and answer measured — and after a
+compaction until the next reported usage. Spend is never estimated: a call without usage
+counts as unreported (``TurnUsage.unreported_calls``), its tokens unknown, not zero.
+Internally the characters appended since the last figure (a large tool result, a new
+prompt) are added too, so that the decision to compact before the next call sees a
+window that a big result is about to overflow.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from typing import Literal
 
 from .events import ContextUsage, TurnUsage
-from .messages import Message, Usage, count_characters
+from .messages import Message, ToolDefinition, Usage, count_characters
 from .store import CompactionRecord
 
-__all__ = ["UsageMeter"]
+__all__ = ["UsageMeter", "estimate_request_tokens"]
+
+CHARS_PER_TOKEN = 4
+"""The rough ratio estimates use: English text and JSON run at about 4 characters a
+token with the common tokenizers."""
+
+
+def estimate_request_tokens(system_prompt: str, tools: Sequence[ToolDefinition],
+                            messages: Sequence[Message]) -> int:
+    """What a request with this prompt, these tool definitions and this history puts in
+    the window, at ~4 characters a token."""
+    characters = len(system_prompt) + count_characters(messages)
+    characters += sum(len(tool.name) + len(tool.description)
+                      + len(json.dumps(tool.parameters)) for tool in tools)
+    return characters // CHARS_PER_TOKEN
 
 
 class UsageMeter:
     """Spend and context figures of one session."""
 
-    def __init__(self, context_window: int) -> None:
+    def __init__(self, context_window: int, *, window_assumed: bool = False) -> None:
         self._window = context_window
+        self._window_assumed = window_assumed
         self.total = Usage()
         """Every model call of the session (summaries included), as reported."""
-        self.context = ContextUsage(max_tokens=context_window)
+        self.context = self.context_of(0)
         """The window after the latest model call or compaction."""
         self.last_turn = TurnUsage()
         """The figures of the latest turn, as its last ``token_update`` showed them."""
         self._chars_since_usage = 0
 
-    def context_of(self, used_tokens: int) -> ContextUsage:
+    def set_window(self, context_window: int, *, assumed: bool) -> None:
+        """The window became known (the server reported it): the figures follow."""
+        self._window, self._window_assumed = context_window, assumed
+        self.context = self.context_of(self.context.used_tokens, self.context.estimate)
+
+    def context_of(self, used_tokens: int,
+                   estimate: Literal["unreported", "compaction"] | None = None
+                   ) -> ContextUsage:
         window = self._window
         return ContextUsage(used_tokens=used_tokens, max_tokens=window,
-                            percent=round(100.0 * used_tokens / window, 1) if window else 0.0)
+                            percent=round(100.0 * used_tokens / window, 1) if window else 0.0,
+                            estimate=estimate, window_assumed=self._window_assumed)
 
     def appended(self, characters: int) -> None:
         """Prompt text was added to the model's view (a user message, a tool result)."""
         self._chars_since_usage += characters
 
-    def record_call(self, turn: TurnUsage, usage: Usage | None) -> TurnUsage:
-        """Count one model call; returns the turn's new figures."""
+    def record_call(self, turn: TurnUsage, usage: Usage | None, *,
+                    estimated_tokens: int | None = None) -> TurnUsage:
+        """Count one model call; returns the turn's new figures. ``estimated_tokens`` is
+        what the request and its answer occupy by :func:`estimate_request_tokens`: the
+        context figure when the response reported no usage."""
         if usage is None:
-            # A server that reports no usage (some local ones): count the call, keep the
-            # last known context figure rather than pretending the window emptied.
-            usage = Usage()
-        else:
-            # What this call put in the window: its prompt (cached or not) plus its
-            # answer, which the next call will carry.
-            self.context = self.context_of(usage.context_tokens + usage.output_tokens)
-            self._chars_since_usage = 0
+            # A server that reports no usage (some local ones): the call counts, its
+            # tokens are unknown; the window is estimated from the text, and says so.
+            if estimated_tokens is not None:
+                self.context = self.context_of(estimated_tokens, "unreported")
+                self._chars_since_usage = 0
+            self.last_turn = _add(turn, Usage(), reported=False)
+            return self.last_turn
+        # What this call put in the window: its prompt (cached or not) plus its answer,
+        # which the next call will carry.
+        self.context = self.context_of(usage.context_tokens + usage.output_tokens)
+        self._chars_since_usage = 0
         self.total = self.total + usage
         self.last_turn = _add(turn, usage)
         return self.last_turn
@@ -62,7 +99,9 @@ class UsageMeter:
             self.total = self.total + usage
             if turn is not None:
                 turn = self.last_turn = _add(turn, usage)
-        self.context = self.context_of(tokens_after)
+        elif turn is not None:
+            turn = self.last_turn = _add(turn, Usage(), reported=False)
+        self.context = self.context_of(tokens_after, "compaction")
         self._chars_since_usage = 0  # the estimate covers the whole new view
         return turn if turn is not None else self.last_turn
 
@@ -99,7 +138,7 @@ class UsageMeter:
                 self.total = self.total + compaction.usage
         latest = compactions[-1] if compactions else None
         if latest is not None and latest.after_message > last_index:
-            self.context = self.context_of(latest.tokens_after)
+            self.context = self.context_of(latest.tokens_after, "compaction")
             since = messages[latest.after_message:]
         else:
             if last_usage is not None:
@@ -112,8 +151,9 @@ class UsageMeter:
             [m for m in since if m.parts and (m.role != "assistant" or m.metadata.usage is None)])
 
 
-def _add(current: TurnUsage, usage: Usage) -> TurnUsage:
+def _add(current: TurnUsage, usage: Usage, *, reported: bool = True) -> TurnUsage:
     return TurnUsage(input_tokens=current.input_tokens + usage.input_tokens,
                      output_tokens=current.output_tokens + usage.output_tokens,
                      total_tokens=current.total_tokens + usage.total_tokens,
-                     api_calls=current.api_calls + 1)
+                     api_calls=current.api_calls + 1,
+                     unreported_calls=current.unreported_calls + (0 if reported else 1))

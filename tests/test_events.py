@@ -42,9 +42,11 @@ EVENT_EXAMPLES: dict[str, dict[str, Any]] = {
                                 "cancelled": 0}},
     "token_update": {"type": "token_update",
                      "current": {"input_tokens": 1200, "output_tokens": 340,
-                                 "total_tokens": 1540, "api_calls": 3},
+                                 "total_tokens": 1540, "api_calls": 3,
+                                 "unreported_calls": 1},
                      "context": {"used_tokens": 64000, "max_tokens": 200000,
-                                 "percent": 32.0}},
+                                 "percent": 32.0, "estimate": "compaction",
+                                 "window_assumed": False}},
     "approval_request": {"type": "approval_request", "id": "c2", "name": "shell",
                          "args": {"cmd": "ls"}},
     "compaction": {"type": "compaction", "tokens_before": 150000, "tokens_after": 20000,
@@ -134,8 +136,21 @@ def test_command_fields_are_the_design_names(model: type[BaseModel]) -> None:
 
 def test_token_update_nested_field_names() -> None:
     assert set(TurnUsage.model_fields) == {"input_tokens", "output_tokens", "total_tokens",
-                                           "api_calls"}
-    assert set(ContextUsage.model_fields) == {"used_tokens", "max_tokens", "percent"}
+                                           "api_calls", "unreported_calls"}
+    assert set(ContextUsage.model_fields) == {"used_tokens", "max_tokens", "percent",
+                                              "estimate", "window_assumed"}
+
+
+def test_token_update_of_an_older_sender_still_parses() -> None:
+    # The fields added for unreported usage have defaults that mean "as before": reported
+    # figures, a known window.
+    event = parse_event({"type": "token_update",
+                         "current": {"input_tokens": 1, "output_tokens": 2, "total_tokens": 3,
+                                     "api_calls": 1},
+                         "context": {"used_tokens": 3, "max_tokens": 100, "percent": 3.0}})
+    assert isinstance(event, TokenUpdateEvent)
+    assert event.current.unreported_calls == 0
+    assert event.context.estimate is None and event.context.window_assumed is False
 
 
 @pytest.mark.parametrize("name", sorted(EVENT_EXAMPLES))
@@ -154,7 +169,7 @@ def test_token_update_parses_into_nested_models() -> None:
     event = parse_event(EVENT_EXAMPLES["token_update"])
     assert isinstance(event, TokenUpdateEvent)
     assert event.current == TurnUsage(input_tokens=1200, output_tokens=340, total_tokens=1540,
-                                      api_calls=3)
+                                      api_calls=3, unreported_calls=1)
     assert event.context.percent == 32.0
 
 

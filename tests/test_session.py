@@ -339,11 +339,14 @@ async def test_token_update_is_cumulative_with_context_percent() -> None:
     await session.run("x")
     first, second = rec.of("token_update")
     assert first.current.model_dump() == {"input_tokens": 1000, "output_tokens": 50,
-                                          "total_tokens": 1050, "api_calls": 1}
+                                          "total_tokens": 1050, "api_calls": 1,
+                                          "unreported_calls": 0}
     assert first.context.model_dump() == {"used_tokens": 1550, "max_tokens": 10_000,
-                                          "percent": 15.5}
+                                          "percent": 15.5, "estimate": None,
+                                          "window_assumed": False}
     assert second.current.model_dump() == {"input_tokens": 2600, "output_tokens": 450,
-                                           "total_tokens": 3050, "api_calls": 2}
+                                           "total_tokens": 3050, "api_calls": 2,
+                                           "unreported_calls": 0}
     assert second.context.percent == 20.0
     assert session.usage.input_tokens == 2600 and session.usage.cache_read_tokens == 500
     # A new turn starts counting again.

@@ -125,3 +125,79 @@ def test_provider_settings_never_carry_credentials() -> None:
     settings = provider.settings()
     assert settings["base_url"] == "http://127.0.0.1:8080/v1"
     assert "sk-secret" not in json.dumps(settings) and "token" not in json.dumps(settings)
+
+
+# --- a local server: its own window, no usage --------------------------------------------
+
+
+async def test_a_local_server_reports_its_window_and_the_meter_uses_it(
+        server: SSEServer) -> None:
+    server.json_route("GET", "/props", {"default_generation_settings": {"n_ctx": 4096}})
+    server.add(OpenAIStream().text(["hi"]).finish().usage(300, 20).done().response())
+    provider = OpenAIProvider("smollm2", supplier="openai-compatible",
+                              base_url=server.base_url, max_retries=0)
+    session = AgentSession(Agent("local", model=provider), ToolCatalog.default())
+    assert session.context.window_assumed and session.context.max_tokens == 128_000
+    rec = Recorder()
+    session.subscribe(rec)
+
+    await session.run("hello")
+
+    (update,) = rec.of("token_update")
+    assert update.context.max_tokens == 4096 and not update.context.window_assumed
+    assert update.context.percent == round(100 * 320 / 4096, 1)
+    assert [r.path for r in server.requests].count("/props") == 1
+    assert "error" not in rec.types
+
+
+async def test_a_server_that_reports_no_window_keeps_the_default_marked_assumed(
+        server: SSEServer) -> None:
+    server.add(OpenAIStream().text(["hi"]).finish().usage(300, 20).done().response())
+    provider = OpenAIProvider("smollm2", supplier="openai-compatible",
+                              base_url=server.base_url, max_retries=0)
+    session = AgentSession(Agent("local", model=provider), ToolCatalog.default())
+    rec = Recorder()
+    session.subscribe(rec)
+
+    await session.run("hello")
+
+    (update,) = rec.of("token_update")
+    assert update.context.max_tokens == 128_000 and update.context.window_assumed
+    assert rec.types[-1] == "done" and "error" not in rec.types
+    assert session.messages[-1].text == "hi"
+
+
+async def test_usage_a_server_does_not_send_is_unknown_and_the_context_estimated(
+        server: SSEServer) -> None:
+    plan_call = OpenAIStream(model="m")
+    plan_call.tool_call_start(0, "call_1", "todo", PLAN)
+    server.add(plan_call.finish("tool_calls").done().response(),  # no usage chunk
+               OpenAIStream(model="m").text(["Planned."]).finish().done().response(),
+               OpenAIStream(model="m").text(["Again."]).finish().usage(900, 10).done()
+               .response())
+    provider = OpenAIProvider("m", supplier="openai-compatible", base_url=server.base_url,
+                              max_retries=0, context_window=4096)
+    session = AgentSession(Agent("local", model=provider), ToolCatalog.default())
+    rec = Recorder()
+    session.subscribe(rec)
+
+    await session.run("plan")
+
+    first, second = rec.of("token_update")
+    assert (first.current.api_calls, first.current.unreported_calls) == (1, 1)
+    assert (second.current.api_calls, second.current.unreported_calls) == (2, 2)
+    assert second.current.input_tokens == 0 and second.current.output_tokens == 0
+    # The window is estimated from what was sent — system prompt, tool definitions,
+    # history — and the update says so.
+    request = server.requests[-1].json
+    sent = len(json.dumps(request["messages"])) + len(json.dumps(request["tools"]))
+    assert second.context.estimate == "unreported"
+    assert sent // 8 < second.context.used_tokens < sent // 2
+    assert second.context.used_tokens > first.context.used_tokens
+    assert session.usage.input_tokens == 0  # spend is never estimated
+    assert "error" not in rec.types
+
+    await session.run("again")
+    third = rec.of("token_update")[-1]
+    assert third.current.unreported_calls == 0 and third.current.input_tokens == 900
+    assert third.context.estimate is None and third.context.used_tokens == 910

@@ -62,3 +62,30 @@ async def test_resume_keeps_the_characters_appended_since_the_last_usage(
     provider.responses += [summary("- summary"), answer("three")]
     await resumed.run("q3")
     assert provider.requests[-2].purpose == "summary", [r.purpose for r in provider.requests]
+
+
+def unreported(text: str) -> list[Any]:
+    """An answer from a server that sends no usage."""
+    return [TextDelta(text), StreamDone("end_turn")]
+
+
+async def test_compaction_works_from_the_estimate_when_no_usage_is_ever_reported() -> None:
+    long_text = "z" * 32_000  # ~8,000 tokens an answer, in a 20,000-token window
+    session, rec, provider = make_session(
+        [unreported(long_text), unreported(long_text)], context_window=20_000,
+        agent_options={"keep_recent_turns": 1})
+    await session.run("q1")
+    await session.run("q2")
+    estimated = rec.of("token_update")[-1].context
+    assert estimated.estimate == "unreported" and estimated.percent > 80
+    assert session.usage.total_tokens == 0
+
+    provider.responses += [unreported("- summary"), unreported("three")]
+    await session.run("q3")
+
+    assert [r.purpose for r in provider.requests][-2:] == ["summary", "chat"]
+    after_compaction, after_answer = (e.context for e in rec.of("token_update")[-2:])
+    assert after_compaction.estimate == "compaction"
+    assert after_compaction.used_tokens < estimated.used_tokens // 2
+    assert after_answer.estimate == "unreported"
+    assert "error" not in rec.types

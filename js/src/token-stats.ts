@@ -1,8 +1,11 @@
 /**
- * Compact token usage (seed 002 §5.3): `↑in ↓out · N calls | Context P% ●`. The realtime part
- * shows while a turn runs, the context share always; the dot is green up to 50 %, yellow up
- * to 80 %, red above. Hovering (or focusing) shows the details. The state is exactly the
- * `token_update` event plus `running` — the UI never estimates tokens.
+ * Compact token usage (seed 002 §5.3): `↑in ↓out · N calls | Context P% ●`. The turn's
+ * figures show while it runs and stay, muted, after it ends (the last turn's); the context
+ * share always shows; the dot is green up to 50 %, yellow up to 80 %, red above. Hovering
+ * (or focusing) shows the details. The state is exactly the `token_update` event plus
+ * `running` — the UI computes nothing itself. Figures the server did not report show as
+ * unknown (`↑? ↓?`, or `↑1.2K+?` when some calls of the turn reported none), an estimated
+ * context share as `~P%`, each explained in the details.
  */
 import "./token-stats.css";
 import { element } from "./dom";
@@ -14,12 +17,18 @@ export interface TurnUsage {
   output_tokens: number;
   total_tokens: number;
   api_calls: number;
+  /** Calls whose response carried no usage: their tokens are unknown (absent: none). */
+  unreported_calls?: number;
 }
 
 export interface ContextUsage {
   used_tokens: number;
   max_tokens: number;
   percent: number;
+  /** Why `used_tokens` is an estimate; absent or null: reported by the provider. */
+  estimate?: "unreported" | "compaction" | null;
+  /** `max_tokens` is a default: nobody gave or reported this model's window. */
+  window_assumed?: boolean;
 }
 
 export interface TokenStatsState {
@@ -46,6 +55,27 @@ export function contextLevel(percent: number): ContextLevel {
 function formatPercent(percent: number): string {
   const value = Math.max(0, Number(percent) || 0);
   return value > 0 && value < 1 ? "<1" : String(Math.round(value));
+}
+
+/** How much of a turn's usage the server reported: all, some calls, or none. */
+export type Reported = "all" | "some" | "none";
+
+export function reportedShare(current: TurnUsage): Reported {
+  const calls = current.api_calls ?? 0;
+  const unreported = current.unreported_calls ?? 0;
+  if (unreported <= 0 || calls <= 0) return "all";
+  return unreported >= calls ? "none" : "some";
+}
+
+/** A token figure as the compact line shows it: `1.2K`, `?` (unknown), `1.2K+?` (more). */
+export function formatReported(value: number, reported: Reported): string {
+  if (reported === "none") return "?";
+  return reported === "some" ? `${formatTokens(value)}+?` : formatTokens(value);
+}
+
+/** The context share as the compact line shows it: `32`, `~32` when estimated. */
+export function formatContextShare(context: ContextUsage): string {
+  return `${context.estimate ? "~" : ""}${formatPercent(context.percent)}%`;
 }
 
 export function createTokenStats(el: HTMLElement, options: ComponentOptions<TokenStatsState> = {}): Component<TokenStatsState> {
@@ -76,8 +106,13 @@ export function createTokenStats(el: HTMLElement, options: ComponentOptions<Toke
     const rect = root.getBoundingClientRect();
     document.body.append(details);
     const width = details.offsetWidth;
+    const height = details.offsetHeight;
     details.style.left = `${Math.max(4, Math.min(rect.left, window.innerWidth - width - 4))}px`;
-    details.style.top = `${rect.bottom + 6}px`;
+    // Below the figures, or above them where the window ends first (the chat's stats sit
+    // at the bottom of its input bar, often at the bottom of the page).
+    const below = rect.bottom + 6;
+    const fitsBelow = below + height <= window.innerHeight - 4 || rect.top - 6 - height < 4;
+    details.style.top = `${fitsBelow ? below : rect.top - 6 - height}px`;
     details.classList.add("neta-is-open");
   }
   function closeDetails(): void {
@@ -96,45 +131,78 @@ export function createTokenStats(el: HTMLElement, options: ComponentOptions<Toke
     row.append(element("span", "neta-token-detail-label", label), element("span", "neta-token-detail-value", value));
     return row;
   }
+  function detailNote(text: string): HTMLDivElement {
+    return element("div", "neta-token-detail-note", text);
+  }
 
   function render(): void {
     const lang = state.lang;
     root.lang = lang;
     const current = state.current;
     const ctx = state.context ?? { used_tokens: 0, max_tokens: 0, percent: 0 };
-    const showRealtime = state.running && current !== null;
+    // While a turn runs its figures grow; after it they stay as the last turn's, so what
+    // a turn cost can still be read (the README's line), muted with the rest.
+    const showRealtime = current !== null && (state.running || (current.api_calls ?? 0) > 0);
+    const reported = current ? reportedShare(current) : "all";
     root.classList.toggle("neta-is-running", state.running);
     realtime.hidden = !showRealtime;
     divider.hidden = !showRealtime;
     if (current) {
-      input.textContent = `↑${formatTokens(current.input_tokens)}`;
-      output.textContent = `↓${formatTokens(current.output_tokens)}`;
+      input.textContent = `↑${formatReported(current.input_tokens, reported)}`;
+      output.textContent = `↓${formatReported(current.output_tokens, reported)}`;
       const count = current.api_calls ?? 0;
       calls.textContent = `· ${t(lang, count === 1 ? "calls_one" : "calls", { n: count })}`;
     }
+    realtime.classList.toggle("neta-is-unreported", reported !== "all");
     const percent = Number(ctx.percent) || 0;
-    contextText.textContent = `${t(lang, "context")} ${formatPercent(percent)}%`;
+    contextText.textContent = `${t(lang, "context")} ${formatContextShare(ctx)}`;
+    context.classList.toggle("neta-is-estimated", Boolean(ctx.estimate) || Boolean(ctx.window_assumed));
     dot.dataset.level = contextLevel(percent);
 
     const rows: HTMLDivElement[] = [];
-    if (current) {
+    if (current && showRealtime) {
+      const figure = (value: number) =>
+        reported === "none"
+          ? t(lang, "tokens_unknown")
+          : reported === "some"
+            ? t(lang, "tokens_at_least", { n: (value ?? 0).toLocaleString("en-US") })
+            : (value ?? 0).toLocaleString("en-US");
       rows.push(
-        detailRow(t(lang, "input_tokens"), (current.input_tokens ?? 0).toLocaleString("en-US")),
-        detailRow(t(lang, "output_tokens"), (current.output_tokens ?? 0).toLocaleString("en-US")),
-        detailRow(t(lang, "total_tokens"), (current.total_tokens ?? 0).toLocaleString("en-US")),
+        element("div", "neta-token-detail-heading", t(lang, state.running ? "turn_now" : "turn_last")),
+        detailRow(t(lang, "input_tokens"), figure(current.input_tokens)),
+        detailRow(t(lang, "output_tokens"), figure(current.output_tokens)),
+        detailRow(t(lang, "total_tokens"), figure(current.total_tokens)),
         detailRow(t(lang, "api_calls"), String(current.api_calls ?? 0)),
       );
+      if (reported !== "all") {
+        rows.push(
+          detailRow(
+            t(lang, "usage_unreported"),
+            t(lang, "usage_unreported_value", { n: current.unreported_calls ?? 0, m: current.api_calls ?? 0 }),
+          ),
+        );
+      }
     }
+    const approximately = ctx.estimate ? "~" : "";
     rows.push(
       detailRow(
         t(lang, "context_used"),
-        `${(ctx.used_tokens ?? 0).toLocaleString("en-US")} / ${(ctx.max_tokens ?? 0).toLocaleString("en-US")} (${formatPercent(percent)}%)`,
+        `${approximately}${(ctx.used_tokens ?? 0).toLocaleString("en-US")} / ${(ctx.max_tokens ?? 0).toLocaleString("en-US")} (${formatContextShare(ctx)})`,
       ),
     );
+    if (ctx.estimate === "unreported") rows.push(detailNote(t(lang, "context_estimated_unreported")));
+    if (ctx.estimate === "compaction") rows.push(detailNote(t(lang, "context_estimated_compaction")));
+    if (ctx.window_assumed) rows.push(detailNote(t(lang, "context_window_assumed")));
     details.replaceChildren(...rows);
     root.setAttribute(
       "aria-label",
-      rows.map((row) => `${row.children[0]?.textContent}: ${row.children[1]?.textContent}`).join("; "),
+      rows
+        .map((row) =>
+          row.classList.contains("neta-token-detail-row")
+            ? `${row.children[0]?.textContent}: ${row.children[1]?.textContent}`
+            : (row.textContent ?? ""),
+        )
+        .join("; "),
     );
   }
 

@@ -151,20 +151,34 @@ class Provider(ABC):
     """Overrides the model table's window (a local server runs a model with any window)."""
     request_options: Mapping[str, Any] = MappingProxyType({})
     """Merged into every request body (e.g. ``{"top_k": 40}`` for a local server)."""
+    discovered_context_window: int | None = None
+    """The window the server reported (:meth:`discover_context_window`), used when
+    :attr:`context_window` is not set."""
+    tool_results_as_user: bool = False
+    """Send tool results as user messages, for servers whose chat template drops
+    ``tool`` messages (only the OpenAI-compatible provider has such servers)."""
 
     @abstractmethod
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Stream one model response. Raises :class:`ProviderError` on failure."""
 
+    async def discover_context_window(self) -> None:
+        """Ask the server for its context window if nothing else knows it, once; sets
+        :attr:`discovered_context_window`. Never raises. Most suppliers' windows are in
+        the model table: this does nothing for them."""
+        return
+
     @property
     def info(self) -> ModelInfo:
-        """Context window and capabilities of this model (the model table's entry, with
-        :attr:`context_window` if set)."""
+        """Context window and capabilities of this model: the model table's entry, with
+        :attr:`context_window` if set, else with :attr:`discovered_context_window` if the
+        server reported one."""
         from .models import get_model_info
 
         info = get_model_info(self.supplier, self.model)
-        return info if self.context_window is None else replace(
-            info, context_window=self.context_window)
+        window = self.context_window or self.discovered_context_window
+        return info if window is None else replace(info, context_window=window,
+                                                   assumed=False)
 
     def settings(self) -> dict[str, Any]:
         """What rebuilds this provider with ``create_provider`` — never a key. Stored with
@@ -172,7 +186,8 @@ class Provider(ABC):
         return {"supplier": self.supplier, "model": self.model,
                 "base_url": _without_credentials(self.base_url),
                 "context_window": self.context_window,
-                "request_options": dict(self.request_options)}
+                "request_options": dict(self.request_options),
+                "tool_results_as_user": self.tool_results_as_user}
 
     @property
     def model_id(self) -> str:

@@ -39,12 +39,15 @@ log = logging.getLogger(__name__)
 
 def create_provider(spec: str | Provider, *, api_key: str | None = None,
                     base_url: str | None = None, context_window: int | None = None,
-                    request_options: Mapping[str, Any] | None = None) -> Provider:
+                    request_options: Mapping[str, Any] | None = None,
+                    tool_results_as_user: bool = False) -> Provider:
     """The provider ``spec`` names (a provider instance is returned as is).
 
     ``context_window`` overrides the model table's window; ``request_options`` are merged
     into every request body (keys the SDK's create call names go in as arguments, others
-    in the JSON body). Keys come from ``api_key`` or the usual environment variable and
+    in the JSON body). ``tool_results_as_user`` sends tool results as user messages, for
+    an OpenAI-compatible server whose chat template drops ``tool`` messages (see the
+    README's server table). Keys come from ``api_key`` or the usual environment variable and
     are never part of :meth:`Provider.settings`.
     """
     if isinstance(spec, Provider):
@@ -52,6 +55,9 @@ def create_provider(spec: str | Provider, *, api_key: str | None = None,
     if context_window is not None and context_window < 1:
         raise ValueError("context_window must be a positive number of tokens")
     supplier, model = _parse_spec(spec)
+    if tool_results_as_user and supplier in ("anthropic", "scripted"):
+        raise ValueError(f"tool_results_as_user is for OpenAI-compatible servers; "
+                         f"{supplier} models read tool results as they are")
     if supplier == "scripted":
         return ScriptedProvider(model=model or DEFAULT_MODELS["scripted"],
                                 context_window=context_window)
@@ -67,7 +73,8 @@ def create_provider(spec: str | Provider, *, api_key: str | None = None,
     from .openai import OpenAIProvider
 
     return OpenAIProvider(model, supplier=supplier, api_key=api_key, base_url=base_url,
-                          context_window=context_window, request_options=request_options)
+                          context_window=context_window, request_options=request_options,
+                          tool_results_as_user=tool_results_as_user)
 
 
 def default_provider() -> Provider:

@@ -43,13 +43,17 @@ class ModelInfo:
     """The largest ``max_tokens`` the model accepts."""
     capabilities: frozenset[str] = frozenset({"tools"})
     """``tools``, ``vision``, ``thinking``: what the tool resolver filters on."""
+    assumed: bool = False
+    """The figures are :data:`DEFAULT_MODEL_INFO`'s, not this model's: the table does not
+    know it (and nobody gave or reported its window)."""
 
     def supports(self, capability: str) -> bool:
         return capability in self.capabilities
 
 
 DEFAULT_MODEL_INFO = ModelInfo(supplier="", model="", context_window=128_000,
-                               max_output_tokens=8_192, capabilities=frozenset({"tools"}))
+                               max_output_tokens=8_192, capabilities=frozenset({"tools"}),
+                               assumed=True)
 
 _TOOLS = frozenset({"tools"})
 _TOOLS_VISION = frozenset({"tools", "vision"})

@@ -29,6 +29,7 @@ message of a user turn that contains a tool call carries its reasoning; others d
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -62,6 +63,8 @@ from .base import (
 
 __all__ = ["DEEPSEEK_BASE_URL", "OpenAIProvider", "to_openai_messages"]
 
+log = logging.getLogger(__name__)
+
 DEEPSEEK_BASE_URL = "https://api.deepseek.com"
 LOCAL_SERVER_KEY = "not-needed"
 """Sent to OpenAI-compatible servers given no key: the SDK insists on one, they ignore it."""
@@ -84,7 +87,8 @@ class OpenAIProvider(Provider):
                  max_retries: int = 3, timeout: float = 600.0,
                  send_reasoning_content: bool | None = None,
                  context_window: int | None = None,
-                 request_options: Mapping[str, Any] | None = None) -> None:
+                 request_options: Mapping[str, Any] | None = None,
+                 tool_results_as_user: bool = False) -> None:
         if supplier not in _SUPPLIERS:
             raise ValueError(f"unknown supplier {supplier!r} for OpenAIProvider; "
                              f"expected one of {', '.join(_SUPPLIERS)}")
@@ -97,6 +101,8 @@ class OpenAIProvider(Provider):
         self.base_url = url
         self.context_window = context_window
         self.request_options = dict(request_options or {})
+        self.tool_results_as_user = tool_results_as_user
+        self._window_asked = False
         # The key lives only inside the SDK client; this object's repr never shows it.
         self._client = openai.AsyncOpenAI(api_key=key, base_url=url, max_retries=max_retries,
                                           timeout=timeout)
@@ -106,7 +112,8 @@ class OpenAIProvider(Provider):
         kwargs: dict[str, Any] = {
             "model": self.model,
             "messages": to_openai_messages(request.system_prompt, request.messages,
-                                           send_reasoning_content=self.send_reasoning_content),
+                                           send_reasoning_content=self.send_reasoning_content,
+                                           tool_results_as_user=self.tool_results_as_user),
             "stream_options": {"include_usage": True},
         }
         if request.tools:
@@ -123,6 +130,27 @@ class OpenAIProvider(Provider):
         create = self._client.chat.completions.create
         return merge_params(merge_params(kwargs, thinking, create), self.request_options,
                             create)
+
+    async def discover_context_window(self) -> None:
+        """For an ``openai-compatible`` model the table does not know and no
+        ``context_window`` was given: ask the server once (see :mod:`.window_discovery`)."""
+        if (self._window_asked or self.supplier != "openai-compatible"
+                or self.context_window is not None or not self.info.assumed
+                or self.base_url is None):
+            return
+        self._window_asked = True
+        from .window_discovery import discover_context_window
+
+        try:
+            found = await discover_context_window(self.base_url, self.model,
+                                                  api_key=self._client.api_key)
+        except Exception:  # discovery never fails a session
+            log.debug("context window discovery failed", exc_info=True)
+            return
+        if found is not None:
+            log.info("%s: context window %d tokens (%s)", self.model_id, found.tokens,
+                     found.source)
+            self.discovered_context_window = found.tokens
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         kwargs = self.request_kwargs(request)
@@ -207,7 +235,7 @@ class _ChunkReader:
                     buffer.call_id = call.id
                 if call.function is not None:
                     if call.function.name:
-                        buffer.name += call.function.name
+                        buffer.name = _merged_name(buffer.name, call.function.name)
                     if call.function.arguments:
                         buffer.arguments.append(call.function.arguments)
             if choice.finish_reason is not None:
@@ -233,6 +261,16 @@ class _ChunkReader:
                                        args=args, raw_args=raw_args))
         self._calls.clear()
         return ready
+
+
+def _merged_name(so_far: str, piece: str) -> str:
+    """The call's name after one more chunk named it. OpenAI sends the name once; some
+    servers (llama-cpp-python) send the whole name again in every chunk, others the name
+    so far: a name that repeats or extends what came is the name, only a new fragment is
+    appended."""
+    if piece == so_far or piece.startswith(so_far):
+        return piece
+    return so_far + piece
 
 
 def _reasoning_text(delta: object) -> str:
@@ -295,10 +333,15 @@ def _detail(error: openai.APIStatusError) -> str:
 
 
 def to_openai_messages(system_prompt: str, messages: list[Message], *,
-                       send_reasoning_content: bool = False) -> list[dict[str, Any]]:
+                       send_reasoning_content: bool = False,
+                       tool_results_as_user: bool = False) -> list[dict[str, Any]]:
     """The conversation as Chat Completions ``messages``: the system prompt first, one
     ``tool`` message per result, tool call arguments as JSON text (the model's own text
-    when it was not valid JSON)."""
+    when it was not valid JSON).
+
+    ``tool_results_as_user`` sends the results of one step as a single ``user`` message
+    instead, each under a line naming the tool and call: for servers whose chat template
+    drops ``tool`` messages, so the model would never read a result."""
     result: list[dict[str, Any]] = []
     if system_prompt:
         result.append({"role": "system", "content": system_prompt})
@@ -309,15 +352,24 @@ def to_openai_messages(system_prompt: str, messages: list[Message], *,
             if text:
                 result.append({"role": "user", "content": text})
         elif message.role == "tool":
-            for part in message.parts:
-                if isinstance(part, ToolResultPart):
-                    result.append({"role": "tool", "tool_call_id": part.tool_call_id,
-                                   "content": part.content})
+            results = [part for part in message.parts if isinstance(part, ToolResultPart)]
+            if tool_results_as_user and results:
+                result.append({"role": "user",
+                               "content": "\n\n".join(_result_as_text(p) for p in results)})
+                continue
+            for part in results:
+                result.append({"role": "tool", "tool_call_id": part.tool_call_id,
+                               "content": part.content})
         else:
             entry = _assistant_entry(message, with_reasoning=position in tool_turns)
             if entry is not None:
                 result.append(entry)
     return result
+
+
+def _result_as_text(part: ToolResultPart) -> str:
+    status = "error" if part.is_error else "result"
+    return f"[{status} of tool call {part.tool_call_id} ({part.name})]\n{part.content}"
 
 
 def _assistant_entry(message: Message, *, with_reasoning: bool) -> dict[str, Any] | None:
@@ -329,7 +381,9 @@ def _assistant_entry(message: Message, *, with_reasoning: bool) -> dict[str, Any
              for part in message.parts if isinstance(part, ToolCallPart)]
     if not text and not calls:
         return None
-    entry: dict[str, Any] = {"role": "assistant", "content": text or None}
+    # An assistant message that only calls tools carries empty text, not `null`: OpenAI
+    # allows both, but llama-cpp-python answers `null` with a 500.
+    entry: dict[str, Any] = {"role": "assistant", "content": text}
     if calls:
         entry["tool_calls"] = calls
     if with_reasoning:

@@ -1,5 +1,6 @@
 """``TokenStats``: compact token and context usage (seed 002 §5.3), from ``token_update``
-events only — real provider usage, never an estimate."""
+events only — the provider's usage; what it did not report shows as unknown (``↑? ↓?``)
+and an estimated context share as ``~P%``, never as a reported figure."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from ..events import ContextUsage, TokenUpdateEvent, TurnUsage
 from ..labels import t
 from ._base import NetaWidget, escape_markdown
 
-__all__ = ["TokenStats", "context_level", "format_tokens"]
+__all__ = ["TokenStats", "context_level", "format_context_share", "format_reported",
+           "format_tokens", "reported_share"]
 
 
 def format_tokens(value: float) -> str:
@@ -42,8 +44,31 @@ def context_level(percent: float) -> str:
 _DOT = {"ok": "🟢", "warn": "🟡", "high": "🔴"}
 
 
+def reported_share(current: Mapping[str, Any]) -> str:
+    """``all``, ``some`` or ``none``: how much of a turn's usage the server reported."""
+    calls, unreported = current.get("api_calls", 0), current.get("unreported_calls", 0)
+    if unreported <= 0 or calls <= 0:
+        return "all"
+    return "none" if unreported >= calls else "some"
+
+
+def format_reported(value: float, reported: str) -> str:
+    """A token figure of the compact line: ``1.2K``, ``?`` (unknown), ``1.2K+?`` (more)."""
+    if reported == "none":
+        return "?"
+    return f"{format_tokens(value)}+?" if reported == "some" else format_tokens(value)
+
+
+def format_context_share(context: Mapping[str, Any]) -> str:
+    """``32%``, or ``~32%`` when the figure is an estimate (as the JS component shows it)."""
+    value = max(0.0, float(context.get("percent") or 0))
+    percent = "<1" if 0 < value < 1 else str(math.floor(value + 0.5))
+    return f"{'~' if context.get('estimate') else ''}{percent}%"
+
+
 class TokenStats(NetaWidget):
-    """``↑in ↓out · N calls | Context P% ●``; the realtime part while ``running``."""
+    """``↑in ↓out · N calls | Context P% ●``: the turn's figures while ``running`` and,
+    muted, the last turn's after it; the context share always."""
 
     _component = traitlets.Unicode("token-stats").tag(sync=True)
     current = traitlets.Dict(help="token_update.current").tag(sync=True)
@@ -76,13 +101,27 @@ class TokenStats(NetaWidget):
 
     def _compact(self) -> str:
         c, ctx = self.current, self.context
-        percent = f"{round(ctx['percent'])}%"
-        context = f"{t('context', self.lang)} {percent}"
-        if not self.running:
+        context = f"{t('context', self.lang)} {format_context_share(ctx)}"
+        if not self.running and c["api_calls"] == 0:
             return context
-        realtime = (f"↑{format_tokens(c['input_tokens'])} ↓{format_tokens(c['output_tokens'])}"
+        reported = reported_share(c)
+        realtime = (f"↑{format_reported(c['input_tokens'], reported)} "
+                    f"↓{format_reported(c['output_tokens'], reported)}"
                     f" · {t(_calls_key(c['api_calls']), self.lang, n=c['api_calls'])}")
         return f"{realtime} | {context}"
+
+    def _notes(self) -> list[str]:
+        """The sentences that explain unknown or estimated figures (the view's details)."""
+        c, ctx, lang = self.current, self.context, self.lang
+        notes = []
+        if reported_share(c) != "all":
+            value = t("usage_unreported_value", lang, n=c["unreported_calls"], m=c["api_calls"])
+            notes.append(f"{t('usage_unreported', lang)}: {value}")
+        if ctx["estimate"] is not None:
+            notes.append(t(f"context_estimated_{ctx['estimate']}", lang))
+        if ctx["window_assumed"]:
+            notes.append(t("context_window_assumed", lang))
+        return notes
 
     def __repr__(self) -> str:
         return f"TokenStats({self._compact()})"
@@ -95,9 +134,11 @@ class TokenStats(NetaWidget):
 
     def _fallback_html(self) -> str:
         c, ctx = self.current, self.context
-        title = (f"in {c['input_tokens']:,} · out {c['output_tokens']:,} · total "
-                 f"{c['total_tokens']:,} · calls {c['api_calls']} · context "
-                 f"{ctx['used_tokens']:,}/{ctx['max_tokens']:,}")
+        title = " · ".join([
+            f"in {c['input_tokens']:,} · out {c['output_tokens']:,} · total "
+            f"{c['total_tokens']:,} · calls {c['api_calls']} · context "
+            f"{'~' if ctx['estimate'] else ''}{ctx['used_tokens']:,}/{ctx['max_tokens']:,}",
+            *self._notes()])
         return (f'<span title="{html.escape(title)}" style="font-family:system-ui,sans-serif;'
                 f'font-size:12px;color:#57606a">{html.escape(self._fallback_text())}</span>')
 

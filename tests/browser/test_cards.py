@@ -96,7 +96,10 @@ def test_cards_follow_python_changes_live(lab: LabSession) -> None:
     stats.locator(".neta-token-in", has_text="↑20K").wait_for()
     assert stats.locator(".neta-token-dot").get_attribute("data-level") == "high"
     lab.execute(path, "tokens.running = False")
-    stats.locator(".neta-token-realtime").wait_for(state="hidden")
+    # The turn ended: its figures stay as the last turn's, muted with the rest.
+    page.wait_for_function("() => !document.querySelector('.neta-token-stats')"
+                           ".classList.contains('neta-is-running')")
+    assert stats.locator(".neta-token-in").inner_text() == "↑20K"
     assert stats.locator(".neta-token-context-text").inner_text() == "Context 85%"
 
     lab.execute(path, 'selector.supplier = "deepseek"; selector.model = "deepseek-reasoner"')

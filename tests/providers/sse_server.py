@@ -24,6 +24,12 @@ Every connection is answered with ``Connection: close`` so each request is one s
 response, whatever the client's pooling does. A request that finds the queue empty gets a
 500 (which the SDKs retry), so a test that scripts too few responses fails loudly.
 
+The queue answers the model calls (``POST …/chat/completions``, ``POST …/messages``).
+Anything else — the endpoints a session asks a local server for its context window
+(``GET /props``, ``GET /models``, ``POST /api/show``) — gets what :meth:`SSEServer.route`
+set for its method and path, every time it is asked, or a 404 as from a server that has no
+such endpoint; it never takes a scripted model response.
+
 Other test modules reuse it as ``from providers.sse_server import SSEServer,
 AnthropicStream`` (``tests/`` is on ``sys.path`` under pytest's default import mode), e.g.
 to point an ``AnthropicProvider(model, api_key="test", base_url=server.base_url)`` at it
@@ -89,6 +95,7 @@ class SSEServer:
     def __init__(self) -> None:
         self.requests: list[RecordedRequest] = []
         self._queue: list[ScriptedHTTPResponse] = []
+        self._routes: dict[tuple[str, str], ScriptedHTTPResponse] = {}
         self._server: asyncio.Server | None = None
         self._port = 0
         self._handlers: set[asyncio.Task[None]] = set()
@@ -124,6 +131,15 @@ class SSEServer:
     def add(self, *responses: ScriptedHTTPResponse) -> None:
         self._queue.extend(responses)
 
+    def route(self, method: str, path: str, response: ScriptedHTTPResponse) -> None:
+        """Answer every ``method path`` request with ``response`` (not a model call)."""
+        self._routes[(method.upper(), path)] = response
+
+    def json_route(self, method: str, path: str, body: Any, status: int = 200) -> None:
+        self.route(method, path, ScriptedHTTPResponse(
+            status=status, headers={"Content-Type": "application/json"},
+            chunks=[json.dumps(body).encode()]))
+
     @property
     def pending(self) -> int:
         """Scripted responses not served yet."""
@@ -157,8 +173,17 @@ class SSEServer:
         body = await reader.readexactly(length) if length else b""
         self.requests.append(RecordedRequest(method, path, headers, body))
 
-        response = self._queue.pop(0) if self._queue else error_response(
-            500, {"error": {"type": "test_error", "message": "no scripted response left"}})
+        routed = self._routes.get((method.upper(), path.split("?", 1)[0]))
+        if routed is not None:
+            response = routed
+        elif not (method == "POST" and path.endswith(("/chat/completions", "/messages"))):
+            response = error_response(404, {"error": {"type": "not_found",
+                                                      "message": f"no route {path}"}})
+        elif self._queue:
+            response = self._queue.pop(0)
+        else:
+            response = error_response(
+                500, {"error": {"type": "test_error", "message": "no scripted response left"}})
         if response.ending == "drop_before_headers":
             return
         head_lines = [f"HTTP/1.1 {response.status} {_reason(response.status)}",
@@ -181,7 +206,8 @@ class SSEServer:
 
 
 def _reason(status: int) -> str:
-    return {200: "OK", 400: "Bad Request", 401: "Unauthorized", 429: "Too Many Requests",
+    return {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found",
+            429: "Too Many Requests",
             500: "Internal Server Error", 503: "Service Unavailable",
             529: "Overloaded"}.get(status, "Status")
 

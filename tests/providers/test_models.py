@@ -48,7 +48,7 @@ def test_unknown_model_gets_the_default() -> None:
     info = get_model_info("openai-compatible", "llama3:8b")
 
     assert info == ModelInfo("openai-compatible", "llama3:8b", 128_000, 8_192,
-                             frozenset({"tools"}))
+                             frozenset({"tools"}), assumed=True)
     assert info.context_window == DEFAULT_MODEL_INFO.context_window
     assert info.supports("tools")
     assert not info.supports("vision")
@@ -60,6 +60,7 @@ def test_register_model_overrides_and_adds() -> None:
     register_model(ModelInfo("openai", "gpt-4o", 64_000, 4_000, frozenset()))
 
     assert get_model_info("openai-compatible", "llama3:70b").context_window == 8_192
+    assert not get_model_info("openai-compatible", "llama3:70b").assumed
     assert get_model_info("openai", "gpt-4o-2024-08-06").capabilities == frozenset()
     assert get_model_info("openai", "gpt-4o-mini").context_window == 128_000  # longer prefix
 

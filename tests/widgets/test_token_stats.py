@@ -12,7 +12,13 @@ import pytest
 
 from neta_nb.events import ContextUsage, TokenUpdateEvent, TurnUsage
 from neta_nb.widgets import TokenStats
-from neta_nb.widgets.token_stats import context_level, format_tokens
+from neta_nb.widgets.token_stats import (
+    context_level,
+    format_context_share,
+    format_reported,
+    format_tokens,
+    reported_share,
+)
 
 EVENT = {"current": {"input_tokens": 1234, "output_tokens": 340, "total_tokens": 1574,
                      "api_calls": 3},
@@ -49,6 +55,20 @@ def test_context_level_agrees_with_the_js_component(percent: float, level: str) 
     assert context_level(percent) == level
 
 
+@pytest.mark.parametrize(("usage", "up", "down"), SHARED_CASES["reported_figures"])
+def test_unreported_figures_agree_with_the_js_component(usage: dict[str, int], up: str,
+                                                        down: str) -> None:
+    reported = reported_share(usage)
+    assert f"↑{format_reported(usage['input_tokens'], reported)}" == up
+    assert f"↓{format_reported(usage['output_tokens'], reported)}" == down
+
+
+@pytest.mark.parametrize(("context", "text"), SHARED_CASES["context_share"])
+def test_context_share_agrees_with_the_js_component(context: dict[str, object],
+                                                    text: str) -> None:
+    assert format_context_share(context) == text
+
+
 JS = Path(__file__).parents[2] / "js"
 
 
@@ -60,16 +80,41 @@ def test_the_js_side_passes_the_same_cases() -> None:
     result = subprocess.run(["node", "test.mjs", "--test-name-pattern", "shared case"],
                             cwd=JS, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "# pass 1" in result.stdout, result.stdout
+    assert "# pass 2" in result.stdout, result.stdout
 
 
 def test_state_is_the_token_update_shape() -> None:
     stats = TokenStats(EVENT, running=True)
-    assert stats.current == EVENT["current"]
-    assert stats.context == EVENT["context"]
+    # An older sender's event: the added fields take their "reported, known" defaults.
+    assert stats.current == {**EVENT["current"], "unreported_calls": 0}
+    assert stats.context == {**EVENT["context"], "estimate": None, "window_assumed": False}
     assert repr(stats) == "TokenStats(↑1.2K ↓340 · 3 calls | Context 32%)"
+    # After the turn its figures stay (the last turn's); before any call only the share.
     stats.running = False
-    assert repr(stats) == "TokenStats(Context 32%)"
+    assert repr(stats) == "TokenStats(↑1.2K ↓340 · 3 calls | Context 32%)"
+    assert repr(TokenStats(context=EVENT["context"])) == "TokenStats(Context 32%)"
+
+
+def test_usage_the_server_did_not_report_is_unknown_not_zero() -> None:
+    stats = TokenStats({"current": {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0,
+                                    "api_calls": 2, "unreported_calls": 2},
+                        "context": {"used_tokens": 900, "max_tokens": 4096, "percent": 22.0,
+                                    "estimate": "unreported"}})
+    assert stats._fallback_text() == "↑? ↓? · 2 calls | Context ~22% 🟢"
+    html = stats._fallback_html()
+    assert "No usage from the server: 2 of 2 calls" in html
+    assert "the server reported no usage" in html
+    assert "context ~900/4,096" in html
+
+
+def test_estimate_after_compaction_and_assumed_window_say_so() -> None:
+    stats = TokenStats({"current": TurnUsage().model_dump(),
+                        "context": {"used_tokens": 500, "max_tokens": 128_000, "percent": 0.4,
+                                    "estimate": "compaction", "window_assumed": True}},
+                       lang="zh-CN")
+    assert stats._fallback_text() == "上下文 ~<1% 🟢"
+    html = stats._fallback_html()
+    assert "压缩后的估算值" in html and "上下文窗口为假定值" in html
 
 
 def test_apply_accepts_the_event_model() -> None:
