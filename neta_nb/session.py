@@ -9,7 +9,7 @@ job of their own live beside it — ``agent``, ``approvals``, ``tool_runner``, `
 (everything that lives for one turn), ``usage_meter``, ``persistence``, ``event_hub`` and
 the summarising call in ``compaction``. The session knows nothing of widgets.
 
-(About 590 lines, a little over the project's ~500: ``_run``, ``_loop_turn`` and
+(About 610 lines, a little over the project's ~500: ``_run``, ``_loop_turn`` and
 ``resume`` are the places that end a turn — by answer, Stop, interrupt, error or a dead
 kernel — and they must close the history the same way, so they stay together.)
 """
