@@ -212,8 +212,11 @@ class SessionStore:
         this store's lock, and the loop's reads never wait on its writes (WAL)."""
         if str(self.path) == ":memory:":
             return WriterConnection(self._db, self._lock, shared=True)
-        db = sqlite3.connect(str(self.path), timeout=WRITER_BUSY_TIMEOUT,
-                             check_same_thread=False, isolation_level=None)
+        # mode=rw: a store file deleted under the session is an error to report, not an
+        # empty database to create and write half a session into.
+        db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=rw", uri=True,
+                             timeout=WRITER_BUSY_TIMEOUT, check_same_thread=False,
+                             isolation_level=None)
         db.text_factory = _decode
         db.execute("PRAGMA synchronous=NORMAL")
         return WriterConnection(db, nullcontext(), shared=False)

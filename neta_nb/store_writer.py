@@ -66,7 +66,7 @@ class Write:
 class StoreFailure:
     """Why the store is behind."""
 
-    kind: Literal["disk_full", "locked", "error"]
+    kind: Literal["disk_full", "locked", "missing", "error"]
     detail: str
 
     @classmethod
@@ -78,6 +78,8 @@ class StoreFailure:
             return cls("disk_full", text)
         if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or "locked" in text:
             return cls("locked", text)
+        if primary == sqlite3.SQLITE_CANTOPEN or "unable to open" in text:
+            return cls("missing", text)
         return cls("error", text)
 
 

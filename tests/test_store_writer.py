@@ -26,7 +26,7 @@ from neta_nb.providers.base import TextDelta
 from neta_nb.store_writer import StoreFailure, StoreWriter, Write
 
 from .support.sessions import answer, make_session
-from .support.timing import wait_until
+from .support.timing import poll_until, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -386,3 +386,23 @@ def test_an_answer_and_the_removal_of_its_draft_are_one_write(tmp_path: Path) ->
     store = SessionStore(db)
     assert store.load_draft("s_one") is None
     assert [m.id for m in store.load_messages("s_one")] == [answer_message.id]
+
+
+def test_a_store_file_deleted_under_the_session_is_reported_not_recreated_empty(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import neta_nb.store_writer
+
+    monkeypatch.setattr(neta_nb.store_writer, "IDLE_EXIT", 0.05)
+    writer, heard, db = _writer(tmp_path)
+    writer.submit(_row("first"))
+    assert writer.flush(10)
+    for leftover in tmp_path.glob("w.sqlite3*"):
+        leftover.unlink()
+    # Once the idle thread has ended (closing its connection), the next write opens one.
+    poll_until(lambda: writer._thread is None, 10, "the idle writer thread to end")
+    writer.submit(_row("second"))
+    assert not writer.flush(1.0)
+    assert heard and heard[-1] is not None and heard[-1].kind == "missing"
+    assert not db.exists()  # no empty database was made to write half a session into
+    SessionStore(db).close()  # the user puts a store back: the write goes in
+    assert writer.flush(10) and _rows(db) == ["second"]
