@@ -294,6 +294,19 @@ class SessionStore:
             self._warn(f"session {session_id}: unreadable draft dropped ({_first_error(exc)})")
             return None
 
+    def read_draft(self, session_id: str) -> Message | None:
+        """The draft of the answer being streamed, left in place (a read-only view of a
+        session another process runs shows it; :meth:`take_draft` is for resume)."""
+        with self._lock:
+            row = self._db.execute("SELECT data FROM drafts WHERE session_id = ?",
+                                   (session_id,)).fetchone()
+        if row is None:
+            return None
+        try:
+            return Message.model_validate_json(_text(row[0]))
+        except ValidationError:
+            return None  # take_draft reports it when the session is resumed
+
     def clear_draft(self, session_id: str) -> None:
         with self._transaction() as db:
             db.execute("DELETE FROM drafts WHERE session_id = ?", (session_id,))

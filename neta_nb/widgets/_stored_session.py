@@ -28,7 +28,8 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class StoredSession:
-    """One read of a stored session: its record, messages and compaction markers."""
+    """One read of a stored session: its record, messages (with the answer being
+    streamed, as far as the owner checkpointed it) and compaction markers."""
 
     store: SessionStore
     record: SessionRecord
@@ -42,7 +43,14 @@ class StoredSession:
         if record is None:
             raise KeyError(f"no session {session_id!r} in {store.path}")
         view = store.load_view(session_id)
-        return cls(store, record, store.load_messages(session_id),
+        messages = store.load_messages(session_id)
+        draft = store.read_draft(session_id) if record.running else None
+        if draft is not None:
+            # The answer the owner is streaming, as far as it checkpointed it. Each
+            # checkpoint is a new message object: one id keeps it one drawn message.
+            draft.id = f"draft_{session_id}"
+            messages.append(draft)
+        return cls(store, record, messages,
                    list(view.compactions) if view is not None else [])
 
     @property
@@ -70,6 +78,17 @@ class StoredSession:
         """The plan as the stored history leaves it."""
         return [item.model_dump() for item in TodoStore.hydrate_from_history(self.messages).read()]
 
+    @property
+    def _stored_count(self) -> int:
+        return sum(1 for m in self.messages if not m.id.startswith("draft_"))
+
+    def _draft_changed(self) -> bool:
+        draft = self.store.read_draft(self.id)
+        shown = next((m for m in self.messages if m.id.startswith("draft_")), None)
+        if draft is None or shown is None:
+            return (draft is None) != (shown is None)
+        return draft.parts != shown.parts
+
     def reread(self, *, force: bool = False) -> StoredSession | None:
         """This session read again if the store holds something newer — more messages, a
         changed record (the turn ended, the owner died) — or if ``force``; else ``None``.
@@ -80,7 +99,8 @@ class StoredSession:
             raise KeyError(f"session {self.id!r} is no longer in {self.store.path}")
         if (not force and record.updated_at == self.record.updated_at
                 and record.running == self.record.running
-                and self.store.count_messages(self.id) == len(self.messages)):
+                and self.store.count_messages(self.id) == self._stored_count
+                and not (record.running and self._draft_changed())):
             return None
         return StoredSession.read(self.store, self.id)
 

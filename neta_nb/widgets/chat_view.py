@@ -33,6 +33,7 @@ import asyncio
 import contextlib
 import logging
 import weakref
+from pathlib import Path
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
@@ -55,7 +56,7 @@ from ..events import (
 from ..messages import Message, new_id
 from ..ownership import SessionBusyError
 from ..session import Agent, AgentSession
-from ..store import CompactionRecord
+from ..store import CompactionRecord, SessionStore
 from ..thinking import get_model_thinking_capability
 from ._base import NetaWidget, RequestError, escape_markdown, handles
 from ._chat_state import (
@@ -98,9 +99,14 @@ log = logging.getLogger(__name__)
 _bound_sessions: weakref.WeakValueDictionary[str, AgentSession] = weakref.WeakValueDictionary()
 
 
-def live_session(session_id: str) -> AgentSession | None:
-    """The session with this id if a chat view in this kernel has it open."""
-    return _bound_sessions.get(session_id)
+def live_session(session_id: str, store: SessionStore | None = None) -> AgentSession | None:
+    """The session with this id if a chat view in this kernel has it open (of ``store``,
+    when given: two stores may hold sessions of the same id)."""
+    session = _bound_sessions.get(session_id)
+    if session is None or store is None:
+        return session
+    mine = session.store
+    return session if mine is not None and Path(mine.path) == Path(store.path) else None
 
 
 READ_ONLY_REFRESH_INTERVAL = 2.0

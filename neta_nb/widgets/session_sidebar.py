@@ -161,7 +161,7 @@ class SessionSidebar(NetaWidget):
             return current
         if current is not None and current.running:
             raise RequestError("stop the running turn before switching sessions")
-        session = live_session(session_id)
+        session = live_session(session_id, self.store)
         if session is None:
             try:
                 session = self._resume_here(session_id)
@@ -216,7 +216,9 @@ class SessionSidebar(NetaWidget):
     def close(self) -> None:
         self._unsubscribe_store()
         if self._unobserve_chat is not None:
-            self._unobserve_chat()
+            # Once: a widget is closed again when it is garbage-collected.
+            unobserve, self._unobserve_chat = self._unobserve_chat, None
+            unobserve()
         if self._refresh_timer is not None:
             self._refresh_timer.cancel()
         super().close()
