@@ -33,8 +33,8 @@ import asyncio
 import contextlib
 import logging
 import weakref
-from pathlib import Path
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, cast
 
 import traitlets

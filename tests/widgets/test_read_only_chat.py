@@ -107,7 +107,7 @@ def test_opening_another_kernels_session_shows_it_read_only(
 def test_a_read_only_view_follows_what_the_owner_stores(
         owner: tuple[Path, subprocess.Popen[bytes]]) -> None:
     db, _ = owner
-    store, chat, sidebar = chat_with_sidebar(db)
+    _, chat, sidebar = chat_with_sidebar(db)
     sidebar.open_session("s_shared")
     follower = chat._follower
     assert isinstance(follower, StoredSessionFollower)
