@@ -95,7 +95,7 @@ def args_json(args: Any, *, indent: int | None = None) -> str | None:
 def preview_args(fields: dict[str, Any], name: str = "args", limit: int = ARGS_CHARS) -> None:
     """Shorten the arguments in ``fields[name]`` when their compact JSON is longer than
     ``limit``: long strings and lists cut, deep nesting folded, and keys dropped past the
-    budget. ``fields[name + "_chars"]`` is the full JSON's length (0 when it cannot be
+    budget. ``fields[name + "_chars"]`` is the full JSON's length (-1 when it cannot be
     written at all)."""
     args = fields.get(name)
     if not isinstance(args, Mapping):
@@ -104,7 +104,7 @@ def preview_args(fields: dict[str, Any], name: str = "args", limit: int = ARGS_C
     if full is not None and len(full) <= limit:
         return
     fields[name] = _shorten_mapping(args, 0, limit)
-    fields[f"{name}_chars"] = len(full) if full is not None else 0
+    fields[f"{name}_chars"] = len(full) if full is not None else -1
 
 
 def _shorten(value: Any, depth: int) -> Any:

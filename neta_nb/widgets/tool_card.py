@@ -48,7 +48,8 @@ class ToolCard(NetaWidget):
     result = traitlets.Unicode(None, allow_none=True).tag(sync=True)
     expanded = traitlets.Bool(False).tag(sync=True)
     args_chars = traitlets.Int(0, help="Length of the whole arguments' JSON when `args` is a "
-                                       "preview; 0 when it is whole.").tag(sync=True)
+                                       "preview (-1: too deep to measure); 0 when it is "
+                                       "whole.").tag(sync=True)
     result_chars = traitlets.Int(0, help="Length of the whole result when `result` is a "
                                          "preview; 0 when it is whole.").tag(sync=True)
 
@@ -117,6 +118,8 @@ class ToolCard(NetaWidget):
     def _args_note(self) -> str:
         if not self.args_chars:
             return ""
+        if self.args_chars < 0:  # too deeply nested to measure
+            return " [" + t("args_cut_unknown", self.lang) + "]"
         return " [" + t("args_cut", self.lang, total=f"{self.args_chars:,}") + "]"
 
     def _fallback_text(self) -> str:
