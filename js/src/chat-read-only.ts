@@ -25,8 +25,7 @@ export interface ReadOnlyBar {
 export function createReadOnlyBar(lang: () => Lang, actions: ReadOnlyActions): ReadOnlyBar {
   const root = element("div", "neta-chat-read-only");
   root.setAttribute("role", "status");
-  const icon = element("span", "neta-chat-read-only-icon");
-  icon.setAttribute("aria-hidden", "true");
+  const tag = element("span", "neta-tag neta-chat-read-only-tag");
   const text = element("span", "neta-chat-read-only-text");
   const buttons = element("div", "neta-chat-read-only-buttons");
   const refresh = element("button", "neta-chat-button neta-chat-refresh");
@@ -35,7 +34,7 @@ export function createReadOnlyBar(lang: () => Lang, actions: ReadOnlyActions): R
   takeOver.type = "button";
   buttons.append(refresh, takeOver);
   const error = createInlineError(lang);
-  root.append(icon, text, buttons, error.root);
+  root.append(tag, text, buttons, error.root);
   root.hidden = true;
 
   let state: ReadOnlyState | null = null;
@@ -45,6 +44,7 @@ export function createReadOnlyBar(lang: () => Lang, actions: ReadOnlyActions): R
     root.hidden = state === null;
     if (!state) return;
     root.classList.toggle("neta-is-busy", state.busy);
+    tag.textContent = t(current, "read_only");
     text.textContent = state.busy
       ? t(current, "read_only_running", { owner: state.owner })
       : t(current, "read_only_ended");

@@ -130,7 +130,9 @@ export function createSkillCard(el: HTMLElement, options: SkillCardOptions = {})
     const shown = wholeResult ?? state.result;
     if (shown !== renderedResult) {
       renderedResult = shown;
-      if (hasResult && shown !== null && shown.length > MARKDOWN_LIMIT) {
+      // A preview is shown as text: cut anywhere, its markdown would be broken.
+      const preview = wholeResult === null && state.result_chars > 0;
+      if (hasResult && shown !== null && (preview || shown.length > MARKDOWN_LIMIT)) {
         const pre = element("pre", "neta-skill-result-plain");
         pre.textContent = shown;
         resultView.replaceChildren(pre);

@@ -149,7 +149,10 @@ export function createToolCard(el: HTMLElement, options: ToolCardOptions = {}): 
     );
     if (shownResult !== renderedResult) {
       renderedResult = shownResult;
-      if (typeof shownResult === "string" && shownResult.length > MARKDOWN_LIMIT) {
+      // A preview is shown as it is, as text: cut anywhere, its markdown or JSON would be
+      // broken (an open code fence, half an object).
+      const preview = wholeResult === null && state.result_chars > 0;
+      if (typeof shownResult === "string" && (preview || shownResult.length > MARKDOWN_LIMIT)) {
         const pre = element("pre", "neta-tool-result-plain");
         pre.textContent = shownResult;
         resultView.replaceChildren(pre);

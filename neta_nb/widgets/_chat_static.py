@@ -19,9 +19,9 @@ from ._base import escape_markdown, literal_markdown
 
 __all__ = ["STATIC_CHARS", "static_html", "static_markdown", "static_text"]
 
-STATIC_CHARS = 40_000
-"""Characters of conversation in one static form; with three forms and the widget state,
-a saved chat output stays far below a megabyte."""
+STATIC_CHARS = 24_000
+"""Characters of conversation in one static form: three forms, the widget state and the
+widget's code together stay under 512 KB in a saved notebook."""
 
 
 def _cut_note(shown: str, total: int | None, lang: str) -> str:

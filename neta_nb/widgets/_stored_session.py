@@ -44,7 +44,10 @@ class StoredSession:
             raise KeyError(f"no session {session_id!r} in {store.path}")
         view = store.load_view(session_id)
         messages = store.load_messages(session_id)
-        draft = store.read_draft(session_id) if record.running else None
+        # A dead owner's draft stays until someone resumes the session (which turns it
+        # into the turn's last message): shown either way.
+        draft = (store.read_draft(session_id) if record.running or record.owner_died
+                 else None)
         if draft is not None:
             # The answer the owner is streaming, as far as it checkpointed it. Each
             # checkpoint is a new message object: one id keeps it one drawn message.
@@ -100,7 +103,7 @@ class StoredSession:
         if (not force and record.updated_at == self.record.updated_at
                 and record.running == self.record.running
                 and self.store.count_messages(self.id) == self._stored_count
-                and not (record.running and self._draft_changed())):
+                and not ((record.running or record.owner_died) and self._draft_changed())):
             return None
         return StoredSession.read(self.store, self.id)
 

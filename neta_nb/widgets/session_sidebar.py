@@ -122,8 +122,15 @@ class SessionSidebar(NetaWidget):
         self._unobserve_chat: Callable[[], None] | None = None
         if chat is not None:
             chat.observe(self._on_chat_session, names="session_id")
-            self._unobserve_chat = lambda: chat.unobserve(self._on_chat_session,
-                                                          names="session_id")
+            # The chat rereads a session of another kernel (its turn ended, its owner died):
+            # this process's store never hears of that, so the list follows the chat.
+            chat.observe(self._on_chat_read_only, names="read_only")
+
+            def unobserve() -> None:
+                chat.unobserve(self._on_chat_session, names="session_id")
+                chat.unobserve(self._on_chat_read_only, names="read_only")
+
+            self._unobserve_chat = unobserve
             self.active = chat.session_id
         self.refresh()
 
@@ -148,6 +155,9 @@ class SessionSidebar(NetaWidget):
 
     def _on_chat_session(self, change: Mapping[str, Any]) -> None:
         self.active = str(change["new"])
+
+    def _on_chat_read_only(self, _change: Mapping[str, Any]) -> None:
+        self.refresh()
 
     # --- actions ----------------------------------------------------------------------
     def open_session(self, session_id: str) -> AgentSession | None:

@@ -93,7 +93,10 @@ def test_opening_another_kernels_session_shows_it_read_only(
     child.wait(10)
     assert chat._reply("refresh", "r", {})["ok"] is True
     assert chat.read_only == {"owner": "", "busy": False}
-    assert [m["text"] for m in chat.messages] == ["a long question"]  # no draft: not running
+    row = next(r for r in sidebar.sessions if r["id"] == "s_shared")
+    assert not row["running"] and not row["elsewhere"]  # the list follows the reread
+    # Its draft stays until the session is resumed: still shown.
+    assert [m["text"] for m in chat.messages] == ["a long question", "A partial answer"]
     reply = chat._reply("take_over", "r", {})
     assert reply == {"kind": "reply", "id": "r", "ok": True,
                      "result": {"session_id": "s_shared"}}
