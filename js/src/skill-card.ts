@@ -7,7 +7,7 @@
  * it fetches the whole on request (`options.fetchWhole`), never written back to state.
  */
 import "./skill-card.css";
-import { createCutNote } from "./cut-text";
+import { createCutNote, renderPlainText } from "./cut-text";
 import { element, setModifier } from "./dom";
 import { normalizeLang, t, type Lang } from "./i18n";
 import { setMarkdown } from "./markdown";
@@ -133,9 +133,9 @@ export function createSkillCard(el: HTMLElement, options: SkillCardOptions = {})
       // A preview is shown as text: cut anywhere, its markdown would be broken.
       const preview = wholeResult === null && state.result_chars > 0;
       if (hasResult && shown !== null && (preview || shown.length > MARKDOWN_LIMIT)) {
-        const pre = element("pre", "neta-skill-result-plain");
-        pre.textContent = shown;
-        resultView.replaceChildren(pre);
+        const plain = element("div", "neta-skill-result-plain");
+        renderPlainText(plain, shown);
+        resultView.replaceChildren(plain);
       } else if (hasResult && shown !== null) setMarkdown(resultView, shown);
       else resultView.replaceChildren();
     }

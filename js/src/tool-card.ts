@@ -8,7 +8,7 @@
  * (`options.fetchWhole`), shown here and never written back to state.
  */
 import "./tool-card.css";
-import { createCutNote, type FetchWhole } from "./cut-text";
+import { createCutNote, renderPlainText, type FetchWhole } from "./cut-text";
 import { element, makeToggle, setModifier } from "./dom";
 import { normalizeLang, t, type Lang } from "./i18n";
 import { setMarkdown } from "./markdown";
@@ -153,9 +153,9 @@ export function createToolCard(el: HTMLElement, options: ToolCardOptions = {}): 
       // broken (an open code fence, half an object).
       const preview = wholeResult === null && state.result_chars > 0;
       if (typeof shownResult === "string" && (preview || shownResult.length > MARKDOWN_LIMIT)) {
-        const pre = element("pre", "neta-tool-result-plain");
-        pre.textContent = shownResult;
-        resultView.replaceChildren(pre);
+        const plain = element("div", "neta-tool-result-plain");
+        renderPlainText(plain, shownResult);
+        resultView.replaceChildren(plain);
       } else if (typeof shownResult === "string") {
         const json = asJson(shownResult);
         if (json !== null) {

@@ -101,15 +101,20 @@ def test_a_saved_chat_with_a_five_megabyte_result_stays_small_and_reopens(
         f"Showing 2,000 of {big:,} characters")
     assert card.locator(".neta-tool-result-plain").count() == 1  # a preview is plain text
     lab.wait_for_transitions()
-    _both_themes(lab, card, screenshot_dir, "chat-result-cut")
+    lab.screenshot(card, screenshot_dir / "chat-result-cut-light.png")
+    lab.set_theme(dark=True)
+    lab.screenshot(card, screenshot_dir / "chat-result-cut-dark.png")
 
-    # "Show all" fetches the whole result from the kernel, into the page only.
+    # "Show all" fetches the whole result from the kernel, into the page only. (Pictures
+    # dark first: restyling 5 MB of text for a theme change is slow on a loaded machine.)
     note.locator("button", has_text="Show all").click()
-    card.locator(".neta-tool-result-plain").wait_for()
+    card.locator(RESULT_NOTE).wait_for(state="detached", timeout=60_000)  # the whole is in
     assert card.locator(".neta-tool-result-plain").evaluate("n => n.textContent.length") == big
-    assert card.locator(RESULT_NOTE).count() == 0
     lab.wait_for_transitions()
-    _both_themes(lab, page.locator(".neta-chat-view"), screenshot_dir, "chat-result-whole")
+    lab.screenshot(page.locator(".neta-chat-view"), screenshot_dir / "chat-result-whole-dark.png")
+    lab.set_theme(dark=False)
+    lab.screenshot(page.locator(".neta-chat-view"),
+                   screenshot_dir / "chat-result-whole-light.png")
 
     # Saved as JupyterLab saves, with the widget state in the notebook's metadata.
     page.evaluate("async () => { await window.jupyterapp.commands.execute('docmanager:save'); }")
