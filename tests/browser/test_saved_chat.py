@@ -100,10 +100,12 @@ def test_a_saved_chat_with_a_five_megabyte_result_stays_small_and_reopens(
     assert note.locator(".neta-cut-note-text").text_content() == (
         f"Showing 2,000 of {big:,} characters")
     assert card.locator(".neta-tool-result-plain").count() == 1  # a preview is plain text
+    chat_view = page.locator(".neta-chat-view")
+    note.scroll_into_view_if_needed()  # the note under the preview, in the picture
     lab.wait_for_transitions()
-    lab.screenshot(card, screenshot_dir / "chat-result-cut-light.png")
+    lab.screenshot(chat_view, screenshot_dir / "chat-result-cut-light.png")
     lab.set_theme(dark=True)
-    lab.screenshot(card, screenshot_dir / "chat-result-cut-dark.png")
+    lab.screenshot(chat_view, screenshot_dir / "chat-result-cut-dark.png")
 
     # "Show all" fetches the whole result from the kernel, into the page only. (Pictures
     # dark first: restyling 5 MB of text for a theme change is slow on a loaded machine.)
@@ -141,6 +143,7 @@ def test_a_saved_chat_with_a_five_megabyte_result_stays_small_and_reopens(
     note.locator("button", has_text="Show all").click()
     error = note.locator(".neta-cut-note-error")
     error.filter(has_text="it is gone").wait_for(timeout=5_000)  # at once, not a timeout
+    error.scroll_into_view_if_needed()
     lab.wait_for_transitions()
     _both_themes(lab, reopened, screenshot_dir, "chat-reopened-kernel-gone")
 
