@@ -37,6 +37,7 @@ __all__ = [
     "ToolCallEvent",
     "ToolResultEvent",
     "TurnUsage",
+    "WarningEvent",
     "command_adapter",
     "event_adapter",
     "parse_command",
@@ -161,6 +162,18 @@ class ErrorEvent(_Event):
     retryable: bool = False
 
 
+class WarningEvent(_Event):
+    """Something the user should know that stops nothing — e.g. the store is behind: what
+    is shown is not saved yet and is being retried. ``code`` names the label the views
+    show (in their language, with ``params``); ``cleared`` says the condition is over."""
+
+    type: Literal["warning"] = "warning"
+    message: str
+    code: str | None = None
+    params: dict[str, str] = Field(default_factory=dict)
+    cleared: bool = False
+
+
 Event = Annotated[
     TokenEvent
     | ThinkingDeltaEvent
@@ -175,7 +188,8 @@ Event = Annotated[
     | ApprovalRequestEvent
     | CompactionEvent
     | DoneEvent
-    | ErrorEvent,
+    | ErrorEvent
+    | WarningEvent,
     Field(discriminator="type"),
 ]
 

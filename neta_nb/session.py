@@ -9,7 +9,7 @@ job of their own live beside it — ``agent``, ``approvals``, ``tool_runner``, `
 (everything that lives for one turn), ``usage_meter``, ``persistence``, ``event_hub`` and
 the summarising call in ``compaction``. The session knows nothing of widgets.
 
-(About 540 lines, a little over the project's ~500: ``_run``, ``_loop_turn`` and
+(About 570 lines, a little over the project's ~500: ``_run``, ``_loop_turn`` and
 ``resume`` are the places that end a turn — by answer, Stop, interrupt, error or a dead
 kernel — and they must close the history the same way, so they stay together.)
 """
@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -45,9 +46,10 @@ from .events import (
 )
 from .messages import Message, Usage, count_characters, encodable, new_id, valid_conversation
 from .ownership import ProcessOwner
-from .persistence import SessionPersistence
+from .persistence import SessionPersistence, flush_session, store_warning
 from .providers.base import ModelRequest, Provider, ProviderError
 from .store import CompactionRecord, SessionStore
+from .store_writer import StoreFailure
 from .thinking import THINK_LEVELS, ThinkLevel, check_think_level, resolve_think_level
 from .todo import TodoStore
 from .tool_runner import ToolLimits, ToolRunner
@@ -85,7 +87,8 @@ class AgentSession:
         self.catalog = catalog if catalog is not None else ToolCatalog.default()
         self.provider = provider or agent.create_provider()
         self.id = session_id or new_id("s_")
-        self._saved = SessionPersistence(self.id, store, self._describe)
+        self._saved = SessionPersistence(self.id, store, self._describe,
+                                         on_behind=lambda f: self._emit(store_warning(f)))
         self.working_dir = Path(working_dir) if working_dir else Path.cwd()
         if namespace is None:
             # The notebook's own variables, or outside IPython one namespace for the
@@ -112,8 +115,7 @@ class AgentSession:
         self._turn: Turn | None = None
         self._resolved = ResolutionCache()
         self._compacting = False
-        if store is not None and store.get_session(self.id) is None:
-            store.save_session(self._saved.record(self._messages))
+        self._saved.create_record(self._messages)
 
     # --- public state -----------------------------------------------------------------
     @property
@@ -166,6 +168,12 @@ class AgentSession:
     @approval_policy.setter
     def approval_policy(self, policy: ApprovalPolicy) -> None:
         self._approvals.policy = policy
+
+    @property
+    def store_failure(self) -> StoreFailure | None:
+        """Why what the session has shown is not stored yet, while its store is behind
+        (locked by another program, a full disk); writes are being retried."""
+        return self._saved.failure
 
     @property
     def think_level(self) -> ThinkLevel:
@@ -331,6 +339,15 @@ class AgentSession:
             with contextlib.suppress(Exception):
                 self._saved.clear_draft()
                 self._save_record(running=False, owner=None)
+            if sys.exc_info()[0] is None:
+                # The turn is stored when run() returns — unless the store is behind,
+                # which the session has said (a `warning`); its writes go on retrying.
+                # Not while an exception propagates: that must not wait.
+                try:
+                    await self._saved.settled()
+                except asyncio.CancelledError:
+                    self._emit(DoneEvent(stop_reason=turn.stop_reason))
+                    raise
             # Last: a subscriber reacting to `done` sees an idle session (and may start
             # the next turn from its handler).
             self._emit(DoneEvent(stop_reason=turn.stop_reason))
@@ -490,6 +507,14 @@ class AgentSession:
     def _save_record(self, **fields: Any) -> None:
         self._saved.save_record(self._messages, **fields)
 
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until everything the session has shown is in its store (a script about to
+        exit calls this); ``False`` if ``timeout`` seconds ran out first. Writes are
+        otherwise stored in the background, in order, and retried while the store is
+        locked or full — ``run()`` returns once its turn is stored or the session has
+        warned that the store is behind."""
+        return self._saved.flush(timeout)
+
     # --- resume -----------------------------------------------------------------------
     @classmethod
     def resume(cls, session_id: str, store: SessionStore, *, catalog: ToolCatalog | None = None,
@@ -498,6 +523,7 @@ class AgentSession:
         result), skill and tool cards (message metadata) and the thinking level. A turn
         that was running when its process died is closed, keeping what streamed, marked
         ``interrupted="killed"``."""
+        flush_session(store, session_id)  # this process's own pending writes of it first
         record = store.get_session(session_id)  # a dead owner's turn is settled here
         if record is None:
             raise KeyError(f"no session {session_id!r} in {store.path}")
@@ -525,6 +551,7 @@ class AgentSession:
             message.metadata.error = "The kernel stopped while this turn was running."
             session._append(message)
             session._tools.close_unanswered(session._messages, "killed", {})
+            session._saved.clear_draft()  # it is a message now
         # What a store hands back may break the rules providers enforce (a damaged row);
         # the model is sent a conversation that keeps them.
         session._view = valid_conversation(session._view)

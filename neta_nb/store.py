@@ -12,11 +12,13 @@ write, a hand edit) is skipped with a warning instead of making the session unre
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +28,10 @@ from pydantic import BaseModel, Field, ValidationError
 from .messages import Message, Usage
 from .ownership import ProcessOwner
 
-__all__ = ["UNREADABLE_MESSAGE", "CompactedView", "CompactionRecord", "SessionRecord",
-           "SessionStore",
-           "default_store_path"]
+log = logging.getLogger(__name__)
+
+__all__ = ["UNREADABLE_MESSAGE", "WRITER_BUSY_TIMEOUT", "CompactedView", "CompactionRecord",
+           "SessionRecord", "SessionStore", "WriterConnection", "default_store_path"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -119,6 +122,70 @@ class CompactedView(BaseModel):
     compactions: list[CompactionRecord] = Field(default_factory=list)
 
 
+
+# --- the statements -----------------------------------------------------------------------
+# Shared by the store's own connection and the connection of a session's writer thread
+# (persistence.py), so both write rows the same way.
+
+def put_session(db: sqlite3.Connection, session_id: str, data: str, updated_at: float) -> None:
+    db.execute("INSERT OR REPLACE INTO sessions (id, data, updated_at) VALUES (?, ?, ?)",
+               (session_id, data, updated_at))
+
+
+def read_session_row(db: sqlite3.Connection, session_id: str) -> str | None:
+    row = db.execute("SELECT data FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    return None if row is None else _text(row[0])
+
+
+def put_message(db: sqlite3.Connection, session_id: str, message_id: str, data: str) -> None:
+    """Replace the stored message ``message_id`` in place, or add it at the end."""
+    updated = db.execute("UPDATE messages SET data = ? WHERE session_id = ? AND id = ?",
+                         (data, session_id, message_id)).rowcount
+    if not updated:
+        db.execute(
+            "INSERT INTO messages (session_id, seq, id, data) VALUES (?, "
+            "(SELECT COALESCE(MAX(seq), -1) + 1 FROM messages WHERE session_id = ?),"
+            " ?, ?)", (session_id, session_id, message_id, data))
+
+
+def put_draft(db: sqlite3.Connection, session_id: str, data: str | None) -> None:
+    """Replace the session's draft (``None``: remove it)."""
+    if data is None:
+        db.execute("DELETE FROM drafts WHERE session_id = ?", (session_id,))
+    else:
+        db.execute("INSERT OR REPLACE INTO drafts (session_id, data) VALUES (?, ?)",
+                   (session_id, data))
+
+
+def put_view(db: sqlite3.Connection, session_id: str, data: str) -> None:
+    db.execute("INSERT OR REPLACE INTO views (session_id, data) VALUES (?, ?)",
+               (session_id, data))
+
+
+BUSY_TIMEOUT_MS = 5000
+"""How long the store's own writes (delete, save from outside a session) wait on another
+connection's lock before failing."""
+
+WRITER_BUSY_TIMEOUT = 0.1
+"""Seconds one attempt of a session's writer waits on another connection's lock. The
+writer retries for as long as it takes, off the kernel's loop; short attempts only let
+the session say promptly that it is behind."""
+
+
+@dataclass
+class WriterConnection:
+    """The connection a session's writer thread writes with, and what guards it."""
+
+    db: sqlite3.Connection
+    guard: AbstractContextManager[Any]
+    shared: bool
+    """The store's own connection (an in-memory store has no second one)."""
+
+    def close(self) -> None:
+        if not self.shared:
+            self.db.close()
+
+
 class SessionStore:
     """SQLite-backed store. Safe to share between sessions of one process; every call is
     serialised by a lock, and each write is its own transaction."""
@@ -129,7 +196,7 @@ class SessionStore:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
         self._db = sqlite3.connect(str(self.path), check_same_thread=False,
-                                   isolation_level=None)
+                                   isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
         # A row whose text is not valid UTF-8 (a hand edit, a bad disk) would otherwise
         # fail the whole query — every session of the list, every message of a resume.
         self._db.text_factory = _decode
@@ -140,12 +207,28 @@ class SessionStore:
         self.warnings: list[str] = []
         """Problems met while reading (corrupt rows skipped), newest last."""
 
+    def writer_connection(self) -> WriterConnection:
+        """A connection of its own for a writer thread: its statements never wait on
+        this store's lock, and the loop's reads never wait on its writes (WAL)."""
+        if str(self.path) == ":memory:":
+            return WriterConnection(self._db, self._lock, shared=True)
+        db = sqlite3.connect(str(self.path), timeout=WRITER_BUSY_TIMEOUT,
+                             check_same_thread=False, isolation_level=None)
+        db.text_factory = _decode
+        db.execute("PRAGMA synchronous=NORMAL")
+        return WriterConnection(db, nullcontext(), shared=False)
+
     # --- change notification ---------------------------------------------------------
     def subscribe(self, callback: Callable[[str], None]) -> Callable[[], None]:
         """Call ``callback(session_id)`` after any change to a session or its messages
         (the session list follows the store this way)."""
         self._listeners.append(callback)
         return lambda: self._listeners.remove(callback) if callback in self._listeners else None
+
+    def notify_changed(self, session_id: str) -> None:
+        """Tell the listeners that ``session_id`` changed (a writer that wrote it with a
+        connection of its own calls this)."""
+        self._changed(session_id)
 
     def _changed(self, session_id: str) -> None:
         for listener in list(self._listeners):
@@ -166,8 +249,7 @@ class SessionStore:
     def save_session(self, record: SessionRecord) -> None:
         """Insert or replace a session's record."""
         with self._transaction() as db:
-            db.execute("INSERT OR REPLACE INTO sessions (id, data, updated_at) VALUES (?, ?, ?)",
-                       (record.id, record.model_dump_json(), record.updated_at))
+            put_session(db, record.id, record.model_dump_json(), record.updated_at)
         self._changed(record.id)
 
     def update_session(self, session_id: str, **fields: Any) -> SessionRecord:
@@ -182,12 +264,11 @@ class SessionStore:
 
     def get_session(self, session_id: str) -> SessionRecord | None:
         with self._lock:
-            row = self._db.execute("SELECT data FROM sessions WHERE id = ?",
-                                   (session_id,)).fetchone()
-        if row is None:
+            data = read_session_row(self._db, session_id)
+        if data is None:
             return None
         try:
-            record = SessionRecord.model_validate_json(_text(row[0]))
+            record = SessionRecord.model_validate_json(data)
         except ValidationError as exc:
             self._warn(f"session {session_id}: unreadable record skipped ({_first_error(exc)})")
             return None
@@ -216,9 +297,19 @@ class SessionStore:
             return record
         settled = record.model_copy(update={"running": False, "owner": None,
                                             "owner_died": True})
-        with self._transaction() as db:
-            db.execute("UPDATE sessions SET data = ? WHERE id = ?",
-                       (settled.model_dump_json(), record.id))
+        # Written back only if the store is free right now: a reader (the sidebar) never
+        # waits on another program's lock for it; the next read settles it again.
+        with self._lock:
+            self._db.execute("PRAGMA busy_timeout = 0")
+            try:
+                with self._transaction() as db:
+                    db.execute("UPDATE sessions SET data = ? WHERE id = ?",
+                               (settled.model_dump_json(), record.id))
+            except sqlite3.OperationalError as exc:
+                log.info("session %s: its dead owner is settled on the next read (%s)",
+                         record.id, exc)
+            finally:
+                self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         return settled
 
     def delete_session(self, session_id: str) -> None:
@@ -235,13 +326,7 @@ class SessionStore:
         stored is replaced in place (metadata updates after tool runs)."""
         data = message.model_dump_json()
         with self._transaction() as db:
-            updated = db.execute("UPDATE messages SET data = ? WHERE session_id = ? AND id = ?",
-                                 (data, session_id, message.id)).rowcount
-            if not updated:
-                db.execute(
-                    "INSERT INTO messages (session_id, seq, id, data) VALUES (?, "
-                    "(SELECT COALESCE(MAX(seq), -1) + 1 FROM messages WHERE session_id = ?),"
-                    " ?, ?)", (session_id, session_id, message.id, data))
+            put_message(db, session_id, message.id, data)
         self._changed(session_id)
 
     def load_messages(self, session_id: str, *, offset: int = 0,
@@ -277,15 +362,19 @@ class SessionStore:
     def save_draft(self, session_id: str, message: Message) -> None:
         """Checkpoint the assistant message being streamed (replaced on each call)."""
         with self._transaction() as db:
-            db.execute("INSERT OR REPLACE INTO drafts (session_id, data) VALUES (?, ?)",
-                       (session_id, message.model_dump_json()))
+            put_draft(db, session_id, message.model_dump_json())
 
     def take_draft(self, session_id: str) -> Message | None:
         """Remove and return the draft left by a turn that never finished, if any."""
-        with self._transaction() as db:
-            row = db.execute("SELECT data FROM drafts WHERE session_id = ?",
-                             (session_id,)).fetchone()
-            db.execute("DELETE FROM drafts WHERE session_id = ?", (session_id,))
+        draft = self.load_draft(session_id)
+        self.clear_draft(session_id)
+        return draft
+
+    def load_draft(self, session_id: str) -> Message | None:
+        """The draft left by a turn that never finished, if any (read only)."""
+        with self._lock:
+            row = self._db.execute("SELECT data FROM drafts WHERE session_id = ?",
+                                   (session_id,)).fetchone()
         if row is None:
             return None
         try:
@@ -294,30 +383,16 @@ class SessionStore:
             self._warn(f"session {session_id}: unreadable draft dropped ({_first_error(exc)})")
             return None
 
-    def read_draft(self, session_id: str) -> Message | None:
-        """The draft of the answer being streamed, left in place (a read-only view of a
-        session another process runs shows it; :meth:`take_draft` is for resume)."""
-        with self._lock:
-            row = self._db.execute("SELECT data FROM drafts WHERE session_id = ?",
-                                   (session_id,)).fetchone()
-        if row is None:
-            return None
-        try:
-            return Message.model_validate_json(_text(row[0]))
-        except ValidationError:
-            return None  # take_draft reports it when the session is resumed
-
     def clear_draft(self, session_id: str) -> None:
         with self._transaction() as db:
-            db.execute("DELETE FROM drafts WHERE session_id = ?", (session_id,))
+            put_draft(db, session_id, None)
 
     # --- the compacted view -----------------------------------------------------------
     def save_view(self, session_id: str, view: CompactedView) -> None:
         """Store what the model sees after compaction; the full history stays in
         ``messages``."""
         with self._transaction() as db:
-            db.execute("INSERT OR REPLACE INTO views (session_id, data) VALUES (?, ?)",
-                       (session_id, view.model_dump_json()))
+            put_view(db, session_id, view.model_dump_json())
         self._changed(session_id)
 
     def load_view(self, session_id: str) -> CompactedView | None:

@@ -51,6 +51,8 @@ EVENT_EXAMPLES: dict[str, dict[str, Any]] = {
                    "messages_folded": 40},
     "done": {"type": "done", "stop_reason": "end_turn"},
     "error": {"type": "error", "message": "overloaded", "retryable": True},
+    "warning": {"type": "warning", "message": "Not saved yet: the disk is full — retrying.",
+                "code": "store_behind_disk_full", "params": {}, "cleared": False},
 }
 
 # DESIGN §4, verbatim: the fields of each event besides `type`.
@@ -69,6 +71,13 @@ DESIGN_FIELDS: dict[str, set[str]] = {
     "compaction": {"tokens_before", "tokens_after", "messages_folded"},
     "done": {"stop_reason"},
     "error": {"message", "retryable"},
+    "warning": {"message"},  # DESIGN §8
+}
+
+# Fields beyond the design's, each with a default, so an event of the design's own shape
+# still parses (see test_an_event_of_the_design_shape_parses).
+EXTENSION_FIELDS: dict[str, set[str]] = {
+    "warning": {"code", "params", "cleared"},
 }
 
 COMMAND_EXAMPLES: dict[str, dict[str, Any]] = {
@@ -106,7 +115,16 @@ def test_the_command_union_holds_exactly_the_design_commands() -> None:
 
 @pytest.mark.parametrize("model", union_members(events.Event), ids=type_tag)
 def test_event_fields_are_the_design_names(model: type[BaseModel]) -> None:
-    assert set(model.model_fields) == {"type"} | DESIGN_FIELDS[type_tag(model)]
+    tag = type_tag(model)
+    assert set(model.model_fields) == ({"type"} | DESIGN_FIELDS[tag]
+                                       | EXTENSION_FIELDS.get(tag, set()))
+
+
+@pytest.mark.parametrize("tag", sorted(EXTENSION_FIELDS))
+def test_an_event_of_the_design_shape_parses(tag: str) -> None:
+    design_only = {key: value for key, value in EVENT_EXAMPLES[tag].items()
+                   if key not in EXTENSION_FIELDS[tag]}
+    assert type_tag(type(parse_event(design_only))) == tag
 
 
 @pytest.mark.parametrize("model", union_members(events.Command), ids=type_tag)

@@ -52,6 +52,7 @@ def test_another_process_cannot_resume_a_live_turn_and_a_killed_one_settles(
         assert not [r for r in SessionStore(db).list_sessions() if r.running]
 
         resumed = AgentSession.resume("s_shared", store=SessionStore(db))
+        assert resumed.flush(10)
         last = resumed.messages[-1]
         assert last.metadata.interrupted == "killed"
         assert last.text == "A partial answer"  # the draft checkpointed before the kill

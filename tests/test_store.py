@@ -143,6 +143,7 @@ def test_resume_closes_dangling_tool_calls(tmp_path: Path) -> None:
     assert resumed.messages[2].tool_results[0].tool_call_id == "c"
     assert "kernel stopped" in resumed.messages[2].tool_results[0].content
     assert resumed.messages[3].metadata.interrupted == "killed"
+    assert resumed.flush(10)
     assert store.get_session("x").running is False  # type: ignore[union-attr]
 
 

@@ -73,6 +73,7 @@ const CHAT_TRAITS: readonly (keyof ChatViewState & string)[] = [
   "approvals",
   "notice",
   "read_only",
+  "store_warning",
 ];
 
 export function renderChatView({ model: anyModel, el }: Pick<RenderProps, "model" | "el">): Cleanup {

@@ -74,6 +74,8 @@ export interface ChatViewState {
   levels: ThinkLevel[];
   approvals: Approval[];
   notice: string;
+  /** Why what is shown is not saved yet (the store is behind, retrying); "" when saved. */
+  store_warning: string;
   height: string;
   lang: Lang;
   /** A stored session of another kernel shown read-only; null (or `{}` from the trait)

@@ -84,6 +84,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     think_level: "",
     levels: [],
     approvals: [],
+    store_warning: "",
     notice: "",
     height: "640px",
     lang: normalizeLang(options.lang),
@@ -111,6 +112,9 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
   const workingText = element("span", "neta-chat-working-text");
   working.append(element("span", "neta-chat-dots"), workingText);
   const notice = element("div", "neta-chat-notice");
+  // Above the input, not in the scrolling transcript: it concerns everything shown.
+  const storeWarning = element("div", "neta-chat-store-warning");
+  storeWarning.setAttribute("role", "status");
   // Failed requests show next to what the user clicked (see inline-error.ts).
   const olderError = createInlineError(lang, "neta-chat-older-error");
   const inputError = createInlineError(lang);
@@ -135,7 +139,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     refresh: actions.refresh,
     takeOver: actions.takeOver,
   });
-  root.append(scroller, inputBar, readOnlyBar.root);
+  root.append(scroller, storeWarning, inputBar, readOnlyBar.root);
   el.append(root);
 
   const todoCard = createTodoCard(todoHost, { lang: state.lang });
@@ -370,6 +374,8 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     workingText.textContent = label("working");
     notice.hidden = !state.notice;
     notice.textContent = state.notice;
+    storeWarning.hidden = !state.store_warning;
+    storeWarning.textContent = state.store_warning;
     textarea.placeholder = label("placeholder", { agent: agentName() });
     textarea.setAttribute("aria-label", label("placeholder", { agent: agentName() }));
     sendButton.textContent = label(state.running ? "stop" : "send");
@@ -499,6 +505,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
         renderApprovals();
       }
       if (patch.notice !== undefined) state.notice = patch.notice;
+      if (patch.store_warning !== undefined) state.store_warning = patch.store_warning;
       renderChrome();
     },
     applyOps(ops) {

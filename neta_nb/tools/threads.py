@@ -91,21 +91,22 @@ class ToolThreads:
                         return
                 continue
             context, function, args, kwargs, loop, future = work
+            result: Any = None
+            error: BaseException | None = None
             try:
                 result = context.run(function, *args, **kwargs)
             except Exception as exc:
-                _deliver(loop, future, None, exc)
+                error = exc
             except BaseException as exc:
                 # SystemExit from a handler: an error of that call, not of the awaiting
                 # task (raised there, it would end the event loop).
-                _deliver(loop, future, None, RuntimeError(f"the handler raised {exc!r}"))
-            else:
-                _deliver(loop, future, result, None)
-            finally:
-                with self._lock:
-                    self._busy -= 1
-                    self._idle += 1
-            del work, context, function, args, kwargs, future
+                error = RuntimeError(f"the handler raised {exc!r}")
+            # Free before the caller hears: whoever awaited the call sees it counted out.
+            with self._lock:
+                self._busy -= 1
+                self._idle += 1
+            _deliver(loop, future, result, error)
+            del work, context, function, args, kwargs, future, result, error
 
 
 def _deliver(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], result: Any,

@@ -35,6 +35,7 @@ import traitlets
 # Pure escaping helpers live in the core (the resolver's displays use them too); widget
 # code keeps importing them from here.
 from ..markup import code_span, escape_markdown, fenced, literal_markdown
+from ..messages import encodable_value
 
 __all__ = ["STATIC_DIR", "ErrorReply", "Lang", "NetaWidget", "OkReply", "Reply", "RequestError",
            "RequestHandler", "code_span", "escape_markdown", "fenced", "handles", "html_card",
@@ -253,7 +254,11 @@ class NetaWidget(anywidget.AnyWidget):
             result = handler.answer(self, content)
             # Checked here, strictly (no NaN, nothing the kernel's packer would coerce or
             # reject): a reply that fails to serialise inside send() would be no reply.
-            json.dumps(result, allow_nan=False)
+            try:
+                json.dumps(result, allow_nan=False, ensure_ascii=False).encode("utf-8")
+            except UnicodeEncodeError:
+                # A lone surrogate (text cut mid-character by a tool): shown as U+FFFD.
+                result = encodable_value(result)
         except RequestError as error:
             return {"kind": "reply", "id": request_id, "ok": False, "error": _error_text(error)}
         except Exception as error:

@@ -46,7 +46,7 @@ class StoredSession:
         messages = store.load_messages(session_id)
         # A dead owner's draft stays until someone resumes the session (which turns it
         # into the turn's last message): shown either way.
-        draft = (store.read_draft(session_id) if record.running or record.owner_died
+        draft = (store.load_draft(session_id) if record.running or record.owner_died
                  else None)
         if draft is not None:
             # The answer the owner is streaming, as far as it checkpointed it. Each
@@ -86,7 +86,7 @@ class StoredSession:
         return sum(1 for m in self.messages if not m.id.startswith("draft_"))
 
     def _draft_changed(self) -> bool:
-        draft = self.store.read_draft(self.id)
+        draft = self.store.load_draft(self.id)
         shown = next((m for m in self.messages if m.id.startswith("draft_")), None)
         if draft is None or shown is None:
             return (draft is None) != (shown is None)

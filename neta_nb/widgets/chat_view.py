@@ -52,7 +52,9 @@ from ..events import (
     TokenEvent,
     TokenUpdateEvent,
     TurnUsage,
+    WarningEvent,
 )
+from ..labels import LABELS, t
 from ..messages import Message, new_id
 from ..ownership import SessionBusyError
 from ..session import Agent, AgentSession
@@ -153,6 +155,9 @@ class ChatView(NetaWidget):
     approvals = traitlets.List(traitlets.Dict(),
                                help="Pending approval requests: {id, name, args}.").tag(sync=True)
     notice = traitlets.Unicode("", help="An error not tied to a message.").tag(sync=True)
+    store_warning = traitlets.Unicode(
+        "", help="Why what is shown is not saved yet (the store is behind); empty when it is."
+    ).tag(sync=True)
     height = traitlets.Unicode("640px", help="CSS height of the view.").tag(sync=True)
     read_only = traitlets.Dict(
         help="{owner, busy} while a stored session is shown read-only (see show_stored); "
@@ -230,6 +235,10 @@ class ChatView(NetaWidget):
             self.approvals = []
             self.notice = ""
             self.read_only = {}
+            failure = session.store_failure
+            self.store_warning = ("" if failure is None else
+                                  t(f"store_behind_{failure.kind}", self.lang,
+                                    detail=failure.detail))
             self._seq = self._batcher.seq
         partial = session.streaming_message if session.running else None
         if partial is not None and partial.parts:
@@ -298,6 +307,7 @@ class ChatView(NetaWidget):
             self.think_level = stored.record.think_level or ""
             self.approvals = []
             self.notice = ""
+            self.store_warning = ""  # nothing of it is written from here
             self.read_only = {"owner": stored.owner, "busy": stored.busy}
             self._seq = self._batcher.seq
 
@@ -394,8 +404,16 @@ class ChatView(NetaWidget):
         elif isinstance(event, ProgressEvent):
             if self._last_assistant is not None:
                 self._batcher.upsert(self._last_assistant)
+        elif isinstance(event, WarningEvent):
+            # Not a turn boundary: the store can fall behind, or catch up, between turns.
+            self.store_warning = "" if event.cleared else self._warning_text(event)
         else:
             self._on_boundary(event)
+
+    def _warning_text(self, event: WarningEvent) -> str:
+        if event.code is not None and event.code in LABELS["en"]:
+            return t(event.code, self.lang, **event.params)
+        return event.message
 
     def _live_response(self) -> LiveResponse:
         if not self._in_turn:

@@ -77,3 +77,39 @@ def test_approval_picture(lab: LabSession, screenshot_dir: Path) -> None:
     lab.screenshot(page.locator(".neta-chat-view"), screenshot_dir / "chat-approval-light.png")
     page.locator(".neta-chat-approval button[data-decision='reject']").click()
     page.wait_for_function(IDLE)
+
+
+STORE_BEHIND = """
+import pathlib, sqlite3, tempfile
+db = pathlib.Path(tempfile.mkdtemp()) / "sessions.sqlite3"
+session = AgentSession(Agent("analyst", model=ScriptedProvider(chars_per_second=4000)),
+                       store=SessionStore(db))
+chat = ChatView(session, height="420px")
+chat
+"""
+
+WARNING = ".neta-chat-store-warning"
+
+
+def test_the_store_behind_banner_comes_and_goes(lab: LabSession, screenshot_dir: Path) -> None:
+    path = lab.run_notebook("chat_store_behind.ipynb", [chat_cells.IMPORTS, STORE_BEHIND])
+    page = lab.page
+    assert page.locator(WARNING).is_hidden()
+    # Another program (a backup tool, a second notebook) holds the store's write lock.
+    lab.execute(path, "other = sqlite3.connect(db, isolation_level=None); "
+                      "other.execute('BEGIN IMMEDIATE')")
+    page.locator(".neta-chat-textarea").fill("Profile the data in this folder")
+    page.locator(".neta-chat-send").click()
+    page.wait_for_function(IDLE)  # the turn runs and ends although nothing can be saved
+    banner = page.locator(WARNING, has_text="Not saved yet")
+    banner.wait_for()
+    assert "another program holds the session store" in (banner.text_content() or "")
+    for dark in (False, True):
+        lab.set_theme(dark=dark)
+        lab.screenshot(page.locator(".neta-chat-view"),
+                       screenshot_dir / f"chat-store-behind-{'dark' if dark else 'light'}.png")
+    lab.set_theme(dark=False)
+    lab.execute(path, "other.execute('COMMIT'); other.close()")
+    page.locator(WARNING).wait_for(state="hidden", timeout=15_000)
+    assert lab.execute(path, "session.flush(10) and "
+                             "len(SessionStore(db).load_messages(session.id))") != "0"

@@ -151,7 +151,7 @@ def test_a_saved_chat_with_a_five_megabyte_result_stays_small_and_reopens(
 def _has_draft(db: Path) -> bool:
     from neta_nb import SessionStore
 
-    return SessionStore(db).read_draft("s_shared") is not None
+    return SessionStore(db).load_draft("s_shared") is not None
 
 
 READ_ONLY = """

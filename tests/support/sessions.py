@@ -171,6 +171,7 @@ def make_session(responses: list[list[Any]], *, extra: Sequence[Any] = (),
     agent = Agent("reviewer", model=provider, tools=AgentToolConfig(),
                   **options.pop("agent_options", {}))
     session = AgentSession(agent, catalog, store, **options)
+    session.flush()  # its record is in the store (it is written in the background)
     recorder = Recorder()
     session.subscribe(recorder)
     return session, recorder, provider

@@ -479,3 +479,27 @@ async def test_a_view_bound_mid_answer_starts_from_what_already_streamed() -> No
     assert session.streaming_message is None
     assert session.messages[-1].text == "Hello world"
     assert chat._sync({})["messages"][-1]["text"] == "Hello world"
+
+
+async def test_the_view_says_while_the_store_is_behind_in_its_language(tmp_path: Any) -> None:
+    import sqlite3
+
+    db = tmp_path / "sessions.sqlite3"
+    session = AgentSession(Agent("a", model=FakeProvider([answer("kept")])),
+                           store=SessionStore(db))
+    assert session.flush(10)
+    chat = ChatView(session, lang="zh-CN")
+    assert chat.store_warning == ""
+    other = sqlite3.connect(db, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another program holds the store
+    try:
+        await session.run("go")
+        await wait_until(lambda: chat.store_warning != "")
+        assert chat.store_warning == "尚未保存：会话存储被其他程序占用——正在重试。"
+        # A view opened now (another output of the session) says so from the start.
+        assert ChatView(session).store_warning.startswith("Not saved yet: another program")
+    finally:
+        other.execute("COMMIT")
+        other.close()
+    assert session.flush(10)
+    await wait_until(lambda: chat.store_warning == "")

@@ -35,7 +35,7 @@ def owner(tmp_path: Path) -> Iterator[tuple[Path, subprocess.Popen[bytes]]]:
     try:
         poll_until(marker.exists, 30, "the owner's turn to stream")
         # The streamed text is checkpointed within half a second.
-        poll_until(lambda: SessionStore(db).read_draft("s_shared") is not None, 10,
+        poll_until(lambda: SessionStore(db).load_draft("s_shared") is not None, 10,
                    "the draft checkpoint")
         yield db, child
     finally:

@@ -50,6 +50,10 @@ class Probe(NetaWidget):
     def _not_json(self, _request: Mapping[str, object]) -> dict[str, object]:
         return {"when": {1, 2}}
 
+    @handles("surrogate")
+    def _surrogate(self, _request: Mapping[str, object]) -> dict[str, object]:
+        return {"text": "cut mid-character \ud83d", "rows": [{"\udc00key": "x"}]}
+
     @handles("nan")
     def _nan(self, _request: Mapping[str, object]) -> dict[str, object]:
         return {"ratio": math.nan}
@@ -94,6 +98,16 @@ def test_a_result_that_is_not_json_is_an_error_reply(sent: SentMessages, kind: s
     assert reply["ok"] is False
     assert reply["error"].startswith(("TypeError: ", "ValueError: ")), reply["error"]
     assert caplog.records
+
+
+def test_a_lone_surrogate_in_a_result_reaches_the_page_as_a_replacement_character(
+        sent: SentMessages) -> None:
+    from jupyter_client.session import json_packer
+
+    reply = _ask(Probe(), sent, "surrogate")
+    assert reply["ok"] is True
+    assert reply["result"] == {"text": "cut mid-character \ufffd", "rows": [{"\ufffdkey": "x"}]}
+    json_packer(reply)  # what the kernel sends it with: would raise on a lone surrogate
 
 
 def test_an_unknown_kind_is_an_error_reply(sent: SentMessages) -> None:

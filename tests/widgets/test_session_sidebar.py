@@ -54,7 +54,7 @@ async def test_the_list_follows_the_store(store: SessionStore) -> None:
 
 def test_without_a_loop_a_store_change_refreshes_at_once(store: SessionStore) -> None:
     sidebar = SessionSidebar(store)
-    AgentSession(hello_agent(), store=store)
+    assert AgentSession(hello_agent(), store=store).flush(10)
     assert len(sidebar.sessions) == 1
 
 
@@ -96,7 +96,8 @@ async def test_new_chat_uses_the_same_agent(store: SessionStore) -> None:
     assert fresh is chat.session and fresh.id != session.id
     assert fresh.agent is session.agent and fresh.store is store
     assert chat.messages == [] and sidebar.active == fresh.id
-    assert {row["id"] for row in sidebar.sessions} == {session.id, fresh.id}
+    # The new record is written in the background; the list follows the store.
+    await wait_until(lambda: {row["id"] for row in sidebar.sessions} == {session.id, fresh.id})
 
 
 async def test_switching_is_refused_while_a_turn_runs(store: SessionStore) -> None:
@@ -125,6 +126,7 @@ def test_a_session_another_kernel_runs_opens_read_only_and_is_not_taken_over(
     from neta_nb.ownership import ProcessOwner
 
     session = AgentSession(hello_agent(), store=store)
+    assert session.flush(10)
     store.append_message(session.id, Message.user("What runs there?"))
     # A live process that is not this one (pid 1), with its real start time.
     other = ProcessOwner.current().model_copy(
