@@ -214,3 +214,47 @@ def test_another_kernels_session_opens_read_only(lab: LabSession, tmp_path: Path
         if child.poll() is None:
             child.kill()
             child.wait(10)
+
+
+LONG_ANSWER = """
+WORDS = " ".join(f"word{i}" for i in range(5_000))  # some 44,000 characters
+provider = FakeProvider([[TextDelta(WORDS[:20_000]), TextDelta(WORDS[20_000:]),
+                          UsageUpdate(Usage(input_tokens=10, output_tokens=9_000)),
+                          StreamDone("end_turn")]], context_window=200_000)
+session = AgentSession(Agent("writer", model=provider))
+chat = ChatView(session, height="360px")
+chat
+""".strip()
+
+
+def test_a_long_answer_streamed_here_stays_whole_and_a_reload_fetches_it(
+        lab: LabSession, screenshot_dir: Path) -> None:
+    path = lab.run_notebook("long_answer.ipynb", [chat_cells.IMPORTS, LONG_ANSWER])
+    page = lab.page
+    page.locator(".neta-chat-textarea").fill("Write a lot")
+    page.locator(".neta-chat-send").click()
+    view = page.locator(".neta-chat-view")
+    view.locator(".neta-chat-text", has_text="word4999").wait_for()
+    page.wait_for_function("() => !document.querySelector('.neta-chat-view')"
+                           ".classList.contains('neta-is-running')")
+    # This view streamed the answer: it shows all of it, and no note.
+    assert view.locator(".neta-cut-note:not([hidden])").count() == 0
+    # A reload draws from the kernel's state, which holds a preview. (Saved first, so the
+    # notebook reopens with its output; the model comes from the live kernel.)
+    page.evaluate("async () => { await window.jupyterapp.commands.execute('docmanager:save'); }")
+    page.reload(wait_until="domcontentloaded")
+    page.wait_for_function("window.jupyterapp !== undefined", timeout=60_000)
+    page.evaluate("async () => { await window.jupyterapp.started; "
+                  "await window.jupyterapp.restored; }")
+    note = view.locator(".neta-cut-note:not([hidden])")
+    note.wait_for(timeout=60_000)
+    total = int(lab.execute(path, "print(len(WORDS))"))
+    assert note.locator(".neta-cut-note-text").text_content() == (
+        f"Showing 20,000 of {total:,} characters")
+    assert view.locator(".neta-chat-text", has_text="word4999").count() == 0
+    note.scroll_into_view_if_needed()
+    lab.wait_for_transitions()
+    _both_themes(lab, view, screenshot_dir, "chat-long-answer-cut")
+    note.locator("button", has_text="Show all").click()
+    view.locator(".neta-chat-text", has_text="word4999").wait_for()
+    assert view.locator(".neta-cut-note:not([hidden])").count() == 0
