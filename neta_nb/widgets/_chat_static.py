@@ -37,8 +37,8 @@ def _card_line(card: Mapping[str, Any], lang: str) -> str:
     key = f"skill_{status}" if card.get("kind") == "skill" else f"tool_{status}"
     line = f"[{name} · {t(key if key in LABELS['en'] else f'tool_{status}', lang)}]"
     total = card.get("result_chars")
-    if total:
-        line += f" ({t('result', lang)}: {int(total):,})"
+    if total:  # a preview: the static form names the result's size instead
+        line += f" ({t('result_size', lang, total=f'{int(total):,}')})"
     return line
 
 

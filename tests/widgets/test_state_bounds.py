@@ -177,7 +177,7 @@ def test_fit_window_keeps_the_newest_items() -> None:
 async def test_static_fallbacks_are_bounded_and_say_what_was_cut() -> None:
     _, chat = await run_five_mb_session()
     text = chat._fallback_text()
-    assert "[Dump table · Done] (Result: 5," in text
+    assert f"[Dump table · Done] (result of {len(BIG_RESULT):,} characters)" in text
     assert len(chat._fallback_html()) < 64 * 1024
     history = [m for n in range(50) for m in history_message(n, text_chars=30_000)]
     session = AgentSession(Agent("a", model=FakeProvider([])), ToolCatalog())
