@@ -15,7 +15,7 @@ import socket
 import psutil
 from pydantic import BaseModel
 
-__all__ = ["ProcessOwner", "SessionBusyError"]
+__all__ = ["ProcessOwner", "SessionBusyError", "busy_error"]
 
 
 class SessionBusyError(RuntimeError):
@@ -54,12 +54,17 @@ class ProcessOwner(BaseModel):
     def check_not_busy(self, session_id: str) -> None:
         """Raise :class:`SessionBusyError` if this owner, running a turn of the session,
         is alive."""
-        if not self.is_alive():
-            return
-        where = ("this kernel: use the session object that runs it" if self.is_current
-                 else self.describe())
-        raise SessionBusyError(f"session {session_id!r} is running a turn in {where}; "
-                               "resume it once that turn has ended")
+        if self.is_alive():
+            raise busy_error(session_id, self)
+
+
+def busy_error(session_id: str, owner: ProcessOwner | None) -> SessionBusyError:
+    """The refusal to resume a session whose turn ``owner`` runs (unknown: ``None``)."""
+    where = ("another process" if owner is None
+             else "this kernel: use the session object that runs it" if owner.is_current
+             else owner.describe())
+    return SessionBusyError(f"session {session_id!r} is running a turn in {where}; "
+                            "resume it once that turn has ended")
 
 
 def _start_time(pid: int) -> float | None:

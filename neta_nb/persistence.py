@@ -77,15 +77,22 @@ class SessionPersistence:
         if self._writer is not None:
             self._writer.submit(Write(what, apply, key, notify))
 
-    def message(self, message: Message) -> None:
+    def message(self, message: Message, *, replaces_draft: bool = False) -> None:
         """Insert or update one message (a message is saved again whenever its cards
-        change)."""
+        change). ``replaces_draft``: it is the answer the draft checkpointed, and the
+        draft goes in the same transaction — a kernel killed between two writes would
+        leave both, and resume would show the answer twice."""
         if self._writer is None:
             return
         session_id, message_id, data = self.session_id, message.id, message.model_dump_json()
-        self._submit(f"message {message_id}",
-                     lambda db: put_message(db, session_id, message_id, data),
-                     key=f"message:{message_id}")
+
+        def apply(db: sqlite3.Connection) -> None:
+            put_message(db, session_id, message_id, data)
+            if replaces_draft:
+                put_draft(db, session_id, None)
+
+        self._submit(f"message {message_id}", apply,
+                     key=None if replaces_draft else f"message:{message_id}")
 
     def draft(self, message: Message) -> None:
         if self._writer is None:
@@ -219,14 +226,20 @@ def store_warning(failure: StoreFailure | None) -> WarningEvent:
 
 
 def flush_session(store: SessionStore, session_id: str, *,
-                  besides: StoreWriter | None = None) -> None:
+                  besides: StoreWriter | None = None) -> StoreWriter | None:
     """Wait (a bounded time) for what this process still has to write of a session —
     another object of it, a view's — so a read of the store sees this process's own
-    writes (``besides``: the reader's own writer, whose writes follow the read)."""
-    for writer in writers_of(str(store.path), session_id):
-        if writer is not besides and not writer.flush(LOAD_FLUSH_LIMIT):
+    writes (``besides``: the reader's own writer, whose writes follow the read). Returns
+    a writer that is still behind, if any: a writer whose store is locked or full is not
+    waited for (that wait could be as long as the other program's lock)."""
+    for writer in writers_of(store, session_id):
+        if writer is besides:
+            continue
+        if writer.failure is not None or not writer.flush(LOAD_FLUSH_LIMIT):
             store.warnings.append(f"session {session_id}: {writer.pending} writes of it are "
                                   f"not stored yet; they are missing here")
+            return writer
+    return None
 
 
 def _stored_record(db: sqlite3.Connection, session_id: str) -> SessionRecord | None:

@@ -9,7 +9,7 @@ job of their own live beside it — ``agent``, ``approvals``, ``tool_runner``, `
 (everything that lives for one turn), ``usage_meter``, ``persistence``, ``event_hub`` and
 the summarising call in ``compaction``. The session knows nothing of widgets.
 
-(About 570 lines, a little over the project's ~500: ``_run``, ``_loop_turn`` and
+(About 590 lines, a little over the project's ~500: ``_run``, ``_loop_turn`` and
 ``resume`` are the places that end a turn — by answer, Stop, interrupt, error or a dead
 kernel — and they must close the history the same way, so they stay together.)
 """
@@ -45,7 +45,7 @@ from .events import (
     parse_command,
 )
 from .messages import Message, Usage, count_characters, encodable, new_id, valid_conversation
-from .ownership import ProcessOwner
+from .ownership import ProcessOwner, SessionBusyError
 from .persistence import SessionPersistence, flush_session, store_warning
 from .providers.base import ModelRequest, Provider, ProviderError
 from .store import CompactionRecord, SessionStore
@@ -60,6 +60,7 @@ from .tools.resolution_cache import ResolutionCache
 from .tools.resolver import ToolResolution
 from .tools.threads import ToolThreads
 from .turn import Turn
+from .turn_claim import TurnClaim
 from .usage_meter import UsageMeter
 
 __all__ = ["Agent", "AgentSession", "ApprovalPolicy"]
@@ -298,7 +299,12 @@ class AgentSession:
     async def _run(self, prompt: str, turn: Turn) -> Message | None:
         turn.begun = True
         self._events.bind_to_running_loop()
+        claim: TurnClaim | None = None
         try:
+            # First, before anything is stored: the claim that keeps another kernel from
+            # taking this turn over, even while the store cannot record the owner yet.
+            if self.store is not None:
+                claim = TurnClaim.take(self.store.path, self.id)
             self._append(Message.user(encodable(prompt)))
             if turn.cancel_requested:
                 turn.stop_reason = "cancelled"
@@ -335,22 +341,33 @@ class AgentSession:
             raise
         finally:
             turn.stop_draft_timer()
-            self._turn = None
             with contextlib.suppress(Exception):
                 self._saved.clear_draft()
                 self._save_record(running=False, owner=None)
-            if sys.exc_info()[0] is None:
-                # The turn is stored when run() returns — unless the store is behind,
-                # which the session has said (a `warning`); its writes go on retrying.
-                # Not while an exception propagates: that must not wait.
-                try:
-                    await self._saved.settled()
-                except asyncio.CancelledError:
-                    self._emit(DoneEvent(stop_reason=turn.stop_reason))
-                    raise
-            # Last: a subscriber reacting to `done` sees an idle session (and may start
-            # the next turn from its handler).
-            self._emit(DoneEvent(stop_reason=turn.stop_reason))
+            try:
+                if sys.exc_info()[0] is None:
+                    # Not while an exception propagates: that must not wait.
+                    await self._settle(turn)
+            finally:
+                if claim is not None:
+                    claim.release()
+                # Last, whatever ended the wait: the session is running until `done`
+                # (no second turn can start inside this one), and a subscriber reacting
+                # to `done` sees an idle session (and may start the next turn from its
+                # handler).
+                self._turn = None
+                self._emit(DoneEvent(stop_reason=turn.stop_reason))
+
+    async def _settle(self, turn: Turn) -> None:
+        """Wait until the turn is stored — or the store is behind, which the session has
+        said (a `warning`); its writes go on retrying either way. Stop ends the wait."""
+        try:
+            await self._saved.settled()
+        except asyncio.CancelledError:
+            if not turn.cancel_requested:
+                raise  # cancelled from outside: `done` is still said, then it goes on
+            if turn.task is not None:
+                turn.task.uncancel()
 
     async def _loop_turn(self, turn: Turn) -> Message | None:
         for _call in range(self.agent.max_model_calls):
@@ -403,8 +420,7 @@ class AgentSession:
                                     stop_reason=assembler.stop_reason)
         turn.assembler = None
         turn.message = message
-        self._append(message)
-        self._saved.clear_draft()  # the message itself is stored now
+        self._append(message, replaces_draft=True)
         self._count_usage(turn, assembler.usage)
         return message
 
@@ -478,13 +494,13 @@ class AgentSession:
                                         model=self.provider.model_id)
             turn.assembler = None
             turn.message = message
-            self._append(message)
+            self._append(message, replaces_draft=True)
         elif turn.message is not None and why in ("cancelled", "interrupted"):
             turn.message.metadata.interrupted = why
             self._persist(turn.message)
         self._tools.close_unanswered(self._messages, why, turn.live_calls)
 
-    def _append(self, message: Message) -> None:
+    def _append(self, message: Message, *, replaces_draft: bool = False) -> None:
         self._messages.append(message)
         # Interrupted answers with nothing in them carry no information for the model,
         # and some APIs reject empty assistant turns: they stay out of the model's view.
@@ -493,7 +509,7 @@ class AgentSession:
             # A complete answer's tokens are in its own usage; a cut one usually has none.
             if message.role != "assistant" or message.metadata.usage is None:
                 self._meter.appended(count_characters([message]))
-        self._persist(message)
+        self._saved.message(message, replaces_draft=replaces_draft)
 
     def _persist(self, message: Message) -> None:
         self._saved.message(message)
@@ -522,8 +538,19 @@ class AgentSession:
         """Rebuild a stored session: history, plan (hydrated from the latest ``todo``
         result), skill and tool cards (message metadata) and the thinking level. A turn
         that was running when its process died is closed, keeping what streamed, marked
-        ``interrupted="killed"``."""
-        flush_session(store, session_id)  # this process's own pending writes of it first
+        ``interrupted="killed"``. Raises :class:`SessionBusyError` while the session's turn
+        runs in a live process, or while this process has writes of it not stored yet."""
+        TurnClaim.check(store.path, session_id)  # a live turn, even one not recorded yet
+        behind = flush_session(store, session_id)  # this process's own writes of it first
+        if behind is not None:
+            # What it has not stored yet would be missing here, and two writers of one
+            # session would store their messages in either order.
+            failure = behind.failure
+            why = f" ({failure.detail})" if failure is not None else ""
+            raise SessionBusyError(
+                f"session {session_id} is open in this process and {behind.pending} of its "
+                f"writes are not stored yet{why}; use the session that is open, or resume "
+                f"once they are stored (its flush())")
         record = store.get_session(session_id)  # a dead owner's turn is settled here
         if record is None:
             raise KeyError(f"no session {session_id!r} in {store.path}")

@@ -18,6 +18,7 @@ import asyncio
 import atexit
 import contextlib
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -276,11 +277,21 @@ def _call_logged(callback: Callable[[Any], None], argument: object) -> None:
 _writers: weakref.WeakSet[StoreWriter] = weakref.WeakSet()
 
 
-def writers_of(store_path: str, session_id: str) -> list[StoreWriter]:
-    """This process's writers of one session (two sessions objects may share an id: a
-    view's session and one resumed from the store)."""
+def writers_of(store: SessionStore, session_id: str) -> list[StoreWriter]:
+    """This process's writers of one session of ``store``'s database (two sessions objects
+    may share an id: a view's session and one resumed from the store)."""
     return [writer for writer in list(_writers)
-            if writer.session_id == session_id and str(writer.store.path) == store_path]
+            if writer.session_id == session_id and _same_database(writer.store, store)]
+
+
+def _same_database(one: SessionStore, other: SessionStore) -> bool:
+    # Another SessionStore of the same file, however it was named, is the same database;
+    # every in-memory store is a database of its own.
+    if one is other:
+        return True
+    if ":memory:" in (str(one.path), str(other.path)):
+        return False
+    return os.path.realpath(one.path) == os.path.realpath(other.path)
 
 
 @atexit.register

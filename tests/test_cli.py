@@ -3,6 +3,7 @@ JupyterLab command it runs, and the message when JupyterLab is missing."""
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -52,16 +53,78 @@ def test_lab_uses_the_checkout_in_place(capsys: pytest.CaptureFixture[str]) -> N
     source, in_checkout = cli.demo_notebooks_source()
     assert in_checkout and (source / cli.FIRST_NOTEBOOK).is_file()
     assert cli.main(["lab", "--dry-run", "--port", "9999", "--no-browser"]) == 0
-    out = capsys.readouterr().out
-    assert f"--ServerApp.root_dir={source}" in out
-    assert "--port=9999" in out and "--no-browser" in out and cli.FIRST_NOTEBOOK in out
+    command = _printed_command(capsys)
+    assert f"--ServerApp.root_dir={source}" in command
+    assert "--port=9999" in command and "--no-browser" in command
+    # The URL JupyterLab prints (and opens) is the quickstart's, not the Launcher's.
+    assert f"--LabApp.default_url=/lab/tree/{cli.FIRST_NOTEBOOK}" in command
 
 
-def test_lab_copies_into_a_chosen_folder(tmp_path: Path,
+def _printed_command(capsys: pytest.CaptureFixture[str]) -> list[str]:
+    """The command a dry run prints on its last line, as the shell would split it."""
+    return shlex.split(capsys.readouterr().out.strip().splitlines()[-1])
+
+
+def test_lab_passes_every_option_it_does_not_know_to_jupyterlab(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["lab", "--allow-root", "--dry-run", "--port-retries=0", "--ServerApp.ip",
+                     "127.0.0.1", "--port", "9000", "--", "--no-mathjax"]) == 0
+    command = _printed_command(capsys)
+    # In the order given, after neta-nb's own; --port-retries is not mistaken for --port.
+    assert command[-5:] == ["--allow-root", "--port-retries=0", "--ServerApp.ip", "127.0.0.1",
+                            "--no-mathjax"]
+    assert "--port=9000" in command and "--" not in command
+
+
+def test_other_subcommands_still_refuse_unknown_options(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["notebooks", "--allow-root"])
+    assert stop.value.code == 2
+    assert "unrecognized arguments: --allow-root" in capsys.readouterr().err
+
+
+def test_the_printed_command_survives_a_folder_with_spaces(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "my notebooks"
+    assert cli.main(["lab", "--dir", str(folder), "--dry-run"]) == 0
+    assert f"--ServerApp.root_dir={folder}" in _printed_command(capsys)
+
+
+def _demo_file_count() -> int:
+    source, _ = cli.demo_notebooks_source()
+    return sum(1 for file in source.rglob("*")
+               if file.is_file() and ".ipynb_checkpoints" not in file.parts)
+
+
+def test_lab_copies_into_a_chosen_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                          capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["lab", "--dir", str(tmp_path), "--dry-run"]) == 0
+    started: list[list[str]] = []
+    monkeypatch.setattr(cli.subprocess, "call",
+                        lambda command, **_: started.append(command) or 0)
+    assert cli.main(["lab", "--dir", str(tmp_path), "--no-browser"]) == 0
     assert (tmp_path / cli.FIRST_NOTEBOOK).is_file()
-    assert f"--ServerApp.root_dir={tmp_path}" in capsys.readouterr().out
+    assert (tmp_path / "data" / "sales.csv").is_file()
+    assert f"Copied {_demo_file_count()} demo files" in capsys.readouterr().out
+    assert f"--ServerApp.root_dir={tmp_path}" in started[0]
+
+
+def test_a_dry_run_copies_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+    chosen = tmp_path / "chosen"
+    assert cli.main(["lab", "--dir", str(chosen), "--dry-run"]) == 0
+    assert not chosen.exists()
+    out = capsys.readouterr().out
+    assert f"Would copy {_demo_file_count()} demo files" in out and "nothing copied" in out
+    # Installed from a wheel: the notebooks would go to the user folder; a dry run leaves
+    # it alone too.
+    source, _ = cli.demo_notebooks_source()
+    user_folder = tmp_path / "Documents" / "neta_nb-notebooks"
+    monkeypatch.setattr(cli, "demo_notebooks_source", lambda: (source, False))
+    monkeypatch.setattr(cli, "default_user_folder", lambda: user_folder)
+    assert cli.main(["lab", "--dry-run"]) == 0
+    assert not user_folder.exists()
+    assert f"--ServerApp.root_dir={user_folder}" in _printed_command(capsys)
 
 
 def test_lab_without_jupyterlab_says_what_to_install(

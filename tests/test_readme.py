@@ -8,7 +8,7 @@ import re
 import shlex
 from pathlib import Path
 
-from neta_nb.cli import build_parser
+from neta_nb.cli import parse_arguments
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -37,10 +37,9 @@ def test_named_files_exist() -> None:
 
 
 def test_neta_nb_commands_parse() -> None:
-    parser = build_parser()
     for command in re.findall(r"`(neta-nb [^`]+)`", README):
         args = shlex.split(command)[1:]
-        parser.parse_args([a for a in args if a != "DIR"] + (["x"] if "DIR" in args else []))
+        parse_arguments([a if a != "DIR" else "x" for a in args])
 
 
 def test_npm_scripts_exist() -> None:

@@ -366,3 +366,23 @@ def test_a_store_closed_under_the_session_drops_its_writes_with_a_log_not_a_retr
         assert writer.flush(10)
     assert "row after close could not be saved" in caplog.text
     assert heard == []
+
+
+def test_an_answer_and_the_removal_of_its_draft_are_one_write(tmp_path: Path) -> None:
+    # Two writes would leave a window where a killed kernel keeps both the stored answer
+    # and its draft, and resume would add the answer a second time as "killed".
+    from neta_nb.persistence import SessionPersistence
+
+    db = tmp_path / "sessions.sqlite3"
+    saved = SessionPersistence("s_one", SessionStore(db), dict)
+    answer_message = Message.assistant([])
+    with write_lock_held(db):
+        saved.draft(Message.assistant([]))
+        saved.message(answer_message, replaces_draft=True)
+        assert saved._writer is not None
+        assert saved._writer.pending_writes() == ["the draft of the streaming answer",
+                                                  f"message {answer_message.id}"]
+    assert saved.flush(10)
+    store = SessionStore(db)
+    assert store.load_draft("s_one") is None
+    assert [m.id for m in store.load_messages("s_one")] == [answer_message.id]

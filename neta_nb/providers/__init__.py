@@ -22,9 +22,10 @@ from .base import (
     ToolCallReady,
     UsageUpdate,
 )
+from .demo_script import DEMO_SCRIPT
 from .factory import create_provider, default_provider
 from .models import ModelInfo, get_model_info, register_model
-from .scripted import DEMO_SCRIPT, Script, ScriptedProvider
+from .scripted import Script, ScriptedProvider
 
 if TYPE_CHECKING:
     from .anthropic import AnthropicProvider

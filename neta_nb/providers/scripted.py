@@ -21,6 +21,11 @@ Steps: ``{"thinking": str}``, ``{"text": str}``, ``{"tool_call": {"name", "args"
 ``{"error": {"message", "retryable", "status_code"}}`` (fail the stream there, after what
 came before it has streamed, as a vendor stream that breaks would).
 
+A response may also be a function of the conversation, ``(messages) -> response`` (a
+:class:`ScriptedResponse` or its bare list of steps), for a script that reacts to what
+its tools returned — the built-in demo (:mod:`.demo_script`) answers from its real tool
+results that way. A script with such a response has no JSON form.
+
 Which response answers a request: the provider keeps no state. It counts the assistant
 messages after the last user message in the request, so the script replays from its first
 response for every user prompt and a resumed session continues where it was. Past the end
@@ -38,8 +43,8 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
-from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -63,8 +68,8 @@ from .base import (
 )
 
 __all__ = [
-    "DEMO_SCRIPT",
     "ErrorStep",
+    "ResponseBuilder",
     "Script",
     "ScriptError",
     "ScriptToolCall",
@@ -75,6 +80,7 @@ __all__ = [
     "ToolCallStep",
     "UsageOverride",
     "UsageStep",
+    "current_turn",
     "estimate_tokens",
 ]
 
@@ -150,10 +156,15 @@ class ScriptedResponse(BaseModel):
         return {"steps": value} if isinstance(value, list) else value
 
 
+ResponseBuilder: TypeAlias = Callable[[Sequence[Message]], Any]
+"""A response computed from the conversation the request carries; it returns a
+:class:`ScriptedResponse` or anything that validates as one (a bare list of steps)."""
+
+
 class Script(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    responses: list[ScriptedResponse]
+    responses: list[ScriptedResponse | ResponseBuilder]
     on_exhausted: Literal["finish", "cycle"] = "finish"
     closing_text: str = "That is everything I had planned for this request."
 
@@ -173,7 +184,8 @@ def estimate_tokens(characters: int) -> int:
 
 
 class ScriptedProvider(Provider):
-    """The offline model. ``script=None`` plays :data:`DEMO_SCRIPT`."""
+    """The offline model. ``script=None`` plays the built-in demo,
+    :data:`~neta_nb.providers.demo_script.DEMO_SCRIPT`."""
 
     supplier = "scripted"
 
@@ -184,17 +196,23 @@ class ScriptedProvider(Provider):
             raise ValueError("chars_per_second must be >= 0")
         self.model = model
         self.context_window = context_window  # e.g. a small window to show compaction
-        self.script = Script.coerce(DEMO_SCRIPT if script is None else script)
+        if script is None:
+            # Imported here: the demo is written in this module's script format.
+            from .demo_script import DEMO_SCRIPT
+
+            script = DEMO_SCRIPT
+        self.script = Script.coerce(script)
         self.chars_per_second = chars_per_second
 
     def choose_response(self, messages: Sequence[Message]) -> tuple[int, ScriptedResponse]:
         """The index and response that answer a conversation ending in ``messages``."""
-        index = _assistant_messages_since_last_user(messages)
+        _, turn = current_turn(messages)
+        index = sum(1 for message in turn if message.role == "assistant")
         responses = self.script.responses
         if index < len(responses):
-            return index, responses[index]
+            return index, _built(responses[index], messages)
         if self.script.on_exhausted == "cycle" and responses:
-            return index, responses[index % len(responses)]
+            return index, _built(responses[index % len(responses)], messages)
         return index, ScriptedResponse(steps=[TextStep(text=self.script.closing_text)])
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
@@ -311,103 +329,27 @@ def _usage(input_tokens: int, output_chars: int, thinking_chars: int,
     return Usage(**values)
 
 
-def _assistant_messages_since_last_user(messages: Sequence[Message]) -> int:
-    count = 0
-    for message in reversed(messages):
-        # Messages the runtime injects (a compaction summary, the preserved plan) are not
-        # prompts: the turn they sit in goes on.
+def current_turn(messages: Sequence[Message]) -> tuple[Message | None, list[Message]]:
+    """The user prompt that started the conversation's current turn (None if there is
+    none) and the messages after it.
+
+    Messages the runtime injects (a compaction summary, the preserved plan) are not
+    prompts: the turn they sit in goes on."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
         if message.role == "user" and not message.metadata.compacted:
-            break
-        if message.role == "assistant":
-            count += 1
-    return count
+            return message, list(messages[index + 1:])
+    return None, list(messages)
+
+
+def _built(response: ScriptedResponse | ResponseBuilder,
+           messages: Sequence[Message]) -> ScriptedResponse:
+    if isinstance(response, ScriptedResponse):
+        return response
+    return ScriptedResponse.model_validate(response(messages))
 
 
 def _request_characters(request: ModelRequest) -> int:
     tools = sum(len(tool.name) + len(tool.description) + len(json.dumps(tool.parameters))
                 for tool in request.tools)
     return len(request.system_prompt) + tools + count_characters(request.messages)
-
-
-# --- the built-in demo -------------------------------------------------------------------
-
-_PLAN = [
-    {"id": "1", "content": "Look at the files in the working directory", "status": "in_progress"},
-    {"id": "2", "content": "Profile the sample table column by column", "status": "pending"},
-    {"id": "3", "content": "Summarise the findings with a short report", "status": "pending"},
-]
-
-_FINAL_ANSWER = """\
-## Sample data: first look
-
-I listed the working directory and profiled the bundled sample table, `sample_sales.csv`.
-
-- **Shape**: 40 orders × 8 columns; no column is empty.
-- **Types**: ids and dates parse cleanly; `units`, `unit_price`, `revenue` and
-  `customer_rating` are numeric throughout.
-- **Gaps**: `region` is missing in 2 rows, `customer_rating` in 13.
-
-| check | result |
-|---|---|
-| files listed | ✓ |
-| columns profiled | ✓ |
-| blocking issues | none |
-
-To load the table yourself:
-
-```python
-from importlib.resources import files
-
-import pandas as pd
-
-df = pd.read_csv(files("neta_nb.tools") / "data" / "sample_sales.csv")
-df.describe(include="all")
-```
-
-Next, I can chart the numeric columns or look for outliers — just ask.
-"""
-
-DEMO_SCRIPT = Script(responses=[
-    ScriptedResponse(steps=[
-        ThinkingStep(thinking=(
-            "The user wants a first look at the data in this directory. I don't know what "
-            "is here yet, so I should list the files before anything else. Then the sample "
-            "table needs a column-by-column profile, and finally a short written summary. "
-            "That is three clear steps, so a todo plan will help the user follow along.")),
-        TextStep(text="Let me plan this before I start."),
-        ToolCallStep(tool_call=ScriptToolCall(name="todo", args={"todos": _PLAN,
-                                                                  "merge": False})),
-    ]),
-    ScriptedResponse(steps=[
-        ThinkingStep(thinking=(
-            "Step one is in progress. Listing the current directory will show which files "
-            "I can work with.")),
-        ToolCallStep(tool_call=ScriptToolCall(name="list_files", args={"path": "."})),
-    ]),
-    ScriptedResponse(steps=[
-        ThinkingStep(thinking=(
-            "The listing is back, so step one is done. Next is the profile: the "
-            "profile_table skill reads the sample table and reports on every column.")),
-        ToolCallStep(tool_call=ScriptToolCall(name="todo", args={
-            "todos": [{"id": "1", "content": _PLAN[0]["content"], "status": "completed"},
-                      {"id": "2", "content": _PLAN[1]["content"], "status": "in_progress"}],
-            "merge": True})),
-        ToolCallStep(tool_call=ScriptToolCall(name="profile_table", args={})),
-    ]),
-    ScriptedResponse(steps=[
-        ThinkingStep(thinking=(
-            "The profile finished without errors. I'll mark the remaining steps done and "
-            "write the summary.")),
-        ToolCallStep(tool_call=ScriptToolCall(name="todo", args={
-            "todos": [{"id": "2", "content": _PLAN[1]["content"], "status": "completed"},
-                      {"id": "3", "content": _PLAN[2]["content"], "status": "completed"}],
-            "merge": True})),
-    ]),
-    ScriptedResponse(steps=[
-        ThinkingStep(thinking="Everything is in place; time to present the results clearly."),
-        TextStep(text=_FINAL_ANSWER),
-    ]),
-])
-"""One user prompt's worth of responses showing everything the UI can show: streamed
-thinking, a todo plan updated step by step, a tool call, a skill with progress, and a
-final markdown answer (heading, list, table, code block), each with usage."""

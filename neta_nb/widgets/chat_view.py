@@ -704,12 +704,19 @@ class ChatView(NetaWidget):
     def _fallback_text(self) -> str:
         return static_text(self._agent_name(), self.messages, self.lang) or repr(self)
 
+    # A chat with nothing drawn yet shows, where a viewer without the live widget draws it
+    # (a notebook opened for the first time, GitHub, nbconvert), how to get the chat
+    # instead of a status line that stopped being true once the cell ran.
     def _fallback_markdown(self) -> str:
         return (static_markdown(self._agent_name(), self.messages, self.lang)
-                or escape_markdown(repr(self)))
+                or f"*{escape_markdown(self._not_running_text())}*")
 
     def _fallback_html(self) -> str:
-        return static_html(self._agent_name(), self.messages, empty=repr(self), lang=self.lang)
+        return static_html(self._agent_name(), self.messages, empty=self._not_running_text(),
+                           lang=self.lang)
+
+    def _not_running_text(self) -> str:
+        return t("chat_not_running", self.lang, agent=self._agent_name())
 
     def _agent_name(self) -> str:
         return str(self.agent.get("name", "assistant"))

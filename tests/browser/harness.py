@@ -340,14 +340,14 @@ class LabSession:
     """One JupyterLab tab. Use :meth:`run_notebook`, then query ``page`` and
     :meth:`execute`. Console errors are collected in :attr:`console_errors`."""
 
-    def __init__(self, server: JupyterLabServer, context: Any) -> None:
+    def __init__(self, server: JupyterLabServer, context: Any, url: str | None = None) -> None:
         self.server = server
         self.page = context.new_page()
         self.console_errors: list[ConsoleMessage] = []
         self.page.on("console", self._on_console)
         self.page.on("pageerror", lambda error: self.console_errors.append(
             ConsoleMessage("pageerror", str(error))))
-        self.page.goto(server.lab_url(), wait_until="domcontentloaded")
+        self.page.goto(url or server.lab_url(), wait_until="domcontentloaded")
         self.page.wait_for_function("window.jupyterapp !== undefined", timeout=60_000)
         self.page.evaluate("async () => { await window.jupyterapp.started; "
                            "await window.jupyterapp.restored; }")

@@ -23,7 +23,7 @@ from neta_nb.providers.base import (
     ToolCallReady,
     UsageUpdate,
 )
-from neta_nb.providers.scripted import DEMO_SCRIPT, Script, ScriptedProvider, estimate_tokens
+from neta_nb.providers.scripted import Script, ScriptedProvider, estimate_tokens
 
 
 async def respond(provider: ScriptedProvider, messages: list[Message],
@@ -226,8 +226,27 @@ def test_invalid_scripts_are_rejected() -> None:
         ScriptedProvider(chars_per_second=-1)
 
 
-def test_demo_script_round_trips_through_json() -> None:
-    assert Script.model_validate_json(DEMO_SCRIPT.model_dump_json()) == DEMO_SCRIPT
+def test_a_data_script_round_trips_through_json() -> None:
+    script = Script.coerce([[{"thinking": "Plan."}, {"text": "Hi."},
+                             {"tool_call": {"name": "todo", "args": {"todos": []}}}],
+                            [{"usage": {"input_tokens": 3}}, {"text": "Done."}]])
+    assert Script.model_validate_json(script.model_dump_json()) == script
+
+
+async def test_a_response_can_be_computed_from_the_conversation() -> None:
+    seen: list[list[str]] = []
+
+    def echo(messages: Any) -> list[dict[str, str]]:
+        seen.append([message.role for message in messages])
+        return [{"text": f"The tool said: {messages[-1].tool_results[0].content}"}]
+
+    provider = ScriptedProvider([[{"tool_call": {"name": "clock", "args": {}}}], echo])
+    messages = [Message.user("What time is it?")]
+
+    await run_turn(provider, messages)
+
+    assert messages[-1].text == "The tool said: result of clock"
+    assert seen == [["user", "assistant", "tool"]]
 
 
 async def test_pacing_sleeps_for_the_characters_streamed(monkeypatch: pytest.MonkeyPatch) -> None:

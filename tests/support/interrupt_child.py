@@ -71,6 +71,9 @@ def main(mode: str, workdir: Path) -> dict[str, Any]:
         asyncio.run(session.run("go"))
     except KeyboardInterrupt:
         outcome = "KeyboardInterrupt"
+    # A turn ended by an exception does not wait for its writes (they go on in the
+    # background); what memory holds is in the store once they are done.
+    flushed = session.flush(10)
     first_turn = {
         "outcome": outcome,
         "done": [e.stop_reason for e in recorder.of("done")],
@@ -79,7 +82,7 @@ def main(mode: str, workdir: Path) -> dict[str, Any]:
                           for r in (*m.metadata.tool_executions, *m.metadata.skill_executions)
                           if r.status == "running"],
         "history_problem": history_problem(session.messages),
-        "store_equals_memory": (
+        "store_equals_memory": flushed and (
             [m.model_dump() for m in SessionStore(store.path).load_messages(session.id)]
             == [m.model_dump() for m in session.messages]),
         "partial_text": [m.text for m in session.messages if m.role == "assistant"],

