@@ -192,3 +192,29 @@ export function requestShowingErrors<T>(
     throw new Error(requestErrorText(normalizeLang(model.get("lang")), error), { cause: error });
   });
 }
+
+/** How long fetching a whole text may take: megabytes, from a kernel on a busy machine. */
+export const FULL_TEXT_TIMEOUT_MS = 60_000;
+
+/** The `full_text` reply (Python twin: `FullText` in neta_nb/widgets/_chat_state.py). */
+export interface FullText {
+  text: string;
+}
+
+/**
+ * Fetch the whole of a text the state holds a preview of (`full_text`). When the kernel that
+ * holds it is gone the failure says so at once: a notebook reopened from saved widget state
+ * has models with no kernel behind them (requests would go nowhere), and JupyterLab marks
+ * their views `jupyter-widgets-disconnected` — as it does when the kernel restarts.
+ */
+export function fetchWholeText(model: Model, el: HTMLElement, payload: Record<string, unknown>): Promise<string> {
+  const gone = () => new Error(t(normalizeLang(model.get("lang")), "full_text_kernel_gone"));
+  if (el.closest(".jupyter-widgets-disconnected")) return Promise.reject(gone());
+  return request<FullText>(model, "full_text", payload, { timeout: FULL_TEXT_TIMEOUT_MS }).then(
+    (reply) => reply.text,
+    (error: unknown) => {
+      if (error instanceof RequestFailure && error.reason === "disconnected") throw gone();
+      throw new Error(requestErrorText(normalizeLang(model.get("lang")), error), { cause: error });
+    },
+  );
+}

@@ -4,8 +4,14 @@
  * and skill cards and status. It is updated in place from `ChatItem`s, so the streaming
  * response becomes its final message without being rebuilt and a skill card stays one DOM
  * node from running to done.
+ *
+ * Long texts arrive as previews (`text_chars`, `result_chars`… the whole one's length): a
+ * note says so and fetches the whole through `fetchWhole`, into the DOM only — `item`, which
+ * the chat view turns into the saved `messages` trait, keeps the preview. A response this
+ * view streamed itself is whole in the DOM already and stays so.
  */
-import type { ChatCard, ChatItem } from "./chat-view-traits";
+import type { ChatCard, ChatItem, FullTextRequest } from "./chat-view-traits";
+import { createCutNote, type CutNote, type FetchWhole } from "./cut-text";
 import { element } from "./dom";
 import { t, type Lang } from "./i18n";
 import { createSkillCard, type SkillCardState } from "./skill-card";
@@ -29,6 +35,14 @@ interface CardView {
   signature: string;
 }
 
+/** Fetches the whole of a field of this view's message (or of one of its cards). */
+export type FetchMessageText = (request: Omit<FullTextRequest, "message_id">) => Promise<string>;
+
+/** Whether the view holds the whole of a text whose preview is `preview`: it streamed it. */
+function holdsWhole(held: string, preview: string): boolean {
+  return held.length > preview.length && held.startsWith(preview);
+}
+
 /** One message (or the live response) in the list. */
 export class MessageView {
   readonly root: HTMLDivElement;
@@ -46,8 +60,18 @@ export class MessageView {
   private status: HTMLDivElement | null = null;
   private userText: HTMLDivElement | null = null;
   private role: ChatItem["role"];
+  private readonly textNote: CutNote;
+  private readonly thinkingNote: CutNote;
+  /** Whole texts fetched (or streamed) for the current previews, by field. */
+  private whole: { text: string | null; thinking: string | null } = { text: null, thinking: null };
 
-  constructor(role: ChatItem["role"], pos: number, lang: () => Lang, private readonly agentName: () => string) {
+  constructor(
+    role: ChatItem["role"],
+    pos: number,
+    lang: () => Lang,
+    private readonly agentName: () => string,
+    private readonly fetchWhole: FetchMessageText | null = null,
+  ) {
     this.role = role;
     this.pos = pos;
     this.lang = lang;
@@ -56,9 +80,11 @@ export class MessageView {
     // The entry animation plays once: filing the live response into the list moves its
     // node, which must not replay it.
     this.root.addEventListener("animationend", () => this.root.classList.remove("neta-is-new"), { once: true });
+    this.textNote = createCutNote(lang, (text) => this.showWhole("text", text));
+    this.thinkingNote = createCutNote(lang, (text) => this.showWhole("thinking", text));
     if (role === "user") {
       this.userText = element("div", "neta-chat-bubble");
-      this.root.append(this.userText);
+      this.root.append(this.userText, this.textNote.root);
     } else if (role === "assistant") {
       const header = element("div", "neta-chat-msg-header");
       const avatar = element("span", "neta-chat-avatar");
@@ -69,7 +95,7 @@ export class MessageView {
       this.cardsHost = element("div", "neta-chat-cards");
       this.status = element("div", "neta-chat-status");
       this.status.hidden = true;
-      this.root.append(header, this.thinkingHost, this.text.root, this.cardsHost, this.status);
+      this.root.append(header, this.thinkingHost, this.thinkingNote.root, this.text.root, this.textNote.root, this.cardsHost, this.status);
     }
   }
 
@@ -123,7 +149,9 @@ export class MessageView {
     this.root.dataset.index = String(item.index);
     if (this.role === "user" && this.userText) {
       // What the user typed is shown as typed (plain text, never markup).
-      this.userText.textContent = item.text ?? "";
+      if (!item.text_chars) this.whole.text = null;
+      this.userText.textContent = this.whole.text ?? item.text ?? "";
+      this.setNote(this.textNote, "text", item.text ?? "", item.text_chars);
       return;
     }
     if (this.role === "compaction") {
@@ -141,17 +169,45 @@ export class MessageView {
       return;
     }
     const thinking = item.thinking ?? "";
+    if (item.thinking_chars && this.whole.thinking === null && holdsWhole(this.thinking?.text ?? "", thinking)) {
+      this.whole.thinking = this.thinking?.text ?? null; // streamed here: whole already
+    } else if (!item.thinking_chars) this.whole.thinking = null;
     if (thinking) {
       const block = this.ensureThinking();
       this.thinkingStreaming = false;
-      block.update({ text: thinking, streaming: false, lang });
+      block.update({ text: this.whole.thinking ?? thinking, streaming: false, lang });
     }
-    this.text?.finish(item.text ?? "");
+    this.setNote(this.thinkingNote, "thinking", thinking, item.thinking_chars);
+    const text = item.text ?? "";
+    if (item.text_chars && this.whole.text === null && holdsWhole(this.text?.value ?? "", text)) {
+      this.whole.text = this.text?.value ?? null;
+    } else if (!item.text_chars) this.whole.text = null;
+    this.text?.finish(this.whole.text ?? text);
+    this.setNote(this.textNote, "text", text, item.text_chars);
     this.updateCards(item.cards ?? [], lang);
     this.updateStatus(item, lang);
   }
 
+  private fetcher(request: Omit<FullTextRequest, "message_id">): FetchWhole | null {
+    const fetchWhole = this.fetchWhole;
+    return fetchWhole ? () => fetchWhole(request) : null;
+  }
+
+  private setNote(note: CutNote, field: "text" | "thinking", preview: string, total: number | undefined): void {
+    const cut = total && this.whole[field] === null ? { shown: preview.length, total } : null;
+    note.set(cut, this.fetcher({ field }));
+  }
+
+  private showWhole(field: "text" | "thinking", text: string): void {
+    this.whole[field] = text;
+    if (field === "thinking") this.thinking?.update({ text, streaming: false });
+    else if (this.userText) this.userText.textContent = text;
+    else this.text?.finish(text);
+  }
+
   setLang(lang: Lang): void {
+    this.textNote.setLang();
+    this.thinkingNote.setLang();
     this.thinking?.update({ lang });
     for (const card of this.cards.values()) card.component.update({ lang });
   }
@@ -167,8 +223,14 @@ export class MessageView {
         view?.component.destroy();
         view?.host.remove();
         const cardHost = element("div", "neta-chat-card");
+        const cardId = card.id;
         const component =
-          card.kind === "skill" ? createSkillCard(cardHost, { lang }) : createToolCard(cardHost, { lang });
+          card.kind === "skill"
+            ? createSkillCard(cardHost, { lang, fetchWhole: this.fetcher({ card_id: cardId, field: "result" }) ?? undefined })
+            : createToolCard(cardHost, {
+                lang,
+                fetchWhole: this.fetchWhole ? (field) => (this.fetcher({ card_id: cardId, field }) as FetchWhole)() : undefined,
+              });
         view = { kind: card.kind, host: cardHost, component, signature: "" };
         this.cards.set(card.id, view);
       }
@@ -184,6 +246,7 @@ export class MessageView {
             step: card.step ?? null,
             detail: card.detail ?? null,
             result: card.result,
+            result_chars: card.result_chars ?? 0,
             lang,
           });
         } else {
@@ -192,7 +255,9 @@ export class MessageView {
             label: card.label,
             status: card.status,
             args: card.args ?? {},
+            args_chars: card.args_chars ?? 0,
             result: card.result,
+            result_chars: card.result_chars ?? 0,
             lang,
           });
         }
@@ -225,6 +290,8 @@ export class MessageView {
   }
 
   destroy(): void {
+    this.textNote.destroy();
+    this.thinkingNote.destroy();
     this.thinking?.destroy();
     this.text?.destroy();
     for (const card of this.cards.values()) card.component.destroy();

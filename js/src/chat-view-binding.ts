@@ -11,7 +11,7 @@
  * neta_nb/widgets/_chat_state.py and session_sidebar.py.
  */
 import type { AnyModel, RenderProps } from "@anywidget/types";
-import { readTraits, request, requestShowingErrors, type Cleanup } from "./anywidget-binding";
+import { fetchWholeText, readTraits, request, requestShowingErrors, type Cleanup } from "./anywidget-binding";
 import { createChatView, type ChatOp, type ChatSnapshot, type ChatViewState, type OlderPage } from "./chat-view";
 import { followNumberedBatches } from "./numbered-batches";
 import { createSessionSidebar, type OpenRequest, type SessionReply, type SessionSidebarState } from "./session-sidebar";
@@ -72,6 +72,7 @@ const CHAT_TRAITS: readonly (keyof ChatViewState & string)[] = [
   "think_level",
   "approvals",
   "notice",
+  "read_only",
   "store_warning",
 ];
 
@@ -88,6 +89,9 @@ export function renderChatView({ model: anyModel, el }: Pick<RenderProps, "model
       approve: (id, decision) => command({ type: "approve", id, decision }),
       loadOlder: (before) => requestShowingErrors<OlderPage>(model, "older", { before } satisfies OlderRequest),
       switchAgent: (name) => requestShowingErrors<SessionReply>(model, "switch_agent", { name } satisfies SwitchAgentRequest),
+      fetchWhole: (wanted) => fetchWholeText(model, el, { ...wanted }),
+      refresh: () => requestShowingErrors(model, "refresh"),
+      takeOver: () => requestShowingErrors<SessionReply>(model, "take_over"),
     },
   });
   view.update(readTraits<ChatViewState>(model, CHAT_TRAITS));
@@ -121,9 +125,10 @@ export function renderChatView({ model: anyModel, el }: Pick<RenderProps, "model
 
   const listeners = CHAT_TRAITS.map((trait) => {
     const listener = () => {
-      if (trait === "session_id") {
-        // A new session: everything is replaced. Backbone sets every attribute of an
-        // update before it fires change events, so the other traits are current here.
+      if (trait === "session_id" || trait === "read_only") {
+        // A new session, or the same one entering or leaving read-only: everything is
+        // replaced. Backbone sets every attribute of an update before it fires change
+        // events, so the other traits are current here.
         view.update({ session_id: model.get("session_id") as string });
         view.update(readTraits<ChatViewState>(model, CHAT_TRAITS));
         stream.continueFrom(Number(model.get("_seq") ?? 0));

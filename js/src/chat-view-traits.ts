@@ -2,6 +2,9 @@
  * The chat view's wire format: the state, the streamed operations and the snapshots that
  * `neta_nb/widgets/_chat_state.py` sends. Its TypedDicts mirror these interfaces, name for
  * name; a change here is a change there.
+ *
+ * A field `f` that state holds a preview of comes with `f_chars`, the whole one's length
+ * (`_state_bounds.py`); `full_text` fetches the whole.
  */
 import type { Lang } from "./i18n";
 import type { ThinkLevel } from "./thinking-level-selector";
@@ -19,6 +22,11 @@ export interface ChatCard {
   percent?: number;
   step?: string | null;
   detail?: string | null;
+  result_chars?: number;
+  /** -1: shortened, too deeply nested to measure. */
+  args_chars?: number;
+  step_chars?: number;
+  detail_chars?: number;
 }
 
 export interface ChatItem {
@@ -35,12 +43,16 @@ export interface ChatItem {
   tokens_before?: number;
   tokens_after?: number;
   messages_folded?: number;
+  text_chars?: number;
+  thinking_chars?: number;
+  error_chars?: number;
 }
 
 export interface Approval {
   id: string;
   name: string;
   args: Record<string, unknown>;
+  args_chars?: number;
 }
 
 export interface AgentChoice {
@@ -66,6 +78,24 @@ export interface ChatViewState {
   store_warning: string;
   height: string;
   lang: Lang;
+  /** A stored session of another kernel shown read-only; null (or `{}` from the trait)
+   * for a live chat. */
+  read_only: ReadOnlyState | null;
+}
+
+/** Python: the `read_only` trait of ChatView. */
+export interface ReadOnlyState {
+  /** Who runs its turn ("process 4242 on host"); "" once nobody does. */
+  owner: string;
+  /** The owner's turn is still running: it cannot be continued here yet. */
+  busy: boolean;
+}
+
+/** `full_text` (Python twin: `FullTextRequest` in _chat_state.py). */
+export interface FullTextRequest {
+  message_id: string;
+  card_id?: string;
+  field: "text" | "thinking" | "error" | "result" | "args" | "step" | "detail";
 }
 
 export type ChatOp =

@@ -13,7 +13,8 @@
  */
 import "./chat-view.css";
 import { MessageView } from "./chat-message-view";
-import type { ChatItem, ChatOp, ChatSnapshot, ChatViewState, OlderPage } from "./chat-view-traits";
+import { createReadOnlyBar } from "./chat-read-only";
+import type { ChatItem, ChatOp, ChatSnapshot, ChatViewState, FullTextRequest, OlderPage } from "./chat-view-traits";
 import { element } from "./dom";
 import { normalizeLang, t, type MessageKey } from "./i18n";
 import { createInlineError } from "./inline-error";
@@ -32,6 +33,7 @@ export type {
   ChatViewState,
   LiveSnapshot,
   OlderPage,
+  ReadOnlyState,
 } from "./chat-view-traits";
 
 export interface ChatActions {
@@ -41,6 +43,11 @@ export interface ChatActions {
   approve(id: string, decision: "allow_once" | "allow_always" | "reject"): Promise<unknown>;
   loadOlder(before: number): Promise<OlderPage>;
   switchAgent(name: string): Promise<unknown>;
+  /** The whole of a text the state holds a preview of. */
+  fetchWhole(request: FullTextRequest): Promise<string>;
+  /** Read a session shown read-only again / continue it here once its turn has ended. */
+  refresh(): Promise<unknown>;
+  takeOver(): Promise<unknown>;
 }
 
 export interface ChatViewOptions extends ComponentOptions<ChatViewState> {
@@ -81,6 +88,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     notice: "",
     height: "640px",
     lang: normalizeLang(options.lang),
+    read_only: null,
   };
   const lang = () => state.lang;
   const agentName = () => state.agent?.name || "Assistant";
@@ -127,7 +135,11 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
   sendButton.type = "button";
   toolbar.append(agentWrap, levelHost, spacer, statsHost, sendButton);
   inputBar.append(inputError.root, textarea, toolbar);
-  root.append(scroller, storeWarning, inputBar);
+  const readOnlyBar = createReadOnlyBar(lang, {
+    refresh: actions.refresh,
+    takeOver: actions.takeOver,
+  });
+  root.append(scroller, storeWarning, inputBar, readOnlyBar.root);
   el.append(root);
 
   const todoCard = createTodoCard(todoHost, { lang: state.lang });
@@ -143,6 +155,8 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
   const tokenStats = createTokenStats(statsHost, { lang: state.lang });
 
   const views = new Map<string, MessageView>();
+  // Tells a live response the id of the message it became.
+  const liveIds = new WeakMap<MessageView, (id: string) => void>();
   let live: MessageView | null = null;
   let loadingOlder = false;
   let olderRequested = false;
@@ -212,7 +226,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
   function upsert(item: ChatItem): void {
     let view = views.get(item.id);
     if (!view) {
-      view = new MessageView(item.role, item.pos, lang, agentName);
+      view = new MessageView(item.role, item.pos, lang, agentName, wholeFetcher(item.id));
       views.set(item.id, view);
       view.update(item);
       insertByPos(view);
@@ -223,9 +237,29 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     }
   }
 
+  function wholeFetcher(messageId: string) {
+    const fetchWhole = actions.fetchWhole;
+    return fetchWhole
+      ? (request: Omit<FullTextRequest, "message_id">) => fetchWhole({ ...request, message_id: messageId })
+      : null;
+  }
+
   function startLive(id: string): MessageView {
     if (live) endLive(null);
-    live = new MessageView("assistant", Number.MAX_SAFE_INTEGER, lang, agentName);
+    // Filed under its message's id when it ends; fetches go by the id it has then.
+    let messageId = id;
+    const fetchWhole = actions.fetchWhole;
+    live = new MessageView(
+      "assistant",
+      Number.MAX_SAFE_INTEGER,
+      lang,
+      agentName,
+      fetchWhole ? (request) => fetchWhole({ ...request, message_id: messageId }) : null,
+    );
+    const started = live;
+    liveIds.set(started, (next) => {
+      messageId = next;
+    });
     live.root.dataset.id = id;
     live.root.classList.add("neta-is-live");
     liveHost.append(live.root);
@@ -242,10 +276,22 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
       view.destroy();
     } else {
       // The streamed response is now this message: same DOM, filed into the list.
+      liveIds.get(view)?.(id);
       views.set(id, view);
       insertByPos(view);
     }
     renderChrome();
+  }
+
+  /** Remove the drawn messages that are not among `items`. */
+  function pruneTo(items: readonly ChatItem[]): void {
+    const ids = new Set(items.map((item) => item.id));
+    for (const [id, view] of views) {
+      if (!ids.has(id)) {
+        view.destroy();
+        views.delete(id);
+      }
+    }
   }
 
   function clearAll(): void {
@@ -336,6 +382,10 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     sendButton.classList.toggle("neta-is-stop", state.running);
     sendButton.disabled = !state.running && textarea.value.trim() === "";
     renderAgents();
+    // Read-only: the read-only bar replaces the input; nothing is sent from here.
+    inputBar.hidden = state.read_only !== null;
+    readOnlyBar.update(state.read_only);
+    root.classList.toggle("neta-is-read-only", state.read_only !== null);
   }
 
   // --- input ----------------------------------------------------------------------------
@@ -402,6 +452,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
         state.lang = normalizeLang(patch.lang);
         for (const view of views.values()) view.setLang(state.lang);
         todoCard.update({ lang: state.lang });
+        readOnlyBar.setLang();
         levelSelector.update({ lang: state.lang });
         tokenStats.update({ lang: state.lang });
       }
@@ -414,14 +465,25 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
       if (patch.agents !== undefined) state.agents = Array.isArray(patch.agents) ? patch.agents : [];
       if (patch.height !== undefined) state.height = patch.height;
       if (patch.has_older !== undefined) state.has_older = Boolean(patch.has_older);
+      let prune = false;
+      if (patch.read_only !== undefined) {
+        const next = patch.read_only && typeof patch.read_only === "object" && "busy" in patch.read_only ? patch.read_only : null;
+        // Entering or leaving read-only keeps the session id: what was drawn is replaced.
+        prune = (next === null) !== (state.read_only === null);
+        state.read_only = next;
+      }
       if (patch.messages !== undefined) {
         state.messages = Array.isArray(patch.messages) ? patch.messages : [];
+        // A reread of another kernel's session is the whole picture: the draft it was
+        // streaming may have become a message with another id.
+        prune = prune || state.read_only !== null;
         for (const item of state.messages) upsert(item);
         // Older pages load on scroll only once the window has been drawn.
         requestAnimationFrame(() => {
           olderRequested = true;
         });
       }
+      if (prune) pruneTo(state.messages);
       if (patch.todos !== undefined) {
         state.todos = Array.isArray(patch.todos) ? patch.todos : [];
         todoCard.update({ todos: state.todos });
@@ -507,6 +569,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
       todoCard.destroy();
       levelSelector.destroy();
       tokenStats.destroy();
+      readOnlyBar.destroy();
       root.remove();
     },
   };

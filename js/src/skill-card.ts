@@ -3,8 +3,11 @@
  * shows a progress bar and the current step; when it ends, a "view result" toggle fades in
  * in the same place (both live in one grid cell, so the card does not change height), the
  * left border changes colour by status, and the result unfolds below as sanitized markdown.
+ * A long result arrives as a preview (`result_chars`: the whole one's length); a note under
+ * it fetches the whole on request (`options.fetchWhole`), never written back to state.
  */
 import "./skill-card.css";
+import { createCutNote, renderPlainText } from "./cut-text";
 import { element, setModifier } from "./dom";
 import { normalizeLang, t, type Lang } from "./i18n";
 import { setMarkdown } from "./markdown";
@@ -19,11 +22,21 @@ export interface SkillCardState {
   step: string | null;
   detail: string | null;
   result: string | null;
+  /** The whole result's length when `result` is a preview; 0 when it is whole. */
+  result_chars: number;
   expanded: boolean;
   lang: Lang;
 }
 
-export function createSkillCard(el: HTMLElement, options: ComponentOptions<SkillCardState> = {}): Component<SkillCardState> {
+export interface SkillCardOptions extends ComponentOptions<SkillCardState> {
+  /** Fetches the whole result from the kernel. */
+  fetchWhole?: () => Promise<string>;
+}
+
+/** Above this many characters a whole result is shown as plain text (see tool-card.ts). */
+const MARKDOWN_LIMIT = 200_000;
+
+export function createSkillCard(el: HTMLElement, options: SkillCardOptions = {}): Component<SkillCardState> {
   const state: SkillCardState = {
     name: "",
     label: "",
@@ -32,6 +45,7 @@ export function createSkillCard(el: HTMLElement, options: ComponentOptions<Skill
     step: null,
     detail: null,
     result: null,
+    result_chars: 0,
     expanded: false,
     lang: normalizeLang(options.lang),
   };
@@ -59,7 +73,15 @@ export function createSkillCard(el: HTMLElement, options: ComponentOptions<Skill
   const collapsible = element("div", "neta-collapsible neta-skill-result-wrap neta-is-closed");
   const inner = element("div", "neta-collapsible-inner");
   const resultView = element("div", "neta-skill-result neta-markdown");
-  inner.append(resultView);
+  let wholeResult: string | null = null;
+  const resultNote = createCutNote(
+    () => state.lang,
+    (text) => {
+      wholeResult = text;
+      render();
+    },
+  );
+  inner.append(resultView, resultNote.root);
   collapsible.append(inner);
   root.append(header, slot, collapsible);
   el.append(root);
@@ -99,9 +121,22 @@ export function createSkillCard(el: HTMLElement, options: ComponentOptions<Skill
     toggle.setAttribute("aria-expanded", String(state.expanded));
     slot.classList.toggle("neta-is-empty", !running && !hasResult);
     collapsible.classList.toggle("neta-is-closed", !(showToggle && state.expanded));
-    if (state.result !== renderedResult) {
-      renderedResult = state.result;
-      if (hasResult) setMarkdown(resultView, state.result as string);
+    resultNote.set(
+      hasResult && state.result_chars > 0 && wholeResult === null
+        ? { shown: (state.result as string).length, total: state.result_chars }
+        : null,
+      options.fetchWhole ?? null,
+    );
+    const shown = wholeResult ?? state.result;
+    if (shown !== renderedResult) {
+      renderedResult = shown;
+      // A preview is shown as text: cut anywhere, its markdown would be broken.
+      const preview = wholeResult === null && state.result_chars > 0;
+      if (hasResult && shown !== null && (preview || shown.length > MARKDOWN_LIMIT)) {
+        const plain = element("div", "neta-skill-result-plain");
+        renderPlainText(plain, shown);
+        resultView.replaceChildren(plain);
+      } else if (hasResult && shown !== null) setMarkdown(resultView, shown);
       else resultView.replaceChildren();
     }
   }
@@ -116,12 +151,17 @@ export function createSkillCard(el: HTMLElement, options: ComponentOptions<Skill
       if (patch.percent !== undefined) state.percent = Number(patch.percent) || 0;
       if (patch.step !== undefined) state.step = patch.step;
       if (patch.detail !== undefined) state.detail = patch.detail;
-      if (patch.result !== undefined) state.result = patch.result;
+      if (patch.result !== undefined) {
+        if (patch.result !== state.result) wholeResult = null;
+        state.result = patch.result;
+      }
+      if (patch.result_chars !== undefined) state.result_chars = Number(patch.result_chars) || 0;
       if (patch.expanded !== undefined) state.expanded = Boolean(patch.expanded);
       if (patch.lang !== undefined) state.lang = normalizeLang(patch.lang);
       render();
     },
     destroy() {
+      resultNote.destroy();
       toggle.removeEventListener("click", onToggle);
       root.remove();
     },

@@ -2,8 +2,13 @@
  * A tool call (seed 000 §5): name or label, status (running / done / error), and an
  * expandable body with the arguments and the result. Simpler than the skill card: no
  * progress. The result is sanitized markdown, or pretty JSON when it parses as JSON.
+ *
+ * Long arguments and results arrive as previews (`args_chars` / `result_chars`: the whole
+ * one's length); a note under each says so and fetches the whole on request
+ * (`options.fetchWhole`), shown here and never written back to state.
  */
 import "./tool-card.css";
+import { createCutNote, renderPlainText, type FetchWhole } from "./cut-text";
 import { element, makeToggle, setModifier } from "./dom";
 import { normalizeLang, t, type Lang } from "./i18n";
 import { setMarkdown } from "./markdown";
@@ -16,9 +21,23 @@ export interface ToolCardState {
   status: RunStatus;
   args: Record<string, unknown>;
   result: string | null;
+  /** The whole result's length when `result` is a preview; 0 when it is whole. */
+  result_chars: number;
+  /** The whole arguments' JSON length when `args` is a preview (-1: too deep to measure);
+   * 0 when whole. */
+  args_chars: number;
   expanded: boolean;
   lang: Lang;
 }
+
+export interface ToolCardOptions extends ComponentOptions<ToolCardState> {
+  /** Fetches the whole `result` or `args` (as indented JSON) from the kernel. */
+  fetchWhole?: (field: "result" | "args") => Promise<string>;
+}
+
+/** Above this many characters a whole result is shown as plain text: parsing megabytes as
+ * markdown would freeze the page. */
+const MARKDOWN_LIMIT = 200_000;
 
 /** Pretty JSON for a result that is JSON, else null. */
 function asJson(text: string): string | null {
@@ -31,13 +50,15 @@ function asJson(text: string): string | null {
   }
 }
 
-export function createToolCard(el: HTMLElement, options: ComponentOptions<ToolCardState> = {}): Component<ToolCardState> {
+export function createToolCard(el: HTMLElement, options: ToolCardOptions = {}): Component<ToolCardState> {
   const state: ToolCardState = {
     name: "",
     label: "",
     status: "running",
     args: {},
     result: null,
+    result_chars: 0,
+    args_chars: 0,
     expanded: false,
     lang: normalizeLang(options.lang),
   };
@@ -58,7 +79,21 @@ export function createToolCard(el: HTMLElement, options: ComponentOptions<ToolCa
   const argsView = element("pre", "neta-tool-args");
   const resultTitle = element("div", "neta-tool-section-title");
   const resultView = element("div", "neta-tool-result neta-markdown");
-  body.append(argsTitle, argsView, resultTitle, resultView);
+  const lang = () => state.lang;
+  // The whole texts fetched for the current previews (null: showing the preview).
+  let wholeArgs: string | null = null;
+  let wholeResult: string | null = null;
+  const argsNote = createCutNote(lang, (text) => {
+    wholeArgs = text;
+    render();
+  });
+  const resultNote = createCutNote(lang, (text) => {
+    wholeResult = text;
+    render();
+  });
+  const fetcher = (field: "result" | "args"): FetchWhole | null =>
+    options.fetchWhole ? () => (options.fetchWhole as NonNullable<ToolCardOptions["fetchWhole"]>)(field) : null;
+  body.append(argsTitle, argsView, argsNote.root, resultTitle, resultView, resultNote.root);
   inner.append(body);
   collapsible.append(inner);
   root.append(header, collapsible);
@@ -89,27 +124,46 @@ export function createToolCard(el: HTMLElement, options: ComponentOptions<ToolCa
 
     argsTitle.textContent = t(lang, "arguments");
     const hasArgs = state.args && Object.keys(state.args).length > 0;
-    const argsText = hasArgs ? JSON.stringify(state.args, null, 2) : t(lang, "no_arguments");
+    const argsText = wholeArgs ?? (hasArgs ? JSON.stringify(state.args, null, 2) : t(lang, "no_arguments"));
     if (argsText !== renderedArgs) {
       argsView.textContent = argsText;
       renderedArgs = argsText;
     }
     argsView.classList.toggle("neta-is-empty", !hasArgs);
+    // args_chars -1: shortened, but too deeply nested for the kernel to measure.
+    argsNote.set(
+      state.args_chars !== 0 && wholeArgs === null ? { shown: 0, total: Math.max(0, state.args_chars), kind: "args" } : null,
+      fetcher("args"),
+    );
 
     resultTitle.textContent = t(lang, "result");
     const hasResult = typeof state.result === "string";
     resultTitle.hidden = !hasResult;
     resultView.hidden = !hasResult;
-    if (state.result !== renderedResult) {
-      renderedResult = state.result;
-      if (hasResult) {
-        const json = asJson(state.result as string);
+    const shownResult = wholeResult ?? state.result;
+    resultNote.set(
+      hasResult && state.result_chars > 0 && wholeResult === null
+        ? { shown: (state.result as string).length, total: state.result_chars }
+        : null,
+      fetcher("result"),
+    );
+    if (shownResult !== renderedResult) {
+      renderedResult = shownResult;
+      // A preview is shown as it is, as text: cut anywhere, its markdown or JSON would be
+      // broken (an open code fence, half an object).
+      const preview = wholeResult === null && state.result_chars > 0;
+      if (typeof shownResult === "string" && (preview || shownResult.length > MARKDOWN_LIMIT)) {
+        const plain = element("div", "neta-tool-result-plain");
+        renderPlainText(plain, shownResult);
+        resultView.replaceChildren(plain);
+      } else if (typeof shownResult === "string") {
+        const json = asJson(shownResult);
         if (json !== null) {
           const pre = element("pre");
           pre.append(element("code", undefined, json));
           resultView.replaceChildren(pre);
         } else {
-          setMarkdown(resultView, state.result as string);
+          setMarkdown(resultView, shownResult);
         }
       } else {
         resultView.replaceChildren();
@@ -124,13 +178,24 @@ export function createToolCard(el: HTMLElement, options: ComponentOptions<ToolCa
       if (patch.name !== undefined) state.name = String(patch.name);
       if (patch.label !== undefined) state.label = String(patch.label ?? "");
       if (patch.status !== undefined) state.status = normalizeRunStatus(patch.status);
-      if (patch.args !== undefined) state.args = patch.args && typeof patch.args === "object" ? patch.args : {};
-      if (patch.result !== undefined) state.result = patch.result;
+      if (patch.args !== undefined) {
+        const args = patch.args && typeof patch.args === "object" ? patch.args : {};
+        if (JSON.stringify(args) !== JSON.stringify(state.args)) wholeArgs = null;
+        state.args = args;
+      }
+      if (patch.result !== undefined) {
+        if (patch.result !== state.result) wholeResult = null;
+        state.result = patch.result;
+      }
+      if (patch.result_chars !== undefined) state.result_chars = Number(patch.result_chars) || 0;
+      if (patch.args_chars !== undefined) state.args_chars = Number(patch.args_chars) || 0;
       if (patch.expanded !== undefined) state.expanded = Boolean(patch.expanded);
       if (patch.lang !== undefined) state.lang = normalizeLang(patch.lang);
       render();
     },
     destroy() {
+      argsNote.destroy();
+      resultNote.destroy();
       removeToggle();
       root.remove();
     },

@@ -3,7 +3,7 @@
  * `_component` trait. Each binds a plain component to the model's traits.
  */
 import type { AnyModel } from "@anywidget/types";
-import { bindComponent, requestShowingErrors, type WidgetRenderer } from "./anywidget-binding";
+import { bindComponent, fetchWholeText, requestShowingErrors, type WidgetRenderer } from "./anywidget-binding";
 import { renderChatView, renderSessionSidebar } from "./chat-view-binding";
 import { followNumberedBatches } from "./numbered-batches";
 import { createSkillCard, type SkillCardState } from "./skill-card";
@@ -71,27 +71,25 @@ export const widgetRenderers: Record<string, WidgetRenderer> = {
   "session-sidebar": renderSessionSidebar,
   "todo-card": (props) => bindComponent<TodoCardState, ReturnType<typeof createTodoCard>>(props, createTodoCard, ["todos", "collapsed", "lang"]),
   "tool-card": (props) =>
-    bindComponent<ToolCardState, ReturnType<typeof createToolCard>>(props, createToolCard, [
-      "name",
-      "label",
-      "status",
-      "args",
-      "result",
-      "expanded",
-      "lang",
-    ]),
+    bindComponent<ToolCardState, ReturnType<typeof createToolCard>>(
+      props,
+      (el, options) =>
+        createToolCard(el, {
+          ...options,
+          fetchWhole: (field) => fetchWholeText(props.model as Model, el, { field }),
+        }),
+      ["name", "label", "status", "args", "args_chars", "result", "result_chars", "expanded", "lang"],
+    ),
   "skill-card": (props) =>
-    bindComponent<SkillCardState, ReturnType<typeof createSkillCard>>(props, createSkillCard, [
-      "name",
-      "label",
-      "status",
-      "percent",
-      "step",
-      "detail",
-      "result",
-      "expanded",
-      "lang",
-    ]),
+    bindComponent<SkillCardState, ReturnType<typeof createSkillCard>>(
+      props,
+      (el, options) =>
+        createSkillCard(el, {
+          ...options,
+          fetchWhole: () => fetchWholeText(props.model as Model, el, { field: "result" }),
+        }),
+      ["name", "label", "status", "percent", "step", "detail", "result", "result_chars", "expanded", "lang"],
+    ),
   "thinking-block": (props) =>
     bindComponent<ThinkingBlockState, ThinkingBlock>(
       props,

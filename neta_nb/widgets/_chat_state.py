@@ -26,15 +26,26 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, NotRequired, Required, TypedDict, cast
 
-from ..messages import Message
+from ..messages import Message, SkillExecution, ToolExecution
 from ..store import CompactionRecord
+from ._state_bounds import (
+    NOTE_CHARS,
+    RESULT_CHARS,
+    TEXT_CHARS,
+    THINKING_CHARS,
+    args_json,
+    fit_window,
+    preview_args,
+    preview_text,
+)
 from ._streaming import FLUSH_INTERVAL, FrameThrottle, Scheduler, call_later_on_running_loop
 
 __all__ = ["FLUSH_INTERVAL", "WINDOW", "AgentChoice", "Approval", "BatchMessage", "ChatCard",
-           "ChatItem", "ChatOp", "ChatSnapshot", "CommandReply", "CommandRequest",
+           "ChatItem", "ChatOp", "ChatSnapshot", "CommandReply", "CommandRequest", "FullText",
+           "FullTextRequest",
            "LiveResponse", "LiveSnapshot", "NoReply", "OlderPage", "OlderRequest", "OpBatcher",
-           "SwitchAgentReply", "SwitchAgentRequest", "ViewRequest", "WindowOp", "render_message",
-           "render_window", "renderable"]
+           "SwitchAgentReply", "SwitchAgentRequest", "ViewRequest", "WindowOp", "full_text",
+           "render_message", "render_window", "renderable"]
 
 
 # --- the wire format ---------------------------------------------------------------------
@@ -43,7 +54,8 @@ __all__ = ["FLUSH_INTERVAL", "WINDOW", "AgentChoice", "Approval", "BatchMessage"
 
 class ChatCard(TypedDict):
     """A tool or skill card inside an assistant message (TS: ``ChatCard``, chat-view-traits.ts).
-    Tool cards carry ``args``, skill cards ``percent``/``step``/``detail``."""
+    Tool cards carry ``args``, skill cards ``percent``/``step``/``detail``. A ``*_chars``
+    field says its field is a preview of a text that long (see ``_state_bounds``)."""
 
     kind: Literal["tool", "skill"]
     id: str
@@ -55,6 +67,10 @@ class ChatCard(TypedDict):
     percent: NotRequired[float]
     step: NotRequired[str | None]
     detail: NotRequired[str | None]
+    result_chars: NotRequired[int]
+    args_chars: NotRequired[int]
+    step_chars: NotRequired[int]
+    detail_chars: NotRequired[int]
 
 
 class ChatItem(TypedDict, total=False):
@@ -73,6 +89,10 @@ class ChatItem(TypedDict, total=False):
     tokens_before: int
     tokens_after: int
     messages_folded: int
+    text_chars: int
+    """``text`` is a preview of a text this long (see ``_state_bounds``); so for the rest."""
+    thinking_chars: int
+    error_chars: int
 
 
 class Approval(TypedDict):
@@ -81,6 +101,7 @@ class Approval(TypedDict):
     id: str
     name: str
     args: dict[str, Any]
+    args_chars: NotRequired[int]
 
 
 class AgentChoice(TypedDict):
@@ -122,6 +143,24 @@ class ViewRequest(TypedDict):
     (TS: ``ViewRequest``, chat-view-binding.ts)."""
 
     view_id: str
+
+
+class FullTextRequest(TypedDict):
+    """``full_text``: the whole of a field the state holds a preview of — ``text``,
+    ``thinking`` or ``error`` of message ``message_id``, or with ``card_id`` the ``result``,
+    ``args``, ``step`` or ``detail`` of that card (TS: ``FullTextRequest``,
+    chat-view-traits.ts)."""
+
+    message_id: str
+    card_id: NotRequired[str]
+    field: str
+
+
+class FullText(TypedDict):
+    """The ``full_text`` reply (TS: ``FullText``, chat-view-traits.ts); arguments come as
+    indented JSON."""
+
+    text: str
 
 
 class NoReply(TypedDict):
@@ -219,6 +258,9 @@ class BatchMessage(TypedDict):
 WINDOW = 50
 """Rendered items kept in widget state; older ones load on scroll."""
 
+MESSAGE_FIELDS = ("text", "thinking", "error")
+CARD_FIELDS = ("result", "args", "step", "detail")
+
 
 def renderable(message: Message) -> bool:
     """User and assistant messages are drawn; tool results live in their cards, and the
@@ -229,13 +271,20 @@ def renderable(message: Message) -> bool:
 def render_message(message: Message, index: int) -> ChatItem:
     """One message as the view draws it."""
     if message.role == "user":
-        return {"id": message.id, "role": "user", "index": index, "pos": 2 * index,
-                "text": message.text}
+        user: dict[str, Any] = {"id": message.id, "role": "user", "index": index,
+                                "pos": 2 * index, "text": message.text}
+        preview_text(user, "text", TEXT_CHARS)
+        return cast(ChatItem, user)
     tools = {t.id: t for t in message.metadata.tool_executions}
     skills = {s.id: s for s in message.metadata.skill_executions}
     def card(kind: Literal["tool", "skill"], execution: Any) -> ChatCard:
-        # The execution's fields are the card's (plus ones the view ignores).
-        return cast(ChatCard, {"kind": kind, **execution.model_dump()})
+        # The execution's fields are the card's (plus ones the view ignores), bounded.
+        fields: dict[str, Any] = {"kind": kind, **execution.model_dump()}
+        preview_text(fields, "result", RESULT_CHARS)
+        preview_text(fields, "step", NOTE_CHARS)
+        preview_text(fields, "detail", NOTE_CHARS)
+        preview_args(fields)
+        return cast(ChatCard, fields)
 
     cards: list[ChatCard] = []
     # Cards follow the order in which the model made the calls.
@@ -246,9 +295,42 @@ def render_message(message: Message, index: int) -> ChatItem:
             cards.append(card("skill", skills.pop(call.id)))
     cards += [card("tool", t) for t in tools.values()]
     cards += [card("skill", s) for s in skills.values()]
-    return {"id": message.id, "role": "assistant", "index": index, "pos": 2 * index,
-            "thinking": message.thinking, "text": message.text, "cards": cards,
-            "interrupted": message.metadata.interrupted, "error": message.metadata.error}
+    item: dict[str, Any] = {
+        "id": message.id, "role": "assistant", "index": index, "pos": 2 * index,
+        "thinking": message.thinking, "text": message.text, "cards": cards,
+        "interrupted": message.metadata.interrupted, "error": message.metadata.error}
+    preview_text(item, "text", TEXT_CHARS)
+    preview_text(item, "thinking", THINKING_CHARS)
+    preview_text(item, "error", NOTE_CHARS)
+    return cast(ChatItem, item)
+
+
+def full_text(messages: Sequence[Message], message_id: str, field_name: str,
+              card_id: str | None = None) -> str:
+    """The whole text of a field :func:`render_message` may cut. Raises ``LookupError``
+    with a message for the user when there is no such message, card or field."""
+    allowed = CARD_FIELDS if card_id is not None else MESSAGE_FIELDS
+    if field_name not in allowed:
+        raise LookupError(f"no field {field_name!r} to show in full; one of {', '.join(allowed)}")
+    message = next((m for m in reversed(messages) if m.id == message_id), None)
+    if message is None:
+        raise LookupError(f"message {message_id!r} is not in this session")
+    if card_id is None:
+        value = {"text": message.text, "thinking": message.thinking,
+                 "error": message.metadata.error}[field_name]
+        return value or ""
+    executions: list[ToolExecution | SkillExecution] = [
+        *message.metadata.tool_executions, *message.metadata.skill_executions]
+    execution = next((e for e in executions if e.id == card_id), None)
+    if execution is None:
+        raise LookupError(f"message {message_id!r} has no tool or skill call {card_id!r}")
+    if field_name == "args":
+        args = getattr(execution, "args", {})
+        text = args_json(args, indent=2)
+        if text is None:
+            raise LookupError("these arguments are nested too deeply to show as JSON")
+        return text
+    return getattr(execution, field_name, None) or ""
 
 
 def render_marker(number: int, record: CompactionRecord) -> ChatItem:
@@ -263,7 +345,8 @@ def render_window(messages: Sequence[Message], compactions: Sequence[CompactionR
                   before: int | None = None, limit: int = WINDOW
                   ) -> tuple[list[ChatItem], bool]:
     """The last ``limit`` drawn messages with an index below ``before`` (all when
-    ``None``), with the compaction markers among them; and whether older ones exist."""
+    ``None``), with the compaction markers among them, cut to the newest that fit in
+    widget state (:func:`~._state_bounds.fit_window`); and whether older ones exist."""
     end = len(messages) if before is None else max(0, min(before, len(messages)))
     picked: list[int] = []
     index = end - 1
@@ -279,7 +362,8 @@ def render_window(messages: Sequence[Message], compactions: Sequence[CompactionR
         if low <= record.after_message <= end:  # a view keys items by id: overlap is harmless
             items.append(render_marker(number, record))
     items.sort(key=lambda item: item["pos"])
-    return items, has_older
+    fitted, cut = fit_window(items)
+    return fitted, has_older or cut
 
 
 @dataclass

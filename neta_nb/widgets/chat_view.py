@@ -17,15 +17,24 @@ How state travels (DESIGN §5):
   for that reply).
 * **Requests** (``{kind, id}`` with a reply) are the actions: ``command`` (the session's
   ``send``/``stop``/``set_thinking_level``/``approve``), ``older`` (the previous page of
-  history, loaded when the user scrolls up), ``switch_agent`` and ``sync``.
+  history, loaded when the user scrolls up), ``switch_agent``, ``sync`` and ``full_text``
+  (the whole of a text the state holds a preview of: state stays small, see
+  ``_state_bounds``).
+
+:meth:`ChatView.show_stored` shows a stored session read-only instead — one whose turn
+another kernel runs: its history as stored so far, no Send, Stop or approvals, reread on
+``refresh`` and every :data:`READ_ONLY_REFRESH_INTERVAL`, and ``take_over`` resumes it here
+once that turn has ended.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import weakref
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, cast
 
 import traitlets
@@ -46,8 +55,10 @@ from ..events import (
     WarningEvent,
 )
 from ..labels import LABELS, t
-from ..messages import new_id
+from ..messages import Message, new_id
+from ..ownership import SessionBusyError
 from ..session import Agent, AgentSession
+from ..store import CompactionRecord, SessionStore
 from ..thinking import get_model_thinking_capability
 from ._base import NetaWidget, RequestError, escape_markdown, handles
 from ._chat_state import (
@@ -59,6 +70,8 @@ from ._chat_state import (
     ChatSnapshot,
     CommandReply,
     CommandRequest,
+    FullText,
+    FullTextRequest,
     LiveResponse,
     NoReply,
     OlderPage,
@@ -67,15 +80,18 @@ from ._chat_state import (
     SwitchAgentReply,
     SwitchAgentRequest,
     ViewRequest,
+    full_text,
     render_marker,
     render_message,
     render_window,
     renderable,
 )
 from ._chat_static import static_html, static_markdown, static_text
+from ._state_bounds import NOTE_CHARS, preview_args
+from ._stored_session import StoredSession, StoredSessionFollower
 from ._view_presence import ViewPresence
 
-__all__ = ["ChatView", "live_session"]
+__all__ = ["READ_ONLY_REFRESH_INTERVAL", "ChatView", "live_session"]
 
 log = logging.getLogger(__name__)
 
@@ -85,9 +101,26 @@ log = logging.getLogger(__name__)
 _bound_sessions: weakref.WeakValueDictionary[str, AgentSession] = weakref.WeakValueDictionary()
 
 
-def live_session(session_id: str) -> AgentSession | None:
-    """The session with this id if a chat view in this kernel has it open."""
-    return _bound_sessions.get(session_id)
+def live_session(session_id: str, store: SessionStore | None = None) -> AgentSession | None:
+    """The session with this id if a chat view in this kernel has it open (of ``store``,
+    when given: two stores may hold sessions of the same id)."""
+    session = _bound_sessions.get(session_id)
+    if session is None or store is None:
+        return session
+    mine = session.store
+    return session if mine is not None and Path(mine.path) == Path(store.path) else None
+
+
+READ_ONLY_REFRESH_INTERVAL = 2.0
+"""Seconds between two looks at the store while a session of another kernel is shown
+read-only (two small queries; the full read only when something changed)."""
+
+ResumeStored = Callable[[str], AgentSession]
+
+
+def _note(text: str) -> str:
+    """A one-line notice as state holds it (a provider may answer with a whole page)."""
+    return text if len(text) <= NOTE_CHARS else text[:NOTE_CHARS] + "…"
 
 
 def _levels(session: AgentSession) -> list[str]:
@@ -126,6 +159,9 @@ class ChatView(NetaWidget):
         "", help="Why what is shown is not saved yet (the store is behind); empty when it is."
     ).tag(sync=True)
     height = traitlets.Unicode("640px", help="CSS height of the view.").tag(sync=True)
+    read_only = traitlets.Dict(
+        help="{owner, busy} while a stored session is shown read-only (see show_stored); "
+             "empty otherwise.").tag(sync=True)
     _seq = traitlets.Int(0, help="Number of the last batch reflected in the traits.").tag(
         sync=True)
 
@@ -151,6 +187,12 @@ class ChatView(NetaWidget):
         # Thinking and text the views streamed for this turn's messages, by message id.
         self._streamed: dict[str, tuple[str, str]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        # A session of another kernel shown read-only (see show_stored), how to resume it
+        # once free, and the last live session (its agent, catalog and store start a new
+        # chat from the read-only view).
+        self._follower: StoredSessionFollower | None = None
+        self._resume_stored: ResumeStored | None = None
+        self._previous: AgentSession | None = None
         if session is not None:
             self.bind(session)
 
@@ -166,6 +208,7 @@ class ChatView(NetaWidget):
     def bind(self, session: AgentSession) -> None:
         """Show ``session`` (replacing the one shown) and follow its events."""
         self.unbind()
+        self._leave_stored()
         self._session = session
         _bound_sessions[session.id] = session
         messages = session.messages
@@ -191,6 +234,7 @@ class ChatView(NetaWidget):
             self.think_level = session.think_level
             self.approvals = []
             self.notice = ""
+            self.read_only = {}
             failure = session.store_failure
             self.store_warning = ("" if failure is None else
                                   t(f"store_behind_{failure.kind}", self.lang,
@@ -215,24 +259,118 @@ class ChatView(NetaWidget):
         self._presence.unbind()
         self._batcher.cancel()
         self._live = None
+        if self._session is not None:
+            self._previous = self._session
         self._session = None
+
+    # --- a stored session, read-only ---------------------------------------------------
+    @property
+    def stored(self) -> StoredSession | None:
+        """The stored session shown read-only, if any (see :meth:`show_stored`)."""
+        return self._follower.stored if self._follower is not None else None
+
+    @property
+    def previous_session(self) -> AgentSession | None:
+        """The live session shown before the current one (or before a read-only view)."""
+        return self._previous
+
+    def show_stored(self, stored: StoredSession, *,
+                    resume: ResumeStored | None = None) -> None:
+        """Show ``stored`` read-only — a session whose turn another kernel runs — without
+        taking it over. ``resume(session_id)`` opens it here once that turn has ended (the
+        ``take_over`` request); by default ``AgentSession.resume`` with the last live
+        session's catalog."""
+        if self._session is not None and self._session.running:
+            raise RequestError("stop the running turn before switching sessions")
+        self.unbind()
+        self._leave_stored()
+        self._resume_stored = resume
+        self._batcher.forget_items()
+        self._show_stored_state(stored)
+        self._follower = StoredSessionFollower(stored, self._show_stored_state,
+                                               interval=READ_ONLY_REFRESH_INTERVAL)
+
+    def _show_stored_state(self, stored: StoredSession) -> None:
+        items, has_older = render_window(stored.messages, stored.compactions,
+                                         limit=self._window)
+        with self.hold_sync():
+            self.session_id = stored.id
+            self.agent = stored.agent
+            self.agents = [stored.agent]
+            self.messages = cast("list[dict[str, Any]]", items)
+            self.has_older = has_older
+            self.todos = stored.todos()
+            self.current = TurnUsage().model_dump()
+            self.context = {}
+            self.running = False
+            self.levels = []
+            self.think_level = stored.record.think_level or ""
+            self.approvals = []
+            self.notice = ""
+            self.store_warning = ""  # nothing of it is written from here
+            self.read_only = {"owner": stored.owner, "busy": stored.busy}
+            self._seq = self._batcher.seq
+
+    def refresh(self) -> bool:
+        """Read the session shown read-only again; True when something changed."""
+        if self._follower is None:
+            return False
+        try:
+            return self._follower.refresh()
+        except KeyError as exc:
+            raise RequestError(str(exc)) from exc
+
+    def _leave_stored(self) -> None:
+        if self._follower is not None:
+            self._follower.close()
+            self._follower = None
+        self._resume_stored = None
+
+    def take_over(self) -> AgentSession:
+        """Resume the session shown read-only here, now that its turn has ended
+        elsewhere (``SessionBusyError`` if it still runs)."""
+        stored = self.stored
+        if stored is None:
+            raise RequestError("this chat view is not showing a read-only session")
+        if self._resume_stored is not None:
+            session = self._resume_stored(stored.id)
+        else:
+            catalog = self._previous.catalog if self._previous is not None else None
+            session = AgentSession.resume(stored.id, store=stored.store, catalog=catalog)
+        self.bind(session)
+        return session
 
     def new_chat(self, agent: Agent | None = None) -> AgentSession:
         """Start a new, empty session with ``agent`` (default: the current one), with the
         current session's catalog and store, and show it."""
-        current = self._require_session()
+        current = self._session or self._previous
+        if current is None:
+            raise RequestError("no session is bound to this chat view")
         session = AgentSession(agent or current.agent, current.catalog, current.store)
         self.bind(session)
         return session
 
     def close(self) -> None:
         self.unbind()
+        self._leave_stored()
         super().close()
 
     def _require_session(self) -> AgentSession:
         if self._session is None:
+            stored = self.stored
+            if stored is not None:
+                raise RequestError("this chat is read-only: its turn runs in another kernel"
+                                   + (f" ({stored.owner})" if stored.owner else ""))
             raise RequestError("no session is bound to this chat view")
         return self._session
+
+    def _history(self) -> tuple[Sequence[Message], Sequence[CompactionRecord]]:
+        """The messages and compaction markers shown: the live session's or the stored."""
+        stored = self.stored
+        if stored is not None:
+            return stored.messages, stored.compactions
+        session = self._require_session()
+        return session.messages, session.compactions
 
     def _agent_choices(self, session: AgentSession) -> list[AgentChoice]:
         choices: list[AgentChoice] = [{"name": session.agent.name,
@@ -341,15 +479,17 @@ class ChatView(NetaWidget):
                 self.context = event.context.model_dump()
         elif isinstance(event, ApprovalRequestEvent):
             self._batcher.flush()  # the card that asks goes first
-            self.approvals = [*self.approvals,
-                              {"id": event.id, "name": event.name, "args": event.args}]
+            approval: dict[str, Any] = {"id": event.id, "name": event.name,
+                                        "args": dict(event.args)}
+            preview_args(approval)  # the call's card has the full arguments on demand
+            self.approvals = [*self.approvals, approval]
         elif isinstance(event, CompactionEvent):
             session = self._require_session()
             self._batcher.upsert(f"compaction-{len(session.compactions) - 1}")
         elif isinstance(event, ErrorEvent):
             last = self._item(self._last_assistant) if self._last_assistant else None
-            if last is None or last["error"] != event.message:
-                self.notice = event.message
+            if last is None or last["error"] != _note(event.message):
+                self.notice = _note(event.message)
         elif isinstance(event, DoneEvent):
             self._end_turn()
 
@@ -413,6 +553,9 @@ class ChatView(NetaWidget):
         """Everything a view needs to draw the present: sent after any pending batch, with
         the number of the last batch it includes."""
         self._batcher.flush()
+        stored = self.stored
+        if stored is not None:
+            return self._stored_snapshot(stored)
         session = self._require_session()
         items, has_older = render_window(session.messages, session.compactions,
                                          limit=self._window)
@@ -431,6 +574,44 @@ class ChatView(NetaWidget):
             "notice": self.notice,
         }
 
+    def _stored_snapshot(self, stored: StoredSession) -> ChatSnapshot:
+        items, has_older = render_window(stored.messages, stored.compactions,
+                                         limit=self._window)
+        return {"seq": self._batcher.seq, "session_id": stored.id, "messages": items,
+                "has_older": has_older, "live": None, "running": False,
+                "todos": self.todos, "current": self.current, "context": self.context,
+                "approvals": [], "think_level": self.think_level, "notice": self.notice}
+
+    @handles("full_text")
+    def _full_text(self, request: FullTextRequest) -> FullText:
+        """The whole of a text the state holds a preview of."""
+        message_id, field_name = request.get("message_id"), request.get("field")
+        card_id = request.get("card_id")
+        if not isinstance(message_id, str) or not isinstance(field_name, str) or not (
+                card_id is None or isinstance(card_id, str)):
+            raise RequestError("full_text needs 'message_id' and 'field' strings "
+                               "(and 'card_id' for a card)")
+        messages, _ = self._history()
+        try:
+            return {"text": full_text(messages, message_id, field_name, card_id)}
+        except LookupError as exc:
+            raise RequestError(str(exc.args[0])) from exc
+
+    @handles("refresh")
+    def _refresh(self, _request: Mapping[str, object]) -> NoReply:
+        self.refresh()
+        return {}
+
+    @handles("take_over")
+    def _take_over(self, _request: Mapping[str, object]) -> SwitchAgentReply:
+        try:
+            session = self.take_over()
+        except (KeyError, SessionBusyError) as exc:
+            with contextlib.suppress(KeyError):
+                self.refresh()  # show why: the turn is still running there
+            raise RequestError(str(exc)) from exc
+        return {"session_id": session.id}
+
     @handles("view_opened")
     def _view_opened(self, request: ViewRequest) -> NoReply:
         self._presence.opened(_view_id(request))
@@ -444,13 +625,13 @@ class ChatView(NetaWidget):
     @handles("older")
     def _older(self, request: OlderRequest) -> OlderPage:
         """The page of drawn messages before message index ``before``."""
-        session = self._require_session()
+        messages, compactions = self._history()
         before = request.get("before")
         if not isinstance(before, int) or isinstance(before, bool):
             raise RequestError("older needs an integer 'before'")
-        items, has_older = render_window(session.messages, session.compactions,
-                                         before=before, limit=self._window)
-        return {"session_id": session.id, "messages": items, "has_older": has_older}
+        items, has_older = render_window(messages, compactions, before=before,
+                                         limit=self._window)
+        return {"session_id": self.session_id, "messages": items, "has_older": has_older}
 
     @handles("command")
     def _command(self, request: CommandRequest) -> CommandReply:
@@ -498,7 +679,7 @@ class ChatView(NetaWidget):
                 # The session reports provider failures as events; anything else would
                 # vanish with the task, so it is shown where the user looks.
                 log.error("chat turn failed", exc_info=done.exception())
-                self.notice = f"{type(done.exception()).__name__}: {done.exception()}"
+                self.notice = _note(f"{type(done.exception()).__name__}: {done.exception()}")
 
         task.add_done_callback(finished)
 
@@ -515,22 +696,24 @@ class ChatView(NetaWidget):
 
     # --- representation ---------------------------------------------------------------
     def __repr__(self) -> str:
-        state = "running" if self.running else "idle"
+        state = ("read-only" if self._follower is not None
+                 else "running" if self.running else "idle")
         agent = self.agent.get("name", "")
         return f"ChatView({agent!r}, {len(self.messages)} messages shown, {state})"
 
     def _fallback_text(self) -> str:
-        return static_text(self._agent_name(), self.messages) or repr(self)
+        return static_text(self._agent_name(), self.messages, self.lang) or repr(self)
 
     # A chat with nothing drawn yet shows, where a viewer without the live widget draws it
     # (a notebook opened for the first time, GitHub, nbconvert), how to get the chat
     # instead of a status line that stopped being true once the cell ran.
     def _fallback_markdown(self) -> str:
-        return (static_markdown(self._agent_name(), self.messages)
+        return (static_markdown(self._agent_name(), self.messages, self.lang)
                 or f"*{escape_markdown(self._not_running_text())}*")
 
     def _fallback_html(self) -> str:
-        return static_html(self._agent_name(), self.messages, empty=self._not_running_text())
+        return static_html(self._agent_name(), self.messages, empty=self._not_running_text(),
+                           lang=self.lang)
 
     def _not_running_text(self) -> str:
         return t("chat_not_running", self.lang, agent=self._agent_name())

@@ -5,6 +5,9 @@ message. The list follows the store (``store.subscribe``), refreshed at most eve
 :data:`REFRESH_INTERVAL` while a turn writes. With ``chat=chat_view``, clicking a row opens
 that session in the chat view — history, plan, cards and thinking level restored by
 :meth:`AgentSession.resume` — and "New chat" starts an empty session with the same agent.
+A session whose turn another kernel is running opens read-only (its history as stored so
+far, no Send; :meth:`ChatView.show_stored`) instead of being taken over, and can be
+continued here once that turn has ended.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from ..ownership import SessionBusyError
 from ..session import AgentSession
 from ..store import SessionRecord, SessionStore
 from ._base import NetaWidget, RequestError, escape_markdown, handles
+from ._stored_session import StoredSession
 from .chat_view import ChatView, live_session
 
 __all__ = ["REFRESH_INTERVAL", "OpenRequest", "SessionReply", "SessionRow", "SessionSidebar"]
@@ -118,8 +122,15 @@ class SessionSidebar(NetaWidget):
         self._unobserve_chat: Callable[[], None] | None = None
         if chat is not None:
             chat.observe(self._on_chat_session, names="session_id")
-            self._unobserve_chat = lambda: chat.unobserve(self._on_chat_session,
-                                                          names="session_id")
+            # The chat rereads a session of another kernel (its turn ended, its owner died):
+            # this process's store never hears of that, so the list follows the chat.
+            chat.observe(self._on_chat_read_only, names="read_only")
+
+            def unobserve() -> None:
+                chat.unobserve(self._on_chat_session, names="session_id")
+                chat.unobserve(self._on_chat_read_only, names="read_only")
+
+            self._unobserve_chat = unobserve
             self.active = chat.session_id
         self.refresh()
 
@@ -145,28 +156,46 @@ class SessionSidebar(NetaWidget):
     def _on_chat_session(self, change: Mapping[str, Any]) -> None:
         self.active = str(change["new"])
 
+    def _on_chat_read_only(self, _change: Mapping[str, Any]) -> None:
+        self.refresh()
+
     # --- actions ----------------------------------------------------------------------
-    def open_session(self, session_id: str) -> AgentSession:
+    def open_session(self, session_id: str) -> AgentSession | None:
         """Open a stored session in the attached chat view."""
+        """Open a stored session in the attached chat view: resumed, or read-only while
+        another kernel runs its turn. Returns the live session, or ``None`` for a
+        read-only view (``chat.stored`` then holds what it shows)."""
         chat = self._require_chat()
         current = chat.session
         if current is not None and current.id == session_id:
             return current
         if current is not None and current.running:
             raise RequestError("stop the running turn before switching sessions")
-        session = live_session(session_id)
+        session = live_session(session_id, self.store)
         if session is None:
-            if self._resume is not None:
-                session = self._resume(session_id)
-            else:
-                catalog = current.catalog if current is not None else None
+            try:
+                session = self._resume_here(session_id)
+            except SessionBusyError:
                 try:
-                    session = AgentSession.resume(session_id, store=self.store,
-                                                  catalog=catalog)
-                except (KeyError, SessionBusyError) as exc:
+                    stored = StoredSession.read(self.store, session_id)
+                except KeyError as exc:
                     raise RequestError(str(exc)) from exc
+                chat.show_stored(stored, resume=self._resume_here)
+                return None
+            except KeyError as exc:
+                raise RequestError(str(exc)) from exc
         chat.bind(session)
         return session
+
+    def _resume_here(self, session_id: str) -> AgentSession:
+        """Resume ``session_id`` in this kernel (``SessionBusyError`` while another
+        process runs its turn)."""
+        if self._resume is not None:
+            return self._resume(session_id)
+        chat = self._require_chat()
+        template = chat.session or chat.previous_session
+        catalog = template.catalog if template is not None else None
+        return AgentSession.resume(session_id, store=self.store, catalog=catalog)
 
     def new_chat(self) -> AgentSession:
         """Start an empty session with the chat's current agent and show it."""
@@ -187,7 +216,8 @@ class SessionSidebar(NetaWidget):
         session_id = request.get("session_id")
         if not isinstance(session_id, str):
             raise RequestError("open needs a 'session_id'")
-        return {"session_id": self.open_session(session_id).id}
+        self.open_session(session_id)
+        return {"session_id": session_id}
 
     @handles("new_chat")
     def _new_chat(self, _request: Mapping[str, object]) -> SessionReply:
@@ -196,7 +226,9 @@ class SessionSidebar(NetaWidget):
     def close(self) -> None:
         self._unsubscribe_store()
         if self._unobserve_chat is not None:
-            self._unobserve_chat()
+            # Once: a widget is closed again when it is garbage-collected.
+            unobserve, self._unobserve_chat = self._unobserve_chat, None
+            unobserve()
         if self._refresh_timer is not None:
             self._refresh_timer.cancel()
         super().close()

@@ -1,5 +1,8 @@
 """``SkillCard``: one skill run (seed 002 §4), a single card from running to done or error:
-progress and step while running, then the result in the same place."""
+progress and step while running, then the result in the same place.
+
+A long result is a preview in the synced state (``result_chars`` says how long the whole
+is, see ``_state_bounds``); the whole stays in the kernel for ``full_text``."""
 
 from __future__ import annotations
 
@@ -10,7 +13,9 @@ import traitlets
 
 from ..events import ProgressEvent, SkillEndEvent, SkillStartEvent
 from ..labels import t
-from ._base import NetaWidget, escape_markdown, fenced, html_card
+from ._base import NetaWidget, RequestError, escape_markdown, fenced, handles, html_card
+from ._state_bounds import NOTE_CHARS, RESULT_CHARS, preview_text
+from .tool_card import CardFullText, CardFullTextRequest
 
 __all__ = ["SkillCard"]
 
@@ -31,6 +36,32 @@ class SkillCard(NetaWidget):
     result = traitlets.Unicode(None, allow_none=True,
                                help="Markdown, rendered sanitized.").tag(sync=True)
     expanded = traitlets.Bool(False, help="Whether the result is unfolded.").tag(sync=True)
+    result_chars = traitlets.Int(0, help="Length of the whole result when `result` is a "
+                                         "preview; 0 when it is whole.").tag(sync=True)
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.full_result: str | None = None
+        super().__init__(**kwargs)
+
+    @traitlets.validate("result")
+    def _keep_whole_result(self, proposal: Any) -> str | None:
+        self.full_result = proposal["value"]
+        fields: dict[str, Any] = {"result": self.full_result}
+        preview_text(fields, "result", RESULT_CHARS)
+        self.result_chars = int(fields.get("result_chars", 0))
+        return fields["result"]  # type: ignore[no-any-return]
+
+    @traitlets.validate("step", "detail")
+    def _short_note(self, proposal: Any) -> str | None:
+        value = proposal["value"]
+        return value[:NOTE_CHARS] if isinstance(value, str) else value
+
+    @handles("full_text")
+    def _full_text(self, request: CardFullTextRequest) -> CardFullText:
+        """The whole result the state holds a preview of."""
+        if request.get("field") != "result":
+            raise RequestError("full_text needs 'field': 'result'")
+        return {"text": self.full_result or ""}
 
     @classmethod
     def from_event(cls, event: SkillStartEvent, **kwargs: Any) -> SkillCard:
@@ -60,13 +91,21 @@ class SkillCard(NetaWidget):
             return f"{name} · {round(self.percent)}%" + (f" · {step}" if step else "")
         return f"{name} · {t(f'skill_{self.status}', self.lang)}"
 
+    def _shown_result(self) -> str:
+        """The result as state holds it, with how much of the whole it is."""
+        result = self.result or ""
+        if result and self.result_chars:
+            result += "…\n[" + t("text_cut", self.lang, shown=f"{len(result):,}",
+                                  total=f"{self.result_chars:,}") + "]"
+        return result
+
     def _fallback_text(self) -> str:
-        return self._title() + (f"\n{self.result}" if self.result else "")
+        return self._title() + (f"\n{self._shown_result()}" if self.result else "")
 
     def _fallback_markdown(self) -> str:
         # The result is shown as text: a static viewer's markdown renderer may not sanitize.
         title = f"**{escape_markdown(self._title())}**"
-        return title + (f"\n\n{fenced(self.result)}" if self.result else "")
+        return title + (f"\n\n{fenced(self._shown_result())}" if self.result else "")
 
     def _fallback_html(self) -> str:
         body = ""
@@ -76,5 +115,5 @@ class SkillCard(NetaWidget):
                     f'background:#1976d2;border-radius:2px"></div></div>')
         if self.result:
             body += (f'<pre style="white-space:pre-wrap;margin:6px 0 0">'
-                     f"{html.escape(self.result)}</pre>")
+                     f"{html.escape(self._shown_result())}</pre>")
         return html_card(html.escape(self._title()), body, accent=_STATUS_COLOR[self.status])

@@ -1,25 +1,44 @@
 """``ToolCard``: one tool call (seed 000 §5) — name or label, running / done / error, and
-the arguments and result on expand."""
+the arguments and result on expand.
+
+Long arguments and results are previews in the synced state (``args_chars`` /
+``result_chars`` say how long the whole is, see ``_state_bounds``); the card keeps the
+whole in the kernel and the view fetches it with ``full_text`` when the user asks."""
 
 from __future__ import annotations
 
 import html
 import json
-from typing import Any
+from typing import Any, TypedDict
 
 import traitlets
 
 from ..events import ToolCallEvent, ToolResultEvent
 from ..labels import t
-from ._base import NetaWidget, escape_markdown, fenced, html_card
+from ._base import NetaWidget, RequestError, escape_markdown, fenced, handles, html_card
+from ._state_bounds import ARGS_CHARS, RESULT_CHARS, args_json, preview_args, preview_text
 
-__all__ = ["ToolCard"]
+__all__ = ["CardFullTextRequest", "ToolCard"]
 
 _STATUS_COLOR = {"running": "#1976d2", "done": "#2e7d32", "error": "#d32f2f"}
 
 
+class CardFullTextRequest(TypedDict):
+    """``full_text`` of a standalone card: ``field`` is ``result`` (or ``args`` for a tool
+    card) (TS: ``CardFullTextRequest``, tool-card.ts)."""
+
+    field: str
+
+
+class CardFullText(TypedDict):
+    text: str
+
+
 class ToolCard(NetaWidget):
-    """A tool call. ``ToolCard.from_event(tool_call)`` then ``card.apply(tool_result)``."""
+    """A tool call. ``ToolCard.from_event(tool_call)`` then ``card.apply(tool_result)``.
+
+    Setting ``args`` or ``result`` keeps the whole in the kernel (:attr:`full_args`,
+    :attr:`full_result`) and a preview in the synced trait."""
 
     _component = traitlets.Unicode("tool-card").tag(sync=True)
     name = traitlets.Unicode("").tag(sync=True)
@@ -28,6 +47,46 @@ class ToolCard(NetaWidget):
     args = traitlets.Dict(help="The call's arguments (shown as JSON).").tag(sync=True)
     result = traitlets.Unicode(None, allow_none=True).tag(sync=True)
     expanded = traitlets.Bool(False).tag(sync=True)
+    args_chars = traitlets.Int(0, help="Length of the whole arguments' JSON when `args` is a "
+                                       "preview (-1: too deep to measure); 0 when it is "
+                                       "whole.").tag(sync=True)
+    result_chars = traitlets.Int(0, help="Length of the whole result when `result` is a "
+                                         "preview; 0 when it is whole.").tag(sync=True)
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.full_args: dict[str, Any] = {}
+        self.full_result: str | None = None
+        super().__init__(**kwargs)
+
+    @traitlets.validate("args")
+    def _keep_whole_args(self, proposal: Any) -> dict[str, Any]:
+        # Runs for the constructor's value too: the whole stays here, the trait previews.
+        self.full_args = dict(proposal["value"])
+        fields: dict[str, Any] = {"args": self.full_args}
+        preview_args(fields, limit=ARGS_CHARS)
+        self.args_chars = int(fields.get("args_chars", 0))
+        return dict(fields["args"])
+
+    @traitlets.validate("result")
+    def _keep_whole_result(self, proposal: Any) -> str | None:
+        self.full_result = proposal["value"]
+        fields: dict[str, Any] = {"result": self.full_result}
+        preview_text(fields, "result", RESULT_CHARS)
+        self.result_chars = int(fields.get("result_chars", 0))
+        return fields["result"]  # type: ignore[no-any-return]
+
+    @handles("full_text")
+    def _full_text(self, request: CardFullTextRequest) -> CardFullText:
+        """The whole result or arguments the state holds a preview of."""
+        field_name = request.get("field")
+        if field_name == "result":
+            return {"text": self.full_result or ""}
+        if field_name == "args":
+            text = args_json(self.full_args, indent=2)
+            if text is None:
+                raise RequestError("these arguments are nested too deeply to show as JSON")
+            return {"text": text}
+        raise RequestError("full_text needs 'field': 'result' or 'args'")
 
     @classmethod
     def from_event(cls, event: ToolCallEvent, **kwargs: Any) -> ToolCard:
@@ -49,21 +108,37 @@ class ToolCard(NetaWidget):
     def _args_json(self) -> str:
         return json.dumps(self.args, ensure_ascii=False, indent=2, default=str)
 
+    def _result_note(self) -> str:
+        """Said after a result preview: how much of the whole it is."""
+        if not self.result_chars or self.result is None:
+            return ""
+        return "…\n[" + t("text_cut", self.lang, shown=f"{len(self.result):,}",
+                           total=f"{self.result_chars:,}") + "]"
+
+    def _args_note(self) -> str:
+        if not self.args_chars:
+            return ""
+        if self.args_chars < 0:  # too deeply nested to measure
+            return " [" + t("args_cut_unknown", self.lang) + "]"
+        return " [" + t("args_cut", self.lang, total=f"{self.args_chars:,}") + "]"
+
     def _fallback_text(self) -> str:
         lines = [self._title()]
         if self.args:
             args = json.dumps(self.args, ensure_ascii=False, default=str)
-            lines.append(f"{t('arguments', self.lang)}: {args}")
+            lines.append(f"{t('arguments', self.lang)}: {args}{self._args_note()}")
         if self.result is not None:
-            lines.append(f"{t('result', self.lang)}: {self.result}")
+            lines.append(f"{t('result', self.lang)}: {self.result}{self._result_note()}")
         return "\n".join(lines)
 
     def _fallback_markdown(self) -> str:
         parts = [f"**{escape_markdown(self._title())}**"]
         if self.args:
-            parts.append(f"{t('arguments', self.lang)}:\n\n{fenced(self._args_json(), 'json')}")
+            parts.append(f"{t('arguments', self.lang)}{escape_markdown(self._args_note())}:"
+                         f"\n\n{fenced(self._args_json(), 'json')}")
         if self.result is not None:
-            parts.append(f"{t('result', self.lang)}:\n\n{fenced(self.result)}")
+            result = fenced(self.result + self._result_note())
+            parts.append(f"{t('result', self.lang)}:\n\n{result}")
         return "\n\n".join(parts)
 
     def _fallback_html(self) -> str:
@@ -72,7 +147,9 @@ class ToolCard(NetaWidget):
         body = ""
         if self.args:
             args = html.escape(self._args_json())
-            body += f"<div>{t('arguments', self.lang)}</div>{pre}{args}</pre>"
+            body += (f"<div>{t('arguments', self.lang)}{html.escape(self._args_note())}</div>"
+                     f"{pre}{args}</pre>")
         if self.result is not None:
-            body += f"<div>{t('result', self.lang)}</div>{pre}{html.escape(self.result)}</pre>"
+            result = html.escape(self.result + self._result_note())
+            body += f"<div>{t('result', self.lang)}</div>{pre}{result}</pre>"
         return html_card(html.escape(self._title()), body, accent=_STATUS_COLOR[self.status])

@@ -91,6 +91,9 @@ class JupyterLabServer:
     token: str = field(default_factory=lambda: secrets.token_hex(16))
     port: int = field(default_factory=_free_port)
     process: subprocess.Popen[bytes] | None = None
+    settings: dict[str, dict[str, Any]] = field(default_factory=lambda: dict(LAB_SETTINGS))
+    """User settings files (path under the settings dir → values); :data:`LAB_SETTINGS`
+    unless a test needs others (saving widget state, say)."""
     launcher: list[str] | None = None
     """A command that starts JupyterLab itself (e.g. ``neta-nb lab --dir ROOT --port P
     --no-browser --``); it must use :attr:`root_dir` and :attr:`port`. The server's other
@@ -113,7 +116,7 @@ class JupyterLabServer:
                 ("root", "config", "runtime", "data", "ipython", "settings", "workspaces")}
         for path in dirs.values():
             path.mkdir(parents=True, exist_ok=True)
-        for relative, values in LAB_SETTINGS.items():
+        for relative, values in self.settings.items():
             target = dirs["settings"] / relative
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(json.dumps(values))

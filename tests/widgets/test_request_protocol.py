@@ -130,7 +130,10 @@ def test_a_failing_handler_of_a_real_widget_still_replies(
 
 def test_handlers_are_registered_per_class() -> None:
     assert set(ChatView._request_handlers) == {"sync", "older", "command", "switch_agent",
-                                               "view_opened", "view_closed"}
+                                               "view_opened", "view_closed", "full_text",
+                                               "refresh", "take_over"}
+    assert set(ToolCard._request_handlers) == {"full_text"}
+    assert set(SkillCard._request_handlers) == {"full_text"}
     assert set(SessionSidebar._request_handlers) == {"open", "new_chat"}
     assert set(ThinkingBlock._request_handlers) == {"snapshot"}
     assert set(ToolConfigPanel._request_handlers) == {"set_tool", "bulk", "forget",

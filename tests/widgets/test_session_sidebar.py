@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from neta_nb import Agent, AgentSession, ScriptedProvider, SessionStore
+from neta_nb.messages import Message
 from neta_nb.widgets import ChatView, SessionSidebar
 from neta_nb.widgets._base import RequestError
 
@@ -118,7 +119,7 @@ async def test_switching_is_refused_while_a_turn_runs(store: SessionStore) -> No
     sidebar.close()
 
 
-def test_a_session_another_kernel_runs_shows_so_and_is_not_taken_over(
+def test_a_session_another_kernel_runs_opens_read_only_and_is_not_taken_over(
         store: SessionStore) -> None:
     import psutil
 
@@ -126,6 +127,7 @@ def test_a_session_another_kernel_runs_shows_so_and_is_not_taken_over(
 
     session = AgentSession(hello_agent(), store=store)
     assert session.flush(10)
+    store.append_message(session.id, Message.user("What runs there?"))
     # A live process that is not this one (pid 1), with its real start time.
     other = ProcessOwner.current().model_copy(
         update={"pid": 1, "started": psutil.Process(1).create_time()})
@@ -134,9 +136,16 @@ def test_a_session_another_kernel_runs_shows_so_and_is_not_taken_over(
     sidebar = SessionSidebar(store, chat=chat)
     row = next(r for r in sidebar.sessions if r["id"] == session.id)
     assert row["running"] and row["elsewhere"]
-    with pytest.raises(RequestError, match="running a turn in process 1"):
-        sidebar.open_session(session.id)
-    assert store.get_session(session.id).running  # type: ignore[union-attr]
+    assert sidebar._open({"session_id": session.id}) == {"session_id": session.id}
+    assert chat.session is None and chat.stored is not None
+    assert chat.read_only == {"owner": other.describe(), "busy": True}
+    assert [m["text"] for m in chat.messages] == ["What runs there?"]
+    assert sidebar.active == session.id
+    record = store.get_session(session.id)
+    assert record is not None and record.running and record.owner == other  # not taken
+    with pytest.raises(RequestError, match="read-only: its turn runs in another kernel"):
+        chat._command({"command": {"type": "send", "text": "hi"}})
+    sidebar.close()
 
 
 async def test_switching_away_and_back_while_the_store_is_behind_keeps_every_message(
