@@ -31,16 +31,17 @@ import logging
 import os
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any, TypeVar
 
+import anyio
 import psutil
 
 try:
     import httpx2
     import mcp_types
-    from mcp import Client, StdioServerParameters
+    from mcp import Client, MCPError, StdioServerParameters
     from mcp.client.stdio import stdio_client
     from mcp.client.streamable_http import streamable_http_client
 except ImportError as error:  # pragma: no cover - exercised only without the extra
@@ -210,7 +211,13 @@ class MCPConnection:
         """The owner task: enters the client, publishes it, holds it until stopped."""
         try:
             before = _child_pids()
-            async with self._client_for(self.parameters) as client:
+            def on_end() -> None:
+                # The server's stream ended by itself (its process exited, the HTTP
+                # stream closed): fail the calls in flight now, restart on the next call.
+                if not stop.is_set():
+                    self._mark_lost(self._exit_reason())
+
+            async with self._client_for(self.parameters, on_end) as client:
                 self._pid = _new_server_pid(before) if self.parameters.command else None
                 if self._pid is not None:
                     _LIVE_PIDS.add(self._pid)
@@ -237,7 +244,8 @@ class MCPConnection:
                 _LIVE_PIDS.discard(self._pid)
                 self._pid = None
 
-    def _client_for(self, parameters: MCPServerParameters) -> Client:
+    def _client_for(self, parameters: MCPServerParameters, on_end: Callable[[], None]
+                    ) -> Client:
         if parameters.command is not None:
             self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115 - kept for the whole life of the process
             transport: Any = stdio_client(
@@ -250,7 +258,7 @@ class MCPConnection:
             http = httpx2.AsyncClient(headers=dict(parameters.headers or {}),
                                       timeout=parameters.timeout)
             transport = streamable_http_client(parameters.url, http_client=http)
-        return Client(transport, mode="legacy", cache=None,
+        return Client(_watched(transport, on_end), mode="legacy", cache=None,
                       read_timeout_seconds=None, message_handler=self._on_message,
                       raise_exceptions=False)
 
@@ -323,6 +331,11 @@ class MCPConnection:
             if lost.is_set():
                 raise MCPServerError(self.parameters.name,
                                      f"stopped during the call: {self.reason or _describe(error)}")
+            if isinstance(error, MCPError) and error.code == mcp_types.CONNECTION_CLOSED:
+                reason = self._exit_reason()
+                self._mark_lost(reason)
+                raise MCPServerError(self.parameters.name,
+                                     f"stopped during the call: {reason}") from None
             if isinstance(error, (ConnectionError, OSError, httpx2.HTTPError)):
                 self._mark_lost(_describe(error))
                 raise MCPServerError(self.parameters.name,
@@ -368,6 +381,21 @@ class MCPConnection:
             return True
         return False
 
+    def _exit_reason(self) -> str:
+        """Why the connection closed, as far as this side can tell."""
+        pid = self._pid
+        reason = "the connection closed"
+        if pid is not None:
+            try:
+                gone = psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+            except psutil.NoSuchProcess:
+                gone = True
+            except psutil.Error:
+                gone = False
+            if gone:
+                reason = "its process ended"
+        return reason + self._stderr_tail()
+
     def _stderr_tail(self) -> str:
         stream = self._stderr
         if stream is None or stream.closed:
@@ -381,6 +409,30 @@ class MCPConnection:
         except (OSError, ValueError):
             return ""
         return f"; its stderr ends: {text}" if text else ""
+
+
+@contextlib.asynccontextmanager
+async def _watched(transport: Any, on_end: Callable[[], None]) -> AsyncIterator[Any]:
+    """``transport`` with its read stream relayed, so the end of the server's stream is
+    noticed when it happens, not at the next call (the SDK keeps that to itself)."""
+    async with transport as (read_stream, write_stream):
+        relay_send, relay_receive = anyio.create_memory_object_stream[Any](0)
+
+        async def pump() -> None:
+            try:
+                async with relay_send:
+                    async for item in read_stream:
+                        await relay_send.send(item)
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                pass
+            on_end()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(pump)
+            try:
+                yield relay_receive, write_stream
+            finally:
+                group.cancel_scope.cancel()
 
 
 def _describe(error: BaseException) -> str:
