@@ -210,7 +210,9 @@ class ToolCatalog:
             category: str | None = None,
             visibility: ToolVisibility | Mapping[str, ToolVisibility] | None = None,
             requires_approval: bool | Iterable[str] = False,
-            timeout: float = 30.0) -> MCPToolServer:
+            # The server's connect/list timeout, not a deadline for this coroutine.
+            timeout: float = 30.0,  # noqa: ASYNC109
+    ) -> MCPToolServer:
         """Start an MCP server (``command`` over stdio, or ``url`` over streamable HTTP),
         list its tools and register each as ``<name>__<tool>`` in ``category`` (default:
         the server's name). ``visibility`` is one for every tool or a mapping from the

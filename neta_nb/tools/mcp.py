@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import jsonschema
 import pydantic_core
 
-from .base import Tool, ToolArgumentError, ToolContext, ToolVisibility, _TOOL_NAME
+from .base import _TOOL_NAME, Tool, ToolArgumentError, ToolContext, ToolVisibility
 from .mcp_connection import MCPConnection, MCPServerError, MCPServerParameters, ServerStatus
 
 if TYPE_CHECKING:
@@ -148,7 +148,8 @@ class MCPToolServer:
     what it refused and what changed. Read it from ``catalog.mcp_servers[name]``."""
 
     def __init__(self, catalog: ToolCatalog, parameters: MCPServerParameters, *,
-                 category: str | None, visibility: ToolVisibility | Mapping[str, ToolVisibility] | None,
+                 category: str | None,
+                 visibility: ToolVisibility | Mapping[str, ToolVisibility] | None,
                  requires_approval: bool | Iterable[str]) -> None:
         self.name = parameters.name
         self.parameters = parameters
@@ -288,7 +289,8 @@ async def connect_mcp_server(
         headers: Mapping[str, str] | None = None, category: str | None = None,
         visibility: ToolVisibility | Mapping[str, ToolVisibility] | None = None,
         requires_approval: bool | Iterable[str] = False,
-        timeout: float = 30.0) -> MCPToolServer:
+        timeout: float = 30.0,  # noqa: ASYNC109 - the server's connect timeout
+) -> MCPToolServer:
     """What :meth:`ToolCatalog.add_mcp_server` does."""
     if not isinstance(name, str) or not _TOOL_NAME.match(name) or SEPARATOR in name \
             or len(name) > _SERVER_NAME_MAX:

@@ -58,7 +58,7 @@ _STDERR_TAIL_CHARS = 600
 _T = TypeVar("_T")
 
 
-class ServerStatus(str, enum.Enum):
+class ServerStatus(enum.StrEnum):
     """What the panel shows next to a server's name."""
 
     CONNECTING = "connecting"
@@ -276,7 +276,7 @@ class MCPConnection:
             owner.cancel()
             with contextlib.suppress(BaseException):
                 await owner
-        except BaseException:  # noqa: S110 - the owner already recorded why it ended
+        except BaseException:
             pass
         if self._stderr is not None:
             self._stderr.close()
@@ -303,11 +303,8 @@ class MCPConnection:
         dies during the call."""
         client = await self._ensure_started()
 
-        async def progress(value: float, total: float | None, message: str | None) -> None:
-            on_progress(value, total, message)
-
-        return await self._request(client, client.call_tool(name, arguments,
-                                                            progress_callback=progress))
+        return await self._request(client, client.call_tool(
+            name, arguments, progress_callback=_ProgressRelay(on_progress)))
 
     async def _request(self, client: Client, request: Awaitable[_T]) -> _T:
         """Await ``request``, failing it as soon as the connection is lost."""
@@ -409,6 +406,17 @@ class MCPConnection:
         except (OSError, ValueError):
             return ""
         return f"; its stderr ends: {text}" if text else ""
+
+
+class _ProgressRelay:
+    """The SDK's progress callback (a protocol with named parameters) around ours."""
+
+    def __init__(self, callback: Callable[[float, float | None, str | None], None]) -> None:
+        self._callback = callback
+
+    async def __call__(self, progress: float, total: float | None, message: str | None
+                       ) -> None:
+        self._callback(progress, total, message)
 
 
 @contextlib.asynccontextmanager

@@ -12,7 +12,6 @@ the same notification).
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
@@ -41,12 +40,13 @@ async def count(steps: int, ctx: Context) -> str:
 @server.tool()
 async def wait(marker: str) -> str:
     """Wait until cancelled, recording what happened in the marker file."""
-    path = Path(marker)
-    path.write_text("started")
+    path = anyio.Path(marker)
+    await path.write_text("started")
     try:
         await anyio.sleep(3600)
     except anyio.get_cancelled_exc_class():
-        path.write_text("cancelled")
+        with anyio.CancelScope(shield=True):
+            await path.write_text("cancelled")
         raise
     return "waited"
 

@@ -13,7 +13,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -233,10 +233,15 @@ async def test_server_everything_long_running_operation_reports_increasing_progr
 
 # --- failures ----------------------------------------------------------------------------
 
-async def _wait_for_file(path: Path, text: str) -> None:
+async def _eventually(condition: Callable[[], bool]) -> None:
+    """Wait (at most 20 s) until ``condition()`` holds: for what another process does."""
     async with asyncio.timeout(20):
-        while not (path.exists() and path.read_text() == text):
+        while not condition():  # noqa: ASYNC110 - the change happens in another process
             await asyncio.sleep(0.02)
+
+
+async def _wait_for_file(path: Path, text: str) -> None:
+    await _eventually(lambda: path.exists() and path.read_text() == text)
 
 
 async def test_a_server_killed_mid_call_fails_the_call_and_restarts_on_the_next(
@@ -265,10 +270,8 @@ async def test_a_server_that_keeps_failing_is_retried_with_backoff(catalog: Tool
     server = await catalog.add_mcp_server("flaky", command=sys.executable, args=[str(script)])
     script.write_text("import sys\nsys.stderr.write('no licence found')\nsys.exit(3)\n")
     psutil.Process(server.connection.pid).kill()
-    async with asyncio.timeout(20):
-        while server.status is not ServerStatus.FAILED:  # noticed between calls
-            await asyncio.sleep(0.02)
-    with pytest.raises(MCPServerError, match="failed to start.*no licence found"):
+    await _eventually(lambda: server.status is ServerStatus.FAILED)  # noticed between calls
+    with pytest.raises(MCPServerError, match=r"failed to start.*no licence found"):
         await catalog["flaky__echo"].invoke({"text": "x"}, _context())
     with pytest.raises(MCPServerError, match="next attempt to start it is in"):
         await catalog["flaky__echo"].invoke({"text": "x"}, _context())
@@ -309,9 +312,7 @@ async def test_a_description_that_changes_after_listing_suspends_the_tool_until_
     assert "t__shifty" in resolve_tools(catalog, config).names
     assert catalog["t__shifty"].description.startswith("<img src=x onerror=")
     await catalog["t__change_description"].invoke({}, _context())
-    async with asyncio.timeout(20):
-        while "t__shifty" not in server.changed_tools:
-            await asyncio.sleep(0.02)
+    await _eventually(lambda: "t__shifty" in server.changed_tools)
     notice = server.changed_tools["t__shifty"]
     assert notice.old_description.startswith("<img") and "ssh" in notice.new_description
     assert "t__shifty" not in resolve_tools(catalog, config).names
@@ -370,7 +371,8 @@ def test_servers_still_running_at_interpreter_exit_are_ended(tmp_path: Path) -> 
         "from neta_nb.tools import ToolCatalog\n"
         "async def main():\n"
         "    catalog = ToolCatalog()\n"
-        f"    s = await catalog.add_mcp_server('t', command=sys.executable, args=[{str(TEST_SERVER)!r}, 'stdio'])\n"
+        "    s = await catalog.add_mcp_server('t', command=sys.executable,\n"
+        f"                                     args=[{str(TEST_SERVER)!r}, 'stdio'])\n"
         "    print(s.connection.pid, flush=True)\n"
         "loop = asyncio.new_event_loop()\n"
         "loop.run_until_complete(main())\n"
