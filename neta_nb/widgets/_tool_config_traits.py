@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any, Literal, TypedDict
 
-__all__ = ["AcknowledgeRequest", "BulkReply", "BulkRequest", "CategoryCount", "ForgetReply", "ForgetRequest",
-           "MCPServerInfo", "MCPToolChange", "NoReply", "PreviewAs", "PreviewAsReply", "PreviewAsRequest", "PreviewChoice",
-           "PreviewOptions", "PreviewResult", "SetToolReply", "SetToolRequest", "ToolConfigSummary",
+__all__ = ["AcknowledgeRequest", "BulkReply", "BulkRequest", "CategoryCount", "ForgetReply",
+           "ForgetRequest", "MCPServerInfo", "MCPToolChange", "NoReply", "PreviewAs",
+           "PreviewAsReply", "PreviewAsRequest", "PreviewChoice", "PreviewOptions",
+           "PreviewResult", "SetToolReply", "SetToolRequest", "ToolConfigSummary",
            "ToolDefinitionWire", "ToolInfo", "ToolVerdict"]
 
 
