@@ -263,7 +263,8 @@ class MCPToolServer:
             visibility = visibility.get(remote_name, "tool")
         approval = (self._approval if isinstance(self._approval, bool)
                     else remote_name in self._approval)
-        label = getattr(remote, "title", None) or ""
+        # The server's title, else its own tool name made readable (not "T add tool").
+        label = getattr(remote, "title", None) or humanise_name(remote_name)
         try:
             return MCPTool(name=name, description=str(remote.description or ""),
                            handler=_unreachable_handler, parameters=dict(schema),

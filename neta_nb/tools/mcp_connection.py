@@ -383,6 +383,8 @@ class MCPConnection:
         pid = self._pid
         reason = "the connection closed"
         if pid is not None:
+            # The pipe may close a moment before the process is seen to end.
+            reason = "it closed its output"
             try:
                 gone = psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
             except psutil.NoSuchProcess:
