@@ -30,7 +30,14 @@ from typing import TYPE_CHECKING, Any
 import jsonschema
 import pydantic_core
 
-from .base import _TOOL_NAME, Tool, ToolArgumentError, ToolContext, ToolVisibility
+from .base import (
+    _TOOL_NAME,
+    Tool,
+    ToolArgumentError,
+    ToolContext,
+    ToolVisibility,
+    humanise_name,
+)
 from .mcp_connection import MCPConnection, MCPServerError, MCPServerParameters, ServerStatus
 
 if TYPE_CHECKING:
