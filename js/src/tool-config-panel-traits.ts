@@ -101,7 +101,7 @@ export interface MCPServerInfo {
   name: string;
   /** The category its tools are listed under. */
   category: string;
-  status: "connecting" | "connected" | "reconnecting" | "failed" | "closed";
+  status: "not_started" | "connecting" | "connected" | "reconnecting" | "failed" | "closed";
   /** In the panel's language, with the reason when there is one. */
   status_text: string;
   changed: MCPToolChange[];

@@ -254,6 +254,29 @@ class ToolCatalog:
                 return
         raise KeyError(f"MCP tool {name!r} has no unacknowledged change")
 
+    def mcp_server_specs(self) -> list[dict[str, object]]:
+        """What a session stores about this catalog's MCP servers (no secrets)."""
+        return [server.spec() for server in self._mcp_servers.values()]
+
+    def restore_mcp_servers(self, specs: Iterable[Mapping[str, object]]) -> list[str]:
+        """Bring back stored servers (see :func:`neta_nb.tools.mcp.restore_mcp_server`):
+        their tools at once, each server started on its first call. Servers already in
+        the catalog are kept as they are. Returns why any could not be restored."""
+        problems: list[str] = []
+        specs = list(specs)
+        if not specs:
+            return problems
+        try:
+            from .mcp import restore_mcp_server
+        except ImportError as error:
+            return [str(error)]
+        for spec in specs:
+            try:
+                restore_mcp_server(self, spec)
+            except (KeyError, TypeError, ValueError) as error:
+                problems.append(f"MCP server {spec.get('name')!r} not restored: {error}")
+        return problems
+
     def _server_changed(self) -> None:
         """A server's status or flags changed: panels redraw."""
         self._changed()

@@ -172,9 +172,11 @@ class MCPToolServer:
         self.changed_tools: dict[str, ToolChangeNotice] = {}
         """Catalog tool name → what changed since it was first listed (suspended)."""
         self._seen: dict[str, tuple[str, str]] = {}
+        self._listed: list[dict[str, Any]] = []
         self._relist_lock = asyncio.Lock()
         self.connection = MCPConnection(parameters, on_tools_changed=self.refresh,
-                                        on_status=self._status_changed)
+                                        on_status=self._status_changed,
+                                        on_restarted=self.refresh)
 
     @property
     def status(self) -> ServerStatus:
@@ -205,7 +207,23 @@ class MCPToolServer:
             listed = await self.connection.list_tools()
             self._apply(listed)
 
+    def spec(self) -> dict[str, Any]:
+        """What a session stores to bring this server back on resume: how to start it,
+        its options and the tool listing the user granted — never ``env`` or ``headers``
+        (a server that needs them must be added to the catalog again before resuming)."""
+        visibility = self._visibility
+        return {"name": self.name, "command": self.parameters.command,
+                "args": list(self.parameters.args), "cwd": self.parameters.cwd,
+                "url": self.parameters.url, "category": self.category,
+                "visibility": dict(visibility) if isinstance(visibility, Mapping)
+                else visibility,
+                "requires_approval": self._approval if isinstance(self._approval, bool)
+                else sorted(self._approval),
+                "timeout": self.parameters.timeout, "tools": list(self._listed)}
+
     def _apply(self, listed: Sequence[mcp_types.Tool]) -> None:
+        self._listed = [remote.model_dump(mode="json", by_alias=True, exclude_none=True)
+                        for remote in listed]
         catalog = self._catalog
         tools: list[MCPTool] = []
         refused: dict[str, str] = {}
@@ -288,6 +306,33 @@ class MCPToolServer:
 
 def _schema_text(schema: dict[str, Any]) -> str:
     return pydantic_core.to_json(schema, fallback=repr).decode()
+
+
+def restore_mcp_server(catalog: ToolCatalog, spec: Mapping[str, Any]) -> MCPToolServer:
+    """Bring back a server a session stored (:meth:`MCPToolServer.spec`) without waiting
+    for it: its tools are registered from the stored listing at once (so agent configs
+    that name them resolve), the server starts on the first call, and its live listing then
+    replaces the stored one — a description that differs from the stored, granted one is
+    flagged like any change."""
+    import mcp_types
+
+    name = spec["name"]
+    if not isinstance(name, str) or not _TOOL_NAME.match(name) or SEPARATOR in name:
+        raise ValueError(f"stored MCP server name {name!r} is not valid")
+    if name in catalog.mcp_servers:
+        return catalog.mcp_servers[name]
+    parameters = MCPServerParameters(
+        name=name, command=spec.get("command"), args=tuple(spec.get("args") or ()),
+        cwd=spec.get("cwd"), url=spec.get("url"), timeout=float(spec.get("timeout") or 30.0))
+    server = MCPToolServer(catalog, parameters, category=spec.get("category"),
+                           visibility=spec.get("visibility"),
+                           requires_approval=spec.get("requires_approval") or False)
+    listed = [mcp_types.Tool.model_validate(item) for item in spec.get("tools") or ()]
+    server.connection.restored = True
+    server.connection.status = ServerStatus.NOT_STARTED
+    catalog._mcp_servers[name] = server
+    server._apply(listed)
+    return server
 
 
 async def connect_mcp_server(

@@ -61,6 +61,8 @@ _T = TypeVar("_T")
 class ServerStatus(enum.StrEnum):
     """What the panel shows next to a server's name."""
 
+    NOT_STARTED = "not_started"
+    """Restored from a session: it starts on the first call."""
     CONNECTING = "connecting"
     CONNECTED = "connected"
     RECONNECTING = "reconnecting"
@@ -118,9 +120,10 @@ class MCPConnection:
     """A live connection to one server (see the module docstring)."""
 
     def __init__(self, parameters: MCPServerParameters, *, on_tools_changed: ToolsChanged,
-                 on_status: StatusChanged) -> None:
+                 on_status: StatusChanged, on_restarted: ToolsChanged | None = None) -> None:
         self.parameters = parameters
         self._on_tools_changed = on_tools_changed
+        self._on_restarted = on_restarted
         self._on_status = on_status
         self._client: Client | None = None
         self._owner: asyncio.Task[None] | None = None
@@ -137,6 +140,8 @@ class MCPConnection:
         self.reason: str | None = None
         self.starts = 0
         """How many times the server was started (1 after the first connect)."""
+        self.restored = False
+        """Its tools came from a stored listing: list them again once it has started."""
 
     # --- lifetime ---------------------------------------------------------------------
     async def open(self) -> None:
@@ -184,6 +189,10 @@ class MCPConnection:
             self._failures = 0
             self.starts += 1
             self._set_status(ServerStatus.CONNECTED, None)
+            if (self.starts > 1 or self.restored) and self._on_restarted is not None:
+                # A restarted server (or one restored from a session) may list other
+                # tools than before: list them again, after this call has its client.
+                asyncio.get_running_loop().create_task(self._relist(self._on_restarted))
             return client
 
     async def _start(self) -> Client:
@@ -349,14 +358,14 @@ class MCPConnection:
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, mcp_types.ToolListChangedNotification):
             # Relisting from inside the reader would wait on the reader itself.
-            asyncio.get_running_loop().create_task(self._relist())
+            asyncio.get_running_loop().create_task(self._relist(self._on_tools_changed))
         elif isinstance(message, Exception):
             log.info("MCP server %s sent something unreadable: %s", self.parameters.name,
                      message)
 
-    async def _relist(self) -> None:
+    async def _relist(self, callback: ToolsChanged) -> None:
         try:
-            await self._on_tools_changed()
+            await callback()
         except Exception:
             log.exception("refreshing the tools of MCP server %s failed", self.parameters.name)
 

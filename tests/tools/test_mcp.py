@@ -381,3 +381,39 @@ def test_servers_still_running_at_interpreter_exit_are_ended(tmp_path: Path) -> 
                           timeout=120, cwd=Path(__file__).parents[2])
     pid = int(done.stdout.split()[0])
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+# --- persistence -------------------------------------------------------------------------
+
+async def test_a_session_stores_its_servers_without_secrets_and_resume_brings_them_back(
+        catalog: ToolCatalog, tmp_path: Path) -> None:
+    from neta_nb import SessionStore
+
+    await catalog.add_mcp_server("time", command=sys.executable,
+                                 args=["-m", "mcp_server_time", "--local-timezone", "UTC"],
+                                 env={"TIME_TOKEN": "secret-value"}, visibility="skill")
+    store = SessionStore(tmp_path / "sessions.db")
+    config = AgentToolConfig(enabled=["time__get_current_time"])
+    session = AgentSession(Agent("a", model=FakeProvider([answer("hi")]), tools=config),
+                           catalog, store)
+    await session.run("hello")
+    assert session.flush(30)
+    stored = store.get_session(session.id)
+    assert stored is not None and [s["name"] for s in stored.mcp_servers] == ["time"]
+    assert "secret-value" not in stored.model_dump_json()
+    assert stored.mcp_servers[0]["tools"][0]["name"] == "get_current_time"
+
+    fresh = ToolCatalog.default()
+    try:
+        resumed = AgentSession.resume(session.id, store, catalog=fresh)
+        server = fresh.mcp_servers["time"]
+        assert server.status is ServerStatus.NOT_STARTED and server.connection.pid is None
+        assert "time__get_current_time" in resolve_tools(fresh, resumed.agent.tools).names
+        assert fresh["time__get_current_time"].visibility == "skill"
+        answered = await fresh["time__get_current_time"].invoke({"timezone": "UTC"},
+                                                                _context())
+        assert json.loads(answered)["timezone"] == "UTC"
+        assert server.status is ServerStatus.CONNECTED and server.connection.starts == 1
+    finally:
+        for name in list(fresh.mcp_servers):
+            await fresh.remove_mcp_server(name)
