@@ -68,6 +68,7 @@ async def test_time_server_over_stdio_registers_its_tools_with_their_schemas(
     current = catalog["time__get_current_time"]
     assert isinstance(current, MCPTool)
     assert current.category == "time" and current.visibility == "tool"
+    assert current.label == "Get current time"  # the server's name, readable
     assert current.parameters["required"] == ["timezone"]
     assert "IANA timezone" in current.parameters["properties"]["timezone"]["description"]
     assert current.definition().parameters == current.parameters
