@@ -31,7 +31,7 @@ import logging
 import os
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any, TypeVar
 
@@ -56,6 +56,7 @@ _FIRST_BACKOFF = 1.0
 _MAX_BACKOFF = 60.0
 _STDERR_TAIL_CHARS = 600
 _T = TypeVar("_T")
+_REMOVED = "it was removed from the catalog"
 
 
 class ServerStatus(enum.StrEnum):
@@ -140,6 +141,7 @@ class MCPConnection:
         self.reason: str | None = None
         self.starts = 0
         """How many times the server was started (1 after the first connect)."""
+        self._background: set[asyncio.Task[None]] = set()
         self.restored = False
         """Its tools came from a stored listing: list them again once it has started."""
 
@@ -151,6 +153,8 @@ class MCPConnection:
     async def close(self) -> None:
         """Stop the server (its process, for stdio) and wait until it is gone."""
         self._closed = True
+        for task in list(self._background):
+            task.cancel()
         await self._stop_owner()
         self._set_status(ServerStatus.CLOSED, None)
 
@@ -161,7 +165,7 @@ class MCPConnection:
 
     async def _ensure_started(self) -> Client:
         if self._closed:
-            raise MCPServerError(self.parameters.name, "was removed from the catalog")
+            raise MCPServerError(self.parameters.name, f"cannot be called: {_REMOVED}")
         running = asyncio.get_running_loop()
         if self._loop is not None and self._loop is not running and self._client is not None:
             raise MCPServerError(self.parameters.name, "belongs to another event loop; "
@@ -192,7 +196,7 @@ class MCPConnection:
             if (self.starts > 1 or self.restored) and self._on_restarted is not None:
                 # A restarted server (or one restored from a session) may list other
                 # tools than before: list them again, after this call has its client.
-                asyncio.get_running_loop().create_task(self._relist(self._on_restarted))
+                self._in_background(self._relist(self._on_restarted))
             return client
 
     async def _start(self) -> Client:
@@ -329,6 +333,9 @@ class MCPConnection:
                 call.cancel()  # the SDK sends notifications/cancelled for it
                 with contextlib.suppress(BaseException):
                     await call
+        if self._closed and (call.cancelled() or call.exception() is not None):
+            raise MCPServerError(self.parameters.name,
+                                 f"stopped during the call: {_REMOVED}")
         if call.cancelled():
             raise MCPServerError(self.parameters.name,
                                  f"stopped during the call: {self.reason or 'connection lost'}")
@@ -358,10 +365,16 @@ class MCPConnection:
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, mcp_types.ToolListChangedNotification):
             # Relisting from inside the reader would wait on the reader itself.
-            asyncio.get_running_loop().create_task(self._relist(self._on_tools_changed))
+            self._in_background(self._relist(self._on_tools_changed))
         elif isinstance(message, Exception):
             log.info("MCP server %s sent something unreadable: %s", self.parameters.name,
                      message)
+
+    def _in_background(self, work: Coroutine[Any, Any, None]) -> None:
+        # Held until done: the loop keeps only weak references to tasks.
+        task = asyncio.get_running_loop().create_task(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     async def _relist(self, callback: ToolsChanged) -> None:
         try:

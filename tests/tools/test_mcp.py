@@ -365,6 +365,21 @@ async def test_a_server_starts_once_and_leaves_no_process_after_removal(
         await catalog.remove_mcp_server("t")
 
 
+async def test_removing_a_server_ends_its_calls_in_flight(catalog: ToolCatalog,
+                                                          tmp_path: Path) -> None:
+    server = await _add_test_server(catalog)
+    marker = tmp_path / "marker"
+    tool = catalog["t__wait"]
+    call = asyncio.ensure_future(tool.invoke({"marker": str(marker)}, _context()))
+    await _wait_for_file(marker, "started")
+    await catalog.remove_mcp_server("t")
+    with pytest.raises(MCPServerError, match="'t' stopped during the call: it was removed"):
+        await call
+    assert server.status is ServerStatus.CLOSED
+    with pytest.raises(MCPServerError, match="was removed from the catalog"):
+        await tool.invoke({"marker": str(marker)}, _context())
+
+
 def test_servers_still_running_at_interpreter_exit_are_ended(tmp_path: Path) -> None:
     script = tmp_path / "leave.py"
     script.write_text(
