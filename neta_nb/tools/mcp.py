@@ -22,16 +22,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from os import PathLike
 from typing import TYPE_CHECKING, Any
 
-import jsonschema
 import pydantic_core
+
+try:
+    import jsonschema  # comes with the SDK
+except ImportError as error:  # pragma: no cover - exercised only without the extra
+    raise ImportError("MCP servers need the official MCP SDK: "
+                      "pip install 'neta-nb[mcp]'") from error
 
 from .base import (
     _TOOL_NAME,
+    _VISIBILITIES,
     Tool,
     ToolArgumentError,
     ToolContext,
@@ -53,6 +59,7 @@ __all__ = [
     "ServerStatus",
     "ToolChangeNotice",
     "connect_mcp_server",
+    "restore_mcp_server",
 ]
 
 log = logging.getLogger(__name__)
@@ -145,9 +152,6 @@ def render_call_result(result: mcp_types.CallToolResult) -> str:
     if not parts and result.structured_content is not None:
         return pydantic_core.to_json(result.structured_content, fallback=repr).decode()
     return "\n".join(parts)
-
-
-PerTool = Callable[[str], Any]
 
 
 class MCPToolServer:
@@ -345,6 +349,8 @@ async def connect_mcp_server(
         timeout: float = 30.0,  # noqa: ASYNC109 - the server's connect timeout
 ) -> MCPToolServer:
     """What :meth:`ToolCatalog.add_mcp_server` does."""
+    from mcp import MCPError  # after .mcp_connection, which names the extra if it is missing
+
     if not isinstance(name, str) or not _TOOL_NAME.match(name) or SEPARATOR in name \
             or len(name) > _SERVER_NAME_MAX:
         raise ValueError(f"MCP server name {name!r} must be 1-{_SERVER_NAME_MAX} letters, "
@@ -352,9 +358,10 @@ async def connect_mcp_server(
     if name in catalog.mcp_servers:
         raise ValueError(f"an MCP server named {name!r} is already in this catalog; "
                          "remove_mcp_server it first")
-    if visibility is not None and not isinstance(visibility, (str, Mapping)):
-        raise TypeError("visibility must be 'internal', 'tool', 'skill' or a mapping from "
-                        "the server's tool names to one of those")
+    choices = visibility.values() if isinstance(visibility, Mapping) else [visibility]
+    if visibility is not None and any(v not in _VISIBILITIES for v in choices):
+        raise ValueError("visibility must be 'internal', 'tool', 'skill' or a mapping from "
+                         f"the server's tool names to one of those, got {visibility!r}")
     parameters = MCPServerParameters(
         name=name, command=command, args=tuple(args), env=env,
         cwd=None if cwd is None else str(cwd), url=url, headers=headers, timeout=timeout)
@@ -363,7 +370,10 @@ async def connect_mcp_server(
     catalog._mcp_servers[name] = server
     try:
         await server.connection.open()
-        await server.refresh()
+        try:
+            await server.refresh()
+        except MCPError as error:  # the server answered the listing with an error
+            raise MCPServerError(name, f"could not list its tools: {error}") from error
     except BaseException:
         catalog._mcp_servers.pop(name, None)
         await server.close()

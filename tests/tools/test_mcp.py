@@ -140,6 +140,8 @@ async def test_bad_names_and_parameters_are_refused_clearly(catalog: ToolCatalog
         await catalog.add_mcp_server("a__b", command="x")
     with pytest.raises(ValueError, match="exactly one of command"):
         await catalog.add_mcp_server("both", command="x", url="http://127.0.0.1:1/mcp")
+    with pytest.raises(ValueError, match="visibility must be"):
+        await catalog.add_mcp_server("vis", command="x", visibility={"echo": "skil"})
     with pytest.raises(MCPServerError, match="'missing' failed to start"):
         await catalog.add_mcp_server("missing", command="/nonexistent/neta-mcp-server")
     assert "missing" not in catalog.mcp_servers
@@ -164,14 +166,15 @@ async def test_arguments_are_checked_against_the_servers_schema(catalog: ToolCat
         await catalog["t__count"].invoke({"steps": "three"}, _context())
 
 
-def test_without_the_sdk_the_import_error_names_the_extra(monkeypatch: pytest.MonkeyPatch
-                                                          ) -> None:
+async def test_without_the_sdk_the_import_error_names_the_extra(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "mcp", None)
     monkeypatch.delitem(sys.modules, "neta_nb.tools.mcp_connection")
+    monkeypatch.delitem(sys.modules, "neta_nb.tools.mcp")
     with pytest.raises(ImportError, match=r"pip install 'neta-nb\[mcp\]'"):
-        importlib.import_module("neta_nb.tools.mcp_connection")
+        await ToolCatalog().add_mcp_server("x", command="never-started")
     monkeypatch.undo()
-    importlib.import_module("neta_nb.tools.mcp_connection")
+    importlib.import_module("neta_nb.tools.mcp")
 
 
 # --- same rules as every tool --------------------------------------------------------------
