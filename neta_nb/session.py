@@ -532,7 +532,8 @@ class AgentSession:
         """The record fields only the session knows (see SessionPersistence.record)."""
         return {"agent": self.agent.to_record(self.provider), "think_level": self._think_level,
                 "todo_summary": (self.todo.summary().model_dump() if self.todo.has_items()
-                                 else None)}
+                                 else None),
+                "mcp_servers": self.catalog.mcp_server_specs()}
 
     def _save_record(self, **fields: Any) -> None:
         self._saved.save_record(self._messages, **fields)
@@ -571,6 +572,9 @@ class AgentSession:
         if record.running and record.owner is not None:
             record.owner.check_not_busy(session_id)
         catalog = catalog if catalog is not None else ToolCatalog.default()
+        # MCP servers come back before the agent, so its config finds their tools.
+        for problem in catalog.restore_mcp_servers(record.mcp_servers):
+            log.warning("resume %s: %s", session_id, problem)
         agent = agent or Agent.from_record(record.agent, catalog)
         level = record.think_level if record.think_level in THINK_LEVELS else None
         session = cls(agent, catalog, store, session_id=session_id,

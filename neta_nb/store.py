@@ -99,6 +99,9 @@ class SessionRecord(BaseModel):
     owner_died: bool = False
     """The owner died mid-turn; resume closes that turn (marked ``killed``)."""
     message_count: int = 0
+    mcp_servers: list[dict[str, Any]] = Field(default_factory=list)
+    """The MCP servers of the session's catalog: how to start each, its options and the
+    tool listing granted — never ``env`` or ``headers``. ``resume`` brings them back."""
 
 
 class CompactionRecord(BaseModel):

@@ -19,4 +19,6 @@ mypy
 # The pip install above ran `npm ci` in js/ to build the widgets; their pure logic has
 # unit tests of its own (Node's test runner).
 (cd js && npm test)
+# The reference MCP server the MCP tests start (locked; tests/tools/test_mcp.py).
+(cd tests/fixtures/mcp_everything && npm ci --no-audit --no-fund)
 python -m pytest tests notebooks --nbval "$@"

@@ -88,6 +88,26 @@ export interface PreviewAs {
   changed: string[];
 }
 
+/** A server tool whose description changed after it was granted (Python: ``MCPToolChange``). */
+export interface MCPToolChange {
+  name: string;
+  old_description: string;
+  new_description: string;
+  schema_changed: boolean;
+}
+
+/** One MCP server of the catalog (Python: ``MCPServerInfo``). */
+export interface MCPServerInfo {
+  name: string;
+  /** The category its tools are listed under. */
+  category: string;
+  status: "not_started" | "connecting" | "connected" | "reconnecting" | "failed" | "closed";
+  /** In the panel's language, with the reason when there is one. */
+  status_text: string;
+  changed: MCPToolChange[];
+  refused: Record<string, string>;
+}
+
 export interface ToolConfigPanelState {
   tools: ToolInfo[];
   states: Record<string, ToolVerdict>;
@@ -104,6 +124,7 @@ export interface ToolConfigPanelState {
   preview_options: Partial<PreviewOptions>;
   /** `null` when the panel shows the agent's own resolution. */
   previewing_as: PreviewAs | null;
+  mcp_servers: MCPServerInfo[];
   lang: Lang;
 }
 

@@ -29,6 +29,7 @@ import "./tool-config-panel.css";
 import { element, makeToggle } from "./dom";
 import { normalizeLang, t } from "./i18n";
 import { createPreviewAsControl } from "./tool-config-panel-preview";
+import { McpServerSection } from "./tool-config-panel-mcp";
 import { categoryName, matchesFilter, PanelToolRow } from "./tool-config-panel-row";
 import {
   BULK_OPERATIONS,
@@ -58,6 +59,7 @@ interface CategoryView {
   title: HTMLElement;
   counts: HTMLElement;
   body: HTMLElement;
+  server: McpServerSection;
   removeToggle: () => void;
 }
 
@@ -76,6 +78,7 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
     collapsed: [],
     preview_options: {},
     previewing_as: null,
+    mcp_servers: [],
     lang: normalizeLang(options.lang),
   };
   let requester: PanelRequest | null = null;
@@ -269,7 +272,8 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
     const body = element("div", "neta-tc-category-body");
     inner.append(body);
     collapsible.append(inner);
-    node.append(header, collapsible);
+    const server = new McpServerSection((tool) => void send("acknowledge_change", { name: tool }));
+    node.append(header, server.node, collapsible);
     const removeToggle = makeToggle(header, () => {
       const folded = new Set(state.collapsed);
       if (folded.has(name)) folded.delete(name);
@@ -278,7 +282,7 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
       options.onUserChange?.({ collapsed: state.collapsed });
       render();
     });
-    return { node, header, title, counts, body, removeToggle };
+    return { node, header, title, counts, body, server, removeToggle };
   }
 
   /** Rebuild the row index when the catalog changes; keep the nodes of tools that stay. */
@@ -506,8 +510,10 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
       visibleIn.set(tool.category, (visibleIn.get(tool.category) ?? 0) + (visible ? 1 : 0));
     }
     const categoryCounts = new Map(state.categories.map((item) => [item.name, item]));
+    const serverOf = new Map(state.mcp_servers.map((server) => [server.category, server]));
     let anyVisible = false;
     for (const [name, view] of categories) {
+      view.server.paint(serverOf.get(name), lang);
       const count = categoryCounts.get(name);
       const total = count?.count ?? 0;
       view.title.textContent = categoryName(lang, name);
@@ -558,6 +564,7 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
       if (patch.collapsed !== undefined) state.collapsed = Array.isArray(patch.collapsed) ? patch.collapsed : [];
       if (patch.preview_options !== undefined) state.preview_options = patch.preview_options && typeof patch.preview_options === "object" ? patch.preview_options : {};
       if (patch.previewing_as !== undefined) state.previewing_as = patch.previewing_as && typeof patch.previewing_as === "object" ? patch.previewing_as : null;
+      if (patch.mcp_servers !== undefined) state.mcp_servers = Array.isArray(patch.mcp_servers) ? patch.mcp_servers : [];
       if (patch.lang !== undefined) state.lang = normalizeLang(patch.lang);
       schedule();
     },

@@ -59,7 +59,7 @@ export const widgetRenderers: Record<string, WidgetRenderer> = {
     bindComponent<ToolConfigPanelState, ToolConfigPanel>(
       props,
       createToolConfigPanel,
-      ["tools", "states", "enabled_tools", "categories", "summary", "unknown", "warnings", "search", "state_filter", "core_only", "collapsed", "preview_options", "previewing_as", "lang"],
+      ["tools", "states", "enabled_tools", "categories", "summary", "unknown", "warnings", "search", "state_filter", "core_only", "collapsed", "preview_options", "previewing_as", "mcp_servers", "lang"],
       (panel, model) => {
         // The panel shows `error.message` in its error line: timeouts and a lost kernel
         // arrive already worded in the model's language.

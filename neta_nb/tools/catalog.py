@@ -8,13 +8,16 @@ two meet only in :func:`~neta_nb.tools.resolver.resolve_tools`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from os import PathLike
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from .base import Tool
+from .base import Tool, ToolVisibility
 
 if TYPE_CHECKING:
     from .display import Display
+    from .mcp import MCPToolServer
 
 __all__ = ["SEED_CATEGORIES", "ToolCatalog"]
 
@@ -40,6 +43,7 @@ class ToolCatalog:
         self._custom_categories: list[str] = []
         self._ordered: list[Tool] | None = None
         self._version = 0
+        self._mcp_servers: dict[str, MCPToolServer] = {}
         for item in tools:
             self._add(item)
 
@@ -78,6 +82,23 @@ class ToolCatalog:
                                    if any(t.category == c for t in self._tools.values())]
         self._changed()
         return removed
+
+    def _replace_tools(self, *, remove: Sequence[str], add: Sequence[Tool],
+                       disable: Sequence[str] = ()) -> None:
+        """Swap a group of tools as one change (an MCP server's listing): listeners see
+        the catalog once, complete. Global disables of re-added names are kept."""
+        kept_disabled = self._globally_disabled & set(remove)
+        for name in remove:
+            self._tools.pop(name, None)
+        for item in add:
+            self._add(item)
+        names = {item.name for item in add}
+        self._globally_disabled = ((self._globally_disabled - set(remove))
+                                   | (kept_disabled & names) | (set(disable) & names))
+        self._ordered = None
+        self._custom_categories = [c for c in self._custom_categories
+                                   if any(t.category == c for t in self._tools.values())]
+        self._changed()
 
     def _add(self, tool: Tool) -> None:
         if not isinstance(tool, Tool):
@@ -180,6 +201,85 @@ class ToolCatalog:
     @property
     def globally_disabled(self) -> frozenset[str]:
         return frozenset(self._globally_disabled)
+
+    # --- MCP servers --------------------------------------------------------------------
+    async def add_mcp_server(
+            self, name: str, *, command: str | None = None, args: Sequence[str] = (),
+            env: Mapping[str, str] | None = None, cwd: str | PathLike[str] | None = None,
+            url: str | None = None, headers: Mapping[str, str] | None = None,
+            category: str | None = None,
+            visibility: ToolVisibility | Mapping[str, ToolVisibility] | None = None,
+            requires_approval: bool | Iterable[str] = False,
+            # The server's connect/list timeout, not a deadline for this coroutine.
+            timeout: float = 30.0,  # noqa: ASYNC109
+    ) -> MCPToolServer:
+        """Start an MCP server (``command`` over stdio, or ``url`` over streamable HTTP),
+        list its tools and register each as ``<name>__<tool>`` in ``category`` (default:
+        the server's name). ``visibility`` is one for every tool or a mapping from the
+        server's tool names (default ``tool``; ``skill`` shows progress as a skill card);
+        ``requires_approval`` is ``True`` for every tool or the server's tool names that
+        need it. ``timeout`` bounds connecting and listing. Needs ``neta-nb[mcp]``.
+
+        The server runs until :meth:`remove_mcp_server` or the interpreter exits."""
+        from .mcp import connect_mcp_server
+
+        return await connect_mcp_server(
+            self, name, command=command, args=args, env=env, cwd=cwd, url=url,
+            headers=headers, category=category, visibility=visibility,
+            requires_approval=requires_approval, timeout=timeout)
+
+    async def remove_mcp_server(self, name: str) -> None:
+        """Stop the server and remove its tools (``KeyError`` if there is none)."""
+        try:
+            server = self._mcp_servers.pop(name)
+        except KeyError:
+            raise KeyError(f"no MCP server named {name!r} in the catalog") from None
+        try:
+            await server.close()
+        finally:
+            self._replace_tools(remove=[n for n in server.tool_names if n in self._tools],
+                                add=[])
+
+    @property
+    def mcp_servers(self) -> Mapping[str, MCPToolServer]:
+        """The MCP servers added to this catalog, by name (read-only view)."""
+        return MappingProxyType(self._mcp_servers)
+
+    def acknowledge_mcp_change(self, name: str) -> None:
+        """Accept the new description of an MCP tool that changed after it was granted;
+        it is switched back on if the change switched it off."""
+        for server in self._mcp_servers.values():
+            if name in server.changed_tools:
+                server.acknowledge(name)
+                return
+        raise KeyError(f"MCP tool {name!r} has no unacknowledged change")
+
+    def mcp_server_specs(self) -> list[dict[str, object]]:
+        """What a session stores about this catalog's MCP servers (no secrets)."""
+        return [server.spec() for server in self._mcp_servers.values()]
+
+    def restore_mcp_servers(self, specs: Iterable[Mapping[str, object]]) -> list[str]:
+        """Bring back stored servers (see :func:`neta_nb.tools.mcp.restore_mcp_server`):
+        their tools at once, each server started on its first call. Servers already in
+        the catalog are kept as they are. Returns why any could not be restored."""
+        problems: list[str] = []
+        specs = list(specs)
+        if not specs:
+            return problems
+        try:
+            from .mcp import restore_mcp_server
+        except ImportError as error:
+            return [str(error)]
+        for spec in specs:
+            try:
+                restore_mcp_server(self, spec)
+            except (KeyError, TypeError, ValueError) as error:
+                problems.append(f"MCP server {spec.get('name')!r} not restored: {error}")
+        return problems
+
+    def _server_changed(self) -> None:
+        """A server's status or flags changed: panels redraw."""
+        self._changed()
 
     # --- change notification ----------------------------------------------------------
     def subscribe(self, callback: CatalogListener) -> Callable[[], None]:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any, Literal, TypedDict
 
-__all__ = ["BulkReply", "BulkRequest", "CategoryCount", "ForgetReply", "ForgetRequest",
-           "NoReply", "PreviewAs", "PreviewAsReply", "PreviewAsRequest", "PreviewChoice",
-           "PreviewOptions", "PreviewResult", "SetToolReply", "SetToolRequest", "ToolConfigSummary",
+__all__ = ["AcknowledgeRequest", "BulkReply", "BulkRequest", "CategoryCount", "ForgetReply",
+           "ForgetRequest", "MCPServerInfo", "MCPToolChange", "NoReply", "PreviewAs",
+           "PreviewAsReply", "PreviewAsRequest", "PreviewChoice", "PreviewOptions",
+           "PreviewResult", "SetToolReply", "SetToolRequest", "ToolConfigSummary",
            "ToolDefinitionWire", "ToolInfo", "ToolVerdict"]
 
 
@@ -40,6 +41,35 @@ class ToolVerdict(TypedDict):
     """The reason as data (a notice code of ``neta_nb.labels``) ..."""
     reason_params: dict[str, Any] | None
     """... and its parameters."""
+
+
+class MCPToolChange(TypedDict):
+    """A server tool whose description changed after it was granted (TS: ``MCPToolChange``)."""
+
+    name: str
+    old_description: str
+    new_description: str
+    schema_changed: bool
+
+
+class MCPServerInfo(TypedDict):
+    """One MCP server of the catalog, shown on its category's section (TS:
+    ``MCPServerInfo``). Never its ``env`` or ``headers``."""
+
+    name: str
+    category: str
+    status: str
+    """``connecting`` / ``connected`` / ``reconnecting`` / ``failed`` / ``closed``."""
+    status_text: str
+    """The status line in the panel's language, with the reason when there is one."""
+    changed: list[MCPToolChange]
+    refused: dict[str, str]
+
+
+class AcknowledgeRequest(TypedDict):
+    """``acknowledge_change`` (TS: sent inline as ``{name}``)."""
+
+    name: str
 
 
 class CategoryCount(TypedDict):

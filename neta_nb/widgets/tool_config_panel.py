@@ -12,6 +12,8 @@ those traits and sends requests:
   ``clear_disabled_overrides``;
 * ``{kind: "forget", id, name}`` — drop a config name the catalog does not know;
 * ``{kind: "dismiss_warnings", id}`` — hide the current config warnings;
+* ``{kind: "acknowledge_change", id, name}`` — the user reviewed an MCP tool whose
+  description changed after it was granted; it is switched back on;
 * ``{kind: "preview", id}`` — the exact tool definitions the provider will receive;
 * ``{kind: "preview_as", id, capabilities, scene}`` — show the tools as another model
   (capabilities) or scene would get them; ``{kind: "reset_preview", id}`` ends that.
@@ -48,11 +50,13 @@ from ._base import NetaWidget, RequestError, handles
 from ._tool_config_preview import known_scenes, needed_capabilities, preview_choices, scene_label
 from ._tool_config_static import PanelStatic
 from ._tool_config_traits import (
+    AcknowledgeRequest,
     BulkReply,
     BulkRequest,
     CategoryCount,
     ForgetReply,
     ForgetRequest,
+    MCPServerInfo,
     NoReply,
     PreviewAs,
     PreviewAsReply,
@@ -167,6 +171,10 @@ class ToolConfigPanel(NetaWidget):
     previewing_as = traitlets.Dict(allow_none=True, default_value=None, help=(
         "The active preview (capabilities, scene, choice, text, changed), or None: then "
         "the traits show the agent's own resolution.")).tag(sync=True)
+    mcp_servers = traitlets.List(traitlets.Dict(), help=(
+        "The catalog's MCP servers: name, category (their section), status, status_text, "
+        "changed (tools whose description changed since granted: suspended until "
+        "acknowledged), refused (server tool names not added, and why).")).tag(sync=True)
 
 
     _following = False
@@ -406,8 +414,25 @@ class ToolConfigPanel(NetaWidget):
             self.unknown = unknown
             self.warnings = [warning.text(lang) for warning in warnings]
             self.preview_options = cast("dict[str, Any]", preview_options)
+            self.mcp_servers = cast("list[dict[str, Any]]", self._mcp_servers(lang))
             # set_trait: the stubs type a Dict trait as never None, and this one may be.
             self.set_trait("previewing_as", preview_state)
+
+    def _mcp_servers(self, lang: str) -> list[MCPServerInfo]:
+        servers: list[MCPServerInfo] = []
+        for server in self._catalog.mcp_servers.values():
+            status = server.status.value
+            text = t(f"panel_mcp_{status}", lang)
+            if server.reason:
+                text = t("panel_mcp_status_reason", lang, status=text, reason=server.reason)
+            servers.append({
+                "name": server.name, "category": server.category, "status": status,
+                "status_text": text, "refused": dict(server.refused),
+                "changed": [{"name": notice.tool, "old_description": notice.old_description,
+                             "new_description": notice.new_description,
+                             "schema_changed": notice.schema_changed}
+                            for notice in server.changed_tools.values()]})
+        return servers
 
     @traitlets.observe("lang")
     def _on_lang(self, _change: object) -> None:
@@ -462,6 +487,17 @@ class ToolConfigPanel(NetaWidget):
             raise RequestError(f"{name!r} is not an unknown tool name of this config")
         self._config.forget(name)
         return {"unknown": list(self.unknown)}
+
+    @handles("acknowledge_change")
+    def _request_acknowledge_change(self, content: AcknowledgeRequest) -> NoReply:
+        name = content.get("name")
+        if not isinstance(name, str):
+            raise RequestError("acknowledge_change needs a tool name (string)")
+        try:
+            self._catalog.acknowledge_mcp_change(name)
+        except KeyError:
+            raise RequestError(f"'{name}' has no description change to review") from None
+        return {}
 
     @handles("dismiss_warnings")
     def _request_dismiss_warnings(self, _content: Mapping[str, object]) -> NoReply:

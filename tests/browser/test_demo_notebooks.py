@@ -28,6 +28,7 @@ RENDERS = {
     "04_sessions.ipynb": [".neta-chat-view", ".neta-sidebar"],
     "05_custom_tools.ipynb": [],
     "06_real_providers.ipynb": [],
+    "07_mcp_servers.ipynb": [".neta-tool-config", ".neta-chat-view"],
 }
 
 

@@ -138,7 +138,8 @@ def test_handlers_are_registered_per_class() -> None:
     assert set(ThinkingBlock._request_handlers) == {"snapshot"}
     assert set(ToolConfigPanel._request_handlers) == {"set_tool", "bulk", "forget",
                                                       "dismiss_warnings", "preview",
-                                                      "preview_as", "reset_preview"}
+                                                      "preview_as", "reset_preview",
+                                                      "acknowledge_change"}
     assert TodoCard._request_handlers == {}
     handler = ChatView._request_handlers["older"]
     assert isinstance(handler, RequestHandler) and handler is vars(ChatView)["_older"]
