@@ -42,6 +42,16 @@ async def test_rows_show_title_plan_badge_and_last_message(store: SessionStore) 
         sidebar.open_session(demo.id)
 
 
+async def test_the_preview_is_what_the_message_reads_as(store: SessionStore) -> None:
+    answer = "Profiled `sample_sales.csv`: **40 rows**, 3 * 4 cells.\n\n- `region_id` ok"
+    session = AgentSession(Agent("a", model=ScriptedProvider([[{"text": answer}]])),
+                           store=store)
+    await session.run("Profile it")
+    sidebar = SessionSidebar(store)
+    (row,) = sidebar.sessions
+    sidebar.close()
+    assert row["last_message"] == "Profiled sample_sales.csv: 40 rows, 3 * 4 cells. • region_id ok"
+
 async def test_the_list_follows_the_store(store: SessionStore) -> None:
     sidebar = SessionSidebar(store)
     assert sidebar.sessions == []
@@ -135,3 +145,6 @@ def test_a_session_another_kernel_runs_shows_so_and_is_not_taken_over(
     with pytest.raises(RequestError, match="running a turn in process 1"):
         sidebar.open_session(session.id)
     assert store.get_session(session.id).running  # type: ignore[union-attr]
+    sidebar.close()
+    chat.close()
+
