@@ -4,6 +4,7 @@
  * name; a change here is a change there.
  */
 import type { Lang } from "./i18n";
+import type { RunStatus } from "./status-icon";
 import type { ThinkLevel } from "./thinking-level-selector";
 import type { TodoItem } from "./todo-card";
 import type { ContextUsage, TurnUsage } from "./token-stats";
@@ -13,7 +14,7 @@ export interface ChatCard {
   id: string;
   name: string;
   label: string;
-  status: "running" | "done" | "error";
+  status: RunStatus;
   args?: Record<string, unknown>;
   result: string | null;
   percent?: number;

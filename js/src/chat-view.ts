@@ -127,6 +127,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
   el.append(root);
 
   const todoCard = createTodoCard(todoHost, { lang: state.lang });
+  todoCard.update({ paused: true });
   const levelSelector = createThinkingLevelSelector(levelHost, {
     lang: state.lang,
     onUserChange: (patch) => {
@@ -421,7 +422,13 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
         todoCard.update({ todos: state.todos });
         todoHost.hidden = state.todos.length === 0;
       }
-      if (patch.running !== undefined) state.running = Boolean(patch.running);
+      if (patch.running !== undefined) {
+        state.running = Boolean(patch.running);
+        // Seed 002 §9.2: the level is chosen between turns. And a plan step only spins
+        // while a turn works on it: after Stop it shows as paused.
+        levelSelector.update({ disabled: state.running });
+        todoCard.update({ paused: !state.running });
+      }
       if (patch.current !== undefined || patch.context !== undefined || patch.running !== undefined) {
         if (patch.current !== undefined) state.current = patch.current;
         if (patch.context !== undefined) state.context = patch.context;

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, NotRequired, Required, TypedDict, cast
 
-from ..messages import Message
+from ..messages import Message, RunStatus
 from ..store import CompactionRecord
 from ._streaming import FLUSH_INTERVAL, FrameThrottle, Scheduler, call_later_on_running_loop
 
@@ -49,7 +49,7 @@ class ChatCard(TypedDict):
     id: str
     name: str
     label: str
-    status: Literal["running", "done", "error"]
+    status: RunStatus
     result: str | None
     args: NotRequired[dict[str, Any]]
     percent: NotRequired[float]

@@ -4,17 +4,19 @@ progress and step while running, then the result in the same place."""
 from __future__ import annotations
 
 import html
-from typing import Any
+from typing import Any, get_args
 
 import traitlets
 
 from ..events import ProgressEvent, SkillEndEvent, SkillStartEvent
 from ..labels import t
+from ..messages import RunStatus
 from ._base import NetaWidget, escape_markdown, fenced, html_card
 
 __all__ = ["SkillCard"]
 
-_STATUS_COLOR = {"running": "#1976d2", "done": "#2e7d32", "error": "#d32f2f"}
+_STATUS_COLOR = {"waiting": "#b35c00", "running": "#1976d2", "done": "#2e7d32",
+                 "error": "#d32f2f", "rejected": "#6e7781", "cancelled": "#6e7781"}
 
 
 class SkillCard(NetaWidget):
@@ -24,7 +26,7 @@ class SkillCard(NetaWidget):
     _component = traitlets.Unicode("skill-card").tag(sync=True)
     name = traitlets.Unicode("").tag(sync=True)
     label = traitlets.Unicode("").tag(sync=True)
-    status = traitlets.Enum(("running", "done", "error"), default_value="running").tag(sync=True)
+    status = traitlets.Enum(get_args(RunStatus), default_value="running").tag(sync=True)
     percent = traitlets.Float(0.0, min=0.0, max=100.0).tag(sync=True)
     step = traitlets.Unicode(None, allow_none=True).tag(sync=True)
     detail = traitlets.Unicode(None, allow_none=True).tag(sync=True)
@@ -58,7 +60,8 @@ class SkillCard(NetaWidget):
         if self.status == "running":
             step = self.step or self.detail
             return f"{name} · {round(self.percent)}%" + (f" · {step}" if step else "")
-        return f"{name} · {t(f'skill_{self.status}', self.lang)}"
+        prefix = "skill" if self.status in ("done", "error") else "tool"
+        return f"{name} · {t(f'{prefix}_{self.status}', self.lang)}"
 
     def _fallback_text(self) -> str:
         return self._title() + (f"\n{self.result}" if self.result else "")

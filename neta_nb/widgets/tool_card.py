@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import html
 import json
-from typing import Any
+from typing import Any, get_args
 
 import traitlets
 
 from ..events import ToolCallEvent, ToolResultEvent
 from ..labels import t
+from ..messages import RunStatus
 from ._base import NetaWidget, escape_markdown, fenced, html_card
 
 __all__ = ["ToolCard"]
 
-_STATUS_COLOR = {"running": "#1976d2", "done": "#2e7d32", "error": "#d32f2f"}
+_STATUS_COLOR = {"waiting": "#b35c00", "running": "#1976d2", "done": "#2e7d32",
+                 "error": "#d32f2f", "rejected": "#6e7781", "cancelled": "#6e7781"}
 
 
 class ToolCard(NetaWidget):
@@ -24,7 +26,7 @@ class ToolCard(NetaWidget):
     _component = traitlets.Unicode("tool-card").tag(sync=True)
     name = traitlets.Unicode("").tag(sync=True)
     label = traitlets.Unicode("", help="Display name; the tool name when empty.").tag(sync=True)
-    status = traitlets.Enum(("running", "done", "error"), default_value="running").tag(sync=True)
+    status = traitlets.Enum(get_args(RunStatus), default_value="running").tag(sync=True)
     args = traitlets.Dict(help="The call's arguments (shown as JSON).").tag(sync=True)
     result = traitlets.Unicode(None, allow_none=True).tag(sync=True)
     expanded = traitlets.Bool(False).tag(sync=True)
