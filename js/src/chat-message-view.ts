@@ -40,12 +40,16 @@ export class MessageView {
   private thinking: ThinkingBlock | null = null;
   private thinkingHost: HTMLDivElement | null = null;
   private thinkingStreaming = false;
+  /** This message's own thinking (the block may show earlier thinking before it). */
+  private ownThinking = "";
+  /** Thinking of the thinking-only messages just before this one, shown in its block. */
+  private thinkingPrefix = "";
   private text: StreamingMarkdown | null = null;
   private cardsHost: HTMLDivElement | null = null;
   private readonly cards = new Map<string, CardView>();
   private status: HTMLDivElement | null = null;
   private userText: HTMLDivElement | null = null;
-  private role: ChatItem["role"];
+  readonly role: ChatItem["role"];
 
   constructor(role: ChatItem["role"], pos: number, lang: () => Lang, private readonly agentName: () => string) {
     this.role = role;
@@ -85,7 +89,46 @@ export class MessageView {
       this.thinkingStreaming = true;
       block.update({ streaming: true });
     }
+    this.ownThinking += delta;
     block.append(delta);
+  }
+
+  // --- merged thinking (see mergeThinking in chat-view.ts) ---------------------------------
+  /** The message's own thinking, whatever its block shows. */
+  get thinkingText(): string {
+    return this.ownThinking;
+  }
+
+  /** It shows only thinking: no text, no cards, no stop or error note. */
+  get thinkingOnly(): boolean {
+    const item = this.item;
+    const text = this.text?.value ?? item?.text ?? "";
+    return (
+      this.role === "assistant" &&
+      this.ownThinking.length > 0 &&
+      !text &&
+      this.cards.size === 0 &&
+      !item?.interrupted &&
+      !item?.error
+    );
+  }
+
+  /** Show `prefix` (earlier thinking of the same turn) before this message's thinking. */
+  setThinkingPrefix(prefix: string): void {
+    if (prefix === this.thinkingPrefix) return;
+    this.thinkingPrefix = prefix;
+    if (this.thinking || prefix) this.showThinking();
+  }
+
+  /** Hide the message: its thinking shows in the block of a later message. */
+  setMerged(merged: boolean): void {
+    this.root.classList.toggle("neta-is-merged", merged);
+  }
+
+  private showThinking(): void {
+    const text = [this.thinkingPrefix, this.ownThinking].filter(Boolean).join("\n\n");
+    if (!text && !this.thinking) return;
+    this.ensureThinking().update({ text, streaming: this.thinkingStreaming, lang: this.lang() });
   }
 
   thinkingDone(): void {
@@ -111,7 +154,7 @@ export class MessageView {
     const item: ChatItem = { ...update };
     if (item.role === "assistant") {
       if (item.text === null) item.text = this.text?.value ?? "";
-      if (item.thinking === null) item.thinking = this.thinking?.text ?? "";
+      if (item.thinking === null) item.thinking = this.ownThinking;
     }
     this.item = item;
     const signature = JSON.stringify(item);
@@ -142,9 +185,9 @@ export class MessageView {
     }
     const thinking = item.thinking ?? "";
     if (thinking) {
-      const block = this.ensureThinking();
+      this.ownThinking = thinking;
       this.thinkingStreaming = false;
-      block.update({ text: thinking, streaming: false, lang });
+      this.showThinking();
     }
     this.text?.finish(item.text ?? "");
     this.updateCards(item.cards ?? [], lang);

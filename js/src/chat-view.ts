@@ -14,7 +14,7 @@
 import "./chat-view.css";
 import { MessageView } from "./chat-message-view";
 import type { ChatItem, ChatOp, ChatSnapshot, ChatViewState, OlderPage } from "./chat-view-traits";
-import { element } from "./dom";
+import { element, suppressNotebookShortcuts } from "./dom";
 import { normalizeLang, t, type MessageKey } from "./i18n";
 import { createInlineError } from "./inline-error";
 import { createThinkingLevelSelector, type ThinkLevel } from "./thinking-level-selector";
@@ -110,10 +110,11 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
   scroller.append(content);
 
   const inputBar = element("div", "neta-chat-input");
-  const textarea = element("textarea", "neta-chat-textarea");
+  // Enter sends, Shift+Enter is a new line: the notebook's own Shift+Enter must not fire.
+  const textarea = suppressNotebookShortcuts(element("textarea", "neta-chat-textarea"));
   textarea.rows = 2;
   const toolbar = element("div", "neta-chat-toolbar");
-  const agentSelect = element("select", "neta-chat-agent-select");
+  const agentSelect = suppressNotebookShortcuts(element("select", "neta-chat-agent-select"));
   const agentWrap = element("label", "neta-chat-agent");
   agentWrap.append(element("span", "neta-chat-agent-dot"), agentSelect);
   const levelHost = element("div", "neta-chat-level");
@@ -171,6 +172,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
       if (page.session_id !== state.session_id || session !== state.session_id) return;
       const fromBottom = scroller.scrollHeight - scroller.scrollTop;
       for (const item of page.messages) upsert(item);
+      mergeThinking();
       state.has_older = page.has_older;
       scroller.scrollTop = scroller.scrollHeight - fromBottom; // keep the reader's place
     } catch (error) {
@@ -253,6 +255,57 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     olderRequested = false;
     olderError.clear();
     inputError.clear();
+  }
+
+  /**
+   * Consecutive thinking-only responses of one turn (a model that thinks, calls an
+   * internal tool such as `todo`, and thinks again) show as one thinking block: the
+   * thinking of each such message moves into the next message's block, which still
+   * streams and folds, and the emptied messages are hidden. A user message or a marker
+   * ends the run. Runs once per batch of changes, not per delta.
+   */
+  function mergeThinking(): void {
+    const byNode = new Map<Element, MessageView>();
+    for (const view of views.values()) byNode.set(view.root, view);
+    const ordered: MessageView[] = [];
+    for (const child of Array.from(list.children)) {
+      const view = byNode.get(child);
+      if (view) ordered.push(view);
+    }
+    if (live) ordered.push(live);
+    let run: MessageView[] = []; // thinking-only messages waiting for the next block
+    const flush = (into: MessageView | null) => {
+      // `into` shows the run's thinking; without one, the run's last message does.
+      const shown = into ?? run[run.length - 1] ?? null;
+      const hidden = into ? run : run.slice(0, -1);
+      for (const view of hidden) view.setMerged(true);
+      if (shown) {
+        shown.setMerged(false);
+        const earlier = into ? run : run.slice(0, -1);
+        shown.setThinkingPrefix(earlier.map((view) => view.thinkingText).join("\n\n"));
+      }
+      run = [];
+    };
+    for (const view of ordered) {
+      if (view.role !== "assistant") {
+        flush(null);
+        view.setMerged(false);
+        continue;
+      }
+      if (view.thinkingOnly) {
+        view.setThinkingPrefix("");
+        run.push(view);
+        continue;
+      }
+      if (run.length > 0 && view.thinkingText) {
+        flush(view);
+      } else {
+        flush(null);
+        view.setMerged(false);
+        view.setThinkingPrefix("");
+      }
+    }
+    flush(null);
   }
 
   // --- chrome ---------------------------------------------------------------------------
@@ -444,6 +497,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
         renderApprovals();
       }
       if (patch.notice !== undefined) state.notice = patch.notice;
+      mergeThinking();
       renderChrome();
     },
     applyOps(ops) {
@@ -469,6 +523,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
             break;
         }
       }
+      mergeThinking();
     },
     applySnapshot(snapshot) {
       const { seq: _seq, live: liveSnapshot, ...rest } = snapshot;
@@ -485,6 +540,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
         }
         if (liveSnapshot.text) view.appendText(liveSnapshot.text);
       }
+      mergeThinking();
       renderChrome();
     },
     items(ids) {
