@@ -409,11 +409,23 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     textarea.style.height = `${Math.min(textarea.scrollHeight, 160)}px`;
   }
 
-  const onKeyDown = (event: KeyboardEvent) => {
-    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
-      event.preventDefault();
-      send();
+  /** A line break at the caret, as typing it would (undoable, an `input` event). */
+  function insertLineBreak(): void {
+    // insertText, not insertLineBreak: JupyterLab 4 cancels every `insertLineBreak` input
+    // inside a notebook cell (its guard against Shift+Enter typing into an editor while
+    // the cell runs), and this box lives in a cell's output.
+    // eslint-disable-next-line @typescript-eslint/no-deprecated -- the only undoable insert
+    if (!document.execCommand("insertText", false, "\n")) {
+      textarea.setRangeText("\n", textarea.selectionStart, textarea.selectionEnd, "end");
+      onInput();
     }
+  }
+
+  const onKeyDown = (event: KeyboardEvent) => {
+    if (event.key !== "Enter" || event.isComposing) return;
+    event.preventDefault();
+    if (event.shiftKey) insertLineBreak();
+    else send();
   };
   const onInput = () => {
     autosize();
