@@ -5,7 +5,8 @@ JupyterLab (and Notebook 7 for the keyboard), light and dark.
 * The level selector is disabled during a turn; after Stop nothing spins anywhere.
 * ``await session.compact()`` between turns leaves the view idle.
 * A skill's result table at 800 px scrolls inside the card, and no header word breaks.
-* Every component passes axe-core's WCAG AA contrast check in light and dark.
+* Every component's text meets WCAG AA contrast (axe-core's colour model), light and dark.
+* Consecutive thinking-only responses of a turn show as one thinking block.
 """
 
 from __future__ import annotations
@@ -415,3 +416,37 @@ def test_every_component_passes_aa_contrast_in_light_and_dark(lab: LabSession) -
     lab.set_theme(dark=False)
     lab.execute(path, "session.cancel()")
     assert found == {"light": [], "dark": []}, json.dumps(found, indent=1, ensure_ascii=False)
+
+
+def test_consecutive_thinking_shows_as_one_block_while_streaming_and_after(
+        lab: LabSession) -> None:
+    lab.run_notebook("truth_thinking.ipynb", [chat_cells.IMPORTS, chat_cells.GATED_TURN])
+    page = lab.page
+    page.locator(".neta-chat-textarea").fill("Profile the data in this folder")
+    page.locator(".neta-chat-send").click()
+    page.locator(".neta-skill-card.neta-skill-card-running", has_text="Column 5/8").wait_for()
+    path = page.evaluate("() => window.jupyterapp.shell.currentWidget.context.path")
+    lab.execute(path, "gates['skill'].set()")
+    # The third response only thinks (and writes the plan, which has no card); the fourth
+    # thinks on, paused by its gate: one streaming block holds both.
+    live = page.locator(".neta-is-live .neta-thinking-block.neta-is-streaming")
+    live.wait_for(timeout=30_000)
+    page.wait_for_function("""() => {
+      const block = document.querySelector('.neta-is-live .neta-thinking-content');
+      return block && block.textContent.includes('The profile is back')
+        && block.textContent.includes('The profile finished without errors');
+    }""", timeout=30_000)
+    assert page.locator(".neta-chat-msg.neta-is-merged").count() == 1
+    lab.execute(path, "gates['thinking'].set(); gates['text'].set()")
+    page.wait_for_function(IDLE, timeout=60_000)
+    # After the turn: still one block, folded, with both thoughts, and the hidden message is
+    # the thinking-only one.
+    merged = page.locator(".neta-chat-msg.neta-is-merged")
+    assert merged.count() == 1
+    assert merged.locator(".neta-chat-text").evaluate("n => n.textContent.trim()") == ""
+    blocks = page.locator(".neta-chat-assistant:not(.neta-is-merged) .neta-thinking-block")
+    texts = [b.evaluate("n => n.textContent") for b in blocks.all()]
+    together = [t for t in texts if "The profile is back" in t]
+    assert len(together) == 1 and "I'll summarise." in together[0]
+    assert "neta-is-collapsed" in (blocks.nth(texts.index(together[0])).get_attribute("class")
+                                   or "")
