@@ -450,3 +450,19 @@ def test_consecutive_thinking_shows_as_one_block_while_streaming_and_after(
     assert len(together) == 1 and "I'll summarise." in together[0]
     assert "neta-is-collapsed" in (blocks.nth(texts.index(together[0])).get_attribute("class")
                                    or "")
+
+
+def test_send_after_a_kernel_restart_says_why_and_keeps_the_text(lab: LabSession) -> None:
+    lab.run_notebook("truth_restart.ipynb", [chat_cells.IMPORTS, SCRIPTED_CHAT])
+    page = lab.page
+    page.evaluate("""async () => {
+      const panel = window.jupyterapp.shell.currentWidget;
+      await panel.sessionContext.session.kernel.restart();
+    }""")
+    box = page.locator(".neta-chat-textarea")
+    box.fill("Are you there?")
+    box.press("Enter")
+    error = page.locator(".neta-chat-input .neta-inline-error:not([hidden])")
+    error.wait_for()
+    assert "kernel restarted or stopped; run the cell again" in (error.text_content() or "")
+    assert box.input_value() == "Are you there?"
