@@ -26,7 +26,6 @@ pytestmark = pytest.mark.browser
 
 AXE = Path(__file__).resolve().parents[2] / "js" / "node_modules" / "axe-core" / "axe.min.js"
 IDLE = "() => !document.querySelector('.neta-chat-view').classList.contains('neta-is-running')"
-RUNNING = "() => document.querySelector('.neta-chat-view').classList.contains('neta-is-running')"
 
 SCRIPTED_CHAT = """
 session = AgentSession(Agent("analyst", model=ScriptedProvider()))
@@ -210,7 +209,10 @@ chat
     # Send works: a turn runs and ends.
     page.locator(".neta-chat-textarea").fill("Third time")
     send.click()
-    page.wait_for_function(RUNNING)
+    # The unpaced demo model may finish before a poll sees the view busy: wait for the turn.
+    page.locator(".neta-chat-bubble", has_text="Third time").wait_for()
+    lab.wait_for_kernel_value(path, "session.messages[-1].role == 'assistant' and "
+                                    "not session.running", "True", timeout=60)
     page.wait_for_function(IDLE, timeout=60_000)
     assert page.evaluate(RUNNING_INDICATORS) == []
 
