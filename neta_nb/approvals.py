@@ -75,14 +75,19 @@ class Approvals:
         future.set_result(decision)
         return True
 
-    async def decide(self, call: ToolCallPart) -> tuple[bool, str]:
-        """Whether ``call`` may run, and if not, the error text the model reads."""
+    async def decide(self, call: ToolCallPart, *,
+                     on_waiting: Callable[[], None] | None = None) -> tuple[bool, str]:
+        """Whether ``call`` may run, and if not, the error text the model reads.
+        ``on_waiting`` is called just before the request goes to the user (only then:
+        a grant or the policy decides at once)."""
         if call.name in self._always_allowed:
             return True, ""
         rejected = f"The user did not allow '{call.name}' to run."
         if self._approvers > 0:
             future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
             self._pending[call.id] = future
+            if on_waiting is not None:
+                on_waiting()
             self._emit(ApprovalRequestEvent(id=call.id, name=call.name, args=call.args))
             try:
                 decision = await future

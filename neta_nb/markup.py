@@ -11,8 +11,14 @@ widget library to get them.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from functools import cache
 
-__all__ = ["code_span", "escape_markdown", "fenced", "literal_markdown", "markdown_cell"]
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+__all__ = ["code_span", "escape_markdown", "fenced", "literal_markdown", "markdown_cell",
+           "plain_text"]
 
 
 def fenced(text: str, info: str = "") -> str:
@@ -54,3 +60,61 @@ def markdown_cell(text: str, *, code: bool = False) -> str:
     if code:
         return code_span(flat.replace("|", "\\|")) if flat else ""
     return escape_markdown(flat)
+
+
+@cache
+def _parser() -> MarkdownIt:
+    # CommonMark plus the GFM tables and strikethrough that model answers use (as the
+    # views' renderer does).
+    return MarkdownIt("commonmark").enable(["table", "strikethrough"])
+
+
+def plain_text(markdown: str) -> str:
+    """What ``markdown`` reads as, without its markup: one line per block (paragraph,
+    heading, list item, table row, code block), list items with their number or a bullet,
+    images as their alt text, raw HTML tags dropped.
+
+    Parsed, not stripped: ``sample_sales.csv`` keeps its underscores and ``3 * 4`` its
+    star, which removing "markdown characters" would mangle."""
+    lines: list[str] = []
+    line: list[str] = []
+    lists: list[str] = []  # the open lists, innermost last: "ordered" or "bullet"
+
+    def end_line() -> None:
+        text = " ".join("".join(line).split())
+        if text:
+            lines.append(text)
+        line.clear()
+
+    for token in _parser().parse(markdown):
+        kind = token.type
+        if kind in ("ordered_list_open", "bullet_list_open"):
+            lists.append(kind.split("_")[0])
+        elif kind in ("ordered_list_close", "bullet_list_close"):
+            lists.pop()
+        elif kind == "list_item_open":
+            end_line()
+            line.append(f"{token.info}. " if lists and lists[-1] == "ordered" else "• ")
+        elif kind == "inline":
+            line.append(_inline_text(token.children or ()))
+        elif kind in ("fence", "code_block"):
+            end_line()
+            lines.extend(text for text in token.content.splitlines() if text.strip())
+        elif kind in ("th_open", "td_open") and line:
+            line.append(" ")
+        elif (kind.endswith("_close") and kind not in ("th_close", "td_close")) or kind == "hr":
+            end_line()
+    end_line()
+    return "\n".join(lines)
+
+
+def _inline_text(tokens: Sequence[Token]) -> str:
+    parts: list[str] = []
+    for token in tokens:
+        if token.type in ("text", "code_inline"):
+            parts.append(token.content)
+        elif token.type in ("softbreak", "hardbreak"):
+            parts.append(" ")
+        elif token.type == "image":
+            parts.append(_inline_text(token.children or ()))
+    return "".join(parts)

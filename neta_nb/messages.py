@@ -31,6 +31,7 @@ __all__ = [
     "MessageMetadata",
     "Part",
     "Role",
+    "RunStatus",
     "SkillExecution",
     "TextPart",
     "ThinkingPart",
@@ -197,13 +198,19 @@ class Usage(_Model):
         )
 
 
+RunStatus = Literal["waiting", "running", "done", "error", "rejected", "cancelled"]
+"""What a tool or skill card shows: ``waiting`` for the user's approval, ``running``,
+``done``, ``error`` (it failed), ``rejected`` (approval was refused, so it never ran),
+``cancelled`` (the turn was stopped before it finished)."""
+
+
 class SkillExecution(_Model):
     """What a skill card showed, kept so the card comes back with history."""
 
     id: str
     name: str
     label: str
-    status: Literal["running", "done", "error"] = "running"
+    status: RunStatus = "running"
     percent: float = 0.0
     step: str | None = None
     detail: str | None = None
@@ -217,7 +224,7 @@ class ToolExecution(_Model):
     name: str
     label: str
     args: dict[str, Any] = Field(default_factory=dict)
-    status: Literal["running", "done", "error"] = "running"
+    status: RunStatus = "running"
     result: str | None = None
 
 

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from .events import WarningEvent
 from .labels import t
+from .markup import plain_text
 from .messages import Message
 from .store import (
     CompactedView,
@@ -207,7 +208,8 @@ class SessionPersistence:
         data: dict[str, Any] = {
             "id": self.session_id,
             "title": one_line(first_user, 60) if first_user.strip() else "New chat",
-            "last_message": one_line(last.text, 120) if last else "",
+            # A preview line: what the message reads as, not its markdown.
+            "last_message": one_line(plain_text(last.text), 120) if last else "",
             "message_count": len(messages),
             **self._describe(),
         }

@@ -18,7 +18,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from .approvals import Approvals
 from .events import (
@@ -29,7 +29,14 @@ from .events import (
     ToolCallEvent,
     ToolResultEvent,
 )
-from .messages import Message, SkillExecution, ToolCallPart, ToolExecution, encodable
+from .messages import (
+    Message,
+    RunStatus,
+    SkillExecution,
+    ToolCallPart,
+    ToolExecution,
+    encodable,
+)
 from .tools import Tool, ToolArgumentError, ToolContext
 from .tools.base import ProgressCallback
 from .tools.resolver import ToolResolution
@@ -61,6 +68,18 @@ def bound_result(text: str, limit: int) -> str:
     return (f"{text[:limit]}\n\n[Result cut: the first {limit:,} of {len(text):,} "
             "characters are shown. Ask for less at a time (a range, a filter, a summary) "
             "to see the rest.]")
+
+
+Outcome = Literal["done", "error", "rejected"]
+"""How a call ended: ``rejected`` when approval was refused (the tool never ran)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Refused:
+    """Why a call may not run; ``rejected``: approval was refused (not a failure)."""
+
+    text: str
+    rejected: bool = False
 
 
 INTERRUPTED_TEXT = "This call did not finish: the kernel was interrupted."
@@ -147,6 +166,14 @@ class ToolRunner:
         if tool_record is not None or skill_record is not None:
             self._persist(message)  # the card exists from now on, even if the kernel dies
 
+        def set_status(status: RunStatus) -> None:
+            """A card's state before the call ends: ``waiting`` for the user's approval,
+            then ``running`` once allowed."""
+            record = tool_record or skill_record
+            if record is not None and record.status != status:
+                record.status = status
+                self._persist(message)
+
         def on_progress(percent: float, step: str | None, detail: str | None) -> None:
             if live_calls.get(call.id) is not run:
                 return  # a worker thread still reporting after its call was closed
@@ -160,37 +187,41 @@ class ToolRunner:
             self._emit(ProgressEvent(id=call.id, percent=percent, step=step, detail=detail))
 
         try:
+            outcome: Outcome
             if tool is None:
-                content, is_error = resolution.refusal(call.name), True
+                content, outcome = resolution.refusal(call.name), "error"
             else:
-                content, is_error = await self._execute(call, on_progress, limits.timeout)
+                content, outcome = await self._execute(call, on_progress, limits.timeout,
+                                                       set_status)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a bug in the approval path or the context: never fatal
             log.exception("tool call %s (%s) failed outside its handler", call.id, call.name)
-            content, is_error = f"Tool '{call.name}' failed: {type(exc).__name__}: {exc}", True
+            content, outcome = f"Tool '{call.name}' failed: {type(exc).__name__}: {exc}", "error"
         except (KeyboardInterrupt, SystemExit):
             # A kernel interrupt reached a tool running on the kernel's thread (the only
             # way out of stuck code there). Re-raised from this task it would end the
             # event loop, and with it the kernel; instead the call is closed and the turn
             # stops as if Stop had been pressed.
-            content, is_error = INTERRUPTED_TEXT, True
+            content, outcome = INTERRUPTED_TEXT, "error"
             self._on_interrupt()
         if live_calls.get(call.id) is run:
             del live_calls[call.id]
         content = bound_result(encodable(content), limits.max_result_chars)
+        # For the model a rejected call is an error result; the card says what happened.
+        is_error = outcome != "done"
 
         if tool_record is not None:
-            tool_record.status, tool_record.result = ("error" if is_error else "done"), content
+            tool_record.status, tool_record.result = outcome, content
             self._emit(ToolResultEvent(id=call.id, name=call.name, result=content,
                                        is_error=is_error))
         elif skill_record is not None:
-            skill_record.status = "error" if is_error else "done"
+            skill_record.status = outcome
             skill_record.result = content
             if not is_error:
                 skill_record.percent = 100.0
-            self._emit(SkillEndEvent(id=call.id, name=call.name, status=skill_record.status,
-                                     result=content))
+            self._emit(SkillEndEvent(id=call.id, name=call.name,
+                                     status="error" if is_error else "done", result=content))
         if call.name == "todo" and tool is not None and not is_error:
             self._on_todo_written()
         if tool_record is not None or skill_record is not None:
@@ -212,69 +243,85 @@ class ToolRunner:
         answered = {p.tool_call_id for m in messages[position + 1:]
                     for p in m.tool_results}
         text = _UNFINISHED_TEXT.get(why, "This call did not run: the turn stopped.")
+        # Stopped by the user or an interrupt: the card says cancelled, not failed.
+        closed: RunStatus = "cancelled" if why in ("cancelled", "interrupted") else "error"
         for call in last_assistant.tool_calls:
             if call.id in answered:
                 continue
             live_calls.pop(call.id, None)
             for record in last_assistant.metadata.tool_executions:
-                if record.id == call.id and record.status == "running":
-                    record.status, record.result = "error", text
+                if record.id == call.id and record.status in ("running", "waiting"):
+                    record.status, record.result = closed, text
                     self._emit(ToolResultEvent(id=call.id, name=call.name, result=text,
                                                is_error=True))
             for skill in last_assistant.metadata.skill_executions:
-                if skill.id == call.id and skill.status == "running":
-                    skill.status, skill.result = "error", text
+                if skill.id == call.id and skill.status in ("running", "waiting"):
+                    skill.status, skill.result = closed, text
                     self._emit(SkillEndEvent(id=call.id, name=call.name, status="error",
                                              result=text))
             self._append(Message.tool_result(call.id, call.name, text, is_error=True))
         self._persist(last_assistant)
 
-    async def _authorise(self, call: ToolCallPart) -> Tool | str:
+    async def _authorise(self, call: ToolCallPart,
+                         set_status: Callable[[RunStatus], None]) -> Tool | _Refused:
         """The tool to run, or why it may not run. Authorisation is checked again now:
         the tool may have been switched off (globally or for the agent) while the
         response streamed or while the user decided on an approval."""
         resolution = self._resolve()
         tool = resolution.get(call.name)
         if tool is None:
-            return resolution.refusal(call.name)
+            return _Refused(resolution.refusal(call.name))
         if tool.requires_approval:
-            allowed, why = await self._approvals.decide(call)
+            waited = False
+
+            def on_waiting() -> None:
+                nonlocal waited
+                waited = True
+                set_status("waiting")
+
+            allowed, why = await self._approvals.decide(call, on_waiting=on_waiting)
             if not allowed:
-                return why
+                return _Refused(why, rejected=True)
             resolution = self._resolve()
             tool = resolution.get(call.name)
             if tool is None:
-                return resolution.refusal(call.name)
+                return _Refused(resolution.refusal(call.name))
+            if waited:
+                set_status("running")
+                # The card leaves "waiting" now, not when the tool ends: the views
+                # redraw a card on its progress.
+                self._emit(ProgressEvent(id=call.id, percent=0.0))
         return tool
 
     async def _execute(self, call: ToolCallPart, on_progress: ProgressCallback,
-                       default_timeout: float) -> tuple[str, bool]:
+                       default_timeout: float,
+                       set_status: Callable[[RunStatus], None]) -> tuple[str, Outcome]:
         """Run a call the request allowed; every failure becomes an error result the model
         can read."""
         if call.raw_args is not None:
             return (f"The arguments for '{call.name}' were not a JSON object: "
-                    f"{call.raw_args[:500]!r}. Call the tool again with valid JSON."), True
-        tool = await self._authorise(call)
-        if isinstance(tool, str):
-            return tool, True
+                    f"{call.raw_args[:500]!r}. Call the tool again with valid JSON."), "error"
+        tool = await self._authorise(call, set_status)
+        if isinstance(tool, _Refused):
+            return tool.text, "rejected" if tool.rejected else "error"
         ctx = self._make_context(call.id, on_progress)
         timeout = tool.timeout or default_timeout
         deadline = asyncio.timeout(timeout)
         try:
             async with deadline:
-                return await tool.invoke(dict(call.args), ctx), False
+                return await tool.invoke(dict(call.args), ctx), "done"
         except ToolArgumentError as exc:
-            return str(exc), True
+            return str(exc), "error"
         except TimeoutError as exc:
             if not deadline.expired():  # the tool's own timeout (a socket's, say)
-                return f"Tool '{call.name}' failed: {type(exc).__name__}: {exc}", True
+                return f"Tool '{call.name}' failed: {type(exc).__name__}: {exc}", "error"
             return (f"Tool '{call.name}' did not finish within {timeout:g} s and was "
-                    f"stopped."), True
+                    f"stopped."), "error"
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is not None and task.cancelling():
                 raise  # the turn is being stopped
             # The tool's own await was cancelled (not the turn): report it like a failure.
-            return f"Tool '{call.name}' was cancelled before it finished.", True
+            return f"Tool '{call.name}' was cancelled before it finished.", "error"
         except Exception as exc:
-            return f"Tool '{call.name}' failed: {type(exc).__name__}: {exc}", True
+            return f"Tool '{call.name}' failed: {type(exc).__name__}: {exc}", "error"

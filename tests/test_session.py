@@ -271,7 +271,7 @@ async def test_cancel_mid_tool_closes_the_call() -> None:
     last = session.messages[-1]
     assert last.role == "tool" and last.tool_results[0].is_error
     assert "cancelled" in last.tool_results[0].content
-    assert session.messages[1].metadata.tool_executions[0].status == "error"
+    assert session.messages[1].metadata.tool_executions[0].status == "cancelled"
     assert rec.of("done")[-1].stop_reason == "cancelled"
     await session.run("next")  # history is valid: the model is called again
     assert len(provider.requests) == 2

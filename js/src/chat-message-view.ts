@@ -54,12 +54,16 @@ export class MessageView {
   private thinking: ThinkingBlock | null = null;
   private thinkingHost: HTMLDivElement | null = null;
   private thinkingStreaming = false;
+  /** This message's own thinking (the block may show earlier thinking before it). */
+  private ownThinking = "";
+  /** Thinking of the thinking-only messages just before this one, shown in its block. */
+  private thinkingPrefix = "";
   private text: StreamingMarkdown | null = null;
   private cardsHost: HTMLDivElement | null = null;
   private readonly cards = new Map<string, CardView>();
   private status: HTMLDivElement | null = null;
   private userText: HTMLDivElement | null = null;
-  private role: ChatItem["role"];
+  readonly role: ChatItem["role"];
   private readonly textNote: CutNote;
   private readonly thinkingNote: CutNote;
   /** Whole texts fetched (or streamed) for the current previews, by field. */
@@ -111,7 +115,46 @@ export class MessageView {
       this.thinkingStreaming = true;
       block.update({ streaming: true });
     }
+    this.ownThinking += delta;
     block.append(delta);
+  }
+
+  // --- merged thinking (see mergeThinking in chat-view.ts) ---------------------------------
+  /** The message's own thinking, whatever its block shows. */
+  get thinkingText(): string {
+    return this.ownThinking;
+  }
+
+  /** It shows only thinking: no text, no cards, no stop or error note. */
+  get thinkingOnly(): boolean {
+    const item = this.item;
+    const text = this.text?.value ?? item?.text ?? "";
+    return (
+      this.role === "assistant" &&
+      this.ownThinking.length > 0 &&
+      !text &&
+      this.cards.size === 0 &&
+      !item?.interrupted &&
+      !item?.error
+    );
+  }
+
+  /** Show `prefix` (earlier thinking of the same turn) before this message's thinking. */
+  setThinkingPrefix(prefix: string): void {
+    if (prefix === this.thinkingPrefix) return;
+    this.thinkingPrefix = prefix;
+    if (this.thinking || prefix) this.showThinking();
+  }
+
+  /** Hide the message: its thinking shows in the block of a later message. */
+  setMerged(merged: boolean): void {
+    this.root.classList.toggle("neta-is-merged", merged);
+  }
+
+  private showThinking(): void {
+    const text = [this.thinkingPrefix, this.ownThinking].filter(Boolean).join("\n\n");
+    if (!text && !this.thinking) return;
+    this.ensureThinking().update({ text, streaming: this.thinkingStreaming, lang: this.lang() });
   }
 
   thinkingDone(): void {
@@ -137,7 +180,7 @@ export class MessageView {
     const item: ChatItem = { ...update };
     if (item.role === "assistant") {
       if (item.text === null) item.text = this.text?.value ?? "";
-      if (item.thinking === null) item.thinking = this.thinking?.text ?? "";
+      if (item.thinking === null) item.thinking = this.ownThinking;
     }
     this.item = item;
     const signature = JSON.stringify(item);
@@ -169,13 +212,13 @@ export class MessageView {
       return;
     }
     const thinking = item.thinking ?? "";
-    if (item.thinking_chars && this.whole.thinking === null && holdsWhole(this.thinking?.text ?? "", thinking)) {
-      this.whole.thinking = this.thinking?.text ?? null; // streamed here: whole already
+    if (item.thinking_chars && this.whole.thinking === null && holdsWhole(this.ownThinking, thinking)) {
+      this.whole.thinking = this.ownThinking || null; // streamed here: whole already
     } else if (!item.thinking_chars) this.whole.thinking = null;
     if (thinking) {
-      const block = this.ensureThinking();
+      this.ownThinking = this.whole.thinking ?? thinking;
       this.thinkingStreaming = false;
-      block.update({ text: this.whole.thinking ?? thinking, streaming: false, lang });
+      this.showThinking();
     }
     this.setNote(this.thinkingNote, "thinking", thinking, item.thinking_chars);
     const text = item.text ?? "";
@@ -200,8 +243,10 @@ export class MessageView {
 
   private showWhole(field: "text" | "thinking", text: string): void {
     this.whole[field] = text;
-    if (field === "thinking") this.thinking?.update({ text, streaming: false });
-    else if (this.userText) this.userText.textContent = text;
+    if (field === "thinking") {
+      this.ownThinking = text;
+      this.showThinking(); // with any earlier thinking of the turn merged before it
+    } else if (this.userText) this.userText.textContent = text;
     else this.text?.finish(text);
   }
 

@@ -7,6 +7,7 @@
  * (`_state_bounds.py`); `full_text` fetches the whole.
  */
 import type { Lang } from "./i18n";
+import type { RunStatus } from "./status-icon";
 import type { ThinkLevel } from "./thinking-level-selector";
 import type { TodoItem } from "./todo-card";
 import type { ContextUsage, TurnUsage } from "./token-stats";
@@ -16,7 +17,7 @@ export interface ChatCard {
   id: string;
   name: string;
   label: string;
-  status: "running" | "done" | "error";
+  status: RunStatus;
   args?: Record<string, unknown>;
   result: string | null;
   percent?: number;

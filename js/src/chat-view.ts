@@ -15,7 +15,7 @@ import "./chat-view.css";
 import { MessageView } from "./chat-message-view";
 import { createReadOnlyBar } from "./chat-read-only";
 import type { ChatItem, ChatOp, ChatSnapshot, ChatViewState, FullTextRequest, OlderPage } from "./chat-view-traits";
-import { element } from "./dom";
+import { element, suppressNotebookShortcuts } from "./dom";
 import { normalizeLang, t, type MessageKey } from "./i18n";
 import { createInlineError } from "./inline-error";
 import { createThinkingLevelSelector, type ThinkLevel } from "./thinking-level-selector";
@@ -122,10 +122,11 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
   scroller.append(content);
 
   const inputBar = element("div", "neta-chat-input");
-  const textarea = element("textarea", "neta-chat-textarea");
+  // Enter sends, Shift+Enter is a new line: the notebook's own Shift+Enter must not fire.
+  const textarea = suppressNotebookShortcuts(element("textarea", "neta-chat-textarea"));
   textarea.rows = 2;
   const toolbar = element("div", "neta-chat-toolbar");
-  const agentSelect = element("select", "neta-chat-agent-select");
+  const agentSelect = suppressNotebookShortcuts(element("select", "neta-chat-agent-select"));
   const agentWrap = element("label", "neta-chat-agent");
   agentWrap.append(element("span", "neta-chat-agent-dot"), agentSelect);
   const levelHost = element("div", "neta-chat-level");
@@ -143,6 +144,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
   el.append(root);
 
   const todoCard = createTodoCard(todoHost, { lang: state.lang });
+  todoCard.update({ paused: true });
   const levelSelector = createThinkingLevelSelector(levelHost, {
     lang: state.lang,
     onUserChange: (patch) => {
@@ -188,6 +190,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
       if (page.session_id !== state.session_id || session !== state.session_id) return;
       const fromBottom = scroller.scrollHeight - scroller.scrollTop;
       for (const item of page.messages) upsert(item);
+      mergeThinking();
       state.has_older = page.has_older;
       scroller.scrollTop = scroller.scrollHeight - fromBottom; // keep the reader's place
     } catch (error) {
@@ -304,6 +307,57 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     inputError.clear();
   }
 
+  /**
+   * Consecutive thinking-only responses of one turn (a model that thinks, calls an
+   * internal tool such as `todo`, and thinks again) show as one thinking block: the
+   * thinking of each such message moves into the next message's block, which still
+   * streams and folds, and the emptied messages are hidden. A user message or a marker
+   * ends the run. Runs once per batch of changes, not per delta.
+   */
+  function mergeThinking(): void {
+    const byNode = new Map<Element, MessageView>();
+    for (const view of views.values()) byNode.set(view.root, view);
+    const ordered: MessageView[] = [];
+    for (const child of Array.from(list.children)) {
+      const view = byNode.get(child);
+      if (view) ordered.push(view);
+    }
+    if (live) ordered.push(live);
+    let run: MessageView[] = []; // thinking-only messages waiting for the next block
+    const flush = (into: MessageView | null) => {
+      // `into` shows the run's thinking; without one, the run's last message does.
+      const shown = into ?? run[run.length - 1] ?? null;
+      const hidden = into ? run : run.slice(0, -1);
+      for (const view of hidden) view.setMerged(true);
+      if (shown) {
+        shown.setMerged(false);
+        const earlier = into ? run : run.slice(0, -1);
+        shown.setThinkingPrefix(earlier.map((view) => view.thinkingText).join("\n\n"));
+      }
+      run = [];
+    };
+    for (const view of ordered) {
+      if (view.role !== "assistant") {
+        flush(null);
+        view.setMerged(false);
+        continue;
+      }
+      if (view.thinkingOnly) {
+        view.setThinkingPrefix("");
+        run.push(view);
+        continue;
+      }
+      if (run.length > 0 && view.thinkingText) {
+        flush(view);
+      } else {
+        flush(null);
+        view.setMerged(false);
+        view.setThinkingPrefix("");
+      }
+    }
+    flush(null);
+  }
+
   // --- chrome ---------------------------------------------------------------------------
   function renderApprovals(): void {
     approvalsHost.replaceChildren(
@@ -411,11 +465,23 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     textarea.style.height = `${Math.min(textarea.scrollHeight, 160)}px`;
   }
 
-  const onKeyDown = (event: KeyboardEvent) => {
-    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
-      event.preventDefault();
-      send();
+  /** A line break at the caret, as typing it would (undoable, an `input` event). */
+  function insertLineBreak(): void {
+    // insertText, not insertLineBreak: JupyterLab 4 cancels every `insertLineBreak` input
+    // inside a notebook cell (its guard against Shift+Enter typing into an editor while
+    // the cell runs), and this box lives in a cell's output.
+    // eslint-disable-next-line @typescript-eslint/no-deprecated -- the only undoable insert
+    if (!document.execCommand("insertText", false, "\n")) {
+      textarea.setRangeText("\n", textarea.selectionStart, textarea.selectionEnd, "end");
+      onInput();
     }
+  }
+
+  const onKeyDown = (event: KeyboardEvent) => {
+    if (event.key !== "Enter" || event.isComposing) return;
+    event.preventDefault();
+    if (event.shiftKey) insertLineBreak();
+    else send();
   };
   const onInput = () => {
     autosize();
@@ -489,7 +555,13 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
         todoCard.update({ todos: state.todos });
         todoHost.hidden = state.todos.length === 0;
       }
-      if (patch.running !== undefined) state.running = Boolean(patch.running);
+      if (patch.running !== undefined) {
+        state.running = Boolean(patch.running);
+        // Seed 002 §9.2: the level is chosen between turns. And a plan step only spins
+        // while a turn works on it: after Stop it shows as paused.
+        levelSelector.update({ disabled: state.running });
+        todoCard.update({ paused: !state.running });
+      }
       if (patch.current !== undefined || patch.context !== undefined || patch.running !== undefined) {
         if (patch.current !== undefined) state.current = patch.current;
         if (patch.context !== undefined) state.context = patch.context;
@@ -506,6 +578,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
       }
       if (patch.notice !== undefined) state.notice = patch.notice;
       if (patch.store_warning !== undefined) state.store_warning = patch.store_warning;
+      mergeThinking();
       renderChrome();
     },
     applyOps(ops) {
@@ -531,6 +604,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
             break;
         }
       }
+      mergeThinking();
     },
     applySnapshot(snapshot) {
       const { seq: _seq, live: liveSnapshot, ...rest } = snapshot;
@@ -547,6 +621,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
         }
         if (liveSnapshot.text) view.appendText(liveSnapshot.text);
       }
+      mergeThinking();
       renderChrome();
     },
     items(ids) {

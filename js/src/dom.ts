@@ -21,6 +21,7 @@ export function setModifier(node: Element, prefix: string, all: readonly string[
 export function makeToggle(node: HTMLElement, onToggle: () => void): () => void {
   node.setAttribute("role", "button");
   node.tabIndex = 0;
+  suppressNotebookShortcuts(node); // Enter / Space toggle it, they do not edit the cell
   const onClick = () => onToggle();
   const onKey = (event: KeyboardEvent) => {
     if (event.key === "Enter" || event.key === " ") {
@@ -34,4 +35,16 @@ export function makeToggle(node: HTMLElement, onToggle: () => void): () => void 
     node.removeEventListener("click", onClick);
     node.removeEventListener("keydown", onKey);
   };
+}
+
+/**
+ * Keys typed into `node` reach it, never the notebook's shortcuts. JupyterLab and Notebook 7
+ * handle keydown on the document in the capture phase, before the element sees it: without
+ * this, Shift+Enter in the chat box re-ran the chat's own cell (the view replaced, the
+ * session recreated, the typed text lost) and Escape left the cell's edit mode. Lumino skips
+ * its key bindings for events from inside an element with this attribute.
+ */
+export function suppressNotebookShortcuts<T extends HTMLElement>(node: T): T {
+  node.setAttribute("data-lm-suppress-shortcuts", "true");
+  return node;
 }

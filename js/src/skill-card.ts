@@ -11,7 +11,14 @@ import { createCutNote, renderPlainText } from "./cut-text";
 import { element, setModifier } from "./dom";
 import { normalizeLang, t, type Lang } from "./i18n";
 import { setMarkdown } from "./markdown";
-import { createStatusIcon, normalizeRunStatus, RUN_STATUSES, type RunStatus } from "./status-icon";
+import {
+  createStatusIcon,
+  normalizeRunStatus,
+  RUN_STATUS_LABEL,
+  RUN_STATUSES,
+  runStatusTagClass,
+  type RunStatus,
+} from "./status-icon";
 import type { Component, ComponentOptions } from "./types";
 
 export interface SkillCardState {
@@ -106,8 +113,9 @@ export function createSkillCard(el: HTMLElement, options: SkillCardOptions = {})
     label.title = state.name;
     const percent = Math.max(0, Math.min(100, Number(state.percent) || 0));
     percentText.textContent = running ? `${Math.round(percent)}%` : "";
-    tag.textContent = state.status === "done" ? t(lang, "skill_done") : state.status === "error" ? t(lang, "skill_error") : "";
-    tag.className = `neta-tag neta-skill-tag${state.status === "done" ? " neta-tag-success" : state.status === "error" ? " neta-tag-error" : ""}`;
+    const tagKey = state.status === "done" ? "skill_done" : state.status === "error" ? "skill_error" : RUN_STATUS_LABEL[state.status];
+    tag.textContent = running ? "" : t(lang, tagKey);
+    tag.className = `neta-tag neta-skill-tag${runStatusTagClass(state.status)}`;
     tag.hidden = running;
     fill.style.width = `${percent}%`;
     step.textContent = state.step || state.detail || t(lang, "starting");

@@ -4,7 +4,7 @@
  * and what the level falls back to; this component only shows and reports.
  */
 import "./thinking-level-selector.css";
-import { element } from "./dom";
+import { element, suppressNotebookShortcuts } from "./dom";
 import { normalizeLang, t, type Lang, type MessageKey } from "./i18n";
 import type { Component, ComponentOptions } from "./types";
 
@@ -39,7 +39,7 @@ export function createThinkingLevelSelector(
   const root = element("label", "neta-root neta-level-selector");
   const icon = element("span", "neta-level-icon");
   icon.setAttribute("aria-hidden", "true");
-  const select = element("select", "neta-level-select");
+  const select = suppressNotebookShortcuts(element("select", "neta-level-select"));
   root.append(icon, select);
   el.append(root);
 

@@ -3,6 +3,9 @@
  * one row per item with a status icon, completed struck through, the active row highlighted
  * with a spinner and an "in progress" tag, cancelled rows marked. Collapsed, the card still
  * shows the active row. Rows are keyed by id and updated in place, so changes animate.
+ *
+ * `paused`: nothing is working on the plan now (the chat's turn ended or was stopped), so
+ * the in-progress row shows a still "paused" mark instead of a spinner.
  */
 import "./todo-card.css";
 import { element, makeToggle, setModifier } from "./dom";
@@ -20,6 +23,7 @@ export interface TodoItem {
 export interface TodoCardState {
   todos: TodoItem[];
   collapsed: boolean;
+  paused: boolean;
   lang: Lang;
 }
 
@@ -43,7 +47,7 @@ function normalizeStatus(value: unknown): TodoStatus {
 }
 
 export function createTodoCard(el: HTMLElement, options: ComponentOptions<TodoCardState> = {}): Component<TodoCardState> {
-  const state: TodoCardState = { todos: [], collapsed: false, lang: normalizeLang(options.lang) };
+  const state: TodoCardState = { todos: [], collapsed: false, paused: false, lang: normalizeLang(options.lang) };
 
   const root = element("div", "neta-root neta-card neta-todo-card");
   const header = element("div", "neta-card-header neta-todo-header");
@@ -114,12 +118,15 @@ export function createTodoCard(el: HTMLElement, options: ComponentOptions<TodoCa
       row.root.dataset.id = item.id;
       row.root.dataset.status = status;
       row.root.classList.toggle("neta-is-hidden", state.collapsed && status !== "in_progress");
+      const paused = status === "in_progress" && state.paused;
+      row.root.classList.toggle("neta-is-paused", paused);
       row.icon.replaceChildren();
       row.icon.classList.toggle("neta-cross", status === "cancelled");
-      if (status === "in_progress") row.icon.append(element("span", "neta-spinner"));
-      row.icon.title = t(lang, STATUS_LABEL[status]);
+      if (status === "in_progress") row.icon.append(element("span", paused ? "neta-todo-paused-mark" : "neta-spinner"));
+      row.icon.title = t(lang, paused ? "todo_paused" : STATUS_LABEL[status]);
       row.content.textContent = String(item.content ?? "");
-      row.tag.textContent = t(lang, "in_progress");
+      row.tag.textContent = t(lang, paused ? "todo_paused" : "in_progress");
+      row.tag.classList.toggle("neta-tag-muted", paused);
       row.tag.hidden = status !== "in_progress";
       // appendChild moves an existing node: the DOM order follows the list's order.
       if (list.children[index] !== row.root) list.insertBefore(row.root, list.children[index] ?? null);
@@ -138,6 +145,7 @@ export function createTodoCard(el: HTMLElement, options: ComponentOptions<TodoCa
     update(patch) {
       if (patch.todos !== undefined) state.todos = Array.isArray(patch.todos) ? patch.todos : [];
       if (patch.collapsed !== undefined) state.collapsed = Boolean(patch.collapsed);
+      if (patch.paused !== undefined) state.paused = Boolean(patch.paused);
       if (patch.lang !== undefined) state.lang = normalizeLang(patch.lang);
       render();
     },

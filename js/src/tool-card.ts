@@ -1,5 +1,6 @@
 /**
- * A tool call (seed 000 §5): name or label, status (running / done / error), and an
+ * A tool call (seed 000 §5): name or label, status (waiting for approval / running / done /
+ * failed / rejected / cancelled), and an
  * expandable body with the arguments and the result. Simpler than the skill card: no
  * progress. The result is sanitized markdown, or pretty JSON when it parses as JSON.
  *
@@ -12,7 +13,14 @@ import { createCutNote, renderPlainText, type FetchWhole } from "./cut-text";
 import { element, makeToggle, setModifier } from "./dom";
 import { normalizeLang, t, type Lang } from "./i18n";
 import { setMarkdown } from "./markdown";
-import { createStatusIcon, normalizeRunStatus, RUN_STATUSES, type RunStatus } from "./status-icon";
+import {
+  createStatusIcon,
+  normalizeRunStatus,
+  RUN_STATUS_LABEL,
+  RUN_STATUSES,
+  runStatusTagClass,
+  type RunStatus,
+} from "./status-icon";
 import type { Component, ComponentOptions } from "./types";
 
 export interface ToolCardState {
@@ -117,8 +125,8 @@ export function createToolCard(el: HTMLElement, options: ToolCardOptions = {}): 
     label.textContent = state.label || state.name;
     name.textContent = state.name;
     name.hidden = !state.label || state.label === state.name;
-    tag.textContent = t(lang, state.status === "running" ? "tool_running" : state.status === "done" ? "tool_done" : "tool_error");
-    tag.className = `neta-tag neta-tool-tag${state.status === "done" ? " neta-tag-success" : state.status === "error" ? " neta-tag-error" : ""}`;
+    tag.textContent = t(lang, RUN_STATUS_LABEL[state.status]);
+    tag.className = `neta-tag neta-tool-tag${runStatusTagClass(state.status)}`;
     header.setAttribute("aria-expanded", String(state.expanded));
     collapsible.classList.toggle("neta-is-closed", !state.expanded);
 

@@ -4,7 +4,7 @@
  * acted), and — while a preview is active — a notice that cannot be missed, with a reset.
  * The kernel re-resolves; the agent's config never changes.
  */
-import { element } from "./dom";
+import { element, suppressNotebookShortcuts } from "./dom";
 import { t, type Lang } from "./i18n";
 import type { PreviewAs, PreviewChoice, PreviewOptions } from "./tool-config-panel-traits";
 
@@ -35,12 +35,12 @@ export function createPreviewAsControl(host: PreviewAsHost): PreviewAsControl {
 
   const previewAs = element("div", "neta-tc-preview-as");
   const previewAsTitle = element("span", "neta-tc-preview-as-title");
-  const capabilitySelect = element("select", "neta-tc-select");
+  const capabilitySelect = suppressNotebookShortcuts(element("select", "neta-tc-select"));
   capabilitySelect.dataset.preview = "capabilities";
   const capabilityLabel = element("label", "neta-tc-select-field");
   const capabilityText = element("span", "neta-tc-select-label");
   capabilityLabel.append(capabilityText, capabilitySelect);
-  const sceneSelect = element("select", "neta-tc-select");
+  const sceneSelect = suppressNotebookShortcuts(element("select", "neta-tc-select"));
   sceneSelect.dataset.preview = "scene";
   const sceneLabel = element("label", "neta-tc-select-field");
   const sceneText = element("span", "neta-tc-select-label");

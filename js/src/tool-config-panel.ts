@@ -26,7 +26,7 @@
  * wire types, the row and the "preview as" control are their own modules.)
  */
 import "./tool-config-panel.css";
-import { element, makeToggle } from "./dom";
+import { element, makeToggle, suppressNotebookShortcuts } from "./dom";
 import { normalizeLang, t } from "./i18n";
 import { createPreviewAsControl } from "./tool-config-panel-preview";
 import { McpServerSection } from "./tool-config-panel-mcp";
@@ -143,7 +143,7 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
   const searchBox = element("label", "neta-tc-search");
   const searchIcon = element("span", "neta-tc-search-icon");
   searchIcon.setAttribute("aria-hidden", "true");
-  const searchInput = element("input", "neta-tc-search-input");
+  const searchInput = suppressNotebookShortcuts(element("input", "neta-tc-search-input"));
   searchInput.type = "search";
   searchInput.spellcheck = false;
   searchBox.append(searchIcon, searchInput);

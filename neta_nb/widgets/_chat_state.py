@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, NotRequired, Required, TypedDict, cast
 
-from ..messages import Message, SkillExecution, ToolExecution
+from ..messages import Message, RunStatus, SkillExecution, ToolExecution
 from ..store import CompactionRecord
 from ._state_bounds import (
     NOTE_CHARS,
@@ -61,7 +61,7 @@ class ChatCard(TypedDict):
     id: str
     name: str
     label: str
-    status: Literal["running", "done", "error"]
+    status: RunStatus
     result: str | None
     args: NotRequired[dict[str, Any]]
     percent: NotRequired[float]

@@ -467,7 +467,10 @@ class ChatView(NetaWidget):
             self._batcher.upsert(self._last_assistant)
 
     def _on_boundary(self, event: Event) -> None:
-        if not self._in_turn and not isinstance(event, DoneEvent):
+        session = self._require_session()
+        # Only a running turn makes the view busy: `compact()` between turns emits
+        # `compaction` and `token_update` too, and no `done` follows them.
+        if not self._in_turn and session.running and not isinstance(event, DoneEvent):
             self._begin_turn()
         if isinstance(event, TodoUpdateEvent):
             self.todos = list(event.todos)
@@ -484,13 +487,18 @@ class ChatView(NetaWidget):
             preview_args(approval)  # the call's card has the full arguments on demand
             self.approvals = [*self.approvals, approval]
         elif isinstance(event, CompactionEvent):
-            session = self._require_session()
             self._batcher.upsert(f"compaction-{len(session.compactions) - 1}")
+            if not self._in_turn:
+                self._publish_window(session)  # a reload shows the marker too
         elif isinstance(event, ErrorEvent):
             last = self._item(self._last_assistant) if self._last_assistant else None
             if last is None or last["error"] != _note(event.message):
                 self.notice = _note(event.message)
         elif isinstance(event, DoneEvent):
+            self._end_turn()
+        if self._in_turn and not session.running and not isinstance(event, DoneEvent):
+            # Whatever ended the busy state without a `done` (there should be none),
+            # the view does not stay "Working…" after it.
             self._end_turn()
 
     def _end_turn(self) -> None:
@@ -499,6 +507,11 @@ class ChatView(NetaWidget):
             self._live = None
         self._in_turn = False
         session = self._require_session()
+        self._publish_window(session, turn_ended=True)
+
+    def _publish_window(self, session: AgentSession, *, turn_ended: bool = False) -> None:
+        """Send the drawn window (the views set their ``messages`` from its ids) and
+        reflect it in the traits; at the end of a turn, the turn's state too."""
         items, has_older = render_window(session.messages, session.compactions,
                                          limit=self._window)
         # The views hold every item of the window already (streamed): they set the
@@ -513,9 +526,10 @@ class ChatView(NetaWidget):
                 self.has_older = has_older
             finally:
                 self._quiet_window = False
-            self.running = False
-            self.approvals = []
-            self.think_level = session.think_level
+            if turn_ended:
+                self.running = False
+                self.approvals = []
+                self.think_level = session.think_level
             self.context = session.context.model_dump()
             self._seq = self._batcher.seq
 

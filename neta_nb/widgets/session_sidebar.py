@@ -13,7 +13,6 @@ continued here once that turn has ended.
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypedDict, cast
 
@@ -32,14 +31,6 @@ REFRESH_INTERVAL = 0.25
 """Seconds between two refreshes of the list while the store keeps changing."""
 
 ResumeSession = Callable[[str], AgentSession]
-
-
-_MARKDOWN_MARKS = re.compile(r"[#*_`>|~]+")
-
-
-def _preview(text: str) -> str:
-    """The last message as one plain line: markdown marks would show as clutter."""
-    return " ".join(_MARKDOWN_MARKS.sub(" ", text).split())
 
 
 class TodoBadge(TypedDict):
@@ -85,7 +76,9 @@ def _row(record: SessionRecord) -> SessionRow:
         "running": record.running,
         "elsewhere": bool(record.running and record.owner is not None
                           and not record.owner.is_current),
-        "last_message": _preview(record.last_message),
+        # Already plain text: the store keeps the preview line (persistence.py), derived
+        # from the whole message by a markdown parser.
+        "last_message": record.last_message,
         "todo": ({"completed": int(summary.get("completed", 0)),
                   "total": int(summary.get("total", 0))} if summary.get("total") else None),
         "updated_at": record.updated_at,

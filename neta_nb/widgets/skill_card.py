@@ -7,19 +7,21 @@ is, see ``_state_bounds``); the whole stays in the kernel for ``full_text``."""
 from __future__ import annotations
 
 import html
-from typing import Any
+from typing import Any, get_args
 
 import traitlets
 
 from ..events import ProgressEvent, SkillEndEvent, SkillStartEvent
 from ..labels import t
+from ..messages import RunStatus
 from ._base import NetaWidget, RequestError, escape_markdown, fenced, handles, html_card
 from ._state_bounds import NOTE_CHARS, RESULT_CHARS, preview_text
 from .tool_card import CardFullText, CardFullTextRequest
 
 __all__ = ["SkillCard"]
 
-_STATUS_COLOR = {"running": "#1976d2", "done": "#2e7d32", "error": "#d32f2f"}
+_STATUS_COLOR = {"waiting": "#b35c00", "running": "#1976d2", "done": "#2e7d32",
+                 "error": "#d32f2f", "rejected": "#6e7781", "cancelled": "#6e7781"}
 
 
 class SkillCard(NetaWidget):
@@ -29,7 +31,7 @@ class SkillCard(NetaWidget):
     _component = traitlets.Unicode("skill-card").tag(sync=True)
     name = traitlets.Unicode("").tag(sync=True)
     label = traitlets.Unicode("").tag(sync=True)
-    status = traitlets.Enum(("running", "done", "error"), default_value="running").tag(sync=True)
+    status = traitlets.Enum(get_args(RunStatus), default_value="running").tag(sync=True)
     percent = traitlets.Float(0.0, min=0.0, max=100.0).tag(sync=True)
     step = traitlets.Unicode(None, allow_none=True).tag(sync=True)
     detail = traitlets.Unicode(None, allow_none=True).tag(sync=True)
@@ -89,7 +91,8 @@ class SkillCard(NetaWidget):
         if self.status == "running":
             step = self.step or self.detail
             return f"{name} · {round(self.percent)}%" + (f" · {step}" if step else "")
-        return f"{name} · {t(f'skill_{self.status}', self.lang)}"
+        prefix = "skill" if self.status in ("done", "error") else "tool"
+        return f"{name} · {t(f'{prefix}_{self.status}', self.lang)}"
 
     def _shown_result(self) -> str:
         """The result as state holds it, with how much of the whole it is."""

@@ -9,18 +9,20 @@ from __future__ import annotations
 
 import html
 import json
-from typing import Any, TypedDict
+from typing import Any, TypedDict, get_args
 
 import traitlets
 
 from ..events import ToolCallEvent, ToolResultEvent
 from ..labels import t
+from ..messages import RunStatus
 from ._base import NetaWidget, RequestError, escape_markdown, fenced, handles, html_card
 from ._state_bounds import ARGS_CHARS, RESULT_CHARS, args_json, preview_args, preview_text
 
 __all__ = ["CardFullTextRequest", "ToolCard"]
 
-_STATUS_COLOR = {"running": "#1976d2", "done": "#2e7d32", "error": "#d32f2f"}
+_STATUS_COLOR = {"waiting": "#b35c00", "running": "#1976d2", "done": "#2e7d32",
+                 "error": "#d32f2f", "rejected": "#6e7781", "cancelled": "#6e7781"}
 
 
 class CardFullTextRequest(TypedDict):
@@ -43,7 +45,7 @@ class ToolCard(NetaWidget):
     _component = traitlets.Unicode("tool-card").tag(sync=True)
     name = traitlets.Unicode("").tag(sync=True)
     label = traitlets.Unicode("", help="Display name; the tool name when empty.").tag(sync=True)
-    status = traitlets.Enum(("running", "done", "error"), default_value="running").tag(sync=True)
+    status = traitlets.Enum(get_args(RunStatus), default_value="running").tag(sync=True)
     args = traitlets.Dict(help="The call's arguments (shown as JSON).").tag(sync=True)
     result = traitlets.Unicode(None, allow_none=True).tag(sync=True)
     expanded = traitlets.Bool(False).tag(sync=True)

@@ -32,10 +32,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from enum import Enum
-from typing import Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import traitlets
 
+from ..events import ProgressEvent, ThinkingDeltaEvent, TokenEvent
 from ..labels import Notice, t
 from ..tools import (
     AgentToolConfig,
@@ -71,6 +72,9 @@ from ._tool_config_traits import (
     ToolInfo,
     ToolVerdict,
 )
+
+if TYPE_CHECKING:
+    from ..session import AgentSession
 
 __all__ = ["AGENT_OWN", "BULK_OPERATIONS", "STATE_FILTERS", "CategoryCount", "PreviewAs",
            "PreviewOptions", "PreviewResult", "ToolConfigPanel", "ToolConfigSummary",
@@ -137,6 +141,10 @@ class ToolConfigPanel(NetaWidget):
     closed. ``model_capabilities``, ``scene`` and ``model`` are passed to the resolver
     (they can be changed later; the panel re-resolves), ``system_prompt`` only feeds the
     prompt preview.
+
+    For an agent that runs in a session, use :meth:`for_session`: a panel built from the
+    catalog and config alone filters nothing by model or scene, so it would list tools
+    (``describe_image`` for a model without vision) that the runtime never sends.
     """
 
     _component = traitlets.Unicode("tool-config-panel").tag(sync=True)
@@ -198,12 +206,55 @@ class ToolConfigPanel(NetaWidget):
         self._shown: ToolResolution = self._resolution
         # The previewed resolver arguments (capabilities, scene), or None for the agent's.
         self._preview: tuple[frozenset[str] | None, str | None] | None = None
-        self._unsubscribers: list[Callable[[], None]] = [
-            catalog.subscribe(lambda _catalog: self.refresh()),
-            config.subscribe(lambda _config: self.refresh()),
-        ]
+        self._session: AgentSession | None = None
+        self._unsubscribe_session: Callable[[], None] | None = None
+        self._unsubscribers: list[Callable[[], None]] = self._watch(catalog, config)
         self._following = True
         self.refresh()
+
+    @classmethod
+    def for_session(cls, session: AgentSession, **kwargs: Any) -> ToolConfigPanel:
+        """The panel of ``session``'s agent, resolving exactly as the session's next model
+        call will: its catalog and tool config, the model's capabilities and the agent's
+        scene (the same inputs as :meth:`AgentSession.preview`), and its system prompt for
+        the prompt preview.
+
+        It follows the session: edits to the config or catalog show at once, and a new
+        provider (``session.provider = …``), a changed scene or a replaced config or
+        catalog show at the session's next event (a turn's first model call) or on
+        :meth:`refresh`.
+        """
+        panel = cls(session.catalog, session.agent.tools, **_session_inputs(session), **kwargs)
+        panel._session = session
+
+        def on_event(event: object) -> None:
+            # Deltas are most events and change nothing the panel shows.
+            if not isinstance(event, TokenEvent | ThinkingDeltaEvent | ProgressEvent):
+                panel.refresh()
+
+        panel._unsubscribe_session = session.subscribe(on_event)
+        return panel
+
+    def _watch(self, catalog: ToolCatalog, config: AgentToolConfig) -> list[Callable[[], None]]:
+        return [catalog.subscribe(lambda _catalog: self.refresh()),
+                config.subscribe(lambda _config: self.refresh())]
+
+    def _follow_session(self) -> None:
+        """Take the bound session's resolver inputs as they are now."""
+        session = self._session
+        if session is None:
+            return
+        if session.catalog is not self._catalog or session.agent.tools is not self._config:
+            for unsubscribe in self._unsubscribers:
+                unsubscribe()
+            self._catalog, self._config = session.catalog, session.agent.tools
+            self._catalog_version = None  # a new catalog: its tools are sent again
+            self._unsubscribers = self._watch(self._catalog, self._config)
+        inputs = _session_inputs(session)
+        self._model_capabilities = inputs["model_capabilities"]
+        self._scene = inputs["scene"]
+        self._model = inputs["model"]
+        self.system_prompt = inputs["system_prompt"]
 
     # --- what the panel edits ------------------------------------------------------
 
@@ -342,8 +393,14 @@ class ToolConfigPanel(NetaWidget):
                 "changed": [item.name for item in self._catalog.ordered()
                             if (item.name in real) != (item.name in shown)]}
 
+    @property
+    def session(self) -> AgentSession | None:
+        """The session this panel follows (:meth:`for_session`), else ``None``."""
+        return self._session
+
     def refresh(self) -> None:
         """Resolve again and publish the result (called on every change it follows)."""
+        self._follow_session()
         self._resolution = self._resolve()
         if self._preview is None:
             self._shown = self._resolution
@@ -445,6 +502,9 @@ class ToolConfigPanel(NetaWidget):
         for unsubscribe in self._unsubscribers:
             unsubscribe()
         self._unsubscribers = []
+        if self._unsubscribe_session is not None:
+            self._unsubscribe_session()
+            self._unsubscribe_session = None
         self._following = False
         super().close()
 
@@ -534,6 +594,7 @@ class ToolConfigPanel(NetaWidget):
     def _request_preview(self, _content: Mapping[str, object]) -> PreviewResult:
         # The prompt preview shows what the view shows: under "preview as", what that
         # model and scene would receive.
+        self._follow_session()
         capabilities, scene = (self._preview if self._preview is not None
                                else (self._model_capabilities, self._scene))
         preview = preview_prompt(system_prompt=self.system_prompt, catalog=self._catalog,
@@ -562,3 +623,10 @@ class ToolConfigPanel(NetaWidget):
 
     def _fallback_html(self) -> str:
         return self._static().html()
+
+
+def _session_inputs(session: AgentSession) -> dict[str, Any]:
+    """The resolver inputs of ``session``'s next model call (as ``session.preview()``)."""
+    return {"model_capabilities": session.provider.info.capabilities,
+            "scene": session.agent.scene, "model": session.provider.model_id,
+            "system_prompt": session.agent.system_prompt}

@@ -73,10 +73,21 @@ def test_approval_picture(lab: LabSession, screenshot_dir: Path) -> None:
     page.locator(".neta-chat-textarea").fill("Delete old.csv, it is outdated")
     page.locator(".neta-chat-send").click()
     page.locator(".neta-chat-approval").wait_for()
+    # The call waits for the user: its card says so, and nothing spins (it has not run).
+    card = page.locator(".neta-tool-card.neta-tool-card-waiting", has_text="Delete file")
+    card.wait_for()
+    assert card.locator(".neta-tool-tag").text_content() == "Waiting for your approval"
+    assert page.locator(".neta-chat-view .neta-spinner").count() == 0
     lab.wait_for_transitions()  # the approval card has come in
-    lab.screenshot(page.locator(".neta-chat-view"), screenshot_dir / "chat-approval-light.png")
+    for dark in (False, True):
+        lab.set_theme(dark=dark)
+        lab.screenshot(page.locator(".neta-chat-view"),
+                       screenshot_dir / f"chat-approval-{'dark' if dark else 'light'}.png")
+    lab.set_theme(dark=False)
     page.locator(".neta-chat-approval button[data-decision='reject']").click()
     page.wait_for_function(IDLE)
+    rejected = page.locator(".neta-tool-card.neta-tool-card-rejected", has_text="Delete file")
+    assert rejected.locator(".neta-tool-tag").text_content() == "Rejected"
 
 
 STORE_BEHIND = """

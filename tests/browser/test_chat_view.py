@@ -64,21 +64,29 @@ def test_a_scripted_turn_streams_and_cards_update_live(lab: LabSession) -> None:
     assert lab.execute(path, "print(chat.running, len(chat.messages))").split() == ["False", "6"]
 
 
-def test_changing_the_level_mid_turn_changes_the_next_request(lab: LabSession) -> None:
+def test_the_level_is_chosen_between_turns_and_applies_to_the_next(lab: LabSession) -> None:
     path = lab.run_notebook("chat_level.ipynb", [
         chat_cells.IMPORTS, "CPS = 300", chat_cells.RECORDING_DEMO])
     page = lab.page
+    select = page.locator(".neta-level-select")
+    assert select.is_enabled()
     _send(lab, "Profile the data")
     page.wait_for_function(RUNNING)
-    # The selector works mid-turn; the request after the change carries the new level.
-    page.locator(".neta-level-select").select_option("high")
+    # Seed 002 §9.2: disabled while the turn runs, enabled again after it.
+    assert select.is_disabled()
+    page.wait_for_function(IDLE, timeout=60_000)
+    page.wait_for_function("() => !document.querySelector('.neta-level-select').disabled")
+    select.select_option("high")
     assert lab.wait_for_kernel_value(path, "session.think_level", "high") == "high"
+    _send(lab, "And again")
+    page.wait_for_function(RUNNING)
+    assert select.is_disabled()
     page.wait_for_function(IDLE, timeout=60_000)
     levels = json.loads(lab.execute(path, "import json; print(json.dumps(provider.levels))"))
-    assert levels[0] == "medium"
-    assert levels[-1] == "high"
-    assert set(levels) == {"medium", "high"}
-    assert page.locator(".neta-level-select").input_value() == "high"
+    first_turn = levels[: levels.index("high")]
+    assert first_turn and set(first_turn) == {"medium"}
+    assert set(levels[len(first_turn):]) == {"high"}
+    assert select.input_value() == "high" and select.is_enabled()
 
 
 def test_stop_mid_thinking_and_mid_text_keeps_the_partial_answer(lab: LabSession) -> None:
@@ -141,7 +149,7 @@ def test_approval_allow_and_reject(lab: LabSession) -> None:
     card.locator("button[data-decision='reject']").click()
     page.wait_for_function(IDLE)
     assert lab.execute(path, "print(deleted)").strip() == "['old.csv']"
-    page.locator(".neta-tool-card.neta-tool-card-error", has_text="Delete file").wait_for()
+    page.locator(".neta-tool-card.neta-tool-card-rejected", has_text="Delete file").wait_for()
     result = lab.execute(path, "print(session.messages[-2].parts[0].content)").strip()
     assert result == "The user did not allow 'delete_file' to run."
 

@@ -310,7 +310,7 @@ async def test_approval_requests_show_until_answered() -> None:
     await task
     assert ran == [1]
     card = chat.messages[-2]["cards"][0]
-    assert (card["name"], card["status"]) == ("guarded", "error")
+    assert (card["name"], card["status"]) == ("guarded", "rejected")
     # A late answer (the request is gone) is harmless.
     chat._command({"command": {"type": "approve", "id": "g2", "decision": "reject"}})
     assert chat.approvals == []

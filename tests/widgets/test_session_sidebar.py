@@ -43,6 +43,16 @@ async def test_rows_show_title_plan_badge_and_last_message(store: SessionStore) 
         sidebar.open_session(demo.id)
 
 
+async def test_the_preview_is_what_the_message_reads_as(store: SessionStore) -> None:
+    answer = "Profiled `sample_sales.csv`: **40 rows**, 3 * 4 cells.\n\n- `region_id` ok"
+    session = AgentSession(Agent("a", model=ScriptedProvider([[{"text": answer}]])),
+                           store=store)
+    await session.run("Profile it")
+    sidebar = SessionSidebar(store)
+    (row,) = sidebar.sessions
+    sidebar.close()
+    assert row["last_message"] == "Profiled sample_sales.csv: 40 rows, 3 * 4 cells. • region_id ok"
+
 async def test_the_list_follows_the_store(store: SessionStore) -> None:
     sidebar = SessionSidebar(store)
     assert sidebar.sessions == []
