@@ -170,9 +170,10 @@ def test_writes_queued_behind_a_lock_are_stored_in_order_once_it_goes(tmp_path: 
     with write_lock_held(db):
         for n in range(5):
             writer.submit(_row(f"r{n}"))
-        assert not writer.flush(0.5)  # still held: nothing can be written
+        poll_until(lambda: heard, 10, "the writer to say it is behind")
+        assert not writer.flush(0.2)  # still held: nothing can be written
         assert writer.pending == 5
-        assert heard and heard[0] is not None and heard[0].kind == "locked"
+        assert heard[0] is not None and heard[0].kind == "locked"
     assert writer.flush(10)
     assert _rows(db) == ["r0", "r1", "r2", "r3", "r4"]
     assert heard[-1] is None  # caught up, said once
