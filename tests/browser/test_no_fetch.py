@@ -215,8 +215,12 @@ def test_rendered_text_fetches_nothing_until_a_placeholder_is_clicked(
     try:
         lab.run_notebook("no_fetch.ipynb", cells(base))
         # Every rendering has reached its sentinel (the chat's thinking is folded, but its
-        # content is in the DOM all the same).
+        # content is in the DOM all the same). Results longer than widget state holds are
+        # previews: "Show all" fetches the whole from the kernel, and the whole must fetch
+        # nothing either.
         page.wait_for_function("""(wheres) => {
+          document.querySelectorAll('.neta-cut-note:not([hidden]) .neta-cut-note-button')
+            .forEach((button) => { if (!button.disabled) button.click(); });
           const text = Array.from(document.querySelectorAll('.neta-root'))
             .map((root) => root.textContent).join(' ');
           return wheres.every((where) => text.includes('End of ' + where + ' (sentinel)'));
