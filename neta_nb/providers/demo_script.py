@@ -117,12 +117,18 @@ def _profile_what_was_listed(messages: Sequence[Message]) -> ScriptedResponse:
                     "will profile the sample sales table that ships with neta_nb instead.")
     return ScriptedResponse(steps=[
         ThinkingStep(thinking=thinking),
-        ToolCallStep(tool_call=ScriptToolCall(name="todo", args={
-            "todos": [{"id": "1", "content": _PLAN[0]["content"], "status": "completed"},
-                      {"id": "2", "content": _PLAN[1]["content"], "status": "in_progress"}],
-            "merge": True})),
+        _plan_update(("1", "completed"), ("2", "in_progress")),
         ToolCallStep(tool_call=ScriptToolCall(name="profile_table", args=args)),
     ])
+
+
+def _plan_update(*changes: tuple[str, str]) -> ToolCallStep:
+    """A ``todo`` call that sets the status of the plan's items ``(id, status)``."""
+    content = {item["id"]: item["content"] for item in _PLAN}
+    todos = [{"id": item_id, "content": content[item_id], "status": status}
+             for item_id, status in changes]
+    return ToolCallStep(tool_call=ScriptToolCall(name="todo",
+                                                 args={"todos": todos, "merge": True}))
 
 
 def _finish_plan(messages: Sequence[Message]) -> ScriptedResponse:
@@ -134,10 +140,7 @@ def _finish_plan(messages: Sequence[Message]) -> ScriptedResponse:
                 "remaining steps done and write the summary.")
     return ScriptedResponse(steps=[
         ThinkingStep(thinking=thinking),
-        ToolCallStep(tool_call=ScriptToolCall(name="todo", args={
-            "todos": [{"id": "2", "content": _PLAN[1]["content"], "status": "completed"},
-                      {"id": "3", "content": _PLAN[2]["content"], "status": "completed"}],
-            "merge": True})),
+        _plan_update(("2", "completed"), ("3", "completed")),
     ])
 
 

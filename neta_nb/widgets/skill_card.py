@@ -15,8 +15,8 @@ from ..events import ProgressEvent, SkillEndEvent, SkillStartEvent
 from ..labels import t
 from ..messages import RunStatus
 from ._base import NetaWidget, RequestError, escape_markdown, fenced, handles, html_card
-from ._state_bounds import NOTE_CHARS, RESULT_CHARS, preview_text
-from .tool_card import CardFullText, CardFullTextRequest
+from ._state_bounds import NOTE_CHARS
+from .tool_card import CardFullText, CardFullTextRequest, result_preview
 
 __all__ = ["SkillCard"]
 
@@ -48,10 +48,8 @@ class SkillCard(NetaWidget):
     @traitlets.validate("result")
     def _keep_whole_result(self, proposal: Any) -> str | None:
         self.full_result = proposal["value"]
-        fields: dict[str, Any] = {"result": self.full_result}
-        preview_text(fields, "result", RESULT_CHARS)
-        self.result_chars = int(fields.get("result_chars", 0))
-        return fields["result"]  # type: ignore[no-any-return]
+        preview, self.result_chars = result_preview(self.full_result)
+        return preview
 
     @traitlets.validate("step", "detail")
     def _short_note(self, proposal: Any) -> str | None:

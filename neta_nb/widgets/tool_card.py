@@ -19,7 +19,7 @@ from ..messages import RunStatus
 from ._base import NetaWidget, RequestError, escape_markdown, fenced, handles, html_card
 from ._state_bounds import ARGS_CHARS, RESULT_CHARS, args_json, preview_args, preview_text
 
-__all__ = ["CardFullTextRequest", "ToolCard"]
+__all__ = ["CardFullTextRequest", "ToolCard", "result_preview"]
 
 _STATUS_COLOR = {"waiting": "#b35c00", "running": "#1976d2", "done": "#2e7d32",
                  "error": "#d32f2f", "rejected": "#6e7781", "cancelled": "#6e7781"}
@@ -34,6 +34,14 @@ class CardFullTextRequest(TypedDict):
 
 class CardFullText(TypedDict):
     text: str
+
+
+def result_preview(result: str | None) -> tuple[str | None, int]:
+    """What a card's state carries of ``result``, and the whole's length when that is a
+    preview (0: it is whole). The whole stays in the kernel for ``full_text``."""
+    fields: dict[str, Any] = {"result": result}
+    preview_text(fields, "result", RESULT_CHARS)
+    return fields["result"], int(fields.get("result_chars", 0))
 
 
 class ToolCard(NetaWidget):
@@ -72,10 +80,8 @@ class ToolCard(NetaWidget):
     @traitlets.validate("result")
     def _keep_whole_result(self, proposal: Any) -> str | None:
         self.full_result = proposal["value"]
-        fields: dict[str, Any] = {"result": self.full_result}
-        preview_text(fields, "result", RESULT_CHARS)
-        self.result_chars = int(fields.get("result_chars", 0))
-        return fields["result"]  # type: ignore[no-any-return]
+        preview, self.result_chars = result_preview(self.full_result)
+        return preview
 
     @handles("full_text")
     def _full_text(self, request: CardFullTextRequest) -> CardFullText:
