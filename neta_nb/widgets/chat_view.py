@@ -57,6 +57,7 @@ from ..events import (
 from ..labels import LABELS, t
 from ..messages import Message, new_id
 from ..ownership import SessionBusyError
+from ..persistence import store_warning
 from ..session import Agent, AgentSession
 from ..store import CompactionRecord, SessionStore
 from ..thinking import get_model_thinking_capability
@@ -236,9 +237,8 @@ class ChatView(NetaWidget):
             self.notice = ""
             self.read_only = {}
             failure = session.store_failure
-            self.store_warning = ("" if failure is None else
-                                  t(f"store_behind_{failure.kind}", self.lang,
-                                    detail=failure.detail))
+            self.store_warning = ("" if failure is None
+                                  else self._warning_text(store_warning(failure)))
             self._seq = self._batcher.seq
         partial = session.streaming_message if session.running else None
         if partial is not None and partial.parts:
