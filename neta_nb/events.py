@@ -29,6 +29,9 @@ __all__ = [
     "SkillEndEvent",
     "SkillStartEvent",
     "StopCommand",
+    "SubagentEndEvent",
+    "SubagentEvent",
+    "SubagentStartEvent",
     "ThinkingDeltaEvent",
     "ThinkingDoneEvent",
     "TodoUpdateEvent",
@@ -187,6 +190,38 @@ class WarningEvent(_Event):
     cleared: bool = False
 
 
+class SubagentStartEvent(_Event):
+    """A sub-agent starts on a task the parent delegated. ``id`` is the parent's
+    ``delegate`` tool call id, so a UI places the child's card where the call is."""
+
+    type: Literal["subagent_start"] = "subagent_start"
+    id: str
+    agent: str
+    task: str
+
+
+class SubagentEvent(_Event):
+    """One of the child's own events, unchanged (so every card renders nested); a
+    grandchild's arrive wrapped twice."""
+
+    type: Literal["subagent_event"] = "subagent_event"
+    id: str
+    event: Event
+
+
+class SubagentEndEvent(_Event):
+    """The child finished. ``result`` is what the parent's model reads as the
+    ``delegate`` result (the answer, or the reason it failed); ``usage`` the child's own
+    tokens over its run."""
+
+    type: Literal["subagent_end"] = "subagent_end"
+    id: str
+    agent: str
+    status: Literal["done", "error", "cancelled", "interrupted"]
+    result: str | None = None
+    usage: TurnUsage = Field(default_factory=TurnUsage)
+
+
 Event = Annotated[
     TokenEvent
     | ThinkingDeltaEvent
@@ -202,9 +237,13 @@ Event = Annotated[
     | CompactionEvent
     | DoneEvent
     | ErrorEvent
-    | WarningEvent,
+    | WarningEvent
+    | SubagentStartEvent
+    | SubagentEvent
+    | SubagentEndEvent,
     Field(discriminator="type"),
 ]
+SubagentEvent.model_rebuild()
 
 event_adapter: TypeAdapter[Event] = TypeAdapter(Event)
 
@@ -227,7 +266,12 @@ class SendCommand(_Event):
 
 
 class StopCommand(_Event):
+    """Stop the running turn — or, with ``subagent``, only that child (the ``id`` of its
+    ``subagent_start``); the parent goes on and reads the child's stop as an error
+    result."""
+
     type: Literal["stop"] = "stop"
+    subagent: str | None = None
 
 
 class SetThinkingLevelCommand(_Event):

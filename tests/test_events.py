@@ -55,6 +55,14 @@ EVENT_EXAMPLES: dict[str, dict[str, Any]] = {
     "error": {"type": "error", "message": "overloaded", "retryable": True},
     "warning": {"type": "warning", "message": "Not saved yet: the disk is full — retrying.",
                 "code": "store_behind_disk_full", "params": {}, "cleared": False},
+    "subagent_start": {"type": "subagent_start", "id": "c3", "agent": "researcher",
+                       "task": "Find the release date"},
+    "subagent_event": {"type": "subagent_event", "id": "c3",
+                       "event": {"type": "token", "text": "It was"}},
+    "subagent_end": {"type": "subagent_end", "id": "c3", "agent": "researcher",
+                     "status": "done", "result": "2024-05-01",
+                     "usage": {"input_tokens": 10, "output_tokens": 4, "total_tokens": 14,
+                               "api_calls": 1, "unreported_calls": 0}},
 }
 
 # DESIGN §4, verbatim: the fields of each event besides `type`.
@@ -74,6 +82,9 @@ DESIGN_FIELDS: dict[str, set[str]] = {
     "done": {"stop_reason"},
     "error": {"message", "retryable"},
     "warning": {"message"},  # DESIGN §8
+    "subagent_start": {"id", "agent", "task"},  # DESIGN §8
+    "subagent_event": {"id", "event"},
+    "subagent_end": {"id", "agent", "status", "result", "usage"},
 }
 
 # Fields beyond the design's, each with a default, so an event of the design's own shape
@@ -84,14 +95,14 @@ EXTENSION_FIELDS: dict[str, set[str]] = {
 
 COMMAND_EXAMPLES: dict[str, dict[str, Any]] = {
     "send": {"type": "send", "text": "hello"},
-    "stop": {"type": "stop"},
+    "stop": {"type": "stop", "subagent": "c3"},
     "set_thinking_level": {"type": "set_thinking_level", "level": "high"},
     "approve": {"type": "approve", "id": "c2", "decision": "allow_once"},
 }
 
 COMMAND_FIELDS: dict[str, set[str]] = {
     "send": {"text"},
-    "stop": set(),
+    "stop": {"subagent"},
     "set_thinking_level": {"level"},
     "approve": {"id", "decision"},
 }
@@ -266,3 +277,17 @@ def test_approve_accepts_every_decision(decision: str) -> None:
 def test_malformed_commands_are_rejected(data: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
         parse_command(data)
+
+
+def test_a_grandchild_event_parses_wrapped_twice_and_round_trips() -> None:
+    data = {"type": "subagent_event", "id": "c1",
+            "event": {"type": "subagent_event", "id": "c2",
+                      "event": {"type": "tool_call", "id": "t1", "name": "search",
+                                "label": "Search", "args": {"q": "x"}}}}
+    parsed = parse_event(data)
+    assert isinstance(parsed, events.SubagentEvent)
+    assert isinstance(parsed.event, events.SubagentEvent)
+    assert isinstance(parsed.event.event, events.ToolCallEvent)
+    assert json.loads(parsed.model_dump_json()) == data
+    with pytest.raises(ValidationError):
+        parse_event({"type": "subagent_event", "id": "c1", "event": {"type": "nope"}})
