@@ -33,6 +33,8 @@ __all__ = [
     "Role",
     "RunStatus",
     "SkillExecution",
+    "SubagentRun",
+    "SubagentStatus",
     "TextPart",
     "ThinkingPart",
     "ToolCallPart",
@@ -217,6 +219,23 @@ class SkillExecution(_Model):
     result: str | None = None
 
 
+SubagentStatus = Literal["running", "done", "error", "cancelled", "interrupted"]
+
+
+class SubagentRun(_Model):
+    """The child session a ``delegate`` call ran, kept on the call's execution so resume
+    rebuilds the nested card: the child is a session of its own in the same store
+    (``session_id``), linked back to this call."""
+
+    session_id: str
+    agent: str
+    task: str
+    status: SubagentStatus = "running"
+    input_tokens: int = 0
+    output_tokens: int = 0
+    api_calls: int = 0
+
+
 class ToolExecution(_Model):
     """What a tool card showed, kept so the card comes back with history."""
 
@@ -226,6 +245,8 @@ class ToolExecution(_Model):
     args: dict[str, Any] = Field(default_factory=dict)
     status: RunStatus = "running"
     result: str | None = None
+    subagent: SubagentRun | None = None
+    """Set for a ``delegate`` call: the child it ran."""
 
 
 class MessageMetadata(_Model):
