@@ -60,6 +60,7 @@ def _capability_key(params: Mapping[str, Any]) -> str:
 _NOTICE_KEYS: Final[Mapping[str, str | Callable[[Mapping[str, Any]], str]]] = {
     # Why a tool is left out of an agent's final set (ToolResolution.reasons).
     "globally_disabled": "reason_globally_disabled",
+    "mcp_changed": "reason_mcp_changed",  # {server}
     "agent_disabled": "reason_agent_disabled",
     "not_enabled": "reason_not_enabled",
     "core_not_inherited": "reason_core_not_inherited",

@@ -8,7 +8,9 @@ them are in, so a kernel that dies mid-tools keeps every finished result.
 
 A tool's visibility decides its events (DESIGN §4): ``tool`` → ``tool_call`` /
 ``tool_result``, ``skill`` → ``skill_start`` / ``progress`` / ``skill_end``, ``internal``
-→ none. Sync handlers run in worker threads; a call that is stopped (Stop, timeout)
+→ none. A ``tool`` call that reports progress turns into a skill at its first report: a
+``skill_start`` with the call's id follows its ``tool_call``, and it ends with
+``skill_end``. Sync handlers run in worker threads; a call that is stopped (Stop, timeout)
 abandons its thread, which cannot be killed — its late progress is ignored.
 """
 
@@ -88,6 +90,11 @@ _UNFINISHED_TEXT = {
     "interrupted": INTERRUPTED_TEXT,
     "killed": "This call did not finish: the kernel stopped.",
 }
+
+
+def _as_skill(record: ToolExecution) -> SkillExecution:
+    return SkillExecution(id=record.id, name=record.name, label=record.label,
+                          status=record.status)
 
 
 class ToolRunner:
@@ -175,12 +182,23 @@ class ToolRunner:
                 self._persist(message)
 
         def on_progress(percent: float, step: str | None, detail: str | None) -> None:
+            nonlocal tool_record, skill_record
             if live_calls.get(call.id) is not run:
                 return  # a worker thread still reporting after its call was closed
             if step is not None:
                 step = encodable(step)
             if detail is not None:
                 detail = encodable(detail)
+            if tool_record is not None:
+                # A tool that reports progress (an MCP server's notifications, say) is a
+                # long task: its card becomes a skill card in place, with a real bar.
+                skill_record = _as_skill(tool_record)
+                executions = message.metadata.tool_executions
+                executions[:] = [r for r in executions if r is not tool_record]
+                message.metadata.skill_executions.append(skill_record)
+                tool_record = None
+                self._emit(SkillStartEvent(id=call.id, name=call.name, label=label))
+                self._persist(message)
             if skill_record is not None:
                 skill_record.percent, skill_record.step, skill_record.detail = (
                     percent, step, detail)

@@ -322,6 +322,10 @@ def _index_of(catalog: ToolCatalog) -> _CatalogIndex:
         return index
     ordered = catalog.ordered()
     globally_disabled = catalog.globally_disabled
+    # Suspended MCP tools are off globally too, with their own reason (one per server).
+    suspended = catalog.suspended
+    suspension_reasons = {server: Notice("mcp_changed", server=server)
+                          for server in set(suspended.values())}
     base_states: dict[bool, dict[str, ToolState]] = {True: {}, False: {}}
     base_reasons: dict[bool, dict[str, Notice]] = {True: {}, False: {}}
     default_group: dict[bool, list[Tool]] = {True: [], False: []}
@@ -329,7 +333,10 @@ def _index_of(catalog: ToolCatalog) -> _CatalogIndex:
         for inherit in (True, False):
             if item.name in globally_disabled:
                 base_states[inherit][item.name] = ToolState.GLOBALLY_DISABLED
-                base_reasons[inherit][item.name] = REASON_GLOBALLY_DISABLED
+                server = suspended.get(item.name)
+                base_reasons[inherit][item.name] = (
+                    REASON_GLOBALLY_DISABLED if server is None
+                    else suspension_reasons[server])
             elif item.core and inherit:
                 base_states[inherit][item.name] = ToolState.DEFAULT_ENABLED
                 default_group[inherit].append(item)

@@ -60,6 +60,7 @@ async def test_status_change_and_acknowledgement(catalog: ToolCatalog, sent: Sen
     [change] = panel.mcp_servers[0]["changed"]
     assert change["name"] == "t__shifty" and change["old_description"].startswith("<img")
     assert panel.states["t__shifty"]["state"] == "globally_disabled"
+    assert panel.states["t__shifty"]["reason"].startswith("Suspended until the user reviews it")
     assert "t__shifty" not in panel.enabled_tools
 
     refused = _reply(panel, sent, "acknowledge_change", name="t__echo")
