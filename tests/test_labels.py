@@ -68,6 +68,9 @@ def test_t_fills_placeholders_and_falls_back_to_english() -> None:
 NOTICES: list[tuple[Notice, str, str]] = [
     (Notice("globally_disabled"), "Disabled globally in tool management",
      "已在工具管理中全局停用"),
+    (Notice("mcp_changed", server="docs"),
+     "Suspended until the user reviews it: server 'docs' changed its description after it "
+     "was granted", "已暂停，等待用户查看：服务器“docs”在授权后修改了此工具的描述"),
     (Notice("agent_disabled"), "Switched off for this agent", "已为当前 Agent 关闭"),
     (Notice("not_enabled"), "Not enabled for this agent", "当前 Agent 未启用"),
     (Notice("core_not_inherited"),
