@@ -331,10 +331,10 @@ class SessionStore:
         :attr:`SessionRecord.child_count`."""
         query = ("SELECT id, data, (SELECT COUNT(*) FROM sessions AS child "
                  "WHERE child.parent_id = sessions.id) FROM sessions "
-                 "WHERE parent_id = ? ORDER BY rowid")
+                 "WHERE parent_id = ?")
         with self._lock:
             rows = self._db.execute(query, (session_id,)).fetchall()
-        return self._records(rows)
+        return sorted(self._records(rows), key=lambda record: record.created_at)
 
     def _records(self, rows: list[Any]) -> list[SessionRecord]:
         records = []
