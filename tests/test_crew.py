@@ -334,6 +334,13 @@ async def test_the_parents_stop_cancels_every_child_and_keeps_every_history_vali
     session = AgentSession(agent, _catalog(), store)
     recorder = Recorder()
     session.subscribe(recorder)
+    running_at_done: list[bool] = []
+
+    def at_done(event: Any) -> None:
+        if event.type == "done":
+            running_at_done.extend(child.running for child in session.subagents.values())
+
+    session.subscribe(at_done)
     task = session.start("go")
     await asyncio.wait_for(asyncio.gather(first.reached.wait(), second.reached.wait()), 10)
     session.handle_command({"type": "stop"})
@@ -341,9 +348,13 @@ async def test_the_parents_stop_cancels_every_child_and_keeps_every_history_vali
     assert recorder.types[-1] == "done" and recorder.events[-1].stop_reason == "cancelled"
     ends = recorder.of("subagent_end")
     assert sorted(e.status for e in ends) == ["cancelled", "cancelled"]
-    # Children close before the parent: their ends come before its `done`.
-    last_end = max(n for n, e in enumerate(recorder.events) if e.type == "subagent_end")
-    assert last_end < len(recorder.events) - 1
+    # Children close before the parent: each child's end comes before the parent closes
+    # that call, and no child is still running when the parent says `done`.
+    position = {(e.type, e.id): n for n, e in enumerate(recorder.events)
+                if e.type in ("subagent_end", "tool_result")}
+    for call_id in ("d1", "d2"):
+        assert position[("subagent_end", call_id)] < position[("tool_result", call_id)]
+    assert running_at_done == [False, False]
     children = session.subagents
     assert all(not child.running for child in children.values())
     session.flush()
