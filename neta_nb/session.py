@@ -27,8 +27,8 @@ from typing import Any, Literal
 
 from .agent import Agent
 from .approvals import ApprovalPolicy, Approvals
-from .crew import Crew, CrewLink, add_usage
 from .compaction import CompactionError, compact_view
+from .crew import Crew, CrewLink, add_usage
 from .event_hub import EventHub
 from .events import (
     ApprovalDecision,

@@ -17,7 +17,6 @@ from neta_nb.events import (
     ApprovalRequestEvent,
     SubagentEndEvent,
     SubagentEvent,
-    SubagentStartEvent,
     TokenEvent,
     TokenUpdateEvent,
 )
@@ -36,6 +35,7 @@ from .support.sessions import (
     guarded_op,
     plus,
 )
+from .support.timing import wait_until
 
 
 def _catalog() -> ToolCatalog:
@@ -245,7 +245,8 @@ async def test_a_long_answer_is_bounded_like_any_tool_result() -> None:
     agent.max_tool_result_chars = 1_000
     await AgentSession(agent, _catalog()).run("go")
     result = planner.requests[1].messages[-1].tool_results[0].content
-    assert result.startswith("word word") and "[Result cut: the first 1,000 of 4,999" in result  # stripped
+    # The answer is stripped of its trailing space: 4,999 characters.
+    assert result.startswith("word word") and "[Result cut: the first 1,000 of 4,999" in result
 
 
 # --- approvals ---------------------------------------------------------------------------
@@ -261,10 +262,8 @@ async def test_a_childs_approval_request_is_answered_through_the_parent() -> Non
     recorder = Recorder()
     session.subscribe(recorder)
     task = session.start("go")
-    await recorder.wait_for("subagent_event")
-    async with asyncio.timeout(10):
-        while not any(isinstance(_inner(e), ApprovalRequestEvent) for e in recorder.events):
-            await asyncio.sleep(0.01)
+    await wait_until(lambda: any(isinstance(_inner(e), ApprovalRequestEvent)
+                                 for e in recorder.events))
     request = next(e for e in recorder.events if isinstance(_inner(e), ApprovalRequestEvent))
     assert request.id == "d1" and _inner(request).id == "g1"
     assert session.handle_command({"type": "approve", "id": "g1",
@@ -428,9 +427,9 @@ async def test_a_sidebar_row_carries_the_child_count(tmp_path: Path) -> None:
     assert [(row["id"], row["child_count"]) for row in sidebar.sessions] == [("top", 1)]
 
 
-@pytest.mark.parametrize("bad", [dict(max_parallel_subagents=0), dict(max_subagent_depth=-1)])
+@pytest.mark.parametrize("bad", [{"max_parallel_subagents": 0}, {"max_subagent_depth": -1}])
 def test_crew_limits_are_checked(bad: dict[str, int]) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="must be"):
         Agent("a", **bad)  # type: ignore[arg-type]
 
 

@@ -18,6 +18,7 @@ from neta_nb.providers.openai import OpenAIProvider
 
 from .providers.sse_server import AnthropicStream, OpenAIStream, SSEServer
 from .support.sessions import Recorder, assert_valid_history, plus
+from .support.timing import wait_until
 
 ran: list[str] = []
 
@@ -125,10 +126,9 @@ async def test_a_childs_request_carries_its_own_prompt_and_exactly_its_tools(
 
 
 async def _both_streaming(recorder: Recorder, ids: set[str]) -> None:
-    async with asyncio.timeout(20):
-        while not ids <= {e.id for e in recorder.events if isinstance(e, SubagentEvent)
-                          and isinstance(e.event, TokenEvent)}:
-            await asyncio.sleep(0.01)
+    await wait_until(lambda: ids <= {e.id for e in recorder.events
+                                     if isinstance(e, SubagentEvent)
+                                     and isinstance(e.event, TokenEvent)}, 20)
 
 
 async def test_two_children_stream_at_the_same_time(

@@ -3,7 +3,8 @@
 Every tool here either does something real and harmless, or says in its description that
 it is a demo stub. ``web_search`` is disabled globally (there is no network in the demo),
 ``describe_image`` needs the ``vision`` capability, and ``delegate`` (the real one, off by
-default here) is only offered in the ``crew`` scene — so each state and filter of the resolver has something to show.
+default here) is only offered in the ``crew`` scene — so each state and filter of the
+resolver has something to show.
 """
 
 from __future__ import annotations

@@ -17,7 +17,8 @@ from .profile import profile_table
 from .python_exec import python
 from .todo_tool import todo
 
-__all__ = ["builtin_tools", "delegate", "list_files", "profile_table", "python", "read_file", "todo"]
+__all__ = ["builtin_tools", "delegate", "list_files", "profile_table", "python", "read_file",
+           "todo"]
 
 
 def builtin_tools() -> list[Tool]:
