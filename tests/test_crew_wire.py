@@ -232,7 +232,8 @@ async def test_the_parents_stop_cancels_every_child_and_every_history_stays_vali
         assert not each.running
         assert_valid_history(each.messages)
         assert_valid_history(store.load_messages(each.id))
-    assert [c.messages[-1].text for c in children] == ["Some text", "Some text"]
+    # What each had streamed when Stop came is kept (its second piece may not be in yet).
+    assert all(c.messages[-1].text in ("Some ", "Some text") for c in children)
     assert {c.messages[-1].metadata.interrupted for c in children} == {"cancelled"}
     resumed = AgentSession.resume(session.id, store, catalog=_catalog())
     runs = [e.subagent for e in resumed.messages[1].metadata.tool_executions]
