@@ -58,13 +58,32 @@ if TYPE_CHECKING:
     from .approvals import Approvals
     from .session import AgentSession
 
-__all__ = ["STOP_WAIT", "ChildRun", "Crew", "CrewLink", "add_usage"]
+__all__ = ["STOP_WAIT", "ChildRun", "Crew", "CrewLink", "add_usage", "wrap_event"]
 
 log = logging.getLogger(__name__)
 
 STOP_WAIT = 10.0
 """Seconds a stopping parent waits for its children to close their histories (a child
 stops at its next await; this only bounds one that cannot)."""
+
+
+_WRAPPED_FIELDS = frozenset({"id", "event"})
+_new = object.__new__
+_set = object.__setattr__
+
+
+def wrap_event(call_id: str, event: Event) -> SubagentEvent:
+    """``SubagentEvent(id=call_id, event=event)``, built the way pydantic's
+    ``model_construct`` does but without its per-field loop. Every event of a child goes
+    through here — each streamed delta — and ``event`` is already a validated, frozen
+    event, so validating it again would only double a child's cost per delta. The result
+    equals the validated model (``tests/test_crew.py`` checks it)."""
+    wrapped = _new(SubagentEvent)
+    _set(wrapped, "__dict__", {"type": "subagent_event", "id": call_id, "event": event})
+    _set(wrapped, "__pydantic_fields_set__", _WRAPPED_FIELDS)
+    _set(wrapped, "__pydantic_extra__", None)
+    _set(wrapped, "__pydantic_private__", None)
+    return wrapped
 
 
 def add_usage(first: TurnUsage, second: TurnUsage) -> TurnUsage:
@@ -262,7 +281,7 @@ class Crew:
             self._on_interrupt()  # a kernel interrupt stops the whole tree
 
     def _forward(self, run: ChildRun, event: Event) -> None:
-        self._emit(SubagentEvent(id=run.call_id, event=event))
+        self._emit(wrap_event(run.call_id, event))
         kind = type(event)
         if kind is TokenUpdateEvent:
             assert isinstance(event, TokenUpdateEvent)

@@ -11,14 +11,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from neta_nb import Agent, AgentSession, AgentToolConfig, SessionStore, ToolCatalog
+from neta_nb.crew import wrap_event
 from neta_nb.events import (
     ApprovalRequestEvent,
     SubagentEndEvent,
     SubagentEvent,
     TokenEvent,
     TokenUpdateEvent,
+    parse_event,
 )
 from neta_nb.messages import Message, Usage
 from neta_nb.providers.base import ProviderError, TextDelta
@@ -425,6 +428,19 @@ async def test_a_sidebar_row_carries_the_child_count(tmp_path: Path) -> None:
     store.save_session(SessionRecord(id="kid", parent_id="top", parent_call_id="c1"))
     sidebar = SessionSidebar(store)
     assert [(row["id"], row["child_count"]) for row in sidebar.sessions] == [("top", 1)]
+
+
+@pytest.mark.parametrize("event", [TokenEvent(text="abc"), ApprovalRequestEvent(
+    id="g1", name="guarded_op", args={"x": 1}), SubagentEvent(id="g", event=TokenEvent(text="x"))])
+def test_a_wrapped_child_event_is_the_validated_event(event: Any) -> None:
+    fast, validated = wrap_event("d1", event), SubagentEvent(id="d1", event=event)
+    assert fast == validated and fast.event is event
+    assert fast.model_dump_json() == validated.model_dump_json()
+    assert fast.model_fields_set == validated.model_fields_set
+    assert repr(fast) == repr(validated)
+    with pytest.raises(ValidationError):
+        fast.id = "changed"  # type: ignore[misc]  # frozen, like any event
+    assert parse_event(fast.model_dump_json()) == validated
 
 
 @pytest.mark.parametrize("bad", [{"max_parallel_subagents": 0}, {"max_subagent_depth": -1}])
