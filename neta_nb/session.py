@@ -178,6 +178,12 @@ class AgentSession:
         return self._meter.total
 
     @property
+    def can_delegate(self) -> bool:
+        """The agent has sub-agents and is above the nesting limit, so ``delegate`` is
+        offered (if its tool config and the catalog allow it)."""
+        return self._crew.can_delegate
+
+    @property
     def subagent_usage(self) -> dict[str, TurnUsage]:
         """Tokens of each sub-agent run in the current (or latest) turn, by the id of the
         ``delegate`` call that ran it; the turn total in ``token_update`` includes them."""

@@ -452,3 +452,21 @@ def test_crew_limits_are_checked(bad: dict[str, int]) -> None:
 def test_subagent_names_are_unique() -> None:
     with pytest.raises(ValueError, match="repeated: twin"):
         Agent("a", subagents=[Agent("twin"), Agent("twin")])
+
+
+def test_a_sessions_tool_panel_resolves_delegate_as_the_session_does() -> None:
+    from neta_nb.widgets import ToolConfigPanel
+
+    alone = ToolConfigPanel.for_session(AgentSession(Agent("solo", model=FakeProvider([])),
+                                                     _catalog()))
+    assert "delegate" not in alone.enabled_tools
+    assert alone.states["delegate"]["reason"] == (
+        "Offered only to an agent with sub-agents (within the nesting limit)")
+    agent, _, _ = _crew([], researcher=[])
+    session = AgentSession(agent, _catalog())
+    crew = ToolConfigPanel.for_session(session)
+    assert "delegate" in crew.enabled_tools
+    preview = crew._request_preview({})
+    (definition,) = [d for d in preview["tools"] if d["name"] == "delegate"]
+    assert definition["parameters"]["properties"]["agent"]["enum"] == ["researcher"]
+    assert [d["name"] for d in preview["tools"]] == session.preview().tool_names
