@@ -197,6 +197,8 @@ class Crew:
         run = self._runs.get(call_id)
         if run is None or run.status != "running":
             return False
+        if run.stop_requested:
+            return True  # already stopping: a second cancel would cut its closing short
         run.stop_requested = True
         if not run.session.cancel() and run.runner is not None:
             run.runner.cancel()  # still waiting for a free slot: it never starts

@@ -470,3 +470,26 @@ def test_a_sessions_tool_panel_resolves_delegate_as_the_session_does() -> None:
     (definition,) = [d for d in preview["tools"] if d["name"] == "delegate"]
     assert definition["parameters"]["properties"]["agent"]["enum"] == ["researcher"]
     assert [d["name"] for d in preview["tools"]] == session.preview().tool_names
+
+
+async def test_a_kernel_interrupt_in_a_child_stops_the_whole_tree() -> None:
+    from neta_nb import tool
+
+    @tool(core=True, runs_on_main_thread=True)
+    def stuck() -> str:
+        """Stands for code interrupted on the kernel's thread."""
+        raise KeyboardInterrupt
+
+    catalog = _catalog()
+    catalog.register(stuck)
+    agent, planner, _ = _crew([_delegations(("d1", "researcher", "x")), answer("never")],
+                              researcher=[calls(("s1", "stuck", {})), answer("never")])
+    session = AgentSession(agent, catalog)
+    recorder = Recorder()
+    session.subscribe(recorder)
+    await session.run("go")
+    assert recorder.of("subagent_end")[0].status == "interrupted"
+    assert recorder.events[-1].stop_reason == "interrupted"
+    assert len(planner.requests) == 1  # the parent stopped instead of reading the result
+    for each in (session, *session.subagents.values()):
+        assert_valid_history(each.messages)
