@@ -493,3 +493,23 @@ async def test_a_kernel_interrupt_in_a_child_stops_the_whole_tree() -> None:
     assert len(planner.requests) == 1  # the parent stopped instead of reading the result
     for each in (session, *session.subagents.values()):
         assert_valid_history(each.messages)
+
+
+async def test_a_closed_view_leaves_no_child_waiting_for_an_answer() -> None:
+    support.ran.clear()
+    agent, _, _ = _crew([_delegations(("d1", "researcher", "x")), answer("ok")],
+                        researcher=[calls(("g1", "guarded_op", {"x": 3})), answer("no")])
+    agent.subagents[0].tools = AgentToolConfig(enabled=["guarded_op"])
+    session = AgentSession(agent, _catalog(), approval_policy="reject")
+    detach = session.attach_approver()
+    recorder = Recorder()
+    session.subscribe(recorder)
+    task = session.start("go")
+    await wait_until(lambda: any(isinstance(_inner(e), ApprovalRequestEvent)
+                                 for e in recorder.events))
+    detach()  # the chat view closed: the policy decides the child's pending request
+    async with asyncio.timeout(10):
+        await task
+    assert support.ran == []
+    refused = session.subagents["d1"].messages[2].tool_results[0]
+    assert refused.is_error and "no one was there to give it" in refused.content
