@@ -57,7 +57,7 @@ from .messages import (
     valid_conversation,
 )
 from .ownership import ProcessOwner, SessionBusyError
-from .persistence import SessionPersistence, flush_session, store_warning
+from .persistence import LOAD_FLUSH_LIMIT, SessionPersistence, flush_session, store_warning
 from .providers.base import ModelRequest, Provider, ProviderError
 from .store import CompactionRecord, SessionStore
 from .store_writer import StoreFailure
@@ -724,8 +724,11 @@ class AgentSession:
                 if child is None or not (child.running or child.owner_died):
                     continue
                 try:
-                    type(self).resume(run.session_id, store, catalog=catalog,
-                                      namespace=self.namespace)
+                    settled = type(self).resume(run.session_id, store, catalog=catalog,
+                                                namespace=self.namespace)
+                    # Stored before this resume returns: a view loads the child's
+                    # messages from the store to rebuild its nested card.
+                    settled.flush(LOAD_FLUSH_LIMIT)
                 except Exception as exc:  # e.g. its provider needs a key not set here
                     log.warning("resume %s: its sub-agent session %s stays unsettled until "
                                 "it is resumed itself (%s)", self.id, run.session_id, exc)

@@ -107,8 +107,9 @@ class SessionRecord(BaseModel):
     parent_call_id: str | None = None
     """A sub-agent's session: the parent's ``delegate`` call id (the nested card's id)."""
     child_count: int = 0
-    """How many sub-agent sessions this session ran (filled in by
-    :meth:`SessionStore.list_sessions`, for the session list's badge; not stored)."""
+    """How many sub-agent sessions this session ran (filled in on every read from the
+    store — ``get_session``, ``list_sessions``, ``list_children`` — for the session list's
+    badge; what a record stores here is ignored)."""
 
 
 class CompactionRecord(BaseModel):
@@ -306,6 +307,8 @@ class SessionStore:
     def get_session(self, session_id: str) -> SessionRecord | None:
         with self._lock:
             data = read_session_row(self._db, session_id)
+            children = self._db.execute("SELECT COUNT(*) FROM sessions WHERE parent_id = ?",
+                                        (session_id,)).fetchone()[0] if data else 0
         if data is None:
             return None
         try:
@@ -313,6 +316,7 @@ class SessionStore:
         except ValidationError as exc:
             self._warn(f"session {session_id}: unreadable record skipped ({_first_error(exc)})")
             return None
+        record.child_count = int(children)
         return self._settle_owner(record)
 
     def list_sessions(self, limit: int | None = None) -> list[SessionRecord]:

@@ -416,6 +416,7 @@ def test_an_old_database_gains_the_parent_column(tmp_path: Path) -> None:
         ("old", "Before sub-agents", 0)]
     store.save_session(SessionRecord(id="kid", parent_id="old", parent_call_id="c1"))
     assert store.list_sessions()[0].child_count == 1
+    assert store.get_session("old").child_count == 1  # type: ignore[union-attr]
     assert [r.id for r in SessionStore(path).list_children("old")] == ["kid"]  # reopened
 
 
