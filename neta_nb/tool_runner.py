@@ -40,7 +40,7 @@ from .messages import (
     encodable,
 )
 from .tools import Tool, ToolArgumentError, ToolContext
-from .tools.base import ProgressCallback
+from .tools.base import ProgressCallback, ToolFailure
 from .tools.resolver import ToolResolution
 
 __all__ = ["INTERRUPTED_TEXT", "ContextFactory", "ToolLimits", "ToolRunner", "bound_result"]
@@ -126,10 +126,13 @@ class ToolRunner:
         chains: dict[str, asyncio.Future[Any]] = {}
         tasks = []
         for call in message.tool_calls:
-            previous = chains.get(call.name)
+            tool = resolution.get(call.name)
+            reentrant = tool is not None and tool.reentrant
+            previous = None if reentrant else chains.get(call.name)
             task = asyncio.ensure_future(
                 self._run_after(previous, message, call, resolution, live_calls, limits))
-            chains[call.name] = task
+            if not reentrant:
+                chains[call.name] = task
             tasks.append(task)
         try:
             for task in tasks:
@@ -328,7 +331,7 @@ class ToolRunner:
         try:
             async with deadline:
                 return await tool.invoke(dict(call.args), ctx), "done"
-        except ToolArgumentError as exc:
+        except (ToolArgumentError, ToolFailure) as exc:
             return str(exc), "error"
         except TimeoutError as exc:
             if not deadline.expired():  # the tool's own timeout (a socket's, say)

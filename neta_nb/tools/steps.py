@@ -114,7 +114,7 @@ def _counts(step: ResolutionStep) -> str:
 
 def trace(index: _CatalogIndex, inherit: bool, enabled: set[str], disabled: set[str],
           capabilities: frozenset[str] | None, scene: str | None,
-          model: str | None) -> ResolutionSteps:
+          model: str | None, delegates: bool | None = None) -> ResolutionSteps:
     """Apply the five rules one after the other, recording each step."""
     from .resolver import REASON_AGENT_DISABLED, _filter
 
@@ -168,16 +168,17 @@ def trace(index: _CatalogIndex, inherit: bool, enabled: set[str], disabled: set[
     # 5. Capability and scene filter: the resolver's own rule, so the reasons are its words.
     reasons: dict[str, Notice] = {}
     before = in_final_order(current)
-    if index.restricted and (capabilities is not None or scene is not None):
+    filtering = capabilities is not None or scene is not None or delegates is False
+    if index.restricted and filtering:
         kept = _filter([index.tools[name] for name in before], index.restricted, reasons,
-                       capabilities, scene, model)
+                       capabilities, scene, model, delegates)
         after = tuple(item.name for item in kept)
     else:
         after = before
     steps.append(ResolutionStep(
         StepRule.FILTER, removed=tuple(name for name in before if name in reasons),
         names=after, reasons=MappingProxyType(reasons),
-        applies=capabilities is not None or scene is not None))
+        applies=filtering))
     return ResolutionSteps(tuple(steps))
 
 

@@ -100,9 +100,10 @@ def test_unregister_drops_global_state(catalog: ToolCatalog) -> None:
 
 def test_default_catalog_holds_the_builtins() -> None:
     catalog = ToolCatalog.default()
-    assert catalog.names == ["todo", "read_file", "list_files", "python", "profile_table"]
+    assert catalog.names == ["todo", "read_file", "list_files", "python", "profile_table",
+                             "delegate"]
     assert [t.name for t in catalog.core_tools()] == ["list_files", "read_file", "todo",
-                                                     "profile_table"]
+                                                     "profile_table", "delegate"]
     assert not catalog["python"].core
     assert catalog["python"].requires_approval
     assert catalog["todo"].visibility == "internal"

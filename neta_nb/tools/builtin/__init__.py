@@ -4,18 +4,22 @@
 * ``read_file``, ``list_files`` — read-only access to the working directory (base, core)
 * ``python`` — run code in the notebook's namespace (base; off by default, needs approval)
 * ``profile_table`` — profile a CSV column by column with progress (skill, core)
+* ``delegate`` — hand a task to a sub-agent (crew, core; offered only to an agent with
+  sub-agents)
 """
 
 from __future__ import annotations
 
 from ..base import Tool
+from .delegate import delegate
 from .files import list_files, read_file
 from .profile import profile_table
 from .python_exec import python
 from .todo_tool import todo
 
-__all__ = ["builtin_tools", "list_files", "profile_table", "python", "read_file", "todo"]
+__all__ = ["builtin_tools", "delegate", "list_files", "profile_table", "python", "read_file",
+           "todo"]
 
 
 def builtin_tools() -> list[Tool]:
-    return [todo, read_file, list_files, python, profile_table]
+    return [todo, read_file, list_files, python, profile_table, delegate]
