@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
-from typing import Any, TypedDict, cast
+from typing import Any, NotRequired, TypedDict, cast
 
 import traitlets
 
@@ -53,6 +53,8 @@ class SessionRow(TypedDict):
     todo: TodoBadge | None
     updated_at: float
     message_count: int
+    children: NotRequired[int]
+    """Sub-agent sessions its turns ran (they are not rows themselves); absent: none."""
 
 
 class OpenRequest(TypedDict):
