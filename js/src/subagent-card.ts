@@ -86,12 +86,10 @@ export function createSubagentCard(el: HTMLElement, options: SubagentCardOptions
   root.dataset.run = runId;
   const header = element("div", "neta-card-header neta-subagent-header");
   const icon = createStatusIcon();
-  const avatar = element("span", "neta-subagent-avatar");
-  avatar.setAttribute("aria-hidden", "true");
   const agent = element("span", "neta-title neta-subagent-agent");
   const task = element("span", "neta-subagent-task");
   const chevron = element("span", "neta-chevron");
-  header.append(icon.node, avatar, agent, task, chevron);
+  header.append(icon.node, agent, task, chevron);
 
   const line = element("div", "neta-subagent-line");
   const statusTag = element("span", "neta-tag neta-subagent-status");
