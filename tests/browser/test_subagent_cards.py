@@ -199,3 +199,55 @@ def test_a_view_opened_mid_child_shows_the_childs_state(lab: LabSession) -> None
         views.nth(n).locator(_card("d2") + ".neta-subagent-card-done").wait_for(timeout=30_000)
         text = views.nth(n).locator(_card("d1") + " .neta-chat-text").last.text_content() or ""
         assert "rest is read" in text and "never shown" not in text
+
+
+APPROVING_CHILD = """
+from tests.support.crew import ChildScript, CrewStandIn, approval_steps
+from tests.support.sessions import FakeProvider, answer, calls
+from neta_nb.events import TokenEvent
+answered = asyncio.Event()
+coder = ChildScript([*approval_steps("w1", answered.wait), TokenEvent(text="Saved.")])
+crew = CrewStandIn({"coder": coder})
+provider = FakeProvider([
+    calls(("d1", "delegate", {"agent": "coder", "task": "Write the notes file"})),
+    answer("The notes are written."),
+])
+session = AgentSession(Agent("planner", model=provider), ToolCatalog([crew.tool]),
+                       provider=provider)
+crew.install(session)
+commands = []
+handle = session.handle_command
+def recording(command):
+    commands.append(dict(command))
+    if command.get("type") == "approve":
+        answered.set()  # the runtime routes it to the child's approvals
+    return handle(command)
+session.handle_command = recording
+chat = ChatView(session)
+chat
+""".strip()
+
+
+def test_a_childs_approval_shows_in_the_parents_approvals_with_its_name(
+        lab: LabSession, screenshot_dir: Path) -> None:
+    path = lab.run_notebook("crew_approval.ipynb", [chat_cells.IMPORTS, APPROVING_CHILD])
+    page = lab.page
+    page.locator(".neta-chat-textarea").fill("Write the notes")
+    page.locator(".neta-chat-send").click()
+    approval = page.locator(".neta-chat-approval.neta-is-subagent")
+    approval.wait_for(timeout=30_000)
+    assert approval.locator(".neta-chat-approval-title").text_content() == (
+        "coder asks: allow write_file to run?")
+    page.locator(_card("d1") + " .neta-tool-card.neta-tool-card-waiting",
+                 has_text="Write file").wait_for()
+    for dark in (False, True):
+        lab.set_theme(dark=dark)
+        lab.screenshot(page.locator(".neta-chat-view"),
+                       screenshot_dir / f"crew-approval-{'dark' if dark else 'light'}.png")
+    lab.set_theme(dark=False)
+    approval.locator("button[data-decision='allow_once']").click()
+    page.wait_for_function(IDLE, timeout=30_000)
+    sent = lab.execute(path, "print([c for c in commands if c['type'] == 'approve'])").strip()
+    assert sent == "[{'type': 'approve', 'id': 'w1', 'decision': 'allow_once'}]"
+    assert page.locator(".neta-chat-approval").count() == 0
+    page.locator(_card("d1") + ".neta-subagent-card-done").wait_for()
