@@ -251,3 +251,23 @@ def test_a_childs_approval_shows_in_the_parents_approvals_with_its_name(
     assert sent == "[{'type': 'approve', 'id': 'w1', 'decision': 'allow_once'}]"
     assert page.locator(".neta-chat-approval").count() == 0
     page.locator(_card("d1") + ".neta-subagent-card-done").wait_for()
+
+
+def test_the_session_list_badges_how_many_sub_agents_ran(
+        lab: LabSession, screenshot_dir: Path) -> None:
+    # The runtime half fills `children` from the store; the list draws what it is given.
+    path = lab.run_notebook("crew_sidebar.ipynb", [chat_cells.IMPORTS, chat_cells.SIDEBAR])
+    page = lab.page
+    page.locator(".neta-sidebar-item").nth(1).wait_for()
+    assert page.locator(".neta-sidebar-children").count() == 0  # absent: none drawn
+    lab.execute(path, "sidebar.sessions = [dict(row, children=3 if row['id'] == first_id "
+                      "else 0) for row in sidebar.sessions]")
+    badge = page.locator(".neta-sidebar-children")
+    badge.wait_for()
+    assert badge.count() == 1 and badge.text_content() == "+3 sub"
+    assert badge.get_attribute("title") == "3 sub-agent runs"
+    for dark in (False, True):
+        lab.set_theme(dark=dark)
+        lab.screenshot(page.locator(".neta-sidebar"),
+                       screenshot_dir / f"crew-sidebar-{'dark' if dark else 'light'}.png")
+    lab.set_theme(dark=False)
