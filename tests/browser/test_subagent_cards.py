@@ -271,3 +271,50 @@ def test_the_session_list_badges_how_many_sub_agents_ran(
         lab.screenshot(page.locator(".neta-sidebar"),
                        screenshot_dir / f"crew-sidebar-{'dark' if dark else 'light'}.png")
     lab.set_theme(dark=False)
+
+
+STANDALONE = """
+from neta_nb.events import SubagentEndEvent, SubagentEvent, SubagentStartEvent, TurnUsage
+from neta_nb.widgets import SubagentCard
+from tests.support.crew import research_steps
+stops = []
+card = SubagentCard.from_event(SubagentStartEvent(id="d7", agent="researcher",
+                                                  task="Find three sources"),
+                               stop=lambda: stops.append("d7"))
+release = asyncio.Event()
+
+async def feed():
+    for step in research_steps("Found **three** sources, all from this year."):
+        card.apply(SubagentEvent(id="d7", event=step))
+        await asyncio.sleep(0.15)
+    await release.wait()
+    card.apply(SubagentEndEvent(id="d7", agent="researcher", status="done", result="ok",
+                                usage=TurnUsage(input_tokens=650, output_tokens=90,
+                                                total_tokens=740, api_calls=3)))
+
+feeding = asyncio.get_running_loop().create_task(feed())
+card
+""".strip()
+
+
+def test_subagent_card_on_its_own(lab: LabSession, screenshot_dir: Path) -> None:
+    path = lab.run_notebook("crew_card.ipynb", [chat_cells.IMPORTS, STANDALONE])
+    page = lab.page
+    card = page.locator(_card("d7"))
+    card.wait_for(timeout=30_000)
+    card.evaluate("n => { n.__netaNode = 'card'; }")
+    card.locator(".neta-chat-text", has_text="all from this year").wait_for(timeout=30_000)
+    assert card.locator(".neta-tool-card", has_text="Web search").count() == 1
+    card.locator(".neta-subagent-stop").click()
+    assert lab.wait_for_kernel_value(path, "stops", "['d7']") == "['d7']"
+    lab.execute(path, "release.set()")
+    page.locator(_card("d7") + ".neta-subagent-card-done.neta-is-collapsed").wait_for(
+        timeout=30_000)
+    assert card.evaluate("n => n.__netaNode") == "card"
+    card.locator(".neta-subagent-header").click()
+    card.locator(".neta-chat-text strong", has_text="three").wait_for()
+    assert lab.wait_for_kernel_value(path, "card.expanded", "True") == "True"
+    for dark in (False, True):
+        lab.set_theme(dark=dark)
+        lab.screenshot(card, screenshot_dir / f"subagent-card-{'dark' if dark else 'light'}.png")
+    lab.set_theme(dark=False)
