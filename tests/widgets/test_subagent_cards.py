@@ -29,11 +29,12 @@ from neta_nb.events import (
 from neta_nb.messages import Message, SubagentRun, TextPart, ToolCallPart, ToolExecution
 from neta_nb.widgets import ChatView, SubagentCard
 from neta_nb.widgets._base import RequestError
+from neta_nb.widgets._chat_state import OpBatcher, render_message
 from neta_nb.widgets._state_bounds import SUBAGENT_BYTES, SUBAGENT_ITEMS, item_bytes
 
 from ..support.crew import ChildScript, CrewStandIn, approval_steps, plan, research_steps, usage
 from ..support.sessions import FakeProvider, answer, calls, plus
-from ..support.timing import wait_until
+from ..support.timing import ManualScheduler, wait_until
 from .conftest import SentMessages
 
 TASK = "Find sources"
@@ -64,6 +65,36 @@ def card_of(items: list[Any], call_id: str) -> dict[str, Any]:
             if card["id"] == call_id:
                 return dict(card)
     raise AssertionError(f"no card {call_id}")
+
+
+def test_nested_ops_merge_per_transcript_and_render_nested_items_when_sent() -> None:
+    sent: list[dict[str, Any]] = []
+    nested = {(("d1",), "m"): {"id": "m", "v": 1}}
+    scheduler = ManualScheduler()
+    batcher = OpBatcher(sent.append, lambda _id: None,
+                        nested_source=lambda path, item_id: nested.get((path, item_id)),
+                        interval=0.03, clock=scheduler.clock, schedule=scheduler)
+    batcher.text("text", "first")  # goes at once; the rest waits for the frame
+    # Two children streaming side by side, and the parent: interleaved deltas of one
+    # transcript merge only while nothing of another comes between.
+    for delta, path in (("a", ("d1",)), ("b", ("d1",)), ("c", ("d2",)), ("d", ("d2",)),
+                        ("e", ()), ("f", ("d1",)), ("g", ("d1", "g1"))):
+        batcher.text("text", delta, path)
+    batcher.upsert("m", ("d1",))
+    nested[(("d1",), "m")] = {"id": "m", "v": 2}
+    batcher.upsert("m", ("d1",))  # once per batch, rendered when it leaves
+    batcher.upsert("m", ("d2",))  # no such item in d2: nothing to draw
+    batcher.op("end", ("d1",), id="m")
+    scheduler.advance(0.05)
+    assert sent[1]["ops"] == [
+        {"op": "text", "text": "ab", "path": ["d1"]},
+        {"op": "text", "text": "cd", "path": ["d2"]},
+        {"op": "text", "text": "e"},
+        {"op": "text", "text": "f", "path": ["d1"]},
+        {"op": "text", "text": "g", "path": ["d1", "g1"]},
+        {"op": "item", "item": {"id": "m", "v": 2}, "path": ["d1"]},
+        {"op": "end", "id": "m", "path": ["d1"]}]
+    assert len(sent) == 2  # one batch per frame, whatever the nesting
 
 
 async def test_a_child_streams_inside_the_parents_message_through_the_same_batches(
@@ -253,8 +284,6 @@ def test_a_delegate_call_is_a_sub_agent_card_before_its_child_starts() -> None:
         id="d1", name="delegate", label="Delegate", args={"agent": "coder", "task": "Fix"}))
     other = Message.assistant([ToolCallPart(id="t1", name="delegate", args={"x": 1})])
     other.metadata.tool_executions.append(ToolExecution(id="t1", name="delegate", label="D"))
-    from neta_nb.widgets._chat_state import render_message
-
     card = render_message(message, 1)["cards"][0]
     assert card["kind"] == "subagent" and card["subagent"]["agent"] == "coder"
     assert card["subagent"]["status"] == "running" and card["subagent"]["messages"] == []
