@@ -64,7 +64,7 @@ from ._chat_state import (
 )
 from ._state_bounds import SUBAGENT_BYTES, SUBAGENT_ITEMS, fit_window
 
-__all__ = ["OpSink", "StoredSubagents", "SubagentTranscript", "unwrap"]
+__all__ = ["OpSink", "StoredSubagents", "SubagentTranscript", "is_delta", "unwrap"]
 
 MAX_STORED_DEPTH = 4
 """Nested children drawn from the store (the runtime's own limit is 2 by default)."""
@@ -78,6 +78,14 @@ class OpSink(Protocol):
     def op(self, op: str, path: tuple[str, ...] = (), **fields: Any) -> None: ...
 
     def upsert(self, item_id: str, path: tuple[str, ...] = ()) -> None: ...
+
+
+def is_delta(event: Event) -> bool:
+    """A streamed delta, however deeply wrapped: it changes a live response only, never a
+    card's status line (the path every delta takes stays short)."""
+    while isinstance(event, SubagentEvent):
+        event = event.event
+    return isinstance(event, TokenEvent | ThinkingDeltaEvent)
 
 
 def unwrap(event: SubagentEvent) -> tuple[list[str], Event]:
@@ -137,16 +145,8 @@ class SubagentTranscript:
         elif isinstance(event, SubagentEvent):
             child = self.children.get(event.id)
             if child is not None:
-                ids, inner = unwrap(event)
-                for run_id in ids[1:]:
-                    found = child.children.get(run_id)
-                    if found is None:
-                        return
-                    child = found
-                child.apply(inner, sink)
-                if isinstance(inner, ToolCallEvent | ToolResultEvent | SkillStartEvent
-                              | SkillEndEvent | TodoUpdateEvent | SubagentEndEvent
-                              | DoneEvent | ErrorEvent):
+                child.apply(event.event, sink)  # a grandchild's: it unwraps it in turn
+                if not is_delta(event):
                     self._upsert_call(event.id, sink)  # the card's status line changed
         else:
             self._apply_boundary(event, sink)

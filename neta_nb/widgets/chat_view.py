@@ -95,7 +95,7 @@ from ._chat_state import (
 from ._chat_static import static_html, static_markdown, static_text
 from ._state_bounds import NOTE_CHARS, preview_args
 from ._stored_session import StoredSession, StoredSessionFollower
-from ._subagent_transcript import StoredSubagents, SubagentTranscript, unwrap
+from ._subagent_transcript import StoredSubagents, SubagentTranscript, is_delta, unwrap
 from ._view_presence import ViewPresence
 
 __all__ = ["READ_ONLY_REFRESH_INTERVAL", "ChatView", "live_session"]
@@ -436,7 +436,7 @@ class ChatView(NetaWidget):
         if transcript is None:
             return  # bound after it started: the card draws the stored child instead
         inner = event.event
-        if isinstance(inner, TokenEvent | ThinkingDeltaEvent):
+        if is_delta(inner):
             transcript.apply(inner, self._batcher)  # the delta path: nothing else changes
             return
         ids, innermost = unwrap(event)
