@@ -13,7 +13,7 @@ import type { TodoItem } from "./todo-card";
 import type { ContextUsage, TurnUsage } from "./token-stats";
 
 export interface ChatCard {
-  kind: "tool" | "skill";
+  kind: "tool" | "skill" | "subagent";
   id: string;
   name: string;
   label: string;
@@ -28,6 +28,34 @@ export interface ChatCard {
   args_chars?: number;
   step_chars?: number;
   detail_chars?: number;
+  /** A `delegate` call's sub-agent (kind "subagent"). */
+  subagent?: SubagentPart;
+}
+
+/** Python twin: `SubagentPlan` in _chat_state.py. */
+export interface SubagentPlan {
+  done: number;
+  total: number;
+}
+
+export type SubagentStatus = "running" | "done" | "error" | "cancelled" | "interrupted";
+
+/**
+ * What a sub-agent card adds to its `delegate` call's card (Python twin: `SubagentPart`).
+ * `messages` is null in a streamed update: keep the transcript drawn (it streams as ops
+ * with a `path`); otherwise the newest items (`has_older` when earlier ones were left out),
+ * with `live` the response being streamed.
+ */
+export interface SubagentPart {
+  agent: string;
+  task: string;
+  status: SubagentStatus;
+  activity: string | null;
+  plan: SubagentPlan | null;
+  tokens: { input_tokens: number; output_tokens: number; api_calls: number };
+  messages: ChatItem[] | null;
+  has_older: boolean;
+  live: LiveSnapshot | null;
 }
 
 export interface ChatItem {
@@ -54,6 +82,9 @@ export interface Approval {
   name: string;
   args: Record<string, unknown>;
   args_chars?: number;
+  /** A sub-agent asks: its name, and the runs it is in (as an op's `path`). */
+  agent?: string;
+  path?: string[];
 }
 
 export interface AgentChoice {
@@ -97,15 +128,20 @@ export interface FullTextRequest {
   message_id: string;
   card_id?: string;
   field: "text" | "thinking" | "error" | "result" | "args" | "step" | "detail";
+  /** A message of a sub-agent's transcript: the runs it is nested in. */
+  path?: string[];
 }
 
-export type ChatOp =
+/** `path` (absent at the top) names the sub-agent transcript an op applies to: the ids of
+ * the `delegate` calls from the top. */
+export type ChatOp = (
   | { op: "live"; id: string }
   | { op: "text"; text: string }
   | { op: "thinking"; text: string }
   | { op: "thinking_done" }
   | { op: "end"; id: string | null }
-  | { op: "item"; item: ChatItem };
+  | { op: "item"; item: ChatItem }
+) & { path?: string[] };
 
 export interface LiveSnapshot {
   id: string;

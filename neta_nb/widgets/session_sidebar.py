@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
-from typing import Any, TypedDict, cast
+from typing import Any, NotRequired, TypedDict, cast
 
 import traitlets
 
@@ -54,6 +54,7 @@ class SessionRow(TypedDict):
     updated_at: float
     message_count: int
     child_count: int
+    """Sub-agent sessions its turns ran (they are not rows themselves)."""
 
 
 class OpenRequest(TypedDict):
