@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
-from typing import Any, NotRequired, TypedDict, cast
+from typing import Any, TypedDict, cast
 
 import traitlets
 
