@@ -70,3 +70,17 @@ def test_a_kernel_killed_mid_child_leaves_both_interrupted_on_resume(tmp_path: P
     again = AgentSession.resume("s_parent", store=SessionStore(db))
     assert again.messages[1].metadata.tool_executions[0].subagent.status == "interrupted"  # type: ignore[union-attr]
     assert len(again.messages) == len(resumed.messages)
+
+    # The chat view of the resumed parent rebuilds the nested card from the stored child:
+    # marked interrupted, its transcript the child's kept text (the task is the card's
+    # header, not a message of its own).
+    from neta_nb.widgets import ChatView
+
+    view = ChatView(again)
+    [card] = [c for item in view.messages for c in item.get("cards", [])]
+    assert card["kind"] == "subagent"
+    part = card["subagent"]
+    assert (part["agent"], part["status"]) == ("researcher", "interrupted")
+    texts = [m.get("text") for m in part["messages"]]
+    assert texts == ["Half of the findings"] and part["task"] == "Find facts."
+    view.close()
