@@ -31,6 +31,8 @@ import pydantic_core
 
 try:
     import jsonschema  # comes with the SDK
+    import referencing
+    import referencing.exceptions
 except ImportError as error:  # pragma: no cover - exercised only without the extra
     raise ImportError("MCP servers need the official MCP SDK: "
                       "pip install 'neta-nb[mcp]'") from error
@@ -66,6 +68,14 @@ log = logging.getLogger(__name__)
 
 SEPARATOR = "__"
 _SERVER_NAME_MAX = 30
+# What one server may put in front of the model and the panel. A description or schema is
+# sent with every request that offers the tool, so a huge one costs every turn (and can
+# hide instructions far below what the panel shows); a listing of thousands of tools
+# blocks the kernel while each is checked and no provider accepts that many anyway.
+MAX_TOOLS = 500
+MAX_DESCRIPTION_CHARS = 10_000
+MAX_SCHEMA_CHARS = 50_000
+MAX_LABEL_CHARS = 80
 
 
 class MCPToolError(RuntimeError):
@@ -103,10 +113,21 @@ class MCPTool(Tool):
         if not isinstance(args, dict):
             raise ToolArgumentError(self.name, [
                 f"arguments must be a JSON object, got {type(args).__name__} {args!r:.200}"])
-        validator = jsonschema.validators.validator_for(self.parameters)(self.parameters)
+        # An empty registry: a "$ref" outside the schema is never fetched (jsonschema
+        # would otherwise download any URL a server names, on the kernel's thread).
+        validator = jsonschema.validators.validator_for(self.parameters)(
+            self.parameters, registry=referencing.Registry())
+        try:
+            errors = sorted(validator.iter_errors(args), key=str)[:10]
+        except referencing.exceptions.Unresolvable as error:
+            raise ToolArgumentError(self.name, [
+                f"the server's input schema has a $ref that cannot be resolved: {error}"
+            ]) from None
+        except RecursionError:
+            raise ToolArgumentError(self.name, [
+                "the server's input schema refers to itself without end"]) from None
         problems = [f"{'.'.join(str(p) for p in error.absolute_path) or '(arguments)'}: "
-                    f"{error.message[:300]}"
-                    for error in sorted(validator.iter_errors(args), key=str)[:10]]
+                    f"{error.message[:300]}" for error in errors]
         if problems:
             raise ToolArgumentError(self.name, problems)
         return args
@@ -226,15 +247,28 @@ class MCPToolServer:
                 "timeout": self.parameters.timeout, "tools": list(self._listed)}
 
     def _apply(self, listed: Sequence[mcp_types.Tool]) -> None:
+        if len(listed) > MAX_TOOLS:
+            # Refused whole: a cut listing would hide which tools the user is granting.
+            raise MCPServerError(self.name, f"lists {len(listed):,} tools; at most "
+                                 f"{MAX_TOOLS} are accepted from one server")
         self._listed = [remote.model_dump(mode="json", by_alias=True, exclude_none=True)
                         for remote in listed]
         catalog = self._catalog
         tools: list[MCPTool] = []
         refused: dict[str, str] = {}
+        listed_names: set[str] = set()
         for remote in listed:
+            remote_name = str(remote.name)
+            if remote_name in listed_names:
+                # The first one stays; a second with the same name would replace it
+                # unseen (and break the catalog's one-tool-per-name rule).
+                refused[remote_name] = (f"the server lists a tool named {remote_name!r} "
+                                        "more than once; the first one is used")
+                continue
+            listed_names.add(remote_name)
             built = self._build(remote)
             if isinstance(built, str):
-                refused[str(remote.name)] = built
+                refused[remote_name] = built
             else:
                 tools.append(built)
         for name in [t.name for t in tools]:
@@ -247,12 +281,18 @@ class MCPToolServer:
         for item in tools:
             fingerprint = (item.description, _schema_text(item.parameters))
             first = self._seen.setdefault(item.name, fingerprint)
-            if first != fingerprint and item.name not in self.changed_tools:
-                self.changed_tools[item.name] = ToolChangeNotice(
-                    tool=item.name, old_description=first[0], new_description=item.description,
-                    schema_changed=first[1] != fingerprint[1],
-                    was_globally_enabled=catalog.is_globally_enabled(item.name)
-                    or item.name not in catalog)
+            if first == fingerprint:
+                continue
+            earlier = self.changed_tools.get(item.name)
+            # A tool that changes again before the user looked: the notice shows what the
+            # model would now be told (else the user would review one text and grant
+            # another), and it stays suspended as the first change left it.
+            self.changed_tools[item.name] = ToolChangeNotice(
+                tool=item.name, old_description=first[0], new_description=item.description,
+                schema_changed=first[1] != fingerprint[1],
+                was_globally_enabled=earlier.was_globally_enabled if earlier is not None
+                else catalog.is_globally_enabled(item.name) or item.name not in catalog)
+            if earlier is None:
                 suspend.append(item.name)
         for gone in set(self.tool_names) - new_names:
             self.changed_tools.pop(gone, None)
@@ -280,9 +320,21 @@ class MCPToolServer:
         if not _TOOL_NAME.match(name):
             return (f"{name!r} is not a valid tool name for the model providers (1-64 "
                     "letters, digits, '_' or '-'); the server's tool name cannot be used")
+        description = str(remote.description or "")
+        if len(description) > MAX_DESCRIPTION_CHARS:
+            return (f"its description is {len(description):,} characters; at most "
+                    f"{MAX_DESCRIPTION_CHARS:,} are accepted")
         schema = remote.input_schema
         if not isinstance(schema, dict) or schema.get("type") != "object":
             return "its input schema is not a JSON object schema"
+        schema_size = len(_schema_text(schema))
+        if schema_size > MAX_SCHEMA_CHARS:
+            return (f"its input schema is {schema_size:,} characters of JSON; at most "
+                    f"{MAX_SCHEMA_CHARS:,} are accepted")
+        outside = _outside_reference(schema)
+        if outside is not None:
+            return (f"its input schema refers outside itself ($ref {outside[:200]!r}); "
+                    "such references are not fetched")
         try:
             jsonschema.validators.validator_for(schema).check_schema(schema)
         except jsonschema.SchemaError as exc:
@@ -293,12 +345,14 @@ class MCPToolServer:
         approval = (self._approval if isinstance(self._approval, bool)
                     else remote_name in self._approval)
         # The server's title, else its own tool name made readable (not "T add tool").
-        label = getattr(remote, "title", None) or humanise_name(remote_name)
+        label = str(getattr(remote, "title", None) or humanise_name(remote_name))
+        if len(label) > MAX_LABEL_CHARS:
+            label = label[:MAX_LABEL_CHARS - 1] + "…"
         try:
-            return MCPTool(name=name, description=str(remote.description or ""),
+            return MCPTool(name=name, description=description,
                            handler=_unreachable_handler, parameters=dict(schema),
                            visibility=visibility or "tool", category=self.category,
-                           label=str(label), requires_approval=approval,
+                           label=label, requires_approval=approval,
                            server=self.name, remote_name=remote_name,
                            connection=self.connection)
         except ValueError as exc:
@@ -310,6 +364,23 @@ class MCPToolServer:
 
 def _schema_text(schema: dict[str, Any]) -> str:
     return pydantic_core.to_json(schema, fallback=repr).decode()
+
+
+def _outside_reference(schema: Any) -> str | None:
+    """The first ``$ref`` / ``$dynamicRef`` of ``schema`` that does not point inside it
+    (``#…``), if any."""
+    pending = [schema]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in ("$ref", "$dynamicRef") and isinstance(value, str) \
+                        and not value.startswith("#"):
+                    return value
+                pending.append(value)
+        elif isinstance(node, list):
+            pending.extend(node)
+    return None
 
 
 def restore_mcp_server(catalog: ToolCatalog, spec: Mapping[str, Any]) -> MCPToolServer:
@@ -335,7 +406,11 @@ def restore_mcp_server(catalog: ToolCatalog, spec: Mapping[str, Any]) -> MCPTool
     server.connection.restored = True
     server.connection.status = ServerStatus.NOT_STARTED
     catalog._mcp_servers[name] = server
-    server._apply(listed)
+    try:
+        server._apply(listed)
+    except MCPServerError as error:  # a stored listing this version no longer accepts
+        del catalog._mcp_servers[name]
+        raise ValueError(error.reason) from None
     return server
 
 

@@ -59,10 +59,10 @@ server.add_tool(shifty, name="shifty", description=MARKUP)
 
 
 @server.tool()
-async def change_description(ctx: Context) -> str:
-    """Change shifty's description and tell the client the list changed."""
+async def change_description(ctx: Context, text: str = CHANGED) -> str:
+    """Change shifty's description (to text) and tell the client the list changed."""
     server.remove_tool("shifty")
-    server.add_tool(shifty, name="shifty", description=CHANGED)
+    server.add_tool(shifty, name="shifty", description=text)
     await ctx.request_context.session.send_tool_list_changed()
     return "changed"
 
