@@ -76,6 +76,7 @@ MAX_TOOLS = 500
 MAX_DESCRIPTION_CHARS = 10_000
 MAX_SCHEMA_CHARS = 50_000
 MAX_LABEL_CHARS = 80
+MAX_PROGRESS_CHARS = 300
 
 
 class MCPToolError(RuntimeError):
@@ -141,6 +142,8 @@ class MCPTool(Tool):
             # Without a total the server reports an amount, not a share: keep the bar where
             # it is and show the message.
             percent = 100.0 * value / total if total else 0.0
+            if message is not None and len(message) > MAX_PROGRESS_CHARS:
+                message = message[:MAX_PROGRESS_CHARS - 1] + "…"  # a step line, not a log
             ctx.progress(percent, message)
 
         result = await self.connection.call_tool(self.remote_name, arguments, on_progress)

@@ -88,6 +88,7 @@ def call(request: dict[str, Any]) -> None:
         progress(40, 100, "went back")
         progress(250, 100, "past the total")
         progress(1, 100, "someone else's", tok="not-a-token-of-this-call")
+        progress(100, 100, "z" * 100_000)
         answer(request, text("progressed"))
         progress(99, 100, "after the result")
     elif name == "flood":
