@@ -274,11 +274,14 @@ class MCPToolServer:
                 refused[remote_name] = built
             else:
                 tools.append(built)
-        for name in [t.name for t in tools]:
-            other = catalog.get(name)
+        taken: set[str] = set()
+        for item in tools:
+            other = catalog.get(item.name)
             if other is not None and not (isinstance(other, MCPTool) and other.server == self.name):
-                refused[name] = f"a tool named {name!r} is already in the catalog"
-        tools = [t for t in tools if t.name not in refused]
+                # Keyed by the server's name like every refusal (the panel lists those).
+                refused[item.remote_name] = f"a tool named {item.name!r} is already in the catalog"
+                taken.add(item.name)
+        tools = [t for t in tools if t.name not in taken]
         new_names = {t.name for t in tools}
         suspend: list[str] = []
         for item in tools:

@@ -196,6 +196,19 @@ async def test_duplicate_and_newline_names_in_a_listing_are_refused(
     assert "h__trail\n" not in catalog
 
 
+async def test_tool_names_colliding_across_servers_keep_the_first_servers_tool(
+        catalog: ToolCatalog, tmp_path: Path) -> None:
+    # "a" + "__" + "_b" and "a_" + "__" + "b" are both "a___b".
+    first = await _add_listing(catalog, tmp_path, [_remote("_b", "from a")], name="a")
+    second = await _add_listing(catalog, tmp_path, [_remote("b", "from a_"), _remote("c")],
+                                name="a_")
+    assert first.tool_names == ["a___b"] and second.tool_names == ["a___c"]
+    assert "'a___b' is already in the catalog" in second.refused["b"]
+    assert catalog["a___b"].description == "from a"
+    await catalog.remove_mcp_server("a_")
+    assert catalog["a___b"].description == "from a"
+
+
 async def test_huge_descriptions_schemas_and_titles_are_bounded(
         catalog: ToolCatalog, tmp_path: Path) -> None:
     wide = {"type": "object",
@@ -315,6 +328,52 @@ async def test_a_change_while_the_user_decides_on_approval_refuses_the_call(
         await turn
     result = session.messages[-2].tool_results[0]
     assert result.is_error and "changed its description" in result.content
+
+
+# --- stop and concurrency ---------------------------------------------------------------
+
+@pytest.mark.parametrize("tool", ["t__wait", "t__progress_then_wait"])
+async def test_stop_during_a_call_cancels_it_on_the_server_and_the_card_says_cancelled(
+        catalog: ToolCatalog, tmp_path: Path, tool: str) -> None:
+    await _add_test_server(catalog)
+    marker = tmp_path / "marker"
+    provider = FakeProvider([calls(("c1", tool, {"marker": str(marker)}))])
+    session = AgentSession(Agent("a", model=provider, tools=AgentToolConfig(enabled=[tool])),
+                           catalog)
+    recorder = Recorder()
+    session.subscribe(recorder)
+    turn = session.start("wait")
+    await _eventually(lambda: marker.exists() and marker.read_text() == "started")
+    if tool == "t__progress_then_wait":
+        await recorder.wait_for("progress")  # the card is a skill card by now
+    assert session.cancel()
+    async with asyncio.timeout(30):
+        await turn
+    await _eventually(lambda: marker.read_text() == "cancelled")
+    stored = session.messages[1].metadata
+    [record] = [*stored.tool_executions, *stored.skill_executions]
+    assert record.status == "cancelled"
+    assert (tool == "t__progress_then_wait") == bool(stored.skill_executions)
+    result = session.messages[2].tool_results[0]
+    assert result.is_error and "the user cancelled the turn" in result.content
+
+
+async def test_concurrent_calls_to_one_server_each_get_their_own_answer(
+        catalog: ToolCatalog, tmp_path: Path) -> None:
+    server = await _add_test_server(catalog)
+    marker = tmp_path / "marker"
+    waiting = asyncio.ensure_future(
+        catalog["t__wait"].invoke({"marker": str(marker)}, ToolContext()))
+    await _eventually(lambda: marker.exists())
+    texts = [f"call {n}" for n in range(20)]
+    answers = await asyncio.gather(*(catalog["t__echo"].invoke({"text": text}, ToolContext())
+                                     for text in texts))
+    assert answers == texts and not waiting.done()
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    await _eventually(lambda: marker.read_text() == "cancelled")
+    assert server.connection.starts == 1
 
 
 # --- lifetime ------------------------------------------------------------------------------
