@@ -21,8 +21,9 @@ user granted starts telling the model something else — is disabled globally an
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from os import PathLike
 from typing import TYPE_CHECKING, Any
@@ -116,7 +117,7 @@ class MCPTool(Tool):
                 f"arguments must be a JSON object, got {type(args).__name__} {args!r:.200}"])
         # An empty registry: a "$ref" outside the schema is never fetched (jsonschema
         # would otherwise download any URL a server names, on the kernel's thread).
-        validator = jsonschema.validators.validator_for(self.parameters)(
+        validator = _without_patterns(jsonschema.validators.validator_for(self.parameters))(
             self.parameters, registry=referencing.Registry())
         try:
             errors = sorted(validator.iter_errors(args), key=str)[:10]
@@ -370,6 +371,21 @@ class MCPToolServer:
 
 def _schema_text(schema: dict[str, Any]) -> str:
     return pydantic_core.to_json(schema, fallback=repr).decode()
+
+
+def _skip_pattern(*_args: Any) -> Iterator[jsonschema.ValidationError]:
+    return iter(())
+
+
+@functools.cache
+def _without_patterns(validator: type[Any]) -> type[Any]:
+    """``validator`` without the ``pattern`` keyword. The server's regular expression runs
+    against what the model sends, on the kernel's thread; one that backtracks
+    exponentially (``^(a+)+$``) would hang the kernel for good. The server checks its
+    own patterns when it gets the call."""
+    extended: type[Any] = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
+        validator, {"pattern": _skip_pattern})
+    return extended
 
 
 def _outside_reference(schema: Any) -> str | None:

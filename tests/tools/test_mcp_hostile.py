@@ -288,6 +288,22 @@ async def test_schema_references_outside_the_schema_are_refused_and_never_fetche
     assert hits == []
 
 
+async def test_a_servers_regular_expressions_never_run_in_the_kernel(
+        catalog: ToolCatalog, tmp_path: Path) -> None:
+    # ^(a+)+$ backtracks exponentially: "a" * 40 + "!" would never finish. The pattern is
+    # the server's to check; everything else in the schema is still checked here.
+    schema = {"type": "object", "required": ["s"],
+              "properties": {"s": {"type": "string", "pattern": "^(a+)+$"}}}
+    await _add_listing(catalog, tmp_path, [_remote("redos", schema=schema)])
+    tool = catalog["h__redos"]
+    assert tool.validate_arguments({"s": "b"}) == {"s": "b"}
+    assert tool.validate_arguments({"s": "a" * 40 + "!"}) == {"s": "a" * 40 + "!"}
+    from neta_nb.tools import ToolArgumentError
+
+    with pytest.raises(ToolArgumentError, match="'s' is a required property"):
+        tool.validate_arguments({})
+
+
 # --- rug pulls ----------------------------------------------------------------------------
 
 async def _add_test_server(catalog: ToolCatalog, **options: Any) -> Any:
