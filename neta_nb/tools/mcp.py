@@ -15,7 +15,14 @@ are kept as plain strings (the panel and cards render them as text). A tool whos
 description or schema changes after it was first listed — the "rug pull", where a tool the
 user granted starts telling the model something else — is disabled globally and listed in
 :attr:`MCPToolServer.changed_tools` until the user calls
-:meth:`ToolCatalog.acknowledge_mcp_change`.
+:meth:`ToolCatalog.acknowledge_mcp_change`; a tool that changes again before that shows
+its latest text there, so what the user accepts is what the model is told.
+
+What a server may send is bounded: at most :data:`MAX_TOOLS` tools (a longer listing is
+refused whole), descriptions and schemas up to :data:`MAX_DESCRIPTION_CHARS` and
+:data:`MAX_SCHEMA_CHARS`, no tool name twice, no ``$ref`` outside the schema (nothing is
+ever fetched to check arguments), and its ``pattern`` expressions are left to the server
+(they would run on the kernel's thread).
 """
 
 from __future__ import annotations

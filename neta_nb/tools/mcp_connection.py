@@ -18,7 +18,10 @@ notifications (the 2026 protocol needs a ``subscriptions/listen`` stream for the
 
 Stdio servers run in their own process session (the SDK does that), so a kernel that exits
 without closing them would leave them running if they ignore the end of their stdin; the
-connection records each server's process id and an ``atexit`` hook ends what is still alive.
+connection records each server's process id and an ``atexit`` hook ends what is still alive
+(and, where nobody else handles it, a SIGTERM handler does the same before the default
+ending: Python skips ``atexit`` on SIGTERM, and a kernel that does not stop when asked gets
+one).
 """
 
 from __future__ import annotations
