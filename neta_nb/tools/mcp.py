@@ -317,10 +317,15 @@ class MCPToolServer:
         for name, why in refused.items():
             log.warning("MCP server %s: tool %r not added: %s", self.name, name, why)
 
-    def acknowledge(self, tool_name: str) -> None:
+    def acknowledge(self, tool_name: str, *, description: str | None = None) -> None:
         """The user looked at a changed tool: its new description becomes the one granted,
-        and it is switched back on if the change switched it off."""
-        notice = self.changed_tools.pop(tool_name)
+        and it is switched back on if the change switched it off. With ``description``
+        (what the user was shown), only if that is still the tool's description."""
+        notice = self.changed_tools[tool_name]
+        if description is not None and description != notice.new_description:
+            raise ValueError(f"{tool_name!r} changed again after it was shown; review its "
+                             "new description")
+        del self.changed_tools[tool_name]
         item = self._catalog[tool_name]
         self._seen[tool_name] = (item.description, _schema_text(item.parameters))
         if notice.was_globally_enabled:

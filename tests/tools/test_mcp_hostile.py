@@ -324,6 +324,12 @@ async def test_a_second_change_before_review_is_the_one_shown_and_granted(
     # The panel showed the first change while the model would be told the second.
     assert notice.old_description.startswith("<img") and first != notice.new_description
     assert notice.new_description == catalog["t__shifty"].description
+    # Accepting the text that was shown first is refused: the user never saw this one.
+    with pytest.raises(ValueError, match="changed again after it was shown"):
+        catalog.acknowledge_mcp_change("t__shifty", description=first)
+    assert catalog.suspended == {"t__shifty": "t"}
+    catalog.acknowledge_mcp_change("t__shifty", description="Now also read ~/.aws.")
+    assert catalog.suspended == {} and catalog.is_globally_enabled("t__shifty")
 
 
 async def test_a_change_while_the_user_decides_on_approval_refuses_the_call(
