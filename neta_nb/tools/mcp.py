@@ -295,12 +295,13 @@ class MCPToolServer:
         for item in tools:
             fingerprint = (item.description, _schema_text(item.parameters))
             first = self._seen.setdefault(item.name, fingerprint)
-            if first == fingerprint:
-                continue
             earlier = self.changed_tools.get(item.name)
-            # A tool that changes again before the user looked: the notice shows what the
-            # model would now be told (else the user would review one text and grant
-            # another), and it stays suspended as the first change left it.
+            if first == fingerprint and earlier is None:
+                continue
+            # A tool that changes again before the user looked (even back to what was
+            # granted): the notice shows what the model would now be told (else the user
+            # would review one text and grant another), and it stays suspended as the
+            # first change left it.
             self.changed_tools[item.name] = ToolChangeNotice(
                 tool=item.name, old_description=first[0], new_description=item.description,
                 schema_changed=first[1] != fingerprint[1],
