@@ -188,6 +188,8 @@ class ToolRunner:
             nonlocal tool_record, skill_record
             if live_calls.get(call.id) is not run:
                 return  # a worker thread still reporting after its call was closed
+            if tool_record is None and skill_record is None:
+                return  # an internal tool: no card, so no events (DESIGN §4)
             if step is not None:
                 step = encodable(step)
             if detail is not None:

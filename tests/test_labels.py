@@ -101,6 +101,9 @@ NOTICES: list[tuple[Notice, str, str]] = [
     (Notice("unrecognised_key", key="enabeld"),
      "Unrecognised key 'enabeld' in the tool config was ignored.",
      "工具配置中无法识别的键「enabeld」已忽略。"),
+    (Notice("mcp_changed", server="t"),
+     "Suspended until the user reviews it: server 't' changed its description after it "
+     "was granted", "已暂停，等待用户查看：服务器“t”在授权后修改了此工具的描述"),
     (Notice("legacy_toolset_unmatched", toolset="browser"),
      "Legacy toolset 'browser' matches no tool category; it was skipped during migration.",
      "旧配置中的工具集「browser」没有对应的工具分类，迁移时已跳过。"),

@@ -48,7 +48,7 @@ ProgressCallback = Callable[[float, "str | None", "str | None"], None]
 
 # The name rule Anthropic and OpenAI both enforce for function tools; checking it here
 # turns a provider-side 400 in the middle of a turn into an error at definition time.
-_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")  # \Z: "$" would accept a final newline
 
 
 def humanise_name(name: str) -> str:

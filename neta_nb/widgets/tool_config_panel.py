@@ -555,13 +555,16 @@ class ToolConfigPanel(NetaWidget):
 
     @handles("acknowledge_change")
     def _request_acknowledge_change(self, content: AcknowledgeRequest) -> NoReply:
-        name = content.get("name")
-        if not isinstance(name, str):
-            raise RequestError("acknowledge_change needs a tool name (string)")
+        name, description = content.get("name"), content.get("description")
+        if not isinstance(name, str) or not isinstance(description, str | None):
+            raise RequestError("acknowledge_change needs a tool name (string) and the "
+                               "description that was shown (string)")
         try:
-            self._catalog.acknowledge_mcp_change(name)
+            self._catalog.acknowledge_mcp_change(name, description=description)
         except KeyError:
             raise RequestError(f"'{name}' has no description change to review") from None
+        except ValueError as error:
+            raise RequestError(str(error)) from None
         return {}
 
     @handles("dismiss_warnings")
