@@ -76,52 +76,15 @@ function load(bundle: BundleModel): Promise<BundleModule> {
   return loading;
 }
 
-const HIDDEN = Symbol.for("neta_nb.hiddenStaticForms");
-
-/**
- * While a live view of a widget is on the page, its static form (an output of its own,
- * with the class `neta-static-for-<key>`: neta_nb/widgets/_static_form.py) is hidden, so
- * the page never shows the widget twice. A style rule per key, kept while any view of
- * that widget lives; the output area around the form (JupyterLab, Notebook 7, Voila, an
- * exported page) is hidden with it.
- */
-function hideStaticForms(key: string): () => void {
-  const global = globalThis as { [HIDDEN]?: Map<string, { views: number; style: HTMLStyleElement }> };
-  const hidden = (global[HIDDEN] ??= new Map());
-  let entry = hidden.get(key);
-  if (!entry) {
-    const style = document.createElement("style");
-    const form = `.neta-static-for-${CSS.escape(key)}`;
-    style.textContent = `.jp-OutputArea-child:has(${form}), ${form} { display: none !important; }`;
-    document.head.append(style);
-    entry = { views: 0, style };
-    hidden.set(key, entry);
-  }
-  entry.views += 1;
-  const kept = entry;
-  return () => {
-    kept.views -= 1;
-    if (kept.views === 0) {
-      kept.style.remove();
-      hidden.delete(key);
-    }
-  };
-}
-
 async function render(props: RenderProps): Promise<unknown> {
   try {
     const module = await load(await bundleModel(props.model));
-    const cleanup = await module.default.render(props);
-    const key = props.model.get("_static_key");
-    const show = typeof key === "string" && key ? hideStaticForms(key) : () => undefined;
-    return async () => {
-      show();
-      if (typeof cleanup === "function") await (cleanup as () => unknown)();
-    };
+    return await module.default.render(props);
   } catch (error) {
     // Shown where the user looks, not only in the console.
     const message = document.createElement("div");
-    message.className = "neta-root neta-unknown-component";
+    // Not a .neta-root: the static form after this output stays visible.
+    message.className = "neta-load-error";
     message.textContent = `neta_nb: the widget code did not load (${error instanceof Error ? error.message : String(error)})`;
     props.el.append(message);
     console.error("neta_nb: the widget code did not load", error);

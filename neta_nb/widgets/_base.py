@@ -27,7 +27,6 @@ import inspect
 import json
 import logging
 import threading
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Generic, Literal, TypedDict, TypeVar, cast, overload
 
@@ -150,9 +149,6 @@ class NetaWidget(anywidget.AnyWidget):
                                  ).tag(sync=True, **widget_serialization)
 
     _component = traitlets.Unicode("").tag(sync=True)
-    _static_key = traitlets.Unicode(
-        help="Names this widget's static forms on the page: a live view hides them."
-    ).tag(sync=True)
     lang = traitlets.Enum(("en", "zh-CN"), default_value="en",
                           help="Label language: 'en' or 'zh-CN'.").tag(sync=True)
 
@@ -211,16 +207,12 @@ class NetaWidget(anywidget.AnyWidget):
     def _default_bundle(self) -> WidgetBundle:
         return shared_bundle()
 
-    @traitlets.default("_static_key")
-    def _default_static_key(self) -> str:
-        return uuid.uuid4().hex[:16]
-
     def __init__(self, **kwargs: Any) -> None:
         self._kernel_loop: asyncio.AbstractEventLoop | None = None
         self._kernel_thread: int | None = None
         self.remember_kernel_loop()
         super().__init__(**kwargs)
-        self._static_form = StaticForm(self._static_parts, self._static_key)
+        self._static_form = StaticForm(self._static_parts)
         if self._static_traits:
             self.observe(lambda _change: self._static_form.refresh(),
                          names=list(self._static_traits))

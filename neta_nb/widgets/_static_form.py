@@ -15,13 +15,16 @@ Why two outputs and not one updated in place: JupyterLab (and Notebook 7, Voila,
 its output area) handles an update of an output whose preferred type is the widget view by
 calling the renderer's ``renderModel`` again, and the widget renderer then adds a *second*
 view of the model to the output. An update of a plain HTML output has no such effect.
-While a live view of the widget is on the page, the loader hides its static form (a style
-rule keyed by :attr:`StaticForm.key`, ``js/src/loader.ts``), so the page never shows both.
+While the live view renders, the widgets' stylesheet hides the static form that follows it
+(``js/src/theme.css``: an output holding a rendered neta view, then an output holding a
+``neta-static-form``), so the page never shows both; where the view does not render (no
+kernel and no widget state, an export opened offline) nothing hides the form. The form's
+HTML is the same for the same state (no ids in it), so an executed notebook compares
+equal under nbval.
 """
 
 from __future__ import annotations
 
-import html
 import time
 import uuid
 from collections.abc import Callable
@@ -64,22 +67,19 @@ class StaticForm(FrameThrottle):
     """The static-form displays of one widget. ``render()`` gives ``(html, plain)`` of the
     widget as it is now."""
 
-    def __init__(self, render: Callable[[], tuple[str, str]], key: str, *,
+    def __init__(self, render: Callable[[], tuple[str, str]], *,
                  interval: float = REFRESH_INTERVAL,
                  clock: Callable[[], float] = time.monotonic,
                  schedule: Scheduler = call_later_on_running_loop) -> None:
         super().__init__(interval=interval, clock=clock, schedule=schedule)
         self._render = render
-        self.key = key
-        """Names this widget's static forms on the page (the class ``neta-static-for-<key>``)."""
         self.display_ids: list[str] = []
         self._pending = False
 
     def bundle(self) -> dict[str, str]:
         """The static form's mimebundle: the rich HTML form and a short plain text."""
         rich, plain = self._render()
-        key = html.escape(self.key)
-        return {"text/html": f'<div class="neta-static-form neta-static-for-{key}">{rich}</div>',
+        return {"text/html": f'<div class="neta-static-form">{rich}</div>',
                 "text/plain": short_plain(plain)}
 
     def display(self) -> None:
