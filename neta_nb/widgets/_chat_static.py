@@ -148,7 +148,7 @@ def static_html(agent: str, items: Sequence[Mapping[str, Any]], *, empty: str,
         rows.append(f'<div style="{_MUTED}">{html.escape(empty)}</div>')
     plan = plan_html(todos, lang) if todos else ""
     usage = ""
-    if current and context and "percent" in context and "api_calls" in current:
+    if kept and current and context and "percent" in context and "api_calls" in current:
         usage = f'<div style="margin-top:6px">{usage_html(current, context, False, lang)}</div>'
     return (f'<div class="neta-static neta-static-chat" style="font-family:system-ui,'
             f'sans-serif;font-size:13px;line-height:1.5">{plan}{"".join(rows)}{usage}</div>')
