@@ -31,7 +31,7 @@ CARD_RESULT_CHARS = 300
 """The start of a tool or skill result shown on its static card (the card says how long
 the whole is)."""
 
-_MUTED = "color:#57606a"
+_MUTED = "opacity:.72"  # muted in light and dark pages alike (no colour of its own)
 _BOX = ("border:1px solid #d0d7de;border-radius:6px;padding:4px 8px;margin:4px 0;"
         "font-size:12px")
 _STATUS_ACCENT = {"running": "#1976d2", "done": "#2e7d32", "error": "#c62828",
@@ -88,7 +88,8 @@ def transcript(items: Sequence[Mapping[str, Any]], lang: str = "en"
                ) -> tuple[list[Mapping[str, Any]], int]:
     """The user and assistant items that fit in :data:`STATIC_CHARS`, newest kept, and how
     many earlier ones are left out."""
-    shown = [item for item in items if item["role"] in ("user", "assistant")]
+    shown = [item for item in items if item["role"] in ("user", "assistant")
+             and (item.get("cards") or _message_text(item, lang))]  # not a bare todo call
     kept: list[Mapping[str, Any]] = []
     used = 0
     for item in reversed(shown):
