@@ -32,7 +32,7 @@ from typing import Any, ClassVar, Generic, Literal, TypedDict, TypeVar, cast, ov
 
 import anywidget
 import traitlets
-from ipywidgets import widget_serialization
+from ipywidgets import widget_serialization  # type: ignore[import-untyped]
 
 # Pure escaping helpers live in the core (the resolver's displays use them too); widget
 # code keeps importing them from here.
@@ -305,7 +305,7 @@ class NetaWidget(anywidget.AnyWidget):
         bundle = self._repr_mimebundle_()
         if bundle is not None:
             data, metadata = bundle
-            display(data, metadata=metadata, raw=True)
+            display(data, metadata=metadata, raw=True)  # type: ignore[no-untyped-call]
         self._static_form.display()
 
     def close(self) -> None:

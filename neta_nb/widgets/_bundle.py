@@ -22,7 +22,7 @@ import hashlib
 import threading
 from pathlib import Path
 
-import ipywidgets
+import ipywidgets  # type: ignore[import-untyped]
 import traitlets
 
 __all__ = ["BUNDLE_FILE", "LOADER_FILE", "MISSING_BUNDLE_ESM", "STATIC_DIR", "STYLES_FILE",

@@ -55,7 +55,7 @@ def send_update(bundle: dict[str, str], display_id: str) -> None:
     from IPython.display import update_display
 
     if InteractiveShell.initialized():
-        update_display(bundle, raw=True, display_id=display_id)
+        update_display(bundle, raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
 
 
 def short_plain(text: str, limit: int = PLAIN_CHARS) -> str:
@@ -87,7 +87,7 @@ class StaticForm(FrameThrottle):
         from IPython.display import display
 
         display_id = uuid.uuid4().hex
-        display(self.bundle(), raw=True, display_id=display_id)
+        display(self.bundle(), raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
         self.display_ids = [*self.display_ids, display_id][-_KEEP_DISPLAYS:]
 
     def refresh(self) -> None:
