@@ -20,7 +20,7 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 ROOT = Path(__file__).parent
 JS_DIR = ROOT / "js"
 STATIC_DIR = ROOT / "neta_nb" / "static"
-BUNDLE_FILES = ("widgets.js", "widgets.css")
+BUNDLE_FILES = ("widgets.js", "widgets.css", "loader.js")
 
 
 class JsBuildError(RuntimeError):

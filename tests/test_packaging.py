@@ -17,7 +17,7 @@ import pytest
 from neta_nb.cli import demo_notebooks_source
 
 ROOT = Path(__file__).resolve().parents[1]
-BUNDLE = ("widgets.js", "widgets.css")
+BUNDLE = ("widgets.js", "widgets.css", "loader.js")
 # Not part of a source tree someone would build from: caches, environments, build output.
 _NOT_SOURCES = shutil.ignore_patterns(
     ".git", ".venv", "node_modules", "__pycache__", "*.egg-info", ".mypy_cache",

@@ -1,6 +1,6 @@
 """Thin anywidget classes for neta_nb's cards. Each renders a plain JS component from
-``neta_nb/static/widgets.js`` (sources in ``js/src``); the chat view composes the same
-components."""
+``neta_nb/static/widgets.js`` (sources in ``js/src``), which reaches the page once per
+kernel through a shared model (``_bundle``); the chat view composes the same components."""
 
 from .chat_view import ChatView
 from .session_sidebar import SessionSidebar

@@ -1,6 +1,6 @@
-"""What every neta_nb widget shares: the one JS bundle, the language trait, request/reply
-custom messages, constructors that refuse unknown keyword arguments, and a mimebundle with
-static fallbacks.
+"""What every neta_nb widget shares: the loader of the one JS bundle, the language trait,
+request/reply custom messages, constructors that refuse unknown keyword arguments, and a
+mimebundle with a static form.
 
 Requests: a view sends ``{kind, id, ...payload}`` and always gets exactly one
 ``{kind: "reply", id, ok, result | error}`` back (the JS side, ``request()`` in
@@ -9,10 +9,12 @@ with a method decorated ``@handles("kind")``; whatever that method raises become
 reply, so a bug in a handler shows as an error where the user clicked instead of a button
 that spins forever.
 
-All widget classes load the same ESM bundle (``neta_nb/static/widgets.js``); its default
-export picks the renderer named by the ``_component`` trait. Outside a live kernel
-(nbconvert, GitHub, a reopened notebook without widget state) the ``text/plain``,
-``text/markdown`` and ``text/html`` fallbacks show the card's content.
+All widget classes load the same ESM bundle (``neta_nb/static/widgets.js``), which reaches
+the page once per kernel through a shared model (``_bundle``: each widget's own ``_esm`` is
+a small loader); its default export picks the renderer named by the ``_component`` trait.
+Outside a live kernel (nbconvert, GitHub, a reopened notebook without widget state) the
+static form shows the card's content: one rich ``text/html`` form and a short
+``text/plain`` line (one rich form, not three copies of the same content).
 """
 
 from __future__ import annotations
@@ -26,16 +28,18 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any, ClassVar, Generic, Literal, TypedDict, TypeVar, cast, overload
 
 import anywidget
 import traitlets
+from ipywidgets import widget_serialization  # type: ignore[import-untyped]
 
 # Pure escaping helpers live in the core (the resolver's displays use them too); widget
 # code keeps importing them from here.
 from ..markup import code_span, escape_markdown, fenced, literal_markdown
 from ..messages import encodable_value
+from ._bundle import STATIC_DIR, WidgetBundle, loader_source, shared_bundle
+from ._static_form import StaticForm, short_plain
 
 __all__ = ["STATIC_DIR", "ErrorReply", "Lang", "NetaWidget", "OkReply", "Reply", "RequestError",
            "RequestHandler", "code_span", "escape_markdown", "fenced", "handles", "html_card",
@@ -43,20 +47,7 @@ __all__ = ["STATIC_DIR", "ErrorReply", "Lang", "NetaWidget", "OkReply", "Reply",
 
 log = logging.getLogger(__name__)
 
-STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
-_BUNDLE = STATIC_DIR / "widgets.js"
-_STYLES = STATIC_DIR / "widgets.css"
-
 Lang = Literal["en", "zh-CN"]
-
-# Shown in place of a card when the package was installed without building its JS
-# (the build hook normally guarantees the bundle exists).
-_MISSING_BUNDLE_ESM = """
-export default { render({ el }) {
-  el.textContent = "neta_nb: the widget bundle is missing. Reinstall with Node.js and npm "
-    + "available (pip install -e .), or run `npm ci && npm run build` in js/.";
-} };
-"""
 
 class RequestError(Exception):
     """Raised by a request handler; its message goes back to the view as the error."""
@@ -149,14 +140,22 @@ def _error_text(error: BaseException) -> str:
 
 class NetaWidget(anywidget.AnyWidget):
     """Base of the neta_nb widgets. Subclasses set ``_component`` and their traits, and
-    implement :meth:`_fallback_text`, :meth:`_fallback_markdown` and :meth:`_fallback_html`."""
+    implement :meth:`_fallback_text` (short) and :meth:`_fallback_html` (the rich form)."""
 
-    _esm = _BUNDLE if _BUNDLE.is_file() else _MISSING_BUNDLE_ESM
-    _css = _STYLES if _STYLES.is_file() else ""
+    # Every class carries the loader only; the code is the state of the shared bundle
+    # model this trait names (see _bundle.py). No ``_css``: the loader adds the styles.
+    _esm = loader_source()
+    _bundle = traitlets.Instance(WidgetBundle, help="The shared code model (one per kernel)."
+                                 ).tag(sync=True, **widget_serialization)
 
     _component = traitlets.Unicode("").tag(sync=True)
     lang = traitlets.Enum(("en", "zh-CN"), default_value="en",
                           help="Label language: 'en' or 'zh-CN'.").tag(sync=True)
+
+    _static_traits: ClassVar[tuple[str, ...]] = ()
+    """Traits whose change updates the static form of a displayed widget (throttled); a
+    widget with a better moment to update it (the chat view: the end of a turn) calls
+    ``self._static_form.refresh_now()`` instead."""
 
     # kind -> handler, filled by @handles in each class body (see RequestHandler).
     _request_handlers: ClassVar[Mapping[str, RequestHandler[Any, Any, Any]]] = {}
@@ -204,11 +203,19 @@ class NetaWidget(anywidget.AnyWidget):
         accepted = own | set(cls.class_trait_names())
         return frozenset(n for n in own if not n.startswith("_")), frozenset(accepted)
 
+    @traitlets.default("_bundle")
+    def _default_bundle(self) -> WidgetBundle:
+        return shared_bundle()
+
     def __init__(self, **kwargs: Any) -> None:
         self._kernel_loop: asyncio.AbstractEventLoop | None = None
         self._kernel_thread: int | None = None
         self.remember_kernel_loop()
         super().__init__(**kwargs)
+        self._static_form = StaticForm(self._static_parts)
+        if self._static_traits:
+            self.observe(lambda _change: self._static_form.refresh(),
+                         names=list(self._static_traits))
         self.on_msg(self._on_custom_message)
 
     # --- requests from views -------------------------------------------------------
@@ -267,31 +274,45 @@ class NetaWidget(anywidget.AnyWidget):
                     "error": _error_text(error)}
         return {"kind": "reply", "id": request_id, "ok": True, "result": result}
 
-    # --- static fallbacks ----------------------------------------------------------
+    # --- static form ----------------------------------------------------------------
 
     def _fallback_text(self) -> str:
+        """The widget as a few lines of text (cut to ``PLAIN_CHARS`` in the static form)."""
         return repr(self)
 
-    def _fallback_markdown(self) -> str:
-        return escape_markdown(self._fallback_text())
-
     def _fallback_html(self) -> str:
+        """The widget as self-contained HTML (inline styles, model text escaped): what a
+        viewer without the live widget shows."""
         return f"<pre>{html.escape(self._fallback_text())}</pre>"
 
+    def _static_parts(self) -> tuple[str, str]:
+        return self._fallback_html(), self._fallback_text()
+
     def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """The widget view with a one-line ``text/plain`` (the static form is an output of
+        its own: see ``_ipython_display_``)."""
         bundle = super()._repr_mimebundle_(**kwargs)
         if bundle is None:
             return None
         data, metadata = bundle
-        # The widget view stays in the bundle (a live frontend prefers it); the static forms
-        # are what nbconvert, GitHub and kernel-less viewers show.
-        data = {
-            **data,
-            "text/plain": self._fallback_text(),
-            "text/markdown": self._fallback_markdown(),
-            "text/html": self._fallback_html(),
-        }
-        return data, metadata
+        return {**data, "text/plain": short_plain(repr(self), 120)}, metadata
+
+    def _ipython_display_(self) -> None:
+        """Displayed in a cell: the widget view, then its static form as an output of its
+        own that is kept current (see ``_static_form``)."""
+        from IPython.display import display
+
+        bundle = self._repr_mimebundle_()
+        if bundle is not None:
+            data, metadata = bundle
+            display(data, metadata=metadata, raw=True)  # type: ignore[no-untyped-call]
+        self._static_form.display()
+
+    def close(self) -> None:
+        form = getattr(self, "_static_form", None)
+        if form is not None:
+            form.cancel()
+        super().close()
 
 
 def html_card(title: str, body: str, *, accent: str = "#1976d2") -> str:

@@ -59,10 +59,10 @@ an error message (a provider may answer with a whole HTML page)."""
 WINDOW_BYTES = 120_000
 """The drawn messages kept in state, as UTF-8 JSON. With the plan (50 items of at most 500
 characters) and the rest of the traits, a chat view's state stays under 256 KB; older
-messages load from the kernel on scroll as before. (Besides its state, every anywidget
-model also carries its code — the JS and CSS bundle, some 230 KB, the same for any
-session — and a saved output its static forms, see ``_chat_static``: a saved notebook with
-one chat view stays under 512 KB.)"""
+messages load from the kernel on scroll as before. (The widgets' code, the JS and CSS
+bundle of some 230 KB, is one shared model per kernel, see ``_bundle``; a saved output
+carries one static form, see ``_chat_static``: a saved notebook with one chat view stays
+under 512 KB.)"""
 
 SUBAGENT_ITEMS = 30
 """A sub-agent's transcript inside its card in state: its newest responses (a child that

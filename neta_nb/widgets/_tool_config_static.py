@@ -1,4 +1,4 @@
-"""The tool configuration panel's static forms — text, markdown and HTML — for viewers
+"""The tool configuration panel's static forms — text and HTML — for viewers
 without a kernel, built from the panel's published state (what the view draws)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from html import escape as _escape
 from typing import Any
 
 from ..labels import t
-from ._base import code_span, escape_markdown, html_card
+from ._base import html_card
 
 __all__ = ["PanelStatic"]
 
@@ -62,32 +62,6 @@ class PanelStatic:
         if self.unknown:
             lines.append(f"{t('panel_unknown', self.lang)} {', '.join(self.unknown)}")
         lines += [f"! {warning}" for warning in self.warnings]
-        return "\n".join(lines)
-
-    def markdown(self) -> str:
-        def cell(text: str) -> str:
-            return escape_markdown(text).replace("\n", " ")
-
-        lang = self.lang
-        lines = [f"**{cell(t('panel_title', lang))}** — {cell(self._summary_line())} · "
-                 f"*{cell(t('panel_scope', lang))}*", "",
-                 *([f"> {cell(self.previewing_as['text'])}", ""] if self.previewing_as else []),
-                 f"| | {t('panel_column_tool', lang)} | {t('panel_column_category', lang)} | "
-                 f"{t('panel_column_state', lang)} | {t('panel_column_note', lang)} |",
-                 "|---|---|---|---|---|"]
-        for tool, state in self._rows():
-            mark = "✓" if state["available"] else "–"
-            core = f" *{self._core_word()}*" if tool["core"] else ""
-            # Tool names come from tools (an MCP server's among them): a backtick in one
-            # must not end the code span and let the rest render as markdown.
-            name = code_span(tool["name"].replace("|", "\\|").replace("\n", " "))
-            lines.append(f"| {mark} | {name}{core} | {cell(tool['category'])} | "
-                         f"{cell(self._state_words(state))} | {cell(self._note(state))} |")
-        if self.unknown:
-            lines += ["", f"{cell(t('panel_unknown', lang))} "
-                      + ", ".join(code_span(name) for name in self.unknown)]
-        if self.warnings:
-            lines += [""] + [f"- {cell(warning)}" for warning in self.warnings]
         return "\n".join(lines)
 
     def html(self) -> str:

@@ -64,7 +64,7 @@ from ..persistence import store_warning
 from ..session import Agent, AgentSession
 from ..store import CompactionRecord, SessionStore
 from ..thinking import get_model_thinking_capability
-from ._base import NetaWidget, RequestError, escape_markdown, handles
+from ._base import NetaWidget, RequestError, handles
 from ._chat_state import (
     FLUSH_INTERVAL,
     WINDOW,
@@ -92,7 +92,7 @@ from ._chat_state import (
     renderable,
     stored_run_part,
 )
-from ._chat_static import static_html, static_markdown, static_text
+from ._chat_static import static_html, static_summary, static_text
 from ._state_bounds import NOTE_CHARS, preview_args
 from ._stored_session import StoredSession, StoredSessionFollower
 from ._subagent_transcript import StoredSubagents, SubagentTranscript, is_delta, unwrap
@@ -265,6 +265,7 @@ class ChatView(NetaWidget):
                                       thinking_open=session.thinking_streaming)
         self._unsubscribe = session.subscribe(self._on_event)
         self._presence.bind(session)  # the approver while a view of this widget is shown
+        self._static_form.refresh()
 
     def unbind(self) -> None:
         """Stop following the bound session (it keeps running)."""
@@ -327,6 +328,7 @@ class ChatView(NetaWidget):
             self.store_warning = ""  # nothing of it is written from here
             self.read_only = {"owner": stored.owner, "busy": stored.busy}
             self._seq = self._batcher.seq
+        self._static_form.refresh()
 
     def refresh(self) -> bool:
         """Read the session shown read-only again; True when something changed."""
@@ -626,11 +628,14 @@ class ChatView(NetaWidget):
                                          limit=self._window, subagents=self._part_whole)
         # The views hold every item of the window already (streamed): they set the
         # `messages` trait on their side from this list of ids, so the text of a long
-        # answer crosses the wire once, not twice, and a saved notebook still has it.
+        # answer crosses the wire once, not twice, and a notebook saved from that page
+        # still has it. With no view open (nbconvert --execute, a cell whose output was
+        # cleared, a page not showing it) nobody would set it: the trait is sent, so the
+        # widget state any frontend records holds the conversation.
         self._batcher.op("window", ids=[item["id"] for item in items], has_older=has_older)
         self._batcher.flush()
         with self.hold_sync():
-            self._quiet_window = True
+            self._quiet_window = self._presence.views > 0
             try:
                 self.messages = cast("list[dict[str, Any]]", items)
                 self.has_older = has_older
@@ -642,6 +647,9 @@ class ChatView(NetaWidget):
                 self.think_level = session.think_level
             self.context = session.context.model_dump()
             self._seq = self._batcher.seq
+        if turn_ended:
+            # The saved notebook's static form shows the turn as it ended.
+            self._static_form.refresh_now()
 
     def _should_send_property(self, key: str, value: Any) -> bool:
         if self._quiet_window and key in ("messages", "has_older"):
@@ -844,13 +852,15 @@ class ChatView(NetaWidget):
     # A chat with nothing drawn yet shows, where a viewer without the live widget draws it
     # (a notebook opened for the first time, GitHub, nbconvert), how to get the chat
     # instead of a status line that stopped being true once the cell ran.
-    def _fallback_markdown(self) -> str:
-        return (static_markdown(self._agent_name(), self.messages, self.lang)
-                or f"*{escape_markdown(self._not_running_text())}*")
-
     def _fallback_html(self) -> str:
         return static_html(self._agent_name(), self.messages, empty=self._not_running_text(),
+                           todos=self.todos, current=self.current, context=self.context,
                            lang=self.lang)
+
+    def _static_parts(self) -> tuple[str, str]:
+        plain = (static_summary(self._agent_name(), self.messages, self.lang)
+                 if self.messages else self._not_running_text())
+        return self._fallback_html(), plain
 
     def _not_running_text(self) -> str:
         return t("chat_not_running", self.lang, agent=self._agent_name())

@@ -21,7 +21,7 @@ import traitlets
 from ..ownership import SessionBusyError
 from ..session import AgentSession
 from ..store import SessionRecord, SessionStore
-from ._base import NetaWidget, RequestError, escape_markdown, handles
+from ._base import NetaWidget, RequestError, handles
 from ._stored_session import StoredSession
 from .chat_view import ChatView, live_session
 
@@ -99,6 +99,7 @@ class SessionSidebar(NetaWidget):
     """
 
     _component = traitlets.Unicode("session-sidebar").tag(sync=True)
+    _static_traits = ("sessions", "active", "lang")
     sessions = traitlets.List(traitlets.Dict(), help="Rows, most recent first.").tag(sync=True)
     active = traitlets.Unicode("", help="Id of the session shown in the chat.").tag(sync=True)
     can_open = traitlets.Bool(False, help="A chat view is attached.").tag(sync=True)
@@ -242,7 +243,3 @@ class SessionSidebar(NetaWidget):
 
     def _fallback_text(self) -> str:
         return "\n".join(self._row_text(row) for row in self.sessions) or repr(self)
-
-    def _fallback_markdown(self) -> str:
-        return "\n".join(f"- {escape_markdown(self._row_text(row))}"
-                         for row in self.sessions) or escape_markdown(repr(self))

@@ -14,7 +14,7 @@ import traitlets
 from ..events import ProgressEvent, SkillEndEvent, SkillStartEvent
 from ..labels import t
 from ..messages import RunStatus
-from ._base import NetaWidget, RequestError, escape_markdown, fenced, handles, html_card
+from ._base import NetaWidget, RequestError, handles, html_card
 from ._state_bounds import NOTE_CHARS
 from .tool_card import CardFullText, CardFullTextRequest, result_preview
 
@@ -29,6 +29,7 @@ class SkillCard(NetaWidget):
     and ``card.apply(skill_end)``."""
 
     _component = traitlets.Unicode("skill-card").tag(sync=True)
+    _static_traits = ("status", "percent", "step", "result", "lang")
     name = traitlets.Unicode("").tag(sync=True)
     label = traitlets.Unicode("").tag(sync=True)
     status = traitlets.Enum(get_args(RunStatus), default_value="running").tag(sync=True)
@@ -102,11 +103,6 @@ class SkillCard(NetaWidget):
 
     def _fallback_text(self) -> str:
         return self._title() + (f"\n{self._shown_result()}" if self.result else "")
-
-    def _fallback_markdown(self) -> str:
-        # The result is shown as text: a static viewer's markdown renderer may not sanitize.
-        title = f"**{escape_markdown(self._title())}**"
-        return title + (f"\n\n{fenced(self._shown_result())}" if self.result else "")
 
     def _fallback_html(self) -> str:
         body = ""

@@ -23,9 +23,9 @@ import traitlets
 
 from ..events import Event, SubagentEndEvent, SubagentEvent, SubagentStartEvent
 from ..labels import t
-from ._base import NetaWidget, RequestError, escape_markdown, handles, html_card, literal_markdown
+from ._base import NetaWidget, RequestError, handles, html_card
 from ._chat_state import FLUSH_INTERVAL, ChatItem, FullText, NoReply, OpBatcher, SubagentPart
-from ._chat_static import transcript
+from ._chat_static import static_text
 from ._subagent_transcript import SubagentTranscript
 
 __all__ = ["SubagentCard"]
@@ -62,6 +62,7 @@ class SubagentCard(NetaWidget):
                               help="Open or folded; None: open while it runs.").tag(sync=True)
     can_stop = traitlets.Bool(False, help="A Stop action was given.").tag(sync=True)
     _seq = traitlets.Int(0).tag(sync=True)
+    _static_traits = ("part", "lang")
 
     def __init__(self, *, agent: str = "", task: str = "", run_id: str = "",
                  stop: Callable[[], Any] | None = None,
@@ -155,17 +156,11 @@ class SubagentCard(NetaWidget):
 
     def _answer(self) -> str:
         items = self.part.get("messages") or []
-        lines = transcript(items, self.lang)
-        return "\n\n".join(text for _, text in lines)
+        return static_text(self._transcript.agent or "?", items, self.lang)
 
     def _fallback_text(self) -> str:
         answer = self._answer()
         return self._title() + (f"\n{answer}" if answer else "")
-
-    def _fallback_markdown(self) -> str:
-        answer = self._answer()
-        return f"**{escape_markdown(self._title())}**" + (
-            f"\n\n{literal_markdown(answer)}" if answer else "")
 
     def _fallback_html(self) -> str:
         answer = self._answer()

@@ -17,7 +17,7 @@ import traitlets
 
 from ..events import ThinkingDeltaEvent, ThinkingDoneEvent
 from ..labels import t
-from ._base import NetaWidget, escape_markdown, handles
+from ._base import NetaWidget, handles
 from ._streaming import FLUSH_INTERVAL, DeltaBatcher
 
 __all__ = ["AppendMessage", "StreamSnapshot", "ThinkingBlock"]
@@ -44,6 +44,7 @@ class ThinkingBlock(NetaWidget):
     ``ThinkingBlock(text=...)`` (folded)."""
 
     _component = traitlets.Unicode("thinking-block").tag(sync=True)
+    _static_traits = ("text", "streaming", "lang")
     text = traitlets.Unicode("", help="The whole thinking text (markdown).").tag(sync=True)
     streaming = traitlets.Bool(False).tag(sync=True)
     collapsed = traitlets.Bool(True, help="Folded; opens while streaming.").tag(sync=True)
@@ -128,11 +129,6 @@ class ThinkingBlock(NetaWidget):
 
     def _fallback_text(self) -> str:
         return f"{self._title()}\n{self.text}" if self.text else self._title()
-
-    def _fallback_markdown(self) -> str:
-        quoted = "\n".join(f"> {escape_markdown(line)}" if line else ">"
-                           for line in self.text.splitlines())
-        return f"*{escape_markdown(self._title())}*\n\n{quoted}" if quoted else f"*{self._title()}*"
 
     def _fallback_html(self) -> str:
         summary = html.escape(self._title())

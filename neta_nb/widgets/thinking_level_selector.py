@@ -12,7 +12,7 @@ import traitlets
 
 from ..labels import t
 from ..thinking import get_model_thinking_capability
-from ._base import NetaWidget, escape_markdown
+from ._base import NetaWidget
 
 __all__ = ["ThinkingLevelSelector"]
 
@@ -22,6 +22,7 @@ class ThinkingLevelSelector(NetaWidget):
     model's default. ``disabled`` while a turn runs."""
 
     _component = traitlets.Unicode("thinking-level-selector").tag(sync=True)
+    _static_traits = ("level", "lang")
     supplier = traitlets.Unicode("", help="Provider, e.g. 'anthropic'.")
     model = traitlets.Unicode("", help="Model id, e.g. 'claude-sonnet-4-6'.")
     levels = traitlets.List(traitlets.Unicode(), read_only=True).tag(sync=True)
@@ -80,9 +81,6 @@ class ThinkingLevelSelector(NetaWidget):
 
     def _fallback_text(self) -> str:
         return f"{t('thinking_level', self.lang)}: {t(f'level_{self.level}', self.lang)}"
-
-    def _fallback_markdown(self) -> str:
-        return escape_markdown(self._fallback_text())
 
     def _fallback_html(self) -> str:
         return (f'<span style="font-family:system-ui,sans-serif;font-size:12px">'

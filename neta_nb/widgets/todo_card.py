@@ -15,9 +15,9 @@ import traitlets
 from ..events import TodoUpdateEvent
 from ..labels import t
 from ..todo import TodoItem, TodoStore, TodoSummary
-from ._base import NetaWidget, escape_markdown, html_card
+from ._base import NetaWidget, html_card
 
-__all__ = ["TodoCard"]
+__all__ = ["TodoCard", "plan_html", "plan_text"]
 
 _TEXT_MARK = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]", "cancelled": "[-]"}
 _HTML_MARK = {"pending": "○", "in_progress": "◐", "completed": "✓", "cancelled": "✕"}
@@ -34,6 +34,7 @@ class TodoCard(NetaWidget):
     visible when collapsed."""
 
     _component = traitlets.Unicode("todo-card").tag(sync=True)
+    _static_traits = ("todos", "lang")
     todos = traitlets.List(traitlets.Dict(), help="Items as {id, content, status}.").tag(sync=True)
     collapsed = traitlets.Bool(False).tag(sync=True)
 
@@ -79,48 +80,48 @@ class TodoCard(NetaWidget):
         s = self.summary
         return f"TodoCard({s.completed}/{s.total} done)"
 
-    # --- static fallbacks ----------------------------------------------------------
-
-    def _header(self) -> str:
-        s = self.summary
-        done = t("done_count", self.lang, k=s.completed, n=s.total)
-        return f"{t('plan', self.lang)} · {done}"
-
-    def _status_suffix(self, status: str) -> str:
-        if status == "in_progress":
-            return f" ({t('in_progress', self.lang)})"
-        if status == "cancelled":
-            return f" ({t('status_cancelled', self.lang)})"
-        return ""
+    # --- static form --------------------------------------------------------------
 
     def _fallback_text(self) -> str:
-        lines = [self._header()]
-        lines += [f"{_TEXT_MARK.get(item['status'], '[ ]')} {item['content']}"
-                  f"{self._status_suffix(item['status'])}" for item in self.todos]
-        return "\n".join(lines)
-
-    def _fallback_markdown(self) -> str:
-        lines = [f"**{escape_markdown(self._header())}**", ""]
-        for item in self.todos:
-            content = escape_markdown(item["content"])
-            if item["status"] in ("completed", "cancelled"):
-                content = f"~~{content}~~"
-            elif item["status"] == "in_progress":
-                content = f"**{content}**"
-            mark = "x" if item["status"] == "completed" else " "
-            suffix = escape_markdown(self._status_suffix(item["status"]))
-            lines.append(f"- [{mark}] {content}{suffix}")
-        return "\n".join(lines)
+        return plan_text(self.todos, self.lang)
 
     def _fallback_html(self) -> str:
-        rows = []
-        for item in self.todos:
-            status = item["status"]
-            style = {"completed": "text-decoration:line-through;opacity:.6",
-                     "cancelled": "text-decoration:line-through;opacity:.6;font-style:italic",
-                     "in_progress": "font-weight:600"}.get(status, "")
-            rows.append(f'<li style="list-style:none;{style}">{_HTML_MARK.get(status, "○")} '
-                        f"{html.escape(item['content'])}"
-                        f"{html.escape(self._status_suffix(status))}</li>")
-        body = f'<ul style="margin:4px 0 0;padding:0">{"".join(rows)}</ul>'
-        return html_card(html.escape(self._header()), body)
+        return plan_html(self.todos, self.lang)
+
+
+def _header(todos: Sequence[Mapping[str, Any]], lang: str) -> str:
+    s = TodoStore(TodoItem.model_validate(item) for item in todos).summary()
+    done = t("done_count", lang, k=s.completed, n=s.total)
+    return f"{t('plan', lang)} · {done}"
+
+
+def _status_suffix(status: str, lang: str) -> str:
+    if status == "in_progress":
+        return f" ({t('in_progress', lang)})"
+    if status == "cancelled":
+        return f" ({t('status_cancelled', lang)})"
+    return ""
+
+
+def plan_text(todos: Sequence[Mapping[str, Any]], lang: str) -> str:
+    """The plan as text: a header line and one line per item (the card's and the chat
+    view's static form)."""
+    lines = [_header(todos, lang)]
+    lines += [f"{_TEXT_MARK.get(item['status'], '[ ]')} {item['content']}"
+              f"{_status_suffix(item['status'], lang)}" for item in todos]
+    return "\n".join(lines)
+
+
+def plan_html(todos: Sequence[Mapping[str, Any]], lang: str) -> str:
+    """The plan as a self-contained HTML card, its text escaped."""
+    rows = []
+    for item in todos:
+        status = item["status"]
+        style = {"completed": "text-decoration:line-through;opacity:.6",
+                 "cancelled": "text-decoration:line-through;opacity:.6;font-style:italic",
+                 "in_progress": "font-weight:600"}.get(status, "")
+        rows.append(f'<li style="list-style:none;{style}">{_HTML_MARK.get(status, "○")} '
+                    f"{html.escape(item['content'])}"
+                    f"{html.escape(_status_suffix(status, lang))}</li>")
+    body = f'<ul style="margin:4px 0 0;padding:0">{"".join(rows)}</ul>'
+    return html_card(html.escape(_header(todos, lang)), body)

@@ -14,10 +14,10 @@ import traitlets
 
 from ..events import ContextUsage, TokenUpdateEvent, TurnUsage
 from ..labels import t
-from ._base import NetaWidget, escape_markdown
+from ._base import NetaWidget
 
 __all__ = ["TokenStats", "context_level", "format_context_share", "format_reported",
-           "format_tokens", "reported_share"]
+           "format_tokens", "reported_share", "usage_html", "usage_line", "usage_notes"]
 
 
 def format_tokens(value: float) -> str:
@@ -71,6 +71,7 @@ class TokenStats(NetaWidget):
     muted, the last turn's after it; the context share always."""
 
     _component = traitlets.Unicode("token-stats").tag(sync=True)
+    _static_traits = ("current", "context", "running", "lang")
     current = traitlets.Dict(help="token_update.current").tag(sync=True)
     context = traitlets.Dict(help="token_update.context").tag(sync=True)
     running = traitlets.Bool(False, help="A turn runs: show the realtime part.").tag(sync=True)
@@ -100,28 +101,11 @@ class TokenStats(NetaWidget):
             self.context = event.context.model_dump()
 
     def _compact(self) -> str:
-        c, ctx = self.current, self.context
-        context = f"{t('context', self.lang)} {format_context_share(ctx)}"
-        if not self.running and c["api_calls"] == 0:
-            return context
-        reported = reported_share(c)
-        realtime = (f"↑{format_reported(c['input_tokens'], reported)} "
-                    f"↓{format_reported(c['output_tokens'], reported)}"
-                    f" · {t(_calls_key(c['api_calls']), self.lang, n=c['api_calls'])}")
-        return f"{realtime} | {context}"
+        return usage_line(self.current, self.context, self.running, self.lang)
 
     def _notes(self) -> list[str]:
         """The sentences that explain unknown or estimated figures (the view's details)."""
-        c, ctx, lang = self.current, self.context, self.lang
-        notes = []
-        if reported_share(c) != "all":
-            value = t("usage_unreported_value", lang, n=c["unreported_calls"], m=c["api_calls"])
-            notes.append(f"{t('usage_unreported', lang)}: {value}")
-        if ctx["estimate"] is not None:
-            notes.append(t(f"context_estimated_{ctx['estimate']}", lang))
-        if ctx["window_assumed"]:
-            notes.append(t("context_window_assumed", lang))
-        return notes
+        return usage_notes(self.current, self.context, self.lang)
 
     def __repr__(self) -> str:
         return f"TokenStats({self._compact()})"
@@ -129,18 +113,51 @@ class TokenStats(NetaWidget):
     def _fallback_text(self) -> str:
         return f"{self._compact()} {_DOT[context_level(self.context['percent'])]}"
 
-    def _fallback_markdown(self) -> str:
-        return escape_markdown(self._fallback_text())
-
     def _fallback_html(self) -> str:
-        c, ctx = self.current, self.context
-        title = " · ".join([
-            f"in {c['input_tokens']:,} · out {c['output_tokens']:,} · total "
-            f"{c['total_tokens']:,} · calls {c['api_calls']} · context "
-            f"{'~' if ctx['estimate'] else ''}{ctx['used_tokens']:,}/{ctx['max_tokens']:,}",
-            *self._notes()])
-        return (f'<span title="{html.escape(title)}" style="font-family:system-ui,sans-serif;'
-                f'font-size:12px;color:#57606a">{html.escape(self._fallback_text())}</span>')
+        return usage_html(self.current, self.context, self.running, self.lang)
+
+
+def usage_line(current: Mapping[str, Any], context: Mapping[str, Any], running: bool,
+               lang: str) -> str:
+    """``↑1.2K ↓340 · 3 calls | Context 32%`` (the context share alone before any call)."""
+    c = current
+    share = f"{t('context', lang)} {format_context_share(context)}"
+    if not running and not c.get("api_calls"):
+        return share
+    reported = reported_share(c)
+    realtime = (f"↑{format_reported(c['input_tokens'], reported)} "
+                f"↓{format_reported(c['output_tokens'], reported)}"
+                f" · {t(_calls_key(c['api_calls']), lang, n=c['api_calls'])}")
+    return f"{realtime} | {share}"
+
+
+def usage_notes(current: Mapping[str, Any], context: Mapping[str, Any], lang: str
+                ) -> list[str]:
+    """The sentences that explain unknown or estimated figures."""
+    notes = []
+    if reported_share(current) != "all":
+        value = t("usage_unreported_value", lang, n=current["unreported_calls"],
+                  m=current["api_calls"])
+        notes.append(f"{t('usage_unreported', lang)}: {value}")
+    if context.get("estimate") is not None:
+        notes.append(t(f"context_estimated_{context['estimate']}", lang))
+    if context.get("window_assumed"):
+        notes.append(t("context_window_assumed", lang))
+    return notes
+
+
+def usage_html(current: Mapping[str, Any], context: Mapping[str, Any], running: bool,
+               lang: str) -> str:
+    """The figures as one muted line, the exact numbers in its tooltip."""
+    c, ctx = current, context
+    title = " · ".join([
+        f"in {c['input_tokens']:,} · out {c['output_tokens']:,} · total "
+        f"{c['total_tokens']:,} · calls {c['api_calls']} · context "
+        f"{'~' if ctx['estimate'] else ''}{ctx['used_tokens']:,}/{ctx['max_tokens']:,}",
+        *usage_notes(c, ctx, lang)])
+    line = f"{usage_line(c, ctx, running, lang)} {_DOT[context_level(ctx['percent'])]}"
+    return (f'<span title="{html.escape(title)}" style="font-family:system-ui,sans-serif;'
+            f'font-size:12px;color:#57606a">{html.escape(line)}</span>')
 
 
 def _calls_key(count: int) -> str:

@@ -16,7 +16,7 @@ import traitlets
 from ..events import ToolCallEvent, ToolResultEvent
 from ..labels import t
 from ..messages import RunStatus
-from ._base import NetaWidget, RequestError, escape_markdown, fenced, handles, html_card
+from ._base import NetaWidget, RequestError, handles, html_card
 from ._state_bounds import ARGS_CHARS, RESULT_CHARS, args_json, preview_args, preview_text
 
 __all__ = ["CardFullTextRequest", "ToolCard", "result_preview"]
@@ -51,6 +51,7 @@ class ToolCard(NetaWidget):
     :attr:`full_result`) and a preview in the synced trait."""
 
     _component = traitlets.Unicode("tool-card").tag(sync=True)
+    _static_traits = ("status", "args", "result", "label", "lang")
     name = traitlets.Unicode("").tag(sync=True)
     label = traitlets.Unicode("", help="Display name; the tool name when empty.").tag(sync=True)
     status = traitlets.Enum(get_args(RunStatus), default_value="running").tag(sync=True)
@@ -138,16 +139,6 @@ class ToolCard(NetaWidget):
         if self.result is not None:
             lines.append(f"{t('result', self.lang)}: {self.result}{self._result_note()}")
         return "\n".join(lines)
-
-    def _fallback_markdown(self) -> str:
-        parts = [f"**{escape_markdown(self._title())}**"]
-        if self.args:
-            parts.append(f"{t('arguments', self.lang)}{escape_markdown(self._args_note())}:"
-                         f"\n\n{fenced(self._args_json(), 'json')}")
-        if self.result is not None:
-            result = fenced(self.result + self._result_note())
-            parts.append(f"{t('result', self.lang)}:\n\n{result}")
-        return "\n\n".join(parts)
 
     def _fallback_html(self) -> str:
         pre = ('<pre style="white-space:pre-wrap;margin:4px 0;padding:6px 8px;'

@@ -148,6 +148,7 @@ class ToolConfigPanel(NetaWidget):
     """
 
     _component = traitlets.Unicode("tool-config-panel").tag(sync=True)
+    _static_traits = ("tools", "states", "summary", "unknown", "warnings", "previewing_as", "lang")
 
     tools = traitlets.List(traitlets.Dict(), help=(
         "Every catalog tool in display order: name, label, description, category, "
@@ -630,9 +631,6 @@ class ToolConfigPanel(NetaWidget):
 
     def _fallback_text(self) -> str:
         return self._static().text()
-
-    def _fallback_markdown(self) -> str:
-        return self._static().markdown()
 
     def _fallback_html(self) -> str:
         return self._static().html()

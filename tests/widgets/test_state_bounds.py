@@ -32,9 +32,9 @@ def dump_table() -> str:
     return BIG_RESULT
 
 
-CODE_TRAITS = ("_esm", "_css")
-"""The widget's code (the JS and CSS bundle, ~230 KB): part of every anywidget model's
-state, the same whatever the session holds; measured apart."""
+CODE_TRAITS = ("_esm",)
+"""The widget's code loader (under 2 KB; the bundle itself is one shared model per
+kernel), the same whatever the session holds; measured apart."""
 
 
 def state_bytes(widget: Any) -> int:
@@ -183,7 +183,7 @@ async def test_static_fallbacks_are_bounded_and_say_what_was_cut() -> None:
     session = AgentSession(Agent("a", model=FakeProvider([])), ToolCatalog())
     session._messages = history
     big = ChatView(session)
-    for form in (big._fallback_text(), big._fallback_markdown(), big._fallback_html()):
+    for form in (big._fallback_text(), big._fallback_html()):
         assert len(form) < 64 * 1024
         assert "earlier messages not shown" in form
     assert "[Showing 20,000 of 30,010 characters]" in big._fallback_text()
@@ -209,4 +209,4 @@ def test_standalone_tool_and_skill_cards_keep_previews_in_state() -> None:
     skill = SkillCard(name="report", status="done", result=BIG_RESULT, step="s" * 5_000)
     assert state_bytes(skill) < 16 * 1024 and skill.result_chars == len(BIG_RESULT)
     assert skill._full_text({"field": "result"})["text"] == BIG_RESULT
-    assert "Showing 2,000 of" in skill._fallback_markdown()
+    assert "Showing 2,000 of" in skill._fallback_text()

@@ -1,5 +1,5 @@
 """Outside a live kernel: an executed notebook exported by nbconvert shows each card's
-content from the static fallbacks, next to the widget view."""
+content from its static form, an output of its own next to the widget view."""
 
 from __future__ import annotations
 
@@ -34,12 +34,16 @@ def executed() -> nbformat.NotebookNode:
     return notebook
 
 
-def test_outputs_carry_the_widget_view_and_the_fallbacks(executed: nbformat.NotebookNode
-                                                         ) -> None:
+def test_each_widget_makes_a_view_and_one_static_form(executed: nbformat.NotebookNode
+                                                        ) -> None:
     for cell in executed.cells[1:]:
-        (output,) = cell.outputs
-        assert {WIDGET_VIEW, "text/plain", "text/markdown", "text/html"} <= set(output.data)
-    assert executed.cells[1].outputs[0].data["text/plain"] == (
+        view, form = cell.outputs
+        assert set(view.data) == {WIDGET_VIEW, "text/plain"}
+        assert len(view.data["text/plain"]) <= 121
+        # One rich form and a short text: the content is not written three times.
+        assert set(form.data) == {"text/html", "text/plain"}
+        assert len(form.data["text/plain"]) <= 401
+    assert executed.cells[1].outputs[1].data["text/plain"] == (
         "Plan · 1/2 done\n[x] Load <data>\n[>] Fit the model (In progress)")
 
 

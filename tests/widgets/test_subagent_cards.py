@@ -370,4 +370,5 @@ async def test_subagent_card_follows_its_run_and_stops_it(sent: SentMessages) ->
         card._stop_request({})
     assert repr(card) == "SubagentCard(researcher: done)"
     assert "researcher (Done): Find sources" in card._fallback_text()
-    assert r"Found \*\*three\*\* sources\." in card._fallback_markdown()  # as text
+    assert "Found **three** sources." in card._fallback_html()  # as text, never markup
+    assert "<strong>" not in card._fallback_html()

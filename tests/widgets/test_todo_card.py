@@ -85,18 +85,9 @@ def test_text_fallback() -> None:
         "任务规划 · 1/4 完成", "[x] Read the data", "[>] Write tests (进行中)"]
 
 
-def test_markdown_and_html_fallbacks_escape_content() -> None:
+def test_the_static_form_escapes_content() -> None:
     card = TodoCard(todos=PLAN)
-    data, _ = card._repr_mimebundle_()  # type: ignore[misc]
-    assert data["text/markdown"].splitlines() == [
-        r"**Plan · 1/4 done**",
-        "",
-        r"- [x] ~~Read the data~~",
-        r"- [ ] **Write tests** \(In progress\)",
-        r"- [ ] Ship &lt;b\>it&lt;/b\>",
-        r"- [ ] ~~Email~~ \(Cancelled\)",
-    ]
-    html = data["text/html"]
+    html = card._static_form.bundle()["text/html"]
     assert "Ship &lt;b&gt;it&lt;/b&gt;" in html
     assert "<b>it" not in html
     assert "Plan · 1/4 done" in html

@@ -37,9 +37,6 @@ def test_tool_card_fallbacks() -> None:
                     args={"path": "a.csv"}, result="<script>x</script>")
     assert card._fallback_text() == (
         'Read file · Done\nArguments: {"path": "a.csv"}\nResult: <script>x</script>')
-    assert card._fallback_markdown() == (
-        "**Read file · Done**\n\nArguments:\n\n```json\n{\n  \"path\": \"a.csv\"\n}\n```"
-        "\n\nResult:\n\n```\n<script>x</script>\n```")
     assert "&lt;script&gt;x&lt;/script&gt;" in card._fallback_html()
     assert "<script>" not in card._fallback_html()
 

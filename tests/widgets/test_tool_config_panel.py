@@ -275,21 +275,18 @@ def test_repr_and_fallbacks(catalog: ToolCatalog) -> None:
     assert "[x] ask_user [interaction]: Switched on for this agent" in text
     assert len(text) == 1 + 13
 
-    markdown = panel._fallback_markdown()
-    assert "| ✓ | `ask_user` | interaction | Switched on for this agent |  |" in markdown
-    assert "| – | `web_search` | base | Disabled globally |  |" in markdown
-
     panel.lang = "zh-CN"
     zh = panel._fallback_text().splitlines()
     assert zh[0] == "工具配置 — 已启用 4/13 个工具 · 核心工具 4 个 (仅影响当前 Agent)"
     assert "[ ] todo (核心) [planning]: 已为当前 Agent 关闭" in zh
     assert "[ ] web_search [base]: 全局停用" in zh
     # The agent-level wording never says "disable" (seed 001 §7.4).
-    assert "禁用" not in panel._fallback_text() + panel._fallback_markdown()
+    assert "禁用" not in panel._fallback_text() + panel._fallback_html()
 
     data, _metadata = panel._repr_mimebundle_() or ({}, {})
-    assert data["text/plain"] == panel._fallback_text()
+    assert data["text/plain"] == repr(panel)
     assert "application/vnd.jupyter.widget-view+json" in data
+    assert panel._static_form.bundle()["text/plain"] == panel._fallback_text()[:400].rstrip() + "…"
 
 
 def test_fallbacks_escape_hostile_descriptions_and_names() -> None:
@@ -304,7 +301,6 @@ def test_fallbacks_escape_hostile_descriptions_and_names() -> None:
     page = panel._fallback_html()
     assert "<script" not in page and "<img" not in page and "<b>" not in page
     assert "&lt;b&gt;cat&lt;/b&gt;" in page
-    assert "<b>" not in panel._fallback_markdown()
     assert panel.tools[0]["description"] == (
         "<script>alert(1)</script> and <img src=x onerror=alert(2)>")
 
@@ -486,7 +482,6 @@ def test_fallbacks_say_when_a_preview_is_shown(catalog: ToolCatalog) -> None:
     panel.preview_as(model_capabilities=["text"])
     note = "Previewing as a model without vision · this agent's scene (crew)"
     assert f"» {note}" in panel._fallback_text()
-    assert "\n> Previewing as a model without vision" in panel._fallback_markdown()
     assert note.replace("'", "&#x27;") in panel._fallback_html()
     panel.reset_preview()
-    assert "Previewing" not in panel._fallback_text() + panel._fallback_markdown()
+    assert "Previewing" not in panel._fallback_text() + panel._fallback_html()

@@ -1,0 +1,95 @@
+/**
+ * The `_esm` of every neta_nb widget (built to neta_nb/static/loader.js; it imports nothing).
+ *
+ * The shared code — all components, markdown, the sanitizer and the stylesheet — is the
+ * state of one model per kernel (`WidgetBundle` in neta_nb/widgets/_bundle.py), which each
+ * widget names in its `_bundle` trait (`IPY_MODEL_<id>`). The first widget on a page
+ * evaluates that code and adds the stylesheet; every later widget, of any notebook of the
+ * page, reuses the module cached on `globalThis` under the bundle's hash. Nothing is fetched
+ * from a server, so this works wherever the widget state is: a live kernel, VS Code, Colab,
+ * an exported page with saved widget state.
+ */
+import type { AnyModel, RenderProps } from "@anywidget/types";
+
+type Render = (props: RenderProps) => unknown;
+interface BundleModule {
+  default: { render: Render };
+}
+
+/** The state of the shared model (Python: `WidgetBundle`). */
+interface BundleState {
+  code: string;
+  css: string;
+  hash: string;
+}
+
+interface BundleModel {
+  get<K extends keyof BundleState>(key: K): BundleState[K];
+}
+
+const REGISTRY = Symbol.for("neta_nb.bundles");
+const MODEL_REFERENCE = "IPY_MODEL_";
+
+function registry(): Map<string, Promise<BundleModule>> {
+  const global = globalThis as { [REGISTRY]?: Map<string, Promise<BundleModule>> };
+  global[REGISTRY] ??= new Map();
+  return global[REGISTRY];
+}
+
+async function bundleModel(model: AnyModel): Promise<BundleModel> {
+  const reference = model.get("_bundle");
+  if (typeof reference !== "string" || !reference) {
+    throw new Error("this widget names no code bundle (its _bundle trait is empty)");
+  }
+  const id = reference.startsWith(MODEL_REFERENCE) ? reference.slice(MODEL_REFERENCE.length) : reference;
+  return (await model.widget_manager.get_model(id)) as unknown as BundleModel;
+}
+
+function addStyles(hash: string, css: string): void {
+  const id = `neta-nb-styles-${hash}`;
+  if (!css || document.getElementById(id)) return;
+  const style = document.createElement("style");
+  style.id = id;
+  style.textContent = css;
+  document.head.append(style);
+}
+
+async function evaluate(code: string): Promise<BundleModule> {
+  const url = URL.createObjectURL(new Blob([code], { type: "text/javascript" }));
+  try {
+    return (await import(/* webpackIgnore: true */ /* @vite-ignore */ url)) as BundleModule;
+  } finally {
+    URL.revokeObjectURL(url);
+  }
+}
+
+/** The bundle's module, evaluated at most once per page for each hash. */
+function load(bundle: BundleModel): Promise<BundleModule> {
+  const hash = bundle.get("hash");
+  const known = registry().get(hash);
+  if (known) return known;
+  addStyles(hash, bundle.get("css"));
+  const loading = evaluate(bundle.get("code"));
+  registry().set(hash, loading);
+  // A failed evaluation is not cached: the next widget tries again.
+  loading.catch(() => registry().delete(hash));
+  return loading;
+}
+
+async function render(props: RenderProps): Promise<unknown> {
+  try {
+    const module = await load(await bundleModel(props.model));
+    return await module.default.render(props);
+  } catch (error) {
+    // Shown where the user looks, not only in the console.
+    const message = document.createElement("div");
+    // Not a .neta-root: the static form after this output stays visible.
+    message.className = "neta-load-error";
+    message.textContent = `neta_nb: the widget code did not load (${error instanceof Error ? error.message : String(error)})`;
+    props.el.append(message);
+    console.error("neta_nb: the widget code did not load", error);
+    return () => message.remove();
+  }
+}
+
+export default { render };

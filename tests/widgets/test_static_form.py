@@ -1,0 +1,94 @@
+"""The static form: one output per displayed widget, kept current as the widget settles;
+and the shared bundle model every widget names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ipywidgets
+import pytest
+
+from neta_nb.widgets import TodoCard, ToolCard
+from neta_nb.widgets._bundle import WidgetBundle, shared_bundle
+from neta_nb.widgets._static_form import PLAIN_CHARS, StaticForm
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+class ManualTimer:
+    def __init__(self) -> None:
+        self.pending: list[Any] = []
+
+    def __call__(self, delay: float, callback: Any) -> Any:
+        self.pending.append(callback)
+        return self
+
+    def cancel(self) -> None:
+        self.pending.clear()
+
+    def fire(self) -> None:
+        pending, self.pending = self.pending, []
+        for callback in pending:
+            callback()
+
+
+@pytest.fixture
+def updates(monkeypatch: pytest.MonkeyPatch) -> list[tuple[dict[str, str], str]]:
+    seen: list[tuple[dict[str, str], str]] = []
+    monkeypatch.setattr("neta_nb.widgets._static_form.send_update",
+                        lambda data, display_id: seen.append((data, display_id)))
+    return seen
+
+
+def test_displaying_a_widget_makes_its_view_and_one_static_form(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    shown: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    monkeypatch.setattr("IPython.display.display",
+                        lambda data, **options: shown.append((data, options)))
+    card = ToolCard(name="search", label="Web search", status="done", result="<b>3 hits</b>")
+    card._ipython_display_()
+    (view, view_options), (form, form_options) = shown
+    assert set(view) == {WIDGET_VIEW, "text/plain"} and view_options["raw"] is True
+    assert set(form) == {"text/html", "text/plain"}
+    assert form_options["display_id"] == card._static_form.display_ids[0]
+    assert "&lt;b&gt;3 hits&lt;/b&gt;" in form["text/html"] and "<b>3 hits" not in form["text/html"]
+    # The form's HTML holds nothing random: an executed notebook compares equal (nbval).
+    assert form == card._static_form.bundle()
+
+
+def test_a_card_updates_its_form_when_it_settles_at_most_once_per_interval(
+        updates: list[tuple[dict[str, str], str]]) -> None:
+    card = TodoCard(todos=[{"id": "1", "content": "Load", "status": "in_progress"}])
+    timer = ManualTimer()
+    card._static_form = StaticForm(card._static_parts, schedule=timer, clock=lambda: 10.0)
+    card._static_form.refresh()
+    assert updates == []  # never displayed: nothing to update
+    card._static_form.display_ids = ["d1", "d2"]
+    card.todos = [{"id": "1", "content": "Load", "status": "completed"}]
+    assert [display_id for _, display_id in updates] == ["d1", "d2"]  # the first at once
+    card.todos = [{"id": "1", "content": "Load", "status": "completed"},
+                  {"id": "2", "content": "Fit", "status": "pending"}]
+    card.todos = [{"id": "1", "content": "Load", "status": "completed"},
+                  {"id": "2", "content": "Fit", "status": "in_progress"}]
+    assert len(updates) == 2  # within the interval: waits for the trailing update
+    timer.fire()
+    assert len(updates) == 4
+    assert "Fit (In progress)" in updates[-1][0]["text/plain"]
+
+
+def test_the_plain_text_is_short() -> None:
+    card = ToolCard(name="dump", status="done", result="x" * 5_000)
+    plain = card._static_form.bundle()["text/plain"]
+    assert len(plain) <= PLAIN_CHARS + 1 and plain.endswith("…")
+
+
+def test_one_bundle_model_per_kernel_opened_again_after_close_all() -> None:
+    first = shared_bundle()
+    assert TodoCard()._bundle is first and ToolCard()._bundle is first
+    assert isinstance(first, WidgetBundle) and first.hash and first.code
+    state = first.get_state()
+    assert (state["_model_name"], state["_model_module"]) == ("WidgetModel",
+                                                              "@jupyter-widgets/base")
+    ipywidgets.Widget.close_all()
+    again = TodoCard()._bundle
+    assert again is not first and again.comm is not None and again.hash == first.hash
