@@ -85,6 +85,9 @@ class ToolResultEvent(_Event):
     name: str
     result: str
     is_error: bool = False
+    outputs: list[dict[str, Any]] = Field(default_factory=list)
+    """What the card displays besides the text (:class:`~neta_nb.messages.DisplayItem`
+    dumps: figures, tables); empty for plain results."""
 
 
 class SkillStartEvent(_Event):
