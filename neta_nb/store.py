@@ -25,6 +25,7 @@ from typing import Any
 import platformdirs
 from pydantic import BaseModel, Field, ValidationError
 
+from .blobs import BlobFiles
 from .messages import Message, Usage
 from .ownership import ProcessOwner
 
@@ -206,6 +207,9 @@ class SessionStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
+        self.blobs = BlobFiles(None if str(self.path) == ":memory:"
+                               else self.path.with_name(self.path.name + ".blobs"))
+        """Where large images and documents of messages are kept (see :mod:`neta_nb.blobs`)."""
         self._listeners: list[Callable[[str], None]] = []
         self.warnings: list[str] = []
         """Problems met while reading (corrupt rows skipped), newest last."""
@@ -330,7 +334,7 @@ class SessionStore:
     def append_message(self, session_id: str, message: Message) -> None:
         """Add a message at the end of a session's history; a message whose id is already
         stored is replaced in place (metadata updates after tool runs)."""
-        data = message.model_dump_json()
+        data = self.blobs.encode(message)
         with self._transaction() as db:
             put_message(db, session_id, message.id, data)
         self._changed(session_id)
@@ -347,7 +351,7 @@ class SessionStore:
         messages = []
         for seq, data in rows:
             try:
-                messages.append(Message.model_validate_json(_text(data)))
+                messages.append(self.blobs.restore(Message.model_validate_json(_text(data))))
             except ValidationError as exc:
                 # Shown where it was (an empty message carrying the error: it never goes
                 # to the model), not dropped without a trace.
@@ -368,7 +372,7 @@ class SessionStore:
     def save_draft(self, session_id: str, message: Message) -> None:
         """Checkpoint the assistant message being streamed (replaced on each call)."""
         with self._transaction() as db:
-            put_draft(db, session_id, message.model_dump_json())
+            put_draft(db, session_id, self.blobs.encode(message))
 
     def take_draft(self, session_id: str) -> Message | None:
         """Remove and return the draft left by a turn that never finished, if any."""
@@ -384,7 +388,7 @@ class SessionStore:
         if row is None:
             return None
         try:
-            return Message.model_validate_json(_text(row[0]))
+            return self.blobs.restore(Message.model_validate_json(_text(row[0])))
         except ValidationError as exc:
             self._warn(f"session {session_id}: unreadable draft dropped ({_first_error(exc)})")
             return None
