@@ -39,8 +39,8 @@ from .messages import (
 )
 from .tools import Tool, ToolArgumentError, ToolContext
 from .tools.base import ProgressCallback
-from .tools.rich import RichResult
 from .tools.resolver import ToolResolution
+from .tools.rich import RichResult
 
 __all__ = ["INTERRUPTED_TEXT", "ContextFactory", "ToolLimits", "ToolRunner", "bound_result"]
 

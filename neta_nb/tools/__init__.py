@@ -20,8 +20,8 @@ from .config import AgentToolConfig, LoadReport, ToolConfigError
 from .demo import demo_catalog
 from .display import Display
 from .preview import PromptPreview, preview_prompt
-from .rich import RichLimits, RichResult
 from .resolver import ToolResolution, ToolState, resolve_tools
+from .rich import RichLimits, RichResult
 from .steps import ChangeKind, ResolutionDiff, ResolutionStep, ResolutionSteps, StepRule, ToolChange
 
 __all__ = [

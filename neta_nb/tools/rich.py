@@ -277,7 +277,7 @@ def _figure_item(figure: Any, limits: RichLimits) -> DisplayItem:
 def _is_plotly_figure(obj: Any) -> bool:
     if "plotly" not in sys.modules:
         return False
-    from plotly.basedatatypes import BaseFigure
+    from plotly.basedatatypes import BaseFigure  # type: ignore[import-not-found]
 
     return isinstance(obj, BaseFigure)
 
@@ -336,14 +336,14 @@ def capture_figures(limits: RichLimits = DEFAULT_LIMITS) -> Iterator[list[Displa
 
     original_show = plt.show if plt is not None else None
     if plt is not None:
-        plt.show = show
+        plt.show = show  # type: ignore[attr-defined]
     try:
         yield captured
         collect()
     finally:
         pyplot = sys.modules.get("matplotlib.pyplot")
         if plt is not None and original_show is not None:
-            plt.show = original_show
+            plt.show = original_show  # type: ignore[attr-defined]
         if pyplot is not None:
             for number in done:
                 pyplot.close(number)

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..labels import LABELS, t
 from ._base import escape_markdown, literal_markdown
+from ._rich_static import attachment_placeholder, output_placeholder
 
 __all__ = ["STATIC_CHARS", "static_html", "static_markdown", "static_text"]
 
@@ -39,6 +40,9 @@ def _card_line(card: Mapping[str, Any], lang: str) -> str:
     total = card.get("result_chars")
     if total:  # a preview: the static form names the result's size instead
         line += f" ({t('result_size', lang, total=f'{int(total):,}')})"
+    outputs = card.get("outputs") or []
+    if outputs:
+        line += " " + " ".join(output_placeholder(item, lang) for item in outputs)
     return line
 
 
@@ -49,8 +53,10 @@ def transcript(items: Sequence[Mapping[str, Any]], lang: str = "en"
     lines: list[tuple[str, str]] = []
     for item in items:
         if item["role"] == "user":
-            lines.append(("user", _cut_note(item.get("text") or "", item.get("text_chars"),
-                                            lang)))
+            text = _cut_note(item.get("text") or "", item.get("text_chars"), lang)
+            files = " ".join(attachment_placeholder(a, lang)
+                             for a in item.get("attachments") or [])
+            lines.append(("user", f"{text}\n{files}".strip() if files else text))
         elif item["role"] == "assistant":
             text = _cut_note(item.get("text") or "", item.get("text_chars"), lang)
             calls = "\n".join(_card_line(card, lang) for card in item.get("cards") or [])

@@ -32,8 +32,14 @@ from types import CodeType
 from typing import Any
 
 from ..base import ToolContext, tool
-from ..rich import DEFAULT_LIMITS, RichLimits, RichResult, capture_figures, display_items
-from ..rich import _matplotlib_figure
+from ..rich import (
+    DEFAULT_LIMITS,
+    RichLimits,
+    RichResult,
+    _matplotlib_figure,
+    capture_figures,
+    display_items,
+)
 from ..rich import items_from_bundle as _items_from_bundle
 
 __all__ = ["MAX_OUTPUT_CHARS", "notebook_namespace", "python", "run_python", "run_python_rich"]
