@@ -168,7 +168,8 @@ def test_attach_with_the_button_and_by_drop_and_refuse_a_large_file(
         ["chart.png", f"{len(png)} B", "×"], ["sales.csv", f"{len(CSV)} B", "×"]]
     assert "10.0 MB per file, 20.0 MB in all" in view.locator(
         ".neta-attachment-limits").inner_text()
-    lab.screenshot(view.locator(".neta-chat-input"), screenshot_dir / "chat-attachments-light.png")
+    lab.screenshot(view.locator(".neta-chat-input"),
+                   screenshot_dir / "chat-attachments-light.png")
     view.locator(".neta-chat-textarea").fill("Look at these")
     view.locator(".neta-chat-textarea").press("Enter")
     assert lab.wait_for_kernel_value(path, "sent(0)", "[('text', None), ('image', 'chart.png'), "
@@ -200,7 +201,8 @@ def test_attach_with_the_button_and_by_drop_and_refuse_a_large_file(
     error.wait_for()
     assert "huge.csv is 10.0 MB: at most 10.0 MB per file" in error.inner_text()
     assert chips.count() == 0
-    lab.screenshot(view.locator(".neta-chat-input"), screenshot_dir / "chat-attachment-refused-light.png")
+    lab.screenshot(view.locator(".neta-chat-input"),
+                   screenshot_dir / "chat-attachment-refused-light.png")
     assert lab.execute(path, "print(len(provider.prompts))").strip() == "2"
 
     # A file the model cannot take comes back as the send's error; the files stay.

@@ -41,11 +41,12 @@ async def test_buffers_become_attachments_of_the_prompt(sent: SentMessages) -> N
     session = AgentSession(Agent("a", model=ScriptedProvider([[{"text": "Seen."}]])),
                            ToolCatalog())
     chat = ChatView(session)
+    finished = asyncio.Event()
+    session.subscribe(lambda event: finished.set() if event.type == "done" else None)
     reply = _send(chat, sent, "Look", [("chart.png", "image/png", _png()),
                                        ("notes.md", "", b"# Notes\n")])
     assert reply["ok"] is True, reply
-    while session.running:
-        await asyncio.sleep(0.01)
+    await finished.wait()
     user = session.messages[0]
     assert [(p.type, getattr(p, "name", None)) for p in user.parts] == [
         ("text", None), ("image", "chart.png"), ("file_text", "notes.md")]
