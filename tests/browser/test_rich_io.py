@@ -140,7 +140,8 @@ DROP_JS = """
   }
   const target = document.querySelector(selector);
   for (const type of ["dragenter", "dragover", "drop"]) {
-    target.dispatchEvent(new DragEvent(type, { bubbles: true, cancelable: true, dataTransfer: transfer }));
+    const init = { bubbles: true, cancelable: true, dataTransfer: transfer };
+    target.dispatchEvent(new DragEvent(type, init));
   }
 }
 """
