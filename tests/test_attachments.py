@@ -6,6 +6,7 @@ not a crash."""
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
 import random
 from pathlib import Path
@@ -154,3 +155,38 @@ async def test_stored_beside_the_database_and_back_on_resume(tmp_path: Path) -> 
     assert blocks[1] == {"type": "text", "text": "[1 image no longer available: the stored "
                                                  "file is missing]"}
     await reopened.run("Still there?")  # the session goes on
+
+
+async def test_a_tool_figure_comes_back_on_resume_and_a_lost_one_is_a_placeholder(
+        tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    from neta_nb import AgentToolConfig
+    from neta_nb.widgets._chat_state import render_message
+
+    code = ("import matplotlib.pyplot as plt\n"
+            "plt.scatter(range(300), [i * 7 % 31 for i in range(300)])")
+    script = [[{"tool_call": {"name": "python", "args": {"code": code}}}], [{"text": "Ok."}]]
+    path = tmp_path / "s.db"
+    session = AgentSession(Agent("a", model=ScriptedProvider(script),
+                                 tools=AgentToolConfig(enabled=["python"])),
+                           ToolCatalog.default(), store=SessionStore(path), namespace={},
+                           approval_policy="allow")
+    await session.run("Plot")
+    session.flush()
+    figure = session.messages[1].metadata.tool_executions[0].outputs[0]
+    assert figure.data is not None and len(figure.data) > 8 * 1024
+    blob = tmp_path / "s.db.blobs" / hashlib.sha256(base64.b64decode(figure.data)).hexdigest()
+    assert blob.is_file()
+
+    def resumed() -> AgentSession:
+        return AgentSession.resume(session.id, SessionStore(path),
+                                   provider=ScriptedProvider(script))
+
+    again = resumed()
+    assert again.messages[1].metadata.tool_executions[0].outputs[0].data == figure.data
+    assert again.messages[2].tool_results[0].images[0].data == figure.data  # for the model
+    blob.unlink()
+    lost = resumed()
+    card = render_message(lost.messages[1], 1)["cards"][0]
+    assert card["outputs"][0]["data"] is None  # the card draws its placeholder
+    assert lost.messages[2].tool_results[0].images[0].available is False
