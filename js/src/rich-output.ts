@@ -22,6 +22,8 @@ export interface DisplayItem {
   width?: number;
   height?: number;
   name?: string | null;
+  /** Left out of widget state for its size (the kernel keeps it). */
+  omitted?: boolean;
 }
 
 const RASTER = /^image\/(?:png|jpeg|gif|webp)$/;
@@ -43,6 +45,7 @@ function keyOf(items: DisplayItem[]): string {
 
 function renderItem(item: DisplayItem, index: number, lang: Lang): HTMLElement {
   const kind = item.media_type;
+  if (item.omitted) return element("div", "neta-output neta-output-missing", t(lang, "output_omitted"));
   if (RASTER.test(kind) || kind === "image/svg+xml") {
     const source = kind === "image/svg+xml" && item.text ? base64Text(item.text) : item.data;
     if (!source) return missing(lang);

@@ -48,13 +48,38 @@ from ._state_bounds import (
 )
 from ._streaming import FLUSH_INTERVAL, FrameThrottle, Scheduler, call_later_on_running_loop
 
-__all__ = ["FLUSH_INTERVAL", "WINDOW", "AgentChoice", "Approval", "BatchMessage",
-           "ChatAttachment", "ChatCard",
-           "ChatItem", "ChatOp", "ChatSnapshot", "CommandReply", "CommandRequest", "FullText",
-           "FullTextRequest",
-           "LiveResponse", "LiveSnapshot", "NoReply", "OlderPage", "OlderRequest", "OpBatcher",
-           "SwitchAgentReply", "SwitchAgentRequest", "ViewRequest", "WindowOp", "full_text",
-           "render_attachment", "render_message", "render_window", "renderable"]
+__all__ = [
+    "FLUSH_INTERVAL",
+    "WINDOW",
+    "AgentChoice",
+    "Approval",
+    "BatchMessage",
+    "ChatAttachment",
+    "ChatCard",
+    "ChatItem",
+    "ChatOp",
+    "ChatSnapshot",
+    "CommandReply",
+    "CommandRequest",
+    "FullText",
+    "FullTextRequest",
+    "LiveResponse",
+    "LiveSnapshot",
+    "NoReply",
+    "OlderPage",
+    "OlderRequest",
+    "OpBatcher",
+    "SwitchAgentReply",
+    "SwitchAgentRequest",
+    "ViewRequest",
+    "WindowOp",
+    "bounded_outputs",
+    "full_text",
+    "render_attachment",
+    "render_message",
+    "render_window",
+    "renderable",
+]
 
 
 # --- the wire format ---------------------------------------------------------------------
@@ -307,6 +332,8 @@ def render_message(message: Message, index: int) -> ChatItem:
     def card(kind: Literal["tool", "skill"], execution: Any) -> ChatCard:
         # The execution's fields are the card's (plus ones the view ignores), bounded.
         fields: dict[str, Any] = {"kind": kind, **execution.model_dump()}
+        if fields.get("outputs"):
+            fields["outputs"] = bounded_outputs(fields["outputs"])
         preview_text(fields, "result", RESULT_CHARS)
         preview_text(fields, "step", NOTE_CHARS)
         preview_text(fields, "detail", NOTE_CHARS)
@@ -330,6 +357,25 @@ def render_message(message: Message, index: int) -> ChatItem:
     preview_text(item, "thinking", THINKING_CHARS)
     preview_text(item, "error", NOTE_CHARS)
     return cast(ChatItem, item)
+
+
+OUTPUT_STATE_CHARS = 2_000_000
+"""Characters of one card's display items in widget state; items past it are sent as
+``omitted`` (the card says they are too large to show in the chat)."""
+
+
+def bounded_outputs(outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``outputs`` with the items past :data:`OUTPUT_STATE_CHARS` emptied and marked."""
+    used = 0
+    bounded = []
+    for item in outputs:
+        size = len(item.get("data") or "") + len(item.get("text") or "")
+        if used + size > OUTPUT_STATE_CHARS:
+            item = {**item, "data": None, "text": None, "omitted": True}
+        else:
+            used += size
+        bounded.append(item)
+    return bounded
 
 
 THUMBNAIL_CHARS = 200_000

@@ -98,3 +98,13 @@ async def test_tool_cards_carry_outputs_and_their_static_forms_are_bounded() -> 
     # Past the budget the thumbnail is a placeholder.
     card.outputs = [card.outputs[0]] * (THUMBNAIL_BUDGET // len(card.outputs[0]["data"]) + 2)
     assert card._fallback_html().count("<img ") < len(card.outputs)
+
+
+def test_card_outputs_in_widget_state_are_bounded() -> None:
+    from neta_nb.widgets._chat_state import OUTPUT_STATE_CHARS, bounded_outputs
+
+    big = {"media_type": "image/png", "data": "A" * (OUTPUT_STATE_CHARS // 2 + 1), "text": None}
+    table = {"media_type": "text/html", "data": None, "text": "<table></table>"}
+    kept = bounded_outputs([big, table, big])
+    assert kept[0] == big and kept[1] == table
+    assert kept[2]["omitted"] is True and kept[2]["data"] is None
