@@ -19,6 +19,7 @@ import os
 import re
 import tempfile
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 
 from .messages import Message
@@ -33,6 +34,7 @@ MAX_BLOB_BYTES = 32 * 1024 * 1024
 """Larger items are not stored (a placeholder comes back); attachments and display items
 are bounded well below this, so only a hand-built message meets it."""
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_REFERENCE = re.compile(r'"sha256":"([0-9a-f]{64})"')
 
 
 class BlobFiles:
@@ -71,6 +73,26 @@ class BlobFiles:
                     continue
                 item.data = base64.b64encode(raw).decode("ascii")
         return message
+
+    @staticmethod
+    def referenced(rows: Iterable[str | bytes]) -> set[str]:
+        """The blob digests the stored rows name."""
+        found: set[str] = set()
+        for row in rows:
+            text = row.decode("utf-8", "replace") if isinstance(row, bytes) else row
+            found.update(_REFERENCE.findall(text))
+        return found
+
+    def remove(self, digests: Iterable[str]) -> None:
+        """Delete these blob files (those no row names any more)."""
+        gone = set(digests)
+        if self.directory is None or not gone:
+            return
+        with self._lock:
+            self._known = {k: v for k, v in self._known.items() if v not in gone}
+        for digest in gone:
+            if _SHA256.match(digest):
+                (self.directory / digest).unlink(missing_ok=True)
 
     def _write(self, data: str) -> str | None:
         with self._lock:

@@ -323,11 +323,19 @@ class SessionStore:
         return settled
 
     def delete_session(self, session_id: str) -> None:
+        """Remove a session with its messages, and the blob files no other session uses."""
         with self._transaction() as db:
+            referenced = self.blobs.referenced(
+                row[0] for table in ("messages", "drafts") for row in db.execute(
+                    f"SELECT data FROM {table} WHERE session_id = ?", (session_id,)))
             for table in ("sessions", "drafts", "views"):
                 key = "id" if table == "sessions" else "session_id"
                 db.execute(f"DELETE FROM {table} WHERE {key} = ?", (session_id,))
             db.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+            unused = [digest for digest in referenced if not any(
+                db.execute(f"SELECT 1 FROM {table} WHERE instr(data, ?) > 0 LIMIT 1",
+                           (digest,)).fetchone() for table in ("messages", "drafts"))]
+        self.blobs.remove(unused)
         self._changed(session_id)
 
     # --- messages ---------------------------------------------------------------------

@@ -190,3 +190,25 @@ async def test_a_tool_figure_comes_back_on_resume_and_a_lost_one_is_a_placeholde
     card = render_message(lost.messages[1], 1)["cards"][0]
     assert card["outputs"][0]["data"] is None  # the card draws its placeholder
     assert lost.messages[2].tool_results[0].images[0].available is False
+
+
+async def test_deleting_a_session_removes_the_blobs_only_it_used(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    store = SessionStore(path)
+    noise = Image.frombytes("RGB", (120, 80), random.Random(3).randbytes(120 * 80 * 3))
+    buffer = io.BytesIO()
+    noise.save(buffer, format="PNG")
+    shared = (buffer.getvalue(), "image/png", "shared.png")
+    sessions = []
+    for _ in range(2):
+        session = AgentSession(Agent("a", model=ScriptedProvider()), ToolCatalog(),
+                               store=store)
+        await session.run("Keep", attachments=[shared])
+        session.flush()
+        sessions.append(session)
+    blobs = tmp_path / "s.db.blobs"
+    assert len(list(blobs.iterdir())) == 1
+    store.delete_session(sessions[0].id)
+    assert len(list(blobs.iterdir())) == 1  # the other session still shows it
+    store.delete_session(sessions[1].id)
+    assert list(blobs.iterdir()) == []
