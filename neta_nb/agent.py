@@ -48,6 +48,19 @@ class Agent:
     max_tool_result_chars: int = 100_000
     """Longest tool result the model reads (and a card shows); longer ones are cut, and
     the cut is stated in the result. A single result can otherwise fill the window."""
+    description: str | None = None
+    """What this agent is for, in a line: a parent's ``delegate`` tool lists it beside the
+    name, so the parent's model knows whom to ask."""
+    subagents: list[Agent] = field(default_factory=list)
+    """Agents this one may hand tasks to with the ``delegate`` tool. Each runs as a session
+    of its own: its own prompt, model (``None``: the parent's provider) and tools, resolved
+    from its own ``tools`` config — never the parent's grants."""
+    max_parallel_subagents: int = 4
+    """Children of one session that run at the same time; further delegations wait."""
+    max_subagent_depth: int = 2
+    """Levels of delegation below the top-level agent: its children are level 1, theirs
+    level 2; an agent at the limit is not offered ``delegate``. The top-level agent's
+    setting holds for its whole tree."""
     provider_settings: dict[str, Any] | None = field(default=None, repr=False)
     """A stored provider's settings (``Provider.settings()``): a resumed agent rebuilds
     the same provider — same server, window and request options — with keys from the
@@ -62,7 +75,24 @@ class Agent:
             raise ValueError("max_model_calls must be at least 1")
         if self.max_tool_result_chars < 1_000:
             raise ValueError("max_tool_result_chars must be at least 1,000")
+        if self.max_parallel_subagents < 1:
+            raise ValueError("max_parallel_subagents must be at least 1")
+        if self.max_subagent_depth < 0:
+            raise ValueError("max_subagent_depth must be 0 or more")
+        self.subagents = list(self.subagents)
+        names = [child.name for child in self.subagents]
+        for child in self.subagents:
+            if not isinstance(child, Agent):
+                raise TypeError(f"subagents must be Agent objects, got {type(child).__name__}")
+            if not child.name.strip():
+                raise ValueError("a sub-agent needs a name: the parent's model calls it by it")
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise ValueError(f"sub-agent names must be unique; repeated: {', '.join(duplicates)}")
 
+    def subagent(self, name: str) -> Agent | None:
+        """The sub-agent called ``name``, if this agent has one."""
+        return next((child for child in self.subagents if child.name == name), None)
     def create_provider(self) -> Provider:
         if isinstance(self.model, Provider):
             return self.model
@@ -90,15 +120,45 @@ class Agent:
             "compact_at": self.compact_at,
             "keep_recent_turns": self.keep_recent_turns,
             "max_tool_result_chars": self.max_tool_result_chars,
+            **self._crew_record(),
         }
+
+    def _crew_record(self) -> dict[str, Any]:
+        return {"description": self.description,
+                "max_parallel_subagents": self.max_parallel_subagents,
+                "max_subagent_depth": self.max_subagent_depth,
+                "subagents": [child.definition_record() for child in self.subagents]}
+
+    def definition_record(self) -> dict[str, Any]:
+        """The definition as stored inside its parent's (keys never included): a model
+        given as a provider instance is stored as its ``supplier:model`` and settings,
+        ``None`` stays ``None`` (the parent's provider)."""
+        model: str | None
+        settings: dict[str, Any] | None = self.provider_settings
+        if isinstance(self.model, Provider):
+            model, settings = self.model.model_id, self.model.settings()
+        else:
+            model = self.model
+        return {"name": self.name, "model": model, "provider": settings,
+                "system_prompt": self.system_prompt, "tools": self.tools.dump(),
+                "default_think_level": self.default_think_level, "scene": self.scene,
+                "max_model_calls": self.max_model_calls, "tool_timeout": self.tool_timeout,
+                "compact_at": self.compact_at, "keep_recent_turns": self.keep_recent_turns,
+                "max_tool_result_chars": self.max_tool_result_chars, **self._crew_record()}
 
     @classmethod
     def from_record(cls, data: dict[str, Any], catalog: ToolCatalog) -> Agent:
         known = {k: data[k] for k in ("system_prompt", "default_think_level", "scene",
                                       "max_model_calls", "tool_timeout", "compact_at",
-                                      "keep_recent_turns", "max_tool_result_chars")
+                                      "keep_recent_turns", "max_tool_result_chars",
+                                      "description", "max_parallel_subagents",
+                                      "max_subagent_depth")
                  if k in data}
         settings = data.get("provider")
+        children = data.get("subagents")
+        subagents = [cls.from_record(child, catalog) for child in children
+                     if isinstance(child, dict)] if isinstance(children, list) else []
         return cls(name=str(data.get("name", "agent")), model=data.get("model") or None,
                    provider_settings=settings if isinstance(settings, dict) else None,
-                   tools=AgentToolConfig.load(data.get("tools") or {}, catalog), **known)
+                   tools=AgentToolConfig.load(data.get("tools") or {}, catalog),
+                   subagents=subagents, **known)

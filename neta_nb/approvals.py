@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal, get_args
 
@@ -35,12 +36,35 @@ _BY_POLICY = "policy"  # an approval nobody can answer any more: the policy deci
 class Approvals:
     """Pending approval decisions, "allow always" grants and attached approvers."""
 
-    def __init__(self, policy: ApprovalPolicy, emit: Callable[[Event], None]) -> None:
+    def __init__(self, policy: ApprovalPolicy, emit: Callable[[Event], None], *,
+                 parent: Approvals | None = None) -> None:
         self.policy: ApprovalPolicy = policy
         self._emit = emit
         self._approvers = 0
         self._pending: dict[str, asyncio.Future[str]] = {}
         self._always_allowed: set[str] = set()
+        # A sub-agent's approvals: the parent's UI answers them (the request travels in a
+        # `subagent_event`), so the child counts the parent's approvers as its own.
+        self._parent = parent
+        self._children: weakref.WeakSet[Approvals] = weakref.WeakSet()
+        if parent is not None:
+            parent._children.add(self)
+
+    @property
+    def attached(self) -> bool:
+        """A UI answers this session's requests: its own, or its parent's."""
+        return self._approvers > 0 or (self._parent is not None and self._parent.attached)
+
+    def _release_pending(self) -> None:
+        """No one is left to answer: the policy decides what is still pending (a closed
+        chat view must not leave a turn — or a child's — waiting forever)."""
+        if self.attached:
+            return
+        for future in list(self._pending.values()):
+            if not future.done():
+                future.set_result(_BY_POLICY)
+        for child in list(self._children):
+            child._release_pending()
 
     def attach(self) -> Callable[[], None]:
         """Declare that a UI will answer approval requests; returns a function that
@@ -54,12 +78,7 @@ class Approvals:
                 return
             detached = True
             self._approvers -= 1
-            if self._approvers <= 0:
-                # No one is left to answer: the policy decides what is still pending
-                # (a closed chat view must not leave a turn waiting forever).
-                for future in list(self._pending.values()):
-                    if not future.done():
-                        future.set_result(_BY_POLICY)
+            self._release_pending()
 
         return detach
 
@@ -83,7 +102,7 @@ class Approvals:
         if call.name in self._always_allowed:
             return True, ""
         rejected = f"The user did not allow '{call.name}' to run."
-        if self._approvers > 0:
+        if self.attached:
             future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
             self._pending[call.id] = future
             if on_waiting is not None:

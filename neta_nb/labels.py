@@ -60,11 +60,13 @@ def _capability_key(params: Mapping[str, Any]) -> str:
 _NOTICE_KEYS: Final[Mapping[str, str | Callable[[Mapping[str, Any]], str]]] = {
     # Why a tool is left out of an agent's final set (ToolResolution.reasons).
     "globally_disabled": "reason_globally_disabled",
+    "mcp_changed": "reason_mcp_changed",  # {server}
     "agent_disabled": "reason_agent_disabled",
     "not_enabled": "reason_not_enabled",
     "core_not_inherited": "reason_core_not_inherited",
     "needs_capability": _capability_key,  # {capabilities: [..], model: str | None}
     "scene": "reason_scene",  # {scene}
+    "no_subagents": "reason_no_subagents",
     # Problems with the config itself (ToolResolution.warnings, AgentToolConfig.load_warnings).
     "unknown_tool": "warning_unknown_tool",  # {name, field}
     "enabled_but_globally_disabled": "warning_enabled_but_globally_disabled",  # {name}

@@ -126,7 +126,8 @@ class SessionPersistence:
             existing = _stored_record(db, session_id)
             if existing is not None:
                 changed = existing.model_copy(update={**fields, "updated_at": time.time()})
-                put_session(db, session_id, changed.model_dump_json(), changed.updated_at)
+                put_session(db, session_id, changed.model_dump_json(), changed.updated_at,
+                            changed.parent_id)
 
         self._submit(f"the session record ({', '.join(fields)})", apply)
 
@@ -138,7 +139,8 @@ class SessionPersistence:
 
         def apply(db: sqlite3.Connection) -> None:
             if read_session_row(db, record.id) is None:
-                put_session(db, record.id, record.model_dump_json(), record.updated_at)
+                put_session(db, record.id, record.model_dump_json(), record.updated_at,
+                            record.parent_id)
 
         self._submit("the new session's record", apply)
 
@@ -158,7 +160,8 @@ class SessionPersistence:
                     merged.running, merged.owner = existing.running, existing.owner
                 if "owner_died" not in fields:
                     merged.owner_died = existing.owner_died
-            put_session(db, merged.id, merged.model_dump_json(), merged.updated_at)
+            put_session(db, merged.id, merged.model_dump_json(), merged.updated_at,
+                        merged.parent_id)
 
         self._submit("the session record", apply)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import sys
 from collections.abc import Callable, Sequence
@@ -28,6 +29,7 @@ from .agent import Agent
 from .approvals import ApprovalPolicy, Approvals
 from .attachments import attachment_parts
 from .compaction import CompactionError, compact_view
+from .crew import Crew, CrewLink, add_usage
 from .event_hub import EventHub
 from .events import (
     ApprovalDecision,
@@ -43,11 +45,20 @@ from .events import (
     StopCommand,
     TodoUpdateEvent,
     TokenUpdateEvent,
+    TurnUsage,
     parse_command,
 )
-from .messages import Message, Usage, count_characters, encodable, new_id, valid_conversation
+from .messages import (
+    Message,
+    SubagentRun,
+    Usage,
+    count_characters,
+    encodable,
+    new_id,
+    valid_conversation,
+)
 from .ownership import ProcessOwner, SessionBusyError
-from .persistence import SessionPersistence, flush_session, store_warning
+from .persistence import LOAD_FLUSH_LIMIT, SessionPersistence, flush_session, store_warning
 from .providers.base import ModelRequest, Provider, ProviderError
 from .store import CompactionRecord, SessionStore
 from .store_writer import StoreFailure
@@ -84,8 +95,16 @@ class AgentSession:
         namespace: dict[str, Any] | None = None,
         approval_policy: ApprovalPolicy = "reject",
         provider: Provider | None = None,
+        crew_link: CrewLink | None = None,
     ) -> None:
         self.agent = agent
+        self.crew_link = crew_link
+        """How this session hangs below its parent while it runs (``None``: a top-level
+        session, or a resumed child: see :attr:`parent_id`)."""
+        self.parent_id: str | None = crew_link.parent_id if crew_link else None
+        """The session that delegated to this one (``None``: a top-level session)."""
+        self.parent_call_id: str | None = crew_link.call_id if crew_link else None
+        """The parent's ``delegate`` call that ran this session."""
         self.catalog = catalog if catalog is not None else ToolCatalog.default()
         self.provider = provider or agent.create_provider()
         self.id = session_id or new_id("s_")
@@ -107,7 +126,13 @@ class AgentSession:
         self._think_level: ThinkLevel | None = check_think_level(think_level)
         self._events = EventHub()
         self._emit = self._events.emit
-        self._approvals = Approvals(approval_policy, self._emit)
+        self._approvals = Approvals(approval_policy, self._emit,
+                                    parent=crew_link.approvals if crew_link else None)
+        self._crew = Crew(self, depth=crew_link.depth if crew_link else 0,
+                          max_depth=(crew_link.max_depth if crew_link
+                                     else agent.max_subagent_depth),
+                          emit=self._emit, on_usage=self._children_counted,
+                          on_record=self._record_subagent, on_interrupt=self._interrupted)
         self._threads = ToolThreads()
         self._tools = ToolRunner(emit=self._emit, append=self._append,
                                  persist=self._persist, approvals=self._approvals,
@@ -154,6 +179,23 @@ class AgentSession:
         return self._meter.total
 
     @property
+    def can_delegate(self) -> bool:
+        """The agent has sub-agents and is above the nesting limit, so ``delegate`` is
+        offered (if its tool config and the catalog allow it)."""
+        return self._crew.can_delegate
+
+    @property
+    def subagent_usage(self) -> dict[str, TurnUsage]:
+        """Tokens of each sub-agent run in the current (or latest) turn, by the id of the
+        ``delegate`` call that ran it; the turn total in ``token_update`` includes them."""
+        return self._crew.usage
+
+    @property
+    def subagents(self) -> dict[str, AgentSession]:
+        """The child sessions of the current (or latest) turn, by ``delegate`` call id."""
+        return {call_id: run.session for call_id, run in self._crew.runs.items()}
+
+    @property
     def context(self) -> ContextUsage:
         """How full the context window was after the latest model call."""
         return self._meter.context
@@ -193,19 +235,30 @@ class AgentSession:
     def preview(self) -> PromptPreview:
         """The system prompt and tool definitions the next model call will send — the
         same computation the loop uses, so preview and runtime cannot disagree."""
-        return preview_prompt(system_prompt=self.agent.system_prompt, catalog=self.catalog,
-                              config=self.agent.tools,
-                              model_capabilities=self.provider.info.capabilities,
-                              scene=self.agent.scene)
+        preview = preview_prompt(system_prompt=self.agent.system_prompt, catalog=self.catalog,
+                                 config=self.agent.tools,
+                                 model_capabilities=self.provider.info.capabilities,
+                                 scene=self.agent.scene, delegates=self._crew.can_delegate)
+        if "delegate" not in preview.resolution:
+            return preview
+        # `delegate` as this agent's model sees it: its own sub-agents by name.
+        tools = [self._crew.definition(d) if d.name == "delegate" else d
+                 for d in preview.tools]
+        return dataclasses.replace(preview, tools=tools)
+
+    def _resolution_key(self) -> tuple[object, ...]:
+        return ResolutionCache.key(self.catalog, self.agent.tools, self.agent.scene,
+                                   self._crew.can_delegate)
 
     def _resolution(self) -> ToolResolution:
         """The agent's tools now, as `preview` resolves them (cached: ResolutionCache)."""
-        key = ResolutionCache.key(self.catalog, self.agent.tools, self.agent.scene)
+        key = self._resolution_key()
         resolution = self._resolved.get(key)
         if resolution is None:
             resolution = resolve_tools(self.catalog, self.agent.tools,
                                        model_capabilities=self.provider.info.capabilities,
-                                       scene=self.agent.scene)
+                                       scene=self.agent.scene,
+                                       delegates=self._crew.can_delegate)
             self._resolved.put(key, resolution)
         return resolution
 
@@ -230,7 +283,10 @@ class AgentSession:
         if isinstance(cmd, SendCommand):
             return self.start(cmd.text, attachments=attachments)
         if isinstance(cmd, StopCommand):
-            self.cancel()
+            if cmd.subagent is not None:
+                self.stop_subagent(cmd.subagent)
+            else:
+                self.cancel()
         elif isinstance(cmd, SetThinkingLevelCommand):
             self.set_thinking_level(cmd.level)
         elif isinstance(cmd, ApproveCommand):
@@ -240,8 +296,19 @@ class AgentSession:
     def approve(self, call_id: str, decision: ApprovalDecision) -> bool:
         """Answer an ``approval_request``: ``allow_once``, ``allow_always`` (this tool, for
         the rest of this session) or ``reject``. Returns False when that request is no
-        longer pending (the turn was stopped meanwhile: a harmless race with Stop)."""
-        return self._approvals.answer(call_id, decision)
+        longer pending (the turn was stopped meanwhile: a harmless race with Stop).
+
+        A sub-agent's request (it arrives wrapped in ``subagent_event``) is answered the
+        same way: the request's id reaches the child that waits for it."""
+        return (self._approvals.answer(call_id, decision)
+                or self._crew.approve(call_id, decision))
+
+    def stop_subagent(self, call_id: str) -> bool:
+        """Stop one sub-agent — the ``id`` of its ``subagent_start`` (its ``delegate``
+        call) — and let this session go on: its model reads the stop as the call's error
+        result. False when no such child is running (or a grandchild's id: stop it
+        through its own parent, :attr:`subagents`)."""
+        return self._crew.stop(call_id)
 
     # --- running turns ----------------------------------------------------------------
     def start(self, prompt: str, attachments: Sequence[Any] | None = None
@@ -282,6 +349,7 @@ class AgentSession:
         if turn is None or turn.task is None or turn.task.done():
             return False
         turn.cancel_requested = True
+        self._crew.stop_all()
         if turn.begun:
             turn.task.cancel()
         # else: start() was called but its task has not run yet — cancelling the task now
@@ -326,6 +394,7 @@ class AgentSession:
             # taking this turn over, even while the store cannot record the owner yet.
             if self.store is not None:
                 claim = TurnClaim.take(self.store.path, self.id)
+            self._crew.begin_turn()
             self._append(prompt_message)
             if turn.cancel_requested:
                 turn.stop_reason = "cancelled"
@@ -333,6 +402,10 @@ class AgentSession:
             self._save_record(running=True, owner=ProcessOwner.current())
             return await self._loop_turn(turn)
         except asyncio.CancelledError:
+            # Children close their histories first (their cancelled `delegate` calls
+            # stopped them): then their ends come before this turn's results and `done`.
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._crew.wait_stopped()
             self._finish_interrupted(turn, "interrupted" if turn.interrupted else "cancelled",
                                      None)
             turn.stop_reason = "interrupted" if turn.interrupted else "cancelled"
@@ -408,7 +481,7 @@ class AgentSession:
                     if self._meter.full:
                         turn.stop_reason = "context_full"
                         return turn.message
-            key = ResolutionCache.key(self.catalog, self.agent.tools, self.agent.scene)
+            key = self._resolution_key()
             preview = self.preview()
             self._resolved.put(key, preview.resolution)  # what the re-checks compare with
             request = ModelRequest(system_prompt=preview.system_prompt,
@@ -459,13 +532,42 @@ class AgentSession:
                      estimated_tokens: int | None = None) -> None:
         turn.usage = self._meter.record_call(turn.usage, usage,
                                              estimated_tokens=estimated_tokens)
-        self._emit(TokenUpdateEvent(current=turn.usage, context=self._meter.context))
+        self._emit(TokenUpdateEvent(current=self._turn_total(turn.usage),
+                                    context=self._meter.context))
+
+    def _turn_total(self, own: TurnUsage) -> TurnUsage:
+        """The turn's figures as ``token_update`` shows them: this session's own calls
+        plus its sub-agents' (the split is :attr:`subagent_usage`)."""
+        children = self._crew.runs
+        return add_usage(own, self._crew.turn_usage) if children else own
+
+    def _children_counted(self) -> None:
+        """A sub-agent's figures changed: the turn total follows; the context figure is
+        this session's own."""
+        turn = self._turn
+        own = turn.usage if turn is not None else TurnUsage()
+        self._emit(TokenUpdateEvent(current=self._turn_total(own),
+                                    context=self._meter.context))
+
+    def _record_subagent(self, call_id: str, record: SubagentRun) -> None:
+        """Keep a child's run on its ``delegate`` call's execution (resume rebuilds the
+        nested card from it) and store the message."""
+        turn = self._turn
+        message = turn.message if turn is not None else None
+        if message is None:
+            return
+        for execution in message.metadata.tool_executions:
+            if execution.id == call_id:
+                execution.subagent = record
+                self._persist(message)
+                return
 
     # --- tools ------------------------------------------------------------------------
     def _tool_context(self, call_id: str, on_progress: ProgressCallback) -> ToolContext:
         return ToolContext(session_id=self.id, tool_call_id=call_id,
                            working_dir=self.working_dir, namespace=self.namespace,
-                           todo=self.todo, on_progress=on_progress, threads=self._threads)
+                           todo=self.todo, on_progress=on_progress, threads=self._threads,
+                           crew=self._crew if self._crew.can_delegate else None)
 
     def _todo_written(self) -> None:
         summary = self.todo.summary()
@@ -553,7 +655,8 @@ class AgentSession:
         return {"agent": self.agent.to_record(self.provider), "think_level": self._think_level,
                 "todo_summary": (self.todo.summary().model_dump() if self.todo.has_items()
                                  else None),
-                "mcp_servers": self.catalog.mcp_server_specs()}
+                "mcp_servers": self.catalog.mcp_server_specs(),
+                "parent_id": self.parent_id, "parent_call_id": self.parent_call_id}
 
     def _save_record(self, **fields: Any) -> None:
         self._saved.save_record(self._messages, **fields)
@@ -599,6 +702,7 @@ class AgentSession:
         level = record.think_level if record.think_level in THINK_LEVELS else None
         session = cls(agent, catalog, store, session_id=session_id,
                       think_level=level, **options)
+        session.parent_id, session.parent_call_id = record.parent_id, record.parent_call_id
         stored = session._saved.load(store)
         session._messages, session._view = stored.messages, stored.view
         session.compactions = stored.compactions
@@ -617,11 +721,39 @@ class AgentSession:
             session._append(message)
             session._tools.close_unanswered(session._messages, "killed", {})
             session._saved.clear_draft()  # it is a message now
+        session._settle_subagents(store, catalog)
         # What a store hands back may break the rules providers enforce (a damaged row);
         # the model is sent a conversation that keeps them.
         session._view = valid_conversation(session._view)
         session._save_record(running=False, owner=None, owner_died=False)
         return session
+
+    def _settle_subagents(self, store: SessionStore, catalog: ToolCatalog) -> None:
+        """A child still recorded as running was cut off by a dead kernel: its card is
+        marked interrupted, and the child's own session is closed the way this one was
+        (its turn marked killed) so both read as interrupted."""
+        for message in self._messages:
+            changed = False
+            for execution in message.metadata.tool_executions:
+                run = execution.subagent
+                if run is None or run.status != "running":
+                    continue
+                execution.subagent = run.model_copy(update={"status": "interrupted"})
+                changed = True
+                child = store.get_session(run.session_id)  # settles a dead owner
+                if child is None or not (child.running or child.owner_died):
+                    continue
+                try:
+                    settled = type(self).resume(run.session_id, store, catalog=catalog,
+                                                namespace=self.namespace)
+                    # Stored before this resume returns: a view loads the child's
+                    # messages from the store to rebuild its nested card.
+                    settled.flush(LOAD_FLUSH_LIMIT)
+                except Exception as exc:  # e.g. its provider needs a key not set here
+                    log.warning("resume %s: its sub-agent session %s stays unsettled until "
+                                "it is resumed itself (%s)", self.id, run.session_id, exc)
+            if changed:
+                self._persist(message)
 
     def __repr__(self) -> str:
         state = "running" if self.running else "idle"

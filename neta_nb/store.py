@@ -103,6 +103,14 @@ class SessionRecord(BaseModel):
     mcp_servers: list[dict[str, Any]] = Field(default_factory=list)
     """The MCP servers of the session's catalog: how to start each, its options and the
     tool listing granted — never ``env`` or ``headers``. ``resume`` brings them back."""
+    parent_id: str | None = None
+    """A sub-agent's session: the session whose ``delegate`` call ran it."""
+    parent_call_id: str | None = None
+    """A sub-agent's session: the parent's ``delegate`` call id (the nested card's id)."""
+    child_count: int = 0
+    """How many sub-agent sessions this session ran (filled in on every read from the
+    store — ``get_session``, ``list_sessions``, ``list_children`` — for the session list's
+    badge; what a record stores here is ignored)."""
 
 
 class CompactionRecord(BaseModel):
@@ -131,9 +139,35 @@ class CompactedView(BaseModel):
 # Shared by the store's own connection and the connection of a session's writer thread
 # (persistence.py), so both write rows the same way.
 
-def put_session(db: sqlite3.Connection, session_id: str, data: str, updated_at: float) -> None:
-    db.execute("INSERT OR REPLACE INTO sessions (id, data, updated_at) VALUES (?, ?, ?)",
-               (session_id, data, updated_at))
+def put_session(db: sqlite3.Connection, session_id: str, data: str, updated_at: float,
+                parent_id: str | None = None) -> None:
+    db.execute("INSERT OR REPLACE INTO sessions (id, data, updated_at, parent_id) "
+               "VALUES (?, ?, ?, ?)", (session_id, data, updated_at, parent_id))
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    """Bring a database written by an older version up to date, once (under the write
+    lock, so two kernels opening it at the same time do not both alter it).
+
+    * ``sessions.parent_id`` (sub-agent sessions, issue 15): the column the session list
+      filters and counts children by; filled from the records, which carry it too."""
+    if "parent_id" in _columns(db, "sessions"):
+        return
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        if "parent_id" not in _columns(db, "sessions"):
+            db.execute("ALTER TABLE sessions ADD COLUMN parent_id TEXT")
+            db.execute("UPDATE sessions SET parent_id = CASE WHEN json_valid(data) "
+                       "THEN json_extract(data, '$.parent_id') END")
+        db.execute("CREATE INDEX IF NOT EXISTS sessions_by_parent ON sessions (parent_id)")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+def _columns(db: sqlite3.Connection, table: str) -> set[str]:
+    return {str(row[1]) for row in db.execute(f"PRAGMA table_info({table})")}
 
 
 def read_session_row(db: sqlite3.Connection, session_id: str) -> str | None:
@@ -207,6 +241,7 @@ class SessionStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
+        _migrate(self._db)
         self.blobs = BlobFiles(None if str(self.path) == ":memory:"
                                else self.path.with_name(self.path.name + ".blobs"))
         """Where large images and documents of messages are kept (see :mod:`neta_nb.blobs`)."""
@@ -259,7 +294,8 @@ class SessionStore:
     def save_session(self, record: SessionRecord) -> None:
         """Insert or replace a session's record."""
         with self._transaction() as db:
-            put_session(db, record.id, record.model_dump_json(), record.updated_at)
+            put_session(db, record.id, record.model_dump_json(), record.updated_at,
+                        record.parent_id)
         self._changed(record.id)
 
     def update_session(self, session_id: str, **fields: Any) -> SessionRecord:
@@ -275,6 +311,8 @@ class SessionStore:
     def get_session(self, session_id: str) -> SessionRecord | None:
         with self._lock:
             data = read_session_row(self._db, session_id)
+            children = self._db.execute("SELECT COUNT(*) FROM sessions WHERE parent_id = ?",
+                                        (session_id,)).fetchone()[0] if data else 0
         if data is None:
             return None
         try:
@@ -282,21 +320,41 @@ class SessionStore:
         except ValidationError as exc:
             self._warn(f"session {session_id}: unreadable record skipped ({_first_error(exc)})")
             return None
+        record.child_count = int(children)
         return self._settle_owner(record)
 
     def list_sessions(self, limit: int | None = None) -> list[SessionRecord]:
-        """Sessions, most recently updated first. Unreadable records are skipped."""
-        query = "SELECT id, data FROM sessions ORDER BY updated_at DESC"
+        """Top-level sessions (not sub-agents' own), most recently updated first, each
+        with :attr:`SessionRecord.child_count`. Unreadable records are skipped."""
+        query = ("SELECT id, data, (SELECT COUNT(*) FROM sessions AS child "
+                 "WHERE child.parent_id = sessions.id) FROM sessions "
+                 "WHERE parent_id IS NULL ORDER BY updated_at DESC")
         with self._lock:
             rows = self._db.execute(query + (" LIMIT ?" if limit else ""),
                                     (limit,) if limit else ()).fetchall()
+        return self._records(rows)
+
+    def list_children(self, session_id: str) -> list[SessionRecord]:
+        """The sub-agent sessions ``session_id`` ran, oldest first, each with its own
+        :attr:`SessionRecord.child_count`."""
+        query = ("SELECT id, data, (SELECT COUNT(*) FROM sessions AS child "
+                 "WHERE child.parent_id = sessions.id) FROM sessions "
+                 "WHERE parent_id = ?")
+        with self._lock:
+            rows = self._db.execute(query, (session_id,)).fetchall()
+        return sorted(self._records(rows), key=lambda record: record.created_at)
+
+    def _records(self, rows: list[Any]) -> list[SessionRecord]:
         records = []
-        for session_id, data in rows:
+        for session_id, data, children in rows:
             try:
-                records.append(self._settle_owner(SessionRecord.model_validate_json(_text(data))))
+                record = SessionRecord.model_validate_json(_text(data))
             except ValidationError as exc:
                 self._warn(f"session {session_id}: unreadable record skipped "
                            f"({_first_error(exc)})")
+                continue
+            record.child_count = int(children)
+            records.append(self._settle_owner(record))
         return records
 
     def _settle_owner(self, record: SessionRecord) -> SessionRecord:
@@ -323,7 +381,14 @@ class SessionStore:
         return settled
 
     def delete_session(self, session_id: str) -> None:
-        """Remove a session with its messages, and the blob files no other session uses."""
+        """Delete a session and the sub-agent sessions it ran (theirs too), and the blob
+        files no other session uses."""
+        with self._lock:
+            children = [row[0] for row in self._db.execute(
+                "SELECT id FROM sessions WHERE parent_id = ?", (session_id,)).fetchall()]
+        for child in children:
+            if child != session_id:
+                self.delete_session(child)
         with self._transaction() as db:
             referenced = self.blobs.referenced(
                 row[0] for table in ("messages", "drafts") for row in db.execute(

@@ -8,7 +8,9 @@ them are in, so a kernel that dies mid-tools keeps every finished result.
 
 A tool's visibility decides its events (DESIGN §4): ``tool`` → ``tool_call`` /
 ``tool_result``, ``skill`` → ``skill_start`` / ``progress`` / ``skill_end``, ``internal``
-→ none. Sync handlers run in worker threads; a call that is stopped (Stop, timeout)
+→ none. A ``tool`` call that reports progress turns into a skill at its first report: a
+``skill_start`` with the call's id follows its ``tool_call``, and it ends with
+``skill_end``. Sync handlers run in worker threads; a call that is stopped (Stop, timeout)
 abandons its thread, which cannot be killed — its late progress is ignored.
 """
 
@@ -38,7 +40,7 @@ from .messages import (
     encodable,
 )
 from .tools import Tool, ToolArgumentError, ToolContext
-from .tools.base import ProgressCallback
+from .tools.base import ProgressCallback, ToolFailure
 from .tools.resolver import ToolResolution
 from .tools.rich import RichResult
 
@@ -91,6 +93,11 @@ _UNFINISHED_TEXT = {
 }
 
 
+def _as_skill(record: ToolExecution) -> SkillExecution:
+    return SkillExecution(id=record.id, name=record.name, label=record.label,
+                          status=record.status)
+
+
 class ToolRunner:
     """Runs tool calls for one session. It owns no history: finished results go to
     ``append``, and the assistant message whose calls run (its card records) is saved
@@ -120,10 +127,13 @@ class ToolRunner:
         chains: dict[str, asyncio.Future[Any]] = {}
         tasks = []
         for call in message.tool_calls:
-            previous = chains.get(call.name)
+            tool = resolution.get(call.name)
+            reentrant = tool is not None and tool.reentrant
+            previous = None if reentrant else chains.get(call.name)
             task = asyncio.ensure_future(
                 self._run_after(previous, message, call, resolution, live_calls, limits))
-            chains[call.name] = task
+            if not reentrant:
+                chains[call.name] = task
             tasks.append(task)
         try:
             for task in tasks:
@@ -176,12 +186,25 @@ class ToolRunner:
                 self._persist(message)
 
         def on_progress(percent: float, step: str | None, detail: str | None) -> None:
+            nonlocal tool_record, skill_record
             if live_calls.get(call.id) is not run:
                 return  # a worker thread still reporting after its call was closed
+            if tool_record is None and skill_record is None:
+                return  # an internal tool: no card, so no events (DESIGN §4)
             if step is not None:
                 step = encodable(step)
             if detail is not None:
                 detail = encodable(detail)
+            if tool_record is not None:
+                # A tool that reports progress (an MCP server's notifications, say) is a
+                # long task: its card becomes a skill card in place, with a real bar.
+                skill_record = _as_skill(tool_record)
+                executions = message.metadata.tool_executions
+                executions[:] = [r for r in executions if r is not tool_record]
+                message.metadata.skill_executions.append(skill_record)
+                tool_record = None
+                self._emit(SkillStartEvent(id=call.id, name=call.name, label=label))
+                self._persist(message)
             if skill_record is not None:
                 skill_record.percent, skill_record.step, skill_record.detail = (
                     percent, step, detail)
@@ -328,7 +351,7 @@ class ToolRunner:
         try:
             async with deadline:
                 return await tool.invoke_rich(dict(call.args), ctx), "done"
-        except ToolArgumentError as exc:
+        except (ToolArgumentError, ToolFailure) as exc:
             return str(exc), "error"
         except TimeoutError as exc:
             if not deadline.expired():  # the tool's own timeout (a socket's, say)

@@ -68,6 +68,9 @@ def test_t_fills_placeholders_and_falls_back_to_english() -> None:
 NOTICES: list[tuple[Notice, str, str]] = [
     (Notice("globally_disabled"), "Disabled globally in tool management",
      "已在工具管理中全局停用"),
+    (Notice("mcp_changed", server="docs"),
+     "Suspended until the user reviews it: server 'docs' changed its description after it "
+     "was granted", "已暂停，等待用户查看：服务器“docs”在授权后修改了此工具的描述"),
     (Notice("agent_disabled"), "Switched off for this agent", "已为当前 Agent 关闭"),
     (Notice("not_enabled"), "Not enabled for this agent", "当前 Agent 未启用"),
     (Notice("core_not_inherited"),
@@ -80,6 +83,9 @@ NOTICES: list[tuple[Notice, str, str]] = [
      "Needs the 'audio' and 'vision' capabilities, which the current model does not have",
      "需要 'audio'、'vision' 能力，当前模型不具备"),
     (Notice("scene", scene="crew"), "Not offered in scene 'crew'", "场景「crew」不提供此工具"),
+    (Notice("no_subagents"),
+     "Offered only to an agent with sub-agents (within the nesting limit)",
+     "仅提供给带有子 Agent 的 Agent（且未超出嵌套层数上限）"),
     (Notice("unknown_tool", name="ghost", field="enabled"),
      "'ghost' is in enabled but no tool by that name exists; it is ignored.",
      "enabled 中的「ghost」不是已有的工具，已忽略。"),
@@ -95,6 +101,9 @@ NOTICES: list[tuple[Notice, str, str]] = [
     (Notice("unrecognised_key", key="enabeld"),
      "Unrecognised key 'enabeld' in the tool config was ignored.",
      "工具配置中无法识别的键「enabeld」已忽略。"),
+    (Notice("mcp_changed", server="t"),
+     "Suspended until the user reviews it: server 't' changed its description after it "
+     "was granted", "已暂停，等待用户查看：服务器“t”在授权后修改了此工具的描述"),
     (Notice("legacy_toolset_unmatched", toolset="browser"),
      "Legacy toolset 'browser' matches no tool category; it was skipped during migration.",
      "旧配置中的工具集「browser」没有对应的工具分类，迁移时已跳过。"),

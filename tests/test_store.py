@@ -56,7 +56,8 @@ def test_corrupt_rows_show_as_unreadable_with_a_warning(tmp_path: Path) -> None:
         store.append_message("a", m)
     with sqlite3.connect(path) as db:
         db.execute("UPDATE messages SET data = '{not json' WHERE seq = 1")
-        db.execute("INSERT INTO sessions VALUES ('bad', '{\"id\": 5, \"title\": []}', 9)")
+        db.execute("INSERT INTO sessions (id, data, updated_at) "
+                   "VALUES ('bad', '{\"id\": 5, \"title\": []}', 9)")
     reopened = SessionStore(path)
     loaded = reopened.load_messages("a")
     # The damaged message stays visible where it was, as an empty message with the error.

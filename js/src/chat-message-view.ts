@@ -11,11 +11,13 @@
  * view streamed itself is whole in the DOM already and stays so.
  */
 import { attachmentChip } from "./attachments";
-import type { ChatCard, ChatItem, FullTextRequest } from "./chat-view-traits";
+import type { Nesting } from "./chat-transcript";
+import type { ChatCard, ChatItem, FullTextRequest, LiveSnapshot } from "./chat-view-traits";
 import { createCutNote, type CutNote, type FetchWhole } from "./cut-text";
 import { element } from "./dom";
 import { t, type Lang } from "./i18n";
 import { createSkillCard, type SkillCardState } from "./skill-card";
+import { createSubagentCard, type SubagentCard } from "./subagent-card";
 import { StreamingMarkdown } from "./streaming-markdown";
 import { createThinkingBlock, type ThinkingBlock } from "./thinking-block";
 import { formatTokens } from "./token-stats";
@@ -30,10 +32,17 @@ const CHAT_TEXT_CLASSES = {
 };
 
 interface CardView {
-  kind: "tool" | "skill";
+  kind: ChatCard["kind"];
   host: HTMLDivElement;
-  component: Component<ToolCardState> | Component<SkillCardState>;
+  component: Component<ToolCardState> | Component<SkillCardState> | SubagentCard;
   signature: string;
+}
+
+/** Where a message view is: the transcript's path (see chat-transcript.ts) and what the
+ * nested cards of its chat view share. */
+export interface MessagePlace {
+  path: readonly string[];
+  nesting: Nesting;
 }
 
 /** Fetches the whole of a field of this view's message (or of one of its cards). */
@@ -77,6 +86,7 @@ export class MessageView {
     lang: () => Lang,
     private readonly agentName: () => string,
     private readonly fetchWhole: FetchMessageText | null = null,
+    private readonly place: MessagePlace = { path: [], nesting: { cards: new Map() } },
   ) {
     this.role = role;
     this.pos = pos;
@@ -105,6 +115,30 @@ export class MessageView {
       this.status.hidden = true;
       this.root.append(header, this.thinkingHost, this.thinkingNote.root, this.text.root, this.textNote.root, this.cardsHost, this.status);
     }
+  }
+
+  /** The item as drawn now, with the transcripts of its sub-agent cards as they stand
+   * (they stream on their own, after the item arrived). */
+  currentItem(): ChatItem | null {
+    const item = this.item;
+    if (!item?.cards?.some((card) => card.kind === "subagent")) return item;
+    const cards = item.cards.map((card) => {
+      const view = this.cards.get(card.id);
+      return card.kind === "subagent" && view?.kind === "subagent"
+        ? { ...card, subagent: (view.component as SubagentCard).part() ?? card.subagent }
+        : card;
+    });
+    return { ...item, cards };
+  }
+
+  /** The streamed response as a snapshot. */
+  liveSnapshot(): LiveSnapshot {
+    return {
+      id: this.root.dataset.id ?? "",
+      thinking: this.ownThinking,
+      text: this.text?.value ?? "",
+      thinking_open: this.thinkingStreaming,
+    };
   }
 
   setPos(pos: number): void {
@@ -279,19 +313,27 @@ export class MessageView {
         const cardHost = element("div", "neta-chat-card");
         const cardId = card.id;
         const component =
-          card.kind === "skill"
-            ? createSkillCard(cardHost, { lang, fetchWhole: this.fetcher({ card_id: cardId, field: "result" }) ?? undefined })
-            : createToolCard(cardHost, {
+          card.kind === "subagent"
+            ? createSubagentCard(cardHost, {
                 lang,
-                fetchWhole: this.fetchWhole ? (field) => (this.fetcher({ card_id: cardId, field }) as FetchWhole)() : undefined,
-              });
+                path: [...this.place.path, cardId],
+                nesting: this.place.nesting,
+              })
+            : card.kind === "skill"
+              ? createSkillCard(cardHost, { lang, fetchWhole: this.fetcher({ card_id: cardId, field: "result" }) ?? undefined })
+              : createToolCard(cardHost, {
+                  lang,
+                  fetchWhole: this.fetchWhole ? (field) => (this.fetcher({ card_id: cardId, field }) as FetchWhole)() : undefined,
+                });
         view = { kind: card.kind, host: cardHost, component, signature: "" };
         this.cards.set(card.id, view);
       }
       const signature = JSON.stringify(card);
       if (signature !== view.signature) {
         view.signature = signature;
-        if (card.kind === "skill") {
+        if (card.kind === "subagent") {
+          (view.component as SubagentCard).update({ status: card.status, part: card.subagent ?? null, lang });
+        } else if (card.kind === "skill") {
           (view.component as Component<SkillCardState>).update({
             name: card.name,
             label: card.label,

@@ -103,6 +103,7 @@ export function renderChatView({ model: anyModel, el }: Pick<RenderProps, "model
       stop: () => command({ type: "stop" }),
       setLevel: (level) => command({ type: "set_thinking_level", level }),
       approve: (id, decision) => command({ type: "approve", id, decision }),
+      stopSubagent: (runId) => command({ type: "stop", subagent: runId }),
       loadOlder: (before) => requestShowingErrors<OlderPage>(model, "older", { before } satisfies OlderRequest),
       switchAgent: (name) => requestShowingErrors<SessionReply>(model, "switch_agent", { name } satisfies SwitchAgentRequest),
       fetchWhole: (wanted) => fetchWholeText(model, el, { ...wanted }),
@@ -123,7 +124,10 @@ export function renderChatView({ model: anyModel, el }: Pick<RenderProps, "model
         if (op.op === "window") window = op;
         else ops.push(op);
       }
-      view.applyOps(ops);
+      if (!view.applyOps(ops)) {
+        stream.resync(); // a sub-agent card it never drew: take the kernel's state
+        return;
+      }
       if (window) {
         // The turn ended: the kernel names the window instead of sending its text again.
         // Set locally (never saved back): what this frontend renders and what a saved

@@ -14,7 +14,7 @@ import type { TodoItem } from "./todo-card";
 import type { ContextUsage, TurnUsage } from "./token-stats";
 
 export interface ChatCard {
-  kind: "tool" | "skill";
+  kind: "tool" | "skill" | "subagent";
   id: string;
   name: string;
   label: string;
@@ -31,6 +31,34 @@ export interface ChatCard {
   detail_chars?: number;
   /** What a tool displayed (figures, tables); tool cards only. */
   outputs?: DisplayItem[];
+  /** A `delegate` call's sub-agent (kind "subagent"). */
+  subagent?: SubagentPart;
+}
+
+/** Python twin: `SubagentPlan` in _chat_state.py. */
+export interface SubagentPlan {
+  done: number;
+  total: number;
+}
+
+export type SubagentStatus = "running" | "done" | "error" | "cancelled" | "interrupted";
+
+/**
+ * What a sub-agent card adds to its `delegate` call's card (Python twin: `SubagentPart`).
+ * `messages` is null in a streamed update: keep the transcript drawn (it streams as ops
+ * with a `path`); otherwise the newest items (`has_older` when earlier ones were left out),
+ * with `live` the response being streamed.
+ */
+export interface SubagentPart {
+  agent: string;
+  task: string;
+  status: SubagentStatus;
+  activity: string | null;
+  plan: SubagentPlan | null;
+  tokens: { input_tokens: number; output_tokens: number; api_calls: number };
+  messages: ChatItem[] | null;
+  has_older: boolean;
+  live: LiveSnapshot | null;
 }
 
 /** A file attached to a user message, as the transcript shows it (Python: ChatAttachment). */
@@ -71,6 +99,9 @@ export interface Approval {
   name: string;
   args: Record<string, unknown>;
   args_chars?: number;
+  /** A sub-agent asks: its name, and the runs it is in (as an op's `path`). */
+  agent?: string;
+  path?: string[];
 }
 
 export interface AgentChoice {
@@ -122,15 +153,20 @@ export interface FullTextRequest {
   message_id: string;
   card_id?: string;
   field: "text" | "thinking" | "error" | "result" | "args" | "step" | "detail";
+  /** A message of a sub-agent's transcript: the runs it is nested in. */
+  path?: string[];
 }
 
-export type ChatOp =
+/** `path` (absent at the top) names the sub-agent transcript an op applies to: the ids of
+ * the `delegate` calls from the top. */
+export type ChatOp = (
   | { op: "live"; id: string }
   | { op: "text"; text: string }
   | { op: "thinking"; text: string }
   | { op: "thinking_done" }
   | { op: "end"; id: string | null }
-  | { op: "item"; item: ChatItem };
+  | { op: "item"; item: ChatItem }
+) & { path?: string[] };
 
 export interface LiveSnapshot {
   id: string;

@@ -13,8 +13,8 @@
  */
 import { createAttachmentTray } from "./attachments";
 import "./chat-view.css";
-import { MessageView } from "./chat-message-view";
 import { createReadOnlyBar } from "./chat-read-only";
+import { applyNestedOps, Transcript, type Nesting } from "./chat-transcript";
 import type { ChatItem, ChatOp, ChatSnapshot, ChatViewState, FullTextRequest, OlderPage } from "./chat-view-traits";
 import { element, suppressNotebookShortcuts } from "./dom";
 import { normalizeLang, t, type MessageKey } from "./i18n";
@@ -43,6 +43,8 @@ export interface ChatActions {
   stop(): Promise<unknown>;
   setLevel(level: string): Promise<unknown>;
   approve(id: string, decision: "allow_once" | "allow_always" | "reject"): Promise<unknown>;
+  /** Stop only this sub-agent (its run id: the `delegate` call's), the parent goes on. */
+  stopSubagent(runId: string): Promise<unknown>;
   loadOlder(before: number): Promise<OlderPage>;
   switchAgent(name: string): Promise<unknown>;
   /** The whole of a text the state holds a preview of. */
@@ -57,7 +59,9 @@ export interface ChatViewOptions extends ComponentOptions<ChatViewState> {
 }
 
 export interface ChatView extends Component<ChatViewState> {
-  applyOps(ops: ChatOp[]): void;
+  /** Apply streamed ops; false when one names a sub-agent card this view does not have
+   * (the caller resyncs). */
+  applyOps(ops: ChatOp[]): boolean;
   applySnapshot(snapshot: ChatSnapshot): void;
   /** The complete items with these ids as drawn now (streamed text filled in), or null
    * when one is unknown to this view. */
@@ -166,10 +170,16 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
   });
   const tokenStats = createTokenStats(statsHost, { lang: state.lang });
 
-  const views = new Map<string, MessageView>();
-  // Tells a live response the id of the message it became.
-  const liveIds = new WeakMap<MessageView, (id: string) => void>();
-  let live: MessageView | null = null;
+  const nesting: Nesting = { cards: new Map(), stop: actions.stopSubagent, fetchWhole: actions.fetchWhole };
+  const transcript = new Transcript(list, liveHost, {
+    lang,
+    agentName,
+    path: [],
+    nesting,
+    onLiveChange: () => renderChrome(),
+  });
+  const upsert = (item: ChatItem) => transcript.upsert(item);
+  const mergeThinking = () => transcript.mergeThinking();
   let loadingOlder = false;
   let olderRequested = false;
   let stuck = true;
@@ -189,7 +199,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
 
   async function loadOlder(): Promise<void> {
     if (loadingOlder || !state.has_older || !actions.loadOlder || !olderRequested) return;
-    const first = firstIndex();
+    const first = transcript.firstIndex();
     if (first === null) return;
     loadingOlder = true;
     olderIndicator.hidden = false;
@@ -211,161 +221,12 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     }
   }
 
-  function firstIndex(): number | null {
-    let first: number | null = null;
-    for (const view of views.values()) {
-      const index = Number(view.root.dataset.index);
-      if (Number.isFinite(index) && (first === null || index < first)) first = index;
-    }
-    return first;
-  }
-
   // --- messages -------------------------------------------------------------------------
-  function insertByPos(view: MessageView): void {
-    const last = list.lastElementChild as HTMLElement | null;
-    if (!last || Number(last.dataset.pos) <= view.pos) {
-      list.append(view.root);
-      return;
-    }
-    for (const child of Array.from(list.children) as HTMLElement[]) {
-      if (child !== view.root && Number(child.dataset.pos) > view.pos) {
-        list.insertBefore(view.root, child);
-        return;
-      }
-    }
-    list.append(view.root);
-  }
-
-  function upsert(item: ChatItem): void {
-    let view = views.get(item.id);
-    if (!view) {
-      view = new MessageView(item.role, item.pos, lang, agentName, wholeFetcher(item.id));
-      views.set(item.id, view);
-      view.update(item);
-      insertByPos(view);
-    } else {
-      const moved = view.pos !== item.pos;
-      view.update(item);
-      if (moved) insertByPos(view);
-    }
-  }
-
-  function wholeFetcher(messageId: string) {
-    const fetchWhole = actions.fetchWhole;
-    return fetchWhole
-      ? (request: Omit<FullTextRequest, "message_id">) => fetchWhole({ ...request, message_id: messageId })
-      : null;
-  }
-
-  function startLive(id: string): MessageView {
-    if (live) endLive(null);
-    // Filed under its message's id when it ends; fetches go by the id it has then.
-    let messageId = id;
-    const fetchWhole = actions.fetchWhole;
-    live = new MessageView(
-      "assistant",
-      Number.MAX_SAFE_INTEGER,
-      lang,
-      agentName,
-      fetchWhole ? (request) => fetchWhole({ ...request, message_id: messageId }) : null,
-    );
-    const started = live;
-    liveIds.set(started, (next) => {
-      messageId = next;
-    });
-    live.root.dataset.id = id;
-    live.root.classList.add("neta-is-live");
-    liveHost.append(live.root);
-    renderChrome();
-    return live;
-  }
-
-  function endLive(id: string | null): void {
-    const view = live;
-    live = null;
-    if (!view) return;
-    view.root.classList.remove("neta-is-live");
-    if (id === null || views.has(id)) {
-      view.destroy();
-    } else {
-      // The streamed response is now this message: same DOM, filed into the list.
-      liveIds.get(view)?.(id);
-      views.set(id, view);
-      insertByPos(view);
-    }
-    renderChrome();
-  }
-
-  /** Remove the drawn messages that are not among `items`. */
-  function pruneTo(items: readonly ChatItem[]): void {
-    const ids = new Set(items.map((item) => item.id));
-    for (const [id, view] of views) {
-      if (!ids.has(id)) {
-        view.destroy();
-        views.delete(id);
-      }
-    }
-  }
-
   function clearAll(): void {
-    for (const view of views.values()) view.destroy();
-    views.clear();
-    live?.destroy();
-    live = null;
+    transcript.clear();
     olderRequested = false;
     olderError.clear();
     inputError.clear();
-  }
-
-  /**
-   * Consecutive thinking-only responses of one turn (a model that thinks, calls an
-   * internal tool such as `todo`, and thinks again) show as one thinking block: the
-   * thinking of each such message moves into the next message's block, which still
-   * streams and folds, and the emptied messages are hidden. A user message or a marker
-   * ends the run. Runs once per batch of changes, not per delta.
-   */
-  function mergeThinking(): void {
-    const byNode = new Map<Element, MessageView>();
-    for (const view of views.values()) byNode.set(view.root, view);
-    const ordered: MessageView[] = [];
-    for (const child of Array.from(list.children)) {
-      const view = byNode.get(child);
-      if (view) ordered.push(view);
-    }
-    if (live) ordered.push(live);
-    let run: MessageView[] = []; // thinking-only messages waiting for the next block
-    const flush = (into: MessageView | null) => {
-      // `into` shows the run's thinking; without one, the run's last message does.
-      const shown = into ?? run[run.length - 1] ?? null;
-      const hidden = into ? run : run.slice(0, -1);
-      for (const view of hidden) view.setMerged(true);
-      if (shown) {
-        shown.setMerged(false);
-        const earlier = into ? run : run.slice(0, -1);
-        shown.setThinkingPrefix(earlier.map((view) => view.thinkingText).join("\n\n"));
-      }
-      run = [];
-    };
-    for (const view of ordered) {
-      if (view.role !== "assistant") {
-        flush(null);
-        view.setMerged(false);
-        continue;
-      }
-      if (view.thinkingOnly) {
-        view.setThinkingPrefix("");
-        run.push(view);
-        continue;
-      }
-      if (run.length > 0 && view.thinkingText) {
-        flush(view);
-      } else {
-        flush(null);
-        view.setMerged(false);
-        view.setThinkingPrefix("");
-      }
-    }
-    flush(null);
   }
 
   // --- chrome ---------------------------------------------------------------------------
@@ -375,7 +236,11 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
         const card = element("div", "neta-card neta-chat-approval");
         card.dataset.id = approval.id;
         const title = element("div", "neta-chat-approval-title");
-        title.append(element("span", "neta-chat-approval-icon"), element("span", undefined, label("approval_title", { name: approval.name })));
+        const asking = approval.agent
+          ? label("approval_title_subagent", { name: approval.name, agent: approval.agent })
+          : label("approval_title", { name: approval.name });
+        title.append(element("span", "neta-chat-approval-icon"), element("span", undefined, asking));
+        if (approval.agent) card.classList.add("neta-is-subagent");
         const hint = element("div", "neta-chat-approval-hint", label("approval_hint"));
         const args = element("pre", "neta-chat-approval-args", JSON.stringify(approval.args ?? {}, null, 2));
         const buttons = element("div", "neta-chat-approval-buttons");
@@ -429,12 +294,12 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     root.lang = lang;
     root.style.setProperty("--neta-chat-height", state.height || "640px");
     root.classList.toggle("neta-is-running", state.running);
-    const hasContent = views.size > 0 || live !== null;
+    const hasContent = transcript.hasContent;
     empty.hidden = hasContent || state.running;
     emptyTitle.textContent = label("empty_title");
     emptyHint.textContent = label("empty_hint", { agent: agentName() });
     olderIndicator.textContent = label("loading_older");
-    working.hidden = !state.running || live !== null || state.approvals.length > 0;
+    working.hidden = !state.running || transcript.live !== null || state.approvals.length > 0;
     workingText.textContent = label("working");
     notice.hidden = !state.notice;
     notice.textContent = state.notice;
@@ -535,7 +400,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     update(patch) {
       if (patch.lang !== undefined) {
         state.lang = normalizeLang(patch.lang);
-        for (const view of views.values()) view.setLang(state.lang);
+        transcript.setLang(state.lang);
         todoCard.update({ lang: state.lang });
         readOnlyBar.setLang();
         levelSelector.update({ lang: state.lang });
@@ -572,7 +437,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
           olderRequested = true;
         });
       }
-      if (prune) pruneTo(state.messages);
+      if (prune) transcript.pruneTo(state.messages);
       if (patch.todos !== undefined) {
         state.todos = Array.isArray(patch.todos) ? patch.todos : [];
         todoCard.update({ todos: state.todos });
@@ -605,56 +470,30 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
       renderChrome();
     },
     applyOps(ops) {
+      let complete = true;
+      let topLevel = false;
       for (const op of ops) {
-        switch (op.op) {
-          case "live":
-            startLive(op.id);
-            break;
-          case "thinking":
-            (live ?? startLive("live")).appendThinking(op.text);
-            break;
-          case "thinking_done":
-            live?.thinkingDone();
-            break;
-          case "text":
-            (live ?? startLive("live")).appendText(op.text);
-            break;
-          case "end":
-            endLive(op.id);
-            break;
-          case "item":
-            upsert(op.item);
-            break;
+        if (op.path && op.path.length > 0) {
+          // A sub-agent's: into its card (one not drawn here: the snapshot will have it).
+          complete = applyNestedOps(nesting, [op]) && complete;
+        } else {
+          transcript.apply(op);
+          topLevel = true;
         }
       }
-      mergeThinking();
+      if (topLevel) mergeThinking();
+      return complete;
     },
     applySnapshot(snapshot) {
       const { seq: _seq, live: liveSnapshot, ...rest } = snapshot;
-      if (live) {
-        live.destroy();
-        live = null;
-      }
+      transcript.showLive(null);
       this.update(rest);
-      if (liveSnapshot) {
-        const view = startLive(liveSnapshot.id);
-        if (liveSnapshot.thinking) {
-          view.appendThinking(liveSnapshot.thinking);
-          if (!liveSnapshot.thinking_open) view.thinkingDone();
-        }
-        if (liveSnapshot.text) view.appendText(liveSnapshot.text);
-      }
+      if (liveSnapshot) transcript.showLive(liveSnapshot);
       mergeThinking();
       renderChrome();
     },
     items(ids) {
-      const found: ChatItem[] = [];
-      for (const id of ids) {
-        const item = views.get(id)?.item;
-        if (!item) return null;
-        found.push(item);
-      }
-      return found;
+      return transcript.items(ids);
     },
     destroy() {
       scroller.removeEventListener("scroll", onScroll);

@@ -24,6 +24,8 @@ export interface SessionRow {
   todo: { completed: number; total: number } | null;
   updated_at: number;
   message_count: number;
+  /** Sub-agent sessions its turns ran (absent: none); they are not listed themselves. */
+  child_count?: number;
 }
 
 export interface SessionSidebarState {
@@ -153,6 +155,12 @@ export function createSessionSidebar(el: HTMLElement, options: SessionSidebarOpt
           badge.append(icon, element("span", undefined, `${session.todo.completed}/${session.todo.total}`));
           badge.classList.toggle("neta-is-complete", session.todo.completed === session.todo.total);
           parts.push(badge);
+        }
+        const children = Math.max(0, Math.floor(Number(session.child_count) || 0));
+        if (children > 0) {
+          const crew = element("span", "neta-sidebar-children", t(lang, "sidebar_children", { n: children }));
+          crew.title = t(lang, "sidebar_children_hint", { n: children });
+          parts.push(crew);
         }
         if (session.running) {
           parts.push(element("span", "neta-sidebar-running-dot"),

@@ -17,7 +17,8 @@ export class McpServerSection {
   private readonly refused: HTMLElement;
   private readonly changes: HTMLElement;
 
-  constructor(private readonly onAcknowledge: (name: string) => void) {
+  /** `onAcknowledge` gets the description shown: the kernel refuses it if the tool changed again since. */
+  constructor(private readonly onAcknowledge: (name: string, description: string) => void) {
     this.node = element("div", "neta-tc-mcp");
     this.status = element("div", "neta-tc-mcp-status");
     this.refused = element("div", "neta-tc-mcp-refused");
@@ -53,7 +54,7 @@ export class McpServerSection {
         }
         const button = element("button", "neta-tc-link-button neta-tc-mcp-acknowledge", t(lang, "panel_mcp_acknowledge"));
         button.type = "button";
-        button.addEventListener("click", () => this.onAcknowledge(change.name));
+        button.addEventListener("click", () => this.onAcknowledge(change.name, change.new_description));
         notice.append(button);
         return notice;
       }),

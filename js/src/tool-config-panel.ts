@@ -272,7 +272,7 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
     const body = element("div", "neta-tc-category-body");
     inner.append(body);
     collapsible.append(inner);
-    const server = new McpServerSection((tool) => void send("acknowledge_change", { name: tool }));
+    const server = new McpServerSection((tool, description) => void send("acknowledge_change", { name: tool, description }));
     node.append(header, server.node, collapsible);
     const removeToggle = makeToggle(header, () => {
       const folded = new Set(state.collapsed);

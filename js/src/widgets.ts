@@ -3,10 +3,15 @@
  * `_component` trait. Each binds a plain component to the model's traits.
  */
 import type { AnyModel } from "@anywidget/types";
-import { bindComponent, fetchWholeText, requestShowingErrors, type WidgetRenderer } from "./anywidget-binding";
+import type { RenderProps } from "@anywidget/types";
+import { bindComponent, fetchWholeText, readTraits, requestShowingErrors, writeBack, type Cleanup, type WidgetRenderer } from "./anywidget-binding";
+import { applyNestedOps, type Nesting } from "./chat-transcript";
+import type { ChatOp, SubagentPart } from "./chat-view-traits";
+import { normalizeLang, type Lang } from "./i18n";
 import { renderChatView, renderSessionSidebar } from "./chat-view-binding";
 import { followNumberedBatches } from "./numbered-batches";
 import { createSkillCard, type SkillCardState } from "./skill-card";
+import { createSubagentCard, type SubagentCardState } from "./subagent-card";
 import { createThinkingBlock, type ThinkingBlock, type ThinkingBlockState } from "./thinking-block";
 import { createThinkingLevelSelector, type ThinkingLevelSelectorState } from "./thinking-level-selector";
 import { createTodoCard, type TodoCardState } from "./todo-card";
@@ -54,7 +59,71 @@ function bindThinkingStream(block: ThinkingBlock, model: Model): () => void {
   };
 }
 
+/** Python twin: `SubagentSnapshot` in neta_nb/widgets/subagent_card.py. */
+interface SubagentSnapshot {
+  seq: number;
+  part: SubagentPart;
+}
+
+interface SubagentBatch {
+  kind: "batch";
+  seq: number;
+  ops: ChatOp[];
+}
+
+/**
+ * `SubagentCard` on its own: the same card the chat view nests, its transcript streamed as
+ * numbered batches of the chat's ops (each with the run's `path`), whole in the `part`
+ * trait once the run is over.
+ */
+function renderSubagentCard({ model: anyModel, el }: Pick<RenderProps, "model" | "el">): Cleanup {
+  const model = anyModel as Model;
+  const runId = String(model.get("run_id") ?? "run");
+  const nesting: Nesting = {
+    cards: new Map(),
+    stop: model.get("can_stop") ? () => requestShowingErrors(model, "stop") : undefined,
+    fetchWhole: (request) => fetchWholeText(model, el, { ...request }),
+  };
+  const card = createSubagentCard(el, {
+    lang: normalizeLang(model.get("lang")),
+    path: [runId],
+    nesting,
+    onUserChange: writeBack<SubagentCardState>(model),
+  });
+  const traits = readTraits<{ part: SubagentPart; expanded: boolean | null; lang: Lang }>(model, ["part", "expanded", "lang"]);
+  card.update({ part: traits.part ?? null, expanded: traits.expanded ?? null, lang: traits.lang });
+  const stream = followNumberedBatches<SubagentBatch, SubagentSnapshot>(model, {
+    kind: "batch",
+    snapshot: "sync",
+    applyBatch: (batch) => {
+      if (!applyNestedOps(nesting, batch.ops)) stream.resync();
+    },
+    applySnapshot: (snapshot) => card.update({ part: snapshot.part }),
+  });
+  const onPart = () => card.update({ part: model.get("part") as SubagentPart });
+  const onExpanded = () => card.update({ expanded: model.get("expanded") as boolean | null });
+  const onLang = () => card.update({ lang: normalizeLang(model.get("lang")) });
+  const onSeq = () => {
+    if ((model.get("part") as SubagentPart | undefined)?.status !== "running") stream.continueFrom(Number(model.get("_seq") ?? 0));
+  };
+  model.on("change:part", onPart);
+  model.on("change:expanded", onExpanded);
+  model.on("change:lang", onLang);
+  model.on("change:_seq", onSeq);
+  if ((traits.part as SubagentPart | undefined)?.status === "running") stream.resync();
+  else stream.continueFrom(Number(model.get("_seq") ?? 0));
+  return () => {
+    stream.dispose();
+    model.off("change:part", onPart);
+    model.off("change:expanded", onExpanded);
+    model.off("change:lang", onLang);
+    model.off("change:_seq", onSeq);
+    card.destroy();
+  };
+}
+
 export const widgetRenderers: Record<string, WidgetRenderer> = {
+  "subagent-card": renderSubagentCard,
   "tool-config-panel": (props) =>
     bindComponent<ToolConfigPanelState, ToolConfigPanel>(
       props,

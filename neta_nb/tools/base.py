@@ -36,6 +36,7 @@ __all__ = [
     "Tool",
     "ToolArgumentError",
     "ToolContext",
+    "ToolFailure",
     "ToolVisibility",
     "humanise_name",
     "tool",
@@ -48,7 +49,7 @@ ProgressCallback = Callable[[float, "str | None", "str | None"], None]
 
 # The name rule Anthropic and OpenAI both enforce for function tools; checking it here
 # turns a provider-side 400 in the middle of a turn into an error at definition time.
-_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")  # \Z: "$" would accept a final newline
 
 
 def humanise_name(name: str) -> str:
@@ -69,6 +70,11 @@ class ToolArgumentError(ValueError):
                          "Fix the arguments and call the tool again.")
 
 
+class ToolFailure(Exception):
+    """A failure a tool words for the model itself: the runtime sends ``str()`` as the
+    error result as it is (other exceptions are reported with their type name)."""
+
+
 class ToolContext:
     """What a running tool may know about and report to its surroundings. The runtime
     builds one per call.
@@ -83,7 +89,7 @@ class ToolContext:
                  working_dir: Path | None = None, namespace: dict[str, Any] | None = None,
                  todo: TodoStore | None = None,
                  on_progress: ProgressCallback | None = None,
-                 threads: ToolThreads | None = None) -> None:
+                 threads: ToolThreads | None = None, crew: Any = None) -> None:
         self.session_id = session_id
         self.tool_call_id = tool_call_id
         self.working_dir: Path = Path(working_dir) if working_dir is not None else Path.cwd()
@@ -92,6 +98,9 @@ class ToolContext:
         self.on_progress = on_progress
         self.threads = threads
         """Where sync handlers run (the session's pool); ``None``: asyncio's default."""
+        self.crew = crew
+        """The session's sub-agents (a :class:`neta_nb.crew.Crew`) when its agent may
+        delegate; ``None`` otherwise."""
         try:
             self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
@@ -152,6 +161,11 @@ class Tool:
     runs_on_main_thread: bool = False
     """Run a sync handler on the event loop's thread instead of a worker thread (for code
     that must touch the kernel's main thread). Async handlers always run on the loop."""
+    reentrant: bool = False
+    """Several calls of this tool in one response may run at the same time (by default
+    they run one after the other, in the order the model wrote them)."""
+    needs_subagents: bool = False
+    """Offered only to an agent that can delegate (``delegate``): see ``resolve_tools``."""
     argument_descriptions: InitVar[dict[str, str] | None] = None
     """Per-argument descriptions for the generated schema (``@tool`` reads them from the
     docstring's ``Args:`` section)."""

@@ -245,12 +245,24 @@ class ToolCatalog:
         """The MCP servers added to this catalog, by name (read-only view)."""
         return MappingProxyType(self._mcp_servers)
 
-    def acknowledge_mcp_change(self, name: str) -> None:
+    @property
+    def suspended(self) -> Mapping[str, str]:
+        """MCP tools switched off because their server changed their description or
+        schema after they were granted (the "rug pull"), until the user acknowledges the
+        change: tool name → server name. Each is also disabled globally — that is how the
+        suspension is enforced — but its reason says why."""
+        return {name: server.name for server in self._mcp_servers.values()
+                for name, notice in server.changed_tools.items()
+                if notice.was_globally_enabled and name in self._globally_disabled}
+
+    def acknowledge_mcp_change(self, name: str, *, description: str | None = None) -> None:
         """Accept the new description of an MCP tool that changed after it was granted;
-        it is switched back on if the change switched it off."""
+        it is switched back on if the change switched it off. ``description``: the new
+        text the user reviewed — if the tool changed again since, ``ValueError`` and it
+        stays off (else a server could swap the text between showing and granting)."""
         for server in self._mcp_servers.values():
             if name in server.changed_tools:
-                server.acknowledge(name)
+                server.acknowledge(name, description=description)
                 return
         raise KeyError(f"MCP tool {name!r} has no unacknowledged change")
 

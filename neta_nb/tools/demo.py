@@ -2,13 +2,15 @@
 
 Every tool here either does something real and harmless, or says in its description that
 it is a demo stub. ``web_search`` is disabled globally (there is no network in the demo),
-``describe_image`` needs the ``vision`` capability, and ``delegate`` is only offered in
-the ``crew`` scene — so each state and filter of the resolver has something to show.
+``describe_image`` needs the ``vision`` capability, and ``delegate`` (the real one, off by
+default here) is only offered in the ``crew`` scene — so each state and filter of the
+resolver has something to show.
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import operator
 import struct
 from collections.abc import Callable
@@ -17,6 +19,7 @@ from typing import Any
 
 from .base import Tool, ToolContext, tool
 from .builtin import builtin_tools
+from .builtin.delegate import delegate as builtin_delegate
 from .builtin.workspace import display_path, resolve_inside
 from .catalog import ToolCatalog
 
@@ -68,16 +71,9 @@ def recall(ctx: ToolContext, key: str | None = None) -> str:
     return notes[key]
 
 
-@tool(category="crew", label="Delegate", scenes={"crew"})
-def delegate(task: str, role: str = "researcher") -> str:
-    """Demo stub: would hand a task to a sub-agent with the given role. In this demo no
-    sub-agent runs; it returns a note saying so. Offered only in the 'crew' scene.
-
-    Args:
-        task: What the sub-agent should do.
-        role: The sub-agent's role.
-    """
-    return (f"(demo stub) No sub-agent ran. A {role} would have been asked to: {task}")
+# The real `delegate` (see builtin/delegate.py), shown here off by default and offered
+# only in the 'crew' scene, so the catalog has a scene-limited tool to show.
+delegate = dataclasses.replace(builtin_delegate, core=False, scenes=frozenset({"crew"}))
 
 
 @tool(category="vision", capabilities={"vision"}, label="Describe image")
@@ -192,6 +188,9 @@ def demo_tools() -> list[Tool]:
 
 def demo_catalog() -> ToolCatalog:
     """The built-in tools plus the demo tools; ``web_search`` is disabled globally."""
-    catalog = ToolCatalog([*builtin_tools(), *demo_tools()])
+    demo = demo_tools()
+    names = {item.name for item in demo}
+    catalog = ToolCatalog([*(item for item in builtin_tools() if item.name not in names),
+                           *demo])
     catalog.disable("web_search")
     return catalog

@@ -15,14 +15,22 @@ are kept as plain strings (the panel and cards render them as text). A tool whos
 description or schema changes after it was first listed — the "rug pull", where a tool the
 user granted starts telling the model something else — is disabled globally and listed in
 :attr:`MCPToolServer.changed_tools` until the user calls
-:meth:`ToolCatalog.acknowledge_mcp_change`.
+:meth:`ToolCatalog.acknowledge_mcp_change`; a tool that changes again before that shows
+its latest text there, so what the user accepts is what the model is told.
+
+What a server may send is bounded: at most :data:`MAX_TOOLS` tools (a longer listing is
+refused whole), descriptions and schemas up to :data:`MAX_DESCRIPTION_CHARS` and
+:data:`MAX_SCHEMA_CHARS`, no tool name twice, no ``$ref`` outside the schema (nothing is
+ever fetched to check arguments), and its ``pattern`` expressions are left to the server
+(they would run on the kernel's thread).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from os import PathLike
 from typing import TYPE_CHECKING, Any
@@ -31,6 +39,8 @@ import pydantic_core
 
 try:
     import jsonschema  # comes with the SDK
+    import referencing
+    import referencing.exceptions
 except ImportError as error:  # pragma: no cover - exercised only without the extra
     raise ImportError("MCP servers need the official MCP SDK: "
                       "pip install 'neta-nb[mcp]'") from error
@@ -66,6 +76,15 @@ log = logging.getLogger(__name__)
 
 SEPARATOR = "__"
 _SERVER_NAME_MAX = 30
+# What one server may put in front of the model and the panel. A description or schema is
+# sent with every request that offers the tool, so a huge one costs every turn (and can
+# hide instructions far below what the panel shows); a listing of thousands of tools
+# blocks the kernel while each is checked and no provider accepts that many anyway.
+MAX_TOOLS = 500
+MAX_DESCRIPTION_CHARS = 10_000
+MAX_SCHEMA_CHARS = 50_000
+MAX_LABEL_CHARS = 80
+MAX_PROGRESS_CHARS = 300
 
 
 class MCPToolError(RuntimeError):
@@ -103,10 +122,21 @@ class MCPTool(Tool):
         if not isinstance(args, dict):
             raise ToolArgumentError(self.name, [
                 f"arguments must be a JSON object, got {type(args).__name__} {args!r:.200}"])
-        validator = jsonschema.validators.validator_for(self.parameters)(self.parameters)
+        # An empty registry: a "$ref" outside the schema is never fetched (jsonschema
+        # would otherwise download any URL a server names, on the kernel's thread).
+        validator = _without_patterns(jsonschema.validators.validator_for(self.parameters))(
+            self.parameters, registry=referencing.Registry())
+        try:
+            errors = sorted(validator.iter_errors(args), key=str)[:10]
+        except referencing.exceptions.Unresolvable as error:
+            raise ToolArgumentError(self.name, [
+                f"the server's input schema has a $ref that cannot be resolved: {error}"
+            ]) from None
+        except RecursionError:
+            raise ToolArgumentError(self.name, [
+                "the server's input schema refers to itself without end"]) from None
         problems = [f"{'.'.join(str(p) for p in error.absolute_path) or '(arguments)'}: "
-                    f"{error.message[:300]}"
-                    for error in sorted(validator.iter_errors(args), key=str)[:10]]
+                    f"{error.message[:300]}" for error in errors]
         if problems:
             raise ToolArgumentError(self.name, problems)
         return args
@@ -120,6 +150,8 @@ class MCPTool(Tool):
             # Without a total the server reports an amount, not a share: keep the bar where
             # it is and show the message.
             percent = 100.0 * value / total if total else 0.0
+            if message is not None and len(message) > MAX_PROGRESS_CHARS:
+                message = message[:MAX_PROGRESS_CHARS - 1] + "…"  # a step line, not a log
             ctx.progress(percent, message)
 
         result = await self.connection.call_tool(self.remote_name, arguments, on_progress)
@@ -226,33 +258,56 @@ class MCPToolServer:
                 "timeout": self.parameters.timeout, "tools": list(self._listed)}
 
     def _apply(self, listed: Sequence[mcp_types.Tool]) -> None:
+        if len(listed) > MAX_TOOLS:
+            # Refused whole: a cut listing would hide which tools the user is granting.
+            raise MCPServerError(self.name, f"lists {len(listed):,} tools; at most "
+                                 f"{MAX_TOOLS} are accepted from one server")
         self._listed = [remote.model_dump(mode="json", by_alias=True, exclude_none=True)
                         for remote in listed]
         catalog = self._catalog
         tools: list[MCPTool] = []
         refused: dict[str, str] = {}
+        listed_names: set[str] = set()
         for remote in listed:
+            remote_name = str(remote.name)
+            if remote_name in listed_names:
+                # The first one stays; a second with the same name would replace it
+                # unseen (and break the catalog's one-tool-per-name rule).
+                refused[remote_name] = (f"the server lists a tool named {remote_name!r} "
+                                        "more than once; the first one is used")
+                continue
+            listed_names.add(remote_name)
             built = self._build(remote)
             if isinstance(built, str):
-                refused[str(remote.name)] = built
+                refused[remote_name] = built
             else:
                 tools.append(built)
-        for name in [t.name for t in tools]:
-            other = catalog.get(name)
+        taken: set[str] = set()
+        for item in tools:
+            other = catalog.get(item.name)
             if other is not None and not (isinstance(other, MCPTool) and other.server == self.name):
-                refused[name] = f"a tool named {name!r} is already in the catalog"
-        tools = [t for t in tools if t.name not in refused]
+                # Keyed by the server's name like every refusal (the panel lists those).
+                refused[item.remote_name] = f"a tool named {item.name!r} is already in the catalog"
+                taken.add(item.name)
+        tools = [t for t in tools if t.name not in taken]
         new_names = {t.name for t in tools}
         suspend: list[str] = []
         for item in tools:
             fingerprint = (item.description, _schema_text(item.parameters))
             first = self._seen.setdefault(item.name, fingerprint)
-            if first != fingerprint and item.name not in self.changed_tools:
-                self.changed_tools[item.name] = ToolChangeNotice(
-                    tool=item.name, old_description=first[0], new_description=item.description,
-                    schema_changed=first[1] != fingerprint[1],
-                    was_globally_enabled=catalog.is_globally_enabled(item.name)
-                    or item.name not in catalog)
+            earlier = self.changed_tools.get(item.name)
+            if first == fingerprint and earlier is None:
+                continue
+            # A tool that changes again before the user looked (even back to what was
+            # granted): the notice shows what the model would now be told (else the user
+            # would review one text and grant another), and it stays suspended as the
+            # first change left it.
+            self.changed_tools[item.name] = ToolChangeNotice(
+                tool=item.name, old_description=first[0], new_description=item.description,
+                schema_changed=first[1] != fingerprint[1],
+                was_globally_enabled=earlier.was_globally_enabled if earlier is not None
+                else catalog.is_globally_enabled(item.name) or item.name not in catalog)
+            if earlier is None:
                 suspend.append(item.name)
         for gone in set(self.tool_names) - new_names:
             self.changed_tools.pop(gone, None)
@@ -263,10 +318,15 @@ class MCPToolServer:
         for name, why in refused.items():
             log.warning("MCP server %s: tool %r not added: %s", self.name, name, why)
 
-    def acknowledge(self, tool_name: str) -> None:
+    def acknowledge(self, tool_name: str, *, description: str | None = None) -> None:
         """The user looked at a changed tool: its new description becomes the one granted,
-        and it is switched back on if the change switched it off."""
-        notice = self.changed_tools.pop(tool_name)
+        and it is switched back on if the change switched it off. With ``description``
+        (what the user was shown), only if that is still the tool's description."""
+        notice = self.changed_tools[tool_name]
+        if description is not None and description != notice.new_description:
+            raise ValueError(f"{tool_name!r} changed again after it was shown; review its "
+                             "new description")
+        del self.changed_tools[tool_name]
         item = self._catalog[tool_name]
         self._seen[tool_name] = (item.description, _schema_text(item.parameters))
         if notice.was_globally_enabled:
@@ -280,9 +340,21 @@ class MCPToolServer:
         if not _TOOL_NAME.match(name):
             return (f"{name!r} is not a valid tool name for the model providers (1-64 "
                     "letters, digits, '_' or '-'); the server's tool name cannot be used")
+        description = str(remote.description or "")
+        if len(description) > MAX_DESCRIPTION_CHARS:
+            return (f"its description is {len(description):,} characters; at most "
+                    f"{MAX_DESCRIPTION_CHARS:,} are accepted")
         schema = remote.input_schema
         if not isinstance(schema, dict) or schema.get("type") != "object":
             return "its input schema is not a JSON object schema"
+        schema_size = len(_schema_text(schema))
+        if schema_size > MAX_SCHEMA_CHARS:
+            return (f"its input schema is {schema_size:,} characters of JSON; at most "
+                    f"{MAX_SCHEMA_CHARS:,} are accepted")
+        outside = _outside_reference(schema)
+        if outside is not None:
+            return (f"its input schema refers outside itself ($ref {outside[:200]!r}); "
+                    "such references are not fetched")
         try:
             jsonschema.validators.validator_for(schema).check_schema(schema)
         except jsonschema.SchemaError as exc:
@@ -293,12 +365,14 @@ class MCPToolServer:
         approval = (self._approval if isinstance(self._approval, bool)
                     else remote_name in self._approval)
         # The server's title, else its own tool name made readable (not "T add tool").
-        label = getattr(remote, "title", None) or humanise_name(remote_name)
+        label = str(getattr(remote, "title", None) or humanise_name(remote_name))
+        if len(label) > MAX_LABEL_CHARS:
+            label = label[:MAX_LABEL_CHARS - 1] + "…"
         try:
-            return MCPTool(name=name, description=str(remote.description or ""),
+            return MCPTool(name=name, description=description,
                            handler=_unreachable_handler, parameters=dict(schema),
                            visibility=visibility or "tool", category=self.category,
-                           label=str(label), requires_approval=approval,
+                           label=label, requires_approval=approval,
                            server=self.name, remote_name=remote_name,
                            connection=self.connection)
         except ValueError as exc:
@@ -310,6 +384,38 @@ class MCPToolServer:
 
 def _schema_text(schema: dict[str, Any]) -> str:
     return pydantic_core.to_json(schema, fallback=repr).decode()
+
+
+def _skip_pattern(*_args: Any) -> Iterator[jsonschema.ValidationError]:
+    return iter(())
+
+
+@functools.cache
+def _without_patterns(validator: type[Any]) -> type[Any]:
+    """``validator`` without the ``pattern`` keyword. The server's regular expression runs
+    against what the model sends, on the kernel's thread; one that backtracks
+    exponentially (``^(a+)+$``) would hang the kernel for good. The server checks its
+    own patterns when it gets the call."""
+    extended: type[Any] = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
+        validator, {"pattern": _skip_pattern})
+    return extended
+
+
+def _outside_reference(schema: Any) -> str | None:
+    """The first ``$ref`` / ``$dynamicRef`` of ``schema`` that does not point inside it
+    (``#…``), if any."""
+    pending = [schema]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in ("$ref", "$dynamicRef") and isinstance(value, str) \
+                        and not value.startswith("#"):
+                    return value
+                pending.append(value)
+        elif isinstance(node, list):
+            pending.extend(node)
+    return None
 
 
 def restore_mcp_server(catalog: ToolCatalog, spec: Mapping[str, Any]) -> MCPToolServer:
@@ -335,7 +441,11 @@ def restore_mcp_server(catalog: ToolCatalog, spec: Mapping[str, Any]) -> MCPTool
     server.connection.restored = True
     server.connection.status = ServerStatus.NOT_STARTED
     catalog._mcp_servers[name] = server
-    server._apply(listed)
+    try:
+        server._apply(listed)
+    except MCPServerError as error:  # a stored listing this version no longer accepts
+        del catalog._mcp_servers[name]
+        raise ValueError(error.reason) from None
     return server
 
 

@@ -18,7 +18,10 @@ notifications (the 2026 protocol needs a ``subscriptions/listen`` stream for the
 
 Stdio servers run in their own process session (the SDK does that), so a kernel that exits
 without closing them would leave them running if they ignore the end of their stdin; the
-connection records each server's process id and an ``atexit`` hook ends what is still alive.
+connection records each server's process id and an ``atexit`` hook ends what is still alive
+(and, where nobody else handles it, a SIGTERM handler does the same before the default
+ending: Python skips ``atexit`` on SIGTERM, and a kernel that does not stop when asked gets
+one).
 """
 
 from __future__ import annotations
@@ -27,9 +30,12 @@ import asyncio
 import atexit
 import contextlib
 import enum
+import json
 import logging
 import os
+import signal
 import tempfile
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +43,9 @@ from typing import IO, Any, TypeVar
 
 import anyio
 import psutil
+import pydantic
+
+from ..messages import encodable_value
 
 try:
     import httpx2
@@ -44,6 +53,7 @@ try:
     from mcp import Client, MCPError, StdioServerParameters
     from mcp.client.stdio import stdio_client
     from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared.message import SessionMessage
 except ImportError as error:  # pragma: no cover - exercised only without the extra
     raise ImportError("MCP servers need the official MCP SDK: "
                       "pip install 'neta-nb[mcp]'") from error
@@ -142,6 +152,9 @@ class MCPConnection:
         self.starts = 0
         """How many times the server was started (1 after the first connect)."""
         self._background: set[asyncio.Task[None]] = set()
+        self._change_lock = asyncio.Lock()
+        self._change_pending = False
+        self._http_refusal: str | None = None
         self.restored = False
         """Its tools came from a stored listing: list them again once it has started."""
 
@@ -209,6 +222,10 @@ class MCPConnection:
             async with asyncio.timeout(self.parameters.timeout):
                 client = await asyncio.shield(ready)
         except TimeoutError:
+            # Still in the handshake: nothing to wind down politely, and waiting for the
+            # owner to see the stop would add its full grace period to the timeout.
+            if self._owner is not None:
+                self._owner.cancel()
             await self._stop_owner()
             raise MCPServerError(self.parameters.name,
                                  f"did not answer within {self.parameters.timeout:g} s"
@@ -234,6 +251,7 @@ class MCPConnection:
                 self._pid = _new_server_pid(before) if self.parameters.command else None
                 if self._pid is not None:
                     _LIVE_PIDS.add(self._pid)
+                    _end_servers_on_sigterm()
                 if not ready.done():
                     ready.set_result(client)
                 await stop.wait()
@@ -243,6 +261,8 @@ class MCPConnection:
             raise
         except BaseException as exc:  # the SDK raises exception groups from its task groups
             reason = _describe(exc) + self._stderr_tail()
+            if self._http_refusal is not None:
+                reason += f" ({self._http_refusal})"
             if not ready.done():
                 ready.set_exception(MCPServerError(self.parameters.name,
                                                    f"failed to start: {reason}"))
@@ -268,8 +288,18 @@ class MCPConnection:
                 errlog=self._stderr)
         else:
             assert parameters.url is not None
+            self._http_refusal = None
+
+            async def note_refusal(response: httpx2.Response) -> None:
+                # The SDK turns an HTTP error into "Server returned an error response";
+                # the status (401: check the headers) is what the user needs to know.
+                if response.status_code >= 400:
+                    self._http_refusal = (f"HTTP {response.status_code} "
+                                          f"{response.reason_phrase}".strip())
+
             http = httpx2.AsyncClient(headers=dict(parameters.headers or {}),
-                                      timeout=parameters.timeout)
+                                      timeout=parameters.timeout,
+                                      event_hooks={"response": [note_refusal]})
             transport = streamable_http_client(parameters.url, http_client=http)
         return Client(_watched(transport, on_end), mode="legacy", cache=None,
                       read_timeout_seconds=None, message_handler=self._on_message,
@@ -297,16 +327,22 @@ class MCPConnection:
 
     # --- requests ---------------------------------------------------------------------
     async def list_tools(self) -> list[mcp_types.Tool]:
-        """Every tool the server lists (all pages)."""
+        """Every tool the server lists (all pages), within the server's timeout."""
         client = await self._ensure_started()
         tools: list[mcp_types.Tool] = []
         cursor: str | None = None
-        for _ in range(1000):  # a server that pages forever must not hang the kernel
-            page = await self._request(client, client.list_tools(cursor=cursor))
-            tools.extend(page.tools)
-            cursor = page.next_cursor
-            if not cursor:
-                break
+        timeout = self.parameters.timeout
+        try:
+            async with asyncio.timeout(timeout):
+                for _ in range(1000):  # a server that pages forever must not hang the kernel
+                    page = await self._request(client, client.list_tools(cursor=cursor))
+                    tools.extend(page.tools)
+                    cursor = page.next_cursor
+                    if not cursor:
+                        break
+        except TimeoutError:
+            raise MCPServerError(self.parameters.name,
+                                 f"did not list its tools within {timeout:g} s") from None
         return tools
 
     async def call_tool(self, name: str, arguments: dict[str, Any],
@@ -364,8 +400,12 @@ class MCPConnection:
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, mcp_types.ToolListChangedNotification):
-            # Relisting from inside the reader would wait on the reader itself.
-            self._in_background(self._relist(self._on_tools_changed))
+            # Relisting from inside the reader would wait on the reader itself. One
+            # listing waits at most: every notification before it starts is answered by
+            # it (a server sending thousands must not cost a listing and a redraw each).
+            if not self._change_pending:
+                self._change_pending = True
+                self._in_background(self._relist_changed())
         elif isinstance(message, Exception):
             log.info("MCP server %s sent something unreadable: %s", self.parameters.name,
                      message)
@@ -375,6 +415,11 @@ class MCPConnection:
         task = asyncio.get_running_loop().create_task(work)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+    async def _relist_changed(self) -> None:
+        async with self._change_lock:
+            self._change_pending = False
+            await self._relist(self._on_tools_changed)
 
     async def _relist(self, callback: ToolsChanged) -> None:
         try:
@@ -454,7 +499,7 @@ async def _watched(transport: Any, on_end: Callable[[], None]) -> AsyncIterator[
             try:
                 async with relay_send:
                     async for item in read_stream:
-                        await relay_send.send(item)
+                        await relay_send.send(_repaired(item))
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                 pass
             on_end()
@@ -465,6 +510,26 @@ async def _watched(transport: Any, on_end: Callable[[], None]) -> AsyncIterator[
                 yield relay_receive, write_stream
             finally:
                 group.cancel_scope.cancel()
+
+
+def _repaired(item: Any) -> Any:
+    """A message the SDK could not read because its JSON holds a lone surrogate escape
+    (``"\\ud800"``, valid JSON that pydantic refuses), with such characters replaced: else
+    the SDK drops it, and the call it answers waits until its timeout. Anything else
+    unreadable is passed on as it is."""
+    if not isinstance(item, pydantic.ValidationError):
+        return item
+    errors = item.errors(include_url=False)
+    raw = errors[0].get("input") if errors and errors[0].get("type") == "json_invalid" \
+        else None
+    if not isinstance(raw, str) or "\\u" not in raw:
+        return item
+    try:
+        message = mcp_types.jsonrpc_message_adapter.validate_python(
+            encodable_value(json.loads(raw)), by_name=False)
+    except (ValueError, RecursionError):
+        return item
+    return SessionMessage(message)
 
 
 def _describe(error: BaseException) -> str:
@@ -516,3 +581,21 @@ def _end_live_servers(pids: Sequence[int] | None = None) -> None:
 
 
 atexit.register(_end_live_servers)
+
+
+def _end_servers_on_sigterm() -> None:
+    """Python's default SIGTERM ends the interpreter without running ``atexit``, and a
+    Jupyter kernel that does not stop when asked is sent one: end the servers first, then
+    die of the signal as before. Only where nobody else handles SIGTERM (their handler
+    decides how the interpreter ends) and only from the main thread (the only one that
+    may set handlers)."""
+    if threading.current_thread() is not threading.main_thread() \
+            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return
+
+    def on_sigterm(signum: int, _frame: object) -> None:
+        _end_live_servers()
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    signal.signal(signal.SIGTERM, on_sigterm)

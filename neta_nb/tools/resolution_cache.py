@@ -25,9 +25,9 @@ class ResolutionCache:
 
     @staticmethod
     def key(catalog: ToolCatalog, config: AgentToolConfig,
-            scene: str | None) -> tuple[object, ...]:
+            scene: str | None, delegates: bool | None = None) -> tuple[object, ...]:
         return (id(catalog), catalog.version, id(config), config.inherit_core_tools,
-                tuple(config.enabled), tuple(config.disabled), scene)
+                tuple(config.enabled), tuple(config.disabled), scene, delegates)
 
     def get(self, key: tuple[object, ...]) -> ToolResolution | None:
         return self._resolution if key == self._key else None

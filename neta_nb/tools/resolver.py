@@ -62,6 +62,7 @@ REASON_GLOBALLY_DISABLED = Notice("globally_disabled")
 REASON_AGENT_DISABLED = Notice("agent_disabled")
 REASON_NOT_ENABLED = Notice("not_enabled")
 REASON_CORE_NOT_INHERITED = Notice("core_not_inherited")
+REASON_NO_SUBAGENTS = Notice("no_subagents")
 
 _ON_STATES = (ToolState.DEFAULT_ENABLED, ToolState.AGENT_ENABLED)
 
@@ -77,6 +78,7 @@ class _Inputs(NamedTuple):
     capabilities: frozenset[str] | None
     scene: str | None
     model: str | None
+    delegates: bool | None
 
 
 def continuing(text: str) -> str:
@@ -169,7 +171,7 @@ class ToolResolution:
             return ResolutionSteps(())
         inputs = self._inputs
         return trace(inputs.catalog_index, inputs.inherit, inputs.enabled, inputs.disabled,
-                     inputs.capabilities, inputs.scene, inputs.model)
+                     inputs.capabilities, inputs.scene, inputs.model, inputs.delegates)
 
     def explain(self, name: str, lang: str = "en") -> str:
         """One sentence: why ``name`` is (or is not) available to this agent, in the words
@@ -220,12 +222,15 @@ class ToolResolution:
 
 def resolve_tools(catalog: ToolCatalog, config: AgentToolConfig, *,
                   model_capabilities: Iterable[str] | None = None,
-                  scene: str | None = None, model: str | None = None) -> ToolResolution:
+                  scene: str | None = None, model: str | None = None,
+                  delegates: bool | None = None) -> ToolResolution:
     """Decide the agent's tools.
 
     ``model_capabilities=None`` means "do not filter by capability"; otherwise a tool
     needing a capability outside the set is left out. ``scene=None`` means "no scene
-    filter". ``model`` only names the model in reasons.
+    filter". ``model`` only names the model in reasons. ``delegates`` says whether the
+    agent may hand work to sub-agents (it has some, within the depth limit); ``False``
+    leaves out the tools that need sub-agents (``delegate``), ``None`` does not filter.
     """
     index = _index_of(catalog)
     inherit = config.inherit_core_tools
@@ -255,21 +260,25 @@ def resolve_tools(catalog: ToolCatalog, config: AgentToolConfig, *,
 
     final = defaults + explicit
     capabilities = None if model_capabilities is None else frozenset(model_capabilities)
-    if index.restricted and (capabilities is not None or scene is not None):
-        final = _filter(final, index.restricted, reasons, capabilities, scene, model or None)
+    if index.restricted and (capabilities is not None or scene is not None
+                             or delegates is False):
+        final = _filter(final, index.restricted, reasons, capabilities, scene, model or None,
+                        delegates)
 
     # A snapshot of the config, so later edits cannot change this resolution's report.
     diagnose = partial(_check_config, index, list(config.enabled), list(config.disabled),
                        config.load_warnings, enabled, disabled)
-    inputs = _Inputs(index, inherit, enabled, disabled, capabilities, scene, model or None)
+    inputs = _Inputs(index, inherit, enabled, disabled, capabilities, scene, model or None,
+                     delegates)
     return ToolResolution(tools=final, states=states, reasons=reasons, _diagnose=diagnose,
                           _inputs=inputs)
 
 
 def _filter(tools: list[Tool], restricted: frozenset[str], reasons: dict[str, Notice],
             capabilities: frozenset[str] | None, scene: str | None,
-            model: str | None) -> list[Tool]:
-    """Rule 5: drop tools the model's capabilities or the scene rule out, with a reason."""
+            model: str | None, delegates: bool | None = None) -> list[Tool]:
+    """Rule 5: drop tools the model's capabilities or the scene rule out — or, for an
+    agent that cannot delegate, the tools that need sub-agents — with a reason."""
     kept: list[Tool] = []
     # One notice per distinct reason, shared by the tools it applies to.
     capability_reasons: dict[frozenset[str], Notice] = {}
@@ -288,6 +297,9 @@ def _filter(tools: list[Tool], restricted: frozenset[str], reasons: dict[str, No
                 if scene_reason is None:
                     scene_reason = Notice("scene", scene=scene)
                 reasons[item.name] = scene_reason
+                continue
+            if delegates is False and item.needs_subagents:
+                reasons[item.name] = REASON_NO_SUBAGENTS
                 continue
         kept.append(item)
     return kept
@@ -322,6 +334,10 @@ def _index_of(catalog: ToolCatalog) -> _CatalogIndex:
         return index
     ordered = catalog.ordered()
     globally_disabled = catalog.globally_disabled
+    # Suspended MCP tools are off globally too, with their own reason (one per server).
+    suspended = catalog.suspended
+    suspension_reasons = {server: Notice("mcp_changed", server=server)
+                          for server in set(suspended.values())}
     base_states: dict[bool, dict[str, ToolState]] = {True: {}, False: {}}
     base_reasons: dict[bool, dict[str, Notice]] = {True: {}, False: {}}
     default_group: dict[bool, list[Tool]] = {True: [], False: []}
@@ -329,7 +345,10 @@ def _index_of(catalog: ToolCatalog) -> _CatalogIndex:
         for inherit in (True, False):
             if item.name in globally_disabled:
                 base_states[inherit][item.name] = ToolState.GLOBALLY_DISABLED
-                base_reasons[inherit][item.name] = REASON_GLOBALLY_DISABLED
+                server = suspended.get(item.name)
+                base_reasons[inherit][item.name] = (
+                    REASON_GLOBALLY_DISABLED if server is None
+                    else suspension_reasons[server])
             elif item.core and inherit:
                 base_states[inherit][item.name] = ToolState.DEFAULT_ENABLED
                 default_group[inherit].append(item)
@@ -348,7 +367,8 @@ def _index_of(catalog: ToolCatalog) -> _CatalogIndex:
                                       if state is ToolState.AVAILABLE)
                    for inherit in (True, False)},
         restricted=frozenset(item.name for item in ordered
-                             if item.capabilities or item.scenes is not None))
+                             if item.capabilities or item.scenes is not None
+                             or item.needs_subagents))
     _indexes[catalog] = index
     return index
 

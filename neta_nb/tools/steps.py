@@ -114,9 +114,9 @@ def _counts(step: ResolutionStep) -> str:
 
 def trace(index: _CatalogIndex, inherit: bool, enabled: set[str], disabled: set[str],
           capabilities: frozenset[str] | None, scene: str | None,
-          model: str | None) -> ResolutionSteps:
+          model: str | None, delegates: bool | None = None) -> ResolutionSteps:
     """Apply the five rules one after the other, recording each step."""
-    from .resolver import REASON_AGENT_DISABLED, REASON_GLOBALLY_DISABLED, _filter
+    from .resolver import REASON_AGENT_DISABLED, _filter
 
     position = index.position
     ordered = list(index.tools)
@@ -133,7 +133,9 @@ def trace(index: _CatalogIndex, inherit: bool, enabled: set[str], disabled: set[
     kept_out = tuple(name for name in ordered if name not in pool)
     steps.append(ResolutionStep(
         StepRule.GLOBALLY_ENABLED, kept_out=kept_out,
-        reasons=MappingProxyType(dict.fromkeys(kept_out, REASON_GLOBALLY_DISABLED))))
+        # The index's reason: a suspended MCP tool says why, not just "disabled".
+        reasons=MappingProxyType({name: index.base_reasons[True][name]
+                                  for name in kept_out})))
     current: set[str] = set()
 
     # 2. Core tools, if inherited.
@@ -147,7 +149,7 @@ def trace(index: _CatalogIndex, inherit: bool, enabled: set[str], disabled: set[
     added = {name for name in enabled if name in pool} - current
     current |= added
     refused = [name for name in enabled if name not in pool]
-    refused_reasons = {name: REASON_GLOBALLY_DISABLED if name in index.tools
+    refused_reasons = {name: index.base_reasons[True][name] if name in index.tools
                        else Notice("unknown_tool", name=name, field="enabled")
                        for name in refused}
     steps.append(ResolutionStep(
@@ -166,16 +168,17 @@ def trace(index: _CatalogIndex, inherit: bool, enabled: set[str], disabled: set[
     # 5. Capability and scene filter: the resolver's own rule, so the reasons are its words.
     reasons: dict[str, Notice] = {}
     before = in_final_order(current)
-    if index.restricted and (capabilities is not None or scene is not None):
+    filtering = capabilities is not None or scene is not None or delegates is False
+    if index.restricted and filtering:
         kept = _filter([index.tools[name] for name in before], index.restricted, reasons,
-                       capabilities, scene, model)
+                       capabilities, scene, model, delegates)
         after = tuple(item.name for item in kept)
     else:
         after = before
     steps.append(ResolutionStep(
         StepRule.FILTER, removed=tuple(name for name in before if name in reasons),
         names=after, reasons=MappingProxyType(reasons),
-        applies=capabilities is not None or scene is not None))
+        applies=filtering))
     return ResolutionSteps(tuple(steps))
 
 

@@ -5,6 +5,7 @@ components."""
 from .chat_view import ChatView
 from .session_sidebar import SessionSidebar
 from .skill_card import SkillCard
+from .subagent_card import SubagentCard
 from .thinking_block import ThinkingBlock
 from .thinking_level_selector import ThinkingLevelSelector
 from .todo_card import TodoCard
@@ -16,6 +17,7 @@ __all__ = [
     "ChatView",
     "SessionSidebar",
     "SkillCard",
+    "SubagentCard",
     "ThinkingBlock",
     "ThinkingLevelSelector",
     "TodoCard",

@@ -49,6 +49,7 @@ from ._state_bounds import (
 from ._streaming import FLUSH_INTERVAL, FrameThrottle, Scheduler, call_later_on_running_loop
 
 __all__ = [
+    "DELEGATE_TOOL",
     "FLUSH_INTERVAL",
     "WINDOW",
     "AgentChoice",
@@ -69,6 +70,9 @@ __all__ = [
     "OlderPage",
     "OlderRequest",
     "OpBatcher",
+    "SubagentPart",
+    "SubagentPlan",
+    "SubagentSource",
     "SwitchAgentReply",
     "SwitchAgentRequest",
     "ViewRequest",
@@ -79,6 +83,7 @@ __all__ = [
     "render_message",
     "render_window",
     "renderable",
+    "stored_run_part",
 ]
 
 
@@ -87,11 +92,12 @@ __all__ = [
 # holds the twin. A field changed on one side must change on the other.
 
 class ChatCard(TypedDict):
-    """A tool or skill card inside an assistant message (TS: ``ChatCard``, chat-view-traits.ts).
-    Tool cards carry ``args``, skill cards ``percent``/``step``/``detail``. A ``*_chars``
-    field says its field is a preview of a text that long (see ``_state_bounds``)."""
+    """A tool, skill or sub-agent card inside an assistant message (TS: ``ChatCard``,
+    chat-view-traits.ts). Tool cards carry ``args``, skill cards ``percent``/``step``/
+    ``detail``, sub-agent cards ``subagent``. A ``*_chars`` field says its field is a
+    preview of a text that long (see ``_state_bounds``)."""
 
-    kind: Literal["tool", "skill"]
+    kind: Literal["tool", "skill", "subagent"]
     id: str
     name: str
     label: str
@@ -107,6 +113,33 @@ class ChatCard(TypedDict):
     detail_chars: NotRequired[int]
     outputs: NotRequired[list[dict[str, Any]]]
     """What the tool displayed (:class:`~neta_nb.messages.DisplayItem` dumps)."""
+    subagent: NotRequired[SubagentPart]
+
+
+class SubagentPlan(TypedDict):
+    """A sub-agent's plan progress: ``done`` of ``total`` steps (TS: ``SubagentPlan``)."""
+
+    done: int
+    total: int
+
+
+class SubagentPart(TypedDict):
+    """What a sub-agent card adds to its ``delegate`` call's card (TS: ``SubagentPart``,
+    chat-view-traits.ts): the child's name and task, how its run stands, what it is doing
+    now, and its transcript — ``messages`` is ``None`` in a streamed update ("keep yours":
+    the transcript streams as operations with a ``path``), the newest items that fit
+    otherwise (``has_older`` when earlier ones were left out), with ``live`` the response
+    it is streaming."""
+
+    agent: str
+    task: str
+    status: Literal["running", "done", "error", "cancelled", "interrupted"]
+    activity: str | None
+    plan: SubagentPlan | None
+    tokens: dict[str, int]
+    messages: list[ChatItem] | None
+    has_older: bool
+    live: LiveSnapshot | None
 
 
 class ChatAttachment(TypedDict):
@@ -146,12 +179,15 @@ class ChatItem(TypedDict, total=False):
 
 
 class Approval(TypedDict):
-    """A pending approval request (TS: ``Approval``, chat-view-traits.ts)."""
+    """A pending approval request (TS: ``Approval``, chat-view-traits.ts); a sub-agent's
+    names the child (``agent``) and the run it is in (``path``, as for nested ops)."""
 
     id: str
     name: str
     args: dict[str, Any]
     args_chars: NotRequired[int]
+    agent: NotRequired[str]
+    path: NotRequired[list[str]]
 
 
 class AgentChoice(TypedDict):
@@ -204,6 +240,8 @@ class FullTextRequest(TypedDict):
     message_id: str
     card_id: NotRequired[str]
     field: str
+    path: NotRequired[list[str]]
+    """Set for a message of a sub-agent's transcript: the runs it is nested in."""
 
 
 class FullText(TypedDict):
@@ -260,29 +298,36 @@ class SwitchAgentReply(TypedDict):
 
 
 # The members of the TS ``ChatOp`` union (chat-view-traits.ts), which are unnamed there, and the
-# binding's ``WindowOp`` (chat-view-binding.ts).
+# binding's ``WindowOp`` (chat-view-binding.ts). ``path`` (absent at the top) names the
+# sub-agent transcript an operation applies to: the ids of the ``delegate`` calls from the
+# top, so a grandchild's has two.
 class LiveOp(TypedDict):
     op: Literal["live"]
     id: str
+    path: NotRequired[list[str]]
 
 
 class StreamOp(TypedDict):
     op: Literal["text", "thinking"]
     text: str
+    path: NotRequired[list[str]]
 
 
 class ThinkingDoneOp(TypedDict):
     op: Literal["thinking_done"]
+    path: NotRequired[list[str]]
 
 
 class EndOp(TypedDict):
     op: Literal["end"]
     id: str | None
+    path: NotRequired[list[str]]
 
 
 class ItemOp(TypedDict):
     op: Literal["item"]
     item: ChatItem
+    path: NotRequired[list[str]]
 
 
 ChatOp = LiveOp | StreamOp | ThinkingDoneOp | EndOp | ItemOp
@@ -318,8 +363,44 @@ def renderable(message: Message) -> bool:
     return message.role in ("user", "assistant") and not message.metadata.compacted
 
 
-def render_message(message: Message, index: int) -> ChatItem:
-    """One message as the view draws it."""
+SubagentSource = Callable[[ToolExecution], "SubagentPart | None"]
+"""The sub-agent part of a ``delegate`` call's card (``None``: draw a plain tool card):
+the live transcript the chat view follows, or the child session from the store (see
+``_subagent_transcript``)."""
+
+
+DELEGATE_TOOL = "delegate"
+"""The crew tool whose calls run sub-agents (its arguments are ``{agent, task}``)."""
+
+_RUN_STATUS: dict[str, Literal["running", "done", "error", "cancelled"]] = {
+    "waiting": "running", "running": "running", "done": "done", "error": "error",
+    "rejected": "cancelled", "cancelled": "cancelled"}
+
+
+def stored_run_part(execution: ToolExecution) -> SubagentPart | None:
+    """A ``delegate`` call's sub-agent part from its execution alone, without the
+    transcript: from the run it records, or — the call made, its child not started yet —
+    from the call's arguments, so the card is a sub-agent card from its first frame (one
+    node from start to end). Other calls have none."""
+    run = execution.subagent
+    if run is not None:
+        return {"agent": run.agent, "task": run.task, "status": run.status,
+                "activity": None, "plan": None,
+                "tokens": {"input_tokens": run.input_tokens,
+                           "output_tokens": run.output_tokens, "api_calls": run.api_calls},
+                "messages": [], "has_older": False, "live": None}
+    if execution.name != DELEGATE_TOOL or not isinstance(execution.args.get("agent"), str):
+        return None
+    task = execution.args.get("task")
+    return {"agent": execution.args["agent"], "task": task if isinstance(task, str) else "",
+            "status": _RUN_STATUS[execution.status], "activity": None, "plan": None,
+            "tokens": {"input_tokens": 0, "output_tokens": 0, "api_calls": 0},
+            "messages": [], "has_older": False, "live": None}
+
+
+def render_message(message: Message, index: int,
+                   subagents: SubagentSource = stored_run_part) -> ChatItem:
+    """One message as the view draws it; ``subagents`` draws the sub-agent cards."""
     if message.role == "user":
         user: dict[str, Any] = {"id": message.id, "role": "user", "index": index,
                                 "pos": 2 * index, "text": message.text}
@@ -329,9 +410,9 @@ def render_message(message: Message, index: int) -> ChatItem:
         return cast(ChatItem, user)
     tools = {t.id: t for t in message.metadata.tool_executions}
     skills = {s.id: s for s in message.metadata.skill_executions}
-    def card(kind: Literal["tool", "skill"], execution: Any) -> ChatCard:
+    def card(kind: Literal["tool", "skill", "subagent"], execution: Any) -> ChatCard:
         # The execution's fields are the card's (plus ones the view ignores), bounded.
-        fields: dict[str, Any] = {"kind": kind, **execution.model_dump()}
+        fields: dict[str, Any] = {"kind": kind, **execution.model_dump(exclude={"subagent"})}
         if fields.get("outputs"):
             fields["outputs"] = bounded_outputs(fields["outputs"])
         preview_text(fields, "result", RESULT_CHARS)
@@ -340,14 +421,22 @@ def render_message(message: Message, index: int) -> ChatItem:
         preview_args(fields)
         return cast(ChatCard, fields)
 
+    def tool_card(execution: ToolExecution) -> ChatCard:
+        part = subagents(execution)
+        if part is None:
+            return card("tool", execution)
+        drawn = card("subagent", execution)
+        drawn["subagent"] = part
+        return drawn
+
     cards: list[ChatCard] = []
     # Cards follow the order in which the model made the calls.
     for call in message.tool_calls:
         if call.id in tools:
-            cards.append(card("tool", tools.pop(call.id)))
+            cards.append(tool_card(tools.pop(call.id)))
         elif call.id in skills:
             cards.append(card("skill", skills.pop(call.id)))
-    cards += [card("tool", t) for t in tools.values()]
+    cards += [tool_card(t) for t in tools.values()]
     cards += [card("skill", s) for s in skills.values()]
     item: dict[str, Any] = {
         "id": message.id, "role": "assistant", "index": index, "pos": 2 * index,
@@ -434,7 +523,8 @@ def render_marker(number: int, record: CompactionRecord) -> ChatItem:
 
 
 def render_window(messages: Sequence[Message], compactions: Sequence[CompactionRecord], *,
-                  before: int | None = None, limit: int = WINDOW
+                  before: int | None = None, limit: int = WINDOW,
+                  subagents: SubagentSource = stored_run_part
                   ) -> tuple[list[ChatItem], bool]:
     """The last ``limit`` drawn messages with an index below ``before`` (all when
     ``None``), with the compaction markers among them, cut to the newest that fit in
@@ -448,7 +538,7 @@ def render_window(messages: Sequence[Message], compactions: Sequence[CompactionR
         index -= 1
     has_older = any(renderable(messages[i]) for i in range(index, -1, -1))
     picked.reverse()
-    items = [render_message(messages[i], i) for i in picked]
+    items = [render_message(messages[i], i, subagents) for i in picked]
     low = picked[0] if picked and has_older else 0
     for number, record in enumerate(compactions):
         if low <= record.after_message <= end:  # a view keys items by id: overlap is harmless
@@ -475,51 +565,65 @@ class LiveResponse:
 ItemSource = Callable[[str], ChatItem | None]
 """Renders the item with this id as it is now (``None`` when it no longer exists)."""
 
+NestedItemSource = Callable[[tuple[str, ...], str], ChatItem | None]
+"""Renders the item with this id of the sub-agent transcript at ``path`` (the ids of the
+``delegate`` calls from the top, see ``_subagent_transcript``)."""
+
 
 class OpBatcher(FrameThrottle):
     """Ordered view operations sent as ``send({"kind": "batch", "seq", "ops"})``, at most
     one batch per ``interval`` (see :class:`FrameThrottle`)."""
 
     def __init__(self, send: Callable[[BatchMessage], None], item_source: ItemSource, *,
+                 nested_source: NestedItemSource | None = None,
                  interval: float = FLUSH_INTERVAL,
                  clock: Callable[[], float] = time.monotonic,
                  schedule: Scheduler = call_later_on_running_loop) -> None:
         super().__init__(interval=interval, clock=clock, schedule=schedule)
         self._send = send
         self._item_source = item_source
+        self._nested_source = nested_source
         self._ops: list[dict[str, Any]] = []
         self._chunks: list[str] | None = None  # the open text/thinking op's chunks
-        self._upserts: set[str] = set()
-        self._sent_items: dict[str, ChatItem] = {}
+        self._upserts: set[tuple[tuple[str, ...], str]] = set()
+        self._sent_items: dict[tuple[tuple[str, ...], str], ChatItem] = {}
         self.batches = 0
         """Batches sent so far (benchmarks read it)."""
 
     # --- operations -------------------------------------------------------------------
-    def text(self, op: str, delta: str) -> None:
-        """Append ``delta`` to the live response's ``op`` stream ("text" or "thinking")."""
+    # A sub-agent's transcript streams through the same batches: its operations carry
+    # ``path``, the ids of the ``delegate`` calls from the top (a grandchild's has two), and
+    # the view applies them inside that nested card. Top-level operations have no path.
+    def text(self, op: str, delta: str, path: tuple[str, ...] = ()) -> None:
+        """Append ``delta`` to the live response's ``op`` stream ("text" or "thinking")
+        (of the sub-agent transcript at ``path``)."""
         if not delta:
             return
         last = self._ops[-1] if self._ops else None
-        if last is not None and last["op"] == op and self._chunks is not None:
+        if (last is not None and last["op"] == op and self._chunks is not None
+                and last.get("path", ()) == path):
             self._chunks.append(delta)
         else:
             self._chunks = [delta]
-            self._ops.append({"op": op, "chunks": self._chunks})
+            self._ops.append({"op": op, "chunks": self._chunks, "path": path} if path
+                             else {"op": op, "chunks": self._chunks})
         self._schedule()
 
-    def op(self, op: str, **fields: Any) -> None:
+    def op(self, op: str, path: tuple[str, ...] = (), **fields: Any) -> None:
         """Any other operation (``live``, ``thinking_done``, ``end``, ``reset``)."""
         self._chunks = None
-        self._ops.append({"op": op, **fields})
+        self._ops.append({"op": op, **fields, "path": list(path)} if path
+                         else {"op": op, **fields})
         self._schedule()
 
-    def upsert(self, item_id: str) -> None:
+    def upsert(self, item_id: str, path: tuple[str, ...] = ()) -> None:
         """Send the item ``item_id`` as it is when the batch leaves (once per batch)."""
-        if item_id in self._upserts:
+        key = (path, item_id)
+        if key in self._upserts:
             return
-        self._upserts.add(item_id)
+        self._upserts.add(key)
         self._chunks = None
-        self._ops.append({"op": "item", "id": item_id})
+        self._ops.append({"op": "item", "id": item_id, "path": path})
         self._schedule()
 
     def forget_items(self) -> None:
@@ -533,13 +637,21 @@ class OpBatcher(FrameThrottle):
         wire: list[ChatOp | WindowOp] = []
         for op in ops:
             if "chunks" in op:
-                wire.append({"op": op["op"], "text": "".join(op["chunks"])})
+                text: dict[str, Any] = {"op": op["op"], "text": "".join(op["chunks"])}
+                if "path" in op:
+                    text["path"] = list(op["path"])
+                wire.append(cast(ChatOp, text))
             elif op["op"] == "item":
-                item = self._item_source(op["id"])
-                if item is None or self._sent_items.get(op["id"]) == item:
+                path = op["path"]
+                key = (path, op["id"])
+                item = (self._item_source(op["id"]) if not path
+                        else self._nested_source(path, op["id"]) if self._nested_source
+                        else None)
+                if item is None or self._sent_items.get(key) == item:
                     continue  # unchanged since the last batch: nothing to draw
-                self._sent_items[op["id"]] = item
-                wire.append({"op": "item", "item": item})
+                self._sent_items[key] = item
+                wire.append(cast(ChatOp, {"op": "item", "item": item, "path": list(path)}
+                                 if path else {"op": "item", "item": item}))
             else:
                 # live / thinking_done / end / window, built by op() with their fields.
                 wire.append(cast("ChatOp | WindowOp", op))

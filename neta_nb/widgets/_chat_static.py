@@ -1,7 +1,8 @@
 """The chat view's static forms — plain text, markdown and HTML — for viewers without a
 kernel (nbconvert, GitHub, a notebook reopened without widget state): the conversation as
 drawn, with model text kept as text (never live markdown or HTML: see
-``literal_markdown``), one line per tool or skill call, and a word where a text was cut.
+``literal_markdown``), one line per tool or skill call — a sub-agent's with its name, how
+its run ended, its task and the start of its answer — and a word where a text was cut.
 
 They are written into the notebook with the output, three times over (one per form), so
 each is bounded: the newest messages up to :data:`STATIC_CHARS`, and a line saying how
@@ -32,7 +33,30 @@ def _cut_note(shown: str, total: int | None, lang: str) -> str:
     return f"{shown}…\n[{note}]"
 
 
+SUBAGENT_ANSWER_CHARS = 300
+"""Of a sub-agent's answer, what its line in a static form quotes (its whole transcript is
+in the widget state and its own session)."""
+
+
+def _subagent_line(part: Mapping[str, Any], lang: str) -> str:
+    status = str(part.get("status", "done"))
+    key = f"subagent_{status}" if f"subagent_{status}" in LABELS["en"] else "subagent_done"
+    line = "↳ [" + t("subagent_static", lang, agent=part.get("agent") or "?",
+                     status=t(key, lang), task=part.get("task") or "") + "]"
+    answers = [item.get("text") for item in part.get("messages") or []
+               if item.get("role") == "assistant" and item.get("text")]
+    if answers:
+        answer = " ".join(str(answers[-1]).split())
+        if len(answer) > SUBAGENT_ANSWER_CHARS:
+            answer = answer[:SUBAGENT_ANSWER_CHARS] + "…"
+        line += f" {answer}"
+    return line
+
+
 def _card_line(card: Mapping[str, Any], lang: str) -> str:
+    part = card.get("subagent")
+    if card.get("kind") == "subagent" and isinstance(part, Mapping):
+        return _subagent_line(part, lang)
     name = card.get("label") or card.get("name") or "?"
     status = str(card.get("status", "done"))
     key = f"skill_{status}" if card.get("kind") == "skill" else f"tool_{status}"

@@ -24,6 +24,8 @@ __all__ = [
     "ARGS_CHARS",
     "NOTE_CHARS",
     "RESULT_CHARS",
+    "SUBAGENT_BYTES",
+    "SUBAGENT_ITEMS",
     "TEXT_CHARS",
     "THINKING_CHARS",
     "WINDOW_BYTES",
@@ -61,6 +63,14 @@ messages load from the kernel on scroll as before. (Besides its state, every any
 model also carries its code — the JS and CSS bundle, some 230 KB, the same for any
 session — and a saved output its static forms, see ``_chat_static``: a saved notebook with
 one chat view stays under 512 KB.)"""
+
+SUBAGENT_ITEMS = 30
+"""A sub-agent's transcript inside its card in state: its newest responses (a child that
+looped through hundreds of tool calls shows its end; earlier ones are in its session)."""
+
+SUBAGENT_BYTES = 40_000
+"""The same transcript as UTF-8 JSON: three children running side by side still leave the
+parent's window room (see :data:`WINDOW_BYTES`)."""
 
 _ARGS_STRING_CHARS = 240
 """A string inside shortened arguments."""
@@ -173,6 +183,10 @@ def _without_card_previews(item: Item) -> Item:
     bare = []
     for card in cards:
         card = dict(card)
+        part = card.get("subagent")
+        if isinstance(part, Mapping) and part.get("messages"):
+            # A sub-agent's transcript goes too: its card still says who did what.
+            card["subagent"] = {**part, "messages": [], "has_older": True}
         for name in ("result", "args"):
             value = card.get(name)
             if value:

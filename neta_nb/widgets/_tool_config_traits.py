@@ -66,10 +66,13 @@ class MCPServerInfo(TypedDict):
     refused: dict[str, str]
 
 
-class AcknowledgeRequest(TypedDict):
-    """``acknowledge_change`` (TS: sent inline as ``{name}``)."""
+class AcknowledgeRequest(TypedDict, total=False):
+    """``acknowledge_change`` (TS: sent inline as ``{name, description}``)."""
 
     name: str
+    description: str
+    """The new description the view showed: if the tool changed again since, the
+    acknowledgement is refused (the user reviewed another text)."""
 
 
 class CategoryCount(TypedDict):

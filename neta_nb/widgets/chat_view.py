@@ -48,6 +48,9 @@ from ..events import (
     ErrorEvent,
     Event,
     ProgressEvent,
+    SubagentEndEvent,
+    SubagentEvent,
+    SubagentStartEvent,
     ThinkingDeltaEvent,
     ThinkingDoneEvent,
     TodoUpdateEvent,
@@ -57,7 +60,7 @@ from ..events import (
     WarningEvent,
 )
 from ..labels import LABELS, t
-from ..messages import Message, new_id
+from ..messages import Message, ToolExecution, new_id
 from ..ownership import SessionBusyError
 from ..persistence import store_warning
 from ..session import Agent, AgentSession
@@ -80,6 +83,7 @@ from ._chat_state import (
     OlderPage,
     OlderRequest,
     OpBatcher,
+    SubagentPart,
     SwitchAgentReply,
     SwitchAgentRequest,
     ViewRequest,
@@ -88,10 +92,12 @@ from ._chat_state import (
     render_message,
     render_window,
     renderable,
+    stored_run_part,
 )
 from ._chat_static import static_html, static_markdown, static_text
 from ._state_bounds import NOTE_CHARS, preview_args
 from ._stored_session import StoredSession, StoredSessionFollower
+from ._subagent_transcript import StoredSubagents, SubagentTranscript, is_delta, unwrap
 from ._view_presence import ViewPresence
 
 __all__ = ["READ_ONLY_REFRESH_INTERVAL", "ChatView", "live_session"]
@@ -182,7 +188,13 @@ class ChatView(NetaWidget):
         super().__init__(**kwargs)
         self._window = window
         self._other_agents = list(agents)
-        self._batcher = OpBatcher(self.send, self._item, interval=flush_interval)
+        self._batcher = OpBatcher(self.send, self._item, nested_source=self._nested_item,
+                                  interval=flush_interval)
+        # Sub-agents this view followed live, by the parent's `delegate` call id, and the
+        # message each call is in; finished children of the history come from the store.
+        self._subagents: dict[str, SubagentTranscript] = {}
+        self._subagent_message: dict[str, str] = {}
+        self._stored_subagents = StoredSubagents(None)
         self._session: AgentSession | None = None
         self._unsubscribe: Callable[[], None] | None = None
         self._presence = ViewPresence(lambda: self._kernel_loop)
@@ -225,7 +237,10 @@ class ChatView(NetaWidget):
         self._in_turn = session.running
         self._index = {}
         self._batcher.forget_items()
-        items, has_older = render_window(messages, session.compactions, limit=self._window)
+        self._subagents, self._subagent_message = {}, {}
+        self._stored_subagents = StoredSubagents(session.store)
+        items, has_older = render_window(messages, session.compactions, limit=self._window,
+                                         subagents=self._part_whole)
         context = session.context.model_dump()
         with self.hold_sync():
             self.session_id = session.id
@@ -292,13 +307,15 @@ class ChatView(NetaWidget):
         self._leave_stored()
         self._resume_stored = resume
         self._batcher.forget_items()
+        self._subagents, self._subagent_message = {}, {}
+        self._stored_subagents = StoredSubagents(stored.store)
         self._show_stored_state(stored)
         self._follower = StoredSessionFollower(stored, self._show_stored_state,
                                                interval=READ_ONLY_REFRESH_INTERVAL)
 
     def _show_stored_state(self, stored: StoredSession) -> None:
         items, has_older = render_window(stored.messages, stored.compactions,
-                                         limit=self._window)
+                                         limit=self._window, subagents=self._part_whole)
         with self.hold_sync():
             self.session_id = stored.id
             self.agent = stored.agent
@@ -407,6 +424,8 @@ class ChatView(NetaWidget):
             if self._live is not None and self._live.thinking_open:
                 self._live.thinking_open = False
                 self._batcher.op("thinking_done")
+        elif isinstance(event, SubagentEvent):
+            self._on_subagent_event(event)
         elif isinstance(event, ProgressEvent):
             if self._last_assistant is not None:
                 self._batcher.upsert(self._last_assistant)
@@ -415,6 +434,93 @@ class ChatView(NetaWidget):
             self.store_warning = "" if event.cleared else self._warning_text(event)
         else:
             self._on_boundary(event)
+
+    # --- sub-agents -----------------------------------------------------------------------
+    def _on_subagent_event(self, event: SubagentEvent) -> None:
+        """A child's own event (a grandchild's wrapped twice): into its nested card."""
+        transcript = self._subagents.get(event.id)
+        if transcript is None:
+            return  # bound after it started: the card draws the stored child instead
+        inner = event.event
+        if is_delta(inner):
+            transcript.apply(inner, self._batcher)  # the delta path: nothing else changes
+            return
+        ids, innermost = unwrap(event)
+        if isinstance(innermost, ApprovalRequestEvent):
+            child = transcript.find(ids)
+            self._batcher.flush()  # the card that asks goes first
+            approval: dict[str, Any] = {
+                "id": innermost.id, "name": innermost.name, "args": dict(innermost.args),
+                "agent": child.agent if child is not None else transcript.agent,
+                "path": ids}
+            preview_args(approval)
+            self.approvals = [*self.approvals, approval]
+        transcript.apply(inner, self._batcher)
+        self._upsert_subagent_card(event.id)
+
+    def _on_subagent_start(self, event: SubagentStartEvent) -> None:
+        self._subagents[event.id] = SubagentTranscript(event.id, event.agent, event.task)
+        session = self._session
+        owner = None
+        if session is not None:
+            # The parent's `delegate` call came just before: its message is the latest.
+            owner = next((m.id for m in reversed(session.messages)
+                          if m.role == "assistant" and any(c.id == event.id
+                                                           for c in m.tool_calls)), None)
+        self._subagent_message[event.id] = owner or self._last_assistant or ""
+        self._upsert_subagent_card(event.id)
+
+    def _on_subagent_end(self, event: SubagentEndEvent) -> None:
+        transcript = self._subagents.get(event.id)
+        if transcript is not None:
+            transcript.finish(event, self._batcher)
+        # Its questions can no longer be answered.
+        remaining = [a for a in self.approvals if (a.get("path") or [None])[0] != event.id]
+        if len(remaining) != len(self.approvals):
+            self.approvals = remaining
+        self._upsert_subagent_card(event.id)
+
+    def _upsert_subagent_card(self, run_id: str) -> None:
+        message_id = self._subagent_message.get(run_id)
+        if message_id:
+            if message_id not in self._index:
+                self._reconcile()
+            self._batcher.upsert(message_id)
+
+    def _running_subagent(self, path: Sequence[str]) -> SubagentTranscript | None:
+        """The live run a per-child Stop names: by its id, at any depth."""
+        for transcript in self._subagents.values():
+            stack = [transcript]
+            while stack:
+                run = stack.pop()
+                if run.id == path[-1] and run.status == "running":
+                    return run
+                stack.extend(run.children.values())
+        return None
+
+    def _part_streamed(self, execution: ToolExecution) -> SubagentPart | None:
+        """A sub-agent card in a streamed update: its transcript streams on its own."""
+        transcript = self._subagents.get(execution.id)
+        if transcript is not None:
+            return transcript.part(whole=False)
+        return self._stored_part(execution)
+
+    def _part_whole(self, execution: ToolExecution) -> SubagentPart | None:
+        """A sub-agent card with its transcript (traits, snapshots, older pages)."""
+        transcript = self._subagents.get(execution.id)
+        if transcript is not None:
+            return transcript.part(whole=True)
+        return self._stored_part(execution)
+
+    def _stored_part(self, execution: ToolExecution) -> SubagentPart | None:
+        if execution.subagent is not None:
+            return self._stored_subagents.part(execution)
+        return stored_run_part(execution)
+
+    def _nested_item(self, path: tuple[str, ...], item_id: str) -> ChatItem | None:
+        top = self._subagents.get(path[0])
+        transcript = top.find(path) if top is not None else None
+        return transcript.item(item_id) if transcript is not None else None
 
     def _warning_text(self, event: WarningEvent) -> str:
         if event.code is not None and event.code in LABELS["en"]:
@@ -482,6 +588,10 @@ class ChatView(NetaWidget):
             self.todos = list(event.todos)
             return
         self._reconcile()
+        if isinstance(event, SubagentStartEvent):
+            self._on_subagent_start(event)
+        elif isinstance(event, SubagentEndEvent):
+            self._on_subagent_end(event)
         if isinstance(event, TokenUpdateEvent):
             with self.hold_sync():
                 self.current = event.current.model_dump()
@@ -519,7 +629,7 @@ class ChatView(NetaWidget):
         """Send the drawn window (the views set their ``messages`` from its ids) and
         reflect it in the traits; at the end of a turn, the turn's state too."""
         items, has_older = render_window(session.messages, session.compactions,
-                                         limit=self._window)
+                                         limit=self._window, subagents=self._part_whole)
         # The views hold every item of the window already (streamed): they set the
         # `messages` trait on their side from this list of ids, so the text of a long
         # answer crosses the wire once, not twice, and a saved notebook still has it.
@@ -556,7 +666,7 @@ class ChatView(NetaWidget):
         messages = session.messages
         if index is None or index >= len(messages) or messages[index].id != item_id:
             return None
-        item = render_message(messages[index], index)
+        item = render_message(messages[index], index, self._part_streamed)
         streamed = self._streamed.get(item_id)
         if streamed is not None:
             # The views hold this text already (they streamed it): `None` says "keep
@@ -578,7 +688,7 @@ class ChatView(NetaWidget):
             return self._stored_snapshot(stored)
         session = self._require_session()
         items, has_older = render_window(session.messages, session.compactions,
-                                         limit=self._window)
+                                         limit=self._window, subagents=self._part_whole)
         return {
             "seq": self._batcher.seq,
             "session_id": session.id,
@@ -596,7 +706,7 @@ class ChatView(NetaWidget):
 
     def _stored_snapshot(self, stored: StoredSession) -> ChatSnapshot:
         items, has_older = render_window(stored.messages, stored.compactions,
-                                         limit=self._window)
+                                         limit=self._window, subagents=self._part_whole)
         return {"seq": self._batcher.seq, "session_id": stored.id, "messages": items,
                 "has_older": has_older, "live": None, "running": False,
                 "todos": self.todos, "current": self.current, "context": self.context,
@@ -611,8 +721,17 @@ class ChatView(NetaWidget):
                 card_id is None or isinstance(card_id, str)):
             raise RequestError("full_text needs 'message_id' and 'field' strings "
                                "(and 'card_id' for a card)")
+        path = request.get("path")
+        if path is not None and not (isinstance(path, list) and path
+                                     and all(isinstance(p, str) for p in path)):
+            raise RequestError("full_text's 'path' must be a list of sub-agent run ids")
         messages, _ = self._history()
         try:
+            if path:
+                top = self._subagents.get(path[0])
+                live = top.find(path) if top is not None else None
+                messages = (live.messages if live is not None
+                            else self._stored_subagents.find_messages(messages, path))
             return {"text": full_text(messages, message_id, field_name, card_id)}
         except LookupError as exc:
             raise RequestError(str(exc.args[0])) from exc
@@ -650,7 +769,7 @@ class ChatView(NetaWidget):
         if not isinstance(before, int) or isinstance(before, bool):
             raise RequestError("older needs an integer 'before'")
         items, has_older = render_window(messages, compactions, before=before,
-                                         limit=self._window)
+                                         limit=self._window, subagents=self._part_whole)
         return {"session_id": self.session_id, "messages": items, "has_older": has_older}
 
     @handles("command")
@@ -678,6 +797,10 @@ class ChatView(NetaWidget):
                 # first event (which a real model may take seconds to send).
                 asyncio.get_running_loop().call_soon(self._show_started_turn, session)
             return {"running": True}
+        if kind == "stop" and command.get("subagent") is not None:
+            run_id = command.get("subagent")
+            if not isinstance(run_id, str) or self._running_subagent([run_id]) is None:
+                raise RequestError(f"no sub-agent {run_id!r} is running in this chat")
         try:
             session.handle_command(dict(command))
         except (KeyError, ValueError) as exc:

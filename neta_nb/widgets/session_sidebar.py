@@ -53,6 +53,8 @@ class SessionRow(TypedDict):
     todo: TodoBadge | None
     updated_at: float
     message_count: int
+    child_count: int
+    """Sub-agent sessions its turns ran (they are not rows themselves)."""
 
 
 class OpenRequest(TypedDict):
@@ -83,6 +85,8 @@ def _row(record: SessionRecord) -> SessionRow:
                   "total": int(summary.get("total", 0))} if summary.get("total") else None),
         "updated_at": record.updated_at,
         "message_count": record.message_count,
+        # Sub-agent sessions this one ran (they are not rows of their own): the badge.
+        "child_count": record.child_count,
     }
 
 

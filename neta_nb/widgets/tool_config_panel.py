@@ -190,8 +190,11 @@ class ToolConfigPanel(NetaWidget):
 
     def __init__(self, catalog: ToolCatalog, config: AgentToolConfig, *,
                  model_capabilities: Iterable[str] | None = None, scene: str | None = None,
-                 model: str | None = None, system_prompt: str = "", **kwargs: Any) -> None:
+                 model: str | None = None, system_prompt: str = "",
+                 delegates: bool | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        # Whether the agent may delegate (resolve_tools): a session's panel knows it.
+        self._delegates = delegates
         self._catalog = catalog
         self._config = config
         self._model_capabilities = (None if model_capabilities is None
@@ -255,6 +258,7 @@ class ToolConfigPanel(NetaWidget):
         self._scene = inputs["scene"]
         self._model = inputs["model"]
         self.system_prompt = inputs["system_prompt"]
+        self._delegates = inputs["delegates"]
 
     # --- what the panel edits ------------------------------------------------------
 
@@ -313,7 +317,8 @@ class ToolConfigPanel(NetaWidget):
     def _resolve(self) -> ToolResolution:
         return resolve_tools(self._catalog, self._config,
                              model_capabilities=self._model_capabilities,
-                             scene=self._scene, model=self._model)
+                             scene=self._scene, model=self._model,
+                             delegates=self._delegates)
 
     # --- preview as ----------------------------------------------------------------
 
@@ -411,7 +416,7 @@ class ToolConfigPanel(NetaWidget):
             model = self._model if capabilities == self._model_capabilities else None
             self._shown = resolve_tools(self._catalog, self._config,
                                         model_capabilities=capabilities, scene=scene,
-                                        model=model)
+                                        model=model, delegates=self._delegates)
         resolution = self._shown
         ordered = self._catalog.ordered()
         final = set(resolution.names)
@@ -550,13 +555,16 @@ class ToolConfigPanel(NetaWidget):
 
     @handles("acknowledge_change")
     def _request_acknowledge_change(self, content: AcknowledgeRequest) -> NoReply:
-        name = content.get("name")
-        if not isinstance(name, str):
-            raise RequestError("acknowledge_change needs a tool name (string)")
+        name, description = content.get("name"), content.get("description")
+        if not isinstance(name, str) or not isinstance(description, str | None):
+            raise RequestError("acknowledge_change needs a tool name (string) and the "
+                               "description that was shown (string)")
         try:
-            self._catalog.acknowledge_mcp_change(name)
+            self._catalog.acknowledge_mcp_change(name, description=description)
         except KeyError:
             raise RequestError(f"'{name}' has no description change to review") from None
+        except ValueError as error:
+            raise RequestError(str(error)) from None
         return {}
 
     @handles("dismiss_warnings")
@@ -597,9 +605,14 @@ class ToolConfigPanel(NetaWidget):
         self._follow_session()
         capabilities, scene = (self._preview if self._preview is not None
                                else (self._model_capabilities, self._scene))
-        preview = preview_prompt(system_prompt=self.system_prompt, catalog=self._catalog,
-                                 config=self._config, model_capabilities=capabilities,
-                                 scene=scene, model=self._model)
+        if self._preview is None and self._session is not None:
+            # The session's own view: `delegate` lists its agent's sub-agents.
+            preview = self._session.preview()
+        else:
+            preview = preview_prompt(system_prompt=self.system_prompt, catalog=self._catalog,
+                                     config=self._config, model_capabilities=capabilities,
+                                     scene=scene, model=self._model,
+                                     delegates=self._delegates)
         return {"system_prompt": preview.system_prompt,
                 "tools": [cast(ToolDefinitionWire, definition.model_dump())
                           for definition in preview.tools]}
@@ -629,4 +642,5 @@ def _session_inputs(session: AgentSession) -> dict[str, Any]:
     """The resolver inputs of ``session``'s next model call (as ``session.preview()``)."""
     return {"model_capabilities": session.provider.info.capabilities,
             "scene": session.agent.scene, "model": session.provider.model_id,
-            "system_prompt": session.agent.system_prompt}
+            "system_prompt": session.agent.system_prompt,
+            "delegates": session.can_delegate}

@@ -1,6 +1,8 @@
-"""An MCP server's calls in the chat view, in real JupyterLab: the server's progress
-notifications move one skill card's bar forward and it ends in place with the server's
-result; a call the server's schema refuses ends as an error card. Pictures, light and dark."""
+"""An MCP server's calls in the chat view, in real JupyterLab: with the default visibility
+(``tool``) a call starts as a tool card; the server's first progress notification turns it
+into a skill card in the same place, whose bar moves forward and which ends in place with
+the server's result; a call the server's schema refuses (no progress) ends as an error tool
+card. Pictures, light and dark."""
 
 from __future__ import annotations
 
@@ -21,8 +23,7 @@ SETUP = f"""
 from neta_nb import Agent, AgentSession, AgentToolConfig, ScriptedProvider, ToolCatalog
 from neta_nb.widgets import ChatView
 catalog = ToolCatalog.default()
-await catalog.add_mcp_server("t", command={sys.executable!r}, args=[{str(SERVER)!r}, "stdio"],
-                             visibility={{"count": "skill"}})
+await catalog.add_mcp_server("t", command={sys.executable!r}, args=[{str(SERVER)!r}, "stdio"])
 script = [
     [{{"text": "Counting on the server."}},
      {{"tool_call": {{"name": "t__count", "args": {{"steps": 50}}}}}}],
@@ -58,15 +59,17 @@ def test_mcp_progress_is_one_skill_card_and_errors_end_as_error_cards(
     page.evaluate(WATCH)
     lab.execute(path, "task = session.start('Count to 50 on the server')")
     page.wait_for_function("""() => {
-        const cards = document.querySelectorAll('.neta-chat-view .neta-skill-card');
+        const cards = document.querySelectorAll(
+          '.neta-chat-view .neta-chat-card > :is(.neta-skill-card, .neta-tool-card)');
         return cards.length === 2 && cards[0].classList.contains('neta-skill-card-done')
-          && cards[1].classList.contains('neta-skill-card-error');
+          && cards[1].classList.contains('neta-tool-card-error');
     }""", timeout=60_000)
     lab.wait_for_kernel_value(path, "task.done()", "True", timeout=60)
-    cards = page.locator(".neta-chat-view .neta-skill-card")
-    first, second = cards.nth(0), cards.nth(1)
+    first = page.locator(".neta-chat-view .neta-skill-card")
+    second = page.locator(".neta-chat-view .neta-tool-card")
+    assert first.count() == 1 and second.count() == 1
     assert "neta-skill-card-done" in (first.get_attribute("class") or "")
-    assert "neta-skill-card-error" in (second.get_attribute("class") or "")
+    assert "neta-tool-card-error" in (second.get_attribute("class") or "")
     widths = [float(w.rstrip("%")) for w in page.evaluate("() => window.__netaWidths") if w]
     # Real percentages from the server, in order: the bar only moves forward.
     assert widths == sorted(widths) and len(set(widths)) >= 3, widths

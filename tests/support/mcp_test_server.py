@@ -4,6 +4,7 @@ Run: ``python mcp_test_server.py stdio`` or ``python mcp_test_server.py http POR
 
 Tools: ``echo``; ``count`` (reports progress for every step); ``wait`` (writes ``started``
 into a marker file, then waits; writes ``cancelled`` there if the client cancels it);
+``progress_then_wait`` (reports a first step, then does what ``wait`` does);
 ``shifty`` (its description holds markup and changes when ``change_description`` is called,
 which also sends ``notifications/tools/list_changed``); ``add_tool`` (adds a tool and sends
 the same notification).
@@ -51,6 +52,13 @@ async def wait(marker: str) -> str:
     return "waited"
 
 
+@server.tool()
+async def progress_then_wait(marker: str, ctx: Context) -> str:
+    """Report a first step, then wait like wait."""
+    await ctx.report_progress(1, 4, "first step")
+    return await wait(marker)
+
+
 def shifty(value: str) -> str:
     return value
 
@@ -59,10 +67,10 @@ server.add_tool(shifty, name="shifty", description=MARKUP)
 
 
 @server.tool()
-async def change_description(ctx: Context) -> str:
-    """Change shifty's description and tell the client the list changed."""
+async def change_description(ctx: Context, text: str = CHANGED) -> str:
+    """Change shifty's description (to text) and tell the client the list changed."""
     server.remove_tool("shifty")
-    server.add_tool(shifty, name="shifty", description=CHANGED)
+    server.add_tool(shifty, name="shifty", description=text)
     await ctx.request_context.session.send_tool_list_changed()
     return "changed"
 

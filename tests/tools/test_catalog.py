@@ -101,9 +101,9 @@ def test_unregister_drops_global_state(catalog: ToolCatalog) -> None:
 def test_default_catalog_holds_the_builtins() -> None:
     catalog = ToolCatalog.default()
     assert catalog.names == ["todo", "read_file", "list_files", "python", "list_variables",
-                             "profile_table"]
+                             "profile_table", "delegate"]
     assert [t.name for t in catalog.core_tools()] == ["list_files", "read_file", "todo",
-                                                     "profile_table"]
+                                                     "profile_table", "delegate"]
     assert not catalog["python"].core
     assert catalog["python"].requires_approval
     assert not catalog["list_variables"].core

@@ -45,8 +45,15 @@ def test_demo_shows_every_state_and_filter(demo: ToolCatalog) -> None:
 
 
 def test_stub_tools_say_so(demo: ToolCatalog) -> None:
-    for name in ("ask_user", "delegate", "web_search"):
+    for name in ("ask_user", "web_search"):
         assert demo[name].description.startswith("Demo stub:")
+
+
+def test_demo_delegate_is_the_real_tool_limited_to_the_crew_scene(demo: ToolCatalog) -> None:
+    real = ToolCatalog.default()["delegate"]
+    assert demo["delegate"].handler is real.handler
+    assert demo["delegate"].parameters == real.parameters
+    assert demo["delegate"].scenes == {"crew"} and not demo["delegate"].core
 
 
 async def test_real_demo_tools_work(tmp_path: Path, demo: ToolCatalog) -> None:

@@ -207,32 +207,57 @@ async def test_approval_per_tool_and_visibility_per_tool(catalog: ToolCatalog) -
 
 # --- progress ----------------------------------------------------------------------------
 
-async def test_progress_of_a_call_becomes_a_skill_card(catalog: ToolCatalog) -> None:
-    await _add_test_server(catalog, visibility="skill")
+@pytest.mark.parametrize("visibility", [None, "skill"])
+async def test_progress_of_a_call_becomes_a_skill_card(catalog: ToolCatalog,
+                                                       visibility: str | None) -> None:
+    # Default visibility is "tool": the card starts as a tool card and becomes a skill
+    # card (same id, same place) at the server's first progress notification.
+    await _add_test_server(catalog, visibility=visibility)
     provider = FakeProvider([calls(("c1", "t__count", {"steps": 4})), answer("done")])
     session = AgentSession(Agent("a", model=provider,
                                  tools=AgentToolConfig(enabled=["t__count"])), catalog)
     recorder = Recorder()
     session.subscribe(recorder)
     await session.run("count")
+    kinds = [e.type for e in recorder.events
+             if e.type in ("tool_call", "skill_start", "progress", "skill_end",
+                           "tool_result")]
+    first = ["tool_call"] if visibility is None else []
+    assert kinds == [*first, "skill_start", "progress", "progress", "progress", "progress",
+                     "skill_end"]
+    assert {e.id for e in recorder.events if hasattr(e, "id")} == {"c1"}
     assert [e.percent for e in recorder.of("progress")] == [25.0, 50.0, 75.0, 100.0]
     assert recorder.of("progress")[0].step == "step 1 of 4"
     assert recorder.of("skill_end")[0].status == "done"
     assert recorder.of("skill_end")[0].result == "counted to 4"
+    stored = session.messages[1].metadata
+    assert stored.tool_executions == []
+    assert [(s.id, s.status, s.percent) for s in stored.skill_executions] == [
+        ("c1", "done", 100.0)]
 
 
 @pytest.mark.skipif(not EVERYTHING.exists() or shutil.which("node") is None,
                     reason="run `npm ci` in tests/fixtures/mcp_everything first")
 async def test_server_everything_long_running_operation_reports_increasing_progress(
         catalog: ToolCatalog) -> None:
+    # Default visibility: the server's progress notifications alone make the skill card.
     server = await catalog.add_mcp_server("everything", command="node",
-                                          args=[str(EVERYTHING), "stdio"], visibility="skill")
+                                          args=[str(EVERYTHING), "stdio"])
     long_running = next(name for name in server.tool_names if "long" in name.lower())
-    progress: list[tuple[float, str | None]] = []
-    tool = catalog[long_running]
-    await tool.invoke({"duration": 1, "steps": 4}, _context(progress))
-    percents = [percent for percent, _ in progress]
+    assert catalog[long_running].visibility == "tool"
+    provider = FakeProvider([calls(("c1", long_running, {"duration": 1, "steps": 4})),
+                             answer("done")])
+    session = AgentSession(Agent("a", model=provider,
+                                 tools=AgentToolConfig(enabled=[long_running])), catalog)
+    recorder = Recorder()
+    session.subscribe(recorder)
+    await session.run("go")
+    percents = [e.percent for e in recorder.of("progress")]
     assert percents == sorted(percents) and len(set(percents)) >= 3 and percents[-1] == 100.0
+    assert [e.id for e in recorder.of("skill_start")] == ["c1"]
+    assert recorder.of("skill_end")[0].status == "done"
+    [skill] = session.messages[1].metadata.skill_executions
+    assert skill.status == "done" and skill.percent == 100.0
 
 
 # --- failures ----------------------------------------------------------------------------
@@ -319,11 +344,23 @@ async def test_a_description_that_changes_after_listing_suspends_the_tool_until_
     await _eventually(lambda: "t__shifty" in server.changed_tools)
     notice = server.changed_tools["t__shifty"]
     assert notice.old_description.startswith("<img") and "ssh" in notice.new_description
-    assert "t__shifty" not in resolve_tools(catalog, config).names
+    suspended = resolve_tools(catalog, config)
+    assert "t__shifty" not in suspended.names
     assert server.describe()["changed"] == ["t__shifty"]
+    # Its own reason, not "disabled globally": the panel row and the model's refusal say
+    # what happened and what to do, in the user's language.
+    assert catalog.suspended == {"t__shifty": "t"}
+    reason = suspended.reasons["t__shifty"]
+    assert reason.code == "mcp_changed" and "server 't' changed its description" in reason
+    assert "修改了此工具的描述" in reason.text("zh-CN")
+    assert "until the user reviews it" in suspended.refusal("t__shifty")
+    assert suspended.steps[0].reasons["t__shifty"] == reason
+    # A tool the user disabled by hand keeps the plain reason.
+    catalog.disable("t__echo")
+    assert resolve_tools(catalog, config).reasons["t__echo"].code == "globally_disabled"
     catalog.acknowledge_mcp_change("t__shifty")
     assert "t__shifty" in resolve_tools(catalog, config).names
-    assert not server.changed_tools
+    assert not server.changed_tools and catalog.suspended == {}
 
 
 async def test_server_errors_reach_the_model_as_error_results(catalog: ToolCatalog) -> None:

@@ -60,11 +60,20 @@ async def test_status_change_and_acknowledgement(catalog: ToolCatalog, sent: Sen
     [change] = panel.mcp_servers[0]["changed"]
     assert change["name"] == "t__shifty" and change["old_description"].startswith("<img")
     assert panel.states["t__shifty"]["state"] == "globally_disabled"
+    assert panel.states["t__shifty"]["reason"].startswith("Suspended until the user reviews it")
     assert "t__shifty" not in panel.enabled_tools
 
     refused = _reply(panel, sent, "acknowledge_change", name="t__echo")
     assert "no description change" in refused["error"]
-    assert _reply(panel, sent, "acknowledge_change", name="t__shifty").get("error") is None
+    # A view that still shows an older text cannot grant the current one.
+    stale = _reply(panel, sent, "acknowledge_change", name="t__shifty",
+                   description=change["old_description"])
+    assert "changed again after it was shown" in stale["error"]
+    assert "t__shifty" not in panel.enabled_tools
+    assert "string" in _reply(panel, sent, "acknowledge_change", name="t__shifty",
+                              description=3)["error"]
+    assert _reply(panel, sent, "acknowledge_change", name="t__shifty",
+                  description=change["new_description"]).get("error") is None
     assert panel.mcp_servers[0]["changed"] == []
     assert "t__shifty" in panel.enabled_tools
 

@@ -1,0 +1,299 @@
+/**
+ * A list of messages and the response being streamed, drawn from `ChatItem`s and the
+ * stream's ops: the chat view's conversation, and — the same code, nested — a sub-agent's
+ * transcript inside its card (`subagent-card.ts`). Messages are keyed by id and updated in
+ * place (`chat-message-view.ts`); the live response becomes its message without being
+ * rebuilt.
+ *
+ * `Nesting` is what the nested cards of one chat view share: every sub-agent card drawn,
+ * by its path (the `delegate` call ids from the top, joined with "/"), so an op carrying a
+ * `path` finds its transcript, and the actions a card offers (its own Stop, fetching a
+ * whole text of its transcript).
+ */
+import { MessageView } from "./chat-message-view";
+import type { ChatItem, ChatOp, FullTextRequest, LiveSnapshot } from "./chat-view-traits";
+import type { Lang } from "./i18n";
+import type { SubagentCard } from "./subagent-card";
+
+export interface Nesting {
+  /** The sub-agent cards drawn, by `pathKey(path)`. */
+  readonly cards: Map<string, SubagentCard>;
+  /** Stop only this sub-agent (the id of its run: its `delegate` call). */
+  stop?: (runId: string) => Promise<unknown>;
+  /** The whole of a text of a message (its `path` says in which transcript). */
+  fetchWhole?: (request: FullTextRequest) => Promise<string>;
+}
+
+export function pathKey(path: readonly string[]): string {
+  return path.join("/");
+}
+
+/** Apply ops that carry a `path` to the sub-agent cards they name; false when one names a
+ * card not drawn (the caller resyncs from a snapshot). */
+export function applyNestedOps(nesting: Nesting, ops: readonly ChatOp[]): boolean {
+  let complete = true;
+  for (const op of ops) {
+    const card = op.path && op.path.length > 0 ? nesting.cards.get(pathKey(op.path)) : undefined;
+    if (card) card.applyOps([op]);
+    else complete = false;
+  }
+  return complete;
+}
+
+export interface TranscriptOptions {
+  lang: () => Lang;
+  agentName: () => string;
+  /** Where this transcript is: [] at the top, the run ids down to it when nested. */
+  path: readonly string[];
+  nesting: Nesting;
+  /** The live response started or ended (the chat view redraws its chrome). */
+  onLiveChange?: () => void;
+}
+
+export class Transcript {
+  readonly views = new Map<string, MessageView>();
+  live: MessageView | null = null;
+  /** Tells a live response the id of the message it became. */
+  private readonly liveIds = new WeakMap<MessageView, (id: string) => void>();
+
+  constructor(
+    readonly list: HTMLElement,
+    readonly liveHost: HTMLElement,
+    private readonly options: TranscriptOptions,
+  ) {}
+
+  get hasContent(): boolean {
+    return this.views.size > 0 || this.live !== null;
+  }
+
+  private fetcher(messageId: () => string) {
+    const fetchWhole = this.options.nesting.fetchWhole;
+    if (!fetchWhole) return null;
+    const path = this.options.path;
+    return (request: Omit<FullTextRequest, "message_id">) =>
+      fetchWhole(path.length ? { ...request, message_id: messageId(), path: [...path] } : { ...request, message_id: messageId() });
+  }
+
+  private newView(role: ChatItem["role"], pos: number, messageId: () => string): MessageView {
+    const { lang, agentName, path, nesting } = this.options;
+    return new MessageView(role, pos, lang, agentName, this.fetcher(messageId), { path, nesting });
+  }
+
+  private insertByPos(view: MessageView): void {
+    const list = this.list;
+    const last = list.lastElementChild as HTMLElement | null;
+    if (!last || Number(last.dataset.pos) <= view.pos) {
+      list.append(view.root);
+      return;
+    }
+    for (const child of Array.from(list.children) as HTMLElement[]) {
+      if (child !== view.root && Number(child.dataset.pos) > view.pos) {
+        list.insertBefore(view.root, child);
+        return;
+      }
+    }
+    list.append(view.root);
+  }
+
+  upsert(item: ChatItem): void {
+    let view = this.views.get(item.id);
+    if (!view) {
+      const id = item.id;
+      view = this.newView(item.role, item.pos, () => id);
+      this.views.set(item.id, view);
+      view.update(item);
+      this.insertByPos(view);
+    } else {
+      const moved = view.pos !== item.pos;
+      view.update(item);
+      if (moved) this.insertByPos(view);
+    }
+  }
+
+  startLive(id: string): MessageView {
+    if (this.live) this.endLive(null);
+    // Filed under its message's id when it ends; fetches go by the id it has then.
+    let messageId = id;
+    const live = this.newView("assistant", Number.MAX_SAFE_INTEGER, () => messageId);
+    this.liveIds.set(live, (next) => {
+      messageId = next;
+    });
+    this.live = live;
+    live.root.dataset.id = id;
+    live.root.classList.add("neta-is-live");
+    this.liveHost.append(live.root);
+    this.options.onLiveChange?.();
+    return live;
+  }
+
+  endLive(id: string | null): void {
+    const view = this.live;
+    this.live = null;
+    if (!view) return;
+    view.root.classList.remove("neta-is-live");
+    if (id === null || this.views.has(id)) {
+      view.destroy();
+    } else {
+      // The streamed response is now this message: same DOM, filed into the list.
+      this.liveIds.get(view)?.(id);
+      this.views.set(id, view);
+      this.insertByPos(view);
+    }
+    this.options.onLiveChange?.();
+  }
+
+  /** Replace the live response by the one a snapshot carries (or none). */
+  showLive(snapshot: LiveSnapshot | null): void {
+    if (this.live) {
+      this.live.destroy();
+      this.live = null;
+    }
+    if (!snapshot) {
+      this.options.onLiveChange?.();
+      return;
+    }
+    const view = this.startLive(snapshot.id);
+    if (snapshot.thinking) {
+      view.appendThinking(snapshot.thinking);
+      if (!snapshot.thinking_open) view.thinkingDone();
+    }
+    if (snapshot.text) view.appendText(snapshot.text);
+  }
+
+  /** Apply one streamed op of this transcript. */
+  apply(op: ChatOp): void {
+    switch (op.op) {
+      case "live":
+        this.startLive(op.id);
+        break;
+      case "thinking":
+        (this.live ?? this.startLive("live")).appendThinking(op.text);
+        break;
+      case "thinking_done":
+        this.live?.thinkingDone();
+        break;
+      case "text":
+        (this.live ?? this.startLive("live")).appendText(op.text);
+        break;
+      case "end":
+        this.endLive(op.id);
+        break;
+      case "item":
+        this.upsert(op.item);
+        break;
+    }
+  }
+
+  /** Remove the drawn messages that are not among `items`. */
+  pruneTo(items: readonly ChatItem[]): void {
+    const ids = new Set(items.map((item) => item.id));
+    for (const [id, view] of this.views) {
+      if (!ids.has(id)) {
+        view.destroy();
+        this.views.delete(id);
+      }
+    }
+  }
+
+  clear(): void {
+    for (const view of this.views.values()) view.destroy();
+    this.views.clear();
+    this.live?.destroy();
+    this.live = null;
+  }
+
+  setLang(lang: Lang): void {
+    for (const view of this.views.values()) view.setLang(lang);
+    this.live?.setLang(lang);
+  }
+
+  /** The index of the oldest message drawn, or null. */
+  firstIndex(): number | null {
+    let first: number | null = null;
+    for (const view of this.views.values()) {
+      const index = Number(view.root.dataset.index);
+      if (Number.isFinite(index) && (first === null || index < first)) first = index;
+    }
+    return first;
+  }
+
+  /** The complete items with these ids as drawn now, or null when one is unknown. */
+  items(ids: readonly string[]): ChatItem[] | null {
+    const found: ChatItem[] = [];
+    for (const id of ids) {
+      const item = this.views.get(id)?.currentItem();
+      if (!item) return null;
+      found.push(item);
+    }
+    return found;
+  }
+
+  /** Every message drawn, in order, as complete items. */
+  allItems(): ChatItem[] {
+    const byNode = new Map<Element, MessageView>();
+    for (const view of this.views.values()) byNode.set(view.root, view);
+    const items: ChatItem[] = [];
+    for (const child of Array.from(this.list.children)) {
+      const item = byNode.get(child)?.currentItem();
+      if (item) items.push(item);
+    }
+    return items;
+  }
+
+  /** The live response as a snapshot (what a saved state keeps of it). */
+  liveSnapshot(): LiveSnapshot | null {
+    const live = this.live;
+    return live ? live.liveSnapshot() : null;
+  }
+
+  /**
+   * Consecutive thinking-only responses of one turn (a model that thinks, calls an
+   * internal tool such as `todo`, and thinks again) show as one thinking block: the
+   * thinking of each such message moves into the next message's block, which still
+   * streams and folds, and the emptied messages are hidden. A user message or a marker
+   * ends the run. Runs once per batch of changes, not per delta.
+   */
+  mergeThinking(): void {
+    const byNode = new Map<Element, MessageView>();
+    for (const view of this.views.values()) byNode.set(view.root, view);
+    const ordered: MessageView[] = [];
+    for (const child of Array.from(this.list.children)) {
+      const view = byNode.get(child);
+      if (view) ordered.push(view);
+    }
+    if (this.live) ordered.push(this.live);
+    let run: MessageView[] = []; // thinking-only messages waiting for the next block
+    const flush = (into: MessageView | null) => {
+      // `into` shows the run's thinking; without one, the run's last message does.
+      const shown = into ?? run[run.length - 1] ?? null;
+      const hidden = into ? run : run.slice(0, -1);
+      for (const view of hidden) view.setMerged(true);
+      if (shown) {
+        shown.setMerged(false);
+        const earlier = into ? run : run.slice(0, -1);
+        shown.setThinkingPrefix(earlier.map((view) => view.thinkingText).join("\n\n"));
+      }
+      run = [];
+    };
+    for (const view of ordered) {
+      if (view.role !== "assistant") {
+        flush(null);
+        view.setMerged(false);
+        continue;
+      }
+      if (view.thinkingOnly) {
+        view.setThinkingPrefix("");
+        run.push(view);
+        continue;
+      }
+      if (run.length > 0 && view.thinkingText) {
+        flush(view);
+      } else {
+        flush(null);
+        view.setMerged(false);
+        view.setThinkingPrefix("");
+      }
+    }
+    flush(null);
+  }
+}
