@@ -389,19 +389,30 @@ class SessionStore:
         for child in children:
             if child != session_id:
                 self.delete_session(child)
+        # The reads stay outside the deleting transaction: a transaction that reads first
+        # and then writes fails at once ("database is locked") when another connection
+        # writes meanwhile, instead of waiting its turn.
+        referenced = self._blob_references(session_id)
         with self._transaction() as db:
-            referenced = self.blobs.referenced(
-                row[0] for table in ("messages", "drafts") for row in db.execute(
-                    f"SELECT data FROM {table} WHERE session_id = ?", (session_id,)))
             for table in ("sessions", "drafts", "views"):
                 key = "id" if table == "sessions" else "session_id"
                 db.execute(f"DELETE FROM {table} WHERE {key} = ?", (session_id,))
             db.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
-            unused = [digest for digest in referenced if not any(
-                db.execute(f"SELECT 1 FROM {table} WHERE instr(data, ?) > 0 LIMIT 1",
-                           (digest,)).fetchone() for table in ("messages", "drafts"))]
-        self.blobs.remove(unused)
+        if referenced:
+            with self._lock:
+                unused = [digest for digest in referenced if not any(
+                    self._db.execute(f"SELECT 1 FROM {table} WHERE instr(data, ?) > 0 LIMIT 1",
+                                     (digest,)).fetchone() for table in ("messages", "drafts"))]
+            self.blobs.remove(unused)
         self._changed(session_id)
+
+    def _blob_references(self, session_id: str) -> set[str]:
+        if self.blobs.directory is None:
+            return set()
+        with self._lock:
+            rows = [row[0] for table in ("messages", "drafts") for row in self._db.execute(
+                f"SELECT data FROM {table} WHERE session_id = ?", (session_id,)).fetchall()]
+        return self.blobs.referenced(rows)
 
     # --- messages ---------------------------------------------------------------------
     def append_message(self, session_id: str, message: Message) -> None:
