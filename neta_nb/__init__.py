@@ -3,6 +3,7 @@
 The public surface is the names in ``__all__``; everything else is internal.
 """
 
+from .attachments import Attachment, AttachmentError
 from .messages import Message, Usage
 from .ownership import SessionBusyError
 from .providers import ScriptedProvider
@@ -13,6 +14,7 @@ from .todo import TodoItem, TodoStore, TodoSummary
 from .tools import (
     AgentToolConfig,
     PromptPreview,
+    RichResult,
     Tool,
     ToolArgumentError,
     ToolCatalog,
@@ -29,8 +31,11 @@ __all__ = [
     "Agent",
     "AgentSession",
     "AgentToolConfig",
+    "Attachment",
+    "AttachmentError",
     "Message",
     "PromptPreview",
+    "RichResult",
     "ScriptedProvider",
     "SessionBusyError",
     "SessionStore",

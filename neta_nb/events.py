@@ -11,7 +11,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    TypeAdapter,
+    model_serializer,
+)
 
 __all__ = [
     "ApprovalDecision",
@@ -85,6 +92,17 @@ class ToolResultEvent(_Event):
     name: str
     result: str
     is_error: bool = False
+    outputs: list[dict[str, Any]] = Field(default_factory=list)
+    """What the card displays besides the text (:class:`~neta_nb.messages.DisplayItem`
+    dumps: figures, tables); empty for plain results, and then left out of the dump so a
+    plain result keeps the shape it always had."""
+
+    @model_serializer(mode="wrap")
+    def _without_empty_outputs(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and not data.get("outputs", True):
+            del data["outputs"]
+        return data
 
 
 class SkillStartEvent(_Event):

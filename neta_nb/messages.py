@@ -19,13 +19,17 @@ import json
 import re
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 __all__ = [
     "MAX_NESTING",
+    "DisplayItem",
+    "DocumentPart",
+    "FileTextPart",
+    "ImagePart",
     "Interruption",
     "Message",
     "MessageMetadata",
@@ -48,6 +52,7 @@ __all__ = [
     "encodable_value",
     "load_messages",
     "new_id",
+    "unseen_images_text",
     "valid_conversation",
 ]
 
@@ -159,16 +164,101 @@ class ToolCallPart(_Model):
     raw_args: str | None = None
 
 
+class _Binary(_Model):
+    """Bytes carried by a message (base64 in ``data``). The store keeps large ones as files
+    beside its database and records their ``sha256`` instead; ``data`` is ``None`` for an
+    item whose file has gone missing (shown as a placeholder, sent as a description)."""
+
+    media_type: str
+    data: str | None = None
+    sha256: str | None = None
+    name: str | None = None
+    size: int = 0
+    """Bytes before base64 encoding."""
+
+    @property
+    def available(self) -> bool:
+        return self.data is not None
+
+
+class ImagePart(_Binary):
+    """An image the model sees: an attachment of a user message or a figure a tool made."""
+
+    type: Literal["image"] = "image"
+    width: int = 0
+    height: int = 0
+
+    def describe(self) -> str:
+        """``640×480 PNG``: the words a model without vision reads instead."""
+        kind = self.media_type.split("/")[-1].upper()
+        return f"{self.width}×{self.height} {kind}" if self.width else kind
+
+
+class DocumentPart(_Binary):
+    """A PDF attached to a user message (for models that read documents)."""
+
+    type: Literal["document"] = "document"
+
+
+class FileTextPart(_Model):
+    """A text file attached to a user message (csv, md, py, json, txt): sent to the model
+    as a text block under its name. Not part of :attr:`Message.text`, which is what the
+    user typed."""
+
+    type: Literal["file_text"] = "file_text"
+    name: str
+    media_type: str = "text/plain"
+    text: str
+    size: int = 0
+
+    def prompt_text(self) -> str:
+        """The file as the model reads it: its content under its name."""
+        return f'<file name="{self.name}">\n{self.text}\n</file>'
+
+
+def unseen_images_text(images: Sequence[ImagePart], noun: str = "figure") -> str:
+    """What a model that cannot see images reads instead of them:
+    ``1 figure, 640×480, not shown to this model``. Images whose stored file is missing
+    are said to be so."""
+    shown = [image for image in images if image.available]
+    lines = []
+    if shown:
+        sizes = ", ".join(f"{i.width}×{i.height}" if i.width else i.media_type for i in shown)
+        plural = noun if len(shown) == 1 else noun + "s"
+        lines.append(f"[{len(shown)} {plural}, {sizes}, not shown to this model]")
+    missing = len(images) - len(shown)
+    if missing:
+        lines.append(f"[{missing} {noun if missing == 1 else noun + 's'} no longer "
+                     "available: the stored file is missing]")
+    return "\n".join(lines)
+
+
+class DisplayItem(_Binary):
+    """One thing a tool card shows, as a notebook cell would: ``image/png``,
+    ``image/jpeg``, ``image/svg+xml`` (``data`` is the SVG text), ``text/html`` (sanitized
+    when shown), ``text/markdown``. Images also go to the model (as :class:`ImagePart`)."""
+
+    type: Literal["display"] = "display"
+    width: int = 0
+    height: int = 0
+    text: str | None = None
+    """For text kinds (HTML, SVG, markdown) the text itself; ``data`` stays ``None``."""
+
+
 class ToolResultPart(_Model):
     type: Literal["tool_result"] = "tool_result"
     tool_call_id: str
     name: str
     content: str
     is_error: bool = False
+    images: list[ImagePart] = Field(default_factory=list)
+    """Figures the tool made, for models that see images (older rows have none)."""
 
 
 Part = Annotated[
-    TextPart | ThinkingPart | ToolCallPart | ToolResultPart, Field(discriminator="type")
+    TextPart | ThinkingPart | ToolCallPart | ToolResultPart | ImagePart | DocumentPart
+    | FileTextPart,
+    Field(discriminator="type")
 ]
 
 
@@ -245,6 +335,8 @@ class ToolExecution(_Model):
     args: dict[str, Any] = Field(default_factory=dict)
     status: RunStatus = "running"
     result: str | None = None
+    outputs: list[DisplayItem] = Field(default_factory=list)
+    """What the card displays besides the text: figures, tables, images."""
     subagent: SubagentRun | None = None
     """Set for a ``delegate`` call: the child it ran."""
 
@@ -282,10 +374,11 @@ class Message(_Model):
 
     @classmethod
     def tool_result(
-        cls, tool_call_id: str, name: str, content: str, *, is_error: bool = False
+        cls, tool_call_id: str, name: str, content: str, *, is_error: bool = False,
+        images: Sequence[ImagePart] = (),
     ) -> Message:
         part = ToolResultPart(tool_call_id=tool_call_id, name=name, content=content,
-                              is_error=is_error)
+                              is_error=is_error, images=list(images))
         return cls(role="tool", parts=[part])
 
     # --- views --------------------------------------------------------------------
@@ -319,6 +412,21 @@ class Message(_Model):
         return f"Message({self.role}, {shown!r}{tail})"
 
     @property
+    def attachments(self) -> list[ImagePart | DocumentPart | FileTextPart]:
+        """The files attached to a user message, in order."""
+        return [p for p in self.parts if isinstance(p, ImagePart | DocumentPart | FileTextPart)]
+
+    def binaries(self) -> Iterator[_Binary]:
+        """Every item carrying bytes: attachments, tool result images, card outputs."""
+        for part in self.parts:
+            if isinstance(part, ImagePart | DocumentPart):
+                yield part
+            elif isinstance(part, ToolResultPart):
+                yield from part.images
+        for execution in self.metadata.tool_executions:
+            yield from execution.outputs
+
+    @property
     def tool_name(self) -> str | None:
         """For a ``tool`` message, the name of the tool whose result it carries."""
         results = self.tool_results
@@ -347,6 +455,8 @@ def count_characters(messages: Iterable[Message]) -> int:
                 total += len(part.name) + len(part.raw_args or json.dumps(part.args))
             elif isinstance(part, ToolResultPart):
                 total += len(part.content)
+            elif isinstance(part, FileTextPart):
+                total += len(part.text) + len(part.name)
     return total
 
 

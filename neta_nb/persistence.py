@@ -85,7 +85,9 @@ class SessionPersistence:
         leave both, and resume would show the answer twice."""
         if self._writer is None:
             return
-        session_id, message_id, data = self.session_id, message.id, message.model_dump_json()
+        assert self.store is not None
+        data = self.store.blobs.encode(message)
+        session_id, message_id = self.session_id, message.id
 
         def apply(db: sqlite3.Connection) -> None:
             put_message(db, session_id, message_id, data)
@@ -98,7 +100,8 @@ class SessionPersistence:
     def draft(self, message: Message) -> None:
         if self._writer is None:
             return
-        session_id, data = self.session_id, message.model_dump_json()
+        assert self.store is not None
+        session_id, data = self.session_id, self.store.blobs.encode(message)
         self._submit("the draft of the streaming answer",
                      lambda db: put_draft(db, session_id, data), key="draft",
                      notify=False)

@@ -21,12 +21,13 @@ import contextlib
 import dataclasses
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from .agent import Agent
 from .approvals import ApprovalPolicy, Approvals
+from .attachments import attachment_parts
 from .compaction import CompactionError, compact_view
 from .crew import Crew, CrewLink, add_usage
 from .event_hub import EventHub
@@ -274,12 +275,13 @@ class AgentSession:
         return self._approvals.attach()
 
     # --- commands from a UI -----------------------------------------------------------
-    def handle_command(self, command: Command | dict[str, Any]) -> asyncio.Task[Any] | None:
+    def handle_command(self, command: Command | dict[str, Any],
+                       attachments: Sequence[Any] = ()) -> asyncio.Task[Any] | None:
         """Apply a UI→server command (``send``, ``stop``, ``set_thinking_level``,
         ``approve``). ``send`` starts a turn and returns its task."""
         cmd = parse_command(command) if isinstance(command, dict) else command
         if isinstance(cmd, SendCommand):
-            return self.start(cmd.text)
+            return self.start(cmd.text, attachments=attachments)
         if isinstance(cmd, StopCommand):
             if cmd.subagent is not None:
                 self.stop_subagent(cmd.subagent)
@@ -309,12 +311,15 @@ class AgentSession:
         return self._crew.stop(call_id)
 
     # --- running turns ----------------------------------------------------------------
-    def start(self, prompt: str) -> asyncio.Task[Any]:
+    def start(self, prompt: str, attachments: Sequence[Any] | None = None
+              ) -> asyncio.Task[Any]:
         """Run a turn in the background and return its task; the notebook cell returns
-        at once, so Stop and other widget messages keep working."""
+        at once, so Stop and other widget messages keep working. ``attachments`` as for
+        :meth:`run`; a refused one raises :class:`AttachmentError` here, before any turn."""
         self._check_idle()
+        prompt_message = self._prompt_message(prompt, attachments)
         turn = self._turn = Turn()
-        task = asyncio.get_running_loop().create_task(self._run(prompt, turn),
+        task = asyncio.get_running_loop().create_task(self._run(prompt_message, turn),
                                                       name=f"neta_nb turn {self.id}")
         turn.task = task
 
@@ -358,14 +363,29 @@ class AgentSession:
             turn.interrupted = turn.cancel_requested = True
             turn.task.cancel()
 
-    async def run(self, prompt: str) -> Message | None:
+    async def run(self, prompt: str, attachments: Sequence[Any] | None = None
+                  ) -> Message | None:
         """Run one turn to its end and return the last assistant message. Provider
-        failures are reported as an ``error`` event, not raised."""
-        self._check_idle()
-        turn = self._turn = Turn(task=asyncio.current_task())
-        return await self._run(prompt, turn)
+        failures are reported as an ``error`` event, not raised.
 
-    async def _run(self, prompt: str, turn: Turn) -> Message | None:
+        ``attachments``: files for the model — paths, ``(bytes, media_type)``, PIL images
+        or :class:`~neta_nb.attachments.Attachment` (see :mod:`neta_nb.attachments`). One
+        the model cannot take raises :class:`AttachmentError` before anything is sent
+        or stored."""
+        self._check_idle()
+        prompt_message = self._prompt_message(prompt, attachments)
+        turn = self._turn = Turn(task=asyncio.current_task())
+        return await self._run(prompt_message, turn)
+
+    def _prompt_message(self, prompt: str, attachments: Sequence[Any] | None) -> Message:
+        message = Message.user(encodable(prompt))
+        if attachments:
+            info = self.provider.info
+            message.parts.extend(attachment_parts(attachments, capabilities=info.capabilities,
+                                                  model=self.provider.model_id))
+        return message
+
+    async def _run(self, prompt_message: Message, turn: Turn) -> Message | None:
         turn.begun = True
         self._events.bind_to_running_loop()
         claim: TurnClaim | None = None
@@ -375,7 +395,7 @@ class AgentSession:
             if self.store is not None:
                 claim = TurnClaim.take(self.store.path, self.id)
             self._crew.begin_turn()
-            self._append(Message.user(encodable(prompt)))
+            self._append(prompt_message)
             if turn.cancel_requested:
                 turn.stop_reason = "cancelled"
                 return None

@@ -25,6 +25,7 @@ from typing import Any
 import platformdirs
 from pydantic import BaseModel, Field, ValidationError
 
+from .blobs import BlobFiles
 from .messages import Message, Usage
 from .ownership import ProcessOwner
 
@@ -241,6 +242,9 @@ class SessionStore:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
         _migrate(self._db)
+        self.blobs = BlobFiles(None if str(self.path) == ":memory:"
+                               else self.path.with_name(self.path.name + ".blobs"))
+        """Where large images and documents of messages are kept (see :mod:`neta_nb.blobs`)."""
         self._listeners: list[Callable[[str], None]] = []
         self.warnings: list[str] = []
         """Problems met while reading (corrupt rows skipped), newest last."""
@@ -377,25 +381,44 @@ class SessionStore:
         return settled
 
     def delete_session(self, session_id: str) -> None:
-        """Delete a session and the sub-agent sessions it ran (theirs too)."""
+        """Delete a session and the sub-agent sessions it ran (theirs too), and the blob
+        files no other session uses."""
         with self._lock:
             children = [row[0] for row in self._db.execute(
                 "SELECT id FROM sessions WHERE parent_id = ?", (session_id,)).fetchall()]
         for child in children:
             if child != session_id:
                 self.delete_session(child)
+        # The reads stay outside the deleting transaction: a transaction that reads first
+        # and then writes fails at once ("database is locked") when another connection
+        # writes meanwhile, instead of waiting its turn.
+        referenced = self._blob_references(session_id)
         with self._transaction() as db:
             for table in ("sessions", "drafts", "views"):
                 key = "id" if table == "sessions" else "session_id"
                 db.execute(f"DELETE FROM {table} WHERE {key} = ?", (session_id,))
             db.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+        if referenced:
+            with self._lock:
+                unused = [digest for digest in referenced if not any(
+                    self._db.execute(f"SELECT 1 FROM {table} WHERE instr(data, ?) > 0 LIMIT 1",
+                                     (digest,)).fetchone() for table in ("messages", "drafts"))]
+            self.blobs.remove(unused)
         self._changed(session_id)
+
+    def _blob_references(self, session_id: str) -> set[str]:
+        if self.blobs.directory is None:
+            return set()
+        with self._lock:
+            rows = [row[0] for table in ("messages", "drafts") for row in self._db.execute(
+                f"SELECT data FROM {table} WHERE session_id = ?", (session_id,)).fetchall()]
+        return self.blobs.referenced(rows)
 
     # --- messages ---------------------------------------------------------------------
     def append_message(self, session_id: str, message: Message) -> None:
         """Add a message at the end of a session's history; a message whose id is already
         stored is replaced in place (metadata updates after tool runs)."""
-        data = message.model_dump_json()
+        data = self.blobs.encode(message)
         with self._transaction() as db:
             put_message(db, session_id, message.id, data)
         self._changed(session_id)
@@ -412,7 +435,7 @@ class SessionStore:
         messages = []
         for seq, data in rows:
             try:
-                messages.append(Message.model_validate_json(_text(data)))
+                messages.append(self.blobs.restore(Message.model_validate_json(_text(data))))
             except ValidationError as exc:
                 # Shown where it was (an empty message carrying the error: it never goes
                 # to the model), not dropped without a trace.
@@ -433,7 +456,7 @@ class SessionStore:
     def save_draft(self, session_id: str, message: Message) -> None:
         """Checkpoint the assistant message being streamed (replaced on each call)."""
         with self._transaction() as db:
-            put_draft(db, session_id, message.model_dump_json())
+            put_draft(db, session_id, self.blobs.encode(message))
 
     def take_draft(self, session_id: str) -> Message | None:
         """Remove and return the draft left by a turn that never finished, if any."""
@@ -449,7 +472,7 @@ class SessionStore:
         if row is None:
             return None
         try:
-            return Message.model_validate_json(_text(row[0]))
+            return self.blobs.restore(Message.model_validate_json(_text(row[0])))
         except ValidationError as exc:
             self._warn(f"session {session_id}: unreadable draft dropped ({_first_error(exc)})")
             return None

@@ -42,6 +42,7 @@ from .messages import (
 from .tools import Tool, ToolArgumentError, ToolContext
 from .tools.base import ProgressCallback, ToolFailure
 from .tools.resolver import ToolResolution
+from .tools.rich import RichResult
 
 __all__ = ["INTERRUPTED_TEXT", "ContextFactory", "ToolLimits", "ToolRunner", "bound_result"]
 
@@ -211,11 +212,12 @@ class ToolRunner:
 
         try:
             outcome: Outcome
+            rich: RichResult | None = None
             if tool is None:
                 content, outcome = resolution.refusal(call.name), "error"
             else:
-                content, outcome = await self._execute(call, on_progress, limits.timeout,
-                                                       set_status)
+                content, outcome, rich = await self._execute(call, on_progress,
+                                                             limits.timeout, set_status)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a bug in the approval path or the context: never fatal
@@ -234,10 +236,13 @@ class ToolRunner:
         # For the model a rejected call is an error result; the card says what happened.
         is_error = outcome != "done"
 
+        outputs = rich.items if rich is not None else []
         if tool_record is not None:
             tool_record.status, tool_record.result = outcome, content
+            tool_record.outputs = outputs
             self._emit(ToolResultEvent(id=call.id, name=call.name, result=content,
-                                       is_error=is_error))
+                                       is_error=is_error,
+                                       outputs=[item.model_dump() for item in outputs]))
         elif skill_record is not None:
             skill_record.status = outcome
             skill_record.result = content
@@ -249,7 +254,9 @@ class ToolRunner:
             self._on_todo_written()
         if tool_record is not None or skill_record is not None:
             self._persist(message)
-        return Message.tool_result(call.id, call.name, content, is_error=is_error)
+        images = rich.images() if rich is not None else []
+        return Message.tool_result(call.id, call.name, content, is_error=is_error,
+                                   images=images)
 
     def close_unanswered(self, messages: Sequence[Message], why: str,
                          live_calls: dict[str, object]) -> None:
@@ -318,9 +325,20 @@ class ToolRunner:
 
     async def _execute(self, call: ToolCallPart, on_progress: ProgressCallback,
                        default_timeout: float,
-                       set_status: Callable[[RunStatus], None]) -> tuple[str, Outcome]:
+                       set_status: Callable[[RunStatus], None],
+                       ) -> tuple[str, Outcome, RichResult | None]:
         """Run a call the request allowed; every failure becomes an error result the model
-        can read."""
+        can read. The result's display items come along when the call succeeded."""
+        content, outcome = await self._execute_text(call, on_progress, default_timeout,
+                                                    set_status)
+        if isinstance(content, RichResult):
+            return content.model_text(), outcome, content
+        return content, outcome, None
+
+    async def _execute_text(self, call: ToolCallPart, on_progress: ProgressCallback,
+                            default_timeout: float,
+                            set_status: Callable[[RunStatus], None],
+                            ) -> tuple[str | RichResult, Outcome]:
         if call.raw_args is not None:
             return (f"The arguments for '{call.name}' were not a JSON object: "
                     f"{call.raw_args[:500]!r}. Call the tool again with valid JSON."), "error"
@@ -332,7 +350,7 @@ class ToolRunner:
         deadline = asyncio.timeout(timeout)
         try:
             async with deadline:
-                return await tool.invoke(dict(call.args), ctx), "done"
+                return await tool.invoke_rich(dict(call.args), ctx), "done"
         except (ToolArgumentError, ToolFailure) as exc:
             return str(exc), "error"
         except TimeoutError as exc:

@@ -86,7 +86,7 @@ def test_dumped_json_uses_type_discriminators() -> None:
         "thinking", "text", "thinking", "thinking", "tool_call", "tool_call"]
     assert data[2]["parts"][0] == {"type": "tool_result", "tool_call_id": "call_1",
                                    "name": "todo", "content": '{"todos": []}',
-                                   "is_error": False}
+                                   "is_error": False, "images": []}
 
 
 def test_unknown_fields_and_part_types_are_rejected() -> None:

@@ -38,6 +38,9 @@ CORE_EXTRAS = {
     "preview_prompt": "the prompt preview DESIGN §2 says shares the resolver",
     "ToolResolution": "resolve_tools' result type",
     "ToolArgumentError": "what a tool raises (or sees) for arguments the schema rejects",
+    "RichResult": "DESIGN §8's documented return type for rich tool output",
+    "Attachment": "the documented form of one file for session.run(attachments=...)",
+    "AttachmentError": "what run/start raise for an attachment refused before sending",
 }
 WIDGETS_EXTRAS: dict[str, str] = {}
 

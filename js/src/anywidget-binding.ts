@@ -73,6 +73,8 @@ export interface RequestOptions {
   timeout?: number;
   /** Give up earlier (the view went away, the user cancelled). */
   signal?: AbortSignal;
+  /** Binary buffers sent with the request (attached files). */
+  buffers?: ArrayBuffer[];
 }
 
 /**
@@ -165,7 +167,7 @@ export function request<T>(
     }
     signal.addEventListener("abort", onAbort);
     model.on("msg:custom", onMessage);
-    model.send({ ...payload, kind, id });
+    model.send({ ...payload, kind, id }, undefined, options.buffers);
   });
 }
 

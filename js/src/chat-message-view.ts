@@ -10,6 +10,7 @@
  * the chat view turns into the saved `messages` trait, keeps the preview. A response this
  * view streamed itself is whole in the DOM already and stays so.
  */
+import { attachmentChip } from "./attachments";
 import type { Nesting } from "./chat-transcript";
 import type { ChatCard, ChatItem, FullTextRequest, LiveSnapshot } from "./chat-view-traits";
 import { createCutNote, type CutNote, type FetchWhole } from "./cut-text";
@@ -72,6 +73,7 @@ export class MessageView {
   private readonly cards = new Map<string, CardView>();
   private status: HTMLDivElement | null = null;
   private userText: HTMLDivElement | null = null;
+  private userFiles: HTMLDivElement | null = null;
   readonly role: ChatItem["role"];
   private readonly textNote: CutNote;
   private readonly thinkingNote: CutNote;
@@ -98,7 +100,9 @@ export class MessageView {
     this.thinkingNote = createCutNote(lang, (text) => this.showWhole("thinking", text));
     if (role === "user") {
       this.userText = element("div", "neta-chat-bubble");
-      this.root.append(this.userText, this.textNote.root);
+      this.userFiles = element("div", "neta-chat-attachments");
+      this.userFiles.hidden = true;
+      this.root.append(this.userText, this.userFiles, this.textNote.root);
     } else if (role === "assistant") {
       const header = element("div", "neta-chat-msg-header");
       const avatar = element("span", "neta-chat-avatar");
@@ -229,6 +233,11 @@ export class MessageView {
       if (!item.text_chars) this.whole.text = null;
       this.userText.textContent = this.whole.text ?? item.text ?? "";
       this.setNote(this.textNote, "text", item.text ?? "", item.text_chars);
+      if (this.userFiles) {
+        const files = item.attachments ?? [];
+        this.userFiles.hidden = files.length === 0;
+        this.userFiles.replaceChildren(...files.map((file) => attachmentChip(file, lang)));
+      }
       return;
     }
     if (this.role === "compaction") {
@@ -345,6 +354,7 @@ export class MessageView {
             args_chars: card.args_chars ?? 0,
             result: card.result,
             result_chars: card.result_chars ?? 0,
+            outputs: card.outputs ?? [],
             lang,
           });
         }

@@ -18,6 +18,9 @@ import { createSessionSidebar, type OpenRequest, type SessionReply, type Session
 
 type Model = AnyModel<Record<string, unknown>>;
 
+/** Megabytes of files to a kernel on a busy machine take longer than a click's reply. */
+const ATTACHMENT_SEND_TIMEOUT_MS = 60_000;
+
 /** `older`: the page before message index `before`. */
 export interface OlderRequest {
   before: number;
@@ -74,16 +77,29 @@ const CHAT_TRAITS: readonly (keyof ChatViewState & string)[] = [
   "notice",
   "read_only",
   "store_warning",
+  "attachment_limits",
 ];
 
 export function renderChatView({ model: anyModel, el }: Pick<RenderProps, "model" | "el">): Cleanup {
   const model = anyModel as Model;
   const command = (body: CommandRequest["command"]) =>
     requestShowingErrors<CommandReply>(model, "command", { command: body } satisfies CommandRequest);
+  // Files travel as the message's binary buffers, in the order of `attachments`.
+  const sendWithFiles = async (text: string, files: File[]) => {
+    if (files.length === 0) return command({ type: "send", text });
+    const buffers = await Promise.all(files.map((file) => file.arrayBuffer()));
+    const attachments = files.map((file) => ({ name: file.name, media_type: file.type, size: file.size }));
+    return requestShowingErrors<CommandReply>(
+      model,
+      "command",
+      { command: { type: "send", text, attachments } } satisfies CommandRequest,
+      { buffers, timeout: ATTACHMENT_SEND_TIMEOUT_MS },
+    );
+  };
   const view = createChatView(el, {
     lang: model.get("lang") as ChatViewState["lang"],
     actions: {
-      send: (text) => command({ type: "send", text }),
+      send: (text, files) => sendWithFiles(text, files),
       stop: () => command({ type: "stop" }),
       setLevel: (level) => command({ type: "set_thinking_level", level }),
       approve: (id, decision) => command({ type: "approve", id, decision }),

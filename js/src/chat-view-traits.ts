@@ -6,6 +6,7 @@
  * A field `f` that state holds a preview of comes with `f_chars`, the whole one's length
  * (`_state_bounds.py`); `full_text` fetches the whole.
  */
+import type { DisplayItem } from "./rich-output";
 import type { Lang } from "./i18n";
 import type { RunStatus } from "./status-icon";
 import type { ThinkLevel } from "./thinking-level-selector";
@@ -28,6 +29,8 @@ export interface ChatCard {
   args_chars?: number;
   step_chars?: number;
   detail_chars?: number;
+  /** What a tool displayed (figures, tables); tool cards only. */
+  outputs?: DisplayItem[];
   /** A `delegate` call's sub-agent (kind "subagent"). */
   subagent?: SubagentPart;
 }
@@ -58,6 +61,19 @@ export interface SubagentPart {
   live: LiveSnapshot | null;
 }
 
+/** A file attached to a user message, as the transcript shows it (Python: ChatAttachment). */
+export interface ChatAttachment {
+  name: string;
+  media_type: string;
+  size: number;
+  width?: number;
+  height?: number;
+  /** Base64 of a small enough image, for a thumbnail; null otherwise. */
+  thumbnail?: string | null;
+  /** The stored file is gone (resume after it was deleted). */
+  missing?: boolean;
+}
+
 export interface ChatItem {
   id: string;
   role: "user" | "assistant" | "compaction";
@@ -75,6 +91,7 @@ export interface ChatItem {
   text_chars?: number;
   thinking_chars?: number;
   error_chars?: number;
+  attachments?: ChatAttachment[];
 }
 
 export interface Approval {
@@ -113,6 +130,14 @@ export interface ChatViewState {
   /** A stored session of another kernel shown read-only; null (or `{}` from the trait)
    * for a live chat. */
   read_only: ReadOnlyState | null;
+  /** Python: ChatView.attachment_limits (neta_nb.attachments.AttachmentLimits). */
+  attachment_limits: AttachmentLimitsState | null;
+}
+
+export interface AttachmentLimitsState {
+  max_file_bytes: number;
+  max_total_bytes: number;
+  max_count: number;
 }
 
 /** Python: the `read_only` trait of ChatView. */

@@ -11,6 +11,7 @@
  * Messages are keyed by id and updated in place (`chat-message-view.ts`); the wire format
  * lives in `chat-view-traits.ts`, beside the Python side it mirrors (`_chat_state.py`).
  */
+import { createAttachmentTray } from "./attachments";
 import "./chat-view.css";
 import { createReadOnlyBar } from "./chat-read-only";
 import { applyNestedOps, Transcript, type Nesting } from "./chat-transcript";
@@ -37,7 +38,8 @@ export type {
 } from "./chat-view-traits";
 
 export interface ChatActions {
-  send(text: string): Promise<unknown>;
+  /** Send a prompt with the files attached to it (possibly none). */
+  send(text: string, files: File[]): Promise<unknown>;
   stop(): Promise<unknown>;
   setLevel(level: string): Promise<unknown>;
   approve(id: string, decision: "allow_once" | "allow_always" | "reject"): Promise<unknown>;
@@ -93,6 +95,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     height: "640px",
     lang: normalizeLang(options.lang),
     read_only: null,
+    attachment_limits: null,
   };
   const lang = () => state.lang;
   const agentName = () => state.agent?.name || "Assistant";
@@ -138,8 +141,15 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
   const statsHost = element("div", "neta-chat-stats");
   const sendButton = element("button", "neta-chat-send");
   sendButton.type = "button";
-  toolbar.append(agentWrap, levelHost, spacer, statsHost, sendButton);
-  inputBar.append(inputError.root, textarea, toolbar);
+  const attachments = createAttachmentTray({
+    lang,
+    dropTarget: root,
+    onRefuse: (message) => (message === null ? inputError.clear() : inputError.show(new Error(message))),
+    onChange: () => renderChrome(),
+  });
+  // Seed 002 §9.2: [Agent] [attachments] [thinking level] … context, send.
+  toolbar.append(agentWrap, attachments.button, levelHost, spacer, statsHost, sendButton);
+  inputBar.append(inputError.root, attachments.tray, textarea, toolbar);
   const readOnlyBar = createReadOnlyBar(lang, {
     refresh: actions.refresh,
     takeOver: actions.takeOver,
@@ -299,7 +309,9 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     textarea.setAttribute("aria-label", label("placeholder", { agent: agentName() }));
     sendButton.textContent = label(state.running ? "stop" : "send");
     sendButton.classList.toggle("neta-is-stop", state.running);
-    sendButton.disabled = !state.running && textarea.value.trim() === "";
+    sendButton.disabled = !state.running && !canSend();
+    attachments.setDisabled(state.running);
+    attachments.render();
     renderAgents();
     // Read-only: the read-only bar replaces the input; nothing is sent from here.
     inputBar.hidden = state.read_only !== null;
@@ -308,17 +320,24 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
   }
 
   // --- input ----------------------------------------------------------------------------
+  function canSend(): boolean {
+    return textarea.value.trim() !== "" || attachments.files().length > 0;
+  }
+
   function send(): void {
     const text = textarea.value.trim();
-    if (!text || state.running || !actions.send) return;
+    const files = attachments.files();
+    if (!canSend() || state.running || !actions.send) return;
     const typed = textarea.value;
     textarea.value = "";
+    attachments.clear();
     inputError.clear();
     stuck = true;
     autosize();
     renderChrome();
-    actions.send(text).catch((error) => {
-      textarea.value = typed; // nothing was sent: give the text back
+    actions.send(text, files).catch((error) => {
+      textarea.value = typed; // nothing was sent: give the text and the files back
+      attachments.add(files);
       autosize();
       inputError.show(error);
       renderChrome();
@@ -350,7 +369,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
   };
   const onInput = () => {
     autosize();
-    sendButton.disabled = !state.running && textarea.value.trim() === "";
+    sendButton.disabled = !state.running && !canSend();
   };
   const onSendClick = () => {
     if (state.running) {
@@ -395,6 +414,10 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
       if (patch.agent !== undefined && patch.agent) state.agent = patch.agent;
       if (patch.agents !== undefined) state.agents = Array.isArray(patch.agents) ? patch.agents : [];
       if (patch.height !== undefined) state.height = patch.height;
+      if (patch.attachment_limits !== undefined) {
+        state.attachment_limits = patch.attachment_limits;
+        attachments.setLimits(patch.attachment_limits);
+      }
       if (patch.has_older !== undefined) state.has_older = Boolean(patch.has_older);
       let prune = false;
       if (patch.read_only !== undefined) {
@@ -479,6 +502,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
       textarea.removeEventListener("input", onInput);
       sendButton.removeEventListener("click", onSendClick);
       agentSelect.removeEventListener("change", onAgentChange);
+      attachments.destroy();
       clearAll();
       todoCard.destroy();
       levelSelector.destroy();

@@ -148,8 +148,13 @@ const SANITIZE_OPTIONS = {
 
 /** Sanitized DOM for a markdown string. */
 export function renderMarkdown(text: string): DocumentFragment {
+  return renderSanitizedHtml(marked.parse(text) as string);
+}
+
+/** Sanitized DOM for HTML a tool displayed (a DataFrame's table), by the same rules as
+ * markdown: no script, no style, nothing that loads. */
+export function renderSanitizedHtml(html: string): DocumentFragment {
   installHooks();
-  const html = marked.parse(text) as string;
   heldImages = [];
   const fragment = DOMPurify.sanitize(html, SANITIZE_OPTIONS);
   const held = heldImages;

@@ -13,6 +13,7 @@ import { createCutNote, renderPlainText, type FetchWhole } from "./cut-text";
 import { element, makeToggle, setModifier } from "./dom";
 import { normalizeLang, t, type Lang } from "./i18n";
 import { setMarkdown } from "./markdown";
+import { createRichOutput, type DisplayItem } from "./rich-output";
 import {
   createStatusIcon,
   normalizeRunStatus,
@@ -34,6 +35,8 @@ export interface ToolCardState {
   /** The whole arguments' JSON length when `args` is a preview (-1: too deep to measure);
    * 0 when whole. */
   args_chars: number;
+  /** What the tool displayed: figures, tables (rich-output.ts). */
+  outputs: DisplayItem[];
   expanded: boolean;
   lang: Lang;
 }
@@ -67,6 +70,7 @@ export function createToolCard(el: HTMLElement, options: ToolCardOptions = {}): 
     result: null,
     result_chars: 0,
     args_chars: 0,
+    outputs: [],
     expanded: false,
     lang: normalizeLang(options.lang),
   };
@@ -104,7 +108,8 @@ export function createToolCard(el: HTMLElement, options: ToolCardOptions = {}): 
   body.append(argsTitle, argsView, argsNote.root, resultTitle, resultView, resultNote.root);
   inner.append(body);
   collapsible.append(inner);
-  root.append(header, collapsible);
+  const outputs = createRichOutput();
+  root.append(header, outputs.node, collapsible);
   el.append(root);
 
   const removeToggle = makeToggle(header, () => {
@@ -129,6 +134,7 @@ export function createToolCard(el: HTMLElement, options: ToolCardOptions = {}): 
     tag.className = `neta-tag neta-tool-tag${runStatusTagClass(state.status)}`;
     header.setAttribute("aria-expanded", String(state.expanded));
     collapsible.classList.toggle("neta-is-closed", !state.expanded);
+    outputs.set(state.outputs, lang);
 
     argsTitle.textContent = t(lang, "arguments");
     const hasArgs = state.args && Object.keys(state.args).length > 0;
@@ -197,6 +203,7 @@ export function createToolCard(el: HTMLElement, options: ToolCardOptions = {}): 
       }
       if (patch.result_chars !== undefined) state.result_chars = Number(patch.result_chars) || 0;
       if (patch.args_chars !== undefined) state.args_chars = Number(patch.args_chars) || 0;
+      if (patch.outputs !== undefined) state.outputs = Array.isArray(patch.outputs) ? patch.outputs : [];
       if (patch.expanded !== undefined) state.expanded = Boolean(patch.expanded);
       if (patch.lang !== undefined) state.lang = normalizeLang(patch.lang);
       render();

@@ -147,7 +147,7 @@ export const widgetRenderers: Record<string, WidgetRenderer> = {
           ...options,
           fetchWhole: (field) => fetchWholeText(props.model as Model, el, { field }),
         }),
-      ["name", "label", "status", "args", "args_chars", "result", "result_chars", "expanded", "lang"],
+      ["name", "label", "status", "args", "args_chars", "result", "result_chars", "outputs", "expanded", "lang"],
     ),
   "skill-card": (props) =>
     bindComponent<SkillCardState, ReturnType<typeof createSkillCard>>(

@@ -38,7 +38,18 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
     raise ImportError("The Anthropic provider needs the anthropic SDK: "
                       "pip install 'neta-nb[anthropic]'") from error
 
-from ..messages import Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart, Usage
+from ..messages import (
+    DocumentPart,
+    FileTextPart,
+    ImagePart,
+    Message,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+    Usage,
+    unseen_images_text,
+)
 from ..thinking import build_thinking_params
 from ._call_kwargs import merge_params
 from ._tool_arguments import parse_tool_arguments
@@ -92,7 +103,8 @@ class AnthropicProvider(Provider):
         kwargs: dict[str, Any] = {
             "model": self.model,
             "max_tokens": request.max_tokens or self.max_tokens,
-            "messages": to_anthropic_messages(request.messages),
+            "messages": to_anthropic_messages(request.messages,
+                                              vision=self.info.supports("vision")),
         }
         if request.system_prompt:
             kwargs["system"] = request.system_prompt
@@ -268,13 +280,18 @@ def _provider_error(error: Exception, streamed: StreamedSoFar, *, started: bool,
 # --- history mapping -------------------------------------------------------------------
 
 
-def to_anthropic_messages(messages: list[Message]) -> list[dict[str, Any]]:
-    """The conversation as Messages API ``messages`` (see the module docstring)."""
+def to_anthropic_messages(messages: list[Message], *,
+                          vision: bool = True) -> list[dict[str, Any]]:
+    """The conversation as Messages API ``messages`` (see the module docstring).
+
+    Images (attachments, figures in tool results) go as ``image`` blocks — a tool's inside
+    its ``tool_result`` content, after the text — and PDFs as ``document`` blocks; for a
+    model without ``vision`` each image becomes a line saying what it was."""
     result: list[dict[str, Any]] = []
     for message in messages:
         role = "assistant" if message.role == "assistant" else "user"
         blocks = (_assistant_blocks(message) if message.role == "assistant"
-                  else _user_blocks(message))
+                  else _user_blocks(message, vision))
         if not blocks:
             continue
         if result and result[-1]["role"] == role:
@@ -302,15 +319,49 @@ def _assistant_blocks(message: Message) -> list[dict[str, Any]]:
     return blocks
 
 
-def _user_blocks(message: Message) -> list[dict[str, Any]]:
+def _user_blocks(message: Message, vision: bool) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     for part in message.parts:
         if isinstance(part, ToolResultPart):
             block: dict[str, Any] = {"type": "tool_result", "tool_use_id": part.tool_call_id,
-                                     "content": part.content}
+                                     "content": _tool_result_content(part, vision)}
             if part.is_error:
                 block["is_error"] = True
             blocks.append(block)
         elif isinstance(part, TextPart) and part.text:
             blocks.append({"type": "text", "text": part.text})
+        elif isinstance(part, FileTextPart):
+            blocks.append({"type": "text", "text": part.prompt_text()})
+        elif isinstance(part, ImagePart):
+            if vision and part.data is not None:
+                blocks.append(_image_block(part))
+            else:
+                blocks.append({"type": "text", "text": unseen_images_text([part], "image")})
+        elif isinstance(part, DocumentPart):
+            if part.data is not None:
+                blocks.append({"type": "document", "title": part.name or "document.pdf",
+                               "source": {"type": "base64", "media_type": part.media_type,
+                                          "data": part.data}})
+            else:
+                blocks.append({"type": "text", "text": f"[document {part.name} no longer "
+                               "available: the stored file is missing]"})
     return blocks
+
+
+def _image_block(part: ImagePart) -> dict[str, Any]:
+    return {"type": "image", "source": {"type": "base64", "media_type": part.media_type,
+                                        "data": part.data}}
+
+
+def _tool_result_content(part: ToolResultPart, vision: bool) -> str | list[dict[str, Any]]:
+    """Plain text, or text and image blocks when the tool made figures."""
+    if not part.images:
+        return part.content
+    seen = [image for image in part.images if vision and image.available]
+    unseen = [image for image in part.images if image not in seen]
+    text = part.content
+    if unseen:
+        text = f"{text}\n\n{unseen_images_text(unseen)}"
+    if not seen:
+        return text
+    return [{"type": "text", "text": text}, *(_image_block(image) for image in seen)]

@@ -30,7 +30,7 @@ __all__ = [
     "register_model",
 ]
 
-Capability = Literal["tools", "vision", "thinking"]
+Capability = Literal["tools", "vision", "thinking", "pdf"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +42,8 @@ class ModelInfo:
     max_output_tokens: int
     """The largest ``max_tokens`` the model accepts."""
     capabilities: frozenset[str] = frozenset({"tools"})
-    """``tools``, ``vision``, ``thinking``: what the tool resolver filters on."""
+    """``tools``, ``vision``, ``thinking``, ``pdf`` (reads PDF documents): what the tool
+    resolver filters on and what attachments a prompt may carry."""
     assumed: bool = False
     """The figures are :data:`DEFAULT_MODEL_INFO`'s, not this model's: the table does not
     know it (and nobody gave or reported its window)."""
@@ -97,9 +98,19 @@ _KNOWN: dict[tuple[str, str], tuple[int, int, frozenset[str]]] = {
     ("scripted", ""): (200_000, 32_000, _ALL),
 }
 
+# Claude reads PDFs from 3.5 Sonnet on; the scripted model accepts everything.
+_NO_PDF = frozenset({("anthropic", "claude-3-haiku"), ("anthropic", "claude-3-opus")})
+
+
+def _with_pdf(key: tuple[str, str], caps: frozenset[str]) -> frozenset[str]:
+    if key[0] in ("anthropic", "scripted") and key not in _NO_PDF:
+        return caps | {"pdf"}
+    return caps
+
+
 _registry: dict[tuple[str, str], ModelInfo] = {
     key: ModelInfo(supplier=key[0], model=key[1], context_window=window,
-                   max_output_tokens=output, capabilities=caps)
+                   max_output_tokens=output, capabilities=_with_pdf(key, caps))
     for key, (window, output, caps) in _KNOWN.items()
 }
 

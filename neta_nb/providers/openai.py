@@ -43,7 +43,18 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
     raise ImportError("The OpenAI provider needs the openai SDK: "
                       "pip install 'neta-nb[openai]'") from error
 
-from ..messages import Message, TextPart, ThinkingPart, ToolCallPart, ToolResultPart, Usage
+from ..messages import (
+    DocumentPart,
+    FileTextPart,
+    ImagePart,
+    Message,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+    Usage,
+    unseen_images_text,
+)
 from ..thinking import build_thinking_params
 from ._call_kwargs import merge_params
 from ._tool_arguments import parse_tool_arguments
@@ -113,7 +124,8 @@ class OpenAIProvider(Provider):
             "model": self.model,
             "messages": to_openai_messages(request.system_prompt, request.messages,
                                            send_reasoning_content=self.send_reasoning_content,
-                                           tool_results_as_user=self.tool_results_as_user),
+                                           tool_results_as_user=self.tool_results_as_user,
+                                           vision=self.info.supports("vision")),
             "stream_options": {"include_usage": True},
         }
         if request.tools:
@@ -334,42 +346,98 @@ def _detail(error: openai.APIStatusError) -> str:
 
 def to_openai_messages(system_prompt: str, messages: list[Message], *,
                        send_reasoning_content: bool = False,
-                       tool_results_as_user: bool = False) -> list[dict[str, Any]]:
+                       tool_results_as_user: bool = False,
+                       vision: bool = True) -> list[dict[str, Any]]:
     """The conversation as Chat Completions ``messages``: the system prompt first, one
     ``tool`` message per result, tool call arguments as JSON text (the model's own text
     when it was not valid JSON).
 
     ``tool_results_as_user`` sends the results of one step as a single ``user`` message
     instead, each under a line naming the tool and call: for servers whose chat template
-    drops ``tool`` messages, so the model would never read a result."""
+    drops ``tool`` messages, so the model would never read a result.
+
+    Images: Chat Completions takes images only in user messages. A user's attached images
+    are ``image_url`` parts (data URLs) of their message; the figures tools made follow
+    the step's ``tool`` messages as one ``user`` message — a text part naming the call,
+    then its ``image_url`` parts. A model without ``vision`` gets, in the tool message and
+    in place of each attachment, a line saying what the images were."""
     result: list[dict[str, Any]] = []
     if system_prompt:
         result.append({"role": "system", "content": system_prompt})
     tool_turns = _assistant_messages_in_tool_turns(messages) if send_reasoning_content else set()
+    pending_images: list[dict[str, Any]] = []  # figures of the step's results, sent after them
+
+    def flush_images() -> None:
+        if pending_images:
+            result.append({"role": "user", "content": list(pending_images)})
+            pending_images.clear()
+
     for position, message in enumerate(messages):
+        if message.role != "tool":
+            flush_images()
         if message.role == "user":
-            text = message.text
-            if text:
-                result.append({"role": "user", "content": text})
+            content = _user_content(message, vision)
+            if content:
+                result.append({"role": "user", "content": content})
         elif message.role == "tool":
             results = [part for part in message.parts if isinstance(part, ToolResultPart)]
+            for part in results:
+                if vision and any(image.available for image in part.images):
+                    pending_images.append({"type": "text", "text": (
+                        f"Images from tool call {part.tool_call_id} ({part.name}):")})
+                    pending_images.extend(_image_url(image) for image in part.images
+                                          if image.available)
             if tool_results_as_user and results:
-                result.append({"role": "user",
-                               "content": "\n\n".join(_result_as_text(p) for p in results)})
+                result.append({"role": "user", "content": "\n\n".join(
+                    _result_as_text(p, vision) for p in results)})
                 continue
             for part in results:
                 result.append({"role": "tool", "tool_call_id": part.tool_call_id,
-                               "content": part.content})
+                               "content": _tool_text(part, vision)})
         else:
             entry = _assistant_entry(message, with_reasoning=position in tool_turns)
             if entry is not None:
                 result.append(entry)
+    flush_images()
     return result
 
 
-def _result_as_text(part: ToolResultPart) -> str:
+def _image_url(image: ImagePart) -> dict[str, Any]:
+    return {"type": "image_url",
+            "image_url": {"url": f"data:{image.media_type};base64,{image.data}"}}
+
+
+def _tool_text(part: ToolResultPart, vision: bool) -> str:
+    unseen = [image for image in part.images if not (vision and image.available)]
+    if not unseen:
+        return part.content
+    return f"{part.content}\n\n{unseen_images_text(unseen)}"
+
+
+def _user_content(message: Message, vision: bool) -> str | list[dict[str, Any]]:
+    """Plain text for a prompt without attachments (what every server accepts), parts
+    otherwise."""
+    if not message.attachments:
+        return message.text
+    parts: list[dict[str, Any]] = []
+    for part in message.parts:
+        if isinstance(part, TextPart) and part.text:
+            parts.append({"type": "text", "text": part.text})
+        elif isinstance(part, FileTextPart):
+            parts.append({"type": "text", "text": part.prompt_text()})
+        elif isinstance(part, ImagePart):
+            parts.append(_image_url(part) if vision and part.available else
+                         {"type": "text", "text": unseen_images_text([part], "image")})
+        elif isinstance(part, DocumentPart):
+            parts.append({"type": "text",
+                          "text": f"[document {part.name} not shown to this model]"})
+    return parts
+
+
+def _result_as_text(part: ToolResultPart, vision: bool = True) -> str:
     status = "error" if part.is_error else "result"
-    return f"[{status} of tool call {part.tool_call_id} ({part.name})]\n{part.content}"
+    return (f"[{status} of tool call {part.tool_call_id} ({part.name})]\n"
+            f"{_tool_text(part, vision)}")
 
 
 def _assistant_entry(message: Message, *, with_reasoning: bool) -> dict[str, Any] | None:

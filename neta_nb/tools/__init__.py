@@ -5,6 +5,8 @@
 * :class:`ToolCatalog` — the global set, with global enable/disable.
 * :class:`AgentToolConfig` — one agent's overrides (inherit core, enabled, disabled).
 * :func:`resolve_tools` — the only place that combines them.
+* :class:`RichResult` — what a tool returns to show figures, tables and images besides
+  its text (bounded by :class:`RichLimits`).
 * :func:`preview_prompt` — what a provider receives, computed the way the runtime does.
 * Explanations: :attr:`ToolResolution.steps` (:class:`ResolutionSteps`), ``.explain(name)``,
   ``.diff(other)`` (:class:`ResolutionDiff`), :meth:`AgentToolConfig.load_report`
@@ -19,6 +21,7 @@ from .demo import demo_catalog
 from .display import Display
 from .preview import PromptPreview, preview_prompt
 from .resolver import ToolResolution, ToolState, resolve_tools
+from .rich import RichLimits, RichResult
 from .steps import ChangeKind, ResolutionDiff, ResolutionStep, ResolutionSteps, StepRule, ToolChange
 
 __all__ = [
@@ -31,6 +34,8 @@ __all__ = [
     "ResolutionDiff",
     "ResolutionStep",
     "ResolutionSteps",
+    "RichLimits",
+    "RichResult",
     "StepRule",
     "Tool",
     "ToolArgumentError",

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from ..messages import ToolDefinition
 from ..todo import TodoStore
+from .rich import RichResult
 from .threads import ToolThreads
 
 __all__ = [
@@ -238,6 +239,16 @@ class Tool:
 
         Handler exceptions propagate unchanged; the runtime turns them into error results.
         """
+        return (await self.invoke_rich(args, ctx)).model_text()
+
+    async def invoke_rich(self, args: dict[str, Any] | None, ctx: ToolContext) -> RichResult:
+        """Like :meth:`invoke`, with what the handler displayed (figures, tables): a
+        handler returning a :class:`RichResult` keeps its items, any other value becomes
+        its text."""
+        if type(self).invoke is not Tool.invoke:
+            # A subclass that runs calls its own way (MCP tools) overrides invoke: its
+            # text is the result.
+            return RichResult(text=await self.invoke(args, ctx))
         kwargs = self.validate_arguments(args)
         if self._context_parameter is not None:
             kwargs[self._context_parameter] = ctx
@@ -254,7 +265,9 @@ class Tool:
                             else asyncio.to_thread(handler, **kwargs))
             if inspect.isawaitable(result):
                 result = await result
-        return render_result(result)
+        if isinstance(result, RichResult):
+            return result
+        return RichResult(text=render_result(result))
 
     def __repr__(self) -> str:
         flags = [self.visibility, self.category]

@@ -51,7 +51,7 @@ class ToolCatalog:
     @classmethod
     def default(cls) -> ToolCatalog:
         """The built-in tools: ``todo``, ``read_file``, ``list_files``, ``python`` (not
-        core; needs approval) and the ``profile_table`` skill."""
+        core; needs approval), ``list_variables`` (not core) and the ``profile_table`` skill."""
         from .builtin import builtin_tools
 
         return cls(builtin_tools())

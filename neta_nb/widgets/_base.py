@@ -119,6 +119,10 @@ class RequestHandler(Generic[W, Req, Res]):
         return self.function(widget, cast(Req, payload))
 
 
+BUFFERS_KEY = "__buffers__"
+"""Where a request's binary buffers are in the payload a handler gets (a key no view sends)."""
+
+
 def handles(kind: str) -> Callable[[Callable[[W, Req], Res]], RequestHandler[W, Req, Res]]:
     """Register the decorated method as the answer to requests of ``kind``. Its payload
     and result are typed (TypedDicts mirroring the TS side), and mypy checks them."""
@@ -236,6 +240,9 @@ class NetaWidget(anywidget.AnyWidget):
         # thread-safe: resolving an approval from another thread schedules the turn's
         # wake-up without waking the loop (seen here: an "Allow once" click hung the
         # turn). So every request is handled on the loop the widget was created on.
+        if buffers and isinstance(content, Mapping):
+            # Binary buffers (attached files) reach the handler with the payload, as bytes.
+            content = {**content, BUFFERS_KEY: [bytes(buffer) for buffer in buffers]}
         loop = self._kernel_loop
         if (loop is None or loop.is_closed() or not loop.is_running()
                 or threading.get_ident() == self._kernel_thread):

@@ -26,7 +26,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, NotRequired, Required, TypedDict, cast
 
-from ..messages import Message, RunStatus, SkillExecution, ToolExecution
+from ..messages import (
+    DocumentPart,
+    FileTextPart,
+    ImagePart,
+    Message,
+    RunStatus,
+    SkillExecution,
+    ToolExecution,
+)
 from ..store import CompactionRecord
 from ._state_bounds import (
     NOTE_CHARS,
@@ -41,12 +49,41 @@ from ._state_bounds import (
 from ._streaming import FLUSH_INTERVAL, FrameThrottle, Scheduler, call_later_on_running_loop
 
 __all__ = [
-    "DELEGATE_TOOL", "FLUSH_INTERVAL", "WINDOW", "AgentChoice", "Approval", "BatchMessage",
-    "ChatCard", "ChatItem", "ChatOp", "ChatSnapshot", "CommandReply", "CommandRequest",
-    "FullText", "FullTextRequest", "LiveResponse", "LiveSnapshot", "NoReply", "OlderPage",
-    "OlderRequest", "OpBatcher", "SubagentPart", "SubagentPlan", "SubagentSource",
-    "SwitchAgentReply", "SwitchAgentRequest", "ViewRequest", "WindowOp", "full_text",
-    "render_message", "render_window", "renderable", "stored_run_part"
+    "DELEGATE_TOOL",
+    "FLUSH_INTERVAL",
+    "WINDOW",
+    "AgentChoice",
+    "Approval",
+    "BatchMessage",
+    "ChatAttachment",
+    "ChatCard",
+    "ChatItem",
+    "ChatOp",
+    "ChatSnapshot",
+    "CommandReply",
+    "CommandRequest",
+    "FullText",
+    "FullTextRequest",
+    "LiveResponse",
+    "LiveSnapshot",
+    "NoReply",
+    "OlderPage",
+    "OlderRequest",
+    "OpBatcher",
+    "SubagentPart",
+    "SubagentPlan",
+    "SubagentSource",
+    "SwitchAgentReply",
+    "SwitchAgentRequest",
+    "ViewRequest",
+    "WindowOp",
+    "bounded_outputs",
+    "full_text",
+    "render_attachment",
+    "render_message",
+    "render_window",
+    "renderable",
+    "stored_run_part",
 ]
 
 
@@ -74,6 +111,8 @@ class ChatCard(TypedDict):
     args_chars: NotRequired[int]
     step_chars: NotRequired[int]
     detail_chars: NotRequired[int]
+    outputs: NotRequired[list[dict[str, Any]]]
+    """What the tool displayed (:class:`~neta_nb.messages.DisplayItem` dumps)."""
     subagent: NotRequired[SubagentPart]
 
 
@@ -103,6 +142,19 @@ class SubagentPart(TypedDict):
     live: LiveSnapshot | None
 
 
+class ChatAttachment(TypedDict):
+    """A file of a user message as the transcript shows it (TS: ``ChatAttachment``,
+    chat-view-traits.ts). ``thumbnail``: the image's base64 when small enough."""
+
+    name: str
+    media_type: str
+    size: int
+    width: NotRequired[int]
+    height: NotRequired[int]
+    thumbnail: NotRequired[str | None]
+    missing: NotRequired[bool]
+
+
 class ChatItem(TypedDict, total=False):
     """One drawn message or compaction marker (TS: ``ChatItem``, chat-view-traits.ts). ``text`` and
     ``thinking`` are ``None`` in a streamed update: "keep what you streamed"."""
@@ -123,6 +175,7 @@ class ChatItem(TypedDict, total=False):
     """``text`` is a preview of a text this long (see ``_state_bounds``); so for the rest."""
     thinking_chars: int
     error_chars: int
+    attachments: list[ChatAttachment]
 
 
 class Approval(TypedDict):
@@ -352,12 +405,16 @@ def render_message(message: Message, index: int,
         user: dict[str, Any] = {"id": message.id, "role": "user", "index": index,
                                 "pos": 2 * index, "text": message.text}
         preview_text(user, "text", TEXT_CHARS)
+        if message.attachments:
+            user["attachments"] = [render_attachment(part) for part in message.attachments]
         return cast(ChatItem, user)
     tools = {t.id: t for t in message.metadata.tool_executions}
     skills = {s.id: s for s in message.metadata.skill_executions}
     def card(kind: Literal["tool", "skill", "subagent"], execution: Any) -> ChatCard:
         # The execution's fields are the card's (plus ones the view ignores), bounded.
         fields: dict[str, Any] = {"kind": kind, **execution.model_dump(exclude={"subagent"})}
+        if fields.get("outputs"):
+            fields["outputs"] = bounded_outputs(fields["outputs"])
         preview_text(fields, "result", RESULT_CHARS)
         preview_text(fields, "step", NOTE_CHARS)
         preview_text(fields, "detail", NOTE_CHARS)
@@ -389,6 +446,44 @@ def render_message(message: Message, index: int,
     preview_text(item, "thinking", THINKING_CHARS)
     preview_text(item, "error", NOTE_CHARS)
     return cast(ChatItem, item)
+
+
+OUTPUT_STATE_CHARS = 2_000_000
+"""Characters of one card's display items in widget state; items past it are sent as
+``omitted`` (the card says they are too large to show in the chat)."""
+
+
+def bounded_outputs(outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``outputs`` with the items past :data:`OUTPUT_STATE_CHARS` emptied and marked."""
+    used = 0
+    bounded = []
+    for item in outputs:
+        size = len(item.get("data") or "") + len(item.get("text") or "")
+        if used + size > OUTPUT_STATE_CHARS:
+            item = {**item, "data": None, "text": None, "omitted": True}
+        else:
+            used += size
+        bounded.append(item)
+    return bounded
+
+
+THUMBNAIL_CHARS = 200_000
+"""Base64 characters of an attached image the transcript carries as its thumbnail; a
+larger image shows as a chip with its name (widget state stays small)."""
+
+
+def render_attachment(part: ImagePart | DocumentPart | FileTextPart) -> ChatAttachment:
+    """A file of a user message as the transcript's chip shows it."""
+    chip: ChatAttachment = {"name": part.name or "attachment", "media_type": part.media_type,
+                            "size": part.size}
+    if isinstance(part, ImagePart):
+        chip["width"], chip["height"] = part.width, part.height
+        data = part.data
+        chip["thumbnail"] = data if data is not None and len(data) <= THUMBNAIL_CHARS else None
+        chip["missing"] = data is None
+    elif isinstance(part, DocumentPart):
+        chip["missing"] = part.data is None
+    return chip
 
 
 def full_text(messages: Sequence[Message], message_id: str, field_name: str,

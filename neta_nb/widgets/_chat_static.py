@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..labels import LABELS, t
+from ._rich_static import attachment_placeholder, output_placeholder
 from .todo_card import plan_html
 from .token_stats import usage_html
 
@@ -88,6 +89,9 @@ def _card_line(card: Mapping[str, Any], lang: str) -> str:
     total = card.get("result_chars")
     if total:  # a preview: the static form names the result's size instead
         line += f" ({t('result_size', lang, total=f'{int(total):,}')})"
+    outputs = card.get("outputs") or []
+    if outputs:
+        line += " " + " ".join(output_placeholder(item, lang) for item in outputs)
     return line
 
 
@@ -105,12 +109,19 @@ def _card_html(card: Mapping[str, Any], lang: str) -> str:
                 f"</div>" if total > len(shown) else "")
         body = (f'<pre style="white-space:pre-wrap;margin:4px 0 0;font-size:11px">'
                 f"{html.escape(shown)}{'…' if total > len(shown) else ''}</pre>{note}")
+    outputs = card.get("outputs") or []
+    if outputs:  # figures and tables: named here (their data is in the widget state)
+        body += "".join(f'<div style="{_MUTED}">{html.escape(output_placeholder(item, lang))}'
+                        "</div>" for item in outputs)
     return (f'<div class="neta-static-card" style="{_BOX};border-left:3px solid {accent}">'
             f'<b>{html.escape(_card_title(card, lang))}</b>{body}</div>')
 
 
 def _message_text(item: Mapping[str, Any], lang: str) -> str:
     text = _cut_note(item.get("text") or "", item.get("text_chars"), lang)
+    files = " ".join(attachment_placeholder(a, lang) for a in item.get("attachments") or [])
+    if files:
+        text = f"{text}\n{files}".strip()
     if not text and item.get("interrupted"):
         text = f"({t('stopped', lang)})"
     if item.get("error"):

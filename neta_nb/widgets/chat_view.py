@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -39,6 +40,7 @@ from typing import Any, cast
 
 import traitlets
 
+from ..attachments import DEFAULT_ATTACHMENT_LIMITS, Attachment, guess_media_type
 from ..events import (
     ApprovalRequestEvent,
     CompactionEvent,
@@ -64,7 +66,7 @@ from ..persistence import store_warning
 from ..session import Agent, AgentSession
 from ..store import CompactionRecord, SessionStore
 from ..thinking import get_model_thinking_capability
-from ._base import NetaWidget, RequestError, handles
+from ._base import BUFFERS_KEY, NetaWidget, RequestError, handles
 from ._chat_state import (
     FLUSH_INTERVAL,
     WINDOW,
@@ -169,6 +171,10 @@ class ChatView(NetaWidget):
     read_only = traitlets.Dict(
         help="{owner, busy} while a stored session is shown read-only (see show_stored); "
              "empty otherwise.").tag(sync=True)
+    attachment_limits = traitlets.Dict(
+        dataclasses.asdict(DEFAULT_ATTACHMENT_LIMITS),
+        help="What the input bar lets a prompt carry: max_file_bytes, max_total_bytes, "
+             "max_count (the kernel checks them again).").tag(sync=True)
     _seq = traitlets.Int(0, help="Number of the last batch reflected in the traits.").tag(
         sync=True)
 
@@ -783,12 +789,14 @@ class ChatView(NetaWidget):
         kind = command.get("type")
         if kind == "send":
             text = str(command.get("text", "")).strip()
-            if not text:
+            attachments = _sent_files(command, cast(Mapping[str, Any], request).get(BUFFERS_KEY))
+            if not text and not attachments:
                 raise RequestError("nothing to send")
             if session.running:
                 raise RequestError("a turn is already running; stop it first")
             try:
-                task = session.handle_command({"type": "send", "text": text})
+                task = session.handle_command({"type": "send", "text": text},
+                                              attachments=attachments)
             except Exception as exc:
                 raise RequestError(str(exc)) from exc
             if task is not None:
@@ -874,3 +882,22 @@ def _view_id(request: ViewRequest) -> str:
     if not isinstance(view_id, str) or not view_id:
         raise RequestError("view_opened and view_closed need a 'view_id' string")
     return view_id
+
+
+def _sent_files(command: Mapping[str, Any], buffers: Any) -> list[Attachment]:
+    """The files a ``send`` carries: ``attachments`` describes the binary buffers, one
+    each, in order. A file the browser could not type is typed by its name."""
+    described = command.get("attachments") or []
+    received = list(buffers or [])
+    if not isinstance(described, list) or len(described) != len(received):
+        raise RequestError(f"{len(described) if isinstance(described, list) else '?'} "
+                           f"attachments described, {len(received)} received")
+    files = []
+    for meta, data in zip(described, received, strict=True):
+        meta = meta if isinstance(meta, Mapping) else {}
+        name = str(meta.get("name") or "attachment")
+        media_type = str(meta.get("media_type") or "")
+        if not media_type or media_type == "application/octet-stream":
+            media_type = guess_media_type(name)
+        files.append(Attachment(data=bytes(data), media_type=media_type, name=name))
+    return files

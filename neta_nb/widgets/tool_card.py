@@ -17,6 +17,7 @@ from ..events import ToolCallEvent, ToolResultEvent
 from ..labels import t
 from ..messages import RunStatus
 from ._base import NetaWidget, RequestError, handles, html_card
+from ._rich_static import THUMBNAIL_BUDGET, output_html, output_placeholder
 from ._state_bounds import ARGS_CHARS, RESULT_CHARS, args_json, preview_args, preview_text
 
 __all__ = ["CardFullTextRequest", "ToolCard", "result_preview"]
@@ -63,6 +64,8 @@ class ToolCard(NetaWidget):
                                        "whole.").tag(sync=True)
     result_chars = traitlets.Int(0, help="Length of the whole result when `result` is a "
                                          "preview; 0 when it is whole.").tag(sync=True)
+    outputs = traitlets.List(traitlets.Dict(), help="What the tool displayed: figures, "
+                             "tables (DisplayItem dumps).").tag(sync=True)
 
     def __init__(self, **kwargs: Any) -> None:
         self.full_args: dict[str, Any] = {}
@@ -105,6 +108,7 @@ class ToolCard(NetaWidget):
         """Finish the card with a ``tool_result`` event."""
         with self.hold_sync():
             self.result = event.result
+            self.outputs = list(event.outputs)
             self.status = "error" if event.is_error else "done"
 
     def __repr__(self) -> str:
@@ -138,6 +142,7 @@ class ToolCard(NetaWidget):
             lines.append(f"{t('arguments', self.lang)}: {args}{self._args_note()}")
         if self.result is not None:
             lines.append(f"{t('result', self.lang)}: {self.result}{self._result_note()}")
+        lines += [output_placeholder(item, self.lang) for item in self.outputs]
         return "\n".join(lines)
 
     def _fallback_html(self) -> str:
@@ -151,4 +156,6 @@ class ToolCard(NetaWidget):
         if self.result is not None:
             result = html.escape(self.result + self._result_note())
             body += f"<div>{t('result', self.lang)}</div>{pre}{result}</pre>"
+        budget = [THUMBNAIL_BUDGET]
+        body += "".join(output_html(item, self.lang, budget) for item in self.outputs)
         return html_card(html.escape(self._title()), body, accent=_STATUS_COLOR[self.status])

@@ -57,7 +57,7 @@ def test_panel_renders_the_kernels_resolution(lab: LabSession) -> None:
         '{PANEL} .neta-tc-category')).map((n) => [n.dataset.category,
         n.querySelector('.neta-tc-category-counts').textContent])""")
     assert categories == [
-        ["base", "4 tools · 2 enabled"], ["planning", "1 tool · 0 enabled"],
+        ["base", "5 tools · 2 enabled"], ["planning", "1 tool · 0 enabled"],
         ["interaction", "1 tool · 1 enabled"], ["memory", "2 tools · 0 enabled"],
         ["skill", "1 tool · 1 enabled"], ["crew", "1 tool · 0 enabled"],
         ["vision", "1 tool · 0 enabled"], ["document", "1 tool · 0 enabled"],
@@ -88,7 +88,7 @@ def test_panel_renders_the_kernels_resolution(lab: LabSession) -> None:
     assert _card(lab, "read_file").locator(".neta-tc-state-text").text_content() == (
         "Disabled globally in tool management")
     assert lab.execute(path, "print(repr(panel))").strip() == (
-        "ToolConfigPanel(4 of 13 tools enabled)")
+        "ToolConfigPanel(4 of 14 tools enabled)")
 
 
 def test_switches_and_bulk_operations_change_the_kernels_config(lab: LabSession) -> None:
@@ -173,7 +173,7 @@ def test_search_filters_and_language(lab: LabSession) -> None:
     path = lab.run_notebook("tool_config_filters.ipynb", [SETUP])
     page = lab.page
     page.locator(PANEL).wait_for()
-    assert len(_visible_cards(lab)) == 13
+    assert len(_visible_cards(lab)) == 14
 
     page.locator(f"{PANEL} .neta-tc-search-input").fill("file")
     page.wait_for_function(f"() => document.querySelectorAll('{PANEL} .neta-tc-tool:not([hidden])')"
@@ -193,7 +193,7 @@ def test_search_filters_and_language(lab: LabSession) -> None:
     page.locator(f"{PANEL} .neta-tc-no-match").wait_for()
     page.locator(f"{PANEL} .neta-tc-no-match .neta-tc-link-button").click()
     page.wait_for_function(f"() => document.querySelectorAll('{PANEL} .neta-tc-tool:not([hidden])')"
-                           ".length === 13")
+                           ".length === 14")
     assert lab.wait_for_kernel_value(path, "(panel.search, panel.core_only)", "('', False)") == (
         "('', False)")
 
@@ -210,8 +210,8 @@ def test_search_filters_and_language(lab: LabSession) -> None:
                                    "describe_image"]
     segments["off"].click()
     assert lab.wait_for_kernel_value(path, "panel.state_filter", "off") == "off"
-    assert sorted(_visible_cards(lab)) == ["calculate", "delegate", "python", "recall",
-                                           "remember", "todo", "word_count"]
+    assert sorted(_visible_cards(lab)) == ["calculate", "delegate", "list_variables", "python",
+                                           "recall", "remember", "todo", "word_count"]
     # Filters set from Python show in the view.
     lab.execute(path, "panel.state_filter = 'all'\npanel.collapsed = ['base']")
     page.wait_for_function(f"() => document.querySelector('{PANEL} .neta-tc-category"

@@ -20,10 +20,14 @@ def restore_registry() -> Iterator[None]:
 
 
 @pytest.mark.parametrize(("supplier", "model", "window", "output", "capabilities"), [
-    ("anthropic", "claude-sonnet-4-5-20250929", 200_000, 64_000, {"tools", "vision", "thinking"}),
-    ("anthropic", "claude-opus-4-1-20250805", 200_000, 32_000, {"tools", "vision", "thinking"}),
-    ("anthropic", "claude-3-5-haiku-20241022", 200_000, 8_192, {"tools", "vision"}),
-    ("anthropic", "claude-future-9", 200_000, 64_000, {"tools", "vision", "thinking"}),
+    # "pdf": Claude reads PDF attachments from 3.5 on.
+    ("anthropic", "claude-sonnet-4-5-20250929", 200_000, 64_000,
+     {"tools", "vision", "thinking", "pdf"}),
+    ("anthropic", "claude-opus-4-1-20250805", 200_000, 32_000,
+     {"tools", "vision", "thinking", "pdf"}),
+    ("anthropic", "claude-3-5-haiku-20241022", 200_000, 8_192, {"tools", "vision", "pdf"}),
+    ("anthropic", "claude-3-haiku-20240307", 200_000, 4_096, {"tools", "vision"}),
+    ("anthropic", "claude-future-9", 200_000, 64_000, {"tools", "vision", "thinking", "pdf"}),
     ("openai", "gpt-4o-mini", 128_000, 16_384, {"tools", "vision"}),
     ("openai", "gpt-5-mini", 400_000, 128_000, {"tools", "vision", "thinking"}),
     ("openai", "gpt-5-chat-latest", 128_000, 16_384, {"tools", "vision"}),
@@ -33,7 +37,7 @@ def restore_registry() -> Iterator[None]:
     ("openai-compatible", "deepseek-ai/deepseek-r1-distill-qwen-32b", 128_000, 32_768,
      {"tools", "thinking"}),
     ("openai-compatible", "gpt-oss:20b", 131_072, 131_072, {"tools", "thinking"}),
-    ("scripted", "demo", 200_000, 32_000, {"tools", "vision", "thinking"}),
+    ("scripted", "demo", 200_000, 32_000, {"tools", "vision", "thinking", "pdf"}),
 ])
 def test_known_models(supplier: str, model: str, window: int, output: int,
                       capabilities: set[str]) -> None:

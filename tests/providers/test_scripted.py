@@ -60,7 +60,7 @@ def test_is_public_and_reports_its_model() -> None:
     assert provider.model_id == "scripted:demo"
     assert repr(provider) == "ScriptedProvider('scripted:demo')"
     assert provider.info.context_window == 200_000
-    assert provider.info.capabilities == frozenset({"tools", "vision", "thinking"})
+    assert provider.info.capabilities == frozenset({"tools", "vision", "thinking", "pdf"})
 
 
 async def test_demo_plays_the_whole_story() -> None:

@@ -100,12 +100,14 @@ def test_unregister_drops_global_state(catalog: ToolCatalog) -> None:
 
 def test_default_catalog_holds_the_builtins() -> None:
     catalog = ToolCatalog.default()
-    assert catalog.names == ["todo", "read_file", "list_files", "python", "profile_table",
-                             "delegate"]
+    assert catalog.names == ["todo", "read_file", "list_files", "python", "list_variables",
+                             "profile_table", "delegate"]
     assert [t.name for t in catalog.core_tools()] == ["list_files", "read_file", "todo",
                                                      "profile_table", "delegate"]
     assert not catalog["python"].core
     assert catalog["python"].requires_approval
+    assert not catalog["list_variables"].core
+    assert catalog["list_variables"].category == "base"
     assert catalog["todo"].visibility == "internal"
     assert catalog["profile_table"].visibility == "skill"
     # Each call builds a separate catalog: a global switch in one does not leak.

@@ -89,7 +89,7 @@ def test_load_report_keeps_load_and_reports_the_migration() -> None:
     assert report.config == AgentToolConfig.load(legacy, catalog)
     assert report.legacy and report.before == legacy
     assert report.after == AgentToolConfig.load(legacy, catalog).dump()
-    assert report.brought_in == {"base": ["python", "web_search"],
+    assert report.brought_in == {"base": ["list_variables", "python", "web_search"],
                                  "memory": ["recall", "remember"]}
     assert [note.code for note in report.notes] == ["legacy_toolset_unmatched"]
     assert "nope" in report._repr_markdown_()

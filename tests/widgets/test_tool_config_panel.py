@@ -67,10 +67,10 @@ def test_state_traits_match_the_resolver(catalog: ToolCatalog) -> None:
     assert panel.states["web_search"]["state"] == "globally_disabled"
     assert panel.states["web_search"]["reason"] == "Disabled globally in tool management"
     assert panel.states["delegate"]["state"] == "available"
-    assert panel.summary == {"enabled": 4, "total": 13, "core": 4, "extra_enabled": 2,
+    assert panel.summary == {"enabled": 4, "total": 14, "core": 4, "extra_enabled": 2,
                              "switched_off": 1, "globally_disabled": 1, "filtered_out": 1}
     assert panel.categories == [
-        {"name": "base", "count": 4, "enabled": 2},
+        {"name": "base", "count": 5, "enabled": 2},
         {"name": "planning", "count": 1, "enabled": 0},
         {"name": "interaction", "count": 1, "enabled": 1},
         {"name": "memory", "count": 2, "enabled": 0},
@@ -266,18 +266,18 @@ def test_follows_config_and_catalog_until_closed(catalog: ToolCatalog) -> None:
 def test_repr_and_fallbacks(catalog: ToolCatalog) -> None:
     config = AgentToolConfig(enabled=["ask_user"], disabled=["todo"])
     panel = ToolConfigPanel(catalog, config)
-    assert repr(panel) == "ToolConfigPanel(4 of 13 tools enabled)"
+    assert repr(panel) == "ToolConfigPanel(4 of 14 tools enabled)"
     text = panel._fallback_text().splitlines()
-    assert text[0] == "Tools — 4 of 13 tools enabled · 4 core (Only affects this agent)"
+    assert text[0] == "Tools — 4 of 14 tools enabled · 4 core (Only affects this agent)"
     assert "[x] list_files (core) [base]: Enabled by default" in text
     assert "[ ] web_search [base]: Disabled globally" in text
     assert "[ ] todo (core) [planning]: Switched off for this agent" in text
     assert "[x] ask_user [interaction]: Switched on for this agent" in text
-    assert len(text) == 1 + 13
+    assert len(text) == 1 + 14
 
     panel.lang = "zh-CN"
     zh = panel._fallback_text().splitlines()
-    assert zh[0] == "工具配置 — 已启用 4/13 个工具 · 核心工具 4 个 (仅影响当前 Agent)"
+    assert zh[0] == "工具配置 — 已启用 4/14 个工具 · 核心工具 4 个 (仅影响当前 Agent)"
     assert "[ ] todo (核心) [planning]: 已为当前 Agent 关闭" in zh
     assert "[ ] web_search [base]: 全局停用" in zh
     # The agent-level wording never says "disable" (seed 001 §7.4).

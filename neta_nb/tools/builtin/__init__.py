@@ -3,6 +3,7 @@
 * ``todo`` — the plan (internal, planning, core)
 * ``read_file``, ``list_files`` — read-only access to the working directory (base, core)
 * ``python`` — run code in the notebook's namespace (base; off by default, needs approval)
+* ``list_variables`` — the notebook's variables with types and shapes (base; off by default)
 * ``profile_table`` — profile a CSV column by column with progress (skill, core)
 * ``delegate`` — hand a task to a sub-agent (crew, core; offered only to an agent with
   sub-agents)
@@ -16,10 +17,11 @@ from .files import list_files, read_file
 from .profile import profile_table
 from .python_exec import python
 from .todo_tool import todo
+from .variables import list_variables
 
-__all__ = ["builtin_tools", "delegate", "list_files", "profile_table", "python", "read_file",
-           "todo"]
+__all__ = ["builtin_tools", "delegate", "list_files", "list_variables", "profile_table",
+           "python", "read_file", "todo"]
 
 
 def builtin_tools() -> list[Tool]:
-    return [todo, read_file, list_files, python, profile_table, delegate]
+    return [todo, read_file, list_files, python, list_variables, profile_table, delegate]

@@ -9,6 +9,12 @@ matplotlib and widgets expect that. Top-level ``await`` works. What the tool ret
 printed output, the ``repr`` of the last expression (as a notebook cell would show it)
 and the traceback if the code raised — an error in the code is a normal result the model
 should read and act on.
+
+What a cell would *display* is captured too (:mod:`neta_nb.tools.rich`): matplotlib
+figures the code made (closed afterwards), ``display(...)`` calls and ``plt.show()`` in a
+notebook (IPython's display publisher is listened to while the code runs), and the last
+expression's rich form — a DataFrame's HTML table, a PIL image, a figure. The card shows
+them; vision models receive the images.
 """
 
 from __future__ import annotations
@@ -26,15 +32,24 @@ from types import CodeType
 from typing import Any
 
 from ..base import ToolContext, tool
+from ..rich import (
+    DEFAULT_LIMITS,
+    RichLimits,
+    RichResult,
+    _matplotlib_figure,
+    capture_figures,
+    display_items,
+)
+from ..rich import items_from_bundle as _items_from_bundle
 
-__all__ = ["MAX_OUTPUT_CHARS", "notebook_namespace", "python", "run_python"]
+__all__ = ["MAX_OUTPUT_CHARS", "notebook_namespace", "python", "run_python", "run_python_rich"]
 
 MAX_OUTPUT_CHARS = 20_000
 _FILENAME = "<python tool>"
 
 
 @tool(name="python", category="base", requires_approval=True, label="Python")
-async def python(ctx: ToolContext, code: str) -> str:
+async def python(ctx: ToolContext, code: str) -> RichResult:
     """Run Python code in the notebook's namespace and return what it printed, the value
     of its last expression and any error.
 
@@ -43,7 +58,7 @@ async def python(ctx: ToolContext, code: str) -> str:
     Args:
         code: Python source. The last line's value is shown, as in a notebook cell.
     """
-    return await run_python(code, ctx.namespace)
+    return await run_python_rich(code, ctx.namespace)
 
 
 def notebook_namespace() -> dict[str, Any] | None:
@@ -58,6 +73,62 @@ def notebook_namespace() -> dict[str, Any] | None:
 
 async def run_python(code: str, namespace: dict[str, Any]) -> str:
     """Execute ``code`` in ``namespace``; the text the ``python`` tool returns."""
+    return (await run_python_rich(code, namespace)).model_text()
+
+
+async def run_python_rich(code: str, namespace: dict[str, Any], *,
+                          limits: RichLimits = DEFAULT_LIMITS) -> RichResult:
+    """Execute ``code`` in ``namespace``: its text and what it displayed."""
+    with capture_figures(limits) as figures, _published_displays(limits) as shown:
+        text, value, has_value = await _execute(code, namespace)
+    result = RichResult(text=text)
+    result.add(shown)
+    result.add(figures)
+    if has_value and not _already_shown(value, result):
+        result.add(display_items(value, limits))
+    result.bound(limits)
+    return result
+
+
+def _already_shown(value: Any, result: RichResult) -> bool:
+    """A figure returned as the last value was captured as a new figure already."""
+    return _matplotlib_figure(value) is not None and any(
+        item.name == "figure" for item in result.items)
+
+
+@contextlib.contextmanager
+def _published_displays(limits: RichLimits) -> Iterator[list[Any]]:
+    """What the code passes to IPython's display machinery (``display(df)``, the inline
+    backend's ``plt.show()``, plotly's ``fig.show()``), caught instead of going to the
+    output of whichever cell happens to be running."""
+    captured: list[Any] = []
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        yield captured
+        return
+    shell = get_ipython()
+    publisher = getattr(shell, "display_pub", None)
+    if publisher is None:
+        yield captured
+        return
+    original = publisher.publish
+
+    def publish(data: dict[str, Any], metadata: Any = None, *args: Any, **kwargs: Any) -> None:
+        items = _items_from_bundle(data or {}, limits)
+        if items:
+            captured.extend(items)
+        else:
+            original(data, metadata, *args, **kwargs)  # plain text, widgets: as usual
+
+    publisher.publish = publish
+    try:
+        yield captured
+    finally:
+        publisher.publish = original
+
+
+async def _execute(code: str, namespace: dict[str, Any]) -> tuple[str, Any, bool]:
     output = io.StringIO()
     value: Any = None
     has_value = False
@@ -67,7 +138,7 @@ async def run_python(code: str, namespace: dict[str, Any]) -> str:
     try:
         body, last = _compile(code)
     except SyntaxError as exc:
-        return _render("", None, False, _format_error(exc))
+        return _render("", None, False, _format_error(exc)), None, False
     try:
         with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
             if body is not None:
@@ -79,7 +150,7 @@ async def run_python(code: str, namespace: dict[str, Any]) -> str:
         # The code's own errors are results for the model, not tool failures. Cancellation
         # and KeyboardInterrupt are not caught: Stop must still stop.
         error = _format_error(exc)
-    return _render(output.getvalue(), value, has_value, error)
+    return _render(output.getvalue(), value, has_value, error), value, has_value
 
 
 def _compile(code: str) -> tuple[CodeType | None, CodeType | None]:

@@ -1,0 +1,65 @@
+"""``list_variables``: the user's variables with type, shape, dtypes and a preview;
+IPython's machinery, modules and private names left out; bounded."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from neta_nb import AgentToolConfig, ToolCatalog, ToolContext, resolve_tools
+from neta_nb.tools.builtin.variables import MAX_VARIABLES, describe_variables, list_variables
+
+np = pytest.importorskip("numpy")
+pd = pytest.importorskip("pandas")
+
+
+async def test_lists_user_data_with_shapes_dtypes_and_previews() -> None:
+    namespace = {
+        "sales": pd.DataFrame({"region": ["n", "s"], "amount": [1.5, 2.0]}),
+        "grid": np.zeros((3, 4), dtype="int32"),
+        "names": ["ann", "bob", "cy"],
+        "title": "Quarterly report",
+        "json": json,  # a module
+        "_": 3, "_i2": "x = 1", "__builtins__": {},
+        "In": [], "Out": {}, "get_ipython": lambda: None, "exit": None,
+    }
+    text = await list_variables.invoke({}, ToolContext(namespace=namespace))
+    lines = text.splitlines()
+    assert [line.split(":")[0] for line in lines] == ["grid", "names", "sales", "title"]
+    assert lines[0].startswith("grid: numpy.ndarray, shape 3×4, dtype int32 = array([[0, 0")
+    assert lines[1] == "names: list, len 3 = ['ann', 'bob', 'cy']"
+    # pandas 3 calls string columns `str`, older ones `object`.
+    region = str(namespace["sales"].dtypes["region"])
+    assert lines[2] == ("sales: pandas.DataFrame, shape 2×2, "
+                        f"columns {{region: {region}, amount: float64}}")
+    assert lines[3] == "title: str, len 16 = 'Quarterly report'"
+
+
+def test_output_is_bounded_and_filterable() -> None:
+    namespace = {f"v{n:04d}": "x" * 10_000 for n in range(MAX_VARIABLES + 50)}
+    text = describe_variables(namespace)
+    assert len(text.splitlines()) == MAX_VARIABLES + 1
+    assert text.endswith("... and 50 more (ask with a pattern)")
+    assert max(len(line) for line in text.splitlines()) < 200
+    assert describe_variables(namespace, "V0001").splitlines()[0].startswith("v0001: str")
+    assert describe_variables({}) == "The notebook has no variables yet."
+
+
+def test_a_broken_object_does_not_break_the_listing() -> None:
+    class Hostile:
+        @property
+        def shape(self) -> tuple[int, ...]:
+            raise RuntimeError("no")
+
+        def __repr__(self) -> str:
+            raise RuntimeError("no repr")
+
+    assert describe_variables({"h": Hostile()}).startswith("h: ")
+
+
+def test_off_by_default_and_enabled_per_agent() -> None:
+    catalog = ToolCatalog.default()
+    assert "list_variables" not in resolve_tools(catalog, AgentToolConfig()).names
+    assert "list_variables" in resolve_tools(
+        catalog, AgentToolConfig(enabled=["list_variables"])).names

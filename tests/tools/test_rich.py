@@ -1,0 +1,72 @@
+"""Rich tool output: what the python tool captures (figures, plt.show, the last value's
+rich form), the bounds of RichLimits and the text the model reads about it."""
+
+from __future__ import annotations
+
+import base64
+import io
+
+import pytest
+
+from neta_nb.tools import RichLimits, RichResult
+from neta_nb.tools.builtin.python_exec import run_python_rich
+
+plt = pytest.importorskip("matplotlib.pyplot")
+Image = pytest.importorskip("PIL.Image")
+
+
+async def test_figures_are_captured_at_show_and_at_the_end_then_closed() -> None:
+    code = ("import matplotlib.pyplot as plt\nplt.figure(); plt.plot([1, 2]); plt.show()\n"
+            "plt.figure(figsize=(3, 2)); plt.bar([1, 2], [3, 4])")
+    result = await run_python_rich(code, {})
+    assert [(i.media_type, i.width, i.height) for i in result.items] == [
+        ("image/png", 640, 480), ("image/png", 300, 200)]
+    assert plt.get_fignums() == []
+    assert result.model_text().endswith(
+        "[Displayed: image (640×480 PNG), image (300×200 PNG)]")
+    assert len(result.images()) == 2
+
+
+async def test_a_figure_the_user_had_open_is_left_alone() -> None:
+    mine = plt.figure()
+    try:
+        result = await run_python_rich("x = 1", {})
+        assert result.items == [] and plt.fignum_exists(mine.number)
+    finally:
+        plt.close(mine)
+
+
+async def test_last_values_rich_forms_and_the_bounds() -> None:
+    class Svg:
+        def _repr_svg_(self) -> str:
+            return '<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"></svg>'
+
+    class Broken:
+        def _repr_html_(self) -> str:
+            raise RuntimeError("no")
+
+    namespace = {"Svg": Svg, "Broken": Broken}
+    svg = await run_python_rich("Svg()", namespace)
+    assert [i.media_type for i in svg.items] == ["image/svg+xml"] and svg.images() == []
+    assert (await run_python_rich("Broken()", namespace)).items == []
+    big = await run_python_rich(
+        "from PIL import Image\nImage.new('RGB', (3000, 1500), 'white')", namespace)
+    (image,) = big.items
+    assert (image.width, image.height) == (1024, 512)
+    with Image.open(io.BytesIO(base64.b64decode(image.data or ""))) as decoded:
+        assert decoded.size == (1024, 512)
+
+    limits = RichLimits(max_items=2, max_side=64)
+    many = RichResult.of(*[Image.new("RGB", (100, 100)) for _ in range(5)], text="five",
+                         limits=limits)
+    assert len(many.items) == 2 and many.dropped == 3
+    assert many.items[0].width == 64
+    assert many.model_text() == ("five\n\n[Displayed: image (64×64 PNG), image (64×64 PNG), "
+                                 "3 more left out (limit)]")
+    html = RichResult.of(type("T", (), {"_repr_html_": lambda self: "x" * 300_000})())
+    assert html.items == []  # too long to show whole: left out rather than cut
+
+
+async def test_plain_results_keep_their_text() -> None:
+    result = await run_python_rich("print('hi')\n2 + 2", {})
+    assert result.items == [] and result.model_text() == "Output:\nhi\n\nResult:\n4"
