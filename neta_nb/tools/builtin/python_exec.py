@@ -141,11 +141,8 @@ async def _execute(code: str, namespace: dict[str, Any]) -> tuple[str, Any, bool
         return _render("", None, False, _format_error(exc)), None, False
     try:
         with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
-            if body is not None:
-                await _run(body, namespace)
-            if last is not None:
-                value = await _run(last, namespace)
-                has_value = value is not None
+            value = await _run([c for c in (body, last) if c is not None], namespace)
+            has_value = last is not None and value is not None
     except (Exception, SystemExit) as exc:
         # The code's own errors are results for the model, not tool failures. Cancellation
         # and KeyboardInterrupt are not caught: Stop must still stop.
@@ -186,12 +183,26 @@ def _interruptible() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-async def _run(code: CodeType, namespace: dict[str, Any]) -> Any:
-    with _interruptible():
-        result = eval(code, namespace)
-    # With top-level await allowed, code that awaits compiles to a coroutine.
-    if code.co_flags & inspect.CO_COROUTINE:
-        result = await result
+async def _run(parts: list[CodeType], namespace: dict[str, Any]) -> Any:
+    """Run the compiled parts in order; the last one's value. Consecutive synchronous
+    parts share one interruptible window: a SIGINT arriving between them (the cell's body
+    and its last expression) must stop the code too, not fall between two windows."""
+    result: Any = None
+    window = contextlib.ExitStack()
+    inside = False
+    try:
+        for code in parts:
+            if not inside:
+                window.enter_context(_interruptible())
+                inside = True
+            result = eval(code, namespace)
+            # With top-level await allowed, code that awaits compiles to a coroutine.
+            if code.co_flags & inspect.CO_COROUTINE:
+                window.close()  # never across an await
+                inside = False
+                result = await result
+    finally:
+        window.close()
     return result
 
 
