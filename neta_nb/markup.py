@@ -18,7 +18,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 __all__ = ["code_span", "escape_markdown", "fenced", "literal_markdown", "markdown_cell",
-           "plain_text"]
+           "plain_text", "static_markdown_html"]
 
 
 def fenced(text: str, info: str = "") -> str:
@@ -67,6 +67,41 @@ def _parser() -> MarkdownIt:
     # CommonMark plus the GFM tables and strikethrough that model answers use (as the
     # views' renderer does).
     return MarkdownIt("commonmark").enable(["table", "strikethrough"])
+
+
+@cache
+def _static_renderer() -> MarkdownIt:
+    # Raw HTML off (written as text); links only where markdown-it's own check allows
+    # them (no javascript:, vbscript:, file: or data: other than images); images are
+    # their alt text — a static page loads an image on sight, so model text could
+    # otherwise send what it read to any host (see ``literal_markdown``).
+    renderer = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+
+    def image(_renderer: object, tokens: Sequence[Token], index: int, _options: object,
+              _env: object) -> str:
+        alt = _inline_text(tokens[index].children or ())
+        return f"[{_escape_html(alt)}]" if alt else "[image]"
+
+    def link_open(_renderer: object, tokens: Sequence[Token], index: int, _options: object,
+                  _env: object) -> str:
+        href = _escape_html(str(tokens[index].attrGet("href") or ""))
+        return f'<a href="{href}" rel="noopener noreferrer nofollow">'
+
+    renderer.add_render_rule("image", image)
+    renderer.add_render_rule("link_open", link_open)
+    return renderer
+
+
+def _escape_html(text: str) -> str:
+    return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace('"', "&quot;"))
+
+
+def static_markdown_html(markdown: str) -> str:
+    """Model text (markdown) as HTML for a static page: headings, lists, tables, code and
+    emphasis drawn; no raw HTML, no image loaded, no script-carrying link. For the
+    notebook's saved form, which viewers show without sanitizing."""
+    return str(_static_renderer().render(markdown))
 
 
 def plain_text(markdown: str) -> str:

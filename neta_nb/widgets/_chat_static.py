@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..labels import LABELS, t
+from ..markup import static_markdown_html
 from ._rich_static import attachment_placeholder, output_placeholder
 from .todo_card import plan_html
 from .token_stats import usage_html
@@ -129,6 +130,26 @@ def _message_text(item: Mapping[str, Any], lang: str) -> str:
     return text
 
 
+def _message_html(item: Mapping[str, Any], lang: str) -> str:
+    """A message's body in the HTML form: the model's markdown drawn (safely, see
+    ``static_markdown_html``), the user's words as typed; then what the text form says
+    besides (a cut, an error) as muted text."""
+    if item["role"] != "assistant" or not item.get("text"):
+        text = _message_text(item, lang)
+        return f'<div style="white-space:pre-wrap">{html.escape(text)}</div>' if text else ""
+    body = f'<div class="neta-static-text">{static_markdown_html(item["text"])}</div>'
+    notes: list[str] = []
+    if item.get("text_chars"):
+        notes.append(t("text_cut", lang, shown=f"{len(item['text']):,}",
+                       total=f"{item['text_chars']:,}"))
+    if item.get("error"):
+        notes.append(f"{t('error', lang)}: {item['error']}")
+    if notes:
+        body += (f'<div style="white-space:pre-wrap;{_MUTED}">'
+                 f'{html.escape(chr(10).join(notes))}</div>')
+    return body
+
+
 def transcript(items: Sequence[Mapping[str, Any]], lang: str = "en"
                ) -> tuple[list[Mapping[str, Any]], int]:
     """The user and assistant items that fit in :data:`STATIC_CHARS`, newest kept, and how
@@ -185,8 +206,7 @@ def static_html(agent: str, items: Sequence[Mapping[str, Any]], *, empty: str,
     for item in kept:
         speaker = html.escape(_speaker(item, agent, lang))
         cards = "".join(_card_html(card, lang) for card in item.get("cards") or [])
-        text = _message_text(item, lang)
-        body = f'<div style="white-space:pre-wrap">{html.escape(text)}</div>' if text else ""
+        body = _message_html(item, lang)
         role = "user" if item["role"] == "user" else "assistant"
         rows.append(f'<div class="neta-static-{role}" style="margin:8px 0">'
                     f"<b>{speaker}</b>{cards}{body}</div>")

@@ -42,6 +42,8 @@ def context_level(percent: float) -> str:
 
 
 _DOT = {"ok": "🟢", "warn": "🟡", "high": "🔴"}
+# In HTML the dot is a coloured character: an emoji needs a font many pages lack.
+_DOT_COLOR = {"ok": "#2e7d32", "warn": "#b58105", "high": "#d32f2f"}
 
 
 def reported_share(current: Mapping[str, Any]) -> str:
@@ -155,9 +157,11 @@ def usage_html(current: Mapping[str, Any], context: Mapping[str, Any], running: 
         f"{c['total_tokens']:,} · calls {c['api_calls']} · context "
         f"{'~' if ctx['estimate'] else ''}{ctx['used_tokens']:,}/{ctx['max_tokens']:,}",
         *usage_notes(c, ctx, lang)])
-    line = f"{usage_line(c, ctx, running, lang)} {_DOT[context_level(ctx['percent'])]}"
+    level = context_level(ctx["percent"])
+    dot = f'<span style="color:{_DOT_COLOR[level]}" aria-label="{level}">●</span>'
     return (f'<span title="{html.escape(title)}" style="font-family:system-ui,sans-serif;'
-            f'font-size:12px;color:#57606a">{html.escape(line)}</span>')
+            f'font-size:12px;color:#57606a">{html.escape(usage_line(c, ctx, running, lang))} '
+            f"{dot}</span>")
 
 
 def _calls_key(count: int) -> str:

