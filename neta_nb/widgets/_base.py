@@ -302,7 +302,12 @@ class NetaWidget(anywidget.AnyWidget):
         if bundle is None:
             return None
         data, metadata = bundle
-        return {**data, "text/plain": short_plain(repr(self), 120)}, metadata
+        return {**data, "text/plain": short_plain(self._view_text(), 120)}, metadata
+
+    def _view_text(self) -> str:
+        """The line a page shows in place of the view when it cannot draw it (the notebook
+        reopened without its kernel's widgets; its static form follows)."""
+        return repr(self)
 
     def _ipython_display_(self) -> None:
         """Displayed in a cell: the widget view, then its static form as an output of its

@@ -848,6 +848,10 @@ class ChatView(NetaWidget):
         return {"session_id": self.new_chat(agent).id}
 
     # --- representation ---------------------------------------------------------------
+    def _view_text(self) -> str:
+        # What to do, not a status line of a run long gone: the form below shows the run.
+        return self._not_running_text()
+
     def __repr__(self) -> str:
         state = ("read-only" if self._follower is not None
                  else "running" if self.running else "idle")

@@ -470,7 +470,8 @@ def test_an_empty_chat_says_how_to_open_it_where_the_chat_will_be() -> None:
     assert data["text/plain"] == "Run this cell to open the chat with helper."
     assert "ChatView(" not in data["text/html"]
     view, _ = chat._repr_mimebundle_()
-    assert view["text/plain"] == repr(chat)  # beside the widget view, one line
+    # Beside the widget view, one line: what a page that cannot draw the view shows.
+    assert view["text/plain"] == "Run this cell to open the chat with helper."
     chat.lang = "zh-CN"
     assert "运行此单元格以打开与 helper 的对话。" in chat._fallback_html()
 
