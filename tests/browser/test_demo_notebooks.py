@@ -29,6 +29,7 @@ RENDERS = {
     "05_custom_tools.ipynb": [],
     "06_real_providers.ipynb": [],
     "07_mcp_servers.ipynb": [".neta-tool-config", ".neta-chat-view"],
+    "08_sub_agents.ipynb": [".neta-chat-view", ".neta-subagent-card"],
 }
 
 

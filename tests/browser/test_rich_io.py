@@ -114,6 +114,8 @@ class Recording(ScriptedProvider):
 provider = Recording([[{"text": "Got them."}]])
 session = AgentSession(Agent("analyst", model=provider))
 def sent(n):
+    if len(provider.prompts) <= n:
+        return None  # not sent yet: the page's request is on its way
     prompt = provider.prompts[n]
     return [(p.type, getattr(p, "name", None)) for p in prompt.parts]
 chat = ChatView(session)
