@@ -217,11 +217,11 @@ session = AgentSession(Agent("planner", model=provider), ToolCatalog([crew.tool]
 crew.install(session)
 commands = []
 handle = session.handle_command
-def recording(command):
+def recording(command, **options):
     commands.append(dict(command))
     if command.get("type") == "approve":
         answered.set()  # the runtime routes it to the child's approvals
-    return handle(command)
+    return handle(command, **options)
 session.handle_command = recording
 chat = ChatView(session)
 chat

@@ -108,12 +108,12 @@ class CrewStandIn:
         original = session.handle_command
         running = self.running
 
-        def handle_command(command: Any) -> Any:
+        def handle_command(command: Any, **options: Any) -> Any:
             if isinstance(command, dict) and command.get("type") == "stop" and \
                     command.get("subagent") in running:
                 running[command["subagent"]].stopped.set()
                 return None
-            return original(command)
+            return original(command, **options)  # e.g. a send's attachments
 
         session.handle_command = handle_command  # type: ignore[method-assign]
 
