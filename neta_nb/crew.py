@@ -192,10 +192,15 @@ class Crew:
 
     # --- commands ---------------------------------------------------------------------------
     def stop(self, call_id: str) -> bool:
-        """Stop one child (the ``id`` of its ``subagent_start``); the parent goes on. False
-        when no such child is running."""
+        """Stop one child (the ``id`` of its ``subagent_start``) — or a grandchild, at any
+        depth: the chat view offers Stop on every running nested card and names it by
+        that id alone; the parent goes on. False when no such child is running."""
         run = self._runs.get(call_id)
-        if run is None or run.status != "running":
+        if run is None:
+            # Not ours: a running child may have run it (its own crew looks further down).
+            return any(child.session.stop_subagent(call_id)
+                       for child in list(self._runs.values()) if child.status == "running")
+        if run.status != "running":
             return False
         if run.stop_requested:
             return True  # already stopping: a second cancel would cut its closing short

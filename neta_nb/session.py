@@ -306,8 +306,8 @@ class AgentSession:
     def stop_subagent(self, call_id: str) -> bool:
         """Stop one sub-agent — the ``id`` of its ``subagent_start`` (its ``delegate``
         call) — and let this session go on: its model reads the stop as the call's error
-        result. False when no such child is running (or a grandchild's id: stop it
-        through its own parent, :attr:`subagents`)."""
+        result. A grandchild's id (at any depth) stops that grandchild, and its parent
+        goes on. False when no such run is running."""
         return self._crew.stop(call_id)
 
     # --- running turns ----------------------------------------------------------------
