@@ -51,6 +51,7 @@ from .events import (
 )
 from .messages import Message, SubagentRun, SubagentStatus, ToolDefinition
 from .tools.base import ToolFailure
+from .tool_runner import bound_result
 from .tools.builtin.delegate import delegate_definition
 
 if TYPE_CHECKING:
@@ -243,6 +244,9 @@ class Crew:
         self._on_record(call_id, run.record())
         run.session.subscribe(lambda event: self._forward(run, event))
         run.runner = asyncio.ensure_future(self._run(run))
+        # A Stop that lands before the runner's first step cancels a coroutine that never
+        # starts, so none of _run's own closing runs: the child must still end.
+        run.runner.add_done_callback(lambda _: self._end(run))
         try:
             await asyncio.wait([run.runner])
         except asyncio.CancelledError:
@@ -278,12 +282,20 @@ class Crew:
         except Exception as exc:  # a bug below the child's own error handling: never fatal
             log.exception("sub-agent %s failed", run.agent.name)
             run.stop_reason, run.error = "error", f"{type(exc).__name__}: {exc}"
+        self._end(run)
+
+    def _end(self, run: ChildRun) -> None:
+        """The child's final status, record and ``subagent_end`` (once)."""
+        if run.status != "running":
+            return
         if run.stop_requested and run.stop_reason is None:
             run.stop_reason = "cancelled"
         run.status = _status(run.stop_reason)
         self._on_record(run.call_id, run.record())
+        # Bounded as the `delegate` result is: the event reaches every view's state.
+        result = bound_result(self._result_text(run), self._parent.agent.max_tool_result_chars)
         self._emit(SubagentEndEvent(id=run.call_id, agent=run.agent.name, status=run.status,
-                                    result=self._result_text(run), usage=run.usage))
+                                    result=result, usage=run.usage))
         if run.status == "interrupted":
             self._on_interrupt()  # a kernel interrupt stops the whole tree
 
