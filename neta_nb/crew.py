@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -50,8 +50,8 @@ from .events import (
     TurnUsage,
 )
 from .messages import Message, SubagentRun, SubagentStatus, ToolDefinition
-from .tools.base import ToolFailure
 from .tool_runner import bound_result
+from .tools.base import ToolFailure
 from .tools.builtin.delegate import delegate_definition
 
 if TYPE_CHECKING:
@@ -153,8 +153,9 @@ class Crew:
         self._on_record = on_record
         self._on_interrupt = on_interrupt
         self._runs: dict[str, ChildRun] = {}
-        self._asked: dict[str, ChildRun] = {}
-        """Approval request id → the child (or the child above a grandchild) that asked."""
+        self._asked: dict[str, list[ChildRun]] = {}
+        """Approval request id → the children (or the children above a grandchild) that
+        asked under it, first asker first: ids come from the models and may repeat."""
         self._slots: asyncio.Semaphore | None = None
 
     # --- what the parent offers -----------------------------------------------------------
@@ -214,10 +215,28 @@ class Crew:
         for call_id in list(self._runs):
             self.stop(call_id)
 
-    def approve(self, request_id: str, decision: ApprovalDecision) -> bool:
-        """Answer a child's (or a grandchild's) approval request."""
-        run = self._asked.pop(request_id, None)
-        return run is not None and run.session.approve(request_id, decision)
+    def approve(self, request_id: str, decision: ApprovalDecision,
+                path: Sequence[str] | None = None) -> bool:
+        """Answer a child's (or a grandchild's) approval request: the one at ``path``
+        (the ids of the runs it came through, outermost first), or without a path the
+        first still waiting under ``request_id``."""
+        askers = self._asked.get(request_id, [])
+        if path:
+            run = self._runs.get(path[0])
+            if run is None or not run.session.approve(request_id, decision,
+                                                      subagent=list(path[1:])):
+                return False
+            if run in askers:
+                askers.remove(run)
+        else:
+            run = next((each for each in askers
+                        if each.session.approve(request_id, decision)), None)
+            if run is None:
+                return False
+            askers.remove(run)
+        if not askers:
+            self._asked.pop(request_id, None)
+        return True
 
     async def wait_stopped(self) -> None:
         """Until every child of this turn has closed its history (bounded by
@@ -312,7 +331,7 @@ class Crew:
             while isinstance(inner, SubagentEvent):
                 inner = inner.event
             if isinstance(inner, ApprovalRequestEvent):
-                self._asked[inner.id] = run
+                self._asked.setdefault(inner.id, []).append(run)
         elif kind is DoneEvent:
             assert isinstance(event, DoneEvent)
             run.stop_reason = event.stop_reason

@@ -290,18 +290,26 @@ class AgentSession:
         elif isinstance(cmd, SetThinkingLevelCommand):
             self.set_thinking_level(cmd.level)
         elif isinstance(cmd, ApproveCommand):
-            self.approve(cmd.id, cmd.decision)
+            self.approve(cmd.id, cmd.decision, subagent=cmd.subagent)
         return None
 
-    def approve(self, call_id: str, decision: ApprovalDecision) -> bool:
+    def approve(self, call_id: str, decision: ApprovalDecision, *,
+                subagent: Sequence[str] | None = None) -> bool:
         """Answer an ``approval_request``: ``allow_once``, ``allow_always`` (this tool, for
         the rest of this session) or ``reject``. Returns False when that request is no
         longer pending (the turn was stopped meanwhile: a harmless race with Stop).
 
         A sub-agent's request (it arrives wrapped in ``subagent_event``) is answered the
-        same way: the request's id reaches the child that waits for it."""
-        return (self._approvals.answer(call_id, decision)
-                or self._crew.approve(call_id, decision))
+        same way. ``subagent`` is the path of wrapper ids it came in (``[]``: this
+        session's own request), so the answer reaches exactly the child that asked even
+        when two children's calls share an id; without it the request's id alone is
+        followed (this session's own first, then the first child waiting under it)."""
+        if subagent is None:
+            return (self._approvals.answer(call_id, decision)
+                    or self._crew.approve(call_id, decision))
+        if not subagent:
+            return self._approvals.answer(call_id, decision)
+        return self._crew.approve(call_id, decision, path=subagent)
 
     def stop_subagent(self, call_id: str) -> bool:
         """Stop one sub-agent — the ``id`` of its ``subagent_start`` (its ``delegate``

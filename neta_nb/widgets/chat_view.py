@@ -132,6 +132,20 @@ def _note(text: str) -> str:
     return text if len(text) <= NOTE_CHARS else text[:NOTE_CHARS] + "…"
 
 
+def _without_answered(approvals: list[dict[str, Any]],
+                      command: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The approval cards left once ``command`` answered one. Two children's calls can
+    share an id, so the card that goes is the one at the answer's ``subagent`` path (a
+    card of the session itself has none) — or, for an answer without a path, the first
+    under that id, as the session answers it."""
+    path = command.get("subagent")
+    for index, approval in enumerate(approvals):
+        if approval["id"] == command.get("id") and (
+                path is None or list(approval.get("path") or []) == list(path)):
+            return approvals[:index] + approvals[index + 1:]
+    return approvals
+
+
 def _levels(session: AgentSession) -> list[str]:
     provider = session.provider
     return list(get_model_thinking_capability(provider.supplier, provider.model).levels)
@@ -816,7 +830,7 @@ class ChatView(NetaWidget):
         if kind == "set_thinking_level":
             self.think_level = session.think_level
         elif kind == "approve":
-            self.approvals = [a for a in self.approvals if a["id"] != command.get("id")]
+            self.approvals = _without_answered(self.approvals, command)
         return {"think_level": session.think_level, "running": session.running}
 
     def _show_started_turn(self, session: AgentSession) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from neta_nb import Agent, AgentSession, SessionStore, ToolCatalog
+from neta_nb import Agent, AgentSession, AgentToolConfig, SessionStore, ToolCatalog
 from neta_nb.events import (
     SubagentEndEvent,
     SubagentEvent,
@@ -372,3 +372,37 @@ async def test_subagent_card_follows_its_run_and_stops_it(sent: SentMessages) ->
     assert "researcher (Done): Find sources" in card._fallback_text()
     assert "Found **three** sources." in card._fallback_html()  # as text, never markup
     assert "<strong>" not in card._fallback_html()
+
+
+async def test_two_children_asking_under_one_id_keep_their_own_approval_cards(
+        sent: SentMessages) -> None:
+    """Two children's calls share an id (a server that sends none: ``call_0`` each). The
+    page answers one card with its path: that card goes, the other stays, and the answer
+    runs only the child it names (a real crew, not the stand-in)."""
+    from ..support import sessions as support
+    from ..support.sessions import guarded_op
+
+    support.ran.clear()
+    children = [Agent(name, model=FakeProvider([calls(("call_0", "guarded_op", {"x": x})),
+                                                answer(name)]),
+                      tools=AgentToolConfig(enabled=["guarded_op"]))
+                for name, x in (("researcher", 1), ("coder", 2))]
+    planner = FakeProvider([calls(("d1", "delegate", {"agent": "researcher", "task": "a"}),
+                                  ("d2", "delegate", {"agent": "coder", "task": "b"})),
+                            answer("ok")])
+    catalog = ToolCatalog.default()
+    catalog.register(guarded_op)
+    session = AgentSession(Agent("planner", model=planner, subagents=children), catalog)
+    chat = ChatView(session)
+    task = session.start("go")
+    await wait_until(lambda: len(chat.approvals) == 2)
+    assert [(a["id"], a["agent"], a["path"]) for a in chat.approvals] == [
+        ("call_0", "researcher", ["d1"]), ("call_0", "coder", ["d2"])]
+    chat._command({"command": {"type": "approve", "id": "call_0", "decision": "allow_once",
+                               "subagent": ["d2"]}})
+    assert [a["agent"] for a in chat.approvals] == ["researcher"]
+    chat._command({"command": {"type": "approve", "id": "call_0", "decision": "reject",
+                               "subagent": ["d1"]}})
+    assert chat.approvals == []
+    await asyncio.wait_for(task, 10)
+    assert support.ran == ["guarded_op 2"]

@@ -1,0 +1,169 @@
+"""Sub-agents under attack (issue 15 review): what a hostile model or an impatient user
+can do to a crew — stop a grandchild, answer two children whose calls share an id, stop
+a child the moment it starts, make a child answer megabytes — and what must still hold."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from neta_nb import Agent, AgentSession, AgentToolConfig, ToolCatalog
+from neta_nb.events import ApprovalRequestEvent, SubagentEvent, SubagentStartEvent
+from neta_nb.providers.base import TextDelta
+
+from .support import sessions as support
+from .support.sessions import (
+    FakeProvider,
+    Recorder,
+    answer,
+    assert_valid_history,
+    calls,
+    guarded_op,
+    plus,
+)
+from .support.timing import wait_until
+
+
+def _catalog() -> ToolCatalog:
+    catalog = ToolCatalog.default()
+    catalog.register(plus)
+    catalog.register(guarded_op)
+    return catalog
+
+
+def _delegations(*pairs: tuple[str, str, str]) -> list[Any]:
+    return calls(*[(call_id, "delegate", {"agent": agent, "task": task})
+                   for call_id, agent, task in pairs])
+
+
+def _inner(event: Any) -> Any:
+    while isinstance(event, SubagentEvent):
+        event = event.event
+    return event
+
+
+class Gate:
+    def __init__(self) -> None:
+        self.reached = asyncio.Event()
+        self.opened = asyncio.Event()
+
+    async def __call__(self) -> None:
+        self.reached.set()
+        await self.opened.wait()
+
+
+async def test_a_grandchilds_stop_reaches_it_through_the_tree() -> None:
+    """The chat view offers Stop on every running card, a grandchild's too, and sends its
+    id as ``stop {subagent}``: it must stop that grandchild, not be dropped silently."""
+    held = Gate()
+    leaf = Agent("leaf", model=FakeProvider([[TextDelta("digging"), held, *answer("never")]]))
+    middle = Agent("middle", model=FakeProvider([_delegations(("g1", "leaf", "dig")),
+                                                 answer("middle carried on")]),
+                   subagents=[leaf])
+    top = FakeProvider([_delegations(("c1", "middle", "start")), answer("top done")])
+    session = AgentSession(Agent("top", model=top, subagents=[middle]), _catalog())
+    recorder = Recorder()
+    session.subscribe(recorder)
+    task = session.start("go")
+    await asyncio.wait_for(held.reached.wait(), 10)
+    assert session.stop_subagent("g1") is True
+    async with asyncio.timeout(10):
+        await task
+    grandchild_end = next(_inner(e) for e in recorder.of("subagent_event")
+                          if _inner(e).type == "subagent_end")
+    assert grandchild_end.id == "g1" and grandchild_end.status == "cancelled"
+    assert [e.status for e in recorder.of("subagent_end")] == ["done"]  # middle went on
+    assert recorder.events[-1].stop_reason == "end_turn"
+    assert session.stop_subagent("g1") is False  # finished: nothing to stop
+
+
+def _twins_asking() -> AgentSession:
+    """Two children whose first calls both need approval under the id ``call_0``."""
+    researcher = Agent("researcher", model=FakeProvider(
+        [calls(("call_0", "guarded_op", {"x": 1})), answer("r")]),
+        tools=AgentToolConfig(enabled=["guarded_op"]))
+    coder = Agent("coder", model=FakeProvider(
+        [calls(("call_0", "guarded_op", {"x": 2})), answer("c")]),
+        tools=AgentToolConfig(enabled=["guarded_op"]))
+    planner = FakeProvider([_delegations(("d1", "researcher", "a"), ("d2", "coder", "b")),
+                            answer("ok")])
+    return AgentSession(Agent("planner", model=planner, subagents=[researcher, coder]),
+                        _catalog())
+
+
+@pytest.mark.parametrize("by_path", [True, False])
+async def test_two_children_asking_with_the_same_call_id_are_each_answered(
+        by_path: bool) -> None:
+    """A server that sends no call ids gets ``call_0`` for every first call, so two
+    children ask for approval under one id. Each answer must reach a child that waits —
+    none is left waiting while the view is attached — and an answer that names its child
+    by path runs exactly that child's tool."""
+    support.ran.clear()
+    session = _twins_asking()
+    detach = session.attach_approver()
+    recorder = Recorder()
+    session.subscribe(recorder)
+    task = session.start("go")
+    await wait_until(lambda: sum(isinstance(_inner(e), ApprovalRequestEvent)
+                                 for e in recorder.events) == 2)
+    if by_path:
+        # The coder's request is allowed, then the researcher's refused.
+        assert session.handle_command({"type": "approve", "id": "call_0",
+                                       "decision": "allow_once", "subagent": ["d2"]}) is None
+        assert session.approve("call_0", "reject", subagent=["d1"]) is True
+        assert session.approve("call_0", "reject", subagent=["d1"]) is False  # answered
+    else:
+        assert session.approve("call_0", "allow_once") is True
+        assert session.approve("call_0", "allow_once") is True
+    async with asyncio.timeout(10):
+        await task
+    detach()
+    assert sorted(support.ran) == (["guarded_op 2"] if by_path
+                                   else ["guarded_op 1", "guarded_op 2"])
+    for each in (session, *session.subagents.values()):
+        assert_valid_history(each.messages)
+
+
+async def test_a_child_stopped_before_its_task_first_runs_still_ends() -> None:
+    """Stop lands between the child's start and its runner's first step (a second
+    delegation of the same response starting in that gap): the child still says
+    ``subagent_end`` and its record is final, not "running" forever."""
+    researcher = Agent("researcher", model=FakeProvider([answer("r")]))
+    coder = Agent("coder", model=FakeProvider([answer("c")]))
+    planner = FakeProvider([_delegations(("d1", "researcher", "a"), ("d2", "coder", "b")),
+                            answer("ok")])
+    session = AgentSession(Agent("planner", model=planner, subagents=[researcher, coder]),
+                           _catalog())
+    recorder = Recorder()
+    session.subscribe(recorder)
+
+    def stop_first_when_second_starts(event: Any) -> None:
+        if isinstance(event, SubagentStartEvent) and event.id == "d2":
+            session.stop_subagent("d1")
+
+    session.subscribe(stop_first_when_second_starts)
+    async with asyncio.timeout(10):
+        await session.run("go")
+    ends = {e.id: e.status for e in recorder.of("subagent_end")}
+    assert ends == {"d1": "cancelled", "d2": "done"}
+    runs = {e.id: e.subagent for e in session.messages[1].metadata.tool_executions}
+    assert runs["d1"] is not None and runs["d1"].status == "cancelled"
+
+
+async def test_a_childs_huge_answer_is_bounded_in_its_end_event() -> None:
+    """The ``subagent_end`` result goes to every view (the nested card's state): a child's
+    5 MB answer is bounded there as in the ``delegate`` result."""
+    huge = "x" * 5_000_000
+    researcher = Agent("researcher", model=FakeProvider([answer(huge)]))
+    planner = FakeProvider([_delegations(("d1", "researcher", "a")), answer("ok")])
+    agent = Agent("planner", model=planner, subagents=[researcher])
+    session = AgentSession(agent, _catalog())
+    recorder = Recorder()
+    session.subscribe(recorder)
+    await session.run("go")
+    (end,) = recorder.of("subagent_end")
+    assert len(end.result) <= agent.max_tool_result_chars + 500
+    read = planner.requests[1].messages[-1].tool_results[0].content
+    assert len(read) <= agent.max_tool_result_chars + 500
