@@ -167,3 +167,111 @@ async def test_a_childs_huge_answer_is_bounded_in_its_end_event() -> None:
     assert len(end.result) <= agent.max_tool_result_chars + 500
     read = planner.requests[1].messages[-1].tool_results[0].content
     assert len(read) <= agent.max_tool_result_chars + 500
+
+
+async def test_a_child_never_runs_a_tool_only_its_parent_has() -> None:
+    """The parent may use ``plus``; the child's own config allows only ``list_files``.
+    The child's model calls ``plus`` anyway, and ``delegate`` (it has no sub-agents): both
+    are refused, neither runs, the refusal is the child's to read."""
+    support.ran.clear()
+    researcher = Agent("researcher", model=FakeProvider(
+        [calls(("p1", "plus", {"a": 1, "b": 2}), ("p2", "guarded_op", {"x": 9}),
+               ("p3", "delegate", {"agent": "researcher", "task": "again"})),
+         answer("could not")]),
+        tools=AgentToolConfig(inherit_core_tools=False, enabled=["list_files"]))
+    planner = FakeProvider([_delegations(("d1", "researcher", "add")), answer("ok")])
+    agent = Agent("planner", model=planner, subagents=[researcher],
+                  tools=AgentToolConfig(enabled=["plus", "guarded_op"]))
+    session = AgentSession(agent, _catalog(), approval_policy="allow")
+    await session.run("go")
+    child = session.subagents["d1"]
+    sent = {t.name for t in child.provider.requests[0].tools}  # type: ignore[attr-defined]
+    assert sent == {"list_files"}
+    results = [r for m in child.messages for r in m.tool_results]
+    assert [(r.tool_call_id, r.is_error) for r in results] == [
+        ("p1", True), ("p2", True), ("p3", True)]
+    assert support.ran == []
+    assert child.subagents == {}
+
+
+async def test_fifty_delegations_keep_the_limit_and_their_order() -> None:
+    """A model that calls ``delegate`` 50 times in one response: never more than the
+    limit run at once, and every result comes back at its own call."""
+    running = 0
+    most = 0
+
+    async def count() -> None:
+        nonlocal running, most
+        running += 1
+        most = max(most, running)
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        running -= 1
+
+    class Worker(FakeProvider):
+        def __init__(self) -> None:
+            super().__init__([])
+
+        async def stream(self, request: Any) -> Any:
+            task = request.messages[0].text
+            self.responses = [[count, *answer(f"answer to {task}")]]
+            async for event in super().stream(request):
+                yield event
+
+    worker = Agent("worker", model=Worker())
+    planner = FakeProvider([_delegations(*[(f"d{n}", "worker", f"task {n}")
+                                           for n in range(50)]), answer("ok")])
+    agent = Agent("planner", model=planner, subagents=[worker], max_parallel_subagents=4)
+    await AgentSession(agent, _catalog()).run("go")
+    results = [r for m in planner.requests[1].messages for r in m.tool_results]
+    assert [r.tool_call_id for r in results] == [f"d{n}" for n in range(50)]
+    assert [r.content for r in results] == [f"answer to task {n}" for n in range(50)]
+    assert 1 < most <= 4
+
+
+async def test_the_parents_stop_while_a_child_waits_for_approval() -> None:
+    support.ran.clear()
+    researcher = Agent("researcher", model=FakeProvider(
+        [calls(("g1", "guarded_op", {"x": 1})), answer("never")]),
+        tools=AgentToolConfig(enabled=["guarded_op"]))
+    planner = FakeProvider([_delegations(("d1", "researcher", "a"))])
+    session = AgentSession(Agent("planner", model=planner, subagents=[researcher]),
+                           _catalog())
+    detach = session.attach_approver()
+    recorder = Recorder()
+    session.subscribe(recorder)
+    task = session.start("go")
+    await wait_until(lambda: any(isinstance(_inner(e), ApprovalRequestEvent)
+                                 for e in recorder.events))
+    session.cancel()
+    async with asyncio.timeout(10):
+        await task
+    detach()
+    assert support.ran == []
+    assert session.approve("g1", "allow_once") is False  # nothing waits any more
+    assert [e.status for e in recorder.of("subagent_end")] == ["cancelled"]
+    for each in (session, *session.subagents.values()):
+        assert_valid_history(each.messages)
+
+
+async def test_a_child_whose_model_breaks_mid_stream_counts_its_tokens() -> None:
+    """A child's model raises an unexpected exception after some output: the parent
+    reads an error result, the child's history is valid, the turn total still holds
+    what the child's calls reported before."""
+    researcher = Agent("researcher", model=FakeProvider(
+        [answer("first"), [TextDelta("partial "), RuntimeError("socket gone")]]))
+    planner = FakeProvider([_delegations(("d1", "researcher", "a")), answer("ok")])
+    session = AgentSession(Agent("planner", model=planner, subagents=[researcher]),
+                           _catalog())
+    recorder = Recorder()
+    session.subscribe(recorder)
+    # The child answers its first turn; a second delegation breaks mid-stream.
+    planner.responses = [_delegations(("d1", "researcher", "a")),
+                         _delegations(("d2", "researcher", "b")), answer("ok")]
+    await session.run("go")
+    results = {p.tool_call_id: p for m in planner.requests[2].messages for p in m.tool_results}
+    assert not results["d1"].is_error and results["d2"].is_error
+    assert "socket gone" in results["d2"].content
+    assert "partial" in results["d2"].content
+    for each in (session, *session.subagents.values()):
+        assert_valid_history(each.messages)

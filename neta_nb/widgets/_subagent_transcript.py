@@ -13,12 +13,13 @@ at most one message per frame, and a view resynced from a snapshot gets the chil
 
 :class:`StoredSubagents` draws a finished child from its stored session (the
 ``subagent`` record on the parent's ``delegate`` execution names it), for a resumed
-session, a page reload after the turn or a second view.
+session, a page reload after the turn or a second view — or from the child session itself
+while the parent still holds it (a view bound after the child started).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from ..events import (
@@ -388,11 +389,20 @@ class StoredSubagents:
     record of a ``delegate`` execution names the child session, whose messages are read
     once and kept while the child is over (a running one is read again)."""
 
-    def __init__(self, store: SessionStore | None) -> None:
+    def __init__(self, store: SessionStore | None,
+                 live: Callable[[str], list[Message] | None] | None = None) -> None:
         self._store = store
+        self._live = live
+        """The messages of a child session still in memory (``None``: not one of them)."""
         self._cache: dict[str, list[Message]] = {}
 
     def messages(self, session_id: str, *, final: bool) -> list[Message]:
+        # A view bound after a child started has no transcript of it: the child's own
+        # session, while the parent holds it, is the whole truth (a store may lag behind
+        # its background writes, and a session without a store has nothing else).
+        live = self._live(session_id) if self._live is not None else None
+        if live is not None:
+            return live
         if self._store is None:
             return []
         cached = self._cache.get(session_id)

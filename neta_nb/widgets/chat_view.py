@@ -252,7 +252,7 @@ class ChatView(NetaWidget):
         self._index = {}
         self._batcher.forget_items()
         self._subagents, self._subagent_message = {}, {}
-        self._stored_subagents = StoredSubagents(session.store)
+        self._stored_subagents = StoredSubagents(session.store, live=self._live_child_messages)
         items, has_older = render_window(messages, session.compactions, limit=self._window,
                                          subagents=self._part_whole)
         context = session.context.model_dump()
@@ -502,6 +502,18 @@ class ChatView(NetaWidget):
             if message_id not in self._index:
                 self._reconcile()
             self._batcher.upsert(message_id)
+
+    def _live_child_messages(self, session_id: str) -> list[Message] | None:
+        """The messages of the child session ``session_id`` if the shown session holds it
+        (the children of its current or latest turn, at any depth)."""
+        session = self._session
+        stack = list(session.subagents.values()) if session is not None else []
+        while stack:
+            child = stack.pop()
+            if child.id == session_id:
+                return child.messages
+            stack.extend(child.subagents.values())
+        return None
 
     def _running_subagent(self, path: Sequence[str]) -> SubagentTranscript | None:
         """The live run a per-child Stop names: by its id, at any depth."""

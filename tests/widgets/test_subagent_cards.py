@@ -406,3 +406,35 @@ async def test_two_children_asking_under_one_id_keep_their_own_approval_cards(
     assert chat.approvals == []
     await asyncio.wait_for(task, 10)
     assert support.ran == ["guarded_op 2"]
+
+
+async def test_a_view_bound_mid_child_shows_the_childs_transcript_without_a_store(
+        sent: SentMessages) -> None:
+    """A chat view made while a child runs missed its start, so it draws the child from
+    elsewhere. A session without a store has its child sessions in memory: the card must
+    show the child's transcript from them, not stay an empty summary after the end."""
+    held = asyncio.Event()
+    reached = asyncio.Event()
+
+    async def hold() -> None:
+        reached.set()
+        await held.wait()
+
+    researcher = Agent("researcher", model=FakeProvider(
+        [calls(("p1", "plus", {"a": 1, "b": 2})), [hold, *answer("It is 3.")]]),
+        tools=AgentToolConfig(enabled=["plus"]))
+    planner = FakeProvider([calls(("d1", "delegate", {"agent": "researcher", "task": "add"})),
+                            answer("ok")])
+    catalog = ToolCatalog.default()
+    catalog.register(plus)
+    session = AgentSession(Agent("planner", model=planner, subagents=[researcher]), catalog)
+    task = session.start("go")
+    await asyncio.wait_for(reached.wait(), 10)
+    chat = ChatView(session)  # bound mid-child
+    part = card_of(chat._sync({})["messages"], "d1")["subagent"]
+    assert part["status"] == "running"
+    assert [c["name"] for c in part["messages"][0]["cards"]] == ["plus"]  # so far
+    held.set()
+    await asyncio.wait_for(task, 10)
+    part = card_of(chat.messages, "d1")["subagent"]
+    assert part["status"] == "done" and part["messages"][-1]["text"] == "It is 3."
