@@ -63,7 +63,7 @@ from ._chat_state import (
     render_message,
     renderable,
 )
-from ._state_bounds import SUBAGENT_BYTES, SUBAGENT_ITEMS, fit_window
+from ._state_bounds import SUBAGENT_BYTES, SUBAGENT_ITEMS, fit_window, task_preview
 
 __all__ = ["OpSink", "StoredSubagents", "SubagentTranscript", "is_delta", "unwrap"]
 
@@ -367,7 +367,7 @@ class SubagentTranscript:
             items = [render_message(m, i, self.card_part_whole)
                      for i, m in enumerate(self.messages)]
             messages, has_older = bound_transcript(items)
-        return {"agent": self.agent, "task": self.task, "status": self.status,
+        return {"agent": self.agent, "task": task_preview(self.task), "status": self.status,
                 "activity": self.activity, "plan": self.plan, "tokens": dict(self.tokens),
                 "messages": messages, "has_older": has_older,
                 "live": self.live.snapshot() if whole and self.live is not None else None}
@@ -432,7 +432,7 @@ class StoredSubagents:
         summary = todo.summary()
         plan: SubagentPlan | None = ({"done": summary.completed, "total": summary.total}
                                      if summary.total else None)
-        return {"agent": run.agent, "task": run.task, "status": run.status,
+        return {"agent": run.agent, "task": task_preview(run.task), "status": run.status,
                 "activity": None, "plan": plan,
                 "tokens": {"input_tokens": run.input_tokens,
                            "output_tokens": run.output_tokens, "api_calls": run.api_calls},

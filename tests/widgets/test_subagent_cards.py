@@ -438,3 +438,30 @@ async def test_a_view_bound_mid_child_shows_the_childs_transcript_without_a_stor
     await asyncio.wait_for(task, 10)
     part = card_of(chat.messages, "d1")["subagent"]
     assert part["status"] == "done" and part["messages"][-1]["text"] == "It is 3."
+
+
+async def test_a_huge_task_is_bounded_in_the_card_at_every_stage(sent: SentMessages) -> None:
+    """The parent's model writes a 1 MB task: the card carries it in every update of the
+    parent's message — before the child starts, while it runs, from the store after —
+    so its state holds the beginning only (the call's arguments are bounded the same
+    way)."""
+    from neta_nb.widgets._state_bounds import TASK_CHARS
+
+    task = "t" * 1_000_000
+    store = SessionStore(":memory:")
+    planner = FakeProvider([calls(("d1", "delegate", {"agent": "w", "task": task})),
+                            answer("ok")])
+    worker = Agent("w", model=FakeProvider([answer("done")]))
+    session = AgentSession(Agent("planner", model=planner, subagents=[worker]),
+                           ToolCatalog.default(), store)
+    chat = ChatView(session)
+    await session.run("go")
+    execution = session.messages[1].metadata.tool_executions[0]
+    parts = [chat._part_whole(execution), chat._stored_part(execution)]
+    execution.subagent = None
+    parts.append(chat._stored_part(execution))  # from the call's arguments alone
+    for part in parts:
+        assert part is not None and len(part["task"]) <= TASK_CHARS + 1
+        assert part["task"].startswith("ttt")
+    batches = [op for op in ops_of(sent) if op["op"] == "item"]
+    assert batches and max(len(str(op)) for op in batches) < 100_000
