@@ -275,3 +275,23 @@ async def test_a_child_whose_model_breaks_mid_stream_counts_its_tokens() -> None
     assert "partial" in results["d2"].content
     for each in (session, *session.subagents.values()):
         assert_valid_history(each.messages)
+
+
+async def test_a_tool_disabled_globally_while_the_childs_call_streams_never_runs() -> None:
+    """The child's model was offered ``guarded_op`` and calls it; the tool is disabled
+    globally before the call runs (the user's panel, mid-run): the call is refused."""
+    support.ran.clear()
+    catalog = _catalog()
+    researcher = Agent("researcher", model=FakeProvider(
+        [[*calls(("g1", "guarded_op", {"x": 5})), lambda: catalog.disable("guarded_op")],
+         answer("refused")]),
+        tools=AgentToolConfig(enabled=["guarded_op"]))
+    planner = FakeProvider([_delegations(("d1", "researcher", "a")), answer("ok")])
+    session = AgentSession(Agent("planner", model=planner, subagents=[researcher]), catalog,
+                           approval_policy="allow")
+    await session.run("go")
+    child = session.subagents["d1"]
+    (result,) = [r for m in child.messages for r in m.tool_results]
+    assert result.is_error and support.ran == []
+    sent = [t.name for t in child.provider.requests[1].tools]  # type: ignore[attr-defined]
+    assert "guarded_op" not in sent

@@ -208,6 +208,10 @@ class ChatView(NetaWidget):
         # message each call is in; finished children of the history come from the store.
         self._subagents: dict[str, SubagentTranscript] = {}
         self._subagent_message: dict[str, str] = {}
+        # The same transcripts by the child session they show: call ids come from the
+        # model and repeat across turns (a server that sends none: `call_0` every turn),
+        # so a card finds its own child by the session its call's record names.
+        self._followed: dict[str, SubagentTranscript] = {}
         self._stored_subagents = StoredSubagents(None)
         self._session: AgentSession | None = None
         self._unsubscribe: Callable[[], None] | None = None
@@ -251,7 +255,7 @@ class ChatView(NetaWidget):
         self._in_turn = session.running
         self._index = {}
         self._batcher.forget_items()
-        self._subagents, self._subagent_message = {}, {}
+        self._subagents, self._subagent_message, self._followed = {}, {}, {}
         self._stored_subagents = StoredSubagents(session.store, live=self._live_child_messages)
         items, has_older = render_window(messages, session.compactions, limit=self._window,
                                          subagents=self._part_whole)
@@ -322,7 +326,7 @@ class ChatView(NetaWidget):
         self._leave_stored()
         self._resume_stored = resume
         self._batcher.forget_items()
-        self._subagents, self._subagent_message = {}, {}
+        self._subagents, self._subagent_message, self._followed = {}, {}, {}
         self._stored_subagents = StoredSubagents(stored.store)
         self._show_stored_state(stored)
         self._follower = StoredSessionFollower(stored, self._show_stored_state,
@@ -475,8 +479,12 @@ class ChatView(NetaWidget):
         self._upsert_subagent_card(event.id)
 
     def _on_subagent_start(self, event: SubagentStartEvent) -> None:
-        self._subagents[event.id] = SubagentTranscript(event.id, event.agent, event.task)
+        transcript = self._subagents[event.id] = SubagentTranscript(event.id, event.agent,
+                                                                    event.task)
         session = self._session
+        child = session.subagents.get(event.id) if session is not None else None
+        if child is not None:
+            self._followed[child.id] = transcript
         owner = None
         if session is not None:
             # The parent's `delegate` call came just before: its message is the latest.
@@ -526,16 +534,23 @@ class ChatView(NetaWidget):
                 stack.extend(run.children.values())
         return None
 
+    def _transcript_of(self, execution: ToolExecution) -> SubagentTranscript | None:
+        """The live transcript of this call's child, if this view followed it."""
+        run = execution.subagent
+        if run is not None:
+            return self._followed.get(run.session_id)
+        return self._subagents.get(execution.id)  # its record is not written yet
+
     def _part_streamed(self, execution: ToolExecution) -> SubagentPart | None:
         """A sub-agent card in a streamed update: its transcript streams on its own."""
-        transcript = self._subagents.get(execution.id)
+        transcript = self._transcript_of(execution)
         if transcript is not None:
             return transcript.part(whole=False)
         return self._stored_part(execution)
 
     def _part_whole(self, execution: ToolExecution) -> SubagentPart | None:
         """A sub-agent card with its transcript (traits, snapshots, older pages)."""
-        transcript = self._subagents.get(execution.id)
+        transcript = self._transcript_of(execution)
         if transcript is not None:
             return transcript.part(whole=True)
         return self._stored_part(execution)

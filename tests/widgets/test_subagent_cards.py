@@ -465,3 +465,22 @@ async def test_a_huge_task_is_bounded_in_the_card_at_every_stage(sent: SentMessa
         assert part["task"].startswith("ttt")
     batches = [op for op in ops_of(sent) if op["op"] == "item"]
     assert batches and max(len(str(op)) for op in batches) < 100_000
+
+
+async def test_a_call_id_used_again_in_a_later_turn_keeps_each_card_its_own_child(
+        sent: SentMessages) -> None:
+    """A server that sends no call ids names every turn's first call ``call_0``: the
+    second turn's child must not take over the first turn's card."""
+    planner = FakeProvider([
+        calls(("call_0", "delegate", {"agent": "w", "task": "first"})), answer("one"),
+        calls(("call_0", "delegate", {"agent": "w", "task": "second"})), answer("two")])
+    worker = Agent("w", model=FakeProvider([answer("first answer"), answer("second answer")]))
+    session = AgentSession(Agent("planner", model=planner, subagents=[worker]),
+                           ToolCatalog.default())
+    chat = ChatView(session)
+    await session.run("go")
+    await session.run("again")
+    cards = [card["subagent"] for item in chat._sync({})["messages"]
+             for card in item.get("cards") or [] if card.get("subagent")]
+    assert [(c["task"], c["messages"][-1]["text"]) for c in cards] == [
+        ("first", "first answer"), ("second", "second answer")]
