@@ -60,7 +60,7 @@ from .messages import (
 from .ownership import ProcessOwner, SessionBusyError
 from .persistence import LOAD_FLUSH_LIMIT, SessionPersistence, flush_session, store_warning
 from .providers.base import ModelRequest, Provider, ProviderError
-from .store import CompactionRecord, SessionStore
+from .store import CompactionRecord, SessionRecord, SessionStore
 from .store_writer import StoreFailure
 from .thinking import THINK_LEVELS, ThinkLevel, check_think_level, resolve_think_level
 from .todo import TodoStore
@@ -711,6 +711,8 @@ class AgentSession:
         session = cls(agent, catalog, store, session_id=session_id,
                       think_level=level, **options)
         session.parent_id, session.parent_call_id = record.parent_id, record.parent_call_id
+        if record.parent_id is not None:
+            session._crew.depth, session._crew.max_depth = _place_in_tree(store, record)
         stored = session._saved.load(store)
         session._messages, session._view = stored.messages, stored.view
         session.compactions = stored.compactions
@@ -767,6 +769,23 @@ class AgentSession:
         state = "running" if self.running else "idle"
         return (f"AgentSession({self.id!r}, agent={self.agent.name!r}, "
                 f"model={self.provider.model_id!r}, {len(self._messages)} messages, {state})")
+
+
+def _place_in_tree(store: SessionStore, record: SessionRecord) -> tuple[int, int]:
+    """A stored child's depth below its top-level session and that session's nesting
+    limit: the limit holds for the whole tree, so a child opened on its own (resumed
+    directly) may delegate no deeper than it could inside its parent's run."""
+    depth, top, seen = 0, record, {record.id}
+    while top.parent_id is not None:
+        parent = store.get_session(top.parent_id)
+        if parent is None or parent.id in seen:
+            break  # the parent was deleted (or a damaged row loops): the chain ends here
+        depth, top = depth + 1, parent
+        seen.add(parent.id)
+    if top is record:  # its parent is gone: at least one level below one
+        return 1, Agent.max_subagent_depth
+    limit = top.agent.get("max_subagent_depth") if isinstance(top.agent, dict) else None
+    return depth, limit if isinstance(limit, int) and limit >= 0 else Agent.max_subagent_depth
 
 
 def _unexpected(exc: Exception) -> ProviderError:

@@ -5,11 +5,12 @@ a child the moment it starts, make a child answer megabytes — and what must st
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from neta_nb import Agent, AgentSession, AgentToolConfig, ToolCatalog
+from neta_nb import Agent, AgentSession, AgentToolConfig, SessionStore, ToolCatalog
 from neta_nb.events import ApprovalRequestEvent, SubagentEvent, SubagentStartEvent
 from neta_nb.providers.base import TextDelta
 
@@ -295,3 +296,31 @@ async def test_a_tool_disabled_globally_while_the_childs_call_streams_never_runs
     assert result.is_error and support.ran == []
     sent = [t.name for t in child.provider.requests[1].tools]  # type: ignore[attr-defined]
     assert "guarded_op" not in sent
+
+
+async def test_a_child_resumed_on_its_own_keeps_its_place_in_the_tree(tmp_path: Path) -> None:
+    """The depth limit holds for the whole tree: a grandchild at the limit, resumed
+    directly (its session opened from the store), must not gain ``delegate``; a child
+    above the limit keeps it."""
+    store = SessionStore(tmp_path / "s.sqlite3")
+    leaf = Agent("leaf", model=FakeProvider([answer("leaf done")]),
+                 subagents=[Agent("deeper", model="scripted")])
+    middle = Agent("middle", model=FakeProvider([_delegations(("g1", "leaf", "dig")),
+                                                 answer("middle done")]),
+                   subagents=[leaf])
+    top = Agent("top", model=FakeProvider([_delegations(("c1", "middle", "go")),
+                                           answer("top done")]), subagents=[middle])
+    session = AgentSession(top, _catalog(), store)
+    await session.run("go")
+    child = session.subagents["c1"]
+    grandchild = child.subagents["g1"]
+    assert child.can_delegate and not grandchild.can_delegate
+    for each in (session, child, grandchild):
+        each.flush()
+    resumed_leaf = AgentSession.resume(grandchild.id, store, catalog=_catalog(),
+                                       provider=FakeProvider([]))
+    assert not resumed_leaf.can_delegate
+    assert "delegate" not in resumed_leaf.preview().tool_names
+    resumed_middle = AgentSession.resume(child.id, store, catalog=_catalog(),
+                                         provider=FakeProvider([]))
+    assert resumed_middle.can_delegate
