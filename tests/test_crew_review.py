@@ -274,6 +274,10 @@ async def test_a_child_whose_model_breaks_mid_stream_counts_its_tokens() -> None
     assert not results["d1"].is_error and results["d2"].is_error
     assert "socket gone" in results["d2"].content
     assert "partial" in results["d2"].content
+    # The parent's three calls (120, 120, 100 in) and the child's one answered call.
+    assert recorder.of("token_update")[-1].current.input_tokens == 120 + 120 + 100 + 100
+    assert session.subagent_usage["d1"].input_tokens == 100
+    assert session.subagent_usage["d2"].input_tokens == 0
     for each in (session, *session.subagents.values()):
         assert_valid_history(each.messages)
 
