@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +50,7 @@ from .events import (
     TurnUsage,
 )
 from .messages import Message, SubagentRun, SubagentStatus, ToolDefinition
+from .tool_runner import bound_result
 from .tools.base import ToolFailure
 from .tools.builtin.delegate import delegate_definition
 
@@ -152,8 +153,9 @@ class Crew:
         self._on_record = on_record
         self._on_interrupt = on_interrupt
         self._runs: dict[str, ChildRun] = {}
-        self._asked: dict[str, ChildRun] = {}
-        """Approval request id → the child (or the child above a grandchild) that asked."""
+        self._asked: dict[str, list[ChildRun]] = {}
+        """Approval request id → the children (or the children above a grandchild) that
+        asked under it, first asker first: ids come from the models and may repeat."""
         self._slots: asyncio.Semaphore | None = None
 
     # --- what the parent offers -----------------------------------------------------------
@@ -192,10 +194,15 @@ class Crew:
 
     # --- commands ---------------------------------------------------------------------------
     def stop(self, call_id: str) -> bool:
-        """Stop one child (the ``id`` of its ``subagent_start``); the parent goes on. False
-        when no such child is running."""
+        """Stop one child (the ``id`` of its ``subagent_start``) — or a grandchild, at any
+        depth: the chat view offers Stop on every running nested card and names it by
+        that id alone; the parent goes on. False when no such child is running."""
         run = self._runs.get(call_id)
-        if run is None or run.status != "running":
+        if run is None:
+            # Not ours: a running child may have run it (its own crew looks further down).
+            return any(child.session.stop_subagent(call_id)
+                       for child in list(self._runs.values()) if child.status == "running")
+        if run.status != "running":
             return False
         if run.stop_requested:
             return True  # already stopping: a second cancel would cut its closing short
@@ -208,10 +215,28 @@ class Crew:
         for call_id in list(self._runs):
             self.stop(call_id)
 
-    def approve(self, request_id: str, decision: ApprovalDecision) -> bool:
-        """Answer a child's (or a grandchild's) approval request."""
-        run = self._asked.pop(request_id, None)
-        return run is not None and run.session.approve(request_id, decision)
+    def approve(self, request_id: str, decision: ApprovalDecision,
+                path: Sequence[str] | None = None) -> bool:
+        """Answer a child's (or a grandchild's) approval request: the one at ``path``
+        (the ids of the runs it came through, outermost first), or without a path the
+        first still waiting under ``request_id``."""
+        askers = self._asked.get(request_id, [])
+        if path:
+            run = self._runs.get(path[0])
+            if run is None or not run.session.approve(request_id, decision,
+                                                      subagent=list(path[1:])):
+                return False
+            if run in askers:
+                askers.remove(run)
+        else:
+            run = next((each for each in askers
+                        if each.session.approve(request_id, decision)), None)
+            if run is None:
+                return False
+            askers.remove(run)
+        if not askers:
+            self._asked.pop(request_id, None)
+        return True
 
     async def wait_stopped(self) -> None:
         """Until every child of this turn has closed its history (bounded by
@@ -238,6 +263,9 @@ class Crew:
         self._on_record(call_id, run.record())
         run.session.subscribe(lambda event: self._forward(run, event))
         run.runner = asyncio.ensure_future(self._run(run))
+        # A Stop that lands before the runner's first step cancels a coroutine that never
+        # starts, so none of _run's own closing runs: the child must still end.
+        run.runner.add_done_callback(lambda _: self._end(run))
         try:
             await asyncio.wait([run.runner])
         except asyncio.CancelledError:
@@ -273,12 +301,20 @@ class Crew:
         except Exception as exc:  # a bug below the child's own error handling: never fatal
             log.exception("sub-agent %s failed", run.agent.name)
             run.stop_reason, run.error = "error", f"{type(exc).__name__}: {exc}"
+        self._end(run)
+
+    def _end(self, run: ChildRun) -> None:
+        """The child's final status, record and ``subagent_end`` (once)."""
+        if run.status != "running":
+            return
         if run.stop_requested and run.stop_reason is None:
             run.stop_reason = "cancelled"
         run.status = _status(run.stop_reason)
         self._on_record(run.call_id, run.record())
+        # Bounded as the `delegate` result is: the event reaches every view's state.
+        result = bound_result(self._result_text(run), self._parent.agent.max_tool_result_chars)
         self._emit(SubagentEndEvent(id=run.call_id, agent=run.agent.name, status=run.status,
-                                    result=self._result_text(run), usage=run.usage))
+                                    result=result, usage=run.usage))
         if run.status == "interrupted":
             self._on_interrupt()  # a kernel interrupt stops the whole tree
 
@@ -295,7 +331,7 @@ class Crew:
             while isinstance(inner, SubagentEvent):
                 inner = inner.event
             if isinstance(inner, ApprovalRequestEvent):
-                self._asked[inner.id] = run
+                self._asked.setdefault(inner.id, []).append(run)
         elif kind is DoneEvent:
             assert isinstance(event, DoneEvent)
             run.stop_reason = event.stop_reason

@@ -298,9 +298,16 @@ class SetThinkingLevelCommand(_Event):
 
 
 class ApproveCommand(_Event):
+    """Answer an ``approval_request``. ``subagent`` names who asked: the ids of the
+    ``subagent_event`` wrappers the request came in (outermost first), ``[]`` for the
+    session's own request. Two children's calls can share an id (a server that sends
+    none gets ``call_0`` for each), so the path, not the id, says whose call may run;
+    ``None`` (no path) answers the first request waiting under that id."""
+
     type: Literal["approve"] = "approve"
     id: str
     decision: ApprovalDecision
+    subagent: list[str] | None = None
 
 
 Command = Annotated[

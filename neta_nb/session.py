@@ -60,7 +60,7 @@ from .messages import (
 from .ownership import ProcessOwner, SessionBusyError
 from .persistence import LOAD_FLUSH_LIMIT, SessionPersistence, flush_session, store_warning
 from .providers.base import ModelRequest, Provider, ProviderError
-from .store import CompactionRecord, SessionStore
+from .store import CompactionRecord, SessionRecord, SessionStore
 from .store_writer import StoreFailure
 from .thinking import THINK_LEVELS, ThinkLevel, check_think_level, resolve_think_level
 from .todo import TodoStore
@@ -290,24 +290,32 @@ class AgentSession:
         elif isinstance(cmd, SetThinkingLevelCommand):
             self.set_thinking_level(cmd.level)
         elif isinstance(cmd, ApproveCommand):
-            self.approve(cmd.id, cmd.decision)
+            self.approve(cmd.id, cmd.decision, subagent=cmd.subagent)
         return None
 
-    def approve(self, call_id: str, decision: ApprovalDecision) -> bool:
+    def approve(self, call_id: str, decision: ApprovalDecision, *,
+                subagent: Sequence[str] | None = None) -> bool:
         """Answer an ``approval_request``: ``allow_once``, ``allow_always`` (this tool, for
         the rest of this session) or ``reject``. Returns False when that request is no
         longer pending (the turn was stopped meanwhile: a harmless race with Stop).
 
         A sub-agent's request (it arrives wrapped in ``subagent_event``) is answered the
-        same way: the request's id reaches the child that waits for it."""
-        return (self._approvals.answer(call_id, decision)
-                or self._crew.approve(call_id, decision))
+        same way. ``subagent`` is the path of wrapper ids it came in (``[]``: this
+        session's own request), so the answer reaches exactly the child that asked even
+        when two children's calls share an id; without it the request's id alone is
+        followed (this session's own first, then the first child waiting under it)."""
+        if subagent is None:
+            return (self._approvals.answer(call_id, decision)
+                    or self._crew.approve(call_id, decision))
+        if not subagent:
+            return self._approvals.answer(call_id, decision)
+        return self._crew.approve(call_id, decision, path=subagent)
 
     def stop_subagent(self, call_id: str) -> bool:
         """Stop one sub-agent — the ``id`` of its ``subagent_start`` (its ``delegate``
         call) — and let this session go on: its model reads the stop as the call's error
-        result. False when no such child is running (or a grandchild's id: stop it
-        through its own parent, :attr:`subagents`)."""
+        result. A grandchild's id (at any depth) stops that grandchild, and its parent
+        goes on. False when no such run is running."""
         return self._crew.stop(call_id)
 
     # --- running turns ----------------------------------------------------------------
@@ -703,6 +711,8 @@ class AgentSession:
         session = cls(agent, catalog, store, session_id=session_id,
                       think_level=level, **options)
         session.parent_id, session.parent_call_id = record.parent_id, record.parent_call_id
+        if record.parent_id is not None:
+            session._crew.depth, session._crew.max_depth = _place_in_tree(store, record)
         stored = session._saved.load(store)
         session._messages, session._view = stored.messages, stored.view
         session.compactions = stored.compactions
@@ -759,6 +769,23 @@ class AgentSession:
         state = "running" if self.running else "idle"
         return (f"AgentSession({self.id!r}, agent={self.agent.name!r}, "
                 f"model={self.provider.model_id!r}, {len(self._messages)} messages, {state})")
+
+
+def _place_in_tree(store: SessionStore, record: SessionRecord) -> tuple[int, int]:
+    """A stored child's depth below its top-level session and that session's nesting
+    limit: the limit holds for the whole tree, so a child opened on its own (resumed
+    directly) may delegate no deeper than it could inside its parent's run."""
+    depth, top, seen = 0, record, {record.id}
+    while top.parent_id is not None:
+        parent = store.get_session(top.parent_id)
+        if parent is None or parent.id in seen:
+            break  # the parent was deleted (or a damaged row loops): the chain ends here
+        depth, top = depth + 1, parent
+        seen.add(parent.id)
+    if top is record:  # its parent is gone: at least one level below one
+        return 1, Agent.max_subagent_depth
+    limit = top.agent.get("max_subagent_depth") if isinstance(top.agent, dict) else None
+    return depth, limit if isinstance(limit, int) and limit >= 0 else Agent.max_subagent_depth
 
 
 def _unexpected(exc: Exception) -> ProviderError:

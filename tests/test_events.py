@@ -100,14 +100,14 @@ COMMAND_EXAMPLES: dict[str, dict[str, Any]] = {
     "send": {"type": "send", "text": "hello"},
     "stop": {"type": "stop", "subagent": "c3"},
     "set_thinking_level": {"type": "set_thinking_level", "level": "high"},
-    "approve": {"type": "approve", "id": "c2", "decision": "allow_once"},
+    "approve": {"type": "approve", "id": "c2", "decision": "allow_once", "subagent": ["d1"]},
 }
 
 COMMAND_FIELDS: dict[str, set[str]] = {
     "send": {"text"},
     "stop": {"subagent"},
     "set_thinking_level": {"level"},
-    "approve": {"id", "decision"},
+    "approve": {"id", "decision", "subagent"},
 }
 
 

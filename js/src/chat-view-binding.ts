@@ -102,7 +102,7 @@ export function renderChatView({ model: anyModel, el }: Pick<RenderProps, "model
       send: (text, files) => sendWithFiles(text, files),
       stop: () => command({ type: "stop" }),
       setLevel: (level) => command({ type: "set_thinking_level", level }),
-      approve: (id, decision) => command({ type: "approve", id, decision }),
+      approve: (id, decision, path) => command({ type: "approve", id, decision, subagent: path }),
       stopSubagent: (runId) => command({ type: "stop", subagent: runId }),
       loadOlder: (before) => requestShowingErrors<OlderPage>(model, "older", { before } satisfies OlderRequest),
       switchAgent: (name) => requestShowingErrors<SessionReply>(model, "switch_agent", { name } satisfies SwitchAgentRequest),

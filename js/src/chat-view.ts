@@ -42,7 +42,9 @@ export interface ChatActions {
   send(text: string, files: File[]): Promise<unknown>;
   stop(): Promise<unknown>;
   setLevel(level: string): Promise<unknown>;
-  approve(id: string, decision: "allow_once" | "allow_always" | "reject"): Promise<unknown>;
+  /** `path`: the sub-agent runs the request came through (`[]`: the session's own); two
+   * children's calls can share an id, the path says whose call is answered. */
+  approve(id: string, decision: "allow_once" | "allow_always" | "reject", path: string[]): Promise<unknown>;
   /** Stop only this sub-agent (its run id: the `delegate` call's), the parent goes on. */
   stopSubagent(runId: string): Promise<unknown>;
   loadOlder(before: number): Promise<OlderPage>;
@@ -257,7 +259,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
           button.addEventListener("click", () => {
             for (const other of Array.from(buttons.querySelectorAll("button"))) other.disabled = true;
             cardError.clear();
-            void actions.approve?.(approval.id, decision).catch((error) => {
+            void actions.approve?.(approval.id, decision, approval.path ?? []).catch((error) => {
               for (const other of Array.from(buttons.querySelectorAll("button"))) other.disabled = false;
               cardError.show(error);
             });

@@ -45,6 +45,7 @@ from ._state_bounds import (
     fit_window,
     preview_args,
     preview_text,
+    task_preview,
 )
 from ._streaming import FLUSH_INTERVAL, FrameThrottle, Scheduler, call_later_on_running_loop
 
@@ -384,7 +385,7 @@ def stored_run_part(execution: ToolExecution) -> SubagentPart | None:
     node from start to end). Other calls have none."""
     run = execution.subagent
     if run is not None:
-        return {"agent": run.agent, "task": run.task, "status": run.status,
+        return {"agent": run.agent, "task": task_preview(run.task), "status": run.status,
                 "activity": None, "plan": None,
                 "tokens": {"input_tokens": run.input_tokens,
                            "output_tokens": run.output_tokens, "api_calls": run.api_calls},
@@ -392,7 +393,8 @@ def stored_run_part(execution: ToolExecution) -> SubagentPart | None:
     if execution.name != DELEGATE_TOOL or not isinstance(execution.args.get("agent"), str):
         return None
     task = execution.args.get("task")
-    return {"agent": execution.args["agent"], "task": task if isinstance(task, str) else "",
+    return {"agent": execution.args["agent"],
+            "task": task_preview(task) if isinstance(task, str) else "",
             "status": _RUN_STATUS[execution.status], "activity": None, "plan": None,
             "tokens": {"input_tokens": 0, "output_tokens": 0, "api_calls": 0},
             "messages": [], "has_older": False, "live": None}

@@ -26,6 +26,7 @@ __all__ = [
     "RESULT_CHARS",
     "SUBAGENT_BYTES",
     "SUBAGENT_ITEMS",
+    "TASK_CHARS",
     "TEXT_CHARS",
     "THINKING_CHARS",
     "WINDOW_BYTES",
@@ -34,6 +35,7 @@ __all__ = [
     "item_bytes",
     "preview_args",
     "preview_text",
+    "task_preview",
 ]
 
 TEXT_CHARS = 20_000
@@ -51,6 +53,10 @@ enough to see what the tool returned."""
 ARGS_CHARS = 2_000
 """A tool call's arguments in state, measured as compact JSON. Longer ones are shown with
 long strings and lists shortened (a ``write_file`` with a 5 MB ``content``)."""
+
+TASK_CHARS = 2_000
+"""A sub-agent's task in its card's state (the whole task is the child's first message
+and the ``delegate`` call's arguments)."""
 
 NOTE_CHARS = 1_000
 """Short fields that are usually a line but come from outside: a skill's step and detail,
@@ -84,6 +90,13 @@ _ARGS_DEPTH = 6
 _ELLIPSIS = "…"
 
 Item = TypeVar("Item", bound=Mapping[str, Any])
+
+
+def task_preview(task: str) -> str:
+    """A sub-agent's task as its card's header shows it: cut at :data:`TASK_CHARS`. The
+    task is the parent model's own writing, of any length, and the card carries it in
+    every update of the parent's message."""
+    return task if len(task) <= TASK_CHARS else task[:TASK_CHARS] + _ELLIPSIS
 
 
 def preview_text(fields: dict[str, Any], name: str, limit: int) -> None:

@@ -13,12 +13,13 @@ at most one message per frame, and a view resynced from a snapshot gets the chil
 
 :class:`StoredSubagents` draws a finished child from its stored session (the
 ``subagent`` record on the parent's ``delegate`` execution names it), for a resumed
-session, a page reload after the turn or a second view.
+session, a page reload after the turn or a second view — or from the child session itself
+while the parent still holds it (a view bound after the child started).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from ..events import (
@@ -62,7 +63,7 @@ from ._chat_state import (
     render_message,
     renderable,
 )
-from ._state_bounds import SUBAGENT_BYTES, SUBAGENT_ITEMS, fit_window
+from ._state_bounds import SUBAGENT_BYTES, SUBAGENT_ITEMS, fit_window, task_preview
 
 __all__ = ["OpSink", "StoredSubagents", "SubagentTranscript", "is_delta", "unwrap"]
 
@@ -366,7 +367,7 @@ class SubagentTranscript:
             items = [render_message(m, i, self.card_part_whole)
                      for i, m in enumerate(self.messages)]
             messages, has_older = bound_transcript(items)
-        return {"agent": self.agent, "task": self.task, "status": self.status,
+        return {"agent": self.agent, "task": task_preview(self.task), "status": self.status,
                 "activity": self.activity, "plan": self.plan, "tokens": dict(self.tokens),
                 "messages": messages, "has_older": has_older,
                 "live": self.live.snapshot() if whole and self.live is not None else None}
@@ -388,11 +389,20 @@ class StoredSubagents:
     record of a ``delegate`` execution names the child session, whose messages are read
     once and kept while the child is over (a running one is read again)."""
 
-    def __init__(self, store: SessionStore | None) -> None:
+    def __init__(self, store: SessionStore | None,
+                 live: Callable[[str], list[Message] | None] | None = None) -> None:
         self._store = store
+        self._live = live
+        """The messages of a child session still in memory (``None``: not one of them)."""
         self._cache: dict[str, list[Message]] = {}
 
     def messages(self, session_id: str, *, final: bool) -> list[Message]:
+        # A view bound after a child started has no transcript of it: the child's own
+        # session, while the parent holds it, is the whole truth (a store may lag behind
+        # its background writes, and a session without a store has nothing else).
+        live = self._live(session_id) if self._live is not None else None
+        if live is not None:
+            return live
         if self._store is None:
             return []
         cached = self._cache.get(session_id)
@@ -422,7 +432,7 @@ class StoredSubagents:
         summary = todo.summary()
         plan: SubagentPlan | None = ({"done": summary.completed, "total": summary.total}
                                      if summary.total else None)
-        return {"agent": run.agent, "task": run.task, "status": run.status,
+        return {"agent": run.agent, "task": task_preview(run.task), "status": run.status,
                 "activity": None, "plan": plan,
                 "tokens": {"input_tokens": run.input_tokens,
                            "output_tokens": run.output_tokens, "api_calls": run.api_calls},

@@ -132,6 +132,20 @@ def _note(text: str) -> str:
     return text if len(text) <= NOTE_CHARS else text[:NOTE_CHARS] + "…"
 
 
+def _without_answered(approvals: list[dict[str, Any]],
+                      command: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The approval cards left once ``command`` answered one. Two children's calls can
+    share an id, so the card that goes is the one at the answer's ``subagent`` path (a
+    card of the session itself has none) — or, for an answer without a path, the first
+    under that id, as the session answers it."""
+    path = command.get("subagent")
+    for index, approval in enumerate(approvals):
+        if approval["id"] == command.get("id") and (
+                path is None or list(approval.get("path") or []) == list(path)):
+            return approvals[:index] + approvals[index + 1:]
+    return approvals
+
+
 def _levels(session: AgentSession) -> list[str]:
     provider = session.provider
     return list(get_model_thinking_capability(provider.supplier, provider.model).levels)
@@ -194,6 +208,10 @@ class ChatView(NetaWidget):
         # message each call is in; finished children of the history come from the store.
         self._subagents: dict[str, SubagentTranscript] = {}
         self._subagent_message: dict[str, str] = {}
+        # The same transcripts by the child session they show: call ids come from the
+        # model and repeat across turns (a server that sends none: `call_0` every turn),
+        # so a card finds its own child by the session its call's record names.
+        self._followed: dict[str, SubagentTranscript] = {}
         self._stored_subagents = StoredSubagents(None)
         self._session: AgentSession | None = None
         self._unsubscribe: Callable[[], None] | None = None
@@ -237,8 +255,8 @@ class ChatView(NetaWidget):
         self._in_turn = session.running
         self._index = {}
         self._batcher.forget_items()
-        self._subagents, self._subagent_message = {}, {}
-        self._stored_subagents = StoredSubagents(session.store)
+        self._subagents, self._subagent_message, self._followed = {}, {}, {}
+        self._stored_subagents = StoredSubagents(session.store, live=self._live_child_messages)
         items, has_older = render_window(messages, session.compactions, limit=self._window,
                                          subagents=self._part_whole)
         context = session.context.model_dump()
@@ -308,7 +326,7 @@ class ChatView(NetaWidget):
         self._leave_stored()
         self._resume_stored = resume
         self._batcher.forget_items()
-        self._subagents, self._subagent_message = {}, {}
+        self._subagents, self._subagent_message, self._followed = {}, {}, {}
         self._stored_subagents = StoredSubagents(stored.store)
         self._show_stored_state(stored)
         self._follower = StoredSessionFollower(stored, self._show_stored_state,
@@ -461,8 +479,12 @@ class ChatView(NetaWidget):
         self._upsert_subagent_card(event.id)
 
     def _on_subagent_start(self, event: SubagentStartEvent) -> None:
-        self._subagents[event.id] = SubagentTranscript(event.id, event.agent, event.task)
+        transcript = self._subagents[event.id] = SubagentTranscript(event.id, event.agent,
+                                                                    event.task)
         session = self._session
+        child = session.subagents.get(event.id) if session is not None else None
+        if child is not None:
+            self._followed[child.id] = transcript
         owner = None
         if session is not None:
             # The parent's `delegate` call came just before: its message is the latest.
@@ -489,6 +511,18 @@ class ChatView(NetaWidget):
                 self._reconcile()
             self._batcher.upsert(message_id)
 
+    def _live_child_messages(self, session_id: str) -> list[Message] | None:
+        """The messages of the child session ``session_id`` if the shown session holds it
+        (the children of its current or latest turn, at any depth)."""
+        session = self._session
+        stack = list(session.subagents.values()) if session is not None else []
+        while stack:
+            child = stack.pop()
+            if child.id == session_id:
+                return child.messages
+            stack.extend(child.subagents.values())
+        return None
+
     def _running_subagent(self, path: Sequence[str]) -> SubagentTranscript | None:
         """The live run a per-child Stop names: by its id, at any depth."""
         for transcript in self._subagents.values():
@@ -500,16 +534,23 @@ class ChatView(NetaWidget):
                 stack.extend(run.children.values())
         return None
 
+    def _transcript_of(self, execution: ToolExecution) -> SubagentTranscript | None:
+        """The live transcript of this call's child, if this view followed it."""
+        run = execution.subagent
+        if run is not None:
+            return self._followed.get(run.session_id)
+        return self._subagents.get(execution.id)  # its record is not written yet
+
     def _part_streamed(self, execution: ToolExecution) -> SubagentPart | None:
         """A sub-agent card in a streamed update: its transcript streams on its own."""
-        transcript = self._subagents.get(execution.id)
+        transcript = self._transcript_of(execution)
         if transcript is not None:
             return transcript.part(whole=False)
         return self._stored_part(execution)
 
     def _part_whole(self, execution: ToolExecution) -> SubagentPart | None:
         """A sub-agent card with its transcript (traits, snapshots, older pages)."""
-        transcript = self._subagents.get(execution.id)
+        transcript = self._transcript_of(execution)
         if transcript is not None:
             return transcript.part(whole=True)
         return self._stored_part(execution)
@@ -816,7 +857,7 @@ class ChatView(NetaWidget):
         if kind == "set_thinking_level":
             self.think_level = session.think_level
         elif kind == "approve":
-            self.approvals = [a for a in self.approvals if a["id"] != command.get("id")]
+            self.approvals = _without_answered(self.approvals, command)
         return {"think_level": session.think_level, "running": session.running}
 
     def _show_started_turn(self, session: AgentSession) -> None:

@@ -248,7 +248,8 @@ def test_a_childs_approval_shows_in_the_parents_approvals_with_its_name(
     approval.locator("button[data-decision='allow_once']").click()
     page.wait_for_function(IDLE, timeout=30_000)
     sent = lab.execute(path, "print([c for c in commands if c['type'] == 'approve'])").strip()
-    assert sent == "[{'type': 'approve', 'id': 'w1', 'decision': 'allow_once'}]"
+    assert sent == ("[{'type': 'approve', 'id': 'w1', 'decision': 'allow_once', "
+                    "'subagent': ['d1']}]")
     assert page.locator(".neta-chat-approval").count() == 0
     page.locator(_card("d1") + ".neta-subagent-card-done").wait_for()
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from neta_nb import Agent, AgentSession, SessionStore, ToolCatalog
+from neta_nb import Agent, AgentSession, AgentToolConfig, SessionStore, ToolCatalog
 from neta_nb.events import (
     SubagentEndEvent,
     SubagentEvent,
@@ -372,3 +372,115 @@ async def test_subagent_card_follows_its_run_and_stops_it(sent: SentMessages) ->
     assert "researcher (Done): Find sources" in card._fallback_text()
     assert "Found **three** sources." in card._fallback_html()  # as text, never markup
     assert "<strong>" not in card._fallback_html()
+
+
+async def test_two_children_asking_under_one_id_keep_their_own_approval_cards(
+        sent: SentMessages) -> None:
+    """Two children's calls share an id (a server that sends none: ``call_0`` each). The
+    page answers one card with its path: that card goes, the other stays, and the answer
+    runs only the child it names (a real crew, not the stand-in)."""
+    from ..support import sessions as support
+    from ..support.sessions import guarded_op
+
+    support.ran.clear()
+    children = [Agent(name, model=FakeProvider([calls(("call_0", "guarded_op", {"x": x})),
+                                                answer(name)]),
+                      tools=AgentToolConfig(enabled=["guarded_op"]))
+                for name, x in (("researcher", 1), ("coder", 2))]
+    planner = FakeProvider([calls(("d1", "delegate", {"agent": "researcher", "task": "a"}),
+                                  ("d2", "delegate", {"agent": "coder", "task": "b"})),
+                            answer("ok")])
+    catalog = ToolCatalog.default()
+    catalog.register(guarded_op)
+    session = AgentSession(Agent("planner", model=planner, subagents=children), catalog)
+    chat = ChatView(session)
+    task = session.start("go")
+    await wait_until(lambda: len(chat.approvals) == 2)
+    assert [(a["id"], a["agent"], a["path"]) for a in chat.approvals] == [
+        ("call_0", "researcher", ["d1"]), ("call_0", "coder", ["d2"])]
+    chat._command({"command": {"type": "approve", "id": "call_0", "decision": "allow_once",
+                               "subagent": ["d2"]}})
+    assert [a["agent"] for a in chat.approvals] == ["researcher"]
+    chat._command({"command": {"type": "approve", "id": "call_0", "decision": "reject",
+                               "subagent": ["d1"]}})
+    assert chat.approvals == []
+    await asyncio.wait_for(task, 10)
+    assert support.ran == ["guarded_op 2"]
+
+
+async def test_a_view_bound_mid_child_shows_the_childs_transcript_without_a_store(
+        sent: SentMessages) -> None:
+    """A chat view made while a child runs missed its start, so it draws the child from
+    elsewhere. A session without a store has its child sessions in memory: the card must
+    show the child's transcript from them, not stay an empty summary after the end."""
+    held = asyncio.Event()
+    reached = asyncio.Event()
+
+    async def hold() -> None:
+        reached.set()
+        await held.wait()
+
+    researcher = Agent("researcher", model=FakeProvider(
+        [calls(("p1", "plus", {"a": 1, "b": 2})), [hold, *answer("It is 3.")]]),
+        tools=AgentToolConfig(enabled=["plus"]))
+    planner = FakeProvider([calls(("d1", "delegate", {"agent": "researcher", "task": "add"})),
+                            answer("ok")])
+    catalog = ToolCatalog.default()
+    catalog.register(plus)
+    session = AgentSession(Agent("planner", model=planner, subagents=[researcher]), catalog)
+    task = session.start("go")
+    await asyncio.wait_for(reached.wait(), 10)
+    chat = ChatView(session)  # bound mid-child
+    part = card_of(chat._sync({})["messages"], "d1")["subagent"]
+    assert part["status"] == "running"
+    assert [c["name"] for c in part["messages"][0]["cards"]] == ["plus"]  # so far
+    held.set()
+    await asyncio.wait_for(task, 10)
+    part = card_of(chat.messages, "d1")["subagent"]
+    assert part["status"] == "done" and part["messages"][-1]["text"] == "It is 3."
+
+
+async def test_a_huge_task_is_bounded_in_the_card_at_every_stage(sent: SentMessages) -> None:
+    """The parent's model writes a 1 MB task: the card carries it in every update of the
+    parent's message — before the child starts, while it runs, from the store after —
+    so its state holds the beginning only (the call's arguments are bounded the same
+    way)."""
+    from neta_nb.widgets._state_bounds import TASK_CHARS
+
+    task = "t" * 1_000_000
+    store = SessionStore(":memory:")
+    planner = FakeProvider([calls(("d1", "delegate", {"agent": "w", "task": task})),
+                            answer("ok")])
+    worker = Agent("w", model=FakeProvider([answer("done")]))
+    session = AgentSession(Agent("planner", model=planner, subagents=[worker]),
+                           ToolCatalog.default(), store)
+    chat = ChatView(session)
+    await session.run("go")
+    execution = session.messages[1].metadata.tool_executions[0]
+    parts = [chat._part_whole(execution), chat._stored_part(execution)]
+    execution.subagent = None
+    parts.append(chat._stored_part(execution))  # from the call's arguments alone
+    for part in parts:
+        assert part is not None and len(part["task"]) <= TASK_CHARS + 1
+        assert part["task"].startswith("ttt")
+    batches = [op for op in ops_of(sent) if op["op"] == "item"]
+    assert batches and max(len(str(op)) for op in batches) < 100_000
+
+
+async def test_a_call_id_used_again_in_a_later_turn_keeps_each_card_its_own_child(
+        sent: SentMessages) -> None:
+    """A server that sends no call ids names every turn's first call ``call_0``: the
+    second turn's child must not take over the first turn's card."""
+    planner = FakeProvider([
+        calls(("call_0", "delegate", {"agent": "w", "task": "first"})), answer("one"),
+        calls(("call_0", "delegate", {"agent": "w", "task": "second"})), answer("two")])
+    worker = Agent("w", model=FakeProvider([answer("first answer"), answer("second answer")]))
+    session = AgentSession(Agent("planner", model=planner, subagents=[worker]),
+                           ToolCatalog.default())
+    chat = ChatView(session)
+    await session.run("go")
+    await session.run("again")
+    cards = [card["subagent"] for item in chat._sync({})["messages"]
+             for card in item.get("cards") or [] if card.get("subagent")]
+    assert [(c["task"], c["messages"][-1]["text"]) for c in cards] == [
+        ("first", "first answer"), ("second", "second answer")]
