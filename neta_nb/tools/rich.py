@@ -62,6 +62,9 @@ class RichLimits:
     """An image still larger after downscaling is re-encoded as JPEG, then dropped."""
     max_text_chars: int = 200_000
     """HTML, SVG and markdown longer than this are cut (SVG and HTML: dropped)."""
+    max_pixels: int = 50_000_000
+    """Images with more pixels are left out before they are decoded (50 megapixels of
+    RGBA are 200 MB of memory)."""
 
 
 DEFAULT_LIMITS = RichLimits()
@@ -194,11 +197,22 @@ def image_item(data: bytes, media_type: str,
 
     try:
         with Image.open(io.BytesIO(data)) as image:
-            image.load()
             width, height = image.size
-            if max(width, height) > limits.max_side or len(data) > limits.max_image_bytes:
+            # From the header, before decoding: a few KB of PNG can decode to gigabytes.
+            if width * height > limits.max_pixels:
+                log.info("a %s display item of %d×%d pixels is left out", media_type,
+                         width, height)
+                return None
+            image.load()
+            # The bytes decide, not the declared type: a vision API rejects a JPEG sent
+            # as image/png; a BMP or TIFF (which no API takes) is converted to PNG.
+            actual = Image.MIME.get(image.format or "", "")
+            if actual in MODEL_IMAGE_TYPES:
+                media_type = actual
+            if (max(width, height) > limits.max_side or len(data) > limits.max_image_bytes
+                    or actual not in MODEL_IMAGE_TYPES):
                 data, media_type, (width, height) = _shrink(image, limits)
-    except (UnidentifiedImageError, OSError, ValueError) as error:
+    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as error:
         log.info("a %s display item is not a readable image: %s", media_type, error)
         return None
     if len(data) > limits.max_image_bytes:
