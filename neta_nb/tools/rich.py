@@ -31,8 +31,10 @@ from ..messages import DisplayItem, ImagePart
 
 __all__ = [
     "MODEL_IMAGE_TYPES",
+    "CapturedItems",
     "RichLimits",
     "RichResult",
+    "RICH_TYPES",
     "capture_figures",
     "describe_items",
     "display_items",
@@ -47,7 +49,7 @@ MODEL_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/we
 
 _TEXT_TYPES = ("image/svg+xml", "text/html", "text/markdown")
 # What a notebook prefers when an object offers several representations.
-_PREFERENCE = ("image/png", "image/jpeg", "image/svg+xml", "text/html", "text/markdown")
+RICH_TYPES = _PREFERENCE = ("image/png", "image/jpeg", "image/svg+xml", "text/html", "text/markdown")
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,8 +319,16 @@ def _is_pil_image(obj: Any) -> bool:
     return isinstance(obj, Image.Image)
 
 
+class CapturedItems(list[DisplayItem]):
+    """Display items caught while code ran, at most ``max_items`` of them; the rest are
+    counted in ``left_out`` without being rendered (code that makes 1,000 figures would
+    otherwise spend minutes and hundreds of MB turning them into PNGs nobody sees)."""
+
+    left_out: int = 0
+
+
 @contextlib.contextmanager
-def capture_figures(limits: RichLimits = DEFAULT_LIMITS) -> Iterator[list[DisplayItem]]:
+def capture_figures(limits: RichLimits = DEFAULT_LIMITS) -> Iterator[CapturedItems]:
     """Collect the matplotlib figures code creates inside the block, as images, and close
     them (a notebook's inline backend would otherwise show them again in the cell that
     started the session).
@@ -328,7 +338,7 @@ def capture_figures(limits: RichLimits = DEFAULT_LIMITS) -> Iterator[list[Displa
     notebook to Agg would stop the user's own plots from showing inline (headless, outside
     a notebook, matplotlib picks Agg on its own).
     """
-    captured: list[DisplayItem] = []
+    captured = CapturedItems()
     plt = sys.modules.get("matplotlib.pyplot")
     # Only figures made during the block; pyplot is not imported for code that never
     # plots (importing it is slow and picks a backend).
@@ -342,8 +352,11 @@ def capture_figures(limits: RichLimits = DEFAULT_LIMITS) -> Iterator[list[Displa
         for number in pyplot.get_fignums():
             if number in before or number in done:
                 continue
-            done.add(number)
-            captured.append(_figure_item(pyplot.figure(number), limits))
+            done.add(number)  # closed at the end, rendered or not
+            if len(captured) >= limits.max_items:
+                captured.left_out += 1
+            else:
+                captured.append(_figure_item(pyplot.figure(number), limits))
 
     def show(*args: Any, **kwargs: Any) -> None:
         collect()

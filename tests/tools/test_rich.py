@@ -70,3 +70,23 @@ async def test_last_values_rich_forms_and_the_bounds() -> None:
 async def test_plain_results_keep_their_text() -> None:
     result = await run_python_rich("print('hi')\n2 + 2", {})
     assert result.items == [] and result.model_text() == "Output:\nhi\n\nResult:\n4"
+
+
+async def test_figures_past_the_item_limit_are_counted_not_rendered(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from matplotlib.figure import Figure
+
+    rendered = []
+    savefig = Figure.savefig
+
+    def counting_savefig(self: Figure, *args: object, **kwargs: object) -> None:
+        rendered.append(self)
+        savefig(self, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", counting_savefig)
+    code = ("import matplotlib.pyplot as plt\n"
+            "for n in range(15):\n    plt.figure(figsize=(1, 1)); plt.plot([n])")
+    result = await run_python_rich(code, {}, limits=RichLimits(max_items=3))
+    assert len(rendered) == 3 and len(result.items) == 3
+    assert result.model_text().endswith("12 more left out (limit)]")
+    assert plt.get_fignums() == []  # the unrendered ones are closed too
