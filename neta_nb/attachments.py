@@ -22,6 +22,7 @@ import base64
 import io
 import mimetypes
 import os
+import re
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -46,6 +47,7 @@ _TEXT_EXTENSIONS = {".csv": "text/csv", ".tsv": "text/tab-separated-values",
                     ".py": "text/x-python", ".json": "application/json",
                     ".txt": "text/plain", ".log": "text/plain", ".yaml": "text/yaml",
                     ".yml": "text/yaml", ".toml": "text/plain", ".xml": "text/xml"}
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _TEXT_TYPES = frozenset({"application/json", "application/xml", "application/x-yaml"})
 
 
@@ -233,9 +235,10 @@ def _image_part(attachment: Attachment, media_type: str,
 
 def _readable_name(name: str) -> str:
     """``name`` as valid UTF-8: a file name of other bytes (Latin-1 on a UTF-8 system)
-    comes from the OS with lone surrogates, which no JSON encoder — the store's, the
-    SDK's, the widget's — accepts."""
-    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    comes from the OS with lone surrogates, and JSON from a page may carry them
+    (``"\\ud800"``); no UTF-8 encoder — the store's, the SDK's, the widget's — accepts
+    them."""
+    return _SURROGATE.sub("\ufffd", name)
 
 
 def _default_name(media_type: str) -> str:
