@@ -99,6 +99,15 @@ class RichResult:
     def add(self, items: Iterable[DisplayItem]) -> None:
         self.items.extend(items)
 
+    def checked(self, limits: RichLimits = DEFAULT_LIMITS) -> RichResult:
+        """This result with at most ``max_items`` items, each checked as
+        :func:`display_items` checks a :class:`DisplayItem` (what a handler returns is
+        held to the limits as what it displays is); the rest counted in ``dropped``."""
+        kept = self.items[:limits.max_items]
+        items = [checked for item in kept for checked in _checked_item(item, limits)]
+        return RichResult(text=self.text, items=items,
+                          dropped=self.dropped + len(self.items) - len(items))
+
     def bound(self, limits: RichLimits = DEFAULT_LIMITS) -> None:
         if len(self.items) > limits.max_items:
             self.dropped += len(self.items) - limits.max_items
@@ -142,9 +151,9 @@ def describe_items(items: Iterable[DisplayItem], dropped: int = 0) -> str:
 def display_items(obj: Any, limits: RichLimits = DEFAULT_LIMITS) -> list[DisplayItem]:
     """How a notebook would display ``obj``; ``[]`` for objects shown as plain text."""
     if isinstance(obj, DisplayItem):
-        return [obj]
+        return _checked_item(obj, limits)
     if isinstance(obj, RichResult):
-        return list(obj.items)
+        return [checked for item in obj.items for checked in _checked_item(item, limits)]
     figure = _matplotlib_figure(obj)
     if figure is not None:
         return [_figure_item(figure, limits)]
@@ -169,6 +178,24 @@ def display_items(obj: Any, limits: RichLimits = DEFAULT_LIMITS) -> list[Display
             if value is not None:
                 bundle[mime] = value
     return items_from_bundle(bundle, limits)
+
+
+def _checked_item(item: DisplayItem, limits: RichLimits) -> list[DisplayItem]:
+    """A display item a tool built itself, held to the same rules as the ones made here:
+    its bytes must be the image it claims (else every later request of the session would
+    carry an image the API rejects), within the limits; text kinds are bounded."""
+    kind = item.media_type
+    checked: DisplayItem | None = None
+    if kind in _TEXT_TYPES:
+        checked = _text_item(kind, item.text, limits) if item.text else None
+    elif kind.startswith("image/") and item.data is not None:
+        raw = _b64decode(item.data, strict=True)
+        checked = image_item(raw, kind, limits) if raw else None
+    if checked is None:
+        log.info("a %s display item a tool returned is left out", kind)
+        return []
+    checked.name = item.name
+    return [checked]
 
 
 def items_from_bundle(bundle: Mapping[str, Any],
@@ -244,10 +271,10 @@ def _text_item(mime: str, value: Any, limits: RichLimits) -> DisplayItem | None:
     return DisplayItem(media_type=mime, text=text, size=len(text))
 
 
-def _b64decode(value: Any) -> bytes:
+def _b64decode(value: Any, *, strict: bool = False) -> bytes:
     try:
-        return base64.b64decode(str(value), validate=False)
-    except ValueError:
+        return base64.b64decode(str(value), validate=strict)
+    except ValueError:  # binascii.Error is one
         return b""
 
 
