@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from neta_nb import Agent, AgentSession, AttachmentError, SessionStore, ToolCatalog
-from neta_nb.attachments import AttachmentLimits, attachment_parts
+from neta_nb.attachments import attachment_parts
 from neta_nb.messages import DisplayItem, FileTextPart, ImagePart
 from neta_nb.providers.scripted import ScriptedProvider
 from neta_nb.tools.rich import image_item
@@ -114,7 +114,7 @@ def test_a_decompression_bomb_is_refused_with_a_clear_error(side: int) -> None:
     assert image_item(bomb_png(side), "image/png") is None  # a tool's image: left out
 
 
-@pytest.mark.parametrize("form, actual", [("JPEG", "image/jpeg"), ("GIF", "image/gif"),
+@pytest.mark.parametrize(("form", "actual"), [("JPEG", "image/jpeg"), ("GIF", "image/gif"),
                                           ("BMP", "image/png"), ("TIFF", "image/png")])
 def test_an_image_goes_out_as_what_its_bytes_are(form: str, actual: str) -> None:
     data = encoded(Image.new("RGB", (30, 20), "green"), form)
@@ -131,7 +131,7 @@ def test_an_image_goes_out_as_what_its_bytes_are(form: str, actual: str) -> None
 
 def test_html_claiming_to_be_a_png_is_refused() -> None:
     page = b"<html><script>alert(1)</script></html>"
-    with pytest.raises(AttachmentError, match="page.png is not a readable image"):
+    with pytest.raises(AttachmentError, match=r"page\.png is not a readable image"):
         attachment_parts([(page, "image/png", "page.png")], capabilities=VISION, model="m")
     assert image_item(page, "image/png") is None
 

@@ -31,10 +31,10 @@ from ..messages import DisplayItem, ImagePart
 
 __all__ = [
     "MODEL_IMAGE_TYPES",
+    "RICH_TYPES",
     "CapturedItems",
     "RichLimits",
     "RichResult",
-    "RICH_TYPES",
     "capture_figures",
     "describe_items",
     "display_items",
@@ -48,8 +48,8 @@ MODEL_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/we
 """Image types every vision API accepts; other display items stay on the card."""
 
 _TEXT_TYPES = ("image/svg+xml", "text/html", "text/markdown")
-# What a notebook prefers when an object offers several representations.
-RICH_TYPES = _PREFERENCE = ("image/png", "image/jpeg", "image/svg+xml", "text/html", "text/markdown")
+RICH_TYPES = ("image/png", "image/jpeg", "image/svg+xml", "text/html", "text/markdown")
+"""What a notebook shows richly, in the order it prefers when an object offers several."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,7 +201,7 @@ def _checked_item(item: DisplayItem, limits: RichLimits) -> list[DisplayItem]:
 def items_from_bundle(bundle: Mapping[str, Any],
                       limits: RichLimits = DEFAULT_LIMITS) -> list[DisplayItem]:
     """The best item of an IPython mime bundle (``{"image/png": ..., "text/html": ...}``)."""
-    for mime in _PREFERENCE:
+    for mime in RICH_TYPES:
         value = bundle.get(mime)
         if value is None:
             continue
