@@ -309,7 +309,16 @@ def _matplotlib_figure(obj: Any) -> Any:
 
 def _figure_item(figure: Any, limits: RichLimits) -> DisplayItem:
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
+    width, height = figure.get_size_inches() * figure.dpi
+    pixels = width * height
+    if pixels > limits.max_pixels:
+        # Rendered at a lower resolution: plt.figure(figsize=(200, 200)) costs nothing to
+        # make, but rendering it at its own dpi would take Agg 1.6 GB (it is downscaled
+        # to max_side afterwards anyway).
+        figure.savefig(buffer, format="png",
+                       dpi=figure.dpi * (limits.max_pixels / pixels) ** 0.5 * 0.99)
+    else:
+        figure.savefig(buffer, format="png")
     item = image_item(buffer.getvalue(), "image/png", limits)
     if item is None:
         return DisplayItem(media_type="text/markdown", text="*(figure too large to show)*")

@@ -120,3 +120,23 @@ async def test_items_a_tool_builds_itself_are_checked_and_bounded() -> None:
     assert result.dropped == 22
     assert [image.media_type for image in result.images()] == [
         "image/jpeg", "image/png", "image/png", "image/png"]
+
+
+async def test_a_huge_figure_is_rendered_small_enough_to_show(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from matplotlib.figure import Figure
+
+    resolutions = []
+    savefig = Figure.savefig
+
+    def recording_savefig(self: Figure, *args: object, **kwargs: object) -> None:
+        resolutions.append(kwargs.get("dpi", self.dpi))
+        savefig(self, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", recording_savefig)
+    code = ("import matplotlib.pyplot as plt\n"
+            "plt.figure(figsize=(120, 60), dpi=100); plt.plot([1, 2])")  # 12000×6000 px
+    result = await run_python_rich(code, {})
+    (item,) = result.items
+    assert (item.media_type, item.width, item.height) == ("image/png", 1024, 512)
+    assert float(resolutions[0]) < 100  # never 72 megapixels in memory
