@@ -112,7 +112,8 @@ class Attachment:
         return cls(data=data, media_type=guess_media_type(name), name=name)
 
     @classmethod
-    def coerce(cls, item: Any, *, max_bytes: int | None = None) -> Attachment:
+    def coerce(cls, item: Any, *, max_bytes: int | None = None,
+               max_pixels: int | None = None) -> Attachment:
         """Any of the accepted forms (see the module docstring) as an attachment."""
         if isinstance(item, Attachment):
             return item
@@ -124,6 +125,11 @@ class Attachment:
                     else _default_name(media_type))
             return cls(data=item[0], media_type=media_type, name=name)
         if _is_pil_image(item):
+            width, height = item.size
+            if max_pixels is not None and width * height > max_pixels:
+                # Refused before encoding: a PNG of 400 megapixels takes minutes to write.
+                raise AttachmentError(f"a {width}×{height} image is {width * height:,} "
+                                      f"pixels: at most {max_pixels:,}")
             buffer = io.BytesIO()
             item.save(buffer, format="PNG")
             name = Path(getattr(item, "filename", "") or "image.png").with_suffix(".png").name
@@ -150,8 +156,8 @@ def attachment_parts(items: Iterable[Any], *, capabilities: frozenset[str], mode
     if len(given) > limits.max_count:  # before any file is read
         raise AttachmentError(f"{len(given)} attachments: at most "
                               f"{limits.max_count} per message")
-    attachments = [Attachment.coerce(item, max_bytes=limits.max_file_bytes)
-                   for item in given]
+    attachments = [Attachment.coerce(item, max_bytes=limits.max_file_bytes,
+                                     max_pixels=limits.max_image_pixels) for item in given]
     total = sum(len(a.data) for a in attachments)
     if total > limits.max_total_bytes:
         raise AttachmentError(f"attachments total {_size(total)}: at most "

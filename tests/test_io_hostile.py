@@ -179,3 +179,11 @@ def test_a_display_item_whose_data_is_not_base64_cannot_add_attributes() -> None
     item = DisplayItem(media_type="image/png", data='AAAA" onerror="alert(1)', size=4)
     html = output_html(item.model_dump(), "en", [60_000])
     assert "<img" not in html  # not an image at all: the placeholder
+
+
+def test_a_huge_pil_image_is_refused_before_it_is_encoded(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    huge = Image.new("1", (20_000, 20_000))
+    monkeypatch.setattr(Image.Image, "save", lambda *a, **k: pytest.fail("encoded"))
+    with pytest.raises(AttachmentError, match="a 20000×20000 image is 400,000,000 pixels"):
+        attachment_parts([huge], capabilities=VISION, model="m")
