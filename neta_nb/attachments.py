@@ -22,8 +22,10 @@ import base64
 import io
 import mimetypes
 import os
+import re
+import stat
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +47,7 @@ _TEXT_EXTENSIONS = {".csv": "text/csv", ".tsv": "text/tab-separated-values",
                     ".py": "text/x-python", ".json": "application/json",
                     ".txt": "text/plain", ".log": "text/plain", ".yaml": "text/yaml",
                     ".yml": "text/yaml", ".toml": "text/plain", ".xml": "text/xml"}
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _TEXT_TYPES = frozenset({"application/json", "application/xml", "application/x-yaml"})
 
 
@@ -63,6 +66,9 @@ class AttachmentLimits:
     """Longest image side sent; larger images are downscaled (Claude's own recommendation
     — larger ones it would scale down itself, at the same token cost)."""
     max_text_chars: int = 200_000
+    max_image_pixels: int = 50_000_000
+    """Larger images are refused before they are decoded (50 megapixels of RGBA are
+    200 MB of memory)."""
 
 
 DEFAULT_ATTACHMENT_LIMITS = AttachmentLimits()
@@ -77,25 +83,53 @@ class Attachment:
     name: str = "attachment"
 
     @classmethod
-    def from_path(cls, path: str | os.PathLike[str]) -> Attachment:
+    def from_path(cls, path: str | os.PathLike[str], *,
+                  max_bytes: int | None = None) -> Attachment:
+        """The file at ``path``; one larger than ``max_bytes`` is refused from its size
+        alone (a 4 GB file is never read into memory to find out)."""
         file = Path(path).expanduser()
-        if not file.is_file():
-            raise AttachmentError(f"attachment {str(path)!r}: no such file")
-        return cls(data=file.read_bytes(), media_type=guess_media_type(file.name),
-                   name=file.name)
+        shown = _readable_name(str(path))
+        try:
+            # One stat of the target: a FIFO or a device is never opened (reading a FIFO
+            # blocks until someone writes, /dev/zero never ends).
+            info = file.stat()
+        except (FileNotFoundError, NotADirectoryError):
+            raise AttachmentError(f"attachment {shown!r}: no such file") from None
+        except OSError as error:  # a symlink loop, no permission
+            raise AttachmentError(f"attachment {shown!r}: {error.strerror or error}") from None
+        if stat.S_ISDIR(info.st_mode):
+            raise AttachmentError(f"attachment {shown!r} is a directory")
+        if not stat.S_ISREG(info.st_mode):
+            raise AttachmentError(f"attachment {shown!r} is not a regular file")
+        name = _readable_name(file.name)
+        if max_bytes is not None and info.st_size > max_bytes:
+            raise AttachmentError(f"{name} is {_size(info.st_size)}: at most "
+                                  f"{_size(max_bytes)} per file")
+        try:
+            data = file.read_bytes()
+        except OSError as error:
+            raise AttachmentError(f"attachment {shown!r}: {error.strerror or error}") from None
+        return cls(data=data, media_type=guess_media_type(name), name=name)
 
     @classmethod
-    def coerce(cls, item: Any) -> Attachment:
+    def coerce(cls, item: Any, *, max_bytes: int | None = None,
+               max_pixels: int | None = None) -> Attachment:
         """Any of the accepted forms (see the module docstring) as an attachment."""
         if isinstance(item, Attachment):
             return item
         if isinstance(item, str | os.PathLike):
-            return cls.from_path(item)
+            return cls.from_path(item, max_bytes=max_bytes)
         if isinstance(item, tuple) and len(item) in (2, 3) and isinstance(item[0], bytes):
             media_type = str(item[1])
-            name = str(item[2]) if len(item) == 3 else _default_name(media_type)
+            name = (_readable_name(str(item[2])) if len(item) == 3
+                    else _default_name(media_type))
             return cls(data=item[0], media_type=media_type, name=name)
         if _is_pil_image(item):
+            width, height = item.size
+            if max_pixels is not None and width * height > max_pixels:
+                # Refused before encoding: a PNG of 400 megapixels takes minutes to write.
+                raise AttachmentError(f"a {width}×{height} image is {width * height:,} "
+                                      f"pixels: at most {max_pixels:,}")
             buffer = io.BytesIO()
             item.save(buffer, format="PNG")
             name = Path(getattr(item, "filename", "") or "image.png").with_suffix(".png").name
@@ -118,10 +152,12 @@ def attachment_parts(items: Iterable[Any], *, capabilities: frozenset[str], mode
                      ) -> list[ImagePart | DocumentPart | FileTextPart]:
     """The content parts for ``items``; raises :class:`AttachmentError` for the first one
     that cannot go to ``model`` (whose ``capabilities`` are given)."""
-    attachments = [Attachment.coerce(item) for item in items]
-    if len(attachments) > limits.max_count:
-        raise AttachmentError(f"{len(attachments)} attachments: at most "
+    given = list(items)
+    if len(given) > limits.max_count:  # before any file is read
+        raise AttachmentError(f"{len(given)} attachments: at most "
                               f"{limits.max_count} per message")
+    attachments = [Attachment.coerce(item, max_bytes=limits.max_file_bytes,
+                                     max_pixels=limits.max_image_pixels) for item in given]
     total = sum(len(a.data) for a in attachments)
     if total > limits.max_total_bytes:
         raise AttachmentError(f"attachments total {_size(total)}: at most "
@@ -131,14 +167,15 @@ def attachment_parts(items: Iterable[Any], *, capabilities: frozenset[str], mode
 
 def _part(attachment: Attachment, capabilities: frozenset[str], model: str,
           limits: AttachmentLimits) -> ImagePart | DocumentPart | FileTextPart:
-    name, media_type = attachment.name, attachment.media_type.split(";")[0].strip().lower()
+    name = _readable_name(attachment.name)  # also for names that came over the wire
+    media_type = attachment.media_type.split(";")[0].strip().lower()
     if len(attachment.data) > limits.max_file_bytes:
         raise AttachmentError(f"{name} is {_size(len(attachment.data))}: at most "
                               f"{_size(limits.max_file_bytes)} per file")
     if media_type in IMAGE_TYPES:
         if "vision" not in capabilities:
             raise AttachmentError(f"{name}: the model {model} does not accept images")
-        return _image_part(attachment, media_type, limits)
+        return _image_part(replace(attachment, name=name), media_type, limits)
     if media_type == PDF_TYPE:
         if "pdf" not in capabilities:
             raise AttachmentError(f"{name}: the model {model} does not accept PDF documents")
@@ -165,13 +202,25 @@ def _image_part(attachment: Attachment, media_type: str,
     data = attachment.data
     try:
         with Image.open(io.BytesIO(data)) as image:
-            image.load()
             width, height = image.size
-            if max(width, height) > limits.max_image_side:
+            # Checked from the header, before decoding: a few KB of PNG can decode to
+            # gigabytes (Pillow's own bomb check only starts at 89 megapixels, and warns).
+            if width * height > limits.max_image_pixels:
+                raise AttachmentError(
+                    f"{attachment.name} is {width}×{height} = {width * height:,} pixels: "
+                    f"at most {limits.max_image_pixels:,}")
+            image.load()
+            # The bytes decide, not the declared type: an API rejects a JPEG sent as
+            # image/png, and a BMP or TIFF it does not take at all is converted.
+            actual = Image.MIME.get(image.format or "", "")
+            if actual in IMAGE_TYPES:
+                media_type = actual
+            if max(width, height) > limits.max_image_side or actual not in IMAGE_TYPES:
                 copy = image.copy()
                 copy.thumbnail((limits.max_image_side, limits.max_image_side))
                 buffer = io.BytesIO()
-                keep_png = media_type == "image/png" or copy.mode in ("RGBA", "LA", "P")
+                keep_png = (media_type == "image/png" or actual not in IMAGE_TYPES
+                            or copy.mode in ("RGBA", "LA", "P"))
                 if keep_png:
                     copy.save(buffer, format="PNG", optimize=True)
                 else:
@@ -179,11 +228,23 @@ def _image_part(attachment: Attachment, media_type: str,
                 data, media_type = buffer.getvalue(), ("image/png" if keep_png
                                                        else "image/jpeg")
                 width, height = copy.size
+    except Image.DecompressionBombError:  # raised by open() itself, past 2× Pillow's limit
+        raise AttachmentError(
+            f"{attachment.name} is over {2 * (Image.MAX_IMAGE_PIXELS or 0):,} pixels: "
+            f"at most {limits.max_image_pixels:,}") from None
     except (UnidentifiedImageError, OSError, ValueError) as error:
         raise AttachmentError(f"{attachment.name} is not a readable image ({error})") from None
     return ImagePart(media_type=media_type, name=attachment.name, size=len(data),
                      width=width, height=height,
                      data=base64.b64encode(data).decode("ascii"))
+
+
+def _readable_name(name: str) -> str:
+    """``name`` as valid UTF-8: a file name of other bytes (Latin-1 on a UTF-8 system)
+    comes from the OS with lone surrogates, and JSON from a page may carry them
+    (``"\\ud800"``); no UTF-8 encoder — the store's, the SDK's, the widget's — accepts
+    them."""
+    return _SURROGATE.sub("\ufffd", name)
 
 
 def _default_name(media_type: str) -> str:

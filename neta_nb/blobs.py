@@ -4,7 +4,8 @@ files beside the database: ``<db>.blobs/<sha256>``.
 A message row keeps each such item's ``sha256`` instead of its base64 text, so rows stay
 small (the session list and a resume read rows, not pictures) and an image saved with
 every card update is written once. Small items stay inline. Reading a message back puts
-the bytes in again; an item whose file has gone missing keeps ``data = None`` — the chat
+the bytes in again (checked against the digest); an item whose file has gone missing or
+no longer matches keeps ``data = None`` — the chat
 shows a placeholder and the model reads that the file is missing — instead of failing
 the resume.
 """
@@ -56,7 +57,15 @@ class BlobFiles:
         for item in stored.binaries():
             if item.data is None or len(item.data) <= INLINE_LIMIT:
                 continue
-            item.sha256 = self._write(item.data)
+            try:
+                item.sha256 = self._write(item.data)
+            except OSError as error:
+                # The folder is unwritable or its disk full: the row keeps the bytes
+                # (larger, but nothing is lost, and the turn goes on). This runs on the
+                # session's loop, where an exception would end the turn.
+                log.warning("blob folder %s: %s; message %s keeps its bytes inline",
+                            self.directory, error, message.id)
+                continue
             item.data = None
         return stored.model_dump_json()
 
@@ -70,6 +79,12 @@ class BlobFiles:
                     raw = (self.directory / item.sha256).read_bytes()
                 except OSError:
                     log.warning("blob %s of message %s is missing", item.sha256, message.id)
+                    continue
+                if hashlib.sha256(raw).hexdigest() != item.sha256:
+                    # Replaced or damaged on disk: shown as missing rather than showing
+                    # (and sending to the model) bytes the message never had.
+                    log.warning("blob %s of message %s does not match its digest",
+                                item.sha256, message.id)
                     continue
                 item.data = base64.b64encode(raw).decode("ascii")
         return message

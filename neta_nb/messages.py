@@ -15,6 +15,7 @@ Everything here round-trips through JSON without loss (:func:`dump_messages`,
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import time
@@ -213,7 +214,9 @@ class FileTextPart(_Model):
 
     def prompt_text(self) -> str:
         """The file as the model reads it: its content under its name."""
-        return f'<file name="{self.name}">\n{self.text}\n</file>'
+        # The name is escaped: a file called `x"></file>` must not end the block early
+        # and make what follows look like something other than the file's content.
+        return f'<file name="{html.escape(self.name)}">\n{self.text}\n</file>'
 
 
 def unseen_images_text(images: Sequence[ImagePart], noun: str = "figure") -> str:

@@ -266,7 +266,7 @@ class Tool:
             if inspect.isawaitable(result):
                 result = await result
         if isinstance(result, RichResult):
-            return result
+            return result.checked()
         return RichResult(text=render_result(result))
 
     def __repr__(self) -> str:

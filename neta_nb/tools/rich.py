@@ -31,6 +31,8 @@ from ..messages import DisplayItem, ImagePart
 
 __all__ = [
     "MODEL_IMAGE_TYPES",
+    "RICH_TYPES",
+    "CapturedItems",
     "RichLimits",
     "RichResult",
     "capture_figures",
@@ -46,8 +48,8 @@ MODEL_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/we
 """Image types every vision API accepts; other display items stay on the card."""
 
 _TEXT_TYPES = ("image/svg+xml", "text/html", "text/markdown")
-# What a notebook prefers when an object offers several representations.
-_PREFERENCE = ("image/png", "image/jpeg", "image/svg+xml", "text/html", "text/markdown")
+RICH_TYPES = ("image/png", "image/jpeg", "image/svg+xml", "text/html", "text/markdown")
+"""What a notebook shows richly, in the order it prefers when an object offers several."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +64,9 @@ class RichLimits:
     """An image still larger after downscaling is re-encoded as JPEG, then dropped."""
     max_text_chars: int = 200_000
     """HTML, SVG and markdown longer than this are cut (SVG and HTML: dropped)."""
+    max_pixels: int = 50_000_000
+    """Images with more pixels are left out before they are decoded (50 megapixels of
+    RGBA are 200 MB of memory)."""
 
 
 DEFAULT_LIMITS = RichLimits()
@@ -93,6 +98,15 @@ class RichResult:
 
     def add(self, items: Iterable[DisplayItem]) -> None:
         self.items.extend(items)
+
+    def checked(self, limits: RichLimits = DEFAULT_LIMITS) -> RichResult:
+        """This result with at most ``max_items`` items, each checked as
+        :func:`display_items` checks a :class:`DisplayItem` (what a handler returns is
+        held to the limits as what it displays is); the rest counted in ``dropped``."""
+        kept = self.items[:limits.max_items]
+        items = [checked for item in kept for checked in _checked_item(item, limits)]
+        return RichResult(text=self.text, items=items,
+                          dropped=self.dropped + len(self.items) - len(items))
 
     def bound(self, limits: RichLimits = DEFAULT_LIMITS) -> None:
         if len(self.items) > limits.max_items:
@@ -137,9 +151,9 @@ def describe_items(items: Iterable[DisplayItem], dropped: int = 0) -> str:
 def display_items(obj: Any, limits: RichLimits = DEFAULT_LIMITS) -> list[DisplayItem]:
     """How a notebook would display ``obj``; ``[]`` for objects shown as plain text."""
     if isinstance(obj, DisplayItem):
-        return [obj]
+        return _checked_item(obj, limits)
     if isinstance(obj, RichResult):
-        return list(obj.items)
+        return [checked for item in obj.items for checked in _checked_item(item, limits)]
     figure = _matplotlib_figure(obj)
     if figure is not None:
         return [_figure_item(figure, limits)]
@@ -166,10 +180,28 @@ def display_items(obj: Any, limits: RichLimits = DEFAULT_LIMITS) -> list[Display
     return items_from_bundle(bundle, limits)
 
 
+def _checked_item(item: DisplayItem, limits: RichLimits) -> list[DisplayItem]:
+    """A display item a tool built itself, held to the same rules as the ones made here:
+    its bytes must be the image it claims (else every later request of the session would
+    carry an image the API rejects), within the limits; text kinds are bounded."""
+    kind = item.media_type
+    checked: DisplayItem | None = None
+    if kind in _TEXT_TYPES:
+        checked = _text_item(kind, item.text, limits) if item.text else None
+    elif kind.startswith("image/") and item.data is not None:
+        raw = _b64decode(item.data, strict=True)
+        checked = image_item(raw, kind, limits) if raw else None
+    if checked is None:
+        log.info("a %s display item a tool returned is left out", kind)
+        return []
+    checked.name = item.name
+    return [checked]
+
+
 def items_from_bundle(bundle: Mapping[str, Any],
                       limits: RichLimits = DEFAULT_LIMITS) -> list[DisplayItem]:
     """The best item of an IPython mime bundle (``{"image/png": ..., "text/html": ...}``)."""
-    for mime in _PREFERENCE:
+    for mime in RICH_TYPES:
         value = bundle.get(mime)
         if value is None:
             continue
@@ -194,11 +226,22 @@ def image_item(data: bytes, media_type: str,
 
     try:
         with Image.open(io.BytesIO(data)) as image:
-            image.load()
             width, height = image.size
-            if max(width, height) > limits.max_side or len(data) > limits.max_image_bytes:
+            # From the header, before decoding: a few KB of PNG can decode to gigabytes.
+            if width * height > limits.max_pixels:
+                log.info("a %s display item of %d×%d pixels is left out", media_type,
+                         width, height)
+                return None
+            image.load()
+            # The bytes decide, not the declared type: a vision API rejects a JPEG sent
+            # as image/png; a BMP or TIFF (which no API takes) is converted to PNG.
+            actual = Image.MIME.get(image.format or "", "")
+            if actual in MODEL_IMAGE_TYPES:
+                media_type = actual
+            if (max(width, height) > limits.max_side or len(data) > limits.max_image_bytes
+                    or actual not in MODEL_IMAGE_TYPES):
                 data, media_type, (width, height) = _shrink(image, limits)
-    except (UnidentifiedImageError, OSError, ValueError) as error:
+    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as error:
         log.info("a %s display item is not a readable image: %s", media_type, error)
         return None
     if len(data) > limits.max_image_bytes:
@@ -228,10 +271,10 @@ def _text_item(mime: str, value: Any, limits: RichLimits) -> DisplayItem | None:
     return DisplayItem(media_type=mime, text=text, size=len(text))
 
 
-def _b64decode(value: Any) -> bytes:
+def _b64decode(value: Any, *, strict: bool = False) -> bytes:
     try:
-        return base64.b64decode(str(value), validate=False)
-    except ValueError:
+        return base64.b64decode(str(value), validate=strict)
+    except ValueError:  # binascii.Error is one
         return b""
 
 
@@ -266,7 +309,16 @@ def _matplotlib_figure(obj: Any) -> Any:
 
 def _figure_item(figure: Any, limits: RichLimits) -> DisplayItem:
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
+    width, height = figure.get_size_inches() * figure.dpi
+    pixels = width * height
+    if pixels > limits.max_pixels:
+        # Rendered at a lower resolution: plt.figure(figsize=(200, 200)) costs nothing to
+        # make, but rendering it at its own dpi would take Agg 1.6 GB (it is downscaled
+        # to max_side afterwards anyway).
+        figure.savefig(buffer, format="png",
+                       dpi=figure.dpi * (limits.max_pixels / pixels) ** 0.5 * 0.99)
+    else:
+        figure.savefig(buffer, format="png")
     item = image_item(buffer.getvalue(), "image/png", limits)
     if item is None:
         return DisplayItem(media_type="text/markdown", text="*(figure too large to show)*")
@@ -303,8 +355,16 @@ def _is_pil_image(obj: Any) -> bool:
     return isinstance(obj, Image.Image)
 
 
+class CapturedItems(list[DisplayItem]):
+    """Display items caught while code ran, at most ``max_items`` of them; the rest are
+    counted in ``left_out`` without being rendered (code that makes 1,000 figures would
+    otherwise spend minutes and hundreds of MB turning them into PNGs nobody sees)."""
+
+    left_out: int = 0
+
+
 @contextlib.contextmanager
-def capture_figures(limits: RichLimits = DEFAULT_LIMITS) -> Iterator[list[DisplayItem]]:
+def capture_figures(limits: RichLimits = DEFAULT_LIMITS) -> Iterator[CapturedItems]:
     """Collect the matplotlib figures code creates inside the block, as images, and close
     them (a notebook's inline backend would otherwise show them again in the cell that
     started the session).
@@ -314,7 +374,7 @@ def capture_figures(limits: RichLimits = DEFAULT_LIMITS) -> Iterator[list[Displa
     notebook to Agg would stop the user's own plots from showing inline (headless, outside
     a notebook, matplotlib picks Agg on its own).
     """
-    captured: list[DisplayItem] = []
+    captured = CapturedItems()
     plt = sys.modules.get("matplotlib.pyplot")
     # Only figures made during the block; pyplot is not imported for code that never
     # plots (importing it is slow and picks a backend).
@@ -328,8 +388,11 @@ def capture_figures(limits: RichLimits = DEFAULT_LIMITS) -> Iterator[list[Displa
         for number in pyplot.get_fignums():
             if number in before or number in done:
                 continue
-            done.add(number)
-            captured.append(_figure_item(pyplot.figure(number), limits))
+            done.add(number)  # closed at the end, rendered or not
+            if len(captured) >= limits.max_items:
+                captured.left_out += 1
+            else:
+                captured.append(_figure_item(pyplot.figure(number), limits))
 
     def show(*args: Any, **kwargs: Any) -> None:
         collect()

@@ -6,6 +6,7 @@ Bounded: the static forms are written into the notebook three times over."""
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,6 +19,7 @@ THUMBNAIL_BUDGET = 60_000
 placeholders."""
 
 _RASTER = ("image/png", "image/jpeg", "image/gif", "image/webp")
+_BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 
 
 def _size_text(item: Mapping[str, Any]) -> str:
@@ -49,7 +51,10 @@ def output_html(item: Mapping[str, Any], lang: str, budget: list[int]) -> str:
     placeholder. Only raster ``data:`` images: nothing that runs or loads."""
     kind = str(item.get("media_type", ""))
     data = item.get("data")
-    if kind in _RASTER and isinstance(data, str) and len(data) <= budget[0]:
+    # Only base64 goes into the attribute: a stored item is data from a tool or a file,
+    # and a quote in it would add attributes (onerror=…) to the tag.
+    if (kind in _RASTER and isinstance(data, str) and len(data) <= budget[0]
+            and _BASE64.fullmatch(data)):
         budget[0] -= len(data)
         return (f'<img alt="{html.escape(output_placeholder(item, lang))}" '
                 f'src="data:{kind};base64,{data}" style="max-width:100%;max-height:320px">')

@@ -28,7 +28,21 @@ ax.set_title("Weekly sales")
 class Raw:
     def _repr_html_(self):
         return ('<p><b>raw html</b></p><script>window.__neta_pwned = 3</script>'
-                '<img src="x" onerror="window.__neta_pwned = 4">')
+                '<img src="x" onerror="window.__neta_pwned = 4">'
+                # What a hostile tool would try next: handlers that fire on their own,
+                # documents and SVG with script, links that run or navigate, page styles.
+                '<details open ontoggle="window.__neta_pwned = 5"><summary>s</summary></details>'
+                '<iframe srcdoc="<script>parent.__neta_pwned = 6</script>"></iframe>'
+                '<svg onload="window.__neta_pwned = 7">'
+                '<script>window.__neta_pwned = 8</script></svg>'
+                '<a id="js" href="javascript:window.__neta_pwned = 9">js link</a>'
+                '<a id="doc" href="data:text/html,<script>alert(1)</script>">data link</a>'
+                '<style>body { display: none }</style>'
+                '<object data="data:text/html,x"></object><embed src="x.swf">'
+                '<form action="http://127.0.0.1:9/">'
+                '<input autofocus onfocus="window.__neta_pwned = 10"></form>'
+                '<meta http-equiv="refresh" content="0;url=javascript:window.__neta_pwned = 11">'
+                '<video><source onerror="window.__neta_pwned = 12"></video>')
 display(Raw())
 pd.DataFrame({"region": ["North", "South", "<script>window.__neta_pwned = 1</script>"],
               "sales": [120, 95, 3],
@@ -79,7 +93,15 @@ def test_tool_card_shows_the_chart_and_a_sanitized_table(lab: LabSession,
         assert "<script>window.__neta_pwned = 1</script>" in cells  # shown as text
         # Nothing executable or loading survived the sanitizer.
         assert card.locator(".neta-outputs script, .neta-outputs [onerror], "
-                            ".neta-outputs style").count() == 0
+                            ".neta-outputs style, .neta-outputs iframe, .neta-outputs svg, "
+                            ".neta-outputs object, .neta-outputs embed, .neta-outputs form, "
+                            ".neta-outputs input, .neta-outputs meta, .neta-outputs video, "
+                            ".neta-outputs [ontoggle], .neta-outputs [onload]").count() == 0
+        links = card.locator(".neta-output-html a").evaluate_all(
+            "links => links.map(a => a.getAttribute('href'))")
+        assert all(not (href or "").lower().startswith(("javascript:", "data:"))
+                   for href in links), links
+        assert page.evaluate("() => getComputedStyle(document.body).display") != "none"
     assert page.evaluate("() => window.__neta_pwned") is None
     # What the model read: the table's text and a line about what was displayed.
     width, height = kernel_size

@@ -8,10 +8,18 @@ from __future__ import annotations
 import asyncio
 import base64
 import io
+from pathlib import Path
 
 import pytest
 
-from neta_nb import Agent, AgentSession, AgentToolConfig, ScriptedProvider, ToolCatalog
+from neta_nb import (
+    Agent,
+    AgentSession,
+    AgentToolConfig,
+    ScriptedProvider,
+    SessionStore,
+    ToolCatalog,
+)
 from neta_nb.events import ToolCallEvent, ToolResultEvent
 from neta_nb.widgets import ChatView, ToolCard
 from neta_nb.widgets._rich_static import THUMBNAIL_BUDGET
@@ -108,3 +116,27 @@ def test_card_outputs_in_widget_state_are_bounded() -> None:
     kept = bounded_outputs([big, table, big])
     assert kept[0] == big and kept[1] == table
     assert kept[2]["omitted"] is True and kept[2]["data"] is None
+
+
+async def test_a_hostile_page_message_is_bytes_and_names_only(
+        sent: SentMessages, tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "s.db")
+    session = AgentSession(Agent("a", model=ScriptedProvider([[{"text": "Read."}]])),
+                           ToolCatalog(), store=store)
+    chat = ChatView(session)
+    oversize = _send(chat, sent, "Big", [("big.txt", "text/plain", b"x" * (11 * 1024 ** 2))])
+    assert oversize["ok"] is False and "big.txt is 11.0 MB: at most 10.0 MB" in str(
+        oversize["error"])
+    finished = asyncio.Event()
+    session.subscribe(lambda event: finished.set() if event.type == "done" else None)
+    # A path where a name goes, and a name JSON can carry but UTF-8 cannot (a lone
+    # surrogate, "\ud800" in the page's JSON): the kernel reads no file and stores it.
+    reply = _send(chat, sent, "Read", [("/etc/hostname", "text/plain", b"mine"),
+                                       ("\ud800.txt", "text/plain", b"second")])
+    assert reply["ok"] is True, reply
+    await finished.wait()
+    session.flush()
+    parts = store.load_messages(session.id)[0].parts
+    assert [(p.type, getattr(p, "name", None), getattr(p, "text", None)) for p in parts] == [
+        ("text", None, "Read"), ("file_text", "/etc/hostname", "mine"),
+        ("file_text", "\ufffd.txt", "second")]

@@ -34,6 +34,8 @@ from typing import Any
 from ..base import ToolContext, tool
 from ..rich import (
     DEFAULT_LIMITS,
+    RICH_TYPES,
+    CapturedItems,
     RichLimits,
     RichResult,
     _matplotlib_figure,
@@ -84,6 +86,7 @@ async def run_python_rich(code: str, namespace: dict[str, Any], *,
     result = RichResult(text=text)
     result.add(shown)
     result.add(figures)
+    result.dropped += shown.left_out + figures.left_out
     if has_value and not _already_shown(value, result):
         result.add(display_items(value, limits))
     result.bound(limits)
@@ -97,11 +100,11 @@ def _already_shown(value: Any, result: RichResult) -> bool:
 
 
 @contextlib.contextmanager
-def _published_displays(limits: RichLimits) -> Iterator[list[Any]]:
+def _published_displays(limits: RichLimits) -> Iterator[CapturedItems]:
     """What the code passes to IPython's display machinery (``display(df)``, the inline
     backend's ``plt.show()``, plotly's ``fig.show()``), caught instead of going to the
     output of whichever cell happens to be running."""
-    captured: list[Any] = []
+    captured = CapturedItems()
     try:
         from IPython import get_ipython
     except ImportError:
@@ -115,6 +118,10 @@ def _published_displays(limits: RichLimits) -> Iterator[list[Any]]:
     original = publisher.publish
 
     def publish(data: dict[str, Any], metadata: Any = None, *args: Any, **kwargs: Any) -> None:
+        if len(captured) >= limits.max_items and any(key in (data or {})
+                                                     for key in RICH_TYPES):
+            captured.left_out += 1  # counted, not decoded (see CapturedItems)
+            return
         items = _items_from_bundle(data or {}, limits)
         if items:
             captured.extend(items)

@@ -23,6 +23,8 @@ __all__ = ["MAX_VARIABLES", "describe_variables", "list_variables"]
 MAX_VARIABLES = 100
 _PREVIEW_CHARS = 120
 _MAX_DTYPES = 20
+_LINE_CHARS = 600
+"""A variable's line at most (a 100-dimensional shape or a long column name is cut)."""
 _IPYTHON_NAMES = frozenset({"In", "Out", "exit", "quit", "get_ipython", "open"})
 
 _repr = reprlib.Repr()
@@ -52,7 +54,7 @@ def describe_variables(namespace: dict[str, Any], pattern: str = "") -> str:
     if not names:
         return ("No variables match." if needle else
                 "The notebook has no variables yet.")
-    lines = [_describe(name, namespace[name]) for name in names[:MAX_VARIABLES]]
+    lines = [_bounded_line(name, namespace[name]) for name in names[:MAX_VARIABLES]]
     if len(names) > MAX_VARIABLES:
         lines.append(f"... and {len(names) - MAX_VARIABLES} more (ask with a pattern)")
     return "\n".join(lines)
@@ -76,11 +78,25 @@ def _is_user_variable(name: str, value: Any, hidden: set[str]) -> bool:
     return not isinstance(value, types.ModuleType)
 
 
-def _describe(name: str, value: Any) -> str:
+def _bounded_line(name: str, value: Any) -> str:
+    """One variable's line, cut to ``_LINE_CHARS``. Any step may run the object's own
+    code (``__len__``, a ``shape`` property, a column name's ``__format__``): one that
+    raises costs that variable its facts, not the whole listing."""
+    try:
+        line = _describe(name, value)
+    except Exception as error:
+        line = f"{name}: {_type_name(value)} (not described: {type(error).__name__})"
+    return line if len(line) <= _LINE_CHARS else line[:_LINE_CHARS - 1] + "…"
+
+
+def _type_name(value: Any) -> str:
     kind = type(value)
-    type_name = kind.__name__ if kind.__module__ == "builtins" else (
+    return kind.__name__ if kind.__module__ == "builtins" else (
         f"{kind.__module__.split('.')[0]}.{kind.__name__}")
-    facts = [type_name]
+
+
+def _describe(name: str, value: Any) -> str:
+    facts = [_type_name(value)]
     shape = _safe(lambda: getattr(value, "shape", None))
     if isinstance(shape, tuple) and not callable(value):
         facts.append("shape " + "×".join(str(n) for n in shape))

@@ -63,3 +63,25 @@ def test_off_by_default_and_enabled_per_agent() -> None:
     assert "list_variables" not in resolve_tools(catalog, AgentToolConfig()).names
     assert "list_variables" in resolve_tools(
         catalog, AgentToolConfig(enabled=["list_variables"])).names
+
+
+class _LenRaises(list):  # type: ignore[type-arg]
+    def __len__(self) -> int:
+        raise RuntimeError("no length today")
+
+
+class _ManyDimensions:
+    shape = (1,) * 100_000
+
+
+def test_an_object_that_raises_or_is_huge_costs_only_its_own_line() -> None:
+    wide = pd.DataFrame({"c" * 5_000 + str(n): [0] for n in range(3)})
+    text = describe_variables({"broken": _LenRaises([1]), "cube": _ManyDimensions(),
+                               "fine": 3, "wide": wide})
+    lines = text.splitlines()
+    assert lines[0].startswith("broken: ") and lines[0].endswith(
+        "._LenRaises (not described: RuntimeError)")
+    assert lines[1].startswith("cube: ") and "shape 1×1×1" in lines[1]
+    assert lines[2] == "fine: int = 3"
+    assert lines[3].startswith("wide: pandas.DataFrame, shape 1×3, columns {ccc")
+    assert all(len(line) <= 600 for line in lines)
