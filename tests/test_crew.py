@@ -29,28 +29,15 @@ from neta_nb.store import SessionRecord
 from neta_nb.tools import resolve_tools
 
 from .support import sessions as support
+from .support.delegation import Gate, crew_catalog, delegations, innermost
 from .support.sessions import (
     FakeProvider,
     Recorder,
     answer,
     assert_valid_history,
     calls,
-    guarded_op,
-    plus,
 )
 from .support.timing import wait_until
-
-
-def _catalog() -> ToolCatalog:
-    catalog = ToolCatalog.default()
-    catalog.register(plus)
-    catalog.register(guarded_op)
-    return catalog
-
-
-def _delegations(*pairs: tuple[str, str, str]) -> list[Any]:
-    return calls(*[(call_id, "delegate", {"agent": agent, "task": task})
-                   for call_id, agent, task in pairs])
 
 
 def _crew(parent: list[list[Any]], **children: list[list[Any]]
@@ -63,45 +50,31 @@ def _crew(parent: list[list[Any]], **children: list[list[Any]]
     return Agent("planner", model=planner, subagents=subagents), planner, providers
 
 
-def _inner(event: Any) -> Any:
-    while isinstance(event, SubagentEvent):
-        event = event.event
-    return event
 
 
-class Gate:
-    """A step that holds a stream until the test opens it."""
-
-    def __init__(self) -> None:
-        self.reached = asyncio.Event()
-        self.opened = asyncio.Event()
-
-    async def __call__(self) -> None:
-        self.reached.set()
-        await self.opened.wait()
 
 
 # --- the tool and its offer -------------------------------------------------------------
 
 def test_delegate_is_offered_only_to_an_agent_with_subagents() -> None:
-    alone = AgentSession(Agent("solo", model=FakeProvider([])), _catalog())
+    alone = AgentSession(Agent("solo", model=FakeProvider([])), crew_catalog())
     assert "delegate" not in alone.preview().tool_names
     assert alone.preview().resolution.reasons["delegate"].code == "no_subagents"
 
     agent, _, _ = _crew([], researcher=[], coder=[])
-    preview = AgentSession(agent, _catalog()).preview()
+    preview = AgentSession(agent, crew_catalog()).preview()
     definition = next(d for d in preview.tools if d.name == "delegate")
     assert definition.parameters["properties"]["agent"]["enum"] == ["researcher", "coder"]
     assert definition.parameters["required"] == ["agent", "task"]
     assert "- researcher: does researcher work" in definition.description
     # The catalog's own tool is untouched: another agent sees its own roster.
-    assert "enum" not in _catalog()["delegate"].parameters["properties"]["agent"]
+    assert "enum" not in crew_catalog()["delegate"].parameters["properties"]["agent"]
 
 
 def test_delegate_follows_the_agent_config_and_global_switches_like_any_tool() -> None:
     agent, _, _ = _crew([], researcher=[])
     agent.tools = AgentToolConfig(disabled=["delegate"])
-    catalog = _catalog()
+    catalog = crew_catalog()
     assert "delegate" not in AgentSession(agent, catalog).preview().tool_names
     agent.tools = AgentToolConfig()
     catalog.disable("delegate")
@@ -114,11 +87,11 @@ def test_delegate_follows_the_agent_config_and_global_switches_like_any_tool() -
 
 async def test_nesting_stops_at_the_depth_limit() -> None:
     grandchild = FakeProvider([answer("leaf")])
-    child = FakeProvider([_delegations(("g1", "leaf", "go deeper")), answer("middle")])
+    child = FakeProvider([delegations(("g1", "leaf", "go deeper")), answer("middle")])
     leaf = Agent("leaf", model=grandchild, subagents=[Agent("deeper", model=FakeProvider([]))])
     middle = Agent("middle", model=child, subagents=[leaf])
-    top = FakeProvider([_delegations(("c1", "middle", "start")), answer("top")])
-    session = AgentSession(Agent("top", model=top, subagents=[middle]), _catalog())
+    top = FakeProvider([delegations(("c1", "middle", "start")), answer("top")])
+    session = AgentSession(Agent("top", model=top, subagents=[middle]), crew_catalog())
     recorder = Recorder()
     session.subscribe(recorder)
     await session.run("go")
@@ -131,7 +104,7 @@ async def test_nesting_stops_at_the_depth_limit() -> None:
 
     top_only = FakeProvider([])
     limited = AgentSession(Agent("top", model=top_only, subagents=[middle],
-                                 max_subagent_depth=0), _catalog())
+                                 max_subagent_depth=0), crew_catalog())
     assert "delegate" not in limited.preview().tool_names
 
 
@@ -139,11 +112,11 @@ async def test_nesting_stops_at_the_depth_limit() -> None:
 
 async def test_children_run_and_their_answers_are_the_delegate_results() -> None:
     agent, planner, children = _crew(
-        [_delegations(("d1", "researcher", "find facts"), ("d2", "coder", "write code")),
+        [delegations(("d1", "researcher", "find facts"), ("d2", "coder", "write code")),
          answer("Both are done.")],
         researcher=[answer("Facts found.", usage=Usage(input_tokens=10, output_tokens=3))],
         coder=[answer("Code written.", usage=Usage(input_tokens=20, output_tokens=5))])
-    session = AgentSession(agent, _catalog())
+    session = AgentSession(agent, crew_catalog())
     recorder = Recorder()
     session.subscribe(recorder)
     await session.run("Plan and delegate")
@@ -181,11 +154,11 @@ async def test_children_run_and_their_answers_are_the_delegate_results() -> None
 
 async def test_turn_total_counts_children_and_the_context_stays_the_parents() -> None:
     agent, _, _ = _crew(
-        [_delegations(("d1", "researcher", "a"), ("d2", "coder", "b")),
+        [delegations(("d1", "researcher", "a"), ("d2", "coder", "b")),
          answer("done", usage=Usage(input_tokens=500, output_tokens=7))],
         researcher=[answer("r", usage=Usage(input_tokens=10, output_tokens=3))],
         coder=[answer("c", usage=Usage(input_tokens=20, output_tokens=5))])
-    session = AgentSession(agent, _catalog())
+    session = AgentSession(agent, crew_catalog())
     recorder = Recorder()
     session.subscribe(recorder)
     await session.run("go")
@@ -208,11 +181,11 @@ async def test_turn_total_counts_children_and_the_context_stays_the_parents() ->
 async def test_parallel_delegations_respect_the_limit() -> None:
     gate = Gate()
     agent, _, children = _crew(
-        [_delegations(("d1", "researcher", "a"), ("d2", "coder", "b")), answer("ok")],
+        [delegations(("d1", "researcher", "a"), ("d2", "coder", "b")), answer("ok")],
         researcher=[[TextDelta("r1"), gate, *answer("r2")]],
         coder=[answer("c")])
     agent.max_parallel_subagents = 1
-    session = AgentSession(agent, _catalog())
+    session = AgentSession(agent, crew_catalog())
     recorder = Recorder()
     session.subscribe(recorder)
     task = session.start("go")
@@ -220,17 +193,17 @@ async def test_parallel_delegations_respect_the_limit() -> None:
     assert children["coder"].requests == []  # waiting for the one slot
     gate.opened.set()
     await task
-    kinds = [(e.id, _inner(e).type) for e in recorder.events
+    kinds = [(e.id, innermost(e).type) for e in recorder.events
              if isinstance(e, SubagentEvent | SubagentEndEvent)]
     assert kinds.index(("d1", "subagent_end")) < kinds.index(("d2", "token"))
 
 
 async def test_unknown_subagent_empty_task_and_failed_child_give_clear_errors() -> None:
     agent, planner, _ = _crew(
-        [_delegations(("d1", "ghost", "x"), ("d2", "researcher", "  "),
+        [delegations(("d1", "ghost", "x"), ("d2", "researcher", "  "),
                       ("d3", "coder", "fail please")), answer("ok")],
         researcher=[], coder=[[ProviderError("model overloaded", retryable=True)]])
-    session = AgentSession(agent, _catalog())
+    session = AgentSession(agent, crew_catalog())
     await session.run("go")
     results = {p.tool_call_id: p for m in planner.requests[1].messages for p in m.tool_results}
     assert all(results[i].is_error for i in ("d1", "d2", "d3"))
@@ -243,10 +216,10 @@ async def test_unknown_subagent_empty_task_and_failed_child_give_clear_errors() 
 
 
 async def test_a_long_answer_is_bounded_like_any_tool_result() -> None:
-    agent, planner, _ = _crew([_delegations(("d1", "researcher", "x")), answer("ok")],
+    agent, planner, _ = _crew([delegations(("d1", "researcher", "x")), answer("ok")],
                               researcher=[answer("word " * 1000)])
     agent.max_tool_result_chars = 1_000
-    await AgentSession(agent, _catalog()).run("go")
+    await AgentSession(agent, crew_catalog()).run("go")
     result = planner.requests[1].messages[-1].tool_results[0].content
     # The answer is stripped of its trailing space: 4,999 characters.
     assert result.startswith("word word") and "[Result cut: the first 1,000 of 4,999" in result
@@ -257,18 +230,18 @@ async def test_a_long_answer_is_bounded_like_any_tool_result() -> None:
 async def test_a_childs_approval_request_is_answered_through_the_parent() -> None:
     support.ran.clear()
     agent, _, _ = _crew(
-        [_delegations(("d1", "researcher", "run the guarded op")), answer("ok")],
+        [delegations(("d1", "researcher", "run the guarded op")), answer("ok")],
         researcher=[calls(("g1", "guarded_op", {"x": 7})), answer("ran it")])
     agent.subagents[0].tools = AgentToolConfig(enabled=["guarded_op"])
-    session = AgentSession(agent, _catalog())
+    session = AgentSession(agent, crew_catalog())
     detach = session.attach_approver()  # the chat view does this
     recorder = Recorder()
     session.subscribe(recorder)
     task = session.start("go")
-    await wait_until(lambda: any(isinstance(_inner(e), ApprovalRequestEvent)
+    await wait_until(lambda: any(isinstance(innermost(e), ApprovalRequestEvent)
                                  for e in recorder.events))
-    request = next(e for e in recorder.events if isinstance(_inner(e), ApprovalRequestEvent))
-    assert request.id == "d1" and _inner(request).id == "g1"
+    request = next(e for e in recorder.events if isinstance(innermost(e), ApprovalRequestEvent))
+    assert request.id == "d1" and innermost(request).id == "g1"
     assert session.handle_command({"type": "approve", "id": "g1",
                                    "decision": "allow_once"}) is None
     await task
@@ -279,16 +252,16 @@ async def test_a_childs_approval_request_is_answered_through_the_parent() -> Non
 
 async def test_without_a_ui_a_childs_approval_falls_to_the_parents_policy() -> None:
     support.ran.clear()
-    agent, _, _ = _crew([_delegations(("d1", "researcher", "x")), answer("ok")],
+    agent, _, _ = _crew([delegations(("d1", "researcher", "x")), answer("ok")],
                         researcher=[calls(("g1", "guarded_op", {"x": 1})), answer("no")])
     agent.subagents[0].tools = AgentToolConfig(enabled=["guarded_op"])
-    await AgentSession(agent, _catalog(), approval_policy="reject").run("go")
+    await AgentSession(agent, crew_catalog(), approval_policy="reject").run("go")
     assert support.ran == []
     support.ran.clear()
     agent.subagents[0].model = FakeProvider([calls(("g1", "guarded_op", {"x": 2})),
                                              answer("yes")])
-    agent.model = FakeProvider([_delegations(("d1", "researcher", "x")), answer("ok")])
-    await AgentSession(agent, _catalog(), approval_policy="allow").run("go")
+    agent.model = FakeProvider([delegations(("d1", "researcher", "x")), answer("ok")])
+    await AgentSession(agent, crew_catalog(), approval_policy="allow").run("go")
     assert support.ran == ["guarded_op 2"]
 
 
@@ -297,11 +270,11 @@ async def test_without_a_ui_a_childs_approval_falls_to_the_parents_policy() -> N
 async def test_stopping_one_child_leaves_the_other_and_the_parent_running() -> None:
     held, other = Gate(), Gate()
     agent, planner, _ = _crew(
-        [_delegations(("d1", "researcher", "slow"), ("d2", "coder", "quick")),
+        [delegations(("d1", "researcher", "slow"), ("d2", "coder", "quick")),
          answer("Carried on without the researcher.")],
         researcher=[[TextDelta("Partial findings"), held, *answer("never")]],
         coder=[[TextDelta("Quick "), other, *answer("answer")]])
-    session = AgentSession(agent, _catalog())
+    session = AgentSession(agent, crew_catalog())
     recorder = Recorder()
     session.subscribe(recorder)
     task = session.start("go")
@@ -331,9 +304,9 @@ async def test_the_parents_stop_cancels_every_child_and_keeps_every_history_vali
     first, second = Gate(), Gate()
     store = SessionStore(tmp_path / "s.sqlite3")
     agent, _, _ = _crew(
-        [_delegations(("d1", "researcher", "a"), ("d2", "coder", "b"))],
+        [delegations(("d1", "researcher", "a"), ("d2", "coder", "b"))],
         researcher=[[TextDelta("r"), first]], coder=[[TextDelta("c"), second]])
-    session = AgentSession(agent, _catalog(), store)
+    session = AgentSession(agent, crew_catalog(), store)
     recorder = Recorder()
     session.subscribe(recorder)
     running_at_done: list[bool] = []
@@ -374,10 +347,10 @@ async def test_the_parents_stop_cancels_every_child_and_keeps_every_history_vali
 async def test_children_are_stored_linked_and_listed_under_their_parent(
         tmp_path: Path) -> None:
     store = SessionStore(tmp_path / "s.sqlite3")
-    agent, _, _ = _crew([_delegations(("d1", "researcher", "a"), ("d2", "coder", "b")),
+    agent, _, _ = _crew([delegations(("d1", "researcher", "a"), ("d2", "coder", "b")),
                          answer("ok")],
                         researcher=[answer("r")], coder=[answer("c")])
-    session = AgentSession(agent, _catalog(), store)
+    session = AgentSession(agent, crew_catalog(), store)
     await session.run("go")
     for child in (session, *session.subagents.values()):
         child.flush()
@@ -388,7 +361,7 @@ async def test_children_are_stored_linked_and_listed_under_their_parent(
         (session.id, "d1", "researcher"), (session.id, "d2", "coder")]
     assert store.get_session(children[0].id).parent_id == session.id  # type: ignore[union-attr]
 
-    resumed = AgentSession.resume(session.id, store, catalog=_catalog())
+    resumed = AgentSession.resume(session.id, store, catalog=crew_catalog())
     runs = [e.subagent for e in resumed.messages[1].metadata.tool_executions]
     assert [(r.agent, r.status, r.session_id) for r in runs if r] == [
         ("researcher", "done", children[0].id), ("coder", "done", children[1].id)]
@@ -459,12 +432,12 @@ def test_a_sessions_tool_panel_resolves_delegate_as_the_session_does() -> None:
     from neta_nb.widgets import ToolConfigPanel
 
     alone = ToolConfigPanel.for_session(AgentSession(Agent("solo", model=FakeProvider([])),
-                                                     _catalog()))
+                                                     crew_catalog()))
     assert "delegate" not in alone.enabled_tools
     assert alone.states["delegate"]["reason"] == (
         "Offered only to an agent with sub-agents (within the nesting limit)")
     agent, _, _ = _crew([], researcher=[])
-    session = AgentSession(agent, _catalog())
+    session = AgentSession(agent, crew_catalog())
     crew = ToolConfigPanel.for_session(session)
     assert "delegate" in crew.enabled_tools
     preview = crew._request_preview({})
@@ -481,9 +454,9 @@ async def test_a_kernel_interrupt_in_a_child_stops_the_whole_tree() -> None:
         """Stands for code interrupted on the kernel's thread."""
         raise KeyboardInterrupt
 
-    catalog = _catalog()
+    catalog = crew_catalog()
     catalog.register(stuck)
-    agent, planner, _ = _crew([_delegations(("d1", "researcher", "x")), answer("never")],
+    agent, planner, _ = _crew([delegations(("d1", "researcher", "x")), answer("never")],
                               researcher=[calls(("s1", "stuck", {})), answer("never")])
     session = AgentSession(agent, catalog)
     recorder = Recorder()
@@ -498,15 +471,15 @@ async def test_a_kernel_interrupt_in_a_child_stops_the_whole_tree() -> None:
 
 async def test_a_closed_view_leaves_no_child_waiting_for_an_answer() -> None:
     support.ran.clear()
-    agent, _, _ = _crew([_delegations(("d1", "researcher", "x")), answer("ok")],
+    agent, _, _ = _crew([delegations(("d1", "researcher", "x")), answer("ok")],
                         researcher=[calls(("g1", "guarded_op", {"x": 3})), answer("no")])
     agent.subagents[0].tools = AgentToolConfig(enabled=["guarded_op"])
-    session = AgentSession(agent, _catalog(), approval_policy="reject")
+    session = AgentSession(agent, crew_catalog(), approval_policy="reject")
     detach = session.attach_approver()
     recorder = Recorder()
     session.subscribe(recorder)
     task = session.start("go")
-    await wait_until(lambda: any(isinstance(_inner(e), ApprovalRequestEvent)
+    await wait_until(lambda: any(isinstance(innermost(e), ApprovalRequestEvent)
                                  for e in recorder.events))
     detach()  # the chat view closed: the policy decides the child's pending request
     async with asyncio.timeout(10):

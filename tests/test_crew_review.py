@@ -10,49 +10,20 @@ from typing import Any
 
 import pytest
 
-from neta_nb import Agent, AgentSession, AgentToolConfig, SessionStore, ToolCatalog
-from neta_nb.events import ApprovalRequestEvent, SubagentEvent, SubagentStartEvent
+from neta_nb import Agent, AgentSession, AgentToolConfig, SessionStore
+from neta_nb.events import ApprovalRequestEvent, SubagentStartEvent
 from neta_nb.providers.base import TextDelta
 
 from .support import sessions as support
+from .support.delegation import Gate, crew_catalog, delegations, innermost
 from .support.sessions import (
     FakeProvider,
     Recorder,
     answer,
     assert_valid_history,
     calls,
-    guarded_op,
-    plus,
 )
 from .support.timing import wait_until
-
-
-def _catalog() -> ToolCatalog:
-    catalog = ToolCatalog.default()
-    catalog.register(plus)
-    catalog.register(guarded_op)
-    return catalog
-
-
-def _delegations(*pairs: tuple[str, str, str]) -> list[Any]:
-    return calls(*[(call_id, "delegate", {"agent": agent, "task": task})
-                   for call_id, agent, task in pairs])
-
-
-def _inner(event: Any) -> Any:
-    while isinstance(event, SubagentEvent):
-        event = event.event
-    return event
-
-
-class Gate:
-    def __init__(self) -> None:
-        self.reached = asyncio.Event()
-        self.opened = asyncio.Event()
-
-    async def __call__(self) -> None:
-        self.reached.set()
-        await self.opened.wait()
 
 
 async def test_a_grandchilds_stop_reaches_it_through_the_tree() -> None:
@@ -60,11 +31,11 @@ async def test_a_grandchilds_stop_reaches_it_through_the_tree() -> None:
     id as ``stop {subagent}``: it must stop that grandchild, not be dropped silently."""
     held = Gate()
     leaf = Agent("leaf", model=FakeProvider([[TextDelta("digging"), held, *answer("never")]]))
-    middle = Agent("middle", model=FakeProvider([_delegations(("g1", "leaf", "dig")),
+    middle = Agent("middle", model=FakeProvider([delegations(("g1", "leaf", "dig")),
                                                  answer("middle carried on")]),
                    subagents=[leaf])
-    top = FakeProvider([_delegations(("c1", "middle", "start")), answer("top done")])
-    session = AgentSession(Agent("top", model=top, subagents=[middle]), _catalog())
+    top = FakeProvider([delegations(("c1", "middle", "start")), answer("top done")])
+    session = AgentSession(Agent("top", model=top, subagents=[middle]), crew_catalog())
     recorder = Recorder()
     session.subscribe(recorder)
     task = session.start("go")
@@ -72,8 +43,8 @@ async def test_a_grandchilds_stop_reaches_it_through_the_tree() -> None:
     assert session.stop_subagent("g1") is True
     async with asyncio.timeout(10):
         await task
-    grandchild_end = next(_inner(e) for e in recorder.of("subagent_event")
-                          if _inner(e).type == "subagent_end")
+    grandchild_end = next(innermost(e) for e in recorder.of("subagent_event")
+                          if innermost(e).type == "subagent_end")
     assert grandchild_end.id == "g1" and grandchild_end.status == "cancelled"
     assert [e.status for e in recorder.of("subagent_end")] == ["done"]  # middle went on
     assert recorder.events[-1].stop_reason == "end_turn"
@@ -88,10 +59,10 @@ def _twins_asking() -> AgentSession:
     coder = Agent("coder", model=FakeProvider(
         [calls(("call_0", "guarded_op", {"x": 2})), answer("c")]),
         tools=AgentToolConfig(enabled=["guarded_op"]))
-    planner = FakeProvider([_delegations(("d1", "researcher", "a"), ("d2", "coder", "b")),
+    planner = FakeProvider([delegations(("d1", "researcher", "a"), ("d2", "coder", "b")),
                             answer("ok")])
     return AgentSession(Agent("planner", model=planner, subagents=[researcher, coder]),
-                        _catalog())
+                        crew_catalog())
 
 
 @pytest.mark.parametrize("by_path", [True, False])
@@ -107,7 +78,7 @@ async def test_two_children_asking_with_the_same_call_id_are_each_answered(
     recorder = Recorder()
     session.subscribe(recorder)
     task = session.start("go")
-    await wait_until(lambda: sum(isinstance(_inner(e), ApprovalRequestEvent)
+    await wait_until(lambda: sum(isinstance(innermost(e), ApprovalRequestEvent)
                                  for e in recorder.events) == 2)
     if by_path:
         # The coder's request is allowed, then the researcher's refused.
@@ -133,10 +104,10 @@ async def test_a_child_stopped_before_its_task_first_runs_still_ends() -> None:
     ``subagent_end`` and its record is final, not "running" forever."""
     researcher = Agent("researcher", model=FakeProvider([answer("r")]))
     coder = Agent("coder", model=FakeProvider([answer("c")]))
-    planner = FakeProvider([_delegations(("d1", "researcher", "a"), ("d2", "coder", "b")),
+    planner = FakeProvider([delegations(("d1", "researcher", "a"), ("d2", "coder", "b")),
                             answer("ok")])
     session = AgentSession(Agent("planner", model=planner, subagents=[researcher, coder]),
-                           _catalog())
+                           crew_catalog())
     recorder = Recorder()
     session.subscribe(recorder)
 
@@ -158,9 +129,9 @@ async def test_a_childs_huge_answer_is_bounded_in_its_end_event() -> None:
     5 MB answer is bounded there as in the ``delegate`` result."""
     huge = "x" * 5_000_000
     researcher = Agent("researcher", model=FakeProvider([answer(huge)]))
-    planner = FakeProvider([_delegations(("d1", "researcher", "a")), answer("ok")])
+    planner = FakeProvider([delegations(("d1", "researcher", "a")), answer("ok")])
     agent = Agent("planner", model=planner, subagents=[researcher])
-    session = AgentSession(agent, _catalog())
+    session = AgentSession(agent, crew_catalog())
     recorder = Recorder()
     session.subscribe(recorder)
     await session.run("go")
@@ -180,10 +151,10 @@ async def test_a_child_never_runs_a_tool_only_its_parent_has() -> None:
                ("p3", "delegate", {"agent": "researcher", "task": "again"})),
          answer("could not")]),
         tools=AgentToolConfig(inherit_core_tools=False, enabled=["list_files"]))
-    planner = FakeProvider([_delegations(("d1", "researcher", "add")), answer("ok")])
+    planner = FakeProvider([delegations(("d1", "researcher", "add")), answer("ok")])
     agent = Agent("planner", model=planner, subagents=[researcher],
                   tools=AgentToolConfig(enabled=["plus", "guarded_op"]))
-    session = AgentSession(agent, _catalog(), approval_policy="allow")
+    session = AgentSession(agent, crew_catalog(), approval_policy="allow")
     await session.run("go")
     child = session.subagents["d1"]
     sent = {t.name for t in child.provider.requests[0].tools}  # type: ignore[attr-defined]
@@ -220,10 +191,10 @@ async def test_fifty_delegations_keep_the_limit_and_their_order() -> None:
                 yield event
 
     worker = Agent("worker", model=Worker())
-    planner = FakeProvider([_delegations(*[(f"d{n}", "worker", f"task {n}")
+    planner = FakeProvider([delegations(*[(f"d{n}", "worker", f"task {n}")
                                            for n in range(50)]), answer("ok")])
     agent = Agent("planner", model=planner, subagents=[worker], max_parallel_subagents=4)
-    await AgentSession(agent, _catalog()).run("go")
+    await AgentSession(agent, crew_catalog()).run("go")
     results = [r for m in planner.requests[1].messages for r in m.tool_results]
     assert [r.tool_call_id for r in results] == [f"d{n}" for n in range(50)]
     assert [r.content for r in results] == [f"answer to task {n}" for n in range(50)]
@@ -235,14 +206,14 @@ async def test_the_parents_stop_while_a_child_waits_for_approval() -> None:
     researcher = Agent("researcher", model=FakeProvider(
         [calls(("g1", "guarded_op", {"x": 1})), answer("never")]),
         tools=AgentToolConfig(enabled=["guarded_op"]))
-    planner = FakeProvider([_delegations(("d1", "researcher", "a"))])
+    planner = FakeProvider([delegations(("d1", "researcher", "a"))])
     session = AgentSession(Agent("planner", model=planner, subagents=[researcher]),
-                           _catalog())
+                           crew_catalog())
     detach = session.attach_approver()
     recorder = Recorder()
     session.subscribe(recorder)
     task = session.start("go")
-    await wait_until(lambda: any(isinstance(_inner(e), ApprovalRequestEvent)
+    await wait_until(lambda: any(isinstance(innermost(e), ApprovalRequestEvent)
                                  for e in recorder.events))
     session.cancel()
     async with asyncio.timeout(10):
@@ -261,14 +232,14 @@ async def test_a_child_whose_model_breaks_mid_stream_counts_its_tokens() -> None
     what the child's calls reported before."""
     researcher = Agent("researcher", model=FakeProvider(
         [answer("first"), [TextDelta("partial "), RuntimeError("socket gone")]]))
-    planner = FakeProvider([_delegations(("d1", "researcher", "a")), answer("ok")])
+    planner = FakeProvider([delegations(("d1", "researcher", "a")), answer("ok")])
     session = AgentSession(Agent("planner", model=planner, subagents=[researcher]),
-                           _catalog())
+                           crew_catalog())
     recorder = Recorder()
     session.subscribe(recorder)
     # The child answers its first turn; a second delegation breaks mid-stream.
-    planner.responses = [_delegations(("d1", "researcher", "a")),
-                         _delegations(("d2", "researcher", "b")), answer("ok")]
+    planner.responses = [delegations(("d1", "researcher", "a")),
+                         delegations(("d2", "researcher", "b")), answer("ok")]
     await session.run("go")
     results = {p.tool_call_id: p for m in planner.requests[2].messages for p in m.tool_results}
     assert not results["d1"].is_error and results["d2"].is_error
@@ -286,12 +257,12 @@ async def test_a_tool_disabled_globally_while_the_childs_call_streams_never_runs
     """The child's model was offered ``guarded_op`` and calls it; the tool is disabled
     globally before the call runs (the user's panel, mid-run): the call is refused."""
     support.ran.clear()
-    catalog = _catalog()
+    catalog = crew_catalog()
     researcher = Agent("researcher", model=FakeProvider(
         [[*calls(("g1", "guarded_op", {"x": 5})), lambda: catalog.disable("guarded_op")],
          answer("refused")]),
         tools=AgentToolConfig(enabled=["guarded_op"]))
-    planner = FakeProvider([_delegations(("d1", "researcher", "a")), answer("ok")])
+    planner = FakeProvider([delegations(("d1", "researcher", "a")), answer("ok")])
     session = AgentSession(Agent("planner", model=planner, subagents=[researcher]), catalog,
                            approval_policy="allow")
     await session.run("go")
@@ -309,22 +280,22 @@ async def test_a_child_resumed_on_its_own_keeps_its_place_in_the_tree(tmp_path: 
     store = SessionStore(tmp_path / "s.sqlite3")
     leaf = Agent("leaf", model=FakeProvider([answer("leaf done")]),
                  subagents=[Agent("deeper", model="scripted")])
-    middle = Agent("middle", model=FakeProvider([_delegations(("g1", "leaf", "dig")),
+    middle = Agent("middle", model=FakeProvider([delegations(("g1", "leaf", "dig")),
                                                  answer("middle done")]),
                    subagents=[leaf])
-    top = Agent("top", model=FakeProvider([_delegations(("c1", "middle", "go")),
+    top = Agent("top", model=FakeProvider([delegations(("c1", "middle", "go")),
                                            answer("top done")]), subagents=[middle])
-    session = AgentSession(top, _catalog(), store)
+    session = AgentSession(top, crew_catalog(), store)
     await session.run("go")
     child = session.subagents["c1"]
     grandchild = child.subagents["g1"]
     assert child.can_delegate and not grandchild.can_delegate
     for each in (session, child, grandchild):
         each.flush()
-    resumed_leaf = AgentSession.resume(grandchild.id, store, catalog=_catalog(),
+    resumed_leaf = AgentSession.resume(grandchild.id, store, catalog=crew_catalog(),
                                        provider=FakeProvider([]))
     assert not resumed_leaf.can_delegate
     assert "delegate" not in resumed_leaf.preview().tool_names
-    resumed_middle = AgentSession.resume(child.id, store, catalog=_catalog(),
+    resumed_middle = AgentSession.resume(child.id, store, catalog=crew_catalog(),
                                          provider=FakeProvider([]))
     assert resumed_middle.can_delegate

@@ -1,0 +1,45 @@
+"""Shared pieces of the sub-agent runtime tests (``tests/test_crew*.py``): a catalog with
+the test tools, a response of ``delegate`` calls, the innermost event of a wrapped one,
+and a gate that holds a stream until the test opens it."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from neta_nb import ToolCatalog
+from neta_nb.events import SubagentEvent
+
+from .sessions import calls, guarded_op, plus
+
+
+def crew_catalog() -> ToolCatalog:
+    catalog = ToolCatalog.default()
+    catalog.register(plus)
+    catalog.register(guarded_op)
+    return catalog
+
+
+def delegations(*pairs: tuple[str, str, str]) -> list[Any]:
+    """One model response calling ``delegate`` once per ``(call id, agent, task)``."""
+    return calls(*[(call_id, "delegate", {"agent": agent, "task": task})
+                   for call_id, agent, task in pairs])
+
+
+def innermost(event: Any) -> Any:
+    """The child's own event inside however many ``subagent_event`` wrappers."""
+    while isinstance(event, SubagentEvent):
+        event = event.event
+    return event
+
+
+class Gate:
+    """A step that holds a stream until the test opens it."""
+
+    def __init__(self) -> None:
+        self.reached = asyncio.Event()
+        self.opened = asyncio.Event()
+
+    async def __call__(self) -> None:
+        self.reached.set()
+        await self.opened.wait()
