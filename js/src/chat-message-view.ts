@@ -48,6 +48,14 @@ export interface MessagePlace {
 /** Fetches the whole of a field of this view's message (or of one of its cards). */
 export type FetchMessageText = (request: Omit<FullTextRequest, "message_id">) => Promise<string>;
 
+/**
+ * How long the previews of a message's text and thinking are (Python: `TEXT_CHARS`,
+ * `THINKING_CHARS` in neta_nb/widgets/_state_bounds.py). The kernel does not send again a
+ * text this view streamed (`null`, "keep yours", with `*_chars` its whole length when that
+ * is over the bound); the item keeps a preview of it, as one from the kernel would be.
+ */
+const PREVIEW_CHARS = { text: 20_000, thinking: 8_000 } as const;
+
 /** Whether the view holds the whole of a text whose preview is `preview`: it streamed it. */
 function holdsWhole(held: string, preview: string): boolean {
   return held.length > preview.length && held.startsWith(preview);
@@ -217,8 +225,8 @@ export class MessageView {
   update(update: ChatItem): void {
     const item: ChatItem = { ...update };
     if (item.role === "assistant") {
-      if (item.text === null) item.text = this.text?.value ?? "";
-      if (item.thinking === null) item.thinking = this.ownThinking;
+      if (item.text === null) item.text = this.keepHeld("text", this.text?.value ?? "", item.text_chars);
+      if (item.thinking === null) item.thinking = this.keepHeld("thinking", this.ownThinking, item.thinking_chars);
     }
     this.item = item;
     const signature = JSON.stringify(item);
@@ -272,6 +280,17 @@ export class MessageView {
     this.setNote(this.textNote, "text", text, item.text_chars);
     this.updateCards(item.cards ?? [], lang);
     this.updateStatus(item, lang);
+  }
+
+  /** The item's text for a field the kernel left to this view (`null`): what it holds, or
+   * the preview of it when the whole is over the preview bound (then held whole here). */
+  private keepHeld(field: "text" | "thinking", held: string, total: number | undefined): string {
+    if (!total || held.length < total) return held;
+    // Python counts code points, JS strings UTF-16 units: compare and cut by code points.
+    const characters = Array.from(held);
+    if (characters.length !== total) return held;
+    this.whole[field] = held;
+    return characters.slice(0, PREVIEW_CHARS[field]).join("");
   }
 
   private fetcher(request: Omit<FullTextRequest, "message_id">): FetchWhole | null {

@@ -4,11 +4,14 @@
  *
  * Finished blocks (up to the stable boundary, see `stableBoundary`) render once into a
  * `stable` part and are never touched again; only the tail re-renders, at most once per
- * animation frame, with a cursor at the end of the text. The final text renders whole
- * once, so blocks that span a split (a list continued after a blank line) render right.
+ * animation frame, with a cursor at the end of the text. Text that arrives is revealed
+ * steadily over the next frames (`RevealPace`), not a batch at a time. The final text
+ * renders whole at once, so blocks that span a split (a list continued after a blank line)
+ * render right.
  */
 import { element } from "./dom";
 import { renderMarkdown, stableBoundary } from "./markdown";
+import { RevealPace, wholeCharacters } from "./reveal";
 
 /** The class names of the renderer's parts (each host styles its own). */
 export interface StreamingMarkdownClasses {
@@ -29,6 +32,7 @@ export class StreamingMarkdown {
   private rendered: string | null = "";
   private frame = 0;
   private streaming = false;
+  private readonly pace = new RevealPace();
 
   constructor(classes: StreamingMarkdownClasses) {
     this.root = element("div", classes.root);
@@ -39,7 +43,7 @@ export class StreamingMarkdown {
     this.root.append(this.stable, this.tail);
   }
 
-  /** The text held now (rendered, or about to be at the next frame). */
+  /** The text held now (rendered, or being revealed over the next frames). */
   get value(): string {
     return this.text;
   }
@@ -50,6 +54,7 @@ export class StreamingMarkdown {
     this.text += delta;
     this.streaming = true;
     this.root.classList.remove("neta-is-empty");
+    this.pace.hold(this.text.length);
     this.schedule();
   }
 
@@ -67,19 +72,22 @@ export class StreamingMarkdown {
     this.streaming = true;
     this.root.classList.toggle("neta-is-empty", text.length === 0);
     if (extendsHeld) {
+      this.pace.hold(text.length);
       if (this.rendered !== text) this.schedule();
       return;
     }
     this.cancelFrame();
     this.stableLength = 0;
     this.stable.replaceChildren();
-    this.renderTail();
+    this.pace.showAll(text.length);
+    this.renderTail(text);
   }
 
   /** The final text: rendered whole, once, without a cursor. */
   finish(text: string): void {
     this.cancelFrame();
     this.streaming = false;
+    this.pace.showAll(text.length);
     if (text === this.text && this.rendered === null) return;
     this.text = text;
     this.stable.replaceChildren(renderMarkdown(text));
@@ -95,9 +103,11 @@ export class StreamingMarkdown {
 
   private schedule(): void {
     if (this.frame) return;
-    this.frame = requestAnimationFrame(() => {
+    this.frame = requestAnimationFrame((now) => {
       this.frame = 0;
-      if (this.rendered !== this.text) this.renderTail();
+      const shown = this.text.slice(0, wholeCharacters(this.text, this.pace.frame(now)));
+      if (this.rendered !== shown) this.renderTail(shown);
+      if (this.pace.behind) this.schedule();
     });
   }
 
@@ -106,8 +116,8 @@ export class StreamingMarkdown {
     this.frame = 0;
   }
 
-  private renderTail(): void {
-    const text = this.text;
+  /** Render `text` (what is held, or the part of it revealed so far) with the cursor. */
+  private renderTail(text: string): void {
     const boundary = stableBoundary(text, this.stableLength);
     if (boundary > this.stableLength) {
       this.stable.append(renderMarkdown(text.slice(this.stableLength, boundary)));

@@ -32,7 +32,8 @@ from typing import Any, ClassVar, Generic, Literal, TypedDict, TypeVar, cast, ov
 
 import anywidget
 import traitlets
-from ipywidgets import widget_serialization  # type: ignore[import-untyped]
+from ipywidgets import Layout, widget_serialization  # type: ignore[import-untyped]
+from ipywidgets.widgets.trait_types import InstanceDict  # type: ignore[import-untyped]
 
 # Pure escaping helpers live in the core (the resolver's displays use them too); widget
 # code keeps importing them from here.
@@ -152,6 +153,14 @@ class NetaWidget(anywidget.AnyWidget):
     _bundle = traitlets.Instance(WidgetBundle, help="The shared code model (one per kernel)."
                                  ).tag(sync=True, **widget_serialization)
 
+    # A Layout model only once it is used. ipywidgets gives every DOM widget one up front:
+    # a comm of its own whose state is ~40 nulls (1.6 KB on the wire per widget, again on
+    # every page reload and in saved widget state), and our views style themselves. Until
+    # ``widget.layout`` is first read (or given), the state has no ``layout`` key and the
+    # view gets the frontend's default (none); the first read creates the model and sends
+    # the reference (``_send_created_layout``), so ``card.layout.width = "50%"`` works.
+    layout = InstanceDict(Layout, allow_none=True).tag(sync=True, **widget_serialization)
+
     _component = traitlets.Unicode("").tag(sync=True)
     lang = traitlets.Enum(("en", "zh-CN"), default_value="en",
                           help="Label language: 'en' or 'zh-CN'.").tag(sync=True)
@@ -207,6 +216,10 @@ class NetaWidget(anywidget.AnyWidget):
         accepted = own | set(cls.class_trait_names())
         return frozenset(n for n in own if not n.startswith("_")), frozenset(accepted)
 
+    @traitlets.default("layout")
+    def _default_layout(self) -> Layout:
+        return Layout()
+
     @traitlets.default("_bundle")
     def _default_bundle(self) -> WidgetBundle:
         return shared_bundle()
@@ -216,11 +229,29 @@ class NetaWidget(anywidget.AnyWidget):
         self._kernel_thread: int | None = None
         self.remember_kernel_loop()
         super().__init__(**kwargs)
+        self.observe(self._send_created_layout, names="layout", type="default")
         self._static_form = StaticForm(self._static_parts)
         if self._static_traits:
             self.observe(lambda _change: self._static_form.refresh(),
                          names=list(self._static_traits))
         self.on_msg(self._on_custom_message)
+
+    # --- the lazy layout ------------------------------------------------------------
+
+    def get_state(self, key: Any = None, drop_defaults: bool = False) -> dict[str, Any]:
+        if key is None and not self.has_layout:
+            key = [name for name in self.keys if name != "layout"]
+        state: dict[str, Any] = super().get_state(key, drop_defaults=drop_defaults)
+        return state
+
+    @property
+    def has_layout(self) -> bool:
+        """Whether this widget has a ``Layout`` model yet (see ``layout``)."""
+        return "layout" in self._trait_values
+
+    def _send_created_layout(self, _change: Any) -> None:
+        if self.comm is not None:
+            self.send_state("layout")
 
     # --- requests from views -------------------------------------------------------
 

@@ -15,8 +15,8 @@ Two pieces, both free of widget code so they can be tested alone:
   snapshot instead of guessing.
 
 Measured in this project (DESIGN §5): one widget message per delta floods the Jupyter
-server, which then silently drops messages; one batch per ~30 ms carries 20,000 deltas with
-nothing lost and bytes close to the text's own size.
+server, which then silently drops messages; one batch per interval (``FLUSH_INTERVAL``)
+carries 20,000 deltas with nothing lost.
 """
 
 from __future__ import annotations
@@ -80,6 +80,7 @@ __all__ = [
     "WindowOp",
     "bounded_outputs",
     "full_text",
+    "keep_streamed",
     "render_attachment",
     "render_message",
     "render_window",
@@ -398,6 +399,21 @@ def stored_run_part(execution: ToolExecution) -> SubagentPart | None:
             "status": _RUN_STATUS[execution.status], "activity": None, "plan": None,
             "tokens": {"input_tokens": 0, "output_tokens": 0, "api_calls": 0},
             "messages": [], "has_older": False, "live": None}
+
+
+def keep_streamed(item: ChatItem, message: Message,
+                  streamed: tuple[str, str] | None) -> ChatItem:
+    """``item`` with ``None`` ("keep yours") for the thinking and text the views streamed for
+    ``message``, ``streamed`` = (thinking, text): a long answer crosses the wire once. The
+    message's whole text is compared, not the preview in ``item``: a text longer than the
+    preview bound streamed whole too, and its ``*_chars`` tells the view it holds all of it
+    (TS: ``MessageView.update``)."""
+    if streamed is not None:
+        if message.thinking == streamed[0]:
+            item["thinking"] = None
+        if message.text == streamed[1]:
+            item["text"] = None
+    return item
 
 
 def render_message(message: Message, index: int,

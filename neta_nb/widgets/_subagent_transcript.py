@@ -60,6 +60,7 @@ from ._chat_state import (
     SubagentPart,
     SubagentPlan,
     full_text,
+    keep_streamed,
     render_message,
     renderable,
 )
@@ -342,13 +343,7 @@ class SubagentTranscript:
         if message is None:
             return None
         item = render_message(message, self.messages.index(message), self.card_part_streamed)
-        streamed = self.streamed.get(message_id)
-        if streamed is not None:
-            if item.get("thinking") == streamed[0]:
-                item["thinking"] = None
-            if item.get("text") == streamed[1]:
-                item["text"] = None
-        return item
+        return keep_streamed(item, message, self.streamed.get(message_id))
 
     def card_part_streamed(self, execution: ToolExecution) -> SubagentPart | None:
         child = self.children.get(execution.id)

@@ -88,6 +88,7 @@ from ._chat_state import (
     SwitchAgentRequest,
     ViewRequest,
     full_text,
+    keep_streamed,
     render_marker,
     render_message,
     render_window,
@@ -715,16 +716,9 @@ class ChatView(NetaWidget):
         messages = session.messages
         if index is None or index >= len(messages) or messages[index].id != item_id:
             return None
-        item = render_message(messages[index], index, self._part_streamed)
-        streamed = self._streamed.get(item_id)
-        if streamed is not None:
-            # The views hold this text already (they streamed it): `None` says "keep
-            # yours", so a long answer crosses the wire once.
-            if item.get("thinking") == streamed[0]:
-                item["thinking"] = None
-            if item.get("text") == streamed[1]:
-                item["text"] = None
-        return item
+        message = messages[index]
+        return keep_streamed(render_message(message, index, self._part_streamed), message,
+                             self._streamed.get(item_id))
 
     # --- requests from views ----------------------------------------------------------
     @handles("sync")

@@ -4,12 +4,21 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 import traitlets
 
 from neta_nb.widgets import SkillCard, ThinkingBlock, TodoCard, TokenStats, ToolCard
-from neta_nb.widgets._base import STATIC_DIR, code_span, escape_markdown, fenced, literal_markdown
+from neta_nb.widgets._base import (
+    STATIC_DIR,
+    NetaWidget,
+    code_span,
+    escape_markdown,
+    fenced,
+    literal_markdown,
+)
 
 from .conftest import SentMessages
 
@@ -111,3 +120,54 @@ def test_code_span_outlasts_backticks_inside() -> None:
 def test_fenced_outlasts_backticks_inside() -> None:
     assert fenced("a ``` b") == "````\na ``` b\n````"
     assert fenced("x", "json") == "```json\nx\n```"
+
+
+@pytest.fixture
+def opened(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str, dict[str, Any]]]:
+    """Every comm message the widgets publish, as ``(msg_type, comm_id, data)``: the
+    kernel side of what a page would receive."""
+    import comm
+    from comm.base_comm import BaseComm
+
+    published: list[tuple[str, str, dict[str, Any]]] = []
+
+    class RecordingComm(BaseComm):  # type: ignore[misc]
+        def publish_msg(self, msg_type: str, data: Any = None, metadata: Any = None,
+                        buffers: Any = None, **keys: Any) -> None:
+            published.append((msg_type, self.comm_id, data or {}))
+
+    monkeypatch.setattr(comm, "create_comm", lambda **kwargs: RecordingComm(**kwargs))
+    return published
+
+
+@pytest.mark.parametrize("build", [TodoCard, TokenStats, lambda: ToolCard(name="x"),
+                                   lambda: SkillCard(name="x"), ThinkingBlock])
+def test_a_card_opens_no_layout_model_until_its_layout_is_used(
+        opened: list[tuple[str, str, dict[str, Any]]], build: Callable[[], NetaWidget]) -> None:
+    card = build()
+    layouts = [data for kind, _, data in opened
+               if kind == "comm_open" and data["state"].get("_model_name") == "LayoutModel"]
+    assert layouts == []
+    (state,) = [data["state"] for kind, comm_id, data in opened
+                if kind == "comm_open" and comm_id == card.comm.comm_id]
+    assert "layout" not in state and not card.has_layout
+
+    # The first use creates the model and tells the view, before the change itself.
+    card.layout.width = "50%"
+    after = opened[-3:]
+    assert [kind for kind, _, _ in after] == ["comm_open", "comm_msg", "comm_msg"]
+    layout_id = after[0][1]
+    assert after[0][2]["state"]["_model_name"] == "LayoutModel"
+    assert after[1][1] == card.comm.comm_id
+    assert after[1][2]["state"] == {"layout": f"IPY_MODEL_{layout_id}"}
+    assert (after[2][1], after[2][2]["state"]) == (layout_id, {"width": "50%"})
+    assert card.get_state()["layout"] == f"IPY_MODEL_{layout_id}"
+
+
+def test_a_layout_given_at_construction_is_sent_with_the_widget(
+        opened: list[tuple[str, str, dict[str, Any]]]) -> None:
+    card = TodoCard(layout={"width": "300px"})
+    state = next(data["state"] for kind, comm_id, data in opened
+                 if kind == "comm_open" and comm_id == card.comm.comm_id)
+    assert state["layout"] == f"IPY_MODEL_{card.layout.model_id}"
+    assert card.layout.width == "300px"

@@ -213,6 +213,36 @@ async def test_a_turn_streams_as_numbered_batches_and_ends_in_the_traits(
     assert chat.think_level == session.think_level
 
 
+async def test_an_answer_over_the_preview_bound_crosses_the_wire_once(
+        sent: SentMessages) -> None:
+    # 21,000 characters (the preview bound is 20,000) and 9,000 of thinking (bound 8,000):
+    # the views streamed all of it, so the message's item says "keep yours" with the whole
+    # lengths, instead of sending 20,000 + 8,000 characters of previews again.
+    text = "".join(f"word{n} " for n in range(3_000))[:21_000] + "😀"
+    thinking = "t" * 9_000
+    session, _ = make_session([[ThinkingDelta(thinking[:4_500]), ThinkingDelta(thinking[4_500:]),
+                                ThinkingEnd("sig"), *(TextDelta(text[i:i + 700])
+                                                      for i in range(0, len(text), 700)),
+                                StreamDone("end_turn")]])
+    chat = ChatView(session)
+    chat._view_opened({"view_id": "v1"})
+    await session.run("Write a lot.")
+    streamed = sum(len(op.get("text", "")) for batch in batches(sent) for op in batch["ops"]
+                   if op["op"] in ("text", "thinking"))
+    assert streamed == len(text) + len(thinking)
+    answer_id = session.messages[-1].id
+    (item,) = [op["item"] for batch in batches(sent) for op in batch["ops"]
+               if op["op"] == "item" and op["item"]["id"] == answer_id]
+    assert (item["text"], item["thinking"]) == (None, None)
+    assert (item["text_chars"], item["thinking_chars"]) == (len(text), len(thinking))
+    view = ViewModel()
+    for batch in batches(sent):
+        view.apply(batch)
+    assert (view.items[answer_id]["text"], view.items[answer_id]["thinking"]) == (text, thinking)
+    # A view that did not stream it (opened later) gets the previews, as before.
+    assert chat._sync({})["messages"][-1]["text"] == text[:20_000]
+
+
 async def test_with_no_view_open_the_turn_end_sends_the_conversation(
         sent: SentMessages, monkeypatch: pytest.MonkeyPatch) -> None:
     # nbconvert --execute, a page that does not show the output: nobody would set the

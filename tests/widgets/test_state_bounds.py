@@ -6,6 +6,7 @@ bounded too."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -210,3 +211,16 @@ def test_standalone_tool_and_skill_cards_keep_previews_in_state() -> None:
     assert state_bytes(skill) < 16 * 1024 and skill.result_chars == len(BIG_RESULT)
     assert skill._full_text({"field": "result"})["text"] == BIG_RESULT
     assert "Showing 2,000 of" in skill._fallback_text()
+
+
+def test_the_views_know_the_message_preview_bounds() -> None:
+    # A view keeps a preview of a long text it streamed itself (the kernel does not send it
+    # again): the same bound as the kernel's, or saved widget state would differ by who
+    # streamed the answer.
+    from neta_nb.widgets._state_bounds import TEXT_CHARS, THINKING_CHARS
+
+    source = (Path(__file__).resolve().parents[2] / "js" / "src" / "chat-message-view.ts"
+              ).read_text()
+    match = re.search(r"PREVIEW_CHARS = \{ text: ([\d_]+), thinking: ([\d_]+) \}", source)
+    assert match is not None
+    assert (int(match[1]), int(match[2])) == (TEXT_CHARS, THINKING_CHARS)

@@ -1,0 +1,63 @@
+/**
+ * The pace at which streamed text appears on the page.
+ *
+ * The kernel sends streamed text in batches, one per `FLUSH_INTERVAL` (0.1 s, see
+ * neta_nb/widgets/_streaming.py): every Jupyter message carries ~650 bytes of envelope, so
+ * fewer, larger batches keep a turn's traffic near its text. Drawn as they arrive, batches
+ * would make the answer jump a phrase at a time; instead each batch is revealed steadily
+ * over about one interval, frame by frame, so the text flows as it streamed. A reader sees
+ * it at most one interval later; the whole text is drawn at once when the stream ends.
+ */
+
+/** Milliseconds over which newly arrived text is revealed (about the kernel's interval). */
+export const REVEAL_MS = 100;
+
+/** The longest frame gap counted: a tab that was hidden resumes at the pace, not at once. */
+const MAX_FRAME_MS = 50;
+
+export class RevealPace {
+  /** Characters shown so far. */
+  private shown = 0;
+  private held = 0;
+  /** Characters per millisecond, set when text arrives: what is not shown yet, over `span`. */
+  private rate = 0;
+  private lastFrame: number | null = null;
+
+  constructor(private readonly span: number = REVEAL_MS) {}
+
+  /** The text held now is `length` characters long (it grew, or started over shorter). */
+  hold(length: number): void {
+    if (length < this.shown) this.shown = length;
+    this.held = length;
+    this.rate = (length - this.shown) / this.span;
+  }
+
+  /** Show everything held from now on (a snapshot, the final text). */
+  showAll(length: number): void {
+    this.held = this.shown = length;
+    this.rate = 0;
+    this.lastFrame = null;
+  }
+
+  /** Whether text is held that is not shown yet (another frame is wanted). */
+  get behind(): boolean {
+    return this.shown < this.held;
+  }
+
+  /** How many characters to show at the frame drawn at `now` (ms, a frame's timestamp). */
+  frame(now: number): number {
+    const elapsed = this.lastFrame === null ? 1000 / 60 : Math.min(now - this.lastFrame, MAX_FRAME_MS);
+    this.lastFrame = now;
+    const step = Math.max(1, Math.ceil(this.rate * Math.max(elapsed, 0)));
+    this.shown = Math.min(this.held, this.shown + step);
+    if (!this.behind) this.lastFrame = null; // the next batch starts a fresh run of frames
+    return this.shown;
+  }
+}
+
+/** `length`, moved past a UTF-16 high surrogate so that a cut never splits a character. */
+export function wholeCharacters(text: string, length: number): number {
+  if (length <= 0 || length >= text.length) return Math.max(0, Math.min(length, text.length));
+  const code = text.charCodeAt(length - 1);
+  return code >= 0xd800 && code <= 0xdbff ? length + 1 : length;
+}
