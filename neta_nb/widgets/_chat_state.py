@@ -644,9 +644,18 @@ class OpBatcher(FrameThrottle):
         self._ops.append({"op": "item", "id": item_id, "path": path})
         self._schedule()
 
-    def forget_items(self) -> None:
-        """Stop remembering what was sent (a new turn or a new session)."""
+    def forget_items(self, keep: str | None = None) -> None:
+        """Stop remembering what was sent (a new turn or a new session), except the
+        top-level item ``keep``: the message a new turn redraws first (the last answer),
+        which is not sent again unless it changed."""
+        kept = self._sent_items.get(((), keep)) if keep is not None else None
         self._sent_items.clear()
+        if kept is not None:
+            self._sent_items[((), keep)] = kept  # type: ignore[index]
+
+    def remember_item(self, item: ChatItem) -> None:
+        """Count the top-level ``item`` as sent: the views drew it from the state."""
+        self._sent_items[((), item["id"])] = item
 
     # --- sending ----------------------------------------------------------------------
     def _take(self) -> list[ChatOp | WindowOp] | None:

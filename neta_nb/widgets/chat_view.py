@@ -260,6 +260,9 @@ class ChatView(NetaWidget):
         self._stored_subagents = StoredSubagents(session.store, live=self._live_child_messages)
         items, has_older = render_window(messages, session.compactions, limit=self._window,
                                          subagents=self._part_whole)
+        for item in items:
+            if item["id"] == self._last_assistant:
+                self._batcher.remember_item(item)  # drawn from the state: sent
         context = session.context.model_dump()
         with self.hold_sync():
             self.session_id = session.id
@@ -584,8 +587,11 @@ class ChatView(NetaWidget):
         self.remember_kernel_loop()
         self._in_turn = True
         self._index = {}
-        self._streamed = {}
-        self._batcher.forget_items()
+        # The last answer is redrawn first (its cards may change): the views hold its text
+        # and its last item, so it is sent again only if it changed.
+        last = self._last_assistant
+        self._streamed = ({last: self._streamed[last]} if last in self._streamed else {})
+        self._batcher.forget_items(keep=last)
         with self.hold_sync():
             self.running = True
             self.notice = ""

@@ -4,6 +4,7 @@ pages, commands (send, stop, level, approve), rebinding, and the static fallback
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -241,6 +242,32 @@ async def test_an_answer_over_the_preview_bound_crosses_the_wire_once(
     assert (view.items[answer_id]["text"], view.items[answer_id]["thinking"]) == (text, thinking)
     # A view that did not stream it (opened later) gets the previews, as before.
     assert chat._sync({})["messages"][-1]["text"] == text[:20_000]
+
+
+async def test_a_new_turn_does_not_send_the_last_answer_again(sent: SentMessages) -> None:
+    long_answer = "an answer of some length " * 400
+    session, _ = make_session([[*answer(long_answer)], [*answer("Short.")],
+                               [*answer("Again.")]])
+    chat = ChatView(session)
+    chat._view_opened({"view_id": "v1"})
+    await session.run("First?")
+    first_turn = len(batches(sent))
+    await session.run("Second?")
+    second = batches(sent)[first_turn:]
+    items = [op["item"] for batch in second for op in batch["ops"] if op["op"] == "item"]
+    first_answer = session.messages[1].id
+    assert first_answer not in [item["id"] for item in items]
+    assert sum(len(json.dumps(batch)) for batch in second) < len(long_answer) / 4
+
+    # A view bound to a session with history drew its last answer from the state: the
+    # next turn does not send it either.
+    sent.clear()
+    other = ChatView(session)
+    other._view_opened({"view_id": "v2"})
+    await session.run("Third?")
+    items = [op["item"]["id"] for batch in batches(sent) for op in batch["ops"]
+             if op["op"] == "item"]
+    assert session.messages[3].id not in items and session.messages[5].id in items
 
 
 async def test_with_no_view_open_the_turn_end_sends_the_conversation(
