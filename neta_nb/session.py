@@ -117,6 +117,7 @@ class AgentSession:
             namespace = notebook_namespace()
         self.namespace: dict[str, Any] = namespace if namespace is not None else {}
         self.todo = TodoStore()
+        self.todo.working = False  # idle until a turn runs
         self._messages: list[Message] = []
         self._view: list[Message] = []  # what the model sees: see model_view
         self.compactions: list[CompactionRecord] = []
@@ -395,6 +396,7 @@ class AgentSession:
 
     async def _run(self, prompt_message: Message, turn: Turn) -> Message | None:
         turn.begun = True
+        self.todo.working = True
         self._events.bind_to_running_loop()
         claim: TurnClaim | None = None
         try:
@@ -458,6 +460,8 @@ class AgentSession:
                 # to `done` sees an idle session (and may start the next turn from its
                 # handler).
                 self._turn = None
+                with contextlib.suppress(Exception):
+                    self.todo.working = False  # a card's step in progress stops spinning
                 self._emit(DoneEvent(stop_reason=turn.stop_reason))
 
     async def _settle(self, turn: Turn) -> None:
@@ -717,6 +721,7 @@ class AgentSession:
         session._messages, session._view = stored.messages, stored.view
         session.compactions = stored.compactions
         session.todo = TodoStore.hydrate_from_history(session._messages)
+        session.todo.working = False
         session._meter.restore(session._messages, session.compactions)
         draft = stored.draft
         if draft is not None or record.running or record.owner_died:

@@ -138,7 +138,7 @@ export const widgetRenderers: Record<string, WidgetRenderer> = {
     ),
   "chat-view": renderChatView,
   "session-sidebar": renderSessionSidebar,
-  "todo-card": (props) => bindComponent<TodoCardState, ReturnType<typeof createTodoCard>>(props, createTodoCard, ["todos", "collapsed", "lang"]),
+  "todo-card": (props) => bindComponent<TodoCardState, ReturnType<typeof createTodoCard>>(props, createTodoCard, ["todos", "collapsed", "paused", "lang"]),
   "tool-card": (props) =>
     bindComponent<ToolCardState, ReturnType<typeof createToolCard>>(
       props,

@@ -1,7 +1,8 @@
 """``TodoCard``: the agent's plan as a card (seed 002 §6).
 
 ``TodoCard(store)`` follows a :class:`~neta_nb.todo.TodoStore` live (every successful
-``store.write`` shows at once); ``TodoCard(todos=[...])`` shows a fixed list.
+``store.write`` shows at once, and a session's store says when its turn ends, so the step
+in progress stops spinning: ``paused``); ``TodoCard(todos=[...])`` shows a fixed list.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ class TodoCard(NetaWidget):
     _static_traits = ("todos", "lang")
     todos = traitlets.List(traitlets.Dict(), help="Items as {id, content, status}.").tag(sync=True)
     collapsed = traitlets.Bool(False).tag(sync=True)
+    paused = traitlets.Bool(False, help="Nothing works on the plan now: the step in "
+                            "progress shows a still mark instead of a spinner.").tag(sync=True)
 
     def __init__(self, store: TodoStore | None = None, *,
                  todos: Sequence[Mapping[str, Any] | TodoItem] | None = None,
@@ -53,7 +56,7 @@ class TodoCard(NetaWidget):
     def follow(self, store: TodoStore) -> None:
         """Show ``store`` and follow its writes (replacing any store followed before)."""
         self.unfollow()
-        self.todos = [item.model_dump() for item in store.read()]
+        self._on_store_write(store)
         self._unsubscribe = store.subscribe(self._on_store_write)
 
     def unfollow(self) -> None:
@@ -62,7 +65,9 @@ class TodoCard(NetaWidget):
             self._unsubscribe = None
 
     def _on_store_write(self, store: TodoStore) -> None:
-        self.todos = [item.model_dump() for item in store.read()]
+        with self.hold_sync():
+            self.todos = [item.model_dump() for item in store.read()]
+            self.paused = store.working is False
 
     def apply(self, event: TodoUpdateEvent) -> None:
         """Show the list a ``todo_update`` event carries."""

@@ -91,3 +91,33 @@ def test_the_static_form_escapes_content() -> None:
     assert "Ship &lt;b&gt;it&lt;/b&gt;" in html
     assert "<b>it" not in html
     assert "Plan · 1/4 done" in html
+
+
+async def test_a_sessions_card_stops_spinning_when_the_turn_ends() -> None:
+    # The step in progress spins while the turn runs and shows as paused once it ends
+    # (here with the step still in progress: the model stopped before finishing it).
+    from neta_nb import Agent, AgentSession, ToolCatalog
+
+    from ..support.sessions import FakeProvider, answer, calls
+
+    plan = {"todos": [{"id": "1", "content": "Look", "status": "in_progress"}]}
+    seen: list[bool] = []
+    provider = FakeProvider([calls(("c1", "todo", plan)),
+                             [lambda: seen.append(card.paused), *answer("Stopped early.")]])
+    session = AgentSession(Agent("planner", model=provider), ToolCatalog.default())
+    card = TodoCard(session.todo)
+    assert card.paused is True  # an idle session: nothing works on the plan
+    await session.run("plan it")
+    assert seen == [False]  # during the turn: spinning
+    assert card.todos[0]["status"] == "in_progress" and card.paused is True
+
+
+def test_a_store_no_session_drives_never_shows_paused() -> None:
+    store = TodoStore()
+    card = TodoCard(store)
+    store.write(PLAN)
+    assert store.working is None and card.paused is False
+    store.working = False
+    assert card.paused is True
+    store.working = True
+    assert card.paused is False
