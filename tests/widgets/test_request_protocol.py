@@ -192,7 +192,7 @@ def test_a_mistyped_keyword_is_a_type_error_naming_the_closest_name(
 def test_a_keyword_like_nothing_lists_what_the_widget_takes() -> None:
     with pytest.raises(TypeError, match=r"TodoCard\(\) got an unexpected keyword argument "
                                         r"'xyzzy'; this widget takes collapsed, lang, layout, "
-                                        r"store, todos$"):
+                                        r"paused, store, todos$"):
         TodoCard(xyzzy=1)
 
 
