@@ -39,6 +39,7 @@ from ipywidgets.widgets.trait_types import InstanceDict  # type: ignore[import-u
 # code keeps importing them from here.
 from ..markup import code_span, escape_markdown, fenced, literal_markdown
 from ..messages import encodable_value
+from ._after_cell import current_request, echo_after_cell, echoing
 from ._bundle import STATIC_DIR, WidgetBundle, loader_source, shared_bundle
 from ._static_form import StaticForm, short_plain
 
@@ -227,6 +228,8 @@ class NetaWidget(anywidget.AnyWidget):
     def __init__(self, **kwargs: Any) -> None:
         self._kernel_loop: asyncio.AbstractEventLoop | None = None
         self._kernel_thread: int | None = None
+        self._unechoed_request: str | None = None
+        self._unechoed: set[str] = set()
         self.remember_kernel_loop()
         super().__init__(**kwargs)
         self.observe(self._send_created_layout, names="layout", type="default")
@@ -252,6 +255,30 @@ class NetaWidget(anywidget.AnyWidget):
     def _send_created_layout(self, _change: Any) -> None:
         if self.comm is not None:
             self.send_state("layout")
+
+    # --- state sent from a background turn -----------------------------------------
+
+    def send_state(self, key: Any = None) -> None:
+        super().send_state(key)
+        if echoing() or self.comm is None:
+            return
+        # Sent from a turn running in the background, this names the cell that started it:
+        # the keys are sent again after the next cell, so nbconvert's saved widget state
+        # has them (see _after_cell).
+        request = current_request()
+        if request is None:
+            return
+        if request != self._unechoed_request:
+            self._unechoed_request, self._unechoed = request, set()
+        self._unechoed.update(self.keys if key is None else [key] if isinstance(key, str)
+                              else key)
+        echo_after_cell((self, "state"), self._echo_state)
+
+    def _echo_state(self) -> None:
+        keys = sorted(name for name in self._unechoed if name in self.keys)
+        self._unechoed_request, self._unechoed = None, set()
+        if keys and self.comm is not None:
+            super().send_state(keys)
 
     # --- requests from views -------------------------------------------------------
 

@@ -30,6 +30,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from ._after_cell import echo_after_cell
 from ._streaming import FrameThrottle, Scheduler, call_later_on_running_loop
 
 __all__ = ["PLAIN_CHARS", "REFRESH_INTERVAL", "StaticForm", "send_update", "short_plain"]
@@ -110,6 +111,12 @@ class StaticForm(FrameThrottle):
         return self.bundle()
 
     def _deliver(self, seq: int, payload: Any) -> None:
+        self._send(payload)
+        # Sent from a turn running in the background, this names the cell that started
+        # it: sent again after the next cell, so nbconvert records it (see _after_cell).
+        echo_after_cell(self, lambda: self._send(payload))
+
+    def _send(self, payload: dict[str, str]) -> None:
         for display_id in self.display_ids:
             send_update(payload, display_id)
 
