@@ -82,7 +82,8 @@ const CHAT_TRAITS: readonly (keyof ChatViewState & string)[] = [
 
 /**
  * `kernel: false` (saved widget state only, see loader.ts): the view shows the conversation
- * as it was saved, with no actions, and asks the kernel for nothing.
+ * as it was saved and asks the kernel for nothing. "Show all" under a cut text stays: it
+ * says at once that the kernel holding the whole is gone (`fetchWholeText`).
  */
 export function renderChatView({ model: anyModel, el, kernel = true }: RendererProps): Cleanup {
   const model = anyModel as Model;
@@ -115,7 +116,7 @@ export function renderChatView({ model: anyModel, el, kernel = true }: RendererP
   const view = createChatView(el, {
     lang: model.get("lang") as ChatViewState["lang"],
     kernel,
-    actions: kernel ? actions : {},
+    actions: kernel ? actions : { fetchWhole: actions.fetchWhole },
   });
   view.update(readTraits<ChatViewState>(model, CHAT_TRAITS));
 

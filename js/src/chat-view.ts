@@ -62,7 +62,8 @@ export interface ChatViewOptions extends ComponentOptions<ChatViewState> {
    * false: no kernel backs this view (saved widget state only: an exported HTML page, a
    * notebook reopened without its kernel). The conversation shows as it was saved,
    * read-only: a note and the token figures in place of the input, nothing spins (a turn
-   * saved mid-run is not running here), no approval waits for a click.
+   * saved mid-run is not running here), no approval waits for a click. The actions given
+   * are the caller's choice (the binding keeps only "Show all", which explains itself).
    */
   kernel?: boolean;
 }

@@ -74,8 +74,7 @@ interface SubagentBatch {
 /**
  * `SubagentCard` on its own: the same card the chat view nests, its transcript streamed as
  * numbered batches of the chat's ops (each with the run's `path`), whole in the `part`
- * trait once the run is over. Without a kernel: what was saved, with no Stop and no
- * fetching of whole texts.
+ * trait once the run is over. Without a kernel: what was saved, with no Stop.
  */
 function renderSubagentCard({ model: anyModel, el, kernel = true }: RendererProps): Cleanup {
   const model = anyModel as Model;
@@ -83,7 +82,7 @@ function renderSubagentCard({ model: anyModel, el, kernel = true }: RendererProp
   const nesting: Nesting = {
     cards: new Map(),
     stop: kernel && model.get("can_stop") ? () => requestShowingErrors(model, "stop") : undefined,
-    fetchWhole: kernel ? (request) => fetchWholeText(model, el, { ...request }) : undefined,
+    fetchWhole: (request) => fetchWholeText(model, el, { ...request }),
   };
   const card = createSubagentCard(el, {
     lang: normalizeLang(model.get("lang")),
@@ -146,8 +145,7 @@ export const widgetRenderers: Record<string, WidgetRenderer> = {
       (el, options) =>
         createToolCard(el, {
           ...options,
-          // Without a kernel the preview is all there is: no "show all" button.
-          fetchWhole: props.kernel === false ? undefined : (field) => fetchWholeText(props.model as Model, el, { field }),
+          fetchWhole: (field) => fetchWholeText(props.model as Model, el, { field }),
         }),
       ["name", "label", "status", "args", "args_chars", "result", "result_chars", "outputs", "expanded", "lang"],
     ),
@@ -157,7 +155,7 @@ export const widgetRenderers: Record<string, WidgetRenderer> = {
       (el, options) =>
         createSkillCard(el, {
           ...options,
-          fetchWhole: props.kernel === false ? undefined : () => fetchWholeText(props.model as Model, el, { field: "result" }),
+          fetchWhole: () => fetchWholeText(props.model as Model, el, { field: "result" }),
         }),
       ["name", "label", "status", "percent", "step", "detail", "result", "result_chars", "expanded", "lang"],
     ),
