@@ -21,4 +21,7 @@ mypy
 (cd js && npm test)
 # The reference MCP server the MCP tests start (locked; tests/tools/test_mcp.py).
 (cd tests/fixtures/mcp_everything && npm ci --no-audit --no-fund)
+# What an HTML export with widget state loads from the web (the widget manager, require.js,
+# anywidget's frontend), served locally by tests/browser/test_export_widgets.py (locked).
+(cd tests/fixtures/html_manager && npm ci --no-audit --no-fund)
 python -m pytest tests notebooks --nbval "$@"

@@ -10,7 +10,10 @@ import type { Component, ComponentOptions } from "./types";
 type Model = AnyModel<Record<string, unknown>>;
 
 export type Cleanup = () => void;
-export type WidgetRenderer = (props: Pick<RenderProps, "model" | "el">) => Cleanup;
+/** What a renderer gets: anywidget's model and element, and `kernel: false` where no
+ * kernel backs the widget (saved widget state only: see js/src/loader.ts). */
+export type RendererProps = Pick<RenderProps, "model" | "el"> & { kernel?: boolean };
+export type WidgetRenderer = (props: RendererProps) => Cleanup;
 
 /** Read the named traits into a state object. */
 export function readTraits<State>(model: Model, traits: readonly (keyof State & string)[]): Partial<State> {

@@ -11,8 +11,8 @@
  * neta_nb/widgets/_chat_state.py and session_sidebar.py.
  */
 import type { AnyModel, RenderProps } from "@anywidget/types";
-import { fetchWholeText, readTraits, request, requestShowingErrors, type Cleanup } from "./anywidget-binding";
-import { createChatView, type ChatOp, type ChatSnapshot, type ChatViewState, type OlderPage } from "./chat-view";
+import { fetchWholeText, readTraits, request, requestShowingErrors, type Cleanup, type RendererProps } from "./anywidget-binding";
+import { createChatView, type ChatActions, type ChatOp, type ChatSnapshot, type ChatViewState, type OlderPage } from "./chat-view";
 import { followNumberedBatches } from "./numbered-batches";
 import { createSessionSidebar, type OpenRequest, type SessionReply, type SessionSidebarState } from "./session-sidebar";
 
@@ -80,7 +80,12 @@ const CHAT_TRAITS: readonly (keyof ChatViewState & string)[] = [
   "attachment_limits",
 ];
 
-export function renderChatView({ model: anyModel, el }: Pick<RenderProps, "model" | "el">): Cleanup {
+/**
+ * `kernel: false` (saved widget state only, see loader.ts): the view shows the conversation
+ * as it was saved and asks the kernel for nothing. "Show all" under a cut text stays: it
+ * says at once that the kernel holding the whole is gone (`fetchWholeText`).
+ */
+export function renderChatView({ model: anyModel, el, kernel = true }: RendererProps): Cleanup {
   const model = anyModel as Model;
   const command = (body: CommandRequest["command"]) =>
     requestShowingErrors<CommandReply>(model, "command", { command: body } satisfies CommandRequest);
@@ -96,9 +101,7 @@ export function renderChatView({ model: anyModel, el }: Pick<RenderProps, "model
       { buffers, timeout: ATTACHMENT_SEND_TIMEOUT_MS },
     );
   };
-  const view = createChatView(el, {
-    lang: model.get("lang") as ChatViewState["lang"],
-    actions: {
+  const actions: Partial<ChatActions> = {
       send: (text, files) => sendWithFiles(text, files),
       stop: () => command({ type: "stop" }),
       setLevel: (level) => command({ type: "set_thinking_level", level }),
@@ -109,7 +112,11 @@ export function renderChatView({ model: anyModel, el }: Pick<RenderProps, "model
       fetchWhole: (wanted) => fetchWholeText(model, el, { ...wanted }),
       refresh: () => requestShowingErrors(model, "refresh"),
       takeOver: () => requestShowingErrors<SessionReply>(model, "take_over"),
-    },
+  };
+  const view = createChatView(el, {
+    lang: model.get("lang") as ChatViewState["lang"],
+    kernel,
+    actions: kernel ? actions : { fetchWhole: actions.fetchWhole },
   });
   view.update(readTraits<ChatViewState>(model, CHAT_TRAITS));
 
@@ -165,15 +172,15 @@ export function renderChatView({ model: anyModel, el }: Pick<RenderProps, "model
   };
   model.on("change:_seq", onSeq);
 
-  if (model.get("running")) stream.resync();
+  if (model.get("running") && kernel) stream.resync();
   else stream.continueFrom(Number(model.get("_seq") ?? 0));
 
   // Announce this view; failures only mean the kernel is gone, when nothing is pending.
   const viewId = `view-${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
-  request(model, "view_opened", { view_id: viewId } satisfies ViewRequest).catch(() => undefined);
+  if (kernel) request(model, "view_opened", { view_id: viewId } satisfies ViewRequest).catch(() => undefined);
 
   return () => {
-    request(model, "view_closed", { view_id: viewId } satisfies ViewRequest).catch(() => undefined);
+    if (kernel) request(model, "view_closed", { view_id: viewId } satisfies ViewRequest).catch(() => undefined);
     stream.dispose();
     model.off("change:_seq", onSeq);
     for (const [trait, listener] of listeners) model.off(`change:${trait}`, listener);

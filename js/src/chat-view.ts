@@ -58,6 +58,14 @@ export interface ChatActions {
 
 export interface ChatViewOptions extends ComponentOptions<ChatViewState> {
   actions?: Partial<ChatActions>;
+  /**
+   * false: no kernel backs this view (saved widget state only: an exported HTML page, a
+   * notebook reopened without its kernel). The conversation shows as it was saved,
+   * read-only: a note and the token figures in place of the input, nothing spins (a turn
+   * saved mid-run is not running here), no approval waits for a click. The actions given
+   * are the caller's choice (the binding keeps only "Show all", which explains itself).
+   */
+  kernel?: boolean;
 }
 
 export interface ChatView extends Component<ChatViewState> {
@@ -79,6 +87,7 @@ function sameJson(a: unknown, b: unknown): boolean {
 
 export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): ChatView {
   const actions = options.actions ?? {};
+  const saved = options.kernel === false;
   const state: ChatViewState = {
     session_id: "",
     agent: { name: "", model: "" },
@@ -151,7 +160,17 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
   });
   // Seed 002 §9.2: [Agent] [attachments] [thinking level] … context, send.
   toolbar.append(agentWrap, attachments.button, levelHost, spacer, statsHost, sendButton);
-  inputBar.append(inputError.root, attachments.tray, textarea, toolbar);
+  // In place of the textarea where no kernel backs the view.
+  const savedNote = element("div", "neta-chat-saved");
+  savedNote.setAttribute("role", "status");
+  const savedTag = element("span", "neta-tag neta-chat-saved-tag");
+  const savedText = element("span", "neta-chat-saved-text");
+  savedNote.append(savedTag, savedText);
+  savedNote.hidden = !saved;
+  textarea.hidden = saved;
+  attachments.button.hidden = saved;
+  sendButton.hidden = saved;
+  inputBar.append(inputError.root, attachments.tray, savedNote, textarea, toolbar);
   const readOnlyBar = createReadOnlyBar(lang, {
     refresh: actions.refresh,
     takeOver: actions.takeOver,
@@ -171,6 +190,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     },
   });
   const tokenStats = createTokenStats(statsHost, { lang: state.lang });
+  if (saved) levelSelector.update({ disabled: true });
 
   const nesting: Nesting = { cards: new Map(), stop: actions.stopSubagent, fetchWhole: actions.fetchWhole };
   const transcript = new Transcript(list, liveHost, {
@@ -287,7 +307,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
       agentSelect.dataset.options = wanted;
     }
     agentSelect.value = state.agent.name;
-    agentSelect.disabled = choices.length <= 1 || state.running;
+    agentSelect.disabled = saved || choices.length <= 1 || state.running;
     agentWrap.title = `${label("agent")}: ${state.agent.name} · ${state.agent.model}`;
   }
 
@@ -302,6 +322,8 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     emptyHint.textContent = label("empty_hint", { agent: agentName() });
     olderIndicator.textContent = label("loading_older");
     working.hidden = !state.running || transcript.live !== null || state.approvals.length > 0;
+    savedTag.textContent = label("saved_view");
+    savedText.textContent = label("saved_view_hint");
     workingText.textContent = label("working");
     notice.hidden = !state.notice;
     notice.textContent = state.notice;
@@ -312,13 +334,15 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     sendButton.textContent = label(state.running ? "stop" : "send");
     sendButton.classList.toggle("neta-is-stop", state.running);
     sendButton.disabled = !state.running && !canSend();
-    attachments.setDisabled(state.running);
+    attachments.setDisabled(saved || state.running);
     attachments.render();
     renderAgents();
-    // Read-only: the read-only bar replaces the input; nothing is sent from here.
-    inputBar.hidden = state.read_only !== null;
-    readOnlyBar.update(state.read_only);
-    root.classList.toggle("neta-is-read-only", state.read_only !== null);
+    // Read-only: the read-only bar replaces the input; nothing is sent from here. Its
+    // Refresh and Continue ask a kernel: a saved view keeps its own note instead.
+    inputBar.hidden = !saved && state.read_only !== null;
+    readOnlyBar.update(saved ? null : state.read_only);
+    root.classList.toggle("neta-is-read-only", saved || state.read_only !== null);
+    root.classList.toggle("neta-is-saved", saved);
   }
 
   // --- input ----------------------------------------------------------------------------
@@ -446,10 +470,10 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
         todoHost.hidden = state.todos.length === 0;
       }
       if (patch.running !== undefined) {
-        state.running = Boolean(patch.running);
+        state.running = !saved && Boolean(patch.running);
         // Seed 002 §9.2: the level is chosen between turns. And a plan step only spins
         // while a turn works on it: after Stop it shows as paused.
-        levelSelector.update({ disabled: state.running });
+        levelSelector.update({ disabled: saved || state.running });
         todoCard.update({ paused: !state.running });
       }
       if (patch.current !== undefined || patch.context !== undefined || patch.running !== undefined) {
@@ -463,7 +487,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
         levelSelector.update({ levels: state.levels, level: state.think_level as ThinkLevel });
       }
       if (patch.approvals !== undefined && !sameJson(patch.approvals, state.approvals)) {
-        state.approvals = Array.isArray(patch.approvals) ? patch.approvals : [];
+        state.approvals = !saved && Array.isArray(patch.approvals) ? patch.approvals : [];
         renderApprovals();
       }
       if (patch.notice !== undefined) state.notice = patch.notice;

@@ -9,7 +9,7 @@ import type { RenderProps } from "@anywidget/types";
 import { widgetRenderers } from "./widgets";
 
 export { bindComponent, readTraits, request, writeBack } from "./anywidget-binding";
-export type { Cleanup, WidgetRenderer } from "./anywidget-binding";
+export type { Cleanup, RendererProps, WidgetRenderer } from "./anywidget-binding";
 export { createChatView } from "./chat-view";
 export type { ChatItem, ChatOp, ChatView, ChatViewState } from "./chat-view";
 export { normalizeLang, t } from "./i18n";
@@ -34,7 +34,7 @@ export type { ToolConfigPanel, ToolConfigPanelState } from "./tool-config-panel"
 export type { Component, ComponentOptions } from "./types";
 export { widgetRenderers };
 
-function render({ model, el }: RenderProps): () => void {
+function render({ model, el, kernel }: RenderProps & { kernel?: boolean }): () => void {
   const name = String(model.get("_component"));
   const renderer = widgetRenderers[name];
   if (!renderer) {
@@ -45,7 +45,7 @@ function render({ model, el }: RenderProps): () => void {
     el.append(message);
     return () => message.remove();
   }
-  return renderer({ model, el });
+  return renderer({ model, el, kernel: kernel !== false });
 }
 
 export default { render };

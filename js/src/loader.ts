@@ -8,10 +8,18 @@
  * page, reuses the module cached on `globalThis` under the bundle's hash. Nothing is fetched
  * from a server, so this works wherever the widget state is: a live kernel, VS Code, Colab,
  * an exported page with saved widget state.
+ *
+ * It also tells the bundle whether a kernel backs the widgets (`kernel` in the render
+ * props): the shared model came with a comm where a kernel opened it, and has none where
+ * the widgets are drawn from saved state alone (an nbconvert HTML export, a notebook
+ * reopened without its kernel). Views then show what was saved, read-only, and never wait
+ * for replies that cannot come.
  */
 import type { AnyModel, RenderProps } from "@anywidget/types";
 
-type Render = (props: RenderProps) => unknown;
+/** anywidget's render props, and whether a kernel backs the widget. */
+export type LoadedRenderProps = RenderProps & { kernel: boolean };
+type Render = (props: LoadedRenderProps) => unknown;
 interface BundleModule {
   default: { render: Render };
 }
@@ -25,6 +33,8 @@ interface BundleState {
 
 interface BundleModel {
   get<K extends keyof BundleState>(key: K): BundleState[K];
+  /** `WidgetModel.comm` of @jupyter-widgets/base: set only on a model a kernel opened. */
+  comm?: unknown;
 }
 
 const REGISTRY = Symbol.for("neta_nb.bundles");
@@ -78,8 +88,9 @@ function load(bundle: BundleModel): Promise<BundleModule> {
 
 async function render(props: RenderProps): Promise<unknown> {
   try {
-    const module = await load(await bundleModel(props.model));
-    return await module.default.render(props);
+    const bundle = await bundleModel(props.model);
+    const module = await load(bundle);
+    return await module.default.render({ ...props, kernel: bundle.comm !== undefined && bundle.comm !== null });
   } catch (error) {
     // Shown where the user looks, not only in the console.
     const message = document.createElement("div");

@@ -3,8 +3,7 @@
  * `_component` trait. Each binds a plain component to the model's traits.
  */
 import type { AnyModel } from "@anywidget/types";
-import type { RenderProps } from "@anywidget/types";
-import { bindComponent, fetchWholeText, readTraits, requestShowingErrors, writeBack, type Cleanup, type WidgetRenderer } from "./anywidget-binding";
+import { bindComponent, fetchWholeText, readTraits, requestShowingErrors, writeBack, type Cleanup, type RendererProps, type WidgetRenderer } from "./anywidget-binding";
 import { applyNestedOps, type Nesting } from "./chat-transcript";
 import type { ChatOp, SubagentPart } from "./chat-view-traits";
 import { normalizeLang, type Lang } from "./i18n";
@@ -39,15 +38,16 @@ interface StreamSnapshot {
  * while the `text` trait is synced only when the stream ends. A view that joins mid-stream,
  * or that sees a gap in the numbering, asks the kernel for a snapshot and goes on from it.
  */
-function bindThinkingStream(block: ThinkingBlock, model: Model): () => void {
+function bindThinkingStream(block: ThinkingBlock, model: Model, kernel: boolean): () => void {
   const stream = followNumberedBatches<AppendMessage, StreamSnapshot>(model, {
     kind: "append",
     snapshot: "snapshot",
     applyBatch: (append) => block.append(append.text),
     applySnapshot: (snapshot) => block.update({ text: snapshot.text }),
   });
-  // A stream that is over needs no snapshot: its text trait is complete.
-  if (model.get("streaming")) stream.resync();
+  // A stream that is over needs no snapshot: its text trait is complete. Without a kernel
+  // the saved text is all there is.
+  if (model.get("streaming") && kernel) stream.resync();
   else stream.continueFrom(Number(model.get("_seq") ?? 0));
   const onStreaming = () => {
     if (model.get("streaming")) stream.continueFrom(Number(model.get("_seq") ?? 0));
@@ -74,14 +74,14 @@ interface SubagentBatch {
 /**
  * `SubagentCard` on its own: the same card the chat view nests, its transcript streamed as
  * numbered batches of the chat's ops (each with the run's `path`), whole in the `part`
- * trait once the run is over.
+ * trait once the run is over. Without a kernel: what was saved, with no Stop.
  */
-function renderSubagentCard({ model: anyModel, el }: Pick<RenderProps, "model" | "el">): Cleanup {
+function renderSubagentCard({ model: anyModel, el, kernel = true }: RendererProps): Cleanup {
   const model = anyModel as Model;
   const runId = String(model.get("run_id") ?? "run");
   const nesting: Nesting = {
     cards: new Map(),
-    stop: model.get("can_stop") ? () => requestShowingErrors(model, "stop") : undefined,
+    stop: kernel && model.get("can_stop") ? () => requestShowingErrors(model, "stop") : undefined,
     fetchWhole: (request) => fetchWholeText(model, el, { ...request }),
   };
   const card = createSubagentCard(el, {
@@ -110,7 +110,7 @@ function renderSubagentCard({ model: anyModel, el }: Pick<RenderProps, "model" |
   model.on("change:expanded", onExpanded);
   model.on("change:lang", onLang);
   model.on("change:_seq", onSeq);
-  if ((traits.part as SubagentPart | undefined)?.status === "running") stream.resync();
+  if ((traits.part as SubagentPart | undefined)?.status === "running" && kernel) stream.resync();
   else stream.continueFrom(Number(model.get("_seq") ?? 0));
   return () => {
     stream.dispose();
@@ -164,7 +164,7 @@ export const widgetRenderers: Record<string, WidgetRenderer> = {
       props,
       createThinkingBlock,
       ["text", "streaming", "collapsed", "lang"],
-      bindThinkingStream,
+      (block, model) => bindThinkingStream(block, model, props.kernel !== false),
     ),
   "token-stats": (props) =>
     bindComponent<TokenStatsState, ReturnType<typeof createTokenStats>>(props, createTokenStats, [
