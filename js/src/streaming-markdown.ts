@@ -13,6 +13,9 @@ import { element } from "./dom";
 import { renderMarkdown, stableBoundary } from "./markdown";
 import { RevealPace, wholeCharacters } from "./reveal";
 
+/** The shortest time between two renders of a streaming tail (about 30 per second). */
+const RENDER_MS = 30;
+
 /** The class names of the renderer's parts (each host styles its own). */
 export interface StreamingMarkdownClasses {
   root: string;
@@ -33,6 +36,7 @@ export class StreamingMarkdown {
   private frame = 0;
   private streaming = false;
   private readonly pace = new RevealPace();
+  private renderedAt = Number.NEGATIVE_INFINITY;
 
   constructor(classes: StreamingMarkdownClasses) {
     this.root = element("div", classes.root);
@@ -105,9 +109,14 @@ export class StreamingMarkdown {
     if (this.frame) return;
     this.frame = requestAnimationFrame((now) => {
       this.frame = 0;
-      const shown = this.text.slice(0, wholeCharacters(this.text, this.pace.frame(now)));
-      if (this.rendered !== shown) this.renderTail(shown);
-      if (this.pace.behind) this.schedule();
+      // At most one render per RENDER_MS: the tail's markdown and the layout it causes
+      // cost more than a frame's worth of revealed text is worth.
+      if (now - this.renderedAt >= RENDER_MS) {
+        const shown = this.text.slice(0, wholeCharacters(this.text, this.pace.frame(now)));
+        if (this.rendered !== shown) this.renderTail(shown);
+        this.renderedAt = now;
+      }
+      if (this.pace.behind || this.rendered !== this.text) this.schedule();
     });
   }
 

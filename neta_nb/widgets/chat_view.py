@@ -605,12 +605,14 @@ class ChatView(NetaWidget):
         if session is None:
             return
         messages = session.messages
+        ended = False
         for index in range(self._known, len(messages)):
             message = messages[index]
             self._index[message.id] = index
             if message.role == "assistant":
                 self._last_assistant = message.id
                 if self._live is not None:
+                    ended = True
                     # The streamed response is now a message: the view keeps its DOM,
                     # and the text it streamed (see _item).
                     self._streamed[message.id] = ("".join(self._live.thinking),
@@ -627,6 +629,10 @@ class ChatView(NetaWidget):
                         self._index[self._last_assistant] = index
                         break
             self._batcher.upsert(self._last_assistant)
+        if ended:
+            # A response's end goes out at once: its last words are not held back a batch
+            # interval (the view draws the final text whole when it gets the end).
+            self._batcher.flush()
 
     def _on_boundary(self, event: Event) -> None:
         session = self._require_session()

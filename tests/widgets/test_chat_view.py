@@ -270,6 +270,26 @@ async def test_a_new_turn_does_not_send_the_last_answer_again(sent: SentMessages
     assert session.messages[3].id not in items and session.messages[5].id in items
 
 
+async def test_a_response_end_is_sent_at_once_not_a_batch_interval_later(
+        sent: SentMessages) -> None:
+    # An hour between batches: only the response's end can have sent the first answer's
+    # last words before the second model call starts.
+    seen: list[list[str]] = []
+    session, _ = make_session([
+        [TextDelta("Adding "), TextDelta("now."), *calls(("c1", "add", {"a": 2, "b": 3}))],
+        [lambda: seen.append([op["op"] for batch in batches(sent) for op in batch["ops"]]),
+         *answer("It is 5.")],
+    ])
+    chat = ChatView(session, flush_interval=3600)
+    chat._view_opened({"view_id": "v1"})
+    await session.run("What is 2 + 3?")
+    (ops,) = seen
+    assert "end" in ops
+    streamed = "".join(op.get("text", "") for batch in batches(sent) for op in batch["ops"]
+                       if op["op"] == "text")
+    assert streamed.startswith("Adding now.")
+
+
 async def test_with_no_view_open_the_turn_end_sends_the_conversation(
         sent: SentMessages, monkeypatch: pytest.MonkeyPatch) -> None:
     # nbconvert --execute, a page that does not show the output: nobody would set the
