@@ -24,10 +24,13 @@ interface BundleModule {
   default: { render: Render };
 }
 
+/** A gzip-compressed text: a binary buffer of the model's state. */
+type Packed = DataView | ArrayBuffer | string;
+
 /** The state of the shared model (Python: `WidgetBundle`). */
 interface BundleState {
-  code: string;
-  css: string;
+  code: Packed;
+  css: Packed;
   hash: string;
 }
 
@@ -64,6 +67,18 @@ function addStyles(hash: string, css: string): void {
   document.head.append(style);
 }
 
+/** The text of a gzip-compressed buffer of the bundle's state (a DataView, as the widget
+ * manager hands binary buffers over; plain text is taken as it is). */
+async function inflate(data: Packed): Promise<string> {
+  if (typeof data === "string") return data;
+  // A copy into a plain ArrayBuffer: the manager's view may be of a shared buffer.
+  const bytes = ArrayBuffer.isView(data)
+    ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength).slice()
+    : new Uint8Array(data).slice();
+  const stream = new Blob([bytes as Uint8Array<ArrayBuffer>]).stream().pipeThrough(new DecompressionStream("gzip"));
+  return await new Response(stream).text();
+}
+
 async function evaluate(code: string): Promise<BundleModule> {
   const url = URL.createObjectURL(new Blob([code], { type: "text/javascript" }));
   try {
@@ -78,8 +93,11 @@ function load(bundle: BundleModel): Promise<BundleModule> {
   const hash = bundle.get("hash");
   const known = registry().get(hash);
   if (known) return known;
-  addStyles(hash, bundle.get("css"));
-  const loading = evaluate(bundle.get("code"));
+  const loading = (async () => {
+    const [code, css] = await Promise.all([inflate(bundle.get("code")), inflate(bundle.get("css"))]);
+    addStyles(hash, css);
+    return await evaluate(code);
+  })();
   registry().set(hash, loading);
   // A failed evaluation is not cached: the next widget tries again.
   loading.catch(() => registry().delete(hash));

@@ -9,6 +9,9 @@ model, and a notebook saved with widget state stored one per model.
 Now :class:`WidgetBundle` is a plain ``@jupyter-widgets/base`` model (every widget manager
 has it: JupyterLab, Notebook 7, VS Code, Colab, the HTML manager of an export) whose state
 is the code, the styles and their hash. There is one per kernel (:func:`shared_bundle`).
+The code and styles travel gzip-compressed, as binary buffers (260 KB of text become
+73 KB on the wire, and base64 in saved widget state); the loader inflates them with the
+browser's own ``DecompressionStream``.
 Each neta_nb widget's ``_esm`` is the loader (``neta_nb/static/loader.js``, built from
 ``js/src/loader.ts``) and its ``_bundle`` trait is a reference to that model
 (``IPY_MODEL_<id>``, which saved widget state keeps and the manager resolves). The loader
@@ -18,6 +21,7 @@ the page reuses that module; no view ever fetches anything from a server.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import threading
 from pathlib import Path
@@ -63,10 +67,10 @@ class WidgetBundle(ipywidgets.Widget):  # type: ignore[misc]
     # The base model (``WidgetModel`` of ``@jupyter-widgets/base``) as ipywidgets.Widget
     # declares it: every manager can hold it without loading any module.
 
-    code = traitlets.Unicode("", help="The widgets' ES module (neta_nb/static/widgets.js)."
-                             ).tag(sync=True)
-    css = traitlets.Unicode("", help="Their stylesheet (neta_nb/static/widgets.css)."
-                            ).tag(sync=True)
+    code = traitlets.Bytes(b"", help="The widgets' ES module (neta_nb/static/widgets.js), "
+                           "gzip-compressed.").tag(sync=True)
+    css = traitlets.Bytes(b"", help="Their stylesheet (neta_nb/static/widgets.css), "
+                          "gzip-compressed.").tag(sync=True)
     hash = traitlets.Unicode("", help="sha256 of code and css: the page caches by it."
                              ).tag(sync=True)
 
@@ -75,7 +79,12 @@ class WidgetBundle(ipywidgets.Widget):  # type: ignore[misc]
         code = _read(BUNDLE_FILE, MISSING_BUNDLE_ESM)
         css = _read(STYLES_FILE, "")
         digest = hashlib.sha256(f"{len(code)}:{code}{css}".encode()).hexdigest()[:16]
-        return cls(code=code, css=css, hash=digest)
+        return cls(code=_compressed(code), css=_compressed(css), hash=digest)
+
+
+def _compressed(text: str) -> bytes:
+    # mtime=0: the same files give the same bytes (saved widget state compares equal).
+    return gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0)
 
 
 _shared: WidgetBundle | None = None

@@ -44,14 +44,17 @@ class TodoCard(NetaWidget):
     def __init__(self, store: TodoStore | None = None, *,
                  todos: Sequence[Mapping[str, Any] | TodoItem] | None = None,
                  **kwargs: Any) -> None:
-        super().__init__(**kwargs)
         self._unsubscribe: Callable[[], None] | None = None
         if store is not None and todos is not None:
             raise TypeError("pass either a TodoStore or todos=[...], not both")
+        # The first state goes with the widget's opening, not as updates right after it.
+        if store is not None:
+            kwargs.update(self._state_of(store))
+        elif todos is not None:
+            kwargs["todos"] = _normalize(todos)
+        super().__init__(**kwargs)
         if store is not None:
             self.follow(store)
-        elif todos is not None:
-            self.todos = _normalize(todos)
 
     def follow(self, store: TodoStore) -> None:
         """Show ``store`` and follow its writes (replacing any store followed before)."""
@@ -66,8 +69,13 @@ class TodoCard(NetaWidget):
 
     def _on_store_write(self, store: TodoStore) -> None:
         with self.hold_sync():
-            self.todos = [item.model_dump() for item in store.read()]
-            self.paused = store.working is False
+            for name, value in self._state_of(store).items():
+                setattr(self, name, value)
+
+    @staticmethod
+    def _state_of(store: TodoStore) -> dict[str, Any]:
+        return {"todos": [item.model_dump() for item in store.read()],
+                "paused": store.working is False}
 
     def apply(self, event: TodoUpdateEvent) -> None:
         """Show the list a ``todo_update`` event carries."""

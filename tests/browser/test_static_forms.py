@@ -119,7 +119,8 @@ def test_an_executed_export_shows_the_conversation_offline(tmp_path: Path, lab: 
     # The widget state is in the export, with the code once and the conversation.
     state = json.loads(text.split(f'<script type="{WIDGET_STATE}">')[1].split("</script>")[0])
     models = list(state["state"].values())
-    assert sum(1 for m in models if "code" in m["state"]) == 1
+    # (gzip-compressed, a binary buffer: base64 in the saved state)
+    assert sum(1 for m in models for b in m.get("buffers", []) if b["path"] == ["code"]) == 1
     (chat,) = [m for m in models if m["state"].get("_component") == "chat-view"]
     roles = [m["role"] for m in chat["state"]["messages"]]
     assert roles[0] == "user" and roles.count("assistant") >= 3

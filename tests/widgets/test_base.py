@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 from collections.abc import Callable
@@ -9,6 +10,7 @@ from typing import Any
 
 import pytest
 import traitlets
+from ipywidgets.widgets.widget import _remove_buffers  # type: ignore[import-untyped]
 
 from neta_nb.widgets import SkillCard, ThinkingBlock, TodoCard, TokenStats, ToolCard
 from neta_nb.widgets._base import (
@@ -49,8 +51,13 @@ def test_every_widget_carries_the_small_loader_and_names_one_shared_bundle() -> 
     (reference,) = references
     shared = cards[0]._bundle
     assert reference == f"IPY_MODEL_{shared.model_id}"
-    assert shared.code == bundle
-    assert shared.css == (STATIC_DIR / "widgets.css").read_text()
+    # Compressed (binary buffers on the wire, a quarter of the text), the same files.
+    assert gzip.decompress(shared.code).decode() == bundle
+    assert gzip.decompress(shared.css).decode() == (STATIC_DIR / "widgets.css").read_text()
+    assert len(shared.code) < len(bundle) / 2
+    state, buffer_paths, _ = _remove_buffers(shared.get_state())
+    assert {tuple(path) for path in buffer_paths} == {("code",), ("css",)}
+    assert "code" not in state and "css" not in state
     # The bundle exports the plain components for views that compose them.
     for name in ("createTodoCard", "createToolCard", "createSkillCard", "createThinkingBlock",
                  "createTokenStats", "createThinkingLevelSelector", "widgetRenderers"):
