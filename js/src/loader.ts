@@ -104,7 +104,27 @@ function load(bundle: BundleModel): Promise<BundleModule> {
   return loading;
 }
 
+/**
+ * A neta_nb widget displayed in a cell makes two outputs: its live view, then its static
+ * form (neta_nb/widgets/_static_form.py), which is what a notebook saved without widget
+ * state, GitHub or an offline export shows. Where a view renders, the form after it is not
+ * shown; where none does (no kernel and no widget state), nothing hides it. The rule comes
+ * with the loader, so it holds from the view's first moment, not once the bundle is in.
+ */
+const FORM_RULE =
+  ".jp-OutputArea-child:has(.neta-view) + .jp-OutputArea-child:has(.neta-static-form){display:none}";
+
+function hideFormsBesideViews(): void {
+  if (document.getElementById("neta-nb-form-rule")) return;
+  const style = document.createElement("style");
+  style.id = "neta-nb-form-rule";
+  style.textContent = FORM_RULE;
+  document.head.append(style);
+}
+
 async function render(props: RenderProps): Promise<unknown> {
+  hideFormsBesideViews();
+  props.el.classList.add("neta-view");
   try {
     const bundle = await bundleModel(props.model);
     const module = await load(bundle);
@@ -112,7 +132,8 @@ async function render(props: RenderProps): Promise<unknown> {
   } catch (error) {
     // Shown where the user looks, not only in the console.
     const message = document.createElement("div");
-    // Not a .neta-root: the static form after this output stays visible.
+    // The view did not render: the static form after this output shows again.
+    props.el.classList.remove("neta-view");
     message.className = "neta-load-error";
     message.textContent = `neta_nb: the widget code did not load (${error instanceof Error ? error.message : String(error)})`;
     props.el.append(message);

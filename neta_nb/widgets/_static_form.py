@@ -15,9 +15,9 @@ Why two outputs and not one updated in place: JupyterLab (and Notebook 7, Voila,
 its output area) handles an update of an output whose preferred type is the widget view by
 calling the renderer's ``renderModel`` again, and the widget renderer then adds a *second*
 view of the model to the output. An update of a plain HTML output has no such effect.
-While the live view renders, the widgets' stylesheet hides the static form that follows it
-(``js/src/theme.css``: an output holding a rendered neta view, then an output holding a
-``neta-static-form``), so the page never shows both; where the view does not render (no
+While a live view renders, a rule the widgets' loader adds to the page hides the static
+form that follows it (``js/src/loader.ts``: an output holding a neta view, then an output
+holding a ``neta-static-form``), so the page never shows both; where no view renders (no
 kernel and no widget state, an export opened offline) nothing hides the form. The form's
 HTML is the same for the same state (no ids in it), so an executed notebook compares
 equal under nbval.
