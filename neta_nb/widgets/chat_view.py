@@ -439,7 +439,11 @@ class ChatView(NetaWidget):
             live.text.append(event.text)
             self._batcher.text("text", event.text)
         elif type(event) is SubagentEvent:
-            self._on_subagent_event(event)
+            # A child's delta ends in stream(). No transcript: bound after the child
+            # started, its card draws the stored child instead.
+            transcript = self._subagents.get(event.id)
+            if transcript is not None and not transcript.stream(event.event, self._batcher):
+                self._on_subagent_event(transcript, event)
         elif type(event) is ThinkingDeltaEvent:
             live = self._live_response()
             live.thinking_open = True
@@ -459,14 +463,9 @@ class ChatView(NetaWidget):
             self._on_boundary(event)
 
     # --- sub-agents -----------------------------------------------------------------------
-    def _on_subagent_event(self, event: SubagentEvent) -> None:
-        """A child's own event (a grandchild's wrapped twice): into its nested card."""
-        transcript = self._subagents.get(event.id)
-        if transcript is None:
-            return  # bound after it started: the card draws the stored child instead
-        inner = event.event
-        if transcript.stream(inner, self._batcher):
-            return  # a delta: nothing else changes
+    def _on_subagent_event(self, transcript: SubagentTranscript, event: SubagentEvent) -> None:
+        """A child's own event other than a delta (a grandchild's wrapped twice): into
+        its nested card (``transcript``), whose status line may change."""
         ids, innermost = unwrap(event)
         if type(innermost) is ApprovalRequestEvent:
             child = transcript.find(ids)
@@ -477,7 +476,7 @@ class ChatView(NetaWidget):
                 "path": ids}
             preview_args(approval)
             self.approvals = [*self.approvals, approval]
-        transcript.apply(inner, self._batcher)
+        transcript.apply(event.event, self._batcher)
         self._upsert_subagent_card(event.id)
 
     def _on_subagent_start(self, event: SubagentStartEvent) -> None:
