@@ -15,6 +15,8 @@ Each is measured with one no-op subscriber on the parent and with a
 :class:`~neta_nb.widgets.ChatView` bound to the parent (its comm goes nowhere, as in
 ``chat_stream.py``'s kernel figure). The child's fixed costs (its session, its record, one
 extra model call of the parent) are spread over N deltas and are small next to them.
+``--repeats`` rounds each run every case once (round-robin); a case's figure is its best
+round.
 
 Target (issue 15): a child's delta costs at most 2× a top-level delta.
 """
