@@ -333,9 +333,8 @@ class Crew:
 
     def _forward(self, run: ChildRun, event: Event) -> None:
         self._emit(wrap_event(run.call_id, event))
-        # Every delta of a child comes here: kinds are compared by type (events are final
-        # classes, and isinstance on a pydantic model goes through ABCMeta's check, a few
-        # times slower) and all but the few noted kinds leave after one set lookup.
+        # Every delta of a child comes here: kinds are told by type (see events) and all
+        # but the few noted kinds leave after one set lookup.
         kind = type(event)
         if kind not in _NOTED:
             return

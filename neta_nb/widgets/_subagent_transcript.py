@@ -124,9 +124,8 @@ class SubagentTranscript:
         self._running: dict[str, str] = {}  # call id -> label, of tools and skills running
 
     # --- following events ---------------------------------------------------------------
-    # Most events are deltas: each kind is told by its type (events are final classes, and
-    # isinstance on a pydantic model goes through ABCMeta's check, a few times slower), and
-    # a delta is done with after stream().
+    # Most events are deltas: kinds are told by type (see events), and a delta is done
+    # with after stream().
     def stream(self, event: Event, sink: OpSink) -> bool:
         """Follow ``event`` if it is a streamed delta — of this run, or of a run below it
         (still wrapped) — and say whether it was one."""

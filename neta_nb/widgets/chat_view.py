@@ -427,10 +427,9 @@ class ChatView(NetaWidget):
 
     # --- events -----------------------------------------------------------------------
     def _on_event(self, event: Event) -> None:
-        # Deltas are most events: keep their path short (no history access), and tell
-        # kinds by type — events are final classes, and isinstance on a pydantic model goes
-        # through ABCMeta's check, a few times slower. A child's delta is second: it is
-        # as common as the view's own when sub-agents stream.
+        # Deltas are most events: keep their path short (no history access; kinds told by
+        # type, see events). A child's delta is second: as common as the view's own while
+        # sub-agents stream.
         if type(event) is TokenEvent:
             live = self._live_response()
             if live.thinking_open:
