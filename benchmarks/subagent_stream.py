@@ -15,6 +15,8 @@ Each is measured with one no-op subscriber on the parent and with a
 :class:`~neta_nb.widgets.ChatView` bound to the parent (its comm goes nowhere, as in
 ``chat_stream.py``'s kernel figure). The child's fixed costs (its session, its record, one
 extra model call of the parent) are spread over N deltas and are small next to them.
+``--repeats`` rounds each run every case once (round-robin); a case's figure is its best
+round.
 
 Target (issue 15): a child's delta costs at most 2× a top-level delta.
 """
@@ -117,13 +119,20 @@ def _chat_view(session: AgentSession) -> Any:
 
 
 def measure(n: int, repeats: int) -> dict[tuple[str, str], float]:
-    base = min(asyncio.run(_alone(n)) for _ in range(repeats))
-    results: dict[tuple[str, str], float] = {}
-    for view, bind in (("one subscriber", _subscriber), ("chat view bound", _chat_view)):
-        for kind in ("top-level", "child"):
-            total = min(asyncio.run(_turn(_agents(n)[kind], bind)) for _ in range(repeats))
-            results[(view, kind)] = (total - base) / n * 1e6
-    return results
+    # Round-robin: each round runs every case once, so a busy spell of a shared machine
+    # slows all cases alike instead of the one whose repeats it happens to fall on (the
+    # best of each case, then its ratio, was off by up to 2x that way).
+    cases = [(view, bind, kind)
+             for view, bind in (("one subscriber", _subscriber), ("chat view bound", _chat_view))
+             for kind in ("top-level", "child")]
+    base = float("inf")
+    best = {(view, kind): float("inf") for view, _, kind in cases}
+    for _ in range(repeats):
+        base = min(base, asyncio.run(_alone(n)))
+        for view, bind, kind in cases:
+            best[(view, kind)] = min(best[(view, kind)],
+                                     asyncio.run(_turn(_agents(n)[kind], bind)))
+    return {case: (total - base) / n * 1e6 for case, total in best.items()}
 
 
 def main(n: int, repeats: int, record: bool) -> None:

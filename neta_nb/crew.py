@@ -35,7 +35,10 @@ import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
 
 from .events import (
     ApprovalDecision,
@@ -68,9 +71,19 @@ STOP_WAIT = 10.0
 stops at its next await; this only bounds one that cannot)."""
 
 
+_NOTED: frozenset[type] = frozenset({TokenUpdateEvent, SubagentEvent, ApprovalRequestEvent,
+                                    DoneEvent, ErrorEvent})
+"""The kinds of a child's events the crew notes something of (``Crew._forward``; the
+others, deltas above all, it only passes on)."""
+
+
 _WRAPPED_FIELDS = frozenset({"id", "event"})
 _new = object.__new__
-_set = object.__setattr__
+# The setters of a pydantic model's four slots, taken once: calling a slot's own setter
+# skips the attribute lookup ``object.__setattr__`` repeats on every call.
+_set_dict, _set_fields_set, _set_extra, _set_private = (
+    BaseModel.__dict__[name].__set__ for name in (
+        "__dict__", "__pydantic_fields_set__", "__pydantic_extra__", "__pydantic_private__"))
 
 
 def wrap_event(call_id: str, event: Event) -> SubagentEvent:
@@ -80,10 +93,10 @@ def wrap_event(call_id: str, event: Event) -> SubagentEvent:
     event, so validating it again would only double a child's cost per delta. The result
     equals the validated model (``tests/test_crew.py`` checks it)."""
     wrapped = _new(SubagentEvent)
-    _set(wrapped, "__dict__", {"type": "subagent_event", "id": call_id, "event": event})
-    _set(wrapped, "__pydantic_fields_set__", _WRAPPED_FIELDS)
-    _set(wrapped, "__pydantic_extra__", None)
-    _set(wrapped, "__pydantic_private__", None)
+    _set_dict(wrapped, {"type": "subagent_event", "id": call_id, "event": event})
+    _set_fields_set(wrapped, _WRAPPED_FIELDS)
+    _set_extra(wrapped, None)
+    _set_private(wrapped, None)
     return wrapped
 
 
@@ -261,7 +274,7 @@ class Crew:
         self._runs[call_id] = run
         self._emit(SubagentStartEvent(id=call_id, agent=agent.name, task=task))
         self._on_record(call_id, run.record())
-        run.session.subscribe(lambda event: self._forward(run, event))
+        run.session.subscribe(partial(self._forward, run))
         run.runner = asyncio.ensure_future(self._run(run))
         # A Stop that lands before the runner's first step cancels a coroutine that never
         # starts, so none of _run's own closing runs: the child must still end.
@@ -320,17 +333,21 @@ class Crew:
 
     def _forward(self, run: ChildRun, event: Event) -> None:
         self._emit(wrap_event(run.call_id, event))
+        # Every delta of a child comes here: kinds are told by type (see events) and all
+        # but the few noted kinds leave after one set lookup.
         kind = type(event)
+        if kind not in _NOTED:
+            return
         if kind is TokenUpdateEvent:
             assert isinstance(event, TokenUpdateEvent)
             run.usage = event.current  # a child's own total already holds its children
             self._on_record(run.call_id, run.record())
             self._on_usage()
         elif kind is SubagentEvent or kind is ApprovalRequestEvent:
-            inner = event
-            while isinstance(inner, SubagentEvent):
+            inner = event  # a grandchild's deltas come this way too
+            while type(inner) is SubagentEvent:
                 inner = inner.event
-            if isinstance(inner, ApprovalRequestEvent):
+            if type(inner) is ApprovalRequestEvent:
                 self._asked.setdefault(inner.id, []).append(run)
         elif kind is DoneEvent:
             assert isinstance(event, DoneEvent)

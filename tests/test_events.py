@@ -129,6 +129,12 @@ def test_the_command_union_holds_exactly_the_design_commands() -> None:
     assert sorted(type_tag(m) for m in union_members(events.Command)) == sorted(COMMAND_FIELDS)
 
 
+def test_event_classes_are_final() -> None:
+    """The delta path tells kinds by ``type(event) is …`` (see the events module): an
+    event subclass would slip past every such test."""
+    assert [m.__name__ for m in union_members(events.Event) if m.__subclasses__()] == []
+
+
 @pytest.mark.parametrize("model", union_members(events.Event), ids=type_tag)
 def test_event_fields_are_the_design_names(model: type[BaseModel]) -> None:
     tag = type_tag(model)

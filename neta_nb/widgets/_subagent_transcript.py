@@ -85,16 +85,16 @@ class OpSink(Protocol):
 def is_delta(event: Event) -> bool:
     """A streamed delta, however deeply wrapped: it changes a live response only, never a
     card's status line (the path every delta takes stays short)."""
-    while isinstance(event, SubagentEvent):
+    while type(event) is SubagentEvent:
         event = event.event
-    return isinstance(event, TokenEvent | ThinkingDeltaEvent)
+    return type(event) is TokenEvent or type(event) is ThinkingDeltaEvent
 
 
 def unwrap(event: SubagentEvent) -> tuple[list[str], Event]:
     """The ids of the runs an event is nested in (outermost first) and the event itself."""
     ids = [event.id]
     inner: Event = event.event
-    while isinstance(inner, SubagentEvent):
+    while type(inner) is SubagentEvent:
         ids.append(inner.id)
         inner = inner.event
     return ids, inner
@@ -125,31 +125,45 @@ class SubagentTranscript:
         self._running: dict[str, str] = {}  # call id -> label, of tools and skills running
 
     # --- following events ---------------------------------------------------------------
-    def apply(self, event: Event, sink: OpSink) -> None:
-        """Follow one of the child's own events (a grandchild's still wrapped)."""
-        path = self.path
-        if isinstance(event, TokenEvent):
-            live = self._live(sink)
+    # Most events are deltas: kinds are told by type (see events), and a delta is done
+    # with after stream().
+    def stream(self, event: Event, sink: OpSink) -> bool:
+        """Follow ``event`` if it is a streamed delta — of this run, or of a run below it
+        (still wrapped) — and say whether it was one."""
+        if type(event) is TokenEvent:
+            live = self.live if self.live is not None else self._open_live(sink)
             if live.thinking_open:
                 live.thinking_open = False
-                sink.op("thinking_done", path)
+                sink.op("thinking_done", self.path)
             live.text.append(event.text)
-            sink.text("text", event.text, path)
-        elif isinstance(event, ThinkingDeltaEvent):
-            live = self._live(sink)
+            sink.text("text", event.text, self.path)
+            return True
+        if type(event) is ThinkingDeltaEvent:
+            live = self.live if self.live is not None else self._open_live(sink)
             live.thinking_open = True
             live.thinking.append(event.text)
-            sink.text("thinking", event.text, path)
-        elif isinstance(event, ThinkingDoneEvent):
+            sink.text("thinking", event.text, self.path)
+            return True
+        if type(event) is SubagentEvent:
+            child = self.children.get(event.id)
+            if child is not None:
+                return child.stream(event.event, sink)
+            return is_delta(event.event)  # a run this transcript never saw start
+        return False
+
+    def apply(self, event: Event, sink: OpSink) -> None:
+        """Follow one of the child's own events (a grandchild's still wrapped)."""
+        if self.stream(event, sink):
+            return
+        if type(event) is ThinkingDoneEvent:
             if self.live is not None and self.live.thinking_open:
                 self.live.thinking_open = False
-                sink.op("thinking_done", path)
-        elif isinstance(event, SubagentEvent):
+                sink.op("thinking_done", self.path)
+        elif type(event) is SubagentEvent:
             child = self.children.get(event.id)
             if child is not None:
                 child.apply(event.event, sink)  # a grandchild's: it unwraps it in turn
-                if not is_delta(event):
-                    self._upsert_call(event.id, sink)  # the card's status line changed
+                self._upsert_call(event.id, sink)  # the card's status line changed
         else:
             self._apply_boundary(event, sink)
 
@@ -250,15 +264,15 @@ class SubagentTranscript:
                 sink.upsert(last.id, self.path)
 
     # --- the transcript's messages --------------------------------------------------------
-    def _live(self, sink: OpSink) -> LiveResponse:
-        if self.live is None:
-            opened = self._open
-            if opened is not None and (opened.metadata.tool_executions
-                                       or opened.metadata.skill_executions):
-                self._open = None  # tools ran: the model answers in a new response
-            self.live = LiveResponse(id=new_id("live_"))
-            sink.op("live", self.path, id=self.live.id)
-        return self.live
+    def _open_live(self, sink: OpSink) -> LiveResponse:
+        """A new live response (a model response starts streaming)."""
+        opened = self._open
+        if opened is not None and (opened.metadata.tool_executions
+                                   or opened.metadata.skill_executions):
+            self._open = None  # tools ran: the model answers in a new response
+        live = self.live = LiveResponse(id=new_id("live_"))
+        sink.op("live", self.path, id=live.id)
+        return live
 
     def _close_live(self, sink: OpSink) -> None:
         """The streamed response becomes a message of the transcript (same node)."""

@@ -98,7 +98,7 @@ from ._chat_state import (
 from ._chat_static import static_html, static_summary, static_text
 from ._state_bounds import NOTE_CHARS, preview_args
 from ._stored_session import StoredSession, StoredSessionFollower
-from ._subagent_transcript import StoredSubagents, SubagentTranscript, is_delta, unwrap
+from ._subagent_transcript import StoredSubagents, SubagentTranscript, unwrap
 from ._view_presence import ViewPresence
 
 __all__ = ["READ_ONLY_REFRESH_INTERVAL", "ChatView", "live_session"]
@@ -431,46 +431,46 @@ class ChatView(NetaWidget):
 
     # --- events -----------------------------------------------------------------------
     def _on_event(self, event: Event) -> None:
-        # Deltas are most events: keep their path short (no history access).
-        if isinstance(event, TokenEvent):
+        # Deltas are most events: keep their path short (no history access; kinds told by
+        # type, see events). A child's delta is second: as common as the view's own while
+        # sub-agents stream.
+        if type(event) is TokenEvent:
             live = self._live_response()
             if live.thinking_open:
                 live.thinking_open = False
                 self._batcher.op("thinking_done")
             live.text.append(event.text)
             self._batcher.text("text", event.text)
-        elif isinstance(event, ThinkingDeltaEvent):
+        elif type(event) is SubagentEvent:
+            # A child's delta ends in stream(). No transcript: bound after the child
+            # started, its card draws the stored child instead.
+            transcript = self._subagents.get(event.id)
+            if transcript is not None and not transcript.stream(event.event, self._batcher):
+                self._on_subagent_event(transcript, event)
+        elif type(event) is ThinkingDeltaEvent:
             live = self._live_response()
             live.thinking_open = True
             live.thinking.append(event.text)
             self._batcher.text("thinking", event.text)
-        elif isinstance(event, ThinkingDoneEvent):
+        elif type(event) is ThinkingDoneEvent:
             if self._live is not None and self._live.thinking_open:
                 self._live.thinking_open = False
                 self._batcher.op("thinking_done")
-        elif isinstance(event, SubagentEvent):
-            self._on_subagent_event(event)
-        elif isinstance(event, ProgressEvent):
+        elif type(event) is ProgressEvent:
             if self._last_assistant is not None:
                 self._batcher.upsert(self._last_assistant)
-        elif isinstance(event, WarningEvent):
+        elif type(event) is WarningEvent:
             # Not a turn boundary: the store can fall behind, or catch up, between turns.
             self.store_warning = "" if event.cleared else self._warning_text(event)
         else:
             self._on_boundary(event)
 
     # --- sub-agents -----------------------------------------------------------------------
-    def _on_subagent_event(self, event: SubagentEvent) -> None:
-        """A child's own event (a grandchild's wrapped twice): into its nested card."""
-        transcript = self._subagents.get(event.id)
-        if transcript is None:
-            return  # bound after it started: the card draws the stored child instead
-        inner = event.event
-        if is_delta(inner):
-            transcript.apply(inner, self._batcher)  # the delta path: nothing else changes
-            return
+    def _on_subagent_event(self, transcript: SubagentTranscript, event: SubagentEvent) -> None:
+        """A child's own event other than a delta (a grandchild's wrapped twice): into
+        its nested card (``transcript``), whose status line may change."""
         ids, innermost = unwrap(event)
-        if isinstance(innermost, ApprovalRequestEvent):
+        if type(innermost) is ApprovalRequestEvent:
             child = transcript.find(ids)
             self._batcher.flush()  # the card that asks goes first
             approval: dict[str, Any] = {
@@ -479,7 +479,7 @@ class ChatView(NetaWidget):
                 "path": ids}
             preview_args(approval)
             self.approvals = [*self.approvals, approval]
-        transcript.apply(inner, self._batcher)
+        transcript.apply(event.event, self._batcher)
         self._upsert_subagent_card(event.id)
 
     def _on_subagent_start(self, event: SubagentStartEvent) -> None:

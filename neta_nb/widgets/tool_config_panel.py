@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 import traitlets
 
-from ..events import ProgressEvent, ThinkingDeltaEvent, TokenEvent
+from ..events import ProgressEvent, SubagentEvent, ThinkingDeltaEvent, TokenEvent
 from ..labels import Notice, t
 from ..tools import (
     AgentToolConfig,
@@ -98,6 +98,10 @@ STATE_FILTERS: Final = ("all", "enabled", "off", "globally_disabled")
 """The state filter of seed 001 §7.3: all / enabled / switched off / globally disabled."""
 
 _ON_STATES: Final = (ToolState.DEFAULT_ENABLED, ToolState.AGENT_ENABLED)
+_UNSHOWN_EVENTS: Final = frozenset({TokenEvent, ThinkingDeltaEvent, ProgressEvent, SubagentEvent})
+"""Events of a followed session that change nothing the panel shows: deltas, progress, and
+all of a sub-agent's (wrapped, one per delta of its own; the panel shows the session's
+tools, and a child changes neither its inputs nor its resolution)."""
 
 _NO_REASON: Final[Mapping[str, Any]] = {"reason": None, "reason_code": None,
                                          "reason_params": None}
@@ -232,8 +236,8 @@ class ToolConfigPanel(NetaWidget):
         panel._session = session
 
         def on_event(event: object) -> None:
-            # Deltas are most events and change nothing the panel shows.
-            if not isinstance(event, TokenEvent | ThinkingDeltaEvent | ProgressEvent):
+            # A refresh resolves and renders every tool again, and deltas are most events.
+            if type(event) not in _UNSHOWN_EVENTS:
                 panel.refresh()
 
         panel._unsubscribe_session = session.subscribe(on_event)

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from neta_nb import Agent, AgentSession, AgentToolConfig, ToolCatalog
-from neta_nb.events import DoneEvent
+from neta_nb.events import DoneEvent, SubagentEvent, TokenEvent
 from neta_nb.providers import create_provider
 from neta_nb.widgets import ToolConfigPanel
 
@@ -95,3 +95,15 @@ def test_closing_stops_following(session: AgentSession) -> None:
     session.agent.tools.set_tool("word_count", False, session.catalog)
     session._emit(DoneEvent(stop_reason="end_turn"))
     assert panel.enabled_tools == shown
+
+
+def test_a_sub_agents_events_do_not_refresh_the_panel(session: AgentSession) -> None:
+    """A child's events reach the parent wrapped, one per delta of its own: a refresh per
+    event would resolve and render every tool again for each of them."""
+    panel = ToolConfigPanel.for_session(session)
+    session.provider = create_provider("openai:gpt-4o", api_key="sk-test-never-used")
+    for inner in (TokenEvent(text="x"), DoneEvent(stop_reason="end_turn")):
+        session._emit(SubagentEvent(id="d1", event=inner))
+    assert "describe_image" not in panel.enabled_tools  # not refreshed
+    session._emit(DoneEvent(stop_reason="end_turn"))  # the session's own event
+    assert "describe_image" in panel.enabled_tools
