@@ -38,8 +38,6 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
-
 from .events import (
     ApprovalDecision,
     ApprovalRequestEvent,
@@ -51,6 +49,7 @@ from .events import (
     SubagentStartEvent,
     TokenUpdateEvent,
     TurnUsage,
+    prevalidated,
 )
 from .messages import Message, SubagentRun, SubagentStatus, ToolDefinition
 from .tool_runner import bound_result
@@ -78,26 +77,12 @@ others, deltas above all, it only passes on)."""
 
 
 _WRAPPED_FIELDS = frozenset({"id", "event"})
-_new = object.__new__
-# The setters of a pydantic model's four slots, taken once: calling a slot's own setter
-# skips the attribute lookup ``object.__setattr__`` repeats on every call.
-_set_dict, _set_fields_set, _set_extra, _set_private = (
-    BaseModel.__dict__[name].__set__ for name in (
-        "__dict__", "__pydantic_fields_set__", "__pydantic_extra__", "__pydantic_private__"))
-
-
 def wrap_event(call_id: str, event: Event) -> SubagentEvent:
-    """``SubagentEvent(id=call_id, event=event)``, built the way pydantic's
-    ``model_construct`` does but without its per-field loop. Every event of a child goes
-    through here — each streamed delta — and ``event`` is already a validated, frozen
-    event, so validating it again would only double a child's cost per delta. The result
-    equals the validated model (``tests/test_crew.py`` checks it)."""
-    wrapped = _new(SubagentEvent)
-    _set_dict(wrapped, {"type": "subagent_event", "id": call_id, "event": event})
-    _set_fields_set(wrapped, _WRAPPED_FIELDS)
-    _set_extra(wrapped, None)
-    _set_private(wrapped, None)
-    return wrapped
+    """``SubagentEvent(id=call_id, event=event)`` without validating ``event`` again: it
+    is already a validated, frozen event, and every event of a child goes through here —
+    each streamed delta (see :func:`~neta_nb.events.prevalidated`)."""
+    return prevalidated(SubagentEvent, {"type": "subagent_event", "id": call_id,
+                                        "event": event}, _WRAPPED_FIELDS)
 
 
 def add_usage(first: TurnUsage, second: TurnUsage) -> TurnUsage:

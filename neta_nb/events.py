@@ -14,7 +14,7 @@ slower, and a sub-agent's delta meets several such tests on its way to a view.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -57,11 +57,53 @@ __all__ = [
     "event_adapter",
     "parse_command",
     "parse_event",
+    "prevalidated",
+    "thinking_delta_event",
+    "token_event",
 ]
 
 
 class _Event(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+E = TypeVar("E", bound=_Event)
+
+_new = object.__new__
+# The setters of a pydantic model's four slots, taken once: calling a slot's own setter
+# skips the attribute lookup ``object.__setattr__`` repeats on every call.
+_set_dict, _set_fields_set, _set_extra, _set_private = (
+    BaseModel.__dict__[name].__set__ for name in (
+        "__dict__", "__pydantic_fields_set__", "__pydantic_extra__", "__pydantic_private__"))
+
+
+def prevalidated(cls: type[E], values: dict[str, Any], fields_set: frozenset[str]) -> E:
+    """``cls(**values)`` for values already known to be valid — every field, ``type``
+    included, with ``fields_set`` the ones given rather than defaulted — built the way
+    pydantic's ``model_construct`` does but without its per-field loop. For the events
+    built once per streamed delta (a token from the provider's text, a child's event
+    wrapped for its parent): validating them costs more than the rest of a delta's way to
+    a view. The result equals the validated event (``tests/test_events.py`` checks it)."""
+    event = _new(cls)
+    _set_dict(event, values)
+    _set_fields_set(event, set(fields_set))  # pydantic-core wants a set of its own
+    _set_extra(event, None)
+    _set_private(event, None)
+    return event
+
+
+_TEXT_FIELDS = frozenset({"text"})
+
+
+def token_event(text: str) -> TokenEvent:
+    """``TokenEvent(text=text)`` for a ``str`` already made encodable (the turn's delta)."""
+    return prevalidated(TokenEvent, {"type": "token", "text": text}, _TEXT_FIELDS)
+
+
+def thinking_delta_event(text: str) -> ThinkingDeltaEvent:
+    """``ThinkingDeltaEvent(text=text)``, as :func:`token_event`."""
+    return prevalidated(ThinkingDeltaEvent, {"type": "thinking_delta", "text": text},
+                        _TEXT_FIELDS)
 
 
 # --- server → UI ------------------------------------------------------------------

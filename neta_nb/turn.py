@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .events import Event, ThinkingDeltaEvent, ThinkingDoneEvent, TokenEvent, TurnUsage
+from .events import Event, ThinkingDoneEvent, TurnUsage, thinking_delta_event, token_event
 from .messages import Message, encodable, encodable_value
 from .providers.base import (
     ModelRequest,
@@ -89,13 +89,13 @@ class Turn:
                 if self.thinking_open:
                     self.thinking_open = False
                     emit(ThinkingDoneEvent())
-                emit(TokenEvent(text=event.text))
+                emit(token_event(event.text))
             elif type(event) is ThinkingDelta:
                 if not event.text.isascii():
                     event.text = encodable(event.text)
                 assembler.feed(event)
                 self.thinking_open = True
-                emit(ThinkingDeltaEvent(text=event.text))
+                emit(thinking_delta_event(event.text))
             else:
                 if isinstance(event, ToolCallReady):
                     _clean_call(event)

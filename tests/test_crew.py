@@ -410,6 +410,7 @@ def test_a_wrapped_child_event_is_the_validated_event(event: Any) -> None:
     fast, validated = wrap_event("d1", event), SubagentEvent(id="d1", event=event)
     assert fast == validated and fast.event is event
     assert fast.model_dump_json() == validated.model_dump_json()
+    assert fast.model_dump(exclude_unset=True) == validated.model_dump(exclude_unset=True)
     assert fast.model_fields_set == validated.model_fields_set
     assert repr(fast) == repr(validated)
     with pytest.raises(ValidationError):

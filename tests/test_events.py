@@ -15,10 +15,14 @@ from neta_nb.events import (
     ApproveCommand,
     ContextUsage,
     SetThinkingLevelCommand,
+    ThinkingDeltaEvent,
+    TokenEvent,
     TokenUpdateEvent,
     TurnUsage,
     parse_command,
     parse_event,
+    thinking_delta_event,
+    token_event,
 )
 
 # One complete example per event type, written as a UI would receive it.
@@ -300,3 +304,19 @@ def test_a_grandchild_event_parses_wrapped_twice_and_round_trips() -> None:
     assert json.loads(parsed.model_dump_json()) == data
     with pytest.raises(ValidationError):
         parse_event({"type": "subagent_event", "id": "c1", "event": {"type": "nope"}})
+
+
+@pytest.mark.parametrize(("fast", "validated"), [
+    (token_event("abc"), TokenEvent(text="abc")),
+    (token_event(""), TokenEvent(text="")),
+    (thinking_delta_event("hm ✓"), ThinkingDeltaEvent(text="hm ✓")),
+])
+def test_a_prevalidated_delta_event_is_the_validated_event(fast: Any, validated: Any) -> None:
+    assert type(fast) is type(validated) and fast == validated
+    assert fast.model_dump_json() == validated.model_dump_json()
+    assert fast.model_dump(exclude_unset=True) == validated.model_dump(exclude_unset=True)
+    assert fast.model_fields_set == validated.model_fields_set
+    assert repr(fast) == repr(validated) and hash(fast) == hash(validated)
+    with pytest.raises(ValidationError):
+        fast.text = "changed"
+    assert parse_event(fast.model_dump_json()) == validated
