@@ -159,7 +159,9 @@ class NetaWidget(anywidget.AnyWidget):
     # every page reload and in saved widget state), and our views style themselves. Until
     # ``widget.layout`` is first read (or given), the state has no ``layout`` key and the
     # view gets the frontend's default (none); the first read creates the model and sends
-    # the reference (``_send_created_layout``), so ``card.layout.width = "50%"`` works.
+    # the reference (``_send_created_layout``), so ``card.layout.width = "50%"`` works. A
+    # view drawn before that takes the new model on through the loader (anywidget's views
+    # do not follow ``change:layout``: js/src/late-layout.ts).
     layout = InstanceDict(Layout, allow_none=True).tag(sync=True, **widget_serialization)
 
     _component = traitlets.Unicode("").tag(sync=True)
