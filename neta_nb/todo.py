@@ -19,12 +19,15 @@ Semantics follow the seed exactly, with three additions a real user needs:
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
 
 from .messages import Message
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "MAX_CONTENT_LENGTH",
@@ -129,7 +132,13 @@ class TodoStore:
         if value == self._working:
             return
         self._working = value
-        self._notify()
+        # Set by the session as its turn starts and ends: a listener that fails must not
+        # stop the turn (or leave it running), nor keep the others from hearing it.
+        for listener in list(self._listeners):
+            try:
+                listener(self)
+            except Exception:
+                log.exception("a TodoStore listener failed on a change of working")
 
     def subscribe(self, callback: Callable[[TodoStore], None]) -> Callable[[], None]:
         """Call ``callback(store)`` after every successful write and when :attr:`working`

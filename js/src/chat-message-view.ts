@@ -13,7 +13,7 @@
 import { attachmentChip } from "./attachments";
 import type { Nesting } from "./chat-transcript";
 import type { ChatCard, ChatItem, FullTextRequest, LiveSnapshot } from "./chat-view-traits";
-import { createCutNote, type CutNote, type FetchWhole } from "./cut-text";
+import { characterCount, createCutNote, type CutNote, type FetchWhole } from "./cut-text";
 import { element } from "./dom";
 import { t, type Lang } from "./i18n";
 import { createSkillCard, type SkillCardState } from "./skill-card";
@@ -299,7 +299,7 @@ export class MessageView {
   }
 
   private setNote(note: CutNote, field: "text" | "thinking", preview: string, total: number | undefined): void {
-    const cut = total && this.whole[field] === null ? { shown: preview.length, total } : null;
+    const cut = total && this.whole[field] === null ? { shown: characterCount(preview), total } : null;
     note.set(cut, this.fetcher({ field }));
   }
 

@@ -29,6 +29,27 @@ export interface CutNote {
   destroy(): void;
 }
 
+/**
+ * The length of `text` as the kernel counts it: Python counts code points, JS strings UTF-16
+ * units, so an emoji is one character there and two here. A preview's `shown` is compared
+ * with its `*_chars` (a Python length): counted here the same way, a preview of 20,000
+ * emoji does not read "40,000 of 30,000".
+ */
+export function characterCount(text: string): number {
+  let count = text.length;
+  for (let i = 0; i < text.length - 1; i += 1) {
+    const unit = text.charCodeAt(i);
+    if (unit >= 0xd800 && unit <= 0xdbff) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        count -= 1; // a surrogate pair: one code point
+        i += 1;
+      }
+    }
+  }
+  return count;
+}
+
 const number = (lang: Lang, value: number) => value.toLocaleString(lang === "zh-CN" ? "zh-CN" : "en-US");
 
 /** `onWhole(text)` gets the fetched text; the note hides while the whole is shown. */

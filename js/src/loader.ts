@@ -16,6 +16,8 @@
  * for replies that cannot come.
  */
 import type { AnyModel, RenderProps } from "@anywidget/types";
+import { inflate, type Packed } from "./inflate";
+import { followLateLayout } from "./late-layout";
 
 /** anywidget's render props, and whether a kernel backs the widget. */
 export type LoadedRenderProps = RenderProps & { kernel: boolean };
@@ -23,9 +25,6 @@ type Render = (props: LoadedRenderProps) => unknown;
 interface BundleModule {
   default: { render: Render };
 }
-
-/** A gzip-compressed text: a binary buffer of the model's state. */
-type Packed = DataView | ArrayBuffer | string;
 
 /** The state of the shared model (Python: `WidgetBundle`). */
 interface BundleState {
@@ -65,18 +64,6 @@ function addStyles(hash: string, css: string): void {
   style.id = id;
   style.textContent = css;
   document.head.append(style);
-}
-
-/** The text of a gzip-compressed buffer of the bundle's state (a DataView, as the widget
- * manager hands binary buffers over; plain text is taken as it is). */
-async function inflate(data: Packed): Promise<string> {
-  if (typeof data === "string") return data;
-  // A copy into a plain ArrayBuffer: the manager's view may be of a shared buffer.
-  const bytes = ArrayBuffer.isView(data)
-    ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength).slice()
-    : new Uint8Array(data).slice();
-  const stream = new Blob([bytes as Uint8Array<ArrayBuffer>]).stream().pipeThrough(new DecompressionStream("gzip"));
-  return await new Response(stream).text();
 }
 
 async function evaluate(code: string): Promise<BundleModule> {
@@ -128,7 +115,12 @@ async function render(props: RenderProps): Promise<unknown> {
   try {
     const bundle = await bundleModel(props.model);
     const module = await load(bundle);
-    return await module.default.render({ ...props, kernel: bundle.comm !== undefined && bundle.comm !== null });
+    const stopLayout = followLateLayout(props.model, props.el);
+    const cleanup = await module.default.render({ ...props, kernel: bundle.comm !== undefined && bundle.comm !== null });
+    return () => {
+      stopLayout();
+      if (typeof cleanup === "function") cleanup();
+    };
   } catch (error) {
     // Shown where the user looks, not only in the console.
     const message = document.createElement("div");

@@ -7,7 +7,7 @@
  * it fetches the whole on request (`options.fetchWhole`), never written back to state.
  */
 import "./skill-card.css";
-import { createCutNote, renderPlainText } from "./cut-text";
+import { characterCount, createCutNote, renderPlainText } from "./cut-text";
 import { element, setModifier } from "./dom";
 import { normalizeLang, t, type Lang } from "./i18n";
 import { setMarkdown } from "./markdown";
@@ -131,7 +131,7 @@ export function createSkillCard(el: HTMLElement, options: SkillCardOptions = {})
     collapsible.classList.toggle("neta-is-closed", !(showToggle && state.expanded));
     resultNote.set(
       hasResult && state.result_chars > 0 && wholeResult === null
-        ? { shown: (state.result as string).length, total: state.result_chars }
+        ? { shown: characterCount(state.result as string), total: state.result_chars }
         : null,
       options.fetchWhole ?? null,
     );

@@ -9,7 +9,7 @@
  * (`options.fetchWhole`), shown here and never written back to state.
  */
 import "./tool-card.css";
-import { createCutNote, renderPlainText, type FetchWhole } from "./cut-text";
+import { characterCount, createCutNote, renderPlainText, type FetchWhole } from "./cut-text";
 import { element, makeToggle, setModifier } from "./dom";
 import { normalizeLang, t, type Lang } from "./i18n";
 import { setMarkdown } from "./markdown";
@@ -157,7 +157,7 @@ export function createToolCard(el: HTMLElement, options: ToolCardOptions = {}): 
     const shownResult = wholeResult ?? state.result;
     resultNote.set(
       hasResult && state.result_chars > 0 && wholeResult === null
-        ? { shown: (state.result as string).length, total: state.result_chars }
+        ? { shown: characterCount(state.result as string), total: state.result_chars }
         : null,
       fetcher("result"),
     );

@@ -24,11 +24,13 @@ import logging
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["current_request", "echo_after_cell", "echoing"]
+__all__ = ["current_request", "echo_after_cell", "echo_noted", "echoing"]
 
 log = logging.getLogger(__name__)
 
-_pending: dict[object, tuple[str, Callable[[], None]]] = {}
+# Per key, the requests its sends went out under since the last cell ended, and the latest
+# send: a send of the running cell does not hide an earlier one of a background turn.
+_pending: dict[object, tuple[set[str], Callable[[], None]]] = {}
 _hooked: list[Any] = []  # the IPython shell whose post_run_cell calls _after_cell
 _echoing = False
 
@@ -57,13 +59,23 @@ def echoing() -> bool:
 def echo_after_cell(key: object, send: Callable[[], None]) -> None:
     """``send`` just sent the latest state of ``key`` (hashable: a widget's form, its
     traits) under the current request; call it again after the next cell that finishes
-    under another request. A later note for the same key replaces this one."""
+    under another request than its own. A later note for the same key replaces this
+    ``send``; it is called if any of the notes since the last cell went out under another
+    request (``send`` sends the key's latest state, whatever went out before)."""
     if _echoing:
         return
     request = current_request()
     if request is None or not _hook():
         return
-    _pending[key] = (request, send)
+    noted = _pending.get(key)
+    requests = noted[0] if noted is not None else set()
+    requests.add(request)
+    _pending[key] = (requests, send)
+
+
+def echo_noted(key: object) -> bool:
+    """Whether a send of ``key`` is noted for the end of the running cell."""
+    return key in _pending
 
 
 def _hook() -> bool:
@@ -95,9 +107,9 @@ def _after_cell(_result: object = None) -> None:
     pending = list(_pending.items())
     _pending.clear()
     with _sending_echoes():
-        for _key, (request, send) in pending:
-            if request == now:
-                continue  # sent under this cell's own request: already recorded
+        for _key, (requests, send) in pending:
+            if requests == {now}:
+                continue  # sent under this cell's own request only: already recorded
             try:
                 send()
             except Exception:  # a closed widget, a kernel shutting down: never the cell's

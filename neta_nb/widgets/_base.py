@@ -39,7 +39,7 @@ from ipywidgets.widgets.trait_types import InstanceDict  # type: ignore[import-u
 # code keeps importing them from here.
 from ..markup import code_span, escape_markdown, fenced, literal_markdown
 from ..messages import encodable_value
-from ._after_cell import current_request, echo_after_cell, echoing
+from ._after_cell import current_request, echo_after_cell, echo_noted, echoing
 from ._bundle import STATIC_DIR, WidgetBundle, loader_source, shared_bundle
 from ._static_form import StaticForm, short_plain
 
@@ -159,7 +159,9 @@ class NetaWidget(anywidget.AnyWidget):
     # every page reload and in saved widget state), and our views style themselves. Until
     # ``widget.layout`` is first read (or given), the state has no ``layout`` key and the
     # view gets the frontend's default (none); the first read creates the model and sends
-    # the reference (``_send_created_layout``), so ``card.layout.width = "50%"`` works.
+    # the reference (``_send_created_layout``), so ``card.layout.width = "50%"`` works. A
+    # view drawn before that takes the new model on through the loader (anywidget's views
+    # do not follow ``change:layout``: js/src/late-layout.ts).
     layout = InstanceDict(Layout, allow_none=True).tag(sync=True, **widget_serialization)
 
     _component = traitlets.Unicode("").tag(sync=True)
@@ -228,8 +230,7 @@ class NetaWidget(anywidget.AnyWidget):
     def __init__(self, **kwargs: Any) -> None:
         self._kernel_loop: asyncio.AbstractEventLoop | None = None
         self._kernel_thread: int | None = None
-        self._unechoed_request: str | None = None
-        self._unechoed: set[str] = set()
+        self._unechoed: set[str] = set()  # the keys sent since the last echo
         self.remember_kernel_loop()
         super().__init__(**kwargs)
         self.observe(self._send_created_layout, names="layout", type="default")
@@ -265,18 +266,21 @@ class NetaWidget(anywidget.AnyWidget):
         # Sent from a turn running in the background, this names the cell that started it:
         # the keys are sent again after the next cell, so nbconvert's saved widget state
         # has them (see _after_cell).
-        request = current_request()
-        if request is None:
+        if current_request() is None:
             return
-        if request != self._unechoed_request:
-            self._unechoed_request, self._unechoed = request, set()
+        # Every key since the last echo, whichever request it went out under: the running
+        # cell's own sends do not drop those of a turn in the background (the echo sends
+        # each key's current value; one the cell already sent costs a few bytes again).
+        # A cell that ended with only its own sends noted drops them (nothing went out).
+        if not echo_noted((self, "state")):
+            self._unechoed = set()
         self._unechoed.update(self.keys if key is None else [key] if isinstance(key, str)
                               else key)
         echo_after_cell((self, "state"), self._echo_state)
 
     def _echo_state(self) -> None:
         keys = sorted(name for name in self._unechoed if name in self.keys)
-        self._unechoed_request, self._unechoed = None, set()
+        self._unechoed = set()
         if keys and self.comm is not None:
             super().send_state(keys)
 

@@ -48,7 +48,10 @@ export default { render({ el }) {
 
 
 def _read(path: Path, missing: str) -> str:
-    return path.read_text(encoding="utf-8") if path.is_file() else missing
+    # An empty file (a build interrupted while writing) is as missing as no file: an empty
+    # module would fail in the page with an error that names nothing to do.
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    return text if text.strip() else missing
 
 
 def loader_source() -> str:

@@ -255,6 +255,9 @@ class ChatView(NetaWidget):
                                      if m.role == "assistant"), None)
         self._in_turn = session.running
         self._index = {}
+        # The views draw this session from the state: nothing of it is "streamed here"
+        # (an answer streamed before a switch away and back is drawn from its preview).
+        self._streamed = {}
         self._batcher.forget_items()
         self._subagents, self._subagent_message, self._followed = {}, {}, {}
         self._stored_subagents = StoredSubagents(session.store, live=self._live_child_messages)

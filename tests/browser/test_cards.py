@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from . import gallery
@@ -254,3 +256,48 @@ def test_streaming_cursor_follows_the_text_into_nested_lists(lab: LabSession) ->
     # The finished list rendered once, above the growing tail, and keeps its last item.
     stable = page.locator(".neta-thinking-stable")
     assert "outliers" in stable.inner_text()
+
+
+# Per card on the page, the inline widths of the elements around it up to its output (the
+# widget view's element among them, where a Layout puts its styles).
+_WIDTHS_JS = """() => [...document.querySelectorAll('.neta-todo-card')].map((card) => {
+    const widths = [];
+    for (let node = card; node && !node.classList.contains('jp-OutputArea-output');
+         node = node.parentElement) {
+        if (node.style.width) widths.push(node.style.width);
+    }
+    return widths.join(' ');
+})"""
+
+
+def test_a_layout_first_used_after_the_card_rendered_styles_its_views(lab: LabSession,
+                                                                      screenshot_dir: Path
+                                                                      ) -> None:
+    # A card opens with no Layout model (lighter wire); the first `card.layout` read
+    # creates one and sends the reference. The views already drawn take it on.
+    path = lab.run_notebook("layout.ipynb", [
+        "from neta_nb.widgets import TodoCard\n"
+        "card = TodoCard(todos=[{'id': '1', 'content': 'Draw the chart',"
+        " 'status': 'in_progress'}])\ncard",
+        "card",  # a second view of the same widget
+    ])
+    page = lab.page
+    page.locator(".neta-todo-card").nth(1).wait_for()
+    assert lab.execute(path, "print(card.has_layout)").strip() == "False"
+    before = page.evaluate(_WIDTHS_JS)
+    assert len(before) == 2 and not any("321px" in widths for widths in before)
+
+    lab.execute(path, "card.layout.width = '321px'")
+    page.wait_for_function(f"() => ({_WIDTHS_JS})().every((w) => w.split(' ').includes('321px'))")
+    box = page.locator(".neta-todo-card").first.bounding_box()
+    assert box is not None and box["width"] <= 321
+    lab.screenshot(page.locator(".neta-todo-card").first, screenshot_dir / "todo-card-layout.png")
+
+    # A new Layout replaces it; the card still follows its own changes afterwards.
+    lab.execute(path, "from ipywidgets import Layout\ncard.layout = Layout(width='222px')")
+    page.wait_for_function(f"() => ({_WIDTHS_JS})().every((w) => w.split(' ').includes('222px')"
+                           " && !w.split(' ').includes('321px'))")
+    lab.execute(path, "card.todos = [{'id': '1', 'content': 'Chart drawn',"
+                      " 'status': 'completed'}]")
+    page.wait_for_function("() => [...document.querySelectorAll('.neta-todo-content')]"
+                           ".every((e) => e.textContent === 'Chart drawn')")

@@ -12,7 +12,7 @@ import pytest
 import traitlets
 from ipywidgets.widgets.widget import _remove_buffers  # type: ignore[import-untyped]
 
-from neta_nb.widgets import SkillCard, ThinkingBlock, TodoCard, TokenStats, ToolCard
+from neta_nb.widgets import SkillCard, ThinkingBlock, TodoCard, TokenStats, ToolCard, _bundle
 from neta_nb.widgets._base import (
     STATIC_DIR,
     NetaWidget,
@@ -21,6 +21,7 @@ from neta_nb.widgets._base import (
     fenced,
     literal_markdown,
 )
+from neta_nb.widgets._bundle import MISSING_BUNDLE_ESM, WidgetBundle, loader_source
 
 from .conftest import SentMessages
 
@@ -62,6 +63,20 @@ def test_every_widget_carries_the_small_loader_and_names_one_shared_bundle() -> 
     for name in ("createTodoCard", "createToolCard", "createSkillCard", "createThinkingBlock",
                  "createTokenStats", "createThinkingLevelSelector", "widgetRenderers"):
         assert re.search(rf"\b{name}\b", bundle), name
+
+
+@pytest.mark.parametrize("contents", [None, "", "\n  \n"])
+def test_a_missing_or_empty_bundle_file_draws_what_to_do(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch, contents: str | None) -> None:
+    # An interrupted build can leave an empty file: the cards then say the build is
+    # missing instead of failing with "cannot read properties of undefined".
+    for name in ("BUNDLE_FILE", "LOADER_FILE"):
+        path = tmp_path / f"{name}.js"
+        if contents is not None:
+            path.write_text(contents)
+        monkeypatch.setattr(_bundle, name, path)
+    assert gzip.decompress(WidgetBundle.from_static_files().code).decode() == MISSING_BUNDLE_ESM
+    assert loader_source() == MISSING_BUNDLE_ESM
 
 
 @pytest.mark.parametrize(("widget", "component"), [

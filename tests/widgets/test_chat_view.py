@@ -270,6 +270,24 @@ async def test_a_new_turn_does_not_send_the_last_answer_again(sent: SentMessages
     assert session.messages[3].id not in items and session.messages[5].id in items
 
 
+async def test_a_view_switched_away_and_back_does_not_send_the_last_answer_again(
+        sent: SentMessages) -> None:
+    # The view streamed session A's answer, showed B, then A again (drawn from the state):
+    # A's next turn finds that answer unchanged and does not send it again.
+    first, _ = make_session([[*answer("The first answer. " * 50)], [*answer("Next.")]])
+    other, _ = make_session([])
+    chat = ChatView(first)
+    chat._view_opened({"view_id": "v1"})
+    await first.run("First?")
+    chat.bind(other)
+    chat.bind(first)
+    sent.clear()
+    await first.run("Second?")
+    items = [op["item"]["id"] for batch in batches(sent) for op in batch["ops"]
+             if op["op"] == "item"]
+    assert first.messages[1].id not in items and first.messages[3].id in items
+
+
 async def test_a_response_end_is_sent_at_once_not_a_batch_interval_later(
         sent: SentMessages) -> None:
     # An hour between batches: only the response's end can have sent the first answer's
