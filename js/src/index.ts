@@ -7,6 +7,7 @@
 import "./theme.css";
 import type { RenderProps } from "@anywidget/types";
 import { widgetRenderers } from "./widgets";
+import { followLateLayout } from "./late-layout";
 
 export { bindComponent, readTraits, request, writeBack } from "./anywidget-binding";
 export type { Cleanup, RendererProps, WidgetRenderer } from "./anywidget-binding";
@@ -45,7 +46,12 @@ function render({ model, el, kernel }: RenderProps & { kernel?: boolean }): () =
     el.append(message);
     return () => message.remove();
   }
-  return renderer({ model, el, kernel: kernel !== false });
+  const cleanup = renderer({ model, el, kernel: kernel !== false });
+  const stopLayout = followLateLayout(model, el);
+  return () => {
+    stopLayout();
+    cleanup();
+  };
 }
 
 export default { render };

@@ -5,7 +5,8 @@
  * (`NetaWidget.layout` in neta_nb/widgets/_base.py: it saves a comm per widget). That first
  * use usually comes after the widget is shown (`card.layout.width = "50%"` in a later cell),
  * and anywidget's views take on only the layout their model held when they were displayed:
- * unlike ipywidgets' own views they do not follow `change:layout`. So the loader does: it
+ * unlike ipywidgets' own views they do not follow `change:layout`. So every neta_nb view
+ * does (the bundle's `render`, src/index.ts): it
  * draws the new layout with the widget manager's own `LayoutView` (the same styling
  * ipywidgets applies), on the view's element, and drops the one it drew before.
  */

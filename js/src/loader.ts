@@ -17,7 +17,6 @@
  */
 import type { AnyModel, RenderProps } from "@anywidget/types";
 import { inflate, type Packed } from "./inflate";
-import { followLateLayout } from "./late-layout";
 
 /** anywidget's render props, and whether a kernel backs the widget. */
 export type LoadedRenderProps = RenderProps & { kernel: boolean };
@@ -115,12 +114,7 @@ async function render(props: RenderProps): Promise<unknown> {
   try {
     const bundle = await bundleModel(props.model);
     const module = await load(bundle);
-    const stopLayout = followLateLayout(props.model, props.el);
-    const cleanup = await module.default.render({ ...props, kernel: bundle.comm !== undefined && bundle.comm !== null });
-    return () => {
-      stopLayout();
-      if (typeof cleanup === "function") cleanup();
-    };
+    return await module.default.render({ ...props, kernel: bundle.comm !== undefined && bundle.comm !== null });
   } catch (error) {
     // Shown where the user looks, not only in the console.
     const message = document.createElement("div");

@@ -160,7 +160,7 @@ class NetaWidget(anywidget.AnyWidget):
     # ``widget.layout`` is first read (or given), the state has no ``layout`` key and the
     # view gets the frontend's default (none); the first read creates the model and sends
     # the reference (``_send_created_layout``), so ``card.layout.width = "50%"`` works. A
-    # view drawn before that takes the new model on through the loader (anywidget's views
+    # view drawn before that takes the new model on through the bundle (anywidget's views
     # do not follow ``change:layout``: js/src/late-layout.ts).
     layout = InstanceDict(Layout, allow_none=True).tag(sync=True, **widget_serialization)
 
@@ -234,7 +234,7 @@ class NetaWidget(anywidget.AnyWidget):
         self.remember_kernel_loop()
         super().__init__(**kwargs)
         self.observe(self._send_created_layout, names="layout", type="default")
-        self._static_form = StaticForm(self._static_parts)
+        self._static_form = StaticForm(self._static_parts, echo_wanted=self._echo_wanted)
         if self._static_traits:
             self.observe(lambda _change: self._static_form.refresh(),
                          names=list(self._static_traits))
@@ -281,8 +281,15 @@ class NetaWidget(anywidget.AnyWidget):
     def _echo_state(self) -> None:
         keys = sorted(name for name in self._unechoed if name in self.keys)
         self._unechoed = set()
-        if keys and self.comm is not None:
+        if keys and self.comm is not None and self._echo_wanted():
             super().send_state(keys)
+
+    def _echo_wanted(self) -> bool:
+        """Whether a background turn's sends are worth sending again after a cell (see
+        ``_after_cell``). A widget that knows a live view of it is open says no: that page
+        got them already (it goes by comm and display id, not by cell); only a frontend
+        that records by cell and draws no view (nbclient) needs them."""
+        return True
 
     # --- requests from views -------------------------------------------------------
 

@@ -69,11 +69,13 @@ class StaticForm(FrameThrottle):
     widget as it is now."""
 
     def __init__(self, render: Callable[[], tuple[str, str]], *,
+                 echo_wanted: Callable[[], bool] = lambda: True,
                  interval: float = REFRESH_INTERVAL,
                  clock: Callable[[], float] = time.monotonic,
                  schedule: Scheduler = call_later_on_running_loop) -> None:
         super().__init__(interval=interval, clock=clock, schedule=schedule)
         self._render = render
+        self._echo_wanted = echo_wanted
         self.display_ids: list[str] = []
         self._pending = False
 
@@ -114,7 +116,11 @@ class StaticForm(FrameThrottle):
         self._send(payload)
         # Sent from a turn running in the background, this names the cell that started
         # it: sent again after the next cell, so nbconvert records it (see _after_cell).
-        echo_after_cell(self, lambda: self._send(payload))
+        echo_after_cell(self, lambda: self._echo(payload))
+
+    def _echo(self, payload: dict[str, str]) -> None:
+        if self._echo_wanted():
+            self._send(payload)
 
     def _send(self, payload: dict[str, str]) -> None:
         for display_id in self.display_ids:

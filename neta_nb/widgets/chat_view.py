@@ -714,6 +714,9 @@ class ChatView(NetaWidget):
             # The saved notebook's static form shows the turn as it ended.
             self._static_form.refresh_now()
 
+    def _echo_wanted(self) -> bool:
+        return self._presence.views == 0
+
     def _should_send_property(self, key: str, value: Any) -> bool:
         if self._quiet_window and key in ("messages", "has_older"):
             return False

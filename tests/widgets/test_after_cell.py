@@ -106,3 +106,19 @@ def test_a_cells_own_sends_are_not_carried_into_a_later_echo(kernel: Kernel) -> 
     kernel.request = "cell-1"  # later, a turn cell 1 started sends from the background
     stats.send_state("current")
     assert kernel.end_cell("cell-2") == [["current"]]
+
+
+def test_a_chat_with_an_open_view_is_not_sent_again(kernel: Kernel) -> None:
+    # A live page has the background turn's sends already (it goes by comm and display
+    # id, not by cell): only a chat nobody views (nbclient) is echoed.
+    from neta_nb.widgets import ChatView
+
+    chat = ChatView()
+    chat._view_opened({"view_id": "v1"})
+    kernel.request = "cell-1"
+    chat.send_state("running")
+    assert kernel.end_cell("cell-2") == []
+    chat._view_closed({"view_id": "v1"})
+    kernel.request = "cell-1"
+    chat.send_state("running")
+    assert kernel.end_cell("cell-3") == [["running"]]
