@@ -56,8 +56,8 @@ async function bundleModel(model: AnyModel): Promise<BundleModel> {
   return (await model.widget_manager.get_model(id)) as unknown as BundleModel;
 }
 
-function addStyles(hash: string, css: string): void {
-  const id = `neta-nb-styles-${hash}`;
+/** Add a stylesheet to the page once (by its element id). */
+function addStyle(id: string, css: string): void {
   if (!css || document.getElementById(id)) return;
   const style = document.createElement("style");
   style.id = id;
@@ -81,7 +81,7 @@ function load(bundle: BundleModel): Promise<BundleModule> {
   if (known) return known;
   const loading = (async () => {
     const [code, css] = await Promise.all([inflate(bundle.get("code")), inflate(bundle.get("css"))]);
-    addStyles(hash, css);
+    addStyle(`neta-nb-styles-${hash}`, css);
     return await evaluate(code);
   })();
   registry().set(hash, loading);
@@ -100,16 +100,8 @@ function load(bundle: BundleModel): Promise<BundleModule> {
 const FORM_RULE =
   ".jp-OutputArea-child:has(.neta-view) + .jp-OutputArea-child:has(.neta-static-form){display:none}";
 
-function hideFormsBesideViews(): void {
-  if (document.getElementById("neta-nb-form-rule")) return;
-  const style = document.createElement("style");
-  style.id = "neta-nb-form-rule";
-  style.textContent = FORM_RULE;
-  document.head.append(style);
-}
-
 async function render(props: RenderProps): Promise<unknown> {
-  hideFormsBesideViews();
+  addStyle("neta-nb-form-rule", FORM_RULE);
   props.el.classList.add("neta-view");
   try {
     const bundle = await bundleModel(props.model);
@@ -121,9 +113,10 @@ async function render(props: RenderProps): Promise<unknown> {
     // The view did not render: the static form after this output shows again.
     props.el.classList.remove("neta-view");
     message.className = "neta-load-error";
-    message.textContent = `neta_nb: the widget code did not load (${error instanceof Error ? error.message : String(error)})`;
+    const failed = "neta_nb: the widget code did not load";
+    message.textContent = `${failed} (${error instanceof Error ? error.message : String(error)})`;
     props.el.append(message);
-    console.error("neta_nb: the widget code did not load", error);
+    console.error(failed, error);
     return () => message.remove();
   }
 }
