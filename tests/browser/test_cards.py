@@ -245,6 +245,9 @@ def test_streaming_cursor_follows_the_text_into_nested_lists(lab: LabSession) ->
     page = lab.page
     cursor = page.locator(".neta-thinking-block.neta-is-streaming .neta-thinking-cursor")
     cursor.wait_for()
+    # The text is revealed over a few frames (js/src/reveal.ts): wait for all of it.
+    page.wait_for_function("() => document.querySelector('.neta-thinking-cursor')"
+                           "?.parentElement?.textContent === 'outl'")
     host = cursor.evaluate("c => [c.parentElement.tagName,"
                            " c.parentElement.parentElement.parentElement.tagName,"
                            " c.parentElement.textContent]")
