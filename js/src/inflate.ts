@@ -9,12 +9,12 @@
 export type Packed = DataView | ArrayBuffer | Uint8Array | string;
 
 /** Browsers that have `DecompressionStream` ("gzip"). */
-const NEEDED = "Chrome 80, Edge 80, Firefox 113, Safari 16.4 or later";
+const NEEDED = "Chrome 80, Firefox 113, Safari 16.4 or later";
 
 export async function inflate(data: Packed): Promise<string> {
   if (typeof data === "string") return data;
   if (typeof DecompressionStream !== "function") {
-    throw new Error(`this browser cannot decompress the widget code (it has no DecompressionStream; ${NEEDED})`);
+    throw new Error(`this browser has no DecompressionStream (${NEEDED} have it)`);
   }
   // A copy into a plain ArrayBuffer: the manager's view may be of a shared buffer.
   const bytes = ArrayBuffer.isView(data)

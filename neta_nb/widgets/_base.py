@@ -144,6 +144,13 @@ def _error_text(error: BaseException) -> str:
     return f"{type(error).__name__}: {message}" if message else type(error).__name__
 
 
+_FRONTEND_DEFAULTS: dict[str, Any] = {"_dom_classes": [], "tabbable": None, "tooltip": None,
+                                      "_view_count": None}
+"""ipywidgets traits whose default the frontend's ``DOMWidgetModel`` has too: left out of
+a widget's opening when unchanged (each widget's ``comm_open`` is the wire cost of
+displaying it)."""
+
+
 class NetaWidget(anywidget.AnyWidget):
     """Base of the neta_nb widgets. Subclasses set ``_component`` and their traits, and
     implement :meth:`_fallback_text` (short) and :meth:`_fallback_html` (the rich form)."""
@@ -246,6 +253,13 @@ class NetaWidget(anywidget.AnyWidget):
         if key is None and not self.has_layout:
             key = [name for name in self.keys if name != "layout"]
         state: dict[str, Any] = super().get_state(key, drop_defaults=drop_defaults)
+        if key is None or not isinstance(key, str):
+            # The whole state (a widget's opening, a page's request for it): ipywidgets'
+            # DOM options at their defaults are the frontend model's defaults too.
+            for name, default in _FRONTEND_DEFAULTS.items():
+                if name in state and (state[name] == default
+                                      or (default == [] and state[name] == ())):
+                    del state[name]
         return state
 
     @property

@@ -193,3 +193,15 @@ def test_a_layout_given_at_construction_is_sent_with_the_widget(
                  if kind == "comm_open" and comm_id == card.comm.comm_id)
     assert state["layout"] == f"IPY_MODEL_{card.layout.model_id}"
     assert card.layout.width == "300px"
+
+
+def test_an_opening_leaves_out_dom_options_at_the_frontends_defaults(
+        opened: list[tuple[str, str, dict[str, Any]]]) -> None:
+    card = TodoCard(tooltip="the plan")
+    state = next(data["state"] for kind, comm_id, data in opened
+                 if kind == "comm_open" and comm_id == card.comm.comm_id)
+    assert state["tooltip"] == "the plan"
+    assert not {"_dom_classes", "tabbable", "_view_count"} & set(state)
+    card.add_class("wide")  # changed later: sent as any change
+    assert opened[-1][2]["state"] == {"_dom_classes": ("wide",)}
+    assert card.get_state("tabbable") == {"tabbable": None}  # asked by name: given
