@@ -85,6 +85,12 @@ def batches(sent: SentMessages) -> list[dict[str, Any]]:
     return sent.of_kind("batch")
 
 
+def sent_item_ids(sent: SentMessages) -> list[str]:
+    """The ids of the items the batches sent so far carry (redrawn messages)."""
+    return [op["item"]["id"] for batch in batches(sent) for op in batch["ops"]
+            if op["op"] == "item"]
+
+
 # --- items -------------------------------------------------------------------------
 
 
@@ -265,8 +271,7 @@ async def test_a_new_turn_does_not_send_the_last_answer_again(sent: SentMessages
     other = ChatView(session)
     other._view_opened({"view_id": "v2"})
     await session.run("Third?")
-    items = [op["item"]["id"] for batch in batches(sent) for op in batch["ops"]
-             if op["op"] == "item"]
+    items = sent_item_ids(sent)
     assert session.messages[3].id not in items and session.messages[5].id in items
 
 
@@ -283,8 +288,7 @@ async def test_a_view_switched_away_and_back_does_not_send_the_last_answer_again
     chat.bind(first)
     sent.clear()
     await first.run("Second?")
-    items = [op["item"]["id"] for batch in batches(sent) for op in batch["ops"]
-             if op["op"] == "item"]
+    items = sent_item_ids(sent)
     assert first.messages[1].id not in items and first.messages[3].id in items
 
 
