@@ -29,7 +29,13 @@ from neta_nb.store import SessionRecord
 from neta_nb.tools import resolve_tools
 
 from .support import sessions as support
-from .support.delegation import Gate, crew_catalog, delegations, innermost
+from .support.delegation import (
+    Gate,
+    crew_catalog,
+    delegations,
+    innermost,
+    start_until_a_child_asks,
+)
 from .support.sessions import (
     FakeProvider,
     Recorder,
@@ -476,12 +482,7 @@ async def test_a_closed_view_leaves_no_child_waiting_for_an_answer() -> None:
                         researcher=[calls(("g1", "guarded_op", {"x": 3})), answer("no")])
     agent.subagents[0].tools = AgentToolConfig(enabled=["guarded_op"])
     session = AgentSession(agent, crew_catalog(), approval_policy="reject")
-    detach = session.attach_approver()
-    recorder = Recorder()
-    session.subscribe(recorder)
-    task = session.start("go")
-    await wait_until(lambda: any(isinstance(innermost(e), ApprovalRequestEvent)
-                                 for e in recorder.events))
+    task, _, detach = await start_until_a_child_asks(session)
     detach()  # the chat view closed: the policy decides the child's pending request
     async with asyncio.timeout(10):
         await task

@@ -15,7 +15,13 @@ from neta_nb.events import ApprovalRequestEvent, SubagentStartEvent
 from neta_nb.providers.base import TextDelta
 
 from .support import sessions as support
-from .support.delegation import Gate, crew_catalog, delegations, innermost
+from .support.delegation import (
+    Gate,
+    crew_catalog,
+    delegations,
+    innermost,
+    start_until_a_child_asks,
+)
 from .support.sessions import (
     FakeProvider,
     Recorder,
@@ -209,12 +215,7 @@ async def test_the_parents_stop_while_a_child_waits_for_approval() -> None:
     planner = FakeProvider([delegations(("d1", "researcher", "a"))])
     session = AgentSession(Agent("planner", model=planner, subagents=[researcher]),
                            crew_catalog())
-    detach = session.attach_approver()
-    recorder = Recorder()
-    session.subscribe(recorder)
-    task = session.start("go")
-    await wait_until(lambda: any(isinstance(innermost(e), ApprovalRequestEvent)
-                                 for e in recorder.events))
+    task, recorder, detach = await start_until_a_child_asks(session)
     session.cancel()
     async with asyncio.timeout(10):
         await task

@@ -250,10 +250,11 @@ class NetaWidget(anywidget.AnyWidget):
     # --- the lazy layout ------------------------------------------------------------
 
     def get_state(self, key: Any = None, drop_defaults: bool = False) -> dict[str, Any]:
-        if key is None and not self.has_layout:
+        whole = key is None
+        if whole and not self.has_layout:
             key = [name for name in self.keys if name != "layout"]
         state: dict[str, Any] = super().get_state(key, drop_defaults=drop_defaults)
-        if key is None or not isinstance(key, str):
+        if whole:
             # The whole state (a widget's opening, a page's request for it): ipywidgets'
             # DOM options at their defaults are the frontend model's defaults too.
             for name, default in _FRONTEND_DEFAULTS.items():

@@ -43,3 +43,20 @@ class Gate:
     async def __call__(self) -> None:
         self.reached.set()
         await self.opened.wait()
+
+
+async def start_until_a_child_asks(session: Any) -> tuple[asyncio.Task[Any], Any, Any]:
+    """Start a turn of ``session`` with an approver attached and return once an approval
+    request of a child (at any depth) arrived: ``(task, recorder, detach)``."""
+    from neta_nb.events import ApprovalRequestEvent
+
+    from .sessions import Recorder
+    from .timing import wait_until
+
+    detach = session.attach_approver()
+    recorder = Recorder()
+    session.subscribe(recorder)
+    task = session.start("go")
+    await wait_until(lambda: any(isinstance(innermost(e), ApprovalRequestEvent)
+                                 for e in recorder.events))
+    return task, recorder, detach

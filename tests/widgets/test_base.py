@@ -205,3 +205,6 @@ def test_an_opening_leaves_out_dom_options_at_the_frontends_defaults(
     card.add_class("wide")  # changed later: sent as any change
     assert opened[-1][2]["state"] == {"_dom_classes": ("wide",)}
     assert card.get_state("tabbable") == {"tabbable": None}  # asked by name: given
+    with card.hold_sync():  # a change back to the default is a change too
+        card.tooltip = None
+    assert opened[-1][2]["state"] == {"tooltip": None}
