@@ -1,16 +1,20 @@
 /**
  * The pace at which streamed text appears on the page.
  *
- * The kernel sends streamed text in batches, one per `FLUSH_INTERVAL` (0.1 s, see
- * neta_nb/widgets/_streaming.py): every Jupyter message carries ~650 bytes of envelope, so
- * fewer, larger batches keep a turn's traffic near its text. Drawn as they arrive, batches
- * would make the answer jump a phrase at a time; instead each batch is revealed steadily
- * over about one interval, frame by frame, so the text flows as it streamed. A reader sees
- * it at most one interval later; the whole text is drawn at once when the stream ends.
+ * The kernel sends streamed text in batches (see neta_nb/widgets/_streaming.py): every
+ * Jupyter message carries ~650 bytes of envelope, so text alone goes at most every 0.5 s
+ * unless a few KB are pending, and a change of structure within 0.1 s. Drawn as they
+ * arrive, batches would make the answer jump a phrase at a time; instead each batch is
+ * revealed steadily until the next one is likely to arrive — over the time the last one
+ * took to come, frame by frame — so the text flows as it streamed, a fraction of a second
+ * behind. The whole text is drawn at once when the stream ends.
  */
 
-/** Milliseconds over which newly arrived text is revealed (about the kernel's interval). */
+/** Milliseconds over which a batch is revealed when the pace of arrivals is not known yet. */
 export const REVEAL_MS = 100;
+
+/** The longest span a batch is revealed over: arrivals further apart are a pause. */
+export const MAX_REVEAL_MS = 600;
 
 /** The longest frame gap counted: a tab that was hidden resumes at the pace, not at once. */
 const MAX_FRAME_MS = 50;
@@ -19,17 +23,29 @@ export class RevealPace {
   /** Characters shown so far. */
   private shown = 0;
   private held = 0;
-  /** Characters per millisecond, set when text arrives: what is not shown yet, over `span`. */
+  /** Characters per millisecond, set when text arrives: what is not shown yet, over a span. */
   private rate = 0;
   private lastFrame: number | null = null;
+  /** When text last arrived (ms, the clock's), `null` before the first. */
+  private lastArrival: number | null = null;
 
-  constructor(private readonly span: number = REVEAL_MS) {}
+  constructor(
+    private readonly span: number = REVEAL_MS,
+    private readonly clock: () => number = () => performance.now(),
+  ) {}
 
   /** The text held now is `length` characters long (it grew, or started over shorter). */
   hold(length: number): void {
     if (length < this.shown) this.shown = length;
+    if (length !== this.held) {
+      const now = this.clock();
+      const gap = this.lastArrival === null ? Infinity : now - this.lastArrival;
+      this.lastArrival = now;
+      // Reveal what is new until the next batch likely comes: as long as this one took.
+      const span = gap <= MAX_REVEAL_MS ? Math.max(gap, this.span) : this.span;
+      this.rate = (length - this.shown) / span;
+    }
     this.held = length;
-    this.rate = (length - this.shown) / this.span;
   }
 
   /** Show everything held from now on (a snapshot, the final text). */

@@ -1,9 +1,9 @@
-// The reveal pace of streamed text: each batch appears steadily over about one interval,
-// the pace follows the arrivals, a hidden tab resumes at the pace, and a cut never splits
-// a character.
+// The reveal pace of streamed text: each batch appears steadily until the next one is
+// likely to arrive, the pace follows the arrivals, a hidden tab resumes at the pace, and a
+// cut never splits a character.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { REVEAL_MS, RevealPace, wholeCharacters } from "../src/reveal";
+import { MAX_REVEAL_MS, REVEAL_MS, RevealPace, wholeCharacters } from "../src/reveal";
 
 /** Frames at 60 Hz from `start` until the pace has caught up: the lengths shown. */
 function frames(pace: RevealPace, start: number, limit = 1000): number[] {
@@ -44,6 +44,31 @@ test("a slow trickle shows every character at once, one frame each", () => {
   assert.equal(pace.behind, false);
   pace.hold(3);
   assert.deepEqual(frames(pace, 500), [2, 3]);
+});
+
+test("batches that come 0.5 s apart are each revealed over about 0.5 s", () => {
+  let now = 0;
+  const pace = new RevealPace(REVEAL_MS, () => now);
+  pace.hold(10); // the first text after a pause: over the default span
+  assert.ok(frames(pace, 0).length <= 7);
+  now = 500;
+  pace.hold(1010);
+  const shown = frames(pace, 500);
+  assert.equal(shown.at(-1), 1010);
+  // ~500 ms at 60 Hz: about thirty frames, so the text flows until the next batch is due.
+  assert.ok(shown.length >= 28 && shown.length <= 32, `${shown.length} frames`);
+});
+
+test("arrivals further apart than the longest span are a pause: the default span", () => {
+  let now = 0;
+  const pace = new RevealPace(REVEAL_MS, () => now);
+  pace.hold(10);
+  frames(pace, 0);
+  now = MAX_REVEAL_MS + 400;
+  pace.hold(610);
+  const shown = frames(pace, now);
+  assert.equal(shown.at(-1), 610);
+  assert.ok(shown.length >= 6 && shown.length <= 7, `${shown.length} frames`);
 });
 
 test("after a hidden tab the backlog is not dumped in one frame", () => {

@@ -625,7 +625,7 @@ class OpBatcher(FrameThrottle):
             self._chunks = [delta]
             self._ops.append({"op": op, "chunks": self._chunks, "path": path} if path
                              else {"op": op, "chunks": self._chunks})
-        self._schedule()
+        self._schedule_text(len(delta))
 
     def op(self, op: str, path: tuple[str, ...] = (), **fields: Any) -> None:
         """Any other operation (``live``, ``thinking_done``, ``end``, ``reset``)."""

@@ -15,14 +15,26 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-__all__ = ["FLUSH_INTERVAL", "DeltaBatcher", "FrameThrottle", "Scheduler",
-           "call_later_on_running_loop"]
+__all__ = ["FLUSH_INTERVAL", "TEXT_BATCH_CHARS", "TEXT_WAIT_INTERVALS", "DeltaBatcher",
+           "FrameThrottle", "Scheduler", "call_later_on_running_loop"]
 
 FLUSH_INTERVAL = 0.1
-"""Seconds between two batches of one stream. Each batch is a Jupyter message with ~650
-bytes of envelope (header, parent header, comm id): at one per 30 ms a fast stream cost 4–5×
-its text on the wire, at one per 0.1 s about 2×. The page does not draw a batch at once but
-reveals it over about this long (``js/src/reveal.ts``), so the text still flows smoothly."""
+"""Seconds between two batches of one stream when a batch carries a change of structure (a
+card, the start or end of a response): the page learns of it within this long."""
+
+TEXT_WAIT_INTERVALS = 5
+"""A batch that carries only streamed text waits up to this many intervals (0.5 s) unless
+it holds ``TEXT_BATCH_CHARS``. Each batch is a Jupyter message with ~650 bytes of envelope
+(header, parent header, comm id): at one per 30 ms a fast stream cost 4–5× its text on the
+wire, at one per 0.1 s about 2×; text alone at most twice a second costs at most ~1.3 KB/s
+of envelope whatever the pace. The page does not draw a batch at once but reveals it
+steadily until the next one is due (``js/src/reveal.ts``), so the text still flows: it
+reads a fraction of a second behind the model, and the first text after a pause goes out
+at once."""
+
+TEXT_BATCH_CHARS = 4_000
+"""Pending streamed text that is worth its envelope at once (it is ~6× the envelope): a
+fast stream goes out in batches of about this size, every interval at the most."""
 
 
 class Cancellable(Protocol):
@@ -49,22 +61,30 @@ def call_later_on_running_loop(delay: float,
 class FrameThrottle:
     """Sends numbered batches, at most one per ``interval``.
 
-    The first batch after a quiet interval goes out at once (a first token shows without
-    delay); later ones wait for a trailing flush scheduled on the running event loop, so a
-    burst costs one message per interval and its last part is never held back longer than
-    that. Without a running loop every batch goes out at once (plain scripts). ``clock`` and
-    ``schedule`` (a :data:`Scheduler`) are the seams tests drive time through.
-    Subclasses collect what a batch carries (:meth:`_take`) and send it (:meth:`_deliver`).
+    What a batch carries decides how long it may wait after the previous one: a change of
+    structure (:meth:`_schedule`) one ``interval``; streamed text alone
+    (:meth:`_schedule_text`) ``TEXT_WAIT_INTERVALS`` intervals, or one once
+    ``TEXT_BATCH_CHARS`` are pending. A batch that is due at once goes out at once (the
+    first token after a pause shows without delay); a later one waits for a trailing flush
+    scheduled on the running event loop, so a burst costs one message per interval and its
+    last part is never held back longer than its wait. Without a running loop every batch
+    goes out at once (plain scripts). ``clock`` and ``schedule`` (a :data:`Scheduler`) are
+    the seams tests drive time through. Subclasses collect what a batch carries
+    (:meth:`_take`) and send it (:meth:`_deliver`).
     """
 
     def __init__(self, *, interval: float = FLUSH_INTERVAL,
                  clock: Callable[[], float] = time.monotonic,
                  schedule: Scheduler = call_later_on_running_loop) -> None:
         self._interval = interval
+        self._text_wait = interval * TEXT_WAIT_INTERVALS
         self._clock = clock
         self._schedule_later = schedule
         self._last_flush = float("-inf")
         self._timer: Cancellable | None = None
+        self._text_chars = 0  # streamed text pending since the last batch
+        self._structure = False  # something other than text is pending
+        self._timer_ends_wait = False  # the scheduled flush is the end of the batch's wait
         self.seq = 0
         """Number of the last batch sent (0 before the first)."""
 
@@ -76,22 +96,47 @@ class FrameThrottle:
         raise NotImplementedError
 
     def _schedule(self) -> None:
-        # Called per delta: the common case (a flush already due) returns at once.
-        if self._timer is not None:
-            return
-        wait = self._last_flush + self._interval - self._clock()
+        """Something other than streamed text is pending: send it within one interval."""
+        self._structure = True
+        if self._timer is None:
+            self._arm()
+
+    def _schedule_text(self, chars: int) -> None:
+        """``chars`` more characters of streamed text are pending."""
+        # Called per delta: the common case (a flush already scheduled) returns at once.
+        self._text_chars += chars
+        if self._timer is None:
+            self._arm()
+
+    def _arm(self, look: float | None = None) -> None:
+        since = self._clock() - self._last_flush
+        wait = self._interval - since if self._due_soon() else self._text_wait - since
         if wait <= 0:
             self.flush()
             return
-        self._timer = self._schedule_later(wait, self._flush_from_timer)
+        # Text alone looks again when a batch could first go and then every interval: a fast
+        # stream may fill a batch meanwhile, or a change of structure join it.
+        if look is None:
+            look = self._interval - since if since < self._interval else self._interval
+        self._timer_ends_wait = wait <= look
+        self._timer = self._schedule_later(min(wait, look), self._on_timer)
         if self._timer is None:
             self.flush()
 
-    def _flush_from_timer(self) -> None:
+    def _due_soon(self) -> bool:
+        """Whether what is pending may wait only one interval."""
+        return self._structure or self._text_chars >= TEXT_BATCH_CHARS
+
+    def _on_timer(self) -> None:
         self._timer = None
-        self.flush()
+        if self._timer_ends_wait or self._due_soon():
+            self.flush()
+        else:
+            self._arm(look=self._interval)
 
     def _cancel_timer(self) -> None:
+        """Cancel a scheduled flush: what is pending is being sent or dropped."""
+        self._text_chars, self._structure = 0, False
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -125,7 +170,7 @@ class DeltaBatcher(FrameThrottle):
     def push(self, delta: str) -> None:
         if delta:
             self._pending.append(delta)
-            self._schedule()
+            self._schedule_text(len(delta))
 
     def _take(self) -> str | None:
         if not self._pending:

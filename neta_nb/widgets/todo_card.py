@@ -74,8 +74,12 @@ class TodoCard(NetaWidget):
 
     @staticmethod
     def _state_of(store: TodoStore) -> dict[str, Any]:
-        return {"todos": [item.model_dump() for item in store.read()],
-                "paused": store.working is False}
+        todos = [item.model_dump() for item in store.read()]
+        # Only a step in progress shows it, so a plan without one never sends a change of
+        # ``paused`` (two messages a turn otherwise).
+        return {"todos": todos,
+                "paused": store.working is False
+                and any(item["status"] == "in_progress" for item in todos)}
 
     def apply(self, event: TodoUpdateEvent) -> None:
         """Show the list a ``todo_update`` event carries."""

@@ -261,6 +261,53 @@ def test_streaming_cursor_follows_the_text_into_nested_lists(lab: LabSession) ->
     assert "outliers" in stable.inner_text()
 
 
+# Per 100 ms window while a stream runs, whether the shown text grew: sampled every frame.
+_GROWTH_JS = """async ([selector, seconds]) => {
+    const node = document.querySelector(selector);
+    const windows = new Map();
+    const start = performance.now();
+    let last = node.textContent.length;
+    while (performance.now() - start < seconds * 1000) {
+        await new Promise((resolve) => requestAnimationFrame(resolve));
+        const now = node.textContent.length;
+        const slot = Math.floor((performance.now() - start) / 100);
+        windows.set(slot, (windows.get(slot) || false) || now > last);
+        last = now;
+    }
+    return [...windows.values()];
+}"""
+
+
+def test_text_alone_streamed_slowly_flows_between_batches(lab: LabSession,
+                                                         screenshot_dir: Path) -> None:
+    # A slow model's text goes at most every 0.5 s (neta_nb/widgets/_streaming.py); the
+    # page reveals each batch over about the time the last one took (js/src/reveal.ts), so
+    # the text grows all the time instead of a burst every half second.
+    path = lab.run_notebook("flow.ipynb", [
+        "import asyncio\n"
+        "from neta_nb.widgets import ThinkingBlock\n"
+        "block = ThinkingBlock()\n"
+        "block.start()\n"
+        "async def feed():\n"
+        "    for n in range(400):\n"
+        "        block.append(f'word{n % 10} ')  # ~6 characters every 20 ms\n"
+        "        await asyncio.sleep(0.02)\n"
+        "    block.finish()\n"
+        "block",
+    ])
+    page = lab.page
+    page.locator(".neta-thinking-block.neta-is-streaming").wait_for()
+    lab.execute(path, "task = asyncio.ensure_future(feed())")
+    page.wait_for_function("() => document.querySelector('.neta-thinking-block')"
+                           "?.textContent.length > 300", timeout=20_000)
+    grew = page.evaluate(_GROWTH_JS, [".neta-thinking-block", 3])
+    lab.screenshot(page.locator(".neta-thinking-block").first,
+                   screenshot_dir / "thinking-flowing.png")
+    # Drawn a batch at a time, the text would grow in ~1 of every 5 windows.
+    assert sum(grew) >= 0.7 * len(grew), grew
+    assert int(lab.execute(path, "print(block.seq if hasattr(block, 'seq') else 0)")) >= 0
+
+
 # Per card on the page, the inline widths of the elements around it up to its output (the
 # widget view's element among them, where a Layout puts its styles).
 _WIDTHS_JS = """() => [...document.querySelectorAll('.neta-todo-card')].map((card) => {

@@ -23,6 +23,7 @@ from neta_nb.store import CompactionRecord
 from neta_nb.widgets import ChatView
 from neta_nb.widgets._base import RequestError
 from neta_nb.widgets._chat_state import OpBatcher, render_message, render_window
+from neta_nb.widgets._streaming import TEXT_BATCH_CHARS
 
 from ..support.sessions import FakeProvider, add, answer, calls, count_up
 from ..support.timing import ManualScheduler, wait_until
@@ -161,8 +162,8 @@ def test_batcher_merges_text_numbers_batches_and_renders_items_when_sent() -> No
 
 
 def test_batcher_sends_a_burst_as_few_batches() -> None:
-    # 2,000 deltas over 0.1 s of (manual) time, 0.02 s apart batches: one batch at once,
-    # then one per interval.
+    # 2,000 deltas (~12,000 characters) over 0.1 s of (manual) time, 0.02 s intervals: one
+    # batch at once, then one per interval that has a batch's worth of text, then the rest.
     sent: list[dict[str, Any]] = []
     scheduler = ManualScheduler()
     batcher = OpBatcher(sent.append, lambda _id: None, interval=0.02, clock=scheduler.clock,
@@ -174,7 +175,28 @@ def test_batcher_sends_a_burst_as_few_batches() -> None:
     text = "".join(op["text"] for batch in sent for op in batch["ops"])
     assert text == "".join(f"w{n} " for n in range(2000))
     assert [b["seq"] for b in sent] == list(range(1, len(sent) + 1))
-    assert 5 <= len(sent) <= 7
+    sizes = [sum(len(op["text"]) for op in batch["ops"]) for batch in sent]
+    assert len(sizes) >= 3 and all(size >= TEXT_BATCH_CHARS for size in sizes[1:-1]), sizes
+    # None waited longer than needed: a batch goes at the first look (once per interval,
+    # ~2,200 characters here) that finds a batch's worth.
+    assert all(size < TEXT_BATCH_CHARS + 2_500 for size in sizes), sizes
+    assert scheduler.pending == []
+
+
+def test_a_change_of_structure_goes_within_an_interval_and_takes_the_text_along() -> None:
+    sent: list[dict[str, Any]] = []
+    scheduler = ManualScheduler()
+    batcher = OpBatcher(sent.append, lambda _id: {"id": _id, "role": "tool"},
+                        interval=0.02, clock=scheduler.clock, schedule=scheduler)
+    batcher.text("text", "Let me")  # the first text after a pause: at once
+    scheduler.advance(0.005)
+    batcher.text("text", " look.")
+    scheduler.advance(0.05)
+    assert len(sent) == 1  # text alone waits: it is not worth its envelope yet
+    batcher.upsert("c1")  # a tool card starts: due at the next look
+    scheduler.advance(0.01)
+    assert [op["op"] for op in sent[1]["ops"]] == ["text", "item"]
+    assert sent[1]["ops"][0]["text"] == " look."
     assert scheduler.pending == []
 
 

@@ -1,11 +1,19 @@
-"""FrameThrottle through DeltaBatcher: batches by interval, numbers batches, a trailing
-flush through the scheduler seam (a manual one here, the event loop by default)."""
+"""FrameThrottle through DeltaBatcher: batches by interval (text alone waits longer unless
+a batch's worth is pending), numbers batches, a trailing flush through the scheduler seam
+(a manual one here, the event loop by default)."""
 
 from __future__ import annotations
 
 import asyncio
 
-from neta_nb.widgets._streaming import DeltaBatcher, call_later_on_running_loop
+import pytest
+
+from neta_nb.widgets._streaming import (
+    TEXT_BATCH_CHARS,
+    TEXT_WAIT_INTERVALS,
+    DeltaBatcher,
+    call_later_on_running_loop,
+)
 
 from ..support.timing import ManualScheduler
 
@@ -33,17 +41,66 @@ def test_batches_within_an_interval() -> None:
     assert batcher.seq == 2
 
 
-def test_the_trailing_flush_is_scheduled_once_for_the_rest_of_the_interval() -> None:
+def test_the_trailing_flush_is_scheduled_once_and_looks_every_interval() -> None:
     batcher, sent, scheduler = make_batcher(interval=0.03)
     batcher.push("a")
     scheduler.advance(0.01)
     batcher.push("b")
     batcher.push("c")
-    assert len(scheduler.pending) == 1 and scheduler.pending[0].due == scheduler.clock.now + 0.02
-    scheduler.advance(0.019)
+    # One timer, at the end of the interval: a batch could go no earlier.
+    assert len(scheduler.pending) == 1
+    assert scheduler.pending[0].due == pytest.approx(scheduler.clock.now + 0.02)
+    scheduler.advance(0.02)
+    # Text alone is not worth its envelope yet: the timer looks again an interval later.
+    assert sent == [(1, "a")]
+    assert len(scheduler.pending) == 1
+    assert scheduler.pending[0].due == pytest.approx(scheduler.clock.now + 0.03)
+
+
+def test_text_alone_waits_the_text_wait_then_goes() -> None:
+    batcher, sent, scheduler = make_batcher(interval=0.03)
+    batcher.push("a")
+    scheduler.advance(0.001)
+    batcher.push("b")
+    text_wait = 0.03 * TEXT_WAIT_INTERVALS
+    scheduler.advance(text_wait - 0.002)
     assert sent == [(1, "a")]
     scheduler.advance(0.001)
-    assert sent == [(1, "a"), (2, "bc")]
+    assert sent == [(1, "a"), (2, "b")]
+    assert scheduler.pending == []
+
+
+def test_text_worth_a_batch_goes_at_the_next_interval() -> None:
+    batcher, sent, scheduler = make_batcher(interval=0.03)
+    batcher.push("a")
+    scheduler.advance(0.01)
+    batcher.push("x" * (TEXT_BATCH_CHARS // 2))
+    scheduler.advance(0.02)  # the interval is over, half a batch is pending: it waits
+    assert sent == [(1, "a")]
+    batcher.push("y" * (TEXT_BATCH_CHARS // 2))
+    scheduler.advance(0.029)
+    assert len(sent) == 1
+    scheduler.advance(0.001)  # the next look: a whole batch is pending
+    assert sent[1] == (2, "x" * (TEXT_BATCH_CHARS // 2) + "y" * (TEXT_BATCH_CHARS // 2))
+
+
+def test_the_first_text_after_a_pause_goes_at_once_but_not_after_only_an_interval() -> None:
+    batcher, sent, scheduler = make_batcher(interval=0.03)
+    batcher.push("a")
+    scheduler.advance(0.05)  # past the interval, within the text wait
+    batcher.push("b")
+    assert sent == [(1, "a")]
+    batcher.flush()
+    scheduler.advance(0.03 * TEXT_WAIT_INTERVALS)  # a pause as long as the text wait
+    batcher.push("c")
+    assert sent == [(1, "a"), (2, "b"), (3, "c")]
+
+
+def test_a_zero_interval_sends_every_push() -> None:
+    batcher, sent, scheduler = make_batcher(interval=0)
+    batcher.push("a")
+    batcher.push("b")
+    assert sent == [(1, "a"), (2, "b")]
     assert scheduler.pending == []
 
 

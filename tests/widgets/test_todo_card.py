@@ -106,7 +106,7 @@ async def test_a_sessions_card_stops_spinning_when_the_turn_ends() -> None:
                              [lambda: seen.append(card.paused), *answer("Stopped early.")]])
     session = AgentSession(Agent("planner", model=provider), ToolCatalog.default())
     card = TodoCard(session.todo)
-    assert card.paused is True  # an idle session: nothing works on the plan
+    assert card.paused is False  # an empty plan: no step in progress to show as paused
     await session.run("plan it")
     assert seen == [False]  # during the turn: spinning
     assert card.todos[0]["status"] == "in_progress" and card.paused is True
@@ -121,3 +121,22 @@ def test_a_store_no_session_drives_never_shows_paused() -> None:
     assert card.paused is True
     store.working = True
     assert card.paused is False
+
+
+async def test_a_plan_without_a_step_in_progress_sends_no_change_of_paused() -> None:
+    # Only a step in progress shows "paused": an empty or finished plan costs no message
+    # when a turn starts and ends.
+    from neta_nb import Agent, AgentSession
+
+    from ..support.sessions import FakeProvider, answer
+
+    session = AgentSession(Agent("planner", model=FakeProvider([answer("Hi."),
+                                                                 answer("Done.")])))
+    card = TodoCard(session.todo)
+    changes: list[bool] = []
+    card.observe(lambda change: changes.append(change["new"]), names="paused")
+    await session.run("hello")
+    session.todo.write([{"id": "1", "content": "Load", "status": "completed"}])
+    await session.run("again")
+    assert changes == []
+    assert session.todo.working is False and card.paused is False
