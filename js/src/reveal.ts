@@ -13,8 +13,12 @@
 /** Milliseconds over which a batch is revealed when the pace of arrivals is not known yet. */
 export const REVEAL_MS = 100;
 
-/** The longest span a batch is revealed over: arrivals further apart are a pause. */
-export const MAX_REVEAL_MS = 600;
+/** The longest span a batch is revealed over: arrivals further apart are a pause. Twice
+ * the kernel's text wait (0.5 s), so a batch that comes a little late still flows. */
+export const MAX_REVEAL_MS = 1000;
+
+/** Arrivals this close are parts of one batch (its operations applied in one go). */
+const SAME_BATCH_MS = 8;
 
 /** The longest frame gap counted: a tab that was hidden resumes at the pace, not at once. */
 const MAX_FRAME_MS = 50;
@@ -26,13 +30,17 @@ export class RevealPace {
   /** Characters per millisecond, set when text arrives: what is not shown yet, over a span. */
   private rate = 0;
   private lastFrame: number | null = null;
-  /** When text last arrived (ms, the clock's), `null` before the first. */
+  /** When the last batch of text arrived (ms, the clock's), `null` before the first. */
   private lastArrival: number | null = null;
+  /** The span the last batch is revealed over. */
+  private batchSpan: number;
 
   constructor(
     private readonly span: number = REVEAL_MS,
     private readonly clock: () => number = () => performance.now(),
-  ) {}
+  ) {
+    this.batchSpan = span;
+  }
 
   /** The text held now is `length` characters long (it grew, or started over shorter). */
   hold(length: number): void {
@@ -40,10 +48,12 @@ export class RevealPace {
     if (length !== this.held) {
       const now = this.clock();
       const gap = this.lastArrival === null ? Infinity : now - this.lastArrival;
-      this.lastArrival = now;
-      // Reveal what is new until the next batch likely comes: as long as this one took.
-      const span = gap <= MAX_REVEAL_MS ? Math.max(gap, this.span) : this.span;
-      this.rate = (length - this.shown) / span;
+      if (gap >= SAME_BATCH_MS) {
+        this.lastArrival = now;
+        // Reveal what is new until the next batch likely comes: as long as this one took.
+        this.batchSpan = gap <= MAX_REVEAL_MS ? Math.max(gap, this.span) : this.span;
+      }
+      this.rate = (length - this.shown) / this.batchSpan;
     }
     this.held = length;
   }

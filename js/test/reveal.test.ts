@@ -59,6 +59,18 @@ test("batches that come 0.5 s apart are each revealed over about 0.5 s", () => {
   assert.ok(shown.length >= 28 && shown.length <= 32, `${shown.length} frames`);
 });
 
+test("a batch applied as several appends keeps the batch's span", () => {
+  let now = 0;
+  const pace = new RevealPace(REVEAL_MS, () => now);
+  pace.hold(10);
+  frames(pace, 0);
+  now = 500;
+  for (let part = 1; part <= 50; part += 1) pace.hold(10 + part * 20); // one tick
+  const shown = frames(pace, 500);
+  assert.equal(shown.at(-1), 1010);
+  assert.ok(shown.length >= 28 && shown.length <= 32, `${shown.length} frames`);
+});
+
 test("arrivals further apart than the longest span are a pause: the default span", () => {
   let now = 0;
   const pace = new RevealPace(REVEAL_MS, () => now);

@@ -15,22 +15,25 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-__all__ = ["FLUSH_INTERVAL", "TEXT_BATCH_CHARS", "TEXT_WAIT_INTERVALS", "DeltaBatcher",
-           "FrameThrottle", "Scheduler", "call_later_on_running_loop"]
+__all__ = ["FLUSH_INTERVAL", "TEXT_BATCH_CHARS", "TEXT_WAIT", "TEXT_WAIT_INTERVALS",
+           "DeltaBatcher", "FrameThrottle", "Scheduler", "call_later_on_running_loop"]
 
 FLUSH_INTERVAL = 0.1
 """Seconds between two batches of one stream when a batch carries a change of structure (a
 card, the start or end of a response): the page learns of it within this long."""
 
+TEXT_WAIT = 0.5
+"""Seconds a batch that carries only streamed text may wait after the last batch that
+carried text, unless it holds ``TEXT_BATCH_CHARS``. Each batch is a Jupyter message with
+~650 bytes of envelope (header, parent header, comm id): at one per 30 ms a fast stream cost
+4–5× its text on the wire, at one per 0.1 s about 2×; text alone at most twice a second
+costs at most ~1.3 KB/s of envelope whatever the pace. The page does not draw a batch at
+once but reveals it steadily until the next one likely comes (``js/src/reveal.ts``), so the
+text still flows, a fraction of a second behind the model."""
+
 TEXT_WAIT_INTERVALS = 5
-"""A batch that carries only streamed text waits up to this many intervals (0.5 s) unless
-it holds ``TEXT_BATCH_CHARS``. Each batch is a Jupyter message with ~650 bytes of envelope
-(header, parent header, comm id): at one per 30 ms a fast stream cost 4–5× its text on the
-wire, at one per 0.1 s about 2×; text alone at most twice a second costs at most ~1.3 KB/s
-of envelope whatever the pace. The page does not draw a batch at once but reveals it
-steadily until the next one is due (``js/src/reveal.ts``), so the text still flows: it
-reads a fraction of a second behind the model, and the first text after a pause goes out
-at once."""
+"""A shorter ``interval`` shortens the text wait with it (tests run fast intervals; an
+interval of 0 sends everything at once): the wait is at most this many intervals."""
 
 TEXT_BATCH_CHARS = 4_000
 """Pending streamed text that is worth its envelope at once (it is ~6× the envelope): a
@@ -61,10 +64,10 @@ def call_later_on_running_loop(delay: float,
 class FrameThrottle:
     """Sends numbered batches, at most one per ``interval``.
 
-    What a batch carries decides how long it may wait after the previous one: a change of
-    structure (:meth:`_schedule`) one ``interval``; streamed text alone
-    (:meth:`_schedule_text`) ``TEXT_WAIT_INTERVALS`` intervals, or one once
-    ``TEXT_BATCH_CHARS`` are pending. A batch that is due at once goes out at once (the
+    What a batch carries decides how long it may wait: a change of structure
+    (:meth:`_schedule`) one ``interval`` after the previous batch; streamed text alone
+    (:meth:`_schedule_text`) ``TEXT_WAIT`` after the previous batch with text, or one
+    interval once ``TEXT_BATCH_CHARS`` are pending. A batch that is due at once goes out at once (the
     first token after a pause shows without delay); a later one waits for a trailing flush
     scheduled on the running event loop, so a burst costs one message per interval and its
     last part is never held back longer than its wait. Without a running loop every batch
@@ -77,14 +80,16 @@ class FrameThrottle:
                  clock: Callable[[], float] = time.monotonic,
                  schedule: Scheduler = call_later_on_running_loop) -> None:
         self._interval = interval
-        self._text_wait = interval * TEXT_WAIT_INTERVALS
+        self._text_wait = max(interval, min(TEXT_WAIT, interval * TEXT_WAIT_INTERVALS))
         self._clock = clock
         self._schedule_later = schedule
         self._last_flush = float("-inf")
+        self._last_text_flush = float("-inf")
         self._timer: Cancellable | None = None
+        self._timer_delay = 0.0
+        self._wait_left = 0.0  # of the pending batch's wait, counted down by the timers
         self._text_chars = 0  # streamed text pending since the last batch
         self._structure = False  # something other than text is pending
-        self._timer_ends_wait = False  # the scheduled flush is the end of the batch's wait
         self.seq = 0
         """Number of the last batch sent (0 before the first)."""
 
@@ -97,9 +102,12 @@ class FrameThrottle:
 
     def _schedule(self) -> None:
         """Something other than streamed text is pending: send it within one interval."""
+        text_was_waiting = self._timer is not None and not self._due_soon()
         self._structure = True
         if self._timer is None:
             self._arm()
+        elif text_was_waiting and self._clock() - self._last_flush >= self._interval:
+            self.flush()  # text waited for its batch's worth; this change is due now
 
     def _schedule_text(self, chars: int) -> None:
         """``chars`` more characters of streamed text are pending."""
@@ -108,18 +116,26 @@ class FrameThrottle:
         if self._timer is None:
             self._arm()
 
-    def _arm(self, look: float | None = None) -> None:
-        since = self._clock() - self._last_flush
-        wait = self._interval - since if self._due_soon() else self._text_wait - since
+    def _arm(self) -> None:
+        now = self._clock()
+        since = now - self._last_flush
+        wait = self._interval - since
+        if not self._due_soon():
+            # Counted from the last batch with text: the first words after a batch that
+            # carried only a change of structure (the start of a response) are not held.
+            wait = max(wait, self._text_wait - (now - self._last_text_flush))
         if wait <= 0:
             self.flush()
             return
-        # Text alone looks again when a batch could first go and then every interval: a fast
-        # stream may fill a batch meanwhile, or a change of structure join it.
-        if look is None:
-            look = self._interval - since if since < self._interval else self._interval
-        self._timer_ends_wait = wait <= look
-        self._timer = self._schedule_later(min(wait, look), self._on_timer)
+        self._wait_left = wait
+        # Look when a batch could first go and then every interval: a fast stream may fill a
+        # batch meanwhile, or a change of structure join the text.
+        self._start_timer(min(wait, self._interval - since if since < self._interval
+                              else self._interval))
+
+    def _start_timer(self, delay: float) -> None:
+        self._timer_delay = delay
+        self._timer = self._schedule_later(delay, self._on_timer)
         if self._timer is None:
             self.flush()
 
@@ -128,11 +144,14 @@ class FrameThrottle:
         return self._structure or self._text_chars >= TEXT_BATCH_CHARS
 
     def _on_timer(self) -> None:
+        # The wait is counted down by the timers, not read again from the clock: a batch
+        # goes when its wait is over however the clock moved meanwhile.
         self._timer = None
-        if self._timer_ends_wait or self._due_soon():
+        self._wait_left -= self._timer_delay
+        if self._wait_left <= 0 or self._due_soon():
             self.flush()
         else:
-            self._arm(look=self._interval)
+            self._start_timer(min(self._wait_left, self._interval))
 
     def _cancel_timer(self) -> None:
         """Cancel a scheduled flush: what is pending is being sent or dropped."""
@@ -143,11 +162,14 @@ class FrameThrottle:
 
     def flush(self) -> None:
         """Send what is pending now (the end of a stream, before a snapshot)."""
+        carries_text = self._text_chars > 0
         self._cancel_timer()
         payload = self._take()
         if payload is None:
             return
         self._last_flush = self._clock()
+        if carries_text:
+            self._last_text_flush = self._last_flush
         self.seq += 1
         self._deliver(self.seq, payload)
 

@@ -1,7 +1,7 @@
 """``ThinkingBlock``: the model's thinking (seed 002 §7), streamed live, folded when done.
 
 Streaming never syncs the growing string: :meth:`append` batches deltas (numbered
-``append`` messages, text alone at most every ``TEXT_WAIT_INTERVALS`` intervals unless a
+``append`` messages, text alone at most every ``TEXT_WAIT`` seconds unless a
 batch's worth is pending, see :mod:`._streaming`) and the
 ``text`` trait is synced once, when the stream ends. A view that opens mid-stream or misses
 a batch asks for a ``snapshot`` and continues from it; a saved notebook keeps the final

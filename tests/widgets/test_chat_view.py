@@ -200,6 +200,36 @@ def test_a_change_of_structure_goes_within_an_interval_and_takes_the_text_along(
     assert scheduler.pending == []
 
 
+def test_the_first_words_of_a_response_follow_its_start_within_an_interval() -> None:
+    # The start of a response ("live") goes at once on its own after a pause (a tool ran);
+    # the words right behind it wait one interval, not the text wait: that counts from the
+    # last batch that carried text.
+    sent: list[dict[str, Any]] = []
+    scheduler = ManualScheduler()
+    batcher = OpBatcher(sent.append, lambda _id: None, interval=0.02,
+                        clock=scheduler.clock, schedule=scheduler)
+    batcher.text("text", "Before the tool.")
+    scheduler.advance(1)
+    batcher.op("live", id="m2")
+    batcher.text("text", "The answer")
+    assert [op["op"] for op in sent[-1]["ops"]] == ["live"]
+    scheduler.advance(0.02)
+    assert sent[-1]["ops"] == [{"op": "text", "text": "The answer"}]
+
+
+def test_a_change_of_structure_while_text_waits_goes_at_once_once_an_interval_passed() -> None:
+    sent: list[dict[str, Any]] = []
+    scheduler = ManualScheduler()
+    batcher = OpBatcher(sent.append, lambda _id: {"id": _id, "role": "tool"},
+                        interval=0.02, clock=scheduler.clock, schedule=scheduler)
+    batcher.text("text", "Let me")
+    scheduler.advance(0.001)
+    batcher.text("text", " look.")
+    scheduler.advance(0.045)  # between two looks of the text's wait
+    batcher.upsert("c1")
+    assert [op["op"] for op in sent[-1]["ops"]] == ["text", "item"]
+
+
 # --- a bound session ---------------------------------------------------------------
 
 

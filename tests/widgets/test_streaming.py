@@ -10,6 +10,7 @@ import pytest
 
 from neta_nb.widgets._streaming import (
     TEXT_BATCH_CHARS,
+    TEXT_WAIT,
     TEXT_WAIT_INTERVALS,
     DeltaBatcher,
     call_later_on_running_loop,
@@ -157,3 +158,28 @@ def test_reset_drops_pending() -> None:
     assert scheduler.pending == []
     batcher.flush()
     assert sent == [(1, "a")]
+
+
+def test_the_text_wait_is_at_most_half_a_second_whatever_the_interval() -> None:
+    batcher, sent, scheduler = make_batcher(interval=0.3)
+    batcher.push("a")
+    scheduler.advance(0.01)
+    batcher.push("b")
+    scheduler.advance(TEXT_WAIT - 0.011)
+    assert sent == [(1, "a")]
+    scheduler.advance(0.002)
+    assert sent == [(1, "a"), (2, "b")]
+
+
+def test_a_batch_goes_when_its_wait_is_over_even_if_the_clock_stands_still() -> None:
+    # The timers count the wait down; a clock that does not move (a mocked one, a clock
+    # apart from the scheduler's) cannot hold text back for ever.
+    sent: list[tuple[int, str]] = []
+    scheduler = ManualScheduler()
+    batcher = DeltaBatcher(lambda seq, text: sent.append((seq, text)), interval=0.03,
+                           clock=lambda: 5.0, schedule=scheduler)
+    batcher.push("a")
+    batcher.push("b")
+    scheduler.advance(10)
+    assert sent == [(1, "a"), (2, "b")]
+    assert scheduler.pending == []
