@@ -70,10 +70,10 @@ class FrameThrottle:
     interval once ``TEXT_BATCH_CHARS`` are pending. A batch that is due at once goes out
     at once (the first token after a pause shows without delay); a later one waits for a
     trailing flush scheduled on the running event loop, so a burst costs one message per
-    interval and its last part is never held back longer than its wait. Without a running loop every batch
-    goes out at once (plain scripts). ``clock`` and ``schedule`` (a :data:`Scheduler`) are
-    the seams tests drive time through. Subclasses collect what a batch carries
-    (:meth:`_take`) and send it (:meth:`_deliver`).
+    interval and its last part is never held back longer than its wait. Without a running
+    loop every batch goes out at once (plain scripts). ``clock`` and ``schedule`` (a
+    :data:`Scheduler`) are the seams tests drive time through. Subclasses collect what a
+    batch carries (:meth:`_take`) and send it (:meth:`_deliver`).
     """
 
     def __init__(self, *, interval: float = FLUSH_INTERVAL,
