@@ -251,8 +251,10 @@ def stream_run(lab: LabSession, path: str, cdp: Any, frames: FrameCounter, *, ch
         lab.execute(path, f"task = asyncio.ensure_future(naive_run(naive, {rate}))")
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if lab.execute(path, "print(task.done())").strip() == "True":
-            break
+        # A flooded server may drop a poll's reply: that poll counts as "not done yet".
+        with contextlib.suppress(Exception):
+            if lab.execute(path, "print(task.done())", timeout=20).strip() == "True":
+                break
         time.sleep(0.25)
     # Give the browser time to drain what is in flight (a flooded server may never).
     with contextlib.suppress(Exception):  # incomplete is a result here, not an error

@@ -224,10 +224,16 @@ _FIND_NOTEBOOK = """(path) => {
 
 # Runs a snippet in the notebook's kernel and returns its stdout + text/plain result.
 _EXECUTE_JS = """
-async ([path, code]) => {
+async ([path, code, seconds]) => {
   const widget = FIND_NOTEBOOK(path);
   const kernel = widget.sessionContext.session.kernel;
   const future = kernel.requestExecute({ code, store_history: false, silent: false });
+  // A reply or idle status the server dropped (its IOPub rate limit) would wait for ever.
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no reply within ${seconds} s: ${code}`)),
+                       seconds * 1000);
+  });
   let out = '';
   let error = null;
   future.onIOPub = (msg) => {
@@ -236,7 +242,11 @@ async ([path, code]) => {
     else if (type === 'execute_result') out += msg.content.data['text/plain'] ?? '';
     else if (type === 'error') error = msg.content.ename + ': ' + msg.content.evalue;
   };
-  await future.done;
+  try {
+    await Promise.race([future.done, late]);
+  } finally {
+    clearTimeout(timer);
+  }
   if (error) throw new Error(error);
   return out;
 }
@@ -387,10 +397,11 @@ class LabSession:
         self.run_all(path, timeout=timeout)
         return path
 
-    def execute(self, path: str, code: str) -> str:
+    def execute(self, path: str, code: str, timeout: float = 120.0) -> str:
         """Run ``code`` in the kernel of the open notebook ``path``; returns stdout plus
-        the text/plain of the result. A Python exception raises here."""
-        return str(self.page.evaluate(_EXECUTE_JS, [path, code]))
+        the text/plain of the result. A Python exception, or no reply within ``timeout``
+        seconds, raises here."""
+        return str(self.page.evaluate(_EXECUTE_JS, [path, code, timeout]))
 
     def wait_for_kernel_value(self, path: str, expression: str, expected: str,
                               timeout: float = 10.0) -> str:
