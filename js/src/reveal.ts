@@ -17,8 +17,6 @@ export const REVEAL_MS = 100;
  * the kernel's text wait (0.5 s), so a batch that comes a little late still flows. */
 export const MAX_REVEAL_MS = 1000;
 
-/** Arrivals this close are parts of one batch (its operations applied in one go). */
-const SAME_BATCH_MS = 8;
 
 /** The longest frame gap counted: a tab that was hidden resumes at the pace, not at once. */
 const MAX_FRAME_MS = 50;
@@ -34,6 +32,8 @@ export class RevealPace {
   private lastArrival: number | null = null;
   /** The span the last batch is revealed over. */
   private batchSpan: number;
+  /** Text arrived in the task running now: later appends of it are the same batch. */
+  private inBatch = false;
 
   constructor(
     private readonly span: number = REVEAL_MS,
@@ -46,9 +46,14 @@ export class RevealPace {
   hold(length: number): void {
     if (length < this.shown) this.shown = length;
     if (length !== this.held) {
-      const now = this.clock();
-      const gap = this.lastArrival === null ? Infinity : now - this.lastArrival;
-      if (gap >= SAME_BATCH_MS) {
+      if (!this.inBatch) {
+        // A batch's operations are applied in one go, so one task is one batch.
+        this.inBatch = true;
+        queueMicrotask(() => {
+          this.inBatch = false;
+        });
+        const now = this.clock();
+        const gap = this.lastArrival === null ? Infinity : now - this.lastArrival;
         this.lastArrival = now;
         // Reveal what is new until the next batch likely comes: as long as this one took.
         this.batchSpan = gap <= MAX_REVEAL_MS ? Math.max(gap, this.span) : this.span;

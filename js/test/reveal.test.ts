@@ -46,11 +46,15 @@ test("a slow trickle shows every character at once, one frame each", () => {
   assert.deepEqual(frames(pace, 500), [2, 3]);
 });
 
-test("batches that come 0.5 s apart are each revealed over about 0.5 s", () => {
+/** The next task: a batch that arrives later (one batch's appends share a task). */
+const nextTask = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+test("batches that come 0.5 s apart are each revealed over about 0.5 s", async () => {
   let now = 0;
   const pace = new RevealPace(REVEAL_MS, () => now);
   pace.hold(10); // the first text after a pause: over the default span
   assert.ok(frames(pace, 0).length <= 7);
+  await nextTask();
   now = 500;
   pace.hold(1010);
   const shown = frames(pace, 500);
@@ -59,23 +63,28 @@ test("batches that come 0.5 s apart are each revealed over about 0.5 s", () => {
   assert.ok(shown.length >= 28 && shown.length <= 32, `${shown.length} frames`);
 });
 
-test("a batch applied as several appends keeps the batch's span", () => {
+test("a batch applied as several appends keeps the batch's span", async () => {
   let now = 0;
   const pace = new RevealPace(REVEAL_MS, () => now);
   pace.hold(10);
   frames(pace, 0);
+  await nextTask();
   now = 500;
-  for (let part = 1; part <= 50; part += 1) pace.hold(10 + part * 20); // one tick
+  for (let part = 1; part <= 50; part += 1) {
+    pace.hold(10 + part * 20); // one batch's appends, however long apart within its task
+    now += 1;
+  }
   const shown = frames(pace, 500);
   assert.equal(shown.at(-1), 1010);
   assert.ok(shown.length >= 28 && shown.length <= 32, `${shown.length} frames`);
 });
 
-test("arrivals further apart than the longest span are a pause: the default span", () => {
+test("arrivals further apart than the longest span are a pause: the default span", async () => {
   let now = 0;
   const pace = new RevealPace(REVEAL_MS, () => now);
   pace.hold(10);
   frames(pace, 0);
+  await nextTask();
   now = MAX_REVEAL_MS + 400;
   pace.hold(610);
   const shown = frames(pace, now);

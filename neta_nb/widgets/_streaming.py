@@ -88,6 +88,7 @@ class FrameThrottle:
         self._timer: Cancellable | None = None
         self._timer_delay = 0.0
         self._wait_left = 0.0  # of the pending batch's wait, counted down by the timers
+        self._deadline = 0.0  # the same wait's end by the clock
         self._text_chars = 0  # streamed text pending since the last batch
         self._structure = False  # something other than text is pending
         self.seq = 0
@@ -102,12 +103,16 @@ class FrameThrottle:
 
     def _schedule(self) -> None:
         """Something other than streamed text is pending: send it within one interval."""
-        text_was_waiting = self._timer is not None and not self._due_soon()
         self._structure = True
         if self._timer is None:
             self._arm()
-        elif text_was_waiting and self._clock() - self._last_flush >= self._interval:
-            self.flush()  # text waited for its batch's worth; this change is due now
+        elif self._wait_left > 0 and self._clock() - self._last_flush >= self._interval:
+            # Text was waiting for its batch's worth; this change is due now. Sent by a
+            # timer of no delay, not from here: what the same handler adds next (the answer
+            # right after the end of thinking) goes in the same batch.
+            self._timer.cancel()
+            self._wait_left = 0.0
+            self._start_timer(0.0)
 
     def _schedule_text(self, chars: int) -> None:
         """``chars`` more characters of streamed text are pending."""
@@ -128,6 +133,7 @@ class FrameThrottle:
             self.flush()
             return
         self._wait_left = wait
+        self._deadline = now + wait
         # Look when a batch could first go and then every interval: a fast stream may fill a
         # batch meanwhile, or a change of structure join the text.
         self._start_timer(min(wait, self._interval - since if since < self._interval
@@ -139,23 +145,31 @@ class FrameThrottle:
         if self._timer is None:
             self.flush()
 
+    def _start_text_run(self) -> None:
+        """The text pending next starts a new run (a new response): it waits one interval
+        at most, not for the text wait since the last batch with text."""
+        self._last_text_flush = float("-inf")
+
     def _due_soon(self) -> bool:
         """Whether what is pending may wait only one interval."""
         return self._structure or self._text_chars >= TEXT_BATCH_CHARS
 
     def _on_timer(self) -> None:
-        # The wait is counted down by the timers, not read again from the clock: a batch
-        # goes when its wait is over however the clock moved meanwhile.
+        # The wait is counted down by the timers as well as read from the clock: a batch
+        # goes when its wait is over even if the clock stands still.
         self._timer = None
-        self._wait_left -= self._timer_delay
-        if self._wait_left <= 0 or self._due_soon():
+        # A late timer (a busy loop) does not stretch the wait: the clock's deadline, when
+        # the clock moves, is the bound too.
+        self._wait_left = min(self._wait_left - self._timer_delay,
+                              self._deadline - self._clock())
+        if self._wait_left <= 1e-9 or self._due_soon():
             self.flush()
         else:
             self._start_timer(min(self._wait_left, self._interval))
 
     def _cancel_timer(self) -> None:
         """Cancel a scheduled flush: what is pending is being sent or dropped."""
-        self._text_chars, self._structure = 0, False
+        self._text_chars, self._structure, self._wait_left = 0, False, 0.0
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None

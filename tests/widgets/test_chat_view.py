@@ -227,7 +227,55 @@ def test_a_change_of_structure_while_text_waits_goes_at_once_once_an_interval_pa
     batcher.text("text", " look.")
     scheduler.advance(0.045)  # between two looks of the text's wait
     batcher.upsert("c1")
-    assert [op["op"] for op in sent[-1]["ops"]] == ["text", "item"]
+    batcher.text("text", " Found it.")  # the same handler goes on: it travels along
+    scheduler.advance(0)
+    assert [op["op"] for op in sent[-1]["ops"]] == ["text", "item", "text"]
+
+
+def test_the_answer_after_thinking_goes_with_the_end_of_thinking() -> None:
+    sent: list[dict[str, Any]] = []
+    scheduler = ManualScheduler()
+    batcher = OpBatcher(sent.append, lambda _id: None, interval=0.02,
+                        clock=scheduler.clock, schedule=scheduler)
+    batcher.text("thinking", "Let me")
+    scheduler.advance(0.001)
+    batcher.text("thinking", " think.")
+    scheduler.advance(0.03)
+    batcher.op("thinking_done")  # one event handler: the end of thinking, the first token
+    batcher.text("text", "Answer")
+    scheduler.advance(0)
+    assert [op["op"] for op in sent[-1]["ops"]] == ["thinking", "thinking_done", "text"]
+
+
+def test_a_change_of_structure_beside_a_batch_of_text_goes_at_once_too() -> None:
+    sent: list[dict[str, Any]] = []
+    scheduler = ManualScheduler()
+    batcher = OpBatcher(sent.append, lambda _id: {"id": _id, "role": "tool"},
+                        interval=0.02, clock=scheduler.clock, schedule=scheduler)
+    batcher.text("text", "a")
+    scheduler.advance(0.001)
+    batcher.text("text", "b")
+    scheduler.advance(0.024)  # past the first look (0.02), before the next (0.04)
+    batcher.text("text", "x" * TEXT_BATCH_CHARS)  # due at the next look
+    scheduler.advance(0.005)
+    batcher.upsert("c1")  # an interval has passed: no need to wait for the look
+    scheduler.advance(0)
+    assert len(sent) == 2 and [op["op"] for op in sent[-1]["ops"]] == ["text", "item"]
+
+
+def test_a_new_responses_first_words_do_not_wait_for_the_last_answers_text() -> None:
+    sent: list[dict[str, Any]] = []
+    scheduler = ManualScheduler()
+    batcher = OpBatcher(sent.append, lambda _id: None, interval=0.02,
+                        clock=scheduler.clock, schedule=scheduler)
+    batcher.text("text", "The last answer.")
+    batcher.op("end")
+    batcher.flush()
+    scheduler.advance(0.03)  # a quick tool, well within the text wait
+    batcher.op("live", id="m2")
+    batcher.text("text", "It printed 4.")
+    scheduler.advance(0.02)
+    assert sent[-1]["ops"] == [{"op": "text", "text": "It printed 4."}]
 
 
 # --- a bound session ---------------------------------------------------------------

@@ -5,6 +5,7 @@ a batch's worth is pending), numbers batches, a trailing flush through the sched
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 import pytest
 
@@ -16,7 +17,7 @@ from neta_nb.widgets._streaming import (
     call_later_on_running_loop,
 )
 
-from ..support.timing import ManualScheduler
+from ..support.timing import ManualClock, ManualScheduler
 
 
 def make_batcher(interval: float = 0.03) -> tuple[DeltaBatcher, list[tuple[int, str]],
@@ -183,3 +184,26 @@ def test_a_batch_goes_when_its_wait_is_over_even_if_the_clock_stands_still() -> 
     scheduler.advance(10)
     assert sent == [(1, "a"), (2, "b")]
     assert scheduler.pending == []
+
+
+def test_late_timers_do_not_stretch_the_text_wait() -> None:
+    # A busy loop runs each timer late: the wait still ends by the clock.
+    sent: list[tuple[int, str]] = []
+    clock = ManualClock()
+    timers: list[tuple[float, Callable[[], None]]] = []
+    batcher = DeltaBatcher(lambda seq, text: sent.append((seq, text)), interval=0.1,
+                           clock=clock, schedule=lambda delay, callback: timers.append(
+                               (delay, callback)) or _Handle())
+    batcher.push("a")
+    batcher.push("b")
+    while not sent[1:] and timers:
+        delay, callback = timers.pop(0)
+        clock.now += delay + 0.2  # every timer 0.2 s late
+        callback()
+    assert sent[1:] == [(2, "b")]
+    assert clock.now - 100.0 <= TEXT_WAIT + 0.2 + 0.1 + 1e-9  # one late look, not five
+
+
+class _Handle:
+    def cancel(self) -> None:
+        pass
