@@ -161,13 +161,20 @@ def test_batcher_merges_text_numbers_batches_and_renders_items_when_sent() -> No
     assert len(sent) == 2 and batcher.seq == 2
 
 
+def manual_batcher(interval: float = 0.02) -> tuple[OpBatcher, list[dict[str, Any]],
+                                                   ManualScheduler]:
+    """An OpBatcher on manual time; any item it renders is a tool card."""
+    sent: list[dict[str, Any]] = []
+    scheduler = ManualScheduler()
+    batcher = OpBatcher(sent.append, lambda _id: {"id": _id, "role": "tool"},
+                        interval=interval, clock=scheduler.clock, schedule=scheduler)
+    return batcher, sent, scheduler
+
+
 def test_batcher_sends_a_burst_as_few_batches() -> None:
     # 2,000 deltas (~12,000 characters) over 0.1 s of (manual) time, 0.02 s intervals: one
     # batch at once, then one per interval that has a batch's worth of text, then the rest.
-    sent: list[dict[str, Any]] = []
-    scheduler = ManualScheduler()
-    batcher = OpBatcher(sent.append, lambda _id: None, interval=0.02, clock=scheduler.clock,
-                        schedule=scheduler)
+    batcher, sent, scheduler = manual_batcher()
     for n in range(2000):
         batcher.text("text", f"w{n} ")
         scheduler.advance(0.00005)
@@ -184,10 +191,7 @@ def test_batcher_sends_a_burst_as_few_batches() -> None:
 
 
 def test_a_change_of_structure_goes_within_an_interval_and_takes_the_text_along() -> None:
-    sent: list[dict[str, Any]] = []
-    scheduler = ManualScheduler()
-    batcher = OpBatcher(sent.append, lambda _id: {"id": _id, "role": "tool"},
-                        interval=0.02, clock=scheduler.clock, schedule=scheduler)
+    batcher, sent, scheduler = manual_batcher()
     batcher.text("text", "Let me")  # the first text after a pause: at once
     scheduler.advance(0.005)
     batcher.text("text", " look.")
@@ -204,10 +208,7 @@ def test_the_first_words_of_a_response_follow_its_start_within_an_interval() -> 
     # The start of a response ("live") goes at once on its own after a pause (a tool ran);
     # the words right behind it wait one interval, not the text wait: that counts from the
     # last batch that carried text.
-    sent: list[dict[str, Any]] = []
-    scheduler = ManualScheduler()
-    batcher = OpBatcher(sent.append, lambda _id: None, interval=0.02,
-                        clock=scheduler.clock, schedule=scheduler)
+    batcher, sent, scheduler = manual_batcher()
     batcher.text("text", "Before the tool.")
     scheduler.advance(1)
     batcher.op("live", id="m2")
@@ -218,10 +219,7 @@ def test_the_first_words_of_a_response_follow_its_start_within_an_interval() -> 
 
 
 def test_a_change_of_structure_while_text_waits_goes_at_once_once_an_interval_passed() -> None:
-    sent: list[dict[str, Any]] = []
-    scheduler = ManualScheduler()
-    batcher = OpBatcher(sent.append, lambda _id: {"id": _id, "role": "tool"},
-                        interval=0.02, clock=scheduler.clock, schedule=scheduler)
+    batcher, sent, scheduler = manual_batcher()
     batcher.text("text", "Let me")
     scheduler.advance(0.001)
     batcher.text("text", " look.")
@@ -233,10 +231,7 @@ def test_a_change_of_structure_while_text_waits_goes_at_once_once_an_interval_pa
 
 
 def test_the_answer_after_thinking_goes_with_the_end_of_thinking() -> None:
-    sent: list[dict[str, Any]] = []
-    scheduler = ManualScheduler()
-    batcher = OpBatcher(sent.append, lambda _id: None, interval=0.02,
-                        clock=scheduler.clock, schedule=scheduler)
+    batcher, sent, scheduler = manual_batcher()
     batcher.text("thinking", "Let me")
     scheduler.advance(0.001)
     batcher.text("thinking", " think.")
@@ -248,10 +243,7 @@ def test_the_answer_after_thinking_goes_with_the_end_of_thinking() -> None:
 
 
 def test_a_change_of_structure_beside_a_batch_of_text_goes_at_once_too() -> None:
-    sent: list[dict[str, Any]] = []
-    scheduler = ManualScheduler()
-    batcher = OpBatcher(sent.append, lambda _id: {"id": _id, "role": "tool"},
-                        interval=0.02, clock=scheduler.clock, schedule=scheduler)
+    batcher, sent, scheduler = manual_batcher()
     batcher.text("text", "a")
     scheduler.advance(0.001)
     batcher.text("text", "b")
@@ -264,10 +256,7 @@ def test_a_change_of_structure_beside_a_batch_of_text_goes_at_once_too() -> None
 
 
 def test_a_new_responses_first_words_do_not_wait_for_the_last_answers_text() -> None:
-    sent: list[dict[str, Any]] = []
-    scheduler = ManualScheduler()
-    batcher = OpBatcher(sent.append, lambda _id: None, interval=0.02,
-                        clock=scheduler.clock, schedule=scheduler)
+    batcher, sent, scheduler = manual_batcher()
     batcher.text("text", "The last answer.")
     batcher.op("end")
     batcher.flush()
