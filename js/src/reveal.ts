@@ -17,7 +17,6 @@ export const REVEAL_MS = 100;
  * the kernel's text wait (0.5 s), so a batch that comes a little late still flows. */
 export const MAX_REVEAL_MS = 1000;
 
-
 /** The longest frame gap counted: a tab that was hidden resumes at the pace, not at once. */
 const MAX_FRAME_MS = 50;
 

@@ -49,13 +49,21 @@ test("a slow trickle shows every character at once, one frame each", () => {
 /** The next task: a batch that arrives later (one batch's appends share a task). */
 const nextTask = () => new Promise((resolve) => setTimeout(resolve, 0));
 
-test("batches that come 0.5 s apart are each revealed over about 0.5 s", async () => {
-  let now = 0;
-  const pace = new RevealPace(REVEAL_MS, () => now);
-  pace.hold(10); // the first text after a pause: over the default span
-  assert.ok(frames(pace, 0).length <= 7);
+/** A pace on a manual clock that revealed a first batch of 10 characters at 0, and the
+ * frames that took; the clock reads `at` in the next task. */
+async function afterAFirstBatch(at: number) {
+  const clock = { now: 0 };
+  const pace = new RevealPace(REVEAL_MS, () => clock.now);
+  pace.hold(10);
+  const first = frames(pace, 0);
   await nextTask();
-  now = 500;
+  clock.now = at;
+  return { pace, clock, first };
+}
+
+test("batches that come 0.5 s apart are each revealed over about 0.5 s", async () => {
+  const { pace, first } = await afterAFirstBatch(500); // the first over the default span
+  assert.ok(first.length <= 7);
   pace.hold(1010);
   const shown = frames(pace, 500);
   assert.equal(shown.at(-1), 1010);
@@ -64,15 +72,10 @@ test("batches that come 0.5 s apart are each revealed over about 0.5 s", async (
 });
 
 test("a batch applied as several appends keeps the batch's span", async () => {
-  let now = 0;
-  const pace = new RevealPace(REVEAL_MS, () => now);
-  pace.hold(10);
-  frames(pace, 0);
-  await nextTask();
-  now = 500;
+  const { pace, clock } = await afterAFirstBatch(500);
   for (let part = 1; part <= 50; part += 1) {
     pace.hold(10 + part * 20); // one batch's appends, however long apart within its task
-    now += 1;
+    clock.now += 1;
   }
   const shown = frames(pace, 500);
   assert.equal(shown.at(-1), 1010);
@@ -80,14 +83,10 @@ test("a batch applied as several appends keeps the batch's span", async () => {
 });
 
 test("arrivals further apart than the longest span are a pause: the default span", async () => {
-  let now = 0;
-  const pace = new RevealPace(REVEAL_MS, () => now);
-  pace.hold(10);
-  frames(pace, 0);
-  await nextTask();
-  now = MAX_REVEAL_MS + 400;
+  const at = MAX_REVEAL_MS + 400;
+  const { pace } = await afterAFirstBatch(at);
   pace.hold(610);
-  const shown = frames(pace, now);
+  const shown = frames(pace, at);
   assert.equal(shown.at(-1), 610);
   assert.ok(shown.length >= 6 && shown.length <= 7, `${shown.length} frames`);
 });

@@ -629,8 +629,6 @@ class OpBatcher(FrameThrottle):
 
     def op(self, op: str, path: tuple[str, ...] = (), **fields: Any) -> None:
         """Any other operation (``live``, ``thinking_done``, ``end``, ``reset``)."""
-        if op == "live":
-            self._start_text_run()  # a new response's first words follow it at once
         self._chunks = None
         self._ops.append({"op": op, **fields, "path": list(path)} if path
                          else {"op": op, **fields})

@@ -66,7 +66,7 @@ class FrameThrottle:
 
     What a batch carries decides how long it may wait: a change of structure
     (:meth:`_schedule`) one ``interval`` after the previous batch; streamed text alone
-    (:meth:`_schedule_text`) ``TEXT_WAIT`` after the previous batch with text, or one
+    (:meth:`_schedule_text`) ``TEXT_WAIT`` after the previous batch of its run, or one
     interval once ``TEXT_BATCH_CHARS`` are pending. A batch that is due at once goes out
     at once (the first token after a pause shows without delay); a later one waits for a
     trailing flush scheduled on the running event loop, so a burst costs one message per
@@ -126,8 +126,8 @@ class FrameThrottle:
         since = now - self._last_flush
         wait = self._interval - since
         if not self._due_soon():
-            # Counted from the last batch with text: the first words after a batch that
-            # carried only a change of structure (the start of a response) are not held.
+            # Counted from the last batch of this run of text (see flush): the words right
+            # after a change of structure, the start of a response, are not held.
             wait = max(wait, self._text_wait - (now - self._last_text_flush))
         if wait <= 0:
             self.flush()
@@ -144,11 +144,6 @@ class FrameThrottle:
         self._timer = self._schedule_later(delay, self._on_timer)
         if self._timer is None:
             self.flush()
-
-    def _start_text_run(self) -> None:
-        """The text pending next starts a new run (a new response): it waits one interval
-        at most, not for the text wait since the last batch with text."""
-        self._last_text_flush = float("-inf")
 
     def _due_soon(self) -> bool:
         """Whether what is pending may wait only one interval."""
@@ -176,13 +171,17 @@ class FrameThrottle:
 
     def flush(self) -> None:
         """Send what is pending now (the end of a stream, before a snapshot)."""
-        carries_text = self._text_chars > 0
+        structure, carries_text = self._structure, self._text_chars > 0
         self._cancel_timer()
         payload = self._take()
         if payload is None:
             return
         self._last_flush = self._clock()
-        if carries_text:
+        if structure:
+            # A change of structure (a card, the start or end of a response) ends a run of
+            # text: the words after it wait one interval at most.
+            self._last_text_flush = float("-inf")
+        elif carries_text:
             self._last_text_flush = self._last_flush
         self.seq += 1
         self._deliver(self.seq, payload)

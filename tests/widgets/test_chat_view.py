@@ -206,8 +206,8 @@ def test_a_change_of_structure_goes_within_an_interval_and_takes_the_text_along(
 
 def test_the_first_words_of_a_response_follow_its_start_within_an_interval() -> None:
     # The start of a response ("live") goes at once on its own after a pause (a tool ran);
-    # the words right behind it wait one interval, not the text wait: that counts from the
-    # last batch that carried text.
+    # the words right behind it wait one interval, not the text wait: a change of
+    # structure ends a run of text.
     batcher, sent, scheduler = manual_batcher()
     batcher.text("text", "Before the tool.")
     scheduler.advance(1)
