@@ -60,29 +60,31 @@ class BurstProvider(Provider):
 
 
 class ToolLoopProvider(Provider):
-    """Calls ``noop`` until ``rounds`` calls were made in the current turn, then answers."""
+    """Calls ``noop`` until ``rounds`` calls were made in the current turn, then answers.
+    ``report_usage=False`` is a server that sends no usage (llama-cpp-python): the
+    session then estimates the context from the history after every call."""
 
     supplier = "scripted"
     model = "bench"
 
-    def __init__(self, rounds: int) -> None:
+    def __init__(self, rounds: int, *, report_usage: bool = True) -> None:
         self.rounds = rounds
         self.calls = 0
+        self.report_usage = report_usage
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         self.calls += 1
         if self.calls % (self.rounds + 1):
-            yield ToolCallReady(f"c{self.calls}", "noop", {})
-            yield UsageUpdate(Usage(input_tokens=10, output_tokens=5))
-            yield StreamDone("tool_use")
+            yield ToolCallReady(f"c{self.calls}", "noop", {"note": "x" * 40})
         else:
             yield TextDelta("done")
+        if self.report_usage:
             yield UsageUpdate(Usage(input_tokens=10, output_tokens=5))
-            yield StreamDone("end_turn")
+        yield StreamDone("tool_use" if self.calls % (self.rounds + 1) else "end_turn")
 
 
 @tool(core=True, runs_on_main_thread=True)
-def noop() -> str:
+def noop(note: str = "") -> str:
     """Does nothing."""
     return "ok"
 
@@ -115,12 +117,37 @@ async def per_tool_round(rounds: int, turns: int) -> list[float]:
     return per_round
 
 
+async def rounds_in_one_turn(rounds: int, *, report_usage: bool) -> list[float]:
+    """CPU of each tool round trip of one turn of ``rounds`` round trips: round k's
+    history holds ~3k messages, so a cost that grows with the history shows as a slope."""
+    session = AgentSession(Agent("bench", model=ToolLoopProvider(rounds,
+                                                                 report_usage=report_usage),
+                                 max_model_calls=rounds + 1), ToolCatalog([noop]))
+    marks: list[float] = []
+
+    def mark(event: Any) -> None:
+        if event.type == "tool_result":
+            marks.append(time.process_time())
+
+    session.subscribe(mark)
+    start = time.process_time()
+    await session.run("go")
+    return [b - a for a, b in zip([start, *marks], marks, strict=False)]
+
+
+def window_ms(costs: list[float], first: int, last: int) -> float:
+    """Median CPU of round trips ``first``..``last`` (1-based), in ms."""
+    return statistics.median(costs[first - 1:last]) * 1e3
+
+
 async def main(record: bool) -> None:
     baseline = min([await provider_alone(DELTAS) for _ in range(3)])
     total = min([await per_delta(DELTAS) for _ in range(3)])
     delta_us = (total - baseline) / DELTAS * 1e6
     rounds = await per_tool_round(rounds=100, turns=10)
     early, late = statistics.mean(rounds[:2]) * 1e3, statistics.mean(rounds[-2:]) * 1e3
+    one_turn = {usage: await rounds_in_one_turn(1600, report_usage=usage)
+                for usage in (True, False)}
     lines = [
         f"## {time.strftime('%Y-%m-%d')} — Python {platform.python_version()}, "
         f"{platform.machine()}",
@@ -132,6 +159,11 @@ async def main(record: bool) -> None:
         f"| provider alone per delta (subtracted) | {baseline / DELTAS * 1e6:.2f} µs | — |",
         f"| tool round trip, first 200 rounds (history ≤ 600 msgs) | {early:.3f} ms | ≤ 0.2 ms |",
         f"| tool round trip, last 200 rounds (history ~3,000 msgs) | {late:.3f} ms | flat |",
+        *(f"| one turn of 1,600 round trips{note}: round trips 1–200 / 1,401–1,600 | "
+          f"{window_ms(costs, 1, 200):.3f} / {window_ms(costs, 1401, 1600):.3f} ms "
+          f"({window_ms(costs, 1401, 1600) / window_ms(costs, 1, 200):.2f}×) | ≤ 1.5× |"
+          for note, costs in ((", usage reported", one_turn[True]),
+                              (", no usage reported", one_turn[False]))),
         "",
     ]
     report = "\n".join(lines)

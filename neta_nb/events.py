@@ -25,7 +25,10 @@ from pydantic import (
     model_serializer,
 )
 
+from .messages import Message
+
 __all__ = [
+    "HISTORY_EVENTS",
     "ApprovalDecision",
     "ApprovalRequestEvent",
     "ApproveCommand",
@@ -35,6 +38,8 @@ __all__ = [
     "DoneEvent",
     "ErrorEvent",
     "Event",
+    "MessageAppendedEvent",
+    "MessageUpdatedEvent",
     "ProgressEvent",
     "SendCommand",
     "SetThinkingLevelCommand",
@@ -51,10 +56,13 @@ __all__ = [
     "TokenUpdateEvent",
     "ToolCallEvent",
     "ToolResultEvent",
+    "TurnStartEvent",
     "TurnUsage",
     "WarningEvent",
     "command_adapter",
     "event_adapter",
+    "message_appended_event",
+    "message_updated_event",
     "parse_command",
     "parse_event",
     "prevalidated",
@@ -255,6 +263,55 @@ class WarningEvent(_Event):
     cleared: bool = False
 
 
+class TurnStartEvent(_Event):
+    """A turn begins; its prompt follows as ``message_appended``. With ``message_*`` and
+    ``done`` it makes the stream complete: a projection of events alone knows when the
+    session runs and what its history holds."""
+
+    type: Literal["turn_start"] = "turn_start"
+
+
+class MessageAppendedEvent(_Event):
+    """A message joined the history at ``index`` (a prompt, an answer, a tool result, a
+    closing marker): said from the one place the history grows. ``message`` is the
+    session's own object — later changes to it come as ``message_updated``; a subscriber
+    that keeps it and needs it as of now copies it."""
+
+    type: Literal["message_appended"] = "message_appended"
+    index: int
+    message: Message
+
+
+class MessageUpdatedEvent(_Event):
+    """A message already in the history changed: a card's status or result, an
+    approval's decision, a sub-agent's run, the interruption marker of a cut turn."""
+
+    type: Literal["message_updated"] = "message_updated"
+    index: int
+    message: Message
+
+
+_HISTORY_FIELDS = frozenset({"index", "message"})
+
+
+def message_appended_event(index: int, message: Message) -> MessageAppendedEvent:
+    """``MessageAppendedEvent`` for the session's own (valid) message, not validated
+    again: every tool round trip appends two."""
+    return prevalidated(MessageAppendedEvent, {"type": "message_appended", "index": index,
+                                               "message": message}, _HISTORY_FIELDS)
+
+
+def message_updated_event(index: int, message: Message) -> MessageUpdatedEvent:
+    """``MessageUpdatedEvent``, as :func:`message_appended_event`."""
+    return prevalidated(MessageUpdatedEvent, {"type": "message_updated", "index": index,
+                                              "message": message}, _HISTORY_FIELDS)
+
+
+HISTORY_EVENTS = frozenset({"turn_start", "message_appended", "message_updated"})
+"""The events that describe the history rather than what streams; a view that draws
+only streamed cards may pass them by."""
+
+
 class SubagentStartEvent(_Event):
     """A sub-agent starts on a task the parent delegated. ``id`` is the parent's
     ``delegate`` tool call id, so a UI places the child's card where the call is."""
@@ -305,7 +362,10 @@ Event = Annotated[
     | WarningEvent
     | SubagentStartEvent
     | SubagentEvent
-    | SubagentEndEvent,
+    | SubagentEndEvent
+    | TurnStartEvent
+    | MessageAppendedEvent
+    | MessageUpdatedEvent,
     Field(discriminator="type"),
 ]
 SubagentEvent.model_rebuild()

@@ -45,14 +45,15 @@ from .events import (
     StopCommand,
     TodoUpdateEvent,
     TokenUpdateEvent,
+    TurnStartEvent,
     TurnUsage,
     parse_command,
 )
+from .history import History
 from .messages import (
     Message,
     SubagentRun,
     Usage,
-    count_characters,
     encodable,
     new_id,
     valid_conversation,
@@ -118,8 +119,6 @@ class AgentSession:
         self.namespace: dict[str, Any] = namespace if namespace is not None else {}
         self.todo = TodoStore()
         self.todo.working = False  # idle until a turn runs
-        self._messages: list[Message] = []
-        self._view: list[Message] = []  # what the model sees: see model_view
         self.compactions: list[CompactionRecord] = []
         """Every compaction of this session (the chat view draws a marker for each)."""
         info = self.provider.info
@@ -127,6 +126,7 @@ class AgentSession:
         self._think_level: ThinkLevel | None = check_think_level(think_level)
         self._events = EventHub()
         self._emit = self._events.emit
+        self._history = History(self._saved, self._meter, self._emit)
         self._approvals = Approvals(approval_policy, self._emit,
                                     parent=crew_link.approvals if crew_link else None)
         self._crew = Crew(self, depth=crew_link.depth if crew_link else 0,
@@ -135,8 +135,8 @@ class AgentSession:
                           emit=self._emit, on_usage=self._children_counted,
                           on_record=self._record_subagent, on_interrupt=self._interrupted)
         self._threads = ToolThreads()
-        self._tools = ToolRunner(emit=self._emit, append=self._append,
-                                 persist=self._persist, approvals=self._approvals,
+        self._tools = ToolRunner(emit=self._emit, append=self._history.append,
+                                 persist=self._history.changed, approvals=self._approvals,
                                  make_context=self._tool_context,
                                  resolve=self._resolution,
                                  on_todo_written=self._todo_written,
@@ -144,7 +144,7 @@ class AgentSession:
         self._turn: Turn | None = None
         self._resolved = ResolutionCache()
         self._compacting = False
-        self._saved.create_record(self._messages)
+        self._saved.create_record(self._history.messages)
 
     # --- public state -----------------------------------------------------------------
     @property
@@ -155,13 +155,13 @@ class AgentSession:
     @property
     def messages(self) -> list[Message]:
         """The conversation so far (a copy of the list)."""
-        return list(self._messages)
+        return list(self._history.messages)
 
     @property
     def model_view(self) -> list[Message]:
         """What the model is sent as history: :attr:`messages`, or after a compaction the
         summary, the preserved plan and the turns kept verbatim (a copy of the list)."""
-        return list(self._view)
+        return list(self._history.view)
 
     @property
     def streaming_message(self) -> Message | None:
@@ -398,6 +398,7 @@ class AgentSession:
         turn.begun = True
         self.todo.working = True
         self._events.bind_to_running_loop()
+        self._emit(TurnStartEvent())
         claim: TurnClaim | None = None
         try:
             # First, before anything is stored: the claim that keeps another kernel from
@@ -405,7 +406,7 @@ class AgentSession:
             if self.store is not None:
                 claim = TurnClaim.take(self.store.path, self.id)
             self._crew.begin_turn()
-            self._append(prompt_message)
+            self._history.append(prompt_message)
             if turn.cancel_requested:
                 turn.stop_reason = "cancelled"
                 return None
@@ -497,10 +498,10 @@ class AgentSession:
             preview = self.preview()
             self._resolved.put(key, preview.resolution)  # what the re-checks compare with
             request = ModelRequest(system_prompt=preview.system_prompt,
-                                   # Maintained as messages arrive (see _append), so a call
+                                   # Maintained as messages arrive (History), so a call
                                    # costs no pass over a long history; providers never
                                    # mutate it.
-                                   messages=self._view, tools=preview.tools,
+                                   messages=self._history.view, tools=preview.tools,
                                    think_level=self.think_level)
             try:
                 message = await self._stream_response(turn, request)
@@ -533,9 +534,11 @@ class AgentSession:
                                     stop_reason=assembler.stop_reason)
         turn.assembler = None
         turn.message = message
-        self._append(message, replaces_draft=True)
-        # No usage reported: the window is estimated from what was sent and answered.
-        estimate = (estimate_request_tokens(request.system_prompt, request.tools, self._view)
+        self._history.append(message, replaces_draft=True)
+        # No usage reported: the window is estimated from what was sent and answered
+        # (the history's size is kept as it grows: no pass over it per call).
+        estimate = (estimate_request_tokens(request.system_prompt, request.tools,
+                                            self._history.view_characters)
                     if assembler.usage is None else None)
         self._count_usage(turn, assembler.usage, estimate)
         return message
@@ -571,7 +574,7 @@ class AgentSession:
         for execution in message.metadata.tool_executions:
             if execution.id == call_id:
                 execution.subagent = record
-                self._persist(message)
+                self._history.changed(message)
                 return
 
     # --- tools ------------------------------------------------------------------------
@@ -605,17 +608,17 @@ class AgentSession:
             self._compacting = False
 
     async def _compact(self, turn: Turn | None) -> CompactionEvent | None:
-        done = await compact_view(self.provider, self._view,
+        done = await compact_view(self.provider, self._history.view,
                                   keep_turns=self.agent.keep_recent_turns,
                                   plan=self.todo.format_for_injection(),
                                   # What the model would read now, results
                                   # appended since the last call included.
                                   tokens_before=self._meter.expected_tokens,
-                                  after_message=len(self._messages))
+                                  after_message=len(self._history.messages))
         if done is None:
             return None
         record = done.record
-        self._view = done.view
+        self._history.set_view(done.view)
         self.compactions.append(record)
         self._saved.view(done.stored.model_copy(update={"compactions": self.compactions}))
         current = self._meter.record_summary(turn.usage if turn else None, record.usage,
@@ -642,25 +645,11 @@ class AgentSession:
                                         model=self.provider.model_id)
             turn.assembler = None
             turn.message = message
-            self._append(message, replaces_draft=True)
+            self._history.append(message, replaces_draft=True)
         elif turn.message is not None and why in ("cancelled", "interrupted"):
             turn.message.metadata.interrupted = why
-            self._persist(turn.message)
-        self._tools.close_unanswered(self._messages, why, turn.live_calls)
-
-    def _append(self, message: Message, *, replaces_draft: bool = False) -> None:
-        self._messages.append(message)
-        # Interrupted answers with nothing in them carry no information for the model,
-        # and some APIs reject empty assistant turns: they stay out of the model's view.
-        if message.parts:
-            self._view.append(message)
-            # A complete answer's tokens are in its own usage; a cut one usually has none.
-            if message.role != "assistant" or message.metadata.usage is None:
-                self._meter.appended(count_characters([message]))
-        self._saved.message(message, replaces_draft=replaces_draft)
-
-    def _persist(self, message: Message) -> None:
-        self._saved.message(message)
+            self._history.changed(turn.message)
+        self._tools.close_unanswered(self._history.messages, why, turn.live_calls)
 
     def _describe(self) -> dict[str, Any]:
         """The record fields only the session knows (see SessionPersistence.record)."""
@@ -671,7 +660,7 @@ class AgentSession:
                 "parent_id": self.parent_id, "parent_call_id": self.parent_call_id}
 
     def _save_record(self, **fields: Any) -> None:
-        self._saved.save_record(self._messages, **fields)
+        self._saved.save_record(self._history.messages, **fields)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until everything the session has shown is in its store (a script about to
@@ -718,28 +707,29 @@ class AgentSession:
         if record.parent_id is not None:
             session._crew.depth, session._crew.max_depth = _place_in_tree(store, record)
         stored = session._saved.load(store)
-        session._messages, session._view = stored.messages, stored.view
+        history = session._history
+        history.load(stored.messages, stored.view)
         session.compactions = stored.compactions
-        session.todo = TodoStore.hydrate_from_history(session._messages)
+        session.todo = TodoStore.hydrate_from_history(history.messages)
         session.todo.working = False
-        session._meter.restore(session._messages, session.compactions)
+        session._meter.restore(history.messages, session.compactions)
         draft = stored.draft
         if draft is not None or record.running or record.owner_died:
             # Calls whose tools were running when the process died get their error result
             # first (it must follow the message that made the calls); then the answer that
             # was streaming, as far as it was checkpointed, or an empty marker — whose own
             # complete calls are closed in turn.
-            session._tools.close_unanswered(session._messages, "killed", {})
+            session._tools.close_unanswered(history.messages, "killed", {})
             message = draft or Message.assistant([])
             message.metadata.interrupted = "killed"
             message.metadata.error = "The kernel stopped while this turn was running."
-            session._append(message)
-            session._tools.close_unanswered(session._messages, "killed", {})
+            history.append(message)
+            session._tools.close_unanswered(history.messages, "killed", {})
             session._saved.clear_draft()  # it is a message now
         session._settle_subagents(store, catalog)
         # What a store hands back may break the rules providers enforce (a damaged row);
         # the model is sent a conversation that keeps them.
-        session._view = valid_conversation(session._view)
+        history.set_view(valid_conversation(history.view))
         session._save_record(running=False, owner=None, owner_died=False)
         return session
 
@@ -747,7 +737,7 @@ class AgentSession:
         """A child still recorded as running was cut off by a dead kernel: its card is
         marked interrupted, and the child's own session is closed the way this one was
         (its turn marked killed) so both read as interrupted."""
-        for message in self._messages:
+        for message in self._history.messages:
             changed = False
             for execution in message.metadata.tool_executions:
                 run = execution.subagent
@@ -768,12 +758,13 @@ class AgentSession:
                     log.warning("resume %s: its sub-agent session %s stays unsettled until "
                                 "it is resumed itself (%s)", self.id, run.session_id, exc)
             if changed:
-                self._persist(message)
+                self._history.changed(message)
 
     def __repr__(self) -> str:
         state = "running" if self.running else "idle"
         return (f"AgentSession({self.id!r}, agent={self.agent.name!r}, "
-                f"model={self.provider.model_id!r}, {len(self._messages)} messages, {state})")
+                f"model={self.provider.model_id!r}, "
+                f"{len(self._history.messages)} messages, {state})")
 
 
 def _place_in_tree(store: SessionStore, record: SessionRecord) -> tuple[int, int]:

@@ -30,10 +30,11 @@ token with the common tokenizers."""
 
 
 def estimate_request_tokens(system_prompt: str, tools: Sequence[ToolDefinition],
-                            messages: Sequence[Message]) -> int:
-    """What a request with this prompt, these tool definitions and this history puts in
-    the window, at ~4 characters a token."""
-    characters = len(system_prompt) + count_characters(messages)
+                            history_characters: int) -> int:
+    """What a request with this prompt, these tool definitions and a history of
+    ``history_characters`` (``count_characters``) puts in the window, at ~4 characters a
+    token."""
+    characters = len(system_prompt) + history_characters
     characters += sum(len(tool.name) + len(tool.description)
                       + len(json.dumps(tool.parameters)) for tool in tools)
     return characters // CHARS_PER_TOKEN

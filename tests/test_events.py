@@ -24,8 +24,12 @@ from neta_nb.events import (
     thinking_delta_event,
     token_event,
 )
+from neta_nb.messages import Message, TextPart
 
 # One complete example per event type, written as a UI would receive it.
+_MESSAGE = Message(id="m_1", role="user", parts=[TextPart(text="Profile sales.csv")],
+                   created_at=1764633600.0)
+
 EVENT_EXAMPLES: dict[str, dict[str, Any]] = {
     "token": {"type": "token", "text": "Hel"},
     "thinking_delta": {"type": "thinking_delta", "text": "Let me see"},
@@ -70,6 +74,11 @@ EVENT_EXAMPLES: dict[str, dict[str, Any]] = {
                      "status": "done", "result": "2024-05-01",
                      "usage": {"input_tokens": 10, "output_tokens": 4, "total_tokens": 14,
                                "api_calls": 1, "unreported_calls": 0}},
+    "turn_start": {"type": "turn_start"},
+    "message_appended": {"type": "message_appended", "index": 0,
+                         "message": _MESSAGE.model_dump(mode="json")},
+    "message_updated": {"type": "message_updated", "index": 0,
+                        "message": _MESSAGE.model_dump(mode="json")},
 }
 
 # DESIGN §4, verbatim: the fields of each event besides `type`.
@@ -92,6 +101,10 @@ DESIGN_FIELDS: dict[str, set[str]] = {
     "subagent_start": {"id", "agent", "task"},  # DESIGN §8
     "subagent_event": {"id", "event"},
     "subagent_end": {"id", "agent", "status", "result", "usage"},
+    # DESIGN §4: the stream is complete (the history events)
+    "turn_start": set(),
+    "message_appended": {"index", "message"},
+    "message_updated": {"index", "message"},
 }
 
 # Fields beyond the design's, each with a default, so an event of the design's own shape

@@ -478,6 +478,6 @@ async def test_unsubscribing_during_an_event_skips_no_other_subscriber() -> None
     unsubscribe = session.subscribe(once)
     session.subscribe(lambda event: seen.append(event.type))
     await session.run("x")
-    assert seen[0] == "token"
+    assert seen[0] == "turn_start"  # the first event of the turn reached it
     assert seen[-1] == "done"
     assert seen.count("token") == 2

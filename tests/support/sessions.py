@@ -23,6 +23,7 @@ from neta_nb import (
     ToolContext,
     tool,
 )
+from neta_nb.events import HISTORY_EVENTS
 from neta_nb.messages import Message, Usage
 from neta_nb.providers.base import (
     ModelRequest,
@@ -101,11 +102,21 @@ def calls(*tool_calls: tuple[str, str, dict[str, Any]], raw: dict[str, str] | No
 
 
 class Recorder:
-    def __init__(self) -> None:
+    """Records a session's events. The history events (``turn_start``,
+    ``message_appended``, ``message_updated``) go to :attr:`history` unless
+    ``history=True``: most tests read what streams, and those events have tests of their
+    own."""
+
+    def __init__(self, *, history: bool = False) -> None:
         self.events: list[Any] = []
+        self.history: list[Any] = []
+        self._keep_history = history
         self._arrived: asyncio.Event | None = None
 
     def __call__(self, event: Any) -> None:
+        if event.type in HISTORY_EVENTS and not self._keep_history:
+            self.history.append(event)
+            return
         self.events.append(event)
         if self._arrived is not None:
             self._arrived.set()
