@@ -110,6 +110,19 @@ async def proxy(llama_port: int) -> AsyncIterator[RecordingProxy]:
         yield running
 
 
+def test_llama_cpp_is_built_portable() -> None:
+    """scripts/test.sh builds llama.cpp for AVX2/FMA/F16C, not for the building CPU: a
+    native build emits AVX-512/AMX code that some virtual machines advertise but do not
+    run, and the server then dies mid-stream (SIGSEGV/SIGILL)."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        _missing("llama-cpp-python is not installed (scripts/test.sh builds it)")
+    import llama_cpp
+
+    features = llama_cpp.llama_print_system_info().decode()
+    assert "AVX2 = 1" in features, features
+    assert "AVX512" not in features and "AMX" not in features, features
+
+
 WEATHER_CALLS: list[str] = []
 
 
