@@ -1,6 +1,6 @@
 // Bundles js/src/index.ts into neta_nb/static/widgets.js (+ widgets.css), the shared code of
 // all widgets, and js/src/loader.ts into loader.js, the small `_esm` each widget carries
-// (see neta_nb/widgets/_bundle.py), after a type check.
+// (see neta_nb/widgets/bundle.py), after a type check.
 // Usage: node build.mjs [--watch] [--no-typecheck]
 import { execFileSync } from "node:child_process";
 import { dirname, resolve } from "node:path";

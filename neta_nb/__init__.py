@@ -3,12 +3,12 @@
 The public surface is the names in ``__all__``; everything else is internal.
 """
 
-from .attachments import Attachment, AttachmentError
 from .messages import Message, Usage
-from .ownership import SessionBusyError
-from .providers import ScriptedProvider
-from .session import Agent, AgentSession
-from .store import SessionStore
+from .providers import ScriptedProvider, create_provider
+from .runtime.attachments import Attachment, AttachmentError
+from .runtime.session import Agent, AgentSession
+from .store.process_owner import SessionBusyError
+from .store.sqlite import SessionStore
 from .thinking import build_thinking_params, get_model_thinking_capability, resolve_think_level
 from .todo import TodoItem, TodoStore, TodoSummary
 from .tools import (
@@ -50,6 +50,7 @@ __all__ = [
     "ToolState",
     "Usage",
     "build_thinking_params",
+    "create_provider",
     "get_model_thinking_capability",
     "preview_prompt",
     "resolve_think_level",

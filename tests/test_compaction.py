@@ -9,15 +9,15 @@ from typing import Any
 import pytest
 
 from neta_nb import Agent, AgentSession, ScriptedProvider, SessionStore, ToolCatalog
-from neta_nb.compaction import (
+from neta_nb.messages import Message, TextPart, ToolCallPart, Usage
+from neta_nb.providers.base import ProviderError, StreamDone, TextDelta, UsageUpdate
+from neta_nb.runtime.compaction import (
     SUMMARY_HEADER,
     SUMMARY_SYSTEM_PROMPT,
     CompactionError,
     plan_compaction,
     render_transcript,
 )
-from neta_nb.messages import Message, TextPart, ToolCallPart, Usage
-from neta_nb.providers.base import ProviderError, StreamDone, TextDelta, UsageUpdate
 
 from .support.sessions import FakeProvider, Recorder, answer, calls, make_session
 

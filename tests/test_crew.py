@@ -14,7 +14,6 @@ import pytest
 from pydantic import ValidationError
 
 from neta_nb import Agent, AgentSession, AgentToolConfig, SessionStore, ToolCatalog
-from neta_nb.crew import wrap_event
 from neta_nb.events import (
     ApprovalRequestEvent,
     SubagentEndEvent,
@@ -25,7 +24,8 @@ from neta_nb.events import (
 )
 from neta_nb.messages import Message, Usage
 from neta_nb.providers.base import ProviderError, TextDelta
-from neta_nb.store import SessionRecord
+from neta_nb.runtime.subagents import wrap_event
+from neta_nb.store.sqlite import SessionRecord
 from neta_nb.tools import resolve_tools
 
 from .support import sessions as support

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 
 from neta_nb import Agent, AgentSession, AttachmentError, SessionStore, ToolCatalog
-from neta_nb.attachments import attachment_parts
 from neta_nb.messages import DisplayItem, FileTextPart, ImagePart
 from neta_nb.providers.scripted import ScriptedProvider
+from neta_nb.runtime.attachments import attachment_parts
 from neta_nb.tools.rich import image_item
-from neta_nb.widgets._rich_static import output_html
+from neta_nb.widgets.rich_static import output_html
 
 Image = pytest.importorskip("PIL.Image")
 

@@ -22,6 +22,7 @@ CORE_CONTRACT = {
     "build_thinking_params", "get_model_thinking_capability", "resolve_think_level",
     "Agent", "AgentSession", "SessionStore", "ScriptedProvider",
     "SessionBusyError",
+    "create_provider",  # DESIGN §9
 }
 # DESIGN §5 and §8: the widget components.
 WIDGETS_CONTRACT = {
@@ -126,7 +127,8 @@ def test_nothing_public_is_exported_by_accident(module: str) -> None:
 
 
 def test_contract_names_are_the_defining_objects() -> None:
-    from neta_nb import providers, session, store, thinking, todo
+    from neta_nb import providers, store, thinking, todo
+    from neta_nb.runtime import session
 
     assert neta_nb.TodoStore is todo.TodoStore
     assert neta_nb.TodoItem is todo.TodoItem
@@ -138,3 +140,4 @@ def test_contract_names_are_the_defining_objects() -> None:
     assert neta_nb.AgentSession is session.AgentSession
     assert neta_nb.SessionStore is store.SessionStore
     assert neta_nb.ScriptedProvider is providers.ScriptedProvider
+    assert neta_nb.create_provider is providers.create_provider

@@ -11,7 +11,7 @@ from pathlib import Path
 from neta_nb import AgentSession, SessionStore, tool
 from neta_nb.messages import Message, TextPart, ToolCallPart, Usage
 from neta_nb.providers.base import ProviderError, StreamDone, TextDelta, UsageUpdate
-from neta_nb.store import SessionRecord
+from neta_nb.store.sqlite import SessionRecord
 
 from .support.sessions import answer, assert_valid_history, calls, make_session
 from .support.timing import wait_until

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from neta_nb import SessionBusyError, SessionStore
-from neta_nb.ownership import ProcessOwner
-from neta_nb.session import AgentSession
+from neta_nb.runtime.session import AgentSession
+from neta_nb.store.process_owner import ProcessOwner
 
 from .support.sessions import answer, make_session
 from .support.timing import poll_until, wait_until

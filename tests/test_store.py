@@ -25,7 +25,7 @@ PLAN = {"todos": [{"id": "1", "content": "Read", "status": "completed"},
 
 
 def test_store_round_trip_and_listing(tmp_path: Path) -> None:
-    from neta_nb.store import SessionRecord
+    from neta_nb.store.sqlite import SessionRecord
 
     store = SessionStore(tmp_path / "s.db")
     store.save_session(SessionRecord(id="a", title="First", updated_at=1.0))
@@ -49,7 +49,7 @@ def test_store_round_trip_and_listing(tmp_path: Path) -> None:
 def test_corrupt_rows_show_as_unreadable_with_a_warning(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     store = SessionStore(path)
-    from neta_nb.store import UNREADABLE_MESSAGE, SessionRecord
+    from neta_nb.store.sqlite import UNREADABLE_MESSAGE, SessionRecord
 
     store.save_session(SessionRecord(id="a"))
     for m in (Message.user("one"), Message.user("two"), Message.user("three")):
@@ -132,7 +132,7 @@ async def test_cancelled_turn_is_stored_marked(tmp_path: Path) -> None:
 def test_resume_closes_dangling_tool_calls(tmp_path: Path) -> None:
     store = SessionStore(tmp_path / "s.db")
     from neta_nb.messages import ToolCallPart
-    from neta_nb.store import SessionRecord
+    from neta_nb.store.sqlite import SessionRecord
 
     store.save_session(SessionRecord(id="x", agent={"name": "a", "model": "scripted"},
                                      running=True))
@@ -208,7 +208,7 @@ def test_killed_process_loses_no_completed_message(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("bad", ["not a level", 3])
 def test_resume_tolerates_a_bad_level(tmp_path: Path, bad: object) -> None:
-    from neta_nb.store import SessionRecord
+    from neta_nb.store.sqlite import SessionRecord
 
     store = SessionStore(tmp_path / "s.db")
     store.save_session(SessionRecord(id="x", agent={"name": "a", "model": "scripted"},

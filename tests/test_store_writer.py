@@ -1,6 +1,6 @@
 """The store never blocks the kernel and never loses a shown message: a session's writes
 go through a writer thread with a connection of its own, in order, retried while another
-program holds the database or the disk is full (neta_nb/store_writer.py, persistence.py).
+program holds the database or the disk is full (neta_nb/store/writer.py, persistence.py).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from neta_nb import AgentSession, SessionStore
 from neta_nb.events import DoneEvent, TokenEvent, WarningEvent
 from neta_nb.messages import Message
 from neta_nb.providers.base import TextDelta
-from neta_nb.store_writer import StoreFailure, StoreWriter, Write
+from neta_nb.store.writer import StoreFailure, StoreWriter, Write
 
 from .support.sessions import answer, make_session
 from .support.timing import poll_until, wait_until
@@ -210,7 +210,7 @@ def test_a_write_that_can_never_succeed_is_logged_and_the_rest_go_on(
     writer.submit(_row("before"))
     writer.submit(Write("the broken write", broken))
     writer.submit(_row("after"))
-    with caplog.at_level(logging.ERROR, "neta_nb.store_writer"):
+    with caplog.at_level(logging.ERROR, "neta_nb.store.writer"):
         assert writer.flush(10)
     assert _rows(db) == ["before", "after"]
     assert "the broken write could not be saved" in caplog.text
@@ -231,11 +231,11 @@ def test_writes_pending_at_exit_are_logged_never_silently_lost(tmp_path: Path) -
         import logging, sqlite3, sys
         sys.path.insert(0, {str(ROOT)!r})
         logging.basicConfig(level=logging.ERROR)
-        import neta_nb.store_writer as sw
+        import neta_nb.store.writer as sw
         sw.EXIT_GRACE = 0.5
         from neta_nb import SessionStore
         from neta_nb.messages import Message
-        from neta_nb.persistence import SessionPersistence
+        from neta_nb.store.session_writes import SessionPersistence
         other = sqlite3.connect({str(db)!r}, isolation_level=None)
         other.execute("BEGIN IMMEDIATE")  # held until this process exits
         saved = SessionPersistence("s_exit", SessionStore({str(db)!r}), dict)
@@ -329,7 +329,7 @@ async def test_a_full_disk_holds_writes_until_space_returns_then_all_are_stored_
 
 def test_reading_while_another_program_holds_the_lock_never_waits_on_it(
         tmp_path: Path) -> None:
-    from neta_nb.ownership import ProcessOwner
+    from neta_nb.store.process_owner import ProcessOwner
 
     db = tmp_path / "sessions.sqlite3"
     store = SessionStore(db)
@@ -364,7 +364,7 @@ def test_a_store_closed_under_the_session_drops_its_writes_with_a_log_not_a_retr
     writer = StoreWriter(store, "s", heard.append)
     store.close()
     writer.submit(_row("after close"))
-    with caplog.at_level(logging.ERROR, "neta_nb.store_writer"):
+    with caplog.at_level(logging.ERROR, "neta_nb.store.writer"):
         assert writer.flush(10)
     assert "row after close could not be saved" in caplog.text
     assert heard == []
@@ -373,7 +373,7 @@ def test_a_store_closed_under_the_session_drops_its_writes_with_a_log_not_a_retr
 def test_an_answer_and_the_removal_of_its_draft_are_one_write(tmp_path: Path) -> None:
     # Two writes would leave a window where a killed kernel keeps both the stored answer
     # and its draft, and resume would add the answer a second time as "killed".
-    from neta_nb.persistence import SessionPersistence
+    from neta_nb.store.session_writes import SessionPersistence
 
     db = tmp_path / "sessions.sqlite3"
     saved = SessionPersistence("s_one", SessionStore(db), dict)
@@ -392,9 +392,9 @@ def test_an_answer_and_the_removal_of_its_draft_are_one_write(tmp_path: Path) ->
 
 def test_a_store_file_deleted_under_the_session_is_reported_not_recreated_empty(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import neta_nb.store_writer
+    import neta_nb.store.writer
 
-    monkeypatch.setattr(neta_nb.store_writer, "IDLE_EXIT", 0.05)
+    monkeypatch.setattr(neta_nb.store.writer, "IDLE_EXIT", 0.05)
     writer, heard, db = _writer(tmp_path)
     writer.submit(_row("first"))
     assert writer.flush(10)

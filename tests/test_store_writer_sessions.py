@@ -144,7 +144,7 @@ async def test_the_same_database_named_another_way_is_still_this_process_writer(
 
 
 def test_another_in_memory_store_is_another_database() -> None:
-    from neta_nb.store_writer import writers_of
+    from neta_nb.store.writer import writers_of
 
     mine, theirs = SessionStore(":memory:"), SessionStore(":memory:")
     session, _, _ = make_session([], store=mine)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from neta_nb import SessionBusyError
-from neta_nb.turn_claim import TurnClaim
+from neta_nb.store.turn_claims import TurnClaim
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="flock")
 

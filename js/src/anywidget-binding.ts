@@ -59,7 +59,7 @@ export function bindComponent<State, C extends Component<State>>(
   };
 }
 
-/** A reply to a request (Python twin: `OkReply` / `ErrorReply` in neta_nb/widgets/_base.py). */
+/** A reply to a request (Python twin: `OkReply` / `ErrorReply` in neta_nb/widgets/base.py). */
 export interface Reply<T> {
   kind: "reply";
   id: string;
@@ -201,7 +201,7 @@ export function requestShowingErrors<T>(
 /** How long fetching a whole text may take: megabytes, from a kernel on a busy machine. */
 export const FULL_TEXT_TIMEOUT_MS = 60_000;
 
-/** The `full_text` reply (Python twin: `FullText` in neta_nb/widgets/_chat_state.py). */
+/** The `full_text` reply (Python twin: `FullText` in neta_nb/widgets/chat/state.py). */
 export interface FullText {
   text: string;
 }

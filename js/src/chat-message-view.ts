@@ -50,7 +50,7 @@ export type FetchMessageText = (request: Omit<FullTextRequest, "message_id">) =>
 
 /**
  * How long the previews of a message's text and thinking are (Python: `TEXT_CHARS`,
- * `THINKING_CHARS` in neta_nb/widgets/_state_bounds.py). The kernel does not send again a
+ * `THINKING_CHARS` in neta_nb/widgets/state_bounds.py). The kernel does not send again a
  * text this view streamed (`null`, "keep yours", with `*_chars` its whole length when that
  * is over the bound); the item keeps a preview of it, as one from the kernel would be.
  */

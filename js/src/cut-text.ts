@@ -1,5 +1,5 @@
 /**
- * Texts that widget state holds only the beginning of (`neta_nb/widgets/_state_bounds.py`:
+ * Texts that widget state holds only the beginning of (`neta_nb/widgets/state_bounds.py`:
  * a field `f` cut to a preview comes with `f_chars`, the whole one's length). `createCutNote`
  * is the line under such a preview — "Showing 2,000 of 5,242,880 characters · Show all" —
  * whose button fetches the whole text from the kernel. What it fetches lives in the DOM

@@ -1,6 +1,6 @@
 /**
  * The text of a gzip-compressed buffer: how the shared bundle's code and styles travel
- * (Python: `WidgetBundle` in neta_nb/widgets/_bundle.py). The browser's own
+ * (Python: `WidgetBundle` in neta_nb/widgets/bundle.py). The browser's own
  * `DecompressionStream` inflates it; a browser without one gets an error that says so
  * (the loader shows it in place of the widget).
  */

@@ -2,7 +2,7 @@
  * A `Layout` model that reaches a widget after its view rendered.
  *
  * A neta_nb widget opens no Layout model until `widget.layout` is first used in Python
- * (`NetaWidget.layout` in neta_nb/widgets/_base.py: it saves a comm per widget). That first
+ * (`NetaWidget.layout` in neta_nb/widgets/base.py: it saves a comm per widget). That first
  * use usually comes after the widget is shown (`card.layout.width = "50%"` in a later cell),
  * and anywidget's views take on only the layout their model held when they were displayed:
  * unlike ipywidgets' own views they do not follow `change:layout`. So every neta_nb view

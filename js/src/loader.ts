@@ -2,7 +2,7 @@
  * The `_esm` of every neta_nb widget (built to neta_nb/static/loader.js; it imports nothing).
  *
  * The shared code — all components, markdown, the sanitizer and the stylesheet — is the
- * state of one model per kernel (`WidgetBundle` in neta_nb/widgets/_bundle.py), which each
+ * state of one model per kernel (`WidgetBundle` in neta_nb/widgets/bundle.py), which each
  * widget names in its `_bundle` trait (`IPY_MODEL_<id>`). The first widget on a page
  * evaluates that code and adds the stylesheet; every later widget, of any notebook of the
  * page, reuses the module cached on `globalThis` under the bundle's hash. Nothing is fetched
@@ -92,7 +92,7 @@ function load(bundle: BundleModel): Promise<BundleModule> {
 
 /**
  * A neta_nb widget displayed in a cell makes two outputs: its live view, then its static
- * form (neta_nb/widgets/_static_form.py), which is what a notebook saved without widget
+ * form (neta_nb/widgets/static_form.py), which is what a notebook saved without widget
  * state, GitHub or an offline export shows. Where a view renders, the form after it is not
  * shown; where none does (no kernel and no widget state), nothing hides it. The rule comes
  * with the loader, so it holds from the view's first moment, not once the bundle is in.

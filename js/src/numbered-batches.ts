@@ -1,6 +1,6 @@
 /**
  * Following a kernel stream that arrives as numbered batches (`{kind, seq, ...}`, at most
- * one per frame interval — see neta_nb/widgets/_streaming.py).
+ * one per frame interval — see neta_nb/widgets/streaming.py).
  *
  * Batches apply in order. A view that sees a gap in the numbering (the Jupyter server
  * drops messages under load), or that opens while a stream runs, asks the kernel for a

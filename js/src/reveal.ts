@@ -1,7 +1,7 @@
 /**
  * The pace at which streamed text appears on the page.
  *
- * The kernel sends streamed text in batches (see neta_nb/widgets/_streaming.py): every
+ * The kernel sends streamed text in batches (see neta_nb/widgets/streaming.py): every
  * Jupyter message carries ~650 bytes of envelope, so text alone goes at most every 0.5 s
  * unless a few KB are pending, and a change of structure within 0.1 s. Drawn as they
  * arrive, batches would make the answer jump a phrase at a time; instead each batch is

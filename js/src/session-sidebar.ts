@@ -5,7 +5,7 @@
  * Rows are keyed by id and updated in place. A failed request shows next to what was
  * clicked: on the row, or under the header for "New chat". Knows nothing of anywidget.
  * The wire shapes have Python twins (TypedDicts of the same names) in
- * neta_nb/widgets/session_sidebar.py.
+ * neta_nb/widgets/chat/session_sidebar.py.
  */
 import "./session-sidebar.css";
 import { element, makeToggle } from "./dom";

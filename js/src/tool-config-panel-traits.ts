@@ -1,5 +1,5 @@
 /**
- * What `neta_nb/widgets/tool_config_panel.py` sends to the tool configuration panel and
+ * What `neta_nb/widgets/tool_config/panel.py` sends to the tool configuration panel and
  * what it answers to requests, mirrored field for field. Keep this file and the traits of
  * `ToolConfigPanel` in step: the kernel is the only one that decides, the view only reads.
  */

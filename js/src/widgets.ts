@@ -20,14 +20,14 @@ import { createToolConfigPanel, type ToolConfigPanel, type ToolConfigPanelState 
 
 type Model = AnyModel<Record<string, unknown>>;
 
-/** Python twin: `AppendMessage` in neta_nb/widgets/thinking_block.py. */
+/** Python twin: `AppendMessage` in neta_nb/widgets/cards/thinking_block.py. */
 interface AppendMessage {
   kind: "append";
   seq: number;
   text: string;
 }
 
-/** Python twin: `StreamSnapshot` in neta_nb/widgets/thinking_block.py. */
+/** Python twin: `StreamSnapshot` in neta_nb/widgets/cards/thinking_block.py. */
 interface StreamSnapshot {
   text: string;
   seq: number;
@@ -59,7 +59,7 @@ function bindThinkingStream(block: ThinkingBlock, model: Model, kernel: boolean)
   };
 }
 
-/** Python twin: `SubagentSnapshot` in neta_nb/widgets/subagent_card.py. */
+/** Python twin: `SubagentSnapshot` in neta_nb/widgets/cards/subagent_card.py. */
 interface SubagentSnapshot {
   seq: number;
   part: SubagentPart;

@@ -20,9 +20,16 @@ from .config import AgentToolConfig, LoadReport, ToolConfigError
 from .demo import demo_catalog
 from .display import Display
 from .preview import PromptPreview, preview_prompt
+from .resolution_steps import (
+    ChangeKind,
+    ResolutionDiff,
+    ResolutionStep,
+    ResolutionSteps,
+    StepRule,
+    ToolChange,
+)
 from .resolver import ToolResolution, ToolState, resolve_tools
 from .rich import RichLimits, RichResult
-from .steps import ChangeKind, ResolutionDiff, ResolutionStep, ResolutionSteps, StepRule, ToolChange
 
 __all__ = [
     "SEED_CATEGORIES",

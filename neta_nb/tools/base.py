@@ -99,7 +99,7 @@ class ToolContext:
         self.threads = threads
         """Where sync handlers run (the session's pool); ``None``: asyncio's default."""
         self.crew = crew
-        """The session's sub-agents (a :class:`neta_nb.crew.Crew`) when its agent may
+        """The session's sub-agents (a :class:`neta_nb.runtime.subagents.Crew`) when its agent may
         delegate; ``None`` otherwise."""
         try:
             self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()

@@ -30,8 +30,8 @@ from .base import Tool
 if TYPE_CHECKING:
     from .catalog import ToolCatalog
     from .config import AgentToolConfig, LoadReport
+    from .resolution_steps import ResolutionDiff, ResolutionSteps
     from .resolver import ToolResolution, ToolState
-    from .steps import ResolutionDiff, ResolutionSteps
 
 __all__ = ["Display", "render_catalog", "render_config", "render_diff", "render_load_report",
            "render_resolution", "render_steps"]

@@ -37,7 +37,7 @@ from .config import AgentToolConfig
 
 if TYPE_CHECKING:
     from .display import Display
-    from .steps import ResolutionDiff, ResolutionSteps
+    from .resolution_steps import ResolutionDiff, ResolutionSteps
 
 __all__ = ["ToolResolution", "ToolState", "resolve_tools"]
 
@@ -165,7 +165,7 @@ class ToolResolution:
         """The seed's fixed order (§6) as data: globally enabled → + core (if inherited) →
         + enabled → − disabled → capability/scene filter, each step with the names it
         added and removed and the set after it. Computed on first access."""
-        from .steps import ResolutionSteps, trace
+        from .resolution_steps import ResolutionSteps, trace
 
         if self._inputs is None:
             return ResolutionSteps(())
@@ -192,7 +192,7 @@ class ToolResolution:
     def diff(self, other: ToolResolution) -> ResolutionDiff:
         """What changes from this resolution to ``other``: tools added, removed, and every
         tool whose state changed (old → new, with reasons)."""
-        from .steps import diff_resolutions
+        from .resolution_steps import diff_resolutions
 
         return diff_resolutions(self, other)
 

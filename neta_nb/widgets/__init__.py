@@ -1,17 +1,18 @@
 """Thin anywidget classes for neta_nb's cards. Each renders a plain JS component from
 ``neta_nb/static/widgets.js`` (sources in ``js/src``), which reaches the page once per
-kernel through a shared model (``_bundle``); the chat view composes the same components."""
+kernel through a shared model (``neta_nb.widgets.bundle``); the chat view composes the same
+components."""
 
-from .chat_view import ChatView
-from .session_sidebar import SessionSidebar
-from .skill_card import SkillCard
-from .subagent_card import SubagentCard
-from .thinking_block import ThinkingBlock
-from .thinking_level_selector import ThinkingLevelSelector
-from .todo_card import TodoCard
-from .token_stats import TokenStats
-from .tool_card import ToolCard
-from .tool_config_panel import ToolConfigPanel
+from .cards.skill_card import SkillCard
+from .cards.subagent_card import SubagentCard
+from .cards.thinking_block import ThinkingBlock
+from .cards.thinking_level_selector import ThinkingLevelSelector
+from .cards.todo_card import TodoCard
+from .cards.token_stats import TokenStats
+from .cards.tool_card import ToolCard
+from .chat.session_sidebar import SessionSidebar
+from .chat.view import ChatView
+from .tool_config.panel import ToolConfigPanel
 
 __all__ = [
     "ChatView",

@@ -280,7 +280,7 @@ _GROWTH_JS = """async ([selector, seconds]) => {
 
 def test_text_alone_streamed_slowly_flows_between_batches(lab: LabSession,
                                                          screenshot_dir: Path) -> None:
-    # A slow model's text goes at most every 0.5 s (neta_nb/widgets/_streaming.py); the
+    # A slow model's text goes at most every 0.5 s (neta_nb/widgets/streaming.py); the
     # page reveals each batch over about the time the last one took (js/src/reveal.ts), so
     # the text grows all the time instead of a burst every half second.
     path = lab.run_notebook("flow.ipynb", [

@@ -33,7 +33,7 @@ class _Timer:
 
 @dataclass
 class ManualScheduler:
-    """A :data:`neta_nb.widgets._streaming.Scheduler` on a :class:`ManualClock`:
+    """A :data:`neta_nb.widgets.streaming.Scheduler` on a :class:`ManualClock`:
     :meth:`advance` moves the clock and runs the callbacks that fell due, in order."""
 
     clock: ManualClock = field(default_factory=ManualClock)

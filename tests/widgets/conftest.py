@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from neta_nb.widgets._base import NetaWidget
+from neta_nb.widgets.base import NetaWidget
 
 
 class SentMessages(list[dict[str, Any]]):

@@ -12,8 +12,9 @@ import pytest
 import traitlets
 from ipywidgets.widgets.widget import _remove_buffers  # type: ignore[import-untyped]
 
-from neta_nb.widgets import SkillCard, ThinkingBlock, TodoCard, TokenStats, ToolCard, _bundle
-from neta_nb.widgets._base import (
+from neta_nb.widgets import SkillCard, ThinkingBlock, TodoCard, TokenStats, ToolCard
+from neta_nb.widgets import bundle as _bundle
+from neta_nb.widgets.base import (
     STATIC_DIR,
     NetaWidget,
     code_span,
@@ -21,7 +22,7 @@ from neta_nb.widgets._base import (
     fenced,
     literal_markdown,
 )
-from neta_nb.widgets._bundle import MISSING_BUNDLE_ESM, WidgetBundle, loader_source
+from neta_nb.widgets.bundle import MISSING_BUNDLE_ESM, WidgetBundle, loader_source
 
 from .conftest import SentMessages
 

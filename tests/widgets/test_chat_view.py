@@ -19,11 +19,11 @@ from neta_nb.providers.base import (
     ThinkingEnd,
     UsageUpdate,
 )
-from neta_nb.store import CompactionRecord
+from neta_nb.store.sqlite import CompactionRecord
 from neta_nb.widgets import ChatView
-from neta_nb.widgets._base import RequestError
-from neta_nb.widgets._chat_state import OpBatcher, render_message, render_window
-from neta_nb.widgets._streaming import TEXT_BATCH_CHARS
+from neta_nb.widgets.base import RequestError
+from neta_nb.widgets.chat.state import OpBatcher, render_message, render_window
+from neta_nb.widgets.streaming import TEXT_BATCH_CHARS
 
 from ..support.sessions import FakeProvider, add, answer, calls, count_up
 from ..support.timing import ManualScheduler, wait_until
@@ -420,7 +420,7 @@ async def test_with_no_view_open_the_turn_end_sends_the_conversation(
 async def test_the_turn_end_updates_the_static_form_in_place(
         monkeypatch: pytest.MonkeyPatch) -> None:
     updates: list[tuple[dict[str, str], str]] = []
-    monkeypatch.setattr("neta_nb.widgets._static_form.send_update",
+    monkeypatch.setattr("neta_nb.widgets.static_form.send_update",
                         lambda data, display_id: updates.append((data, display_id)))
     session, _ = make_session([answer("It is **5**."), answer("Again 5.")])
     chat = ChatView(session)

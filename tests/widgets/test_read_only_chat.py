@@ -16,8 +16,8 @@ import pytest
 from neta_nb import Agent, AgentSession, ScriptedProvider, SessionStore
 from neta_nb.messages import Message, TextPart
 from neta_nb.widgets import ChatView, SessionSidebar
-from neta_nb.widgets._base import RequestError
-from neta_nb.widgets._stored_session import StoredSession, StoredSessionFollower
+from neta_nb.widgets.base import RequestError
+from neta_nb.widgets.chat.stored_session import StoredSession, StoredSessionFollower
 
 from ..support.timing import poll_until
 

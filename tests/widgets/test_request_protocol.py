@@ -22,7 +22,7 @@ from neta_nb.widgets import (
     ToolCard,
     ToolConfigPanel,
 )
-from neta_nb.widgets._base import NetaWidget, RequestError, RequestHandler, handles
+from neta_nb.widgets.base import NetaWidget, RequestError, RequestHandler, handles
 
 from .conftest import SentMessages
 
@@ -79,7 +79,7 @@ def test_a_request_error_is_an_error_reply_with_its_message(sent: SentMessages) 
 
 def test_any_other_exception_is_an_error_reply_and_is_logged(
         sent: SentMessages, caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.ERROR, logger="neta_nb.widgets._base"):
+    with caplog.at_level(logging.ERROR, logger="neta_nb.widgets.base"):
         reply = _ask(Probe(), sent, "crash")
     assert reply == {"kind": "reply", "id": "r0", "ok": False,
                      "error": "ZeroDivisionError: integer division or modulo by zero"}
@@ -93,7 +93,7 @@ def test_any_other_exception_is_an_error_reply_and_is_logged(
 @pytest.mark.parametrize("kind", ["not_json", "nan"])
 def test_a_result_that_is_not_json_is_an_error_reply(sent: SentMessages, kind: str,
                                                      caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.ERROR, logger="neta_nb.widgets._base"):
+    with caplog.at_level(logging.ERROR, logger="neta_nb.widgets.base"):
         reply = _ask(Probe(), sent, kind)
     assert reply["ok"] is False
     assert reply["error"].startswith(("TypeError: ", "ValueError: ")), reply["error"]
@@ -122,7 +122,7 @@ def test_a_failing_handler_of_a_real_widget_still_replies(
         raise RuntimeError("the store is locked")
 
     monkeypatch.setattr(ChatView._request_handlers["older"], "function", broken)
-    with caplog.at_level(logging.ERROR, logger="neta_nb.widgets._base"):
+    with caplog.at_level(logging.ERROR, logger="neta_nb.widgets.base"):
         reply = _ask(ChatView(), sent, "older", before=3)
     assert reply == {"kind": "reply", "id": "r0", "ok": False,
                      "error": "RuntimeError: the store is locked"}

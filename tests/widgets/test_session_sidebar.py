@@ -10,7 +10,7 @@ import pytest
 from neta_nb import Agent, AgentSession, ScriptedProvider, SessionStore
 from neta_nb.messages import Message
 from neta_nb.widgets import ChatView, SessionSidebar
-from neta_nb.widgets._base import RequestError
+from neta_nb.widgets.base import RequestError
 
 from ..support.timing import wait_until
 from .conftest import SentMessages
@@ -133,7 +133,7 @@ def test_a_session_another_kernel_runs_opens_read_only_and_is_not_taken_over(
         store: SessionStore) -> None:
     import psutil
 
-    from neta_nb.ownership import ProcessOwner
+    from neta_nb.store.process_owner import ProcessOwner
 
     session = AgentSession(hello_agent(), store=store)
     assert session.flush(10)

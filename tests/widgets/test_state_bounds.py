@@ -16,8 +16,8 @@ from neta_nb import Agent, AgentSession, SessionStore, ToolCatalog, tool
 from neta_nb.events import ToolCallEvent, ToolResultEvent
 from neta_nb.messages import Message, TextPart, ToolCallPart, ToolExecution
 from neta_nb.widgets import ChatView, SkillCard, ToolCard
-from neta_nb.widgets._base import RequestError
-from neta_nb.widgets._state_bounds import RESULT_CHARS, TEXT_CHARS, fit_window, preview_args
+from neta_nb.widgets.base import RequestError
+from neta_nb.widgets.state_bounds import RESULT_CHARS, TEXT_CHARS, fit_window, preview_args
 
 from ..support.sessions import FakeProvider, answer, calls
 
@@ -217,7 +217,7 @@ def test_the_views_know_the_message_preview_bounds() -> None:
     # A view keeps a preview of a long text it streamed itself (the kernel does not send it
     # again): the same bound as the kernel's, or saved widget state would differ by who
     # streamed the answer.
-    from neta_nb.widgets._state_bounds import TEXT_CHARS, THINKING_CHARS
+    from neta_nb.widgets.state_bounds import TEXT_CHARS, THINKING_CHARS
 
     source = (Path(__file__).resolve().parents[2] / "js" / "src" / "chat-message-view.ts"
               ).read_text()

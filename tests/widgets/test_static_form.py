@@ -9,8 +9,8 @@ import ipywidgets
 import pytest
 
 from neta_nb.widgets import TodoCard, ToolCard
-from neta_nb.widgets._bundle import WidgetBundle, shared_bundle
-from neta_nb.widgets._static_form import PLAIN_CHARS, StaticForm
+from neta_nb.widgets.bundle import WidgetBundle, shared_bundle
+from neta_nb.widgets.static_form import PLAIN_CHARS, StaticForm
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
@@ -35,7 +35,7 @@ class ManualTimer:
 @pytest.fixture
 def updates(monkeypatch: pytest.MonkeyPatch) -> list[tuple[dict[str, str], str]]:
     seen: list[tuple[dict[str, str], str]] = []
-    monkeypatch.setattr("neta_nb.widgets._static_form.send_update",
+    monkeypatch.setattr("neta_nb.widgets.static_form.send_update",
                         lambda data, display_id: seen.append((data, display_id)))
     return seen
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
-from neta_nb.widgets._streaming import (
+from neta_nb.widgets.streaming import (
     TEXT_BATCH_CHARS,
     TEXT_WAIT,
     TEXT_WAIT_INTERVALS,

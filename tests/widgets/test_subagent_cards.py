@@ -28,9 +28,9 @@ from neta_nb.events import (
 )
 from neta_nb.messages import Message, SubagentRun, TextPart, ToolCallPart, ToolExecution
 from neta_nb.widgets import ChatView, SubagentCard
-from neta_nb.widgets._base import RequestError
-from neta_nb.widgets._chat_state import OpBatcher, render_message
-from neta_nb.widgets._state_bounds import SUBAGENT_BYTES, SUBAGENT_ITEMS, item_bytes
+from neta_nb.widgets.base import RequestError
+from neta_nb.widgets.chat.state import OpBatcher, render_message
+from neta_nb.widgets.state_bounds import SUBAGENT_BYTES, SUBAGENT_ITEMS, item_bytes
 
 from ..support.crew import ChildScript, CrewStandIn, approval_steps, plan, research_steps, usage
 from ..support.sessions import FakeProvider, answer, calls, plus
@@ -445,7 +445,7 @@ async def test_a_huge_task_is_bounded_in_the_card_at_every_stage(sent: SentMessa
     parent's message — before the child starts, while it runs, from the store after —
     so its state holds the beginning only (the call's arguments are bounded the same
     way)."""
-    from neta_nb.widgets._state_bounds import TASK_CHARS
+    from neta_nb.widgets.state_bounds import TASK_CHARS
 
     task = "t" * 1_000_000
     store = SessionStore(":memory:")

@@ -12,7 +12,7 @@ import pytest
 
 from neta_nb.events import ContextUsage, TokenUpdateEvent, TurnUsage
 from neta_nb.widgets import TokenStats
-from neta_nb.widgets.token_stats import (
+from neta_nb.widgets.cards.token_stats import (
     context_level,
     format_context_share,
     format_reported,

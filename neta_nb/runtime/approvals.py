@@ -1,0 +1,136 @@
+"""Approvals: who decides whether a tool that needs the user's consent may run.
+
+One :class:`Approvals` per session owns the decisions still pending, the tools the user
+allowed "always" (for the rest of the session) and the count of attached approvers (UIs
+that answer ``approval_request`` events, such as the chat view). With no approver
+attached, the session's :data:`ApprovalPolicy` decides. Every path fails closed: only an
+explicit allow runs the tool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import weakref
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal, get_args
+
+from ..events import ApprovalDecision, ApprovalRequestEvent, Event
+from ..messages import ToolCallPart
+
+__all__ = ["ApprovalPolicy", "Approvals"]
+
+log = logging.getLogger(__name__)
+
+ApprovalPolicy = (
+    Literal["reject", "allow"]
+    | Callable[[str, dict[str, Any]], bool | Awaitable[bool]]
+)
+"""What decides a call that needs approval when no UI is attached: reject it, allow it,
+or ask a function ``(tool_name, args) -> bool``."""
+
+DECISIONS: tuple[str, ...] = get_args(ApprovalDecision)
+_BY_POLICY = "policy"  # an approval nobody can answer any more: the policy decides
+
+
+class Approvals:
+    """Pending approval decisions, "allow always" grants and attached approvers."""
+
+    def __init__(self, policy: ApprovalPolicy, emit: Callable[[Event], None], *,
+                 parent: Approvals | None = None) -> None:
+        self.policy: ApprovalPolicy = policy
+        self._emit = emit
+        self._approvers = 0
+        self._pending: dict[str, asyncio.Future[str]] = {}
+        self._always_allowed: set[str] = set()
+        # A sub-agent's approvals: the parent's UI answers them (the request travels in a
+        # `subagent_event`), so the child counts the parent's approvers as its own.
+        self._parent = parent
+        self._children: weakref.WeakSet[Approvals] = weakref.WeakSet()
+        if parent is not None:
+            parent._children.add(self)
+
+    @property
+    def attached(self) -> bool:
+        """A UI answers this session's requests: its own, or its parent's."""
+        return self._approvers > 0 or (self._parent is not None and self._parent.attached)
+
+    def _release_pending(self) -> None:
+        """No one is left to answer: the policy decides what is still pending (a closed
+        chat view must not leave a turn — or a child's — waiting forever)."""
+        if self.attached:
+            return
+        for future in list(self._pending.values()):
+            if not future.done():
+                future.set_result(_BY_POLICY)
+        for child in list(self._children):
+            child._release_pending()
+
+    def attach(self) -> Callable[[], None]:
+        """Declare that a UI will answer approval requests; returns a function that
+        detaches it (calling it twice detaches once)."""
+        self._approvers += 1
+        detached = False
+
+        def detach() -> None:
+            nonlocal detached
+            if detached:
+                return
+            detached = True
+            self._approvers -= 1
+            self._release_pending()
+
+        return detach
+
+    def answer(self, call_id: str, decision: ApprovalDecision) -> bool:
+        """Resolve a pending request. False when it is no longer pending (the turn was
+        stopped meanwhile: a harmless race with Stop)."""
+        if decision not in DECISIONS:
+            raise ValueError(f"unknown approval decision {decision!r}; "
+                             f"choose one of {', '.join(DECISIONS)}")
+        future = self._pending.get(call_id)
+        if future is None or future.done():
+            return False
+        future.set_result(decision)
+        return True
+
+    async def decide(self, call: ToolCallPart, *,
+                     on_waiting: Callable[[], None] | None = None) -> tuple[bool, str]:
+        """Whether ``call`` may run, and if not, the error text the model reads.
+        ``on_waiting`` is called just before the request goes to the user (only then:
+        a grant or the policy decides at once)."""
+        if call.name in self._always_allowed:
+            return True, ""
+        rejected = f"The user did not allow '{call.name}' to run."
+        if self.attached:
+            future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+            self._pending[call.id] = future
+            if on_waiting is not None:
+                on_waiting()
+            self._emit(ApprovalRequestEvent(id=call.id, name=call.name, args=call.args))
+            try:
+                decision = await future
+            finally:
+                self._pending.pop(call.id, None)
+            if decision != _BY_POLICY:
+                if decision == "allow_always":
+                    self._always_allowed.add(call.name)
+                return decision in ("allow_once", "allow_always"), rejected
+        return await self._by_policy(call, rejected)
+
+    async def _by_policy(self, call: ToolCallPart, rejected: str) -> tuple[bool, str]:
+        policy = self.policy
+        if policy == "allow":
+            return True, ""
+        if policy == "reject":
+            return False, (f"'{call.name}' needs the user's approval and no one was "
+                           f"there to give it, so it did not run.")
+        try:
+            verdict = policy(call.name, dict(call.args))
+            if not isinstance(verdict, bool):
+                verdict = await verdict
+        except Exception as exc:
+            log.exception("approval policy failed for %s", call.name)
+            return False, (f"'{call.name}' did not run: deciding whether to allow it "
+                           f"failed ({type(exc).__name__}: {exc}).")
+        return bool(verdict), rejected

@@ -1,0 +1,378 @@
+"""Crew: the sub-agents a session's ``delegate`` calls run (DESIGN §8, issue 15).
+
+A child is a real :class:`~neta_nb.runtime.session.AgentSession`: its own agent definition,
+model (the parent's provider unless the child names one), tools resolved by the same
+resolver from the child's own config — so never more than that config allows, never a
+globally disabled tool and never the parent's grants — and its own history, stored as a
+session of its own linked to the parent's call (``SessionRecord.parent_id`` /
+``parent_call_id``).
+
+What the parent sees of a child:
+
+* ``subagent_start {id, agent, task}``, then every event of the child unchanged inside
+  ``subagent_event {id, event}`` (a grandchild's arrive wrapped twice), then
+  ``subagent_end {id, agent, status, result, usage}``; ``id`` is the ``delegate`` call's.
+* The child's tokens in the parent's ``token_update`` (the turn total), with the split
+  per child in :attr:`Crew.usage`; the context figure stays the parent's own.
+* The child's approval requests, wrapped like any event. The crew remembers which child
+  asked (by the request's id), so the parent's ``approve(id, …)`` — the path a chat view
+  already uses — reaches the child that waits for it. A child counts the parent's
+  attached approvers as its own (see ``Approvals``), so it waits for the parent's UI
+  instead of falling to the policy.
+* The answer: the child's final text is the ``delegate`` result; a child that failed, was
+  stopped or hit a limit gives an error result saying so.
+
+Stop: :meth:`Crew.stop` ends one child (the parent goes on and reads the stop as the
+call's error result); the parent's own Stop cancels its tool calls, and a ``delegate``
+call that is cancelled stops its child first. The parent then waits (bounded) for its
+children to close their histories before it closes its own, so every session's history
+stays valid and each child's ``subagent_end`` arrives before the parent's ``done``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from ..events import (
+    ApprovalDecision,
+    ApprovalRequestEvent,
+    DoneEvent,
+    ErrorEvent,
+    Event,
+    SubagentEndEvent,
+    SubagentEvent,
+    SubagentStartEvent,
+    TokenUpdateEvent,
+    TurnUsage,
+    prevalidated,
+)
+from ..messages import Message, SubagentRun, SubagentStatus, ToolDefinition
+from ..tools.base import ToolFailure
+from ..tools.builtin.delegate import delegate_definition
+from .tool_runner import bound_result
+
+if TYPE_CHECKING:
+    from .agent import Agent
+    from .approvals import Approvals
+    from .session import AgentSession
+
+__all__ = ["STOP_WAIT", "ChildRun", "Crew", "CrewLink", "add_usage", "wrap_event"]
+
+log = logging.getLogger(__name__)
+
+STOP_WAIT = 10.0
+"""Seconds a stopping parent waits for its children to close their histories (a child
+stops at its next await; this only bounds one that cannot)."""
+
+
+_NOTED: frozenset[type] = frozenset({TokenUpdateEvent, SubagentEvent, ApprovalRequestEvent,
+                                    DoneEvent, ErrorEvent})
+"""The kinds of a child's events the crew notes something of (``Crew._forward``; the
+others, deltas above all, it only passes on)."""
+
+
+_WRAPPED_FIELDS = frozenset({"id", "event"})
+def wrap_event(call_id: str, event: Event) -> SubagentEvent:
+    """``SubagentEvent(id=call_id, event=event)`` without validating ``event`` again: it
+    is already a validated, frozen event, and every event of a child goes through here —
+    each streamed delta (see :func:`~neta_nb.events.prevalidated`)."""
+    return prevalidated(SubagentEvent, {"type": "subagent_event", "id": call_id,
+                                        "event": event}, _WRAPPED_FIELDS)
+
+
+def add_usage(first: TurnUsage, second: TurnUsage) -> TurnUsage:
+    """Two turn figures added up (a parent's own calls and its children's)."""
+    return TurnUsage(input_tokens=first.input_tokens + second.input_tokens,
+                     output_tokens=first.output_tokens + second.output_tokens,
+                     total_tokens=first.total_tokens + second.total_tokens,
+                     api_calls=first.api_calls + second.api_calls,
+                     unreported_calls=first.unreported_calls + second.unreported_calls)
+
+
+@dataclass(frozen=True)
+class CrewLink:
+    """How a child session hangs below its parent."""
+
+    parent_id: str
+    call_id: str
+    """The parent's ``delegate`` call that runs the child."""
+    depth: int
+    """1 for a top-level agent's children, 2 for theirs, …"""
+    max_depth: int
+    """The top-level agent's ``max_subagent_depth``: it holds for the whole tree."""
+    approvals: Approvals
+    """The parent's approvals: its UI answers the child's requests."""
+
+
+@dataclass(eq=False)
+class ChildRun:
+    """One delegation: the child session and how it is going."""
+
+    call_id: str
+    agent: Agent
+    task: str
+    session: AgentSession
+    usage: TurnUsage = field(default_factory=TurnUsage)
+    status: SubagentStatus = "running"
+    stop_reason: str | None = None
+    error: str | None = None
+    stop_requested: bool = False
+    runner: asyncio.Task[Any] | None = None
+    answer: Message | None = None
+
+    def record(self) -> SubagentRun:
+        return SubagentRun(session_id=self.session.id, agent=self.agent.name, task=self.task,
+                           status=self.status, input_tokens=self.usage.input_tokens,
+                           output_tokens=self.usage.output_tokens,
+                           api_calls=self.usage.api_calls)
+
+
+class Crew:
+    """The children of one session. ``emit`` is the parent's event stream; ``on_usage`` is
+    called when a child's figures change (the parent says its new turn total);
+    ``on_record`` when a run's record changes (the parent stores it on the call's
+    execution); ``on_interrupt`` when a kernel interrupt stopped a child (the parent
+    stops too)."""
+
+    def __init__(self, parent: AgentSession, *, depth: int, max_depth: int,
+                 emit: Callable[[Event], None], on_usage: Callable[[], None],
+                 on_record: Callable[[str, SubagentRun], None],
+                 on_interrupt: Callable[[], None]) -> None:
+        self._parent = parent
+        self.depth = depth
+        self.max_depth = max_depth
+        self._emit = emit
+        self._on_usage = on_usage
+        self._on_record = on_record
+        self._on_interrupt = on_interrupt
+        self._runs: dict[str, ChildRun] = {}
+        self._asked: dict[str, list[ChildRun]] = {}
+        """Approval request id → the children (or the children above a grandchild) that
+        asked under it, first asker first: ids come from the models and may repeat."""
+        self._slots: asyncio.Semaphore | None = None
+
+    # --- what the parent offers -----------------------------------------------------------
+    @property
+    def can_delegate(self) -> bool:
+        """The agent has sub-agents and is above the nesting limit."""
+        return bool(self._parent.agent.subagents) and self.depth < self.max_depth
+
+    def definition(self, base: ToolDefinition) -> ToolDefinition:
+        """The ``delegate`` definition this agent's model is shown."""
+        return delegate_definition(base, [(child.name, child.description)
+                                          for child in self._parent.agent.subagents])
+
+    # --- state ------------------------------------------------------------------------------
+    @property
+    def runs(self) -> dict[str, ChildRun]:
+        """The delegations of the current (or latest) turn, by call id."""
+        return dict(self._runs)
+
+    @property
+    def usage(self) -> dict[str, TurnUsage]:
+        """Each child's tokens over the current (or latest) turn, by call id."""
+        return {call_id: run.usage for call_id, run in self._runs.items()}
+
+    @property
+    def turn_usage(self) -> TurnUsage:
+        """All children's tokens over the current (or latest) turn."""
+        total = TurnUsage()
+        for run in self._runs.values():
+            total = add_usage(total, run.usage)
+        return total
+
+    def begin_turn(self) -> None:
+        self._runs.clear()
+        self._asked.clear()
+
+    # --- commands ---------------------------------------------------------------------------
+    def stop(self, call_id: str) -> bool:
+        """Stop one child (the ``id`` of its ``subagent_start``) — or a grandchild, at any
+        depth: the chat view offers Stop on every running nested card and names it by
+        that id alone; the parent goes on. False when no such child is running."""
+        run = self._runs.get(call_id)
+        if run is None:
+            # Not ours: a running child may have run it (its own crew looks further down).
+            return any(child.session.stop_subagent(call_id)
+                       for child in list(self._runs.values()) if child.status == "running")
+        if run.status != "running":
+            return False
+        if run.stop_requested:
+            return True  # already stopping: a second cancel would cut its closing short
+        run.stop_requested = True
+        if not run.session.cancel() and run.runner is not None:
+            run.runner.cancel()  # still waiting for a free slot: it never starts
+        return True
+
+    def stop_all(self) -> None:
+        for call_id in list(self._runs):
+            self.stop(call_id)
+
+    def approve(self, request_id: str, decision: ApprovalDecision,
+                path: Sequence[str] | None = None) -> bool:
+        """Answer a child's (or a grandchild's) approval request: the one at ``path``
+        (the ids of the runs it came through, outermost first), or without a path the
+        first still waiting under ``request_id``."""
+        askers = self._asked.get(request_id, [])
+        if path:
+            run = self._runs.get(path[0])
+            if run is None or not run.session.approve(request_id, decision,
+                                                      subagent=list(path[1:])):
+                return False
+            if run in askers:
+                askers.remove(run)
+        else:
+            run = next((each for each in askers
+                        if each.session.approve(request_id, decision)), None)
+            if run is None:
+                return False
+            askers.remove(run)
+        if not askers:
+            self._asked.pop(request_id, None)
+        return True
+
+    async def wait_stopped(self) -> None:
+        """Until every child of this turn has closed its history (bounded by
+        :data:`STOP_WAIT`)."""
+        runners = [run.runner for run in self._runs.values()
+                   if run.runner is not None and not run.runner.done()]
+        if runners:
+            await asyncio.wait(runners, timeout=STOP_WAIT)
+
+    # --- running a child ------------------------------------------------------------------
+    async def delegate(self, call_id: str, name: str, task: str) -> str:
+        """Run ``task`` on the sub-agent ``name`` and return its answer; raises
+        :class:`ToolFailure` (the call's error result) when it cannot give one."""
+        agent = self._parent.agent.subagent(name)
+        if agent is None:
+            names = ", ".join(child.name for child in self._parent.agent.subagents)
+            raise ToolFailure(f"There is no sub-agent '{name}'. Delegate to one of: {names}.")
+        if not task.strip():
+            raise ToolFailure("The task is empty. Write the whole task for the sub-agent: "
+                              "it sees nothing of this conversation.")
+        run = ChildRun(call_id=call_id, agent=agent, task=task, session=self._spawn(agent, call_id))
+        self._runs[call_id] = run
+        self._emit(SubagentStartEvent(id=call_id, agent=agent.name, task=task))
+        self._on_record(call_id, run.record())
+        run.session.subscribe(partial(self._forward, run))
+        run.runner = asyncio.ensure_future(self._run(run))
+        # A Stop that lands before the runner's first step cancels a coroutine that never
+        # starts, so none of _run's own closing runs: the child must still end.
+        run.runner.add_done_callback(lambda _: self._end(run))
+        try:
+            await asyncio.wait([run.runner])
+        except asyncio.CancelledError:
+            # The parent's call is being stopped (its Stop, its timeout): the child stops
+            # with it and the parent waits for it to close (wait_stopped).
+            self.stop(call_id)
+            raise
+        return self._outcome(run)
+
+    def _spawn(self, agent: Agent, call_id: str) -> AgentSession:
+        parent = self._parent
+        link = CrewLink(parent_id=parent.id, call_id=call_id, depth=self.depth + 1,
+                        max_depth=self.max_depth, approvals=parent._approvals)
+        return type(parent)(agent, parent.catalog, parent.store,
+                            working_dir=parent.working_dir, namespace=parent.namespace,
+                            approval_policy=parent.approval_policy,
+                            # No model of its own: the parent's provider.
+                            provider=parent.provider if agent.model is None else None,
+                            crew_link=link)
+
+    def _slots_now(self) -> asyncio.Semaphore:
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self._parent.agent.max_parallel_subagents)
+        return self._slots
+
+    async def _run(self, run: ChildRun) -> None:
+        try:
+            async with self._slots_now():
+                if not run.stop_requested:
+                    run.answer = await run.session.run(run.task)
+        except asyncio.CancelledError:
+            run.stop_reason = run.stop_reason or "cancelled"  # stopped before it started
+        except Exception as exc:  # a bug below the child's own error handling: never fatal
+            log.exception("sub-agent %s failed", run.agent.name)
+            run.stop_reason, run.error = "error", f"{type(exc).__name__}: {exc}"
+        self._end(run)
+
+    def _end(self, run: ChildRun) -> None:
+        """The child's final status, record and ``subagent_end`` (once)."""
+        if run.status != "running":
+            return
+        if run.stop_requested and run.stop_reason is None:
+            run.stop_reason = "cancelled"
+        run.status = _status(run.stop_reason)
+        self._on_record(run.call_id, run.record())
+        # Bounded as the `delegate` result is: the event reaches every view's state.
+        result = bound_result(self._result_text(run), self._parent.agent.max_tool_result_chars)
+        self._emit(SubagentEndEvent(id=run.call_id, agent=run.agent.name, status=run.status,
+                                    result=result, usage=run.usage))
+        if run.status == "interrupted":
+            self._on_interrupt()  # a kernel interrupt stops the whole tree
+
+    def _forward(self, run: ChildRun, event: Event) -> None:
+        self._emit(wrap_event(run.call_id, event))
+        # Every delta of a child comes here: kinds are told by type (see events) and all
+        # but the few noted kinds leave after one set lookup.
+        kind = type(event)
+        if kind not in _NOTED:
+            return
+        if kind is TokenUpdateEvent:
+            assert isinstance(event, TokenUpdateEvent)
+            run.usage = event.current  # a child's own total already holds its children
+            self._on_record(run.call_id, run.record())
+            self._on_usage()
+        elif kind is SubagentEvent or kind is ApprovalRequestEvent:
+            inner = event  # a grandchild's deltas come this way too
+            while type(inner) is SubagentEvent:
+                inner = inner.event
+            if type(inner) is ApprovalRequestEvent:
+                self._asked.setdefault(inner.id, []).append(run)
+        elif kind is DoneEvent:
+            assert isinstance(event, DoneEvent)
+            run.stop_reason = event.stop_reason
+        elif kind is ErrorEvent:
+            assert isinstance(event, ErrorEvent)
+            run.error = event.message
+
+    def _result_text(self, run: ChildRun) -> str:
+        """What the parent's model reads: the answer, or why there is none."""
+        answer = run.answer.text.strip() if run.answer is not None else ""
+        name = run.agent.name
+        if run.status == "done":
+            return answer or f"Sub-agent '{name}' finished without writing an answer."
+        so_far = f"\n\nWhat it had written so far:\n{answer}" if answer else ""
+        if run.status == "cancelled":
+            return f"The user stopped sub-agent '{name}' before it finished.{so_far}"
+        if run.status == "interrupted":
+            return f"Sub-agent '{name}' was interrupted (a kernel interrupt).{so_far}"
+        if run.stop_reason == "max_model_calls":
+            why = (f"it used its {run.agent.max_model_calls} model calls without "
+                   "finishing")
+        elif run.stop_reason == "context_full":
+            why = "its context window is full"
+        else:
+            why = f"it failed: {run.error}" if run.error else "it failed"
+        return f"Sub-agent '{name}' did not finish: {why}.{so_far}"
+
+    def _outcome(self, run: ChildRun) -> str:
+        text = self._result_text(run)
+        if run.status != "done":
+            raise ToolFailure(text)
+        return text
+
+
+def _status(stop_reason: str | None) -> SubagentStatus:
+    if stop_reason == "cancelled":
+        return "cancelled"
+    if stop_reason == "interrupted":
+        return "interrupted"
+    if stop_reason in (None, "error", "max_model_calls", "context_full"):
+        return "error"
+    return "done"

@@ -1,0 +1,368 @@
+"""Running the tool calls of one model response: cards, approvals, timeouts, and results
+the model can read whatever goes wrong.
+
+Calls of one response run concurrently, except calls to the same tool, which keep their
+order (a tool need not be re-entrant; two ``todo`` writes must apply in the order the
+model wrote them). Results are stored in call order as soon as they and the ones before
+them are in, so a kernel that dies mid-tools keeps every finished result.
+
+A tool's visibility decides its events (DESIGN §4): ``tool`` → ``tool_call`` /
+``tool_result``, ``skill`` → ``skill_start`` / ``progress`` / ``skill_end``, ``internal``
+→ none. A ``tool`` call that reports progress turns into a skill at its first report: a
+``skill_start`` with the call's id follows its ``tool_call``, and it ends with
+``skill_end``. Sync handlers run in worker threads; a call that is stopped (Stop, timeout)
+abandons its thread, which cannot be killed — its late progress is ignored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..events import (
+    Event,
+    ProgressEvent,
+    SkillEndEvent,
+    SkillStartEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+)
+from ..messages import (
+    Message,
+    RunStatus,
+    SkillExecution,
+    ToolCallPart,
+    ToolExecution,
+    encodable,
+)
+from ..tools import Tool, ToolArgumentError, ToolContext
+from ..tools.base import ProgressCallback, ToolFailure
+from ..tools.resolver import ToolResolution
+from ..tools.rich import RichResult
+from .approvals import Approvals
+
+__all__ = ["INTERRUPTED_TEXT", "ContextFactory", "ToolLimits", "ToolRunner", "bound_result"]
+
+log = logging.getLogger(__name__)
+
+ContextFactory = Callable[[str, ProgressCallback], ToolContext]
+"""Builds the :class:`ToolContext` of one call from its id and its progress callback."""
+
+
+
+@dataclass(frozen=True, slots=True)
+class ToolLimits:
+    """What bounds the calls of one response (from the agent's definition)."""
+
+    timeout: float
+    """Seconds a tool may run, unless the tool sets its own."""
+    max_result_chars: int
+    """Longest result the model reads; see :func:`bound_result`."""
+
+
+def bound_result(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, saying so, so the model knows it saw a part
+    and how to see more."""
+    if len(text) <= limit:
+        return text
+    return (f"{text[:limit]}\n\n[Result cut: the first {limit:,} of {len(text):,} "
+            "characters are shown. Ask for less at a time (a range, a filter, a summary) "
+            "to see the rest.]")
+
+
+Outcome = Literal["done", "error", "rejected"]
+"""How a call ended: ``rejected`` when approval was refused (the tool never ran)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Refused:
+    """Why a call may not run; ``rejected``: approval was refused (not a failure)."""
+
+    text: str
+    rejected: bool = False
+
+
+INTERRUPTED_TEXT = "This call did not finish: the kernel was interrupted."
+_UNFINISHED_TEXT = {
+    "cancelled": "This call did not finish: the user cancelled the turn.",
+    "interrupted": INTERRUPTED_TEXT,
+    "killed": "This call did not finish: the kernel stopped.",
+}
+
+
+def _as_skill(record: ToolExecution) -> SkillExecution:
+    return SkillExecution(id=record.id, name=record.name, label=record.label,
+                          status=record.status)
+
+
+class ToolRunner:
+    """Runs tool calls for one session. It owns no history: finished results go to
+    ``append``, and the assistant message whose calls run (its card records) is saved
+    through ``persist`` whenever a card changes."""
+
+    def __init__(self, *, emit: Callable[[Event], None],
+                 append: Callable[[Message], None], persist: Callable[[Message], None],
+                 approvals: Approvals, make_context: ContextFactory,
+                 resolve: Callable[[], ToolResolution],
+                 on_todo_written: Callable[[], None],
+                 on_interrupt: Callable[[], None]) -> None:
+        self._emit = emit
+        self._append = append
+        self._persist = persist
+        self._approvals = approvals
+        self._make_context = make_context
+        self._resolve = resolve
+        self._on_todo_written = on_todo_written
+        self._on_interrupt = on_interrupt
+
+    async def run(self, message: Message, resolution: ToolResolution, *,
+                  live_calls: dict[str, object], limits: ToolLimits) -> None:
+        """Run every call of ``message`` and append their results in call order.
+        ``resolution`` is the one the response was requested with (it decides the cards);
+        ``live_calls`` maps the ids of calls running now to their run (the turn's):
+        only those may still emit events."""
+        chains: dict[str, asyncio.Future[Any]] = {}
+        tasks = []
+        for call in message.tool_calls:
+            tool = resolution.get(call.name)
+            reentrant = tool is not None and tool.reentrant
+            previous = None if reentrant else chains.get(call.name)
+            task = asyncio.ensure_future(
+                self._run_after(previous, message, call, resolution, live_calls, limits))
+            if not reentrant:
+                chains[call.name] = task
+            tasks.append(task)
+        try:
+            for task in tasks:
+                # Waiting (not awaiting the task itself) makes a Stop cancel this turn
+                # even when the running tool swallows its own cancellation.
+                await asyncio.wait([task])
+                self._append(task.result())
+        finally:
+            for task in tasks:
+                task.cancel()  # only the unfinished ones notice (cancel of a stopped turn)
+            # Executions recorded during the calls belong to the assistant message.
+            self._persist(message)
+
+    async def _run_after(self, previous: asyncio.Future[Any] | None, message: Message,
+                         call: ToolCallPart, resolution: ToolResolution,
+                         live_calls: dict[str, object], limits: ToolLimits) -> Message:
+        if previous is not None:
+            await asyncio.wait([previous])
+        return await self._run_one(message, call, resolution, live_calls, limits)
+
+    async def _run_one(self, message: Message, call: ToolCallPart,
+                       resolution: ToolResolution, live_calls: dict[str, object],
+                       limits: ToolLimits) -> Message:
+        tool = resolution.get(call.name)
+        visibility = tool.visibility if tool is not None else "tool"
+        label = tool.label if tool is not None else call.name
+        tool_record: ToolExecution | None = None
+        skill_record: SkillExecution | None = None
+        # A token, not the id: ids repeat across responses, and a thread abandoned by an
+        # earlier call with this id must not report onto this call's card.
+        run = live_calls[call.id] = object()
+        if visibility == "skill":
+            skill_record = SkillExecution(id=call.id, name=call.name, label=label)
+            message.metadata.skill_executions.append(skill_record)
+            self._emit(SkillStartEvent(id=call.id, name=call.name, label=label))
+        elif visibility == "tool":
+            tool_record = ToolExecution(id=call.id, name=call.name, label=label,
+                                        args=call.args)
+            message.metadata.tool_executions.append(tool_record)
+            self._emit(ToolCallEvent(id=call.id, name=call.name, label=label, args=call.args))
+        if tool_record is not None or skill_record is not None:
+            self._persist(message)  # the card exists from now on, even if the kernel dies
+
+        def set_status(status: RunStatus) -> None:
+            """A card's state before the call ends: ``waiting`` for the user's approval,
+            then ``running`` once allowed."""
+            record = tool_record or skill_record
+            if record is not None and record.status != status:
+                record.status = status
+                self._persist(message)
+
+        def on_progress(percent: float, step: str | None, detail: str | None) -> None:
+            nonlocal tool_record, skill_record
+            if live_calls.get(call.id) is not run:
+                return  # a worker thread still reporting after its call was closed
+            if tool_record is None and skill_record is None:
+                return  # an internal tool: no card, so no events (DESIGN §4)
+            if step is not None:
+                step = encodable(step)
+            if detail is not None:
+                detail = encodable(detail)
+            if tool_record is not None:
+                # A tool that reports progress (an MCP server's notifications, say) is a
+                # long task: its card becomes a skill card in place, with a real bar.
+                skill_record = _as_skill(tool_record)
+                executions = message.metadata.tool_executions
+                executions[:] = [r for r in executions if r is not tool_record]
+                message.metadata.skill_executions.append(skill_record)
+                tool_record = None
+                self._emit(SkillStartEvent(id=call.id, name=call.name, label=label))
+                self._persist(message)
+            if skill_record is not None:
+                skill_record.percent, skill_record.step, skill_record.detail = (
+                    percent, step, detail)
+            self._emit(ProgressEvent(id=call.id, percent=percent, step=step, detail=detail))
+
+        try:
+            outcome: Outcome
+            rich: RichResult | None = None
+            if tool is None:
+                content, outcome = resolution.refusal(call.name), "error"
+            else:
+                content, outcome, rich = await self._execute(call, on_progress,
+                                                             limits.timeout, set_status)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a bug in the approval path or the context: never fatal
+            log.exception("tool call %s (%s) failed outside its handler", call.id, call.name)
+            content, outcome = f"Tool '{call.name}' failed: {type(exc).__name__}: {exc}", "error"
+        except (KeyboardInterrupt, SystemExit):
+            # A kernel interrupt reached a tool running on the kernel's thread (the only
+            # way out of stuck code there). Re-raised from this task it would end the
+            # event loop, and with it the kernel; instead the call is closed and the turn
+            # stops as if Stop had been pressed.
+            content, outcome = INTERRUPTED_TEXT, "error"
+            self._on_interrupt()
+        if live_calls.get(call.id) is run:
+            del live_calls[call.id]
+        content = bound_result(encodable(content), limits.max_result_chars)
+        # For the model a rejected call is an error result; the card says what happened.
+        is_error = outcome != "done"
+
+        outputs = rich.items if rich is not None else []
+        if tool_record is not None:
+            tool_record.status, tool_record.result = outcome, content
+            tool_record.outputs = outputs
+            self._emit(ToolResultEvent(id=call.id, name=call.name, result=content,
+                                       is_error=is_error,
+                                       outputs=[item.model_dump() for item in outputs]))
+        elif skill_record is not None:
+            skill_record.status = outcome
+            skill_record.result = content
+            if not is_error:
+                skill_record.percent = 100.0
+            self._emit(SkillEndEvent(id=call.id, name=call.name,
+                                     status="error" if is_error else "done", result=content))
+        if call.name == "todo" and tool is not None and not is_error:
+            self._on_todo_written()
+        if tool_record is not None or skill_record is not None:
+            self._persist(message)
+        images = rich.images() if rich is not None else []
+        return Message.tool_result(call.id, call.name, content, is_error=is_error,
+                                   images=images)
+
+    def close_unanswered(self, messages: Sequence[Message], why: str,
+                         live_calls: dict[str, object]) -> None:
+        """Give every call of the last assistant message that has no result an error
+        result (APIs require a result for each call) — e.g. calls whose tools were
+        running when the turn stopped — and close their cards."""
+        position = next((n for n in range(len(messages) - 1, -1, -1)
+                         if messages[n].role == "assistant"), None)
+        if position is None:
+            return
+        last_assistant = messages[position]
+        # Only results after that message count: ids can repeat across responses (some
+        # OpenAI-compatible servers number calls per response).
+        answered = {p.tool_call_id for m in messages[position + 1:]
+                    for p in m.tool_results}
+        text = _UNFINISHED_TEXT.get(why, "This call did not run: the turn stopped.")
+        # Stopped by the user or an interrupt: the card says cancelled, not failed.
+        closed: RunStatus = "cancelled" if why in ("cancelled", "interrupted") else "error"
+        for call in last_assistant.tool_calls:
+            if call.id in answered:
+                continue
+            live_calls.pop(call.id, None)
+            for record in last_assistant.metadata.tool_executions:
+                if record.id == call.id and record.status in ("running", "waiting"):
+                    record.status, record.result = closed, text
+                    self._emit(ToolResultEvent(id=call.id, name=call.name, result=text,
+                                               is_error=True))
+            for skill in last_assistant.metadata.skill_executions:
+                if skill.id == call.id and skill.status in ("running", "waiting"):
+                    skill.status, skill.result = closed, text
+                    self._emit(SkillEndEvent(id=call.id, name=call.name, status="error",
+                                             result=text))
+            self._append(Message.tool_result(call.id, call.name, text, is_error=True))
+        self._persist(last_assistant)
+
+    async def _authorise(self, call: ToolCallPart,
+                         set_status: Callable[[RunStatus], None]) -> Tool | _Refused:
+        """The tool to run, or why it may not run. Authorisation is checked again now:
+        the tool may have been switched off (globally or for the agent) while the
+        response streamed or while the user decided on an approval."""
+        resolution = self._resolve()
+        tool = resolution.get(call.name)
+        if tool is None:
+            return _Refused(resolution.refusal(call.name))
+        if tool.requires_approval:
+            waited = False
+
+            def on_waiting() -> None:
+                nonlocal waited
+                waited = True
+                set_status("waiting")
+
+            allowed, why = await self._approvals.decide(call, on_waiting=on_waiting)
+            if not allowed:
+                return _Refused(why, rejected=True)
+            resolution = self._resolve()
+            tool = resolution.get(call.name)
+            if tool is None:
+                return _Refused(resolution.refusal(call.name))
+            if waited:
+                set_status("running")
+                # The card leaves "waiting" now, not when the tool ends: the views
+                # redraw a card on its progress.
+                self._emit(ProgressEvent(id=call.id, percent=0.0))
+        return tool
+
+    async def _execute(self, call: ToolCallPart, on_progress: ProgressCallback,
+                       default_timeout: float,
+                       set_status: Callable[[RunStatus], None],
+                       ) -> tuple[str, Outcome, RichResult | None]:
+        """Run a call the request allowed; every failure becomes an error result the model
+        can read. The result's display items come along when the call succeeded."""
+        content, outcome = await self._execute_text(call, on_progress, default_timeout,
+                                                    set_status)
+        if isinstance(content, RichResult):
+            return content.model_text(), outcome, content
+        return content, outcome, None
+
+    async def _execute_text(self, call: ToolCallPart, on_progress: ProgressCallback,
+                            default_timeout: float,
+                            set_status: Callable[[RunStatus], None],
+                            ) -> tuple[str | RichResult, Outcome]:
+        if call.raw_args is not None:
+            return (f"The arguments for '{call.name}' were not a JSON object: "
+                    f"{call.raw_args[:500]!r}. Call the tool again with valid JSON."), "error"
+        tool = await self._authorise(call, set_status)
+        if isinstance(tool, _Refused):
+            return tool.text, "rejected" if tool.rejected else "error"
+        ctx = self._make_context(call.id, on_progress)
+        timeout = tool.timeout or default_timeout
+        deadline = asyncio.timeout(timeout)
+        try:
+            async with deadline:
+                return await tool.invoke_rich(dict(call.args), ctx), "done"
+        except (ToolArgumentError, ToolFailure) as exc:
+            return str(exc), "error"
+        except TimeoutError as exc:
+            if not deadline.expired():  # the tool's own timeout (a socket's, say)
+                return f"Tool '{call.name}' failed: {type(exc).__name__}: {exc}", "error"
+            return (f"Tool '{call.name}' did not finish within {timeout:g} s and was "
+                    f"stopped."), "error"
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # the turn is being stopped
+            # The tool's own await was cancelled (not the turn): report it like a failure.
+            return f"Tool '{call.name}' was cancelled before it finished.", "error"
+        except Exception as exc:
+            return f"Tool '{call.name}' failed: {type(exc).__name__}: {exc}", "error"

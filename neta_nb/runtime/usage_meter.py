@@ -1,0 +1,160 @@
+"""UsageMeter: a session's token figures — spend so far and how full the context window
+is — from what the provider reported; an estimate only where nothing was reported, and
+then marked as one.
+
+Estimates (~4 characters a token) stand in where a real figure is missing, and say so
+(``ContextUsage.estimate``): the context after a call whose response carried no usage
+(some local servers never send it) — the whole request and answer measured — and after a
+compaction until the next reported usage. Spend is never estimated: a call without usage
+counts as unreported (``TurnUsage.unreported_calls``), its tokens unknown, not zero.
+Internally the characters appended since the last figure (a large tool result, a new
+prompt) are added too, so that the decision to compact before the next call sees a
+window that a big result is about to overflow.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Literal
+
+from ..events import ContextUsage, TurnUsage
+from ..messages import Message, ToolDefinition, Usage, count_characters
+from ..store.sqlite import CompactionRecord
+
+__all__ = ["UsageMeter", "estimate_request_tokens"]
+
+CHARS_PER_TOKEN = 4
+"""The rough ratio estimates use: English text and JSON run at about 4 characters a
+token with the common tokenizers."""
+
+
+def estimate_request_tokens(system_prompt: str, tools: Sequence[ToolDefinition],
+                            history_characters: int) -> int:
+    """What a request with this prompt, these tool definitions and a history of
+    ``history_characters`` (``count_characters``) puts in the window, at ~4 characters a
+    token."""
+    characters = len(system_prompt) + history_characters
+    characters += sum(len(tool.name) + len(tool.description)
+                      + len(json.dumps(tool.parameters)) for tool in tools)
+    return characters // CHARS_PER_TOKEN
+
+
+class UsageMeter:
+    """Spend and context figures of one session."""
+
+    def __init__(self, context_window: int, *, window_assumed: bool = False) -> None:
+        self._window = context_window
+        self._window_assumed = window_assumed
+        self.total = Usage()
+        """Every model call of the session (summaries included), as reported."""
+        self.context = self.context_of(0)
+        """The window after the latest model call or compaction."""
+        self.last_turn = TurnUsage()
+        """The figures of the latest turn, as its last ``token_update`` showed them."""
+        self._chars_since_usage = 0
+
+    def set_window(self, context_window: int, *, assumed: bool) -> None:
+        """The window became known (the server reported it): the figures follow."""
+        self._window, self._window_assumed = context_window, assumed
+        self.context = self.context_of(self.context.used_tokens, self.context.estimate)
+
+    def context_of(self, used_tokens: int,
+                   estimate: Literal["unreported", "compaction"] | None = None
+                   ) -> ContextUsage:
+        window = self._window
+        return ContextUsage(used_tokens=used_tokens, max_tokens=window,
+                            percent=round(100.0 * used_tokens / window, 1) if window else 0.0,
+                            estimate=estimate, window_assumed=self._window_assumed)
+
+    def appended(self, characters: int) -> None:
+        """Prompt text was added to the model's view (a user message, a tool result)."""
+        self._chars_since_usage += characters
+
+    def record_call(self, turn: TurnUsage, usage: Usage | None, *,
+                    estimated_tokens: int | None = None) -> TurnUsage:
+        """Count one model call; returns the turn's new figures. ``estimated_tokens`` is
+        what the request and its answer occupy by :func:`estimate_request_tokens`: the
+        context figure when the response reported no usage."""
+        if usage is None:
+            # A server that reports no usage (some local ones): the call counts, its
+            # tokens are unknown; the window is estimated from the text, and says so.
+            if estimated_tokens is not None:
+                self.context = self.context_of(estimated_tokens, "unreported")
+                self._chars_since_usage = 0
+            self.last_turn = _add(turn, Usage(), reported=False)
+            return self.last_turn
+        # What this call put in the window: its prompt (cached or not) plus its answer,
+        # which the next call will carry.
+        self.context = self.context_of(usage.context_tokens + usage.output_tokens)
+        self._chars_since_usage = 0
+        self.total = self.total + usage
+        self.last_turn = _add(turn, usage)
+        return self.last_turn
+
+    def record_summary(self, turn: TurnUsage | None, usage: Usage | None,
+                       tokens_after: int) -> TurnUsage:
+        """Count a compaction's summarising call (real spend) and set the window to the
+        compacted view's estimate; returns the figures the ``token_update`` shows."""
+        if usage is not None:
+            self.total = self.total + usage
+            if turn is not None:
+                turn = self.last_turn = _add(turn, usage)
+        elif turn is not None:
+            turn = self.last_turn = _add(turn, Usage(), reported=False)
+        self.context = self.context_of(tokens_after, "compaction")
+        self._chars_since_usage = 0  # the estimate covers the whole new view
+        return turn if turn is not None else self.last_turn
+
+    @property
+    def expected_tokens(self) -> int:
+        """What the next call will put in the window: the last real figure plus what was
+        appended since (~4 characters a token)."""
+        return self.context.used_tokens + self._chars_since_usage // 4
+
+    def nearly_full(self, threshold: float | None) -> bool:
+        """:attr:`expected_tokens` reaches ``threshold`` of the window."""
+        window = self.context.max_tokens
+        return bool(threshold is not None and window
+                    and self.expected_tokens >= threshold * window)
+
+    @property
+    def full(self) -> bool:
+        context = self.context
+        return bool(context.max_tokens and context.used_tokens >= context.max_tokens)
+
+    def restore(self, messages: Sequence[Message],
+                compactions: Sequence[CompactionRecord]) -> None:
+        """Figures of a resumed session from what was stored: every call's usage
+        (summaries included) and the window after the latest call or, if later, the
+        latest compaction."""
+        last_index, last_usage = -1, None
+        for index, message in enumerate(messages):
+            if message.metadata.usage is not None:
+                self.total = self.total + message.metadata.usage
+                if message.role == "assistant":
+                    last_index, last_usage = index, message.metadata.usage
+        for compaction in compactions:
+            if compaction.usage is not None:
+                self.total = self.total + compaction.usage
+        latest = compactions[-1] if compactions else None
+        if latest is not None and latest.after_message > last_index:
+            self.context = self.context_of(latest.tokens_after, "compaction")
+            since = messages[latest.after_message:]
+        else:
+            if last_usage is not None:
+                self.context = self.context_of(last_usage.context_tokens
+                                               + last_usage.output_tokens)
+            since = messages[last_index + 1:]
+        # What was appended after that figure (a big tool result before the kernel died)
+        # still counts toward the next call's estimate.
+        self._chars_since_usage = count_characters(
+            [m for m in since if m.parts and (m.role != "assistant" or m.metadata.usage is None)])
+
+
+def _add(current: TurnUsage, usage: Usage, *, reported: bool = True) -> TurnUsage:
+    return TurnUsage(input_tokens=current.input_tokens + usage.input_tokens,
+                     output_tokens=current.output_tokens + usage.output_tokens,
+                     total_tokens=current.total_tokens + usage.total_tokens,
+                     api_calls=current.api_calls + 1,
+                     unreported_calls=current.unreported_calls + (0 if reported else 1))

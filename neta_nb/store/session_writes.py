@@ -1,0 +1,266 @@
+"""SessionPersistence: everything one session writes to its :class:`SessionStore` — its
+messages as they change, the draft of the answer being streamed, the compacted view and
+the record the session list shows — in one place, so the session's loop never talks to
+the database itself. Without a store every write is a no-op.
+
+Every write is serialised here, on the caller's thread (the objects keep changing), and
+handed to the session's :class:`~neta_nb.store.writer.StoreWriter`, which stores it on a
+thread of its own, in order, retrying until it succeeds: a locked or full store makes the
+session *behind*, never blocked and never failing.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..events import WarningEvent
+from ..labels import t
+from ..markup import plain_text
+from ..messages import Message
+from .sqlite import (
+    CompactedView,
+    CompactionRecord,
+    SessionRecord,
+    SessionStore,
+    put_draft,
+    put_message,
+    put_session,
+    put_view,
+    read_session_row,
+)
+from .writer import StoreFailure, StoreWriter, Write, writers_of
+
+__all__ = ["SessionPersistence", "StoredHistory", "flush_session", "one_line", "store_warning"]
+
+
+@dataclass
+class StoredHistory:
+    """What a store holds of a session's conversation."""
+
+    messages: list[Message]
+    view: list[Message]
+    """The model's view: the messages, or after a compaction its prefix and the rest."""
+    compactions: list[CompactionRecord]
+    draft: Message | None
+    """The answer that was streaming when its process died, as far as it was saved (still
+    in the store: :meth:`SessionPersistence.clear_draft` once it is a message)."""
+
+
+LOAD_FLUSH_LIMIT = 5.0
+"""Seconds :meth:`SessionPersistence.load` waits for this process's pending writes of
+the same session (another object of it, e.g. a view's) before reading without them."""
+
+
+class SessionPersistence:
+    """The writes of one session. ``describe`` returns the fields of the session's
+    record as it stands (title and last message are derived here from the messages);
+    ``on_behind`` hears when writes start failing (a :class:`StoreFailure`) and when all
+    is stored again (``None``)."""
+
+    def __init__(self, session_id: str, store: SessionStore | None,
+                 describe: Callable[[], dict[str, Any]],
+                 on_behind: Callable[[StoreFailure | None], None] | None = None) -> None:
+        self.session_id = session_id
+        self.store = store
+        self._describe = describe
+        self._writer = (StoreWriter(store, session_id, on_behind or (lambda _failure: None))
+                        if store is not None else None)
+
+    # --- writes -------------------------------------------------------------------------
+    def _submit(self, what: str, apply: Callable[[sqlite3.Connection], None],
+                key: str | None = None, *, notify: bool = True) -> None:
+        if self._writer is not None:
+            self._writer.submit(Write(what, apply, key, notify))
+
+    def message(self, message: Message, *, replaces_draft: bool = False) -> None:
+        """Insert or update one message (a message is saved again whenever its cards
+        change). ``replaces_draft``: it is the answer the draft checkpointed, and the
+        draft goes in the same transaction — a kernel killed between two writes would
+        leave both, and resume would show the answer twice."""
+        if self._writer is None:
+            return
+        assert self.store is not None
+        data = self.store.blobs.encode(message)
+        session_id, message_id = self.session_id, message.id
+
+        def apply(db: sqlite3.Connection) -> None:
+            put_message(db, session_id, message_id, data)
+            if replaces_draft:
+                put_draft(db, session_id, None)
+
+        self._submit(f"message {message_id}", apply,
+                     key=None if replaces_draft else f"message:{message_id}")
+
+    def draft(self, message: Message) -> None:
+        if self._writer is None:
+            return
+        assert self.store is not None
+        session_id, data = self.session_id, self.store.blobs.encode(message)
+        self._submit("the draft of the streaming answer",
+                     lambda db: put_draft(db, session_id, data), key="draft",
+                     notify=False)
+
+    def clear_draft(self) -> None:
+        session_id = self.session_id
+        self._submit("clearing the draft", lambda db: put_draft(db, session_id, None),
+                     key="draft", notify=False)
+
+    def view(self, view: CompactedView) -> None:
+        if self._writer is None:
+            return
+        session_id, data = self.session_id, view.model_dump_json()
+        self._submit("the compacted view", lambda db: put_view(db, session_id, data),
+                     key="view")
+
+    def update(self, **fields: Any) -> None:
+        """Change stored fields of the record without rebuilding it."""
+        session_id = self.session_id
+
+        def apply(db: sqlite3.Connection) -> None:
+            existing = _stored_record(db, session_id)
+            if existing is not None:
+                changed = existing.model_copy(update={**fields, "updated_at": time.time()})
+                put_session(db, session_id, changed.model_dump_json(), changed.updated_at,
+                            changed.parent_id)
+
+        self._submit(f"the session record ({', '.join(fields)})", apply)
+
+    def create_record(self, messages: Sequence[Message]) -> None:
+        """Save the record unless the store has one for this session already."""
+        if self._writer is None:
+            return
+        record = self.record(messages)
+
+        def apply(db: sqlite3.Connection) -> None:
+            if read_session_row(db, record.id) is None:
+                put_session(db, record.id, record.model_dump_json(), record.updated_at,
+                            record.parent_id)
+
+        self._submit("the new session's record", apply)
+
+    def save_record(self, messages: Sequence[Message], **fields: Any) -> None:
+        """Save the record; its creation time, and its running flag unless ``fields``
+        set it, are kept from the stored one."""
+        if self._writer is None:
+            return
+        record = self.record(messages, **fields)
+
+        def apply(db: sqlite3.Connection) -> None:
+            merged = record.model_copy()
+            existing = _stored_record(db, record.id)
+            if existing is not None:
+                merged.created_at = existing.created_at
+                if "running" not in fields:
+                    merged.running, merged.owner = existing.running, existing.owner
+                if "owner_died" not in fields:
+                    merged.owner_died = existing.owner_died
+            put_session(db, merged.id, merged.model_dump_json(), merged.updated_at,
+                        merged.parent_id)
+
+        self._submit("the session record", apply)
+
+    # --- waiting for the store ------------------------------------------------------------
+    @property
+    def pending(self) -> int:
+        """Writes not stored yet."""
+        return self._writer.pending if self._writer is not None else 0
+
+    @property
+    def failure(self) -> StoreFailure | None:
+        """Why writes are failing, while they are."""
+        return self._writer.failure if self._writer is not None else None
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Block until every write so far is stored; ``False`` if ``timeout`` ran out."""
+        return self._writer.flush(timeout) if self._writer is not None else True
+
+    async def settled(self) -> None:
+        """Until every write so far is stored, or the store is known to be behind."""
+        if self._writer is not None:
+            await self._writer.settled()
+
+    # --- reads ----------------------------------------------------------------------------
+    def load(self, store: SessionStore) -> StoredHistory:
+        """Read the session's history from ``store``, after what this process still has
+        to write of it."""
+        flush_session(store, self.session_id, besides=self._writer)
+        messages = store.load_messages(self.session_id)
+        view = [m for m in messages if m.parts]
+        compactions: list[CompactionRecord] = []
+        stored = store.load_view(self.session_id)
+        if stored is not None:
+            ids = [m.id for m in view]
+            if stored.kept_from in ids:
+                view = [*stored.prefix, *view[ids.index(stored.kept_from):]]
+                compactions = list(stored.compactions)
+            else:
+                store.warnings.append(f"session {self.session_id}: the compacted view points "
+                                      f"at a missing message; the model sees the full history")
+        # Read only: the resumed session clears the draft through its writer, so a locked
+        # store never blocks the resume.
+        return StoredHistory(messages, view, compactions, store.load_draft(self.session_id))
+
+    def record(self, messages: Sequence[Message], **fields: Any) -> SessionRecord:
+        """The session's record as it stands, with ``fields`` overriding."""
+        first_user = next((m.text for m in messages if m.role == "user"), "")
+        last = next((m for m in reversed(messages)
+                     if m.role in ("user", "assistant") and m.text), None)
+        data: dict[str, Any] = {
+            "id": self.session_id,
+            "title": one_line(first_user, 60) if first_user.strip() else "New chat",
+            # A preview line: what the message reads as, not its markdown.
+            "last_message": one_line(plain_text(last.text), 120) if last else "",
+            "message_count": len(messages),
+            **self._describe(),
+        }
+        data.update(fields)
+        return SessionRecord(**data)
+
+
+
+def store_warning(failure: StoreFailure | None) -> WarningEvent:
+    """The event that says the store is behind (``failure``) or has caught up (``None``)."""
+    if failure is None:
+        return WarningEvent(message=t("store_caught_up"), code="store_caught_up", cleared=True)
+    code = f"store_behind_{failure.kind}"
+    params = {"detail": failure.detail}
+    return WarningEvent(message=t(code, **params), code=code, params=params)
+
+
+def flush_session(store: SessionStore, session_id: str, *,
+                  besides: StoreWriter | None = None) -> StoreWriter | None:
+    """Wait (a bounded time) for what this process still has to write of a session —
+    another object of it, a view's — so a read of the store sees this process's own
+    writes (``besides``: the reader's own writer, whose writes follow the read). Returns
+    a writer that is still behind, if any: a writer whose store is locked or full is not
+    waited for (that wait could be as long as the other program's lock)."""
+    for writer in writers_of(store, session_id):
+        if writer is besides:
+            continue
+        if writer.failure is not None or not writer.flush(LOAD_FLUSH_LIMIT):
+            store.warnings.append(f"session {session_id}: {writer.pending} writes of it are "
+                                  f"not stored yet; they are missing here")
+            return writer
+    return None
+
+
+def _stored_record(db: sqlite3.Connection, session_id: str) -> SessionRecord | None:
+    data = read_session_row(db, session_id)
+    if data is None:
+        return None
+    try:
+        return SessionRecord.model_validate_json(data)
+    except ValidationError:
+        return None  # a damaged record is replaced by the session's own
+
+
+def one_line(text: str, limit: int) -> str:
+    """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -1,0 +1,307 @@
+"""StoreWriter: one session's writes to its store, in order, on a thread of their own.
+
+The kernel's event loop never waits on SQLite: another process holding the write lock (a
+second notebook, a backup tool) or a full disk stalls this thread, never the stream, Stop
+or the widgets. A write that fails is retried, in order, until it succeeds — nothing the
+user was shown is dropped, and nothing is written out of order; while writes fail the
+session is told once that it is behind, and again when it has caught up. Writes still
+pending when the interpreter exits get a few seconds, then each is logged as lost.
+
+Each write carries its rows already serialised (the caller's objects keep changing on the
+loop thread), and each runs in a transaction of its own (``BEGIN IMMEDIATE``: it takes the
+write lock before it reads, so a read-then-write never deadlocks against another writer).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import logging
+import os
+import sqlite3
+import threading
+import time
+import weakref
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from .sqlite import SessionStore, WriterConnection
+
+__all__ = ["StoreFailure", "StoreWriter", "Write"]
+
+log = logging.getLogger(__name__)
+
+IDLE_EXIT = 2.0
+"""Seconds an idle writer thread waits for more before it ends (a new write starts it
+again): a process may hold hundreds of sessions, few of which are writing."""
+RETRY_DELAYS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0)
+"""Pause before each retry of a failing write; the last one repeats."""
+EXIT_GRACE = 3.0
+"""Seconds the interpreter's exit waits for pending writes before logging them lost."""
+SETTLE_LIMIT = 10.0
+"""Longest :meth:`StoreWriter.settled` waits for a write that neither ends nor fails (a
+hung network filesystem); the session then carries on as if the store were behind."""
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """One change to the store."""
+
+    what: str
+    """What it saves, for the log: ``message m_…``, ``draft``, ``record``…"""
+    apply: Callable[[sqlite3.Connection], None]
+    """Runs the statements (inside the writer's transaction)."""
+    key: str | None = None
+    """Writes with the same key each replace the whole of what the key names (a message's
+    row, the draft): a newer one queued right behind an unstarted older one replaces it."""
+    notify: bool = True
+    """Tell the store's listeners (the session list) once it is stored."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoreFailure:
+    """Why the store is behind."""
+
+    kind: Literal["disk_full", "locked", "missing", "error"]
+    detail: str
+
+    @classmethod
+    def of(cls, exc: sqlite3.Error) -> StoreFailure:
+        code = getattr(exc, "sqlite_errorcode", None)
+        primary = code & 0xFF if isinstance(code, int) else None
+        text = str(exc) or type(exc).__name__
+        if primary == sqlite3.SQLITE_FULL or "disk is full" in text:
+            return cls("disk_full", text)
+        if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or "locked" in text:
+            return cls("locked", text)
+        if primary == sqlite3.SQLITE_CANTOPEN or "unable to open" in text:
+            return cls("missing", text)
+        return cls("error", text)
+
+
+class StoreWriter:
+    """The ordered, retrying writes of one session. ``on_behind(failure)`` is called when
+    writes start failing (again when the reason changes) and ``on_behind(None)`` once
+    everything is stored again; both, like the store's change notifications, on the loop
+    of whoever submitted last (the thread itself when there is none)."""
+
+    def __init__(self, store: SessionStore, session_id: str,
+                 on_behind: Callable[[StoreFailure | None], None]) -> None:
+        self.store = store
+        self.session_id = session_id
+        self._on_behind = on_behind
+        self._cond = threading.Condition()
+        self._pending: deque[Write] = deque()
+        self._head_started = False
+        self._thread: threading.Thread | None = None
+        self._failure: StoreFailure | None = None
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        _writers.add(self)
+
+    # --- the caller's side ------------------------------------------------------------
+    def submit(self, write: Write) -> None:
+        """Queue ``write`` behind every earlier one; returns at once."""
+        with contextlib.suppress(RuntimeError):
+            self._loop = asyncio.get_running_loop()
+        with self._cond:
+            pending = self._pending
+            replaceable = (pending and write.key is not None and pending[-1].key == write.key
+                           and not (len(pending) == 1 and self._head_started))
+            if replaceable:
+                pending[-1] = write
+            else:
+                pending.append(write)
+            if self._thread is not None:
+                self._cond.notify_all()
+                return
+            thread = threading.Thread(target=self._work, daemon=True,
+                                      name=f"neta-nb-store-{self.session_id}")
+            try:
+                thread.start()
+            except RuntimeError:
+                # No thread to be had (the process is out of them): the write stays
+                # queued, in order, and the next write tries again.
+                log.exception("session %s: no thread to save with; %d writes wait",
+                              self.session_id, len(pending))
+                return
+            self._thread = thread
+
+    @property
+    def pending(self) -> int:
+        """Writes not stored yet."""
+        with self._cond:
+            return len(self._pending)
+
+    @property
+    def failure(self) -> StoreFailure | None:
+        """Why writes are failing, while they are."""
+        return self._failure
+
+    def pending_writes(self) -> list[str]:
+        with self._cond:
+            return [write.what for write in self._pending]
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Block until every write so far is stored; ``False`` if ``timeout`` ran out."""
+        with self._cond:
+            return self._cond.wait_for(lambda: not self._pending, timeout)
+
+    async def settled(self) -> None:
+        """Wait until every write so far is stored — or until the writer is known to be
+        behind, which the session has then been told about."""
+        loop = asyncio.get_running_loop()
+        with self._cond:
+            if not self._pending or self._failure is not None:
+                return
+            future: asyncio.Future[None] = loop.create_future()
+            self._waiters.append((loop, future))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(future), SETTLE_LIMIT)
+
+    # --- the thread -------------------------------------------------------------------
+    def _work(self) -> None:
+        connection: WriterConnection | None = None
+        attempt = 0
+        try:
+            while True:
+                with self._cond:
+                    if not self._pending:
+                        self._cond.wait_for(lambda: bool(self._pending), IDLE_EXIT)
+                        if not self._pending:
+                            self._thread = None
+                            return
+                    write = self._pending[0]
+                    self._head_started = True
+                try:
+                    if connection is None:
+                        connection = self.store.writer_connection()
+                    with connection.guard:
+                        _transact(connection.db, write.apply)
+                except (sqlite3.ProgrammingError, sqlite3.InterfaceError):
+                    # The store was closed under the session, or a write is malformed:
+                    # no retry can mend either.
+                    log.exception("session %s: %s could not be saved and is dropped",
+                                  self.session_id, write.what)
+                except sqlite3.Error as exc:
+                    failure = StoreFailure.of(exc)
+                    if failure.kind != "locked" and connection is not None:
+                        # A full disk or an I/O error can leave the connection unusable.
+                        connection.close()
+                        connection = None
+                    self._failed(failure)
+                    time.sleep(RETRY_DELAYS[min(attempt, len(RETRY_DELAYS) - 1)])
+                    attempt += 1
+                    continue
+                except Exception:
+                    # Not the store's fault (a write that can never succeed): retrying would
+                    # block every later write for ever.
+                    log.exception("session %s: %s could not be saved and is dropped",
+                                  self.session_id, write.what)
+                attempt = 0
+                self._stored(write)
+        finally:
+            if connection is not None:
+                connection.close()
+
+    def _failed(self, failure: StoreFailure) -> None:
+        with self._cond:
+            self._head_started = False
+            news = failure != self._failure
+            if self._failure is None:
+                log.warning("session %s: not saved yet (%s); retrying", self.session_id,
+                            failure.detail)
+            self._failure = failure
+            self._wake_waiters()
+        if news:
+            self._deliver(self._on_behind, failure)
+
+    def _stored(self, write: Write) -> None:
+        # Listeners first: once flush() returns, a listener called on this thread (no
+        # loop to hand it to) has seen the change.
+        if write.notify:
+            self._deliver(self.store.notify_changed, self.session_id)
+        with self._cond:
+            self._pending.popleft()
+            self._head_started = False
+            recovered = False
+            if not self._pending:
+                recovered = self._failure is not None
+                self._failure = None
+                self._cond.notify_all()
+                self._wake_waiters()
+        if recovered:
+            log.warning("session %s: saved again", self.session_id)
+            self._deliver(self._on_behind, None)
+
+    def _wake_waiters(self) -> None:
+        waiters, self._waiters = self._waiters, []
+        for loop, future in waiters:
+            with contextlib.suppress(RuntimeError):  # that loop is closed: nobody waits
+                loop.call_soon_threadsafe(_resolve, future)
+
+    def _deliver(self, callback: Callable[[Any], None], argument: object) -> None:
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(_call_logged, callback, argument)
+                return
+        _call_logged(callback, argument)
+
+
+def _transact(db: sqlite3.Connection, apply: Callable[[sqlite3.Connection], None]) -> None:
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        apply(db)
+        db.execute("COMMIT")
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):
+            db.execute("ROLLBACK")
+        raise
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+def _call_logged(callback: Callable[[Any], None], argument: object) -> None:
+    try:
+        callback(argument)
+    except Exception:
+        log.exception("store notification %r failed", callback)
+
+
+_writers: weakref.WeakSet[StoreWriter] = weakref.WeakSet()
+
+
+def writers_of(store: SessionStore, session_id: str) -> list[StoreWriter]:
+    """This process's writers of one session of ``store``'s database (two sessions objects
+    may share an id: a view's session and one resumed from the store)."""
+    return [writer for writer in list(_writers)
+            if writer.session_id == session_id and _same_database(writer.store, store)]
+
+
+def _same_database(one: SessionStore, other: SessionStore) -> bool:
+    # Another SessionStore of the same file, however it was named, is the same database;
+    # every in-memory store is a database of its own.
+    if one is other:
+        return True
+    if ":memory:" in (str(one.path), str(other.path)):
+        return False
+    return os.path.realpath(one.path) == os.path.realpath(other.path)
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    deadline = time.monotonic() + EXIT_GRACE
+    for writer in list(_writers):
+        if writer.flush(max(0.0, deadline - time.monotonic())):
+            continue
+        reason = writer.failure.detail if writer.failure else "the process is exiting"
+        for what in writer.pending_writes():
+            log.error("session %s: %s was never saved (%s)", writer.session_id, what, reason)

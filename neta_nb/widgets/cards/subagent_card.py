@@ -1,0 +1,170 @@
+"""``SubagentCard``: one sub-agent's run (issue 15) — the child's name and task, a status
+line (the tool or skill it runs now, its plan k/N, its tokens), its own Stop, and its whole
+transcript, expandable. The chat view draws the same card nested in the parent's message
+where the ``delegate`` call is (``ChatView`` follows sub-agents by itself); this widget
+shows one run on its own, fed with the parent's events::
+
+    card = SubagentCard.from_event(subagent_start, stop=lambda: session.handle_command(
+        {"type": "stop", "subagent": subagent_start.id}))
+    session.subscribe(card.apply)   # takes the subagent_* events of its run, ignores others
+
+The transcript streams like the chat view's: numbered batches of ops, at most one per
+frame (``neta_nb.widgets.chat.subagent_transcript``), and the traits hold it whole once the run is
+over (so a saved notebook shows it); a view opened mid-run asks for ``sync``.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Mapping
+from typing import Any, TypedDict, cast
+
+import traitlets
+
+from ...events import Event, SubagentEndEvent, SubagentEvent, SubagentStartEvent
+from ...labels import t
+from ..base import NetaWidget, RequestError, handles, html_card
+from ..chat.state import FLUSH_INTERVAL, ChatItem, FullText, NoReply, OpBatcher, SubagentPart
+from ..chat.static import static_text
+from ..chat.subagent_transcript import SubagentTranscript
+
+__all__ = ["SubagentCard"]
+
+_STATUS_COLOR = {"running": "#1976d2", "done": "#2e7d32", "error": "#d32f2f",
+                 "cancelled": "#6e7781", "interrupted": "#6e7781"}
+
+
+class SubagentSnapshot(TypedDict):
+    """The ``sync`` reply (TS: ``SubagentSnapshot``, widgets.ts): the card whole, as of
+    batch ``seq``."""
+
+    seq: int
+    part: SubagentPart
+
+
+class SubagentFullTextRequest(TypedDict):
+    """``full_text`` of a message of the transcript (TS: ``FullTextRequest``)."""
+
+    message_id: str
+    field: str
+
+
+class SubagentCard(NetaWidget):
+    """One sub-agent run. ``SubagentCard.from_event(subagent_start)``, then
+    ``card.apply(event)`` with the parent's ``subagent_event`` / ``subagent_end`` events
+    (or the child's own events directly). ``stop`` is what its Stop button calls."""
+
+    _component = traitlets.Unicode("subagent-card").tag(sync=True)
+    run_id = traitlets.Unicode("", help="The parent's `delegate` call id.").tag(sync=True)
+    part = traitlets.Dict(help="The card as the chat view draws it (SubagentPart), whole "
+                               "as of the last boundary.").tag(sync=True)
+    expanded = traitlets.Bool(None, allow_none=True,
+                              help="Open or folded; None: open while it runs.").tag(sync=True)
+    can_stop = traitlets.Bool(False, help="A Stop action was given.").tag(sync=True)
+    _seq = traitlets.Int(0).tag(sync=True)
+    _static_traits = ("part", "lang")
+
+    def __init__(self, *, agent: str = "", task: str = "", run_id: str = "",
+                 stop: Callable[[], Any] | None = None,
+                 flush_interval: float = FLUSH_INTERVAL, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._stop = stop
+        self._transcript = SubagentTranscript(run_id or "run", agent, task)
+        self._batcher = OpBatcher(self.send, lambda _id: None,
+                                  nested_source=self._nested_item, interval=flush_interval)
+        with self.hold_sync():
+            self.run_id = self._transcript.id
+            self.can_stop = stop is not None
+            self._publish()
+
+    @classmethod
+    def from_event(cls, event: SubagentStartEvent, **kwargs: Any) -> SubagentCard:
+        return cls(agent=event.agent, task=event.task, run_id=event.id, **kwargs)
+
+    @property
+    def status(self) -> str:
+        return self._transcript.status
+
+    def apply(self, event: Event) -> None:
+        """Follow an event: this run's ``subagent_event`` or ``subagent_end`` (others are
+        ignored), or one of the child's own events."""
+        run = self._transcript
+        if isinstance(event, SubagentStartEvent):
+            return
+        if isinstance(event, SubagentEvent | SubagentEndEvent) and event.id != run.id:
+            return  # another run of the parent
+        if isinstance(event, SubagentEndEvent):
+            run.finish(event, self._batcher)
+            self._publish()
+            return
+        inner = event.event if isinstance(event, SubagentEvent) else event
+        run.apply(inner, self._batcher)
+        if inner.type not in ("token", "thinking_delta"):
+            # The status line; the transcript itself travels in the batches (`messages`
+            # None: "keep yours") until the run ends and the traits get it whole.
+            self.part = cast("dict[str, Any]", run.part(whole=False))
+
+    def _publish(self) -> None:
+        """The whole card into the traits (a boundary: the run started or ended)."""
+        self._batcher.flush()
+        with self.hold_sync():
+            self.part = cast("dict[str, Any]", self._transcript.part(whole=True))
+            self._seq = self._batcher.seq
+
+    def _nested_item(self, path: tuple[str, ...], item_id: str) -> ChatItem | None:
+        found = self._transcript.find(path)
+        return found.item(item_id) if found is not None else None
+
+    @handles("sync")
+    def _sync(self, _request: Mapping[str, object]) -> SubagentSnapshot:
+        self._batcher.flush()
+        return {"seq": self._batcher.seq, "part": self._transcript.part(whole=True)}
+
+    @handles("stop")
+    def _stop_request(self, _request: Mapping[str, object]) -> NoReply:
+        if self._stop is None:
+            raise RequestError("this card was given no way to stop its sub-agent")
+        if self._transcript.status != "running":
+            raise RequestError("this sub-agent is not running")
+        self._stop()
+        return {}
+
+    @handles("full_text")
+    def _full_text(self, request: SubagentFullTextRequest) -> FullText:
+        message_id, field_name = request.get("message_id"), request.get("field")
+        card_id = cast("Mapping[str, Any]", request).get("card_id")
+        if not isinstance(message_id, str) or not isinstance(field_name, str):
+            raise RequestError("full_text needs 'message_id' and 'field' strings")
+        path = cast("Mapping[str, Any]", request).get("path") or [self._transcript.id]
+        found = self._transcript.find(path) if isinstance(path, list) else None
+        if found is None:
+            raise RequestError("no such sub-agent run in this card")
+        try:
+            return {"text": found.full_text(message_id, field_name, card_id)}
+        except LookupError as exc:
+            raise RequestError(str(exc.args[0])) from exc
+
+    # --- representation ---------------------------------------------------------------
+    def __repr__(self) -> str:
+        run = self._transcript
+        return f"SubagentCard({run.agent or '?'}: {run.status})"
+
+    def _title(self) -> str:
+        run = self._transcript
+        return t("subagent_static", self.lang, agent=run.agent or "?",
+                 status=t(f"subagent_{run.status}", self.lang), task=run.task)
+
+    def _answer(self) -> str:
+        items = self.part.get("messages") or []
+        return static_text(self._transcript.agent or "?", items, self.lang)
+
+    def _fallback_text(self) -> str:
+        answer = self._answer()
+        return self._title() + (f"\n{answer}" if answer else "")
+
+    def _fallback_html(self) -> str:
+        answer = self._answer()
+        body = (f'<div style="white-space:pre-wrap;margin-top:6px">{html.escape(answer)}</div>'
+                if answer else "")
+        return html_card(html.escape(self._title()), body,
+                         accent=_STATUS_COLOR.get(self._transcript.status, "#1976d2"))

@@ -1,0 +1,245 @@
+"""``SessionSidebar``: the stored sessions, newest first (seed 002 §10).
+
+Each row shows the title, the plan badge ``📋 k/N``, a running dot ("Running…") or the last
+message. The list follows the store (``store.subscribe``), refreshed at most every
+:data:`REFRESH_INTERVAL` while a turn writes. With ``chat=chat_view``, clicking a row opens
+that session in the chat view — history, plan, cards and thinking level restored by
+:meth:`AgentSession.resume` — and "New chat" starts an empty session with the same agent.
+A session whose turn another kernel is running opens read-only (its history as stored so
+far, no Send; :meth:`ChatView.show_stored`) instead of being taken over, and can be
+continued here once that turn has ended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from typing import Any, TypedDict, cast
+
+import traitlets
+
+from ...runtime.session import AgentSession
+from ...store.process_owner import SessionBusyError
+from ...store.sqlite import SessionRecord, SessionStore
+from ..base import NetaWidget, RequestError, handles
+from .stored_session import StoredSession
+from .view import ChatView, live_session
+
+__all__ = ["REFRESH_INTERVAL", "OpenRequest", "SessionReply", "SessionRow", "SessionSidebar"]
+
+REFRESH_INTERVAL = 0.25
+"""Seconds between two refreshes of the list while the store keeps changing."""
+
+ResumeSession = Callable[[str], AgentSession]
+
+
+class TodoBadge(TypedDict):
+    """The plan badge of a row (TS: ``SessionRow.todo``, session-sidebar.ts)."""
+
+    completed: int
+    total: int
+
+
+class SessionRow(TypedDict):
+    """One row of the list (TS: ``SessionRow``, session-sidebar.ts)."""
+
+    id: str
+    title: str
+    agent: str
+    running: bool
+    elsewhere: bool
+    """The turn runs in another process (another kernel)."""
+    last_message: str
+    todo: TodoBadge | None
+    updated_at: float
+    message_count: int
+    child_count: int
+    """Sub-agent sessions its turns ran (they are not rows themselves)."""
+
+
+class OpenRequest(TypedDict):
+    """``open``: show this stored session (TS: ``OpenRequest``, session-sidebar.ts)."""
+
+    session_id: str
+
+
+class SessionReply(TypedDict):
+    """The session the chat view shows now (TS: ``SessionReply``, session-sidebar.ts)."""
+
+    session_id: str
+
+
+def _row(record: SessionRecord) -> SessionRow:
+    summary = record.todo_summary or {}
+    return {
+        "id": record.id,
+        "title": record.title,
+        "agent": str(record.agent.get("name", "")),
+        "running": record.running,
+        "elsewhere": bool(record.running and record.owner is not None
+                          and not record.owner.is_current),
+        # Already plain text: the store keeps the preview line (persistence.py), derived
+        # from the whole message by a markdown parser.
+        "last_message": record.last_message,
+        "todo": ({"completed": int(summary.get("completed", 0)),
+                  "total": int(summary.get("total", 0))} if summary.get("total") else None),
+        "updated_at": record.updated_at,
+        "message_count": record.message_count,
+        # Sub-agent sessions this one ran (they are not rows of their own): the badge.
+        "child_count": record.child_count,
+    }
+
+
+class SessionSidebar(NetaWidget):
+    """``SessionSidebar(store, chat=chat_view)``: the session list of ``store``.
+
+    ``resume(session_id) -> AgentSession`` decides how a stored session is opened;
+    by default a session already open in this kernel is reused and any other is resumed
+    with ``AgentSession.resume(id, store=store)`` (with the chat's current catalog).
+    """
+
+    _component = traitlets.Unicode("session-sidebar").tag(sync=True)
+    _static_traits = ("sessions", "active", "lang")
+    sessions = traitlets.List(traitlets.Dict(), help="Rows, most recent first.").tag(sync=True)
+    active = traitlets.Unicode("", help="Id of the session shown in the chat.").tag(sync=True)
+    can_open = traitlets.Bool(False, help="A chat view is attached.").tag(sync=True)
+    height = traitlets.Unicode("640px").tag(sync=True)
+
+    def __init__(self, store: SessionStore, chat: ChatView | None = None, *,
+                 resume: ResumeSession | None = None, limit: int = 200,
+                 **kwargs: Any) -> None:
+        kwargs.setdefault("layout", {"width": "280px", "flex": "none"})
+        super().__init__(**kwargs)
+        self.store = store
+        self.chat = chat
+        self._limit = limit
+        self._resume = resume
+        self._refresh_timer: asyncio.TimerHandle | None = None
+        self.can_open = chat is not None
+        self._unsubscribe_store = store.subscribe(self._on_store_change)
+        self._unobserve_chat: Callable[[], None] | None = None
+        if chat is not None:
+            chat.observe(self._on_chat_session, names="session_id")
+            # The chat rereads a session of another kernel (its turn ended, its owner died):
+            # this process's store never hears of that, so the list follows the chat.
+            chat.observe(self._on_chat_read_only, names="read_only")
+
+            def unobserve() -> None:
+                chat.unobserve(self._on_chat_session, names="session_id")
+                chat.unobserve(self._on_chat_read_only, names="read_only")
+
+            self._unobserve_chat = unobserve
+            self.active = chat.session_id
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Read the list from the store now."""
+        if self._refresh_timer is not None:
+            self._refresh_timer.cancel()
+            self._refresh_timer = None
+        rows = [_row(record) for record in self.store.list_sessions(self._limit)]
+        self.sessions = cast("list[dict[str, Any]]", rows)
+
+    def _on_store_change(self, _session_id: str) -> None:
+        # A running turn writes every message: coalesce into one refresh per interval.
+        if self._refresh_timer is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.refresh()
+            return
+        self._refresh_timer = loop.call_later(REFRESH_INTERVAL, self.refresh)
+
+    def _on_chat_session(self, change: Mapping[str, Any]) -> None:
+        self.active = str(change["new"])
+
+    def _on_chat_read_only(self, _change: Mapping[str, Any]) -> None:
+        self.refresh()
+
+    # --- actions ----------------------------------------------------------------------
+    def open_session(self, session_id: str) -> AgentSession | None:
+        """Open a stored session in the attached chat view."""
+        """Open a stored session in the attached chat view: resumed, or read-only while
+        another kernel runs its turn. Returns the live session, or ``None`` for a
+        read-only view (``chat.stored`` then holds what it shows)."""
+        chat = self._require_chat()
+        current = chat.session
+        if current is not None and current.id == session_id:
+            return current
+        if current is not None and current.running:
+            raise RequestError("stop the running turn before switching sessions")
+        session = live_session(session_id, self.store)
+        if session is None:
+            try:
+                session = self._resume_here(session_id)
+            except SessionBusyError:
+                try:
+                    stored = StoredSession.read(self.store, session_id)
+                except KeyError as exc:
+                    raise RequestError(str(exc)) from exc
+                chat.show_stored(stored, resume=self._resume_here)
+                return None
+            except KeyError as exc:
+                raise RequestError(str(exc)) from exc
+        chat.bind(session)
+        return session
+
+    def _resume_here(self, session_id: str) -> AgentSession:
+        """Resume ``session_id`` in this kernel (``SessionBusyError`` while another
+        process runs its turn)."""
+        if self._resume is not None:
+            return self._resume(session_id)
+        chat = self._require_chat()
+        template = chat.session or chat.previous_session
+        catalog = template.catalog if template is not None else None
+        return AgentSession.resume(session_id, store=self.store, catalog=catalog)
+
+    def new_chat(self) -> AgentSession:
+        """Start an empty session with the chat's current agent and show it."""
+        chat = self._require_chat()
+        if chat.session is not None and chat.session.running:
+            raise RequestError("stop the running turn before starting a new chat")
+        session = chat.new_chat()
+        self.refresh()
+        return session
+
+    def _require_chat(self) -> ChatView:
+        if self.chat is None:
+            raise RequestError("this sidebar has no chat view to open sessions in")
+        return self.chat
+
+    @handles("open")
+    def _open(self, request: OpenRequest) -> SessionReply:
+        session_id = request.get("session_id")
+        if not isinstance(session_id, str):
+            raise RequestError("open needs a 'session_id'")
+        self.open_session(session_id)
+        return {"session_id": session_id}
+
+    @handles("new_chat")
+    def _new_chat(self, _request: Mapping[str, object]) -> SessionReply:
+        return {"session_id": self.new_chat().id}
+
+    def close(self) -> None:
+        self._unsubscribe_store()
+        if self._unobserve_chat is not None:
+            # Once: a widget is closed again when it is garbage-collected.
+            unobserve, self._unobserve_chat = self._unobserve_chat, None
+            unobserve()
+        if self._refresh_timer is not None:
+            self._refresh_timer.cancel()
+        super().close()
+
+    # --- representation ---------------------------------------------------------------
+    def __repr__(self) -> str:
+        return f"SessionSidebar({len(self.sessions)} sessions)"
+
+    def _row_text(self, row: Mapping[str, Any]) -> str:
+        todo = row.get("todo")
+        badge = f" 📋 {todo['completed']}/{todo['total']}" if todo else ""
+        status = "● running" if row.get("running") else row.get("last_message", "")
+        return f"{row['title']}{badge} — {status}".rstrip(" —")
+
+    def _fallback_text(self) -> str:
+        return "\n".join(self._row_text(row) for row in self.sessions) or repr(self)

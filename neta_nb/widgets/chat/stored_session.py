@@ -1,0 +1,156 @@
+"""A session read from the store without taking it over: what a chat view shows, read-only,
+of a session whose turn another process (another kernel) is running.
+
+Resuming such a session would be taking it over (``AgentSession.resume`` refuses with
+``SessionBusyError``). Reading is not: the record, the messages stored so far and the
+compaction markers come from the store's read API, nothing is written, and the owner
+keeps its turn. :meth:`StoredSession.reread` picks up what the owner stored since, and
+:attr:`StoredSession.busy` turns false once the owner's turn ends or the owner dies —
+then the session can be resumed here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ...messages import Message
+from ...store.sqlite import CompactionRecord, SessionRecord, SessionStore
+from ...todo import TodoStore
+
+__all__ = ["StoredSession", "StoredSessionFollower"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class StoredSession:
+    """One read of a stored session: its record, messages (with the answer being
+    streamed, as far as the owner checkpointed it) and compaction markers."""
+
+    store: SessionStore
+    record: SessionRecord
+    messages: list[Message]
+    compactions: list[CompactionRecord]
+
+    @classmethod
+    def read(cls, store: SessionStore, session_id: str) -> StoredSession:
+        """Read ``session_id`` from ``store``; ``KeyError`` when there is no such session."""
+        record = store.get_session(session_id)
+        if record is None:
+            raise KeyError(f"no session {session_id!r} in {store.path}")
+        view = store.load_view(session_id)
+        messages = store.load_messages(session_id)
+        # A dead owner's draft stays until someone resumes the session (which turns it
+        # into the turn's last message): shown either way.
+        draft = (store.load_draft(session_id) if record.running or record.owner_died
+                 else None)
+        if draft is not None:
+            # The answer the owner is streaming, as far as it checkpointed it. Each
+            # checkpoint is a new message object: one id keeps it one drawn message.
+            draft.id = f"draft_{session_id}"
+            messages.append(draft)
+        return cls(store, record, messages,
+                   list(view.compactions) if view is not None else [])
+
+    @property
+    def id(self) -> str:
+        return self.record.id
+
+    @property
+    def busy(self) -> bool:
+        """A live owner is running a turn (the record says running only while it lives)."""
+        return self.record.running and self.record.owner is not None
+
+    @property
+    def owner(self) -> str:
+        """Who runs the turn, in words ("process 4242 on host"), or "" when nobody does."""
+        owner = self.record.owner
+        return owner.describe() if owner is not None and self.busy else ""
+
+    @property
+    def agent(self) -> dict[str, str]:
+        """``{name, model}`` of the session's agent, as stored."""
+        data: dict[str, Any] = self.record.agent
+        return {"name": str(data.get("name", "")), "model": str(data.get("model") or "")}
+
+    def todos(self) -> list[dict[str, Any]]:
+        """The plan as the stored history leaves it."""
+        return [item.model_dump() for item in TodoStore.hydrate_from_history(self.messages).read()]
+
+    @property
+    def _stored_count(self) -> int:
+        return sum(1 for m in self.messages if not m.id.startswith("draft_"))
+
+    def _draft_changed(self) -> bool:
+        draft = self.store.load_draft(self.id)
+        shown = next((m for m in self.messages if m.id.startswith("draft_")), None)
+        if draft is None or shown is None:
+            return (draft is None) != (shown is None)
+        return draft.parts != shown.parts
+
+    def reread(self, *, force: bool = False) -> StoredSession | None:
+        """This session read again if the store holds something newer — more messages, a
+        changed record (the turn ended, the owner died) — or if ``force``; else ``None``.
+        The check is two small queries, cheap enough to poll; a message the owner
+        rewrites in place (its cards) shows at the next change or forced read."""
+        record = self.store.get_session(self.id)
+        if record is None:
+            raise KeyError(f"session {self.id!r} is no longer in {self.store.path}")
+        if (not force and record.updated_at == self.record.updated_at
+                and record.running == self.record.running
+                and self.store.count_messages(self.id) == self._stored_count
+                and not ((record.running or record.owner_died) and self._draft_changed())):
+            return None
+        return StoredSession.read(self.store, self.id)
+
+
+class StoredSessionFollower:
+    """Keeps the read of a stored session current while a view shows it: reread on
+    :meth:`refresh`, and every ``interval`` seconds on the running loop while its owner's
+    turn runs; ``on_change(stored)`` gets each newer read."""
+
+    def __init__(self, stored: StoredSession, on_change: Callable[[StoredSession], None], *,
+                 interval: float) -> None:
+        self.stored = stored
+        self._on_change = on_change
+        self._interval = interval
+        self._timer: asyncio.TimerHandle | None = None
+        self._schedule()
+
+    def refresh(self, *, force: bool = True) -> bool:
+        """Read again (only if something changed unless ``force``); True if it had."""
+        newer = self.stored.reread(force=force)
+        if newer is None:
+            return False
+        self.stored = newer
+        self._on_change(newer)
+        return True
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _schedule(self) -> None:
+        self.close()
+        if not self.stored.busy:
+            return  # nothing more happens there until someone resumes it
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # no loop (a script): refresh() still rereads
+        self._timer = loop.call_later(self._interval, self._tick)
+
+    def _tick(self) -> None:
+        self._timer = None
+        try:
+            self.refresh(force=False)
+        except Exception:
+            # A store that cannot be read right now (locked, gone) is tried again at the
+            # next tick; a Refresh click reports the error where the user clicked.
+            log.warning("rereading session %s failed", self.stored.id, exc_info=True)
+        self._schedule()

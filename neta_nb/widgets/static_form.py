@@ -1,0 +1,131 @@
+"""The output that shows a widget's static form, kept current so that a saved notebook shows
+the widget as it ended.
+
+A widget displayed in a cell makes two outputs (see ``NetaWidget._ipython_display_``):
+
+* the **widget view** (``application/vnd.jupyter.widget-view+json``) with a one-line
+  ``text/plain``, which a live frontend renders;
+* the **static form**: one rich ``text/html`` form and a short ``text/plain``, in a display
+  with an id, updated in place (``update_display_data``) when the widget's state settles —
+  a chat view at the end of each turn, a card when its traits change, at most once per
+  :data:`REFRESH_INTERVAL`. This is what a notebook saved without widget state keeps, and
+  what GitHub, nbviewer, nbconvert and a kernel-less reopen show.
+
+Why two outputs and not one updated in place: JupyterLab (and Notebook 7, Voila, which use
+its output area) handles an update of an output whose preferred type is the widget view by
+calling the renderer's ``renderModel`` again, and the widget renderer then adds a *second*
+view of the model to the output. An update of a plain HTML output has no such effect.
+While a live view renders, a rule the widgets' loader adds to the page hides the static
+form that follows it (``js/src/loader.ts``: an output holding a neta view, then an output
+holding a ``neta-static-form``), so the page never shows both; where no view renders (no
+kernel and no widget state, an export opened offline) nothing hides the form. The form's
+HTML is the same for the same state (no ids in it), so an executed notebook compares
+equal under nbval.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from .after_cell import echo_after_cell
+from .streaming import FrameThrottle, Scheduler, call_later_on_running_loop
+
+__all__ = ["PLAIN_CHARS", "REFRESH_INTERVAL", "StaticForm", "send_update", "short_plain"]
+
+REFRESH_INTERVAL = 1.0
+"""Seconds between two updates of one static form: it is the whole form each time (a card
+that changes many times a second costs one update per second, and its last state is never
+held back longer than that)."""
+
+PLAIN_CHARS = 400
+"""The ``text/plain`` of a static form: a line or two, for viewers that show nothing
+richer (the rich form is the HTML)."""
+
+_KEEP_DISPLAYS = 8
+"""Displays of one widget kept current (a widget shown again and again in a loop keeps
+its latest ones)."""
+
+
+def send_update(bundle: dict[str, str], display_id: str) -> None:
+    """``update_display_data`` of one display (nothing outside IPython: a script displayed
+    nothing either)."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.display import update_display
+
+    if InteractiveShell.initialized():
+        update_display(bundle, raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
+
+
+def short_plain(text: str, limit: int = PLAIN_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, saying so."""
+    return text if len(text) <= limit else text[:limit].rstrip() + "…"
+
+
+class StaticForm(FrameThrottle):
+    """The static-form displays of one widget. ``render()`` gives ``(html, plain)`` of the
+    widget as it is now."""
+
+    def __init__(self, render: Callable[[], tuple[str, str]], *,
+                 echo_wanted: Callable[[], bool] = lambda: True,
+                 interval: float = REFRESH_INTERVAL,
+                 clock: Callable[[], float] = time.monotonic,
+                 schedule: Scheduler = call_later_on_running_loop) -> None:
+        super().__init__(interval=interval, clock=clock, schedule=schedule)
+        self._render = render
+        self._echo_wanted = echo_wanted
+        self.display_ids: list[str] = []
+        self._pending = False
+
+    def bundle(self) -> dict[str, str]:
+        """The static form's mimebundle: the rich HTML form and a short plain text."""
+        rich, plain = self._render()
+        return {"text/html": f'<div class="neta-static-form">{rich}</div>',
+                "text/plain": short_plain(plain)}
+
+    def display(self) -> None:
+        """Show the static form as a new output of the running cell."""
+        from IPython.display import display
+
+        display_id = uuid.uuid4().hex
+        display(self.bundle(), raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
+        self.display_ids = [*self.display_ids, display_id][-_KEEP_DISPLAYS:]
+
+    def refresh(self) -> None:
+        """Update the displays to the widget's present state, soon (throttled)."""
+        if not self.display_ids:
+            return
+        self._pending = True
+        self._schedule()
+
+    def refresh_now(self) -> None:
+        """Update them now (the end of a turn)."""
+        if self.display_ids:
+            self._pending = True
+            self.flush()
+
+    def _take(self) -> dict[str, str] | None:
+        if not self._pending:
+            return None
+        self._pending = False
+        return self.bundle()
+
+    def _deliver(self, seq: int, payload: Any) -> None:
+        self._send(payload)
+        # Sent from a turn running in the background, this names the cell that started
+        # it: sent again after the next cell, so nbconvert records it (see _after_cell).
+        echo_after_cell(self, lambda: self._echo(payload))
+
+    def _echo(self, payload: dict[str, str]) -> None:
+        if self._echo_wanted():
+            self._send(payload)
+
+    def _send(self, payload: dict[str, str]) -> None:
+        for display_id in self.display_ids:
+            send_update(payload, display_id)
+
+    def cancel(self) -> None:
+        self._cancel_timer()
+        self._pending = False
