@@ -1,0 +1,134 @@
+"""Resuming a stored session: its history, plan, cards and figures rebuilt, and a turn
+that a dead kernel left running closed the way a live turn closes (what streamed kept,
+marked ``interrupted="killed"``; its children settled the same way).
+
+:meth:`AgentSession.resume <neta_nb.runtime.session.AgentSession.resume>` is the public
+entry; it calls :func:`resume_session`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from ..messages import Message, valid_conversation
+from ..store.process_owner import SessionBusyError
+from ..store.session_writes import LOAD_FLUSH_LIMIT, flush_session
+from ..store.sqlite import SessionRecord, SessionStore
+from ..store.turn_claims import TurnClaim
+from ..thinking import THINK_LEVELS
+from ..todo import TodoStore
+from ..tools import ToolCatalog
+from .agent import Agent
+
+if TYPE_CHECKING:
+    from .session import AgentSession
+
+__all__ = ["resume_session"]
+
+log = logging.getLogger(__name__)
+
+
+def resume_session(cls: type[AgentSession], session_id: str, store: SessionStore, *,
+                   catalog: ToolCatalog | None = None, agent: Agent | None = None,
+                   **options: Any) -> AgentSession:
+    """``cls.resume(...)``: see :meth:`AgentSession.resume
+    <neta_nb.runtime.session.AgentSession.resume>`."""
+    TurnClaim.check(store.path, session_id)  # a live turn, even one not recorded yet
+    behind = flush_session(store, session_id)  # this process's own writes of it first
+    if behind is not None:
+        # What it has not stored yet would be missing here, and two writers of one
+        # session would store their messages in either order.
+        failure = behind.failure
+        why = f" ({failure.detail})" if failure is not None else ""
+        raise SessionBusyError(
+            f"session {session_id} is open in this process and {behind.pending} of its "
+            f"writes are not stored yet{why}; use the session that is open, or resume "
+            f"once they are stored (its flush())")
+    record = store.get_session(session_id)  # a dead owner's turn is settled here
+    if record is None:
+        raise KeyError(f"no session {session_id!r} in {store.path}")
+    if record.running and record.owner is not None:
+        record.owner.check_not_busy(session_id)
+    catalog = catalog if catalog is not None else ToolCatalog.default()
+    # MCP servers come back before the agent, so its config finds their tools.
+    for problem in catalog.restore_mcp_servers(record.mcp_servers):
+        log.warning("resume %s: %s", session_id, problem)
+    agent = agent or Agent.from_record(record.agent, catalog)
+    level = record.think_level if record.think_level in THINK_LEVELS else None
+    session = cls(agent, catalog, store, session_id=session_id,
+                  think_level=level, **options)
+    session.parent_id, session.parent_call_id = record.parent_id, record.parent_call_id
+    if record.parent_id is not None:
+        session._crew.depth, session._crew.max_depth = place_in_tree(store, record)
+    stored = session._saved.load(store)
+    history = session._history
+    history.load(stored.messages, stored.view)
+    session.compactions = stored.compactions
+    session.todo = TodoStore.hydrate_from_history(history.messages)
+    session.todo.working = False
+    session._meter.restore(history.messages, session.compactions)
+    draft = stored.draft
+    if draft is not None or record.running or record.owner_died:
+        # Calls whose tools were running when the process died get their error result
+        # first (it must follow the message that made the calls); then the answer that
+        # was streaming, as far as it was checkpointed, or an empty marker — whose own
+        # complete calls are closed in turn.
+        session._tools.close_unanswered(history.messages, "killed", {})
+        message = draft or Message.assistant([])
+        message.metadata.interrupted = "killed"
+        message.metadata.error = "The kernel stopped while this turn was running."
+        history.append(message)
+        session._tools.close_unanswered(history.messages, "killed", {})
+        session._saved.clear_draft()  # it is a message now
+    settle_subagents(session, store, catalog)
+    # What a store hands back may break the rules providers enforce (a damaged row);
+    # the model is sent a conversation that keeps them.
+    history.set_view(valid_conversation(history.view))
+    session._save_record(running=False, owner=None, owner_died=False)
+    return session
+
+
+def settle_subagents(session: AgentSession, store: SessionStore, catalog: ToolCatalog) -> None:
+    """A child still recorded as running was cut off by a dead kernel: its card is
+    marked interrupted, and the child's own session is closed the way this one was
+    (its turn marked killed) so both read as interrupted."""
+    for message in session._history.messages:
+        changed = False
+        for execution in message.metadata.tool_executions:
+            run = execution.subagent
+            if run is None or run.status != "running":
+                continue
+            execution.subagent = run.model_copy(update={"status": "interrupted"})
+            changed = True
+            child = store.get_session(run.session_id)  # settles a dead owner
+            if child is None or not (child.running or child.owner_died):
+                continue
+            try:
+                settled = type(session).resume(run.session_id, store, catalog=catalog,
+                                               namespace=session.namespace)
+                # Stored before this resume returns: a view loads the child's
+                # messages from the store to rebuild its nested card.
+                settled.flush(LOAD_FLUSH_LIMIT)
+            except Exception as exc:  # e.g. its provider needs a key not set here
+                log.warning("resume %s: its sub-agent session %s stays unsettled until "
+                            "it is resumed itself (%s)", session.id, run.session_id, exc)
+        if changed:
+            session._history.changed(message)
+
+
+def place_in_tree(store: SessionStore, record: SessionRecord) -> tuple[int, int]:
+    """A stored child's depth below its top-level session and that session's nesting
+    limit: the limit holds for the whole tree, so a child opened on its own (resumed
+    directly) may delegate no deeper than it could inside its parent's run."""
+    depth, top, seen = 0, record, {record.id}
+    while top.parent_id is not None:
+        parent = store.get_session(top.parent_id)
+        if parent is None or parent.id in seen:
+            break  # the parent was deleted (or a damaged row loops): the chain ends here
+        depth, top = depth + 1, parent
+        seen.add(parent.id)
+    if top is record:  # its parent is gone: at least one level below one
+        return 1, Agent.max_subagent_depth
+    limit = top.agent.get("max_subagent_depth") if isinstance(top.agent, dict) else None
+    return depth, limit if isinstance(limit, int) and limit >= 0 else Agent.max_subagent_depth

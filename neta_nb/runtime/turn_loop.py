@@ -1,0 +1,335 @@
+"""TurnLoop: running one turn of a session, from its prompt to ``done``.
+
+A turn appends the prompt, then calls the model until it answers without tools, a limit
+is hit, the user cancels, or the provider fails; whatever happens, the history stays valid
+for the next turn (a cut response keeps what streamed, marked; calls that never ran get an
+error result). ``_run`` and ``_loop_turn`` are the places that end a turn — by answer,
+Stop, interrupt or error — and close the history the same way, so they live together
+here; a dead kernel's turn is closed the same way by ``resume``.
+
+:class:`TurnLoop` is the turn-running half of :class:`~neta_nb.runtime.session.AgentSession`
+(its base class): the attributes it declares are the session's, set in its ``__init__``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..events import (
+    CompactionEvent,
+    DoneEvent,
+    ErrorEvent,
+    Event,
+    TokenUpdateEvent,
+    TurnStartEvent,
+    TurnUsage,
+)
+from ..messages import Message, SubagentRun, Usage, encodable
+from ..providers.base import ModelRequest, Provider, ProviderError
+from ..store.process_owner import ProcessOwner
+from ..store.session_writes import SessionPersistence
+from ..store.sqlite import CompactionRecord
+from ..store.turn_claims import TurnClaim
+from ..todo import TodoStore
+from ..tools.resolution_cache import ResolutionCache
+from .agent import Agent
+from .compaction import CompactionError, compact_view
+from .event_hub import EventHub
+from .history import History
+from .subagents import Crew, add_usage
+from .tool_runner import ToolLimits, ToolRunner
+from .turn import Turn
+from .usage_meter import UsageMeter, estimate_request_tokens
+
+if TYPE_CHECKING:
+    from ..thinking import ThinkLevel
+    from ..tools import PromptPreview
+
+__all__ = ["TurnLoop"]
+
+log = logging.getLogger(__name__)
+
+
+class TurnLoop:
+    """Runs a session's turns (see the module's docstring)."""
+
+    agent: Agent
+    provider: Provider
+    id: str
+    todo: TodoStore
+    compactions: list[CompactionRecord]
+    _history: History
+    _meter: UsageMeter
+    _events: EventHub
+    _emit: Callable[[Event], None]
+    _crew: Crew
+    _tools: ToolRunner
+    _saved: SessionPersistence
+    _turn: Turn | None
+    _resolved: ResolutionCache
+    _compacting: bool
+
+    if TYPE_CHECKING:
+        @property
+        def think_level(self) -> ThinkLevel: ...
+        @property
+        def running(self) -> bool: ...
+        def preview(self) -> PromptPreview: ...
+        def _resolution_key(self) -> tuple[object, ...]: ...
+        def _save_record(self, **fields: Any) -> None: ...
+
+    async def _run(self, prompt_message: Message, turn: Turn) -> Message | None:
+        turn.begun = True
+        self.todo.working = True
+        self._events.bind_to_running_loop()
+        self._emit(TurnStartEvent())
+        claim: TurnClaim | None = None
+        try:
+            # First, before anything is stored: the claim that keeps another kernel from
+            # taking this turn over, even while the store cannot record the owner yet.
+            if self._saved.store is not None:
+                claim = TurnClaim.take(self._saved.store.path, self.id)
+            self._crew.begin_turn()
+            self._history.append(prompt_message)
+            if turn.cancel_requested:
+                turn.stop_reason = "cancelled"
+                return None
+            self._save_record(running=True, owner=ProcessOwner.current())
+            return await self._loop_turn(turn)
+        except asyncio.CancelledError:
+            # Children close their histories first (their cancelled `delegate` calls
+            # stopped them): then their ends come before this turn's results and `done`.
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._crew.wait_stopped()
+            self._finish_interrupted(turn, "interrupted" if turn.interrupted else "cancelled",
+                                     None)
+            turn.stop_reason = "interrupted" if turn.interrupted else "cancelled"
+            if not turn.cancel_requested:
+                raise  # cancelled from outside (kernel shutdown…): keep propagating
+            if turn.task is not None:
+                turn.task.uncancel()
+            return turn.message
+        except Exception as exc:
+            # A bug or an unexpected failure (e.g. the store's disk is full): the turn ends
+            # with an error event like any provider failure; the session stays usable.
+            log.exception("turn of session %s failed", self.id)
+            text = encodable(f"{type(exc).__name__}: {exc}")
+            with contextlib.suppress(Exception):
+                self._finish_interrupted(turn, "error", text)
+            self._emit(ErrorEvent(message=f"The turn failed: {text}", retryable=False))
+            turn.stop_reason = "error"
+            return turn.message
+        except BaseException:
+            # KeyboardInterrupt or SystemExit raised in the turn's own frames: the turn is
+            # closed like a cancel (history valid, cards final, store written, `done`),
+            # then the exception goes on.
+            turn.interrupted = True
+            with contextlib.suppress(Exception):
+                self._finish_interrupted(turn, "interrupted", None)
+            turn.stop_reason = "interrupted"
+            raise
+        finally:
+            turn.stop_draft_timer()
+            with contextlib.suppress(Exception):
+                self._saved.clear_draft()
+                self._save_record(running=False, owner=None)
+            try:
+                if sys.exc_info()[0] is None:
+                    # Not while an exception propagates: that must not wait.
+                    await self._settle(turn)
+            finally:
+                if claim is not None:
+                    claim.release()
+                # Last, whatever ended the wait: the session is running until `done`
+                # (no second turn can start inside this one), and a subscriber reacting
+                # to `done` sees an idle session (and may start the next turn from its
+                # handler).
+                self._turn = None
+                with contextlib.suppress(Exception):
+                    self.todo.working = False  # a card's step in progress stops spinning
+                self._emit(DoneEvent(stop_reason=turn.stop_reason))
+
+    async def _settle(self, turn: Turn) -> None:
+        """Wait until the turn is stored — or the store is behind, which the session has
+        said (a `warning`); its writes go on retrying either way. Stop ends the wait."""
+        try:
+            await self._saved.settled()
+        except asyncio.CancelledError:
+            if not turn.cancel_requested:
+                raise  # cancelled from outside: `done` is still said, then it goes on
+            if turn.task is not None:
+                turn.task.uncancel()
+
+    async def _learn_window(self) -> None:
+        """A local server's window is its own: ask it once, before the first call."""
+        await self.provider.discover_context_window()
+        info = self.provider.info
+        self._meter.set_window(info.context_window, assumed=info.assumed)
+
+    async def _loop_turn(self, turn: Turn) -> Message | None:
+        await self._learn_window()
+        for _call in range(self.agent.max_model_calls):
+            if not turn.compaction_failed and self._meter.nearly_full(self.agent.compact_at):
+                try:
+                    await self._compact(turn)
+                except CompactionError as exc:
+                    turn.compaction_failed = True  # don't retry on every call of this turn
+                    self._emit(ErrorEvent(message=encodable(str(exc)), retryable=True))
+                    if self._meter.full:
+                        turn.stop_reason = "context_full"
+                        return turn.message
+            key = self._resolution_key()
+            preview = self.preview()
+            self._resolved.put(key, preview.resolution)  # what the re-checks compare with
+            request = ModelRequest(system_prompt=preview.system_prompt,
+                                   # Maintained as messages arrive (History), so a call
+                                   # costs no pass over a long history; providers never
+                                   # mutate it.
+                                   messages=self._history.view, tools=preview.tools,
+                                   think_level=self.think_level)
+            try:
+                message = await self._stream_response(turn, request)
+            except Exception as exc:
+                error = exc if isinstance(exc, ProviderError) else _unexpected(exc)
+                text = encodable(error.message)  # a server's words may carry anything
+                self._finish_interrupted(turn, "error", text, error.usage)
+                if error.usage is not None:
+                    self._count_usage(turn, error.usage)
+                self._emit(ErrorEvent(message=text, retryable=error.retryable))
+                turn.stop_reason = "error"
+                return turn.message
+            if not message.tool_calls:
+                turn.stop_reason = message.metadata.stop_reason or "end_turn"
+                return message
+            # The resolution this call was made with also answers calls outside it: the
+            # refusal the model reads is the resolver's own.
+            limits = ToolLimits(timeout=self.agent.tool_timeout,
+                                max_result_chars=self.agent.max_tool_result_chars)
+            await self._tools.run(message, preview.resolution, live_calls=turn.live_calls,
+                                  limits=limits)
+        turn.stop_reason = "max_model_calls"
+        return turn.message
+
+    async def _stream_response(self, turn: Turn, request: ModelRequest) -> Message:
+        checkpoint = self._saved.draft if self._saved.store is not None else None
+        assembler = await turn.stream(self.provider, request, self._emit, checkpoint)
+        message = Message.assistant(assembler.parts, usage=assembler.usage,
+                                    model=self.provider.model_id,
+                                    stop_reason=assembler.stop_reason)
+        turn.assembler = None
+        turn.message = message
+        self._history.append(message, replaces_draft=True)
+        # No usage reported: the window is estimated from what was sent and answered
+        # (the history's size is kept as it grows: no pass over it per call).
+        estimate = (estimate_request_tokens(request.system_prompt, request.tools,
+                                            self._history.view_characters)
+                    if assembler.usage is None else None)
+        self._count_usage(turn, assembler.usage, estimate)
+        return message
+
+    def _count_usage(self, turn: Turn, usage: Usage | None,
+                     estimated_tokens: int | None = None) -> None:
+        turn.usage = self._meter.record_call(turn.usage, usage,
+                                             estimated_tokens=estimated_tokens)
+        self._emit(TokenUpdateEvent(current=self._turn_total(turn.usage),
+                                    context=self._meter.context))
+
+    def _turn_total(self, own: TurnUsage) -> TurnUsage:
+        """The turn's figures as ``token_update`` shows them: this session's own calls
+        plus its sub-agents' (the split is :attr:`subagent_usage`)."""
+        children = self._crew.runs
+        return add_usage(own, self._crew.turn_usage) if children else own
+
+    def _children_counted(self) -> None:
+        """A sub-agent's figures changed: the turn total follows; the context figure is
+        this session's own."""
+        turn = self._turn
+        own = turn.usage if turn is not None else TurnUsage()
+        self._emit(TokenUpdateEvent(current=self._turn_total(own),
+                                    context=self._meter.context))
+
+    def _record_subagent(self, call_id: str, record: SubagentRun) -> None:
+        """Keep a child's run on its ``delegate`` call's execution (resume rebuilds the
+        nested card from it) and store the message."""
+        turn = self._turn
+        message = turn.message if turn is not None else None
+        if message is None:
+            return
+        for execution in message.metadata.tool_executions:
+            if execution.id == call_id:
+                execution.subagent = record
+                self._history.changed(message)
+                return
+
+
+    async def compact(self) -> CompactionEvent | None:
+        """Summarise older turns now (between turns). Returns the ``compaction`` event, or
+        ``None`` when there is nothing old enough to fold. Raises :class:`CompactionError`
+        if the summarising call fails; the history is then unchanged."""
+        if self.running:
+            raise RuntimeError("compact() runs between turns; during a turn the session "
+                               "compacts by itself when the context is nearly full")
+        if self._compacting:
+            raise RuntimeError("compact() is already running")
+        self._compacting = True
+        try:
+            await self._learn_window()
+            return await self._compact(None)
+        finally:
+            self._compacting = False
+
+    async def _compact(self, turn: Turn | None) -> CompactionEvent | None:
+        done = await compact_view(self.provider, self._history.view,
+                                  keep_turns=self.agent.keep_recent_turns,
+                                  plan=self.todo.format_for_injection(),
+                                  # What the model would read now, results
+                                  # appended since the last call included.
+                                  tokens_before=self._meter.expected_tokens,
+                                  after_message=len(self._history.messages))
+        if done is None:
+            return None
+        record = done.record
+        self._history.set_view(done.view)
+        self.compactions.append(record)
+        self._saved.view(done.stored.model_copy(update={"compactions": self.compactions}))
+        current = self._meter.record_summary(turn.usage if turn else None, record.usage,
+                                             record.tokens_after)
+        if turn is not None:
+            turn.usage = current
+        compaction = CompactionEvent(tokens_before=record.tokens_before,
+                                     tokens_after=record.tokens_after,
+                                     messages_folded=record.messages_folded)
+        self._emit(compaction)
+        # The context figure changes now, not at the next call.
+        self._emit(TokenUpdateEvent(current=current, context=self._meter.context))
+        return compaction
+
+    def _finish_interrupted(self, turn: Turn, why: Literal["cancelled", "interrupted", "error"],
+                            error: str | None, usage: Usage | None = None) -> None:
+        """Keep what streamed of an interrupted response and close the history so the
+        next turn starts from a valid conversation."""
+        turn.close_thinking(self._emit)
+        if turn.assembler is not None:
+            parts = turn.assembler.snapshot()
+            message = Message.assistant(parts, interrupted=why, error=error, usage=usage,
+                                        model=self.provider.model_id)
+            turn.assembler = None
+            turn.message = message
+            self._history.append(message, replaces_draft=True)
+        elif turn.message is not None and why in ("cancelled", "interrupted"):
+            turn.message.metadata.interrupted = why
+            self._history.changed(turn.message)
+        self._tools.close_unanswered(self._history.messages, why, turn.live_calls)
+
+
+def _unexpected(exc: Exception) -> ProviderError:
+    """A provider failure that is not a ProviderError (a bug, an unmapped network error):
+    reported the same way, as not worth retrying blindly."""
+    log.exception("the model call failed unexpectedly")
+    return ProviderError(f"The model call failed: {type(exc).__name__}: {exc}",
+                         retryable=False)
