@@ -1,0 +1,436 @@
+"""ConversationProjection: one conversation as a chat shows it, from its events alone.
+
+Fed every event of a session in order (DESIGN §4), a projection holds what a chat draws:
+the history (messages by id, compaction markers), the response streaming now, whether a
+turn runs, the plan, the token figures, the approvals waiting for an answer and, for each
+sub-agent run, the same projection of the child's own events (they arrive wrapped in
+``subagent_event``), by path — so a child is described exactly like a parent. Built from
+a stored history instead (:meth:`~ConversationProjection.from_history`) or from a live
+session (:meth:`~ConversationProjection.of_session`), it holds the same; a test checks
+that the two agree.
+
+The history events (``message_appended``, ``message_updated``) carry the session's own
+:class:`~neta_nb.messages.Message` objects, so a projection shares them and costs no copy;
+what it adds is where each is and what changed. Changes go to a :class:`ProjectionSink`
+as view operations (stream text, upsert an item, a response starts or ends), each with the
+``path`` of the run it belongs to (the ids of the ``delegate`` calls from the top). The
+module is pure: no widget library, no session state read while events flow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..events import (
+    ApprovalRequestEvent,
+    CompactionEvent,
+    ContextUsage,
+    DoneEvent,
+    ErrorEvent,
+    Event,
+    MessageAppendedEvent,
+    MessageUpdatedEvent,
+    ProgressEvent,
+    SkillEndEvent,
+    SkillStartEvent,
+    SubagentEndEvent,
+    SubagentEvent,
+    SubagentStartEvent,
+    ThinkingDeltaEvent,
+    ThinkingDoneEvent,
+    TodoUpdateEvent,
+    TokenEvent,
+    TokenUpdateEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    TurnStartEvent,
+    TurnUsage,
+)
+from ..messages import Message, SubagentStatus, new_id
+from ..store.sqlite import CompactionRecord
+
+if TYPE_CHECKING:
+    from .session import AgentSession
+
+__all__ = ["ConversationProjection", "LiveResponse", "PendingApproval", "ProjectionSink",
+           "is_delta", "shown"]
+
+
+class ProjectionSink(Protocol):
+    """Where a projection sends its changes (a chat view's batcher)."""
+
+    def text(self, op: str, delta: str, path: tuple[str, ...] = ()) -> None: ...
+
+    def op(self, op: str, path: tuple[str, ...] = (), **fields: Any) -> None: ...
+
+    def upsert(self, item_id: str, path: tuple[str, ...] = ()) -> None: ...
+
+    def flush(self) -> None: ...
+
+
+class NullSink:
+    """A sink that drops every change: a projection followed for its state alone."""
+
+    def text(self, op: str, delta: str, path: tuple[str, ...] = ()) -> None:
+        pass
+
+    def op(self, op: str, path: tuple[str, ...] = (), **fields: Any) -> None:
+        pass
+
+    def upsert(self, item_id: str, path: tuple[str, ...] = ()) -> None:
+        pass
+
+    def flush(self) -> None:
+        pass
+
+
+@dataclass
+class LiveResponse:
+    """The assistant response being streamed, before the session has appended it; text
+    kept as chunks, joined only when asked (never a string grown per delta)."""
+
+    id: str
+    thinking: list[str] = field(default_factory=list)
+    text: list[str] = field(default_factory=list)
+    thinking_open: bool = False
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"id": self.id, "thinking": "".join(self.thinking), "text": "".join(self.text),
+                "thinking_open": self.thinking_open}
+
+
+@dataclass
+class PendingApproval:
+    """A tool call waiting for the user's decision: this session's own (``path`` empty)
+    or a sub-agent's, ``path`` the runs it is nested in and ``agent`` the one asking."""
+
+    id: str
+    name: str
+    args: dict[str, Any]
+    path: list[str] = field(default_factory=list)
+    agent: str | None = None
+
+
+def shown(message: Message, *, nested: bool = False) -> bool:
+    """User and assistant messages are drawn; tool results live in their cards, and the
+    messages a compaction injects for the model are not part of the conversation shown.
+    Inside a sub-agent's card only the child's responses are (its prompt is the card's
+    task)."""
+    if message.metadata.compacted:
+        return False
+    return message.role == "assistant" or (message.role == "user" and not nested)
+
+
+def is_delta(event: Event) -> bool:
+    """A streamed delta, however deeply wrapped: it changes a live response only, never a
+    card's status line (the path every delta takes stays short)."""
+    while type(event) is SubagentEvent:
+        event = event.event
+    return type(event) is TokenEvent or type(event) is ThinkingDeltaEvent
+
+
+def unwrap(event: SubagentEvent) -> tuple[list[str], Event]:
+    """The ids of the runs an event is nested in (outermost first) and the event itself."""
+    ids = [event.id]
+    inner: Event = event.event
+    while type(inner) is SubagentEvent:
+        ids.append(inner.id)
+        inner = inner.event
+    return ids, inner
+
+
+class ConversationProjection:
+    """One conversation as a chat shows it (see the module's docstring). ``path`` is
+    empty for a top-level session; a sub-agent run's projection has its path, its
+    ``agent`` and its ``task``."""
+
+    def __init__(self, *, path: tuple[str, ...] = (), agent: str = "",
+                 task: str = "") -> None:
+        self.path = path
+        self.agent = agent
+        self.task = task
+        self.messages: list[Message] = []
+        self.compactions: list[CompactionRecord] = []
+        self.live: LiveResponse | None = None
+        self.streamed: dict[str, tuple[str, str]] = {}
+        """Thinking and text the views streamed for a message, by its id: a view keeps
+        what it streamed, so a long answer crosses the wire once."""
+        self.running = False
+        """A turn runs: from ``turn_start`` to its ``done`` (one owner of this fact)."""
+        self.status: SubagentStatus = "running"
+        """A sub-agent run's status (``subagent_end`` settles it)."""
+        self.result: str | None = None
+        self.activity: str | None = None
+        """Label of the tool, skill or sub-agent running now."""
+        self.todos: list[dict[str, Any]] = []
+        self.plan: tuple[int, int] | None = None
+        """(completed, total) of the plan, once it has one."""
+        self.usage = TurnUsage()
+        """The current (or latest) turn's figures, as its last ``token_update`` said."""
+        self.context: ContextUsage | None = None
+        self.approvals: list[PendingApproval] = []
+        """Waiting approvals, in the order asked, the sub-agents' among them (kept by
+        the top-level projection only)."""
+        self.error: str | None = None
+        """The latest ``error`` of the current turn."""
+        self.children: dict[str, ConversationProjection] = {}
+        """Sub-agent runs by their ``delegate`` call id."""
+        self._index: dict[str, int] = {}
+        self._owner: dict[str, str] = {}  # call id -> id of the message that made it
+        self._running_calls: dict[str, str] = {}  # call id -> label, running now
+        self._nested = bool(path)
+
+    # --- building -----------------------------------------------------------------------
+    @classmethod
+    def from_history(cls, messages: Iterable[Message],
+                     compactions: Sequence[CompactionRecord] = (), *,
+                     path: tuple[str, ...] = (), agent: str = "", task: str = ""
+                     ) -> ConversationProjection:
+        """A projection of a stored (or any) history, as the events would have built it."""
+        projection = cls(path=path, agent=agent, task=task)
+        for message in messages:
+            projection._add(message)
+        projection.compactions = list(compactions)
+        return projection
+
+    @classmethod
+    def of_session(cls, session: AgentSession) -> ConversationProjection:
+        """A projection of ``session`` as it is now — its history, plan, figures, the
+        answer it is streaming and its sub-agents running — to be followed with the
+        session's events from here on."""
+        projection = cls.from_history(session.messages, session.compactions)
+        projection._take_state_of(session)
+        return projection
+
+    def _take_state_of(self, session: AgentSession) -> None:
+        self.running = session.running
+        self.todos = [item.model_dump() for item in session.todo.read()]
+        summary = session.todo.summary()
+        self.plan = (summary.completed, summary.total) if summary.total else None
+        self.context = session.context
+        partial = session.streaming_message if session.running else None
+        if partial is not None and partial.parts:
+            # Bound mid-answer: start from what already streamed; the events continue it.
+            self.live = LiveResponse(id=new_id("live_"),
+                                     thinking=[partial.thinking] if partial.thinking else [],
+                                     text=[partial.text] if partial.text else [],
+                                     thinking_open=session.thinking_streaming)
+        if session.running:
+            for call_id, child in session.subagents.items():
+                run = next((e.subagent for m in reversed(self.messages)
+                            for e in m.metadata.tool_executions if e.id == call_id), None)
+                projection = ConversationProjection.from_history(
+                    child.messages, child.compactions, path=(*self.path, call_id),
+                    agent=child.agent.name, task=run.task if run is not None else "")
+                projection._take_state_of(child)
+                if run is not None:
+                    projection.status = run.status
+                self.children[call_id] = projection
+
+    # --- reading ------------------------------------------------------------------------
+    def message(self, message_id: str) -> Message | None:
+        index = self._index.get(message_id)
+        return self.messages[index] if index is not None else None
+
+    def index_of(self, message_id: str) -> int | None:
+        return self._index.get(message_id)
+
+    def owner(self, call_id: str) -> Message | None:
+        """The message that made the tool call ``call_id`` (the latest, as ids repeat
+        across responses)."""
+        message_id = self._owner.get(call_id)
+        return self.message(message_id) if message_id is not None else None
+
+    @property
+    def last_assistant(self) -> Message | None:
+        for message in reversed(self.messages):
+            if message.role == "assistant":
+                return message
+        return None
+
+    def find(self, path: Sequence[str]) -> ConversationProjection | None:
+        """The run at ``path`` below this projection (``()``: this one)."""
+        found: ConversationProjection | None = self
+        for run_id in path:
+            found = found.children.get(run_id) if found is not None else None
+        return found
+
+    def shown(self, message: Message) -> bool:
+        return shown(message, nested=self._nested)
+
+    # --- following events ---------------------------------------------------------------
+    # Most events are deltas: kinds are told by type (see events), and a delta is done
+    # with after stream().
+    def stream(self, event: Event, sink: ProjectionSink) -> bool:
+        """Follow ``event`` if it is a streamed delta — of this run, or of a run below it
+        (still wrapped) — and say whether it was one."""
+        if type(event) is TokenEvent:
+            live = self.live if self.live is not None else self._open_live(sink)
+            if live.thinking_open:
+                live.thinking_open = False
+                sink.op("thinking_done", self.path)
+            live.text.append(event.text)
+            sink.text("text", event.text, self.path)
+            return True
+        if type(event) is ThinkingDeltaEvent:
+            live = self.live if self.live is not None else self._open_live(sink)
+            live.thinking_open = True
+            live.thinking.append(event.text)
+            sink.text("thinking", event.text, self.path)
+            return True
+        if type(event) is SubagentEvent:
+            child = self.children.get(event.id)
+            if child is not None:
+                return child.stream(event.event, sink)
+            return is_delta(event.event)  # a run this projection never saw start
+        return False
+
+    def apply(self, event: Event, sink: ProjectionSink) -> None:
+        """Follow one event of this session (a sub-agent's still wrapped)."""
+        if self.stream(event, sink):
+            return
+        if type(event) is MessageAppendedEvent:
+            self._appended(event.message, sink)
+        elif type(event) is MessageUpdatedEvent:
+            self._add(event.message, index=event.index)
+            if self.shown(event.message):
+                sink.upsert(event.message.id, self.path)
+        elif type(event) is ThinkingDoneEvent:
+            if self.live is not None and self.live.thinking_open:
+                self.live.thinking_open = False
+                sink.op("thinking_done", self.path)
+        elif type(event) is SubagentEvent:
+            self._child_event(event, sink)
+        else:
+            self._boundary(event, sink)
+
+    def _boundary(self, event: Event, sink: ProjectionSink) -> None:
+        if isinstance(event, TurnStartEvent):
+            self.running = True
+            self.error = None
+            self.usage = TurnUsage()
+            # What the views streamed of older answers is drawn from their items now;
+            # the last answer is redrawn first (its cards may change), so keep its own.
+            last = self.last_assistant
+            self.streamed = ({last.id: self.streamed[last.id]}
+                             if last is not None and last.id in self.streamed else {})
+        elif isinstance(event, TokenUpdateEvent):
+            self.usage, self.context = event.current, event.context
+        elif isinstance(event, ProgressEvent):
+            self._changed_call(event.id, sink)
+        elif isinstance(event, ToolCallEvent | SkillStartEvent):
+            self._running_calls[event.id] = event.label or event.name
+            self._changed_call(event.id, sink)
+        elif isinstance(event, ToolResultEvent | SkillEndEvent):
+            self._running_calls.pop(event.id, None)
+            self._changed_call(event.id, sink)
+        elif isinstance(event, ApprovalRequestEvent):
+            if not self._nested:
+                self.approvals.append(PendingApproval(event.id, event.name, dict(event.args)))
+        elif isinstance(event, TodoUpdateEvent):
+            self.todos = list(event.todos)
+            summary = event.summary
+            self.plan = (int(summary.get("completed", 0)), int(summary.get("total", 0)))
+        elif isinstance(event, CompactionEvent):
+            self.compactions.append(CompactionRecord(
+                after_message=len(self.messages), tokens_before=event.tokens_before,
+                tokens_after=event.tokens_after, messages_folded=event.messages_folded))
+            sink.upsert(f"compaction-{len(self.compactions) - 1}", self.path)
+        elif isinstance(event, SubagentStartEvent):
+            self.children[event.id] = ConversationProjection(
+                path=(*self.path, event.id), agent=event.agent, task=event.task)
+            self._running_calls[event.id] = event.agent
+            self._changed_call(event.id, sink)
+        elif isinstance(event, SubagentEndEvent):
+            child = self.children.get(event.id)
+            if child is not None:
+                child._finish(event, sink)
+            self._running_calls.pop(event.id, None)
+            # Its questions can no longer be answered.
+            self.approvals = [a for a in self.approvals if a.path[:1] != [event.id]]
+            self._changed_call(event.id, sink)
+        elif isinstance(event, ErrorEvent):
+            self.error = event.message
+        elif isinstance(event, DoneEvent):
+            self._close_live(sink)
+            self.running = False
+            self._running_calls.clear()
+            self.activity = None
+            if not self._nested:
+                self.approvals = []
+        # warning changes nothing a chat draws from the history.
+
+    def _child_event(self, event: SubagentEvent, sink: ProjectionSink) -> None:
+        """A child's own event other than a delta (a grandchild's wrapped twice): into
+        its projection; the card that holds it changes too (its status line)."""
+        child = self.children.get(event.id)
+        if child is None:
+            return  # a run that started before this projection was made
+        if not self._nested:
+            ids, innermost = unwrap(event)
+            if isinstance(innermost, ApprovalRequestEvent):
+                asking = self.find(ids)
+                self.approvals.append(PendingApproval(
+                    innermost.id, innermost.name, dict(innermost.args), path=ids,
+                    agent=asking.agent if asking is not None else child.agent))
+        child.apply(event.event, sink)
+        self._changed_call(event.id, sink)
+
+    def _finish(self, event: SubagentEndEvent, sink: ProjectionSink) -> None:
+        """This sub-agent run ended (``subagent_end``)."""
+        self._close_live(sink)
+        self.status = event.status
+        self.result = event.result
+        self.activity = None
+        self._running_calls.clear()
+        self.running = False
+        usage = event.usage
+        if usage.api_calls or usage.total_tokens:
+            self.usage = usage
+
+    # --- the history --------------------------------------------------------------------
+    def _add(self, message: Message, *, index: int | None = None) -> None:
+        if index is None or index >= len(self.messages):
+            index = len(self.messages)
+            self.messages.append(message)
+        else:
+            self.messages[index] = message
+        self._index[message.id] = index
+        for part in message.tool_calls:
+            self._owner[part.id] = message.id
+
+    def _appended(self, message: Message, sink: ProjectionSink) -> None:
+        self._add(message)
+        ended = False
+        if message.role == "assistant" and self.live is not None:
+            # The streamed response is now a message: the view keeps its node, and the
+            # text it streamed (see ``streamed``).
+            live, self.live = self.live, None
+            self.streamed[message.id] = ("".join(live.thinking), "".join(live.text))
+            sink.op("end", self.path, id=message.id)
+            ended = True
+        if self.shown(message):
+            sink.upsert(message.id, self.path)
+        if ended and not self._nested:
+            # A response's end goes out at once: its last words are not held back a
+            # batch interval (the view draws the final text whole when it gets the end).
+            sink.flush()
+
+    def _open_live(self, sink: ProjectionSink) -> LiveResponse:
+        live = self.live = LiveResponse(id=new_id("live_"))
+        sink.op("live", self.path, id=live.id)
+        return live
+
+    def _close_live(self, sink: ProjectionSink) -> None:
+        """A response that streamed but never became a message (the turn ended first)."""
+        if self.live is not None:
+            self.live = None
+            sink.op("end", self.path, id=None)
+
+    def _changed_call(self, call_id: str, sink: ProjectionSink) -> None:
+        self.activity = next(reversed(self._running_calls.values()), None)
+        message_id = self._owner.get(call_id)
+        if message_id is not None:
+            sink.upsert(message_id, self.path)
