@@ -54,8 +54,8 @@ from ..store.sqlite import CompactionRecord
 if TYPE_CHECKING:
     from .session import AgentSession
 
-__all__ = ["ConversationProjection", "LiveResponse", "PendingApproval", "ProjectionSink",
-           "is_delta", "shown"]
+__all__ = ["ConversationProjection", "LiveResponse", "NullSink", "PendingApproval",
+           "ProjectionSink", "is_delta", "shown", "subagent_history"]
 
 
 class ProjectionSink(Protocol):
@@ -173,10 +173,15 @@ class ConversationProjection:
         self.approvals: list[PendingApproval] = []
         """Waiting approvals, in the order asked, the sub-agents' among them (kept by
         the top-level projection only)."""
+        self.approvals_version = 0
+        """Counts the changes of :attr:`approvals` (a view compares it, not the list)."""
         self.error: str | None = None
         """The latest ``error`` of the current turn."""
         self.children: dict[str, ConversationProjection] = {}
-        """Sub-agent runs by their ``delegate`` call id."""
+        """Sub-agent runs by their ``delegate`` call id (the latest run of an id)."""
+        self.session_id: str | None = None
+        """A sub-agent run's own session, once the parent's record of the run names it."""
+        self._by_session: dict[str, ConversationProjection] = {}
         self._index: dict[str, int] = {}
         self._owner: dict[str, str] = {}  # call id -> id of the message that made it
         self._running_calls: dict[str, str] = {}  # call id -> label, running now
@@ -228,6 +233,7 @@ class ConversationProjection:
                 if run is not None:
                     projection.status = run.status
                 self.children[call_id] = projection
+                self._link(projection, child.id)
 
     # --- reading ------------------------------------------------------------------------
     def message(self, message_id: str) -> Message | None:
@@ -248,6 +254,35 @@ class ConversationProjection:
         for message in reversed(self.messages):
             if message.role == "assistant":
                 return message
+        return None
+
+    def run_for(self, call_id: str, session_id: str | None) -> ConversationProjection | None:
+        """The sub-agent run of a ``delegate`` call this projection followed: by the
+        session its record names (call ids come from the model and repeat across turns),
+        else — the record not written yet — by the call id."""
+        if session_id is not None:
+            return self._by_session.get(session_id)
+        return self.children.get(call_id)
+
+    def answered(self, call_id: str, path: Sequence[str] | None) -> bool:
+        """An approval was answered: it leaves :attr:`approvals`. Two children's calls
+        can share an id, so the one that goes is the one at ``path`` (the session's own
+        has none) — or, with no path, the first under that id, as the session answers."""
+        for index, approval in enumerate(self.approvals):
+            if approval.id == call_id and (path is None or approval.path == list(path)):
+                del self.approvals[index]
+                self.approvals_version += 1
+                return True
+        return False
+
+    def running_run(self, run_id: str) -> ConversationProjection | None:
+        """The sub-agent run ``run_id`` (at any depth) while it runs."""
+        stack = list(self.children.values())
+        while stack:
+            run = stack.pop()
+            if run.path[-1] == run_id and run.status == "running":
+                return run
+            stack.extend(run.children.values())
         return None
 
     def find(self, path: Sequence[str]) -> ConversationProjection | None:
@@ -329,6 +364,7 @@ class ConversationProjection:
         elif isinstance(event, ApprovalRequestEvent):
             if not self._nested:
                 self.approvals.append(PendingApproval(event.id, event.name, dict(event.args)))
+                self.approvals_version += 1
         elif isinstance(event, TodoUpdateEvent):
             self.todos = list(event.todos)
             summary = event.summary
@@ -346,10 +382,13 @@ class ConversationProjection:
         elif isinstance(event, SubagentEndEvent):
             child = self.children.get(event.id)
             if child is not None:
-                child._finish(event, sink)
+                child.finish(event, sink)
             self._running_calls.pop(event.id, None)
             # Its questions can no longer be answered.
-            self.approvals = [a for a in self.approvals if a.path[:1] != [event.id]]
+            remaining = [a for a in self.approvals if a.path[:1] != [event.id]]
+            if len(remaining) != len(self.approvals):
+                self.approvals = remaining
+                self.approvals_version += 1
             self._changed_call(event.id, sink)
         elif isinstance(event, ErrorEvent):
             self.error = event.message
@@ -358,8 +397,9 @@ class ConversationProjection:
             self.running = False
             self._running_calls.clear()
             self.activity = None
-            if not self._nested:
+            if not self._nested and self.approvals:
                 self.approvals = []
+                self.approvals_version += 1
         # warning changes nothing a chat draws from the history.
 
     def _child_event(self, event: SubagentEvent, sink: ProjectionSink) -> None:
@@ -375,10 +415,11 @@ class ConversationProjection:
                 self.approvals.append(PendingApproval(
                     innermost.id, innermost.name, dict(innermost.args), path=ids,
                     agent=asking.agent if asking is not None else child.agent))
+                self.approvals_version += 1
         child.apply(event.event, sink)
         self._changed_call(event.id, sink)
 
-    def _finish(self, event: SubagentEndEvent, sink: ProjectionSink) -> None:
+    def finish(self, event: SubagentEndEvent, sink: ProjectionSink) -> None:
         """This sub-agent run ended (``subagent_end``)."""
         self._close_live(sink)
         self.status = event.status
@@ -400,6 +441,16 @@ class ConversationProjection:
         self._index[message.id] = index
         for part in message.tool_calls:
             self._owner[part.id] = message.id
+        for execution in message.metadata.tool_executions:
+            run = execution.subagent
+            if run is not None and run.session_id not in self._by_session:
+                child = self.children.get(execution.id)
+                if child is not None and child.session_id is None:
+                    self._link(child, run.session_id)
+
+    def _link(self, child: ConversationProjection, session_id: str) -> None:
+        child.session_id = session_id
+        self._by_session[session_id] = child
 
     def _appended(self, message: Message, sink: ProjectionSink) -> None:
         self._add(message)
@@ -434,3 +485,15 @@ class ConversationProjection:
         message_id = self._owner.get(call_id)
         if message_id is not None:
             sink.upsert(message_id, self.path)
+
+
+def subagent_history(session: AgentSession, session_id: str) -> list[Message] | None:
+    """The messages of the sub-agent session ``session_id`` if ``session`` holds it (the
+    children of its current or latest turn, at any depth)."""
+    stack = list(session.subagents.values())
+    while stack:
+        child = stack.pop()
+        if child.id == session_id:
+            return child.messages
+        stack.extend(child.subagents.values())
+    return None

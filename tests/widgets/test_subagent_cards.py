@@ -32,7 +32,16 @@ from neta_nb.widgets.base import RequestError
 from neta_nb.widgets.chat.state import OpBatcher, render_message
 from neta_nb.widgets.state_bounds import SUBAGENT_BYTES, SUBAGENT_ITEMS, item_bytes
 
-from ..support.crew import ChildScript, CrewStandIn, approval_steps, plan, research_steps, usage
+from ..support.crew import (
+    ChildHistory,
+    ChildScript,
+    CrewStandIn,
+    approval_steps,
+    complete_stream,
+    plan,
+    research_steps,
+    usage,
+)
 from ..support.sessions import FakeProvider, answer, calls, plus
 from ..support.timing import ManualScheduler, wait_until
 from .conftest import SentMessages
@@ -230,7 +239,7 @@ async def test_a_grandchild_nests_inside_its_parents_card(sent: SentMessages) ->
         ToolCallEvent(id="g1", name="delegate", label="Delegate",
                       args={"agent": "checker", "task": "Check"}),
         SubagentStartEvent(id="g1", agent="checker", task="Check"),
-        *[SubagentEvent(id="g1", event=e) for e in grandchild],
+        *[SubagentEvent(id="g1", event=e) for e in complete_stream(grandchild, "Check")],
         SubagentEndEvent(id="g1", agent="checker", status="done", result="deep answer"),
         ToolResultEvent(id="g1", name="delegate", result="deep answer"),
         TokenEvent(text="child answer")]
@@ -350,9 +359,13 @@ async def test_subagent_card_follows_its_run_and_stops_it(sent: SentMessages) ->
                                    flush_interval=60)
     assert card.part["status"] == "running" and card.can_stop is True
     steps = research_steps()
+    events: list[Any] = []
+    history = ChildHistory(events.append, TASK)  # the child's complete stream
     for step in steps[:8]:
-        card.apply(SubagentEvent(id="d1", event=step))
-        card.apply(SubagentEvent(id="other", event=step))  # another run: ignored
+        history.play(step)
+    for event in events:
+        card.apply(SubagentEvent(id="d1", event=event))
+        card.apply(SubagentEvent(id="other", event=event))  # another run: ignored
     snapshot = card._sync({})
     assert snapshot["part"]["activity"] is None and snapshot["part"]["plan"] == {
         "done": 1, "total": 2}
@@ -360,8 +373,12 @@ async def test_subagent_card_follows_its_run_and_stops_it(sent: SentMessages) ->
     assert card.part["messages"] is None  # mid-run: the transcript travels in batches
     card._stop_request({})
     assert stopped == [True]
+    events.clear()
     for step in steps[8:]:
-        card.apply(SubagentEvent(id="d1", event=step))
+        history.play(step)
+    history.ended("done")
+    for event in events:
+        card.apply(SubagentEvent(id="d1", event=event))
     card.apply(SubagentEndEvent(id="d1", agent="researcher", status="done", result="ok"))
     assert card.part["status"] == "done" and card.status == "done"
     assert card.part["messages"][-1]["text"] == "Found **three** sources."

@@ -9,7 +9,8 @@ shows one run on its own, fed with the parent's events::
     session.subscribe(card.apply)   # takes the subagent_* events of its run, ignores others
 
 The transcript streams like the chat view's: numbered batches of ops, at most one per
-frame (``neta_nb.widgets.chat.subagent_transcript``), and the traits hold it whole once the run is
+frame, from the run's :class:`~neta_nb.runtime.projection.ConversationProjection` (see
+``neta_nb.widgets.chat.subagent_parts``), and the traits hold it whole once the run is
 over (so a saved notebook shows it); a view opened mid-run asks for ``sync``.
 """
 
@@ -23,10 +24,19 @@ import traitlets
 
 from ...events import Event, SubagentEndEvent, SubagentEvent, SubagentStartEvent
 from ...labels import t
+from ...runtime.projection import ConversationProjection
 from ..base import NetaWidget, RequestError, handles, html_card
-from ..chat.state import FLUSH_INTERVAL, ChatItem, FullText, NoReply, OpBatcher, SubagentPart
+from ..chat.state import (
+    FLUSH_INTERVAL,
+    ChatItem,
+    FullText,
+    NoReply,
+    OpBatcher,
+    SubagentPart,
+    full_text,
+)
 from ..chat.static import static_text
-from ..chat.subagent_transcript import SubagentTranscript
+from ..chat.subagent_parts import run_item, run_part
 
 __all__ = ["SubagentCard"]
 
@@ -69,11 +79,12 @@ class SubagentCard(NetaWidget):
                  flush_interval: float = FLUSH_INTERVAL, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._stop = stop
-        self._transcript = SubagentTranscript(run_id or "run", agent, task)
+        self._transcript = ConversationProjection(path=(run_id or "run",), agent=agent,
+                                                  task=task)
         self._batcher = OpBatcher(self.send, lambda _id: None,
                                   nested_source=self._nested_item, interval=flush_interval)
         with self.hold_sync():
-            self.run_id = self._transcript.id
+            self.run_id = self._run_id
             self.can_stop = stop is not None
             self._publish()
 
@@ -85,13 +96,23 @@ class SubagentCard(NetaWidget):
     def status(self) -> str:
         return self._transcript.status
 
+    @property
+    def _run_id(self) -> str:
+        return self._transcript.path[-1]
+
+    def _find(self, path: Any) -> ConversationProjection | None:
+        """The run at ``path`` (the ids of the runs from this card's own)."""
+        if not isinstance(path, list | tuple) or not path or path[0] != self._run_id:
+            return None
+        return self._transcript.find(path[1:])
+
     def apply(self, event: Event) -> None:
         """Follow an event: this run's ``subagent_event`` or ``subagent_end`` (others are
         ignored), or one of the child's own events."""
         run = self._transcript
         if isinstance(event, SubagentStartEvent):
             return
-        if isinstance(event, SubagentEvent | SubagentEndEvent) and event.id != run.id:
+        if isinstance(event, SubagentEvent | SubagentEndEvent) and event.id != self._run_id:
             return  # another run of the parent
         if isinstance(event, SubagentEndEvent):
             run.finish(event, self._batcher)
@@ -102,23 +123,23 @@ class SubagentCard(NetaWidget):
         if inner.type not in ("token", "thinking_delta"):
             # The status line; the transcript itself travels in the batches (`messages`
             # None: "keep yours") until the run ends and the traits get it whole.
-            self.part = cast("dict[str, Any]", run.part(whole=False))
+            self.part = cast("dict[str, Any]", run_part(run, whole=False))
 
     def _publish(self) -> None:
         """The whole card into the traits (a boundary: the run started or ended)."""
         self._batcher.flush()
         with self.hold_sync():
-            self.part = cast("dict[str, Any]", self._transcript.part(whole=True))
+            self.part = cast("dict[str, Any]", run_part(self._transcript, whole=True))
             self._seq = self._batcher.seq
 
     def _nested_item(self, path: tuple[str, ...], item_id: str) -> ChatItem | None:
-        found = self._transcript.find(path)
-        return found.item(item_id) if found is not None else None
+        found = self._find(path)
+        return run_item(found, item_id) if found is not None else None
 
     @handles("sync")
     def _sync(self, _request: Mapping[str, object]) -> SubagentSnapshot:
         self._batcher.flush()
-        return {"seq": self._batcher.seq, "part": self._transcript.part(whole=True)}
+        return {"seq": self._batcher.seq, "part": run_part(self._transcript, whole=True)}
 
     @handles("stop")
     def _stop_request(self, _request: Mapping[str, object]) -> NoReply:
@@ -135,12 +156,12 @@ class SubagentCard(NetaWidget):
         card_id = cast("Mapping[str, Any]", request).get("card_id")
         if not isinstance(message_id, str) or not isinstance(field_name, str):
             raise RequestError("full_text needs 'message_id' and 'field' strings")
-        path = cast("Mapping[str, Any]", request).get("path") or [self._transcript.id]
-        found = self._transcript.find(path) if isinstance(path, list) else None
+        path = cast("Mapping[str, Any]", request).get("path") or [self._run_id]
+        found = self._find(path)
         if found is None:
             raise RequestError("no such sub-agent run in this card")
         try:
-            return {"text": found.full_text(message_id, field_name, card_id)}
+            return {"text": full_text(found.messages, message_id, field_name, card_id)}
         except LookupError as exc:
             raise RequestError(str(exc.args[0])) from exc
 

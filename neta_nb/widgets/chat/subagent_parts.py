@@ -1,0 +1,166 @@
+"""A sub-agent's run as the parent's chat view draws it inside its ``delegate`` card:
+from the run's :class:`~neta_nb.runtime.projection.ConversationProjection` while the view
+follows it, or from the child session the store holds once it is over.
+
+The parent's stream carries the child's events unchanged, wrapped in ``subagent_event``
+(DESIGN §8), and the parent's projection follows each run with a projection of its own:
+the child's real messages (its ``message_*`` events), its live response, plan, figures and
+status. So a nested card is drawn by the same
+:func:`~neta_nb.widgets.chat.state.render_message` as the top level, live and after a
+resume alike. Its deltas go to the batcher with the run's ``path`` (the ids of the
+``delegate`` calls from the top), so the child streams through the parent's batches, and a
+view resynced from a snapshot gets the child's state inside the card.
+
+:class:`StoredSubagents` draws a child this view did not follow from its stored session
+(the ``subagent`` record on the parent's ``delegate`` execution names it), for a resumed
+session, a page reload after the turn or a second view — or from the child session itself
+while the parent still holds it (a view bound after the child started).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from ...messages import Message, ToolExecution
+from ...runtime.projection import ConversationProjection
+from ...store.sqlite import SessionStore
+from ...todo import TodoStore
+from ..state_bounds import SUBAGENT_BYTES, SUBAGENT_ITEMS, fit_window, task_preview
+from .state import (
+    ChatItem,
+    SubagentPart,
+    SubagentPlan,
+    keep_streamed,
+    render_message,
+    renderable,
+)
+
+__all__ = ["StoredSubagents", "followed_run", "run_item", "run_part"]
+
+MAX_STORED_DEPTH = 4
+"""Nested children drawn from the store (the runtime's own limit is 2 by default)."""
+
+
+def followed_run(projection: ConversationProjection,
+                 execution: ToolExecution) -> ConversationProjection | None:
+    """The run of this ``delegate`` call, if ``projection`` followed it."""
+    run = execution.subagent
+    return projection.run_for(execution.id, run.session_id if run is not None else None)
+
+
+def run_part(run: ConversationProjection, *, whole: bool) -> SubagentPart:
+    """The card's sub-agent part; ``whole``: with the run's transcript (a snapshot, the
+    traits), else without it (the transcript streams as nested operations)."""
+    messages: list[ChatItem] | None = None
+    has_older = False
+    if whole:
+        def nested(execution: ToolExecution) -> SubagentPart | None:
+            child = followed_run(run, execution)
+            return run_part(child, whole=True) if child is not None else None
+        items = [render_message(m, i, nested) for i, m in enumerate(run.messages)
+                 if run.shown(m)]
+        messages, has_older = bound_transcript(items)
+    plan: SubagentPlan | None = (None if run.plan is None
+                                 else {"done": run.plan[0], "total": run.plan[1]})
+    usage = run.usage
+    return {"agent": run.agent, "task": task_preview(run.task), "status": run.status,
+            "activity": run.activity, "plan": plan,
+            "tokens": {"input_tokens": usage.input_tokens,
+                       "output_tokens": usage.output_tokens, "api_calls": usage.api_calls},
+            "messages": messages, "has_older": has_older,
+            "live": run.live.snapshot() if whole and run.live is not None  # type: ignore[typeddict-item]
+            else None}
+
+
+def run_item(run: ConversationProjection, message_id: str) -> ChatItem | None:
+    """A message of the run as a streamed update draws it (its own sub-agent cards
+    without their transcripts: those stream on their own)."""
+    index = run.index_of(message_id)
+    if index is None:
+        return None
+    message = run.messages[index]
+
+    def streamed(execution: ToolExecution) -> SubagentPart | None:
+        child = followed_run(run, execution)
+        return run_part(child, whole=False) if child is not None else None
+
+    return keep_streamed(render_message(message, index, streamed), message,
+                         run.streamed.get(message_id))
+
+
+def bound_transcript(items: list[ChatItem]) -> tuple[list[ChatItem], bool]:
+    """The newest items of a child's transcript that widget state keeps inside its card
+    (:data:`~neta_nb.widgets.state_bounds.SUBAGENT_ITEMS`,
+    :data:`~neta_nb.widgets.state_bounds.SUBAGENT_BYTES`)."""
+    kept = items[-SUBAGENT_ITEMS:]
+    fitted, cut = fit_window(kept, SUBAGENT_BYTES)
+    return fitted, cut or len(kept) < len(items)
+
+
+class StoredSubagents:
+    """Sub-agent cards drawn from the child sessions a store holds: the ``subagent``
+    record of a ``delegate`` execution names the child session, whose messages are read
+    once and kept while the child is over (a running one is read again)."""
+
+    def __init__(self, store: SessionStore | None,
+                 live: Callable[[str], list[Message] | None] | None = None) -> None:
+        self._store = store
+        self._live = live
+        """The messages of a child session still in memory (``None``: not one of them)."""
+        self._cache: dict[str, list[Message]] = {}
+
+    def messages(self, session_id: str, *, final: bool) -> list[Message]:
+        # A view bound after a child started has no transcript of it: the child's own
+        # session, while the parent holds it, is the whole truth (a store may lag behind
+        # its background writes, and a session without a store has nothing else).
+        live = self._live(session_id) if self._live is not None else None
+        if live is not None:
+            return live
+        if self._store is None:
+            return []
+        cached = self._cache.get(session_id)
+        if cached is not None:
+            return cached
+        try:
+            messages = self._store.load_messages(session_id)
+        except Exception:  # a damaged or missing child: the card shows its summary alone
+            return []
+        if final:
+            self._cache[session_id] = messages
+        return messages
+
+    def part(self, execution: ToolExecution, depth: int = 0) -> SubagentPart | None:
+        run = execution.subagent
+        if run is None:
+            return None
+        messages = (self.messages(run.session_id, final=run.status != "running")
+                    if depth < MAX_STORED_DEPTH else [])
+        def nested(inner: ToolExecution) -> SubagentPart | None:
+            return self.part(inner, depth + 1)
+        items = [render_message(m, i, nested) for i, m in enumerate(messages)
+                 if renderable(m) and m.role == "assistant"]
+        bounded, has_older = bound_transcript(items)
+        todo = TodoStore()
+        todo.hydrate_from_history(messages)
+        summary = todo.summary()
+        plan: SubagentPlan | None = ({"done": summary.completed, "total": summary.total}
+                                     if summary.total else None)
+        return {"agent": run.agent, "task": task_preview(run.task), "status": run.status,
+                "activity": None, "plan": plan,
+                "tokens": {"input_tokens": run.input_tokens,
+                           "output_tokens": run.output_tokens, "api_calls": run.api_calls},
+                "messages": bounded, "has_older": has_older, "live": None}
+
+    def find_messages(self, root: Sequence[Message], path: Sequence[str]) -> list[Message]:
+        """The stored child's messages at ``path`` (ids of ``delegate`` calls from the
+        top), or ``LookupError``."""
+        messages: Sequence[Message] = root
+        for run_id in path:
+            execution = next((e for m in reversed(messages)
+                              for e in m.metadata.tool_executions if e.id == run_id), None)
+            if execution is None or execution.subagent is None:
+                raise LookupError(f"no sub-agent run {run_id!r} in this session")
+            messages = self.messages(execution.subagent.session_id,
+                                     final=execution.subagent.status != "running")
+        return list(messages)
+
