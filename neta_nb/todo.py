@@ -117,33 +117,10 @@ class TodoStore:
     def __init__(self, items: Iterable[TodoItem] = ()) -> None:
         self._items: list[TodoItem] = [item.model_copy() for item in items]
         self._listeners: list[Callable[[TodoStore], None]] = []
-        self._working: bool | None = None
-
-    @property
-    def working(self) -> bool | None:
-        """Whether the plan is being worked on now: the session that owns the store sets it
-        while a turn runs, and clears it when the turn ends (done, stopped, failed).
-        ``None`` for a store no session drives. A card shows an in-progress step as
-        paused, not spinning, when this is ``False``."""
-        return self._working
-
-    @working.setter
-    def working(self, value: bool | None) -> None:
-        if value == self._working:
-            return
-        self._working = value
-        # Set by the session as its turn starts and ends: a listener that fails must not
-        # stop the turn (or leave it running), nor keep the others from hearing it.
-        for listener in list(self._listeners):
-            try:
-                listener(self)
-            except Exception:
-                log.exception("a TodoStore listener failed on a change of working")
 
     def subscribe(self, callback: Callable[[TodoStore], None]) -> Callable[[], None]:
-        """Call ``callback(store)`` after every successful write and when :attr:`working`
-        changes (widgets follow the store this way). Returns a function that
-        unsubscribes."""
+        """Call ``callback(store)`` after every successful write (widgets follow the store
+        this way). Returns a function that unsubscribes."""
         self._listeners.append(callback)
 
         def unsubscribe() -> None:

@@ -66,7 +66,6 @@ def resume_session(cls: type[AgentSession], session_id: str, store: SessionStore
     history.load(stored.messages, stored.view)
     session.compactions = stored.compactions
     session.todo = TodoStore.hydrate_from_history(history.messages)
-    session.todo.working = False
     session._meter.restore(history.messages, session.compactions)
     draft = stored.draft
     if draft is not None or record.running or record.owner_died:

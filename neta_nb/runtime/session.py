@@ -107,7 +107,6 @@ class AgentSession(TurnLoop):
             namespace = notebook_namespace()
         self.namespace: dict[str, Any] = namespace if namespace is not None else {}
         self.todo = TodoStore()
-        self.todo.working = False  # idle until a turn runs
         self.compactions: list[CompactionRecord] = []
         """Every compaction of this session (the chat view draws a marker for each)."""
         info = self.provider.info

@@ -85,7 +85,6 @@ class TurnLoop:
 
     async def _run(self, prompt_message: Message, turn: Turn) -> Message | None:
         turn.begun = True
-        self.todo.working = True
         self._events.bind_to_running_loop()
         self._emit(TurnStartEvent())
         claim: TurnClaim | None = None
@@ -150,8 +149,6 @@ class TurnLoop:
                 # to `done` sees an idle session (and may start the next turn from its
                 # handler).
                 self._turn = None
-                with contextlib.suppress(Exception):
-                    self.todo.working = False  # a card's step in progress stops spinning
                 self._emit(DoneEvent(stop_reason=turn.stop_reason))
 
     async def _settle(self, turn: Turn) -> None:

@@ -83,10 +83,10 @@ def test_cards_follow_python_changes_live(lab: LabSession) -> None:
     assert page.locator(".neta-todo-row").nth(5).inner_text() == "Archive the notebook"
     assert page.locator(".neta-todo-row-in_progress .neta-spinner").count() == 1
     # Nothing works on the plan any more (a session's turn ended): the step stops spinning.
-    lab.execute(path, "store.working = False")
+    lab.execute(path, "todo.working = False")
     page.locator(".neta-todo-row.neta-is-paused .neta-todo-paused-mark").wait_for()
     assert page.locator(".neta-todo-card .neta-spinner").count() == 0
-    lab.execute(path, "store.working = True")
+    lab.execute(path, "todo.working = True")
     page.locator(".neta-todo-row-in_progress .neta-spinner").wait_for()
 
     lab.execute(path, 'from neta_nb.events import ToolResultEvent\n'

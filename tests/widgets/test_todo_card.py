@@ -105,7 +105,7 @@ async def test_a_sessions_card_stops_spinning_when_the_turn_ends() -> None:
     provider = FakeProvider([calls(("c1", "todo", plan)),
                              [lambda: seen.append(card.paused), *answer("Stopped early.")]])
     session = AgentSession(Agent("planner", model=provider), ToolCatalog.default())
-    card = TodoCard(session.todo)
+    card = TodoCard(session)
     assert card.paused is False  # an empty plan: no step in progress to show as paused
     await session.run("plan it")
     assert seen == [False]  # during the turn: spinning
@@ -116,10 +116,10 @@ def test_a_store_no_session_drives_never_shows_paused() -> None:
     store = TodoStore()
     card = TodoCard(store)
     store.write(PLAN)
-    assert store.working is None and card.paused is False
-    store.working = False
+    assert card.working is None and card.paused is False
+    card.working = False
     assert card.paused is True
-    store.working = True
+    card.working = True
     assert card.paused is False
 
 
@@ -132,11 +132,46 @@ async def test_a_plan_without_a_step_in_progress_sends_no_change_of_paused() -> 
 
     session = AgentSession(Agent("planner", model=FakeProvider([answer("Hi."),
                                                                  answer("Done.")])))
-    card = TodoCard(session.todo)
+    card = TodoCard(session)
     changes: list[bool] = []
     card.observe(lambda change: changes.append(change["new"]), names="paused")
     await session.run("hello")
     session.todo.write([{"id": "1", "content": "Load", "status": "completed"}])
     await session.run("again")
     assert changes == []
-    assert session.todo.working is False and card.paused is False
+    assert card.working is False and card.paused is False
+
+
+async def test_a_failing_subscriber_neither_sticks_the_turn_nor_hides_the_pause() -> None:
+    # A subscriber of the session that raises (a user's callback, a widget whose comm is
+    # gone) must not leave the session running, nor keep the card from hearing that the
+    # turn ended.
+    from neta_nb import Agent, AgentSession, ToolCatalog
+
+    from ..support.sessions import FakeProvider, answer, calls
+
+    plan = {"todos": [{"id": "1", "content": "Look", "status": "in_progress"}]}
+    session = AgentSession(Agent("planner", model=FakeProvider(
+        [calls(("c1", "todo", plan)), answer("Done.")])), ToolCatalog.default())
+
+    def broken(_event: object) -> None:
+        raise RuntimeError("subscriber bug")
+
+    session.subscribe(broken)
+    card = TodoCard(session)
+    message = await session.run("go")
+    assert message is not None and message.text == "Done."
+    assert not session.running
+    assert card.working is False and card.paused is True
+
+
+def test_a_card_unfollowed_hears_no_more_turns() -> None:
+    from neta_nb import Agent, AgentSession
+
+    from ..support.sessions import FakeProvider
+
+    session = AgentSession(Agent("planner", model=FakeProvider([])))
+    card = TodoCard(session)
+    card.unfollow()
+    session.todo.write(PLAN)
+    assert card.todos == []

@@ -1,8 +1,10 @@
 """``TodoCard``: the agent's plan as a card (seed 002 §6).
 
-``TodoCard(store)`` follows a :class:`~neta_nb.todo.TodoStore` live (every successful
-``store.write`` shows at once, and a session's store says when its turn ends, so the step
-in progress stops spinning: ``paused``); ``TodoCard(todos=[...])`` shows a fixed list.
+``TodoCard(session)`` follows a session's plan live — every successful write shows at
+once — and its turns: once a turn ends, a step still in progress stops spinning
+(``paused``). ``TodoCard(store)`` follows a bare :class:`~neta_nb.todo.TodoStore` (nothing
+works on it, so nothing pauses unless :attr:`TodoCard.working` is set);
+``TodoCard(todos=[...])`` shows a fixed list.
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ from typing import Any
 
 import traitlets
 
-from ...events import TodoUpdateEvent
+from ...events import DoneEvent, Event, TodoUpdateEvent, TurnStartEvent
 from ...labels import t
+from ...runtime.session import AgentSession
 from ...todo import TodoItem, TodoStore, TodoSummary
 from ..base import NetaWidget, html_card
 
@@ -41,44 +44,72 @@ class TodoCard(NetaWidget):
     paused = traitlets.Bool(False, help="Nothing works on the plan now: the step in "
                             "progress shows a still mark instead of a spinner.").tag(sync=True)
 
-    def __init__(self, store: TodoStore | None = None, *,
+    def __init__(self, store: TodoStore | AgentSession | None = None, *,
                  todos: Sequence[Mapping[str, Any] | TodoItem] | None = None,
                  **kwargs: Any) -> None:
-        self._unsubscribe: Callable[[], None] | None = None
+        self._unsubscribe: list[Callable[[], None]] = []
+        self._store: TodoStore | None = None
+        self._working: bool | None = None
         if store is not None and todos is not None:
-            raise TypeError("pass either a TodoStore or todos=[...], not both")
+            raise TypeError("pass either a TodoStore (or a session) or todos=[...], not both")
+        session = store if isinstance(store, AgentSession) else None
+        plan = session.todo if session is not None else store
+        if session is not None:
+            self._working = session.running
         # The first state goes with the widget's opening, not as updates right after it.
-        if store is not None:
-            kwargs.update(self._state_of(store))
+        if isinstance(plan, TodoStore):
+            kwargs.update(self._state_of(plan))
         elif todos is not None:
             kwargs["todos"] = _normalize(todos)
         super().__init__(**kwargs)
-        if store is not None:
-            self.follow(store)
+        if isinstance(plan, TodoStore):
+            self.follow(plan)
+        if session is not None:
+            self._unsubscribe.append(session.subscribe(self._on_session_event))
+
+    @property
+    def working(self) -> bool | None:
+        """Whether something works on the plan now: the session's turn runs (``None``:
+        no session drives this card). When it is ``False``, a step in progress shows as
+        paused, not spinning."""
+        return self._working
+
+    @working.setter
+    def working(self, value: bool | None) -> None:
+        self._working = value
+        if self._store is not None:
+            self._on_store_write(self._store)
 
     def follow(self, store: TodoStore) -> None:
         """Show ``store`` and follow its writes (replacing any store followed before)."""
         self.unfollow()
+        self._store = store
         self._on_store_write(store)
-        self._unsubscribe = store.subscribe(self._on_store_write)
+        self._unsubscribe.append(store.subscribe(self._on_store_write))
 
     def unfollow(self) -> None:
-        if self._unsubscribe is not None:
-            self._unsubscribe()
-            self._unsubscribe = None
+        for unsubscribe in self._unsubscribe:
+            unsubscribe()
+        self._unsubscribe = []
+
+    def _on_session_event(self, event: Event) -> None:
+        # Only the turn's two ends: kinds told by type (every streamed delta comes here).
+        if type(event) is TurnStartEvent:
+            self.working = True
+        elif type(event) is DoneEvent:
+            self.working = False
 
     def _on_store_write(self, store: TodoStore) -> None:
         with self.hold_sync():
             for name, value in self._state_of(store).items():
                 setattr(self, name, value)
 
-    @staticmethod
-    def _state_of(store: TodoStore) -> dict[str, Any]:
+    def _state_of(self, store: TodoStore) -> dict[str, Any]:
         todos = [item.model_dump() for item in store.read()]
         # Only a step in progress shows it, so a plan without one never sends a change of
         # ``paused`` (two messages a turn otherwise).
         return {"todos": todos,
-                "paused": store.working is False
+                "paused": self._working is False
                 and any(item["status"] == "in_progress" for item in todos)}
 
     def apply(self, event: TodoUpdateEvent) -> None:
