@@ -201,7 +201,7 @@ export function requestShowingErrors<T>(
 /** How long fetching a whole text may take: megabytes, from a kernel on a busy machine. */
 export const FULL_TEXT_TIMEOUT_MS = 60_000;
 
-/** The `full_text` reply (Python twin: `FullText` in neta_nb/widgets/chat/state.py). */
+/** The `full_text` reply (Python twin: `FullText` in neta_nb/widgets/chat/wire.py). */
 export interface FullText {
   text: string;
 }

@@ -1,6 +1,6 @@
 /**
  * The chat view's wire format: the state, the streamed operations and the snapshots that
- * `neta_nb/widgets/chat/state.py` sends. Its TypedDicts mirror these interfaces, name for
+ * `neta_nb/widgets/chat/wire.py` sends. Its TypedDicts mirror these interfaces, name for
  * name; a change here is a change there.
  *
  * A field `f` that state holds a preview of comes with `f_chars`, the whole one's length
@@ -35,7 +35,7 @@ export interface ChatCard {
   subagent?: SubagentPart;
 }
 
-/** Python twin: `SubagentPlan` in widgets/chat/state.py. */
+/** Python twin: `SubagentPlan` in widgets/chat/wire.py. */
 export interface SubagentPlan {
   done: number;
   total: number;
@@ -148,7 +148,7 @@ export interface ReadOnlyState {
   busy: boolean;
 }
 
-/** `full_text` (Python twin: `FullTextRequest` in widgets/chat/state.py). */
+/** `full_text` (Python twin: `FullTextRequest` in widgets/chat/wire.py). */
 export interface FullTextRequest {
   message_id: string;
   card_id?: string;

@@ -9,7 +9,7 @@
  * `applySnapshot(snapshot)`; user actions go out through `options.actions`.
  *
  * Messages are keyed by id and updated in place (`chat-message-view.ts`); the wire format
- * lives in `chat-view-traits.ts`, beside the Python side it mirrors (`widgets/chat/state.py`).
+ * lives in `chat-view-traits.ts`, beside the Python side it mirrors (`widgets/chat/wire.py`).
  */
 import { createAttachmentTray } from "./attachments";
 import "./chat-view.css";

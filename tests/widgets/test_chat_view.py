@@ -22,7 +22,8 @@ from neta_nb.providers.base import (
 from neta_nb.store.sqlite import CompactionRecord
 from neta_nb.widgets import ChatView
 from neta_nb.widgets.base import RequestError
-from neta_nb.widgets.chat.state import OpBatcher, render_message, render_window
+from neta_nb.widgets.chat.batcher import OpBatcher
+from neta_nb.widgets.chat.render import render_message, render_window
 from neta_nb.widgets.streaming import TEXT_BATCH_CHARS
 
 from ..support.sessions import FakeProvider, add, answer, calls, count_up

@@ -29,7 +29,8 @@ from neta_nb.events import (
 from neta_nb.messages import Message, SubagentRun, TextPart, ToolCallPart, ToolExecution
 from neta_nb.widgets import ChatView, SubagentCard
 from neta_nb.widgets.base import RequestError
-from neta_nb.widgets.chat.state import OpBatcher, render_message
+from neta_nb.widgets.chat.batcher import OpBatcher
+from neta_nb.widgets.chat.render import render_message
 from neta_nb.widgets.state_bounds import SUBAGENT_BYTES, SUBAGENT_ITEMS, item_bytes
 
 from ..support.crew import (

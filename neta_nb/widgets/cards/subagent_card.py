@@ -26,17 +26,12 @@ from ...events import Event, SubagentEndEvent, SubagentEvent, SubagentStartEvent
 from ...labels import t
 from ...runtime.projection import ConversationProjection
 from ..base import NetaWidget, RequestError, handles, html_card
-from ..chat.state import (
-    FLUSH_INTERVAL,
-    ChatItem,
-    FullText,
-    NoReply,
-    OpBatcher,
-    SubagentPart,
-    full_text,
-)
+from ..chat.batcher import OpBatcher
+from ..chat.render import full_text
 from ..chat.static import static_text
 from ..chat.subagent_parts import run_item, run_part
+from ..chat.wire import ChatItem, FullText, NoReply, SubagentPart
+from ..streaming import FLUSH_INTERVAL
 
 __all__ = ["SubagentCard"]
 

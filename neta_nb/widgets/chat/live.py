@@ -5,7 +5,7 @@ batcher and on to the views; the traits follow the projection at turn boundaries
 How state travels (DESIGN §5):
 
 * **Traits** hold the conversation at turn boundaries — the last
-  :data:`~neta_nb.widgets.chat.state.WINDOW` drawn messages, the plan, token usage, the
+  :data:`~neta_nb.widgets.chat.render.WINDOW` drawn messages, the plan, token usage, the
   thinking level, pending approvals — so a saved notebook reopens showing it and a new
   view (a second output, a page reload) renders it at once.
 * **Batches** carry everything in between: streamed text and thinking, cards as they
@@ -52,13 +52,10 @@ from ...store.sqlite import SessionStore
 from ...thinking import get_model_thinking_capability
 from ..base import NetaWidget
 from ..state_bounds import NOTE_CHARS, preview_args
-from .state import (
-    FLUSH_INTERVAL,
+from ..streaming import FLUSH_INTERVAL
+from .batcher import OpBatcher
+from .render import (
     WINDOW,
-    AgentChoice,
-    ChatItem,
-    OpBatcher,
-    SubagentPart,
     keep_streamed,
     render_marker,
     render_message,
@@ -68,6 +65,7 @@ from .state import (
 from .stored_session import StoredSessionFollower
 from .subagent_parts import StoredSubagents, followed_run, run_item, run_part
 from .view_presence import ViewPresence
+from .wire import AgentChoice, ChatItem, SubagentPart
 
 __all__ = ["LiveChat", "approval_item", "live_session", "note"]
 

@@ -35,7 +35,11 @@ from ...store.process_owner import SessionBusyError
 from ...store.sqlite import CompactionRecord
 from ..base import BUFFERS_KEY, RequestError, handles
 from .live import LiveChat, approval_item, live_session, note
-from .state import (
+from .render import full_text, render_window
+from .static import static_html, static_summary, static_text
+from .stored_session import StoredSession, StoredSessionFollower
+from .subagent_parts import StoredSubagents
+from .wire import (
     Approval,
     ChatSnapshot,
     CommandReply,
@@ -49,12 +53,7 @@ from .state import (
     SwitchAgentReply,
     SwitchAgentRequest,
     ViewRequest,
-    full_text,
-    render_window,
 )
-from .static import static_html, static_summary, static_text
-from .stored_session import StoredSession, StoredSessionFollower
-from .subagent_parts import StoredSubagents
 
 __all__ = ["READ_ONLY_REFRESH_INTERVAL", "ChatView", "live_session"]
 

@@ -1,0 +1,69 @@
+"""The records a store keeps beside a session's messages: the session's own
+(:class:`SessionRecord`: what the session list shows and what resume needs), each
+compaction (:class:`CompactionRecord`) and the model's compacted view
+(:class:`CompactedView`). Plain data, the same for every backend."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from ..messages import Message, Usage
+from .process_owner import ProcessOwner
+
+__all__ = ["CompactedView", "CompactionRecord", "SessionRecord"]
+
+
+class SessionRecord(BaseModel):
+    """What the session list shows and what resume needs to rebuild the agent."""
+
+    id: str
+    title: str = "New chat"
+    agent: dict[str, Any] = Field(default_factory=dict)
+    """The agent's definition: name, model, system_prompt, tools (config), default level."""
+    think_level: str | None = None
+    created_at: float = Field(default_factory=time.time)
+    updated_at: float = Field(default_factory=time.time)
+    todo_summary: dict[str, int] | None = None
+    last_message: str = ""
+    running: bool = False
+    """A turn is in flight — reported true only while :attr:`owner` lives."""
+    owner: ProcessOwner | None = None
+    """The process running the turn in flight."""
+    owner_died: bool = False
+    """The owner died mid-turn; resume closes that turn (marked ``killed``)."""
+    message_count: int = 0
+    mcp_servers: list[dict[str, Any]] = Field(default_factory=list)
+    """The MCP servers of the session's catalog: how to start each, its options and the
+    tool listing granted — never ``env`` or ``headers``. ``resume`` brings them back."""
+    parent_id: str | None = None
+    """A sub-agent's session: the session whose ``delegate`` call ran it."""
+    parent_call_id: str | None = None
+    """A sub-agent's session: the parent's ``delegate`` call id (the nested card's id)."""
+    child_count: int = 0
+    """How many sub-agent sessions this session ran (filled in on every read from the
+    store — ``get_session``, ``list_sessions``, ``list_children`` — for the session list's
+    badge; what a record stores here is ignored)."""
+
+
+class CompactionRecord(BaseModel):
+    """One compaction, for the chat view's marker: where it happened and what it saved."""
+
+    after_message: int
+    """How many messages of the full history existed when it happened."""
+    tokens_before: int
+    tokens_after: int
+    messages_folded: int
+    usage: Usage | None = None
+    """What the summarising call cost."""
+
+
+class CompactedView(BaseModel):
+    """The model's view of a compacted session: injected messages (summary, plan), then
+    the full history from the message ``kept_from`` on."""
+
+    prefix: list[Message]
+    kept_from: str | None
+    compactions: list[CompactionRecord] = Field(default_factory=list)

@@ -1,0 +1,305 @@
+"""The chat view's wire format: what the kernel sends its views (items, batches of
+operations, snapshots) and the requests and replies between them. Each TypedDict mirrors
+the TS interface of the same name (``js/src/chat-view-traits.ts``, checked field for field
+by ``tests/widgets/test_wire_types.py``); a field changed on one side changes on the other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal, NotRequired, Required, TypedDict
+
+from ...messages import RunStatus
+
+__all__ = [
+    "AgentChoice",
+    "Approval",
+    "BatchMessage",
+    "ChatAttachment",
+    "ChatCard",
+    "ChatItem",
+    "ChatOp",
+    "ChatSnapshot",
+    "CommandReply",
+    "CommandRequest",
+    "EndOp",
+    "FullText",
+    "FullTextRequest",
+    "ItemOp",
+    "LiveOp",
+    "LiveSnapshot",
+    "NoReply",
+    "OlderPage",
+    "OlderRequest",
+    "StreamOp",
+    "SubagentPart",
+    "SubagentPlan",
+    "SwitchAgentReply",
+    "SwitchAgentRequest",
+    "ThinkingDoneOp",
+    "ViewRequest",
+    "WindowOp",
+]
+
+
+
+class ChatCard(TypedDict):
+    """A tool, skill or sub-agent card inside an assistant message (TS: ``ChatCard``,
+    chat-view-traits.ts). Tool cards carry ``args``, skill cards ``percent``/``step``/
+    ``detail``, sub-agent cards ``subagent``. A ``*_chars`` field says its field is a
+    preview of a text that long (see ``neta_nb.widgets.state_bounds``)."""
+
+    kind: Literal["tool", "skill", "subagent"]
+    id: str
+    name: str
+    label: str
+    status: RunStatus
+    result: str | None
+    args: NotRequired[dict[str, Any]]
+    percent: NotRequired[float]
+    step: NotRequired[str | None]
+    detail: NotRequired[str | None]
+    result_chars: NotRequired[int]
+    args_chars: NotRequired[int]
+    step_chars: NotRequired[int]
+    detail_chars: NotRequired[int]
+    outputs: NotRequired[list[dict[str, Any]]]
+    """What the tool displayed (:class:`~neta_nb.messages.DisplayItem` dumps)."""
+    subagent: NotRequired[SubagentPart]
+
+
+class SubagentPlan(TypedDict):
+    """A sub-agent's plan progress: ``done`` of ``total`` steps (TS: ``SubagentPlan``)."""
+
+    done: int
+    total: int
+
+
+class SubagentPart(TypedDict):
+    """What a sub-agent card adds to its ``delegate`` call's card (TS: ``SubagentPart``,
+    chat-view-traits.ts): the child's name and task, how its run stands, what it is doing
+    now, and its transcript — ``messages`` is ``None`` in a streamed update ("keep yours":
+    the transcript streams as operations with a ``path``), the newest items that fit
+    otherwise (``has_older`` when earlier ones were left out), with ``live`` the response
+    it is streaming."""
+
+    agent: str
+    task: str
+    status: Literal["running", "done", "error", "cancelled", "interrupted"]
+    activity: str | None
+    plan: SubagentPlan | None
+    tokens: dict[str, int]
+    messages: list[ChatItem] | None
+    has_older: bool
+    live: LiveSnapshot | None
+
+
+class ChatAttachment(TypedDict):
+    """A file of a user message as the transcript shows it (TS: ``ChatAttachment``,
+    chat-view-traits.ts). ``thumbnail``: the image's base64 when small enough."""
+
+    name: str
+    media_type: str
+    size: int
+    width: NotRequired[int]
+    height: NotRequired[int]
+    thumbnail: NotRequired[str | None]
+    missing: NotRequired[bool]
+
+
+class ChatItem(TypedDict, total=False):
+    """One drawn message or compaction marker (TS: ``ChatItem``, chat-view-traits.ts). ``text`` and
+    ``thinking`` are ``None`` in a streamed update: "keep what you streamed"."""
+
+    id: Required[str]
+    role: Required[Literal["user", "assistant", "compaction"]]
+    index: Required[int]
+    pos: Required[int]
+    text: str | None
+    thinking: str | None
+    cards: list[ChatCard]
+    interrupted: Literal["cancelled", "interrupted", "error", "killed"] | None
+    error: str | None
+    tokens_before: int
+    tokens_after: int
+    messages_folded: int
+    text_chars: int
+    """``text`` is a preview of a text this long (see ``neta_nb.widgets.state_bounds``); so for the
+    rest."""
+    thinking_chars: int
+    error_chars: int
+    attachments: list[ChatAttachment]
+
+
+class Approval(TypedDict):
+    """A pending approval request (TS: ``Approval``, chat-view-traits.ts); a sub-agent's
+    names the child (``agent``) and the run it is in (``path``, as for nested ops)."""
+
+    id: str
+    name: str
+    args: dict[str, Any]
+    args_chars: NotRequired[int]
+    agent: NotRequired[str]
+    path: NotRequired[list[str]]
+
+
+class AgentChoice(TypedDict):
+    """An agent the selector offers (TS: ``AgentChoice``, chat-view-traits.ts)."""
+
+    name: str
+    model: str
+
+
+class LiveSnapshot(TypedDict):
+    """The response being streamed, whole (TS: ``LiveSnapshot``, chat-view-traits.ts)."""
+
+    id: str
+    thinking: str
+    text: str
+    thinking_open: bool
+
+
+class ChatSnapshot(TypedDict):
+    """The ``sync`` reply: everything a view needs to draw the present, as of batch ``seq``
+    (TS: ``ChatSnapshot``, chat-view-traits.ts)."""
+
+    seq: int
+    session_id: str
+    messages: list[ChatItem]
+    has_older: bool
+    live: LiveSnapshot | None
+    running: bool
+    todos: list[dict[str, Any]]
+    current: dict[str, Any]
+    context: dict[str, Any]
+    approvals: list[Approval]
+    think_level: str
+    notice: str
+
+
+class ViewRequest(TypedDict):
+    """``view_opened`` / ``view_closed``: a rendered view of the widget appears or goes
+    (TS: ``ViewRequest``, chat-view-binding.ts)."""
+
+    view_id: str
+
+
+class FullTextRequest(TypedDict):
+    """``full_text``: the whole of a field the state holds a preview of — ``text``,
+    ``thinking`` or ``error`` of message ``message_id``, or with ``card_id`` the ``result``,
+    ``args``, ``step`` or ``detail`` of that card (TS: ``FullTextRequest``,
+    chat-view-traits.ts)."""
+
+    message_id: str
+    card_id: NotRequired[str]
+    field: str
+    path: NotRequired[list[str]]
+    """Set for a message of a sub-agent's transcript: the runs it is nested in."""
+
+
+class FullText(TypedDict):
+    """The ``full_text`` reply (TS: ``FullText``, chat-view-traits.ts); arguments come as
+    indented JSON."""
+
+    text: str
+
+
+class NoReply(TypedDict):
+    """A request answered with nothing but success."""
+
+
+class OlderRequest(TypedDict):
+    """``older``: the page before message index ``before`` (TS: ``OlderRequest``,
+    chat-view-binding.ts)."""
+
+    before: int
+
+
+class OlderPage(TypedDict):
+    """The ``older`` reply (TS: ``OlderPage``, chat-view-traits.ts)."""
+
+    session_id: str
+    messages: list[ChatItem]
+    has_older: bool
+
+
+class CommandRequest(TypedDict):
+    """``command``: one UI→server command of the event protocol (``send``, ``stop``,
+    ``set_thinking_level``, ``approve``) (TS: ``CommandRequest``, chat-view-binding.ts)."""
+
+    command: Mapping[str, Any]
+
+
+class CommandReply(TypedDict, total=False):
+    """The ``command`` reply (TS: ``CommandReply``, chat-view-binding.ts)."""
+
+    running: Required[bool]
+    think_level: str
+
+
+class SwitchAgentRequest(TypedDict):
+    """``switch_agent`` (TS: ``SwitchAgentRequest``, chat-view-binding.ts)."""
+
+    name: str
+
+
+class SwitchAgentReply(TypedDict):
+    """The session now shown (TS: ``SessionReply``, session-sidebar.ts; the sidebar's
+    replies have the same shape)."""
+
+    session_id: str
+
+
+# The members of the TS ``ChatOp`` union (chat-view-traits.ts), which are unnamed there, and the
+# binding's ``WindowOp`` (chat-view-binding.ts). ``path`` (absent at the top) names the
+# sub-agent transcript an operation applies to: the ids of the ``delegate`` calls from the
+# top, so a grandchild's has two.
+class LiveOp(TypedDict):
+    op: Literal["live"]
+    id: str
+    path: NotRequired[list[str]]
+
+
+class StreamOp(TypedDict):
+    op: Literal["text", "thinking"]
+    text: str
+    path: NotRequired[list[str]]
+
+
+class ThinkingDoneOp(TypedDict):
+    op: Literal["thinking_done"]
+    path: NotRequired[list[str]]
+
+
+class EndOp(TypedDict):
+    op: Literal["end"]
+    id: str | None
+    path: NotRequired[list[str]]
+
+
+class ItemOp(TypedDict):
+    op: Literal["item"]
+    item: ChatItem
+    path: NotRequired[list[str]]
+
+
+ChatOp = LiveOp | StreamOp | ThinkingDoneOp | EndOp | ItemOp
+
+
+class WindowOp(TypedDict):
+    """The turn ended: the view sets ``messages`` from these ids (TS: ``WindowOp``,
+    chat-view-binding.ts)."""
+
+    op: Literal["window"]
+    ids: list[str]
+    has_older: bool
+
+
+class BatchMessage(TypedDict):
+    """One numbered batch of view operations (TS: ``BatchMessage``, chat-view-binding.ts)."""
+
+    kind: Literal["batch"]
+    seq: int
+    ops: list[ChatOp | WindowOp]
+
+
