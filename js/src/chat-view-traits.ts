@@ -159,14 +159,40 @@ export interface FullTextRequest {
 
 /** `path` (absent at the top) names the sub-agent transcript an op applies to: the ids of
  * the `delegate` calls from the top. */
-export type ChatOp = (
-  | { op: "live"; id: string }
-  | { op: "text"; text: string }
-  | { op: "thinking"; text: string }
-  | { op: "thinking_done" }
-  | { op: "end"; id: string | null }
-  | { op: "item"; item: ChatItem }
-) & { path?: string[] };
+/** A response starts streaming (Python twin: `LiveOp`). `path` on every op: the sub-agent
+ * runs it is nested in (none: the chat's own). */
+export interface LiveOp {
+  op: "live";
+  id: string;
+  path?: string[];
+}
+
+/** Streamed text or thinking (Python twin: `StreamOp`). */
+export interface StreamOp {
+  op: "text" | "thinking";
+  text: string;
+  path?: string[];
+}
+
+export interface ThinkingDoneOp {
+  op: "thinking_done";
+  path?: string[];
+}
+
+/** The live response became the message `id` (null: it ended without one). */
+export interface EndOp {
+  op: "end";
+  id: string | null;
+  path?: string[];
+}
+
+export interface ItemOp {
+  op: "item";
+  item: ChatItem;
+  path?: string[];
+}
+
+export type ChatOp = LiveOp | StreamOp | ThinkingDoneOp | EndOp | ItemOp;
 
 export interface LiveSnapshot {
   id: string;
@@ -175,7 +201,8 @@ export interface LiveSnapshot {
   thinking_open: boolean;
 }
 
-export interface ChatSnapshot extends Partial<ChatViewState> {
+export interface ChatSnapshot
+  extends Pick<ChatViewState, "session_id" | "messages" | "has_older" | "todos" | "current" | "context" | "running" | "think_level" | "approvals" | "notice"> {
   seq: number;
   live: LiveSnapshot | null;
 }

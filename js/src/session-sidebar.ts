@@ -19,13 +19,19 @@ export interface SessionRow {
   agent: string;
   running: boolean;
   /** The turn runs in another process (another kernel): it cannot be taken over here. */
-  elsewhere?: boolean;
+  elsewhere: boolean;
   last_message: string;
-  todo: { completed: number; total: number } | null;
+  todo: TodoBadge | null;
   updated_at: number;
   message_count: number;
-  /** Sub-agent sessions its turns ran (absent: none); they are not listed themselves. */
-  child_count?: number;
+  /** Sub-agent sessions its turns ran; they are not listed themselves. */
+  child_count: number;
+}
+
+/** The plan badge of a row (Python twin: `TodoBadge`). */
+export interface TodoBadge {
+  completed: number;
+  total: number;
 }
 
 export interface SessionSidebarState {

@@ -6,7 +6,7 @@
  */
 import { element, suppressNotebookShortcuts } from "./dom";
 import { t, type Lang } from "./i18n";
-import type { PreviewAs, PreviewChoice, PreviewOptions } from "./tool-config-panel-traits";
+import type { PreviewAs, PreviewAsRequest, PreviewChoice, PreviewOptions } from "./tool-config-panel-traits";
 
 /** What the control needs from the panel. */
 export interface PreviewAsHost {
@@ -75,7 +75,7 @@ export function createPreviewAsControl(host: PreviewAsHost): PreviewAsControl {
     const scene = sceneSelect.value === "" ? null : sceneSelect.value.slice(1);
     if (!choice) return;
     capabilitySelect.disabled = sceneSelect.disabled = true;
-    void send("preview_as", { capabilities: choice.capabilities, scene }, showPreviewError).finally(() => {
+    void send("preview_as", { capabilities: choice.capabilities, scene } satisfies PreviewAsRequest, showPreviewError).finally(() => {
       capabilitySelect.disabled = sceneSelect.disabled = false;
       // A refused preview leaves the selects showing what is really previewed.
       rerender();

@@ -140,5 +140,54 @@ export interface PreviewAsReply {
 /** The reply to `{kind: "preview"}`. */
 export interface PreviewResult {
   system_prompt: string;
-  tools: { name: string; description: string; parameters: Record<string, unknown> }[];
+  tools: ToolDefinitionWire[];
 }
+
+/** The requests the panel sends and their replies (Python twins in
+ * neta_nb/widgets/tool_config/traits.py). */
+export interface SetToolRequest {
+  name: string;
+  enabled: boolean;
+}
+
+export interface SetToolReply extends ToolVerdict {
+  name: string;
+}
+
+export interface BulkRequest {
+  op: "restore_core_defaults" | "clear_extra_enabled" | "clear_disabled_overrides";
+}
+
+export interface BulkReply {
+  enabled_tools: string[];
+}
+
+export interface ForgetRequest {
+  name: string;
+}
+
+export interface ForgetReply {
+  unknown: string[];
+}
+
+/** `acknowledge_change`: the description the user reviewed (refused if it changed again). */
+export interface AcknowledgeRequest {
+  name?: string;
+  description?: string;
+}
+
+/** `preview_as`: the resolver's own arguments (null: no filter). */
+export interface PreviewAsRequest {
+  capabilities: string[] | null;
+  scene: string | null;
+}
+
+/** One tool definition of the preview. */
+export interface ToolDefinitionWire {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
+/** A request answered with nothing but success. */
+export type NoReply = Record<string, never>;

@@ -32,11 +32,15 @@ import { createPreviewAsControl } from "./tool-config-panel-preview";
 import { McpServerSection } from "./tool-config-panel-mcp";
 import { categoryName, matchesFilter, PanelToolRow } from "./tool-config-panel-row";
 import {
+  type AcknowledgeRequest,
   BULK_OPERATIONS,
-  STATE_FILTERS,
   type BulkOperation,
+  type BulkRequest,
+  type ForgetRequest,
   type PanelRequest,
   type PreviewResult,
+  type SetToolRequest,
+  STATE_FILTERS,
   type StateFilter,
   type ToolConfigPanelState,
   type ToolInfo,
@@ -188,7 +192,7 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
     bulkButtons.set(operation, button);
     listen(button, "click", () => {
       button.disabled = true;
-      send("bulk", { op: operation }).finally(() => {
+      send("bulk", { op: operation } satisfies BulkRequest).finally(() => {
         button.disabled = false;
       });
     });
@@ -255,7 +259,7 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
     if (tool) row.paint(tool, state.states[tool.name], state.lang, changedByPreview.has(tool.name));
   }
   const rowOptions = {
-    onSwitch: (row: PanelToolRow, wanted: boolean) => send("set_tool", { name: row.toolName, enabled: wanted }),
+    onSwitch: (row: PanelToolRow, wanted: boolean) => send("set_tool", { name: row.toolName, enabled: wanted } satisfies SetToolRequest),
     repaint: paintRow,
   };
 
@@ -272,7 +276,7 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
     const body = element("div", "neta-tc-category-body");
     inner.append(body);
     collapsible.append(inner);
-    const server = new McpServerSection((tool, description) => void send("acknowledge_change", { name: tool, description }));
+    const server = new McpServerSection((tool, description) => void send("acknowledge_change", { name: tool, description } satisfies AcknowledgeRequest));
     node.append(header, server.node, collapsible);
     const removeToggle = makeToggle(header, () => {
       const folded = new Set(state.collapsed);
@@ -395,7 +399,7 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
   });
   listen(unknownList, "click", (event) => {
     const target = (event.target as HTMLElement).closest<HTMLElement>("[data-forget]");
-    if (target?.dataset.forget) void send("forget", { name: target.dataset.forget });
+    if (target?.dataset.forget) void send("forget", { name: target.dataset.forget } satisfies ForgetRequest);
   });
 
   // --- prompt preview --------------------------------------------------------------------------

@@ -20,6 +20,12 @@ import { createToolConfigPanel, type ToolConfigPanel, type ToolConfigPanelState 
 
 type Model = AnyModel<Record<string, unknown>>;
 
+/** `full_text` of a standalone tool or skill card (Python twin: `CardFullTextRequest` in
+ * neta_nb/widgets/cards/tool_card.py). */
+interface CardFullTextRequest {
+  field: string;
+}
+
 /** Python twin: `AppendMessage` in neta_nb/widgets/cards/thinking_block.py. */
 interface AppendMessage {
   kind: "append";
@@ -145,7 +151,7 @@ export const widgetRenderers: Record<string, WidgetRenderer> = {
       (el, options) =>
         createToolCard(el, {
           ...options,
-          fetchWhole: (field) => fetchWholeText(props.model as Model, el, { field }),
+          fetchWhole: (field) => fetchWholeText(props.model as Model, el, { field } satisfies CardFullTextRequest),
         }),
       ["name", "label", "status", "args", "args_chars", "result", "result_chars", "outputs", "expanded", "lang"],
     ),
@@ -155,7 +161,7 @@ export const widgetRenderers: Record<string, WidgetRenderer> = {
       (el, options) =>
         createSkillCard(el, {
           ...options,
-          fetchWhole: () => fetchWholeText(props.model as Model, el, { field: "result" }),
+          fetchWhole: () => fetchWholeText(props.model as Model, el, { field: "result" } satisfies CardFullTextRequest),
         }),
       ["name", "label", "status", "percent", "step", "detail", "result", "result_chars", "expanded", "lang"],
     ),

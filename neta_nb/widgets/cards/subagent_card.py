@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Callable, Mapping
-from typing import Any, TypedDict, cast
+from typing import Any, NotRequired, TypedDict, cast
 
 import traitlets
 
@@ -52,6 +52,9 @@ class SubagentFullTextRequest(TypedDict):
 
     message_id: str
     field: str
+    card_id: NotRequired[str]
+    path: NotRequired[list[str]]
+    """The runs the message is nested in, from this card's own (none: the card's)."""
 
 
 class SubagentCard(NetaWidget):
@@ -148,10 +151,10 @@ class SubagentCard(NetaWidget):
     @handles("full_text")
     def _full_text(self, request: SubagentFullTextRequest) -> FullText:
         message_id, field_name = request.get("message_id"), request.get("field")
-        card_id = cast("Mapping[str, Any]", request).get("card_id")
+        card_id = request.get("card_id")
         if not isinstance(message_id, str) or not isinstance(field_name, str):
             raise RequestError("full_text needs 'message_id' and 'field' strings")
-        path = cast("Mapping[str, Any]", request).get("path") or [self._run_id]
+        path = request.get("path") or [self._run_id]
         found = self._find(path)
         if found is None:
             raise RequestError("no such sub-agent run in this card")
