@@ -37,38 +37,31 @@ from typing import TYPE_CHECKING, Any, Final, cast
 import traitlets
 
 from ...events import ProgressEvent, SubagentEvent, ThinkingDeltaEvent, TokenEvent
-from ...labels import Notice, t
+from ...labels import Notice
 from ...tools import (
     AgentToolConfig,
     ToolCatalog,
     ToolResolution,
     ToolState,
-    preview_prompt,
     resolve_tools,
 )
-from ...tools.base import Tool
-from ..base import NetaWidget, RequestError, handles
-from .preview import known_scenes, needed_capabilities, preview_choices, scene_label
+from .preview import (
+    known_scenes,
+    needed_capabilities,
+    preview_choices,
+    preview_state,
+    scene_label,
+)
+from .requests import BULK_OPERATIONS, PanelRequests
+from .rows import describe_tool, mcp_server_rows, reason_fields
 from .static import PanelStatic
 from .traits import (
-    AcknowledgeRequest,
-    BulkReply,
-    BulkRequest,
     CategoryCount,
-    ForgetReply,
-    ForgetRequest,
-    MCPServerInfo,
-    NoReply,
     PreviewAs,
-    PreviewAsReply,
-    PreviewAsRequest,
     PreviewChoice,
     PreviewOptions,
     PreviewResult,
-    SetToolReply,
-    SetToolRequest,
     ToolConfigSummary,
-    ToolDefinitionWire,
     ToolInfo,
     ToolVerdict,
 )
@@ -90,10 +83,6 @@ AGENT_OWN: Final = _AgentOwn.AGENT_OWN
 (``None`` already means "no filter")."""
 
 
-BULK_OPERATIONS: Final = ("restore_core_defaults", "clear_extra_enabled",
-                          "clear_disabled_overrides")
-"""The three bulk operations of seed 001 §7.3, by the request's ``op`` name."""
-
 STATE_FILTERS: Final = ("all", "enabled", "off", "globally_disabled")
 """The state filter of seed 001 §7.3: all / enabled / switched off / globally disabled."""
 
@@ -103,42 +92,7 @@ _UNSHOWN_EVENTS: Final = frozenset({TokenEvent, ThinkingDeltaEvent, ProgressEven
 all of a sub-agent's (wrapped, one per delta of its own; the panel shows the session's
 tools, and a child changes neither its inputs nor its resolution)."""
 
-_NO_REASON: Final[Mapping[str, Any]] = {"reason": None, "reason_code": None,
-                                         "reason_params": None}
-
-
-def _reason_fields(reason: Notice | None, lang: str,
-                   rendered: dict[Notice, Mapping[str, Any]]) -> Mapping[str, Any]:
-    """What the view gets of a resolver reason: its text in the panel's language, rendered
-    from the label table, and the notice itself (code + params) for anything that needs
-    more than words. ``rendered`` makes each distinct notice once per refresh (the
-    resolver shares one notice among all the tools it applies to)."""
-    if reason is None:
-        return _NO_REASON
-    fields = rendered.get(reason)
-    if fields is None:
-        data = reason.to_json()
-        fields = rendered[reason] = {"reason": reason.text(lang), "reason_code": data["code"],
-                                     "reason_params": data["params"]}
-    return fields
-
-
-def _describe(item: Tool) -> ToolInfo:
-    """What the view shows of a tool that does not depend on the agent."""
-    return {
-        "name": item.name,
-        "label": item.label or item.name,
-        "description": item.description,
-        "category": item.category,
-        "capabilities": sorted(item.capabilities),
-        "scenes": None if item.scenes is None else sorted(item.scenes),
-        "core": item.core,
-        "visibility": item.visibility,
-        "requires_approval": item.requires_approval,
-    }
-
-
-class ToolConfigPanel(NetaWidget):
+class ToolConfigPanel(PanelRequests):
     """``ToolConfigPanel(catalog, config)``: switch tools on and off for one agent.
 
     The panel follows ``catalog`` and ``config`` live (their ``subscribe``) until it is
@@ -377,31 +331,9 @@ class ToolConfigPanel(NetaWidget):
     def _preview_state(self, choices: list[PreviewChoice]) -> PreviewAs | None:
         if self._preview is None:
             return None
-        capabilities, scene = self._preview
-        wanted = None if capabilities is None else sorted(capabilities)
-        # The agent's own model first: "all" may hold the same capabilities.
-        choice = next((entry for entry in choices if entry["capabilities"] == wanted), None)
-        lang = self.lang
-        if choice is not None:
-            model_words = choice["label"]
-        elif wanted:
-            model_words = t("panel_preview_model_custom", lang, capabilities=", ".join(wanted))
-        else:
-            model_words = t("panel_preview_model_no_capabilities", lang)
-        words = [model_words]
-        if scene is not None or self._scene is not None:  # no scene on either side: unsaid
-            words.append(self._scene_label(scene))
-        if lang == "en":
-            # The words continue a sentence ("Previewing as a model without vision").
-            words = [word[:1].lower() + word[1:] for word in words]
-        what = " · ".join(words)
-        real = set(self._resolution.names)
-        shown = set(self._shown.names)
-        return {"capabilities": wanted, "scene": scene,
-                "choice": choice["id"] if choice is not None else "custom",
-                "text": t("panel_previewing", lang, what=what),
-                "changed": [item.name for item in self._catalog.ordered()
-                            if (item.name in real) != (item.name in shown)]}
+        return preview_state(self._preview, choices, agent_scene=self._scene,
+                             catalog=self._catalog, real=self._resolution, shown=self._shown,
+                             lang=self.lang)
 
     @property
     def session(self) -> AgentSession | None:
@@ -434,7 +366,7 @@ class ToolConfigPanel(NetaWidget):
                 "state": state.value,
                 "on": state in _ON_STATES,
                 "available": name in final,
-                **_reason_fields(reason, lang, rendered),
+                **reason_fields(reason, lang, rendered),
             })
         counts: dict[str, list[int]] = {}
         for item in ordered:
@@ -469,11 +401,11 @@ class ToolConfigPanel(NetaWidget):
             "choices": choices, "scenes": scenes, "agent_scene": self._scene,
             "scene_labels": {"": self._scene_label(None),
                              **{scene: self._scene_label(scene) for scene in scenes}}}
-        preview_state = self._preview_state(choices)
+        previewing = self._preview_state(choices)
         with self.hold_sync():
             if self._catalog_version != self._catalog.version:
                 self._catalog_version = self._catalog.version
-                self.tools = cast("list[dict[str, Any]]", [_describe(item) for item in ordered])
+                self.tools = cast("list[dict[str, Any]]", [describe_tool(item) for item in ordered])
             self.states = states
             self.enabled_tools = resolution.names
             self.categories = cast("list[dict[str, Any]]", categories)
@@ -481,25 +413,9 @@ class ToolConfigPanel(NetaWidget):
             self.unknown = unknown
             self.warnings = [warning.text(lang) for warning in warnings]
             self.preview_options = cast("dict[str, Any]", preview_options)
-            self.mcp_servers = cast("list[dict[str, Any]]", self._mcp_servers(lang))
+            self.mcp_servers = cast("list[dict[str, Any]]", mcp_server_rows(self._catalog, lang))
             # set_trait: the stubs type a Dict trait as never None, and this one may be.
-            self.set_trait("previewing_as", preview_state)
-
-    def _mcp_servers(self, lang: str) -> list[MCPServerInfo]:
-        servers: list[MCPServerInfo] = []
-        for server in self._catalog.mcp_servers.values():
-            status = server.status.value
-            text = t(f"panel_mcp_{status}", lang)
-            if server.reason:
-                text = t("panel_mcp_status_reason", lang, status=text, reason=server.reason)
-            servers.append({
-                "name": server.name, "category": server.category, "status": status,
-                "status_text": text, "refused": dict(server.refused),
-                "changed": [{"name": notice.tool, "old_description": notice.old_description,
-                             "new_description": notice.new_description,
-                             "schema_changed": notice.schema_changed}
-                            for notice in server.changed_tools.values()]})
-        return servers
+            self.set_trait("previewing_as", previewing)
 
     @traitlets.observe("lang")
     def _on_lang(self, _change: object) -> None:
@@ -517,110 +433,6 @@ class ToolConfigPanel(NetaWidget):
             self._unsubscribe_session = None
         self._following = False
         super().close()
-
-    # --- requests from the view ----------------------------------------------------
-
-    @handles("set_tool")
-    def _request_set_tool(self, content: SetToolRequest) -> SetToolReply:
-        name, enabled = content.get("name"), content.get("enabled")
-        if not isinstance(name, str) or not isinstance(enabled, bool):
-            raise RequestError("set_tool needs a tool name (string) and enabled (true/false)")
-        try:
-            self._config.set_tool(name, enabled, self._catalog)
-        except KeyError:
-            raise RequestError(f"there is no tool named '{name}' in the catalog") from None
-        except ValueError:
-            raise RequestError(f"'{name}' is disabled globally in tool management; it cannot "
-                               "be switched on or off for this agent") from None
-        return cast(SetToolReply, {"name": name, **self.states[name]})
-
-    @handles("bulk")
-    def _request_bulk(self, content: BulkRequest) -> BulkReply:
-        operation = content.get("op")
-        if operation == "restore_core_defaults":
-            self._config.restore_core_defaults(self._catalog)
-        elif operation == "clear_extra_enabled":
-            self._config.clear_extra_enabled()
-        elif operation == "clear_disabled_overrides":
-            self._config.clear_disabled_overrides()
-        else:
-            raise RequestError(f"unknown bulk operation {operation!r}; expected one of "
-                               + ", ".join(BULK_OPERATIONS))
-        return {"enabled_tools": list(self.enabled_tools)}
-
-    @handles("forget")
-    def _request_forget(self, content: ForgetRequest) -> ForgetReply:
-        name = content.get("name")
-        # Only names the catalog does not know: forgetting a known name would silently
-        # drop a real override.
-        if not isinstance(name, str) or name not in self.unknown:
-            raise RequestError(f"{name!r} is not an unknown tool name of this config")
-        self._config.forget(name)
-        return {"unknown": list(self.unknown)}
-
-    @handles("acknowledge_change")
-    def _request_acknowledge_change(self, content: AcknowledgeRequest) -> NoReply:
-        name, description = content.get("name"), content.get("description")
-        if not isinstance(name, str) or not isinstance(description, str | None):
-            raise RequestError("acknowledge_change needs a tool name (string) and the "
-                               "description that was shown (string)")
-        try:
-            self._catalog.acknowledge_mcp_change(name, description=description)
-        except KeyError:
-            raise RequestError(f"'{name}' has no description change to review") from None
-        except ValueError as error:
-            raise RequestError(str(error)) from None
-        return {}
-
-    @handles("dismiss_warnings")
-    def _request_dismiss_warnings(self, _content: Mapping[str, object]) -> NoReply:
-        # Remembered as notices (code + params), so a dismissal holds in every language.
-        self._dismissed_warnings.update(self._shown_warnings)
-        self._shown_warnings = []
-        self.warnings = []
-        return {}
-
-    @handles("preview_as")
-    def _request_preview_as(self, content: PreviewAsRequest) -> PreviewAsReply:
-        if "capabilities" not in content or "scene" not in content:
-            raise RequestError("preview_as needs capabilities (a list of names, or null) and "
-                               "scene (a name, or null)")
-        capabilities, scene = content["capabilities"], content["scene"]
-        if capabilities is not None and (not isinstance(capabilities, list) or not all(
-                isinstance(name, str) for name in capabilities)):
-            raise RequestError("capabilities must be a list of names, or null")
-        if scene is not None and not isinstance(scene, str):
-            raise RequestError("scene must be a name, or null")
-        try:
-            self.preview_as(model_capabilities=capabilities, scene=scene)
-        except ValueError as error:
-            raise RequestError(str(error)) from None
-        return {"preview_as": cast("PreviewAs | None", self.previewing_as),
-                "enabled_tools": list(self.enabled_tools)}
-
-    @handles("reset_preview")
-    def _request_reset_preview(self, _content: Mapping[str, object]) -> PreviewAsReply:
-        self.reset_preview()
-        return {"preview_as": None, "enabled_tools": list(self.enabled_tools)}
-
-    @handles("preview")
-    def _request_preview(self, _content: Mapping[str, object]) -> PreviewResult:
-        # The prompt preview shows what the view shows: under "preview as", what that
-        # model and scene would receive.
-        self._follow_session()
-        capabilities, scene = (self._preview if self._preview is not None
-                               else (self._model_capabilities, self._scene))
-        if self._preview is None and self._session is not None:
-            # The session's own view: `delegate` lists its agent's sub-agents.
-            preview = self._session.preview()
-        else:
-            preview = preview_prompt(system_prompt=self.system_prompt, catalog=self._catalog,
-                                     config=self._config, model_capabilities=capabilities,
-                                     scene=scene, model=self._model,
-                                     delegates=self._delegates)
-        return {"system_prompt": preview.system_prompt,
-                "tools": [cast(ToolDefinitionWire, definition.model_dump())
-                          for definition in preview.tools]}
 
     # --- text forms ----------------------------------------------------------------
 

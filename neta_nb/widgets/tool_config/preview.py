@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ...labels import t
-from ...tools import ToolCatalog
-from .traits import PreviewChoice
+from ...tools import ToolCatalog, ToolResolution
+from .traits import PreviewAs, PreviewChoice
 
-__all__ = ["known_scenes", "needed_capabilities", "preview_choices", "scene_label"]
+__all__ = ["known_scenes", "needed_capabilities", "preview_choices", "preview_state",
+           "scene_label"]
 
 
 def needed_capabilities(catalog: ToolCatalog) -> list[str]:
@@ -61,3 +62,34 @@ def scene_label(scene: str | None, agent_scene: str | None, lang: str) -> str:
                 else t("panel_preview_scene_no_filter", lang))
     return (t("panel_preview_scene_no_filter", lang) if scene is None
             else t("panel_preview_scene_named", lang, scene=scene))
+
+
+def preview_state(preview: tuple[frozenset[str] | None, str | None],
+                  choices: list[PreviewChoice], *, agent_scene: str | None,
+                  catalog: ToolCatalog, real: ToolResolution, shown: ToolResolution,
+                  lang: str) -> PreviewAs:
+    """What the view shows of an active preview: the choice it matches (or ``custom``),
+    a sentence saying what is previewed, and the tools whose availability it changes."""
+    capabilities, scene = preview
+    wanted = None if capabilities is None else sorted(capabilities)
+    # The agent's own model first: "all" may hold the same capabilities.
+    choice = next((entry for entry in choices if entry["capabilities"] == wanted), None)
+    if choice is not None:
+        model_words = choice["label"]
+    elif wanted:
+        model_words = t("panel_preview_model_custom", lang, capabilities=", ".join(wanted))
+    else:
+        model_words = t("panel_preview_model_no_capabilities", lang)
+    words = [model_words]
+    if scene is not None or agent_scene is not None:  # no scene on either side: unsaid
+        words.append(scene_label(scene, agent_scene, lang))
+    if lang == "en":
+        # The words continue a sentence ("Previewing as a model without vision").
+        words = [word[:1].lower() + word[1:] for word in words]
+    what = " · ".join(words)
+    available, previewed = set(real.names), set(shown.names)
+    return {"capabilities": wanted, "scene": scene,
+            "choice": choice["id"] if choice is not None else "custom",
+            "text": t("panel_previewing", lang, what=what),
+            "changed": [item.name for item in catalog.ordered()
+                        if (item.name in available) != (item.name in previewed)]}
