@@ -16,36 +16,33 @@ The handshake-era protocol (``mode="legacy"``) is used on purpose: it is what ev
 in the registries speaks today, and on it ``tools/list_changed`` and progress arrive as plain
 notifications (the 2026 protocol needs a ``subscriptions/listen`` stream for the former).
 
-Stdio servers run in their own process session (the SDK does that), so a kernel that exits
-without closing them would leave them running if they ignore the end of their stdin; the
-connection records each server's process id and an ``atexit`` hook ends what is still alive
-(and, where nobody else handles it, a SIGTERM handler does the same before the default
-ending: Python skips ``atexit`` on SIGTERM, and a kernel that does not stop when asked gets
-one).
+Stdio servers run in their own process session (the SDK does that): the connection records
+each server's process, and :mod:`neta_nb.tools.mcp_processes` ends what is still alive when
+the kernel exits. What it wraps around the SDK's transport is in
+:mod:`neta_nb.tools.mcp_transport`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import atexit
 import contextlib
 import enum
-import json
 import logging
-import os
-import signal
 import tempfile
-import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any, TypeVar
 
-import anyio
-import psutil
-import pydantic
-
-from ..messages import encodable_value
+from .mcp_processes import (
+    LIVE_PIDS,
+    child_pids,
+    end_servers_on_sigterm,
+    exit_reason,
+    new_server_pid,
+    stderr_tail,
+)
+from .mcp_transport import ProgressRelay, watched
 
 try:
     import httpx2
@@ -53,7 +50,6 @@ try:
     from mcp import Client, MCPError, StdioServerParameters
     from mcp.client.stdio import stdio_client
     from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared.message import SessionMessage
 except ImportError as error:  # pragma: no cover - exercised only without the extra
     raise ImportError("MCP servers need the official MCP SDK: "
                       "pip install 'neta-nb[mcp]'") from error
@@ -240,7 +236,7 @@ class MCPConnection:
                    lost: asyncio.Event) -> None:
         """The owner task: enters the client, publishes it, holds it until stopped."""
         try:
-            before = _child_pids()
+            before = child_pids()
             def on_end() -> None:
                 # The server's stream ended by itself (its process exited, the HTTP
                 # stream closed): fail the calls in flight now, restart on the next call.
@@ -248,10 +244,10 @@ class MCPConnection:
                     self._mark_lost(self._exit_reason())
 
             async with self._client_for(self.parameters, on_end) as client:
-                self._pid = _new_server_pid(before) if self.parameters.command else None
+                self._pid = new_server_pid(before) if self.parameters.command else None
                 if self._pid is not None:
-                    _LIVE_PIDS.add(self._pid)
-                    _end_servers_on_sigterm()
+                    LIVE_PIDS.add(self._pid)
+                    end_servers_on_sigterm()
                 if not ready.done():
                     ready.set_result(client)
                 await stop.wait()
@@ -274,7 +270,7 @@ class MCPConnection:
         finally:
             lost.set()
             if self._pid is not None:
-                _LIVE_PIDS.discard(self._pid)
+                LIVE_PIDS.discard(self._pid)
                 self._pid = None
 
     def _client_for(self, parameters: MCPServerParameters, on_end: Callable[[], None]
@@ -301,7 +297,7 @@ class MCPConnection:
                                       timeout=parameters.timeout,
                                       event_hooks={"response": [note_refusal]})
             transport = streamable_http_client(parameters.url, http_client=http)
-        return Client(_watched(transport, on_end), mode="legacy", cache=None,
+        return Client(watched(transport, on_end), mode="legacy", cache=None,
                       read_timeout_seconds=None, message_handler=self._on_message,
                       raise_exceptions=False)
 
@@ -353,7 +349,7 @@ class MCPConnection:
         client = await self._ensure_started()
 
         return await self._request(client, client.call_tool(
-            name, arguments, progress_callback=_ProgressRelay(on_progress)))
+            name, arguments, progress_callback=ProgressRelay(on_progress)))
 
     async def _request(self, client: Client, request: Awaitable[_T]) -> _T:
         """Await ``request``, failing it as soon as the connection is lost."""
@@ -447,89 +443,10 @@ class MCPConnection:
 
     def _exit_reason(self) -> str:
         """Why the connection closed, as far as this side can tell."""
-        pid = self._pid
-        reason = "the connection closed"
-        if pid is not None:
-            # The pipe may close a moment before the process is seen to end.
-            reason = "it closed its output"
-            try:
-                gone = psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-            except psutil.NoSuchProcess:
-                gone = True
-            except psutil.Error:
-                gone = False
-            if gone:
-                reason = "its process ended"
-        return reason + self._stderr_tail()
+        return exit_reason(self._pid) + self._stderr_tail()
 
     def _stderr_tail(self) -> str:
-        stream = self._stderr
-        if stream is None or stream.closed:
-            return ""
-        try:
-            stream.flush()
-            stream.seek(0, os.SEEK_END)
-            size = stream.tell()
-            stream.seek(max(0, size - _STDERR_TAIL_CHARS))
-            text = stream.read().strip()
-        except (OSError, ValueError):
-            return ""
-        return f"; its stderr ends: {text}" if text else ""
-
-
-class _ProgressRelay:
-    """The SDK's progress callback (a protocol with named parameters) around ours."""
-
-    def __init__(self, callback: Callable[[float, float | None, str | None], None]) -> None:
-        self._callback = callback
-
-    async def __call__(self, progress: float, total: float | None, message: str | None
-                       ) -> None:
-        self._callback(progress, total, message)
-
-
-@contextlib.asynccontextmanager
-async def _watched(transport: Any, on_end: Callable[[], None]) -> AsyncIterator[Any]:
-    """``transport`` with its read stream relayed, so the end of the server's stream is
-    noticed when it happens, not at the next call (the SDK keeps that to itself)."""
-    async with transport as (read_stream, write_stream):
-        relay_send, relay_receive = anyio.create_memory_object_stream[Any](0)
-
-        async def pump() -> None:
-            try:
-                async with relay_send:
-                    async for item in read_stream:
-                        await relay_send.send(_repaired(item))
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                pass
-            on_end()
-
-        async with anyio.create_task_group() as group:
-            group.start_soon(pump)
-            try:
-                yield relay_receive, write_stream
-            finally:
-                group.cancel_scope.cancel()
-
-
-def _repaired(item: Any) -> Any:
-    """A message the SDK could not read because its JSON holds a lone surrogate escape
-    (``"\\ud800"``, valid JSON that pydantic refuses), with such characters replaced: else
-    the SDK drops it, and the call it answers waits until its timeout. Anything else
-    unreadable is passed on as it is."""
-    if not isinstance(item, pydantic.ValidationError):
-        return item
-    errors = item.errors(include_url=False)
-    raw = errors[0].get("input") if errors and errors[0].get("type") == "json_invalid" \
-        else None
-    if not isinstance(raw, str) or "\\u" not in raw:
-        return item
-    try:
-        message = mcp_types.jsonrpc_message_adapter.validate_python(
-            encodable_value(json.loads(raw)), by_name=False)
-    except (ValueError, RecursionError):
-        return item
-    return SessionMessage(message)
+        return stderr_tail(self._stderr, _STDERR_TAIL_CHARS)
 
 
 def _describe(error: BaseException) -> str:
@@ -538,64 +455,3 @@ def _describe(error: BaseException) -> str:
         error = error.exceptions[0]
     text = str(error).strip()
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
-
-
-# --- process bookkeeping ------------------------------------------------------------------
-_LIVE_PIDS: set[int] = set()
-
-
-def _child_pids() -> set[int]:
-    try:
-        return {child.pid for child in psutil.Process().children()}
-    except psutil.Error:
-        return set()
-
-
-def _new_server_pid(before: set[int]) -> int | None:
-    """The stdio server just spawned: a new child that leads its own session (the SDK
-    starts servers with ``start_new_session``)."""
-    for pid in sorted(_child_pids() - before):
-        try:
-            if os.getsid(pid) == pid:
-                return pid
-        except OSError:
-            continue
-    return None
-
-
-def _end_live_servers(pids: Sequence[int] | None = None) -> None:
-    """At interpreter exit: end every stdio server still running, with its children."""
-    for pid in list(pids if pids is not None else _LIVE_PIDS):
-        try:
-            process = psutil.Process(pid)
-            family = [process, *process.children(recursive=True)]
-        except psutil.Error:
-            continue
-        for member in family:
-            with contextlib.suppress(psutil.Error):
-                member.terminate()
-        _, alive = psutil.wait_procs(family, timeout=2)
-        for member in alive:
-            with contextlib.suppress(psutil.Error):
-                member.kill()
-
-
-atexit.register(_end_live_servers)
-
-
-def _end_servers_on_sigterm() -> None:
-    """Python's default SIGTERM ends the interpreter without running ``atexit``, and a
-    Jupyter kernel that does not stop when asked is sent one: end the servers first, then
-    die of the signal as before. Only where nobody else handles SIGTERM (their handler
-    decides how the interpreter ends) and only from the main thread (the only one that
-    may set handlers)."""
-    if threading.current_thread() is not threading.main_thread() \
-            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-        return
-
-    def on_sigterm(signum: int, _frame: object) -> None:
-        _end_live_servers()
-        signal.signal(signum, signal.SIG_DFL)
-        os.kill(os.getpid(), signum)
-
-    signal.signal(signal.SIGTERM, on_sigterm)
