@@ -1,5 +1,5 @@
-"""Shared pieces of the sub-agent runtime tests (``tests/test_crew*.py``): a catalog with
-the test tools, a response of ``delegate`` calls, the innermost event of a wrapped one,
+"""Shared pieces of the sub-agent runtime tests (``tests/runtime/test_subagents*.py``): a
+catalog with the test tools, a response of ``delegate`` calls, the innermost event of a wrapped one,
 and a gate that holds a stream until the test opens it."""
 
 from __future__ import annotations

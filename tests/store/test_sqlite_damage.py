@@ -11,7 +11,7 @@ from neta_nb import AgentSession, SessionStore
 from neta_nb.messages import MAX_NESTING, Message, ToolCallPart
 from neta_nb.store.sqlite import SessionRecord
 
-from .support.sessions import answer, assert_valid_history, calls, make_session
+from ..support.sessions import answer, assert_valid_history, calls, make_session
 
 
 def raw(db: Path, sql: str, *params: object) -> None:

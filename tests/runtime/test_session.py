@@ -18,7 +18,7 @@ from neta_nb.providers.base import (
     UsageUpdate,
 )
 
-from .support.sessions import FakeProvider, Recorder, add, answer, calls, count_up
+from ..support.sessions import FakeProvider, Recorder, add, answer, calls, count_up
 
 
 @tool(core=True)

@@ -13,8 +13,8 @@ from neta_nb.messages import Message, TextPart, ToolCallPart, Usage
 from neta_nb.providers.base import ProviderError, StreamDone, TextDelta, UsageUpdate
 from neta_nb.store.sqlite import SessionRecord
 
-from .support.sessions import answer, assert_valid_history, calls, make_session
-from .support.timing import wait_until
+from ..support.sessions import answer, assert_valid_history, calls, make_session
+from ..support.timing import wait_until
 
 
 def test_resume_closes_tool_calls_of_the_checkpointed_draft(tmp_path: Path) -> None:

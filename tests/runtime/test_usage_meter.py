@@ -11,7 +11,7 @@ from neta_nb import AgentSession, SessionStore, tool
 from neta_nb.messages import Usage
 from neta_nb.providers.base import ProviderError, StreamDone, TextDelta, UsageUpdate
 
-from .support.sessions import answer, calls, make_session
+from ..support.sessions import answer, calls, make_session
 
 
 def summary(text: str) -> list[Any]:

@@ -14,22 +14,22 @@ from neta_nb import Agent, AgentSession, AgentToolConfig, SessionStore
 from neta_nb.events import ApprovalRequestEvent, SubagentStartEvent
 from neta_nb.providers.base import TextDelta
 
-from .support import sessions as support
-from .support.delegation import (
+from ..support import sessions as support
+from ..support.delegation import (
     Gate,
     crew_catalog,
     delegations,
     innermost,
     start_until_a_child_asks,
 )
-from .support.sessions import (
+from ..support.sessions import (
     FakeProvider,
     Recorder,
     answer,
     assert_valid_history,
     calls,
 )
-from .support.timing import wait_until
+from ..support.timing import wait_until
 
 
 async def test_a_grandchilds_stop_reaches_it_through_the_tree() -> None:

@@ -12,8 +12,8 @@ from neta_nb import Agent, AgentSession, ToolCatalog
 from neta_nb.providers.anthropic import AnthropicProvider
 from neta_nb.providers.openai import OpenAIProvider
 
-from .providers.sse_server import AnthropicStream, OpenAIStream, SSEServer
-from .support.sessions import Recorder
+from ..providers.sse_server import AnthropicStream, OpenAIStream, SSEServer
+from ..support.sessions import Recorder
 
 PLAN = json.dumps({"todos": [{"id": "1", "content": "Think", "status": "in_progress"}]})
 

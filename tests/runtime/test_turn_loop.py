@@ -28,7 +28,7 @@ from neta_nb.tools import ToolContext
 from neta_nb.tools.builtin.profile import MAX_REPORTED_COLUMNS, profile_table
 from neta_nb.tools.threads import ToolThreads
 
-from .support.sessions import FakeProvider, answer, assert_valid_history, calls, make_session
+from ..support.sessions import FakeProvider, answer, assert_valid_history, calls, make_session
 
 # --- huge results ---------------------------------------------------------------------
 

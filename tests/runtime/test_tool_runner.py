@@ -10,7 +10,7 @@ import threading
 from neta_nb import ToolContext, tool
 from neta_nb.providers.base import ProviderError, ToolCallReady
 
-from .support.sessions import answer, assert_valid_history, calls, make_session
+from ..support.sessions import answer, assert_valid_history, calls, make_session
 
 
 async def test_cancelled_error_raised_by_a_tool_is_an_error_result() -> None:

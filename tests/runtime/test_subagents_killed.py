@@ -15,8 +15,8 @@ import pytest
 
 from neta_nb import AgentSession, SessionStore
 
-from .support.sessions import assert_valid_history
-from .support.timing import poll_until
+from ..support.sessions import assert_valid_history
+from ..support.timing import poll_until
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -17,8 +17,8 @@ from neta_nb import Agent, AgentSession, AgentToolConfig, SessionStore, ToolCata
 from neta_nb.messages import Message, TextPart, ThinkingPart
 from neta_nb.providers.base import TextDelta, ThinkingDelta
 
-from .support.sessions import FakeProvider, Recorder, answer, calls
-from .support.timing import poll_until
+from ..support.sessions import FakeProvider, Recorder, answer, calls
+from ..support.timing import poll_until
 
 PLAN = {"todos": [{"id": "1", "content": "Read", "status": "completed"},
                   {"id": "2", "content": "Write", "status": "in_progress"}]}

@@ -28,22 +28,22 @@ from neta_nb.runtime.subagents import wrap_event
 from neta_nb.store.sqlite import SessionRecord
 from neta_nb.tools import resolve_tools
 
-from .support import sessions as support
-from .support.delegation import (
+from ..support import sessions as support
+from ..support.delegation import (
     Gate,
     crew_catalog,
     delegations,
     innermost,
     start_until_a_child_asks,
 )
-from .support.sessions import (
+from ..support.sessions import (
     FakeProvider,
     Recorder,
     answer,
     assert_valid_history,
     calls,
 )
-from .support.timing import wait_until
+from ..support.timing import wait_until
 
 
 def _crew(parent: list[list[Any]], **children: list[list[Any]]

@@ -19,8 +19,8 @@ from neta_nb import SessionBusyError, SessionStore
 from neta_nb.runtime.session import AgentSession
 from neta_nb.store.process_owner import ProcessOwner
 
-from .support.sessions import answer, make_session
-from .support.timing import poll_until, wait_until
+from ..support.sessions import answer, make_session
+from ..support.timing import poll_until, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from .support.sessions import answer, assert_valid_history, calls, make_session, ran
+from ..support.sessions import answer, assert_valid_history, calls, make_session, ran
 
 
 async def test_approval_policy_that_raises_gives_an_error_result() -> None:

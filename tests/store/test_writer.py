@@ -25,8 +25,8 @@ from neta_nb.messages import Message
 from neta_nb.providers.base import TextDelta
 from neta_nb.store.writer import StoreFailure, StoreWriter, Write
 
-from .support.sessions import answer, make_session
-from .support.timing import poll_until, wait_until
+from ..support.sessions import answer, make_session
+from ..support.timing import poll_until, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 

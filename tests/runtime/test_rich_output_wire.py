@@ -16,7 +16,7 @@ from neta_nb import Agent, AgentSession, AgentToolConfig, ToolCatalog
 from neta_nb.providers.anthropic import AnthropicProvider
 from neta_nb.providers.openai import OpenAIProvider
 
-from .providers.sse_server import AnthropicStream, OpenAIStream, SSEServer
+from ..providers.sse_server import AnthropicStream, OpenAIStream, SSEServer
 
 pytest.importorskip("matplotlib")
 Image = pytest.importorskip("PIL.Image")

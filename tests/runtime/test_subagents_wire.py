@@ -16,9 +16,9 @@ from neta_nb.events import SubagentEvent, TokenEvent
 from neta_nb.providers.anthropic import AnthropicProvider
 from neta_nb.providers.openai import OpenAIProvider
 
-from .providers.sse_server import AnthropicStream, OpenAIStream, SSEServer
-from .support.sessions import Recorder, assert_valid_history, plus
-from .support.timing import wait_until
+from ..providers.sse_server import AnthropicStream, OpenAIStream, SSEServer
+from ..support.sessions import Recorder, assert_valid_history, plus
+from ..support.timing import wait_until
 
 ran: list[str] = []
 

@@ -19,7 +19,7 @@ from neta_nb.runtime.compaction import (
     render_transcript,
 )
 
-from .support.sessions import FakeProvider, Recorder, answer, calls, make_session
+from ..support.sessions import FakeProvider, Recorder, answer, calls, make_session
 
 PLAN = {"todos": [{"id": "1", "content": "Collect data", "status": "completed"},
                   {"id": "2", "content": "Fit the model", "status": "in_progress"},

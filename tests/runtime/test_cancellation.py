@@ -11,7 +11,7 @@ from neta_nb import ToolContext, tool
 from neta_nb.messages import Usage
 from neta_nb.providers.base import StreamDone, TextDelta, UsageUpdate
 
-from .support.sessions import answer, assert_valid_history, calls, make_session
+from ..support.sessions import answer, assert_valid_history, calls, make_session
 
 
 async def test_stop_while_idle_after_an_awaited_run_does_not_cancel_the_next_turn() -> None:

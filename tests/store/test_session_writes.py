@@ -16,9 +16,9 @@ import pytest
 from neta_nb import AgentSession, SessionBusyError, SessionStore
 from neta_nb.events import DoneEvent, TokenEvent
 
-from .support.sessions import answer, make_session
-from .support.timing import wait_until
-from .test_store_writer import write_lock_held
+from ..support.sessions import answer, make_session
+from ..support.timing import wait_until
+from .test_writer import write_lock_held
 
 
 async def test_a_session_is_running_until_its_done_event_even_while_the_store_is_behind(
@@ -160,8 +160,8 @@ def test_another_process_cannot_take_over_a_turn_whose_claim_waits_behind_a_lock
     from neta_nb import Agent
     from neta_nb.providers.base import TextDelta
 
-    from .support.sessions import FakeProvider
-    from .support.timing import poll_until
+    from ..support.sessions import FakeProvider
+    from ..support.timing import poll_until
 
     root = Path(__file__).resolve().parent.parent
     db, marker = tmp_path / "sessions.sqlite3", tmp_path / "streaming"

@@ -16,8 +16,8 @@ from neta_nb.messages import Message, Usage
 from neta_nb.providers.base import TextDelta
 from neta_nb.runtime.projection import ConversationProjection, NullSink
 
-from .support.delegation import crew_catalog, delegations
-from .support.sessions import (
+from ..support.delegation import crew_catalog, delegations
+from ..support.sessions import (
     FakeProvider,
     Recorder,
     answer,
@@ -25,7 +25,7 @@ from .support.sessions import (
     count_up,
     make_session,
 )
-from .support.timing import wait_until
+from ..support.timing import wait_until
 
 
 def replay(events: list[Any]) -> ConversationProjection:

@@ -13,8 +13,8 @@ from neta_nb.events import SubagentEvent
 from neta_nb.messages import Message, Usage, count_characters
 from neta_nb.providers.base import StreamDone, TextDelta, ToolCallReady
 
-from .support.delegation import crew_catalog, delegations
-from .support.sessions import (
+from ..support.delegation import crew_catalog, delegations
+from ..support.sessions import (
     FakeProvider,
     Recorder,
     answer,
@@ -22,7 +22,7 @@ from .support.sessions import (
     count_up,
     make_session,
 )
-from .test_crew import _crew
+from .test_subagents import _crew
 
 
 def history_from_events(events: list[Any]) -> list[Message]:
