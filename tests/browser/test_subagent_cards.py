@@ -277,7 +277,7 @@ def test_the_session_list_badges_how_many_sub_agents_ran(
 STANDALONE = """
 from neta_nb.events import SubagentEndEvent, SubagentEvent, SubagentStartEvent, TurnUsage
 from neta_nb.widgets import SubagentCard
-from tests.support.crew import research_steps
+from tests.support.crew import complete_stream, research_steps
 stops = []
 card = SubagentCard.from_event(SubagentStartEvent(id="d7", agent="researcher",
                                                   task="Find three sources"),
@@ -285,8 +285,10 @@ card = SubagentCard.from_event(SubagentStartEvent(id="d7", agent="researcher",
 release = asyncio.Event()
 
 async def feed():
-    for step in research_steps("Found **three** sources, all from this year."):
-        card.apply(SubagentEvent(id="d7", event=step))
+    # The child's events as the runtime sends them: its history events among them.
+    for event in complete_stream(research_steps("Found **three** sources, all from this year."),
+                                 "Find three sources"):
+        card.apply(SubagentEvent(id="d7", event=event))
         await asyncio.sleep(0.15)
     await release.wait()
     card.apply(SubagentEndEvent(id="d7", agent="researcher", status="done", result="ok",
