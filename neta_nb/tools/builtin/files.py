@@ -107,7 +107,8 @@ def _special_kind(mode: int) -> str:
     return "special file"
 
 
-def _read_lines(stream: BinaryIO, shown: str, size: int, start_line: int,
+# Complex on purpose (C901): each bound (size, count, encoding) where it applies.
+def _read_lines(stream: BinaryIO, shown: str, size: int, start_line: int,  # noqa: C901
                 max_lines: int) -> str:
     """Lines ``start_line`` onwards, at most ``max_lines`` of them and
     :data:`MAX_READ_CHARS` characters, with the footer.
