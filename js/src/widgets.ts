@@ -4,19 +4,19 @@
  */
 import type { AnyModel } from "@anywidget/types";
 import { bindComponent, fetchWholeText, readTraits, requestShowingErrors, writeBack, type Cleanup, type RendererProps, type WidgetRenderer } from "./anywidget-binding";
-import { applyNestedOps, type Nesting } from "./chat-transcript";
-import type { ChatOp, SubagentPart } from "./chat-view-traits";
+import { applyNestedOps, type Nesting } from "./chat/chat-transcript";
+import type { ChatOp, SubagentPart } from "./chat/chat-view-traits";
 import { normalizeLang, type Lang } from "./i18n";
-import { renderChatView, renderSessionSidebar } from "./chat-view-binding";
+import { renderChatView, renderSessionSidebar } from "./chat/chat-view-binding";
 import { followNumberedBatches } from "./numbered-batches";
-import { createSkillCard, type SkillCardState } from "./skill-card";
-import { createSubagentCard, type SubagentCardState } from "./subagent-card";
-import { createThinkingBlock, type ThinkingBlock, type ThinkingBlockState } from "./thinking-block";
-import { createThinkingLevelSelector, type ThinkingLevelSelectorState } from "./thinking-level-selector";
-import { createTodoCard, type TodoCardState } from "./todo-card";
-import { createTokenStats, type TokenStatsState } from "./token-stats";
-import { createToolCard, type ToolCardState } from "./tool-card";
-import { createToolConfigPanel, type ToolConfigPanel, type ToolConfigPanelState } from "./tool-config-panel";
+import { createSkillCard, type SkillCardState } from "./cards/skill-card";
+import { createSubagentCard, type SubagentCardState } from "./cards/subagent-card";
+import { createThinkingBlock, type ThinkingBlock, type ThinkingBlockState } from "./cards/thinking-block";
+import { createThinkingLevelSelector, type ThinkingLevelSelectorState } from "./cards/thinking-level-selector";
+import { createTodoCard, type TodoCardState } from "./cards/todo-card";
+import { createTokenStats, type TokenStatsState } from "./cards/token-stats";
+import { createToolCard, type ToolCardState } from "./cards/tool-card";
+import { createToolConfigPanel, type ToolConfigPanel, type ToolConfigPanelState } from "./tool_config/tool-config-panel";
 
 type Model = AnyModel<Record<string, unknown>>;
 

@@ -11,7 +11,7 @@ import {
   formatTokens,
   reportedShare,
   type TurnUsage,
-} from "../src/token-stats";
+} from "../src/cards/token-stats";
 
 test("formatTokens shows each shared case as the Python widget does", () => {
   for (const [value, expected] of cases.format_tokens as [number, string][]) {

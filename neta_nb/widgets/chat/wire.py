@@ -1,6 +1,6 @@
 """The chat view's wire format: what the kernel sends its views (items, batches of
 operations, snapshots) and the requests and replies between them. Each TypedDict mirrors
-the TS interface of the same name (``js/src/chat-view-traits.ts``, checked field for field
+the TS interface of the same name (``js/src/chat/chat-view-traits.ts``, checked field for field
 by ``tests/widgets/test_wire_types.py``); a field changed on one side changes on the other.
 """
 

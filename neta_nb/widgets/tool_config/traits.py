@@ -1,5 +1,5 @@
 """The tool configuration panel's wire format: each TypedDict mirrors the TS interface of
-the same name in ``js/src/tool-config-panel-traits.ts`` (the requests' payloads are
+the same name in ``js/src/tool_config/tool-config-panel-traits.ts`` (the requests' payloads are
 written inline there: ``{name, enabled}``, ``{op}``, ``{name}``, ``{capabilities,
 scene}``), so ``mypy --strict``
 sees what the view is sent."""

@@ -14,14 +14,14 @@
  * through `nesting.cards` (see chat-transcript.ts) and applied with `applyOps`.
  */
 import "./subagent-card.css";
-import { pathKey, Transcript, type Nesting } from "./chat-transcript";
-import type { ChatOp, SubagentPart, SubagentStatus } from "./chat-view-traits";
-import { element, makeToggle, setModifier } from "./dom";
-import { normalizeLang, t, type Lang, type MessageKey } from "./i18n";
-import { createInlineError } from "./inline-error";
-import { createStatusIcon, normalizeRunStatus, type RunStatus } from "./status-icon";
+import { pathKey, Transcript, type Nesting } from "../chat/chat-transcript";
+import type { ChatOp, SubagentPart, SubagentStatus } from "../chat/chat-view-traits";
+import { element, makeToggle, setModifier } from "../dom";
+import { normalizeLang, t, type Lang, type MessageKey } from "../i18n";
+import { createInlineError } from "../inline-error";
+import { createStatusIcon, normalizeRunStatus, type RunStatus } from "../status-icon";
 import { formatTokens } from "./token-stats";
-import type { Component } from "./types";
+import type { Component } from "../types";
 
 export interface SubagentCardState {
   /** The `delegate` call's own status (the parent's tool card status). */

@@ -12,8 +12,8 @@
  */
 import { MessageView } from "./chat-message-view";
 import type { ChatItem, ChatOp, FullTextRequest, LiveSnapshot } from "./chat-view-traits";
-import type { Lang } from "./i18n";
-import type { SubagentCard } from "./subagent-card";
+import type { Lang } from "../i18n";
+import type { SubagentCard } from "../cards/subagent-card";
 
 export interface Nesting {
   /** The sub-agent cards drawn, by `pathKey(path)`. */

@@ -7,8 +7,8 @@
  * A row is built once per tool and repainted only when what it shows changed; the panel
  * owns the state and decides when to repaint.
  */
-import { element } from "./dom";
-import { hasLabel, t, type Lang } from "./i18n";
+import { element } from "../dom";
+import { hasLabel, t, type Lang } from "../i18n";
 import { TOOL_STATES, type StateFilter, type ToolInfo, type ToolVerdict } from "./tool-config-panel-traits";
 
 export function categoryName(lang: Lang, category: string): string {

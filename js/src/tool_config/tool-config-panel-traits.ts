@@ -3,7 +3,7 @@
  * what it answers to requests, mirrored field for field. Keep this file and the traits of
  * `ToolConfigPanel` in step: the kernel is the only one that decides, the view only reads.
  */
-import type { Lang } from "./i18n";
+import type { Lang } from "../i18n";
 
 export type ToolStateName = "default_enabled" | "agent_enabled" | "agent_disabled" | "globally_disabled" | "available";
 export type StateFilter = "all" | "enabled" | "off" | "globally_disabled";

@@ -8,10 +8,10 @@
  * neta_nb/widgets/chat/session_sidebar.py.
  */
 import "./session-sidebar.css";
-import { element, makeToggle } from "./dom";
-import { normalizeLang, t, type Lang } from "./i18n";
-import { createInlineError, type InlineError } from "./inline-error";
-import type { Component, ComponentOptions } from "./types";
+import { element, makeToggle } from "../dom";
+import { normalizeLang, t, type Lang } from "../i18n";
+import { createInlineError, type InlineError } from "../inline-error";
+import type { Component, ComponentOptions } from "../types";
 
 export interface SessionRow {
   id: string;

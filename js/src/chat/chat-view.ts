@@ -16,13 +16,13 @@ import "./chat-view.css";
 import { createReadOnlyBar } from "./chat-read-only";
 import { applyNestedOps, Transcript, type Nesting } from "./chat-transcript";
 import type { ChatItem, ChatOp, ChatSnapshot, ChatViewState, FullTextRequest, OlderPage } from "./chat-view-traits";
-import { element, suppressNotebookShortcuts } from "./dom";
-import { normalizeLang, t, type MessageKey } from "./i18n";
-import { createInlineError } from "./inline-error";
-import { createThinkingLevelSelector, type ThinkLevel } from "./thinking-level-selector";
-import { createTodoCard } from "./todo-card";
-import { createTokenStats } from "./token-stats";
-import type { Component, ComponentOptions } from "./types";
+import { element, suppressNotebookShortcuts } from "../dom";
+import { normalizeLang, t, type MessageKey } from "../i18n";
+import { createInlineError } from "../inline-error";
+import { createThinkingLevelSelector, type ThinkLevel } from "../cards/thinking-level-selector";
+import { createTodoCard } from "../cards/todo-card";
+import { createTokenStats } from "../cards/token-stats";
+import type { Component, ComponentOptions } from "../types";
 
 export type {
   AgentChoice,

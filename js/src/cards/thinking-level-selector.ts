@@ -4,9 +4,9 @@
  * and what the level falls back to; this component only shows and reports.
  */
 import "./thinking-level-selector.css";
-import { element, suppressNotebookShortcuts } from "./dom";
-import { normalizeLang, t, type Lang, type MessageKey } from "./i18n";
-import type { Component, ComponentOptions } from "./types";
+import { element, suppressNotebookShortcuts } from "../dom";
+import { normalizeLang, t, type Lang, type MessageKey } from "../i18n";
+import type { Component, ComponentOptions } from "../types";
 
 export type ThinkLevel = "off" | "minimal" | "low" | "medium" | "high" | "adaptive";
 

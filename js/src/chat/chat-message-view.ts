@@ -13,16 +13,16 @@
 import { attachmentChip } from "./attachments";
 import type { Nesting } from "./chat-transcript";
 import type { ChatCard, ChatItem, FullTextRequest, LiveSnapshot } from "./chat-view-traits";
-import { characterCount, createCutNote, type CutNote, type FetchWhole } from "./cut-text";
-import { element } from "./dom";
-import { t, type Lang } from "./i18n";
-import { createSkillCard, type SkillCardState } from "./skill-card";
-import { createSubagentCard, type SubagentCard } from "./subagent-card";
-import { StreamingMarkdown } from "./streaming-markdown";
-import { createThinkingBlock, type ThinkingBlock } from "./thinking-block";
-import { formatTokens } from "./token-stats";
-import { createToolCard, type ToolCardState } from "./tool-card";
-import type { Component } from "./types";
+import { characterCount, createCutNote, type CutNote, type FetchWhole } from "../cut-text";
+import { element } from "../dom";
+import { t, type Lang } from "../i18n";
+import { createSkillCard, type SkillCardState } from "../cards/skill-card";
+import { createSubagentCard, type SubagentCard } from "../cards/subagent-card";
+import { StreamingMarkdown } from "../streaming-markdown";
+import { createThinkingBlock, type ThinkingBlock } from "../cards/thinking-block";
+import { formatTokens } from "../cards/token-stats";
+import { createToolCard, type ToolCardState } from "../cards/tool-card";
+import type { Component } from "../types";
 
 const CHAT_TEXT_CLASSES = {
   root: "neta-chat-text neta-markdown",

@@ -8,9 +8,9 @@
  * context share as `~P%`, each explained in the details.
  */
 import "./token-stats.css";
-import { element } from "./dom";
-import { normalizeLang, t, type Lang } from "./i18n";
-import type { Component, ComponentOptions } from "./types";
+import { element } from "../dom";
+import { normalizeLang, t, type Lang } from "../i18n";
+import type { Component, ComponentOptions } from "../types";
 
 export interface TurnUsage {
   input_tokens: number;

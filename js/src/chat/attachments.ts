@@ -14,8 +14,8 @@
  */
 import "./attachments.css";
 import type { ChatAttachment } from "./chat-view-traits";
-import { element } from "./dom";
-import { t, type Lang } from "./i18n";
+import { element } from "../dom";
+import { t, type Lang } from "../i18n";
 
 export interface AttachmentLimits {
   max_file_bytes: number;

@@ -6,8 +6,8 @@
  *
  * Everything here comes from an untrusted server, so it is set with textContent only.
  */
-import { element } from "./dom";
-import { t, type Lang } from "./i18n";
+import { element } from "../dom";
+import { t, type Lang } from "../i18n";
 import type { MCPServerInfo } from "./tool-config-panel-traits";
 
 export class McpServerSection {

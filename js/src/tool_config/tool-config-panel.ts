@@ -26,8 +26,8 @@
  * wire types, the row and the "preview as" control are their own modules.)
  */
 import "./tool-config-panel.css";
-import { element, makeToggle, suppressNotebookShortcuts } from "./dom";
-import { normalizeLang, t } from "./i18n";
+import { element, makeToggle, suppressNotebookShortcuts } from "../dom";
+import { normalizeLang, t } from "../i18n";
 import { createPreviewAsControl } from "./tool-config-panel-preview";
 import { McpServerSection } from "./tool-config-panel-mcp";
 import { categoryName, matchesFilter, PanelToolRow } from "./tool-config-panel-row";
@@ -45,7 +45,7 @@ import {
   type ToolConfigPanelState,
   type ToolInfo,
 } from "./tool-config-panel-traits";
-import type { Component, ComponentOptions } from "./types";
+import type { Component, ComponentOptions } from "../types";
 
 export { categoryName } from "./tool-config-panel-row";
 export type * from "./tool-config-panel-traits";

@@ -6,12 +6,12 @@
  * A field `f` that state holds a preview of comes with `f_chars`, the whole one's length
  * (`widgets/state_bounds.py`); `full_text` fetches the whole.
  */
-import type { DisplayItem } from "./rich-output";
-import type { Lang } from "./i18n";
-import type { RunStatus } from "./status-icon";
-import type { ThinkLevel } from "./thinking-level-selector";
-import type { TodoItem } from "./todo-card";
-import type { ContextUsage, TurnUsage } from "./token-stats";
+import type { DisplayItem } from "../rich-output";
+import type { Lang } from "../i18n";
+import type { RunStatus } from "../status-icon";
+import type { ThinkLevel } from "../cards/thinking-level-selector";
+import type { TodoItem } from "../cards/todo-card";
+import type { ContextUsage, TurnUsage } from "../cards/token-stats";
 
 export interface ChatCard {
   kind: "tool" | "skill" | "subagent";

@@ -4,8 +4,8 @@
  * acted), and — while a preview is active — a notice that cannot be missed, with a reset.
  * The kernel re-resolves; the agent's config never changes.
  */
-import { element, suppressNotebookShortcuts } from "./dom";
-import { t, type Lang } from "./i18n";
+import { element, suppressNotebookShortcuts } from "../dom";
+import { t, type Lang } from "../i18n";
 import type { PreviewAs, PreviewAsRequest, PreviewChoice, PreviewOptions } from "./tool-config-panel-traits";
 
 /** What the control needs from the panel. */

@@ -8,9 +8,9 @@
  * the in-progress row shows a still "paused" mark instead of a spinner.
  */
 import "./todo-card.css";
-import { element, makeToggle, setModifier } from "./dom";
-import { normalizeLang, t, type Lang, type MessageKey } from "./i18n";
-import type { Component, ComponentOptions } from "./types";
+import { element, makeToggle, setModifier } from "../dom";
+import { normalizeLang, t, type Lang, type MessageKey } from "../i18n";
+import type { Component, ComponentOptions } from "../types";
 
 export type TodoStatus = "pending" | "in_progress" | "completed" | "cancelled";
 

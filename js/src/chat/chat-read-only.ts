@@ -6,9 +6,9 @@
  */
 import "./chat-read-only.css";
 import type { ReadOnlyState } from "./chat-view-traits";
-import { element } from "./dom";
-import { t, type Lang } from "./i18n";
-import { createInlineError } from "./inline-error";
+import { element } from "../dom";
+import { t, type Lang } from "../i18n";
+import { createInlineError } from "../inline-error";
 
 export interface ReadOnlyActions {
   refresh?(): Promise<unknown>;

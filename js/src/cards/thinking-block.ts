@@ -7,10 +7,10 @@
  * line outside a code fence) into DOM once and re-renders only the growing tail.
  */
 import "./thinking-block.css";
-import { element, makeToggle } from "./dom";
-import { normalizeLang, t, type Lang } from "./i18n";
-import { StreamingMarkdown } from "./streaming-markdown";
-import type { Component, ComponentOptions } from "./types";
+import { element, makeToggle } from "../dom";
+import { normalizeLang, t, type Lang } from "../i18n";
+import { StreamingMarkdown } from "../streaming-markdown";
+import type { Component, ComponentOptions } from "../types";
 
 export interface ThinkingBlockState {
   text: string;

@@ -7,10 +7,10 @@
  * it fetches the whole on request (`options.fetchWhole`), never written back to state.
  */
 import "./skill-card.css";
-import { characterCount, createCutNote, renderPlainText } from "./cut-text";
-import { element, setModifier } from "./dom";
-import { normalizeLang, t, type Lang } from "./i18n";
-import { setMarkdown } from "./markdown";
+import { characterCount, createCutNote, renderPlainText } from "../cut-text";
+import { element, setModifier } from "../dom";
+import { normalizeLang, t, type Lang } from "../i18n";
+import { setMarkdown } from "../markdown";
 import {
   createStatusIcon,
   normalizeRunStatus,
@@ -18,8 +18,8 @@ import {
   RUN_STATUSES,
   runStatusTagClass,
   type RunStatus,
-} from "./status-icon";
-import type { Component, ComponentOptions } from "./types";
+} from "../status-icon";
+import type { Component, ComponentOptions } from "../types";
 
 export interface SkillCardState {
   name: string;

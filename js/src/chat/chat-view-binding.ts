@@ -11,9 +11,9 @@
  * neta_nb/widgets/chat/wire.py and session_sidebar.py.
  */
 import type { AnyModel, RenderProps } from "@anywidget/types";
-import { fetchWholeText, readTraits, request, requestShowingErrors, type Cleanup, type RendererProps } from "./anywidget-binding";
+import { fetchWholeText, readTraits, request, requestShowingErrors, type Cleanup, type RendererProps } from "../anywidget-binding";
 import { createChatView, type ChatActions, type ChatOp, type ChatSnapshot, type ChatViewState, type OlderPage } from "./chat-view";
-import { followNumberedBatches } from "./numbered-batches";
+import { followNumberedBatches } from "../numbered-batches";
 import { createSessionSidebar, type OpenRequest, type SessionReply, type SessionSidebarState } from "./session-sidebar";
 
 type Model = AnyModel<Record<string, unknown>>;

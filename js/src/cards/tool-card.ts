@@ -9,11 +9,11 @@
  * (`options.fetchWhole`), shown here and never written back to state.
  */
 import "./tool-card.css";
-import { characterCount, createCutNote, renderPlainText, type FetchWhole } from "./cut-text";
-import { element, makeToggle, setModifier } from "./dom";
-import { normalizeLang, t, type Lang } from "./i18n";
-import { setMarkdown } from "./markdown";
-import { createRichOutput, type DisplayItem } from "./rich-output";
+import { characterCount, createCutNote, renderPlainText, type FetchWhole } from "../cut-text";
+import { element, makeToggle, setModifier } from "../dom";
+import { normalizeLang, t, type Lang } from "../i18n";
+import { setMarkdown } from "../markdown";
+import { createRichOutput, type DisplayItem } from "../rich-output";
 import {
   createStatusIcon,
   normalizeRunStatus,
@@ -21,8 +21,8 @@ import {
   RUN_STATUSES,
   runStatusTagClass,
   type RunStatus,
-} from "./status-icon";
-import type { Component, ComponentOptions } from "./types";
+} from "../status-icon";
+import type { Component, ComponentOptions } from "../types";
 
 export interface ToolCardState {
   name: string;
