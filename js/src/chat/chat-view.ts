@@ -8,15 +8,17 @@
  * the Python trait names), streamed changes through `applyOps(ops)`, a full resync through
  * `applySnapshot(snapshot)`; user actions go out through `options.actions`.
  *
- * Messages are keyed by id and updated in place (`chat-message-view.ts`); the wire format
- * lives in `chat-view-traits.ts`, beside the Python side it mirrors (`widgets/chat/wire.py`).
+ * Messages are keyed by id and updated in place (`chat-message-view.ts`), the input bar is
+ * `input-bar.ts`, an approval request's card `approval-cards.ts`; the wire format lives in
+ * `chat-view-traits.ts`, beside the Python side it mirrors (`widgets/chat/wire.py`).
  */
-import { createAttachmentTray } from "./attachments";
+import { createApprovalCard } from "./approval-cards";
 import "./chat-view.css";
 import { createReadOnlyBar } from "./chat-read-only";
+import { createInputBar } from "./input-bar";
 import { applyNestedOps, Transcript, type Nesting } from "./chat-transcript";
 import type { ChatItem, ChatOp, ChatSnapshot, ChatViewState, FullTextRequest, OlderPage } from "./chat-view-traits";
-import { element, suppressNotebookShortcuts } from "../dom";
+import { element } from "../dom";
 import { normalizeLang, t, type MessageKey } from "../i18n";
 import { createInlineError } from "../inline-error";
 import { createThinkingLevelSelector, type ThinkLevel } from "../cards/thinking-level-selector";
@@ -139,38 +141,21 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
   content.append(olderIndicator, olderError.root, empty, list, todoHost, liveHost, approvalsHost, working, notice);
   scroller.append(content);
 
-  const inputBar = element("div", "neta-chat-input");
-  // Enter sends, Shift+Enter is a new line: the notebook's own Shift+Enter must not fire.
-  const textarea = suppressNotebookShortcuts(element("textarea", "neta-chat-textarea"));
-  textarea.rows = 2;
-  const toolbar = element("div", "neta-chat-toolbar");
-  const agentSelect = suppressNotebookShortcuts(element("select", "neta-chat-agent-select"));
-  const agentWrap = element("label", "neta-chat-agent");
-  agentWrap.append(element("span", "neta-chat-agent-dot"), agentSelect);
-  const levelHost = element("div", "neta-chat-level");
-  const spacer = element("div", "neta-chat-spacer");
-  const statsHost = element("div", "neta-chat-stats");
-  const sendButton = element("button", "neta-chat-send");
-  sendButton.type = "button";
-  const attachments = createAttachmentTray({
+  const input = createInputBar({
+    saved,
+    state,
+    actions,
     lang,
+    label,
+    agentName,
     dropTarget: root,
-    onRefuse: (message) => (message === null ? inputError.clear() : inputError.show(new Error(message))),
+    error: inputError,
+    onSent: () => {
+      stuck = true;
+    },
     onChange: () => renderChrome(),
   });
-  // Seed 002 §9.2: [Agent] [attachments] [thinking level] … context, send.
-  toolbar.append(agentWrap, attachments.button, levelHost, spacer, statsHost, sendButton);
-  // In place of the textarea where no kernel backs the view.
-  const savedNote = element("div", "neta-chat-saved");
-  savedNote.setAttribute("role", "status");
-  const savedTag = element("span", "neta-tag neta-chat-saved-tag");
-  const savedText = element("span", "neta-chat-saved-text");
-  savedNote.append(savedTag, savedText);
-  savedNote.hidden = !saved;
-  textarea.hidden = saved;
-  attachments.button.hidden = saved;
-  sendButton.hidden = saved;
-  inputBar.append(inputError.root, attachments.tray, savedNote, textarea, toolbar);
+  const { root: inputBar, levelHost, statsHost, attachments } = input;
   const readOnlyBar = createReadOnlyBar(lang, {
     refresh: actions.refresh,
     takeOver: actions.takeOver,
@@ -253,62 +238,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
 
   // --- chrome ---------------------------------------------------------------------------
   function renderApprovals(): void {
-    approvalsHost.replaceChildren(
-      ...state.approvals.map((approval) => {
-        const card = element("div", "neta-card neta-chat-approval");
-        card.dataset.id = approval.id;
-        const title = element("div", "neta-chat-approval-title");
-        const asking = approval.agent
-          ? label("approval_title_subagent", { name: approval.name, agent: approval.agent })
-          : label("approval_title", { name: approval.name });
-        title.append(element("span", "neta-chat-approval-icon"), element("span", undefined, asking));
-        if (approval.agent) card.classList.add("neta-is-subagent");
-        const hint = element("div", "neta-chat-approval-hint", label("approval_hint"));
-        const args = element("pre", "neta-chat-approval-args", JSON.stringify(approval.args ?? {}, null, 2));
-        const buttons = element("div", "neta-chat-approval-buttons");
-        const cardError = createInlineError(lang);
-        const decisions: ["allow_once" | "allow_always" | "reject", MessageKey, string][] = [
-          ["allow_once", "allow_once", "neta-chat-button-primary"],
-          ["allow_always", "allow_always", ""],
-          ["reject", "reject", "neta-chat-button-danger"],
-        ];
-        for (const [decision, key, extra] of decisions) {
-          const button = element("button", `neta-chat-button ${extra}`.trim(), label(key));
-          button.type = "button";
-          button.dataset.decision = decision;
-          button.addEventListener("click", () => {
-            for (const other of Array.from(buttons.querySelectorAll("button"))) other.disabled = true;
-            cardError.clear();
-            void actions.approve?.(approval.id, decision, approval.path ?? []).catch((error) => {
-              for (const other of Array.from(buttons.querySelectorAll("button"))) other.disabled = false;
-              cardError.show(error);
-            });
-          });
-          buttons.append(button);
-        }
-        card.append(title, hint, args, buttons, cardError.root);
-        return card;
-      }),
-    );
-  }
-
-  function renderAgents(): void {
-    const choices = state.agents.length ? state.agents : [state.agent];
-    const wanted = choices.map((choice) => `${choice.name}|${choice.model}`).join("\n");
-    if (agentSelect.dataset.options !== wanted) {
-      agentSelect.replaceChildren(
-        ...choices.map((choice) => {
-          const option = element("option", undefined, choice.name);
-          option.value = choice.name;
-          option.title = choice.model;
-          return option;
-        }),
-      );
-      agentSelect.dataset.options = wanted;
-    }
-    agentSelect.value = state.agent.name;
-    agentSelect.disabled = saved || choices.length <= 1 || state.running;
-    agentWrap.title = `${label("agent")}: ${state.agent.name} · ${state.agent.model}`;
+    approvalsHost.replaceChildren(...state.approvals.map((approval) => createApprovalCard(approval, { lang, label, approve: actions.approve })));
   }
 
   function renderChrome(): void {
@@ -322,21 +252,12 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     emptyHint.textContent = label("empty_hint", { agent: agentName() });
     olderIndicator.textContent = label("loading_older");
     working.hidden = !state.running || transcript.live !== null || state.approvals.length > 0;
-    savedTag.textContent = label("saved_view");
-    savedText.textContent = label("saved_view_hint");
     workingText.textContent = label("working");
     notice.hidden = !state.notice;
     notice.textContent = state.notice;
     storeWarning.hidden = !state.store_warning;
     storeWarning.textContent = state.store_warning;
-    textarea.placeholder = label("placeholder", { agent: agentName() });
-    textarea.setAttribute("aria-label", label("placeholder", { agent: agentName() }));
-    sendButton.textContent = label(state.running ? "stop" : "send");
-    sendButton.classList.toggle("neta-is-stop", state.running);
-    sendButton.disabled = !state.running && !canSend();
-    attachments.setDisabled(saved || state.running);
-    attachments.render();
-    renderAgents();
+    input.render();
     // Read-only: the read-only bar replaces the input; nothing is sent from here. Its
     // Refresh and Continue ask a kernel: a saved view keeps its own note instead.
     inputBar.hidden = !saved && state.read_only !== null;
@@ -344,81 +265,6 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     root.classList.toggle("neta-is-read-only", saved || state.read_only !== null);
     root.classList.toggle("neta-is-saved", saved);
   }
-
-  // --- input ----------------------------------------------------------------------------
-  function canSend(): boolean {
-    return textarea.value.trim() !== "" || attachments.files().length > 0;
-  }
-
-  function send(): void {
-    const text = textarea.value.trim();
-    const files = attachments.files();
-    if (!canSend() || state.running || !actions.send) return;
-    const typed = textarea.value;
-    textarea.value = "";
-    attachments.clear();
-    inputError.clear();
-    stuck = true;
-    autosize();
-    renderChrome();
-    actions.send(text, files).catch((error) => {
-      textarea.value = typed; // nothing was sent: give the text and the files back
-      attachments.add(files);
-      autosize();
-      inputError.show(error);
-      renderChrome();
-    });
-  }
-
-  function autosize(): void {
-    textarea.style.height = "auto";
-    textarea.style.height = `${Math.min(textarea.scrollHeight, 160)}px`;
-  }
-
-  /** A line break at the caret, as typing it would (undoable, an `input` event). */
-  function insertLineBreak(): void {
-    // insertText, not insertLineBreak: JupyterLab 4 cancels every `insertLineBreak` input
-    // inside a notebook cell (its guard against Shift+Enter typing into an editor while
-    // the cell runs), and this box lives in a cell's output.
-    // eslint-disable-next-line @typescript-eslint/no-deprecated -- the only undoable insert
-    if (!document.execCommand("insertText", false, "\n")) {
-      textarea.setRangeText("\n", textarea.selectionStart, textarea.selectionEnd, "end");
-      onInput();
-    }
-  }
-
-  const onKeyDown = (event: KeyboardEvent) => {
-    if (event.key !== "Enter" || event.isComposing) return;
-    event.preventDefault();
-    if (event.shiftKey) insertLineBreak();
-    else send();
-  };
-  const onInput = () => {
-    autosize();
-    sendButton.disabled = !state.running && !canSend();
-  };
-  const onSendClick = () => {
-    if (state.running) {
-      sendButton.disabled = true;
-      inputError.clear();
-      void actions.stop?.().catch(inputError.show).finally(() => renderChrome());
-    } else {
-      send();
-    }
-  };
-  const onAgentChange = () => {
-    if (agentSelect.value !== state.agent.name) {
-      inputError.clear();
-      void actions.switchAgent?.(agentSelect.value).catch((error) => {
-        agentSelect.value = state.agent.name;
-        inputError.show(error);
-      });
-    }
-  };
-  textarea.addEventListener("keydown", onKeyDown);
-  textarea.addEventListener("input", onInput);
-  sendButton.addEventListener("click", onSendClick);
-  agentSelect.addEventListener("change", onAgentChange);
 
   renderChrome();
 
@@ -524,11 +370,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     destroy() {
       scroller.removeEventListener("scroll", onScroll);
       resizeObserver.disconnect();
-      textarea.removeEventListener("keydown", onKeyDown);
-      textarea.removeEventListener("input", onInput);
-      sendButton.removeEventListener("click", onSendClick);
-      agentSelect.removeEventListener("change", onAgentChange);
-      attachments.destroy();
+      input.destroy();
       clearAll();
       todoCard.destroy();
       levelSelector.destroy();

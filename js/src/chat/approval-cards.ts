@@ -1,0 +1,58 @@
+/**
+ * A tool call waiting for the user's decision, as a card of the chat view: who asks (the
+ * agent, or one of its sub-agents), the call's arguments, and Allow once / Allow always /
+ * Reject. A click disables the buttons until the kernel answered; a failure shows beside
+ * them and gives the buttons back.
+ */
+import type { Approval } from "./chat-view-traits";
+import { element } from "../dom";
+import type { Lang, MessageKey } from "../i18n";
+import { createInlineError } from "../inline-error";
+
+export type Decision = "allow_once" | "allow_always" | "reject";
+
+export interface ApprovalCardOptions {
+  lang: () => Lang;
+  label: (key: MessageKey, params?: Record<string, string | number>) => string;
+  /** `path`: the sub-agent runs the request came through (`[]`: the session's own). */
+  approve?: (id: string, decision: Decision, path: string[]) => Promise<unknown>;
+}
+
+export function createApprovalCard(approval: Approval, { lang, label, approve }: ApprovalCardOptions): HTMLElement {
+  const card = element("div", "neta-card neta-chat-approval");
+  card.dataset.id = approval.id;
+  const title = element("div", "neta-chat-approval-title");
+  const asking = approval.agent
+    ? label("approval_title_subagent", { name: approval.name, agent: approval.agent })
+    : label("approval_title", { name: approval.name });
+  title.append(element("span", "neta-chat-approval-icon"), element("span", undefined, asking));
+  if (approval.agent) card.classList.add("neta-is-subagent");
+  const hint = element("div", "neta-chat-approval-hint", label("approval_hint"));
+  const args = element("pre", "neta-chat-approval-args", JSON.stringify(approval.args ?? {}, null, 2));
+  const buttons = element("div", "neta-chat-approval-buttons");
+  const cardError = createInlineError(lang);
+  const decisions: [Decision, MessageKey, string][] = [
+    ["allow_once", "allow_once", "neta-chat-button-primary"],
+    ["allow_always", "allow_always", ""],
+    ["reject", "reject", "neta-chat-button-danger"],
+  ];
+  const setDisabled = (disabled: boolean) => {
+    for (const other of Array.from(buttons.querySelectorAll("button"))) other.disabled = disabled;
+  };
+  for (const [decision, key, extra] of decisions) {
+    const button = element("button", `neta-chat-button ${extra}`.trim(), label(key));
+    button.type = "button";
+    button.dataset.decision = decision;
+    button.addEventListener("click", () => {
+      setDisabled(true);
+      cardError.clear();
+      void approve?.(approval.id, decision, approval.path ?? []).catch((error) => {
+        setDisabled(false);
+        cardError.show(error);
+      });
+    });
+    buttons.append(button);
+  }
+  card.append(title, hint, args, buttons, cardError.root);
+  return card;
+}
