@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import platform
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -135,6 +136,23 @@ async def rounds_in_one_turn(rounds: int, *, report_usage: bool) -> list[float]:
     return [b - a for a, b in zip([start, *marks], marks, strict=False)]
 
 
+CREATE_SESSION = """
+import sys, time
+from neta_nb import Agent, AgentSession
+start = time.perf_counter()
+AgentSession(Agent("bench", model="scripted"))
+print(time.perf_counter() - start, "IPython" in sys.modules)
+"""
+
+
+def session_creation() -> tuple[float, bool]:
+    """Wall time of the first ``AgentSession`` of a fresh interpreter outside a kernel
+    (the package already imported), and whether it imported IPython."""
+    out = subprocess.run([sys.executable, "-c", CREATE_SESSION], capture_output=True,
+                         text=True, check=True).stdout.split()
+    return float(out[0]), out[1] == "True"
+
+
 def window_ms(costs: list[float], first: int, last: int) -> float:
     """Median CPU of round trips ``first``..``last`` (1-based), in ms."""
     return statistics.median(costs[first - 1:last]) * 1e3
@@ -148,6 +166,7 @@ async def main(record: bool) -> None:
     early, late = statistics.mean(rounds[:2]) * 1e3, statistics.mean(rounds[-2:]) * 1e3
     one_turn = {usage: await rounds_in_one_turn(1600, report_usage=usage)
                 for usage in (True, False)}
+    created, ipython = min(session_creation() for _ in range(3))
     lines = [
         f"## {time.strftime('%Y-%m-%d')} — Python {platform.python_version()}, "
         f"{platform.machine()}",
@@ -164,6 +183,8 @@ async def main(record: bool) -> None:
           f"({window_ms(costs, 1401, 1600) / window_ms(costs, 1, 200):.2f}×) | ≤ 1.5× |"
           for note, costs in ((", usage reported", one_turn[True]),
                               (", no usage reported", one_turn[False]))),
+        f"| first AgentSession outside a kernel (best of 3) | {created * 1e3:.1f} ms, "
+        f"IPython {'imported' if ipython else 'not imported'} | no IPython |",
         "",
     ]
     report = "\n".join(lines)
