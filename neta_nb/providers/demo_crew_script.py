@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from ..markup import code_span
 from ..messages import Message
 from .demo_script import _gist, _turn_results
-from .scripted import (
+from .script_format import (
     Script,
     ScriptedResponse,
     ScriptToolCall,

@@ -23,7 +23,7 @@ from typing import Any
 
 from ..markup import code_span, escape_markdown, fenced, markdown_cell
 from ..messages import Message, ToolResultPart
-from .scripted import (
+from .script_format import (
     Script,
     ScriptedResponse,
     ScriptToolCall,

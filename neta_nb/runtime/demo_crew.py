@@ -15,7 +15,8 @@ from ..providers.demo_crew_script import (
     CREW_PROMPT,
     RESEARCHER_SCRIPT,
 )
-from ..providers.scripted import Script, ScriptedProvider
+from ..providers.script_format import Script
+from ..providers.scripted import ScriptedProvider
 from ..tools import AgentToolConfig
 from .agent import Agent
 
