@@ -61,6 +61,7 @@ __all__ = [
     "WarningEvent",
     "command_adapter",
     "event_adapter",
+    "is_delta",
     "message_appended_event",
     "message_updated_event",
     "parse_command",
@@ -68,6 +69,7 @@ __all__ = [
     "prevalidated",
     "thinking_delta_event",
     "token_event",
+    "unwrap",
 ]
 
 
@@ -371,6 +373,24 @@ Event = Annotated[
 SubagentEvent.model_rebuild()
 
 event_adapter: TypeAdapter[Event] = TypeAdapter(Event)
+
+
+def is_delta(event: Event) -> bool:
+    """A streamed delta, however deeply wrapped: it changes a live response only, never a
+    card's status line (the path every delta takes stays short)."""
+    while type(event) is SubagentEvent:
+        event = event.event
+    return type(event) is TokenEvent or type(event) is ThinkingDeltaEvent
+
+
+def unwrap(event: SubagentEvent) -> tuple[list[str], Event]:
+    """The ids of the runs an event is nested in (outermost first) and the event itself."""
+    ids = [event.id]
+    inner: Event = event.event
+    while type(inner) is SubagentEvent:
+        ids.append(inner.id)
+        inner = inner.event
+    return ids, inner
 
 
 def parse_event(data: str | bytes | dict[str, Any]) -> Event:

@@ -47,6 +47,8 @@ from ..events import (
     ToolResultEvent,
     TurnStartEvent,
     TurnUsage,
+    is_delta,
+    unwrap,
 )
 from ..messages import Message, SubagentStatus, new_id
 from ..store.sqlite import CompactionRecord
@@ -55,7 +57,7 @@ if TYPE_CHECKING:
     from .session import AgentSession
 
 __all__ = ["ConversationProjection", "LiveResponse", "NullSink", "PendingApproval",
-           "ProjectionSink", "is_delta", "shown", "subagent_history"]
+           "ProjectionSink", "shown"]
 
 
 class ProjectionSink(Protocol):
@@ -121,24 +123,6 @@ def shown(message: Message, *, nested: bool = False) -> bool:
     if message.metadata.compacted:
         return False
     return message.role == "assistant" or (message.role == "user" and not nested)
-
-
-def is_delta(event: Event) -> bool:
-    """A streamed delta, however deeply wrapped: it changes a live response only, never a
-    card's status line (the path every delta takes stays short)."""
-    while type(event) is SubagentEvent:
-        event = event.event
-    return type(event) is TokenEvent or type(event) is ThinkingDeltaEvent
-
-
-def unwrap(event: SubagentEvent) -> tuple[list[str], Event]:
-    """The ids of the runs an event is nested in (outermost first) and the event itself."""
-    ids = [event.id]
-    inner: Event = event.event
-    while type(inner) is SubagentEvent:
-        ids.append(inner.id)
-        inner = inner.event
-    return ids, inner
 
 
 class ConversationProjection:
@@ -262,7 +246,25 @@ class ConversationProjection:
         else — the record not written yet — by the call id."""
         if session_id is not None:
             return self._by_session.get(session_id)
-        return self.children.get(call_id)
+        # No record: the run has just started (its record follows at once) — or the call
+        # never started one (an unknown sub-agent), and the latest run of this id is an
+        # earlier call's, whose record names its session.
+        child = self.children.get(call_id)
+        return child if child is not None and child.session_id is None else None
+
+    def run_with(self, path: Sequence[str], message_id: str) -> ConversationProjection | None:
+        """The run at ``path`` that holds the message ``message_id``: call ids repeat
+        across turns, so an earlier run of the same ids is looked at too."""
+        runs = [self]
+        for run_id in path:
+            runs = [child for run in runs for child in run._runs_of(run_id)]
+        return next((run for run in runs if run.index_of(message_id) is not None), None)
+
+    def _runs_of(self, call_id: str) -> list[ConversationProjection]:
+        latest = self.children.get(call_id)
+        earlier = [run for run in self._by_session.values()
+                   if run.path[-1] == call_id and run is not latest]
+        return [latest, *earlier] if latest is not None else earlier
 
     def answered(self, call_id: str, path: Sequence[str] | None) -> bool:
         """An approval was answered: it leaves :attr:`approvals`. Two children's calls
@@ -487,14 +489,3 @@ class ConversationProjection:
         if message_id is not None:
             sink.upsert(message_id, self.path)
 
-
-def subagent_history(session: AgentSession, session_id: str) -> list[Message] | None:
-    """The messages of the sub-agent session ``session_id`` if ``session`` holds it (the
-    children of its current or latest turn, at any depth)."""
-    stack = list(session.subagents.values())
-    while stack:
-        child = stack.pop()
-        if child.id == session_id:
-            return child.messages
-        stack.extend(child.subagents.values())
-    return None

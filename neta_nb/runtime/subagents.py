@@ -61,7 +61,8 @@ if TYPE_CHECKING:
     from .approvals import Approvals
     from .session import AgentSession
 
-__all__ = ["STOP_WAIT", "ChildRun", "Crew", "CrewLink", "add_usage", "wrap_event"]
+__all__ = ["STOP_WAIT", "ChildRun", "Crew", "CrewLink", "add_usage", "subagent_history",
+           "wrap_event"]
 
 log = logging.getLogger(__name__)
 
@@ -376,3 +377,15 @@ def _status(stop_reason: str | None) -> SubagentStatus:
     if stop_reason in (None, "error", "max_model_calls", "context_full"):
         return "error"
     return "done"
+
+
+def subagent_history(session: AgentSession, session_id: str) -> list[Message] | None:
+    """The messages of the sub-agent session ``session_id`` if ``session`` holds it (the
+    children of its current or latest turn, at any depth)."""
+    stack = list(session.subagents.values())
+    while stack:
+        child = stack.pop()
+        if child.id == session_id:
+            return child.messages
+        stack.extend(child.subagents.values())
+    return None

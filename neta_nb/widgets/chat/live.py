@@ -45,8 +45,9 @@ from ...events import (
 from ...labels import LABELS, t
 from ...messages import ToolExecution
 from ...runtime.attachments import DEFAULT_ATTACHMENT_LIMITS
-from ...runtime.projection import ConversationProjection, PendingApproval, subagent_history
+from ...runtime.projection import ConversationProjection, PendingApproval
 from ...runtime.session import Agent, AgentSession
+from ...runtime.subagents import subagent_history
 from ...store.session_writes import store_warning
 from ...store.sqlite import SessionStore
 from ...thinking import get_model_thinking_capability

@@ -243,7 +243,8 @@ class ChatView(LiveChat):
         messages, _ = self._history()
         try:
             if path:
-                run = self._projection.find(path) if self.stored is None else None
+                run = (self._projection.run_with(path, message_id) if self.stored is None
+                       else None)
                 messages = (run.messages if run is not None
                             else self._stored_subagents.find_messages(messages, path))
             return {"text": full_text(messages, message_id, field_name, card_id)}
