@@ -219,7 +219,7 @@ def test_the_views_know_the_message_preview_bounds() -> None:
     # streamed the answer.
     from neta_nb.widgets.state_bounds import TEXT_CHARS, THINKING_CHARS
 
-    source = (Path(__file__).resolve().parents[2] / "js" / "src" / "chat-message-view.ts"
+    source = (Path(__file__).resolve().parents[2] / "js" / "src" / "chat" / "chat-message-view.ts"
               ).read_text()
     match = re.search(r"PREVIEW_CHARS = \{ text: ([\d_]+), thinking: ([\d_]+) \}", source)
     assert match is not None
