@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from ..events import (
     ApprovalRequestEvent,
@@ -51,41 +51,14 @@ from ..events import (
     unwrap,
 )
 from ..messages import Message, SubagentStatus, new_id
-from ..store.sqlite import CompactionRecord
+from ..store.records import CompactionRecord
+from .projection_sink import NullSink, ProjectionSink
 
 if TYPE_CHECKING:
     from .session import AgentSession
 
 __all__ = ["ConversationProjection", "LiveResponse", "NullSink", "PendingApproval",
            "ProjectionSink", "shown"]
-
-
-class ProjectionSink(Protocol):
-    """Where a projection sends its changes (a chat view's batcher)."""
-
-    def text(self, op: str, delta: str, path: tuple[str, ...] = ()) -> None: ...
-
-    def op(self, op: str, path: tuple[str, ...] = (), **fields: Any) -> None: ...
-
-    def upsert(self, item_id: str, path: tuple[str, ...] = ()) -> None: ...
-
-    def flush(self) -> None: ...
-
-
-class NullSink:
-    """A sink that drops every change: a projection followed for its state alone."""
-
-    def text(self, op: str, delta: str, path: tuple[str, ...] = ()) -> None:
-        pass
-
-    def op(self, op: str, path: tuple[str, ...] = (), **fields: Any) -> None:
-        pass
-
-    def upsert(self, item_id: str, path: tuple[str, ...] = ()) -> None:
-        pass
-
-    def flush(self) -> None:
-        pass
 
 
 @dataclass
@@ -218,6 +191,22 @@ class ConversationProjection:
                     projection.status = run.status
                 self.children[call_id] = projection
                 self._link(projection, child.id)
+        if session.running and not self._nested:
+            # Made while calls wait for the user: their cards say so.
+            self.approvals = self._waiting_calls([])
+
+    def _waiting_calls(self, path: list[str]) -> list[PendingApproval]:
+        agent = self.agent if path else None
+        waiting = [PendingApproval(e.id, e.name, dict(e.args), path, agent)
+                   for m in self.messages for e in m.metadata.tool_executions
+                   if e.status == "waiting"]
+        waiting += [PendingApproval(e.id, e.name, {}, path, agent)
+                    for m in self.messages for e in m.metadata.skill_executions
+                    if e.status == "waiting"]
+        for call_id, child in self.children.items():
+            if child.status == "running":
+                waiting += child._waiting_calls([*path, call_id])
+        return waiting
 
     # --- reading ------------------------------------------------------------------------
     def message(self, message_id: str) -> Message | None:
@@ -331,9 +320,13 @@ class ConversationProjection:
         if type(event) is MessageAppendedEvent:
             self._appended(event.message, sink)
         elif type(event) is MessageUpdatedEvent:
-            self._add(event.message, index=event.index)
-            if self.shown(event.message):
-                sink.upsert(event.message.id, self.path)
+            # By its id: an update of a message this projection never saw appended (it
+            # was made after the message came) changes nothing here.
+            index = self._index.get(event.message.id)
+            if index is not None:
+                self._add(event.message, index=index)
+                if self.shown(event.message):
+                    sink.upsert(event.message.id, self.path)
         elif type(event) is ThinkingDoneEvent:
             if self.live is not None and self.live.thinking_open:
                 self.live.thinking_open = False
@@ -425,6 +418,9 @@ class ConversationProjection:
     def finish(self, event: SubagentEndEvent, sink: ProjectionSink) -> None:
         """This sub-agent run ended (``subagent_end``)."""
         self._close_live(sink)
+        # Its card is drawn whole from now on: what the views streamed of its answers is
+        # no longer compared, and a run kept for a long chat holds no second copy of them.
+        self.streamed = {}
         self.status = event.status
         self.result = event.result
         self.activity = None

@@ -223,3 +223,20 @@ async def test_of_session_mid_turn_continues_with_the_events() -> None:
     followed = replay(whole.events)
     assert dumps(late.messages) == dumps(followed.messages) == dumps(session.messages)
     assert not late.running and late.live is None
+
+
+async def test_a_finished_run_keeps_no_second_copy_of_its_answers() -> None:
+    """A long chat keeps every sub-agent run it followed; a finished run holds its
+    messages (the child's own objects), not also what the views streamed of them."""
+    kid = Agent("kid", model=FakeProvider([answer("x" * 10_000)]))
+    top = FakeProvider([delegations(("c1", "kid", "task")), answer("done")])
+    session = AgentSession(Agent("top", model=top, subagents=[kid]), crew_catalog())
+    events = Recorder(history=True)
+    session.subscribe(events)
+    task = session.start("go")
+    await events.wait_for("subagent_start")
+    await task
+    live = replay(events.events)
+    run = live.children["c1"]
+    assert run.status == "done" and run.streamed == {}
+    assert run.messages[-1].text == "x" * 10_000

@@ -59,8 +59,9 @@ class SubagentFullTextRequest(TypedDict):
 
 class SubagentCard(NetaWidget):
     """One sub-agent run. ``SubagentCard.from_event(subagent_start)``, then
-    ``card.apply(event)`` with the parent's ``subagent_event`` / ``subagent_end`` events
-    (or the child's own events directly). ``stop`` is what its Stop button calls."""
+    ``card.apply(event)`` with the parent's events (its ``subagent_event`` /
+    ``subagent_end`` of this run are taken, the rest ignored). ``stop`` is what its Stop
+    button calls."""
 
     _component = traitlets.Unicode("subagent-card").tag(sync=True)
     run_id = traitlets.Unicode("", help="The parent's `delegate` call id.").tag(sync=True)
@@ -105,18 +106,18 @@ class SubagentCard(NetaWidget):
         return self._transcript.find(path[1:])
 
     def apply(self, event: Event) -> None:
-        """Follow an event: this run's ``subagent_event`` or ``subagent_end`` (others are
-        ignored), or one of the child's own events."""
+        """Follow an event of the parent: this run's ``subagent_event`` or
+        ``subagent_end``; every other event is ignored (the parent's own, another run's).
+        A child session followed directly passes its events wrapped:
+        ``child.subscribe(lambda e: card.apply(SubagentEvent(id=run_id, event=e)))``."""
         run = self._transcript
-        if isinstance(event, SubagentStartEvent):
+        if not isinstance(event, SubagentEvent | SubagentEndEvent) or event.id != self._run_id:
             return
-        if isinstance(event, SubagentEvent | SubagentEndEvent) and event.id != self._run_id:
-            return  # another run of the parent
         if isinstance(event, SubagentEndEvent):
             run.finish(event, self._batcher)
             self._publish()
             return
-        inner = event.event if isinstance(event, SubagentEvent) else event
+        inner = event.event
         run.apply(inner, self._batcher)
         if inner.type not in ("token", "thinking_delta"):
             # The status line; the transcript itself travels in the batches (`messages`

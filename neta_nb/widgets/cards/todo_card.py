@@ -47,7 +47,8 @@ class TodoCard(NetaWidget):
     def __init__(self, store: TodoStore | AgentSession | None = None, *,
                  todos: Sequence[Mapping[str, Any] | TodoItem] | None = None,
                  **kwargs: Any) -> None:
-        self._unsubscribe: list[Callable[[], None]] = []
+        self._unsubscribe_store: Callable[[], None] | None = None
+        self._unsubscribe_session: Callable[[], None] | None = None
         self._store: TodoStore | None = None
         self._working: bool | None = None
         if store is not None and todos is not None:
@@ -65,7 +66,7 @@ class TodoCard(NetaWidget):
         if isinstance(plan, TodoStore):
             self.follow(plan)
         if session is not None:
-            self._unsubscribe.append(session.subscribe(self._on_session_event))
+            self._unsubscribe_session = session.subscribe(self._on_session_event)
 
     @property
     def working(self) -> bool | None:
@@ -81,16 +82,20 @@ class TodoCard(NetaWidget):
             self._on_store_write(self._store)
 
     def follow(self, store: TodoStore) -> None:
-        """Show ``store`` and follow its writes (replacing any store followed before)."""
-        self.unfollow()
+        """Show ``store`` and follow its writes (replacing any store followed before; a
+        session the card was given still says when its turns run)."""
+        if self._unsubscribe_store is not None:
+            self._unsubscribe_store()
         self._store = store
         self._on_store_write(store)
-        self._unsubscribe.append(store.subscribe(self._on_store_write))
+        self._unsubscribe_store = store.subscribe(self._on_store_write)
 
     def unfollow(self) -> None:
-        for unsubscribe in self._unsubscribe:
-            unsubscribe()
-        self._unsubscribe = []
+        """Follow nothing any more: neither the plan nor the session's turns."""
+        for unsubscribe in (self._unsubscribe_store, self._unsubscribe_session):
+            if unsubscribe is not None:
+                unsubscribe()
+        self._unsubscribe_store = self._unsubscribe_session = None
 
     def _on_session_event(self, event: Event) -> None:
         # Only the turn's two ends: kinds told by type (every streamed delta comes here).

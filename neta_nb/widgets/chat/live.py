@@ -202,7 +202,7 @@ class LiveChat(NetaWidget):
             self.levels = list(get_model_thinking_capability(
                 session.provider.supplier, session.provider.model).levels)
             self.think_level = session.think_level
-            self.approvals = []
+            self.approvals = [approval_item(a) for a in projection.approvals]
             self.notice = ""
             self.read_only = {}
             failure = session.store_failure
