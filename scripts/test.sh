@@ -19,6 +19,8 @@ mypy
 # The pip install above ran `npm ci` in js/ to build the widgets; their pure logic has
 # unit tests of its own (Node's test runner).
 (cd js && npm test)
+# ...and a linter (biome, locked in js/package-lock.json) over the TS sources.
+(cd js && npm run lint)
 # The reference MCP server the MCP tests start (locked; tests/tools/test_mcp.py).
 (cd tests/fixtures/mcp_everything && npm ci --no-audit --no-fund)
 # What an HTML export with widget state loads from the web (the widget manager, require.js,

@@ -137,7 +137,8 @@ export function request<T>(
   payload: Record<string, unknown> = {},
   options: RequestOptions = {},
 ): Promise<T> {
-  const id = `${Date.now().toString(36)}-${(requestCounter += 1)}`;
+  requestCounter += 1;
+  const id = `${Date.now().toString(36)}-${requestCounter}`;
   const timeout = options.timeout ?? REQUEST_TIMEOUT_MS;
   const disconnected = connectionSignal(model);
   const timer = AbortSignal.timeout(timeout);
@@ -149,7 +150,7 @@ export function request<T>(
     };
     const onMessage = (message: unknown) => {
       const reply = message as Reply<T>;
-      if (!reply || reply.kind !== "reply" || reply.id !== id) return;
+      if (reply?.kind !== "reply" || reply.id !== id) return;
       settle();
       if (reply.ok) resolve(reply.result as T);
       else reject(new RequestFailure("error", reply.error ?? `${kind} failed`, kind));

@@ -19,7 +19,7 @@ export function normalizeLang(value: unknown): Lang {
 
 /** Whether `key` is in the table (for keys built from data, such as a category name). */
 export function hasLabel(key: string): key is MessageKey {
-  return Object.prototype.hasOwnProperty.call(LABELS.en, key);
+  return Object.hasOwn(LABELS.en, key);
 }
 
 /** The label for `key` in `lang`, with `{name}` placeholders filled from `params`. */

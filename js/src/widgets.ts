@@ -87,6 +87,7 @@ function renderSubagentCard({ model: anyModel, el, kernel = true }: RendererProp
   const runId = String(model.get("run_id") ?? "run");
   const nesting: Nesting = {
     cards: new Map(),
+    createCard: createSubagentCard,
     stop: kernel && model.get("can_stop") ? () => requestShowingErrors(model, "stop") : undefined,
     fetchWhole: (request) => fetchWholeText(model, el, { ...request }),
   };

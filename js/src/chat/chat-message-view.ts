@@ -11,13 +11,12 @@
  * view streamed itself is whole in the DOM already and stays so.
  */
 import { attachmentChip } from "./attachments";
-import type { Nesting } from "./chat-transcript";
+import type { NestedCard, Nesting } from "./chat-transcript";
 import type { ChatCard, ChatItem, FullTextRequest, LiveSnapshot } from "./chat-view-traits";
 import { characterCount, createCutNote, type CutNote, type FetchWhole } from "../cut-text";
 import { element } from "../dom";
 import { t, type Lang } from "../i18n";
 import { createSkillCard, type SkillCardState } from "../cards/skill-card";
-import { createSubagentCard, type SubagentCard } from "../cards/subagent-card";
 import { StreamingMarkdown } from "../streaming-markdown";
 import { createThinkingBlock, type ThinkingBlock } from "../cards/thinking-block";
 import { formatTokens } from "../cards/token-stats";
@@ -34,7 +33,7 @@ const CHAT_TEXT_CLASSES = {
 interface CardView {
   kind: ChatCard["kind"];
   host: HTMLDivElement;
-  component: Component<ToolCardState> | Component<SkillCardState> | SubagentCard;
+  component: Component<ToolCardState> | Component<SkillCardState> | NestedCard;
   signature: string;
 }
 
@@ -94,7 +93,7 @@ export class MessageView {
     lang: () => Lang,
     private readonly agentName: () => string,
     private readonly fetchWhole: FetchMessageText | null = null,
-    private readonly place: MessagePlace = { path: [], nesting: { cards: new Map() } },
+    private readonly place: MessagePlace,
   ) {
     this.role = role;
     this.pos = pos;
@@ -133,7 +132,7 @@ export class MessageView {
     const cards = item.cards.map((card) => {
       const view = this.cards.get(card.id);
       return card.kind === "subagent" && view?.kind === "subagent"
-        ? { ...card, subagent: (view.component as SubagentCard).part() ?? card.subagent }
+        ? { ...card, subagent: (view.component as NestedCard).part() ?? card.subagent }
         : card;
     });
     return { ...item, cards };
@@ -333,7 +332,7 @@ export class MessageView {
         const cardId = card.id;
         const component =
           card.kind === "subagent"
-            ? createSubagentCard(cardHost, {
+            ? this.place.nesting.createCard(cardHost, {
                 lang,
                 path: [...this.place.path, cardId],
                 nesting: this.place.nesting,
@@ -351,7 +350,7 @@ export class MessageView {
       if (signature !== view.signature) {
         view.signature = signature;
         if (card.kind === "subagent") {
-          (view.component as SubagentCard).update({ status: card.status, part: card.subagent ?? null, lang });
+          (view.component as NestedCard).update({ status: card.status, part: card.subagent ?? null, lang });
         } else if (card.kind === "skill") {
           (view.component as Component<SkillCardState>).update({
             name: card.name,

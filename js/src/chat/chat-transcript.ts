@@ -11,13 +11,35 @@
  * whole text of its transcript).
  */
 import { MessageView } from "./chat-message-view";
-import type { ChatItem, ChatOp, FullTextRequest, LiveSnapshot } from "./chat-view-traits";
+import type { ChatCard, ChatItem, ChatOp, FullTextRequest, LiveSnapshot, SubagentPart } from "./chat-view-traits";
 import type { Lang } from "../i18n";
-import type { SubagentCard } from "../cards/subagent-card";
+
+/** A sub-agent's card as the transcript and the message views use it. The cards are made
+ * by `cards/subagent-card.ts` (which nests a transcript of its own), and its factory comes
+ * in through `Nesting`: so this module and the message view import no card module, and
+ * none of the three imports another in a circle. */
+export interface NestedCard {
+  readonly root: HTMLElement;
+  /** The part as drawn now, with the transcript as it stands (for the saved state). */
+  part(): SubagentPart | null;
+  /** Apply streamed ops of this card's transcript. */
+  applyOps(ops: readonly ChatOp[]): void;
+  update(patch: { status?: ChatCard["status"]; part?: SubagentPart | null; lang?: Lang }): void;
+  destroy(): void;
+}
+
+export interface NestedCardOptions {
+  lang?: Lang;
+  /** The run ids from the top down to this card's run (its `delegate` call id last). */
+  path: readonly string[];
+  nesting: Nesting;
+}
 
 export interface Nesting {
   /** The sub-agent cards drawn, by `pathKey(path)`. */
-  readonly cards: Map<string, SubagentCard>;
+  readonly cards: Map<string, NestedCard>;
+  /** Makes a sub-agent card (`createSubagentCard`). */
+  createCard(host: HTMLElement, options: NestedCardOptions): NestedCard;
   /** Stop only this sub-agent (the id of its run: its `delegate` call). */
   stop?: (runId: string) => Promise<unknown>;
   /** The whole of a text of a message (its `path` says in which transcript). */

@@ -22,6 +22,7 @@ import { element } from "../dom";
 import { normalizeLang, t, type MessageKey } from "../i18n";
 import { createInlineError } from "../inline-error";
 import { createThinkingLevelSelector, type ThinkLevel } from "../cards/thinking-level-selector";
+import { createSubagentCard } from "../cards/subagent-card";
 import { createTodoCard } from "../cards/todo-card";
 import { createTokenStats } from "../cards/token-stats";
 import type { Component, ComponentOptions } from "../types";
@@ -177,7 +178,12 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
   const tokenStats = createTokenStats(statsHost, { lang: state.lang });
   if (saved) levelSelector.update({ disabled: true });
 
-  const nesting: Nesting = { cards: new Map(), stop: actions.stopSubagent, fetchWhole: actions.fetchWhole };
+  const nesting: Nesting = {
+    cards: new Map(),
+    createCard: createSubagentCard,
+    stop: actions.stopSubagent,
+    fetchWhole: actions.fetchWhole,
+  };
   const transcript = new Transcript(list, liveHost, {
     lang,
     agentName,

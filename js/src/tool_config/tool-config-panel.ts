@@ -409,7 +409,8 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
     const key = JSON.stringify([state.enabled_tools, state.lang]);
     if (!preview.open || key === previewKey) return;
     previewKey = key;
-    const seq = (previewSeq += 1);
+    previewSeq += 1;
+    const seq = previewSeq;
     if (!previewBody.hasChildNodes()) previewBody.append(element("div", "neta-tc-empty-line", t(state.lang, "panel_preview_loading")));
     void send("preview").then((result) => {
       if (seq !== previewSeq || !result) return;
@@ -527,7 +528,7 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
       view.node.hidden = !shown;
       const folded = state.collapsed.includes(name);
       view.node.classList.toggle("neta-is-collapsed", folded);
-      (view.body.parentElement?.parentElement as HTMLElement).classList.toggle("neta-is-closed", folded);
+      view.body.parentElement?.parentElement?.classList.toggle("neta-is-closed", folded);
       view.header.setAttribute("aria-expanded", String(!folded));
       view.header.title = t(lang, folded ? "expand" : "collapse");
     }
