@@ -7,6 +7,7 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -100,8 +101,12 @@ def _demo_file_count() -> int:
 def test_lab_copies_into_a_chosen_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                          capsys: pytest.CaptureFixture[str]) -> None:
     started: list[list[str]] = []
-    monkeypatch.setattr(cli.subprocess, "call",
-                        lambda command, **_: started.append(command) or 0)
+
+    def call(command: list[str], **_: Any) -> int:
+        started.append(command)
+        return 0
+
+    monkeypatch.setattr(subprocess, "call", call)  # the module neta_nb.cli calls it on
     assert cli.main(["lab", "--dir", str(tmp_path), "--no-browser"]) == 0
     assert (tmp_path / cli.FIRST_NOTEBOOK).is_file()
     assert (tmp_path / "data" / "sales.csv").is_file()

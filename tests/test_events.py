@@ -255,6 +255,7 @@ def test_invalid_json_is_rejected() -> None:
 
 def test_events_are_frozen() -> None:
     event = parse_event(EVENT_EXAMPLES["token"])
+    assert isinstance(event, events.TokenEvent)
     with pytest.raises(ValidationError, match="frozen"):
         event.text = "changed"  # type: ignore[misc]
 

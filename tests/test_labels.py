@@ -135,7 +135,7 @@ def test_a_notice_is_data_and_stays_the_same() -> None:
     with pytest.raises(AttributeError):
         notice.code = "other"  # type: ignore[misc]
     with pytest.raises(AttributeError):
-        notice.anything = 1  # type: ignore[attr-defined]
+        notice.anything = 1
     with pytest.raises(TypeError):
         notice.params["model"] = "x"  # type: ignore[index]
     with pytest.raises(KeyError, match="unknown notice code"):

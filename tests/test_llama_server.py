@@ -25,7 +25,7 @@ import time
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -42,7 +42,7 @@ N_CTX = 4096
 STARTUP_SECONDS = 300  # model load is quick; importing the server on a busy machine is not
 
 
-def _missing(reason: str) -> None:
+def _missing(reason: str) -> NoReturn:
     if os.environ.get("CI") == "true":
         pytest.fail(f"{reason} (CI installs it: scripts/test.sh)")
     pytest.skip(reason)

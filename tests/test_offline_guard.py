@@ -85,7 +85,8 @@ def test_loopback_stays_reachable() -> None:
 def test_a_test_that_reaches_out_fails_even_if_it_catches_the_error() -> None:
     # Drives the plugin's pytest_runtest_call wrapper around a test body that swallows the
     # refusal, the way a provider turns it into an `error` event.
-    body = offline.pytest_runtest_call(SimpleNamespace(fixturenames=["tmp_path"]))
+    stand_in = SimpleNamespace(fixturenames=["tmp_path"])
+    body = offline.pytest_runtest_call(stand_in)  # type: ignore[arg-type]  # reads fixturenames only
     next(body)
     with contextlib.suppress(OSError):
         socket.getaddrinfo("api.openai.com", 443)

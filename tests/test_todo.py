@@ -435,8 +435,9 @@ def test_hydrate_skips_an_unreadable_result_and_scans_to_an_earlier_one(broken: 
 
 
 def test_hydrate_with_only_unreadable_results_is_empty() -> None:
-    history = [Message.tool_result("c", "todo", "{oops"),
-               {"role": "tool", "toolName": "todo", "content": None}]
+    history: list[Message | dict[str, Any]] = [
+        Message.tool_result("c", "todo", "{oops"),
+        {"role": "tool", "toolName": "todo", "content": None}]
     assert TodoStore.hydrate_from_history(history).has_items() is False
 
 

@@ -8,11 +8,15 @@ from __future__ import annotations
 import base64
 import io
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from . import chat_cells
 from .harness import LabSession
+
+if TYPE_CHECKING:
+    from playwright.sync_api import FilePayload
 
 pytestmark = pytest.mark.browser
 Image = pytest.importorskip("PIL.Image")
@@ -178,8 +182,9 @@ def test_attach_with_the_button_and_by_drop_and_refuse_a_large_file(
     view = page.locator(".neta-chat-view")
     view.wait_for()
     png = _png()
-    files = [{"name": "chart.png", "mimeType": "image/png", "buffer": png},
-             {"name": "sales.csv", "mimeType": "text/csv", "buffer": CSV.encode()}]
+    files: list[FilePayload] = [
+        {"name": "chart.png", "mimeType": "image/png", "buffer": png},
+        {"name": "sales.csv", "mimeType": "text/csv", "buffer": CSV.encode()}]
 
     # The button next to the agent selector opens the file picker.
     toolbar = view.locator(".neta-chat-toolbar > *")

@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import nbformat
 import pytest
@@ -26,6 +27,9 @@ from neta_nb.markup import plain_text
 
 from . import chat_cells
 from .harness import LabSession
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Locator, Page
 
 pytestmark = pytest.mark.browser
 
@@ -41,8 +45,8 @@ chat
 RUN = 'await session.run("Profile the sample sales data and tell me what stands out.")'
 
 
-def _static_forms(page: object) -> object:
-    return page.locator(".jp-OutputArea-child:has(.neta-static-form)")  # type: ignore[attr-defined]
+def _static_forms(page: Page) -> Locator:
+    return page.locator(".jp-OutputArea-child:has(.neta-static-form)")
 
 
 def test_a_saved_chat_reopens_without_a_kernel_showing_how_it_ended(
@@ -90,8 +94,9 @@ def test_a_saved_chat_reopens_without_a_kernel_showing_how_it_ended(
         form = _static_forms(later.page).first
         form.wait_for(timeout=30_000)
         assert later.page.locator(".neta-chat-view").count() == 0  # no widgets to render
-        assert " ".join(form.locator(".neta-static-assistant").last.text_content().split()
-                        ).endswith(" ".join(plain_text(final).split())[-60:])
+        answer = form.locator(".neta-static-assistant").last.text_content()
+        assert answer is not None
+        assert " ".join(answer.split()).endswith(" ".join(plain_text(final).split())[-60:])
         assert "Plan · 3/3 done" in (form.text_content() or "")
         cards = form.locator(".neta-static-card")
         assert cards.count() >= 2

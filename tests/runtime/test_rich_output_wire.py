@@ -39,7 +39,8 @@ def _png_size(data: str) -> tuple[int, int]:
     raw = base64.b64decode(data)
     assert raw.startswith(b"\x89PNG"), "not a PNG"
     with Image.open(io.BytesIO(raw)) as image:
-        return image.size
+        size: tuple[int, int] = image.size
+        return size
 
 
 async def test_anthropic_gets_the_figure_as_an_image_block_in_the_tool_result(

@@ -4,11 +4,13 @@ approval and thinking levels."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from neta_nb import Agent, AgentSession, AgentToolConfig, ToolCatalog, tool
+from neta_nb.events import ApprovalDecision
 from neta_nb.messages import TextPart, ThinkingPart, Usage
 from neta_nb.providers.base import (
     ProviderError,
@@ -284,7 +286,7 @@ async def test_approval_allow_once_always_and_reject() -> None:
         calls(("g3", "guarded", {"x": 3})), answer("done"),
         calls(("g4", "guarded", {"x": 4})), answer("done")])
     detach = session.attach_approver()
-    decisions = iter(["reject", "allow_once", "allow_always"])
+    decisions: Iterator[ApprovalDecision] = iter(["reject", "allow_once", "allow_always"])
 
     def on_event(event: Any) -> None:
         if event.type == "approval_request":

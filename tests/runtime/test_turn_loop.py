@@ -119,7 +119,8 @@ async def test_stuck_sync_tools_do_not_block_new_calls(tmp_path: Path) -> None:
     # More stuck tools than asyncio's default pool has threads (6 on two cores).
     release.clear()
     (tmp_path / "notes.txt").write_text("still readable\n")
-    stuck_calls = [(f"s{n}", "stuck", {}) for n in range(10)]
+    stuck_calls: list[tuple[str, str, dict[str, Any]]] = [
+        (f"s{n}", "stuck", {}) for n in range(10)]
     session, rec, _ = make_session([calls(*stuck_calls), calls(("r", "read_file",
                                     {"path": "notes.txt"})), answer("ok")],
                                    extra=[stuck], working_dir=tmp_path)

@@ -28,6 +28,7 @@ from pydantic import BaseModel
 from neta_nb import AgentSession, Tool, ToolContext, tool
 from neta_nb.events import (
     ApprovalRequestEvent,
+    Command,
     DoneEvent,
     ErrorEvent,
     Event,
@@ -78,7 +79,7 @@ def plan(done: int, total: int) -> TodoUpdateEvent:
         "pending": max(0, total - done - 1), "cancelled": 0})
 
 
-def research_steps(answer: str = "Found **three** sources.") -> list[Step]:
+def research_steps(answer: str = "Found **three** sources.") -> list[Event]:
     """A child that thinks, plans, runs a tool and a skill, and answers."""
     half = len(answer) // 2
     return [
@@ -154,7 +155,7 @@ class ChildHistory:
                 record.result = step.result
             else:
                 assert isinstance(record, SkillExecution)
-                record.status, record.result = step.status, step.result  # type: ignore[assignment]
+                record.status, record.result = step.status, step.result
                 if step.status == "done":
                     record.percent = 100.0
             self._changed(owner)
@@ -203,8 +204,9 @@ class ChildHistory:
 
     def _record(self, call_id: str) -> tuple[Message | None, Any]:
         for message in reversed(self.messages):
-            for record in (*message.metadata.tool_executions,
-                           *message.metadata.skill_executions):
+            records: list[ToolExecution | SkillExecution] = [
+                *message.metadata.tool_executions, *message.metadata.skill_executions]
+            for record in records:
                 if record.id == call_id:
                     return message, record
         return None, None
@@ -259,12 +261,13 @@ class CrewStandIn:
         original = session.handle_command
         running = self.running
 
-        def handle_command(command: Any, **options: Any) -> Any:
+        def handle_command(command: Command | dict[str, Any],
+                           attachments: Sequence[Any] = ()) -> asyncio.Task[Any] | None:
             if isinstance(command, dict) and command.get("type") == "stop" and \
                     command.get("subagent") in running:
                 running[command["subagent"]].stopped.set()
                 return None
-            return original(command, **options)  # e.g. a send's attachments
+            return original(command, attachments)
 
         session.handle_command = handle_command  # type: ignore[method-assign]
 
@@ -296,14 +299,14 @@ class CrewStandIn:
                         if asyncio.iscoroutine(outcome):
                             await outcome
                         continue
-                    history.play(step)  # type: ignore[arg-type]
+                    history.play(step)
                     await asyncio.sleep(0)
             finally:
                 stand_in.running.pop(run_id, None)
             history.ended(status)
             result = script.answer() if status == "done" else "stopped by the user"
             hub.emit(SubagentEndEvent(
-                id=run_id, agent=agent, status=status,  # type: ignore[arg-type]
+                id=run_id, agent=agent, status=status,
                 result=result, usage=TurnUsage(input_tokens=650, output_tokens=90,
                                                total_tokens=740, api_calls=3)))
             return result

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from neta_nb import Agent, AgentSession, AgentToolConfig, SessionStore, ToolCatalog, tool
+from neta_nb.messages import Message, SkillExecution, ToolExecution
 from neta_nb.providers.base import TextDelta
 
 from .sessions import FakeProvider, Recorder, answer, assert_valid_history, calls
@@ -31,6 +32,10 @@ def history_problem(messages: list[Any]) -> str | None:
     except AssertionError as problem:
         return str(problem)
     return None
+
+
+def _cards(message: Message) -> list[ToolExecution | SkillExecution]:
+    return [*message.metadata.tool_executions, *message.metadata.skill_executions]
 
 
 def main(mode: str, workdir: Path) -> dict[str, Any]:
@@ -78,8 +83,7 @@ def main(mode: str, workdir: Path) -> dict[str, Any]:
         "outcome": outcome,
         "done": [e.stop_reason for e in recorder.of("done")],
         "tool_results": [(e.id, e.result, e.is_error) for e in recorder.of("tool_result")],
-        "running_cards": [r.id for m in session.messages
-                          for r in (*m.metadata.tool_executions, *m.metadata.skill_executions)
+        "running_cards": [r.id for m in session.messages for r in _cards(m)
                           if r.status == "running"],
         "history_problem": history_problem(session.messages),
         "store_equals_memory": flushed and (

@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import ipaddress
 import socket
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import _socket  # typeshed declares connect/connect_ex on this base of socket.socket
 
 __all__ = ["BLOCKED", "VendorCallBlocked", "install", "is_loopback"]
 
@@ -72,15 +75,15 @@ def install() -> None:
             raise _refuse(host, port)
         return real_getaddrinfo(host, port, *args, **kwargs)
 
-    def _check(sock: socket.socket, address: Any) -> None:
+    def _check(sock: _socket.socket, address: Any) -> None:
         if sock.family in (socket.AF_INET, socket.AF_INET6) and not is_loopback(address[0]):
             raise _refuse(address[0], address[1])
 
-    def connect(self: socket.socket, address: Any) -> None:
+    def connect(self: _socket.socket, address: Any) -> None:
         _check(self, address)
         real_connect(self, address)
 
-    def connect_ex(self: socket.socket, address: Any) -> int:
+    def connect_ex(self: _socket.socket, address: Any) -> int:
         _check(self, address)
         return real_connect_ex(self, address)
 

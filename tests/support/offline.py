@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -77,7 +77,7 @@ def _refused_targets() -> str:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     # Fails the test itself (not its teardown) when its body was refused a connection.
     result = yield
     if network_guard.BLOCKED and "blocked_connections" not in getattr(item, "fixturenames", ()):

@@ -28,7 +28,6 @@ from neta_nb.messages import Message, Usage
 from neta_nb.providers.base import (
     ModelRequest,
     Provider,
-    ProviderError,
     StreamDone,
     StreamEvent,
     TextDelta,
@@ -39,7 +38,7 @@ from neta_nb.providers.base import (
 )
 from neta_nb.providers.models import ModelInfo
 
-Step = StreamEvent | ProviderError | Callable[[], Any]
+Step = StreamEvent | BaseException | Callable[[], Any]
 
 
 class FakeProvider(Provider):
@@ -69,7 +68,7 @@ class FakeProvider(Provider):
         for step in self.responses.pop(0):
             if isinstance(step, BaseException):
                 raise step
-            if callable(step) and not isinstance(step, type):
+            if not isinstance(step, StreamEvent):  # a callable to run
                 outcome = step()
                 if asyncio.iscoroutine(outcome):
                     await outcome

@@ -53,7 +53,7 @@ def test_demo_delegate_is_the_real_tool_limited_to_the_crew_scene(demo: ToolCata
     real = ToolCatalog.default()["delegate"]
     assert demo["delegate"].handler is real.handler
     assert demo["delegate"].parameters == real.parameters
-    assert demo["delegate"].scenes == {"crew"} and not demo["delegate"].core
+    assert demo["delegate"].scenes == frozenset({"crew"}) and not demo["delegate"].core
 
 
 async def test_real_demo_tools_work(tmp_path: Path, demo: ToolCatalog) -> None:

@@ -141,7 +141,8 @@ async def test_bad_names_and_parameters_are_refused_clearly(catalog: ToolCatalog
     with pytest.raises(ValueError, match="exactly one of command"):
         await catalog.add_mcp_server("both", command="x", url="http://127.0.0.1:1/mcp")
     with pytest.raises(ValueError, match="visibility must be"):
-        await catalog.add_mcp_server("vis", command="x", visibility={"echo": "skil"})
+        await catalog.add_mcp_server(  # an invalid visibility on purpose
+            "vis", command="x", visibility={"echo": "skil"})  # type: ignore[dict-item]
     with pytest.raises(MCPServerError, match="'missing' failed to start"):
         await catalog.add_mcp_server("missing", command="/nonexistent/neta-mcp-server")
     assert "missing" not in catalog.mcp_servers
@@ -287,7 +288,8 @@ async def test_a_server_killed_mid_call_fails_the_call_and_restarts_on_the_next(
     assert failure.value.server == "t"
     assert server.status is ServerStatus.FAILED
     assert await catalog["t__echo"].invoke({"text": "back"}, _context()) == "back"
-    assert server.status is ServerStatus.CONNECTED and server.connection.starts == 2
+    status: ServerStatus = server.status  # as read now, not narrowed to FAILED by the above
+    assert status is ServerStatus.CONNECTED and server.connection.starts == 2
     assert server.connection.pid not in (None, first_pid)
 
 
@@ -469,7 +471,8 @@ async def test_a_session_stores_its_servers_without_secrets_and_resume_brings_th
         answered = await fresh["time__get_current_time"].invoke({"timezone": "UTC"},
                                                                 _context())
         assert json.loads(answered)["timezone"] == "UTC"
-        assert server.status is ServerStatus.CONNECTED and server.connection.starts == 1
+        status: ServerStatus = server.status  # as read now, not narrowed to NOT_STARTED
+        assert status is ServerStatus.CONNECTED and server.connection.starts == 1
     finally:
         for name in list(fresh.mcp_servers):
             await fresh.remove_mcp_server(name)

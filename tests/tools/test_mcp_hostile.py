@@ -22,6 +22,7 @@ import pytest
 pytest.importorskip("mcp", reason="needs the MCP SDK: pip install 'neta-nb[mcp]'")
 
 from neta_nb import Agent, AgentSession, AgentToolConfig, ToolCatalog, ToolContext, resolve_tools
+from neta_nb.messages import SkillExecution, ToolExecution
 from neta_nb.tools.mcp import MCPServerError, MCPTool, ServerStatus
 
 from ..support.sessions import FakeProvider, Recorder, answer, calls
@@ -373,7 +374,9 @@ async def test_stop_during_a_call_cancels_it_on_the_server_and_the_card_says_can
         await turn
     await _eventually(lambda: marker.read_text() == "cancelled")
     stored = session.messages[1].metadata
-    [record] = [*stored.tool_executions, *stored.skill_executions]
+    records: list[ToolExecution | SkillExecution] = [*stored.tool_executions,
+                                                     *stored.skill_executions]
+    [record] = records
     assert record.status == "cancelled"
     assert (tool == "t__progress_then_wait") == bool(stored.skill_executions)
     result = session.messages[2].tool_results[0]

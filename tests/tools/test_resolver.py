@@ -31,7 +31,8 @@ def test_default_config(catalog: ToolCatalog) -> None:
 
 
 def test_state_is_a_string_enum() -> None:
-    assert S.AGENT_DISABLED == "agent_disabled"
+    state: str = S.AGENT_DISABLED  # as a plain str, so mypy allows comparing it to one
+    assert state == "agent_disabled"
     assert [s.value for s in S] == ["default_enabled", "agent_enabled", "agent_disabled",
                                     "globally_disabled", "available"]
 

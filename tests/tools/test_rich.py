@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import io
+from typing import Any
 
 import pytest
 
@@ -79,7 +80,7 @@ async def test_figures_past_the_item_limit_are_counted_not_rendered(
     rendered = []
     savefig = Figure.savefig
 
-    def counting_savefig(self: Figure, *args: object, **kwargs: object) -> None:
+    def counting_savefig(self: Figure, *args: Any, **kwargs: Any) -> None:
         rendered.append(self)
         savefig(self, *args, **kwargs)
 
@@ -129,7 +130,7 @@ async def test_a_huge_figure_is_rendered_small_enough_to_show(
     resolutions = []
     savefig = Figure.savefig
 
-    def recording_savefig(self: Figure, *args: object, **kwargs: object) -> None:
+    def recording_savefig(self: Figure, *args: Any, **kwargs: Any) -> None:
         resolutions.append(kwargs.get("dpi", self.dpi))
         savefig(self, *args, **kwargs)
 

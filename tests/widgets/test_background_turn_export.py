@@ -39,7 +39,7 @@ session = AgentSession(Agent("analyst", model=provider))
 
 @pytest.fixture(scope="module")
 def executed() -> nbformat.NotebookNode:
-    notebook = nbformat.v4.new_notebook()
+    notebook: nbformat.NotebookNode = nbformat.v4.new_notebook()
     notebook.cells = [nbformat.v4.new_code_cell(source.strip()) for source in CELLS]
     NotebookClient(notebook, kernel_name="python3", timeout=120, store_widget_state=True,
                    resources={"metadata": {"path": "."}}).execute()

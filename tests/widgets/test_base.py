@@ -154,7 +154,7 @@ def opened(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str, dict[str, An
 
     published: list[tuple[str, str, dict[str, Any]]] = []
 
-    class RecordingComm(BaseComm):  # type: ignore[misc]
+    class RecordingComm(BaseComm):
         def publish_msg(self, msg_type: str, data: Any = None, metadata: Any = None,
                         buffers: Any = None, **keys: Any) -> None:
             published.append((msg_type, self.comm_id, data or {}))

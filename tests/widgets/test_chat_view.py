@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -24,6 +25,7 @@ from neta_nb.widgets import ChatView
 from neta_nb.widgets.base import RequestError
 from neta_nb.widgets.chat.batcher import OpBatcher
 from neta_nb.widgets.chat.render import render_message, render_window
+from neta_nb.widgets.chat.wire import BatchMessage
 from neta_nb.widgets.streaming import TEXT_BATCH_CHARS
 
 from ..support.sessions import FakeProvider, add, answer, calls, count_up
@@ -137,8 +139,9 @@ def test_window_skips_tool_results_and_places_compaction_markers() -> None:
 
 
 def test_batcher_merges_text_numbers_batches_and_renders_items_when_sent() -> None:
-    sent: list[dict[str, Any]] = []
-    versions = {"m": {"id": "m", "v": 1}}
+    sent: list[BatchMessage] = []
+    # Stand-ins for rendered items: the batcher passes them on without reading them.
+    versions: dict[str, Any] = {"m": {"id": "m", "v": 1}}
     scheduler = ManualScheduler()
     batcher = OpBatcher(sent.append, versions.get, interval=0.03, clock=scheduler.clock,
                         schedule=scheduler)
@@ -162,12 +165,17 @@ def test_batcher_merges_text_numbers_batches_and_renders_items_when_sent() -> No
     assert len(sent) == 2 and batcher.seq == 2
 
 
-def manual_batcher(interval: float = 0.02) -> tuple[OpBatcher, list[dict[str, Any]],
+def manual_batcher(interval: float = 0.02) -> tuple[OpBatcher, list[Mapping[str, Any]],
                                                    ManualScheduler]:
-    """An OpBatcher on manual time; any item it renders is a tool card."""
-    sent: list[dict[str, Any]] = []
+    """An OpBatcher on manual time; any item it renders is a tool card. The batches it
+    sends are read as the view gets them, as JSON."""
+    sent: list[Mapping[str, Any]] = []
     scheduler = ManualScheduler()
-    batcher = OpBatcher(sent.append, lambda _id: {"id": _id, "role": "tool"},
+
+    def render(item_id: str) -> Any:  # a stand-in item, passed on without being read
+        return {"id": item_id, "role": "tool"}
+
+    batcher = OpBatcher(sent.append, render,
                         interval=interval, clock=scheduler.clock, schedule=scheduler)
     return batcher, sent, scheduler
 
@@ -449,6 +457,7 @@ async def test_a_view_that_joins_mid_stream_syncs_the_partial_answer(
                                           for op in b["ops"]))
     snapshot = chat._sync({})
     assert snapshot["seq"] == batches(sent)[-1]["seq"]
+    assert snapshot["live"] is not None
     assert snapshot["live"]["text"] == "Partial"
     assert snapshot["live"]["thinking"] == "Hmm." and snapshot["live"]["thinking_open"] is False
     assert snapshot["running"] is True
@@ -637,7 +646,7 @@ def test_older_pages_load_by_index(tmp_path: Any) -> None:
     assert [m["text"] for m in page["messages"]][:2] == ["q10", "a10"]
     assert len(page["messages"]) == 50 and page["has_older"] is True
     with pytest.raises(RequestError):
-        chat._older({"before": "x"})
+        chat._older({"before": "x"})  # type: ignore[typeddict-item]  # not an index, on purpose
 
 
 async def test_fallbacks_and_repr() -> None:
@@ -658,7 +667,9 @@ def test_an_empty_chat_says_how_to_open_it_where_the_chat_will_be() -> None:
     assert "Run this cell to open the chat with helper." in data["text/html"]
     assert data["text/plain"] == "Run this cell to open the chat with helper."
     assert "ChatView(" not in data["text/html"]
-    view, _ = chat._repr_mimebundle_()
+    bundle = chat._repr_mimebundle_()
+    assert bundle is not None
+    view, _ = bundle
     # Beside the widget view, one line: what a page that cannot draw the view shows.
     assert view["text/plain"] == "Run this cell to open the chat with helper."
     chat.lang = "zh-CN"

@@ -21,6 +21,7 @@ from neta_nb import (
     ToolCatalog,
 )
 from neta_nb.events import ToolCallEvent, ToolResultEvent
+from neta_nb.messages import FileTextPart
 from neta_nb.widgets import ChatView, ToolCard
 from neta_nb.widgets.rich_static import THUMBNAIL_BUDGET
 
@@ -41,7 +42,8 @@ def _send(chat: ChatView, sent: SentMessages, text: str, files: list[tuple[str, 
     content = {"kind": "command", "id": request_id, "command": {
         "type": "send", "text": text,
         "attachments": [{"name": n, "media_type": t, "size": len(b)} for n, t, b in files]}}
-    chat._on_custom_message(chat, content, [memoryview(b) for _, _, b in files])
+    buffers = [memoryview(b) for _, _, b in files]  # as ipywidgets hands them over
+    chat._on_custom_message(chat, content, buffers)  # type: ignore[arg-type]  # annotated bytes
     return next(m for m in sent.of_kind("reply") if m["id"] == request_id)
 
 
@@ -58,7 +60,9 @@ async def test_buffers_become_attachments_of_the_prompt(sent: SentMessages) -> N
     user = session.messages[0]
     assert [(p.type, getattr(p, "name", None)) for p in user.parts] == [
         ("text", None), ("image", "chart.png"), ("file_text", "notes.md")]
-    assert user.parts[2].media_type == "text/markdown"  # typed by its name
+    file_part = user.parts[2]
+    assert isinstance(file_part, FileTextPart)
+    assert file_part.media_type == "text/markdown"  # typed by its name
     item = next(i for i in chat.messages if i["role"] == "user")
     assert [(a["name"], a["media_type"]) for a in item["attachments"]] == [
         ("chart.png", "image/png"), ("notes.md", "text/markdown")]

@@ -175,6 +175,7 @@ async def test_switching_away_and_back_while_the_store_is_behind_keeps_every_mes
         sidebar.new_chat()
         # Back to it: the session still saving in this kernel is the one shown again.
         assert sidebar.open_session(session.id) is session
+        assert chat.session is not None
         assert [m.text for m in chat.session.messages] == ["Say hello", "# Hello\n\n**there**"]
     finally:
         other.execute("COMMIT")

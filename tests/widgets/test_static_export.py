@@ -25,7 +25,7 @@ CELLS = [
 
 @pytest.fixture(scope="module")
 def executed() -> nbformat.NotebookNode:
-    notebook = nbformat.v4.new_notebook()
+    notebook: nbformat.NotebookNode = nbformat.v4.new_notebook()
     notebook.cells = [nbformat.v4.new_code_cell(source) for source in CELLS]
     # JupyterLab does not save widget state by default, and GitHub never renders it: the
     # exported notebook then has only the static fallbacks to show.

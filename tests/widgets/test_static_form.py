@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import ipywidgets
+import ipywidgets  # type: ignore[import-untyped]  # no stubs or py.typed (as in neta_nb)
 import pytest
 
 from neta_nb.widgets import TodoCard, ToolCard

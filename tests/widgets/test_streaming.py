@@ -191,9 +191,13 @@ def test_late_timers_do_not_stretch_the_text_wait() -> None:
     sent: list[tuple[int, str]] = []
     clock = ManualClock()
     timers: list[tuple[float, Callable[[], None]]] = []
+
+    def schedule(delay: float, callback: Callable[[], None]) -> _Handle:
+        timers.append((delay, callback))
+        return _Handle()
+
     batcher = DeltaBatcher(lambda seq, text: sent.append((seq, text)), interval=0.1,
-                           clock=clock, schedule=lambda delay, callback: timers.append(
-                               (delay, callback)) or _Handle())
+                           clock=clock, schedule=schedule)
     batcher.push("a")
     batcher.push("b")
     while not sent[1:] and timers:

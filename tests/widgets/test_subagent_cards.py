@@ -13,12 +13,14 @@ the stored ``SubagentRun`` are the contract both halves share.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
 
 from neta_nb import Agent, AgentSession, AgentToolConfig, SessionStore, ToolCatalog
 from neta_nb.events import (
+    Event,
     SubagentEndEvent,
     SubagentEvent,
     SubagentStartEvent,
@@ -31,12 +33,14 @@ from neta_nb.widgets import ChatView, SubagentCard
 from neta_nb.widgets.base import RequestError
 from neta_nb.widgets.chat.batcher import OpBatcher
 from neta_nb.widgets.chat.render import render_message
+from neta_nb.widgets.chat.wire import BatchMessage, ChatItem
 from neta_nb.widgets.state_bounds import SUBAGENT_BYTES, SUBAGENT_ITEMS, item_bytes
 
 from ..support.crew import (
     ChildHistory,
     ChildScript,
     CrewStandIn,
+    Step,
     approval_steps,
     complete_stream,
     plan,
@@ -77,9 +81,18 @@ def card_of(items: list[Any], call_id: str) -> dict[str, Any]:
     raise AssertionError(f"no card {call_id}")
 
 
+def transcript(part: Mapping[str, Any]) -> list[ChatItem]:
+    """A sub-agent part's messages, there whenever the part is whole (``None`` only in a
+    streamed update)."""
+    messages: list[ChatItem] | None = part["messages"]
+    assert messages is not None, "no transcript in this part"
+    return messages
+
+
 def test_nested_ops_merge_per_transcript_and_render_nested_items_when_sent() -> None:
-    sent: list[dict[str, Any]] = []
-    nested = {(("d1",), "m"): {"id": "m", "v": 1}}
+    sent: list[BatchMessage] = []
+    # Stand-ins for rendered items: the batcher passes them on without reading them.
+    nested: dict[tuple[tuple[str, ...], str], Any] = {(("d1",), "m"): {"id": "m", "v": 1}}
     scheduler = ManualScheduler()
     batcher = OpBatcher(sent.append, lambda _id: None,
                         nested_source=lambda path, item_id: nested.get((path, item_id)),
@@ -156,12 +169,13 @@ async def test_a_view_resynced_mid_child_gets_the_childs_state(sent: SentMessage
         await go_on.wait()
         go_on.clear()
 
-    steps = [plan(0, 2),
-             ToolCallEvent(id="c1", name="web_search", label="Web search", args={"q": "x"}),
-             lambda: pause(at_tool),
-             ToolResultEvent(id="c1", name="web_search", result="3 results"), plan(1, 2),
-             usage(300, 40, 1), TokenEvent(text="Found "), TokenEvent(text="three"),
-             lambda: pause(at_text), TokenEvent(text=" sources.")]
+    steps: list[Step] = [
+        plan(0, 2),
+        ToolCallEvent(id="c1", name="web_search", label="Web search", args={"q": "x"}),
+        lambda: pause(at_tool),
+        ToolResultEvent(id="c1", name="web_search", result="3 results"), plan(1, 2),
+        usage(300, 40, 1), TokenEvent(text="Found "), TokenEvent(text="three"),
+        lambda: pause(at_text), TokenEvent(text=" sources.")]
     session, _ = crew_session({"researcher": ChildScript(steps)})
     chat = ChatView(session)
     task = session.start("Plan it")
@@ -235,7 +249,7 @@ async def test_a_childs_approval_request_is_labelled_with_its_name(sent: SentMes
 
 
 async def test_a_grandchild_nests_inside_its_parents_card(sent: SentMessages) -> None:
-    grandchild = [TokenEvent(text="deep answer"), usage(5, 2, 1)]
+    grandchild: list[Event] = [TokenEvent(text="deep answer"), usage(5, 2, 1)]
     steps: list[Any] = [
         ToolCallEvent(id="g1", name="delegate", label="Delegate",
                       args={"agent": "checker", "task": "Check"}),
@@ -273,7 +287,8 @@ async def test_a_long_child_keeps_its_newest_steps_in_state(sent: SentMessages) 
     whole = chat._full_text({"message_id": first_kept, "field": "text", "path": ["d1"]})
     assert whole["text"].startswith("step ") and len(whole["text"]) > 2000
     with pytest.raises(RequestError):
-        chat._full_text({"message_id": first_kept, "field": "text", "path": "d1"})
+        chat._full_text({"message_id": first_kept, "field": "text",  # a bad path on purpose
+                         "path": "d1"})  # type: ignore[typeddict-item]
 
 
 async def test_the_static_forms_mention_the_sub_agent_runs(sent: SentMessages) -> None:
@@ -370,7 +385,7 @@ async def test_subagent_card_follows_its_run_and_stops_it(sent: SentMessages) ->
     snapshot = card._sync({})
     assert snapshot["part"]["activity"] is None and snapshot["part"]["plan"] == {
         "done": 1, "total": 2}
-    assert [c["name"] for c in snapshot["part"]["messages"][0]["cards"]] == ["web_search"]
+    assert [c["name"] for c in transcript(snapshot["part"])[0]["cards"]] == ["web_search"]
     assert card.part["messages"] is None  # mid-run: the transcript travels in batches
     card._stop_request({})
     assert stopped == [True]
@@ -382,7 +397,7 @@ async def test_subagent_card_follows_its_run_and_stops_it(sent: SentMessages) ->
         card.apply(SubagentEvent(id="d1", event=event))
     card.apply(SubagentEndEvent(id="d1", agent="researcher", status="done", result="ok"))
     assert card.part["status"] == "done" and card.status == "done"
-    assert card.part["messages"][-1]["text"] == "Found **three** sources."
+    assert transcript(card.part)[-1]["text"] == "Found **three** sources."
     assert {tuple(op["path"]) for op in ops_of(sent) if "path" in op} == {("d1",)}
     with pytest.raises(RequestError, match="not running"):
         card._stop_request({})
@@ -500,5 +515,5 @@ async def test_a_call_id_used_again_in_a_later_turn_keeps_each_card_its_own_chil
     await session.run("again")
     cards = [card["subagent"] for item in chat._sync({})["messages"]
              for card in item.get("cards") or [] if card.get("subagent")]
-    assert [(c["task"], c["messages"][-1]["text"]) for c in cards] == [
+    assert [(c["task"], transcript(c)[-1]["text"]) for c in cards] == [
         ("first", "first answer"), ("second", "second answer")]

@@ -20,9 +20,10 @@ from neta_nb.widgets.cards.token_stats import (
     reported_share,
 )
 
-EVENT = {"current": {"input_tokens": 1234, "output_tokens": 340, "total_tokens": 1574,
-                     "api_calls": 3},
-         "context": {"used_tokens": 64000, "max_tokens": 200000, "percent": 32.0}}
+EVENT: dict[str, dict[str, float]] = {
+    "current": {"input_tokens": 1234, "output_tokens": 340, "total_tokens": 1574,
+                "api_calls": 3},
+    "context": {"used_tokens": 64000, "max_tokens": 200000, "percent": 32.0}}
 
 
 @pytest.mark.parametrize(("value", "text"), [

@@ -58,9 +58,9 @@ def ts_interfaces() -> dict[str, dict[str, bool]]:
     for name, bases in parents.items():
         for base in bases:
             pick = _PICK.fullmatch(base)
-            source = pick.group(1) if pick else base.split("<")[0]
+            parent = pick.group(1) if pick else base.split("<")[0]
             picked = set(re.findall(r'"(\w+)"', pick.group(2))) if pick else None
-            for field, optional in found.get(source, {}).items():
+            for field, optional in found.get(parent, {}).items():
                 if picked is None or field in picked:
                     found[name].setdefault(field, optional)
     return found
