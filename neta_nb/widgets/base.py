@@ -317,7 +317,8 @@ class NetaWidget(anywidget.AnyWidget):
             return
         self._kernel_thread = threading.get_ident()
 
-    def _on_custom_message(self, widget: object, content: Any, buffers: Sequence[bytes]) -> None:
+    def _on_custom_message(self, widget: object, content: Any,
+                           buffers: Sequence[bytes | memoryview]) -> None:
         # JupyterLab may deliver widget messages on a kernel *subshell* (ipykernel 7 runs
         # each subshell in a thread of its own, with its own event loop). Sessions, their
         # approval futures and their tasks live on the kernel's main loop and are not

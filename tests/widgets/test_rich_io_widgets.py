@@ -43,7 +43,7 @@ def _send(chat: ChatView, sent: SentMessages, text: str, files: list[tuple[str, 
         "type": "send", "text": text,
         "attachments": [{"name": n, "media_type": t, "size": len(b)} for n, t, b in files]}}
     buffers = [memoryview(b) for _, _, b in files]  # as ipywidgets hands them over
-    chat._on_custom_message(chat, content, buffers)  # type: ignore[arg-type]  # annotated bytes
+    chat._on_custom_message(chat, content, buffers)
     return next(m for m in sent.of_kind("reply") if m["id"] == request_id)
 
 

@@ -91,10 +91,14 @@ class OpBatcher(FrameThrottle):
         """Stop remembering what was sent (a new turn or a new session), except the
         top-level item ``keep``: the message a new turn redraws first (the last answer),
         which is not sent again unless it changed."""
-        kept = self._sent_items.get(((), keep)) if keep is not None else None
+        if keep is None:
+            self._sent_items.clear()
+            return
+        key: tuple[tuple[str, ...], str] = ((), keep)
+        kept = self._sent_items.get(key)
         self._sent_items.clear()
         if kept is not None:
-            self._sent_items[((), keep)] = kept  # type: ignore[index]
+            self._sent_items[key] = kept
 
     def remember_item(self, item: ChatItem) -> None:
         """Count the top-level ``item`` as sent: the views drew it from the state."""
