@@ -14,9 +14,9 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from .base import Tool, ToolVisibility
+from .displayable import Display, render
 
 if TYPE_CHECKING:
-    from .display import Display
     from .mcp import MCPToolServer
 
 __all__ = ["SEED_CATEGORIES", "ToolCatalog"]
@@ -314,9 +314,7 @@ class ToolCatalog:
     def display(self, lang: str = "en") -> Display:
         """Every tool by category (label, name, core, global state, needs, description)
         as a table (HTML and markdown)."""
-        from .display import render_catalog
-
-        return render_catalog(self, lang)
+        return render(self, lang)
 
     def _repr_html_(self) -> str:
         return self.display().html

@@ -20,16 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
 from pydantic.alias_generators import to_camel
 
 from ..labels import Notice
 from .catalog import ToolCatalog
-
-if TYPE_CHECKING:
-    from .display import Display
+from .displayable import Display, render
 
 __all__ = ["AgentToolConfig", "LoadReport", "ToolConfigError"]
 
@@ -213,9 +211,7 @@ class AgentToolConfig(BaseModel):
     # --- displays -------------------------------------------------------------------------
     def display(self, lang: str = "en") -> Display:
         """The config's fields and load notes as a table (HTML and markdown)."""
-        from .display import render_config
-
-        return render_config(self, lang)
+        return render(self, lang)
 
     def _repr_html_(self) -> str:
         return self.display().html
@@ -276,9 +272,7 @@ class LoadReport:
         return self.config.dump()
 
     def display(self, lang: str = "en") -> Display:
-        from .display import render_load_report
-
-        return render_load_report(self, lang)
+        return render(self, lang)
 
     def _repr_html_(self) -> str:
         return self.display().html

@@ -20,40 +20,22 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..labels import LABELS, Notice, t
 from ..markup import markdown_cell
 from .base import Tool
+from .catalog import ToolCatalog
+from .config import AgentToolConfig, LoadReport
+from .displayable import Display, renders
+from .resolution_steps import ResolutionDiff, ResolutionSteps
+from .resolver import ToolResolution
 
 if TYPE_CHECKING:
-    from .catalog import ToolCatalog
-    from .config import AgentToolConfig, LoadReport
-    from .resolution_steps import ResolutionDiff, ResolutionSteps
-    from .resolver import ToolResolution, ToolState
+    from .resolver import ToolState
 
 __all__ = ["Display", "render_catalog", "render_config", "render_diff", "render_load_report",
            "render_resolution", "render_steps"]
-
-
-@dataclass(frozen=True)
-class Display:
-    """A rendered display: Jupyter shows ``html`` (or ``markdown`` where HTML is not
-    rendered); ``text`` is the one-line summary ``repr`` shows."""
-
-    html: str
-    markdown: str
-    text: str
-
-    def _repr_html_(self) -> str:
-        return self.html
-
-    def _repr_markdown_(self) -> str:
-        return self.markdown
-
-    def __repr__(self) -> str:
-        return self.text
 
 
 # --- shared pieces ----------------------------------------------------------------------
@@ -172,6 +154,7 @@ def _notes(unknown: Sequence[str], warnings: Sequence[Notice], lang: str) -> tup
 
 # --- a resolution -------------------------------------------------------------------------
 
+@renders(ToolResolution)
 def render_resolution(resolution: ToolResolution, lang: str = "en") -> Display:
     """Every catalog tool, grouped by category in the panel's order: mark, label, name,
     state and why it is not available."""
@@ -221,6 +204,7 @@ def _step_title(rule: str, applies: bool, lang: str) -> str:
     return t(f"step_{rule}", lang)
 
 
+@renders(ResolutionSteps)
 def render_steps(steps: ResolutionSteps, lang: str = "en") -> Display:
     """A compact trace: one row per rule with what it added, removed or kept out."""
     head = [t("display_column_step", lang), t("display_column_added", lang),
@@ -275,6 +259,7 @@ def _why_html(names: Sequence[str], reasons: Mapping[str, Notice], lang: str) ->
 
 # --- a what-if diff -----------------------------------------------------------------------
 
+@renders(ResolutionDiff)
 def render_diff(diff: ResolutionDiff, lang: str = "en") -> Display:
     """One row per tool that differs: the change, then state (and reason) before and after."""
     title = t("diff_title", lang)
@@ -320,6 +305,7 @@ def _config_rows(config: AgentToolConfig, lang: str) -> list[tuple[str, str, str
     ]
 
 
+@renders(AgentToolConfig)
 def render_config(config: AgentToolConfig, lang: str = "en") -> Display:
     """The three fields as stored (seed §5.1) and what loading had to work around."""
     rows = _config_rows(config, lang)
@@ -332,6 +318,7 @@ def render_config(config: AgentToolConfig, lang: str = "en") -> Display:
     return Display(_box(_e(title), body + notes_html), markdown, repr(config))
 
 
+@renders(ToolCatalog)
 def render_catalog(catalog: ToolCatalog, lang: str = "en") -> Display:
     """Every tool by category: label, name, core, global state, needs, description."""
     tools = catalog.ordered()
@@ -373,6 +360,7 @@ def render_catalog(catalog: ToolCatalog, lang: str = "en") -> Display:
                    repr(catalog))
 
 
+@renders(LoadReport)
 def render_load_report(report: LoadReport, lang: str = "en") -> Display:
     """Before (the legacy toolsets and disabled list) and after (the new shape), with the
     tools each toolset brought in and the notes."""

@@ -7,9 +7,10 @@ has an answer a user can follow; :meth:`ToolResolution.diff
 scene, one tool toggled, a legacy config migrated) by comparing two resolutions.
 
 Neither is on the runtime's path: ``resolve_tools`` keeps only its inputs, and a trace is
-computed the first time someone asks for it. The trace applies the rules literally, step
-by step, and is therefore a second, independent statement of what ``resolve_tools`` does
-with set algebra; the tests hold the two to the same final set.
+computed the first time someone asks for it. The trace applies rules 1–4 literally, step
+by step (``resolve_tools`` does them with set algebra; the tests hold the two to the same
+final set), and rule 5 and the reasons through the same functions as the resolver
+(:mod:`neta_nb.tools.rules`).
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, overload
 
 from ..labels import Notice
+from .displayable import Display, render
+from .rules import REASON_AGENT_DISABLED, filter_by_model
 
 if TYPE_CHECKING:
-    from .display import Display
     from .resolver import ToolResolution, ToolState, _CatalogIndex
 
 __all__ = ["ChangeKind", "ResolutionDiff", "ResolutionStep", "ResolutionSteps", "StepRule",
@@ -91,9 +93,7 @@ class ResolutionSteps(Sequence[ResolutionStep]):
         return list(self.steps[-1].names) if self.steps else []
 
     def display(self, lang: str = "en") -> Display:
-        from .display import render_steps
-
-        return render_steps(self, lang)
+        return render(self, lang)
 
     def _repr_html_(self) -> str:
         return self.display().html
@@ -116,8 +116,6 @@ def trace(index: _CatalogIndex, inherit: bool, enabled: set[str], disabled: set[
           capabilities: frozenset[str] | None, scene: str | None,
           model: str | None, delegates: bool | None = None) -> ResolutionSteps:
     """Apply the five rules one after the other, recording each step."""
-    from .resolver import REASON_AGENT_DISABLED, _filter
-
     position = index.position
     ordered = list(index.tools)
     pool = index.switchable
@@ -170,7 +168,7 @@ def trace(index: _CatalogIndex, inherit: bool, enabled: set[str], disabled: set[
     before = in_final_order(current)
     filtering = capabilities is not None or scene is not None or delegates is False
     if index.restricted and filtering:
-        kept = _filter([index.tools[name] for name in before], index.restricted, reasons,
+        kept = filter_by_model([index.tools[name] for name in before], index.restricted, reasons,
                        capabilities, scene, model, delegates)
         after = tuple(item.name for item in kept)
     else:
@@ -240,9 +238,7 @@ class ResolutionDiff:
         return iter(self.changes)
 
     def display(self, lang: str = "en") -> Display:
-        from .display import render_diff
-
-        return render_diff(self, lang)
+        return render(self, lang)
 
     def _repr_html_(self) -> str:
         return self.display().html

@@ -27,17 +27,22 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property, partial
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from ..labels import Notice, t
 from ..messages import ToolDefinition
 from .base import Tool
 from .catalog import ToolCatalog
 from .config import AgentToolConfig
-
-if TYPE_CHECKING:
-    from .display import Display
-    from .resolution_steps import ResolutionDiff, ResolutionSteps
+from .displayable import Display, render
+from .resolution_steps import ResolutionDiff, ResolutionSteps, diff_resolutions, trace
+from .rules import (
+    REASON_AGENT_DISABLED,
+    REASON_CORE_NOT_INHERITED,
+    REASON_GLOBALLY_DISABLED,
+    REASON_NOT_ENABLED,
+    filter_by_model,
+)
 
 __all__ = ["ToolResolution", "ToolState", "resolve_tools"]
 
@@ -56,13 +61,6 @@ class ToolState(StrEnum):
     AVAILABLE = "available"
     """Off for this agent, with no override: it can be switched on."""
 
-
-# Shared by every resolution: the reasons that need no parameters are made once.
-REASON_GLOBALLY_DISABLED = Notice("globally_disabled")
-REASON_AGENT_DISABLED = Notice("agent_disabled")
-REASON_NOT_ENABLED = Notice("not_enabled")
-REASON_CORE_NOT_INHERITED = Notice("core_not_inherited")
-REASON_NO_SUBAGENTS = Notice("no_subagents")
 
 _ON_STATES = (ToolState.DEFAULT_ENABLED, ToolState.AGENT_ENABLED)
 
@@ -165,8 +163,6 @@ class ToolResolution:
         """The seed's fixed order (§6) as data: globally enabled → + core (if inherited) →
         + enabled → − disabled → capability/scene filter, each step with the names it
         added and removed and the set after it. Computed on first access."""
-        from .resolution_steps import ResolutionSteps, trace
-
         if self._inputs is None:
             return ResolutionSteps(())
         inputs = self._inputs
@@ -192,8 +188,6 @@ class ToolResolution:
     def diff(self, other: ToolResolution) -> ResolutionDiff:
         """What changes from this resolution to ``other``: tools added, removed, and every
         tool whose state changed (old → new, with reasons)."""
-        from .resolution_steps import diff_resolutions
-
         return diff_resolutions(self, other)
 
     @property
@@ -205,9 +199,7 @@ class ToolResolution:
 
     def display(self, lang: str = "en") -> Display:
         """The resolution as a table (HTML and markdown), in ``lang``."""
-        from .display import render_resolution
-
-        return render_resolution(self, lang)
+        return render(self, lang)
 
     def _repr_html_(self) -> str:
         return self.display().html
@@ -262,8 +254,8 @@ def resolve_tools(catalog: ToolCatalog, config: AgentToolConfig, *,
     capabilities = None if model_capabilities is None else frozenset(model_capabilities)
     if index.restricted and (capabilities is not None or scene is not None
                              or delegates is False):
-        final = _filter(final, index.restricted, reasons, capabilities, scene, model or None,
-                        delegates)
+        final = filter_by_model(final, index.restricted, reasons, capabilities, scene,
+                                model or None, delegates)
 
     # A snapshot of the config, so later edits cannot change this resolution's report.
     diagnose = partial(_check_config, index, list(config.enabled), list(config.disabled),
@@ -272,37 +264,6 @@ def resolve_tools(catalog: ToolCatalog, config: AgentToolConfig, *,
                      delegates)
     return ToolResolution(tools=final, states=states, reasons=reasons, _diagnose=diagnose,
                           _inputs=inputs)
-
-
-def _filter(tools: list[Tool], restricted: frozenset[str], reasons: dict[str, Notice],
-            capabilities: frozenset[str] | None, scene: str | None,
-            model: str | None, delegates: bool | None = None) -> list[Tool]:
-    """Rule 5: drop tools the model's capabilities or the scene rule out — or, for an
-    agent that cannot delegate, the tools that need sub-agents — with a reason."""
-    kept: list[Tool] = []
-    # One notice per distinct reason, shared by the tools it applies to.
-    capability_reasons: dict[frozenset[str], Notice] = {}
-    scene_reason: Notice | None = None
-    for item in tools:
-        if item.name in restricted:
-            if capabilities is not None and not item.capabilities <= capabilities:
-                missing = item.capabilities - capabilities
-                reason = capability_reasons.get(missing)
-                if reason is None:
-                    reason = capability_reasons[missing] = Notice(
-                        "needs_capability", capabilities=sorted(missing), model=model)
-                reasons[item.name] = reason
-                continue
-            if scene is not None and item.scenes is not None and scene not in item.scenes:
-                if scene_reason is None:
-                    scene_reason = Notice("scene", scene=scene)
-                reasons[item.name] = scene_reason
-                continue
-            if delegates is False and item.needs_subagents:
-                reasons[item.name] = REASON_NO_SUBAGENTS
-                continue
-        kept.append(item)
-    return kept
 
 
 @dataclass(frozen=True)
