@@ -81,8 +81,14 @@ def stuck_skill(ctx: ToolContext) -> str:
 async def waiting_skill() -> str:
     """Lets the stuck thread report while this call (with the same id) runs."""
     release.set()
-    await asyncio.get_running_loop().run_in_executor(None, reported.wait, 10)
-    await asyncio.sleep(0.05)  # the late report, handed to the loop, is delivered first
+    loop = asyncio.get_running_loop()
+    await loop.run_in_executor(None, reported.wait, 10)
+    # The late report was handed to the loop (call_soon_threadsafe) before `reported` was
+    # set, so it is ahead of this callback in the loop's queue: once this one has run, the
+    # report has been delivered, while this call (with the same id) is still running.
+    behind_the_report: asyncio.Future[None] = loop.create_future()
+    loop.call_soon(behind_the_report.set_result, None)
+    await behind_the_report
     return "done"
 
 

@@ -13,7 +13,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
-import time
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,10 +23,11 @@ from neta_nb import AgentSession, SessionStore
 from neta_nb.events import DoneEvent, TokenEvent, WarningEvent
 from neta_nb.messages import Message
 from neta_nb.providers.base import TextDelta
+from neta_nb.store.records import SessionRecord
 from neta_nb.store.writer import StoreFailure, StoreWriter, Write
 
 from ..support.sessions import answer, make_session
-from ..support.timing import poll_until, wait_until
+from ..support.timing import finishes_in_thread, poll_until, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -38,32 +39,6 @@ def stored_texts(db: Path, session_id: str) -> list[tuple[str, str]]:
         return [(m.role, m.text) for m in store.load_messages(session_id)]
     finally:
         store.close()
-
-
-class Ticker:
-    """A task on the loop that notes the longest gap between its wake-ups: what a widget,
-    a Stop click or any other cell would wait."""
-
-    def __init__(self) -> None:
-        self.longest = 0.0
-        self._task: asyncio.Task[None] | None = None
-
-    async def _run(self) -> None:
-        last = time.monotonic()
-        while True:
-            await asyncio.sleep(0.005)
-            now = time.monotonic()
-            self.longest = max(self.longest, now - last)
-            last = now
-
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run())
-
-    async def stop(self) -> None:
-        assert self._task is not None
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
 
 
 @contextlib.contextmanager
@@ -79,10 +54,87 @@ def write_lock_held(db: Path) -> Iterator[sqlite3.Connection]:
         other.close()
 
 
+class LockHolder:
+    """Another program holding the write lock, from a thread of its own, until the test
+    lets go — or by itself after ``guard`` seconds: an event loop stuck waiting on the lock
+    (a write made on it, with the busy timeouts unbounded) then gets going again, and the
+    test fails seeing the lock gone instead of hanging for ever."""
+
+    def __init__(self, db: Path, guard: float) -> None:
+        self._taken, self._let_go = threading.Event(), threading.Event()
+        self.gave_up = False
+        """The guard ran out: the holder let go by itself."""
+        self._gone = False
+        self._thread = threading.Thread(target=self._hold, args=(db, guard), daemon=True,
+                                        name="another program holding the lock")
+
+    @property
+    def held(self) -> bool:
+        """Still held: the test has not let go, nor has the guard run out."""
+        return self._taken.is_set() and not (self.gave_up or self._gone)
+
+    def _hold(self, db: Path, guard: float) -> None:
+        other = sqlite3.connect(db, isolation_level=None)
+        try:
+            other.execute("BEGIN IMMEDIATE")
+            self._taken.set()
+            # Said before the lock goes, so whatever waited on it sees it.
+            self.gave_up = not self._let_go.wait(guard)
+            other.execute("COMMIT")
+        finally:
+            self._gone = True
+            other.close()
+
+    def start(self) -> None:
+        self._thread.start()
+        assert self._taken.wait(10), "could not take the write lock"
+
+    def let_go(self) -> None:
+        self._let_go.set()
+        self._thread.join(10)
+
+
+@contextlib.contextmanager
+def write_lock_held_by_a_thread(db: Path, guard: float = 30.0) -> Iterator[LockHolder]:
+    """:func:`write_lock_held` for a test whose event loop must go on while it is held:
+    ``holder.held`` says whether it still is."""
+    holder = LockHolder(db, guard)
+    holder.start()
+    try:
+        yield holder
+    finally:
+        holder.let_go()
+
+
+HOURS = 3600.0
+
+
+def unbounded_store_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every wait of the store for another program's lock, or of a read for this process's
+    pending writes, lasts hours (set before the store is made: its connection takes the
+    busy timeout when it opens). A call that waited on the lock could then only end once
+    the test lets go of it: one that ends while the lock is still held did not wait —
+    whatever the machine's speed. The session writer's own attempts keep their short
+    timeout: it is off the caller's thread, and says promptly that it is behind."""
+    import neta_nb.runtime.resume
+    import neta_nb.store.session_writes
+    import neta_nb.store.sqlite
+    import neta_nb.store.writer
+
+    monkeypatch.setattr(neta_nb.store.sqlite, "BUSY_TIMEOUT_MS", int(HOURS * 1000))
+    monkeypatch.setattr(neta_nb.store.session_writes, "LOAD_FLUSH_LIMIT", HOURS)
+    monkeypatch.setattr(neta_nb.runtime.resume, "LOAD_FLUSH_LIMIT", HOURS)
+    monkeypatch.setattr(neta_nb.store.writer, "SETTLE_LIMIT", HOURS)
+
+
 # --- another connection holds the lock ------------------------------------------------
 
 async def test_a_locked_store_never_stalls_the_loop_nor_stop_and_loses_nothing(
-        tmp_path: Path) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A write made on the event loop would now stop it (the stream, Stop) until the lock
+    # goes: each check below, made on the loop, passes only while the lock is still held.
+    # How long the loop stalls and Stop takes is measured by benchmarks/store_behind.py.
+    unbounded_store_waits(monkeypatch)
     db = tmp_path / "sessions.sqlite3"
     store = SessionStore(db)
     pace = asyncio.Event()
@@ -94,28 +146,25 @@ async def test_a_locked_store_never_stalls_the_loop_nor_stop_and_loses_nothing(
     session, recorder, _ = make_session([answer("first answer"), steps], store=store)
     await session.run("turn one")
 
-    ticker = Ticker()
-    ticker.start()
-    with write_lock_held(db):
+    def streamed() -> int:
+        return len(session.streaming_message.text) if session.streaming_message else 0
+
+    with write_lock_held_by_a_thread(db) as lock:
         task = session.start("turn two")
-        await wait_until(lambda: session.streaming_message is not None
-                         and len(session.streaming_message.text) > 200)
+        await wait_until(lambda: streamed() > 200)
         # The draft checkpoint and the user's prompt are queued behind the lock: the
         # session says so, and keeps streaming.
         await wait_until(lambda: any(isinstance(e, WarningEvent) for e in recorder.events))
-        await asyncio.sleep(1.0)  # stream on under the lock
-        clicked = time.monotonic()
+        shown = streamed()
+        await wait_until(lambda: streamed() > shown + 600)  # ~75 more deltas, and drafts
+        assert lock.held, "the turn streamed on only once the lock was gone"
         session.cancel()  # what Stop does
         await wait_until(lambda: any(isinstance(e, DoneEvent) for e in recorder.events[-3:]))
-        stop_took = time.monotonic() - clicked
+        assert lock.held, "Stop ended the turn only once the lock was gone"
         await task
-        await asyncio.sleep(3.0 - 1.0)  # the lock is held ~3 s in all
         assert session.store_failure is not None and session.store_failure.kind == "locked"
-    await ticker.stop()
-    # Generous bounds on a noisy 2-core machine; before, each write blocked the loop for
-    # the lock's whole 5 s timeout.
-    assert ticker.longest < 0.1, f"the loop stalled {ticker.longest * 1000:.0f} ms"
-    assert stop_took < 0.2, f"Stop took {stop_took * 1000:.0f} ms"
+        assert not session.flush(0)  # the turn's end is queued behind the lock
+        assert lock.held
 
     assert session.flush(10)
 
@@ -182,7 +231,7 @@ def test_writes_queued_behind_a_lock_are_stored_in_order_once_it_goes(tmp_path: 
 
 def test_a_newer_write_of_the_same_key_replaces_a_queued_one_only_at_the_tail(
         tmp_path: Path) -> None:
-    writer, _, db = _writer(tmp_path)
+    writer, heard, db = _writer(tmp_path)
     applied: list[str] = []
 
     def keyed(key: str, text: str) -> Write:
@@ -190,7 +239,7 @@ def test_a_newer_write_of_the_same_key_replaces_a_queued_one_only_at_the_tail(
 
     with write_lock_held(db):
         writer.submit(keyed("a", "a1"))  # the head: being attempted, never replaced
-        time.sleep(0.2)
+        poll_until(lambda: heard, 10, "the writer to attempt a1 and say it is behind")
         writer.submit(keyed("d", "d1"))
         writer.submit(keyed("d", "d2"))  # replaces d1 (right behind it, not started)
         writer.submit(keyed("a", "a2"))
@@ -328,9 +377,10 @@ async def test_a_full_disk_holds_writes_until_space_returns_then_all_are_stored_
 
 
 def test_reading_while_another_program_holds_the_lock_never_waits_on_it(
-        tmp_path: Path) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from neta_nb.store.process_owner import ProcessOwner
 
+    unbounded_store_waits(monkeypatch)
     db = tmp_path / "sessions.sqlite3"
     store = SessionStore(db)
     session, _, _ = make_session([], store=store)
@@ -339,16 +389,21 @@ def test_reading_while_another_program_holds_the_lock_never_waits_on_it(
     store.update_session(session.id, running=True,
                          owner=me.model_copy(update={"started": me.started - 3600}))
     assert session.flush(10)
-    with write_lock_held(db):
-        began = time.monotonic()
-        # The dead owner's turn is settled for the reader even though it cannot be
-        # written back now; resume reads only and queues its own writes.
+
+    def read_and_resume() -> tuple[SessionRecord, AgentSession]:
         (listed,) = store.list_sessions()
-        assert not listed.running and listed.owner_died
         resumed = AgentSession.resume(session.id, store=store, agent=session.agent,
                                       catalog=session.catalog)
+        return listed, resumed
+
+    with write_lock_held(db):
+        # The dead owner's turn is settled for the reader even though it cannot be
+        # written back now; resume reads only and queues its own writes. Any wait on the
+        # lock lasts hours here: both end while it is held, so neither waited on it.
+        listed, resumed = finishes_in_thread(read_and_resume, 60,
+                                             "the session list and resume under the lock")
+        assert not listed.running and listed.owner_died
         assert resumed.messages[-1].metadata.interrupted == "killed"
-        assert time.monotonic() - began < 2.0  # the lock's timeout is 5 s
         assert resumed.store_failure is None or resumed.store_failure.kind == "locked"
     assert resumed.flush(10)
     fresh = SessionStore(db)

@@ -1,14 +1,21 @@
 """Driving time in tests without sleeping: a manual clock and scheduler for the frame
-throttles, and :func:`wait_until` for async tests that wait for a condition."""
+throttles (and a loop facade on them for code that takes ``loop.call_later``),
+:func:`wait_until` for async tests that wait for a condition, and
+:func:`finishes_in_thread` for a call that must not wait on something the test holds."""
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
-__all__ = ["ManualClock", "ManualScheduler", "poll_until", "wait_until"]
+__all__ = ["ManualClock", "ManualLoop", "ManualScheduler", "finishes_in_thread", "poll_until",
+           "wait_until"]
+
+T = TypeVar("T")
 
 
 class ManualClock:
@@ -59,6 +66,27 @@ class ManualScheduler:
         self.clock.now = target
 
 
+@dataclass
+class ManualLoop:
+    """The part of an event loop a timer user calls (``call_later``, ``is_closed``), on a
+    :class:`ManualScheduler`: a grace period runs out when the test advances the
+    scheduler, never because the machine was slow (or fast)."""
+
+    scheduler: ManualScheduler = field(default_factory=ManualScheduler)
+
+    def call_later(self, delay: float, callback: Callable[..., object], *args: Any) -> _Timer:
+        def fire() -> None:
+            callback(*args)
+
+        return self.scheduler(delay, fire)
+
+    def is_closed(self) -> bool:
+        return False
+
+    def advance(self, seconds: float) -> None:
+        self.scheduler.advance(seconds)
+
+
 async def wait_until(predicate: Callable[[], object], within: float = 10.0,
                      interval: float = 0.002) -> None:
     """Let the event loop run until ``predicate()`` is true; fail after ``within``
@@ -81,3 +109,29 @@ def poll_until(predicate: Callable[[], object], within: float, what: str,
         if time.monotonic() > deadline:
             raise AssertionError(f"{what}: not within {within:.0f} s")
         time.sleep(interval)
+
+
+def finishes_in_thread(call: Callable[[], T], within: float, what: str) -> T:
+    """Run the blocking ``call`` in a worker thread; return its result (or raise its
+    exception) once it has ended. ``AssertionError`` naming ``what`` if it is still running
+    after ``within`` seconds: a bound against hanging for ever, not a measure — the test
+    makes whatever ``call`` must not wait for unbounded (a lock it holds, a timeout set to
+    hours), so ``call`` ending at all, while that still holds, proves it did not wait.
+    A thread left running ends by itself once the test lets go of what it held."""
+    outcome: list[Any] = []
+
+    def run() -> None:
+        try:
+            outcome.append((True, call()))
+        except BaseException as exc:  # handed to the caller
+            outcome.append((False, exc))
+
+    worker = threading.Thread(target=run, daemon=True, name=f"finishes_in_thread: {what}")
+    worker.start()
+    worker.join(within)
+    if worker.is_alive():
+        raise AssertionError(f"{what}: still waiting after {within:.0f} s")
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value  # type: ignore[no-any-return]

@@ -25,11 +25,12 @@ from neta_nb.widgets import ChatView
 from neta_nb.widgets.base import RequestError
 from neta_nb.widgets.chat.batcher import OpBatcher
 from neta_nb.widgets.chat.render import render_message, render_window
+from neta_nb.widgets.chat.view_presence import ViewPresence
 from neta_nb.widgets.chat.wire import BatchMessage
 from neta_nb.widgets.streaming import TEXT_BATCH_CHARS
 
 from ..support.sessions import FakeProvider, add, answer, calls, count_up
-from ..support.timing import ManualScheduler, wait_until
+from ..support.timing import ManualLoop, ManualScheduler, wait_until
 from .conftest import SentMessages
 
 ran: list[int] = []
@@ -568,19 +569,26 @@ async def test_an_open_view_keeps_an_approval_waiting_until_it_closes() -> None:
     session, _ = make_session([calls(("g1", "guarded", {"x": 1})), answer("ok"),
                                calls(("g2", "guarded", {"x": 2})), answer("no")],
                               approval_policy="allow")
-    chat = ChatView(session)
-    chat._presence.grace = 0.05
+    chat = ChatView()
+    # The grace period runs on a manual clock: it is over when the test says so.
+    loop = ManualLoop()
+    chat._presence = ViewPresence(lambda: loop)  # type: ignore[arg-type,return-value]
+    grace = chat._presence.grace
+    chat.bind(session)
     chat._view_opened({"view_id": "v1"})
     task = session.start("run it")
     await wait_until(lambda: bool(chat.approvals))
-    await asyncio.sleep(0.2)  # well past the grace period: an open view keeps it waiting
+    loop.advance(grace * 10)  # well past the grace period: an open view keeps it waiting
     assert not task.done() and chat.approvals
     chat._command({"command": {"type": "approve", "id": "g1", "decision": "reject"}})
     await task
-    assert ran == []
+    assert ran == []  # the policy ("allow") would have run it, had it decided meanwhile
     task = session.start("again")
     await wait_until(lambda: bool(chat.approvals))
-    chat._view_closed({"view_id": "v1"})  # the last view goes: the policy ("allow") decides
+    chat._view_closed({"view_id": "v1"})  # the last view goes: after the grace period,
+    loop.advance(grace / 2)               # the policy ("allow") decides
+    assert not task.done() and chat._presence.attached
+    loop.advance(grace)
     async with asyncio.timeout(5):
         await task
     assert ran == [2]
