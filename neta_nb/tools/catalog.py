@@ -14,7 +14,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from .base import Tool, ToolVisibility
-from .displayable import Display, render
+from .displayable import Displayable
 
 if TYPE_CHECKING:
     from .mcp import MCPToolServer
@@ -32,7 +32,7 @@ _SEED_RANK = {category: rank for rank, category in enumerate(SEED_CATEGORIES)}
 CatalogListener = Callable[["ToolCatalog"], None]
 
 
-class ToolCatalog:
+class ToolCatalog(Displayable):
     """The global tool set. Iterating yields tools in registration order; ``ordered()``
     yields them in display order (category, then name), the order the resolver uses."""
 
@@ -311,16 +311,6 @@ class ToolCatalog:
             listener(self)
 
     # --- displays -----------------------------------------------------------------------
-    def display(self, lang: str = "en") -> Display:
-        """Every tool by category (label, name, core, global state, needs, description)
-        as a table (HTML and markdown)."""
-        return render(self, lang)
-
-    def _repr_html_(self) -> str:
-        return self.display().html
-
-    def _repr_markdown_(self) -> str:
-        return self.display().markdown
 
     def __repr__(self) -> str:
         disabled = len(self._globally_disabled)

@@ -27,7 +27,7 @@ from pydantic.alias_generators import to_camel
 
 from ..labels import Notice
 from .catalog import ToolCatalog
-from .displayable import Display, render
+from .displayable import Displayable
 
 __all__ = ["AgentToolConfig", "LoadReport", "ToolConfigError"]
 
@@ -45,7 +45,7 @@ def _normalised(names: Iterable[str]) -> list[str]:
     return sorted(set(names))
 
 
-class AgentToolConfig(BaseModel):
+class AgentToolConfig(BaseModel, Displayable):
     """One agent's tool authorization. Mutate it through the methods (they notify
     subscribers, e.g. a config panel); direct assignment is validated but silent."""
 
@@ -209,15 +209,6 @@ class AgentToolConfig(BaseModel):
                 listener(self)
 
     # --- displays -------------------------------------------------------------------------
-    def display(self, lang: str = "en") -> Display:
-        """The config's fields and load notes as a table (HTML and markdown)."""
-        return render(self, lang)
-
-    def _repr_html_(self) -> str:
-        return self.display().html
-
-    def _repr_markdown_(self) -> str:
-        return self.display().markdown
 
     # --- value semantics ------------------------------------------------------------------
     def __eq__(self, other: object) -> bool:
@@ -243,7 +234,7 @@ class AgentToolConfig(BaseModel):
 
 
 @dataclass(frozen=True)
-class LoadReport:
+class LoadReport(Displayable):
     """What :meth:`AgentToolConfig.load_report` found and did (seed §5.3)."""
 
     config: AgentToolConfig
@@ -271,14 +262,6 @@ class LoadReport:
         """The new shape, as :meth:`AgentToolConfig.dump` writes it."""
         return self.config.dump()
 
-    def display(self, lang: str = "en") -> Display:
-        return render(self, lang)
-
-    def _repr_html_(self) -> str:
-        return self.display().html
-
-    def _repr_markdown_(self) -> str:
-        return self.display().markdown
 
     def __repr__(self) -> str:
         if not self.legacy:

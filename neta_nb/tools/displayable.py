@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-__all__ = ["Display", "render", "renders"]
+__all__ = ["Display", "Displayable", "render", "renders"]
 
 _T = TypeVar("_T")
 _RENDERERS: dict[type, Callable[[Any, str], Display]] = {}
@@ -52,3 +52,19 @@ def render(obj: object, lang: str = "en") -> Display:
             return renderer(obj, lang)
     raise LookupError(f"no display for {type(obj).__name__} (neta_nb.tools.display draws "
                       "the tool objects; it is imported with neta_nb.tools)")
+
+
+class Displayable:
+    """What a tool object shows in a notebook: ``display(lang)`` and the rich forms
+    Jupyter asks for (HTML, else markdown), all from the renderer registered for its
+    class."""
+
+    def display(self, lang: str = "en") -> Display:
+        """This object as a table (HTML and markdown), in ``lang``."""
+        return render(self, lang)
+
+    def _repr_html_(self) -> str:
+        return self.display().html
+
+    def _repr_markdown_(self) -> str:
+        return self.display().markdown

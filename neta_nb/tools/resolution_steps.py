@@ -22,7 +22,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, overload
 
 from ..labels import Notice
-from .displayable import Display, render
+from .displayable import Displayable
 from .rules import REASON_AGENT_DISABLED, filter_by_model
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ class ResolutionStep:
 
 
 @dataclass(frozen=True)
-class ResolutionSteps(Sequence[ResolutionStep]):
+class ResolutionSteps(Sequence[ResolutionStep], Displayable):
     """The steps of one resolution, in order; displayed as a compact trace."""
 
     steps: tuple[ResolutionStep, ...]
@@ -92,14 +92,6 @@ class ResolutionSteps(Sequence[ResolutionStep]):
         """The final tools (the last step's set)."""
         return list(self.steps[-1].names) if self.steps else []
 
-    def display(self, lang: str = "en") -> Display:
-        return render(self, lang)
-
-    def _repr_html_(self) -> str:
-        return self.display().html
-
-    def _repr_markdown_(self) -> str:
-        return self.display().markdown
 
     def __repr__(self) -> str:
         return "ResolutionSteps(" + " → ".join(
@@ -206,7 +198,7 @@ class ToolChange:
 
 
 @dataclass(frozen=True)
-class ResolutionDiff:
+class ResolutionDiff(Displayable):
     """What changes from one resolution to another, per tool, in display order."""
 
     changes: tuple[ToolChange, ...]
@@ -237,14 +229,6 @@ class ResolutionDiff:
     def __iter__(self) -> Iterator[ToolChange]:
         return iter(self.changes)
 
-    def display(self, lang: str = "en") -> Display:
-        return render(self, lang)
-
-    def _repr_html_(self) -> str:
-        return self.display().html
-
-    def _repr_markdown_(self) -> str:
-        return self.display().markdown
 
     def __repr__(self) -> str:
         changed = sum(1 for change in self.changes if change.kind is ChangeKind.STATE_CHANGED)

@@ -34,7 +34,7 @@ from ..messages import ToolDefinition
 from .base import Tool
 from .catalog import ToolCatalog
 from .config import AgentToolConfig
-from .displayable import Display, render
+from .displayable import Displayable
 from .resolution_steps import ResolutionDiff, ResolutionSteps, diff_resolutions, trace
 from .rules import (
     REASON_AGENT_DISABLED,
@@ -86,7 +86,7 @@ def continuing(text: str) -> str:
 
 
 @dataclass(frozen=True)
-class ToolResolution:
+class ToolResolution(Displayable):
     """The outcome of :func:`resolve_tools`."""
 
     tools: list[Tool]
@@ -197,15 +197,6 @@ class ToolResolution:
             return self._inputs.catalog_index.tools
         return {item.name: item for item in self.tools}
 
-    def display(self, lang: str = "en") -> Display:
-        """The resolution as a table (HTML and markdown), in ``lang``."""
-        return render(self, lang)
-
-    def _repr_html_(self) -> str:
-        return self.display().html
-
-    def _repr_markdown_(self) -> str:
-        return self.display().markdown
 
     def __repr__(self) -> str:
         return (f"ToolResolution({len(self.tools)} of {len(self.states)} tools: "

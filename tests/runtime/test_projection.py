@@ -7,16 +7,16 @@ session). And its running state, live response and approvals follow the turn."""
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from pathlib import Path
 from typing import Any
 
-from neta_nb import Agent, AgentSession, SessionStore, tool
+from neta_nb import Agent, AgentSession, SessionStore
 from neta_nb.messages import Message, Usage
 from neta_nb.providers.base import TextDelta
 from neta_nb.runtime.projection import ConversationProjection, NullSink
 
 from ..support.delegation import crew_catalog, delegations
+from ..support.mid_tools import copy_as_on_disk, start_until_mid_tools
 from ..support.sessions import (
     FakeProvider,
     Recorder,
@@ -117,34 +117,14 @@ async def test_a_turn_stopped_mid_answer(tmp_path: Path) -> None:
 
 async def test_a_turn_whose_process_died(tmp_path: Path) -> None:
     """What the events said until the process died is what its store holds."""
-    gate = asyncio.Event()
-    started = asyncio.Event()
-
-    @tool(core=True)
-    async def slow_job() -> str:
-        """Takes a while."""
-        started.set()
-        await gate.wait()
-        return "slow done"
-
-    db = tmp_path / "s.db"
-    store = SessionStore(db)
-    session, _, _ = make_session([calls(("a", "plus", {"a": 1, "b": 2}),
-                                        ("b", "slow_job", {}))],
-                                 extra=[slow_job], store=store)
-    events = Recorder(history=True)
-    session.subscribe(events)
-    task = session.start("go")
-    await asyncio.wait_for(started.wait(), 5)
-    await wait_until(lambda: any(m.role == "tool" for m in store.load_messages(session.id)))
+    mid = await start_until_mid_tools(tmp_path, history=True)
+    session, events, task = mid.session, mid.recorder, mid.task
     session.flush()
     # The process "dies" now. The events carry the session's own messages, which the
     # cancel below goes on to change: what they said is taken as of this moment.
     live = replay(events.events)
     at_death = dumps(live.messages)
-    copy = tmp_path / "killed.db"
-    with sqlite3.connect(db) as source, sqlite3.connect(copy) as target:
-        source.backup(target)
+    copy = copy_as_on_disk(mid.db, tmp_path / "killed.db")
     session.cancel()
     await asyncio.wait_for(task, 5)
 

@@ -5,16 +5,15 @@ did."""
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from pathlib import Path
 
-from neta_nb import AgentSession, SessionStore, tool
+from neta_nb import AgentSession, SessionStore
 from neta_nb.messages import Message, TextPart, ToolCallPart, Usage
 from neta_nb.providers.base import ProviderError, StreamDone, TextDelta, UsageUpdate
 from neta_nb.store.sqlite import SessionRecord
 
-from ..support.sessions import answer, assert_valid_history, calls, make_session
-from ..support.timing import wait_until
+from ..support.mid_tools import copy_as_on_disk, start_until_mid_tools
+from ..support.sessions import answer, assert_valid_history, make_session
 
 
 def test_resume_closes_tool_calls_of_the_checkpointed_draft(tmp_path: Path) -> None:
@@ -36,29 +35,10 @@ async def test_kill_mid_tools_keeps_finished_results_and_running_cards(tmp_path:
     """Two calls of one response; the first finishes, the second is still running when
     the process dies. The finished result is a completed message and must survive; the
     running call's card must come back (marked as not finished)."""
-    gate = asyncio.Event()
-    started = asyncio.Event()
-
-    @tool(core=True)
-    async def slow_job() -> str:
-        """Takes a while."""
-        started.set()
-        await gate.wait()
-        return "slow done"
-
-    db = tmp_path / "s.db"
-    store = SessionStore(db)
-    session, rec, _ = make_session([calls(("a", "plus", {"a": 1, "b": 2}),
-                                          ("b", "slow_job", {}))],
-                                   extra=[slow_job], store=store)
-    task = session.start("go")
-    await asyncio.wait_for(started.wait(), 5)
-    await rec.wait_for("tool_result")  # the fast call has finished
-    await wait_until(lambda: any(m.role == "tool" for m in store.load_messages(session.id)))
+    mid = await start_until_mid_tools(tmp_path)
+    session, task = mid.session, mid.task
     # The process "dies" now: take a consistent copy of the database as it is on disk.
-    copy = tmp_path / "killed.db"
-    with sqlite3.connect(db) as source, sqlite3.connect(copy) as target:
-        source.backup(target)
+    copy = copy_as_on_disk(mid.db, tmp_path / "killed.db")
     session.cancel()
     await asyncio.wait_for(task, 5)
     # The copy names this (living) process as the turn's owner; the process it stands for
