@@ -7,7 +7,7 @@
 import "./theme.css";
 import type { RenderProps } from "@anywidget/types";
 import { widgetRenderers } from "./widgets";
-import { followLateLayout } from "./late-layout";
+import { followLateLayout } from "./layout-after-render";
 
 export { bindComponent, readTraits, request, writeBack } from "./anywidget-binding";
 export type { Cleanup, RendererProps, WidgetRenderer } from "./anywidget-binding";

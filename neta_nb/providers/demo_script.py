@@ -21,7 +21,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ..markup import code_span, escape_markdown, fenced, markdown_cell
+from ..escaping import code_span, escape_markdown, fenced, markdown_cell
 from ..messages import Message, ToolResultPart
 from .script_format import (
     Script,

@@ -19,9 +19,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..escaping import plain_text
 from ..events import WarningEvent
 from ..labels import t
-from ..markup import plain_text
 from ..messages import Message
 from .sqlite import (
     CompactedView,

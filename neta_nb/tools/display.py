@@ -6,7 +6,7 @@ What shapes the code:
 * Everything a tool provides (name, label, description, category) is untrusted text: an
   MCP server or a user's ``@tool`` may put ``<script>`` or a backtick in it. HTML cells
   are escaped with :func:`html.escape`; markdown cells go through
-  :mod:`neta_nb.markup`, so static viewers that do not sanitize show the text, not markup.
+  :mod:`neta_nb.escaping`, so static viewers that do not sanitize show the text, not markup.
 * The output is kept in the notebook and seen in light and dark themes, on GitHub and
   nbviewer: inline styles only (no stylesheet is loaded there), text in ``currentColor``,
   no background, borders semi-transparent grey. Colour marks a state but is never the
@@ -22,8 +22,8 @@ import html
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from ..escaping import markdown_cell
 from ..labels import LABELS, Notice, t
-from ..markup import markdown_cell
 from .base import Tool
 from .catalog import ToolCatalog
 from .config import AgentToolConfig, LoadReport

@@ -160,8 +160,8 @@ def trace(index: _CatalogIndex, inherit: bool, enabled: set[str], disabled: set[
     before = in_final_order(current)
     filtering = capabilities is not None or scene is not None or delegates is False
     if index.restricted and filtering:
-        kept = filter_by_model([index.tools[name] for name in before], index.restricted, reasons,
-                       capabilities, scene, model, delegates)
+        kept = filter_by_model([index.tools[name] for name in before], index.restricted,
+                               reasons, capabilities, scene, model, delegates)
         after = tuple(item.name for item in kept)
     else:
         after = before

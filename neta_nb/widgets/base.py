@@ -37,9 +37,9 @@ from ipywidgets.widgets.trait_types import InstanceDict  # type: ignore[import-u
 
 # Pure escaping helpers live in the core (the resolver's displays use them too); widget
 # code keeps importing them from here.
-from ..markup import code_span, escape_markdown, fenced, literal_markdown
+from ..escaping import code_span, escape_markdown, fenced, literal_markdown
 from ..messages import encodable_value
-from .after_cell import current_request, echo_after_cell, echo_noted, echoing
+from .background_echo import current_request, echo_after_cell, echo_noted, echoing
 from .bundle import STATIC_DIR, WidgetBundle, loader_source, shared_bundle
 from .static_form import StaticForm, short_plain
 
@@ -168,7 +168,7 @@ class NetaWidget(anywidget.AnyWidget):
     # view gets the frontend's default (none); the first read creates the model and sends
     # the reference (``_send_created_layout``), so ``card.layout.width = "50%"`` works. A
     # view drawn before that takes the new model on through the bundle (anywidget's views
-    # do not follow ``change:layout``: js/src/late-layout.ts).
+    # do not follow ``change:layout``: js/src/layout-after-render.ts).
     layout = InstanceDict(Layout, allow_none=True).tag(sync=True, **widget_serialization)
 
     _component = traitlets.Unicode("").tag(sync=True)
@@ -301,7 +301,7 @@ class NetaWidget(anywidget.AnyWidget):
 
     def _echo_wanted(self) -> bool:
         """Whether a background turn's sends are worth sending again after a cell (see
-        ``neta_nb.widgets.after_cell``). A widget that knows a live view of it is open says no:
+        ``neta_nb.widgets.background_echo``). A widget that knows a live view of it is open says no:
         that page got them already (it goes by comm and display id, not by cell); only a frontend
         that records by cell and draws no view (nbclient) needs them."""
         return True

@@ -30,7 +30,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from .after_cell import echo_after_cell
+from .background_echo import echo_after_cell
 from .streaming import FrameThrottle, Scheduler, call_later_on_running_loop
 
 __all__ = ["PLAIN_CHARS", "REFRESH_INTERVAL", "StaticForm", "send_update", "short_plain"]

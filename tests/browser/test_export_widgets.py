@@ -33,7 +33,7 @@ import pytest
 from ipywidgets._version import __html_manager_version__  # type: ignore[import-untyped]
 from nbconvert import HTMLExporter
 
-from neta_nb.markup import plain_text
+from neta_nb.escaping import plain_text
 
 from .harness import LabSession
 

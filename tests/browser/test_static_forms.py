@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import nbformat
 import pytest
 
-from neta_nb.markup import plain_text
+from neta_nb.escaping import plain_text
 
 from . import chat_cells
 from .harness import LabSession

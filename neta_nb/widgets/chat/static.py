@@ -16,8 +16,8 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ...escaping import static_markdown_html
 from ...labels import LABELS, t
-from ...markup import static_markdown_html
 from ..cards.todo_card import plan_html
 from ..cards.token_stats import usage_html
 from ..rich_static import attachment_placeholder, output_placeholder

@@ -1,5 +1,5 @@
 """What a widget sent from a turn running in the background goes out again after the next
-cell (``neta_nb.widgets.after_cell``), so notebooks executed by nbclient record it. These tests
+cell (``neta_nb.widgets.background_echo``), so notebooks executed by nbclient record it. These tests
 stand in for the kernel: the request a send goes out under, and the end of a cell."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import ipywidgets  # type: ignore[import-untyped]
 import pytest
 
 from neta_nb.widgets import TokenStats
-from neta_nb.widgets import after_cell as _after_cell
+from neta_nb.widgets import background_echo as _after_cell
 from neta_nb.widgets import base as _base
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from neta_nb.markup import plain_text
+from neta_nb.escaping import plain_text
 
 
 @pytest.mark.parametrize(("markdown", "plain"), [
@@ -25,7 +25,7 @@ def test_plain_text(markdown: str, plain: str) -> None:
 
 
 def test_static_markdown_html_draws_the_markup_and_nothing_that_runs_or_loads() -> None:
-    from neta_nb.markup import static_markdown_html
+    from neta_nb.escaping import static_markdown_html
 
     hostile = ("## Findings <img src=x onerror=alert(1)>\n\n"
                "**North** grew; see [the report](https://example.org/r?a=1&b=2) and "
