@@ -28,7 +28,6 @@ from ..events import (
     CompactionEvent,
     ContextUsage,
     DoneEvent,
-    ErrorEvent,
     Event,
     MessageAppendedEvent,
     MessageUpdatedEvent,
@@ -118,7 +117,6 @@ class ConversationProjection:
         """A turn runs: from ``turn_start`` to its ``done`` (one owner of this fact)."""
         self.status: SubagentStatus = "running"
         """A sub-agent run's status (``subagent_end`` settles it)."""
-        self.result: str | None = None
         self.activity: str | None = None
         """Label of the tool, skill or sub-agent running now."""
         self.todos: list[dict[str, Any]] = []
@@ -130,10 +128,6 @@ class ConversationProjection:
         self.approvals: list[PendingApproval] = []
         """Waiting approvals, in the order asked, the sub-agents' among them (kept by
         the top-level projection only)."""
-        self.approvals_version = 0
-        """Counts the changes of :attr:`approvals` (a view compares it, not the list)."""
-        self.error: str | None = None
-        """The latest ``error`` of the current turn."""
         self.children: dict[str, ConversationProjection] = {}
         """Sub-agent runs by their ``delegate`` call id (the latest run of an id)."""
         self.session_id: str | None = None
@@ -262,7 +256,6 @@ class ConversationProjection:
         for index, approval in enumerate(self.approvals):
             if approval.id == call_id and (path is None or approval.path == list(path)):
                 del self.approvals[index]
-                self.approvals_version += 1
                 return True
         return False
 
@@ -340,7 +333,6 @@ class ConversationProjection:
     def _boundary(self, event: Event, sink: ProjectionSink) -> None:  # noqa: C901
         if isinstance(event, TurnStartEvent):
             self.running = True
-            self.error = None
             self.usage = TurnUsage()
             # What the views streamed of older answers is drawn from their items now;
             # the last answer is redrawn first (its cards may change), so keep its own.
@@ -360,7 +352,6 @@ class ConversationProjection:
         elif isinstance(event, ApprovalRequestEvent):
             if not self._nested:
                 self.approvals.append(PendingApproval(event.id, event.name, dict(event.args)))
-                self.approvals_version += 1
         elif isinstance(event, TodoUpdateEvent):
             self.todos = list(event.todos)
             summary = event.summary
@@ -381,21 +372,15 @@ class ConversationProjection:
                 child.finish(event, sink)
             self._running_calls.pop(event.id, None)
             # Its questions can no longer be answered.
-            remaining = [a for a in self.approvals if a.path[:1] != [event.id]]
-            if len(remaining) != len(self.approvals):
-                self.approvals = remaining
-                self.approvals_version += 1
+            self.approvals = [a for a in self.approvals if a.path[:1] != [event.id]]
             self._changed_call(event.id, sink)
-        elif isinstance(event, ErrorEvent):
-            self.error = event.message
         elif isinstance(event, DoneEvent):
             self._close_live(sink)
             self.running = False
             self._running_calls.clear()
             self.activity = None
-            if not self._nested and self.approvals:
+            if not self._nested:
                 self.approvals = []
-                self.approvals_version += 1
         # warning changes nothing a chat draws from the history.
 
     def _child_event(self, event: SubagentEvent, sink: ProjectionSink) -> None:
@@ -411,7 +396,6 @@ class ConversationProjection:
                 self.approvals.append(PendingApproval(
                     innermost.id, innermost.name, dict(innermost.args), path=ids,
                     agent=asking.agent if asking is not None else child.agent))
-                self.approvals_version += 1
         child.apply(event.event, sink)
         self._changed_call(event.id, sink)
 
@@ -422,7 +406,6 @@ class ConversationProjection:
         # no longer compared, and a run kept for a long chat holds no second copy of them.
         self.streamed = {}
         self.status = event.status
-        self.result = event.result
         self.activity = None
         self._running_calls.clear()
         self.running = False

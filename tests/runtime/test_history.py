@@ -103,8 +103,13 @@ async def test_a_child_is_described_exactly_like_a_parent() -> None:
     assert child_events[0].type == "turn_start"
     assert dumps(history_from_events(child_events)) == dumps(child.messages)
     assert dumps(history_from_events(seen.events)) == dumps(session.messages)
-    assert all(type(e) is SubagentEvent for e in seen.events
-               if getattr(e, "id", None) == "d1" and e.type.startswith("message"))
+    # The parent's own history events carry only its own messages: the child's come
+    # wrapped, never loose among the parent's.
+    loose = {e.message.id for e in seen.events if e.type.startswith("message_")}
+    assert loose == {m.id for m in session.messages}
+    assert {e.event.message.id for e in seen.of("subagent_event")
+            if type(e) is SubagentEvent and e.event.type == "message_appended"} == {
+        m.id for m in child.messages}
 
 
 async def test_the_view_size_is_kept_as_it_grows_and_after_a_compaction() -> None:

@@ -149,7 +149,7 @@ class LiveChat(NetaWidget):
         self._batcher = OpBatcher(self.send, self._item, nested_source=self._nested_item,
                                   interval=flush_interval)
         self._projection = ConversationProjection()
-        self._approvals_seen = 0  # the projection's approvals version the trait shows
+        self._approvals_shown: list[PendingApproval] = []  # what the trait holds
         self._stored_subagents = StoredSubagents(None)
         self._session: AgentSession | None = None
         self._unsubscribe: Callable[[], None] | None = None
@@ -179,7 +179,6 @@ class LiveChat(NetaWidget):
         # The views draw this session from the state: nothing of it is "streamed here"
         # (an answer streamed before a switch away and back is drawn from its preview).
         projection = self._projection = ConversationProjection.of_session(session)
-        self._approvals_seen = projection.approvals_version
         self._batcher.forget_items()
         self._stored_subagents = StoredSubagents(session.store,
                                                  live=partial(subagent_history, session))
@@ -202,7 +201,7 @@ class LiveChat(NetaWidget):
             self.levels = list(get_model_thinking_capability(
                 session.provider.supplier, session.provider.model).levels)
             self.think_level = session.think_level
-            self.approvals = [approval_item(a) for a in projection.approvals]
+            self._show_approvals()
             self.notice = ""
             self.read_only = {}
             failure = session.store_failure
@@ -221,6 +220,7 @@ class LiveChat(NetaWidget):
         self._presence.unbind()
         self._batcher.cancel()
         self._projection = ConversationProjection()
+        self._approvals_shown = []
         if self._session is not None:
             self._previous = self._session
         self._session = None
@@ -275,11 +275,19 @@ class LiveChat(NetaWidget):
         elif kind is DoneEvent:
             self._publish_window(turn_ended=True)
             return
-        if projection.approvals_version != self._approvals_seen and kind in (
-                ApprovalRequestEvent, SubagentEvent, SubagentEndEvent):
-            self._approvals_seen = projection.approvals_version
-            self._batcher.flush()  # the card that asks goes first
-            self.approvals = [approval_item(a) for a in projection.approvals]
+        if kind is ApprovalRequestEvent or kind is SubagentEvent or kind is SubagentEndEvent:
+            self._show_approvals(flush=True)
+
+    def _show_approvals(self, *, flush: bool = False) -> None:
+        """The trait follows the projection's waiting approvals when they changed;
+        ``flush``: the card that asks goes first."""
+        pending = self._projection.approvals
+        if pending == self._approvals_shown:
+            return
+        self._approvals_shown = list(pending)
+        if flush:
+            self._batcher.flush()
+        self.approvals = [approval_item(a) for a in pending]
 
     def _warning_text(self, event: WarningEvent) -> str:
         if event.code is not None and event.code in LABELS["en"]:
@@ -322,8 +330,7 @@ class LiveChat(NetaWidget):
                 self._quiet_window = False
             if turn_ended:
                 self.running = False
-                self.approvals = []
-                self._approvals_seen = projection.approvals_version
+                self._show_approvals()
                 if session is not None:
                     self.think_level = session.think_level
             if projection.context is not None:

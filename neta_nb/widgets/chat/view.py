@@ -31,7 +31,7 @@ from ...runtime.session import Agent, AgentSession
 from ...store.process_owner import SessionBusyError
 from ...store.sqlite import CompactionRecord
 from ..base import BUFFERS_KEY, RequestError, handles
-from .live import approval_item, live_session, note
+from .live import live_session, note
 from .read_only import READ_ONLY_REFRESH_INTERVAL, ReadOnlyChat
 from .render import full_text, render_window
 from .static import static_html, static_summary, static_text
@@ -226,8 +226,7 @@ class ChatView(ReadOnlyChat):
             self.think_level = session.think_level
         elif kind == "approve":
             self._projection.answered(str(command.get("id")), command.get("subagent"))
-            self._approvals_seen = self._projection.approvals_version
-            self.approvals = [approval_item(a) for a in self._projection.approvals]
+            self._show_approvals()
         return {"think_level": session.think_level, "running": session.running}
 
     def _track(self, task: asyncio.Task[Any]) -> None:
