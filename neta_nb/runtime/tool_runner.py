@@ -224,13 +224,17 @@ class ToolRunner:
         except Exception as exc:  # a bug in the approval path or the context: never fatal
             log.exception("tool call %s (%s) failed outside its handler", call.id, call.name)
             content, outcome = f"Tool '{call.name}' failed: {type(exc).__name__}: {exc}", "error"
-        except (KeyboardInterrupt, SystemExit):
+        except KeyboardInterrupt:
             # A kernel interrupt reached a tool running on the kernel's thread (the only
             # way out of stuck code there). Re-raised from this task it would end the
             # event loop, and with it the kernel; instead the call is closed and the turn
             # stops as if Stop had been pressed.
             content, outcome = INTERRUPTED_TEXT, "error"
             self._on_interrupt()
+        except BaseException as exc:  # SystemExit, GeneratorExit...: an error, as above
+            log.error("tool call %s (%s) failed outside its handler: %r", call.id, call.name,
+                      exc)
+            content, outcome = f"Tool '{call.name}' failed: {type(exc).__name__}: {exc}", "error"
         if live_calls.get(call.id) is run:
             del live_calls[call.id]
         content = bound_result(encodable(content), limits.max_result_chars)
@@ -365,5 +369,9 @@ class ToolRunner:
                 raise  # the turn is being stopped
             # The tool's own await was cancelled (not the turn): report it like a failure.
             return f"Tool '{call.name}' was cancelled before it finished.", "error"
-        except Exception as exc:
+        except KeyboardInterrupt:
+            raise  # a kernel interrupt: closed in run_call, the turn stops
+        except BaseException as exc:
+            # Any other exception — SystemExit, GeneratorExit, a BaseException of the
+            # tool's own — is the tool failing, never the kernel being interrupted.
             return f"Tool '{call.name}' failed: {type(exc).__name__}: {exc}", "error"

@@ -113,18 +113,8 @@ class TurnLoop:
             if turn.task is not None:
                 turn.task.uncancel()
             return turn.message
-        except Exception as exc:
-            # A bug or an unexpected failure (e.g. the store's disk is full): the turn ends
-            # with an error event like any provider failure; the session stays usable.
-            log.exception("turn of session %s failed", self.id)
-            text = encodable(f"{type(exc).__name__}: {exc}")
-            with contextlib.suppress(Exception):
-                self._finish_interrupted(turn, "error", text)
-            self._emit(ErrorEvent(message=f"The turn failed: {text}", retryable=False))
-            turn.stop_reason = "error"
-            return turn.message
-        except BaseException:
-            # KeyboardInterrupt or SystemExit raised in the turn's own frames: the turn is
+        except (KeyboardInterrupt, SystemExit):
+            # An interrupt or an exit request raised in the turn's own frames: the turn is
             # closed like a cancel (history valid, cards final, store written, `done`),
             # then the exception goes on.
             turn.interrupted = True
@@ -132,6 +122,17 @@ class TurnLoop:
                 self._finish_interrupted(turn, "interrupted", None)
             turn.stop_reason = "interrupted"
             raise
+        except BaseException as exc:
+            # A bug or an unexpected failure (the store's disk is full; a hook raising a
+            # BaseException of its own): the turn ends with an error event like any
+            # provider failure; the session stays usable.
+            log.exception("turn of session %s failed", self.id)
+            text = encodable(f"{type(exc).__name__}: {exc}")
+            with contextlib.suppress(Exception):
+                self._finish_interrupted(turn, "error", text)
+            self._emit(ErrorEvent(message=f"The turn failed: {text}", retryable=False))
+            turn.stop_reason = "error"
+            return turn.message
         finally:
             turn.stop_draft_timer()
             with contextlib.suppress(Exception):

@@ -295,7 +295,13 @@ async () => {
   for (const w of Array.from(app.shell.widgets('main'))) {
     if (w.context) {
       w.context.model.dirty = false;
-      await w.sessionContext.shutdown?.();
+      try {
+        await w.sessionContext.shutdown?.();
+      } catch (error) {
+        // A kernel a test restarted or killed may refuse the shutdown request (the server
+        // answers an error while it restarts); the server stops it with the session.
+        console.warn('closing a notebook: its kernel did not shut down', error);
+      }
     }
     w.dispose();
   }
@@ -482,10 +488,17 @@ class LabSession:
 
     def screenshot(self, locator: Any, path: Path, *, padding: int = 12) -> Path:
         """A PNG of ``locator`` with some of the page around it."""
-        # Centre it, so neither the toolbar nor the status bar gets into the picture.
-        locator.evaluate("node => node.scrollIntoView({block: 'center'})")
-        self.wait_for_frames()  # scrolled and painted
-        box = locator.bounding_box()
+        box = None
+        for _attempt in range(3):
+            # An output JupyterLab is re-attaching (a theme change can re-render one) is
+            # briefly not in the layout: wait until it is, then measure it where it lies.
+            locator.wait_for(state="visible", timeout=15_000)
+            # Centre it, so neither the toolbar nor the status bar gets into the picture.
+            locator.evaluate("node => node.scrollIntoView({block: 'center'})")
+            self.wait_for_frames()  # scrolled and painted
+            box = locator.bounding_box()
+            if box is not None:
+                break
         if box is None:
             raise AssertionError(f"cannot screenshot an invisible element: {locator}")
         path.parent.mkdir(parents=True, exist_ok=True)

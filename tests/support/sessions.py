@@ -178,8 +178,8 @@ def make_session(responses: list[list[Any]], *, extra: Sequence[Any] = (),
     for item in (plus, guarded_op, *extra):
         catalog.register(item)
     provider = FakeProvider(responses, context_window=context_window)
-    agent = Agent("reviewer", model=provider, tools=AgentToolConfig(),
-                  **options.pop("agent_options", {}))
+    agent_options = {"tools": AgentToolConfig(), **options.pop("agent_options", {})}
+    agent = Agent("reviewer", model=provider, **agent_options)
     session = AgentSession(agent, catalog, store, **options)
     session.flush()  # its record is in the store (it is written in the background)
     recorder = Recorder()

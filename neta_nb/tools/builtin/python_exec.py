@@ -20,9 +20,9 @@ them; vision models receive the images.
 from __future__ import annotations
 
 import ast
+import asyncio
 import contextlib
 import inspect
-import io
 import linecache
 import signal
 import sys
@@ -44,6 +44,7 @@ from ..rich import (
     display_items,
 )
 from ..rich import items_from_bundle as _items_from_bundle
+from .output_capture import capture_output
 
 __all__ = ["MAX_OUTPUT_CHARS", "notebook_namespace", "python", "run_python", "run_python_rich"]
 
@@ -136,7 +137,6 @@ def _published_displays(limits: RichLimits) -> Iterator[CapturedItems]:
 
 
 async def _execute(code: str, namespace: dict[str, Any]) -> tuple[str, Any, bool]:
-    output = io.StringIO()
     value: Any = None
     has_value = False
     error: str | None = None
@@ -146,15 +146,29 @@ async def _execute(code: str, namespace: dict[str, Any]) -> tuple[str, Any, bool
         body, last = _compile(code)
     except SyntaxError as exc:
         return _render("", None, False, _format_error(exc)), None, False
-    try:
-        with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
+    with capture_output(head=MAX_OUTPUT_CHARS * 3 // 5,
+                        tail=MAX_OUTPUT_CHARS * 2 // 5) as printed:
+        try:
             value = await _run([c for c in (body, last) if c is not None], namespace)
             has_value = last is not None and value is not None
-    except (Exception, SystemExit) as exc:
-        # The code's own errors are results for the model, not tool failures. Cancellation
-        # and KeyboardInterrupt are not caught: Stop must still stop.
-        error = _format_error(exc)
-    return _render(output.getvalue(), value, has_value, error), value, has_value
+        except KeyboardInterrupt:
+            raise  # a kernel interrupt: the tool runner closes the call and stops the turn
+        except asyncio.CancelledError as exc:
+            if _stopped():
+                raise  # Stop must still stop
+            error = _format_error(exc)  # the code cancelled something of its own
+        except BaseException as exc:
+            # Whatever else the code raises (SystemExit, GeneratorExit, a BaseException of
+            # its own) is a result the model can read and act on, not a tool failure.
+            error = _format_error(exc)
+    return _render(printed.text(), value, has_value, error), value, has_value
+
+
+def _stopped() -> bool:
+    """The call's task is being cancelled (Stop, the turn's end), as opposed to the code
+    raising ``CancelledError`` itself."""
+    task = asyncio.current_task()
+    return task is None or task.cancelling() > 0
 
 
 def _compile(code: str) -> tuple[CodeType | None, CodeType | None]:
@@ -229,8 +243,8 @@ def _cut(text: str) -> str:
 
 def _render(printed: str, value: Any, has_value: bool, error: str | None) -> str:
     sections: list[str] = []
-    if printed:
-        sections.append("Output:\n" + _cut(printed.rstrip("\n")))
+    if printed:  # bounded while it was captured (output_capture.BoundedText)
+        sections.append("Output:\n" + printed.rstrip("\n"))
     if has_value:
         sections.append("Result:\n" + _cut(repr(value)))
     if error:

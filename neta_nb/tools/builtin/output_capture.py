@@ -1,0 +1,168 @@
+"""What the ``python`` tool's code prints, captured per call and bounded while it is kept.
+
+Swapping ``sys.stdout`` for the length of a call (``contextlib.redirect_stdout`` around an
+``await``) is process-wide: two calls that overlap — two chats in one kernel, two
+sub-agents delegated in one response — restore in the wrong order, leave a dead buffer as
+``sys.stdout`` (every later ``print`` of the kernel vanishes) and read each other's
+output. Instead a :class:`_Router` is put in front of each stream once and stays there:
+it writes to the capture of the call running in the current context — a context
+variable, so tasks the code creates and its top-level ``await`` keep it — or of the
+thread the code started, and to the stream it stands in front of for everyone else.
+
+A capture keeps a bounded head and tail of the text and counts what fell between
+(:class:`BoundedText`): a runaway print loop costs the kernel a few tens of kilobytes,
+not its memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+import weakref
+from collections import deque
+from collections.abc import Iterator
+from contextvars import ContextVar
+from typing import Any, TextIO
+
+__all__ = ["BoundedText", "capture_output"]
+
+class BoundedText:
+    """The first ``head`` and the last ``tail`` characters written, and how many fell
+    between them (``dropped``)."""
+
+    def __init__(self, head: int, tail: int) -> None:
+        self._head_limit, self._tail_limit = head, tail
+        self._head: list[str] = []
+        self._head_size = 0
+        self._tail: deque[str] = deque()
+        self._tail_size = 0
+        self.dropped = 0
+        self.open = True
+
+    def write(self, text: str) -> int:
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        written = len(text)
+        room = self._head_limit - self._head_size
+        if room > 0:
+            self._head.append(text[:room])
+            self._head_size += min(room, written)
+            text = text[room:]
+        if text:
+            self._keep_tail(text)
+        return written
+
+    def _keep_tail(self, text: str) -> None:
+        if len(text) >= self._tail_limit:  # one write larger than the tail: only its end
+            self.dropped += self._tail_size + len(text) - self._tail_limit
+            self._tail.clear()
+            self._tail.append(text[len(text) - self._tail_limit:])
+            self._tail_size = self._tail_limit
+            return
+        self._tail.append(text)
+        self._tail_size += len(text)
+        excess = self._tail_size - self._tail_limit
+        while excess > 0:
+            first = self._tail[0]
+            if len(first) <= excess:
+                self._tail.popleft()
+                cut = len(first)
+            else:
+                self._tail[0] = first[excess:]
+                cut = excess
+            self._tail_size -= cut
+            self.dropped += cut
+            excess -= cut
+
+    def text(self) -> str:
+        """What was kept; a line in the middle says how much was cut."""
+        head, tail = "".join(self._head), "".join(self._tail)
+        if not self.dropped:
+            return head + tail
+        return f"{head}\n[... {self.dropped:,} characters cut ...]\n{tail}"
+
+
+# The capture of the call whose code runs in this context, and of the threads it started.
+_current: ContextVar[BoundedText | None] = ContextVar("neta_nb_python_output", default=None)
+_threads: weakref.WeakKeyDictionary[threading.Thread, BoundedText] = (
+    weakref.WeakKeyDictionary())
+_install_lock = threading.Lock()
+_thread_start_wrapped = False
+
+
+def _capture_here() -> BoundedText | None:
+    capture = _current.get()
+    if capture is None and _threads:
+        capture = _threads.get(threading.current_thread())
+    return capture if capture is not None and capture.open else None
+
+
+class _Router:
+    """Stands in front of a stream: a running call's capture gets what is written in its
+    context, the stream gets the rest. Everything else is the stream's own (``encoding``,
+    ``fileno``, ``isatty``...)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        capture = _capture_here()
+        if capture is None:
+            return self._stream.write(text)
+        return capture.write(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        if _capture_here() is None:
+            self._stream.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _wrap_thread_start() -> None:
+    """A thread started by captured code writes to the same capture (threads do not
+    inherit context variables)."""
+    global _thread_start_wrapped
+    if _thread_start_wrapped:
+        return
+    original = threading.Thread.start
+
+    def start(self: threading.Thread) -> None:
+        capture = _capture_here()
+        if capture is not None:
+            _threads[self] = capture
+        original(self)
+
+    threading.Thread.start = start  # type: ignore[method-assign]
+    _thread_start_wrapped = True
+
+
+def _install() -> None:
+    with _install_lock:
+        _wrap_thread_start()
+        for name in ("stdout", "stderr"):
+            stream = getattr(sys, name)
+            # Someone may have put another stream in place since (a cell's %%capture, a
+            # kernel restart of its streams): stand in front of whatever is there now.
+            if stream is not None and not isinstance(stream, _Router):
+                setattr(sys, name, _Router(stream))
+
+
+@contextlib.contextmanager
+def capture_output(*, head: int, tail: int) -> Iterator[BoundedText]:
+    """Capture stdout and stderr written in this context (and by threads started in it)
+    until the block ends, keeping the first ``head`` and last ``tail`` characters; other
+    tasks and threads print as usual."""
+    _install()
+    capture = BoundedText(head, tail)
+    token = _current.set(capture)
+    try:
+        yield capture
+    finally:
+        capture.open = False  # what the code left running prints where it always would
+        _current.reset(token)
