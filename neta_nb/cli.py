@@ -80,7 +80,11 @@ def jupyterlab_command(folder: Path, port: int, *, open_browser: bool,
     the Launcher. ``extra`` comes last: an option given there wins over these.
     """
     command = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={folder}",
-               f"--port={port}", f"--LabApp.default_url=/lab/tree/{FIRST_NOTEBOOK}"]
+               f"--port={port}", f"--LabApp.default_url=/lab/tree/{FIRST_NOTEBOOK}",
+               # No "get Jupyter news?" toast and no update check over the chat of a
+               # first visit (a user's own setting in `extra` still wins).
+               "--LabApp.news_url=None",
+               "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
     if not open_browser:
         command.append("--no-browser")
     command.extend(extra)
@@ -104,9 +108,11 @@ def _lab(args: argparse.Namespace) -> int:
         else:
             copied = copy_notebooks(source, folder)
             if copied:
-                print(f"Copied {len(copied)} demo files to {folder}")
+                print(f"Copied {len(copied)} demo files to {folder}", flush=True)
+    # Flushed: JupyterLab, started next, writes to the same stream for as long as it
+    # runs, and a pipe (a log, CI) would show this line only after it exits.
     print(f"{'Would open' if args.dry_run else 'Opening'} JupyterLab on "
-          f"{folder / FIRST_NOTEBOOK}")
+          f"{folder / FIRST_NOTEBOOK}", flush=True)
     command = jupyterlab_command(folder, args.port, open_browser=not args.no_browser,
                                  extra=args.lab_args)
     if args.dry_run:

@@ -45,10 +45,13 @@ ensure_python() {
 install_venv() {
   local venv="${2:-.venv}"
   ensure_python
+  echo "Installing neta_nb [$1] into $venv: Python packages, then the widgets' JavaScript" \
+    "build (about a minute the first time; pip works quietly)"
   python3 -m venv "$venv"
   activate_venv "$venv"
   python -m pip install -q --upgrade pip
   python -m pip install -q -e ".[$1]"
+  echo "Installed neta_nb into $venv"
 }
 
 # The real model server that tests/test_llama_server.py drives: llama-cpp-python, and the

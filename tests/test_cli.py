@@ -3,6 +3,7 @@ JupyterLab command it runs, and the message when JupyterLab is missing."""
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 import sys
@@ -137,3 +138,30 @@ def test_lab_without_jupyterlab_says_what_to_install(
     monkeypatch.setattr(cli, "_jupyterlab_available", lambda: False)
     assert cli.main(["lab", "--dry-run"]) == 2
     assert "pip install 'neta-nb[lab]'" in capsys.readouterr().err
+
+
+def test_lab_keeps_the_news_toast_and_update_check_off(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["lab", "--dry-run", "--no-browser"]) == 0
+    command = _printed_command(capsys)
+    assert "--LabApp.news_url=None" in command
+    assert "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate" in command
+
+
+def test_the_opening_line_reaches_a_pipe_before_jupyterlab_writes() -> None:
+    # JupyterLab writes to the same file descriptor for as long as it runs: the line must
+    # be out of Python's buffer before it starts, or a pipe shows it only at exit.
+    script = ("import os, sys\n"
+              "from neta_nb import cli\n"
+              "def jupyterlab(*args, **kwargs):\n"
+              "    os.write(1, b'JUPYTERLAB RUNNING\\n')\n"
+              "    return 0\n"
+              "cli._jupyterlab_available = lambda: True\n"
+              "cli.subprocess.call = jupyterlab\n"
+              "sys.exit(cli.main(['lab', '--no-browser']))\n")
+    env = {name: value for name, value in os.environ.items() if name != "PYTHONUNBUFFERED"}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60, check=True, env=env)
+    lines = done.stdout.splitlines()
+    assert lines[-1] == "JUPYTERLAB RUNNING", lines
+    assert lines[-2].startswith("Opening JupyterLab on "), lines

@@ -25,7 +25,6 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
 
 from ..messages import (
     Message,
@@ -36,6 +35,7 @@ from ..messages import (
     ToolDefinition,
     Usage,
 )
+from ..stored_urls import storable_url
 
 if TYPE_CHECKING:
     from .models import ModelInfo
@@ -182,12 +182,18 @@ class Provider(ABC):
 
     def settings(self) -> dict[str, Any]:
         """What rebuilds this provider with ``create_provider`` — never a key. Stored with
-        a session, so that ``resume`` talks to the same server the same way."""
-        return {"supplier": self.supplier, "model": self.model,
-                "base_url": _without_credentials(self.base_url),
-                "context_window": self.context_window,
-                "request_options": dict(self.request_options),
-                "tool_results_as_user": self.tool_results_as_user}
+        a session, so that ``resume`` talks to the same server the same way. ``base_url``
+        is stored without what may be a secret (:func:`~neta_nb.stored_urls.storable_url`);
+        ``base_url_withheld`` then names what a resume must be given again."""
+        url = storable_url(self.base_url)
+        settings: dict[str, Any] = {
+            "supplier": self.supplier, "model": self.model, "base_url": url.url,
+            "context_window": self.context_window,
+            "request_options": dict(self.request_options),
+            "tool_results_as_user": self.tool_results_as_user}
+        if url.withheld:
+            settings["base_url_withheld"] = list(url.withheld)
+        return settings
 
     @property
     def model_id(self) -> str:
@@ -197,20 +203,6 @@ class Provider(ABC):
     def __repr__(self) -> str:
         # Never include keys or clients: reprs end up in notebooks and logs.
         return f"{type(self).__name__}({self.model_id!r})"
-
-
-def _without_credentials(url: str | None) -> str | None:
-    """``url`` without a ``user:password@`` part: a secret never goes into the store."""
-    if url is None:
-        return None
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"[{host}]" if ":" in host else host
-    if parts.port is not None:
-        netloc += f":{parts.port}"
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 class StreamedSoFar:

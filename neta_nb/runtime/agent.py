@@ -1,18 +1,27 @@
 """Agent: an agent's definition — who it is, which model, which tools, and the limits of
-its turns. A session runs one; the store keeps its definition (never a key) so that
-``AgentSession.resume`` can rebuild it."""
+its turns. A session runs one; the store keeps its definition (never a key, nor what of a
+server URL may be one) so that ``AgentSession.resume`` can rebuild it.
+
+Sub-agents form a tree (an agent may appear under several parents); a chain that leads
+back to an agent on it is refused with a ``ValueError`` naming the chain: by the
+constructor, by ``AgentSession`` when it is created and before each turn (the list can
+be changed after construction), and by every walk over the tree here, so none can
+recurse forever.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..providers.base import Provider
 from ..providers.factory import create_provider, default_provider
+from ..stored_urls import storable_url, withheld_names
 from ..thinking import ThinkLevel
 from ..tools import AgentToolConfig, ToolCatalog
 
-__all__ = ["DEFAULT_SYSTEM_PROMPT", "Agent"]
+__all__ = ["DEFAULT_SYSTEM_PROMPT", "Agent", "subagent_cycle"]
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a capable assistant working inside a Jupyter notebook. For a task of three "
@@ -89,10 +98,19 @@ class Agent:
         duplicates = sorted({name for name in names if names.count(name) > 1})
         if duplicates:
             raise ValueError(f"sub-agent names must be unique; repeated: {', '.join(duplicates)}")
+        self.check_subagents()
 
     def subagent(self, name: str) -> Agent | None:
         """The sub-agent called ``name``, if this agent has one."""
         return next((child for child in self.subagents if child.name == name), None)
+
+    def check_subagents(self) -> None:
+        """Raise ``ValueError`` naming the chain (``planner → coder → planner``) if this
+        agent's sub-agents, at any depth, lead back to an agent on the way."""
+        cycle = subagent_cycle(self)
+        if cycle is not None:
+            raise _cycle_error(cycle)
+
     def create_provider(self) -> Provider:
         if isinstance(self.model, Provider):
             return self.model
@@ -110,7 +128,7 @@ class Agent:
         return {
             "name": self.name,
             "model": provider.model_id,
-            "provider": provider.settings(),
+            "provider": self._stored_settings(provider.settings()),
             "system_prompt": self.system_prompt,
             "tools": self.tools.dump(),
             "default_think_level": self.default_think_level,
@@ -120,34 +138,66 @@ class Agent:
             "compact_at": self.compact_at,
             "keep_recent_turns": self.keep_recent_turns,
             "max_tool_result_chars": self.max_tool_result_chars,
-            **self._crew_record(),
+            **self._crew_record((self,)),
         }
 
-    def _crew_record(self) -> dict[str, Any]:
+    def _crew_record(self, path: tuple[Agent, ...]) -> dict[str, Any]:
+        """``path``: the agents from the top down to this one, to stop at a cycle."""
+        children = []
+        for child in self.subagents:
+            if any(child is above for above in path):
+                raise _cycle_error([*path[_index(path, child):], child])
+            children.append(child._definition((*path, child)))
         return {"description": self.description,
                 "max_parallel_subagents": self.max_parallel_subagents,
-                "max_subagent_depth": self.max_subagent_depth,
-                "subagents": [child.definition_record() for child in self.subagents]}
+                "max_subagent_depth": self.max_subagent_depth, "subagents": children}
 
     def definition_record(self) -> dict[str, Any]:
         """The definition as stored inside its parent's (keys never included): a model
         given as a provider instance is stored as its ``supplier:model`` and settings,
         ``None`` stays ``None`` (the parent's provider)."""
+        return self._definition((self,))
+
+    def _definition(self, path: tuple[Agent, ...]) -> dict[str, Any]:
         model: str | None
-        settings: dict[str, Any] | None = self.provider_settings
+        settings: dict[str, Any] | None
         if isinstance(self.model, Provider):
             model, settings = self.model.model_id, self.model.settings()
         else:
             model = self.model
+            settings = (None if self.provider_settings is None
+                        else self._stored_settings(self.provider_settings))
         return {"name": self.name, "model": model, "provider": settings,
                 "system_prompt": self.system_prompt, "tools": self.tools.dump(),
                 "default_think_level": self.default_think_level, "scene": self.scene,
                 "max_model_calls": self.max_model_calls, "tool_timeout": self.tool_timeout,
                 "compact_at": self.compact_at, "keep_recent_turns": self.keep_recent_turns,
-                "max_tool_result_chars": self.max_tool_result_chars, **self._crew_record()}
+                "max_tool_result_chars": self.max_tool_result_chars,
+                **self._crew_record(path)}
+
+    def _stored_settings(self, settings: dict[str, Any]) -> dict[str, Any]:
+        """``settings`` as stored: ``base_url`` without what may be a secret. What this
+        agent's own settings noted as withheld stays noted while the URL is the one they
+        stored — a provider rebuilt from them lacks it still."""
+        own = self.provider_settings or {}
+        url = storable_url(_url(settings), withheld_names(settings.get("base_url_withheld")))
+        if storable_url(_url(own)).url == url.url:
+            url = storable_url(url.url, (*url.withheld,
+                                         *withheld_names(own.get("base_url_withheld"))))
+        stored = {**settings, "base_url": url.url}
+        stored.pop("base_url_withheld", None)
+        if url.withheld:
+            stored["base_url_withheld"] = list(url.withheld)
+        return stored
 
     @classmethod
     def from_record(cls, data: dict[str, Any], catalog: ToolCatalog) -> Agent:
+        """The agent a stored definition (:meth:`to_record`) describes."""
+        return cls._from_record(data, catalog, (data,))
+
+    @classmethod
+    def _from_record(cls, data: dict[str, Any], catalog: ToolCatalog,
+                     path: tuple[dict[str, Any], ...]) -> Agent:
         known = {k: data[k] for k in ("system_prompt", "default_think_level", "scene",
                                       "max_model_calls", "tool_timeout", "compact_at",
                                       "keep_recent_turns", "max_tool_result_chars",
@@ -156,9 +206,54 @@ class Agent:
                  if k in data}
         settings = data.get("provider")
         children = data.get("subagents")
-        subagents = [cls.from_record(child, catalog) for child in children
-                     if isinstance(child, dict)] if isinstance(children, list) else []
+        subagents: list[Agent] = []
+        for child in children if isinstance(children, list) else ():
+            if not isinstance(child, dict):
+                continue
+            # Stored JSON is a tree; a definition built in memory may loop.
+            if any(child is above for above in path):
+                chain = [*path[_index(path, child):], child]
+                raise ValueError("sub-agent definitions form a cycle: " + " → ".join(
+                    str(item.get("name", "agent")) for item in chain))
+            subagents.append(cls._from_record(child, catalog, (*path, child)))
         return cls(name=str(data.get("name", "agent")), model=data.get("model") or None,
                    provider_settings=settings if isinstance(settings, dict) else None,
                    tools=AgentToolConfig.load(data.get("tools") or {}, catalog),
                    subagents=subagents, **known)
+
+
+def subagent_cycle(agent: Agent) -> list[Agent] | None:
+    """A chain of sub-agents below ``agent`` (itself included) that leads back to an agent
+    on it — ``[planner, coder, planner]`` — or ``None``. Walked without recursion; an agent
+    reached along two paths (a helper shared by two parents) is no cycle."""
+    finished: set[int] = set()
+    path: list[Agent] = [agent]
+    pending: list[Iterator[Agent]] = [iter(list(agent.subagents))]
+    while pending:
+        child = next(pending[-1], None)
+        if child is None:
+            pending.pop()
+            finished.add(id(path.pop()))
+        elif any(child is above for above in path):
+            return [*path[_index(path, child):], child]
+        elif id(child) not in finished:
+            path.append(child)
+            pending.append(iter(list(child.subagents)))
+    return None
+
+
+def _url(settings: dict[str, Any]) -> str | None:
+    url = settings.get("base_url")
+    return url if isinstance(url, str) else None
+
+
+def _index(path: Sequence[object], item: object) -> int:
+    """Where ``item`` itself (not an equal object) is on ``path``."""
+    return next(index for index, above in enumerate(path) if above is item)
+
+
+def _cycle_error(chain: Sequence[Agent]) -> ValueError:
+    return ValueError(
+        f"sub-agents form a cycle: {' → '.join(agent.name for agent in chain)}. An agent "
+        "cannot be its own sub-agent, directly or through others; give the inner one an "
+        "Agent(...) of its own (max_subagent_depth limits how deep delegation goes)")

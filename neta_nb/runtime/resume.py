@@ -1,6 +1,8 @@
 """Resuming a stored session: its history, plan, cards and figures rebuilt, and a turn
 that a dead kernel left running closed the way a live turn closes (what streamed kept,
-marked ``interrupted="killed"``; its children settled the same way).
+marked ``interrupted="killed"``; its children settled the same way), and a warning for
+each provider URL that was stored without what may have been a secret in it — which
+must be given again.
 
 :meth:`AgentSession.resume <neta_nb.runtime.session.AgentSession.resume>` is the public
 entry; it calls :func:`resume_session`.
@@ -16,6 +18,7 @@ from ..store.process_owner import SessionBusyError
 from ..store.session_writes import LOAD_FLUSH_LIMIT, flush_session
 from ..store.sqlite import SessionRecord, SessionStore
 from ..store.turn_claims import TurnClaim
+from ..stored_urls import describe_withheld, withheld_names
 from ..thinking import THINK_LEVELS
 from ..todo import TodoStore
 from ..tools import ToolCatalog
@@ -41,10 +44,8 @@ def resume_session(cls: type[AgentSession], session_id: str, store: SessionStore
         # session would store their messages in either order.
         failure = behind.failure
         why = f" ({failure.detail})" if failure is not None else ""
-        raise SessionBusyError(
-            f"session {session_id} is open in this process and {behind.pending} of its "
-            f"writes are not stored yet{why}; use the session that is open, or resume "
-            f"once they are stored (its flush())")
+        raise SessionBusyError("session_busy_unsaved", session=repr(session_id),
+                               pending=behind.pending, why=why)
     record = store.get_session(session_id)  # a dead owner's turn is settled here
     if record is None:
         raise KeyError(f"no session {session_id!r} in {store.path}")
@@ -54,7 +55,11 @@ def resume_session(cls: type[AgentSession], session_id: str, store: SessionStore
     # MCP servers come back before the agent, so its config finds their tools.
     for problem in catalog.restore_mcp_servers(record.mcp_servers):
         log.warning("resume %s: %s", session_id, problem)
-    agent = agent or Agent.from_record(record.agent, catalog)
+    if agent is None:
+        for problem in withheld_from_urls(record.agent,
+                                          provider_given=options.get("provider") is not None):
+            log.warning("resume %s: %s", session_id, problem)
+        agent = Agent.from_record(record.agent, catalog)
     level = record.think_level if record.think_level in THINK_LEVELS else None
     session = cls(agent, catalog, store, session_id=session_id,
                   think_level=level, **options)
@@ -114,6 +119,38 @@ def settle_subagents(session: AgentSession, store: SessionStore, catalog: ToolCa
                             "it is resumed itself (%s)", session.id, run.session_id, exc)
         if changed:
             session._history.changed(message)
+
+
+def withheld_from_urls(stored: dict[str, Any], *, provider_given: bool) -> list[str]:
+    """For each agent of a stored definition whose provider is rebuilt from stored
+    settings: what its ``base_url`` was stored without (``user:password``, query
+    parameters — by name) and how to give it again. ``provider_given``: the top-level
+    agent's provider is given to the resume, so it needs nothing."""
+    problems: list[str] = []
+    pending: list[tuple[Any, bool]] = [(stored, True)]
+    seen: set[int] = set()  # a record is JSON, a tree; never loop even if it were not
+    while pending:
+        data, top = pending.pop()
+        if not isinstance(data, dict) or id(data) in seen:
+            continue
+        seen.add(id(data))
+        children = data.get("subagents")
+        if isinstance(children, list):
+            pending.extend((child, False) for child in reversed(children))
+        settings = data.get("provider")
+        withheld = withheld_names(settings.get("base_url_withheld")
+                                  if isinstance(settings, dict) else None)
+        if not withheld or (top and provider_given):
+            continue
+        name, model = data.get("name", "agent"), data.get("model") or "supplier:model"
+        rebuilt = f"create_provider({model!r}, base_url=...)"
+        how = (f"AgentSession.resume(..., provider={rebuilt})" if top else
+               f"AgentSession.resume(..., agent=...) with an agent whose sub-agent {name!r} "
+               f"has model={rebuilt}")
+        problems.append(f"{'agent' if top else 'sub-agent'} {name!r}: its provider's "
+                        f"base_url was stored without {describe_withheld(withheld)} (they "
+                        f"may be secrets); give the full base_url again: {how}")
+    return problems
 
 
 def place_in_tree(store: SessionStore, record: SessionRecord) -> tuple[int, int]:

@@ -41,6 +41,7 @@ from ..messages import (
 from ..providers.base import Provider
 from ..store.session_writes import (
     SessionPersistence,
+    deleted_warning,
     store_warning,
 )
 from ..store.sqlite import CompactionRecord, SessionStore
@@ -61,7 +62,7 @@ from .history import History
 from .resume import resume_session
 from .subagents import Crew, CrewLink
 from .tool_runner import ToolRunner
-from .turn import Turn
+from .turn import Turn, TurnInterrupted
 from .turn_loop import TurnLoop
 from .usage_meter import UsageMeter
 
@@ -87,6 +88,9 @@ class AgentSession(TurnLoop):
         provider: Provider | None = None,
         crew_link: CrewLink | None = None,
     ) -> None:
+        # Sub-agents that lead back to an agent would make its stored record endless;
+        # refused here, with the chain named, before anything is created or stored.
+        agent.check_subagents()
         self.agent = agent
         self.crew_link = crew_link
         """How this session hangs below its parent while it runs (``None``: a top-level
@@ -99,7 +103,8 @@ class AgentSession(TurnLoop):
         self.provider = provider or agent.create_provider()
         self.id = session_id or new_id("s_")
         self._saved = SessionPersistence(self.id, store, self._describe,
-                                         on_behind=lambda f: self._emit(store_warning(f)))
+                                         on_behind=lambda f: self._emit(store_warning(f)),
+                                         on_deleted=lambda: self._emit(deleted_warning()))
         self.working_dir = Path(working_dir) if working_dir else Path.cwd()
         if namespace is None:
             # The notebook's own variables, or outside IPython one namespace for the
@@ -314,6 +319,7 @@ class AgentSession(TurnLoop):
         at once, so Stop and other widget messages keep working. ``attachments`` as for
         :meth:`run`; a refused one raises :class:`AttachmentError` here, before any turn."""
         self._check_idle()
+        self.agent.check_subagents()  # again: sub-agent lists can change after creation
         prompt_message = self._prompt_message(prompt, attachments)
         turn = self._turn = Turn()
         task = asyncio.get_running_loop().create_task(self._run(prompt_message, turn),
@@ -370,9 +376,17 @@ class AgentSession(TurnLoop):
         :mod:`neta_nb.runtime.attachments`). One the model cannot take raises
         :class:`AttachmentError` before anything is sent or stored."""
         self._check_idle()
+        self.agent.check_subagents()  # again: sub-agent lists can change after creation
         prompt_message = self._prompt_message(prompt, attachments)
         turn = self._turn = Turn(task=asyncio.current_task())
-        return await self._run(prompt_message, turn)
+        try:
+            return await self._run(prompt_message, turn)
+        except asyncio.CancelledError as cancelled:
+            if isinstance(cancelled, TurnInterrupted):
+                raise
+            # Cancelled from outside (a kernel interrupt of the awaiting cell): the turn
+            # is closed already; say so in one line, not from inside the library.
+            raise TurnInterrupted() from None
 
     def _prompt_message(self, prompt: str, attachments: Sequence[Any] | None) -> Message:
         message = Message.user(encodable(prompt))

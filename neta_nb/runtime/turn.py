@@ -26,11 +26,26 @@ from ..providers.base import (
     ToolCallReady,
 )
 
-__all__ = ["DRAFT_INTERVAL", "Turn"]
+__all__ = ["DRAFT_INTERVAL", "Turn", "TurnInterrupted"]
 
 DRAFT_INTERVAL = 0.5
 """Seconds between checkpoints of the message being streamed (and at most that long
 after a delta): a dying kernel loses at most this much of an answer."""
+
+
+class TurnInterrupted(asyncio.CancelledError):
+    """``run()`` was cancelled from outside — Kernel ▸ Interrupt while a cell awaits it.
+    The turn is closed (history valid, cards final, stored) and the session takes the
+    next turn. A cancellation like any other for asyncio; in a notebook it shows as one
+    line in plain words instead of a traceback through the library."""
+
+    def __init__(self) -> None:
+        super().__init__("the turn was interrupted; what it did is kept in the chat and "
+                         "the session is ready for the next turn")
+
+    def _render_traceback_(self) -> list[str]:
+        """What IPython shows for it in the cell (instead of the traceback)."""
+        return [f"Interrupted: {self}."]
 
 
 @dataclass(slots=True, eq=False)

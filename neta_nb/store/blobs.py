@@ -8,6 +8,13 @@ the bytes in again (checked against the digest); an item whose file has gone mis
 no longer matches keeps ``data = None`` — the chat
 shows a placeholder and the model reads that the file is missing — instead of failing
 the resume.
+
+Several store objects (another kernel, a second ``SessionStore`` in one notebook) share
+the folder, and deleting a session removes the files no row names any more. So a file
+is never trusted to exist because this object wrote it once: a row is written with the
+files it names checked (and written again if gone) inside the row's own transaction,
+and a deletion checks and unlinks inside its transaction — SQLite lets one writer at a
+time hold the database, so the two never interleave across processes.
 """
 
 from __future__ import annotations
@@ -21,11 +28,12 @@ import re
 import tempfile
 import threading
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..messages import Message
 
-__all__ = ["INLINE_LIMIT", "MAX_BLOB_BYTES", "BlobFiles"]
+__all__ = ["INLINE_LIMIT", "MAX_BLOB_BYTES", "BlobFiles", "EncodedMessage"]
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +46,15 @@ _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _REFERENCE = re.compile(r'"sha256":"([0-9a-f]{64})"')
 
 
+@dataclass(frozen=True)
+class EncodedMessage:
+    """A message as the JSON of its row, and the blob files that row names (digest →
+    base64 bytes, kept to write a file again if it was deleted meanwhile)."""
+
+    json: str
+    files: dict[str, str] = field(default_factory=dict)
+
+
 class BlobFiles:
     """The blob folder of one store; ``directory=None`` (an in-memory store) keeps
     everything inline."""
@@ -47,18 +64,20 @@ class BlobFiles:
         self._known: dict[str, str] = {}  # base64 text → its sha256, already on disk
         self._lock = threading.Lock()
 
-    def encode(self, message: Message) -> str:
-        """``message`` as the JSON of its row, large binaries moved to files."""
+    def encode(self, message: Message) -> EncodedMessage:
+        """``message`` as the JSON of its row, large binaries moved to files. Write the
+        row with :meth:`ensure` in the same transaction."""
         if self.directory is None or not any(
                 item.data is not None and len(item.data) > INLINE_LIMIT
                 for item in message.binaries()):
-            return message.model_dump_json()
+            return EncodedMessage(message.model_dump_json())
         stored = message.model_copy(deep=True)  # the live message keeps its bytes
+        files: dict[str, str] = {}
         for item in stored.binaries():
             if item.data is None or len(item.data) <= INLINE_LIMIT:
                 continue
             try:
-                item.sha256 = self._write(item.data)
+                digest = self._write(item.data)
             except OSError as error:
                 # The folder is unwritable or its disk full: the row keeps the bytes
                 # (larger, but nothing is lost, and the turn goes on). This runs on the
@@ -66,8 +85,24 @@ class BlobFiles:
                 log.warning("blob folder %s: %s; message %s keeps its bytes inline",
                             self.directory, error, message.id)
                 continue
+            item.sha256 = digest
+            if digest is not None:
+                files[digest] = item.data
             item.data = None
-        return stored.model_dump_json()
+        return EncodedMessage(stored.model_dump_json(), files)
+
+    def ensure(self, encoded: EncodedMessage) -> None:
+        """Write again any file of ``encoded`` that is gone — another store object
+        deleted the last session using it after :meth:`encode` wrote it. Called inside
+        the transaction that writes the row, after the row (the transaction then holds
+        the database's write lock, which a deletion holds while it checks and unlinks).
+        An :class:`OSError` fails the transaction; the store's writer retries it."""
+        if self.directory is None:
+            return
+        for digest, data in encoded.files.items():
+            if not (self.directory / digest).exists():
+                log.info("blob %s was deleted meanwhile; written again", digest)
+                self._write_file(digest, base64.b64decode(data))
 
     def restore(self, message: Message) -> Message:
         """Put the bytes of stored items back (in place); missing files leave ``None``."""
@@ -110,9 +145,13 @@ class BlobFiles:
                 (self.directory / digest).unlink(missing_ok=True)
 
     def _write(self, data: str) -> str | None:
+        """The digest of ``data``, its file written if it is not on disk."""
+        assert self.directory is not None
         with self._lock:
-            known = self._known.get(data)
+            known = self._known.get(data)  # spares decoding and hashing it again
         if known is not None:
+            if not (self.directory / known).exists():  # deleted by another store object
+                self._write_file(known, base64.b64decode(data))
             return known
         try:
             raw = base64.b64decode(data, validate=True)
@@ -121,21 +160,23 @@ class BlobFiles:
         if len(raw) > MAX_BLOB_BYTES:
             return None
         digest = hashlib.sha256(raw).hexdigest()
-        assert self.directory is not None
-        target = self.directory / digest
-        if not target.exists():
-            self.directory.mkdir(parents=True, exist_ok=True)
-            # Written under a temporary name, then renamed: a reader never sees half a file.
-            fd, temporary = tempfile.mkstemp(dir=self.directory, prefix=".incoming-")
-            try:
-                with os.fdopen(fd, "wb") as file:
-                    file.write(raw)
-                os.replace(temporary, target)
-            except OSError:
-                Path(temporary).unlink(missing_ok=True)
-                raise
+        if not (self.directory / digest).exists():
+            self._write_file(digest, raw)
         with self._lock:
             if len(self._known) > 512:
                 self._known.clear()
             self._known[data] = digest
         return digest
+
+    def _write_file(self, digest: str, raw: bytes) -> None:
+        assert self.directory is not None
+        self.directory.mkdir(parents=True, exist_ok=True)
+        # Written under a temporary name, then renamed: a reader never sees half a file.
+        fd, temporary = tempfile.mkstemp(dir=self.directory, prefix=".incoming-")
+        try:
+            with os.fdopen(fd, "wb") as file:
+                file.write(raw)
+            os.replace(temporary, self.directory / digest)
+        except OSError:
+            Path(temporary).unlink(missing_ok=True)
+            raise

@@ -11,16 +11,29 @@ from __future__ import annotations
 
 import os
 import socket
+from typing import Literal
 
 import psutil
 from pydantic import BaseModel
+
+from ..labels import t
 
 __all__ = ["ProcessOwner", "SessionBusyError", "busy_error"]
 
 
 class SessionBusyError(RuntimeError):
     """The session's turn is running in a live process (another kernel, or this one):
-    resuming it here would take over a turn that is not dead."""
+    resuming it here would take over a turn that is not dead, deleting it would leave the
+    turn writing into a session that is gone. ``str()`` is the English message;
+    :meth:`message` says it in the language of a view (the label ``code`` with
+    ``params``)."""
+
+    def __init__(self, code: str, **params: object) -> None:
+        self.code, self.params = code, params
+        super().__init__(t(code, **params))
+
+    def message(self, lang: str = "en") -> str:
+        return t(self.code, lang, **self.params)
 
 
 class ProcessOwner(BaseModel):
@@ -51,20 +64,23 @@ class ProcessOwner(BaseModel):
     def describe(self) -> str:
         return f"process {self.pid} on {self.host}"
 
-    def check_not_busy(self, session_id: str) -> None:
+    def check_not_busy(self, session_id: str, *,
+                       action: Literal["resume", "delete"] = "resume") -> None:
         """Raise :class:`SessionBusyError` if this owner, running a turn of the session,
         is alive."""
         if self.is_alive():
-            raise busy_error(session_id, self)
+            raise busy_error(session_id, self, action=action)
 
 
-def busy_error(session_id: str, owner: ProcessOwner | None) -> SessionBusyError:
-    """The refusal to resume a session whose turn ``owner`` runs (unknown: ``None``)."""
-    where = ("another process" if owner is None
-             else "this kernel: use the session object that runs it" if owner.is_current
-             else owner.describe())
-    return SessionBusyError(f"session {session_id!r} is running a turn in {where}; "
-                            "resume it once that turn has ended")
+def busy_error(session_id: str, owner: ProcessOwner | None, *,
+               action: Literal["resume", "delete"] = "resume") -> SessionBusyError:
+    """The refusal to resume or delete a session whose turn ``owner`` runs (unknown:
+    ``None``)."""
+    where = "elsewhere" if owner is None else "here" if owner.is_current else "process"
+    params: dict[str, object] = {"session": repr(session_id)}
+    if owner is not None and where == "process":
+        params.update(pid=owner.pid, host=owner.host)
+    return SessionBusyError(f"session_busy_{action}_{where}", **params)
 
 
 def _start_time(pid: int) -> float | None:

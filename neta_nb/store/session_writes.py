@@ -23,20 +23,13 @@ from ..escaping import plain_text
 from ..events import WarningEvent
 from ..labels import t
 from ..messages import Message
-from .sqlite import (
-    CompactedView,
-    CompactionRecord,
-    SessionRecord,
-    SessionStore,
-    put_draft,
-    put_message,
-    put_session,
-    put_view,
-    read_session_row,
-)
+from .records import CompactedView, CompactionRecord, SessionRecord
+from .rows import put_draft, put_message, put_session, put_view, read_session_row, session_exists
+from .sqlite import SessionStore
 from .writer import StoreFailure, StoreWriter, Write, writers_of
 
-__all__ = ["SessionPersistence", "StoredHistory", "flush_session", "one_line", "store_warning"]
+__all__ = ["SessionPersistence", "StoredHistory", "deleted_warning", "flush_session", "one_line",
+           "store_warning"]
 
 
 @dataclass
@@ -65,18 +58,50 @@ class SessionPersistence:
 
     def __init__(self, session_id: str, store: SessionStore | None,
                  describe: Callable[[], dict[str, Any]],
-                 on_behind: Callable[[StoreFailure | None], None] | None = None) -> None:
+                 on_behind: Callable[[StoreFailure | None], None] | None = None,
+                 on_deleted: Callable[[], None] | None = None) -> None:
         self.session_id = session_id
         self.store = store
         self._describe = describe
         self._writer = (StoreWriter(store, session_id, on_behind or (lambda _failure: None))
                         if store is not None else None)
+        self._on_deleted = on_deleted or (lambda: None)
+        self._record_stored = False
+        self.deleted = False
+        """The store's record of the session was deleted (here or by another kernel)
+        after it had been stored: nothing of the session is written any more."""
 
     # --- writes -------------------------------------------------------------------------
     def _submit(self, what: str, apply: Callable[[sqlite3.Connection], None],
                 key: str | None = None, *, notify: bool = True) -> None:
         if self._writer is not None:
-            self._writer.submit(Write(what, apply, key, notify))
+            self._writer.submit(Write(what, self._unless_deleted(apply), key, notify))
+
+    def _unless_deleted(self, apply: Callable[[sqlite3.Connection], None]
+                        ) -> Callable[[sqlite3.Connection], None]:
+        """``apply``, unless the session's record is gone although it was stored: a
+        deletion (``SessionStore.delete_session``) sticks — the rest of a turn, or the
+        next turn of an idle session in another kernel, would otherwise bring back part
+        of the session. Checked in the write's own transaction, so a deletion is either
+        wholly before the write or wholly after it."""
+        writer = self._writer
+
+        def guarded(db: sqlite3.Connection) -> None:
+            if self.deleted:
+                return
+            if not session_exists(db, self.session_id):
+                if self._record_stored:
+                    self.deleted = True
+                    if writer is not None:
+                        writer.deliver(lambda _none: self._on_deleted(), None)
+                    return
+                apply(db)
+                self._record_stored = session_exists(db, self.session_id)
+                return
+            self._record_stored = True
+            apply(db)
+
+        return guarded
 
     def message(self, message: Message, *, replaces_draft: bool = False) -> None:
         """Insert or update one message (a message is saved again whenever its cards
@@ -86,11 +111,13 @@ class SessionPersistence:
         if self._writer is None:
             return
         assert self.store is not None
-        data = self.store.blobs.encode(message)
+        blobs = self.store.blobs
+        encoded = blobs.encode(message)
         session_id, message_id = self.session_id, message.id
 
         def apply(db: sqlite3.Connection) -> None:
-            put_message(db, session_id, message_id, data)
+            put_message(db, session_id, message_id, encoded.json)
+            blobs.ensure(encoded)
             if replaces_draft:
                 put_draft(db, session_id, None)
 
@@ -101,10 +128,14 @@ class SessionPersistence:
         if self._writer is None:
             return
         assert self.store is not None
-        session_id, data = self.session_id, self.store.blobs.encode(message)
-        self._submit("the draft of the streaming answer",
-                     lambda db: put_draft(db, session_id, data), key="draft",
-                     notify=False)
+        session_id, blobs = self.session_id, self.store.blobs
+        encoded = blobs.encode(message)
+
+        def apply(db: sqlite3.Connection) -> None:
+            put_draft(db, session_id, encoded.json)
+            blobs.ensure(encoded)
+
+        self._submit("the draft of the streaming answer", apply, key="draft", notify=False)
 
     def clear_draft(self) -> None:
         session_id = self.session_id
@@ -231,6 +262,11 @@ def store_warning(failure: StoreFailure | None) -> WarningEvent:
     code = f"store_behind_{failure.kind}"
     params = {"detail": failure.detail}
     return WarningEvent(message=t(code, **params), code=code, params=params)
+
+
+def deleted_warning() -> WarningEvent:
+    """The event that says the session's record was deleted from its store."""
+    return WarningEvent(message=t("store_session_deleted"), code="store_session_deleted")
 
 
 def flush_session(store: SessionStore, session_id: str, *,

@@ -28,47 +28,26 @@ from pydantic import ValidationError
 from ..messages import Message
 from .blobs import BlobFiles
 from .records import CompactedView, CompactionRecord, SessionRecord
+from .rows import (
+    SCHEMA,
+    decode_text,
+    migrate,
+    put_draft,
+    put_message,
+    put_session,
+    put_view,
+    read_session_row,
+    row_text,
+)
+from .turn_claims import TurnClaim
+from .writer import writers_of
 
 log = logging.getLogger(__name__)
 
 __all__ = ["UNREADABLE_MESSAGE", "WRITER_BUSY_TIMEOUT", "CompactedView", "CompactionRecord",
            "SessionRecord", "SessionStore", "WriterConnection", "default_store_path"]
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS sessions (
-    id TEXT PRIMARY KEY,
-    data TEXT NOT NULL,
-    updated_at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS messages (
-    session_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    id TEXT NOT NULL,
-    data TEXT NOT NULL,
-    PRIMARY KEY (session_id, seq)
-);
-CREATE UNIQUE INDEX IF NOT EXISTS messages_by_id ON messages (session_id, id);
-CREATE TABLE IF NOT EXISTS drafts (
-    session_id TEXT PRIMARY KEY,
-    data TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS views (
-    session_id TEXT PRIMARY KEY,
-    data TEXT NOT NULL
-);
-"""
-
-
 UNREADABLE_MESSAGE = "This message could not be read from the store (its row is damaged)."
-
-
-def _decode(data: bytes) -> str:
-    return data.decode("utf-8", errors="replace")
-
-
-def _text(data: str | bytes) -> str:
-    """A row's JSON as text: TEXT columns are decoded by the connection, a BLOB here."""
-    return _decode(data) if isinstance(data, bytes) else data
 
 
 def default_store_path() -> Path:
@@ -81,71 +60,8 @@ def default_store_path() -> Path:
     return base / "sessions.sqlite3"
 
 
-# --- the statements -----------------------------------------------------------------------
-# Shared by the store's own connection and the connection of a session's writer thread
-# (persistence.py), so both write rows the same way.
-
-def put_session(db: sqlite3.Connection, session_id: str, data: str, updated_at: float,
-                parent_id: str | None = None) -> None:
-    db.execute("INSERT OR REPLACE INTO sessions (id, data, updated_at, parent_id) "
-               "VALUES (?, ?, ?, ?)", (session_id, data, updated_at, parent_id))
-
-
-def _migrate(db: sqlite3.Connection) -> None:
-    """Bring a database written by an older version up to date, once (under the write
-    lock, so two kernels opening it at the same time do not both alter it).
-
-    * ``sessions.parent_id`` (sub-agent sessions, issue 15): the column the session list
-      filters and counts children by; filled from the records, which carry it too."""
-    if "parent_id" in _columns(db, "sessions"):
-        return
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        if "parent_id" not in _columns(db, "sessions"):
-            db.execute("ALTER TABLE sessions ADD COLUMN parent_id TEXT")
-            db.execute("UPDATE sessions SET parent_id = CASE WHEN json_valid(data) "
-                       "THEN json_extract(data, '$.parent_id') END")
-        db.execute("CREATE INDEX IF NOT EXISTS sessions_by_parent ON sessions (parent_id)")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    db.execute("COMMIT")
-
-
-def _columns(db: sqlite3.Connection, table: str) -> set[str]:
-    return {str(row[1]) for row in db.execute(f"PRAGMA table_info({table})")}
-
-
-def read_session_row(db: sqlite3.Connection, session_id: str) -> str | None:
-    row = db.execute("SELECT data FROM sessions WHERE id = ?", (session_id,)).fetchone()
-    return None if row is None else _text(row[0])
-
-
-def put_message(db: sqlite3.Connection, session_id: str, message_id: str, data: str) -> None:
-    """Replace the stored message ``message_id`` in place, or add it at the end."""
-    updated = db.execute("UPDATE messages SET data = ? WHERE session_id = ? AND id = ?",
-                         (data, session_id, message_id)).rowcount
-    if not updated:
-        db.execute(
-            "INSERT INTO messages (session_id, seq, id, data) VALUES (?, "
-            "(SELECT COALESCE(MAX(seq), -1) + 1 FROM messages WHERE session_id = ?),"
-            " ?, ?)", (session_id, session_id, message_id, data))
-
-
-def put_draft(db: sqlite3.Connection, session_id: str, data: str | None) -> None:
-    """Replace the session's draft (``None``: remove it)."""
-    if data is None:
-        db.execute("DELETE FROM drafts WHERE session_id = ?", (session_id,))
-    else:
-        db.execute("INSERT OR REPLACE INTO drafts (session_id, data) VALUES (?, ?)",
-                   (session_id, data))
-
-
-def put_view(db: sqlite3.Connection, session_id: str, data: str) -> None:
-    db.execute("INSERT OR REPLACE INTO views (session_id, data) VALUES (?, ?)",
-               (session_id, data))
-
-
+DELETE_FLUSH_LIMIT = 5.0
+"""Seconds a deletion waits for this process's pending writes of the session."""
 BUSY_TIMEOUT_MS = 5000
 """How long the store's own writes (delete, save from outside a session) wait on another
 connection's lock before failing."""
@@ -183,11 +99,11 @@ class SessionStore:
                                    isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
         # A row whose text is not valid UTF-8 (a hand edit, a bad disk) would otherwise
         # fail the whole query — every session of the list, every message of a resume.
-        self._db.text_factory = _decode
+        self._db.text_factory = decode_text
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
-        _migrate(self._db)
+        self._db.executescript(SCHEMA)
+        migrate(self._db)
         self.blobs = BlobFiles(None if str(self.path) == ":memory:"
                                else self.path.with_name(self.path.name + ".blobs"))
         """Where large images and documents of messages are kept (see
@@ -206,7 +122,7 @@ class SessionStore:
         db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=rw", uri=True,
                              timeout=WRITER_BUSY_TIMEOUT, check_same_thread=False,
                              isolation_level=None)
-        db.text_factory = _decode
+        db.text_factory = decode_text
         db.execute("PRAGMA synchronous=NORMAL")
         return WriterConnection(db, nullcontext(), shared=False)
 
@@ -227,9 +143,9 @@ class SessionStore:
             listener(session_id)
 
     @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
+    def _transaction(self, *, immediate: bool = False) -> Iterator[sqlite3.Connection]:
         with self._lock:
-            self._db.execute("BEGIN")
+            self._db.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
             try:
                 yield self._db
             except BaseException:
@@ -295,7 +211,7 @@ class SessionStore:
         records = []
         for session_id, data, children in rows:
             try:
-                record = SessionRecord.model_validate_json(_text(data))
+                record = SessionRecord.model_validate_json(row_text(data))
             except ValidationError as exc:
                 self._warn(f"session {session_id}: unreadable record skipped "
                            f"({_first_error(exc)})")
@@ -329,27 +245,55 @@ class SessionStore:
 
     def delete_session(self, session_id: str) -> None:
         """Delete a session and the sub-agent sessions it ran (theirs too), and the blob
-        files no other session uses."""
-        with self._lock:
-            children = [row[0] for row in self._db.execute(
-                "SELECT id FROM sessions WHERE parent_id = ?", (session_id,)).fetchall()]
-        for child in children:
-            if child != session_id:
-                self.delete_session(child)
+        files no other session uses. Raises :class:`SessionBusyError`, deleting nothing,
+        while a turn of the session or of one of its sub-agents runs in a live process
+        (this one included): stop the turn first. A session object that is still open
+        (idle here, or in another kernel) stores nothing more of it afterwards."""
+        tree = self._session_tree(session_id)
+        for doomed in tree:
+            self._check_idle(doomed)
+        for doomed in reversed(tree):  # children first: a parent never outlives them
+            self._delete_one(doomed)
+
+    def _session_tree(self, session_id: str) -> list[str]:
+        """The session and every sub-agent session under it (a damaged store's cycle of
+        parent links included only once)."""
+        tree, queue = [session_id], [session_id]
+        while queue:
+            with self._lock:
+                children = [row[0] for row in self._db.execute(
+                    "SELECT id FROM sessions WHERE parent_id = ?", (queue.pop(),)).fetchall()]
+            fresh = [child for child in children if child not in tree]
+            tree += fresh
+            queue += fresh
+        return tree
+
+    def _check_idle(self, session_id: str) -> None:
+        # This process's own writes of it first: a turn that just started may not have
+        # stored its running flag yet (where no turn claim can be made, e.g. in memory).
+        for writer in writers_of(self, session_id):
+            writer.flush(DELETE_FLUSH_LIMIT)
+        TurnClaim.check(self.path, session_id, action="delete")
+        record = self.get_session(session_id)  # a dead owner's turn is settled here
+        if record is not None and record.running and record.owner is not None:
+            record.owner.check_not_busy(session_id, action="delete")
+
+    def _delete_one(self, session_id: str) -> None:
         # The reads stay outside the deleting transaction: a transaction that reads first
         # and then writes fails at once ("database is locked") when another connection
         # writes meanwhile, instead of waiting its turn.
         referenced = self._blob_references(session_id)
-        with self._transaction() as db:
+        # Immediate: the write lock from the start, so the check of which files are still
+        # named and their unlinking happen while no other store can write a row naming
+        # one of them (see blobs.py); waiting for the lock is the connection's timeout.
+        with self._transaction(immediate=True) as db:
             for table in ("sessions", "drafts", "views"):
                 key = "id" if table == "sessions" else "session_id"
                 db.execute(f"DELETE FROM {table} WHERE {key} = ?", (session_id,))
             db.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
-        if referenced:
-            with self._lock:
-                unused = [digest for digest in referenced if not any(
-                    self._db.execute(f"SELECT 1 FROM {table} WHERE instr(data, ?) > 0 LIMIT 1",
-                                     (digest,)).fetchone() for table in ("messages", "drafts"))]
+            unused = [digest for digest in referenced if not any(
+                db.execute(f"SELECT 1 FROM {table} WHERE instr(data, ?) > 0 LIMIT 1",
+                           (digest,)).fetchone() for table in ("messages", "drafts"))]
             self.blobs.remove(unused)
         self._changed(session_id)
 
@@ -365,9 +309,10 @@ class SessionStore:
     def append_message(self, session_id: str, message: Message) -> None:
         """Add a message at the end of a session's history; a message whose id is already
         stored is replaced in place (metadata updates after tool runs)."""
-        data = self.blobs.encode(message)
+        encoded = self.blobs.encode(message)
         with self._transaction() as db:
-            put_message(db, session_id, message.id, data)
+            put_message(db, session_id, message.id, encoded.json)
+            self.blobs.ensure(encoded)
         self._changed(session_id)
 
     def load_messages(self, session_id: str, *, offset: int = 0,
@@ -382,7 +327,7 @@ class SessionStore:
         messages = []
         for seq, data in rows:
             try:
-                messages.append(self.blobs.restore(Message.model_validate_json(_text(data))))
+                messages.append(self.blobs.restore(Message.model_validate_json(row_text(data))))
             except ValidationError as exc:
                 # Shown where it was (an empty message carrying the error: it never goes
                 # to the model), not dropped without a trace.
@@ -402,8 +347,10 @@ class SessionStore:
     # --- the streaming draft ----------------------------------------------------------
     def save_draft(self, session_id: str, message: Message) -> None:
         """Checkpoint the assistant message being streamed (replaced on each call)."""
+        encoded = self.blobs.encode(message)
         with self._transaction() as db:
-            put_draft(db, session_id, self.blobs.encode(message))
+            put_draft(db, session_id, encoded.json)
+            self.blobs.ensure(encoded)
 
     def take_draft(self, session_id: str) -> Message | None:
         """Remove and return the draft left by a turn that never finished, if any."""
@@ -419,7 +366,7 @@ class SessionStore:
         if row is None:
             return None
         try:
-            return self.blobs.restore(Message.model_validate_json(_text(row[0])))
+            return self.blobs.restore(Message.model_validate_json(row_text(row[0])))
         except ValidationError as exc:
             self._warn(f"session {session_id}: unreadable draft dropped ({_first_error(exc)})")
             return None
@@ -443,7 +390,7 @@ class SessionStore:
         if row is None:
             return None
         try:
-            return CompactedView.model_validate_json(_text(row[0]))
+            return CompactedView.model_validate_json(row_text(row[0]))
         except ValidationError as exc:
             self._warn(f"session {session_id}: unreadable compacted view ignored "
                        f"({_first_error(exc)}); the model will see the full history")

@@ -20,6 +20,7 @@ import hashlib
 import logging
 import os
 from pathlib import Path
+from typing import Literal
 
 from .process_owner import ProcessOwner, busy_error
 
@@ -76,8 +77,10 @@ class TurnClaim:
         return cls(fd)
 
     @staticmethod
-    def check(store_path: Path, session_id: str) -> None:
-        """Raise :class:`SessionBusyError` if another process holds the turn's claim."""
+    def check(store_path: Path, session_id: str, *,
+              action: Literal["resume", "delete"] = "resume") -> None:
+        """Raise :class:`SessionBusyError` if a turn of the session holds its claim (in
+        another process or in this one: the lock is per open file)."""
         path = _claim_path(store_path, session_id)
         if path is None or fcntl is None or not path.exists():
             return
@@ -88,7 +91,7 @@ class TurnClaim:
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise busy_error(session_id, _holder(fd)) from None
+            raise busy_error(session_id, _holder(fd), action=action) from None
         except OSError:
             return
         finally:

@@ -218,13 +218,13 @@ class StoreWriter:
             self._failure = failure
             self._wake_waiters()
         if news:
-            self._deliver(self._on_behind, failure)
+            self.deliver(self._on_behind, failure)
 
     def _stored(self, write: Write) -> None:
         # Listeners first: once flush() returns, a listener called on this thread (no
         # loop to hand it to) has seen the change.
         if write.notify:
-            self._deliver(self.store.notify_changed, self.session_id)
+            self.deliver(self.store.notify_changed, self.session_id)
         with self._cond:
             self._pending.popleft()
             self._head_started = False
@@ -236,7 +236,7 @@ class StoreWriter:
                 self._wake_waiters()
         if recovered:
             log.warning("session %s: saved again", self.session_id)
-            self._deliver(self._on_behind, None)
+            self.deliver(self._on_behind, None)
 
     def _wake_waiters(self) -> None:
         waiters, self._waiters = self._waiters, []
@@ -244,7 +244,9 @@ class StoreWriter:
             with contextlib.suppress(RuntimeError):  # that loop is closed: nobody waits
                 loop.call_soon_threadsafe(_resolve, future)
 
-    def _deliver(self, callback: Callable[[Any], None], argument: object) -> None:
+    def deliver(self, callback: Callable[[Any], None], argument: object) -> None:
+        """Call ``callback(argument)`` on the loop of whoever submitted last (on this
+        thread when there is none)."""
         loop = self._loop
         if loop is not None and not loop.is_closed():
             with contextlib.suppress(RuntimeError):

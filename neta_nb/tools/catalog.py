@@ -13,6 +13,7 @@ from os import PathLike
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
+from ..stored_urls import describe_withheld, withheld_names
 from .base import Tool, ToolVisibility
 from .displayable import Displayable
 
@@ -273,7 +274,8 @@ class ToolCatalog(Displayable):
     def restore_mcp_servers(self, specs: Iterable[Mapping[str, object]]) -> list[str]:
         """Bring back stored servers (see :func:`neta_nb.tools.mcp.restore_mcp_server`):
         their tools at once, each server started on its first call. Servers already in
-        the catalog are kept as they are. Returns why any could not be restored."""
+        the catalog are kept as they are. Returns why any could not be restored, or lacks
+        what its stored URL was stored without (credentials, query parameters)."""
         problems: list[str] = []
         specs = list(specs)
         if not specs:
@@ -283,10 +285,20 @@ class ToolCatalog(Displayable):
         except ImportError as error:
             return [str(error)]
         for spec in specs:
+            name = spec.get("name")
+            added_again = isinstance(name, str) and name in self._mcp_servers
             try:
                 restore_mcp_server(self, spec)
             except (KeyError, TypeError, ValueError) as error:
-                problems.append(f"MCP server {spec.get('name')!r} not restored: {error}")
+                problems.append(f"MCP server {name!r} not restored: {error}")
+                continue
+            withheld = withheld_names(spec.get("url_withheld"))
+            if withheld and not added_again:
+                problems.append(
+                    f"MCP server {name!r}: its url was stored without "
+                    f"{describe_withheld(withheld)} (they may be secrets); add it again "
+                    f"with the full url before resuming: catalog.add_mcp_server({name!r}, "
+                    f"url=...)")
         return problems
 
     def _server_changed(self) -> None:

@@ -45,6 +45,7 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
     raise ImportError("MCP servers need the official MCP SDK: "
                       "pip install 'neta-nb[mcp]'") from error
 
+from ..stored_urls import storable_url, withheld_names
 from .base import (
     _TOOL_NAME,
     _VISIBILITIES,
@@ -207,6 +208,8 @@ class MCPToolServer:
         """Server tool name → why it was not registered."""
         self.changed_tools: dict[str, ToolChangeNotice] = {}
         """Catalog tool name → what changed since it was first listed (suspended)."""
+        self.url_withheld: tuple[str, ...] = ()
+        """What the stored URL this server was restored from had been stored without."""
         self._seen: dict[str, tuple[str, str]] = {}
         self._listed: list[dict[str, Any]] = []
         self._relist_lock = asyncio.Lock()
@@ -225,10 +228,10 @@ class MCPToolServer:
         return self.connection.reason
 
     def describe(self) -> dict[str, Any]:
-        """What a session stores and the panel shows: never ``env`` or ``headers``."""
+        """What the panel shows: never ``env``, ``headers`` or a secret in the URL."""
         return {"name": self.name, "transport": self.parameters.transport,
                 "command": self.parameters.command, "args": list(self.parameters.args),
-                "cwd": self.parameters.cwd, "url": self.parameters.url,
+                "cwd": self.parameters.cwd, "url": storable_url(self.parameters.url).url,
                 "status": self.status.value, "reason": self.reason,
                 "tools": list(self.tool_names), "refused": dict(self.refused),
                 "changed": sorted(self.changed_tools)}
@@ -245,12 +248,15 @@ class MCPToolServer:
 
     def spec(self) -> dict[str, Any]:
         """What a session stores to bring this server back on resume: how to start it,
-        its options and the tool listing the user granted — never ``env`` or ``headers``
-        (a server that needs them must be added to the catalog again before resuming)."""
-        visibility = self._visibility
+        its options and the tool listing the user granted — never ``env``, ``headers`` or
+        the URL's credentials and query parameters other than versions (``url_withheld``
+        names them; a server that needs them must be added to the catalog again before
+        resuming)."""
+        visibility, url = self._visibility, storable_url(self.parameters.url,
+                                                        self.url_withheld)
         return {"name": self.name, "command": self.parameters.command,
                 "args": list(self.parameters.args), "cwd": self.parameters.cwd,
-                "url": self.parameters.url, "category": self.category,
+                "url": url.url, "url_withheld": list(url.withheld), "category": self.category,
                 "visibility": dict(visibility) if isinstance(visibility, Mapping)
                 else visibility,
                 "requires_approval": self._approval if isinstance(self._approval, bool)
@@ -439,6 +445,7 @@ def restore_mcp_server(catalog: ToolCatalog, spec: Mapping[str, Any]) -> MCPTool
                            requires_approval=spec.get("requires_approval") or False)
     listed = [mcp_types.Tool.model_validate(item) for item in spec.get("tools") or ()]
     server.connection.restored = True
+    server.url_withheld = withheld_names(spec.get("url_withheld"))
     server.connection.status = ServerStatus.NOT_STARTED
     catalog._mcp_servers[name] = server
     try:

@@ -28,11 +28,10 @@ import asyncio
 import contextlib
 import enum
 import logging
-import tempfile
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
-from typing import IO, Any, TypeVar
+from typing import Any, TypeVar
 
 from .mcp_processes import (
     LIVE_PIDS,
@@ -40,8 +39,8 @@ from .mcp_processes import (
     end_servers_on_sigterm,
     exit_reason,
     new_server_pid,
-    stderr_tail,
 )
+from .mcp_stderr import StderrTail
 from .mcp_transport import ProgressRelay, watched
 
 try:
@@ -138,7 +137,7 @@ class MCPConnection:
         self._lost: asyncio.Event | None = None
         self._start_lock = asyncio.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._stderr: IO[str] | None = None
+        self._stderr: StderrTail | None = None
         self._pid: int | None = None
         self._failures = 0
         self._next_attempt = 0.0
@@ -222,10 +221,11 @@ class MCPConnection:
             # owner to see the stop would add its full grace period to the timeout.
             if self._owner is not None:
                 self._owner.cancel()
+            last_words = self._stderr_tail()  # stopping the owner closes the stderr
             await self._stop_owner()
             raise MCPServerError(self.parameters.name,
                                  f"did not answer within {self.parameters.timeout:g} s"
-                                 + self._stderr_tail()) from None
+                                 + last_words) from None
         except MCPServerError:
             await self._stop_owner()
             raise
@@ -276,12 +276,14 @@ class MCPConnection:
     def _client_for(self, parameters: MCPServerParameters, on_end: Callable[[], None]
                     ) -> Client:
         if parameters.command is not None:
-            self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115 - kept for the whole life of the process
+            if self._stderr is not None:
+                self._stderr.close()
+            self._stderr = StderrTail()
             transport: Any = stdio_client(
                 StdioServerParameters(command=parameters.command, args=list(parameters.args),
                                       env=dict(parameters.env) if parameters.env else None,
                                       cwd=parameters.cwd),
-                errlog=self._stderr)
+                errlog=self._stderr.errlog)
         else:
             assert parameters.url is not None
             self._http_refusal = None
@@ -446,7 +448,9 @@ class MCPConnection:
         return exit_reason(self._pid) + self._stderr_tail()
 
     def _stderr_tail(self) -> str:
-        return stderr_tail(self._stderr, _STDERR_TAIL_CHARS)
+        """The last lines of a stdio server's stderr, said as a clause."""
+        text = self._stderr.ending(_STDERR_TAIL_CHARS) if self._stderr is not None else ""
+        return f"; its stderr ends: {text}" if text else ""
 
 
 def _describe(error: BaseException) -> str:

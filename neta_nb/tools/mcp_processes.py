@@ -1,6 +1,7 @@
 """The processes of stdio MCP servers: which child a connection spawned, ending every one
 still alive when the kernel exits (``atexit``, and on SIGTERM, which skips ``atexit``),
-and what a dead server's process and stderr say about why it ended."""
+and what a dead server's process says about why it ended (its stderr:
+:mod:`neta_nb.tools.mcp_stderr`)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,11 @@ import os
 import signal
 import threading
 from collections.abc import Sequence
-from typing import IO
 
 import psutil
 
 __all__ = ["LIVE_PIDS", "child_pids", "end_live_servers", "end_servers_on_sigterm",
-           "exit_reason", "new_server_pid", "stderr_tail"]
+           "exit_reason", "new_server_pid"]
 
 LIVE_PIDS: set[int] = set()
 
@@ -93,17 +93,3 @@ def exit_reason(pid: int | None) -> str:
             reason = "its process ended"
     return reason
 
-
-def stderr_tail(stream: IO[str] | None, chars: int) -> str:
-    """The last ``chars`` characters a server wrote to its stderr, said as a clause."""
-    if stream is None or stream.closed:
-        return ""
-    try:
-        stream.flush()
-        stream.seek(0, os.SEEK_END)
-        size = stream.tell()
-        stream.seek(max(0, size - chars))
-        text = stream.read().strip()
-    except (OSError, ValueError):
-        return ""
-    return f"; its stderr ends: {text}" if text else ""

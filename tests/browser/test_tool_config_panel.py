@@ -156,14 +156,14 @@ def test_switches_and_bulk_operations_change_the_kernels_config(lab: LabSession)
         "disabled": ["list_files"]}
 
     # Bulk operations, by their seed wording.
-    page.get_by_role("button", name="Clear extra enabled").click()
+    page.get_by_role("button", name="Remove the tools added for this agent").click()
     assert lab.wait_for_kernel_value(path, "config.enabled", "[]") == "[]"
     page.get_by_role("button", name="Restore core defaults").click()
     assert lab.wait_for_kernel_value(path, "config.disabled", "[]") == "[]"
     wait_for_chips(lab, ["list_files", "read_file", "todo", "profile_table"])
     lab.execute(path, "config.set_tool('todo', False, catalog)")
     wait_for_chips(lab, ["list_files", "read_file", "profile_table"])
-    page.get_by_role("button", name="Clear switched-off overrides").click()
+    page.get_by_role("button", name="Turn back on the core tools switched off").click()
     assert lab.wait_for_kernel_value(path, "config.disabled", "[]") == "[]"
     wait_for_chips(lab, ["list_files", "read_file", "todo", "profile_table"])
     assert page.locator(f"{PANEL} .neta-tc-error").is_hidden()
@@ -242,7 +242,8 @@ def test_search_filters_and_language(lab: LabSession) -> None:
       text: document.querySelector('{PANEL}').textContent,
     }})""")
     assert labels["filters"] == ["全部", "已启用", "已关闭", "全局停用"]
-    assert labels["bulk"] == ["恢复核心默认", "清空额外启用", "清空关闭覆盖"]
+    assert labels["bulk"] == ["恢复核心默认", "移除为此智能体添加的工具",
+                              "重新启用被关闭的核心工具"]
     assert (labels["todo"], labels["ask"], labels["web"], labels["read"]) == (
         "已为当前 Agent 关闭", "已为当前 Agent 启用", "已在工具管理中全局停用", "默认启用")
     assert labels["vision"] == "需要 'vision' 能力，模型 openai:gpt-4o 不具备"

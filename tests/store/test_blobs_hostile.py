@@ -16,9 +16,10 @@ from typing import Any
 import pytest
 
 from neta_nb import Agent, AgentSession, AttachmentError, SessionStore, ToolCatalog
-from neta_nb.messages import DisplayItem, FileTextPart, ImagePart
+from neta_nb.messages import DisplayItem, FileTextPart, ImagePart, Message, TextPart
 from neta_nb.providers.scripted import ScriptedProvider
 from neta_nb.runtime.attachments import attachment_parts
+from neta_nb.store.rows import put_message
 from neta_nb.tools.rich import image_item
 from neta_nb.widgets.rich_static import output_html
 
@@ -170,6 +171,55 @@ async def test_an_unwritable_blob_folder_keeps_the_bytes_in_the_row(tmp_path: Pa
     image = resumed.messages[0].attachments[0]
     assert isinstance(image, ImagePart) and image.data is not None
     assert base64.b64decode(image.data) == picture
+
+
+async def test_an_attachment_survives_another_store_deleting_the_last_session_using_it(
+        tmp_path: Path) -> None:
+    # Another kernel on the same store (or a second SessionStore() in one notebook)
+    # deletes the only session using the picture; this store attaches it again.
+    path = tmp_path / "s.db"
+    store, picture = SessionStore(path), noise_png()
+    blob = tmp_path / "s.db.blobs" / hashlib.sha256(picture).hexdigest()
+    first = AgentSession(Agent("a", model=ScriptedProvider()), ToolCatalog(), store=store)
+    await first.run("Keep", attachments=[(picture, "image/png", "p.png")])
+    assert first.flush(10) and blob.exists()
+    SessionStore(path).delete_session(first.id)
+    assert not blob.exists()
+    second = AgentSession(Agent("a", model=ScriptedProvider()), ToolCatalog(), store=store)
+    await second.run("Again", attachments=[(picture, "image/png", "p.png")])
+    assert second.flush(10)
+    resumed = AgentSession.resume(second.id, SessionStore(path), provider=ScriptedProvider())
+    image = resumed.messages[0].attachments[0]
+    assert isinstance(image, ImagePart) and image.data is not None
+    assert base64.b64decode(image.data) == picture
+
+
+def test_a_row_written_after_its_file_was_deleted_writes_the_file_again(
+        tmp_path: Path) -> None:
+    # The interleaving across processes: this store encodes a message (its file is on
+    # disk), another deletes the last session naming that file, then this one writes
+    # the row. The row's transaction puts the file back; the deletion's transaction,
+    # had it come after the row, would have kept the file.
+    path = tmp_path / "s.db"
+    store, other = SessionStore(path), SessionStore(path)
+    picture = noise_png()
+    data = base64.b64encode(picture).decode("ascii")
+    message = Message(role="user", parts=[TextPart(text="look"),
+                                          ImagePart(media_type="image/png", data=data)])
+    doomed = AgentSession(Agent("a", model=ScriptedProvider()), ToolCatalog(), store=other)
+    assert doomed.flush(10)
+    other.append_message(doomed.id, message)
+    keeper = AgentSession(Agent("a", model=ScriptedProvider()), ToolCatalog(), store=store)
+    assert keeper.flush(10)
+    encoded = store.blobs.encode(message)  # the file is there now...
+    other.delete_session(doomed.id)  # ...and gone: no stored row names it
+    assert not (tmp_path / "s.db.blobs" / hashlib.sha256(picture).hexdigest()).exists()
+    with store._transaction() as db:  # what the session's writer runs
+        put_message(db, keeper.id, message.id, encoded.json)
+        store.blobs.ensure(encoded)
+    (stored,) = SessionStore(path).load_messages(keeper.id)
+    image = stored.attachments[0]
+    assert isinstance(image, ImagePart) and image.data == data
 
 
 # --- static HTML --------------------------------------------------------------------------

@@ -15,7 +15,11 @@ Run: ``python mcp_hostile_server.py MODE [ARG]``. Modes:
                     (odd progress notifications, some after its result) and ``flood`` (sends
                     ARG ``tools/list_changed`` notifications, then answers);
 ``deaf``            answers like ``results`` but keeps running when its input ends and
-                    ignores SIGTERM (a server that would outlive its client).
+                    ignores SIGTERM (a server that would outlive its client);
+``chatty``          writes ARG MB of noise to its stderr, then answers like ``results``;
+``doomed``          writes ARG MB of noise and then its last words to its stderr, and exits;
+``mute``            writes ARG MB of noise and then its last words to its stderr, and never
+                    answers (like ``silent``).
 """
 
 from __future__ import annotations
@@ -99,32 +103,50 @@ def call(request: dict[str, Any]) -> None:
         answer(request, text("ok"))
 
 
+LAST_WORDS = "fatal: the licence server is unreachable"
+
+
+def write_stderr_noise() -> None:
+    megabyte = ("noise " * 15 + "\n") * (1_000_000 // 91)  # lines of 91 bytes
+    for _ in range(int(ARG)):
+        sys.stderr.write(megabyte)
+    if MODE in ("doomed", "mute"):
+        sys.stderr.write(LAST_WORDS + "\n")
+    sys.stderr.flush()
+
+
 def main() -> None:
+    if MODE in ("chatty", "doomed", "mute"):
+        write_stderr_noise()
+        if MODE == "doomed":
+            sys.exit(3)
     if MODE == "deaf":
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     for line in sys.stdin:
-        if MODE == "silent":
-            continue
-        request = json.loads(line)
-        method = request.get("method")
-        if "id" not in request:
-            continue  # a notification (initialized, cancelled)
-        if method == "initialize":
-            answer(request, {"protocolVersion": request["params"]["protocolVersion"],
-                             "capabilities": {"tools": {"listChanged": True}},
-                             "serverInfo": {"name": "hostile", "version": "1"}})
-        elif method == "tools/list":
-            if MODE != "hang_list":
-                answer(request, {"tools": listed_tools()})
-        elif method == "tools/call":
-            call(request)
-        elif method == "ping":
-            answer(request, {})
-        else:
-            send({"id": request["id"], "error": {"code": -32601, "message": "no such method"}})
+        if MODE not in ("silent", "mute"):
+            respond(json.loads(line))
     if MODE == "deaf":
         while True:  # outlive the client
             time.sleep(1)
+
+
+def respond(request: dict[str, Any]) -> None:
+    method = request.get("method")
+    if "id" not in request:
+        return  # a notification (initialized, cancelled)
+    if method == "initialize":
+        answer(request, {"protocolVersion": request["params"]["protocolVersion"],
+                         "capabilities": {"tools": {"listChanged": True}},
+                         "serverInfo": {"name": "hostile", "version": "1"}})
+    elif method == "tools/list":
+        if MODE != "hang_list":
+            answer(request, {"tools": listed_tools()})
+    elif method == "tools/call":
+        call(request)
+    elif method == "ping":
+        answer(request, {})
+    else:
+        send({"id": request["id"], "error": {"code": -32601, "message": "no such method"}})
 
 
 if __name__ == "__main__":

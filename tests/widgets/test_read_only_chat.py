@@ -80,6 +80,10 @@ def test_opening_another_kernels_session_shows_it_read_only(
         assert f"process {child.pid}" in reply["error"]
     reply = chat._reply("take_over", "r", {})
     assert reply["ok"] is False and f"process {child.pid}" in reply["error"]
+    chat.lang = "zh-CN"  # the refusal in the view's language
+    reply = chat._reply("take_over", "r", {})
+    assert reply["ok"] is False and f"进程 {child.pid} 中运行" in reply["error"]
+    chat.lang = "en"
 
     # The owner still has its turn: running, its pid, its draft, nothing added by us.
     record = store.get_session("s_shared")

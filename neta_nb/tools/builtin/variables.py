@@ -8,12 +8,38 @@ leaving out what the user did not make: names starting with ``_`` (IPython's ``_
 shape or length, dtypes of DataFrames and arrays, and a one-line preview — all cut to
 bounds, so a namespace with a million-row frame or thousands of names stays readable.
 Like ``python`` it is off by default: it reads the notebook's data.
+
+Describing a variable runs no code the user wrote. Every fact may run the object's own
+code (``__repr__``, ``__len__``, a ``shape`` property, ``__getattr__``), and an object made
+in the notebook may do anything there: hang (a ``__repr__`` that waits on a server),
+raise ``SystemExit``, print megabytes. A deadline would not help: a thread cannot be
+stopped, so the hang would go on in the kernel. So an object's own code runs only if its
+class, with every base, comes from trusted code: the standard library, an installed
+package (``site-packages``) or neta_nb. Of any other object (a class defined in the
+notebook or in the user's own files) the line says what needs none of its code: its type,
+the length of a builtin container (read with the builtin's own method) and a ``shape``
+stored as a plain tuple; no preview. Previews walk lists, tuples, dicts and sets
+themselves, so a notebook object inside one is shown as ``<__main__.Thing>``, and
+arrays of Python objects (dtype ``object``), whose repr is their elements' reprs, get no
+preview. Trusted code that raises anything but ``KeyboardInterrupt`` (``SystemExit``
+too) costs only the fact it was computing.
+
+What this does not cover: trusted code that prints the user's objects it holds in other
+ways (a ``functools.partial`` of a notebook object, a DataFrame with object cells in
+another container) still runs their ``__repr__``.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
+import os
 import reprlib
+import sys
+import sysconfig
 import types
+from itertools import islice
+from pathlib import Path
 from typing import Any
 
 from ..base import ToolContext, tool
@@ -23,20 +49,22 @@ __all__ = ["MAX_VARIABLES", "describe_variables", "list_variables"]
 MAX_VARIABLES = 100
 _PREVIEW_CHARS = 120
 _MAX_DTYPES = 20
+_MAX_DIMENSIONS = 300
+"""Of a shape, at most (its line is cut at ``_LINE_CHARS`` anyway)."""
 _LINE_CHARS = 600
 """A variable's line at most (a 100-dimensional shape or a long column name is cut)."""
 _IPYTHON_NAMES = frozenset({"In", "Out", "exit", "quit", "get_ipython", "open"})
-
-_repr = reprlib.Repr()
-_repr.maxstring = _PREVIEW_CHARS
-_repr.maxother = _PREVIEW_CHARS
-_repr.maxlist = _repr.maxtuple = _repr.maxdict = _repr.maxset = 6
+_CONTAINERS = (list, tuple, dict, set, frozenset)
+_SIZED = (str, bytes, *_CONTAINERS)
+_OWN_PACKAGE = __name__.partition(".")[0]
+_STANDARD_LIBRARY = tuple(Path(sysconfig.get_paths()[key]).resolve()
+                          for key in ("stdlib", "platstdlib"))
 
 
 @tool(name="list_variables", category="base", label="Variables")
 def list_variables(ctx: ToolContext, pattern: str = "") -> str:
     """List the notebook's variables: name, type, shape or length, column dtypes and a
-    short preview.
+    short preview (not of objects whose class the notebook defines: their code is not run).
 
     Args:
         pattern: Only names containing this text (case-insensitive); empty lists all.
@@ -72,35 +100,94 @@ def _hidden_names(namespace: dict[str, Any]) -> set[str]:
     return set(getattr(shell, "user_ns_hidden", {}))
 
 
-def _is_user_variable(name: str, value: Any, hidden: set[str]) -> bool:
-    if name.startswith("_") or name in hidden or name in _IPYTHON_NAMES:
+def _is_user_variable(name: object, value: Any, hidden: set[str]) -> bool:
+    if not isinstance(name, str) or name.startswith("_") or name in hidden \
+            or name in _IPYTHON_NAMES:
         return False
-    return not isinstance(value, types.ModuleType)
+    # type(), not isinstance(): that may ask the object for its __class__.
+    return not issubclass(type(value), types.ModuleType)
 
+
+# --- which code may run --------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=2048)
+def _trusted_module(name: str) -> bool:
+    """Code from the standard library, an installed package or this package."""
+    if name in sys.builtin_module_names or name.partition(".")[0] == _OWN_PACKAGE:
+        return True
+    module = sys.modules.get(name)
+    if name == "__main__" or not isinstance(module, types.ModuleType):
+        return False
+    origin = getattr(module.__spec__, "origin", None) or getattr(module, "__file__", None)
+    if origin in ("built-in", "frozen"):
+        return True
+    if not isinstance(origin, str):
+        return False  # made at run time: the notebook's own
+    path = Path(os.path.realpath(origin))
+    return ("site-packages" in path.parts or "dist-packages" in path.parts
+            or any(path.is_relative_to(root) for root in _STANDARD_LIBRARY))
+
+
+def _trusted_type(kind: type) -> bool:
+    """Whether every class ``kind`` inherits from (and its metaclass) is trusted code."""
+    try:
+        classes = (*_class_attribute(kind, "__mro__"), type(kind))
+        return all(_trusted_module(_class_attribute(cls, "__module__")) for cls in classes)
+    except Exception:
+        return False
+
+
+def _class_attribute(kind: type, name: str) -> Any:
+    # As type finds it: a metaclass's own __getattribute__ is code like any other.
+    return type.__getattribute__(kind, name)
+
+
+def _type_name(kind: type) -> str:
+    try:
+        module, name = _class_attribute(kind, "__module__"), _class_attribute(kind, "__name__")
+    except Exception:
+        return "object"
+    return name if module == "builtins" else f"{str(module).split('.')[0]}.{name}"
+
+
+def _safe(read: Any) -> Any:
+    """Reading a fact of an object may run any code: a failure (even ``SystemExit``)
+    hides the fact; only the user's interrupt goes through."""
+    try:
+        return read()
+    except KeyboardInterrupt:
+        raise
+    except BaseException:
+        return None
+
+
+# --- describing ----------------------------------------------------------------------------
 
 def _bounded_line(name: str, value: Any) -> str:
-    """One variable's line, cut to ``_LINE_CHARS``. Any step may run the object's own
-    code (``__len__``, a ``shape`` property, a column name's ``__format__``): one that
-    raises costs that variable its facts, not the whole listing."""
+    """One variable's line, cut to ``_LINE_CHARS``: one that fails costs that variable its
+    facts, not the whole listing."""
     try:
         line = _describe(name, value)
-    except Exception as error:
-        line = f"{name}: {_type_name(value)} (not described: {type(error).__name__})"
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:
+        line = f"{name}: {_type_name(type(value))} (not described: {type(error).__name__})"
     return line if len(line) <= _LINE_CHARS else line[:_LINE_CHARS - 1] + "…"
 
 
-def _type_name(value: Any) -> str:
-    kind = type(value)
-    return kind.__name__ if kind.__module__ == "builtins" else (
-        f"{kind.__module__.split('.')[0]}.{kind.__name__}")
-
-
 def _describe(name: str, value: Any) -> str:
-    facts = [_type_name(value)]
-    shape = _safe(lambda: getattr(value, "shape", None))
-    if isinstance(shape, tuple) and not callable(value):
-        facts.append("shape " + "×".join(str(n) for n in shape))
-    elif isinstance(value, (str, bytes, list, tuple, dict, set, frozenset)):
+    kind = type(value)
+    facts = [_type_name(kind)]
+    if not _trusted_type(kind):
+        facts.extend(_facts_without_its_code(value, kind))
+        return f"{name}: {', '.join(facts)}"
+    if issubclass(kind, type):
+        # A class: reading attributes from it runs its descriptors, and it has no data.
+        return f"{name}: {facts[0]}"
+    shape = _shape(_safe(lambda: getattr(value, "shape", None)))
+    if shape and not callable(value):
+        facts.append(shape)
+    elif issubclass(kind, _SIZED):
         facts.append(f"len {len(value)}")
     dtypes = _dtypes(value)
     if dtypes:
@@ -109,30 +196,108 @@ def _describe(name: str, value: Any) -> str:
     return f"{name}: {', '.join(facts)}" + (f" = {preview}" if preview else "")
 
 
+def _facts_without_its_code(value: Any, kind: type) -> list[str]:
+    """What is known of an object of an untrusted class without running its code."""
+    facts = []
+    shape = _shape(_safe(lambda: inspect.getattr_static(value, "shape", None)))
+    if shape:
+        facts.append(shape)
+    sized = next((base for base in _SIZED if issubclass(kind, base)), None)
+    if sized is not None:
+        facts.append(f"len {sized.__len__(value)}")  # the builtin's, not an override
+    return facts
+
+
+def _shape(shape: Any) -> str:
+    """A shape of integers, as ``3×4``."""
+    if type(shape) is not tuple:
+        return ""
+    shown = shape[:_MAX_DIMENSIONS]
+    if not all(_trusted_type(type(n)) for n in shown):
+        return ""
+    return "shape " + "×".join(str(n) for n in shown)
+
+
 def _dtypes(value: Any) -> str:
     columns = _safe(lambda: getattr(value, "dtypes", None))
     items = _safe(lambda: list(columns.items())) if columns is not None else None
     if isinstance(items, list):  # a DataFrame: a dtype per column
-        shown = ", ".join(f"{column}: {dtype}" for column, dtype in items[:_MAX_DTYPES])
+        shown = ", ".join(f"{_label(column)}: {dtype}" for column, dtype in items[:_MAX_DTYPES])
         more = f", … {len(items) - _MAX_DTYPES} more" if len(items) > _MAX_DTYPES else ""
         return f"columns {{{shown}{more}}}"
     dtype = _safe(lambda: getattr(value, "dtype", None))
     return f"dtype {dtype}" if dtype is not None else ""
 
 
+def _label(column: Any) -> str:
+    """A column's name: any object may name one."""
+    return str(column) if _trusted_type(type(column)) else f"<{_type_name(type(column))}>"
+
+
 def _preview(value: Any) -> str:
-    if callable(value) or isinstance(value, type):
+    if callable(value) or _holds_objects(value):
         return ""
     if _safe(lambda: getattr(value, "columns", None)) is not None:
         return ""  # a DataFrame: its dtypes already name the columns
-    text = _safe(lambda: _repr.repr(value)) or ""
+    text = _safe(lambda: _PREVIEW.repr(value)) or ""
     text = " ".join(str(text).split())
     return text if len(text) <= _PREVIEW_CHARS else text[:_PREVIEW_CHARS - 1] + "…"
 
 
-def _safe(read: Any) -> Any:
-    """Reading an attribute of a user object may run any code: a failure hides the fact."""
-    try:
-        return read()
-    except Exception:
-        return None
+def _holds_objects(value: Any) -> bool:
+    """An array or series of Python objects (numpy's dtype ``object``): its repr is
+    theirs. Not pandas' strings, which say ``O`` as their kind too."""
+    dtype = _safe(lambda: getattr(value, "dtype", None))
+    return dtype is not None and _safe(lambda: str(dtype)) == "object"
+
+
+class _Preview(reprlib.Repr):
+    """reprlib's bounded repr that runs no untrusted code: it walks the builtin containers
+    itself (in their order: sorting would compare the user's objects), shows an object of
+    an untrusted class as ``<module.Type>``, and calls ``repr()`` only of the rest."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxstring = self.maxother = _PREVIEW_CHARS
+        self.maxlist = self.maxtuple = self.maxdict = self.maxset = self.maxfrozenset = 6
+
+    def repr1(self, x: Any, level: int) -> str:
+        kind = type(x)
+        if not _trusted_type(kind) or _holds_objects(x):
+            return f"<{_type_name(kind)}>"
+        container = next((base for base in _CONTAINERS if issubclass(kind, base)), None)
+        if container is None or kind is container:
+            return super().repr1(x, level)
+        # A subclass (OrderedDict, a named tuple): its own repr would print the elements
+        # with theirs.
+        inside = getattr(self, f"repr_{container.__name__}")(x, level)
+        return f"{kind.__name__}({inside})"
+
+    def repr_dict(self, x: Any, level: int) -> str:
+        if not x:
+            return "{}"
+        if level <= 0:
+            return "{" + self.fillvalue + "}"
+        pieces = [f"{self.repr1(key, level - 1)}: {self.repr1(item, level - 1)}"
+                  for key, item in islice(dict.items(x), self.maxdict)]
+        if len(x) > self.maxdict:
+            pieces.append(self.fillvalue)
+        return "{" + ", ".join(pieces) + "}"
+
+    def repr_set(self, x: Any, level: int) -> str:
+        return self._elements(x, level, "{", "}", self.maxset) if x else "set()"
+
+    def repr_frozenset(self, x: Any, level: int) -> str:
+        return (self._elements(x, level, "frozenset({", "})", self.maxfrozenset)
+                if x else "frozenset()")
+
+    def _elements(self, x: Any, level: int, left: str, right: str, most: int) -> str:
+        if level <= 0:
+            return left + self.fillvalue + right
+        pieces = [self.repr1(item, level - 1) for item in islice(x, most)]
+        if len(x) > most:
+            pieces.append(self.fillvalue)
+        return left + ", ".join(pieces) + right
+
+
+_PREVIEW = _Preview()

@@ -168,7 +168,8 @@ class ChatView(ReadOnlyChat):
         except (KeyError, SessionBusyError) as exc:
             with contextlib.suppress(KeyError):
                 self.refresh()  # show why: the turn is still running there
-            raise RequestError(str(exc)) from exc
+            why = exc.message(self.lang) if isinstance(exc, SessionBusyError) else str(exc)
+            raise RequestError(why) from exc
         return {"session_id": session.id}
 
     @handles("view_opened")

@@ -3,7 +3,11 @@ IPython's machinery, modules and private names left out; bounded."""
 
 from __future__ import annotations
 
+import collections
 import json
+import threading
+from typing import Any, NoReturn
+from unittest.mock import NonCallableMock, PropertyMock
 
 import pytest
 
@@ -79,9 +83,93 @@ def test_an_object_that_raises_or_is_huge_costs_only_its_own_line() -> None:
     text = describe_variables({"broken": _LenRaises([1]), "cube": _ManyDimensions(),
                                "fine": 3, "wide": wide})
     lines = text.splitlines()
-    assert lines[0].startswith("broken: ") and lines[0].endswith(
-        "._LenRaises (not described: RuntimeError)")
+    assert lines[0] == "broken: tests._LenRaises, len 1"  # the list's length, not its __len__
     assert lines[1].startswith("cube: ") and "shape 1×1×1" in lines[1]
     assert lines[2] == "fine: int = 3"
     assert lines[3].startswith("wide: pandas.DataFrame, shape 1×3, columns {ccc")
     assert all(len(line) <= 600 for line in lines)
+
+
+class _Quits:
+    """Its every fact ends the interpreter, or tries to."""
+
+    def __getattr__(self, name: str) -> NoReturn:
+        raise SystemExit(f"no {name}")
+
+    @property
+    def shape(self) -> NoReturn:
+        raise GeneratorExit
+
+    def __len__(self) -> NoReturn:
+        raise SystemExit(1)
+
+    def __repr__(self) -> str:
+        raise SystemExit(2)
+
+
+def test_system_exit_from_an_object_costs_only_the_fact_it_was_computing() -> None:
+    # A trusted class (the mock library's) whose properties raise what is no Exception.
+    library_object = NonCallableMock(spec=[])
+    type(library_object).shape = PropertyMock(side_effect=SystemExit(3))
+    type(library_object).dtype = PropertyMock(side_effect=GeneratorExit)
+    lines = describe_variables({"quits": _Quits(), "library": library_object,
+                                "fine": [1]}).splitlines()
+    assert lines[0] == "fine: list, len 1 = [1]"
+    assert lines[1].startswith("library: unittest.NonCallableMock = <NonCallableMock id=")
+    assert lines[2] == "quits: tests._Quits"
+
+
+def test_the_users_interrupt_still_stops_the_listing() -> None:
+    library_object = NonCallableMock(spec=[])
+    type(library_object).shape = PropertyMock(side_effect=KeyboardInterrupt)
+    with pytest.raises(KeyboardInterrupt):
+        describe_variables({"library": library_object})
+
+
+def _describe_within(seconds: float, namespace: dict[str, Any]) -> str:
+    """describe_variables(namespace), failing the test if it takes longer than
+    ``seconds`` (its thread is then left waiting for the test to release it)."""
+    text: list[str] = []
+    worker = threading.Thread(target=lambda: text.append(describe_variables(namespace)),
+                              daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert text, f"describing the variables took more than {seconds} s"
+    return text[0]
+
+
+def test_an_object_whose_repr_or_len_hangs_does_not_hang_the_listing() -> None:
+    release = threading.Event()
+
+    class Stuck:
+        def __repr__(self) -> str:
+            release.wait()
+            return "late"
+
+    class StuckList(list):  # type: ignore[type-arg]
+        def __len__(self) -> int:
+            release.wait()
+            return 0
+
+    in_a_cell = type("Cell", (), {"__module__": "__main__", "__repr__": Stuck.__repr__})
+    strings = pd.Series(["a", "b"])
+    try:
+        text = _describe_within(10, {
+            "stuck": Stuck(), "cell": in_a_cell(), "stuck_list": StuckList([1, 2]),
+            "in_a_list": [1, Stuck()], "in_a_dict": {"key": Stuck(), Stuck(): 2},
+            "ordered": collections.OrderedDict(key=Stuck()),
+            "objects": np.array([Stuck(), 1], dtype=object),
+            "series": pd.Series([Stuck()]), "strings": strings})
+    finally:
+        release.set()
+    lines = dict(line.split(": ", 1) for line in text.splitlines())
+    assert lines["stuck"] == "tests.Stuck" and lines["cell"] == "__main__.Cell"
+    assert lines["stuck_list"] == "tests.StuckList, len 2"
+    assert lines["in_a_list"] == "list, len 2 = [1, <tests.Stuck>]"
+    assert lines["in_a_dict"] == "dict, len 2 = {'key': <tests.Stuck>, <tests.Stuck>: 2}"
+    assert lines["ordered"] == ("collections.OrderedDict, len 1 = "
+                                "OrderedDict({'key': <tests.Stuck>})")
+    assert lines["objects"] == "numpy.ndarray, shape 2, dtype object"
+    assert lines["series"] == "pandas.Series, shape 1, dtype object"
+    if str(strings.dtype) == "str":  # pandas 3: strings are no Python objects any more
+        assert lines["strings"] == "pandas.Series, shape 2, dtype str = 0 a 1 b dtype: str"
