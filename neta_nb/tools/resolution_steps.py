@@ -7,10 +7,9 @@ has an answer a user can follow; :meth:`ToolResolution.diff
 scene, one tool toggled, a legacy config migrated) by comparing two resolutions.
 
 Neither is on the runtime's path: ``resolve_tools`` keeps only its inputs, and a trace is
-computed the first time someone asks for it. The trace applies rules 1–4 literally, step
-by step (``resolve_tools`` does them with set algebra; the tests hold the two to the same
-final set), and rule 5 and the reasons through the same functions as the resolver
-(:mod:`neta_nb.tools.rules`).
+computed the first time someone asks for it. The trace records the rules one step at a
+time; what each rule decides comes from the same functions the resolver uses
+(:mod:`neta_nb.tools.rules`: the grants of rules 3–4, the filter of rule 5, the reasons).
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ from typing import TYPE_CHECKING, overload
 
 from ..labels import Notice
 from .displayable import Displayable
-from .rules import REASON_AGENT_DISABLED, filter_by_model
+from .rules import REASON_AGENT_DISABLED, filter_by_model, grants
 
 if TYPE_CHECKING:
     from .resolver import ToolResolution, ToolState, _CatalogIndex
@@ -130,13 +129,15 @@ def trace(index: _CatalogIndex, inherit: bool, enabled: set[str], disabled: set[
 
     # 2. Core tools, if inherited.
     if inherit:
-        core_added = {name for name in ordered if name in pool and index.tools[name].core}
+        core_added = set(index.core_names)
         current |= core_added
     steps.append(ResolutionStep(StepRule.CORE, added=in_final_order(core_added),
                                 names=in_final_order(current), applies=inherit))
+    # Rules 3-4 as the resolver applies them (rules.grants); the steps only record them.
+    granted = grants(pool, core_added, enabled, disabled)
 
     # 3. The agent's enabled names that the pool holds.
-    added = {name for name in enabled if name in pool} - current
+    added = set(granted.added)
     current |= added
     refused = [name for name in enabled if name not in pool]
     refused_reasons = {name: index.base_reasons[True][name] if name in index.tools
@@ -149,7 +150,7 @@ def trace(index: _CatalogIndex, inherit: bool, enabled: set[str], disabled: set[
         reasons=MappingProxyType(refused_reasons)))
 
     # 4. The agent's disabled names: a disable wins over an enable.
-    removed = current & disabled
+    removed = set(granted.removed)
     current -= removed
     steps.append(ResolutionStep(
         StepRule.DISABLED, removed=in_final_order(removed), names=in_final_order(current),

@@ -42,6 +42,7 @@ from .rules import (
     REASON_GLOBALLY_DISABLED,
     REASON_NOT_ENABLED,
     filter_by_model,
+    grants,
 )
 
 __all__ = ["ToolResolution", "ToolState", "resolve_tools"]
@@ -225,12 +226,15 @@ def resolve_tools(catalog: ToolCatalog, config: AgentToolConfig, *,
     enabled = set(config.enabled)
     disabled = set(config.disabled)
 
-    # Set algebra instead of per-name branching: large configs stay cheap.
-    switched_off = disabled & index.switchable  # rule 4 (a global disable cannot be overridden)
+    granted = grants(index.switchable, index.core_names if inherit else frozenset(),
+                     enabled, disabled)
+    # A disabled tool the pool holds reads "switched off" whether or not it was on (a
+    # global disable cannot be overridden, so those keep their own state).
+    switched_off = disabled & index.switchable
     if switched_off:
         states.update(dict.fromkeys(switched_off, ToolState.AGENT_DISABLED))
         reasons.update(dict.fromkeys(switched_off, REASON_AGENT_DISABLED))
-    switched_on = (enabled & index.available[inherit]) - disabled  # rule 3, then rule 4
+    switched_on = granted.added - granted.removed
     if switched_on:
         states.update(dict.fromkeys(switched_on, ToolState.AGENT_ENABLED))
         for name in switched_on:
@@ -238,8 +242,8 @@ def resolve_tools(catalog: ToolCatalog, config: AgentToolConfig, *,
     explicit_names = sorted(switched_on, key=index.position.__getitem__)
     explicit = [index.tools[name] for name in explicit_names]
     defaults = index.default_group[inherit]
-    if disabled:
-        defaults = [item for item in defaults if item.name not in disabled]
+    if granted.removed:
+        defaults = [item for item in defaults if item.name not in granted.removed]
 
     final = defaults + explicit
     capabilities = None if model_capabilities is None else frozenset(model_capabilities)
@@ -270,9 +274,9 @@ class _CatalogIndex:
     default_group: dict[bool, list[Tool]]
     globally_disabled: frozenset[str]
     switchable: frozenset[str]
-    """Registered tools that are not disabled globally."""
-    available: dict[bool, frozenset[str]]
-    """Per ``inherit_core_tools``: tools that are off unless enabled explicitly."""
+    """Registered tools that are not disabled globally: rule 1's pool."""
+    core_names: frozenset[str]
+    """The core tools of the pool: rule 2's, for an agent that inherits them."""
     restricted: frozenset[str]
     """Tools with capability or scene limits: the only ones rule 5 can remove."""
 
@@ -315,9 +319,7 @@ def _index_of(catalog: ToolCatalog) -> _CatalogIndex:
         globally_disabled=globally_disabled,
         switchable=frozenset(item.name for item in ordered
                              if item.name not in globally_disabled),
-        available={inherit: frozenset(name for name, state in base_states[inherit].items()
-                                      if state is ToolState.AVAILABLE)
-                   for inherit in (True, False)},
+        core_names=frozenset(item.name for item in default_group[True]),
         restricted=frozenset(item.name for item in ordered
                              if item.capabilities or item.scenes is not None
                              or item.needs_subagents))

@@ -1,16 +1,40 @@
-"""The pieces of the seed's resolution rules (001 §6) that the resolver and its step trace
-both apply: the reasons a tool is left out that need no parameters, and rule 5, the
-capability/scene filter. One statement of each, imported by both, so the trace
-(:mod:`neta_nb.tools.resolution_steps`) and :func:`~neta_nb.tools.resolve_tools` cannot
-filter differently."""
+"""The seed's resolution rules (001 §6) as the resolver and its step trace both apply
+them: rules 3–4 (the agent's grants, :func:`grants`), rule 5 (the capability/scene
+filter, :func:`filter_by_model`) and the reasons a tool is left out that need no
+parameters. Rules 1–2 are the catalog index's pool and core set. One statement of each,
+imported by both, so the trace (:mod:`neta_nb.tools.resolution_steps`) and
+:func:`~neta_nb.tools.resolve_tools` cannot decide differently."""
 
 from __future__ import annotations
+
+from collections.abc import Set
+from dataclasses import dataclass
 
 from ..labels import Notice
 from .base import Tool
 
 __all__ = ["REASON_AGENT_DISABLED", "REASON_CORE_NOT_INHERITED", "REASON_GLOBALLY_DISABLED",
-           "REASON_NOT_ENABLED", "REASON_NO_SUBAGENTS", "filter_by_model"]
+           "REASON_NOT_ENABLED", "REASON_NO_SUBAGENTS", "Grants", "filter_by_model", "grants"]
+
+
+@dataclass(frozen=True, slots=True)
+class Grants:
+    """What an agent's config changes in the pool once its core tools are in."""
+
+    added: frozenset[str]
+    """Rule 3: the enabled names the pool holds, beyond the inherited core tools."""
+    removed: frozenset[str]
+    """Rule 4: the names rule 2 or 3 turned on that the agent disabled (a disable wins)."""
+
+
+def grants(pool: Set[str], core: Set[str], enabled: Set[str], disabled: Set[str]) -> Grants:
+    """Rules 3 and 4 for a pool (rule 1: the globally enabled tools) whose inherited core
+    tools (rule 2) are ``core`` — at the cost of the config's size, not the catalog's."""
+    # Set algebra (each intersection walks the smaller side, in C): large configs stay
+    # cheap, and nothing here walks the whole catalog.
+    added = frozenset((enabled & pool) - core)
+    removed = frozenset((disabled & core) | (disabled & added))
+    return Grants(added, removed)
 
 # Shared by every resolution: the reasons that need no parameters are made once.
 REASON_GLOBALLY_DISABLED = Notice("globally_disabled")
