@@ -1,4 +1,5 @@
-"""What of a URL may be stored: the server's address, never a credential in it.
+"""What of a connection's settings may be stored: the server's address and harmless
+options, never a credential in them.
 
 A URL that reaches a model or an MCP server can carry secrets in three places: the
 ``user:password@`` part, query parameters (``?api-key=…`` of Azure-style gateways, a
@@ -7,17 +8,23 @@ server, but ``#access_token=…`` is a known pattern). :func:`storable_url` keep
 address and only the query parameters known to be harmless
 (:data:`SAFE_QUERY_PARAMETERS`) and names what it left out — by name, never by value —
 so that a resume can say what must be given again (:func:`describe_withheld`).
+
+A provider's ``request_options`` are merged into every request body, and the SDKs take
+headers and query parameters there too (``extra_headers``, ``extra_query``):
+:func:`storable_options` keeps the options and drops headers, query parameters other
+than the harmless ones, and any option whose name says it holds a secret.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 __all__ = ["SAFE_QUERY_PARAMETERS", "USERINFO", "StorableUrl", "describe_withheld",
-           "storable_url", "withheld_names"]
+           "storable_options", "storable_url", "withheld_names"]
 
 SAFE_QUERY_PARAMETERS = frozenset({"api-version", "api_version"})
 """Query parameters kept when a URL is stored (compared case-insensitively): versions,
@@ -29,9 +36,17 @@ USERINFO = "user:password"
 _FRAGMENT = "#fragment"
 _UNNAMED = "a query value without a name"
 
-# A parameter name is only repeated in a note if it looks like one: a "name" that is
-# really a bare token (``?sk-abc123…`` has no ``=``) or something long is not repeated.
-_PARAMETER_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-\[\]]{0,39}$")
+# A parameter name is only repeated in a note if it reads as a name: letters joined by
+# '-', '_' or '.', at most 32 of them, and not the start of a known kind of key. A bare
+# token (``?sk-abc123…``, with or without a padding '='), which has digits or such a
+# prefix, is not repeated.
+_PARAMETER_NAME = re.compile(r"^[A-Za-z][A-Za-z_.\-]{0,31}$")
+_KEY_PREFIXES = ("sk-", "sk_", "pk-", "pk_", "ghp_", "gho_", "github_pat_", "xox", "eyj",
+                 "akia", "bearer")
+_HEADER_OPTIONS = frozenset({"extra_headers", "headers", "default_headers"})
+_QUERY_OPTIONS = frozenset({"extra_query", "query", "default_query", "params"})
+_SECRET_WORDS = re.compile(r"key|token|secret|passw|auth|signature|credential|cookie|sig$",
+                           re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -63,11 +78,45 @@ def storable_url(url: str | None, noted: Iterable[str] = ()) -> StorableUrl:
         if equals and name.lower() in SAFE_QUERY_PARAMETERS:
             kept.append(item)  # as written: its encoding is the server's business
         elif item:
-            withheld.append(name if equals and _PARAMETER_NAME.match(name) else _UNNAMED)
+            withheld.append(name if equals and _reads_as_name(name) else _UNNAMED)
     if parts.fragment:
         withheld.append(_FRAGMENT)
     stored = urlunsplit(parts._replace(netloc=netloc, query="&".join(kept), fragment=""))
     return StorableUrl(stored, _unique(withheld))
+
+
+def storable_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """``request_options`` as they may be stored, and the names (paths) of what was left
+    out: headers, query parameters other than :data:`SAFE_QUERY_PARAMETERS`, options named
+    like a secret (``api_key``, ``token``, ``signature``…) at any depth."""
+    withheld: list[str] = []
+    return _storable_mapping(options, "", withheld), _unique(withheld)
+
+
+def _storable_mapping(options: Mapping[str, Any], prefix: str,
+                      withheld: list[str]) -> dict[str, Any]:
+    kept: dict[str, Any] = {}
+    for key, value in options.items():
+        name = str(key)
+        path = f"{prefix}{name}" if _reads_as_name(name) else f"{prefix}(an unnamed option)"
+        lowered = name.lower()
+        if lowered in _HEADER_OPTIONS or _SECRET_WORDS.search(name):
+            withheld.append(path)
+        elif lowered in _QUERY_OPTIONS and isinstance(value, Mapping):
+            safe = {k: v for k, v in value.items() if str(k).lower() in SAFE_QUERY_PARAMETERS}
+            withheld.extend(f"{path}.{k}" if _reads_as_name(str(k)) else _UNNAMED
+                            for k in value if k not in safe)
+            if safe:
+                kept[key] = safe
+        elif isinstance(value, Mapping):
+            kept[key] = _storable_mapping(value, f"{path}.", withheld)
+        else:
+            kept[key] = value
+    return kept
+
+
+def _reads_as_name(name: str) -> bool:
+    return bool(_PARAMETER_NAME.match(name)) and not name.lower().startswith(_KEY_PREFIXES)
 
 
 def withheld_names(value: object) -> tuple[str, ...]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from neta_nb.providers.factory import create_provider
 from neta_nb.stored_urls import describe_withheld, storable_url, withheld_names
 
 
@@ -38,3 +39,19 @@ def test_what_was_left_out_before_stays_noted_and_reads_as_a_sentence() -> None:
     assert storable_url(None, noted=["token"]).withheld == ("token",)
     assert withheld_names(["token", 3, "", "token"]) == ("token",)
     assert withheld_names("token") == ()
+
+
+# --- request options and tokens that look like names ---------------------------------------
+
+def test_a_key_in_request_options_is_not_stored() -> None:
+    provider = create_provider("openai-compatible:m", base_url="http://127.0.0.1:9/v1",
+                               request_options={"extra_query": {"api-key": "S3CRET"},
+                                                "extra_headers": {"api-key": "S3CRET"},
+                                                "top_p": 0.9})
+    assert "S3CRET" not in repr(provider.settings())
+
+
+def test_a_bare_padded_token_is_not_kept_as_a_parameter_name() -> None:
+    result = storable_url("http://127.0.0.1/v1?sk-S3CRET=")
+    assert result.url == "http://127.0.0.1/v1"
+    assert "S3CRET" not in repr(result)

@@ -35,7 +35,7 @@ from ..messages import (
     ToolDefinition,
     Usage,
 )
-from ..stored_urls import storable_url
+from ..stored_urls import storable_options, storable_url
 
 if TYPE_CHECKING:
     from .models import ModelInfo
@@ -183,16 +183,20 @@ class Provider(ABC):
     def settings(self) -> dict[str, Any]:
         """What rebuilds this provider with ``create_provider`` — never a key. Stored with
         a session, so that ``resume`` talks to the same server the same way. ``base_url``
-        is stored without what may be a secret (:func:`~neta_nb.stored_urls.storable_url`);
-        ``base_url_withheld`` then names what a resume must be given again."""
+        is stored without what may be a secret (:func:`~neta_nb.stored_urls.storable_url`),
+        ``request_options`` without headers and secret-named options
+        (:func:`~neta_nb.stored_urls.storable_options`); ``base_url_withheld`` and
+        ``request_options_withheld`` then name what a resume must be given again."""
         url = storable_url(self.base_url)
+        options, options_withheld = storable_options(self.request_options)
         settings: dict[str, Any] = {
             "supplier": self.supplier, "model": self.model, "base_url": url.url,
-            "context_window": self.context_window,
-            "request_options": dict(self.request_options),
+            "context_window": self.context_window, "request_options": options,
             "tool_results_as_user": self.tool_results_as_user}
         if url.withheld:
             settings["base_url_withheld"] = list(url.withheld)
+        if options_withheld:
+            settings["request_options_withheld"] = list(options_withheld)
         return settings
 
     @property

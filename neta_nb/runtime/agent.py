@@ -11,13 +11,13 @@ recurse forever.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..providers.base import Provider
 from ..providers.factory import create_provider, default_provider
-from ..stored_urls import storable_url, withheld_names
+from ..stored_urls import storable_options, storable_url, withheld_names
 from ..thinking import ThinkLevel
 from ..tools import AgentToolConfig, ToolCatalog
 
@@ -188,6 +188,14 @@ class Agent:
         stored.pop("base_url_withheld", None)
         if url.withheld:
             stored["base_url_withheld"] = list(url.withheld)
+        options = settings.get("request_options")
+        if isinstance(options, Mapping):
+            kept, dropped = storable_options(options)
+            noted = (*withheld_names(settings.get("request_options_withheld")), *dropped)
+            stored["request_options"] = kept
+            stored.pop("request_options_withheld", None)
+            if noted:
+                stored["request_options_withheld"] = list(dict.fromkeys(noted))
         return stored
 
     @classmethod

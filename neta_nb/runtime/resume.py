@@ -138,18 +138,26 @@ def withheld_from_urls(stored: dict[str, Any], *, provider_given: bool) -> list[
         if isinstance(children, list):
             pending.extend((child, False) for child in reversed(children))
         settings = data.get("provider")
-        withheld = withheld_names(settings.get("base_url_withheld")
-                                  if isinstance(settings, dict) else None)
-        if not withheld or (top and provider_given):
+        if not isinstance(settings, dict):
+            settings = {}
+        withheld = withheld_names(settings.get("base_url_withheld"))
+        options = withheld_names(settings.get("request_options_withheld"))
+        if not (withheld or options) or (top and provider_given):
             continue
         name, model = data.get("name", "agent"), data.get("model") or "supplier:model"
-        rebuilt = f"create_provider({model!r}, base_url=...)"
+        given = ", ".join(what for what, missing in (("base_url=...", withheld),
+                                                     ("request_options=...", options))
+                          if missing)
+        rebuilt = f"create_provider({model!r}, {given})"
         how = (f"AgentSession.resume(..., provider={rebuilt})" if top else
                f"AgentSession.resume(..., agent=...) with an agent whose sub-agent {name!r} "
                f"has model={rebuilt}")
+        lost = [f"base_url was stored without {describe_withheld(withheld)}" if withheld
+                else "", f"request_options were stored without {', '.join(options)}"
+                if options else ""]
         problems.append(f"{'agent' if top else 'sub-agent'} {name!r}: its provider's "
-                        f"base_url was stored without {describe_withheld(withheld)} (they "
-                        f"may be secrets); give the full base_url again: {how}")
+                        f"{' and its '.join(item for item in lost if item)} (they may be "
+                        f"secrets); give them again: {how}")
     return problems
 
 

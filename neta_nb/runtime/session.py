@@ -62,7 +62,7 @@ from .history import History
 from .resume import resume_session
 from .subagents import Crew, CrewLink
 from .tool_runner import ToolRunner
-from .turn import Turn, TurnInterrupted
+from .turn import Turn, shown_as_one_line
 from .turn_loop import TurnLoop
 from .usage_meter import UsageMeter
 
@@ -104,7 +104,8 @@ class AgentSession(TurnLoop):
         self.id = session_id or new_id("s_")
         self._saved = SessionPersistence(self.id, store, self._describe,
                                          on_behind=lambda f: self._emit(store_warning(f)),
-                                         on_deleted=lambda: self._emit(deleted_warning()))
+                                         on_deleted=lambda: self._emit(deleted_warning()),
+                                         parent=crew_link.saved if crew_link else None)
         self.working_dir = Path(working_dir) if working_dir else Path.cwd()
         if namespace is None:
             # The notebook's own variables, or outside IPython one namespace for the
@@ -382,11 +383,9 @@ class AgentSession(TurnLoop):
         try:
             return await self._run(prompt_message, turn)
         except asyncio.CancelledError as cancelled:
-            if isinstance(cancelled, TurnInterrupted):
-                raise
             # Cancelled from outside (a kernel interrupt of the awaiting cell): the turn
-            # is closed already; say so in one line, not from inside the library.
-            raise TurnInterrupted() from None
+            # is closed already; a cell says so in one line, not from inside the library.
+            raise shown_as_one_line(cancelled)  # noqa: B904 - the same exception, re-raised
 
     def _prompt_message(self, prompt: str, attachments: Sequence[Any] | None) -> Message:
         message = Message.user(encodable(prompt))

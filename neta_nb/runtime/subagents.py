@@ -57,6 +57,7 @@ from ..tools.builtin.delegate import delegate_definition
 from .tool_runner import bound_result
 
 if TYPE_CHECKING:
+    from ..store.session_writes import SessionPersistence
     from .agent import Agent
     from .approvals import Approvals
     from .session import AgentSession
@@ -108,6 +109,8 @@ class CrewLink:
     """The top-level agent's ``max_subagent_depth``: it holds for the whole tree."""
     approvals: Approvals
     """The parent's approvals: its UI answers the child's requests."""
+    saved: SessionPersistence | None = None
+    """The parent's writes: a child of a deleted parent stores nothing."""
 
 
 @dataclass(eq=False)
@@ -277,7 +280,8 @@ class Crew:
     def _spawn(self, agent: Agent, call_id: str) -> AgentSession:
         parent = self._parent
         link = CrewLink(parent_id=parent.id, call_id=call_id, depth=self.depth + 1,
-                        max_depth=self.max_depth, approvals=parent._approvals)
+                        max_depth=self.max_depth, approvals=parent._approvals,
+                        saved=parent._saved)
         return type(parent)(agent, parent.catalog, parent.store,
                             working_dir=parent.working_dir, namespace=parent.namespace,
                             approval_policy=parent.approval_policy,

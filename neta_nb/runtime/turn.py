@@ -26,26 +26,28 @@ from ..providers.base import (
     ToolCallReady,
 )
 
-__all__ = ["DRAFT_INTERVAL", "Turn", "TurnInterrupted"]
+__all__ = ["DRAFT_INTERVAL", "INTERRUPTED_LINE", "Turn", "shown_as_one_line"]
 
 DRAFT_INTERVAL = 0.5
 """Seconds between checkpoints of the message being streamed (and at most that long
 after a delta): a dying kernel loses at most this much of an answer."""
 
 
-class TurnInterrupted(asyncio.CancelledError):
-    """``run()`` was cancelled from outside — Kernel ▸ Interrupt while a cell awaits it.
-    The turn is closed (history valid, cards final, stored) and the session takes the
-    next turn. A cancellation like any other for asyncio; in a notebook it shows as one
-    line in plain words instead of a traceback through the library."""
+INTERRUPTED_LINE = ("Interrupted: the turn was stopped; what it did is kept in the chat and "
+                    "the session is ready for the next turn.")
 
-    def __init__(self) -> None:
-        super().__init__("the turn was interrupted; what it did is kept in the chat and "
-                         "the session is ready for the next turn")
 
-    def _render_traceback_(self) -> list[str]:
-        """What IPython shows for it in the cell (instead of the traceback)."""
-        return [f"Interrupted: {self}."]
+def shown_as_one_line(cancelled: asyncio.CancelledError) -> asyncio.CancelledError:
+    """``cancelled`` itself — asyncio (``timeout()``, ``TaskGroup``, ``wait_for``) knows a
+    cancellation by its identity — marked so that IPython shows it, when it ends a cell
+    (Kernel ▸ Interrupt while the cell awaits ``run()``), as one line in plain words
+    instead of a traceback through the library."""
+    cancelled._render_traceback_ = _interrupted_lines  # type: ignore[attr-defined]
+    return cancelled
+
+
+def _interrupted_lines() -> list[str]:
+    return [INTERRUPTED_LINE]
 
 
 @dataclass(slots=True, eq=False)

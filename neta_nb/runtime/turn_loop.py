@@ -113,19 +113,19 @@ class TurnLoop:
             if turn.task is not None:
                 turn.task.uncancel()
             return turn.message
-        except (KeyboardInterrupt, SystemExit):
-            # An interrupt or an exit request raised in the turn's own frames: the turn is
-            # closed like a cancel (history valid, cards final, store written, `done`),
-            # then the exception goes on.
+        except KeyboardInterrupt:
+            # A kernel interrupt raised in the turn's own frames: the turn is closed like a
+            # cancel (history valid, cards final, store written, `done`), then the
+            # interrupt goes on.
             turn.interrupted = True
             with contextlib.suppress(Exception):
                 self._finish_interrupted(turn, "interrupted", None)
             turn.stop_reason = "interrupted"
             raise
         except BaseException as exc:
-            # A bug or an unexpected failure (the store's disk is full; a hook raising a
-            # BaseException of its own): the turn ends with an error event like any
-            # provider failure; the session stays usable.
+            # A bug or an unexpected failure (the store's disk is full; a provider or hook
+            # raising SystemExit or a BaseException of its own): the turn ends with an
+            # error event like any provider failure; the session stays usable.
             log.exception("turn of session %s failed", self.id)
             text = encodable(f"{type(exc).__name__}: {exc}")
             with contextlib.suppress(Exception):

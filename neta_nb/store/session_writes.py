@@ -59,13 +59,16 @@ class SessionPersistence:
     def __init__(self, session_id: str, store: SessionStore | None,
                  describe: Callable[[], dict[str, Any]],
                  on_behind: Callable[[StoreFailure | None], None] | None = None,
-                 on_deleted: Callable[[], None] | None = None) -> None:
+                 on_deleted: Callable[[], None] | None = None,
+                 parent: SessionPersistence | None = None) -> None:
         self.session_id = session_id
         self.store = store
         self._describe = describe
         self._writer = (StoreWriter(store, session_id, on_behind or (lambda _failure: None))
                         if store is not None else None)
         self._on_deleted = on_deleted or (lambda: None)
+        self._parent = parent
+        """A sub-agent's: the parent session's writes (deleting the parent deletes it)."""
         self._record_stored = False
         self.deleted = False
         """The store's record of the session was deleted (here or by another kernel)
@@ -89,19 +92,23 @@ class SessionPersistence:
         def guarded(db: sqlite3.Connection) -> None:
             if self.deleted:
                 return
-            if not session_exists(db, self.session_id):
-                if self._record_stored:
-                    self.deleted = True
-                    if writer is not None:
-                        writer.deliver(lambda _none: self._on_deleted(), None)
-                    return
-                apply(db)
-                self._record_stored = session_exists(db, self.session_id)
+            if self._parent_gone(db) or (not session_exists(db, self.session_id)
+                                         and self._record_stored):
+                self.deleted = True
+                if writer is not None:
+                    writer.deliver(lambda _none: self._on_deleted(), None)
                 return
-            self._record_stored = True
             apply(db)
+            self._record_stored = self._record_stored or session_exists(db, self.session_id)
 
         return guarded
+
+    def _parent_gone(self, db: sqlite3.Connection) -> bool:
+        """A sub-agent's parent session was deleted (a child started after that would be
+        stored as an orphan): its record, once stored, is missing now."""
+        parent = self._parent
+        return parent is not None and (parent.deleted or (
+            parent._record_stored and not session_exists(db, parent.session_id)))
 
     def message(self, message: Message, *, replaces_draft: bool = False) -> None:
         """Insert or update one message (a message is saved again whenever its cards

@@ -76,3 +76,19 @@ async def test_a_stream_raising_a_base_exception_ends_the_turn_with_an_error() -
     await session.run("again")
     assert session.messages[-1].text == "Next turn."
     assert_valid_history(session.messages)
+
+
+# --- SystemExit from the model's stream ----------------------------------------------------
+
+async def test_a_stream_raising_system_exit_ends_the_turn_with_an_error() -> None:
+    session, recorder, _provider = make_session([[SystemExit(3)], answer("Next turn.")])
+    escaped: BaseException | None = None
+    try:
+        await session.run("go")
+    except SystemExit as exc:
+        escaped = exc
+    assert escaped is None
+    (error,) = recorder.of("error")
+    assert "SystemExit: 3" in error.message
+    await session.run("again")
+    assert session.messages[-1].text == "Next turn."

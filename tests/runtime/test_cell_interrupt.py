@@ -4,6 +4,7 @@ closed with what streamed, and the next turn runs."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +14,8 @@ import pytest
 from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.manager import KernelManager, start_new_kernel
 
+from neta_nb.runtime.turn import INTERRUPTED_LINE
+from tests.support.sessions import make_session
 from tests.support.timing import poll_until
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
@@ -66,13 +69,48 @@ def test_an_interrupt_of_the_awaiting_cell_shows_one_plain_line(
     manager.interrupt_kernel()
     outputs = _outputs(client, running)
     (error,) = [m["content"] for m in outputs if m["msg_type"] == "error"]
-    assert error["ename"] == "TurnInterrupted"
-    assert error["traceback"] == [
-        "Interrupted: the turn was interrupted; what it did is kept in the chat and the "
-        "session is ready for the next turn."]
+    assert error["ename"] == "CancelledError"
+    assert error["traceback"] == [INTERRUPTED_LINE]
     # The turn was closed with what streamed, and the session takes the next one.
     assert _stdout(client, "m = session.messages[-1]\n"
                            "print(m.metadata.interrupted, m.text.startswith('word'))"
                    ) == "cancelled True\n"
     assert _stdout(client, "session.provider = ScriptedProvider([[{'text': 'Ready again.'}]])\n"
                            "print((await session.run('again')).text)") == "Ready again.\n"
+
+
+# --- cancelled from outside by asyncio: the same exception, so asyncio knows it ------------
+
+async def test_asyncio_timeout_around_run_still_raises_timeout_error() -> None:
+    gate = asyncio.Event()
+    scope: list[asyncio.Timeout] = []
+
+    def expire_now() -> None:  # the turn is streaming: the caller's deadline passes now
+        scope[0].reschedule(asyncio.get_running_loop().time())
+
+    session, _recorder, _provider = make_session([[expire_now, gate.wait]])
+
+    async def with_a_deadline() -> None:
+        async with asyncio.timeout(None) as timeout:
+            scope.append(timeout)
+            await session.run("go")
+
+    with pytest.raises(TimeoutError):
+        await with_a_deadline()
+
+
+async def test_a_task_group_whose_sibling_fails_reports_only_the_sibling() -> None:
+    gate = asyncio.Event()
+    session, _recorder, _provider = make_session([[gate.wait]])
+
+    async def sibling() -> None:
+        raise ValueError("the sibling failed")
+
+    async def in_a_group() -> None:
+        async with asyncio.TaskGroup() as group:
+            group.create_task(sibling())
+            await session.run("go")
+
+    with pytest.raises(BaseExceptionGroup) as caught:
+        await in_a_group()
+    assert [type(error) for error in caught.value.exceptions] == [ValueError]

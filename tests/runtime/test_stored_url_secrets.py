@@ -111,3 +111,37 @@ def test_a_password_alone_is_named_too(tmp_path: Path,
         AgentSession.resume(session.id, store)
     assert any("base_url was stored without user:password (" in r.getMessage()
                for r in caplog.records)
+
+
+def test_secrets_in_request_options_are_not_stored_and_resume_names_them(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # The SDKs take headers and query parameters in request options too.
+    options = {"extra_headers": {"api-key": "HEADER-SECRET-6666"},
+               "extra_query": {"api-version": "3", "api-key": "QUERY-SECRET-7777"},
+               "metadata": {"user_token": "NESTED-SECRET-8888", "team": "data"},
+               "top_p": 0.9}
+    coder = Agent("coder", model="openai-compatible:coder-model",
+                  provider_settings={"base_url": GATEWAY, "request_options": options})
+    planner = Agent("planner", subagents=[coder], model=create_provider(
+        "openai-compatible:gpt-4o", base_url=GATEWAY, request_options=options))
+    store = SessionStore(tmp_path / "s.db")
+    session = AgentSession(planner, ToolCatalog.default(), store)
+    assert session.flush(30)
+    stored_bytes = _database_bytes(tmp_path)
+    for secret in ("HEADER-SECRET-6666", "QUERY-SECRET-7777", "NESTED-SECRET-8888"):
+        assert secret.encode() not in stored_bytes, secret
+    record = store.get_session(session.id)
+    assert record is not None
+    for settings in (record.agent["provider"], record.agent["subagents"][0]["provider"]):
+        assert settings["request_options"] == {"extra_query": {"api-version": "3"},
+                                               "metadata": {"team": "data"}, "top_p": 0.9}
+        assert settings["request_options_withheld"] == [
+            "extra_headers", "extra_query.api-key", "metadata.user_token"]
+    with caplog.at_level(logging.WARNING, logger="neta_nb.runtime.resume"):
+        AgentSession.resume(session.id, SessionStore(store.path))
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    top = next(w for w in warnings if "agent 'planner'" in w)
+    assert ("request_options were stored without extra_headers, extra_query.api-key, "
+            "metadata.user_token") in top
+    assert "create_provider('openai-compatible:gpt-4o', request_options=...)" in top
+    assert any("sub-agent 'coder'" in w and "request_options" in w for w in warnings)

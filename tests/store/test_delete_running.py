@@ -113,3 +113,20 @@ async def test_an_open_idle_session_deleted_elsewhere_stores_nothing_more(
     assert_valid_history(session.messages)
     assert [m.text for m in session.messages][-1] == "second answer"
 
+
+# --- a sub-agent of a deleted parent -------------------------------------------------------
+
+async def test_a_deleted_parent_that_delegates_again_stores_no_child(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    helper = Agent("helper", description="helps", model=FakeProvider([answer("child answer")]))
+    lead = Agent("lead", subagents=[helper], model=FakeProvider([
+        answer("hello"), delegations(("d1", "helper", "help")), answer("thanks")]))
+    session = AgentSession(lead, crew_catalog(), SessionStore(db))
+    await session.run("one")
+    assert session.flush(10)
+    SessionStore(db).delete_session(session.id)  # another kernel deletes the idle session
+    await session.run("two")  # the chat goes on and delegates
+    session.flush(10)
+    store = SessionStore(db)
+    assert store.get_session(session.id) is None
+    assert store.list_children(session.id) == []  # no sub-agent session under a deleted one

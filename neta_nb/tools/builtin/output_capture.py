@@ -6,8 +6,11 @@ sub-agents delegated in one response — restore in the wrong order, leave a dea
 ``sys.stdout`` (every later ``print`` of the kernel vanishes) and read each other's
 output. Instead a :class:`_Router` is put in front of each stream once and stays there:
 it writes to the capture of the call running in the current context — a context
-variable, so tasks the code creates and its top-level ``await`` keep it — or of the
-thread the code started, and to the stream it stands in front of for everyone else.
+variable, so tasks the code creates and its top-level ``await`` keep it, and so does
+work it hands to a thread pool (``run_in_executor``, ``pool.submit``: the submitted
+function runs in the submitter's context, as ``asyncio.to_thread`` does) — or of a
+thread the code started itself, and to the stream it stands in front of for everyone
+else. A pool's worker threads belong to no call: they serve whoever submits next.
 
 A capture keeps a bounded head and tail of the text and counts what fell between
 (:class:`BoundedText`): a runaway print loop costs the kernel a few tens of kilobytes,
@@ -17,11 +20,14 @@ not its memory.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import sys
 import threading
 import weakref
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures.thread import _worker as _pool_worker
 from contextvars import ContextVar
 from typing import Any, TextIO
 
@@ -39,10 +45,15 @@ class BoundedText:
         self._tail_size = 0
         self.dropped = 0
         self.open = True
+        self._lock = threading.Lock()  # threads the code started print at the same time
 
     def write(self, text: str) -> int:
         if not isinstance(text, str):
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        with self._lock:
+            return self._write(text)
+
+    def _write(self, text: str) -> int:
         written = len(text)
         room = self._head_limit - self._head_size
         if room > 0:
@@ -77,10 +88,11 @@ class BoundedText:
 
     def text(self) -> str:
         """What was kept; a line in the middle says how much was cut."""
-        head, tail = "".join(self._head), "".join(self._tail)
-        if not self.dropped:
+        with self._lock:
+            head, tail, dropped = "".join(self._head), "".join(self._tail), self.dropped
+        if not dropped:
             return head + tail
-        return f"{head}\n[... {self.dropped:,} characters cut ...]\n{tail}"
+        return f"{head}\n[... {dropped:,} characters cut ...]\n{tail}"
 
 
 # The capture of the call whose code runs in this context, and of the threads it started.
@@ -88,7 +100,7 @@ _current: ContextVar[BoundedText | None] = ContextVar("neta_nb_python_output", d
 _threads: weakref.WeakKeyDictionary[threading.Thread, BoundedText] = (
     weakref.WeakKeyDictionary())
 _install_lock = threading.Lock()
-_thread_start_wrapped = False
+_threads_wrapped = False
 
 
 def _capture_here() -> BoundedText | None:
@@ -121,30 +133,44 @@ class _Router:
             self._stream.flush()
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
+        # Through __dict__: a copy made without __init__ (copy.copy) has no stream yet,
+        # and reading self._stream here would come back to __getattr__ for ever.
+        stream = self.__dict__.get("_stream")
+        if stream is None:
+            raise AttributeError(name)
+        return getattr(stream, name)
 
 
-def _wrap_thread_start() -> None:
+def _wrap_threads() -> None:
     """A thread started by captured code writes to the same capture (threads do not
-    inherit context variables)."""
-    global _thread_start_wrapped
-    if _thread_start_wrapped:
+    inherit context variables); work submitted to a thread pool runs in the submitter's
+    context. Installed once, on the first capture."""
+    global _threads_wrapped
+    if _threads_wrapped:
         return
-    original = threading.Thread.start
+    start, submit = threading.Thread.start, ThreadPoolExecutor.submit
 
-    def start(self: threading.Thread) -> None:
+    def start_in_capture(self: threading.Thread) -> None:
         capture = _capture_here()
-        if capture is not None:
+        # A pool's worker serves every later submitter: it is no call's own thread.
+        if capture is not None and getattr(self, "_target", None) is not _pool_worker:
             _threads[self] = capture
-        original(self)
+        start(self)
 
-    threading.Thread.start = start  # type: ignore[method-assign]
-    _thread_start_wrapped = True
+    def submit_in_context(self: ThreadPoolExecutor, fn: Callable[..., Any], /,
+                          *args: Any, **kwargs: Any) -> Future[Any]:
+        if _capture_here() is None:
+            return submit(self, fn, *args, **kwargs)
+        return submit(self, contextvars.copy_context().run, fn, *args, **kwargs)
+
+    threading.Thread.start = start_in_capture  # type: ignore[method-assign]
+    ThreadPoolExecutor.submit = submit_in_context  # type: ignore[method-assign,assignment]
+    _threads_wrapped = True
 
 
 def _install() -> None:
     with _install_lock:
-        _wrap_thread_start()
+        _wrap_threads()
         for name in ("stdout", "stderr"):
             stream = getattr(sys, name)
             # Someone may have put another stream in place since (a cell's %%capture, a

@@ -38,6 +38,7 @@ import reprlib
 import sys
 import sysconfig
 import types
+import weakref
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -128,8 +129,15 @@ def _trusted_module(name: str) -> bool:
             or any(path.is_relative_to(root) for root in _STANDARD_LIBRARY))
 
 
+# Builtin types that pass every attribute read (and repr) on to an object they wrap: a
+# proxy's class says nothing about whose code runs.
+_FORWARDING_TYPES = (weakref.ProxyType, weakref.CallableProxyType)
+
+
 def _trusted_type(kind: type) -> bool:
     """Whether every class ``kind`` inherits from (and its metaclass) is trusted code."""
+    if issubclass(kind, _FORWARDING_TYPES):
+        return False
     try:
         classes = (*_class_attribute(kind, "__mro__"), type(kind))
         return all(_trusted_module(_class_attribute(cls, "__module__")) for cls in classes)

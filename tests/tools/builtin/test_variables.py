@@ -6,6 +6,7 @@ from __future__ import annotations
 import collections
 import json
 import threading
+import weakref
 from typing import Any, NoReturn
 from unittest.mock import NonCallableMock, PropertyMock
 
@@ -173,3 +174,23 @@ def test_an_object_whose_repr_or_len_hangs_does_not_hang_the_listing() -> None:
     assert lines["series"] == "pandas.Series, shape 1, dtype object"
     if str(strings.dtype) == "str":  # pandas 3: strings are no Python objects any more
         assert lines["strings"] == "pandas.Series, shape 2, dtype str = 0 a 1 b dtype: str"
+
+
+# --- objects that forward to notebook code -------------------------------------------------
+
+def test_a_proxy_to_a_notebook_object_runs_none_of_its_code() -> None:
+    ran: list[str] = []
+
+    class Thing:  # defined here, like a class of the notebook's own
+        @property
+        def shape(self) -> tuple[int, int]:
+            ran.append("shape")
+            return (1, 2)
+
+        def __getattr__(self, name: str) -> Any:
+            ran.append(name)
+            raise AttributeError(name)
+
+    thing = Thing()
+    describe_variables({"p": weakref.proxy(thing)})
+    assert ran == []
