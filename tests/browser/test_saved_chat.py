@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import nbformat
 import pytest
+
+from tests.support.owner_child import start_owner
 
 from ..support.timing import poll_until
 from . import chat_cells
@@ -169,8 +169,7 @@ ipywidgets.HBox([sidebar, chat])
 def test_another_kernels_session_opens_read_only(lab: LabSession, tmp_path: Path,
                                                  screenshot_dir: Path) -> None:
     db, marker = tmp_path / "sessions.sqlite3", tmp_path / "streaming"
-    child = subprocess.Popen([sys.executable, "-m", "tests.support.owner_child", str(db),
-                              "s_shared", str(marker)], cwd=ROOT)
+    child = start_owner(db, "s_shared", marker)
     try:
         poll_until(marker.exists, 30, "the owner's turn to stream")
         poll_until(lambda: _has_draft(db), 10, "the owner's draft checkpoint")

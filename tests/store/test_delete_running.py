@@ -6,8 +6,6 @@ comes back in the list."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,10 +13,9 @@ import pytest
 from neta_nb import Agent, AgentSession, SessionBusyError, SessionStore
 from neta_nb.providers.base import TextDelta
 from tests.support.delegation import crew_catalog, delegations
+from tests.support.owner_child import owner_streaming
 from tests.support.sessions import FakeProvider, answer, assert_valid_history, make_session
-from tests.support.timing import poll_until, wait_until
-
-ROOT = Path(__file__).resolve().parent.parent.parent
+from tests.support.timing import wait_until
 
 
 def listed(store: SessionStore) -> list[str]:
@@ -52,20 +49,14 @@ async def test_a_session_whose_turn_runs_here_cannot_be_deleted(tmp_path: Path,
 
 def test_a_session_whose_turn_runs_in_another_kernel_cannot_be_deleted(
         tmp_path: Path) -> None:
-    db, marker = tmp_path / "s.db", tmp_path / "streaming"
-    child = subprocess.Popen([sys.executable, "-m", "tests.support.owner_child", str(db),
-                              "s_elsewhere", str(marker)], cwd=ROOT)
-    try:
-        poll_until(marker.exists, 30, "the other kernel's turn to stream")
+    db = tmp_path / "s.db"
+    with owner_streaming(db, "s_elsewhere", tmp_path / "streaming") as child:
         store = SessionStore(db)
         with pytest.raises(SessionBusyError, match=f"process {child.pid}") as refused:
             store.delete_session("s_elsewhere")
         assert "stop it there" in str(refused.value)
         assert f"进程 {child.pid}" in refused.value.message("zh-CN")
         assert "s_elsewhere" in listed(store)
-    finally:
-        child.kill()
-        child.wait(10)
     # Its kernel is gone: the turn is dead, and the delete goes through.
     store = SessionStore(db)
     store.delete_session("s_elsewhere")

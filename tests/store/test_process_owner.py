@@ -9,7 +9,6 @@ import contextlib
 import os
 import signal
 import sqlite3
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,11 +17,10 @@ import pytest
 from neta_nb import SessionBusyError, SessionStore
 from neta_nb.runtime.session import AgentSession
 from neta_nb.store.process_owner import ProcessOwner
+from tests.support.owner_child import start_owner
 
 from ..support.sessions import answer, make_session
 from ..support.timing import poll_until, wait_until
-
-ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
@@ -30,8 +28,7 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 def test_another_process_cannot_resume_a_live_turn_and_a_killed_one_settles(
         tmp_path: Path) -> None:
     db, marker = tmp_path / "sessions.sqlite3", tmp_path / "streaming"
-    child = subprocess.Popen([sys.executable, "-m", "tests.support.owner_child", str(db),
-                              "s_shared", str(marker)], cwd=ROOT)
+    child = start_owner(db, "s_shared", marker)
     try:
         poll_until(marker.exists, 30, "the owner's turn to stream")
         record = SessionStore(db).get_session("s_shared")

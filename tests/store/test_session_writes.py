@@ -14,6 +14,7 @@ import pytest
 
 from neta_nb import AgentSession, SessionBusyError, SessionStore
 from neta_nb.events import DoneEvent, TokenEvent
+from tests.support.owner_child import start_owner
 
 from ..support.sessions import answer, make_session
 from ..support.timing import finishes_in_thread, wait_until
@@ -171,8 +172,6 @@ def test_another_in_memory_store_is_another_database() -> None:
 
 def test_another_process_cannot_take_over_a_turn_whose_claim_waits_behind_a_lock(
         tmp_path: Path) -> None:
-    import subprocess
-    import sys
 
     from neta_nb import Agent
     from neta_nb.providers.base import TextDelta
@@ -180,14 +179,12 @@ def test_another_process_cannot_take_over_a_turn_whose_claim_waits_behind_a_lock
     from ..support.sessions import FakeProvider
     from ..support.timing import poll_until
 
-    root = Path(__file__).resolve().parent.parent
     db, marker = tmp_path / "sessions.sqlite3", tmp_path / "streaming"
     known = AgentSession(Agent("owner", model=FakeProvider([[TextDelta("x")]])),
                          store=SessionStore(db), session_id="s_shared")
     assert known.flush(10)  # the session exists, idle
     with write_lock_held(db):  # a backup tool holds the store while the owner starts
-        child = subprocess.Popen([sys.executable, "-m", "tests.support.owner_child", str(db),
-                                  "s_shared", str(marker)], cwd=root)
+        child = start_owner(db, "s_shared", marker)
         try:
             poll_until(marker.exists, 30, "the owner's turn to stream")
             with pytest.raises(SessionBusyError, match=f"process {child.pid}"):

@@ -5,13 +5,38 @@ streaming, and stays in that turn until it is killed."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from neta_nb import Agent, AgentSession, SessionStore
 from neta_nb.providers.base import TextDelta
 
 from .sessions import FakeProvider
+from .timing import poll_until
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def start_owner(db: Path, session_id: str, marker: Path) -> subprocess.Popen[bytes]:
+    """Start the stand-in kernel; it writes ``marker`` once its turn streams."""
+    return subprocess.Popen([sys.executable, "-m", "tests.support.owner_child", str(db),
+                             session_id, str(marker)], cwd=ROOT)
+
+
+@contextlib.contextmanager
+def owner_streaming(db: Path, session_id: str, marker: Path
+                    ) -> Iterator[subprocess.Popen[bytes]]:
+    """The stand-in kernel, once its turn streams; killed when the block ends."""
+    child = start_owner(db, session_id, marker)
+    try:
+        poll_until(marker.exists, 30, "the other kernel's turn to stream")
+        yield child
+    finally:
+        child.kill()
+        child.wait(10)
 
 
 def main(db: str, session_id: str, marker: Path) -> None:

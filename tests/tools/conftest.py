@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 import pytest
 
 from neta_nb.tools import ToolCatalog
@@ -26,3 +28,12 @@ def catalog() -> ToolCatalog:
     tools.disable("gone")
     tools.disable("core_gone")
     return tools
+
+
+@pytest.fixture
+async def default_catalog() -> AsyncIterator[ToolCatalog]:
+    """The default catalog; the MCP servers a test adds to it are removed afterwards."""
+    tools = ToolCatalog.default()
+    yield tools
+    for name in list(tools.mcp_servers):
+        await tools.remove_mcp_server(name)

@@ -13,7 +13,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,11 +44,8 @@ async def _add_test_server(catalog: ToolCatalog, name: str = "t", **options: Any
 
 
 @pytest.fixture
-async def catalog() -> AsyncIterator[ToolCatalog]:
-    tools = ToolCatalog.default()
-    yield tools
-    for name in list(tools.mcp_servers):
-        await tools.remove_mcp_server(name)
+def catalog(default_catalog: ToolCatalog) -> ToolCatalog:
+    return default_catalog
 
 
 def _context(progress: list[tuple[float, str | None]] | None = None) -> ToolContext:

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -65,11 +65,8 @@ def _remote(name: str, description: str = "A tool.", schema: dict[str, Any] | No
 
 
 @pytest.fixture
-async def catalog() -> AsyncIterator[ToolCatalog]:
-    tools = ToolCatalog.default()
-    yield tools
-    for name in list(tools.mcp_servers):
-        await tools.remove_mcp_server(name)
+def catalog(default_catalog: ToolCatalog) -> ToolCatalog:
+    return default_catalog
 
 
 async def _eventually(condition: Callable[[], bool]) -> None:

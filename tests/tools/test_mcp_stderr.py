@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +28,8 @@ needs_fd_listing = pytest.mark.skipif(not FDS.is_dir(), reason="needs /dev/fd")
 
 
 @pytest.fixture
-async def catalog() -> AsyncIterator[ToolCatalog]:
-    tools = ToolCatalog.default()
-    yield tools
-    for name in list(tools.mcp_servers):
-        await tools.remove_mcp_server(name)
+def catalog(default_catalog: ToolCatalog) -> ToolCatalog:
+    return default_catalog
 
 
 async def _add(catalog: ToolCatalog, name: str, mode: str, megabytes: int, **options: Any

@@ -18,10 +18,9 @@ from neta_nb.messages import Message, TextPart
 from neta_nb.widgets import ChatView, SessionSidebar
 from neta_nb.widgets.base import RequestError
 from neta_nb.widgets.chat.stored_session import StoredSession, StoredSessionFollower
+from tests.support.owner_child import start_owner
 
 from ..support.timing import poll_until
-
-ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
@@ -30,8 +29,7 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 def owner(tmp_path: Path) -> Iterator[tuple[Path, subprocess.Popen[bytes]]]:
     """Another process that owns session ``s_shared`` and stays in its turn."""
     db, marker = tmp_path / "sessions.sqlite3", tmp_path / "streaming"
-    child = subprocess.Popen([sys.executable, "-m", "tests.support.owner_child", str(db),
-                              "s_shared", str(marker)], cwd=ROOT)
+    child = start_owner(db, "s_shared", marker)
     try:
         poll_until(marker.exists, 30, "the owner's turn to stream")
         # The streamed text is checkpointed within half a second.
