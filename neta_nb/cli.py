@@ -80,11 +80,13 @@ def jupyterlab_command(folder: Path, port: int, *, open_browser: bool,
     the Launcher. ``extra`` comes last: an option given there wins over these.
     """
     command = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={folder}",
-               f"--port={port}", f"--LabApp.default_url=/lab/tree/{FIRST_NOTEBOOK}",
-               # No "get Jupyter news?" toast and no update check over the chat of a
-               # first visit (a user's own setting in `extra` still wins).
-               "--LabApp.news_url=None",
-               "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+               f"--port={port}", f"--LabApp.default_url=/lab/tree/{FIRST_NOTEBOOK}"]
+    # No "get Jupyter news?" toast and no update check over the chat of a first visit —
+    # unless `extra` says otherwise: JupyterLab refuses an option given twice.
+    quiet = {"--LabApp.news_url": "None",
+             "--LabApp.check_for_updates_class": "jupyterlab.NeverCheckForUpdate"}
+    command.extend(f"{name}={value}" for name, value in quiet.items()
+                   if not any(arg == name or arg.startswith(f"{name}=") for arg in extra))
     if not open_browser:
         command.append("--no-browser")
     command.extend(extra)

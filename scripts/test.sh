@@ -8,8 +8,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/_setup.sh
 
-# Debian's Chromium drives the browser tests.
+# Debian's Chromium drives the browser tests; the Chinese screenshots need a font with
+# CJK glyphs (without one Chromium draws empty boxes).
 [ -x /usr/bin/chromium ] || apt_install chromium
+fc-list :lang=zh 2>/dev/null | grep -q . || apt_install fonts-noto-cjk
 ensure_node
 install_venv "all,lab,test"
 install_llama_server

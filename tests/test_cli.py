@@ -148,6 +148,18 @@ def test_lab_keeps_the_news_toast_and_update_check_off(
     assert "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate" in command
 
 
+def test_an_option_given_for_jupyterlab_replaces_the_quiet_default(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # JupyterLab refuses an option given twice ("news_url only accepts one value").
+    assert cli.main(["lab", "--dry-run", "--no-browser", "--LabApp.news_url=None",
+                     "--LabApp.check_for_updates_class", "jupyterlab.LabCheckForUpdate"]) == 0
+    command = _printed_command(capsys)
+    assert [arg for arg in command if arg.startswith("--LabApp.news_url")] == [
+        "--LabApp.news_url=None"]
+    assert [arg for arg in command if arg.startswith("--LabApp.check_for_updates_class")] == [
+        "--LabApp.check_for_updates_class"]
+
+
 def test_the_opening_line_reaches_a_pipe_before_jupyterlab_writes() -> None:
     # JupyterLab writes to the same file descriptor for as long as it runs: the line must
     # be out of Python's buffer before it starts, or a pipe shows it only at exit.

@@ -38,11 +38,14 @@ def words(text):
 
 go_on = asyncio.Event()
 at_text = asyncio.Event()
+search_done = asyncio.Event()
 researcher = ChildScript(paced([
     ThinkingDeltaEvent(text="Which sources matter? "), ThinkingDeltaEvent(text="Start wide."),
     ThinkingDoneEvent(), plan(0, 3), usage(800, 60, 1),
     ToolCallEvent(id="r1", name="web_search", label="Web search", args={"q": "agent crews"}),
-    lambda: asyncio.sleep(0.6),
+    # Held until the test has seen the running status (a fixed pause could pass unseen
+    # on a busy machine).
+    lambda: search_done.wait() if HOLD_SEARCH else asyncio.sleep(0.6),
     ToolResultEvent(id="r1", name="web_search", result="12 results"), plan(1, 3),
     *words("Three surveys compare crews of agents; the most cited one measures how "
            "often a parent waits on a child that shows nothing."),
@@ -84,7 +87,7 @@ def _card(run: str) -> str:
 def test_nested_cards_stream_stop_per_child_and_stay_one_node(
         lab: LabSession, screenshot_dir: Path) -> None:
     path = lab.run_notebook("crew_cards.ipynb", [
-        chat_cells.IMPORTS, "WAIT_AT_TEXT = False", CREW])
+        chat_cells.IMPORTS, "WAIT_AT_TEXT = False\nHOLD_SEARCH = True", CREW])
     page = lab.page
     page.locator(".neta-chat-textarea").fill("Survey agent crews and tabulate them")
     page.locator(".neta-chat-send").click()
@@ -104,6 +107,7 @@ def test_nested_cards_stream_stop_per_child_and_stay_one_node(
       return !activity.hidden && activity.textContent === 'Running Web search'
         && card.querySelector('.neta-subagent-plan').textContent === 'Plan 0/3';
     }""", arg=_card("d1"), timeout=30_000)
+    lab.execute(path, "search_done.set()")
     # Its nested tool card, then its answer streaming inside the card (live, growing).
     researcher.locator(".neta-tool-card.neta-tool-card-done", has_text="Web search").wait_for(
         timeout=30_000)
@@ -175,7 +179,7 @@ def test_a_view_opened_mid_child_shows_the_childs_state(lab: LabSession) -> None
     # The last cell waits until the researcher has streamed part of its answer (and holds
     # there), then shows the chat a second time: that view asks for a snapshot mid-child.
     path = lab.run_notebook("crew_second_view.ipynb", [
-        chat_cells.IMPORTS, "WAIT_AT_TEXT = True", CREW,
+        chat_cells.IMPORTS, "WAIT_AT_TEXT = True\nHOLD_SEARCH = False", CREW,
         "turn = session.start('Survey agent crews')",
         "await asyncio.wait_for(at_text.wait(), 30)\nchat"], timeout=90)
     page = lab.page
