@@ -22,9 +22,9 @@
  * Every word comes from the shared label table (`i18n.ts`); reasons and config notes
  * arrive already rendered in the panel's language.
  *
- * (About 590 lines, over the 450 of the other modules: the panel's four sections share one
- * state and one render pass; the wire types, the row, the MCP section and the "preview as"
- * control are their own modules. Splitting the render pass by section is the next step.)
+ * (About 590 lines, over the project's 500: the panel's four sections share one state and
+ * one render pass; the wire types, the row, the MCP section and the "preview as" control
+ * are their own modules. Splitting the render pass by section is the next step.)
  */
 import "./tool-config-panel.css";
 import { element, makeToggle, suppressNotebookShortcuts } from "../dom";
