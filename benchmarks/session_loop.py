@@ -25,8 +25,9 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
+
+from recorded import append_result
 
 from neta_nb import Agent, AgentSession, ToolCatalog, tool
 from neta_nb.messages import Usage
@@ -190,11 +191,7 @@ async def main(record: bool) -> None:
     report = "\n".join(lines)
     print(report)
     if record:
-        out = Path(__file__).with_name("results") / "session_loop.md"
-        out.parent.mkdir(exist_ok=True)
-        header = "" if out.exists() else "# Session loop overhead\n\n"
-        with out.open("a") as fh:
-            fh.write(header + report + "\n")
+        append_result("session_loop.md", report, "# Session loop overhead\n\n")
 
 
 if __name__ == "__main__":

@@ -40,6 +40,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from recorded import append_result
+
 from neta_nb import Agent, AgentSession, SessionStore, ToolCatalog
 from neta_nb.messages import Usage
 from neta_nb.providers.base import (
@@ -195,11 +197,7 @@ async def main(record: bool) -> None:
     report = "\n".join(lines)
     print(report)
     if record:
-        out = Path(__file__).with_name("results") / "store_behind.md"
-        out.parent.mkdir(exist_ok=True)
-        header = "" if out.exists() else HEADER
-        with out.open("a") as fh:
-            fh.write(header + report + "\n")
+        append_result("store_behind.md", report, HEADER)
 
 
 HEADER = """# A turn while another program holds the store's write lock

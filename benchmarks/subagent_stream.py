@@ -35,6 +35,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from recorded import append_result  # noqa: E402
+
 from neta_nb import Agent, AgentSession, ToolCatalog  # noqa: E402
 from neta_nb.messages import Usage  # noqa: E402
 from neta_nb.providers.base import (  # noqa: E402
@@ -147,13 +149,10 @@ def main(n: int, repeats: int, record: bool) -> None:
     report = "\n".join(lines) + "\n"
     print(report)
     if record:
-        out = Path(__file__).with_name("results") / "subagent_stream.md"
-        header = "" if out.exists() else (
+        append_result("subagent_stream.md", report, (
             "# Sub-agent deltas to the parent's chat view\n\n"
             "`python benchmarks/subagent_stream.py --record` — kernel CPU per delta "
-            "(process_time of whole turns minus the provider alone), no browser.\n\n")
-        with out.open("a") as handle:
-            handle.write(header + report + "\n")
+            "(process_time of whole turns minus the provider alone), no browser.\n\n"))
 
 
 if __name__ == "__main__":

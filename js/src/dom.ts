@@ -17,6 +17,22 @@ export function setModifier(node: Element, prefix: string, all: readonly string[
   for (const name of all) node.classList.toggle(`${prefix}${name}`, name === active);
 }
 
+/**
+ * A body that folds with a height transition (theme.css `.neta-collapsible`): a one-row grid
+ * animating between `1fr` and `0fr`, its content in an inner wrapper that clips. Starts open
+ * unless `className` carries `neta-is-closed`.
+ */
+export function createCollapsible(className: string, ...content: Node[]): {
+  root: HTMLDivElement;
+  setOpen(open: boolean): void;
+} {
+  const root = element("div", `neta-collapsible ${className}`.trim());
+  const inner = element("div", "neta-collapsible-inner");
+  inner.append(...content);
+  root.append(inner);
+  return { root, setOpen: (open) => root.classList.toggle("neta-is-closed", !open) };
+}
+
 /** A header that behaves as a button for mouse and keyboard. */
 export function makeToggle(node: HTMLElement, onToggle: () => void): () => void {
   node.setAttribute("role", "button");

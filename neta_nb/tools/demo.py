@@ -85,10 +85,7 @@ def describe_image(ctx: ToolContext, path: str) -> str:
     Args:
         path: Image file relative to the working directory.
     """
-    target = resolve_inside(ctx.working_dir, path)
-    shown = display_path(ctx.working_dir, target)
-    if not target.is_file():
-        raise FileNotFoundError(f"'{shown}' is not a file in the working directory")
+    target, shown = _working_file(ctx, path)
     kind, width, height = _image_size(target)
     return f"'{shown}': {kind} image, {width}×{height} pixels, {target.stat().st_size:,} bytes."
 
@@ -100,10 +97,7 @@ def word_count(ctx: ToolContext, path: str) -> dict[str, Any]:
     Args:
         path: Text file relative to the working directory.
     """
-    target = resolve_inside(ctx.working_dir, path)
-    shown = display_path(ctx.working_dir, target)
-    if not target.is_file():
-        raise FileNotFoundError(f"'{shown}' is not a file in the working directory")
+    target, shown = _working_file(ctx, path)
     text = target.read_text("utf-8", errors="replace")
     return {"file": shown, "lines": len(text.splitlines()), "words": len(text.split()),
             "characters": len(text)}
@@ -137,6 +131,15 @@ def calculate(expression: str) -> str:
     """
     tree = ast.parse(expression, mode="eval")
     return f"{expression} = {_evaluate(tree.body)}"
+
+
+def _working_file(ctx: ToolContext, path: str) -> tuple[Path, str]:
+    """The file ``path`` names inside the working directory, and how to name it to the model."""
+    target = resolve_inside(ctx.working_dir, path)
+    shown = display_path(ctx.working_dir, target)
+    if not target.is_file():
+        raise FileNotFoundError(f"'{shown}' is not a file in the working directory")
+    return target, shown
 
 
 def _evaluate(node: ast.AST) -> Any:

@@ -8,7 +8,7 @@
  */
 import "./skill-card.css";
 import { characterCount, createCutNote, renderPlainText } from "../cut-text";
-import { element, setModifier } from "../dom";
+import { createCollapsible, element, setModifier } from "../dom";
 import { normalizeLang, t, type Lang } from "../i18n";
 import { setMarkdown } from "../markdown";
 import {
@@ -77,8 +77,6 @@ export function createSkillCard(el: HTMLElement, options: SkillCardOptions = {})
   toggle.type = "button";
   slot.append(progress, toggle);
 
-  const collapsible = element("div", "neta-collapsible neta-skill-result-wrap neta-is-closed");
-  const inner = element("div", "neta-collapsible-inner");
   const resultView = element("div", "neta-skill-result neta-markdown");
   let wholeResult: string | null = null;
   const resultNote = createCutNote(
@@ -88,9 +86,8 @@ export function createSkillCard(el: HTMLElement, options: SkillCardOptions = {})
       render();
     },
   );
-  inner.append(resultView, resultNote.root);
-  collapsible.append(inner);
-  root.append(header, slot, collapsible);
+  const resultWrap = createCollapsible("neta-skill-result-wrap neta-is-closed", resultView, resultNote.root);
+  root.append(header, slot, resultWrap.root);
   el.append(root);
 
   const onToggle = () => {
@@ -128,7 +125,7 @@ export function createSkillCard(el: HTMLElement, options: SkillCardOptions = {})
     toggle.textContent = t(lang, state.expanded ? "hide_result" : "view_result");
     toggle.setAttribute("aria-expanded", String(state.expanded));
     slot.classList.toggle("neta-is-empty", !running && !hasResult);
-    collapsible.classList.toggle("neta-is-closed", !(showToggle && state.expanded));
+    resultWrap.setOpen(showToggle && state.expanded);
     resultNote.set(
       hasResult && state.result_chars > 0 && wholeResult === null
         ? { shown: characterCount(state.result as string), total: state.result_chars }

@@ -16,7 +16,7 @@
 import "./subagent-card.css";
 import { pathKey, Transcript, type Nesting } from "../chat/chat-transcript";
 import type { ChatOp, SubagentPart, SubagentStatus } from "../chat/chat-view-traits";
-import { element, makeToggle, setModifier } from "../dom";
+import { createCollapsible, element, makeToggle, setModifier } from "../dom";
 import { normalizeLang, t, type Lang, type MessageKey } from "../i18n";
 import { createInlineError } from "../inline-error";
 import { createStatusIcon, normalizeRunStatus, type RunStatus } from "../status-icon";
@@ -101,15 +101,12 @@ export function createSubagentCard(el: HTMLElement, options: SubagentCardOptions
   line.append(statusTag, activity, plan, tokens, stop);
   const stopError = createInlineError(lang, "neta-subagent-stop-error");
 
-  const collapsible = element("div", "neta-collapsible neta-subagent-body");
-  const inner = element("div", "neta-collapsible-inner");
   const older = element("div", "neta-subagent-older");
   const list = element("div", "neta-chat-list neta-subagent-list");
   const liveHost = element("div", "neta-chat-live neta-subagent-live");
   const empty = element("div", "neta-subagent-empty");
-  inner.append(older, list, liveHost, empty);
-  collapsible.append(inner);
-  root.append(header, line, stopError.root, collapsible);
+  const body = createCollapsible("neta-subagent-body", older, list, liveHost, empty);
+  root.append(header, line, stopError.root, body.root);
   el.append(root);
 
   const transcript = new Transcript(list, liveHost, {
@@ -166,7 +163,7 @@ export function createSubagentCard(el: HTMLElement, options: SubagentCardOptions
     header.setAttribute("aria-expanded", String(open));
     header.setAttribute("aria-label", t(lang, "subagent_title", { agent: part?.agent || "?" }));
     root.classList.toggle("neta-is-collapsed", !open);
-    collapsible.classList.toggle("neta-is-closed", !open);
+    body.setOpen(open);
 
     const running = current === "running";
     statusTag.textContent = t(lang, STATUS_LABEL[current]);

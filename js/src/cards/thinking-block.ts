@@ -7,7 +7,7 @@
  * line outside a code fence) into DOM once and re-renders only the growing tail.
  */
 import "./thinking-block.css";
-import { element, makeToggle } from "../dom";
+import { createCollapsible, element, makeToggle } from "../dom";
 import { normalizeLang, t, type Lang } from "../i18n";
 import { StreamingMarkdown } from "../streaming-markdown";
 import type { Component, ComponentOptions } from "../types";
@@ -39,17 +39,14 @@ export function createThinkingBlock(
   const title = element("span", "neta-title neta-thinking-title");
   const chevron = element("span", "neta-chevron");
   header.append(icon, title, chevron);
-  const collapsible = element("div", "neta-collapsible");
-  const inner = element("div", "neta-collapsible-inner");
   const content = new StreamingMarkdown({
     root: "neta-thinking-content neta-markdown",
     stable: "neta-thinking-stable",
     tail: "neta-thinking-tail",
     cursor: "neta-thinking-cursor",
   });
-  inner.append(content.root);
-  collapsible.append(inner);
-  root.append(header, collapsible);
+  const body = createCollapsible("", content.root);
+  root.append(header, body.root);
   el.append(root);
 
   const removeToggle = makeToggle(header, () => {
@@ -66,7 +63,7 @@ export function createThinkingBlock(
     root.classList.toggle("neta-is-empty", state.text.length === 0);
     title.textContent = t(lang, state.streaming ? "thinking_streaming" : "thinking");
     header.setAttribute("aria-expanded", String(!state.collapsed));
-    collapsible.classList.toggle("neta-is-closed", state.collapsed);
+    body.setOpen(!state.collapsed);
     icon.replaceChildren(state.streaming ? element("span", "neta-spinner") : element("span", "neta-thinking-dots"));
   }
 

@@ -10,7 +10,7 @@
  */
 import "./tool-card.css";
 import { characterCount, createCutNote, renderPlainText, type FetchWhole } from "../cut-text";
-import { element, makeToggle, setModifier } from "../dom";
+import { createCollapsible, element, makeToggle, setModifier } from "../dom";
 import { normalizeLang, t, type Lang } from "../i18n";
 import { setMarkdown } from "../markdown";
 import { createRichOutput, type DisplayItem } from "../rich-output";
@@ -84,8 +84,6 @@ export function createToolCard(el: HTMLElement, options: ToolCardOptions = {}): 
   const chevron = element("span", "neta-chevron");
   header.append(icon.node, label, name, tag, chevron);
 
-  const collapsible = element("div", "neta-collapsible neta-tool-body");
-  const inner = element("div", "neta-collapsible-inner");
   const body = element("div", "neta-tool-sections");
   const argsTitle = element("div", "neta-tool-section-title");
   const argsView = element("pre", "neta-tool-args");
@@ -106,10 +104,9 @@ export function createToolCard(el: HTMLElement, options: ToolCardOptions = {}): 
   const fetcher = (field: "result" | "args"): FetchWhole | null =>
     options.fetchWhole ? () => (options.fetchWhole as NonNullable<ToolCardOptions["fetchWhole"]>)(field) : null;
   body.append(argsTitle, argsView, argsNote.root, resultTitle, resultView, resultNote.root);
-  inner.append(body);
-  collapsible.append(inner);
+  const bodyWrap = createCollapsible("neta-tool-body", body);
   const outputs = createRichOutput();
-  root.append(header, outputs.node, collapsible);
+  root.append(header, outputs.node, bodyWrap.root);
   el.append(root);
 
   const removeToggle = makeToggle(header, () => {
@@ -133,7 +130,7 @@ export function createToolCard(el: HTMLElement, options: ToolCardOptions = {}): 
     tag.textContent = t(lang, RUN_STATUS_LABEL[state.status]);
     tag.className = `neta-tag neta-tool-tag${runStatusTagClass(state.status)}`;
     header.setAttribute("aria-expanded", String(state.expanded));
-    collapsible.classList.toggle("neta-is-closed", !state.expanded);
+    bodyWrap.setOpen(state.expanded);
     outputs.set(state.outputs, lang);
 
     argsTitle.textContent = t(lang, "arguments");

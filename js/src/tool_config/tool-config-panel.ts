@@ -27,7 +27,7 @@
  * are their own modules. Splitting the render pass by section is the next step.)
  */
 import "./tool-config-panel.css";
-import { element, makeToggle, suppressNotebookShortcuts } from "../dom";
+import { createCollapsible, element, makeToggle, suppressNotebookShortcuts } from "../dom";
 import { normalizeLang, t } from "../i18n";
 import { createPreviewAsControl } from "./tool-config-panel-preview";
 import { McpServerSection } from "./tool-config-panel-mcp";
@@ -64,6 +64,7 @@ interface CategoryView {
   title: HTMLElement;
   counts: HTMLElement;
   body: HTMLElement;
+  setOpen: (open: boolean) => void;
   server: McpServerSection;
   removeToggle: () => void;
 }
@@ -272,13 +273,10 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
     const title = element("span", "neta-tc-category-title");
     const counts = element("span", "neta-tc-category-counts");
     header.append(chevron, title, counts);
-    const collapsible = element("div", "neta-collapsible");
-    const inner = element("div", "neta-collapsible-inner");
     const body = element("div", "neta-tc-category-body");
-    inner.append(body);
-    collapsible.append(inner);
+    const fold = createCollapsible("", body);
     const server = new McpServerSection((tool, description) => void send("acknowledge_change", { name: tool, description } satisfies AcknowledgeRequest));
-    node.append(header, server.node, collapsible);
+    node.append(header, server.node, fold.root);
     const removeToggle = makeToggle(header, () => {
       const folded = new Set(state.collapsed);
       if (folded.has(name)) folded.delete(name);
@@ -287,7 +285,7 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
       options.onUserChange?.({ collapsed: state.collapsed });
       render();
     });
-    return { node, header, title, counts, body, server, removeToggle };
+    return { node, header, title, counts, body, setOpen: fold.setOpen, server, removeToggle };
   }
 
   /** Rebuild the row index when the catalog changes; keep the nodes of tools that stay. */
@@ -529,7 +527,7 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
       view.node.hidden = !shown;
       const folded = state.collapsed.includes(name);
       view.node.classList.toggle("neta-is-collapsed", folded);
-      view.body.parentElement?.parentElement?.classList.toggle("neta-is-closed", folded);
+      view.setOpen(!folded);
       view.header.setAttribute("aria-expanded", String(!folded));
       view.header.title = t(lang, folded ? "expand" : "collapse");
     }
