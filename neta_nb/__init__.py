@@ -6,7 +6,10 @@ The public surface is the names in ``__all__``; everything else is internal.
 from .messages import Message, Usage
 from .providers import ScriptedProvider, create_provider
 from .runtime.attachments import Attachment, AttachmentError
+from .runtime.replay import llm_judge, replay, replay_all
+from .runtime.replay_report import ReplayReport
 from .runtime.session import Agent, AgentSession
+from .runtime.tracing import configure_tracing
 from .store.process_owner import SessionBusyError
 from .store.sqlite import SessionStore
 from .thinking import build_thinking_params, get_model_thinking_capability, resolve_think_level
@@ -35,6 +38,7 @@ __all__ = [
     "AttachmentError",
     "Message",
     "PromptPreview",
+    "ReplayReport",
     "RichResult",
     "ScriptedProvider",
     "SessionBusyError",
@@ -50,9 +54,13 @@ __all__ = [
     "ToolState",
     "Usage",
     "build_thinking_params",
+    "configure_tracing",
     "create_provider",
     "get_model_thinking_capability",
+    "llm_judge",
     "preview_prompt",
+    "replay",
+    "replay_all",
     "resolve_think_level",
     "resolve_tools",
     "tool",

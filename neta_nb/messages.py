@@ -46,6 +46,7 @@ __all__ = [
     "ToolDefinition",
     "ToolExecution",
     "ToolResultPart",
+    "TraceRef",
     "Usage",
     "count_characters",
     "dump_messages",
@@ -299,6 +300,19 @@ RunStatus = Literal["waiting", "running", "done", "error", "rejected", "cancelle
 ``cancelled`` (the turn was stopped before it finished)."""
 
 
+class TraceRef(_Model):
+    """Where a call is in the user's traces: the OpenTelemetry span it ran in (hex ids),
+    kept with its card so the card can copy it (see ``neta_nb.runtime.tracing``)."""
+
+    trace_id: str
+    span_id: str
+
+
+def _traced() -> Any:
+    """A :class:`TraceRef` field, absent from stored JSON while unset (no tracing)."""
+    return Field(default=None, exclude_if=lambda ref: ref is None)
+
+
 class SkillExecution(_Model):
     """What a skill card showed, kept so the card comes back with history."""
 
@@ -310,6 +324,7 @@ class SkillExecution(_Model):
     step: str | None = None
     detail: str | None = None
     result: str | None = None
+    trace: TraceRef | None = _traced()
 
 
 SubagentStatus = Literal["running", "done", "error", "cancelled", "interrupted"]
@@ -342,6 +357,7 @@ class ToolExecution(_Model):
     """What the card displays besides the text: figures, tables, images."""
     subagent: SubagentRun | None = None
     """Set for a ``delegate`` call: the child it ran."""
+    trace: TraceRef | None = _traced()
 
 
 class MessageMetadata(_Model):
@@ -354,6 +370,8 @@ class MessageMetadata(_Model):
     tool_executions: list[ToolExecution] = Field(default_factory=list)
     compacted: bool = False
     """True for a summary message that stands for older, folded turns."""
+    trace: TraceRef | None = _traced()
+    """The model call's span, when traced."""
 
 
 class Message(_Model):

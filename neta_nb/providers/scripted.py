@@ -65,6 +65,7 @@ from .base import (
     UsageUpdate,
 )
 from .demo_script import DEMO_SCRIPT
+from .history_script import script_from_history
 from .script_format import (
     ErrorStep,
     ResponseBuilder,
@@ -128,6 +129,19 @@ class ScriptedProvider(Provider):
             script = DEMO_SCRIPT
         self.script = Script.coerce(script)
         self.chars_per_second = chars_per_second
+
+    @classmethod
+    def from_history(cls, messages: Sequence[Message], *, model: str | None = None,
+                     **options: Any) -> ScriptedProvider:
+        """The offline model answering as the stored conversation ``messages`` did: each
+        call of each turn streams the stored response (see :mod:`.history_script`).
+        ``model``: its name; by default the stored responses' model name (the part after
+        ``supplier:``), so a replayed scripted session is stored under the same one."""
+        if model is None:
+            names = {m.metadata.model for m in messages if m.role == "assistant"}
+            stored = names.pop() if len(names) == 1 else None
+            model = stored.split(":", 1)[-1] if stored else "replay"
+        return cls(script_from_history(messages), model=model, **options)
 
     def choose_response(self, messages: Sequence[Message]) -> tuple[int, ScriptedResponse]:
         """The index and response that answer a conversation ending in ``messages``."""

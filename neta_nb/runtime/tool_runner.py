@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -43,6 +44,8 @@ from ..tools.base import ProgressCallback, ToolFailure
 from ..tools.resolver import ToolResolution
 from ..tools.rich import RichResult
 from .approvals import Approvals
+from .tracing import NO_SPAN as _NO_SPAN
+from .tracing import UNTRACED, CallSpan, TurnTracer
 
 __all__ = ["INTERRUPTED_TEXT", "ContextFactory", "ToolLimits", "ToolRunner", "bound_result"]
 
@@ -95,7 +98,7 @@ _UNFINISHED_TEXT = {
 
 def _as_skill(record: ToolExecution) -> SkillExecution:
     return SkillExecution(id=record.id, name=record.name, label=record.label,
-                          status=record.status)
+                          status=record.status, trace=record.trace)
 
 
 class ToolRunner:
@@ -117,13 +120,16 @@ class ToolRunner:
         self._resolve = resolve
         self._on_todo_written = on_todo_written
         self._on_interrupt = on_interrupt
+        self._tracer = UNTRACED
 
     async def run(self, message: Message, resolution: ToolResolution, *,
-                  live_calls: dict[str, object], limits: ToolLimits) -> None:
+                  live_calls: dict[str, object], limits: ToolLimits,
+                  tracer: TurnTracer = UNTRACED) -> None:
         """Run every call of ``message`` and append their results in call order.
         ``resolution`` is the one the response was requested with (it decides the cards);
         ``live_calls`` maps the ids of calls running now to their run (the turn's):
-        only those may still emit events."""
+        only those may still emit events. ``tracer``: the turn's spans."""
+        self._tracer = tracer
         chains: dict[str, asyncio.Future[Any]] = {}
         tasks = []
         for call in message.tool_calls:
@@ -152,12 +158,16 @@ class ToolRunner:
                          live_calls: dict[str, object], limits: ToolLimits) -> Message:
         if previous is not None:
             await asyncio.wait([previous])
-        return await self._run_one(message, call, resolution, live_calls, limits)
+        if not self._tracer.on:  # the usual case: no span objects, no context managers
+            return await self._run_one(message, call, resolution, live_calls, limits, _NO_SPAN)
+        with self._tracer.tool(call.id, call.name, resolution.get(call.name),
+                               call.args) as span:
+            return await self._run_one(message, call, resolution, live_calls, limits, span)
 
     # Complex on purpose (C901): one call from card to result; its steps share the card records.
     async def _run_one(self, message: Message, call: ToolCallPart,  # noqa: C901
                        resolution: ToolResolution, live_calls: dict[str, object],
-                       limits: ToolLimits) -> Message:
+                       limits: ToolLimits, span: CallSpan) -> Message:
         tool = resolution.get(call.name)
         visibility = tool.visibility if tool is not None else "tool"
         label = tool.label if tool is not None else call.name
@@ -167,12 +177,13 @@ class ToolRunner:
         # earlier call with this id must not report onto this call's card.
         run = live_calls[call.id] = object()
         if visibility == "skill":
-            skill_record = SkillExecution(id=call.id, name=call.name, label=label)
+            skill_record = SkillExecution(id=call.id, name=call.name, label=label,
+                                          trace=span.ref)
             message.metadata.skill_executions.append(skill_record)
             self._emit(SkillStartEvent(id=call.id, name=call.name, label=label))
         elif visibility == "tool":
             tool_record = ToolExecution(id=call.id, name=call.name, label=label,
-                                        args=call.args)
+                                        args=call.args, trace=span.ref)
             message.metadata.tool_executions.append(tool_record)
             self._emit(ToolCallEvent(id=call.id, name=call.name, label=label, args=call.args))
         if tool_record is not None or skill_record is not None:
@@ -218,7 +229,7 @@ class ToolRunner:
                 content, outcome = resolution.refusal(call.name), "error"
             else:
                 content, outcome, rich = await self._execute(call, on_progress,
-                                                             limits.timeout, set_status)
+                                                             limits.timeout, set_status, span)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a bug in the approval path or the context: never fatal
@@ -240,6 +251,10 @@ class ToolRunner:
         content = bound_result(encodable(content), limits.max_result_chars)
         # For the model a rejected call is an error result; the card says what happened.
         is_error = outcome != "done"
+        if self._tracer.on:
+            span.end(error=None if outcome == "done" else outcome, **{
+                "neta_nb.tool.result_chars": len(content),
+                "gen_ai.tool.call.result": content if self._tracer.content else None})
 
         outputs = rich.items if rich is not None else []
         if tool_record is not None:
@@ -297,8 +312,8 @@ class ToolRunner:
             self._append(Message.tool_result(call.id, call.name, text, is_error=True))
         self._persist(last_assistant)
 
-    async def _authorise(self, call: ToolCallPart,
-                         set_status: Callable[[RunStatus], None]) -> Tool | _Refused:
+    async def _authorise(self, call: ToolCallPart, set_status: Callable[[RunStatus], None],
+                         span: CallSpan) -> Tool | _Refused:
         """The tool to run, or why it may not run. Authorisation is checked again now:
         the tool may have been switched off (globally or for the agent) while the
         response streamed or while the user decided on an approval."""
@@ -314,7 +329,9 @@ class ToolRunner:
                 waited = True
                 set_status("waiting")
 
+            asked = time.monotonic()
             allowed, why = await self._approvals.decide(call, on_waiting=on_waiting)
+            self._tracer.approval(span, allowed, time.monotonic() - asked)
             if not allowed:
                 return _Refused(why, rejected=True)
             resolution = self._resolve()
@@ -330,24 +347,24 @@ class ToolRunner:
 
     async def _execute(self, call: ToolCallPart, on_progress: ProgressCallback,
                        default_timeout: float,
-                       set_status: Callable[[RunStatus], None],
+                       set_status: Callable[[RunStatus], None], span: CallSpan,
                        ) -> tuple[str, Outcome, RichResult | None]:
         """Run a call the request allowed; every failure becomes an error result the model
         can read. The result's display items come along when the call succeeded."""
         content, outcome = await self._execute_text(call, on_progress, default_timeout,
-                                                    set_status)
+                                                    set_status, span)
         if isinstance(content, RichResult):
             return content.model_text(), outcome, content
         return content, outcome, None
 
     async def _execute_text(self, call: ToolCallPart, on_progress: ProgressCallback,
                             default_timeout: float,
-                            set_status: Callable[[RunStatus], None],
+                            set_status: Callable[[RunStatus], None], span: CallSpan,
                             ) -> tuple[str | RichResult, Outcome]:
         if call.raw_args is not None:
             return (f"The arguments for '{call.name}' were not a JSON object: "
                     f"{call.raw_args[:500]!r}. Call the tool again with valid JSON."), "error"
-        tool = await self._authorise(call, set_status)
+        tool = await self._authorise(call, set_status, span)
         if isinstance(tool, _Refused):
             return tool.text, "rejected" if tool.rejected else "error"
         ctx = self._make_context(call.id, on_progress)
@@ -355,7 +372,10 @@ class ToolRunner:
         deadline = asyncio.timeout(timeout)
         try:
             async with deadline:
-                return await tool.invoke_rich(dict(call.args), ctx), "done"
+                if not self._tracer.on:
+                    return await tool.invoke_rich(dict(call.args), ctx), "done"
+                with self._tracer.mcp_call(tool):
+                    return await tool.invoke_rich(dict(call.args), ctx), "done"
         except (ToolArgumentError, ToolFailure) as exc:
             return str(exc), "error"
         except TimeoutError as exc:

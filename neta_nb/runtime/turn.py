@@ -25,6 +25,7 @@ from ..providers.base import (
     ThinkingEnd,
     ToolCallReady,
 )
+from .tracing import UNTRACED, CallSpan, TurnTracer
 
 __all__ = ["DRAFT_INTERVAL", "INTERRUPTED_LINE", "Turn", "shown_as_one_line"]
 
@@ -74,6 +75,8 @@ class Turn:
     """A compaction failed this turn: not retried before every further call."""
     stop_reason: str = "end_turn"
     """What the closing ``done`` event will say."""
+    tracer: TurnTracer = UNTRACED
+    """The turn's spans (see ``tracing``); :data:`UNTRACED` when nobody collects them."""
 
     @property
     def streaming(self) -> Message | None:
@@ -88,15 +91,21 @@ class Turn:
 
     async def stream(self, provider: Provider, request: ModelRequest,
                      emit: Callable[[Event], None],
-                     checkpoint: Callable[[Message], None] | None) -> ResponseAssembler:
+                     checkpoint: Callable[[Message], None] | None,
+                     span: CallSpan | None = None) -> ResponseAssembler:
         """Stream one response, emitting thinking and text as they arrive, and return the
         complete assembler. ``checkpoint`` (if any) gets the answer so far at most every
         :data:`DRAFT_INTERVAL` while deltas arrive. A stream without its final event
-        raises :class:`ProviderError` with what arrived."""
+        raises :class:`ProviderError` with what arrived. ``span``: the call's span, told
+        when the first event came (traced turns only: the untraced stream is not
+        wrapped)."""
         assembler = self.assembler = ResponseAssembler()
         self.message = None
         loop = asyncio.get_running_loop()
-        async for event in provider.stream(request):
+        stream = provider.stream(request)
+        if span is not None:
+            stream = self.tracer.timed(span, stream)
+        async for event in stream:
             # Most events are deltas: test those first and keep the path short. Text is
             # made encodable before anything keeps it (see messages.encodable).
             if type(event) is TextDelta:

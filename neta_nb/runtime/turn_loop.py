@@ -43,6 +43,7 @@ from .event_hub import EventHub
 from .history import History
 from .subagents import Crew, add_usage
 from .tool_runner import ToolLimits, ToolRunner
+from .tracing import CallSpan, turn_tracer
 from .turn import Turn
 from .usage_meter import UsageMeter, estimate_request_tokens
 
@@ -84,6 +85,11 @@ class TurnLoop:
         def _save_record(self, **fields: Any) -> None: ...
 
     async def _run(self, prompt_message: Message, turn: Turn) -> Message | None:
+        turn.tracer = turn_tracer()
+        with turn.tracer.turn(self.agent.name, self.id, self.provider):
+            return await self._run_turn(prompt_message, turn)
+
+    async def _run_turn(self, prompt_message: Message, turn: Turn) -> Message | None:
         turn.begun = True
         self._events.bind_to_running_loop()
         self._emit(TurnStartEvent())
@@ -150,6 +156,7 @@ class TurnLoop:
                 # to `done` sees an idle session (and may start the next turn from its
                 # handler).
                 self._turn = None
+                turn.tracer.end_turn(turn.stop_reason)
                 self._emit(DoneEvent(stop_reason=turn.stop_reason))
 
     async def _settle(self, turn: Turn) -> None:
@@ -190,10 +197,14 @@ class TurnLoop:
                                    # mutate it.
                                    messages=self._history.view, tools=preview.tools,
                                    think_level=self.think_level)
+            span = turn.tracer.chat(self.provider, request) if turn.tracer.on else None
             try:
-                message = await self._stream_response(turn, request)
+                message = await self._stream_response(turn, request, span)
             except Exception as exc:
                 error = exc if isinstance(exc, ProviderError) else _unexpected(exc)
+                if span is not None:
+                    turn.tracer.end_chat(span, None, error=type(exc).__name__,
+                                         usage=error.usage)
                 text = encodable(error.message)  # a server's words may carry anything
                 self._finish_interrupted(turn, "error", text, error.usage)
                 if error.usage is not None:
@@ -201,6 +212,10 @@ class TurnLoop:
                 self._emit(ErrorEvent(message=text, retryable=error.retryable))
                 turn.stop_reason = "error"
                 return turn.message
+            except BaseException:
+                if span is not None:
+                    turn.tracer.end_chat(span, None, error="cancelled")
+                raise
             if not message.tool_calls:
                 turn.stop_reason = message.metadata.stop_reason or "end_turn"
                 return message
@@ -209,16 +224,19 @@ class TurnLoop:
             limits = ToolLimits(timeout=self.agent.tool_timeout,
                                 max_result_chars=self.agent.max_tool_result_chars)
             await self._tools.run(message, preview.resolution, live_calls=turn.live_calls,
-                                  limits=limits)
+                                  limits=limits, tracer=turn.tracer)
         turn.stop_reason = "max_model_calls"
         return turn.message
 
-    async def _stream_response(self, turn: Turn, request: ModelRequest) -> Message:
+    async def _stream_response(self, turn: Turn, request: ModelRequest,
+                               span: CallSpan | None) -> Message:
         checkpoint = self._saved.draft if self._saved.store is not None else None
-        assembler = await turn.stream(self.provider, request, self._emit, checkpoint)
+        assembler = await turn.stream(self.provider, request, self._emit, checkpoint, span)
         message = Message.assistant(assembler.parts, usage=assembler.usage,
                                     model=self.provider.model_id,
                                     stop_reason=assembler.stop_reason)
+        if span is not None:  # before it is stored: it keeps the span's ids
+            turn.tracer.end_chat(span, message)
         turn.assembler = None
         turn.message = message
         self._history.append(message, replaces_draft=True)
@@ -282,13 +300,20 @@ class TurnLoop:
             self._compacting = False
 
     async def _compact(self, turn: Turn | None) -> CompactionEvent | None:
-        done = await compact_view(self.provider, self._history.view,
-                                  keep_turns=self.agent.keep_recent_turns,
-                                  plan=self.todo.format_for_injection(),
-                                  # What the model would read now, results
-                                  # appended since the last call included.
-                                  tokens_before=self._meter.expected_tokens,
-                                  after_message=len(self._history.messages))
+        tracer = turn.tracer if turn is not None else turn_tracer()
+        with tracer.compaction() as span:
+            done = await compact_view(self.provider, self._history.view,
+                                      keep_turns=self.agent.keep_recent_turns,
+                                      plan=self.todo.format_for_injection(),
+                                      # What the model would read now, results
+                                      # appended since the last call included.
+                                      tokens_before=self._meter.expected_tokens,
+                                      after_message=len(self._history.messages))
+            figures: dict[str, Any] = {"neta_nb.compaction.folded": 0} if done is None else {
+                "neta_nb.compaction.folded": done.record.messages_folded,
+                "neta_nb.compaction.tokens_before": done.record.tokens_before,
+                "neta_nb.compaction.tokens_after": done.record.tokens_after}
+            span.end(**figures)
         if done is None:
             return None
         record = done.record

@@ -20,6 +20,7 @@ import {
   type RunStatus,
 } from "../status-icon";
 import type { Component, ComponentOptions } from "../types";
+import { createTraceLine, type TraceIds } from "./trace-line";
 
 export interface SkillCardState {
   name: string;
@@ -31,6 +32,8 @@ export interface SkillCardState {
   result: string | null;
   /** The whole result's length when `result` is a preview; 0 when it is whole. */
   result_chars: number;
+  /** Where the call is in the user's traces, when traced (trace-line.ts). */
+  trace: TraceIds | null;
   expanded: boolean;
   lang: Lang;
 }
@@ -53,6 +56,7 @@ export function createSkillCard(el: HTMLElement, options: SkillCardOptions = {})
     detail: null,
     result: null,
     result_chars: 0,
+    trace: null,
     expanded: false,
     lang: normalizeLang(options.lang),
   };
@@ -86,7 +90,8 @@ export function createSkillCard(el: HTMLElement, options: SkillCardOptions = {})
       render();
     },
   );
-  const resultWrap = createCollapsible("neta-skill-result-wrap neta-is-closed", resultView, resultNote.root);
+  const traceLine = createTraceLine();
+  const resultWrap = createCollapsible("neta-skill-result-wrap neta-is-closed", resultView, resultNote.root, traceLine.root);
   root.append(header, slot, resultWrap.root);
   el.append(root);
 
@@ -126,6 +131,7 @@ export function createSkillCard(el: HTMLElement, options: SkillCardOptions = {})
     toggle.setAttribute("aria-expanded", String(state.expanded));
     slot.classList.toggle("neta-is-empty", !running && !hasResult);
     resultWrap.setOpen(showToggle && state.expanded);
+    traceLine.set(state.trace, lang);
     resultNote.set(
       hasResult && state.result_chars > 0 && wholeResult === null
         ? { shown: characterCount(state.result as string), total: state.result_chars }
@@ -160,6 +166,7 @@ export function createSkillCard(el: HTMLElement, options: SkillCardOptions = {})
         if (patch.result !== state.result) wholeResult = null;
         state.result = patch.result;
       }
+      if (patch.trace !== undefined) state.trace = patch.trace;
       if (patch.result_chars !== undefined) state.result_chars = Number(patch.result_chars) || 0;
       if (patch.expanded !== undefined) state.expanded = Boolean(patch.expanded);
       if (patch.lang !== undefined) state.lang = normalizeLang(patch.lang);
@@ -167,6 +174,7 @@ export function createSkillCard(el: HTMLElement, options: SkillCardOptions = {})
     },
     destroy() {
       resultNote.destroy();
+      traceLine.destroy();
       toggle.removeEventListener("click", onToggle);
       root.remove();
     },

@@ -23,6 +23,7 @@ import {
   type RunStatus,
 } from "../status-icon";
 import type { Component, ComponentOptions } from "../types";
+import { createTraceLine, type TraceIds } from "./trace-line";
 
 export interface ToolCardState {
   name: string;
@@ -37,6 +38,8 @@ export interface ToolCardState {
   args_chars: number;
   /** What the tool displayed: figures, tables (rich-output.ts). */
   outputs: DisplayItem[];
+  /** Where the call is in the user's traces, when traced (trace-line.ts). */
+  trace: TraceIds | null;
   expanded: boolean;
   lang: Lang;
 }
@@ -71,6 +74,7 @@ export function createToolCard(el: HTMLElement, options: ToolCardOptions = {}): 
     result_chars: 0,
     args_chars: 0,
     outputs: [],
+    trace: null,
     expanded: false,
     lang: normalizeLang(options.lang),
   };
@@ -103,7 +107,8 @@ export function createToolCard(el: HTMLElement, options: ToolCardOptions = {}): 
   });
   const fetcher = (field: "result" | "args"): FetchWhole | null =>
     options.fetchWhole ? () => (options.fetchWhole as NonNullable<ToolCardOptions["fetchWhole"]>)(field) : null;
-  body.append(argsTitle, argsView, argsNote.root, resultTitle, resultView, resultNote.root);
+  const traceLine = createTraceLine();
+  body.append(argsTitle, argsView, argsNote.root, resultTitle, resultView, resultNote.root, traceLine.root);
   const bodyWrap = createCollapsible("neta-tool-body", body);
   const outputs = createRichOutput();
   root.append(header, outputs.node, bodyWrap.root);
@@ -132,6 +137,7 @@ export function createToolCard(el: HTMLElement, options: ToolCardOptions = {}): 
     header.setAttribute("aria-expanded", String(state.expanded));
     bodyWrap.setOpen(state.expanded);
     outputs.set(state.outputs, lang);
+    traceLine.set(state.trace, lang);
 
     argsTitle.textContent = t(lang, "arguments");
     const hasArgs = state.args && Object.keys(state.args).length > 0;
@@ -201,6 +207,7 @@ export function createToolCard(el: HTMLElement, options: ToolCardOptions = {}): 
       if (patch.result_chars !== undefined) state.result_chars = Number(patch.result_chars) || 0;
       if (patch.args_chars !== undefined) state.args_chars = Number(patch.args_chars) || 0;
       if (patch.outputs !== undefined) state.outputs = Array.isArray(patch.outputs) ? patch.outputs : [];
+      if (patch.trace !== undefined) state.trace = patch.trace;
       if (patch.expanded !== undefined) state.expanded = Boolean(patch.expanded);
       if (patch.lang !== undefined) state.lang = normalizeLang(patch.lang);
       render();
@@ -208,6 +215,7 @@ export function createToolCard(el: HTMLElement, options: ToolCardOptions = {}): 
     destroy() {
       argsNote.destroy();
       resultNote.destroy();
+      traceLine.destroy();
       removeToggle();
       root.remove();
     },

@@ -361,6 +361,7 @@ export class MessageView {
             detail: card.detail ?? null,
             result: card.result,
             result_chars: card.result_chars ?? 0,
+            trace: card.trace ?? null,
             lang,
           });
         } else {
@@ -373,6 +374,7 @@ export class MessageView {
             result: card.result,
             result_chars: card.result_chars ?? 0,
             outputs: card.outputs ?? [],
+            trace: card.trace ?? null,
             lang,
           });
         }

@@ -12,6 +12,7 @@ import type { RunStatus } from "../status-icon";
 import type { ThinkLevel } from "../cards/thinking-level-selector";
 import type { TodoItem } from "../cards/todo-card";
 import type { ContextUsage, TurnUsage } from "../cards/token-stats";
+import type { TraceIds } from "../cards/trace-line";
 
 export interface ChatCard {
   kind: "tool" | "skill" | "subagent";
@@ -33,6 +34,8 @@ export interface ChatCard {
   outputs?: DisplayItem[];
   /** A `delegate` call's sub-agent (kind "subagent"). */
   subagent?: SubagentPart;
+  /** Where the call is in the user's traces, when traced. */
+  trace?: TraceIds;
 }
 
 /** Python twin: `SubagentPlan` in widgets/chat/wire.py. */

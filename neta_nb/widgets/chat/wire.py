@@ -37,6 +37,7 @@ __all__ = [
     "SwitchAgentReply",
     "SwitchAgentRequest",
     "ThinkingDoneOp",
+    "TraceIds",
     "ViewRequest",
     "WindowOp",
 ]
@@ -66,6 +67,15 @@ class ChatCard(TypedDict):
     outputs: NotRequired[list[dict[str, Any]]]
     """What the tool displayed (:class:`~neta_nb.messages.DisplayItem` dumps)."""
     subagent: NotRequired[SubagentPart]
+    trace: NotRequired[TraceIds]
+    """Where the call is in the user's traces, when traced (``runtime.tracing``)."""
+
+
+class TraceIds(TypedDict):
+    """A traced call's OpenTelemetry ids in hex (TS: ``TraceIds``, cards/trace-line.ts)."""
+
+    trace_id: str
+    span_id: str
 
 
 class SubagentPlan(TypedDict):

@@ -1,0 +1,102 @@
+"""The turn path in instructions: what a tool round trip costs early and late in one long
+turn, and what a streamed delta costs with a chat view bound (top-level and a child's),
+counted by valgrind's cachegrind instead of timed — timings on a shared 2-core machine
+spread by up to 2× between identical runs; instruction counts do not.
+
+Run: ``.venv/bin/python benchmarks/instructions.py [--tree DIR] [--record]``.
+``--tree`` counts another checkout (a ``git worktree`` of the commit before a change), so
+a change on the turn path is measured before and after with the same script. Each figure
+is the difference of two processes (e.g. 1,600 round trips minus 1,400), so the fixed cost
+of starting Python and importing the package cancels out.
+
+Needs ``valgrind`` (Debian's package). Round trips: ``session_loop.rounds_in_one_turn``
+(no usage reported, so the context estimate runs on every call). Deltas:
+``subagent_stream``'s turns with a ``ChatView`` bound.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from recorded import append_result
+
+HERE = Path(__file__).resolve().parent
+
+ROUND_TRIPS = """
+import asyncio, importlib.util, sys
+tree, n = sys.argv[1], int(sys.argv[2])
+sys.path.insert(0, tree + "/benchmarks")
+spec = importlib.util.spec_from_file_location("session_loop", tree + "/benchmarks/session_loop.py")
+module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)
+asyncio.run(module.rounds_in_one_turn(n, report_usage=False))
+"""
+
+DELTAS = """
+import asyncio, importlib.util, sys
+tree, n, kind = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+sys.path.insert(0, tree + "/benchmarks")
+spec = importlib.util.spec_from_file_location("subagent_stream",
+                                              tree + "/benchmarks/subagent_stream.py")
+module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)
+asyncio.run(module._turn(module._agents(n)[kind], module._chat_view))
+"""
+
+
+def count(script: str, tree: Path, *args: str) -> int:
+    """Instructions one process running ``script`` executes (cachegrind, no cache model)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        out = Path(scratch) / "cg.out"
+        env = {**os.environ, "PYTHONPATH": str(tree)}
+        done = subprocess.run(
+            ["valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={out}",
+             sys.executable, "-c", script, str(tree), *args],
+            env=env, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"counting failed: {done.stderr[-2000:]}")
+        match = re.search(r"^summary: (\d+)", out.read_text(), re.M)
+        if match is None:
+            raise RuntimeError("cachegrind wrote no summary")
+        return int(match.group(1))
+
+
+def main(tree: Path, record: bool) -> None:
+    if shutil.which("valgrind") is None:
+        raise SystemExit("valgrind is not installed (apt-get install valgrind)")
+    rows = {n: count(ROUND_TRIPS, tree, str(n)) for n in (200, 400, 1400, 1600)}
+    early = (rows[400] - rows[200]) / 200
+    late = (rows[1600] - rows[1400]) / 200
+    deltas = {kind: (count(DELTAS, tree, "22000", kind) - count(DELTAS, tree, "2000", kind))
+              / 20000 for kind in ("top-level", "child")}
+    commit = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True, check=False).stdout.strip()
+    dirty = subprocess.run(["git", "-C", str(tree), "status", "--porcelain", "--", "neta_nb"],
+                           capture_output=True, text=True, check=False).stdout.strip()
+    label = f"{commit}{' + changes' if dirty else ''}"
+    report = "\n".join([
+        f"### {time.strftime('%Y-%m-%d')} — instructions, {label}", "",
+        "| instructions | figure |", "|---|---|",
+        f"| per tool round trip, rounds 201–400 of one turn | {early:,.0f} |",
+        f"| per tool round trip, rounds 1,401–1,600 | {late:,.0f} |",
+        f"| late / early (flatness, target ≤ 1.5×) | {late / early:.2f}× |",
+        f"| per delta, chat view bound, top-level | {deltas['top-level']:,.0f} |",
+        f"| per delta, chat view bound, child | {deltas['child']:,.0f} |", ""])
+    print(report)
+    if record:
+        append_result("session_loop.md", report, "# Session loop overhead\n\n")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tree", type=Path, default=HERE.parent,
+                        help="the checkout to count (default: this one)")
+    parser.add_argument("--record", action="store_true", help="append to results/")
+    options = parser.parse_args()
+    main(options.tree.resolve(), options.record)

@@ -1,0 +1,321 @@
+"""Replaying a stored session as an evaluation: the same user prompts, in order, run again
+under another model, prompt or tool set (and, when asked, with the stored tool results
+fixed), compared turn by turn in a :class:`~neta_nb.runtime.replay_report.ReplayReport`.
+
+``await replay(session, store=store, model="openai:gpt-5")`` — ``session`` is a stored
+session's id or record, or a live :class:`AgentSession`. The replay is a new session (kept
+in ``replay_store`` when one is given, else in memory); the stored one is only read.
+Replaying under ``model=ScriptedProvider.from_history(messages)`` streams exactly what the
+stored session streamed.
+
+Tools that need approval are decided by ``approval_policy`` (default: a call whose result
+comes from the record is allowed, since it runs nothing; any other is rejected — a replay
+must not run code nobody approved).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+import json
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..events import Event
+from ..messages import Message
+from ..providers.base import ModelRequest, Provider, TextDelta
+from ..providers.factory import create_provider
+from ..providers.history_script import StoredTurn, split_turns
+from ..store.sqlite import SessionRecord, SessionStore
+from ..tools import AgentToolConfig, Tool, ToolCatalog, ToolContext, ToolResolution, resolve_tools
+from .agent import Agent
+from .approvals import ApprovalPolicy
+from .replay_report import Check, ReplayReport, ReplayTurn, TurnFigures
+from .session import AgentSession
+
+if TYPE_CHECKING:
+    from ..thinking import ThinkLevel
+
+__all__ = ["llm_judge", "replay", "replay_all"]
+
+
+async def replay(session: str | SessionRecord | AgentSession, *,
+                 store: SessionStore | None = None, agent: Agent | None = None,
+                 model: str | Provider | None = None, tools: AgentToolConfig | None = None,
+                 system_prompt: str | None = None, catalog: ToolCatalog | None = None,
+                 keep_tool_results: bool = False,
+                 checks: Mapping[str, Check] | Sequence[Check] = (),
+                 approval_policy: ApprovalPolicy | None = None,
+                 think_level: ThinkLevel | None = None,
+                 replay_store: SessionStore | None = None,
+                 on_event: Callable[[Event], None] | None = None) -> ReplayReport:
+    """Run the stored session's prompts again and compare (see the module's docstring).
+
+    ``agent``: the agent to replay with; otherwise the stored agent with ``model``,
+    ``tools`` and ``system_prompt`` replaced where given. ``keep_tool_results``: a call
+    with the same tool and arguments as one of the stored turn answers with the stored
+    result instead of running. ``checks``: functions of a :class:`ReplayTurn` (sync or
+    async) returning a verdict — ``bool``, a number or text — by name (a sequence is named
+    by the functions' names); :func:`llm_judge` makes one that asks a model. ``on_event``:
+    subscribed to the replay's session (e.g. to watch it in a chat view)."""
+    original = _Original.load(session, store)
+    work_catalog = catalog if catalog is not None else original.catalog()
+    before_agent = original.agent(work_catalog)
+    if agent is None:
+        agent = dataclasses.replace(
+            before_agent,
+            model=model if model is not None else before_agent.model,
+            tools=tools if tools is not None else before_agent.tools,
+            system_prompt=(system_prompt if system_prompt is not None
+                           else before_agent.system_prompt))
+    turns = split_turns(original.messages)
+    recorded = _RecordedResults(turns) if keep_tool_results else None
+    replay_catalog = recorded.wrap(work_catalog) if recorded is not None else work_catalog
+    policy = approval_policy if approval_policy is not None else (
+        recorded.allows if recorded is not None else "reject")
+    session_again = AgentSession(agent, replay_catalog, replay_store,
+                                 approval_policy=policy, think_level=think_level)
+    if on_event is not None:
+        session_again.subscribe(on_event)
+    resolution_before = _resolution_of(before_agent, work_catalog)
+    resolution_after = session_again.preview().resolution
+    named = _named_checks(checks)
+    report = ReplayReport(
+        session_id=original.id, title=original.title,
+        model_before=original.model, model_after=session_again.provider.model_id,
+        resolution_before=resolution_before, resolution_after=resolution_after,
+        replay_session_id=session_again.id)
+    for index, turn in enumerate(turns):
+        if recorded is not None:
+            recorded.turn = index
+        started = len(session_again.messages)
+        errors: list[str] = []
+        done: list[str] = []
+
+        def listen(event: Any, errors: list[str] = errors, done: list[str] = done) -> None:
+            if event.type == "error":
+                errors.append(event.message)
+            elif event.type == "done":
+                done.append(event.stop_reason)
+
+        detach = session_again.subscribe(listen)
+        clock = time.monotonic()
+        try:
+            await session_again.run(turn.prompt.text)
+        finally:
+            detach()
+        seconds = time.monotonic() - clock
+        after = TurnFigures.of(session_again.messages[started + 1:], seconds=seconds,
+                               stop_reason=done[-1] if done else None,
+                               error=errors[-1] if errors else None)
+        row = ReplayTurn(index=index, prompt=turn.prompt.text,
+                         before=TurnFigures.of_stored(turn), after=after)
+        if recorded is not None:
+            row.fixed_results, row.live_results = recorded.counts(index)
+        row.checks = {name: await _verdict(check, row) for name, check in named.items()}
+        report.turns.append(row)
+    return report
+
+
+async def replay_all(sessions: Iterable[str | SessionRecord | AgentSession],
+                     **options: Any) -> list[ReplayReport]:
+    """:func:`replay` over many sessions, one after the other, with the same options."""
+    return [await replay(session, **options) for session in sessions]
+
+
+# --- the stored session ---------------------------------------------------------------
+
+@dataclasses.dataclass
+class _Original:
+    id: str
+    title: str
+    messages: list[Message]
+    record: SessionRecord | None
+    live: AgentSession | None
+
+    @classmethod
+    def load(cls, session: str | SessionRecord | AgentSession,
+             store: SessionStore | None) -> _Original:
+        if isinstance(session, AgentSession):
+            if session.running:
+                raise RuntimeError("replay a session between turns, not while one runs")
+            messages = list(session.messages)
+            prompts = [m.text for m in messages if m.role == "user"]
+            return cls(session.id, prompts[0][:80] if prompts else "", messages, None, session)
+        if store is None:
+            raise ValueError("replaying a stored session needs its store: "
+                             "replay(session_id, store=store, ...)")
+        session_id = session.id if isinstance(session, SessionRecord) else session
+        record = store.get_session(session_id)
+        if record is None:
+            raise KeyError(f"no session {session_id!r} in {store.path}")
+        return cls(record.id, record.title, store.load_messages(record.id), record, None)
+
+    @property
+    def model(self) -> str:
+        if self.live is not None:
+            return self.live.provider.model_id
+        return str((self.record.agent if self.record else {}).get("model", "?"))
+
+    def catalog(self) -> ToolCatalog:
+        if self.live is not None:
+            return self.live.catalog
+        catalog = ToolCatalog.default()
+        if self.record is not None and self.record.mcp_servers:
+            catalog.restore_mcp_servers(self.record.mcp_servers)
+        return catalog
+
+    def agent(self, catalog: ToolCatalog) -> Agent:
+        if self.live is not None:
+            return self.live.agent
+        assert self.record is not None
+        return Agent.from_record(self.record.agent, catalog)
+
+
+def _resolution_of(agent: Agent, catalog: ToolCatalog) -> ToolResolution:
+    """The tools the stored agent had, as a session of it would resolve them (its model's
+    capabilities when its provider can be made here, e.g. without the vendor's key: none
+    filtered otherwise)."""
+    try:
+        capabilities: frozenset[str] | None = agent.create_provider().info.capabilities
+    except Exception:
+        capabilities = None
+    return resolve_tools(catalog, agent.tools, model_capabilities=capabilities,
+                         scene=agent.scene,
+                         delegates=bool(agent.subagents) and agent.max_subagent_depth > 0)
+
+
+# --- stored tool results, fixed -------------------------------------------------------
+
+def _key(name: str, args: Mapping[str, Any]) -> str:
+    return name + "\0" + json.dumps(args, sort_keys=True, default=str)
+
+
+class _RecordedResults:
+    """The stored results of each turn's calls, handed out once each to the replay's
+    calls with the same tool and arguments (in the order the stored turn made them)."""
+
+    def __init__(self, turns: Sequence[StoredTurn]) -> None:
+        self.turn = 0
+        self._results: list[dict[str, list[str]]] = []
+        for turn in turns:
+            calls = {call.id: call for m in turn.responses for call in m.tool_calls}
+            by_key: dict[str, list[str]] = {}
+            for message in turn.messages:
+                for result in message.tool_results:
+                    call = calls.get(result.tool_call_id)
+                    if call is not None:
+                        by_key.setdefault(_key(call.name, call.args), []).append(result.content)
+            self._results.append(by_key)
+        self._fixed: dict[int, int] = {}
+        self._live: dict[int, int] = {}
+
+    def has(self, name: str, args: Mapping[str, Any]) -> bool:
+        results = self._results[self.turn] if self.turn < len(self._results) else {}
+        return bool(results.get(_key(name, args)))
+
+    def take(self, name: str, args: Mapping[str, Any]) -> str | None:
+        if self.turn >= len(self._results):
+            return None
+        stored = self._results[self.turn].get(_key(name, args))
+        if not stored:
+            self._live[self.turn] = self._live.get(self.turn, 0) + 1
+            return None
+        self._fixed[self.turn] = self._fixed.get(self.turn, 0) + 1
+        return stored.pop(0)
+
+    def counts(self, turn: int) -> tuple[int, int]:
+        return self._fixed.get(turn, 0), self._live.get(turn, 0)
+
+    def allows(self, name: str, args: dict[str, Any]) -> bool:
+        """The default approval of a replay with fixed results: a call answered from the
+        record runs nothing, so it is allowed; any other is rejected."""
+        return self.has(name, args)
+
+    def wrap(self, catalog: ToolCatalog) -> ToolCatalog:
+        """A catalog with the same tools, states and order, each answering from the record
+        where it can."""
+        wrapped = ToolCatalog()
+        for item in catalog:
+            wrapped.register(_RecordedTool.around(item, self))
+            if not catalog.is_globally_enabled(item.name):
+                wrapped.disable(item.name)
+        return wrapped
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class _RecordedTool(Tool):
+    """A tool that answers with the stored result of the same call when there is one,
+    and runs the real tool otherwise."""
+
+    original: Tool = dataclasses.field(kw_only=True, repr=False)
+    recorded: _RecordedResults = dataclasses.field(kw_only=True, repr=False)
+
+    @classmethod
+    def around(cls, tool: Tool, recorded: _RecordedResults) -> _RecordedTool:
+        fields = {f.name: getattr(tool, f.name) for f in dataclasses.fields(Tool)
+                  if f.init and not f.name.startswith("_")}
+        return cls(**{**fields, "handler": _unreachable}, original=tool, recorded=recorded)
+
+    async def invoke(self, args: dict[str, Any] | None, ctx: ToolContext) -> str:
+        stored = self.recorded.take(self.name, args or {})
+        if stored is not None:
+            return stored
+        return await self.original.invoke(args, ctx)
+
+
+async def _unreachable() -> str:  # pragma: no cover - _RecordedTool overrides invoke
+    raise RuntimeError("recorded tools are run by _RecordedTool.invoke")
+
+
+# --- checks ---------------------------------------------------------------------------
+
+def _named_checks(checks: Mapping[str, Check] | Sequence[Check]) -> dict[str, Check]:
+    if isinstance(checks, Mapping):
+        return dict(checks)
+    named: dict[str, Check] = {}
+    for check in checks:
+        name = getattr(check, "__name__", None) or type(check).__name__
+        while name in named:
+            name += "'"
+        named[name] = check
+    return named
+
+
+async def _verdict(check: Check, turn: ReplayTurn) -> Any:
+    """A check's verdict; a check that raises gives its error as text, never ends the
+    replay."""
+    try:
+        verdict = check(turn)
+        if inspect.isawaitable(verdict):
+            verdict = await verdict
+        return verdict
+    except Exception as exc:
+        return f"check failed: {type(exc).__name__}: {exc}"
+
+
+def llm_judge(rubric: str, *, model: str | Provider) -> Check:
+    """A check that asks a model whether the replayed answer meets ``rubric``, given the
+    prompt and the original answer. Its verdict is ``True``/``False`` (the judge's first
+    word, PASS or FAIL); an answer that is neither gives the judge's text."""
+    provider = model if isinstance(model, Provider) else create_provider(model)
+    system = ("You grade an AI assistant's answer. Reply with PASS or FAIL as the first "
+              "word, then one sentence saying why.")
+
+    async def judge(turn: ReplayTurn) -> bool | str:
+        question = (f"Rubric: {rubric}\n\nUser prompt:\n{turn.prompt}\n\n"
+                    f"Reference answer:\n{turn.before.answer}\n\n"
+                    f"Answer to grade:\n{turn.after.answer}")
+        request = ModelRequest(system_prompt=system, messages=[Message.user(question)],
+                               tools=[], think_level="off")
+        async with asyncio.timeout(300):
+            text = "".join([event.text async for event in provider.stream(request)
+                            if isinstance(event, TextDelta)]).strip()
+        first = text.split(maxsplit=1)[0].strip(".:,!").upper() if text else ""
+        if first in ("PASS", "FAIL"):
+            return first == "PASS"
+        return text or "the judge gave no answer"
+
+    return judge

@@ -1,0 +1,190 @@
+"""The trace line in a tool card, in real JupyterLab: with a tracer provider configured, a
+tool call's expanded card shows the OpenTelemetry trace and span ids of its
+``execute_tool`` span (as the SDK's in-memory exporter recorded them in the kernel), and
+its buttons copy them to the clipboard; a call made without tracing shows no line.
+Pictures, light and dark, at the usual width and a narrow one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from . import chat_cells
+from .harness import LabSession
+
+pytestmark = pytest.mark.browser
+
+TRACED = """
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from neta_nb import configure_tracing
+from neta_nb.runtime.tracing import UNTRACED, turn_tracer
+
+exporter = InMemorySpanExporter()
+tracer_provider = TracerProvider()
+tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+configure_tracing(tracer_provider=tracer_provider)
+
+provider = ScriptedProvider([
+    [{"text": "Let me work that out."},
+     {"tool_call": {"name": "calculate", "args": {"expression": "(17.5 * 12) / 3"}}}],
+    [{"text": "It is 70."}],
+    [{"text": "Once more, untraced."},
+     {"tool_call": {"name": "calculate", "args": {"expression": "6 * 7"}}}],
+    [{"text": "It is 42."}],
+], chars_per_second=4000)
+agent = Agent("analyst", model=provider, tools=AgentToolConfig(enabled=["calculate"]))
+session = AgentSession(agent, ToolCatalog.demo())
+chat = ChatView(session, height="640px")
+chat
+""".strip()
+
+# The ids of the first turn's `execute_tool calculate` span, as the exporter has them.
+SPAN_IDS = """
+import json
+found = [s for s in exporter.get_finished_spans() if s.name == "execute_tool calculate"]
+assert len(found) == 1, [s.name for s in exporter.get_finished_spans()]
+context = found[0].get_span_context()
+print(json.dumps({"trace_id": f"{context.trace_id:032x}", "span_id": f"{context.span_id:016x}"}))
+""".strip()
+
+CARD = ".neta-chat-view .neta-tool-card"
+IDLE = "() => !document.querySelector('.neta-chat-view').classList.contains('neta-is-running')"
+
+# Nothing in the card sticks out: not the card, its body, nor any part of the trace line.
+OVERFLOW = """(card) => {
+  const box = card.getBoundingClientRect();
+  const line = card.querySelector('.neta-trace-line');
+  const parts = [line, ...line.children].map((n) => {
+    const r = n.getBoundingClientRect();
+    return { name: n.className, left: r.left, right: r.right };
+  });
+  return {
+    card: card.scrollWidth > card.clientWidth + 1,
+    body: [...card.querySelectorAll('.neta-tool-body, .neta-tool-sections')]
+      .filter((n) => n.scrollWidth > n.clientWidth + 1).map((n) => n.className),
+    outside: parts.filter((p) => p.left < box.left - 0.5 || p.right > box.right + 0.5)
+      .map((p) => p.name),
+  };
+}"""
+
+# Where the trace line lies beside the card's other sections (left edges, in px).
+ALIGNMENT = """(card) => {
+  const left = (selector) => card.querySelector(selector).getBoundingClientRect().left;
+  return { title: left('.neta-tool-section-title'), args: left('.neta-tool-args'),
+           trace: left('.neta-trace-line') };
+}"""
+
+
+def _expand(lab: LabSession, card: Any) -> None:
+    card.locator(".neta-tool-header").click()
+    card.locator(".neta-tool-result").wait_for()
+    lab.wait_for_transitions(card)
+
+
+def _check_fits(lab: LabSession, card: Any) -> None:
+    measured = lab.page.evaluate(OVERFLOW, card.element_handle())
+    assert measured == {"card": False, "body": [], "outside": []}, measured
+
+
+def test_a_traced_call_shows_and_copies_its_ids_and_an_untraced_one_does_not(
+        lab: LabSession, screenshot_dir: Path) -> None:
+    path = lab.run_notebook("trace_line.ipynb", [chat_cells.IMPORTS, TRACED])
+    page = lab.page
+    page.locator(".neta-chat-view").wait_for()
+    lab.execute(path, "await session.run('What is 17.5 dozen split three ways?')")
+    page.wait_for_function(IDLE, timeout=30_000)
+    ids = json.loads(lab.execute(path, SPAN_IDS))
+    assert len(ids["trace_id"]) == 32 and len(ids["span_id"]) == 16
+
+    card = page.locator(CARD).first
+    card.locator(".neta-tool-tag", has_text="Done").wait_for()
+    line = card.locator(".neta-trace-line")
+    assert line.is_hidden()  # inside the folded body
+    _expand(lab, card)
+    assert line.is_visible()
+    assert line.locator(".neta-trace-title").inner_text().strip().lower() == "trace"
+    assert line.locator(".neta-trace-ids").inner_text() == f"{ids['trace_id']} · {ids['span_id']}"
+    buttons = line.locator("button.neta-trace-copy")
+    assert buttons.all_inner_texts() == ["Copy trace ID", "Copy span ID"]
+    # The line sits with the card's other sections, at the same left edge.
+    edges = page.evaluate(ALIGNMENT, card.element_handle())
+    assert abs(edges["trace"] - edges["title"]) < 1 and abs(edges["trace"] - edges["args"]) < 1
+    # Its buttons are the card's small buttons (cut-text.css): same border and radius.
+    style = buttons.first.evaluate(
+        "b => { const s = getComputedStyle(b); return [s.borderTopStyle, s.borderRadius]; }")
+    assert style == ["solid", "6px"]
+
+    # The persistent context is shared by the whole run: grant the clipboard to this
+    # server's origin for this test only.
+    context = page.context
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=lab.server.url)
+    try:
+        page.evaluate("() => navigator.clipboard.writeText('')")
+        copy_trace = buttons.nth(0)
+        copy_trace.click()
+        # The label changes once the write has succeeded.
+        card.locator(".neta-trace-copy", has_text="Copied").wait_for(timeout=5_000)
+        assert copy_trace.inner_text() == "Copied"
+        assert page.evaluate("() => navigator.clipboard.readText()") == ids["trace_id"]
+        assert buttons.nth(1).inner_text() == "Copy span ID"
+        # The click copied; it did not fold the card (the header toggles on click).
+        assert line.is_visible()
+        assert lab.execute(path, "print(chat.running)").strip() == "False"
+        # "Copied" lasts 1.5 s, then the label comes back.
+        card.locator(".neta-trace-copy", has_text="Copy trace ID").wait_for(timeout=5_000)
+        buttons.nth(1).click()
+        card.locator(".neta-trace-copy", has_text="Copied").wait_for(timeout=5_000)
+        assert page.evaluate("() => navigator.clipboard.readText()") == ids["span_id"]
+        card.locator(".neta-trace-copy", has_text="Copy span ID").wait_for(timeout=5_000)
+    finally:
+        context.clear_permissions()
+
+    # Pictures of the expanded traced card, light and dark, at the usual width...
+    lab.set_left_area(collapsed=True)
+    try:
+        for dark in (False, True):
+            lab.set_theme(dark=dark)
+            _check_fits(lab, card)
+            lab.screenshot(card, screenshot_dir /
+                           f"tool-card-trace-{'dark' if dark else 'light'}.png")
+        # ...and narrow: the ids go to a line of their own, nothing sticks out.
+        lab.execute(path, "chat.layout.width = '420px'")
+        page.wait_for_function("() => document.querySelector('.neta-chat-view')"
+                               ".getBoundingClientRect().width <= 421")
+        lab.wait_for_transitions()
+        for dark in (False, True):
+            lab.set_theme(dark=dark)
+            _check_fits(lab, card)
+            lab.screenshot(card, screenshot_dir /
+                           f"tool-card-trace-narrow-{'dark' if dark else 'light'}.png")
+        lab.set_theme(dark=False)
+        lab.execute(path, "chat.layout.width = None")
+    finally:
+        lab.set_theme(dark=False)
+        lab.set_left_area(collapsed=False)
+
+    # Tracing off, and no global provider: the next turn's call has no line.
+    lab.execute(path, "configure_tracing(tracer_provider=None)")
+    assert lab.execute(path, "print(turn_tracer() is UNTRACED)").strip() == "True"
+    spans_before = lab.execute(path, "print(len(exporter.get_finished_spans()))").strip()
+    lab.execute(path, "await session.run('And six sevens?')")
+    page.wait_for_function(IDLE, timeout=30_000)
+    page.locator(CARD).nth(1).locator(".neta-tool-tag", has_text="Done").wait_for()
+    assert page.locator(CARD).count() == 2
+    assert lab.execute(path, "print(len(exporter.get_finished_spans()))").strip() == spans_before
+    assert lab.execute(path, "print([t.trace is None for m in session.messages "
+                             "for t in m.metadata.tool_executions])").strip() == "[False, True]"
+    untraced = page.locator(CARD).nth(1)
+    _expand(lab, untraced)
+    assert untraced.locator(".neta-tool-result").is_visible()
+    assert untraced.locator(".neta-trace-line").count() == 1
+    assert untraced.locator(".neta-trace-line").get_attribute("hidden") is not None
+    assert untraced.locator(".neta-trace-line").is_hidden()
+    # The first card keeps its line.
+    assert line.is_visible()
+    assert line.locator(".neta-trace-ids").inner_text() == f"{ids['trace_id']} · {ids['span_id']}"
