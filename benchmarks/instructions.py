@@ -54,7 +54,8 @@ def count(script: str, tree: Path, *args: str) -> int:
     """Instructions one process running ``script`` executes (cachegrind, no cache model)."""
     with tempfile.TemporaryDirectory() as scratch:
         out = Path(scratch) / "cg.out"
-        env = {**os.environ, "PYTHONPATH": str(tree)}
+        # A fixed hash seed: set iteration orders (and so GC timing) repeat run to run.
+        env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONHASHSEED": "0"}
         done = subprocess.run(
             ["valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={out}",
              sys.executable, "-c", script, str(tree), *args],

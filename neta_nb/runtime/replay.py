@@ -50,7 +50,8 @@ async def replay(session: str | SessionRecord | AgentSession, *,
                  approval_policy: ApprovalPolicy | None = None,
                  think_level: ThinkLevel | None = None,
                  replay_store: SessionStore | None = None,
-                 on_event: Callable[[Event], None] | None = None) -> ReplayReport:
+                 on_event: Callable[[Event], None] | None = None,
+                 **session_options: Any) -> ReplayReport:
     """Run the stored session's prompts again and compare (see the module's docstring).
 
     ``agent``: the agent to replay with; otherwise the stored agent with ``model``,
@@ -59,7 +60,10 @@ async def replay(session: str | SessionRecord | AgentSession, *,
     result instead of running. ``checks``: functions of a :class:`ReplayTurn` (sync or
     async) returning a verdict — ``bool``, a number or text — by name (a sequence is named
     by the functions' names); :func:`llm_judge` makes one that asks a model. ``on_event``:
-    subscribed to the replay's session (e.g. to watch it in a chat view)."""
+    subscribed to the replay's session (e.g. to watch it in a chat view).
+    ``session_options`` go to the replay's :class:`AgentSession` (``working_dir=``,
+    ``namespace=`` …): a replay's tools see what the stored session's saw only when given
+    the same."""
     original = _Original.load(session, store)
     work_catalog = catalog if catalog is not None else original.catalog()
     before_agent = original.agent(work_catalog)
@@ -76,7 +80,8 @@ async def replay(session: str | SessionRecord | AgentSession, *,
     policy = approval_policy if approval_policy is not None else (
         recorded.allows if recorded is not None else "reject")
     session_again = AgentSession(agent, replay_catalog, replay_store,
-                                 approval_policy=policy, think_level=think_level)
+                                 approval_policy=policy, think_level=think_level,
+                                 **session_options)
     if on_event is not None:
         session_again.subscribe(on_event)
     resolution_before = _resolution_of(before_agent, work_catalog)

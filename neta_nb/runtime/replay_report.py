@@ -39,6 +39,22 @@ def usage_of(messages: Iterable[Message]) -> Usage:
     return total
 
 
+def _failed_calls(messages: Sequence[Message]) -> list[str]:
+    """The names of the calls whose result was an error, in call order (each response's
+    results follow it: ids repeat across responses on some servers)."""
+    failed: list[str] = []
+    for position, message in enumerate(messages):
+        if message.role != "assistant" or not message.tool_calls:
+            continue
+        errors: set[str] = set()
+        for answer in messages[position + 1:]:
+            if answer.role != "tool":
+                break
+            errors |= {r.tool_call_id for r in answer.tool_results if r.is_error}
+        failed += [call.name for call in message.tool_calls if call.id in errors]
+    return failed
+
+
 @dataclass
 class TurnFigures:
     """One side of a turn: its answer, the tools it called, what it cost and how it ended."""
@@ -50,6 +66,8 @@ class TurnFigures:
     seconds: float | None
     stop_reason: str | None = None
     error: str | None = None
+    failed_tools: list[str] = field(default_factory=list)
+    """The calls whose result was an error (refused, rejected, failed), by tool name."""
 
     @classmethod
     def of(cls, messages: Sequence[Message], *, seconds: float | None,
@@ -60,7 +78,8 @@ class TurnFigures:
         return cls(answer=answers[-1] if answers else "",
                    tools=[call.name for m in responses for call in m.tool_calls],
                    usage=usage_of(responses), model_calls=len(responses), seconds=seconds,
-                   stop_reason=stop_reason, error=error)
+                   stop_reason=stop_reason, error=error,
+                   failed_tools=_failed_calls(messages))
 
     @classmethod
     def of_stored(cls, turn: StoredTurn) -> TurnFigures:
@@ -137,6 +156,7 @@ class ReplayReport:
                 figures: TurnFigures = getattr(turn, side)
                 row.update({f"answer_{side}": figures.answer,
                             f"tools_{side}": list(figures.tools),
+                            f"failed_tools_{side}": list(figures.failed_tools),
                             f"input_tokens_{side}": figures.usage.input_tokens,
                             f"output_tokens_{side}": figures.usage.output_tokens,
                             f"model_calls_{side}": figures.model_calls,
@@ -194,8 +214,7 @@ class ReplayReport:
         for turn in self.turns:
             before, after = turn.before, turn.after
             cells = [str(turn.index + 1), turn.prompt, _cut(before.answer, before.error),
-                     _cut(after.answer, after.error), ", ".join(before.tools) or "—",
-                     ", ".join(after.tools) or "—",
+                     _cut(after.answer, after.error), _tools(before), _tools(after),
                      f"{before.usage.input_tokens:,}/{before.usage.output_tokens:,}",
                      f"{after.usage.input_tokens:,}/{after.usage.output_tokens:,}",
                      _seconds(before.seconds), _seconds(after.seconds),
@@ -220,6 +239,18 @@ def _esc(text: str) -> str:
 def _cut(answer: str, error: str | None) -> str:
     text = answer if len(answer) <= SHOWN_CHARS else answer[:SHOWN_CHARS] + " …"
     return f"{text}\n[error: {error}]" if error else text
+
+
+def _tools(figures: TurnFigures) -> str:
+    """The calls in order, those whose result was an error marked ✗."""
+    failed = list(figures.failed_tools)
+    shown = []
+    for name in figures.tools:
+        if name in failed:
+            failed.remove(name)
+            name += " ✗"
+        shown.append(name)
+    return ", ".join(shown) or "—"
 
 
 def _seconds(value: float | None) -> str:

@@ -1,8 +1,9 @@
 """The trace line in a tool card, in real JupyterLab: with a tracer provider configured, a
 tool call's expanded card shows the OpenTelemetry trace and span ids of its
 ``execute_tool`` span (as the SDK's in-memory exporter recorded them in the kernel), and
-its buttons copy them to the clipboard; a call made without tracing shows no line.
-Pictures, light and dark, at the usual width and a narrow one."""
+its buttons copy them to the clipboard; a call made without tracing shows no line. A
+skill card shows the line under its result. Pictures, light and dark, at the usual width
+and a narrow one."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from .harness import LabSession
 
 pytestmark = pytest.mark.browser
 
-TRACED = """
+# An OpenTelemetry SDK provider whose spans the kernel keeps in memory, set for neta_nb.
+TRACING = """
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -28,7 +30,9 @@ exporter = InMemorySpanExporter()
 tracer_provider = TracerProvider()
 tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
 configure_tracing(tracer_provider=tracer_provider)
+""".strip()
 
+TOOL_CHAT = """
 provider = ScriptedProvider([
     [{"text": "Let me work that out."},
      {"tool_call": {"name": "calculate", "args": {"expression": "(17.5 * 12) / 3"}}}],
@@ -72,6 +76,15 @@ OVERFLOW = """(card) => {
   };
 }"""
 
+# The element is on screen, not clipped away by its folded body nor transparent.
+SHOWN = """(node) => {
+  const r = node.getBoundingClientRect();
+  const clip = node.closest('.neta-collapsible-inner').getBoundingClientRect();
+  const body = node.closest('.neta-collapsible');
+  return r.height > 0 && r.top >= clip.top - 0.5 && r.bottom <= clip.bottom + 0.5
+    && getComputedStyle(body).opacity === '1';
+}"""
+
 # Where the trace line lies beside the card's other sections (left edges, in px).
 ALIGNMENT = """(card) => {
   const left = (selector) => card.querySelector(selector).getBoundingClientRect().left;
@@ -82,7 +95,7 @@ ALIGNMENT = """(card) => {
 
 def _expand(lab: LabSession, card: Any) -> None:
     card.locator(".neta-tool-header").click()
-    card.locator(".neta-tool-result").wait_for()
+    card.locator(".neta-tool-body:not(.neta-is-closed)").wait_for()
     lab.wait_for_transitions(card)
 
 
@@ -93,7 +106,7 @@ def _check_fits(lab: LabSession, card: Any) -> None:
 
 def test_a_traced_call_shows_and_copies_its_ids_and_an_untraced_one_does_not(
         lab: LabSession, screenshot_dir: Path) -> None:
-    path = lab.run_notebook("trace_line.ipynb", [chat_cells.IMPORTS, TRACED])
+    path = lab.run_notebook("trace_line.ipynb", [chat_cells.IMPORTS, TRACING, TOOL_CHAT])
     page = lab.page
     page.locator(".neta-chat-view").wait_for()
     lab.execute(path, "await session.run('What is 17.5 dozen split three ways?')")
@@ -104,9 +117,12 @@ def test_a_traced_call_shows_and_copies_its_ids_and_an_untraced_one_does_not(
     card = page.locator(CARD).first
     card.locator(".neta-tool-tag", has_text="Done").wait_for()
     line = card.locator(".neta-trace-line")
-    assert line.is_hidden()  # inside the folded body
+    # The body is folded (a collapsible at zero height, which Playwright counts as
+    # visible): the line shows once the card is expanded.
+    assert card.locator(".neta-tool-body.neta-is-closed").count() == 1
     _expand(lab, card)
     assert line.is_visible()
+    assert page.evaluate(SHOWN, line.element_handle())
     assert line.locator(".neta-trace-title").inner_text().strip().lower() == "trace"
     assert line.locator(".neta-trace-ids").inner_text() == f"{ids['trace_id']} · {ids['span_id']}"
     buttons = line.locator("button.neta-trace-copy")
@@ -133,8 +149,7 @@ def test_a_traced_call_shows_and_copies_its_ids_and_an_untraced_one_does_not(
         assert page.evaluate("() => navigator.clipboard.readText()") == ids["trace_id"]
         assert buttons.nth(1).inner_text() == "Copy span ID"
         # The click copied; it did not fold the card (the header toggles on click).
-        assert line.is_visible()
-        assert lab.execute(path, "print(chat.running)").strip() == "False"
+        assert card.locator(".neta-tool-body.neta-is-closed").count() == 0
         # "Copied" lasts 1.5 s, then the label comes back.
         card.locator(".neta-trace-copy", has_text="Copy trace ID").wait_for(timeout=5_000)
         buttons.nth(1).click()
@@ -162,7 +177,6 @@ def test_a_traced_call_shows_and_copies_its_ids_and_an_untraced_one_does_not(
             _check_fits(lab, card)
             lab.screenshot(card, screenshot_dir /
                            f"tool-card-trace-narrow-{'dark' if dark else 'light'}.png")
-        lab.set_theme(dark=False)
         lab.execute(path, "chat.layout.width = None")
     finally:
         lab.set_theme(dark=False)
@@ -185,6 +199,69 @@ def test_a_traced_call_shows_and_copies_its_ids_and_an_untraced_one_does_not(
     assert untraced.locator(".neta-trace-line").count() == 1
     assert untraced.locator(".neta-trace-line").get_attribute("hidden") is not None
     assert untraced.locator(".neta-trace-line").is_hidden()
-    # The first card keeps its line.
-    assert line.is_visible()
+    # The first card keeps its line, and it speaks the view's language.
+    assert page.evaluate(SHOWN, line.element_handle())
     assert line.locator(".neta-trace-ids").inner_text() == f"{ids['trace_id']} · {ids['span_id']}"
+    lab.execute(path, "chat.lang = 'zh-CN'")
+    line.locator(".neta-trace-copy", has_text="复制 Trace ID").wait_for()
+    assert line.locator(".neta-trace-title").inner_text().strip() == "追踪"
+    assert buttons.all_inner_texts() == ["复制 Trace ID", "复制 Span ID"]
+
+
+SKILL_CHAT = """
+@tool(visibility="skill", category="skill", label="Profile table")
+async def profile_sample(ctx: ToolContext) -> str:
+    \"\"\"Profile the sample table.\"\"\"
+    ctx.progress(50, "Column 4/8: units")
+    return "## Profile of `sample.csv`\\n\\n40 rows × 8 columns; 2 columns have missing values."
+
+catalog = ToolCatalog.default()
+catalog.register(profile_sample)
+provider = ScriptedProvider([
+    [{"tool_call": {"name": "profile_sample", "args": {}}}],
+    [{"text": "Profiled."}],
+], chars_per_second=4000)
+session = AgentSession(Agent("analyst", model=provider,
+                             tools=AgentToolConfig(enabled=["profile_sample"])), catalog)
+chat = ChatView(session, height="520px")
+chat
+""".strip()
+
+SKILL_SPAN_IDS = SPAN_IDS.replace("execute_tool calculate", "execute_tool profile_sample")
+
+# Left and right edges of the skill card's result and of its trace line.
+SKILL_EDGES = """(card) => {
+  const edges = (n) => { const r = n.getBoundingClientRect(); return [r.left, r.right]; };
+  return { result: edges(card.querySelector('.neta-skill-result')),
+           trace: edges(card.querySelector('.neta-trace-line')) };
+}"""
+
+
+def test_a_traced_skill_card_shows_its_ids_under_its_result(
+        lab: LabSession, screenshot_dir: Path) -> None:
+    path = lab.run_notebook("trace_line_skill.ipynb", [chat_cells.IMPORTS, TRACING, SKILL_CHAT])
+    page = lab.page
+    lab.execute(path, "await session.run('Profile the data')")
+    page.wait_for_function(IDLE, timeout=30_000)
+    ids = json.loads(lab.execute(path, SKILL_SPAN_IDS))
+    card = page.locator(".neta-chat-view .neta-skill-card.neta-skill-card-done")
+    card.locator(".neta-skill-toggle").click()
+    card.locator(".neta-skill-result-wrap:not(.neta-is-closed)").wait_for()
+    lab.wait_for_transitions(card)
+    line = card.locator(".neta-trace-line")
+    assert page.evaluate(SHOWN, line.element_handle())
+    assert line.locator(".neta-trace-ids").inner_text() == f"{ids['trace_id']} · {ids['span_id']}"
+    lab.set_left_area(collapsed=True)
+    try:
+        for dark in (False, True):
+            lab.set_theme(dark=dark)
+            lab.screenshot(card, screenshot_dir /
+                           f"skill-card-trace-{'dark' if dark else 'light'}.png")
+    finally:
+        lab.set_theme(dark=False)
+        lab.set_left_area(collapsed=False)
+    # The line lines up with the result above it, inside the card, not against its border
+    # (measured after the pictures, so that a misplaced line is there to be seen).
+    edges = page.evaluate(SKILL_EDGES, card.element_handle())
+    assert abs(edges["trace"][0] - edges["result"][0]) < 1, edges
+    assert edges["trace"][1] <= edges["result"][1] + 1, edges

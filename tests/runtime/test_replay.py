@@ -122,9 +122,11 @@ async def test_a_replay_under_another_tool_set_reports_the_resolvers_difference(
     # replay's call is refused: the same tools called, not run, and the report shows it.
     turn = report.turns[0]
     assert turn.after.tools == ["look_up"]
+    assert (turn.before.failed_tools, turn.after.failed_tools) == ([], ["look_up"])
     assert ran == ["alpha"]
     html = report._repr_html_()
     assert "removed: look_up" in html
+    assert "<td style='text-align:left;vertical-align:top'>look_up ✗</td>" in html
     store.close()
 
 
@@ -143,6 +145,7 @@ async def test_fixed_results_answer_only_the_same_call_and_approval_is_never_ass
                           keep_tool_results=True, replay_store=kept)
     turn = report.turns[0]
     assert turn.after.tools == ["look_up", "look_up", "risky"]
+    assert turn.after.failed_tools == ["risky"]
     assert (turn.fixed_results, turn.live_results) == (1, 1)
     assert ran == ["alpha", "beta"]  # beta ran for real; risky was refused, never ran
     results = [p for m in kept.load_messages(report.replay_session_id) for p in m.tool_results]
