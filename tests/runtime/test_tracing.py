@@ -314,3 +314,21 @@ async def test_a_tracer_that_raises_costs_the_trace_never_the_turn() -> None:
     assert rec.of("done")[-1].stop_reason == "end_turn"
     assert session.messages[-1].text == "five"
     assert session.messages[2].tool_results[0].content == "5"
+
+
+def test_a_session_nobody_traces_never_imports_opentelemetry() -> None:
+    """No provider set and OpenTelemetry not imported by the application: the turn path
+    does not import it either (its import and its objects cost nothing)."""
+    script = textwrap.dedent("""
+        import asyncio, sys
+        from neta_nb import Agent, AgentSession, ToolCatalog
+        from neta_nb.providers.scripted import ScriptedProvider
+        session = AgentSession(Agent("demo", model=ScriptedProvider()), ToolCatalog.demo(),
+                               working_dir="notebooks/data")
+        asyncio.run(session.run("go"))
+        print(sorted(name for name in sys.modules if name.startswith("opentelemetry")))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120, cwd=Path(__file__).parents[2])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]"
