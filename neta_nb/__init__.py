@@ -5,7 +5,9 @@ The public surface is the names in ``__all__``; everything else is internal.
 
 from .messages import Message, Usage
 from .providers import ScriptedProvider, create_provider
+from .providers.prices import ModelPrice
 from .runtime.attachments import Attachment, AttachmentError
+from .runtime.budget import BudgetExceededError
 from .runtime.replay import llm_judge, replay, replay_all
 from .runtime.replay_report import ReplayReport
 from .runtime.session import Agent, AgentSession
@@ -36,7 +38,9 @@ __all__ = [
     "AgentToolConfig",
     "Attachment",
     "AttachmentError",
+    "BudgetExceededError",
     "Message",
+    "ModelPrice",
     "PromptPreview",
     "ReplayReport",
     "RichResult",

@@ -203,6 +203,16 @@ class TurnUsage(_Event):
     """Calls whose response carried no usage (some local servers never send it): their
     tokens are unknown, not zero, so the token figures are a lower bound — or, when every
     call is unreported, unknown (the stats show ``↑? ↓?``)."""
+    cost_usd: float | None = None
+    """What the turn's calls cost in USD, sub-agents included; ``None`` while a call's
+    cost is unknown (its model has no price, or it reported no usage) — never 0 for
+    "unknown"."""
+    cost_split: dict[str, float] | None = None
+    """The cost by kind: ``input``, ``cache_read``, ``cache_write``, ``output`` (this
+    session's own calls) and ``subagents``."""
+    session_cost_usd: float | None = None
+    """The session's cost so far, this turn included (what the token line shows beside
+    the turn's); ``None`` when unknown."""
 
 
 class ContextUsage(_Event):

@@ -308,9 +308,15 @@ class TraceRef(_Model):
     span_id: str
 
 
+def _optional() -> Any:
+    """An optional field absent from stored JSON while unset (``None``): rows written
+    before it existed and rows that never set it read and write the same."""
+    return Field(default=None, exclude_if=lambda value: value is None)
+
+
 def _traced() -> Any:
-    """A :class:`TraceRef` field, absent from stored JSON while unset (no tracing)."""
-    return Field(default=None, exclude_if=lambda ref: ref is None)
+    """A :class:`TraceRef` field (see :func:`_optional`): unset without tracing."""
+    return _optional()
 
 
 class SkillExecution(_Model):
@@ -342,6 +348,8 @@ class SubagentRun(_Model):
     input_tokens: int = 0
     output_tokens: int = 0
     api_calls: int = 0
+    cost_usd: float | None = _optional()
+    """What the child's calls cost in USD (its sub-agents' included), when known."""
 
 
 class ToolExecution(_Model):
@@ -372,6 +380,9 @@ class MessageMetadata(_Model):
     """True for a summary message that stands for older, folded turns."""
     trace: TraceRef | None = _traced()
     """The model call's span, when traced."""
+    cost_usd: float | None = _optional()
+    """What the model call cost in USD, when its model has a price (stored per call, so
+    a resumed session and the session list know what was spent)."""
 
 
 class Message(_Model):

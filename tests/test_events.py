@@ -54,7 +54,9 @@ EVENT_EXAMPLES: dict[str, dict[str, Any]] = {
     "token_update": {"type": "token_update",
                      "current": {"input_tokens": 1200, "output_tokens": 340,
                                  "total_tokens": 1540, "api_calls": 3,
-                                 "unreported_calls": 1},
+                                 "unreported_calls": 1, "cost_usd": 0.0087,
+                                 "cost_split": {"input": 0.0036, "output": 0.0051},
+                                 "session_cost_usd": 0.0412},
                      "context": {"used_tokens": 64000, "max_tokens": 200000,
                                  "percent": 32.0, "estimate": "compaction",
                                  "window_assumed": False}},
@@ -73,7 +75,8 @@ EVENT_EXAMPLES: dict[str, dict[str, Any]] = {
     "subagent_end": {"type": "subagent_end", "id": "c3", "agent": "researcher",
                      "status": "done", "result": "2024-05-01",
                      "usage": {"input_tokens": 10, "output_tokens": 4, "total_tokens": 14,
-                               "api_calls": 1, "unreported_calls": 0}},
+                               "api_calls": 1, "unreported_calls": 0, "cost_usd": None,
+                               "cost_split": None, "session_cost_usd": None}},
     "turn_start": {"type": "turn_start"},
     "message_appended": {"type": "message_appended", "index": 0,
                          "message": _MESSAGE.model_dump(mode="json")},
@@ -173,7 +176,8 @@ def test_command_fields_are_the_design_names(model: type[BaseModel]) -> None:
 
 def test_token_update_nested_field_names() -> None:
     assert set(TurnUsage.model_fields) == {"input_tokens", "output_tokens", "total_tokens",
-                                           "api_calls", "unreported_calls"}
+                                           "api_calls", "unreported_calls", "cost_usd",
+                                           "cost_split", "session_cost_usd"}
     assert set(ContextUsage.model_fields) == {"used_tokens", "max_tokens", "percent",
                                               "estimate", "window_assumed"}
 
@@ -206,7 +210,9 @@ def test_token_update_parses_into_nested_models() -> None:
     event = parse_event(EVENT_EXAMPLES["token_update"])
     assert isinstance(event, TokenUpdateEvent)
     assert event.current == TurnUsage(input_tokens=1200, output_tokens=340, total_tokens=1540,
-                                      api_calls=3, unreported_calls=1)
+                                      api_calls=3, unreported_calls=1, cost_usd=0.0087,
+                                      cost_split={"input": 0.0036, "output": 0.0051},
+                                      session_cost_usd=0.0412)
     assert event.context.percent == 32.0
 
 

@@ -23,6 +23,7 @@ CORE_CONTRACT = {
     "Agent", "AgentSession", "SessionStore", "ScriptedProvider",
     "SessionBusyError",
     "create_provider",  # DESIGN §9
+    "ModelPrice",  # DESIGN §9
 }
 # DESIGN §5 and §8: the widget components.
 WIDGETS_CONTRACT = {
@@ -47,6 +48,7 @@ CORE_EXTRAS = {
     "replay_all": "replay over many stored sessions",
     "llm_judge": "the LLM-judge check a replay takes",
     "ReplayReport": "what replay returns (table, DataFrame, pydantic-evals dataset)",
+    "BudgetExceededError": "what run/start raise when the session's budget is spent",
 }
 WIDGETS_EXTRAS: dict[str, str] = {}
 

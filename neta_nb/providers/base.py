@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +36,7 @@ from ..messages import (
     Usage,
 )
 from ..stored_urls import storable_options, storable_url
+from .prices import ModelPrice, price_of
 
 if TYPE_CHECKING:
     from .models import ModelInfo
@@ -157,6 +158,19 @@ class Provider(ABC):
     tool_results_as_user: bool = False
     """Send tool results as user messages, for servers whose chat template drops
     ``tool`` messages (only the OpenAI-compatible provider has such servers)."""
+    _price: ModelPrice | None = None
+
+    @property
+    def price(self) -> ModelPrice | None:
+        """What a call costs (USD per million tokens): the price given to this provider
+        (``create_provider(..., price=...)`` or assigned here), else one set with
+        ``prices.set_price``, else the shipped table's; ``None``: unknown."""
+        return self._price if self._price is not None else price_of(self.supplier,
+                                                                      self.model)
+
+    @price.setter
+    def price(self, price: ModelPrice | None) -> None:
+        self._price = price
 
     @abstractmethod
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
@@ -197,6 +211,8 @@ class Provider(ABC):
             settings["base_url_withheld"] = list(url.withheld)
         if options_withheld:
             settings["request_options_withheld"] = list(options_withheld)
+        if self._price is not None:  # a price the user gave comes back on resume
+            settings["price"] = asdict(self._price)
         return settings
 
     @property

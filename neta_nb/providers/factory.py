@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .base import Provider
+from .prices import ModelPrice
 from .scripted import ScriptedProvider
 
 __all__ = ["DEFAULT_MODELS", "SUPPLIERS", "create_provider", "default_provider"]
@@ -40,7 +41,8 @@ log = logging.getLogger(__name__)
 def create_provider(spec: str | Provider, *, api_key: str | None = None,
                     base_url: str | None = None, context_window: int | None = None,
                     request_options: Mapping[str, Any] | None = None,
-                    tool_results_as_user: bool = False) -> Provider:
+                    tool_results_as_user: bool = False,
+                    price: ModelPrice | None = None) -> Provider:
     """The provider ``spec`` names (a provider instance is returned as is).
 
     ``context_window`` overrides the model table's window; ``request_options`` are merged
@@ -48,10 +50,26 @@ def create_provider(spec: str | Provider, *, api_key: str | None = None,
     in the JSON body). ``tool_results_as_user`` sends tool results as user messages, for
     an OpenAI-compatible server whose chat template drops ``tool`` messages (see the
     README's server table). Keys come from ``api_key`` or the usual environment variable and
-    are never part of :meth:`Provider.settings`.
+    are never part of :meth:`Provider.settings`. ``price``: what the model costs (USD per
+    million tokens), instead of the shipped table's (``prices.json``) — for a model the
+    table does not know, a negotiated price, or ``ModelPrice(input=0, output=0)`` for a
+    free local server.
     """
     if isinstance(spec, Provider):
+        if price is not None:
+            spec.price = price
         return spec
+    provider = _create(spec, api_key=api_key, base_url=base_url,
+                       context_window=context_window, request_options=request_options,
+                       tool_results_as_user=tool_results_as_user)
+    if price is not None:
+        provider.price = price
+    return provider
+
+
+def _create(spec: str, *, api_key: str | None, base_url: str | None,
+            context_window: int | None, request_options: Mapping[str, Any] | None,
+            tool_results_as_user: bool) -> Provider:
     if context_window is not None and context_window < 1:
         raise ValueError("context_window must be a positive number of tokens")
     supplier, model = _parse_spec(spec)

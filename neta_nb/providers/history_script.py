@@ -4,8 +4,10 @@ reported usage, its stop reason, and a failure where the call failed — so a se
 replayed through :class:`~neta_nb.providers.scripted.ScriptedProvider` streams what the
 stored one streamed (``ScriptedProvider.from_history``).
 
-A call is found by the prompt of the turn it answers (the n-th turn with that prompt text,
-as far as the request still holds earlier ones) and its position in the turn.
+A call is found by the prompt of the turn it answers — the n-th turn with that prompt
+text — and its position in the turn. The request tells n, unless a compaction folded
+earlier turns away: then the script counts the turns it has begun with that prompt (so a
+script replays one conversation once; make another for another replay).
 """
 
 from __future__ import annotations
@@ -95,15 +97,18 @@ def script_from_history(messages: Sequence[Message], *,
         by_prompt.setdefault(turn.prompt.text, []).append(
             [response_of(m) for m in turn.responses])
     longest = max((len(r) for turns in by_prompt.values() for r in turns), default=0)
+    begun: dict[str, int] = {}  # turns this script has begun, by prompt text
 
     def answer(position: int) -> Any:
         def respond(conversation: Sequence[Message]) -> ScriptedResponse:
             prompt, _ = current_turn(conversation)
             text = prompt.text if prompt is not None else ""
             stored = by_prompt.get(text, [])
-            # The n-th turn with this prompt; after a compaction dropped earlier ones from
-            # the request, the last stored turn with it.
+            if position == 0:
+                begun[text] = begun.get(text, 0) + 1
             seen = sum(1 for m in conversation if _is_prompt(m) and m.text == text)
+            if any(m.metadata.compacted for m in conversation):
+                seen = max(seen, begun.get(text, 0))  # earlier turns were folded away
             responses = stored[min(seen, len(stored)) - 1] if stored else []
             if position < len(responses):
                 return responses[position]

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..providers.base import Provider
 from ..providers.factory import create_provider, default_provider
+from ..providers.prices import ModelPrice
 from ..stored_urls import storable_options, storable_url, withheld_names
 from ..thinking import ThinkLevel
 from ..tools import AgentToolConfig, ToolCatalog
@@ -70,12 +71,33 @@ class Agent:
     """Levels of delegation below the top-level agent: its children are level 1, theirs
     level 2; an agent at the limit is not offered ``delegate``. The top-level agent's
     setting holds for its whole tree."""
+    budget_usd: float | None = None
+    """USD this session may spend (its sub-agents included): a warning at 80 %, then the
+    turn stops (``done(stop_reason="budget")``) and further turns are refused until it is
+    raised. Needs a price for the model (``create_provider(..., price=...)`` or the
+    table's)."""
+    turn_budget_usd: float | None = None
+    """USD one turn may spend (sub-agents included): a warning at 80 %, then it stops."""
     provider_settings: dict[str, Any] | None = field(default=None, repr=False)
     """A stored provider's settings (``Provider.settings()``): a resumed agent rebuilds
     the same provider — same server, window and request options — with keys from the
     environment."""
 
     def __post_init__(self) -> None:
+        self._check_limits()
+        self.subagents = list(self.subagents)
+        names = [child.name for child in self.subagents]
+        for child in self.subagents:
+            if not isinstance(child, Agent):
+                raise TypeError(f"subagents must be Agent objects, got {type(child).__name__}")
+            if not child.name.strip():
+                raise ValueError("a sub-agent needs a name: the parent's model calls it by it")
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise ValueError(f"sub-agent names must be unique; repeated: {', '.join(duplicates)}")
+        self.check_subagents()
+
+    def _check_limits(self) -> None:
         if self.keep_recent_turns < 1:
             raise ValueError("keep_recent_turns must be at least 1")
         if self.compact_at is not None and not 0 < self.compact_at <= 1:
@@ -88,17 +110,10 @@ class Agent:
             raise ValueError("max_parallel_subagents must be at least 1")
         if self.max_subagent_depth < 0:
             raise ValueError("max_subagent_depth must be 0 or more")
-        self.subagents = list(self.subagents)
-        names = [child.name for child in self.subagents]
-        for child in self.subagents:
-            if not isinstance(child, Agent):
-                raise TypeError(f"subagents must be Agent objects, got {type(child).__name__}")
-            if not child.name.strip():
-                raise ValueError("a sub-agent needs a name: the parent's model calls it by it")
-        duplicates = sorted({name for name in names if names.count(name) > 1})
-        if duplicates:
-            raise ValueError(f"sub-agent names must be unique; repeated: {', '.join(duplicates)}")
-        self.check_subagents()
+        for name in ("budget_usd", "turn_budget_usd"):
+            budget = getattr(self, name)
+            if budget is not None and not (isinstance(budget, (int, float)) and budget > 0):
+                raise ValueError(f"{name} is USD and must be more than 0, got {budget!r}")
 
     def subagent(self, name: str) -> Agent | None:
         """The sub-agent called ``name``, if this agent has one."""
@@ -116,11 +131,14 @@ class Agent:
             return self.model
         settings = self.provider_settings or {}
         if self.model:
+            price = settings.get("price")
             return create_provider(self.model, base_url=settings.get("base_url"),
                                    context_window=settings.get("context_window"),
                                    request_options=settings.get("request_options"),
                                    tool_results_as_user=bool(
-                                       settings.get("tool_results_as_user", False)))
+                                       settings.get("tool_results_as_user", False)),
+                                   price=ModelPrice(**price) if isinstance(price, dict)
+                                   else None)
         return default_provider()
 
     def to_record(self, provider: Provider) -> dict[str, Any]:
@@ -129,17 +147,18 @@ class Agent:
             "name": self.name,
             "model": provider.model_id,
             "provider": self._stored_settings(provider.settings()),
-            "system_prompt": self.system_prompt,
-            "tools": self.tools.dump(),
-            "default_think_level": self.default_think_level,
-            "scene": self.scene,
-            "max_model_calls": self.max_model_calls,
-            "tool_timeout": self.tool_timeout,
-            "compact_at": self.compact_at,
-            "keep_recent_turns": self.keep_recent_turns,
-            "max_tool_result_chars": self.max_tool_result_chars,
+            **self._settings_record(),
             **self._crew_record((self,)),
         }
+
+    def _settings_record(self) -> dict[str, Any]:
+        """What an agent stores besides its name, model and crew."""
+        return {"system_prompt": self.system_prompt, "tools": self.tools.dump(),
+                "default_think_level": self.default_think_level, "scene": self.scene,
+                "max_model_calls": self.max_model_calls, "tool_timeout": self.tool_timeout,
+                "compact_at": self.compact_at, "keep_recent_turns": self.keep_recent_turns,
+                "max_tool_result_chars": self.max_tool_result_chars,
+                "budget_usd": self.budget_usd, "turn_budget_usd": self.turn_budget_usd}
 
     def _crew_record(self, path: tuple[Agent, ...]) -> dict[str, Any]:
         """``path``: the agents from the top down to this one, to stop at a cycle."""
@@ -168,12 +187,7 @@ class Agent:
             settings = (None if self.provider_settings is None
                         else self._stored_settings(self.provider_settings))
         return {"name": self.name, "model": model, "provider": settings,
-                "system_prompt": self.system_prompt, "tools": self.tools.dump(),
-                "default_think_level": self.default_think_level, "scene": self.scene,
-                "max_model_calls": self.max_model_calls, "tool_timeout": self.tool_timeout,
-                "compact_at": self.compact_at, "keep_recent_turns": self.keep_recent_turns,
-                "max_tool_result_chars": self.max_tool_result_chars,
-                **self._crew_record(path)}
+                **self._settings_record(), **self._crew_record(path)}
 
     def _stored_settings(self, settings: dict[str, Any]) -> dict[str, Any]:
         """``settings`` as stored: ``base_url`` without what may be a secret. What this
@@ -210,7 +224,7 @@ class Agent:
                                       "max_model_calls", "tool_timeout", "compact_at",
                                       "keep_recent_turns", "max_tool_result_chars",
                                       "description", "max_parallel_subagents",
-                                      "max_subagent_depth")
+                                      "max_subagent_depth", "budget_usd", "turn_budget_usd")
                  if k in data}
         settings = data.get("provider")
         children = data.get("subagents")

@@ -8,7 +8,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
@@ -54,8 +54,11 @@ class _Span:
     def __init__(self, span: Span) -> None:
         self.span = span
         context = span.get_span_context()
-        self.ref: TraceRef | None = TraceRef(trace_id=f"{context.trace_id:032x}",
-                                             span_id=f"{context.span_id:016x}")
+        # Ids only for a span that is recorded: a sampled-out or disabled one (all-zero
+        # ids) is nowhere to be looked up.
+        self.ref: TraceRef | None = (
+            TraceRef(trace_id=f"{context.trace_id:032x}", span_id=f"{context.span_id:016x}")
+            if context.is_valid and span.is_recording() else None)
         self.started = time.monotonic()
 
     def set(self, key: str, value: Any) -> None:
@@ -227,6 +230,9 @@ class _Tracing(TurnTracer):
         finally:
             if span is not None:
                 span.end(error="cancelled")  # no-op when the runner ended it
+
+    def during(self, span: CallSpan) -> AbstractContextManager[None]:
+        return _current(span if isinstance(span, _Span) else None)
 
     def approval(self, span: CallSpan, allowed: bool, waited: float) -> None:
         if isinstance(span, _Span):

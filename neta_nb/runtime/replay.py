@@ -16,20 +16,23 @@ must not run code nobody approved).
 from __future__ import annotations
 
 import asyncio
+import base64
 import dataclasses
 import inspect
 import json
+import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..events import Event
-from ..messages import Message
+from ..messages import DocumentPart, FileTextPart, ImagePart, Message
 from ..providers.base import ModelRequest, Provider, TextDelta
 from ..providers.factory import create_provider
 from ..providers.history_script import StoredTurn, split_turns
 from ..store.sqlite import SessionRecord, SessionStore
 from ..tools import AgentToolConfig, Tool, ToolCatalog, ToolContext, ToolResolution, resolve_tools
+from ..tools.base import ToolFailure
 from .agent import Agent
 from .approvals import ApprovalPolicy
 from .replay_report import Check, ReplayReport, ReplayTurn, TurnFigures
@@ -51,6 +54,7 @@ async def replay(session: str | SessionRecord | AgentSession, *,
                  think_level: ThinkLevel | None = None,
                  replay_store: SessionStore | None = None,
                  on_event: Callable[[Event], None] | None = None,
+                 check_timeout: float = 300.0,
                  **session_options: Any) -> ReplayReport:
     """Run the stored session's prompts again and compare (see the module's docstring).
 
@@ -61,6 +65,8 @@ async def replay(session: str | SessionRecord | AgentSession, *,
     async) returning a verdict — ``bool``, a number or text — by name (a sequence is named
     by the functions' names); :func:`llm_judge` makes one that asks a model. ``on_event``:
     subscribed to the replay's session (e.g. to watch it in a chat view).
+    ``check_timeout``: seconds a check may take before its verdict is that it took too
+    long. Sub-agents run as their stored definitions say (their own models, live).
     ``session_options`` go to the replay's :class:`AgentSession` (``working_dir=``,
     ``namespace=`` …): a replay's tools see what the stored session's saw only when given
     the same."""
@@ -108,7 +114,7 @@ async def replay(session: str | SessionRecord | AgentSession, *,
         detach = session_again.subscribe(listen)
         clock = time.monotonic()
         try:
-            await session_again.run(turn.prompt.text)
+            await session_again.run(turn.prompt.text, attachments=_attachments_of(turn.prompt))
         finally:
             detach()
         seconds = time.monotonic() - clock
@@ -119,7 +125,8 @@ async def replay(session: str | SessionRecord | AgentSession, *,
                          before=TurnFigures.of_stored(turn), after=after)
         if recorded is not None:
             row.fixed_results, row.live_results = recorded.counts(index)
-        row.checks = {name: await _verdict(check, row) for name, check in named.items()}
+        row.checks = {name: await _verdict(check, row, check_timeout)
+                      for name, check in named.items()}
         report.turns.append(row)
     return report
 
@@ -156,6 +163,9 @@ class _Original:
         record = store.get_session(session_id)
         if record is None:
             raise KeyError(f"no session {session_id!r} in {store.path}")
+        if record.running:
+            raise RuntimeError(f"session {session_id!r} is running a turn: replay it "
+                               "between turns")
         return cls(record.id, record.title, store.load_messages(record.id), record, None)
 
     @property
@@ -198,46 +208,65 @@ def _key(name: str, args: Mapping[str, Any]) -> str:
     return name + "\0" + json.dumps(args, sort_keys=True, default=str)
 
 
+@dataclasses.dataclass(frozen=True)
+class _Stored:
+    """One stored call's outcome: its result text, and whether it failed or the user
+    rejected it (a rejected call never ran: it is rejected again, not answered)."""
+
+    content: str
+    is_error: bool
+    rejected: bool
+
+
 class _RecordedResults:
     """The stored results of each turn's calls, handed out once each to the replay's
     calls with the same tool and arguments (in the order the stored turn made them)."""
 
     def __init__(self, turns: Sequence[StoredTurn]) -> None:
         self.turn = 0
-        self._results: list[dict[str, list[str]]] = []
+        self._results: list[dict[str, list[_Stored]]] = []
         for turn in turns:
-            calls = {call.id: call for m in turn.responses for call in m.tool_calls}
-            by_key: dict[str, list[str]] = {}
+            by_key: dict[str, list[_Stored]] = {}
+            calls: dict[str, Any] = {}
+            rejected: set[str] = set()
             for message in turn.messages:
+                if message.role == "assistant":
+                    # Results answer the response right before them: ids repeat across
+                    # responses on some servers (call_0 in each).
+                    calls = {call.id: call for call in message.tool_calls}
+                    rejected = {e.id for e in message.metadata.tool_executions
+                                if e.status == "rejected"}
                 for result in message.tool_results:
                     call = calls.get(result.tool_call_id)
                     if call is not None:
-                        by_key.setdefault(_key(call.name, call.args), []).append(result.content)
+                        by_key.setdefault(_key(call.name, call.args), []).append(_Stored(
+                            result.content, result.is_error, call.id in rejected))
             self._results.append(by_key)
         self._fixed: dict[int, int] = {}
         self._live: dict[int, int] = {}
 
-    def has(self, name: str, args: Mapping[str, Any]) -> bool:
+    def _next(self, name: str, args: Mapping[str, Any]) -> _Stored | None:
         results = self._results[self.turn] if self.turn < len(self._results) else {}
-        return bool(results.get(_key(name, args)))
+        stored = results.get(_key(name, args))
+        return stored[0] if stored else None
 
-    def take(self, name: str, args: Mapping[str, Any]) -> str | None:
-        if self.turn >= len(self._results):
-            return None
-        stored = self._results[self.turn].get(_key(name, args))
-        if not stored:
-            self._live[self.turn] = self._live.get(self.turn, 0) + 1
-            return None
-        self._fixed[self.turn] = self._fixed.get(self.turn, 0) + 1
-        return stored.pop(0)
+    def take(self, name: str, args: Mapping[str, Any]) -> _Stored | None:
+        stored = self._next(name, args)
+        counts = self._live if stored is None else self._fixed
+        counts[self.turn] = counts.get(self.turn, 0) + 1
+        if stored is not None:
+            self._results[self.turn][_key(name, args)].pop(0)
+        return stored
 
     def counts(self, turn: int) -> tuple[int, int]:
         return self._fixed.get(turn, 0), self._live.get(turn, 0)
 
     def allows(self, name: str, args: dict[str, Any]) -> bool:
         """The default approval of a replay with fixed results: a call answered from the
-        record runs nothing, so it is allowed; any other is rejected."""
-        return self.has(name, args)
+        record runs nothing, so it is allowed — unless the user rejected it there; any
+        other is rejected."""
+        stored = self._next(name, args)
+        return stored is not None and not stored.rejected
 
     def wrap(self, catalog: ToolCatalog) -> ToolCatalog:
         """A catalog with the same tools, states and order, each answering from the record
@@ -266,20 +295,39 @@ class _RecordedTool(Tool):
 
     async def invoke(self, args: dict[str, Any] | None, ctx: ToolContext) -> str:
         stored = self.recorded.take(self.name, args or {})
-        if stored is not None:
-            return stored
-        return await self.original.invoke(args, ctx)
+        if stored is None:
+            return await self.original.invoke(args, ctx)
+        if stored.is_error:
+            raise ToolFailure(stored.content)  # an error result again, worded as stored
+        return stored.content
 
 
 async def _unreachable() -> str:  # pragma: no cover - _RecordedTool overrides invoke
     raise RuntimeError("recorded tools are run by _RecordedTool.invoke")
 
 
+def _attachments_of(prompt: Message) -> list[tuple[bytes, str, str]]:
+    """The files a stored prompt carried, to send again (one whose stored file is gone
+    cannot be: the replay's prompt lacks it, as the stored session's model did)."""
+    files: list[tuple[bytes, str, str]] = []
+    for part in prompt.parts:
+        if isinstance(part, (ImagePart, DocumentPart)) and part.data is not None:
+            files.append((base64.b64decode(part.data), part.media_type,
+                          part.name or "attachment"))
+        elif isinstance(part, FileTextPart):
+            files.append((part.text.encode("utf-8", "surrogatepass"), part.media_type,
+                          part.name))
+    return files
+
+
 # --- checks ---------------------------------------------------------------------------
+
+_VERDICT = re.compile(r"[\W_]*(PASS|FAIL)(?![A-Za-z])", re.IGNORECASE)
+"""PASS or FAIL first, whatever markdown wraps it (``**FAIL** —``, ```PASS```)."""
 
 def _named_checks(checks: Mapping[str, Check] | Sequence[Check]) -> dict[str, Check]:
     if isinstance(checks, Mapping):
-        return dict(checks)
+        return {str(name): check for name, check in checks.items()}
     named: dict[str, Check] = {}
     for check in checks:
         name = getattr(check, "__name__", None) or type(check).__name__
@@ -289,15 +337,26 @@ def _named_checks(checks: Mapping[str, Check] | Sequence[Check]) -> dict[str, Ch
     return named
 
 
-async def _verdict(check: Check, turn: ReplayTurn) -> Any:
-    """A check's verdict; a check that raises gives its error as text, never ends the
-    replay."""
+async def _verdict(check: Check, turn: ReplayTurn, seconds: float) -> Any:
+    """A check's verdict; a check that raises (anything but an interrupt of the replay
+    itself) or takes longer than ``seconds`` gives that as text, and the replay
+    goes on."""
     try:
-        verdict = check(turn)
-        if inspect.isawaitable(verdict):
-            verdict = await verdict
+        async with asyncio.timeout(seconds):
+            verdict = check(turn)
+            if inspect.isawaitable(verdict):
+                verdict = await verdict
         return verdict
-    except Exception as exc:
+    except TimeoutError:
+        return f"check failed: no verdict within {seconds:g} s"
+    except KeyboardInterrupt:
+        raise
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise  # the replay itself is being cancelled
+        return "check failed: CancelledError"
+    except BaseException as exc:  # SystemExit from a check is the check failing
         return f"check failed: {type(exc).__name__}: {exc}"
 
 
@@ -318,9 +377,9 @@ def llm_judge(rubric: str, *, model: str | Provider) -> Check:
         async with asyncio.timeout(300):
             text = "".join([event.text async for event in provider.stream(request)
                             if isinstance(event, TextDelta)]).strip()
-        first = text.split(maxsplit=1)[0].strip(".:,!").upper() if text else ""
-        if first in ("PASS", "FAIL"):
-            return first == "PASS"
+        verdict = _VERDICT.match(text)
+        if verdict is not None:
+            return verdict.group(1).upper() == "PASS"
         return text or "the judge gave no answer"
 
     return judge

@@ -57,6 +57,7 @@ from ..tools.threads import ToolThreads
 from .agent import Agent
 from .approvals import ApprovalPolicy, Approvals
 from .attachments import attachment_parts
+from .budget import BudgetGuard, Spend
 from .event_hub import EventHub
 from .history import History
 from .resume import resume_session
@@ -120,6 +121,8 @@ class AgentSession(TurnLoop):
         self._think_level: ThinkLevel | None = check_think_level(think_level)
         self._events = EventHub()
         self._emit = self._events.emit
+        self._budget = BudgetGuard(self._emit)
+        self._children_spent = Spend()
         self._history = History(self._saved, self._meter, self._emit)
         self._approvals = Approvals(approval_policy, self._emit,
                                     parent=crew_link.approvals if crew_link else None)
@@ -320,6 +323,7 @@ class AgentSession(TurnLoop):
         at once, so Stop and other widget messages keep working. ``attachments`` as for
         :meth:`run`; a refused one raises :class:`AttachmentError` here, before any turn."""
         self._check_idle()
+        self._check_budget()
         self.agent.check_subagents()  # again: sub-agent lists can change after creation
         prompt_message = self._prompt_message(prompt, attachments)
         turn = self._turn = Turn()
@@ -377,6 +381,7 @@ class AgentSession(TurnLoop):
         :mod:`neta_nb.runtime.attachments`). One the model cannot take raises
         :class:`AttachmentError` before anything is sent or stored."""
         self._check_idle()
+        self._check_budget()
         self.agent.check_subagents()  # again: sub-agent lists can change after creation
         prompt_message = self._prompt_message(prompt, attachments)
         turn = self._turn = Turn(task=asyncio.current_task())
@@ -415,7 +420,8 @@ class AgentSession(TurnLoop):
                 "todo_summary": (self.todo.summary().model_dump() if self.todo.has_items()
                                  else None),
                 "mcp_servers": self.catalog.mcp_server_specs(),
-                "parent_id": self.parent_id, "parent_call_id": self.parent_call_id}
+                "parent_id": self.parent_id, "parent_call_id": self.parent_call_id,
+                "cost_usd": self.cost_usd}
 
     def _save_record(self, **fields: Any) -> None:
         self._saved.save_record(self._history.messages, **fields)

@@ -87,13 +87,28 @@ def wrap_event(call_id: str, event: Event) -> SubagentEvent:
                                         "event": event}, _WRAPPED_FIELDS)
 
 
-def add_usage(first: TurnUsage, second: TurnUsage) -> TurnUsage:
-    """Two turn figures added up (a parent's own calls and its children's)."""
+def add_usage(first: TurnUsage, second: TurnUsage, *,
+              second_is_children: bool = False) -> TurnUsage:
+    """Two turn figures added up (children's, or a parent's own calls and its children's:
+    ``second_is_children``, whose cost then shows as ``subagents`` in the split). The
+    cost is unknown once either side's is."""
+    calls = first.api_calls + second.api_calls
+    known = all(side.api_calls == 0 or side.cost_usd is not None for side in (first, second))
+    cost = split = None
+    if known and calls:
+        cost = (first.cost_usd or 0.0) + (second.cost_usd or 0.0)
+        split = dict(first.cost_split or {})
+        if second_is_children:
+            split["subagents"] = split.get("subagents", 0.0) + (second.cost_usd or 0.0)
+        else:
+            for kind, usd in (second.cost_split or {}).items():
+                split[kind] = split.get(kind, 0.0) + usd
     return TurnUsage(input_tokens=first.input_tokens + second.input_tokens,
                      output_tokens=first.output_tokens + second.output_tokens,
                      total_tokens=first.total_tokens + second.total_tokens,
-                     api_calls=first.api_calls + second.api_calls,
-                     unreported_calls=first.unreported_calls + second.unreported_calls)
+                     api_calls=calls,
+                     unreported_calls=first.unreported_calls + second.unreported_calls,
+                     cost_usd=cost, cost_split=split)
 
 
 @dataclass(frozen=True)
@@ -133,7 +148,7 @@ class ChildRun:
         return SubagentRun(session_id=self.session.id, agent=self.agent.name, task=self.task,
                            status=self.status, input_tokens=self.usage.input_tokens,
                            output_tokens=self.usage.output_tokens,
-                           api_calls=self.usage.api_calls)
+                           api_calls=self.usage.api_calls, cost_usd=self.usage.cost_usd)
 
 
 class Crew:

@@ -93,6 +93,7 @@ _UNFINISHED_TEXT = {
     "cancelled": "This call did not finish: the user cancelled the turn.",
     "interrupted": INTERRUPTED_TEXT,
     "killed": "This call did not finish: the kernel stopped.",
+    "budget": "This call did not run: the budget was reached.",
 }
 
 
@@ -294,7 +295,8 @@ class ToolRunner:
                     for p in m.tool_results}
         text = _UNFINISHED_TEXT.get(why, "This call did not run: the turn stopped.")
         # Stopped by the user or an interrupt: the card says cancelled, not failed.
-        closed: RunStatus = "cancelled" if why in ("cancelled", "interrupted") else "error"
+        closed: RunStatus = ("cancelled" if why in ("cancelled", "interrupted", "budget")
+                             else "error")
         for call in last_assistant.tool_calls:
             if call.id in answered:
                 continue

@@ -18,6 +18,7 @@ to look the call up in Jaeger, Tempo, Honeycomb, Logfire or Langfuse.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import AsyncIterator
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
     from ..tools import Tool
 
 __all__ = ["NO_SPAN", "UNTRACED", "CallSpan", "TurnTracer", "configure_tracing", "turn_tracer"]
+
+log = logging.getLogger(__name__)
 
 CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 INSTRUMENTATION = "neta_nb"
@@ -112,6 +115,11 @@ class TurnTracer:
     def mcp_call(self, tool: Tool) -> AbstractContextManager[None]:
         return _NOTHING
 
+    def during(self, span: CallSpan) -> AbstractContextManager[None]:
+        """``span`` is the current span inside (what a provider's own instrumentation
+        makes while streaming nests under the model call)."""
+        return _NOTHING
+
     def compaction(self) -> AbstractContextManager[CallSpan]:
         return NO_SPAN_CONTEXT
 
@@ -130,6 +138,13 @@ def turn_tracer() -> TurnTracer:
     # a session that is not traced pays nothing for it, not even the import.
     from . import otel_spans
 
-    return otel_spans.tracer_for(_provider, _content_captured())
+    try:
+        return otel_spans.tracer_for(_provider, _content_captured())
+    except Exception:
+        # A provider that fails to hand out a tracer (or a tracer given where a provider
+        # belongs): this turn is not traced, and runs.
+        log.warning("tracing is off for this turn: the tracer "
+                    "provider failed", exc_info=True)
+        return UNTRACED
 
 

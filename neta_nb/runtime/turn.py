@@ -77,6 +77,8 @@ class Turn:
     """What the closing ``done`` event will say."""
     tracer: TurnTracer = UNTRACED
     """The turn's spans (see ``tracing``); :data:`UNTRACED` when nobody collects them."""
+    budget_stop: bool = False
+    """A budget was reached: the turn ends (or was stopped) with ``stop_reason="budget"``."""
 
     @property
     def streaming(self) -> Message | None:

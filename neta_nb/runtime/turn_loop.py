@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..events import (
@@ -29,7 +29,7 @@ from ..events import (
     TurnStartEvent,
     TurnUsage,
 )
-from ..messages import Message, SubagentRun, Usage, encodable
+from ..messages import Message, SubagentRun, TraceRef, Usage, encodable
 from ..providers.base import ModelRequest, Provider, ProviderError
 from ..store.process_owner import ProcessOwner
 from ..store.session_writes import SessionPersistence
@@ -38,6 +38,7 @@ from ..store.turn_claims import TurnClaim
 from ..todo import TodoStore
 from ..tools.resolution_cache import ResolutionCache
 from .agent import Agent
+from .budget import BudgetGuard, Spend
 from .compaction import CompactionError, compact_view
 from .event_hub import EventHub
 from .history import History
@@ -74,6 +75,8 @@ class TurnLoop:
     _turn: Turn | None
     _resolved: ResolutionCache
     _compacting: bool
+    _budget: BudgetGuard
+    _children_spent: Spend
 
     if TYPE_CHECKING:
         @property
@@ -83,11 +86,20 @@ class TurnLoop:
         def preview(self) -> PromptPreview: ...
         def _resolution_key(self) -> tuple[object, ...]: ...
         def _save_record(self, **fields: Any) -> None: ...
+        def cancel(self) -> bool: ...
 
     async def _run(self, prompt_message: Message, turn: Turn) -> Message | None:
         turn.tracer = turn_tracer()
-        with turn.tracer.turn(self.agent.name, self.id, self.provider):
-            return await self._run_turn(prompt_message, turn)
+        try:
+            with turn.tracer.turn(self.agent.name, self.id, self.provider):
+                return await self._run_turn(prompt_message, turn)
+        finally:
+            # Last, whatever ended the wait, and outside the turn's span: a subscriber
+            # that starts the next turn from its handler starts a trace of its own. The
+            # session is running until `done` (no second turn can start inside this one),
+            # and a subscriber reacting to `done` sees an idle session.
+            self._turn = None
+            self._emit(DoneEvent(stop_reason=turn.stop_reason))
 
     async def _run_turn(self, prompt_message: Message, turn: Turn) -> Message | None:
         turn.begun = True
@@ -99,7 +111,12 @@ class TurnLoop:
             # taking this turn over, even while the store cannot record the owner yet.
             if self._saved.store is not None:
                 claim = TurnClaim.take(self._saved.store.path, self.id)
+            # The last turn's children's spend joins the session's before the crew forgets
+            # them; then the budgets' turn warnings start afresh.
+            self._children_spent.add_turn(self._crew.turn_usage)
             self._crew.begin_turn()
+            self._budget.begin_turn()
+            self._meter.price = self.provider.price
             self._history.append(prompt_message)
             if turn.cancel_requested:
                 turn.stop_reason = "cancelled"
@@ -113,7 +130,8 @@ class TurnLoop:
                 await self._crew.wait_stopped()
             self._finish_interrupted(turn, "interrupted" if turn.interrupted else "cancelled",
                                      None)
-            turn.stop_reason = "interrupted" if turn.interrupted else "cancelled"
+            turn.stop_reason = ("interrupted" if turn.interrupted
+                                else "budget" if turn.budget_stop else "cancelled")
             if not turn.cancel_requested:
                 raise  # cancelled from outside (kernel shutdown…): keep propagating
             if turn.task is not None:
@@ -151,13 +169,7 @@ class TurnLoop:
             finally:
                 if claim is not None:
                     claim.release()
-                # Last, whatever ended the wait: the session is running until `done`
-                # (no second turn can start inside this one), and a subscriber reacting
-                # to `done` sees an idle session (and may start the next turn from its
-                # handler).
-                self._turn = None
                 turn.tracer.end_turn(turn.stop_reason)
-                self._emit(DoneEvent(stop_reason=turn.stop_reason))
 
     async def _settle(self, turn: Turn) -> None:
         """Wait until the turn is stored — or the store is behind, which the session has
@@ -197,25 +209,16 @@ class TurnLoop:
                                    # mutate it.
                                    messages=self._history.view, tools=preview.tools,
                                    think_level=self.think_level)
-            span = turn.tracer.chat(self.provider, request) if turn.tracer.on else None
-            try:
-                message = await self._stream_response(turn, request, span)
-            except Exception as exc:
-                error = exc if isinstance(exc, ProviderError) else _unexpected(exc)
-                if span is not None:
-                    turn.tracer.end_chat(span, None, error=type(exc).__name__,
-                                         usage=error.usage)
-                text = encodable(error.message)  # a server's words may carry anything
-                self._finish_interrupted(turn, "error", text, error.usage)
-                if error.usage is not None:
-                    self._count_usage(turn, error.usage)
-                self._emit(ErrorEvent(message=text, retryable=error.retryable))
-                turn.stop_reason = "error"
-                return turn.message
-            except BaseException:
-                if span is not None:
-                    turn.tracer.end_chat(span, None, error="cancelled")
-                raise
+            message = await self._model_call(turn, request)
+            if message is None:
+                return turn.message  # the call failed: said, and the history closed
+            if self._over_budget(turn):
+                # Like a Stop after this call: its calls do not run, the history stays
+                # valid, the answer so far is kept.
+                turn.stop_reason = "budget"
+                self._tools.close_unanswered(self._history.messages, "budget",
+                                             turn.live_calls)
+                return message
             if not message.tool_calls:
                 turn.stop_reason = message.metadata.stop_reason or "end_turn"
                 return message
@@ -228,13 +231,42 @@ class TurnLoop:
         turn.stop_reason = "max_model_calls"
         return turn.message
 
+    async def _model_call(self, turn: Turn, request: ModelRequest) -> Message | None:
+        """One model call, in its span when traced; ``None`` when it failed — the error
+        is said, what streamed is kept and the history is closed for the next turn."""
+        span = turn.tracer.chat(self.provider, request) if turn.tracer.on else None
+        try:
+            if span is None:
+                return await self._stream_response(turn, request, span)
+            with turn.tracer.during(span):
+                return await self._stream_response(turn, request, span)
+        except Exception as exc:
+            error = exc if isinstance(exc, ProviderError) else _unexpected(exc)
+            if span is not None:
+                turn.tracer.end_chat(span, None, error=type(exc).__name__, usage=error.usage)
+            text = encodable(error.message)  # a server's words may carry anything
+            self._finish_interrupted(turn, "error", text, error.usage,
+                                     trace=span.ref if span is not None else None)
+            if error.usage is not None:
+                self._count_usage(turn, error.usage)
+            self._emit(ErrorEvent(message=text, retryable=error.retryable))
+            turn.stop_reason = "error"
+            return None
+        except BaseException as exc:
+            if span is not None:
+                turn.tracer.end_chat(span, None, error=(
+                    "cancelled" if isinstance(exc, asyncio.CancelledError)
+                    else type(exc).__name__))
+            raise
+
     async def _stream_response(self, turn: Turn, request: ModelRequest,
                                span: CallSpan | None) -> Message:
         checkpoint = self._saved.draft if self._saved.store is not None else None
         assembler = await turn.stream(self.provider, request, self._emit, checkpoint, span)
         message = Message.assistant(assembler.parts, usage=assembler.usage,
                                     model=self.provider.model_id,
-                                    stop_reason=assembler.stop_reason)
+                                    stop_reason=assembler.stop_reason,
+                                    cost_usd=self._meter.cost_of(assembler.usage))
         if span is not None:  # before it is stored: it keeps the span's ids
             turn.tracer.end_chat(span, message)
         turn.assembler = None
@@ -257,17 +289,69 @@ class TurnLoop:
 
     def _turn_total(self, own: TurnUsage) -> TurnUsage:
         """The turn's figures as ``token_update`` shows them: this session's own calls
-        plus its sub-agents' (the split is :attr:`subagent_usage`)."""
+        plus its sub-agents' (the split is :attr:`subagent_usage`), and the session's
+        cost so far."""
         children = self._crew.runs
-        return add_usage(own, self._crew.turn_usage) if children else own
+        total = add_usage(own, self._crew.turn_usage, second_is_children=True) if children \
+            else own
+        return total.model_copy(update={"session_cost_usd": self.cost_usd})
 
     def _children_counted(self) -> None:
         """A sub-agent's figures changed: the turn total follows; the context figure is
-        this session's own."""
+        this session's own. A child's spend counts against this session's budgets: one
+        that reaches a budget stops the turn, children and all, like Stop."""
         turn = self._turn
         own = turn.usage if turn is not None else TurnUsage()
         self._emit(TokenUpdateEvent(current=self._turn_total(own),
                                     context=self._meter.context))
+        if turn is not None and not turn.budget_stop and self._over_budget(turn):
+            self.cancel()
+
+    # --- money ----------------------------------------------------------------------
+    @property
+    def cost_usd(self) -> float | None:
+        """What this session has cost in USD — its own calls, summaries and sub-agents'
+        — or ``None`` when a call's cost is unknown (a model with no price, a call that
+        reported no usage)."""
+        spent = Spend(self._meter.spent.usd, self._meter.spent.calls,
+                      self._meter.spent.unknown)
+        spent.add(self._children_spent.value, self._children_spent.calls)
+        spent.add_turn(self._crew.turn_usage)
+        if spent.calls == 0:
+            return 0.0 if self.provider.price is not None else None
+        return spent.value
+
+    def _over_budget(self, turn: Turn) -> bool:
+        """Check the budgets after a call (warning at 80 %); True once one is reached,
+        which marks the turn to end with ``stop_reason="budget"``."""
+        agent = self.agent
+        if agent.budget_usd is None and agent.turn_budget_usd is None:
+            return False
+        turn_cost = self._turn_total(turn.usage).cost_usd
+        if self._budget.check(agent, turn_cost, self.cost_usd) is None:
+            return False
+        turn.budget_stop = True
+        return True
+
+    def _check_budget(self) -> None:
+        """Before a turn: a budget needs a price, and a spent session budget refuses."""
+        agent = self.agent
+        if agent.budget_usd is None and agent.turn_budget_usd is None:
+            return
+        if self.provider.price is None:
+            raise ValueError(f"a budget needs the model's price, and there is no price "
+                             f"for {self.provider.model_id}: give one with "
+                             "create_provider(..., price=ModelPrice(...))")
+        self._budget.refuse_if_spent(agent, self.cost_usd)
+
+    def restore_spend(self, messages: Sequence[Message]) -> None:
+        """A resumed session's sub-agents' spend, from their stored runs (its own calls'
+        are the meter's, from their messages)."""
+        for message in messages:
+            for execution in message.metadata.tool_executions:
+                run = execution.subagent
+                if run is not None and run.api_calls:
+                    self._children_spent.add(run.cost_usd, run.api_calls)
 
     def _record_subagent(self, call_id: str, record: SubagentRun) -> None:
         """Keep a child's run on its ``delegate`` call's execution (resume rebuilds the
@@ -333,21 +417,24 @@ class TurnLoop:
         return compaction
 
     def _finish_interrupted(self, turn: Turn, why: Literal["cancelled", "interrupted", "error"],
-                            error: str | None, usage: Usage | None = None) -> None:
+                            error: str | None, usage: Usage | None = None, *,
+                            trace: TraceRef | None = None) -> None:
         """Keep what streamed of an interrupted response and close the history so the
         next turn starts from a valid conversation."""
         turn.close_thinking(self._emit)
         if turn.assembler is not None:
             parts = turn.assembler.snapshot()
             message = Message.assistant(parts, interrupted=why, error=error, usage=usage,
-                                        model=self.provider.model_id)
+                                        model=self.provider.model_id, trace=trace,
+                                        cost_usd=self._meter.cost_of(usage))
             turn.assembler = None
             turn.message = message
             self._history.append(message, replaces_draft=True)
         elif turn.message is not None and why in ("cancelled", "interrupted"):
             turn.message.metadata.interrupted = why
             self._history.changed(turn.message)
-        self._tools.close_unanswered(self._history.messages, why, turn.live_calls)
+        self._tools.close_unanswered(self._history.messages,
+                                     "budget" if turn.budget_stop else why, turn.live_calls)
 
 
 def _unexpected(exc: Exception) -> ProviderError:

@@ -20,7 +20,9 @@ from typing import Literal
 
 from ..events import ContextUsage, TurnUsage
 from ..messages import Message, ToolDefinition, Usage, count_characters
+from ..providers.prices import ModelPrice
 from ..store.sqlite import CompactionRecord
+from .budget import Spend
 
 __all__ = ["UsageMeter", "estimate_request_tokens"]
 
@@ -53,6 +55,17 @@ class UsageMeter:
         self.last_turn = TurnUsage()
         """The figures of the latest turn, as its last ``token_update`` showed them."""
         self._chars_since_usage = 0
+        self.price: ModelPrice | None = None
+        """The model's price (the provider's), or ``None``: costs unknown."""
+        self.spent = Spend()
+        """What this session's own calls cost (summaries included; not its sub-agents')."""
+        self.last_call_cost: float | None = None
+        """The cost of the latest call recorded (kept on its message)."""
+
+    def cost_of(self, usage: Usage | None) -> float | None:
+        """What a call that used ``usage`` cost, or ``None`` (no price, no usage)."""
+        price = self.price
+        return price.cost(usage) if price is not None and usage is not None else None
 
     def set_window(self, context_window: int, *, assumed: bool) -> None:
         """The window became known (the server reported it): the figures follow."""
@@ -82,26 +95,31 @@ class UsageMeter:
             if estimated_tokens is not None:
                 self.context = self.context_of(estimated_tokens, "unreported")
                 self._chars_since_usage = 0
-            self.last_turn = _add(turn, Usage(), reported=False)
+            self.last_call_cost = None
+            self.spent.add(None)
+            self.last_turn = _add(turn, Usage(), None, reported=False)
             return self.last_turn
         # What this call put in the window: its prompt (cached or not) plus its answer,
         # which the next call will carry.
         self.context = self.context_of(usage.context_tokens + usage.output_tokens)
         self._chars_since_usage = 0
         self.total = self.total + usage
-        self.last_turn = _add(turn, usage)
+        cost = self.last_call_cost = self.cost_of(usage)
+        self.spent.add(cost)
+        self.last_turn = _add(turn, usage, self.price)
         return self.last_turn
 
     def record_summary(self, turn: TurnUsage | None, usage: Usage | None,
                        tokens_after: int) -> TurnUsage:
         """Count a compaction's summarising call (real spend) and set the window to the
         compacted view's estimate; returns the figures the ``token_update`` shows."""
+        self.spent.add(self.cost_of(usage))
         if usage is not None:
             self.total = self.total + usage
             if turn is not None:
-                turn = self.last_turn = _add(turn, usage)
+                turn = self.last_turn = _add(turn, usage, self.price)
         elif turn is not None:
-            turn = self.last_turn = _add(turn, Usage(), reported=False)
+            turn = self.last_turn = _add(turn, Usage(), None, reported=False)
         self.context = self.context_of(tokens_after, "compaction")
         self._chars_since_usage = 0  # the estimate covers the whole new view
         return turn if turn is not None else self.last_turn
@@ -134,9 +152,14 @@ class UsageMeter:
                 self.total = self.total + message.metadata.usage
                 if message.role == "assistant":
                     last_index, last_usage = index, message.metadata.usage
+            if message.role == "assistant" and (message.metadata.usage is not None
+                                                or message.metadata.cost_usd is not None):
+                self.spent.add(message.metadata.cost_usd)
         for compaction in compactions:
             if compaction.usage is not None:
                 self.total = self.total + compaction.usage
+                # Summaries store no cost: priced at the model's price now.
+                self.spent.add(self.cost_of(compaction.usage))
         latest = compactions[-1] if compactions else None
         if latest is not None and latest.after_message > last_index:
             self.context = self.context_of(latest.tokens_after, "compaction")
@@ -152,9 +175,21 @@ class UsageMeter:
             [m for m in since if m.parts and (m.role != "assistant" or m.metadata.usage is None)])
 
 
-def _add(current: TurnUsage, usage: Usage, *, reported: bool = True) -> TurnUsage:
+def _add(current: TurnUsage, usage: Usage, price: ModelPrice | None, *,
+         reported: bool = True) -> TurnUsage:
+    """``current`` plus one call; its cost stays unknown once a call's is (no price, or
+    no usage reported)."""
+    known = price is not None and reported and (current.api_calls == 0
+                                                 or current.cost_usd is not None)
+    cost = split = None
+    if known and price is not None:
+        split = dict(current.cost_split or {})
+        for kind, usd in price.split(usage).items():
+            split[kind] = split.get(kind, 0.0) + usd
+        cost = (current.cost_usd or 0.0) + price.cost(usage)
     return TurnUsage(input_tokens=current.input_tokens + usage.input_tokens,
                      output_tokens=current.output_tokens + usage.output_tokens,
                      total_tokens=current.total_tokens + usage.total_tokens,
                      api_calls=current.api_calls + 1,
-                     unreported_calls=current.unreported_calls + (0 if reported else 1))
+                     unreported_calls=current.unreported_calls + (0 if reported else 1),
+                     cost_usd=cost, cost_split=split)

@@ -42,6 +42,8 @@ class SessionRecord(BaseModel):
     """A sub-agent's session: the session whose ``delegate`` call ran it."""
     parent_call_id: str | None = None
     """A sub-agent's session: the parent's ``delegate`` call id (the nested card's id)."""
+    cost_usd: float | None = None
+    """What the session has cost in USD so far (sub-agents included), when known."""
     child_count: int = 0
     """How many sub-agent sessions this session ran (filled in on every read from the
     store — ``get_session``, ``list_sessions``, ``list_children`` — for the session list's

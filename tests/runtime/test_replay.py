@@ -28,6 +28,8 @@ from neta_nb import (
 )
 from neta_nb.runtime.replay_report import ReplayTurn
 
+from ..support.timing import wait_until
+
 ran: list[str] = []
 
 
@@ -246,3 +248,160 @@ async def test_a_live_session_replays_between_turns_and_unknown_ids_are_clear(
     with pytest.raises(KeyError, match="no session 's_missing'"):
         await replay("s_missing", store=store)
     store.close()
+
+
+# --- found by review: each failed before its fix ----------------------------------------
+
+async def test_fixed_results_follow_the_response_when_call_ids_repeat(tmp_path: Path) -> None:
+    """Servers that number calls per response (call_0 in each): a stored result answers
+    the call of the response right before it."""
+    ran.clear()
+    store = SessionStore(tmp_path / "s.db")
+    stored = ScriptedProvider([[{"tool_call": {"name": "look_up", "args": {"key": "a"},
+                                               "id": "call_0"}}],
+                               [{"tool_call": {"name": "look_up", "args": {"key": "b"},
+                                               "id": "call_0"}}],
+                               [{"text": "done"}]])
+    session = AgentSession(Agent("a", model=stored), _catalog(), store)
+    await session.run("go")
+    session.flush()
+    ran.clear()
+    report = await replay(session.id, store=store, catalog=_catalog(), keep_tool_results=True,
+                          model=ScriptedProvider.from_history(store.load_messages(session.id)))
+    assert (report.turns[0].fixed_results, report.turns[0].live_results) == (2, 0)
+    assert ran == []
+    assert report.turns[0].same_answer
+    store.close()
+
+
+async def test_stored_failures_and_rejections_stay_what_they_were(tmp_path: Path) -> None:
+    @tool(core=True)
+    def flaky(key: str) -> str:
+        """Fails."""
+        raise ValueError("backend down")
+
+    def catalog() -> ToolCatalog:
+        found = _catalog()
+        found.register(flaky)
+        return found
+
+    ran.clear()
+    script = [[{"tool_call": {"name": "flaky", "args": {"key": "a"}}},
+               {"tool_call": {"name": "risky", "args": {"x": 1}}}], [{"text": "Both failed."}]]
+    store = SessionStore(tmp_path / "s.db")
+    session = AgentSession(Agent("a", model=ScriptedProvider(script)), catalog(), store,
+                           approval_policy="reject")
+    await session.run("go")
+    session.flush()
+    kept = SessionStore(tmp_path / "r.db")
+    report = await replay(session.id, store=store, catalog=catalog(), keep_tool_results=True,
+                          replay_store=kept,
+                          model=ScriptedProvider.from_history(store.load_messages(session.id)))
+    again = kept.load_messages(report.replay_session_id)
+    assert [(r.name, r.is_error) for m in again for r in m.tool_results] == [
+        ("flaky", True), ("risky", True)]
+    assert [(e.name, e.status) for m in again for e in m.metadata.tool_executions] == [
+        ("flaky", "error"), ("risky", "rejected")]
+    turn = report.turns[0]
+    assert turn.before.failed_tools == turn.after.failed_tools == ["flaky", "risky"]
+    assert ran == []  # the rejected call was rejected again, never run
+    kept.close()
+    store.close()
+
+
+async def test_attachments_are_sent_again_and_a_running_session_is_refused(
+        tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "s.db")
+    notes = tmp_path / "notes.csv"
+    notes.write_text("a,b\n1,2\n")
+    session = AgentSession(Agent("a", model=ScriptedProvider([[{"text": "read"}]])),
+                           _catalog(), store)
+    await session.run("what is in it?", attachments=[notes])
+    session.flush()
+    kept = SessionStore(tmp_path / "r.db")
+    report = await replay(session.id, store=store, catalog=_catalog(), replay_store=kept,
+                          model=ScriptedProvider.from_history(store.load_messages(session.id)))
+    prompt = kept.load_messages(report.replay_session_id)[0]
+    assert [part.type for part in prompt.parts] == ["text", "file_text"]
+    assert prompt.attachments[0].text == "a,b\n1,2\n"  # type: ignore[union-attr]
+    gate = asyncio.Event()
+    busy = AgentSession(Agent("b", model=FakeProviderHeld(gate)), _catalog(), store)
+    task = busy.start("hold")
+
+    def recorded_running() -> bool:
+        record = store.get_session(busy.id)
+        return record is not None and record.running
+
+    await wait_until(recorded_running)
+    with pytest.raises(RuntimeError, match="is running a turn"):
+        await replay(busy.id, store=store, catalog=_catalog())
+    gate.set()
+    await task
+    kept.close()
+    store.close()
+
+
+class FakeProviderHeld(ScriptedProvider):
+    """The offline model, holding its stream until ``gate`` opens."""
+
+    def __init__(self, gate: asyncio.Event) -> None:
+        super().__init__([[{"text": "late"}]])
+        self.gate = gate
+
+    async def stream(self, request: Any) -> Any:
+        await self.gate.wait()
+        async for event in super().stream(request):
+            yield event
+
+
+async def test_repeated_prompts_replay_in_order_across_compactions(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "s.db")
+    agent = Agent("a", model=ScriptedProvider([[{"text": "x"}]], context_window=2000),
+                  keep_recent_turns=1, compact_at=0.5)
+    session = AgentSession(agent, ToolCatalog.default(), store)
+    for n in range(1, 7):
+        session.provider = ScriptedProvider([[{"text": f"chapter {n}: " + "words " * 60}]],
+                                            model="demo", context_window=2000)
+        await session.run("continue")
+    session.flush()
+    assert session.compactions  # the replay compacts too
+    report = await replay(session.id, store=store, model=ScriptedProvider.from_history(
+        store.load_messages(session.id), context_window=2000))
+    assert [t.after.answer.split(":")[0] for t in report.turns] == [
+        f"chapter {n}" for n in range(1, 7)]
+    store.close()
+
+
+async def test_checks_that_exit_or_hang_cost_only_their_verdict(tmp_path: Path) -> None:
+    store, session, _ = await _stored(tmp_path, ("What is alpha?",))
+
+    def exits(turn: ReplayTurn) -> bool:
+        raise SystemExit(1)
+
+    async def hangs(turn: ReplayTurn) -> bool:
+        await asyncio.Event().wait()
+        return True
+
+    report = await replay(session.id, store=store, catalog=_catalog(), check_timeout=0.2,
+                          checks={"exits": exits, "hangs": hangs, 7: lambda t: True})  # type: ignore[dict-item]
+    assert report.turns[0].checks == {"exits": "check failed: SystemExit: 1",
+                                      "hangs": "check failed: no verdict within 0.2 s",
+                                      "7": True}
+    assert "<th>7</th>" in report._repr_html_()
+    store.close()
+
+
+@pytest.mark.parametrize(("reply", "verdict"), [
+    ("FAIL: wrong.", False), ("**FAIL** — it is wrong.", False), ("`FAIL` wrong", False),
+    ("FAIL—wrong", False), ("Fail.", False), ("**PASS**", True), ("pass, it names it", True),
+    ("Passable answer", "Passable answer")])
+async def test_the_judge_reads_its_verdict_through_markdown(reply: str, verdict: Any) -> None:
+    judge = llm_judge("x", model=ScriptedProvider([[{"text": reply}]]))
+    turn = ReplayTurn(index=0, prompt="p", before=_figures("a"), after=_figures("b"))
+    assert await judge(turn) == verdict
+
+
+def _figures(answer: str) -> Any:
+    from neta_nb.messages import Usage
+    from neta_nb.runtime.replay_report import TurnFigures
+    return TurnFigures(answer=answer, tools=[], usage=Usage(), model_calls=1, seconds=None)

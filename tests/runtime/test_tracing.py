@@ -332,3 +332,69 @@ def test_a_session_nobody_traces_never_imports_opentelemetry() -> None:
                           timeout=120, cwd=Path(__file__).parents[2])
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+# --- found by review: each failed before its fix ----------------------------------------
+
+async def test_a_provider_that_cannot_give_a_tracer_costs_the_trace_not_the_turn() -> None:
+    exporter = InMemorySpanExporter()
+    tracer = TracerProvider().get_tracer("x")  # a tracer where a provider belongs
+    configure_tracing(tracer_provider=tracer)  # type: ignore[arg-type]
+    try:
+        session, rec, _ = make_session([answer("one"), answer("two")])
+        await session.run("a")
+        assert not session.running and rec.of("done")[-1].stop_reason == "end_turn"
+        await session.run("b")
+        assert session.messages[-1].text == "two"
+    finally:
+        configure_tracing(tracer_provider=None)
+    assert exporter.get_finished_spans() == ()
+
+
+async def test_a_turn_started_from_done_is_a_trace_of_its_own(
+        spans: InMemorySpanExporter) -> None:
+    session, _, _ = make_session([answer("one"), answer("two")])
+    started: list[Any] = []
+
+    def next_turn(event: Any) -> None:
+        if event.type == "done" and not started:
+            started.append(session.start("second"))
+    session.subscribe(next_turn)
+    await session.run("first")
+    await started[0]
+    first, second = _named(spans, "invoke_agent")
+    assert first.parent is None and second.parent is None
+    assert first.get_span_context().trace_id != second.get_span_context().trace_id  # type: ignore[union-attr]
+
+
+async def test_a_failed_call_keeps_its_span_and_the_providers_spans_nest_under_it(
+        spans: InMemorySpanExporter) -> None:
+    inner: list[Any] = []
+
+    def instrumentation() -> None:  # what an HTTP client's instrumentation would do
+        provider = tracing._provider
+        assert provider is not None
+        with provider.get_tracer("http").start_as_current_span("POST /v1/messages") as span:
+            inner.append(span)
+
+    session, _, _ = make_session([[instrumentation, TextDelta("half"),
+                                   ProviderError("overloaded")]])
+    await session.run("x")
+    chat = _one(spans, "chat fake")
+    assert _parent_id(_one(spans, "POST /v1/messages")) == _span_id(chat)
+    partial = session.messages[-1]
+    assert partial.metadata.interrupted == "error"
+    assert partial.metadata.trace is not None
+    assert partial.metadata.trace.model_dump() == _ids(chat)
+
+
+async def test_spans_nobody_records_leave_no_ids() -> None:
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+
+    configure_tracing(tracer_provider=TracerProvider(sampler=ALWAYS_OFF))
+    try:
+        session, _, _ = make_session([calls(("c1", "plus", {"a": 1, "b": 1})), answer("2")])
+        await session.run("x")
+    finally:
+        configure_tracing(tracer_provider=None)
+    assert not any('"trace"' in m.model_dump_json() for m in session.messages)

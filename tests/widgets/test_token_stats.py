@@ -87,7 +87,8 @@ def test_the_js_side_passes_the_same_cases() -> None:
 def test_state_is_the_token_update_shape() -> None:
     stats = TokenStats(EVENT, running=True)
     # An older sender's event: the added fields take their "reported, known" defaults.
-    assert stats.current == {**EVENT["current"], "unreported_calls": 0}
+    assert stats.current == {**EVENT["current"], "unreported_calls": 0, "cost_usd": None,
+                             "cost_split": None, "session_cost_usd": None}
     assert stats.context == {**EVENT["context"], "estimate": None, "window_assumed": False}
     assert repr(stats) == "TokenStats(↑1.2K ↓340 · 3 calls | Context 32%)"
     # After the turn its figures stay (the last turn's); before any call only the share.

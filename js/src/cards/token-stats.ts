@@ -19,6 +19,12 @@ export interface TurnUsage {
   api_calls: number;
   /** Calls whose response carried no usage: their tokens are unknown (absent: none). */
   unreported_calls?: number;
+  /** The turn's cost in USD, sub-agents included; null: a call has no known price. */
+  cost_usd?: number | null;
+  /** The turn's cost by kind (input, cache_read, cache_write, output, subagents). */
+  cost_split?: Record<string, number> | null;
+  /** The session's cost so far, this turn included; null: unknown. */
+  session_cost_usd?: number | null;
 }
 
 export interface ContextUsage {
@@ -57,6 +63,18 @@ function formatPercent(percent: number): string {
   return value > 0 && value < 1 ? "<1" : String(Math.round(value));
 }
 
+/** USD as the line shows it: `$1.23`, `$0.123`, `$0.0123`, `<$0.0001`; `—` unknown. */
+export function formatUsd(value: number | null | undefined): string {
+  if (value === null || value === undefined || !Number.isFinite(value)) return "—";
+  const usd = Math.max(0, value);
+  if (usd === 0) return "$0.00";
+  if (usd < 0.0001) return "<$0.0001";
+  const digits = usd >= 1 ? 2 : usd >= 0.1 ? 3 : 4;
+  return `$${usd.toFixed(digits)}`;
+}
+
+const COST_KINDS = ["input", "cache_read", "cache_write", "output", "subagents"] as const;
+
 /** How much of a turn's usage the server reported: all, some calls, or none. */
 export type Reported = "all" | "some" | "none";
 
@@ -87,7 +105,8 @@ export function createTokenStats(el: HTMLElement, options: ComponentOptions<Toke
   const input = element("span", "neta-token-in");
   const output = element("span", "neta-token-out");
   const calls = element("span", "neta-token-calls");
-  realtime.append(input, output, calls);
+  const cost = element("span", "neta-token-cost");
+  realtime.append(input, output, calls, cost);
   const divider = element("span", "neta-token-divider", "|");
   const context = element("span", "neta-token-context");
   const contextText = element("span", "neta-token-context-text");
@@ -152,6 +171,13 @@ export function createTokenStats(el: HTMLElement, options: ComponentOptions<Toke
       output.textContent = `↓${formatReported(current.output_tokens, reported)}`;
       const count = current.api_calls ?? 0;
       calls.textContent = `· ${t(lang, count === 1 ? "calls_one" : "calls", { n: count })}`;
+      // Absent (an older kernel): no cost slot; null: a call has no known price.
+      const priced = current.cost_usd !== undefined;
+      cost.hidden = !priced;
+      cost.textContent = priced
+        ? `· ${formatUsd(current.cost_usd)}${current.session_cost_usd !== undefined && current.session_cost_usd !== current.cost_usd ? ` / ${formatUsd(current.session_cost_usd)}` : ""}`
+        : "";
+      cost.classList.toggle("neta-is-unknown", priced && (current.cost_usd === null || current.cost_usd === undefined));
     }
     realtime.classList.toggle("neta-is-unreported", reported !== "all");
     const percent = Number(ctx.percent) || 0;
@@ -181,6 +207,16 @@ export function createTokenStats(el: HTMLElement, options: ComponentOptions<Toke
             t(lang, "usage_unreported_value", { n: current.unreported_calls ?? 0, m: current.api_calls ?? 0 }),
           ),
         );
+      }
+      if (current.cost_usd !== undefined) {
+        rows.push(element("div", "neta-token-detail-heading", t(lang, "cost_heading")));
+        rows.push(detailRow(t(lang, "cost_turn"), formatUsd(current.cost_usd)));
+        for (const kind of COST_KINDS) {
+          const part = current.cost_split?.[kind];
+          if (part) rows.push(detailRow(`  ${t(lang, `cost_${kind}`)}`, formatUsd(part)));
+        }
+        if (current.session_cost_usd !== undefined) rows.push(detailRow(t(lang, "cost_session"), formatUsd(current.session_cost_usd)));
+        if (current.cost_usd === null) rows.push(detailNote(t(lang, "cost_unknown_note")));
       }
     }
     const approximately = ctx.estimate ? "~" : "";

@@ -249,8 +249,11 @@ class LiveChat(NetaWidget):
             return
         kind = type(event)
         if kind is WarningEvent:
-            # Not a turn boundary: the store can fall behind, or catch up, between turns.
             assert isinstance(event, WarningEvent)
+            if event.code is not None and event.code.startswith("budget_"):
+                self.notice = self._warning_text(event)  # 80 % used, or the turn stopped
+                return
+            # Not a turn boundary: the store can fall behind, or catch up, between turns.
             self.store_warning = "" if event.cleared else self._warning_text(event)
             return
         projection.apply(event, self._batcher)

@@ -1,0 +1,105 @@
+"""Spend and budgets: what a session's model calls cost in money, kept as a sum that stays
+unknown once one call's cost is (a model with no price, a server that reported no usage),
+and the agent's limits — ``budget_usd`` for the session, ``turn_budget_usd`` for each turn
+— that warn at 80 % and stop the turn at 100 %, counting sub-agents against their parent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from ..events import Event, TurnUsage, WarningEvent
+from ..labels import t
+
+if TYPE_CHECKING:
+    from .agent import Agent
+
+__all__ = ["WARN_AT", "BudgetExceededError", "BudgetGuard", "Spend", "format_usd"]
+
+WARN_AT = 0.8
+"""The share of a budget at which the user is warned."""
+
+Scope = Literal["turn", "session"]
+
+
+class BudgetExceededError(RuntimeError):
+    """A turn was refused: the session has spent its budget (``agent.budget_usd``)."""
+
+
+def format_usd(value: float) -> str:
+    """``$1.23``, ``$0.123``, ``$0.0123`` (as the token stats show money)."""
+    digits = 2 if value >= 1 else 3 if value >= 0.1 else 4
+    return f"${value:.{digits}f}"
+
+
+@dataclass
+class Spend:
+    """A running sum of call costs in USD; unknown for good once one call's cost is."""
+
+    usd: float = 0.0
+    calls: int = 0
+    unknown: bool = False
+
+    def add(self, cost: float | None, calls: int = 1) -> None:
+        if calls <= 0:
+            return
+        self.calls += calls
+        if cost is None:
+            self.unknown = True
+        else:
+            self.usd += cost
+
+    def add_turn(self, usage: TurnUsage) -> None:
+        """A turn's (or a child's) figures: its calls and their cost."""
+        self.add(usage.cost_usd, usage.api_calls)
+
+    @property
+    def value(self) -> float | None:
+        """The sum, or ``None`` when a call's cost is unknown."""
+        return None if self.unknown else self.usd
+
+
+class BudgetGuard:
+    """Checks one session's spend against its agent's budgets after every call (its own
+    and its sub-agents'): one warning per budget at :data:`WARN_AT`, then the scope whose
+    budget is reached."""
+
+    def __init__(self, emit: Callable[[Event], None]) -> None:
+        self._emit = emit
+        self._warned: dict[Scope, float] = {}  # the budget each warning was given for
+
+    def begin_turn(self) -> None:
+        self._warned.pop("turn", None)
+
+    def check(self, agent: Agent, turn_cost: float | None,
+              session_cost: float | None) -> Scope | None:
+        """The scope whose budget is reached (session first), after warning at 80 %."""
+        limits: tuple[tuple[Scope, float | None, float | None], ...] = (
+            ("session", agent.budget_usd, session_cost),
+            ("turn", agent.turn_budget_usd, turn_cost))
+        for scope, budget, spent in limits:
+            if budget is None or spent is None:
+                continue
+            if spent >= budget:
+                self._emit(self._warning(f"budget_reached_{scope}", spent, budget))
+                return scope
+            if spent >= WARN_AT * budget and self._warned.get(scope) != budget:
+                self._warned[scope] = budget
+                self._emit(self._warning(f"budget_warning_{scope}", spent, budget))
+        return None
+
+    def refuse_if_spent(self, agent: Agent, session_cost: float | None) -> None:
+        """Raise :class:`BudgetExceededError` before a turn when the session's budget is
+        spent: the user raises ``agent.budget_usd`` or starts a new session."""
+        budget = agent.budget_usd
+        if budget is not None and session_cost is not None and session_cost >= budget:
+            raise BudgetExceededError(t("budget_refused", "en", spent=format_usd(session_cost),
+                                        budget=format_usd(budget)))
+
+    @staticmethod
+    def _warning(code: str, spent: float, budget: float) -> WarningEvent:
+        params = {"percent": str(min(100, int(100 * spent / budget))) if budget else "100",
+                  "spent": format_usd(spent), "budget": format_usd(budget)}
+        return WarningEvent(message=t(code, "en", **params), code=code, params=params)
