@@ -29,9 +29,15 @@ class BudgetExceededError(RuntimeError):
 
 
 def format_usd(value: float) -> str:
-    """``$1.23``, ``$0.123``, ``$0.0123`` (as the token stats show money)."""
-    digits = 2 if value >= 1 else 3 if value >= 0.1 else 4
-    return f"${value:.{digits}f}"
+    """``$1.23``, ``$0.123``, ``$0.0123``, ``<$0.0001``, ``$0.00`` (free): money as the
+    token stats show it (``formatUsd`` in token-stats.ts says the same)."""
+    usd = max(0.0, value)
+    if usd == 0:
+        return "$0.00"
+    if usd < 0.0001:
+        return "<$0.0001"
+    digits = 2 if usd >= 1 else 3 if usd >= 0.1 else 4
+    return f"${usd:.{digits}f}"
 
 
 @dataclass

@@ -12,6 +12,7 @@ import { element, makeToggle } from "../dom";
 import { normalizeLang, t, type Lang } from "../i18n";
 import { createInlineError, type InlineError } from "../inline-error";
 import type { Component, ComponentOptions } from "../types";
+import { formatUsd } from "../cards/token-stats";
 
 export interface SessionRow {
   id: string;
@@ -26,6 +27,8 @@ export interface SessionRow {
   message_count: number;
   /** Sub-agent sessions its turns ran; they are not listed themselves. */
   child_count: number;
+  /** What the session has cost so far in USD; null: unknown (no price). */
+  cost_usd: number | null;
 }
 
 /** The plan badge of a row (Python twin: `TodoBadge`). */
@@ -167,6 +170,9 @@ export function createSessionSidebar(el: HTMLElement, options: SessionSidebarOpt
           const crew = element("span", "neta-sidebar-children", t(lang, "sidebar_children", { n: children }));
           crew.title = t(lang, "sidebar_children_hint", { n: children });
           parts.push(crew);
+        }
+        if (typeof session.cost_usd === "number" && session.cost_usd > 0) {
+          parts.push(element("span", "neta-sidebar-cost", formatUsd(session.cost_usd)));
         }
         if (session.running) {
           parts.push(element("span", "neta-sidebar-running-dot"),

@@ -14,6 +14,7 @@ import traitlets
 
 from ...events import ContextUsage, TokenUpdateEvent, TurnUsage
 from ...labels import t
+from ...runtime.budget import format_usd
 from ..base import NetaWidget
 
 __all__ = ["TokenStats", "context_level", "format_context_share", "format_reported",
@@ -130,6 +131,11 @@ def usage_line(current: Mapping[str, Any], context: Mapping[str, Any], running: 
     realtime = (f"↑{format_reported(c['input_tokens'], reported)} "
                 f"↓{format_reported(c['output_tokens'], reported)}"
                 f" · {t(_calls_key(c['api_calls']), lang, n=c['api_calls'])}")
+    cost = c.get("cost_usd")
+    if cost is not None:  # known: the turn's, and the session's when it differs
+        session = c.get("session_cost_usd")
+        realtime += f" · {format_usd(cost)}" + (
+            f" / {format_usd(session)}" if session is not None and session != cost else "")
     return f"{realtime} | {share}"
 
 

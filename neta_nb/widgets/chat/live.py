@@ -250,11 +250,7 @@ class LiveChat(NetaWidget):
         kind = type(event)
         if kind is WarningEvent:
             assert isinstance(event, WarningEvent)
-            if event.code is not None and event.code.startswith("budget_"):
-                self.notice = self._warning_text(event)  # 80 % used, or the turn stopped
-                return
-            # Not a turn boundary: the store can fall behind, or catch up, between turns.
-            self.store_warning = "" if event.cleared else self._warning_text(event)
+            self._on_warning(event)
             return
         projection.apply(event, self._batcher)
         if kind is TurnStartEvent:
@@ -291,6 +287,13 @@ class LiveChat(NetaWidget):
         if flush:
             self._batcher.flush()
         self.approvals = [approval_item(a) for a in pending]
+
+    def _on_warning(self, event: WarningEvent) -> None:
+        if event.code is not None and event.code.startswith("budget_"):
+            self.notice = self._warning_text(event)  # 80 % used, or the turn stopped
+            return
+        # Not a turn boundary: the store can fall behind, or catch up, between turns.
+        self.store_warning = "" if event.cleared else self._warning_text(event)
 
     def _warning_text(self, event: WarningEvent) -> str:
         if event.code is not None and event.code in LABELS["en"]:

@@ -55,6 +55,8 @@ class SessionRow(TypedDict):
     message_count: int
     child_count: int
     """Sub-agent sessions its turns ran (they are not rows themselves)."""
+    cost_usd: float | None
+    """What the session has cost so far in USD, when known."""
 
 
 class OpenRequest(TypedDict):
@@ -87,6 +89,7 @@ def _row(record: SessionRecord) -> SessionRow:
         "message_count": record.message_count,
         # Sub-agent sessions this one ran (they are not rows of their own): the badge.
         "child_count": record.child_count,
+        "cost_usd": record.cost_usd,
     }
 
 
