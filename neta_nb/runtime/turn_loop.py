@@ -294,6 +294,8 @@ class TurnLoop:
         children = self._crew.runs
         total = add_usage(own, self._crew.turn_usage, second_is_children=True) if children \
             else own
+        if self._meter.price is None:
+            return total  # no price for this session's calls: its cost is unknown anyway
         return total.model_copy(update={"session_cost_usd": self.cost_usd})
 
     def _children_counted(self) -> None:

@@ -104,9 +104,13 @@ def _names_md(names: Iterable[str], lang: str) -> str:
 
 
 def category_label(category: str, lang: str) -> str:
-    """The category's name in ``lang``: the table's for seed categories, else as given."""
+    """The category's name in ``lang``: the table's for the seed's categories and
+    ``custom``; another is shown as registered, capitalised like them in English (the
+    panel's ``categoryName`` says the same)."""
     key = f"category_{category}"
-    return t(key, lang) if key in LABELS["en"] else category
+    if key in LABELS["en"]:
+        return t(key, lang)
+    return category[:1].upper() + category[1:] if lang == "en" else category
 
 
 def state_words(state: ToolState | None, lang: str) -> str:

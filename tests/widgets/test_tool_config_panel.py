@@ -269,17 +269,17 @@ def test_repr_and_fallbacks(catalog: ToolCatalog) -> None:
     assert repr(panel) == "ToolConfigPanel(4 of 14 tools enabled)"
     text = panel._fallback_text().splitlines()
     assert text[0] == "Tools — 4 of 14 tools enabled · 4 core (Only affects this agent)"
-    assert "[x] list_files (core) [base]: Enabled by default" in text
-    assert "[ ] web_search [base]: Disabled globally" in text
-    assert "[ ] todo (core) [planning]: Switched off for this agent" in text
-    assert "[x] ask_user [interaction]: Switched on for this agent" in text
+    assert "[x] list_files (core) [Base]: Enabled by default" in text
+    assert "[ ] web_search [Base]: Disabled globally" in text
+    assert "[ ] todo (core) [Planning]: Switched off for this agent" in text
+    assert "[x] ask_user [Interaction]: Switched on for this agent" in text
     assert len(text) == 1 + 14
 
     panel.lang = "zh-CN"
     zh = panel._fallback_text().splitlines()
     assert zh[0] == "工具配置 — 已启用 4/14 个工具 · 核心工具 4 个 (仅影响当前 Agent)"
-    assert "[ ] todo (核心) [planning]: 已为当前 Agent 关闭" in zh
-    assert "[ ] web_search [base]: 全局停用" in zh
+    assert "[ ] todo (核心) [规划]: 已为当前 Agent 关闭" in zh
+    assert "[ ] web_search [基础]: 全局停用" in zh
     # The agent-level wording never says "disable" (seed 001 §7.4).
     assert "禁用" not in panel._fallback_text() + panel._fallback_html()
 

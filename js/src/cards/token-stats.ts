@@ -213,7 +213,11 @@ export function createTokenStats(el: HTMLElement, options: ComponentOptions<Toke
         rows.push(detailRow(t(lang, "cost_turn"), formatUsd(current.cost_usd)));
         for (const kind of COST_KINDS) {
           const part = current.cost_split?.[kind];
-          if (part) rows.push(detailRow(`  ${t(lang, `cost_${kind}`)}`, formatUsd(part)));
+          if (!part) continue;
+          // A part of the turn's cost: indented under it (CSS; leading spaces collapse).
+          const row = detailRow(t(lang, `cost_${kind}`), formatUsd(part));
+          row.classList.add("neta-is-part");
+          rows.push(row);
         }
         if (current.session_cost_usd !== undefined) rows.push(detailRow(t(lang, "cost_session"), formatUsd(current.session_cost_usd)));
         if (current.cost_usd === null) rows.push(detailNote(t(lang, "cost_unknown_note")));

@@ -9,6 +9,7 @@ from html import escape as _escape
 from typing import Any
 
 from ...labels import t
+from ...tools.display import category_label
 from ..base import html_card
 
 __all__ = ["PanelStatic"]
@@ -57,7 +58,8 @@ class PanelStatic:
             mark = "[x]" if state["available"] else "[ ]"
             core = f" ({self._core_word()})" if tool["core"] else ""
             note = self._note(state)
-            lines.append(f"{mark} {tool['name']}{core} [{tool['category']}]: "
+            lines.append(f"{mark} {tool['name']}{core} "
+                         f"[{category_label(tool['category'], self.lang)}]: "
                          f"{self._state_words(state)}" + (f" — {note}" if note else ""))
         if self.unknown:
             lines.append(f"{t('panel_unknown', self.lang)} {', '.join(self.unknown)}")
@@ -78,7 +80,7 @@ class PanelStatic:
             rows.append(
                 f"<tr><td {cell}><span style=\"color:{colour}\">●</span> "
                 f"<code>{_escape(tool['name'])}</code>{core}</td>"
-                f"<td {cell}>{_escape(tool['category'])}</td>"
+                f"<td {cell}>{_escape(category_label(tool['category'], lang))}</td>"
                 f"<td {cell}>{_escape(self._state_words(state))}</td>"
                 f"<td {cell}>{_escape(self._note(state))}</td></tr>")
         body = (f'<div style="color:#57606a">{_escape(self._summary_line())} · '
