@@ -170,6 +170,9 @@ class Provider(ABC):
 
     @price.setter
     def price(self, price: ModelPrice | None) -> None:
+        if price is not None and not isinstance(price, ModelPrice):
+            raise TypeError(f"price must be a ModelPrice (USD per million tokens), got "
+                            f"{type(price).__name__}")
         self._price = price
 
     @abstractmethod

@@ -12,6 +12,8 @@ so (``price=ModelPrice(input=0, output=0)``).
 from __future__ import annotations
 
 import json
+import math
+import re
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Final
@@ -40,7 +42,9 @@ class ModelPrice:
     def __post_init__(self) -> None:
         for name in ("input", "output", "cache_read", "cache_write", "thinking"):
             value = getattr(self, name)
-            if value is not None and not (isinstance(value, (int, float)) and value >= 0):
+            if value is not None and not (isinstance(value, (int, float))
+                                          and not isinstance(value, bool)
+                                          and math.isfinite(value) and value >= 0):
                 raise ValueError(f"ModelPrice.{name} must be a number ≥ 0 (USD per million "
                                  f"tokens), got {value!r}")
 
@@ -89,7 +93,9 @@ _SEARCH_ORDER: dict[str, tuple[str, ...]] = {
 def set_price(supplier: str, model: str, price: ModelPrice | None) -> None:
     """Price ``model`` of ``supplier`` (a prefix, as in the table) for every provider
     made afterwards without a price of its own; ``None`` removes a price set here."""
-    key = (supplier.strip().lower(), model.strip().lower())
+    key = (supplier.strip().lower(), model.strip().lower().rsplit("/", 1)[-1])
+    if price is not None and not isinstance(price, ModelPrice):
+        raise TypeError(f"price must be a ModelPrice, got {type(price).__name__}")
     if price is None:
         _SET.pop(key, None)
     else:
@@ -101,19 +107,28 @@ def price_of(supplier: str, model: str) -> ModelPrice | None:
     ``None``."""
     supplier_key = supplier.strip().lower()
     model_key = model.strip().lower().rsplit("/", 1)[-1]
-    for table in (_SET, _TABLE):
+    # A prefix the user set covers every id that starts with it (their intent); the
+    # shipped table's cover only the same model's snapshots and tags.
+    for table, strict in ((_SET, False), (_TABLE, True)):
         for candidate in _SEARCH_ORDER.get(supplier_key, (supplier_key,)):
-            found = _longest(table, candidate, model_key)
+            found = _longest(table, candidate, model_key, strict=strict)
             if found is not None:
                 return found
     return None
 
 
-def _longest(table: dict[tuple[str, str], ModelPrice], supplier: str,
-             model: str) -> ModelPrice | None:
+_SAME_MODEL = re.compile(r"(-\d.*|-latest|[:@].*)?")
+"""What may follow a table entry in the same model's id: a version or date
+(``-20250929``, ``-4-5``), ``-latest``, or a tag (``:8b``, ``@2025``). ``o1-pro`` or
+``gpt-5-pro`` are other models with other prices: not ``o1``'s or ``gpt-5``'s."""
+
+
+def _longest(table: dict[tuple[str, str], ModelPrice], supplier: str, model: str, *,
+             strict: bool) -> ModelPrice | None:
     best: tuple[int, ModelPrice] | None = None
     for (entry_supplier, prefix), price in table.items():
         if (entry_supplier == supplier and model.startswith(prefix)
+                and (not strict or _SAME_MODEL.fullmatch(model[len(prefix):]))
                 and (best is None or len(prefix) > best[0])):
             best = (len(prefix), price)
     return best[1] if best is not None else None

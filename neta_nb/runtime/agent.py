@@ -18,6 +18,7 @@ from typing import Any
 from ..providers.base import Provider
 from ..providers.factory import create_provider, default_provider
 from ..providers.prices import ModelPrice
+from .budget import check_budget_value
 from ..stored_urls import storable_options, storable_url, withheld_names
 from ..thinking import ThinkLevel
 from ..tools import AgentToolConfig, ToolCatalog
@@ -110,10 +111,8 @@ class Agent:
             raise ValueError("max_parallel_subagents must be at least 1")
         if self.max_subagent_depth < 0:
             raise ValueError("max_subagent_depth must be 0 or more")
-        for name in ("budget_usd", "turn_budget_usd"):
-            budget = getattr(self, name)
-            if budget is not None and not (isinstance(budget, (int, float)) and budget > 0):
-                raise ValueError(f"{name} is USD and must be more than 0, got {budget!r}")
+        check_budget_value("budget_usd", self.budget_usd)
+        check_budget_value("turn_budget_usd", self.turn_budget_usd)
 
     def subagent(self, name: str) -> Agent | None:
         """The sub-agent called ``name``, if this agent has one."""

@@ -6,6 +6,7 @@ and the agent's limits — ``budget_usd`` for the session, ``turn_budget_usd`` f
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -16,7 +17,8 @@ from ..labels import t
 if TYPE_CHECKING:
     from .agent import Agent
 
-__all__ = ["WARN_AT", "BudgetExceededError", "BudgetGuard", "Spend", "format_usd"]
+__all__ = ["WARN_AT", "BudgetExceededError", "BudgetGuard", "Spend", "check_budget_value",
+           "format_usd", "reached"]
 
 WARN_AT = 0.8
 """The share of a budget at which the user is warned."""
@@ -26,6 +28,21 @@ Scope = Literal["turn", "session"]
 
 class BudgetExceededError(RuntimeError):
     """A turn was refused: the session has spent its budget (``agent.budget_usd``)."""
+
+
+def reached(spent: float, budget: float) -> bool:
+    """``spent`` has reached ``budget`` — to the cent's millionth, so that sums of float
+    costs ($0.70 + $0.10 = 0.7999999999999999) reach a budget of $0.80."""
+    return spent >= budget - 1e-9
+
+
+def check_budget_value(name: str, budget: object) -> None:
+    """A budget is a positive, finite number of USD (``None``: none)."""
+    if budget is None:
+        return
+    if (isinstance(budget, bool) or not isinstance(budget, (int, float))
+            or not math.isfinite(budget) or budget <= 0):
+        raise ValueError(f"{name} is USD and must be a number more than 0, got {budget!r}")
 
 
 def format_usd(value: float) -> str:
@@ -75,20 +92,27 @@ class BudgetGuard:
     def __init__(self, emit: Callable[[Event], None]) -> None:
         self._emit = emit
         self._warned: dict[Scope, float] = {}  # the budget each warning was given for
+        self._unknown_said = False
 
     def begin_turn(self) -> None:
         self._warned.pop("turn", None)
 
-    def check(self, agent: Agent, turn_cost: float | None,
-              session_cost: float | None) -> Scope | None:
-        """The scope whose budget is reached (session first), after warning at 80 %."""
-        limits: tuple[tuple[Scope, float | None, float | None], ...] = (
-            ("session", agent.budget_usd, session_cost),
-            ("turn", agent.turn_budget_usd, turn_cost))
+    def check(self, agent: Agent, turn_spent: float, session_spent: float, *,
+              unknown: bool) -> Scope | None:
+        """The scope whose budget is reached (session first), after warning at 80 %.
+        The spend is what is known: when some calls' cost is not (no price, no usage
+        reported), the budget still holds for the rest, and the user is told once."""
+        if unknown and not self._unknown_said:
+            self._unknown_said = True
+            self._emit(WarningEvent(message=t("budget_partly_unknown", "en"),
+                                    code="budget_partly_unknown"))
+        limits: tuple[tuple[Scope, float | None, float], ...] = (
+            ("session", agent.budget_usd, session_spent),
+            ("turn", agent.turn_budget_usd, turn_spent))
         for scope, budget, spent in limits:
-            if budget is None or spent is None:
+            if budget is None:
                 continue
-            if spent >= budget:
+            if reached(spent, budget):
                 self._emit(self._warning(f"budget_reached_{scope}", spent, budget))
                 return scope
             if spent >= WARN_AT * budget and self._warned.get(scope) != budget:
@@ -96,16 +120,17 @@ class BudgetGuard:
                 self._emit(self._warning(f"budget_warning_{scope}", spent, budget))
         return None
 
-    def refuse_if_spent(self, agent: Agent, session_cost: float | None) -> None:
+    def refuse_if_spent(self, agent: Agent, session_spent: float) -> None:
         """Raise :class:`BudgetExceededError` before a turn when the session's budget is
         spent: the user raises ``agent.budget_usd`` or starts a new session."""
         budget = agent.budget_usd
-        if budget is not None and session_cost is not None and session_cost >= budget:
-            raise BudgetExceededError(t("budget_refused", "en", spent=format_usd(session_cost),
+        if budget is not None and reached(session_spent, budget):
+            raise BudgetExceededError(t("budget_refused", "en",
+                                        spent=format_usd(session_spent),
                                         budget=format_usd(budget)))
 
     @staticmethod
     def _warning(code: str, spent: float, budget: float) -> WarningEvent:
-        params = {"percent": str(min(100, int(100 * spent / budget))) if budget else "100",
+        params = {"percent": str(min(100, round(100 * spent / budget))) if budget else "100",
                   "spent": format_usd(spent), "budget": format_usd(budget)}
         return WarningEvent(message=t(code, "en", **params), code=code, params=params)

@@ -79,7 +79,10 @@ async def replay(session: str | SessionRecord | AgentSession, *,
             model=model if model is not None else before_agent.model,
             tools=tools if tools is not None else before_agent.tools,
             system_prompt=(system_prompt if system_prompt is not None
-                           else before_agent.system_prompt))
+                           else before_agent.system_prompt),
+            # An evaluation is not held to the stored session's budgets (a replay model
+            # often has no price); an agent given here keeps its own.
+            budget_usd=None, turn_budget_usd=None)
     turns = split_turns(original.messages)
     recorded = _RecordedResults(turns) if keep_tool_results else None
     replay_catalog = recorded.wrap(work_catalog) if recorded is not None else work_catalog

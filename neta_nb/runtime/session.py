@@ -356,6 +356,8 @@ class AgentSession(TurnLoop):
         turn = self._turn
         if turn is None or turn.task is None or turn.task.done():
             return False
+        if turn.cancel_requested:
+            return True  # stopping already: a second cancel would outlive the turn
         turn.cancel_requested = True
         self._crew.stop_all()
         if turn.begun:

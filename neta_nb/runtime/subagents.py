@@ -377,6 +377,8 @@ class Crew:
                    "finishing")
         elif run.stop_reason == "context_full":
             why = "its context window is full"
+        elif run.stop_reason == "budget":
+            why = "it reached its budget"
         else:
             why = f"it failed: {run.error}" if run.error else "it failed"
         return f"Sub-agent '{name}' did not finish: {why}.{so_far}"
@@ -393,8 +395,8 @@ def _status(stop_reason: str | None) -> SubagentStatus:
         return "cancelled"
     if stop_reason == "interrupted":
         return "interrupted"
-    if stop_reason in (None, "error", "max_model_calls", "context_full"):
-        return "error"
+    if stop_reason in (None, "error", "max_model_calls", "context_full", "budget"):
+        return "error"  # (a child's own budget: it stopped before it was done)
     return "done"
 
 

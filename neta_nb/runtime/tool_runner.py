@@ -93,7 +93,8 @@ _UNFINISHED_TEXT = {
     "cancelled": "This call did not finish: the user cancelled the turn.",
     "interrupted": INTERRUPTED_TEXT,
     "killed": "This call did not finish: the kernel stopped.",
-    "budget": "This call did not run: the budget was reached.",
+    "budget": "This call was stopped before it finished (or did not run): the budget was "
+              "reached.",
 }
 
 

@@ -25,6 +25,7 @@ from ..providers.base import (
     ThinkingEnd,
     ToolCallReady,
 )
+from .budget import Spend
 from .tracing import UNTRACED, CallSpan, TurnTracer
 
 __all__ = ["DRAFT_INTERVAL", "INTERRUPTED_LINE", "Turn", "shown_as_one_line"]
@@ -77,6 +78,8 @@ class Turn:
     """What the closing ``done`` event will say."""
     tracer: TurnTracer = UNTRACED
     """The turn's spans (see ``tracing``); :data:`UNTRACED` when nobody collects them."""
+    spend: Spend = field(default_factory=Spend)
+    """What this session's own calls of the turn cost (summaries included)."""
     budget_stop: bool = False
     """A budget was reached: the turn ends (or was stopped) with ``stop_reason="budget"``."""
 

@@ -38,7 +38,7 @@ from ..store.turn_claims import TurnClaim
 from ..todo import TodoStore
 from ..tools.resolution_cache import ResolutionCache
 from .agent import Agent
-from .budget import BudgetGuard, Spend
+from .budget import BudgetGuard, Spend, check_budget_value
 from .compaction import CompactionError, compact_view
 from .event_hub import EventHub
 from .history import History
@@ -194,6 +194,9 @@ class TurnLoop:
             if not turn.compaction_failed and self._meter.nearly_full(self.agent.compact_at):
                 try:
                     await self._compact(turn)
+                    if self._over_budget(turn):  # the summary's cost counts too
+                        turn.stop_reason = "budget"
+                        return turn.message
                 except CompactionError as exc:
                     turn.compaction_failed = True  # don't retry on every call of this turn
                     self._emit(ErrorEvent(message=encodable(str(exc)), retryable=True))
@@ -284,6 +287,7 @@ class TurnLoop:
                      estimated_tokens: int | None = None) -> None:
         turn.usage = self._meter.record_call(turn.usage, usage,
                                              estimated_tokens=estimated_tokens)
+        turn.spend.add(self._meter.last_call_cost)
         self._emit(TokenUpdateEvent(current=self._turn_total(turn.usage),
                                     context=self._meter.context))
 
@@ -323,14 +327,31 @@ class TurnLoop:
             return 0.0 if self.provider.price is not None else None
         return spent.value
 
+    def _session_spend(self) -> Spend:
+        """This session's spend so far, sub-agents included: what is known, and whether
+        some calls' cost is not."""
+        spent = Spend(self._meter.spent.usd, self._meter.spent.calls,
+                      self._meter.spent.unknown)
+        spent.add(self._children_spent.usd, self._children_spent.calls)
+        spent.unknown |= self._children_spent.unknown
+        crew = self._crew.turn_usage
+        spent.add(crew.cost_usd or 0.0, crew.api_calls)
+        spent.unknown |= bool(crew.api_calls and crew.cost_usd is None)
+        return spent
+
     def _over_budget(self, turn: Turn) -> bool:
         """Check the budgets after a call (warning at 80 %); True once one is reached,
-        which marks the turn to end with ``stop_reason="budget"``."""
+        which marks the turn to end with ``stop_reason="budget"``. A call whose cost is
+        unknown counts for nothing (the user is told): the budget holds for the rest."""
         agent = self.agent
         if agent.budget_usd is None and agent.turn_budget_usd is None:
             return False
-        turn_cost = self._turn_total(turn.usage).cost_usd
-        if self._budget.check(agent, turn_cost, self.cost_usd) is None:
+        crew = self._crew.turn_usage
+        turn_spent = turn.spend.usd + (crew.cost_usd or 0.0)
+        session = self._session_spend()
+        unknown = (session.unknown or turn.spend.unknown
+                   or bool(crew.api_calls and crew.cost_usd is None))
+        if self._budget.check(agent, turn_spent, session.usd, unknown=unknown) is None:
             return False
         turn.budget_stop = True
         return True
@@ -340,11 +361,13 @@ class TurnLoop:
         agent = self.agent
         if agent.budget_usd is None and agent.turn_budget_usd is None:
             return
+        check_budget_value("budget_usd", agent.budget_usd)  # may have been set since
+        check_budget_value("turn_budget_usd", agent.turn_budget_usd)
         if self.provider.price is None:
             raise ValueError(f"a budget needs the model's price, and there is no price "
                              f"for {self.provider.model_id}: give one with "
                              "create_provider(..., price=ModelPrice(...))")
-        self._budget.refuse_if_spent(agent, self.cost_usd)
+        self._budget.refuse_if_spent(agent, self._session_spend().usd)
 
     def restore_spend(self, messages: Sequence[Message]) -> None:
         """A resumed session's sub-agents' spend, from their stored runs (its own calls'
@@ -381,7 +404,11 @@ class TurnLoop:
         self._compacting = True
         try:
             await self._learn_window()
-            return await self._compact(None)
+            self._meter.price = self.provider.price
+            done = await self._compact(None)
+            if done is not None:
+                self._save_record()  # the session's cost now includes the summary
+            return done
         finally:
             self._compacting = False
 
@@ -403,6 +430,9 @@ class TurnLoop:
         if done is None:
             return None
         record = done.record
+        record.cost_usd = self._meter.cost_of(record.usage)
+        if turn is not None:
+            turn.spend.add(record.cost_usd)
         self._history.set_view(done.view)
         self.compactions.append(record)
         self._saved.view(done.stored.model_copy(update={"compactions": self.compactions}))
@@ -415,7 +445,8 @@ class TurnLoop:
                                      messages_folded=record.messages_folded)
         self._emit(compaction)
         # The context figure changes now, not at the next call.
-        self._emit(TokenUpdateEvent(current=current, context=self._meter.context))
+        self._emit(TokenUpdateEvent(current=self._turn_total(current),
+                                    context=self._meter.context))
         return compaction
 
     def _finish_interrupted(self, turn: Turn, why: Literal["cancelled", "interrupted", "error"],
@@ -426,12 +457,18 @@ class TurnLoop:
         turn.close_thinking(self._emit)
         if turn.assembler is not None:
             parts = turn.assembler.snapshot()
+            counted = usage is not None  # the caller counts the usage it was given
+            usage = usage or turn.assembler.usage  # e.g. what message_start reported
             message = Message.assistant(parts, interrupted=why, error=error, usage=usage,
                                         model=self.provider.model_id, trace=trace,
                                         cost_usd=self._meter.cost_of(usage))
             turn.assembler = None
             turn.message = message
             self._history.append(message, replaces_draft=True)
+            if not counted:
+                # The call was made and may be billed: counted, its usage unknown when the
+                # stream was cut before any was reported (never a known $0).
+                self._count_usage(turn, usage)
         elif turn.message is not None and why in ("cancelled", "interrupted"):
             turn.message.metadata.interrupted = why
             self._history.changed(turn.message)

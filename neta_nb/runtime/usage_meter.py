@@ -152,14 +152,14 @@ class UsageMeter:
                 self.total = self.total + message.metadata.usage
                 if message.role == "assistant":
                     last_index, last_usage = index, message.metadata.usage
-            if message.role == "assistant" and (message.metadata.usage is not None
-                                                or message.metadata.cost_usd is not None):
+            if message.role == "assistant":  # every model call, as it was counted live
                 self.spent.add(message.metadata.cost_usd)
         for compaction in compactions:
             if compaction.usage is not None:
                 self.total = self.total + compaction.usage
-                # Summaries store no cost: priced at the model's price now.
-                self.spent.add(self.cost_of(compaction.usage))
+            # Its stored cost; a row from before costs were kept: the price now.
+            self.spent.add(compaction.cost_usd if "cost_usd" in compaction.model_fields_set
+                           else self.cost_of(compaction.usage))
         latest = compactions[-1] if compactions else None
         if latest is not None and latest.after_message > last_index:
             self.context = self.context_of(latest.tokens_after, "compaction")

@@ -60,6 +60,9 @@ class CompactionRecord(BaseModel):
     messages_folded: int
     usage: Usage | None = None
     """What the summarising call cost."""
+    cost_usd: float | None = None
+    """What it cost in USD, when its model had a price (rows from before costs were kept
+    have none: they are priced at the model's price when read)."""
 
 
 class CompactedView(BaseModel):

@@ -54,7 +54,7 @@ def test_every_card_renders_from_kernel_state(lab: LabSession) -> None:
 
     stats = page.locator(".neta-token-stats")
     assert stats.nth(0).locator(".neta-token-realtime").inner_text().split() == [
-        "↑12.3K", "↓340", "·", "3", "calls"]
+        "↑12.3K", "↓340", "·", "3", "calls", "·", "—"]  # no price given: cost unknown
     assert stats.nth(0).locator(".neta-token-context-text").inner_text() == "Context 32%"
     assert stats.nth(1).locator(".neta-token-realtime").is_hidden()
     assert [stats.nth(i).locator(".neta-token-dot").get_attribute("data-level")

@@ -35,13 +35,14 @@ display(reported, unreported, estimated)
 
 EXPECTED = [
     # compact line, detail lines that must be there
-    (["↑1.2K", "↓340", "·", "3", "calls"], "Context 32%",
+    # "· —": these figures name no price, so their cost is unknown (never "$0.00").
+    (["↑1.2K", "↓340", "·", "3", "calls", "·", "—"], "Context 32%",
      ["Last turn", "Input1,234", "Context used64,000 / 200,000 (32%)"]),
-    (["↑?", "↓?", "·", "2", "calls"], "Context ~22%",
+    (["↑?", "↓?", "·", "2", "calls", "·", "—"], "Context ~22%",
      ["This turn", "Inputunknown", "No usage from the server2 of 2 calls",
       "Context used~912 / 4,096 (~22%)",
       "Estimated (~4 characters a token): the server reported no usage"]),
-    (["↑5.2K+?", "↓610+?", "·", "3", "calls"], "Context ~32%",
+    (["↑5.2K+?", "↓610+?", "·", "3", "calls", "·", "—"], "Context ~32%",
      ["Input5,200 + unknown", "No usage from the server1 of 3 calls",
       "Estimated after compaction, until the next reported usage",
       "Window assumed: the server did not report one (set context_window)"]),
@@ -126,7 +127,7 @@ def test_the_chat_shows_the_last_turns_figures_and_an_estimate_after_compaction(
     # After the turn its figures stay: what the README shows.
     stats.locator(".neta-token-in", has_text="↑1.2K").wait_for()
     assert stats.locator(".neta-token-realtime").inner_text().split() == [
-        "↑1.2K", "↓340", "·", "1", "call"]
+        "↑1.2K", "↓340", "·", "1", "call", "·", "—"]  # the fake model has no price
     assert stats.locator(".neta-token-context-text").inner_text() == "Context 19%"
     lab.execute(path, "await session.run('two')")
     stats.locator(".neta-token-in", has_text="↑1.9K").wait_for()

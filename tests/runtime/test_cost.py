@@ -22,7 +22,7 @@ from neta_nb import (
 )
 from neta_nb.messages import Usage
 from neta_nb.providers.anthropic import AnthropicProvider
-from neta_nb.providers.base import StreamDone, TextDelta
+from neta_nb.providers.base import ProviderError, StreamDone, TextDelta, UsageUpdate
 from neta_nb.providers.prices import PRICES_AS_OF, price_of, set_price
 from neta_nb.runtime.budget import BudgetExceededError
 
@@ -251,3 +251,135 @@ def test_budgets_are_stored_with_the_agent() -> None:
     assert (again.budget_usd, again.turn_budget_usd) == (2.5, 0.5)
     with pytest.raises(ValueError, match="budget"):
         Agent("a", budget_usd=-1)
+
+
+# --- found by review: each failed before its fix ----------------------------------------
+
+ONE = ModelPrice(input=1.0, output=1.0)  # $1 per million tokens, in or out
+
+
+def test_the_table_prices_a_models_snapshots_but_not_its_siblings() -> None:
+    assert price_of("openai", "o1-pro") == ModelPrice(input=150.0, output=600.0)
+    assert price_of("openai", "o1-mini-2024-09-12") == ModelPrice(input=1.1, output=4.4,
+                                                                  cache_read=0.55)
+    assert price_of("openai", "gpt-4o-2024-05-13") == ModelPrice(input=5.0, output=15.0)
+    assert price_of("openai", "gpt-5-chat-latest") == price_of("openai", "gpt-5")
+    assert price_of("openai", "gpt-5-codex") is None  # another model: unknown, not gpt-5's
+    assert price_of("anthropic", "claude-3-5-sonnet-latest") == SONNET
+    set_price("openai-compatible", "meta-llama/llama-3.1-8b", ONE)
+    try:  # a prefix the user set covers what starts with it
+        assert price_of("openai-compatible", "meta-llama/llama-3.1-8b-instruct") == ONE
+    finally:
+        set_price("openai-compatible", "meta-llama/llama-3.1-8b", None)
+    for bad in (float("inf"), float("nan"), True, "1"):
+        with pytest.raises(ValueError, match="must be a number"):
+            ModelPrice(input=bad, output=1)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="price must be a ModelPrice"):
+        create_provider("scripted", price={"input": 1, "output": 2})  # type: ignore[arg-type]
+
+
+async def test_a_stopped_or_cut_call_is_counted_never_a_known_zero() -> None:
+    from ..support.delegation import Gate
+
+    gate = Gate()
+    session, rec, provider = make_session([
+        [UsageUpdate(Usage(input_tokens=50_000, output_tokens=1)), TextDelta("partial "), gate,
+         TextDelta("more"), StreamDone("end_turn")],
+        [TextDelta("cut, and no usage was reported before the cut"),
+         ProviderError("connection reset")]], context_window=1_000_000)
+    provider.price = ONE
+    task = asyncio.ensure_future(session.run("x"))
+    await gate.reached.wait()
+    session.cancel()
+    await task
+    assert session.cost_usd == pytest.approx(0.050001)  # what message_start reported
+    assert session.messages[-1].metadata.cost_usd == pytest.approx(0.050001)
+    await session.run("y")
+    assert session.cost_usd is None  # a call of unknown usage: unknown, not "$0 more"
+    assert rec.of("token_update")[-1].current.unreported_calls == 1
+
+
+async def test_a_budget_holds_for_the_known_spend_when_some_is_unknown() -> None:
+    per_call = by_hand(Usage(input_tokens=100, output_tokens=20), SONNET)
+    session, rec, provider = make_session(
+        [[TextDelta("no usage"), StreamDone("end_turn")],  # a server that skipped usage
+         answer("one"), answer("two"), answer("three")],
+        agent_options={"budget_usd": per_call * 1.5})
+    provider.price = SONNET
+    await session.run("a")
+    assert session.cost_usd is None
+    await session.run("b")
+    await session.run("c")
+    assert rec.of("done")[-1].stop_reason == "budget"  # the known part crossed it
+    codes = [w.code for w in rec.of("warning")]
+    assert codes.count("budget_partly_unknown") == 1
+    with pytest.raises(BudgetExceededError):
+        await session.run("d")
+
+
+async def test_sums_of_float_costs_reach_the_budget_and_percentages_round() -> None:
+    session, rec, provider = make_session(
+        [answer("a", usage=Usage(input_tokens=700_000)),
+         answer("b", usage=Usage(input_tokens=100_000)), answer("c")],
+        agent_options={"budget_usd": 0.80})
+    provider.price = ONE
+    await session.run("one")  # $0.70: 88 %
+    assert [w.params["percent"] for w in rec.of("warning")] == ["88"]
+    await session.run("two")  # $0.70 + $0.10 = 0.7999999999999999
+    assert rec.of("done")[-1].stop_reason == "budget"
+    with pytest.raises(BudgetExceededError, match=r"\$0\.800 of \$0\.800"):
+        await session.run("three")
+
+
+async def test_budgets_set_after_creation_are_checked_too() -> None:
+    session, _, provider = make_session([answer("x")])
+    provider.price = ONE
+    for bad in (float("nan"), 0, -1, True, "0.5"):
+        session.agent.budget_usd = bad  # type: ignore[assignment]
+        with pytest.raises(ValueError, match="budget_usd is USD"):
+            await session.run("x")
+    assert session.messages == []
+
+
+async def test_a_child_stopped_by_its_own_budget_is_not_reported_done() -> None:
+    child = FakeProvider([answer("found", usage=Usage(input_tokens=100_000))], model="child")
+    child.price = ONE
+    planner = FakeProvider([delegations(("d1", "researcher", "look")), answer("done")])
+    agent = Agent("planner", model=planner, tools=AgentToolConfig(),
+                  subagents=[Agent("researcher", model=child, description="looks",
+                                   turn_budget_usd=0.05)])
+    session = AgentSession(agent, crew_catalog())
+    await asyncio.wait_for(session.run("go"), 10)
+    result = session.messages[2].tool_results[0]
+    assert result.is_error and "reached its budget" in result.content
+
+
+async def test_resume_keeps_what_was_spent_even_when_prices_change(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "s.db")
+    provider = FakeProvider([[TextDelta("no usage"), StreamDone("end_turn")], answer("b")])
+    provider.price = ONE
+    session = AgentSession(Agent("a", model=provider), ToolCatalog.default(), store)
+    await session.run("a")
+    await session.run("b")
+    session.flush()
+    assert session.cost_usd is None
+    again = AgentSession.resume(session.id, store, catalog=session.catalog,
+                                agent=session.agent)
+    assert again.cost_usd is None  # a call of unknown cost stays unknown after resume
+    store.close()
+
+
+async def test_a_budgeted_session_replays_offline(tmp_path: Path) -> None:
+    from neta_nb import ScriptedProvider, replay
+
+    store = SessionStore(tmp_path / "s.db")
+    provider = FakeProvider([answer("one")])
+    provider.price = ONE
+    session = AgentSession(Agent("a", model=provider, budget_usd=1.0),
+                           ToolCatalog.default(), store)
+    await session.run("a")
+    session.flush()
+    report = await replay(session.id, store=store, model=ScriptedProvider.from_history(
+        store.load_messages(session.id)))
+    assert report.turns[0].same_answer
+    store.close()

@@ -193,7 +193,10 @@ async def test_provider_error_mid_stream_keeps_partial_and_session_stays_usable(
          ProviderError("connection reset", retryable=True)],
         answer("Second try works")])
     result = await session.run("first")
-    assert rec.types == ["thinking_delta", "thinking_done", "token", "error", "done"]
+    # The cut call is counted (it may be billed): its usage unknown, as the figures say.
+    assert rec.types == ["thinking_delta", "thinking_done", "token", "token_update", "error",
+                         "done"]
+    assert rec.of("token_update")[0].current.unreported_calls == 1
     error = rec.of("error")[0]
     assert (error.message, error.retryable) == ("connection reset", True)
     assert rec.of("done")[0].stop_reason == "error"
@@ -237,7 +240,8 @@ async def test_cancel_mid_thinking() -> None:
     forever = asyncio.Event()
     session, rec, _ = make_session([[ThinkingDelta("deep"), forever.wait], answer("next")])
     message = await _cancel_when(session, rec, "thinking_delta", "q")
-    assert rec.types[-2:] == ["thinking_done", "done"]
+    assert rec.types[-3:] == ["thinking_done", "token_update", "done"]
+    assert rec.of("token_update")[-1].current.api_calls == 1  # the stopped call counts
     assert rec.of("done")[0].stop_reason == "cancelled"
     assert message.metadata.interrupted == "cancelled"
     assert message.parts == [ThinkingPart(text="deep")]

@@ -398,3 +398,86 @@ async def test_spans_nobody_records_leave_no_ids() -> None:
     finally:
         configure_tracing(tracer_provider=None)
     assert not any('"trace"' in m.model_dump_json() for m in session.messages)
+
+
+def _semconv_names() -> set[str]:
+    from opentelemetry.semconv._incubating.attributes import (
+        error_attributes,
+        gen_ai_attributes,
+        mcp_attributes,
+    )
+    names: set[str] = set()
+    for module in (gen_ai_attributes, mcp_attributes, error_attributes):
+        names |= {value for key, value in vars(module).items()
+                  if key.isupper() and isinstance(value, str) and "." in value}
+    return names
+
+
+async def test_the_span_tree_of_a_full_turn_maps_one_to_one_onto_its_events(
+        spans: InMemorySpanExporter) -> None:
+    """Thinking, a tool, a skill, an approval, a sub-agent and an MCP call in one turn:
+    each card of the event log has its span (by call id), each model call its chat span,
+    the child's turn sits under its delegate call and the MCP call under its tool call;
+    every standard-looking attribute is a GenAI (or MCP, error) convention name."""
+    from ..support.sessions import Recorder, count_up, guarded_op, plus
+
+    catalog = crew_catalog()
+    catalog.register(count_up)
+    server = await catalog.add_mcp_server("t", command=sys.executable,
+                                          args=[str(TEST_SERVER), "stdio"])
+    try:
+        echo = next(n for n in server.tool_names if n.endswith("__echo"))
+        child = FakeProvider([answer("found", thinking="Let me look.")], model="child-model")
+        parent = FakeProvider([
+            [*answer("", thinking="I plan the work.")[:3],
+             *calls(("c_tool", "plus", {"a": 1, "b": 2}), ("c_skill", "count_up", {"steps": 2}),
+                    ("c_ask", "guarded_op", {"x": 1}), ("c_mcp", echo, {"text": "hi"}),
+                    ("c_sub", "delegate", {"agent": "researcher", "task": "look"}))],
+            answer("all done")])
+        tools = AgentToolConfig(enabled=["plus", "count_up", "guarded_op", echo, "delegate"])
+        agent = Agent("planner", model=parent, tools=tools,
+                      subagents=[Agent("researcher", model=child, description="looks")])
+        session = AgentSession(agent, catalog)
+        session.attach_approver()
+        events = Recorder(history=True)
+        session.subscribe(events)
+
+        def approve(event: Any) -> None:
+            if event.type == "approval_request":
+                session.approve(event.id, "allow_once")
+        session.subscribe(approve)
+        await asyncio.wait_for(session.run("go"), 30)
+    finally:
+        await catalog.remove_mcp_server("t")
+    assert plus and guarded_op  # the catalog's test tools
+
+    finished = spans.get_finished_spans()
+    by_call = {str((s.attributes or {})["gen_ai.tool.call.id"]): s for s in finished
+               if s.name.startswith("execute_tool")}
+    carded = {e.id for e in events.events if e.type in ("tool_call", "skill_start")}
+    assert carded == set(by_call) == {"c_tool", "c_skill", "c_ask", "c_mcp", "c_sub"}
+    assert [e.id for e in events.of("approval_request")] == ["c_ask"]
+    assert (by_call["c_ask"].attributes or {})["neta_nb.approval.decision"] == "allowed"
+    assert [e.id for e in events.of("subagent_start")] == ["c_sub"]
+    turn = _one(spans, "invoke_agent planner")
+    child_turn = _one(spans, "invoke_agent researcher")
+    assert _parent_id(child_turn) == _span_id(by_call["c_sub"])
+    assert _parent_id(_one(spans, "tools/call echo")) == _span_id(by_call["c_mcp"])
+    assert all(_parent_id(by_call[c]) == _span_id(turn) for c in by_call)
+    # One chat span per model call: the parent's two responses and the child's one.
+    responses = [e for e in events.events if e.type == "message_appended"
+                 and e.message.role == "assistant"]
+    assert len(_named(spans, "chat fake")) == len(responses) == 2
+    assert len(_named(spans, "chat child-model")) == 1
+    # The cards keep their spans' ids.
+    message = session.messages[1]
+    for card in [*message.metadata.tool_executions, *message.metadata.skill_executions]:
+        assert card.trace is not None and card.trace.model_dump() == _ids(by_call[card.id])
+    # Names: the conventions' own (or ours, under neta_nb.*).
+    known = _semconv_names()
+    for span in finished:
+        for key in span.attributes or {}:
+            assert key.startswith("neta_nb.") or key in known, (span.name, key)
+    operations = {str((s.attributes or {})["gen_ai.operation.name"]) for s in finished
+                  if s.attributes and "gen_ai.operation.name" in s.attributes}
+    assert operations == {"invoke_agent", "chat", "execute_tool"}

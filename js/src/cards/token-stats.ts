@@ -175,7 +175,7 @@ export function createTokenStats(el: HTMLElement, options: ComponentOptions<Toke
       const priced = current.cost_usd !== undefined;
       cost.hidden = !priced;
       cost.textContent = priced
-        ? `· ${formatUsd(current.cost_usd)}${current.session_cost_usd !== undefined && current.session_cost_usd !== current.cost_usd ? ` / ${formatUsd(current.session_cost_usd)}` : ""}`
+        ? `· ${formatUsd(current.cost_usd)}${current.session_cost_usd !== undefined && formatUsd(current.session_cost_usd) !== formatUsd(current.cost_usd) ? ` / ${formatUsd(current.session_cost_usd)}` : ""}`
         : "";
       cost.classList.toggle("neta-is-unknown", priced && (current.cost_usd === null || current.cost_usd === undefined));
     }

@@ -134,8 +134,10 @@ def usage_line(current: Mapping[str, Any], context: Mapping[str, Any], running: 
     cost = c.get("cost_usd")
     if cost is not None:  # known: the turn's, and the session's when it differs
         session = c.get("session_cost_usd")
-        realtime += f" · {format_usd(cost)}" + (
-            f" / {format_usd(session)}" if session is not None and session != cost else "")
+        shown = format_usd(cost)
+        realtime += f" · {shown}" + (
+            f" / {format_usd(session)}" if session is not None
+            and format_usd(session) != shown else "")
     return f"{realtime} | {share}"
 
 
