@@ -18,10 +18,10 @@ from typing import Any
 from ..providers.base import Provider
 from ..providers.factory import create_provider, default_provider
 from ..providers.prices import ModelPrice
-from .budget import check_budget_value
 from ..stored_urls import storable_options, storable_url, withheld_names
 from ..thinking import ThinkLevel
 from ..tools import AgentToolConfig, ToolCatalog
+from .budget import check_budget_value
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "Agent", "subagent_cycle"]
 
