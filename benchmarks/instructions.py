@@ -30,6 +30,8 @@ from recorded import append_result
 
 HERE = Path(__file__).resolve().parent
 
+BLOCK_OTEL = "import sys; sys.modules['opentelemetry'] = None  # as if not installed\n"
+
 ROUND_TRIPS = """
 import asyncio, importlib.util, sys
 tree, n = sys.argv[1], int(sys.argv[2])
@@ -68,9 +70,12 @@ def count(script: str, tree: Path, *args: str) -> int:
         return int(match.group(1))
 
 
-def main(tree: Path, record: bool) -> None:
+def main(tree: Path, record: bool, without_otel: bool) -> None:
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (apt-get install valgrind)")
+    global ROUND_TRIPS, DELTAS
+    if without_otel:
+        ROUND_TRIPS, DELTAS = BLOCK_OTEL + ROUND_TRIPS, BLOCK_OTEL + DELTAS
     rows = {n: count(ROUND_TRIPS, tree, str(n)) for n in (200, 400, 1400, 1600)}
     early = (rows[400] - rows[200]) / 200
     late = (rows[1600] - rows[1400]) / 200
@@ -80,7 +85,8 @@ def main(tree: Path, record: bool) -> None:
                             capture_output=True, text=True, check=False).stdout.strip()
     dirty = subprocess.run(["git", "-C", str(tree), "status", "--porcelain", "--", "neta_nb"],
                            capture_output=True, text=True, check=False).stdout.strip()
-    label = f"{commit}{' + changes' if dirty else ''}"
+    label = (f"{commit}{' + changes' if dirty else ''}"
+             f"{', OpenTelemetry not importable' if without_otel else ''}")
     report = "\n".join([
         f"### {time.strftime('%Y-%m-%d')} — instructions, {label}", "",
         "| instructions | figure |", "|---|---|",
@@ -99,5 +105,7 @@ if __name__ == "__main__":
     parser.add_argument("--tree", type=Path, default=HERE.parent,
                         help="the checkout to count (default: this one)")
     parser.add_argument("--record", action="store_true", help="append to results/")
+    parser.add_argument("--without-otel", action="store_true",
+                        help="count as if OpenTelemetry were not installed")
     options = parser.parse_args()
-    main(options.tree.resolve(), options.record)
+    main(options.tree.resolve(), options.record, options.without_otel)
