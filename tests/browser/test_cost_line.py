@@ -25,6 +25,7 @@ SETUP = """
 import json
 from neta_nb import ModelPrice
 from neta_nb.events import DoneEvent, TokenUpdateEvent, WarningEvent
+from neta_nb.runtime.budget import format_usd
 
 PRICE = ModelPrice(input=3, output=15, cache_read=0.3, cache_write=3.75)
 
@@ -169,16 +170,9 @@ COST_COLOURS = """(cost) => {
 
 
 def usd(value: float | None) -> str:
-    """Money as the token line shows it: ≥ 1 → 2 decimals, ≥ 0.1 → 3, else 4; ``—``
+    """Money as the token line shows it (the Python twin of ``formatUsd``); ``—``
     unknown."""
-    if value is None:
-        return "—"
-    if value == 0:
-        return "$0.00"
-    if value < 0.0001:
-        return "<$0.0001"
-    digits = 2 if value >= 1 else 3 if value >= 0.1 else 4
-    return f"${value:.{digits}f}"
+    return "—" if value is None else format_usd(value)
 
 
 def cost_text(current: dict[str, Any]) -> str:
