@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from neta_nb.labels import t
+from neta_nb.runtime.budget import format_usd
 
 from . import chat_cells
 from .harness import LabSession
@@ -25,7 +26,6 @@ SETUP = """
 import json
 from neta_nb import ModelPrice
 from neta_nb.events import DoneEvent, TokenUpdateEvent, WarningEvent
-from neta_nb.runtime.budget import format_usd
 
 PRICE = ModelPrice(input=3, output=15, cache_read=0.3, cache_write=3.75)
 
