@@ -15,6 +15,7 @@ from ..events import Event, TurnUsage, WarningEvent
 from ..labels import t
 
 if TYPE_CHECKING:
+    from ..providers.base import Provider
     from .agent import Agent
 
 __all__ = ["WARN_AT", "BudgetExceededError", "BudgetGuard", "Spend", "check_budget_value",
@@ -119,6 +120,18 @@ class BudgetGuard:
                 self._warned[scope] = budget
                 self._emit(self._warning(f"budget_warning_{scope}", spent, budget))
         return None
+
+    def before_turn(self, agent: Agent, provider: Provider,
+                    session_spent: Callable[[], float]) -> None:
+        """A turn may start: its budgets are valid (they may have been set since the
+        agent was made), the model has a price, and the session's budget is not spent."""
+        check_budget_value("budget_usd", agent.budget_usd)
+        check_budget_value("turn_budget_usd", agent.turn_budget_usd)
+        if provider.price is None:
+            raise ValueError(f"a budget needs the model's price, and there is no price "
+                             f"for {provider.model_id}: give one with "
+                             "create_provider(..., price=ModelPrice(...))")
+        self.refuse_if_spent(agent, session_spent())
 
     def refuse_if_spent(self, agent: Agent, session_spent: float) -> None:
         """Raise :class:`BudgetExceededError` before a turn when the session's budget is

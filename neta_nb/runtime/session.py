@@ -322,10 +322,7 @@ class AgentSession(TurnLoop):
         """Run a turn in the background and return its task; the notebook cell returns
         at once, so Stop and other widget messages keep working. ``attachments`` as for
         :meth:`run`; a refused one raises :class:`AttachmentError` here, before any turn."""
-        self._check_idle()
-        self._check_budget()
-        self.agent.check_subagents()  # again: sub-agent lists can change after creation
-        prompt_message = self._prompt_message(prompt, attachments)
+        prompt_message = self._ready(prompt, attachments)
         turn = self._turn = Turn()
         task = asyncio.get_running_loop().create_task(self._run(prompt_message, turn),
                                                       name=f"neta_nb turn {self.id}")
@@ -341,14 +338,6 @@ class AgentSession(TurnLoop):
 
         task.add_done_callback(release)
         return task
-
-    def _check_idle(self) -> None:
-        if self.running:
-            raise RuntimeError("a turn is already running in this session; "
-                               "cancel() it or wait for it to finish")
-        if self._compacting:
-            raise RuntimeError("the session is compacting its history; try again when "
-                               "compact() has finished")
 
     def cancel(self) -> bool:
         """Stop the turn in flight: streaming stops, running tools are abandoned, the
@@ -382,10 +371,7 @@ class AgentSession(TurnLoop):
         or :class:`~neta_nb.runtime.attachments.Attachment` (see
         :mod:`neta_nb.runtime.attachments`). One the model cannot take raises
         :class:`AttachmentError` before anything is sent or stored."""
-        self._check_idle()
-        self._check_budget()
-        self.agent.check_subagents()  # again: sub-agent lists can change after creation
-        prompt_message = self._prompt_message(prompt, attachments)
+        prompt_message = self._ready(prompt, attachments)
         turn = self._turn = Turn(task=asyncio.current_task())
         try:
             return await self._run(prompt_message, turn)
@@ -394,7 +380,12 @@ class AgentSession(TurnLoop):
             # is closed already; a cell says so in one line, not from inside the library.
             raise shown_as_one_line(cancelled)  # noqa: B904 - the same exception, re-raised
 
-    def _prompt_message(self, prompt: str, attachments: Sequence[Any] | None) -> Message:
+    def _ready(self, prompt: str, attachments: Sequence[Any] | None) -> Message:
+        """The checks before a turn (idle, budget, a sub-agent tree changed since), then
+        its prompt."""
+        self._check_idle()
+        self._check_budget()
+        self.agent.check_subagents()
         message = Message.user(encodable(prompt))
         if attachments:
             info = self.provider.info

@@ -38,7 +38,7 @@ from ..store.turn_claims import TurnClaim
 from ..todo import TodoStore
 from ..tools.resolution_cache import ResolutionCache
 from .agent import Agent
-from .budget import BudgetGuard, Spend, check_budget_value
+from .budget import BudgetGuard, Spend
 from .compaction import CompactionError, compact_view
 from .event_hub import EventHub
 from .history import History
@@ -356,18 +356,19 @@ class TurnLoop:
         turn.budget_stop = True
         return True
 
+    def _check_idle(self) -> None:
+        if self.running:
+            raise RuntimeError("a turn is already running in this session; "
+                               "cancel() it or wait for it to finish")
+        if self._compacting:
+            raise RuntimeError("the session is compacting its history; try again when "
+                               "compact() has finished")
+
     def _check_budget(self) -> None:
-        """Before a turn: a budget needs a price, and a spent session budget refuses."""
-        agent = self.agent
-        if agent.budget_usd is None and agent.turn_budget_usd is None:
-            return
-        check_budget_value("budget_usd", agent.budget_usd)  # may have been set since
-        check_budget_value("turn_budget_usd", agent.turn_budget_usd)
-        if self.provider.price is None:
-            raise ValueError(f"a budget needs the model's price, and there is no price "
-                             f"for {self.provider.model_id}: give one with "
-                             "create_provider(..., price=ModelPrice(...))")
-        self._budget.refuse_if_spent(agent, self._session_spend().usd)
+        """Before a turn: see :meth:`BudgetGuard.before_turn`."""
+        if self.agent.budget_usd is not None or self.agent.turn_budget_usd is not None:
+            self._budget.before_turn(self.agent, self.provider,
+                                     lambda: self._session_spend().usd)
 
     def restore_spend(self, messages: Sequence[Message]) -> None:
         """A resumed session's sub-agents' spend, from their stored runs (its own calls'
