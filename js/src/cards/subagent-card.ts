@@ -22,11 +22,14 @@ import { createInlineError } from "../inline-error";
 import { createStatusIcon, normalizeRunStatus, type RunStatus } from "../status-icon";
 import { formatTokens } from "./token-stats";
 import type { Component } from "../types";
+import { createTraceLine, type TraceIds } from "./trace-line";
 
 export interface SubagentCardState {
   /** The `delegate` call's own status (the parent's tool card status). */
   status: RunStatus;
   part: SubagentPart | null;
+  /** Where the `delegate` call is in the user's traces, when traced (trace-line.ts). */
+  trace: TraceIds | null;
   /** null: the default (open while running); a boolean once the user chose. */
   expanded: boolean | null;
   lang: Lang;
@@ -75,6 +78,7 @@ export function createSubagentCard(el: HTMLElement, options: SubagentCardOptions
   const state: SubagentCardState = {
     status: "running",
     part: null,
+    trace: null,
     expanded: null,
     lang: normalizeLang(options.lang),
   };
@@ -105,7 +109,8 @@ export function createSubagentCard(el: HTMLElement, options: SubagentCardOptions
   const list = element("div", "neta-chat-list neta-subagent-list");
   const liveHost = element("div", "neta-chat-live neta-subagent-live");
   const empty = element("div", "neta-subagent-empty");
-  const body = createCollapsible("neta-subagent-body", older, list, liveHost, empty);
+  const traceLine = createTraceLine();
+  const body = createCollapsible("neta-subagent-body", older, list, liveHost, empty, traceLine.root);
   root.append(header, line, stopError.root, body.root);
   el.append(root);
 
@@ -154,6 +159,7 @@ export function createSubagentCard(el: HTMLElement, options: SubagentCardOptions
     const part = state.part;
     const current = status();
     root.lang = lang;
+    traceLine.set(state.trace, lang);
     setModifier(root, "neta-subagent-card-", SUBAGENT_STATUSES, current);
     icon.set(STATUS_ICON[current]);
     agent.textContent = part?.agent || "?";
@@ -206,6 +212,7 @@ export function createSubagentCard(el: HTMLElement, options: SubagentCardOptions
       }
       if (patch.status !== undefined) state.status = normalizeRunStatus(patch.status);
       if (patch.expanded !== undefined) state.expanded = patch.expanded;
+      if (patch.trace !== undefined) state.trace = patch.trace;
       if (patch.part !== undefined && patch.part !== null) {
         const before = status();
         state.part = { ...patch.part, messages: patch.part.messages };
@@ -227,6 +234,7 @@ export function createSubagentCard(el: HTMLElement, options: SubagentCardOptions
     destroy() {
       if (options.nesting.cards.get(key) === self) options.nesting.cards.delete(key);
       stop.removeEventListener("click", onStop);
+      traceLine.destroy();
       removeToggle();
       transcript.clear();
       root.remove();

@@ -60,6 +60,12 @@ function holdsWhole(held: string, preview: string): boolean {
   return held.length > preview.length && held.startsWith(preview);
 }
 
+/** Whether `held` is all of the text an item carries as `text` (a preview of one `total`
+ * long when `total` is set). */
+function holdsAll(held: string, text: string, total: number | undefined): boolean {
+  return total ? holdsWhole(held, text) && characterCount(held) === total : held === text;
+}
+
 /** One message (or the live response) in the list. */
 export class MessageView {
   readonly root: HTMLDivElement;
@@ -146,6 +152,19 @@ export class MessageView {
       text: this.text?.value ?? "",
       thinking_open: this.thinkingStreaming,
     };
+  }
+
+  /**
+   * Whether this response holds all of the message `item` draws — its whole text, or for
+   * a message without text its whole thinking: it streamed that message here. (The
+   * transcript files a live response under its message by this when the `end` that names
+   * the message never reached this view, see `Transcript.settleLive`.)
+   */
+  holdsAllOf(item: ChatItem): boolean {
+    if (this.role !== "assistant" || item.role !== "assistant" || item.text == null) return false;
+    const text = this.text?.value ?? "";
+    if (text || item.text) return holdsAll(text, item.text, item.text_chars);
+    return this.ownThinking !== "" && holdsAll(this.ownThinking, item.thinking ?? "", item.thinking_chars);
   }
 
   setPos(pos: number): void {
@@ -350,7 +369,7 @@ export class MessageView {
       if (signature !== view.signature) {
         view.signature = signature;
         if (card.kind === "subagent") {
-          (view.component as NestedCard).update({ status: card.status, part: card.subagent ?? null, lang });
+          (view.component as NestedCard).update({ status: card.status, part: card.subagent ?? null, trace: card.trace ?? null, lang });
         } else if (card.kind === "skill") {
           (view.component as Component<SkillCardState>).update({
             name: card.name,

@@ -24,7 +24,12 @@ export interface NestedCard {
   part(): SubagentPart | null;
   /** Apply streamed ops of this card's transcript. */
   applyOps(ops: readonly ChatOp[]): void;
-  update(patch: { status?: ChatCard["status"]; part?: SubagentPart | null; lang?: Lang }): void;
+  update(patch: {
+    status?: ChatCard["status"];
+    part?: SubagentPart | null;
+    trace?: ChatCard["trace"] | null;
+    lang?: Lang;
+  }): void;
   destroy(): void;
 }
 
@@ -153,15 +158,41 @@ export class Transcript {
     this.live = null;
     if (!view) return;
     view.root.classList.remove("neta-is-live");
-    if (id === null || this.views.has(id)) {
+    const drawn = id === null ? undefined : this.views.get(id);
+    if (id === null || (drawn && !(drawn.item && view.holdsAllOf(drawn.item)))) {
       view.destroy();
     } else {
-      // The streamed response is now this message: same DOM, filed into the list.
+      // The streamed response is now this message: same DOM, filed into the list. It
+      // holds the message's whole text: a view drawn for it from a preview gives way.
       this.liveIds.get(view)?.(id);
+      if (drawn?.item) {
+        view.update(drawn.item);
+        drawn.destroy();
+      }
       this.views.set(id, view);
       this.insertByPos(view);
     }
     this.options.onLiveChange?.();
+  }
+
+  /**
+   * A snapshot is about to replace the live response (`showLive`) by `live`, with the
+   * messages `items`. When the response this view streamed is not the snapshot's live one,
+   * it has become a message meanwhile: its `end` was in a batch this view never applied
+   * (a gap, then a resync). The snapshot draws that message from its preview; the
+   * response holds all of it, so it is filed under it instead, whole, and the item updates
+   * it in place — what streamed here stays whole after the turn, as after an `end`.
+   */
+  settleLive(items: readonly ChatItem[], live: LiveSnapshot | null): void {
+    const view = this.live;
+    if (!view || (live !== null && live.id === view.root.dataset.id)) return;
+    for (let i = items.length - 1; i >= 0; i -= 1) {
+      const item = items[i] as ChatItem;
+      if (view.holdsAllOf(item)) {
+        this.endLive(item.id);
+        return;
+      }
+    }
   }
 
   /** Replace the live response by the one a snapshot carries (or none). */

@@ -364,6 +364,8 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     },
     applySnapshot(snapshot) {
       const { seq: _seq, live: liveSnapshot, ...rest } = snapshot;
+      // The response this view streamed may be a message by now: it stays, whole.
+      if (rest.session_id === state.session_id) transcript.settleLive(rest.messages, liveSnapshot);
       transcript.showLive(null);
       this.update(rest);
       if (liveSnapshot) transcript.showLive(liveSnapshot);
