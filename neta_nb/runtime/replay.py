@@ -30,6 +30,7 @@ from ..messages import DocumentPart, FileTextPart, ImagePart, Message
 from ..providers.base import ModelRequest, Provider, TextDelta
 from ..providers.factory import create_provider
 from ..providers.history_script import StoredTurn, split_turns
+from ..providers.scripted import ScriptedProvider
 from ..store.sqlite import SessionRecord, SessionStore
 from ..tools import AgentToolConfig, Tool, ToolCatalog, ToolContext, ToolResolution, resolve_tools
 from ..tools.base import ToolFailure
@@ -55,6 +56,7 @@ async def replay(session: str | SessionRecord | AgentSession, *,
                  replay_store: SessionStore | None = None,
                  on_event: Callable[[Event], None] | None = None,
                  check_timeout: float = 300.0,
+                 subagents_from_history: bool = False,
                  **session_options: Any) -> ReplayReport:
     """Run the stored session's prompts again and compare (see the module's docstring).
 
@@ -66,7 +68,11 @@ async def replay(session: str | SessionRecord | AgentSession, *,
     by the functions' names); :func:`llm_judge` makes one that asks a model. ``on_event``:
     subscribed to the replay's session (e.g. to watch it in a chat view).
     ``check_timeout``: seconds a check may take before its verdict is that it took too
-    long. Sub-agents run as their stored definitions say (their own models, live).
+    long. Sub-agents run as their stored definitions say (their own models, live) — or,
+    with ``subagents_from_history``, each answers as its stored runs did
+    (``ScriptedProvider.from_history`` over them, at every depth), and ``delegate`` runs
+    them rather than answering from the record: with the top agent on
+    ``from_history`` too, a session with sub-agents streams exactly what it streamed.
     ``session_options`` go to the replay's :class:`AgentSession` (``working_dir=``,
     ``namespace=`` …): a replay's tools see what the stored session's saw only when given
     the same."""
@@ -83,8 +89,16 @@ async def replay(session: str | SessionRecord | AgentSession, *,
             # An evaluation is not held to the stored session's budgets (a replay model
             # often has no price); an agent given here keeps its own.
             budget_usd=None, turn_budget_usd=None)
+    descendants: list[Message] = []  # every stored sub-agent run's messages
+    if subagents_from_history:
+        if store is None:
+            raise ValueError("subagents_from_history reads the children from the store: "
+                             "pass store=")
+        agent = _children_from_history(agent, store, [original.id], descendants)
     turns = split_turns(original.messages)
-    recorded = _RecordedResults(turns) if keep_tool_results else None
+    recorded = _RecordedResults(
+        turns, live={"delegate"} if subagents_from_history else set(),
+        elsewhere=split_turns(descendants)) if keep_tool_results else None
     replay_catalog = recorded.wrap(work_catalog) if recorded is not None else work_catalog
     policy = approval_policy if approval_policy is not None else (
         recorded.allows if recorded is not None else "reject")
@@ -192,6 +206,31 @@ class _Original:
         return Agent.from_record(self.record.agent, catalog)
 
 
+def _children_from_history(agent: Agent, store: SessionStore, session_ids: Sequence[str],
+                           found: list[Message]) -> Agent:
+    """``agent`` with each sub-agent answering as its stored runs under ``session_ids``
+    did (one script over all of an agent's runs, told apart by their tasks), at every
+    depth; a sub-agent that never ran keeps its model. The runs' messages go to
+    ``found``."""
+    runs: dict[str, list[Message]] = {}
+    sessions: dict[str, list[str]] = {}
+    for parent_id in session_ids:
+        for record in store.list_children(parent_id):
+            name = str(record.agent.get("name", ""))
+            messages = store.load_messages(record.id)
+            found.extend(messages)
+            runs.setdefault(name, []).extend(messages)
+            sessions.setdefault(name, []).append(record.id)
+    children = []
+    for child in agent.subagents:
+        if child.name in runs:
+            child = _children_from_history(dataclasses.replace(
+                child, model=ScriptedProvider.from_history(runs[child.name]),
+                budget_usd=None, turn_budget_usd=None), store, sessions[child.name], found)
+        children.append(child)
+    return dataclasses.replace(agent, subagents=children)
+
+
 def _resolution_of(agent: Agent, catalog: ToolCatalog) -> ToolResolution:
     """The tools the stored agent had, as a session of it would resolve them (its model's
     capabilities when its provider can be made here, e.g. without the vendor's key: none
@@ -225,11 +264,21 @@ class _RecordedResults:
     """The stored results of each turn's calls, handed out once each to the replay's
     calls with the same tool and arguments (in the order the stored turn made them)."""
 
-    def __init__(self, turns: Sequence[StoredTurn]) -> None:
+    def __init__(self, turns: Sequence[StoredTurn], *, live: set[str],
+                 elsewhere: Sequence[StoredTurn] = ()) -> None:
         self.turn = 0
-        self._results: list[dict[str, list[_Stored]]] = []
+        self.live = live
+        """Tools that always run (``delegate`` when the children replay themselves)."""
+        self._results = [self._of([turn]) for turn in turns]
+        self._elsewhere = self._of(elsewhere)
+        """The sub-agents' stored calls (any turn): what their replayed calls answer from."""
+        self._fixed: dict[int, int] = {}
+        self._live: dict[int, int] = {}
+
+    @staticmethod
+    def _of(turns: Sequence[StoredTurn]) -> dict[str, list[_Stored]]:
+        by_key: dict[str, list[_Stored]] = {}
         for turn in turns:
-            by_key: dict[str, list[_Stored]] = {}
             calls: dict[str, Any] = {}
             rejected: set[str] = set()
             for message in turn.messages:
@@ -244,22 +293,23 @@ class _RecordedResults:
                     if call is not None:
                         by_key.setdefault(_key(call.name, call.args), []).append(_Stored(
                             result.content, result.is_error, call.id in rejected))
-            self._results.append(by_key)
-        self._fixed: dict[int, int] = {}
-        self._live: dict[int, int] = {}
+        return by_key
+
+    def _pool(self, name: str, args: Mapping[str, Any]) -> list[_Stored] | None:
+        """The stored results left for this call: the turn's own, else the sub-agents'."""
+        key = _key(name, args)
+        own = self._results[self.turn].get(key) if self.turn < len(self._results) else None
+        return own or self._elsewhere.get(key) or None
 
     def _next(self, name: str, args: Mapping[str, Any]) -> _Stored | None:
-        results = self._results[self.turn] if self.turn < len(self._results) else {}
-        stored = results.get(_key(name, args))
-        return stored[0] if stored else None
+        pool = self._pool(name, args)
+        return pool[0] if pool else None
 
     def take(self, name: str, args: Mapping[str, Any]) -> _Stored | None:
-        stored = self._next(name, args)
-        counts = self._live if stored is None else self._fixed
+        pool = self._pool(name, args)
+        counts = self._live if pool is None else self._fixed
         counts[self.turn] = counts.get(self.turn, 0) + 1
-        if stored is not None:
-            self._results[self.turn][_key(name, args)].pop(0)
-        return stored
+        return pool.pop(0) if pool is not None else None
 
     def counts(self, turn: int) -> tuple[int, int]:
         return self._fixed.get(turn, 0), self._live.get(turn, 0)
@@ -276,7 +326,8 @@ class _RecordedResults:
         where it can."""
         wrapped = ToolCatalog()
         for item in catalog:
-            wrapped.register(_RecordedTool.around(item, self))
+            wrapped.register(item if item.name in self.live
+                             else _RecordedTool.around(item, self))
             if not catalog.is_globally_enabled(item.name):
                 wrapped.disable(item.name)
         return wrapped

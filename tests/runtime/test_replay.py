@@ -405,3 +405,50 @@ def _figures(answer: str) -> Any:
     from neta_nb.messages import Usage
     from neta_nb.runtime.replay_report import TurnFigures
     return TurnFigures(answer=answer, tools=[], usage=Usage(), model_calls=1, seconds=None)
+
+
+async def test_a_session_with_sub_agents_replays_event_for_event(tmp_path: Path) -> None:
+    """The top agent and its children (two levels) answer from their stored runs; the
+    delegate calls run those children, the other tools answer from the record. (One call
+    per response: the events of calls running side by side interleave as they finish,
+    in a replay as in the original run.)"""
+    from neta_nb import AgentToolConfig
+
+    ran.clear()
+    store = SessionStore(tmp_path / "s.db")
+
+    def crew() -> Agent:
+        scout = Agent("scout", model=ScriptedProvider([[{"text": "scouted"}]]),
+                      description="scouts", tools=AgentToolConfig(enabled=["look_up"]))
+        researcher = Agent("researcher", description="looks things up",
+                           model=ScriptedProvider([
+                               [{"tool_call": {"name": "look_up", "args": {"key": "beta"}}}],
+                               [{"tool_call": {"name": "delegate",
+                                               "args": {"agent": "scout", "task": "go"}}}],
+                               [{"text": "beta found"}]]),
+                           tools=AgentToolConfig(enabled=["look_up", "delegate"]),
+                           subagents=[scout])
+        return Agent("planner", subagents=[researcher],
+                     tools=AgentToolConfig(enabled=["look_up", "delegate"]),
+                     model=ScriptedProvider([
+                         [{"thinking": "Two things."},
+                          {"tool_call": {"name": "look_up", "args": {"key": "alpha"}}}],
+                         [{"tool_call": {"name": "delegate",
+                                         "args": {"agent": "researcher", "task": "beta"}}}],
+                         [{"text": "Alpha and beta."}]]))
+
+    session = AgentSession(crew(), _catalog(), store)
+    original: list[Any] = []
+    session.subscribe(original.append)
+    await session.run("alpha and beta?")
+    session.flush()
+    assert ran == ["alpha", "beta"]
+    replayed: list[Any] = []
+    report = await replay(session.id, store=store, catalog=_catalog(), keep_tool_results=True,
+                          subagents_from_history=True, on_event=replayed.append,
+                          model=ScriptedProvider.from_history(store.load_messages(session.id)))
+    assert ran == ["alpha", "beta"]  # nothing ran again: every result from the record
+    assert len(replayed) == len(original) > 40
+    assert _normalised(replayed) == _normalised(original)
+    assert report.turns[0].same_answer
+    store.close()
