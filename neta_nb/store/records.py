@@ -6,6 +6,7 @@ compaction (:class:`CompactionRecord`) and the model's compacted view
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -13,7 +14,7 @@ from pydantic import BaseModel, Field
 from ..messages import Message, Usage
 from .process_owner import ProcessOwner
 
-__all__ = ["CompactedView", "CompactionRecord", "SessionRecord"]
+__all__ = ["CompactedView", "CompactionRecord", "SessionRecord", "automatic_title", "one_line"]
 
 
 class SessionRecord(BaseModel):
@@ -44,6 +45,9 @@ class SessionRecord(BaseModel):
     """A sub-agent's session: the parent's ``delegate`` call id (the nested card's id)."""
     cost_usd: float | None = None
     """What the session has cost in USD so far (sub-agents included), when known."""
+    title_by_user: bool = False
+    """The title is the user's (``SessionStore.rename_session``): saving the session keeps
+    it instead of deriving one from the first prompt."""
     child_count: int = 0
     """How many sub-agent sessions this session ran (filled in on every read from the
     store — ``get_session``, ``list_sessions``, ``list_children`` — for the session list's
@@ -72,3 +76,15 @@ class CompactedView(BaseModel):
     prefix: list[Message]
     kept_from: str | None
     compactions: list[CompactionRecord] = Field(default_factory=list)
+
+
+def one_line(text: str, limit: int) -> str:
+    """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def automatic_title(messages: Sequence[Message]) -> str:
+    """A session's title when the user gave none: its first prompt, on one line."""
+    first = next((m.text for m in messages if m.role == "user"), "")
+    return one_line(first, 60) if first.strip() else "New chat"

@@ -23,7 +23,7 @@ from ..escaping import plain_text
 from ..events import WarningEvent
 from ..labels import t
 from ..messages import Message
-from .records import CompactedView, CompactionRecord, SessionRecord
+from .records import CompactedView, CompactionRecord, SessionRecord, automatic_title, one_line
 from .rows import put_draft, put_message, put_session, put_view, read_session_row, session_exists
 from .sqlite import SessionStore
 from .writer import StoreFailure, StoreWriter, Write, writers_of
@@ -194,6 +194,8 @@ class SessionPersistence:
             existing = _stored_record(db, record.id)
             if existing is not None:
                 merged.created_at = existing.created_at
+                if existing.title_by_user:  # a title the user gave stays
+                    merged.title, merged.title_by_user = existing.title, True
                 if "running" not in fields:
                     merged.running, merged.owner = existing.running, existing.owner
                 if "owner_died" not in fields:
@@ -246,12 +248,11 @@ class SessionPersistence:
 
     def record(self, messages: Sequence[Message], **fields: Any) -> SessionRecord:
         """The session's record as it stands, with ``fields`` overriding."""
-        first_user = next((m.text for m in messages if m.role == "user"), "")
         last = next((m for m in reversed(messages)
                      if m.role in ("user", "assistant") and m.text), None)
         data: dict[str, Any] = {
             "id": self.session_id,
-            "title": one_line(first_user, 60) if first_user.strip() else "New chat",
+            "title": automatic_title(messages),
             # A preview line: what the message reads as, not its markdown.
             "last_message": one_line(plain_text(last.text), 120) if last else "",
             "message_count": len(messages),
@@ -303,7 +304,4 @@ def _stored_record(db: sqlite3.Connection, session_id: str) -> SessionRecord | N
         return None  # a damaged record is replaced by the session's own
 
 
-def one_line(text: str, limit: int) -> str:
-    """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+

@@ -27,7 +27,7 @@ from pydantic import ValidationError
 
 from ..messages import Message
 from .blobs import BlobFiles
-from .records import CompactedView, CompactionRecord, SessionRecord
+from .records import CompactedView, CompactionRecord, SessionRecord, automatic_title
 from .rows import (
     SCHEMA,
     decode_text,
@@ -170,6 +170,43 @@ class SessionStore:
             record = record.model_copy(update={**fields, "updated_at": time.time()})
             self.save_session(record)
         return record
+
+    def rename_session(self, session_id: str, title: str | None) -> SessionRecord:
+        """Give a session the user's title, kept whenever the session is saved again;
+        ``None`` or blank: back to the automatic one (its first prompt). ``KeyError``
+        for a session the store does not have."""
+        text = " ".join((title or "").split())[:TITLE_CHARS]
+        if text:
+            return self.update_session(session_id, title=text, title_by_user=True)
+        return self.update_session(session_id, title_by_user=False,
+                                   title=automatic_title(self.load_messages(session_id)))
+
+    def search_sessions(self, query: str, *, limit: int = 50) -> list[SessionRecord]:
+        """Top-level sessions whose title or messages contain ``query`` (case-insensitive
+        for ASCII letters; every word of it, anywhere), most recently updated first, at
+        most ``limit``. A blank query lists the sessions as :meth:`list_sessions`."""
+        words = query.split()
+        if not words:
+            return self.list_sessions(limit)
+        clauses, params = [], []
+        for word in words[:8]:
+            pattern = "%" + _escape_like(word) + "%"
+            clauses.append(
+                "(json_extract(data, '$.title') LIKE ? ESCAPE '\\' OR EXISTS ("
+                "SELECT 1 FROM messages WHERE messages.session_id = sessions.id "
+                # A cheap scan of the JSON first, then only its texts: never a key or an
+                # id ("role", "m_…") matching.
+                "AND messages.data LIKE ? ESCAPE '\\' AND EXISTS (SELECT 1 FROM "
+                "json_tree(messages.data) AS node WHERE node.key = 'text' "
+                "AND node.value LIKE ? ESCAPE '\\')))")
+            params += [pattern, pattern, pattern]
+        sql = ("SELECT id, data, (SELECT COUNT(*) FROM sessions AS child "
+               "WHERE child.parent_id = sessions.id) FROM sessions "
+               "WHERE parent_id IS NULL AND " + " AND ".join(clauses)
+               + " ORDER BY updated_at DESC LIMIT ?")
+        with self._lock:
+            rows = self._db.execute(sql, (*params, max(1, limit))).fetchall()
+        return self._records(rows)
 
     def get_session(self, session_id: str) -> SessionRecord | None:
         with self._lock:
@@ -411,3 +448,12 @@ class SessionStore:
 def _first_error(exc: ValidationError) -> str:
     errors = exc.errors()
     return errors[0]["msg"] if errors else str(exc)
+
+
+TITLE_CHARS = 200
+"""The longest title a user can give a session."""
+
+
+def _escape_like(text: str) -> str:
+    """``text`` matched literally by LIKE (``%``, ``_`` and the escape itself escaped)."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 from neta_nb import Agent, AgentSession, AgentToolConfig, SessionStore, ToolCatalog
-from neta_nb.messages import Usage
+from neta_nb.messages import SkillExecution, ToolExecution, Usage
 from neta_nb.providers.base import ProviderError, StreamDone, TextDelta, UsageUpdate
 from neta_nb.runtime import tracing
 from neta_nb.runtime.tracing import UNTRACED, configure_tracing, turn_tracer
@@ -471,7 +471,9 @@ async def test_the_span_tree_of_a_full_turn_maps_one_to_one_onto_its_events(
     assert len(_named(spans, "chat child-model")) == 1
     # The cards keep their spans' ids.
     message = session.messages[1]
-    for card in [*message.metadata.tool_executions, *message.metadata.skill_executions]:
+    cards: list[ToolExecution | SkillExecution] = [*message.metadata.tool_executions,
+                                                   *message.metadata.skill_executions]
+    for card in cards:
         assert card.trace is not None and card.trace.model_dump() == _ids(by_call[card.id])
     # Names: the conventions' own (or ours, under neta_nb.*).
     known = _semconv_names()

@@ -183,3 +183,29 @@ async def test_switching_away_and_back_while_the_store_is_behind_keeps_every_mes
     assert session.flush(10)
     assert len(store.load_messages(session.id)) == 2
     sidebar.close()
+
+
+async def test_the_search_box_filters_and_rename_keeps_the_users_title(
+        store: SessionStore) -> None:
+    hello = AgentSession(hello_agent(), store=store)
+    await hello.run("Say hello")
+    other = AgentSession(Agent("a", model=ScriptedProvider([[{"text": "Revenue grew."}]])),
+                         store=store)
+    await other.run("How did revenue do?")
+    hello.flush()
+    other.flush()
+    sidebar = SessionSidebar(store)
+    sidebar.query = "revenue"
+    assert [row["id"] for row in sidebar.sessions] == [other.id]
+    sidebar.query = "  "
+    assert {row["id"] for row in sidebar.sessions} == {hello.id, other.id}
+    reply = sidebar._rename({"session_id": hello.id, "title": "Greetings"})
+    assert reply == {"session_id": hello.id}
+    assert next(r for r in sidebar.sessions if r["id"] == hello.id)["title"] == "Greetings"
+    sidebar.query = "greetings"
+    assert [row["id"] for row in sidebar.sessions] == [hello.id]
+    with pytest.raises(RequestError, match="no session"):
+        sidebar._rename({"session_id": "s_missing", "title": "x"})
+    with pytest.raises(RequestError, match="needs"):
+        sidebar._rename({"session_id": hello.id})  # type: ignore[typeddict-item]
+    sidebar.close()

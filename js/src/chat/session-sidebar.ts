@@ -50,6 +50,12 @@ export interface OpenRequest {
   session_id: string;
 }
 
+/** `rename`: the user's title for a session; blank restores the automatic one. */
+export interface RenameRequest {
+  session_id: string;
+  title: string;
+}
+
 /** The session the chat view shows now (the reply to `open`, `new_chat`, `switch_agent`). */
 export interface SessionReply {
   session_id: string;

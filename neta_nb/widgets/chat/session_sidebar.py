@@ -25,7 +25,8 @@ from ..base import NetaWidget, RequestError, handles
 from .stored_session import StoredSession
 from .view import ChatView, live_session
 
-__all__ = ["REFRESH_INTERVAL", "OpenRequest", "SessionReply", "SessionRow", "SessionSidebar"]
+__all__ = ["REFRESH_INTERVAL", "OpenRequest", "RenameRequest", "SessionReply", "SessionRow",
+           "SessionSidebar"]
 
 REFRESH_INTERVAL = 0.25
 """Seconds between two refreshes of the list while the store keeps changing."""
@@ -63,6 +64,14 @@ class OpenRequest(TypedDict):
     """``open``: show this stored session (TS: ``OpenRequest``, session-sidebar.ts)."""
 
     session_id: str
+
+
+class RenameRequest(TypedDict):
+    """``rename``: give a session the user's title; blank restores the automatic one
+    (TS: ``RenameRequest``, session-sidebar.ts)."""
+
+    session_id: str
+    title: str
 
 
 class SessionReply(TypedDict):
@@ -107,6 +116,8 @@ class SessionSidebar(NetaWidget):
     active = traitlets.Unicode("", help="Id of the session shown in the chat.").tag(sync=True)
     can_open = traitlets.Bool(False, help="A chat view is attached.").tag(sync=True)
     height = traitlets.Unicode("640px").tag(sync=True)
+    query = traitlets.Unicode("", help="What the search box holds: the list shows the "
+                              "sessions whose title or messages contain it.").tag(sync=True)
 
     def __init__(self, store: SessionStore, chat: ChatView | None = None, *,
                  resume: ResumeSession | None = None, limit: int = 200,
@@ -140,8 +151,13 @@ class SessionSidebar(NetaWidget):
         if self._refresh_timer is not None:
             self._refresh_timer.cancel()
             self._refresh_timer = None
-        rows = [_row(record) for record in self.store.list_sessions(self._limit)]
-        self.sessions = cast("list[dict[str, Any]]", rows)
+        found = (self.store.search_sessions(self.query, limit=self._limit) if self.query.strip()
+                 else self.store.list_sessions(self._limit))
+        self.sessions = cast("list[dict[str, Any]]", [_row(record) for record in found])
+
+    @traitlets.observe("query")
+    def _on_query(self, _change: Mapping[str, Any]) -> None:
+        self.refresh()
 
     def _on_store_change(self, _session_id: str) -> None:
         # A running turn writes every message: coalesce into one refresh per interval.
@@ -218,6 +234,18 @@ class SessionSidebar(NetaWidget):
         if not isinstance(session_id, str):
             raise RequestError("open needs a 'session_id'")
         self.open_session(session_id)
+        return {"session_id": session_id}
+
+    @handles("rename")
+    def _rename(self, request: RenameRequest) -> SessionReply:
+        session_id, title = request.get("session_id"), request.get("title")
+        if not isinstance(session_id, str) or not isinstance(title, str):
+            raise RequestError("rename needs a 'session_id' and a 'title'")
+        try:
+            self.store.rename_session(session_id, title)
+        except KeyError as exc:
+            raise RequestError(str(exc)) from exc
+        self.refresh()
         return {"session_id": session_id}
 
     @handles("new_chat")
