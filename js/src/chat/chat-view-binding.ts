@@ -11,10 +11,10 @@
  * neta_nb/widgets/chat/wire.py and session_sidebar.py.
  */
 import type { AnyModel, RenderProps } from "@anywidget/types";
-import { fetchWholeText, readTraits, request, requestShowingErrors, type Cleanup, type RendererProps } from "../anywidget-binding";
+import { fetchWholeText, readTraits, request, requestShowingErrors, writeBack, type Cleanup, type RendererProps } from "../anywidget-binding";
 import { createChatView, type ChatActions, type ChatOp, type ChatSnapshot, type ChatViewState, type OlderPage } from "./chat-view";
 import { followNumberedBatches } from "../numbered-batches";
-import { createSessionSidebar, type OpenRequest, type SessionReply, type SessionSidebarState } from "./session-sidebar";
+import { createSessionSidebar, type OpenRequest, type RenameRequest, type SessionReply, type SessionSidebarState } from "./session-sidebar";
 
 type Model = AnyModel<Record<string, unknown>>;
 
@@ -188,7 +188,7 @@ export function renderChatView({ model: anyModel, el, kernel = true }: RendererP
   };
 }
 
-const SIDEBAR_TRAITS: readonly (keyof SessionSidebarState & string)[] = ["sessions", "active", "can_open", "height", "lang"];
+const SIDEBAR_TRAITS: readonly (keyof SessionSidebarState & string)[] = ["sessions", "active", "can_open", "height", "lang", "query"];
 
 export function renderSessionSidebar({ model: anyModel, el }: Pick<RenderProps, "model" | "el">): Cleanup {
   const model = anyModel as Model;
@@ -197,7 +197,10 @@ export function renderSessionSidebar({ model: anyModel, el }: Pick<RenderProps, 
     actions: {
       open: (sessionId) => requestShowingErrors<SessionReply>(model, "open", { session_id: sessionId } satisfies OpenRequest),
       newChat: () => requestShowingErrors<SessionReply>(model, "new_chat"),
+      rename: (sessionId, title) =>
+        requestShowingErrors<SessionReply>(model, "rename", { session_id: sessionId, title } satisfies RenameRequest),
     },
+    onUserChange: writeBack<SessionSidebarState>(model),
   });
   sidebar.update(readTraits<SessionSidebarState>(model, SIDEBAR_TRAITS));
   const listeners = SIDEBAR_TRAITS.map((trait) => {

@@ -3,12 +3,14 @@
  * `📋 k/N`, and either a running dot with "Running…" or the last message. Clicking a row
  * asks the kernel to open that session in the chat view; "New chat" starts an empty one.
  * Rows are keyed by id and updated in place. A failed request shows next to what was
- * clicked: on the row, or under the header for "New chat". Knows nothing of anywidget.
+ * clicked: on the row, or under the header for "New chat". A search box at the top writes
+ * `query` (debounced; the kernel answers with the matching rows); a double-click on a title,
+ * or F2 on a focused row, renames the session in place (`rename`). Knows nothing of anywidget.
  * The wire shapes have Python twins (TypedDicts of the same names) in
  * neta_nb/widgets/chat/session_sidebar.py.
  */
 import "./session-sidebar.css";
-import { element, makeToggle } from "../dom";
+import { element, makeToggle, suppressNotebookShortcuts } from "../dom";
 import { normalizeLang, t, type Lang } from "../i18n";
 import { createInlineError, type InlineError } from "../inline-error";
 import type { Component, ComponentOptions } from "../types";
@@ -43,7 +45,12 @@ export interface SessionSidebarState {
   can_open: boolean;
   height: string;
   lang: Lang;
+  /** What the search box holds; the kernel lists the sessions matching it. */
+  query: string;
 }
+
+/** How long typing must pause before the query goes to the kernel. */
+export const SEARCH_DEBOUNCE_MS = 200;
 
 /** `open`: show this stored session in the chat view. */
 export interface OpenRequest {
@@ -64,6 +71,7 @@ export interface SessionReply {
 export interface SessionSidebarActions {
   open(sessionId: string): Promise<unknown>;
   newChat(): Promise<unknown>;
+  rename(sessionId: string, title: string): Promise<unknown>;
 }
 
 export interface SessionSidebarOptions extends ComponentOptions<SessionSidebarState> {
@@ -76,12 +84,17 @@ interface RowView {
   subtitle: HTMLDivElement;
   error: InlineError;
   removeToggle: () => void;
+  removeRename: () => void;
   signature: string;
+  /** The title being renamed to, shown until the list catches up (or the rename fails). */
+  pendingTitle: string | null;
+  /** The open rename input, if any. */
+  editor: HTMLInputElement | null;
 }
 
 export function createSessionSidebar(el: HTMLElement, options: SessionSidebarOptions = {}): Component<SessionSidebarState> {
   const actions = options.actions ?? {};
-  const state: SessionSidebarState = { sessions: [], active: "", can_open: false, height: "640px", lang: normalizeLang(options.lang) };
+  const state: SessionSidebarState = { sessions: [], active: "", can_open: false, height: "640px", lang: normalizeLang(options.lang), query: "" };
 
   const root = element("div", "neta-root neta-sidebar");
   const header = element("div", "neta-sidebar-header");
@@ -89,12 +102,18 @@ export function createSessionSidebar(el: HTMLElement, options: SessionSidebarOpt
   const newButton = element("button", "neta-sidebar-new");
   newButton.type = "button";
   header.append(heading, newButton);
+  const searchBox = element("div", "neta-sidebar-search");
+  const search = suppressNotebookShortcuts(element("input", "neta-sidebar-search-input"));
+  search.type = "search";
+  search.spellcheck = false;
+  search.autocomplete = "off";
+  searchBox.append(search);
   const list = element("div", "neta-sidebar-list");
   list.setAttribute("role", "list");
   const empty = element("div", "neta-sidebar-empty");
   const lang = () => state.lang;
   const newError = createInlineError(lang, "neta-sidebar-error");
-  root.append(header, newError.root, list, empty);
+  root.append(header, searchBox, newError.root, list, empty);
   el.append(root);
 
   const rows = new Map<string, RowView>();
@@ -116,6 +135,31 @@ export function createSessionSidebar(el: HTMLElement, options: SessionSidebarOpt
   };
   newButton.addEventListener("click", onNew);
 
+  let searchTimer: ReturnType<typeof setTimeout> | undefined;
+  function sendQuery(): void {
+    if (searchTimer !== undefined) clearTimeout(searchTimer);
+    searchTimer = undefined;
+    if (search.value === state.query) return;
+    state.query = search.value;
+    options.onUserChange?.({ query: state.query });
+  }
+  const onSearchInput = () => {
+    if (searchTimer !== undefined) clearTimeout(searchTimer);
+    searchTimer = setTimeout(sendQuery, SEARCH_DEBOUNCE_MS);
+  };
+  const onSearchKey = (event: KeyboardEvent) => {
+    if (event.key === "Escape") {
+      event.preventDefault();
+      search.value = "";
+      sendQuery();
+    } else if (event.key === "Enter") {
+      event.preventDefault();
+      sendQuery();
+    }
+  };
+  search.addEventListener("input", onSearchInput);
+  search.addEventListener("keydown", onSearchKey);
+
   function createRow(id: string): RowView {
     const rowRoot = element("div", "neta-sidebar-item");
     rowRoot.setAttribute("role", "listitem");
@@ -125,6 +169,7 @@ export function createSessionSidebar(el: HTMLElement, options: SessionSidebarOpt
     const error = createInlineError(lang, "neta-sidebar-error");
     rowRoot.append(title, subtitle, error.root);
     const removeToggle = makeToggle(rowRoot, () => {
+      if (view.editor) return; // a click or a key inside the rename input
       if (!state.can_open || id === state.active || rowRoot.classList.contains("neta-is-opening")) return;
       clearErrors();
       rowRoot.classList.add("neta-is-opening");
@@ -133,7 +178,119 @@ export function createSessionSidebar(el: HTMLElement, options: SessionSidebarOpt
         .catch(error.show)
         .finally(() => rowRoot.classList.remove("neta-is-opening"));
     });
-    return { root: rowRoot, title, subtitle, error, removeToggle, signature: "" };
+    const view: RowView = { root: rowRoot, title, subtitle, error, removeToggle, removeRename: () => undefined, signature: "", pendingTitle: null, editor: null };
+    const onDoubleClick = (event: MouseEvent) => {
+      event.preventDefault();
+      event.stopPropagation();
+      startRename(id, view);
+    };
+    const onRowKey = (event: KeyboardEvent) => {
+      if (event.key === "F2" && event.target === rowRoot && !view.editor) {
+        event.preventDefault();
+        startRename(id, view);
+      }
+    };
+    title.addEventListener("dblclick", onDoubleClick);
+    rowRoot.addEventListener("keydown", onRowKey);
+    view.removeRename = () => {
+      title.removeEventListener("dblclick", onDoubleClick);
+      rowRoot.removeEventListener("keydown", onRowKey);
+    };
+    return view;
+  }
+
+  function sessionTitle(id: string): string {
+    return state.sessions.find((session) => session.id === id)?.title ?? "";
+  }
+
+  /** Turn the row's title into an input; Enter or blur sends `rename`, Escape cancels. */
+  function startRename(id: string, row: RowView): void {
+    if (row.editor || !actions.rename) return;
+    clearErrors();
+    const input = suppressNotebookShortcuts(element("input", "neta-sidebar-rename"));
+    input.type = "text";
+    input.spellcheck = false;
+    input.value = row.pendingTitle ?? sessionTitle(id);
+    input.setAttribute("aria-label", t(state.lang, "rename_session"));
+    input.placeholder = t(state.lang, "rename_placeholder");
+    row.editor = input;
+    row.root.classList.add("neta-is-renaming");
+    row.title.replaceChildren(input);
+    let finished = false;
+    const finish = (commit: boolean) => {
+      if (finished) return;
+      finished = true;
+      input.removeEventListener("keydown", onKey);
+      input.removeEventListener("blur", onBlur);
+      row.editor = null;
+      row.root.classList.remove("neta-is-renaming");
+      const before = sessionTitle(id);
+      const wanted = input.value.trim();
+      if (commit && wanted !== before) {
+        // Shown at once; a blank title's automatic one comes with the kernel's list.
+        row.pendingTitle = wanted || before;
+        row.root.classList.add("neta-is-saving");
+        void actions.rename?.(id, wanted)
+          .catch((error: unknown) => {
+            row.pendingTitle = null;
+            row.error.show(error);
+          })
+          .finally(() => {
+            row.pendingTitle = null;
+            row.root.classList.remove("neta-is-saving");
+            showTitle(id, row);
+          });
+      }
+      // Enter and Escape give the focus back to the row; a blur leaves it where it went.
+      showTitle(id, row);
+    };
+    const onKey = (event: KeyboardEvent) => {
+      event.stopPropagation(); // Enter / Space must not reach the row's toggle
+      if (event.key === "Enter") {
+        event.preventDefault();
+        finish(true);
+        row.root.focus();
+      } else if (event.key === "Escape") {
+        event.preventDefault();
+        finish(false);
+        row.root.focus();
+      }
+    };
+    const onBlur = () => finish(true);
+    const stop = (event: Event) => event.stopPropagation();
+    input.addEventListener("keydown", onKey);
+    input.addEventListener("blur", onBlur);
+    input.addEventListener("click", stop);
+    input.addEventListener("dblclick", stop);
+    input.focus();
+    input.select();
+  }
+
+  function showTitle(id: string, row: RowView): void {
+    if (row.editor) return;
+    row.title.textContent = row.pendingTitle ?? sessionTitle(id);
+  }
+
+  /**
+   * Put the rows in `order`. A row being renamed is never moved (moving a node blurs the
+   * input inside it, which would end the rename): the others are placed around it.
+   */
+  function placeRows(order: RowView[]): void {
+    const pinned = order.findIndex((row) => row.editor !== null);
+    if (pinned < 0) {
+      order.forEach((row, index) => {
+        if (list.children[index] !== row.root) list.insertBefore(row.root, list.children[index] ?? null);
+      });
+      return;
+    }
+    for (let i = pinned - 1; i >= 0; i--) {
+      const next = order[i + 1].root;
+      if (order[i].root.nextSibling !== next) list.insertBefore(order[i].root, next);
+    }
+    for (let i = pinned + 1; i < order.length; i++) {
+      const previous = order[i - 1].root;
+      if (previous.nextSibling !== order[i].root) list.insertBefore(order[i].root, previous.nextSibling);
+    }
   }
 
   function render(): void {
@@ -143,10 +300,16 @@ export function createSessionSidebar(el: HTMLElement, options: SessionSidebarOpt
     heading.textContent = t(lang, "chats");
     newButton.textContent = `+ ${t(lang, "new_chat")}`;
     newButton.hidden = !state.can_open;
-    empty.textContent = t(lang, "no_sessions");
+    search.placeholder = t(lang, "search_sessions");
+    search.setAttribute("aria-label", t(lang, "search_sessions"));
+    if (document.activeElement !== search && searchTimer === undefined) search.value = state.query;
+    const query = state.query.trim();
+    root.classList.toggle("neta-is-searching", query !== "");
+    empty.textContent = query ? t(lang, "no_session_matches", { query }) : t(lang, "no_sessions");
     empty.hidden = state.sessions.length > 0;
     const seen = new Set<string>();
-    state.sessions.forEach((session, index) => {
+    const order: RowView[] = [];
+    for (const session of state.sessions) {
       seen.add(session.id);
       let row = rows.get(session.id);
       if (!row) {
@@ -159,7 +322,7 @@ export function createSessionSidebar(el: HTMLElement, options: SessionSidebarOpt
       const signature = JSON.stringify([session, lang]);
       if (signature !== row.signature) {
         row.signature = signature;
-        row.title.textContent = session.title;
+        showTitle(session.id, row);
         row.root.title = session.agent ? `${session.title} · ${session.agent}` : session.title;
         const parts: HTMLElement[] = [];
         if (session.todo && session.todo.total > 0) {
@@ -188,11 +351,13 @@ export function createSessionSidebar(el: HTMLElement, options: SessionSidebarOpt
         }
         row.subtitle.replaceChildren(...parts);
       }
-      if (list.children[index] !== row.root) list.insertBefore(row.root, list.children[index] ?? null);
-    });
+      order.push(row);
+    }
+    placeRows(order);
     for (const [id, row] of rows) {
       if (!seen.has(id)) {
         row.removeToggle();
+        row.removeRename();
         row.root.remove();
         rows.delete(id);
       }
@@ -208,11 +373,18 @@ export function createSessionSidebar(el: HTMLElement, options: SessionSidebarOpt
       if (patch.can_open !== undefined) state.can_open = Boolean(patch.can_open);
       if (patch.height !== undefined) state.height = patch.height;
       if (patch.lang !== undefined) state.lang = normalizeLang(patch.lang);
+      if (patch.query !== undefined) state.query = String(patch.query ?? "");
       render();
     },
     destroy() {
       newButton.removeEventListener("click", onNew);
-      for (const row of rows.values()) row.removeToggle();
+      if (searchTimer !== undefined) clearTimeout(searchTimer);
+      search.removeEventListener("input", onSearchInput);
+      search.removeEventListener("keydown", onSearchKey);
+      for (const row of rows.values()) {
+        row.removeToggle();
+        row.removeRename();
+      }
       root.remove();
     },
   };
