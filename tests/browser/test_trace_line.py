@@ -265,3 +265,46 @@ def test_a_traced_skill_card_shows_its_ids_under_its_result(
     edges = page.evaluate(SKILL_EDGES, card.element_handle())
     assert abs(edges["trace"][0] - edges["result"][0]) < 1, edges
     assert edges["trace"][1] <= edges["result"][1] + 1, edges
+
+
+CREW_CHAT = """
+researcher = Agent("researcher", description="looks things up",
+                   model=ScriptedProvider([[{"text": "Found it."}]], chars_per_second=4000))
+planner = Agent("planner", subagents=[researcher],
+                tools=AgentToolConfig(enabled=["delegate"]),
+                model=ScriptedProvider([
+                    [{"tool_call": {"name": "delegate",
+                                    "args": {"agent": "researcher", "task": "look"}}}],
+                    [{"text": "Done."}]], chars_per_second=4000))
+session = AgentSession(planner, ToolCatalog.default())
+chat = ChatView(session, height="520px")
+chat
+""".strip()
+
+CREW_SPAN_IDS = SPAN_IDS.replace("execute_tool calculate", "execute_tool delegate")
+
+
+def test_a_traced_sub_agent_card_shows_its_delegate_calls_ids(
+        lab: LabSession, screenshot_dir: Path) -> None:
+    path = lab.run_notebook("trace_line_crew.ipynb", [chat_cells.IMPORTS, TRACING, CREW_CHAT])
+    page = lab.page
+    lab.execute(path, "await session.run('Look it up')")
+    page.wait_for_function(IDLE, timeout=30_000)
+    ids = json.loads(lab.execute(path, CREW_SPAN_IDS))
+    card = page.locator(".neta-chat-view .neta-subagent-card").first
+    if "neta-is-collapsed" in (card.get_attribute("class") or ""):
+        card.locator(".neta-subagent-header").click()
+    card.locator(".neta-subagent-body:not(.neta-is-closed)").wait_for()
+    lab.wait_for_transitions(card)
+    line = card.locator(".neta-trace-line")
+    assert page.evaluate(SHOWN, line.element_handle())
+    assert line.locator(".neta-trace-ids").inner_text() == f"{ids['trace_id']} · {ids['span_id']}"
+    lab.set_left_area(collapsed=True)
+    try:
+        for dark in (False, True):
+            lab.set_theme(dark=dark)
+            lab.screenshot(card, screenshot_dir /
+                           f"subagent-card-trace-{'dark' if dark else 'light'}.png")
+    finally:
+        lab.set_theme(dark=False)
+        lab.set_left_area(collapsed=False)
