@@ -49,26 +49,22 @@ class ModelPrice:
                                  f"tokens), got {value!r}")
 
     def cost(self, usage: Usage) -> float:
-        """USD for a call that used ``usage``."""
+        """USD for a call that used ``usage``: the sum of :meth:`split`."""
+        return sum(self.split(usage).values())
+
+    def split(self, usage: Usage) -> dict[str, float]:
+        """The cost by kind of token (what the token stats' hover shows); ``output``
+        includes the thinking, at its own price when it has one."""
         read = self.input if self.cache_read is None else self.cache_read
         write = self.input if self.cache_write is None else self.cache_write
         output = usage.output_tokens * self.output
         if self.thinking is not None:
             thinking = min(usage.thinking_tokens, usage.output_tokens)
             output += thinking * (self.thinking - self.output)
-        return (usage.input_tokens * self.input + usage.cache_read_tokens * read
-                + usage.cache_write_tokens * write + output) / PER
-
-    def split(self, usage: Usage) -> dict[str, float]:
-        """The cost by kind of token (what the token stats' hover shows)."""
-        read = self.input if self.cache_read is None else self.cache_read
-        write = self.input if self.cache_write is None else self.cache_write
         return {"input": usage.input_tokens * self.input / PER,
                 "cache_read": usage.cache_read_tokens * read / PER,
                 "cache_write": usage.cache_write_tokens * write / PER,
-                "output": self.cost(usage) - (usage.input_tokens * self.input
-                                              + usage.cache_read_tokens * read
-                                              + usage.cache_write_tokens * write) / PER}
+                "output": output / PER}
 
 
 def _load() -> tuple[str, dict[tuple[str, str], ModelPrice]]:

@@ -319,10 +319,7 @@ class TurnLoop:
         """What this session has cost in USD — its own calls, summaries and sub-agents'
         — or ``None`` when a call's cost is unknown (a model with no price, a call that
         reported no usage)."""
-        spent = Spend(self._meter.spent.usd, self._meter.spent.calls,
-                      self._meter.spent.unknown)
-        spent.add(self._children_spent.value, self._children_spent.calls)
-        spent.add_turn(self._crew.turn_usage)
+        spent = self._session_spend()
         if spent.calls == 0:
             return 0.0 if self.provider.price is not None else None
         return spent.value

@@ -183,10 +183,11 @@ def _add(current: TurnUsage, usage: Usage, price: ModelPrice | None, *,
                                                  or current.cost_usd is not None)
     cost = split = None
     if known and price is not None:
+        call = price.split(usage)  # once: the call's cost is its sum
         split = dict(current.cost_split or {})
-        for kind, usd in price.split(usage).items():
+        for kind, usd in call.items():
             split[kind] = split.get(kind, 0.0) + usd
-        cost = (current.cost_usd or 0.0) + price.cost(usage)
+        cost = (current.cost_usd or 0.0) + sum(call.values())
     return TurnUsage(input_tokens=current.input_tokens + usage.input_tokens,
                      output_tokens=current.output_tokens + usage.output_tokens,
                      total_tokens=current.total_tokens + usage.total_tokens,
