@@ -13,7 +13,7 @@ from .runtime.replay_report import ReplayReport
 from .runtime.session import Agent, AgentSession
 from .runtime.tracing import configure_tracing
 from .store.process_owner import SessionBusyError
-from .store.sqlite import SessionStore
+from .store.session_store import SessionStore
 from .thinking import build_thinking_params, get_model_thinking_capability, resolve_think_level
 from .todo import TodoItem, TodoStore, TodoSummary
 from .tools import (

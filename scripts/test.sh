@@ -12,6 +12,10 @@ cd "$(dirname "$0")/.."
 # CJK glyphs (without one Chromium draws empty boxes).
 [ -x /usr/bin/chromium ] || apt_install chromium
 fc-list :lang=zh 2>/dev/null | grep -q . || apt_install fonts-noto-cjk
+# A real PostgreSQL server for the store's tests (tests/support/postgres_server.py starts
+# its own cluster; the one Debian's package may start is not used).
+command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 \
+  || apt_install postgresql
 ensure_node
 install_venv "all,lab,test"
 install_llama_server

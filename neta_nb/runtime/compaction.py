@@ -37,7 +37,7 @@ from ..providers.base import (
     TextDelta,
     UsageUpdate,
 )
-from ..store.sqlite import CompactedView, CompactionRecord
+from ..store.session_store import CompactedView, CompactionRecord
 
 __all__ = [
     "SUMMARY_HEADER",

@@ -31,7 +31,7 @@ from ..providers.base import ModelRequest, Provider, TextDelta
 from ..providers.factory import create_provider
 from ..providers.history_script import StoredTurn, split_turns
 from ..providers.scripted import ScriptedProvider
-from ..store.sqlite import SessionRecord, SessionStore
+from ..store.session_store import SessionRecord, SessionStore
 from ..tools import AgentToolConfig, Tool, ToolCatalog, ToolContext, ToolResolution, resolve_tools
 from ..tools.base import ToolFailure
 from .agent import Agent
@@ -179,7 +179,7 @@ class _Original:
         session_id = session.id if isinstance(session, SessionRecord) else session
         record = store.get_session(session_id)
         if record is None:
-            raise KeyError(f"no session {session_id!r} in {store.path}")
+            raise KeyError(f"no session {session_id!r} in {store.location}")
         if record.running:
             raise RuntimeError(f"session {session_id!r} is running a turn: replay it "
                                "between turns")

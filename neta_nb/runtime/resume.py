@@ -14,10 +14,9 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from ..messages import Message, valid_conversation
-from ..store.process_owner import SessionBusyError
+from ..store.process_owner import SessionBusyError, busy_error, current_user
+from ..store.session_store import SessionRecord, SessionStore
 from ..store.session_writes import LOAD_FLUSH_LIMIT, flush_session
-from ..store.sqlite import SessionRecord, SessionStore
-from ..store.turn_claims import TurnClaim
 from ..stored_urls import describe_withheld, withheld_names
 from ..thinking import THINK_LEVELS
 from ..todo import TodoStore
@@ -27,7 +26,22 @@ from .agent import Agent
 if TYPE_CHECKING:
     from .session import AgentSession
 
-__all__ = ["resume_session"]
+__all__ = ["SessionNotOwnedError", "check_owned", "resume_session"]
+
+
+class SessionNotOwnedError(PermissionError):
+    """The session belongs to another user: it can be read (a read-only view), not
+    continued — a session is written only by its owner's kernels."""
+
+
+def check_owned(record: SessionRecord) -> None:
+    """Raise :class:`SessionNotOwnedError` unless the current user owns ``record`` (a
+    record from before sessions had owners is everyone's)."""
+    me = current_user()
+    if record.user is not None and record.user != me:
+        raise SessionNotOwnedError(
+            f"session {record.id!r} belongs to {record.user}, not to {me}: it can be "
+            f"viewed (read-only) but only its owner's kernels continue it")
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +51,7 @@ def resume_session(cls: type[AgentSession], session_id: str, store: SessionStore
                    **options: Any) -> AgentSession:
     """``cls.resume(...)``: see :meth:`AgentSession.resume
     <neta_nb.runtime.session.AgentSession.resume>`."""
-    TurnClaim.check(store.path, session_id)  # a live turn, even one not recorded yet
+    store.database.check_claim(session_id, "resume")  # a live turn, even one not recorded yet
     behind = flush_session(store, session_id)  # this process's own writes of it first
     if behind is not None:
         # What it has not stored yet would be missing here, and two writers of one
@@ -48,9 +62,10 @@ def resume_session(cls: type[AgentSession], session_id: str, store: SessionStore
                                pending=behind.pending, why=why)
     record = store.get_session(session_id)  # a dead owner's turn is settled here
     if record is None:
-        raise KeyError(f"no session {session_id!r} in {store.path}")
-    if record.running and record.owner is not None:
-        record.owner.check_not_busy(session_id)
+        raise KeyError(f"no session {session_id!r} in {store.location}")
+    if record.running and record.owner is not None:  # still running once settled: alive
+        raise busy_error(session_id, record.owner)
+    check_owned(record)
     catalog = catalog if catalog is not None else ToolCatalog.default()
     # MCP servers come back before the agent, so its config finds their tools.
     for problem in catalog.restore_mcp_servers(record.mcp_servers):

@@ -39,12 +39,12 @@ from ..messages import (
     new_id,
 )
 from ..providers.base import Provider
+from ..store.session_store import CompactionRecord, SessionStore
 from ..store.session_writes import (
     SessionPersistence,
     deleted_warning,
     store_warning,
 )
-from ..store.sqlite import CompactionRecord, SessionStore
 from ..store.writer import StoreFailure
 from ..thinking import ThinkLevel, check_think_level, resolve_think_level
 from ..todo import TodoStore

@@ -31,10 +31,10 @@ from ..events import (
 )
 from ..messages import Message, SubagentRun, TraceRef, Usage, encodable
 from ..providers.base import ModelRequest, Provider, ProviderError
+from ..store.database import TurnClaimHandle
 from ..store.process_owner import ProcessOwner
+from ..store.session_store import CompactionRecord
 from ..store.session_writes import SessionPersistence
-from ..store.sqlite import CompactionRecord
-from ..store.turn_claims import TurnClaim
 from ..todo import TodoStore
 from ..tools.resolution_cache import ResolutionCache
 from .agent import Agent
@@ -105,12 +105,12 @@ class TurnLoop:
         turn.begun = True
         self._events.bind_to_running_loop()
         self._emit(TurnStartEvent())
-        claim: TurnClaim | None = None
+        claim: TurnClaimHandle | None = None
         try:
             # First, before anything is stored: the claim that keeps another kernel from
             # taking this turn over, even while the store cannot record the owner yet.
             if self._saved.store is not None:
-                claim = TurnClaim.take(self._saved.store.path, self.id)
+                claim = self._saved.store.claim_turn(self.id)
             # The last turn's children's spend joins the session's before the crew forgets
             # them; then the budgets' turn warnings start afresh.
             self._children_spent.add_turn(self._crew.turn_usage)

@@ -21,7 +21,7 @@ from typing import Literal
 from ..events import ContextUsage, TurnUsage
 from ..messages import Message, ToolDefinition, Usage, count_characters
 from ..providers.prices import ModelPrice
-from ..store.sqlite import CompactionRecord
+from ..store.session_store import CompactionRecord
 from .budget import Spend
 
 __all__ = ["UsageMeter", "estimate_request_tokens"]

@@ -27,7 +27,7 @@ import os
 import re
 import tempfile
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,7 +67,7 @@ class BlobFiles:
     def encode(self, message: Message) -> EncodedMessage:
         """``message`` as the JSON of its row, large binaries moved to files. Write the
         row with :meth:`ensure` in the same transaction."""
-        if self.directory is None or not any(
+        if not self._moves_out or not any(
                 item.data is not None and len(item.data) > INLINE_LIMIT
                 for item in message.binaries()):
             return EncodedMessage(message.model_dump_json())
@@ -104,15 +104,33 @@ class BlobFiles:
                 log.info("blob %s was deleted meanwhile; written again", digest)
                 self._write_file(digest, base64.b64decode(data))
 
+    @property
+    def _moves_out(self) -> bool:
+        return self.directory is not None
+
+    def _read(self, digests: list[str]) -> dict[str, bytes]:
+        assert self.directory is not None
+        found = {}
+        for digest in digests:
+            try:
+                found[digest] = (self.directory / digest).read_bytes()
+            except OSError:
+                continue
+        return found
+
     def restore(self, message: Message) -> Message:
         """Put the bytes of stored items back (in place); missing files leave ``None``."""
-        if self.directory is None:
+        if not self._moves_out:
             return message
-        for item in message.binaries():
-            if item.data is None and item.sha256 and _SHA256.match(item.sha256):
-                try:
-                    raw = (self.directory / item.sha256).read_bytes()
-                except OSError:
+        wanted = [item for item in message.binaries()
+                  if item.data is None and item.sha256 and _SHA256.match(item.sha256)]
+        if not wanted:
+            return message
+        stored = self._read(sorted({item.sha256 for item in wanted if item.sha256}))
+        for item in wanted:
+            if item.sha256 is not None:
+                raw = stored.get(item.sha256)
+                if raw is None:
                     log.warning("blob %s of message %s is missing", item.sha256, message.id)
                     continue
                 if hashlib.sha256(raw).hexdigest() != item.sha256:
@@ -153,11 +171,8 @@ class BlobFiles:
             if not (self.directory / known).exists():  # deleted by another store object
                 self._write_file(known, base64.b64decode(data))
             return known
-        try:
-            raw = base64.b64decode(data, validate=True)
-        except (binascii.Error, ValueError):
-            return None
-        if len(raw) > MAX_BLOB_BYTES:
+        raw = self.decoded(data)
+        if raw is None:
             return None
         digest = hashlib.sha256(raw).hexdigest()
         if not (self.directory / digest).exists():
@@ -167,6 +182,16 @@ class BlobFiles:
                 self._known.clear()
             self._known[data] = digest
         return digest
+
+    @staticmethod
+    def decoded(data: str) -> bytes | None:
+        """The bytes of a base64 item; ``None`` for text that is not base64 or too large
+        to store."""
+        try:
+            raw = base64.b64decode(data, validate=True)
+        except (binascii.Error, ValueError):
+            return None
+        return raw if len(raw) <= MAX_BLOB_BYTES else None
 
     def _write_file(self, digest: str, raw: bytes) -> None:
         assert self.directory is not None
@@ -180,3 +205,41 @@ class BlobFiles:
         except OSError:
             Path(temporary).unlink(missing_ok=True)
             raise
+
+
+class BlobTable(BlobFiles):
+    """The blobs of a database that keeps them in a table (PostgreSQL): :meth:`encode`
+    only names them, the row's transaction stores them (``Rows.ensure_blobs``), and
+    ``fetch(digests)`` reads them back."""
+
+    def __init__(self, fetch: Callable[[list[str]], dict[str, bytes]]) -> None:
+        super().__init__(None)
+        self._fetch = fetch
+
+    @property
+    def _moves_out(self) -> bool:
+        return True
+
+    def _write(self, data: str) -> str | None:
+        with self._lock:
+            known = self._known.get(data)
+        if known is not None:
+            return known
+        raw = self.decoded(data)
+        if raw is None:
+            return None
+        digest = hashlib.sha256(raw).hexdigest()
+        with self._lock:
+            if len(self._known) > 512:
+                self._known.clear()
+            self._known[data] = digest
+        return digest
+
+    def _read(self, digests: list[str]) -> dict[str, bytes]:
+        return self._fetch(digests)
+
+    def ensure(self, encoded: EncodedMessage) -> None:
+        raise NotImplementedError("a table's blobs are stored by Rows.ensure_blobs")
+
+    def remove(self, digests: Iterable[str]) -> None:
+        raise NotImplementedError("a table's blobs go with their last session's rows")

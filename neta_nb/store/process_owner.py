@@ -9,6 +9,7 @@ owner of a running turn — process id *and* the process's start time, so a recy
 
 from __future__ import annotations
 
+import getpass
 import os
 import socket
 from typing import Literal
@@ -18,7 +19,19 @@ from pydantic import BaseModel
 
 from ..labels import t
 
-__all__ = ["ProcessOwner", "SessionBusyError", "busy_error"]
+__all__ = ["ProcessOwner", "SessionBusyError", "busy_error", "current_user"]
+
+
+def current_user() -> str:
+    """Whose sessions this process writes: the JupyterHub user when the kernel runs
+    under JupyterHub, else the operating system's user."""
+    hub_user = os.environ.get("JUPYTERHUB_USER", "").strip()
+    if hub_user:
+        return hub_user
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # a uid with no name (some containers)
+        return f"uid {os.getuid()}" if hasattr(os, "getuid") else "unknown"
 
 
 class SessionBusyError(RuntimeError):
@@ -37,16 +50,18 @@ class SessionBusyError(RuntimeError):
 
 
 class ProcessOwner(BaseModel):
-    """A process: its id, when it started (seconds since the epoch) and its host."""
+    """A process: its id, when it started (seconds since the epoch), its host and the
+    user it runs for."""
 
     pid: int
     started: float
     host: str
+    user: str = ""
 
     @classmethod
     def current(cls) -> ProcessOwner:
         return cls(pid=os.getpid(), started=_start_time(os.getpid()) or 0.0,
-                   host=socket.gethostname())
+                   host=socket.gethostname(), user=current_user())
 
     @property
     def is_current(self) -> bool:
@@ -62,7 +77,12 @@ class ProcessOwner(BaseModel):
         return started is not None and abs(started - self.started) < 1.0
 
     def describe(self) -> str:
-        return f"process {self.pid} on {self.host}"
+        return f"process {self.pid} on {self.where}"
+
+    @property
+    def where(self) -> str:
+        """Its host, and the user it runs for when known: ``host (user alice)``."""
+        return self.host + (f" (user {self.user})" if self.user else "")
 
     def check_not_busy(self, session_id: str, *,
                        action: Literal["resume", "delete"] = "resume") -> None:
@@ -79,7 +99,7 @@ def busy_error(session_id: str, owner: ProcessOwner | None, *,
     where = "elsewhere" if owner is None else "here" if owner.is_current else "process"
     params: dict[str, object] = {"session": repr(session_id)}
     if owner is not None and where == "process":
-        params.update(pid=owner.pid, host=owner.host)
+        params.update(pid=owner.pid, host=owner.where)
     return SessionBusyError(f"session_busy_{action}_{where}", **params)
 
 

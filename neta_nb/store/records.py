@@ -45,6 +45,9 @@ class SessionRecord(BaseModel):
     """A sub-agent's session: the parent's ``delegate`` call id (the nested card's id)."""
     cost_usd: float | None = None
     """What the session has cost in USD so far (sub-agents included), when known."""
+    user: str | None = None
+    """Whose session it is (the JupyterHub user, else the OS user of the kernel that
+    created it); ``None`` in records from before sessions had owners."""
     title_by_user: bool = False
     """The title is the user's (``SessionStore.rename_session``): saving the session keeps
     it instead of deriving one from the first prompt."""

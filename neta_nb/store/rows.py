@@ -1,15 +1,18 @@
-"""The session database's tables and the statements that write one row each — shared by
-:class:`~neta_nb.store.sqlite.SessionStore`'s own connection and the connection of each
-session's writer thread (:mod:`neta_nb.store.session_writes`), so both write rows the
-same way.
+"""The SQLite session database's tables and the statements that write one row each —
+shared by the store's own connection and the connection of each session's writer thread
+(:class:`SqliteRows`), so both write rows the same way.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from typing import TYPE_CHECKING
 
-__all__ = ["SCHEMA", "decode_text", "migrate", "put_draft", "put_message", "put_session",
-           "put_view", "read_session_row", "row_text", "session_exists"]
+if TYPE_CHECKING:
+    from .blobs import BlobFiles, EncodedMessage
+
+__all__ = ["SCHEMA", "SqliteRows", "decode_text", "migrate", "put_draft", "put_message",
+           "put_session", "put_view", "read_session_row", "row_text", "session_exists"]
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -46,6 +49,35 @@ def row_text(data: str | bytes) -> str:
     """A row's JSON as text: TEXT columns are decoded by the connection, a BLOB here."""
     return decode_text(data) if isinstance(data, bytes) else data
 
+
+
+class SqliteRows:
+    """:class:`~neta_nb.store.database.Rows` on one SQLite connection."""
+
+    def __init__(self, db: sqlite3.Connection, blobs: BlobFiles) -> None:
+        self.db, self._blobs = db, blobs
+
+    def put_session(self, session_id: str, data: str, updated_at: float,
+                    parent_id: str | None, user: str | None) -> None:
+        put_session(self.db, session_id, data, updated_at, parent_id)
+
+    def put_message(self, session_id: str, message_id: str, data: str) -> None:
+        put_message(self.db, session_id, message_id, data)
+
+    def put_draft(self, session_id: str, data: str | None) -> None:
+        put_draft(self.db, session_id, data)
+
+    def put_view(self, session_id: str, data: str) -> None:
+        put_view(self.db, session_id, data)
+
+    def read_session(self, session_id: str) -> str | None:
+        return read_session_row(self.db, session_id)
+
+    def session_exists(self, session_id: str) -> bool:
+        return session_exists(self.db, session_id)
+
+    def ensure_blobs(self, session_id: str, encoded: EncodedMessage) -> None:
+        self._blobs.ensure(encoded)
 
 
 def put_session(db: sqlite3.Connection, session_id: str, data: str, updated_at: float,

@@ -11,7 +11,6 @@ session *behind*, never blocked and never failing.
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -23,9 +22,10 @@ from ..escaping import plain_text
 from ..events import WarningEvent
 from ..labels import t
 from ..messages import Message
+from .database import Rows
+from .process_owner import current_user
 from .records import CompactedView, CompactionRecord, SessionRecord, automatic_title, one_line
-from .rows import put_draft, put_message, put_session, put_view, read_session_row, session_exists
-from .sqlite import SessionStore
+from .session_store import SessionStore
 from .writer import StoreFailure, StoreWriter, Write, writers_of
 
 __all__ = ["SessionPersistence", "StoredHistory", "deleted_warning", "flush_session", "one_line",
@@ -75,13 +75,14 @@ class SessionPersistence:
         after it had been stored: nothing of the session is written any more."""
 
     # --- writes -------------------------------------------------------------------------
-    def _submit(self, what: str, apply: Callable[[sqlite3.Connection], None],
-                key: str | None = None, *, notify: bool = True) -> None:
+    def _submit(self, what: str, apply: Callable[[Rows], None],
+                key: str | None = None, *, notify: bool = True, durable: bool = True) -> None:
         if self._writer is not None:
-            self._writer.submit(Write(what, self._unless_deleted(apply), key, notify))
+            self._writer.submit(Write(what, self._unless_deleted(apply), key, notify,
+                                      durable))
 
-    def _unless_deleted(self, apply: Callable[[sqlite3.Connection], None]
-                        ) -> Callable[[sqlite3.Connection], None]:
+    def _unless_deleted(self, apply: Callable[[Rows], None]
+                        ) -> Callable[[Rows], None]:
         """``apply``, unless the session's record is gone although it was stored: a
         deletion (``SessionStore.delete_session``) sticks — the rest of a turn, or the
         next turn of an idle session in another kernel, would otherwise bring back part
@@ -89,26 +90,27 @@ class SessionPersistence:
         wholly before the write or wholly after it."""
         writer = self._writer
 
-        def guarded(db: sqlite3.Connection) -> None:
+        def guarded(rows: Rows) -> None:
             if self.deleted:
                 return
-            if self._parent_gone(db) or (not session_exists(db, self.session_id)
-                                         and self._record_stored):
+            if self._parent_gone(rows) or (not rows.session_exists(self.session_id)
+                                           and self._record_stored):
                 self.deleted = True
                 if writer is not None:
                     writer.deliver(lambda _none: self._on_deleted(), None)
                 return
-            apply(db)
-            self._record_stored = self._record_stored or session_exists(db, self.session_id)
+            apply(rows)
+            self._record_stored = (self._record_stored
+                                   or rows.session_exists(self.session_id))
 
         return guarded
 
-    def _parent_gone(self, db: sqlite3.Connection) -> bool:
+    def _parent_gone(self, rows: Rows) -> bool:
         """A sub-agent's parent session was deleted (a child started after that would be
         stored as an orphan): its record, once stored, is missing now."""
         parent = self._parent
         return parent is not None and (parent.deleted or (
-            parent._record_stored and not session_exists(db, parent.session_id)))
+            parent._record_stored and not rows.session_exists(parent.session_id)))
 
     def message(self, message: Message, *, replaces_draft: bool = False) -> None:
         """Insert or update one message (a message is saved again whenever its cards
@@ -118,15 +120,14 @@ class SessionPersistence:
         if self._writer is None:
             return
         assert self.store is not None
-        blobs = self.store.blobs
-        encoded = blobs.encode(message)
+        encoded = self.store.database.encode(message)
         session_id, message_id = self.session_id, message.id
 
-        def apply(db: sqlite3.Connection) -> None:
-            put_message(db, session_id, message_id, encoded.json)
-            blobs.ensure(encoded)
+        def apply(rows: Rows) -> None:
+            rows.put_message(session_id, message_id, encoded.json)
+            rows.ensure_blobs(session_id, encoded)
             if replaces_draft:
-                put_draft(db, session_id, None)
+                rows.put_draft(session_id, None)
 
         self._submit(f"message {message_id}", apply,
                      key=None if replaces_draft else f"message:{message_id}")
@@ -135,37 +136,37 @@ class SessionPersistence:
         if self._writer is None:
             return
         assert self.store is not None
-        session_id, blobs = self.session_id, self.store.blobs
-        encoded = blobs.encode(message)
+        session_id = self.session_id
+        encoded = self.store.database.encode(message)
 
-        def apply(db: sqlite3.Connection) -> None:
-            put_draft(db, session_id, encoded.json)
-            blobs.ensure(encoded)
+        def apply(rows: Rows) -> None:
+            rows.put_draft(session_id, encoded.json)
+            rows.ensure_blobs(session_id, encoded)
 
-        self._submit("the draft of the streaming answer", apply, key="draft", notify=False)
+        self._submit("the draft of the streaming answer", apply, key="draft", notify=False,
+                     durable=False)
 
     def clear_draft(self) -> None:
         session_id = self.session_id
-        self._submit("clearing the draft", lambda db: put_draft(db, session_id, None),
+        self._submit("clearing the draft", lambda rows: rows.put_draft(session_id, None),
                      key="draft", notify=False)
 
     def view(self, view: CompactedView) -> None:
         if self._writer is None:
             return
         session_id, data = self.session_id, view.model_dump_json()
-        self._submit("the compacted view", lambda db: put_view(db, session_id, data),
+        self._submit("the compacted view", lambda rows: rows.put_view(session_id, data),
                      key="view")
 
     def update(self, **fields: Any) -> None:
         """Change stored fields of the record without rebuilding it."""
         session_id = self.session_id
 
-        def apply(db: sqlite3.Connection) -> None:
-            existing = _stored_record(db, session_id)
+        def apply(rows: Rows) -> None:
+            existing = _stored_record(rows, session_id)
             if existing is not None:
                 changed = existing.model_copy(update={**fields, "updated_at": time.time()})
-                put_session(db, session_id, changed.model_dump_json(), changed.updated_at,
-                            changed.parent_id)
+                _put_record(rows, changed)
 
         self._submit(f"the session record ({', '.join(fields)})", apply)
 
@@ -175,10 +176,9 @@ class SessionPersistence:
             return
         record = self.record(messages)
 
-        def apply(db: sqlite3.Connection) -> None:
-            if read_session_row(db, record.id) is None:
-                put_session(db, record.id, record.model_dump_json(), record.updated_at,
-                            record.parent_id)
+        def apply(rows: Rows) -> None:
+            if rows.read_session(record.id) is None:
+                _put_record(rows, record)
 
         self._submit("the new session's record", apply)
 
@@ -189,19 +189,19 @@ class SessionPersistence:
             return
         record = self.record(messages, **fields)
 
-        def apply(db: sqlite3.Connection) -> None:
+        def apply(rows: Rows) -> None:
             merged = record.model_copy()
-            existing = _stored_record(db, record.id)
+            existing = _stored_record(rows, record.id)
             if existing is not None:
                 merged.created_at = existing.created_at
+                merged.user = existing.user or merged.user  # whose it is never changes
                 if existing.title_by_user:  # a title the user gave stays
                     merged.title, merged.title_by_user = existing.title, True
                 if "running" not in fields:
                     merged.running, merged.owner = existing.running, existing.owner
                 if "owner_died" not in fields:
                     merged.owner_died = existing.owner_died
-            put_session(db, merged.id, merged.model_dump_json(), merged.updated_at,
-                        merged.parent_id)
+            _put_record(rows, merged)
 
         self._submit("the session record", apply)
 
@@ -256,6 +256,7 @@ class SessionPersistence:
             # A preview line: what the message reads as, not its markdown.
             "last_message": one_line(plain_text(last.text), 120) if last else "",
             "message_count": len(messages),
+            "user": current_user(),
             **self._describe(),
         }
         data.update(fields)
@@ -294,8 +295,13 @@ def flush_session(store: SessionStore, session_id: str, *,
     return None
 
 
-def _stored_record(db: sqlite3.Connection, session_id: str) -> SessionRecord | None:
-    data = read_session_row(db, session_id)
+def _put_record(rows: Rows, record: SessionRecord) -> None:
+    rows.put_session(record.id, record.model_dump_json(), record.updated_at,
+                     record.parent_id, record.user)
+
+
+def _stored_record(rows: Rows, session_id: str) -> SessionRecord | None:
+    data = rows.read_session(session_id)
     if data is None:
         return None
     try:

@@ -8,8 +8,8 @@ session is told once that it is behind, and again when it has caught up. Writes 
 pending when the interpreter exits get a few seconds, then each is logged as lost.
 
 Each write carries its rows already serialised (the caller's objects keep changing on the
-loop thread), and each runs in a transaction of its own (``BEGIN IMMEDIATE``: it takes the
-write lock before it reads, so a read-then-write never deadlocks against another writer).
+loop thread), and each runs in a transaction of its own on the database's writer
+connection (:class:`~neta_nb.store.database.WriterConnection`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import asyncio
 import atexit
 import contextlib
 import logging
-import os
 import sqlite3
 import threading
 import time
@@ -29,7 +28,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from .sqlite import SessionStore, WriterConnection
+    from .database import Rows, WriterConnection
+    from .session_store import SessionStore
 
 __all__ = ["StoreFailure", "StoreWriter", "Write"]
 
@@ -53,13 +53,16 @@ class Write:
 
     what: str
     """What it saves, for the log: ``message m_…``, ``draft``, ``record``…"""
-    apply: Callable[[sqlite3.Connection], None]
+    apply: Callable[[Rows], None]
     """Runs the statements (inside the writer's transaction)."""
     key: str | None = None
     """Writes with the same key each replace the whole of what the key names (a message's
     row, the draft): a newer one queued right behind an unstarted older one replaces it."""
     notify: bool = True
     """Tell the store's listeners (the session list) once it is stored."""
+    durable: bool = True
+    """``False``: a crash may lose the commit (a streaming draft, rewritten a moment
+    later); a database may then commit without waiting for its disk."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +71,12 @@ class StoreFailure:
 
     kind: Literal["disk_full", "locked", "missing", "error"]
     detail: str
+
+    @property
+    def keeps_connection(self) -> bool:
+        """A lock ends by itself; a full disk or an I/O error can leave the connection
+        unusable, so it is opened again."""
+        return self.kind == "locked"
 
     @classmethod
     def of(cls, exc: sqlite3.Error) -> StoreFailure:
@@ -180,28 +189,25 @@ class StoreWriter:
                 try:
                     if connection is None:
                         connection = self.store.writer_connection()
-                    with connection.guard:
-                        _transact(connection.db, write.apply)
-                except (sqlite3.ProgrammingError, sqlite3.InterfaceError):
-                    # The store was closed under the session, or a write is malformed:
-                    # no retry can mend either.
-                    log.exception("session %s: %s could not be saved and is dropped",
-                                  self.session_id, write.what)
-                except sqlite3.Error as exc:
-                    failure = StoreFailure.of(exc)
-                    if failure.kind != "locked" and connection is not None:
-                        # A full disk or an I/O error can leave the connection unusable.
-                        connection.close()
-                        connection = None
-                    self._failed(failure)
-                    time.sleep(RETRY_DELAYS[min(attempt, len(RETRY_DELAYS) - 1)])
-                    attempt += 1
-                    continue
-                except Exception:
-                    # Not the store's fault (a write that can never succeed): retrying would
-                    # block every later write for ever.
-                    log.exception("session %s: %s could not be saved and is dropped",
-                                  self.session_id, write.what)
+                    connection.transact(self.session_id, write.apply, durable=write.durable)
+                except Exception as exc:
+                    failure = connection.failure_of(exc) if connection is not None else None
+                    if failure is None and connection is None:
+                        failure = self.store.database.failure_of(exc)
+                    if failure is None:
+                        # A closed store, a malformed write, or not the store's fault at
+                        # all: no retry can mend it, and retrying would block every later
+                        # write for ever.
+                        log.exception("session %s: %s could not be saved and is dropped",
+                                      self.session_id, write.what)
+                    else:
+                        if not failure.keeps_connection and connection is not None:
+                            connection.close()
+                            connection = None
+                        self._failed(failure)
+                        time.sleep(RETRY_DELAYS[min(attempt, len(RETRY_DELAYS) - 1)])
+                        attempt += 1
+                        continue
                 attempt = 0
                 self._stored(write)
         finally:
@@ -255,17 +261,6 @@ class StoreWriter:
         _call_logged(callback, argument)
 
 
-def _transact(db: sqlite3.Connection, apply: Callable[[sqlite3.Connection], None]) -> None:
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        apply(db)
-        db.execute("COMMIT")
-    except BaseException:
-        with contextlib.suppress(sqlite3.Error):
-            db.execute("ROLLBACK")
-        raise
-
-
 def _resolve(future: asyncio.Future[None]) -> None:
     if not future.done():
         future.set_result(None)
@@ -289,13 +284,7 @@ def writers_of(store: SessionStore, session_id: str) -> list[StoreWriter]:
 
 
 def _same_database(one: SessionStore, other: SessionStore) -> bool:
-    # Another SessionStore of the same file, however it was named, is the same database;
-    # every in-memory store is a database of its own.
-    if one is other:
-        return True
-    if ":memory:" in (str(one.path), str(other.path)):
-        return False
-    return os.path.realpath(one.path) == os.path.realpath(other.path)
+    return one is other or one.database.same_database(other.database)
 
 
 @atexit.register

@@ -137,7 +137,7 @@ async def test_stored_beside_the_database_and_back_on_resume(tmp_path: Path) -> 
     session.flush()
     blobs = list((tmp_path / "sessions.db.blobs").iterdir())
     assert [b.read_bytes() for b in blobs] == [picture]
-    row = store._db.execute("SELECT data FROM messages ORDER BY seq").fetchone()[0]
+    row = store.database.execute("SELECT data FROM messages ORDER BY seq")[0][0]
     assert base64.b64encode(picture).decode()[:100] not in row and blobs[0].name in row
 
     resumed = AgentSession.resume(session.id, SessionStore(path), provider=ScriptedProvider())

@@ -10,16 +10,16 @@ from pathlib import Path
 from neta_nb import AgentSession, SessionStore
 from neta_nb.messages import Message, TextPart, ToolCallPart, Usage
 from neta_nb.providers.base import ProviderError, StreamDone, TextDelta, UsageUpdate
-from neta_nb.store.sqlite import SessionRecord
+from neta_nb.store.session_store import SessionRecord
 
 from ..support.mid_tools import copy_as_on_disk, start_until_mid_tools
 from ..support.sessions import answer, assert_valid_history, make_session
 
 
-def test_resume_closes_tool_calls_of_the_checkpointed_draft(tmp_path: Path) -> None:
+def test_resume_closes_tool_calls_of_the_checkpointed_draft(store_target: str | Path) -> None:
     """The kernel died while the model was streaming a response whose tool call had
     already arrived: the draft holds that call, and resume must answer it too."""
-    store = SessionStore(tmp_path / "s.db")
+    store = SessionStore(store_target)
     store.save_session(SessionRecord(id="x", agent={"name": "a", "model": "scripted"},
                                      running=True))
     store.append_message("x", Message.user("go"))
@@ -59,10 +59,10 @@ async def test_kill_mid_tools_keeps_finished_results_and_running_cards(tmp_path:
     assert_valid_history(resumed.messages)
 
 
-async def test_resumed_usage_matches_the_live_session(tmp_path: Path) -> None:
+async def test_resumed_usage_matches_the_live_session(store_target: str | Path) -> None:
     """`session.usage` counts every call the provider billed; the resumed session must
     report the same total — including the summary call and a failed call's usage."""
-    store = SessionStore(tmp_path / "s.db")
+    store = SessionStore(store_target)
     session, _, _ = make_session(
         [answer("one"), answer("two"),
          [TextDelta("- summary"), UsageUpdate(Usage(input_tokens=700, output_tokens=40)),

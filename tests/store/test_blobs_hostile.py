@@ -19,7 +19,6 @@ from neta_nb import Agent, AgentSession, AttachmentError, SessionStore, ToolCata
 from neta_nb.messages import DisplayItem, FileTextPart, ImagePart, Message, TextPart
 from neta_nb.providers.scripted import ScriptedProvider
 from neta_nb.runtime.attachments import attachment_parts
-from neta_nb.store.rows import put_message
 from neta_nb.tools.rich import image_item
 from neta_nb.widgets.rich_static import output_html
 
@@ -214,9 +213,9 @@ def test_a_row_written_after_its_file_was_deleted_writes_the_file_again(
     encoded = store.blobs.encode(message)  # the file is there now...
     other.delete_session(doomed.id)  # ...and gone: no stored row names it
     assert not (tmp_path / "s.db.blobs" / hashlib.sha256(picture).hexdigest()).exists()
-    with store._transaction() as db:  # what the session's writer runs
-        put_message(db, keeper.id, message.id, encoded.json)
-        store.blobs.ensure(encoded)
+    with store.database.transaction(keeper.id) as rows:  # what the session's writer runs
+        rows.put_message(keeper.id, message.id, encoded.json)
+        rows.ensure_blobs(keeper.id, encoded)
     (stored,) = SessionStore(path).load_messages(keeper.id)
     image = stored.attachments[0]
     assert isinstance(image, ImagePart) and image.data == data

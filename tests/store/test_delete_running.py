@@ -48,8 +48,8 @@ async def test_a_session_whose_turn_runs_here_cannot_be_deleted(tmp_path: Path,
 
 
 def test_a_session_whose_turn_runs_in_another_kernel_cannot_be_deleted(
-        tmp_path: Path) -> None:
-    db = tmp_path / "s.db"
+        store_target: str | Path, tmp_path: Path) -> None:
+    db = store_target
     with owner_streaming(db, "s_elsewhere", tmp_path / "streaming") as child:
         store = SessionStore(db)
         with pytest.raises(SessionBusyError, match=f"process {child.pid}") as refused:
@@ -63,8 +63,9 @@ def test_a_session_whose_turn_runs_in_another_kernel_cannot_be_deleted(
     assert "s_elsewhere" not in listed(store)
 
 
-async def test_a_parent_whose_sub_agent_runs_cannot_be_deleted(tmp_path: Path) -> None:
-    store = SessionStore(tmp_path / "s.db")
+async def test_a_parent_whose_sub_agent_runs_cannot_be_deleted(
+        store_target: str | Path) -> None:
+    store = SessionStore(store_target)
     release = asyncio.Event()
     child = Agent("helper", description="helps",
                   model=FakeProvider([[TextDelta("working"), release.wait, *answer(" done")]]))
@@ -87,8 +88,8 @@ async def test_a_parent_whose_sub_agent_runs_cannot_be_deleted(tmp_path: Path) -
 
 
 async def test_an_open_idle_session_deleted_elsewhere_stores_nothing_more(
-        tmp_path: Path) -> None:
-    db = tmp_path / "s.db"
+        store_target: str | Path) -> None:
+    db = store_target
     session, recorder, _provider = make_session(
         [answer("first answer"), answer("second answer")], store=SessionStore(db))
     await session.run("first question")
@@ -107,8 +108,9 @@ async def test_an_open_idle_session_deleted_elsewhere_stores_nothing_more(
 
 # --- a sub-agent of a deleted parent -------------------------------------------------------
 
-async def test_a_deleted_parent_that_delegates_again_stores_no_child(tmp_path: Path) -> None:
-    db = tmp_path / "s.db"
+async def test_a_deleted_parent_that_delegates_again_stores_no_child(
+        store_target: str | Path) -> None:
+    db = store_target
     helper = Agent("helper", description="helps", model=FakeProvider([answer("child answer")]))
     lead = Agent("lead", subagents=[helper], model=FakeProvider([
         answer("hello"), delegations(("d1", "helper", "help")), answer("thanks")]))

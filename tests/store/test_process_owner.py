@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import os
 import signal
-import sqlite3
 import sys
 from pathlib import Path
 
@@ -25,10 +24,14 @@ from ..support.timing import poll_until, wait_until
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
 
+@pytest.mark.parametrize("host", ["this host", "another host"])
 def test_another_process_cannot_resume_a_live_turn_and_a_killed_one_settles(
-        tmp_path: Path) -> None:
-    db, marker = tmp_path / "sessions.sqlite3", tmp_path / "streaming"
-    child = start_owner(db, "s_shared", marker)
+        store_target: str | Path, tmp_path: Path, host: str) -> None:
+    if host == "another host" and not str(store_target).startswith("postgresql:"):
+        pytest.skip("a SQLite file is one machine's: its owner check cannot see another host")
+    db, marker = store_target, tmp_path / "streaming"
+    child = start_owner(db, "s_shared", marker,
+                        host="kernel-elsewhere" if host == "another host" else None)
     try:
         poll_until(marker.exists, 30, "the owner's turn to stream")
         record = SessionStore(db).get_session("s_shared")
@@ -43,6 +46,8 @@ def test_another_process_cannot_resume_a_live_turn_and_a_killed_one_settles(
         poll_until(lambda: _has_draft(db, "s_shared"), 10, "the draft checkpoint")
         os.kill(child.pid, signal.SIGKILL)
         child.wait(10)
+        # The claim goes with the process, wherever it ran.
+        poll_until(lambda: _claim_free(db, "s_shared"), 1.0, "the dead owner's claim to go")
         # Only a look at the record, no resume: the dead owner's turn is not running.
         settled = SessionStore(db).get_session("s_shared")
         assert settled is not None and not settled.running and settled.owner_died
@@ -61,8 +66,9 @@ def test_another_process_cannot_resume_a_live_turn_and_a_killed_one_settles(
             child.wait(10)
 
 
-async def test_resuming_a_session_this_process_is_running_is_refused(tmp_path: Path) -> None:
-    store = SessionStore(tmp_path / "s.db")
+async def test_resuming_a_session_this_process_is_running_is_refused(
+        store_target: str | Path) -> None:
+    store = SessionStore(store_target)
     gate = asyncio.Event()
     session, _, _ = make_session([[gate.wait, *answer("done")]], store=store)
     task = session.start("go")
@@ -75,16 +81,24 @@ async def test_resuming_a_session_this_process_is_running_is_refused(tmp_path: P
     assert not store.get_session(session.id).running  # type: ignore[union-attr]
 
 
-def _has_draft(db: Path, session_id: str) -> bool:
-    with contextlib.closing(sqlite3.connect(db)) as connection:
-        return bool(connection.execute("SELECT count(*) FROM drafts WHERE session_id = ?",
-                                       (session_id,)).fetchone()[0])
+def _has_draft(db: str | Path, session_id: str) -> bool:
+    with contextlib.closing(SessionStore(db)) as store:
+        return store.load_draft(session_id) is not None
 
 
-def test_a_recycled_pid_is_not_the_owner(tmp_path: Path) -> None:
+def _claim_free(db: str | Path, session_id: str) -> bool:
+    with contextlib.closing(SessionStore(db)) as store:
+        try:
+            store.database.check_claim(session_id, "resume")
+        except SessionBusyError:
+            return False
+        return True
+
+
+def test_a_recycled_pid_is_not_the_owner(store_target: str | Path) -> None:
     # Containers restart pids from 1: the same pid with another start time is another
     # process, so the turn it "owns" is dead.
-    store = SessionStore(tmp_path / "s.db")
+    store = SessionStore(store_target)
     session, _, _ = make_session([], store=store)
     me = ProcessOwner.current()
     stale = me.model_copy(update={"started": me.started - 3600})

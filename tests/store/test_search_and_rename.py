@@ -13,8 +13,8 @@ from neta_nb import SessionStore
 from ..support.sessions import answer, make_session
 
 
-async def _two_sessions(tmp_path: Path) -> tuple[SessionStore, str, str]:
-    store = SessionStore(tmp_path / "s.db")
+async def _two_sessions(store_target: str | Path) -> tuple[SessionStore, str, str]:
+    store = SessionStore(store_target)
     first, _, _ = make_session([answer("Revenue grew in the north REGION.")], store=store)
     await first.run("How did revenue do?")
     second, _, _ = make_session([answer("Churn is flat; 100% of cohorts kept.")],
@@ -25,8 +25,8 @@ async def _two_sessions(tmp_path: Path) -> tuple[SessionStore, str, str]:
     return store, first.id, second.id
 
 
-async def test_search_finds_titles_and_message_text_any_case(tmp_path: Path) -> None:
-    store, revenue, churn = await _two_sessions(tmp_path)
+async def test_search_finds_titles_and_message_text_any_case(store_target: str | Path) -> None:
+    store, revenue, churn = await _two_sessions(store_target)
     assert [r.id for r in store.search_sessions("revenue")] == [revenue]
     assert [r.id for r in store.search_sessions("north region")] == [revenue]  # every word
     assert [r.id for r in store.search_sessions("CHURN")] == [churn]
@@ -36,8 +36,8 @@ async def test_search_finds_titles_and_message_text_any_case(tmp_path: Path) -> 
     store.close()
 
 
-async def test_search_takes_wildcards_literally(tmp_path: Path) -> None:
-    store, _, churn = await _two_sessions(tmp_path)
+async def test_search_takes_wildcards_literally(store_target: str | Path) -> None:
+    store, _, churn = await _two_sessions(store_target)
     assert [r.id for r in store.search_sessions("100%")] == [churn]
     assert [r.id for r in store.search_sessions("churn_rate")] == [churn]
     assert [r.id for r in store.search_sessions("%")] == [churn]  # "100%" has one
@@ -48,8 +48,8 @@ async def test_search_takes_wildcards_literally(tmp_path: Path) -> None:
     store.close()
 
 
-async def test_search_lists_top_level_sessions_only(tmp_path: Path) -> None:
-    store, revenue, _ = await _two_sessions(tmp_path)
+async def test_search_lists_top_level_sessions_only(store_target: str | Path) -> None:
+    store, revenue, _ = await _two_sessions(store_target)
     child = store.get_session(revenue)
     assert child is not None
     store.save_session(child.model_copy(update={"id": "s_child", "parent_id": revenue}))
@@ -58,8 +58,8 @@ async def test_search_lists_top_level_sessions_only(tmp_path: Path) -> None:
 
 
 async def test_a_users_title_survives_the_sessions_saves_and_blank_restores(
-        tmp_path: Path) -> None:
-    store = SessionStore(tmp_path / "s.db")
+        store_target: str | Path) -> None:
+    store = SessionStore(store_target)
     session, _, _ = make_session([answer("one"), answer("two")], store=store)
     await session.run("A first question")
     session.flush()

@@ -9,11 +9,13 @@ import contextlib
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import pytest
 
 from neta_nb import AgentSession, SessionBusyError, SessionStore
 from neta_nb.events import DoneEvent, TokenEvent
+from neta_nb.store.sqlite import SqliteDatabase
 from tests.support.owner_child import start_owner
 
 from ..support.sessions import answer, make_session
@@ -48,7 +50,7 @@ def writes_stalled(store: SessionStore) -> Iterator[None]:
     held, release = threading.Event(), threading.Event()
 
     def hold() -> None:
-        with store._lock:
+        with cast(SqliteDatabase, store.database)._lock:
             held.set()
             release.wait(30)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -24,10 +23,10 @@ PLAN = {"todos": [{"id": "1", "content": "Read", "status": "completed"},
                   {"id": "2", "content": "Write", "status": "in_progress"}]}
 
 
-def test_store_round_trip_and_listing(tmp_path: Path) -> None:
-    from neta_nb.store.sqlite import SessionRecord
+def test_store_round_trip_and_listing(store_target: str | Path) -> None:
+    from neta_nb.store.session_store import SessionRecord
 
-    store = SessionStore(tmp_path / "s.db")
+    store = SessionStore(store_target)
     store.save_session(SessionRecord(id="a", title="First", updated_at=1.0))
     store.save_session(SessionRecord(id="b", title="Second", updated_at=2.0))
     assert [r.id for r in store.list_sessions()] == ["b", "a"]
@@ -46,18 +45,18 @@ def test_store_round_trip_and_listing(tmp_path: Path) -> None:
     assert store.get_session("a") is None and store.load_messages("a") == []
 
 
-def test_corrupt_rows_show_as_unreadable_with_a_warning(tmp_path: Path) -> None:
-    path = tmp_path / "s.db"
+def test_corrupt_rows_show_as_unreadable_with_a_warning(store_target: str | Path) -> None:
+    path = store_target
     store = SessionStore(path)
-    from neta_nb.store.sqlite import UNREADABLE_MESSAGE, SessionRecord
+    from neta_nb.store.session_store import UNREADABLE_MESSAGE, SessionRecord
 
     store.save_session(SessionRecord(id="a"))
     for m in (Message.user("one"), Message.user("two"), Message.user("three")):
         store.append_message("a", m)
-    with sqlite3.connect(path) as db:
-        db.execute("UPDATE messages SET data = '{not json' WHERE seq = 1")
-        db.execute("INSERT INTO sessions (id, data, updated_at) "
-                   "VALUES ('bad', '{\"id\": 5, \"title\": []}', 9)")
+    # What a bad disk or a hand edit leaves, in either database.
+    store.database.execute("UPDATE messages SET data = '{not json' WHERE seq = 1")
+    store.database.execute("INSERT INTO sessions (id, data, updated_at) "
+                           "VALUES ('bad', '{\"id\": 5, \"title\": []}', 9)")
     reopened = SessionStore(path)
     loaded = reopened.load_messages("a")
     # The damaged message stays visible where it was, as an empty message with the error.
@@ -68,8 +67,8 @@ def test_corrupt_rows_show_as_unreadable_with_a_warning(tmp_path: Path) -> None:
     assert any("session bad" in w for w in reopened.warnings)
 
 
-async def test_session_persists_and_resumes(tmp_path: Path) -> None:
-    store = SessionStore(tmp_path / "s.db")
+async def test_session_persists_and_resumes(store_target: str | Path) -> None:
+    store = SessionStore(store_target)
     provider = FakeProvider([
         [ThinkingDelta("plan"), *calls(("t", "todo", PLAN), ("p", "profile_table", {}))],
         answer("All done", thinking="wrap up")])
@@ -102,8 +101,8 @@ async def test_session_persists_and_resumes(tmp_path: Path) -> None:
     assert store.load_messages(session.id)[-1].text == "continued"
 
 
-async def test_resume_rebuilds_the_agent_from_the_store(tmp_path: Path) -> None:
-    store = SessionStore(tmp_path / "s.db")
+async def test_resume_rebuilds_the_agent_from_the_store(store_target: str | Path) -> None:
+    store = SessionStore(store_target)
     agent = Agent("demo", model="scripted", tools=AgentToolConfig(disabled=["list_files"]))
     session = AgentSession(agent, store=store)
     resumed = AgentSession.resume(session.id, store=store)
@@ -112,8 +111,8 @@ async def test_resume_rebuilds_the_agent_from_the_store(tmp_path: Path) -> None:
     assert resumed.agent.tools.disabled == ["list_files"]
 
 
-async def test_cancelled_turn_is_stored_marked(tmp_path: Path) -> None:
-    store = SessionStore(tmp_path / "s.db")
+async def test_cancelled_turn_is_stored_marked(store_target: str | Path) -> None:
+    store = SessionStore(store_target)
     forever = asyncio.Event()
     provider = FakeProvider([[TextDelta("partial"), forever.wait]])
     session = AgentSession(Agent("a", model=provider), store=store)
@@ -129,10 +128,10 @@ async def test_cancelled_turn_is_stored_marked(tmp_path: Path) -> None:
     assert record is not None and record.running is False
 
 
-def test_resume_closes_dangling_tool_calls(tmp_path: Path) -> None:
-    store = SessionStore(tmp_path / "s.db")
+def test_resume_closes_dangling_tool_calls(store_target: str | Path) -> None:
+    store = SessionStore(store_target)
     from neta_nb.messages import ToolCallPart
-    from neta_nb.store.sqlite import SessionRecord
+    from neta_nb.store.session_store import SessionRecord
 
     store.save_session(SessionRecord(id="x", agent={"name": "a", "model": "scripted"},
                                      running=True))
@@ -169,13 +168,16 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def draft_count(db: Path) -> int:
-    with sqlite3.connect(db) as conn:
-        return int(conn.execute("SELECT COUNT(*) FROM drafts").fetchone()[0])
+def has_draft(db: str | Path, session_id: str) -> bool:
+    store = SessionStore(db)
+    try:
+        return store.load_draft(session_id) is not None
+    finally:
+        store.close()
 
 
-def test_killed_process_loses_no_completed_message(tmp_path: Path) -> None:
-    db = tmp_path / "s.db"
+def test_killed_process_loses_no_completed_message(store_target: str | Path) -> None:
+    db = store_target
     root = str(Path(__file__).resolve().parents[1])
     code = CHILD.format(root=root, plan=PLAN, db=str(db))
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
@@ -184,7 +186,7 @@ def test_killed_process_loses_no_completed_message(tmp_path: Path) -> None:
         assert child.stdout is not None
         assert child.stdout.readline().strip() == "STREAMING"
         # The draft checkpoint happens on the first delta; wait until it is on disk.
-        poll_until(lambda: draft_count(db) > 0, within=20, what="no draft checkpoint on disk")
+        poll_until(lambda: has_draft(db, "killed"), within=20, what="no draft checkpoint stored")
         os.killpg(child.pid, signal.SIGKILL)
     finally:
         child.wait(timeout=20)
@@ -207,10 +209,10 @@ def test_killed_process_loses_no_completed_message(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("bad", ["not a level", 3])
-def test_resume_tolerates_a_bad_level(tmp_path: Path, bad: object) -> None:
-    from neta_nb.store.sqlite import SessionRecord
+def test_resume_tolerates_a_bad_level(store_target: str | Path, bad: object) -> None:
+    from neta_nb.store.session_store import SessionRecord
 
-    store = SessionStore(tmp_path / "s.db")
+    store = SessionStore(store_target)
     store.save_session(SessionRecord(id="x", agent={"name": "a", "model": "scripted"},
                                      think_level=str(bad)))
     assert AgentSession.resume("x", store=store).messages == []

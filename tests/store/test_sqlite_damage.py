@@ -9,7 +9,7 @@ from pathlib import Path
 
 from neta_nb import AgentSession, SessionStore
 from neta_nb.messages import MAX_NESTING, Message, ToolCallPart
-from neta_nb.store.sqlite import SessionRecord
+from neta_nb.store.session_store import SessionRecord
 
 from ..support.sessions import answer, assert_valid_history, calls, make_session
 

@@ -16,6 +16,7 @@ import textwrap
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,6 +24,7 @@ from neta_nb import AgentSession, SessionStore
 from neta_nb.events import DoneEvent, TokenEvent, WarningEvent
 from neta_nb.messages import Message
 from neta_nb.providers.base import TextDelta
+from neta_nb.store.database import Rows
 from neta_nb.store.records import SessionRecord
 from neta_nb.store.writer import StoreFailure, StoreWriter, Write
 
@@ -32,7 +34,7 @@ from ..support.timing import finishes_in_thread, poll_until, wait_until
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def stored_texts(db: Path, session_id: str) -> list[tuple[str, str]]:
+def stored_texts(db: str | Path, session_id: str) -> list[tuple[str, str]]:
     """(role, text) of every stored message, read with a store of its own."""
     store = SessionStore(db)
     try:
@@ -41,17 +43,41 @@ def stored_texts(db: Path, session_id: str) -> list[tuple[str, str]]:
         store.close()
 
 
+def _is_url(db: str | Path) -> bool:
+    return str(db).startswith("postgresql:")
+
+
+class _OtherProgram:
+    """Another program's connection holding the store's write lock: SQLite's database-wide
+    one, or on PostgreSQL an exclusive lock on the tables (reads still go on)."""
+
+    def __init__(self, db: str | Path) -> None:
+        self._pg = _is_url(db)
+        if self._pg:
+            import psycopg
+
+            self._conn: Any = psycopg.connect(str(db), autocommit=True)
+            self._conn.execute("BEGIN")
+            self._conn.execute("LOCK TABLE sessions, messages, drafts, views, blobs, "
+                               "blob_refs IN EXCLUSIVE MODE")
+        else:
+            self._conn = sqlite3.connect(db, isolation_level=None)
+            self._conn.execute("BEGIN IMMEDIATE")
+
+    def release(self) -> None:
+        with contextlib.suppress(Exception):
+            self._conn.execute("COMMIT")
+        self._conn.close()
+
+
 @contextlib.contextmanager
-def write_lock_held(db: Path) -> Iterator[sqlite3.Connection]:
+def write_lock_held(db: str | Path) -> Iterator[None]:
     """Another connection (a second notebook, a backup tool) holding the write lock."""
-    other = sqlite3.connect(db, isolation_level=None)
-    other.execute("BEGIN IMMEDIATE")
+    other = _OtherProgram(db)
     try:
-        yield other
+        yield
     finally:
-        with contextlib.suppress(sqlite3.Error):
-            other.execute("COMMIT")
-        other.close()
+        other.release()
 
 
 class LockHolder:
@@ -60,7 +86,7 @@ class LockHolder:
     (a write made on it, with the busy timeouts unbounded) then gets going again, and the
     test fails seeing the lock gone instead of hanging for ever."""
 
-    def __init__(self, db: Path, guard: float) -> None:
+    def __init__(self, db: str | Path, guard: float) -> None:
         self._taken, self._let_go = threading.Event(), threading.Event()
         self.gave_up = False
         """The guard ran out: the holder let go by itself."""
@@ -73,17 +99,15 @@ class LockHolder:
         """Still held: the test has not let go, nor has the guard run out."""
         return self._taken.is_set() and not (self.gave_up or self._gone)
 
-    def _hold(self, db: Path, guard: float) -> None:
-        other = sqlite3.connect(db, isolation_level=None)
+    def _hold(self, db: str | Path, guard: float) -> None:
+        other = _OtherProgram(db)
         try:
-            other.execute("BEGIN IMMEDIATE")
             self._taken.set()
             # Said before the lock goes, so whatever waited on it sees it.
             self.gave_up = not self._let_go.wait(guard)
-            other.execute("COMMIT")
         finally:
             self._gone = True
-            other.close()
+            other.release()
 
     def start(self) -> None:
         self._thread.start()
@@ -95,7 +119,7 @@ class LockHolder:
 
 
 @contextlib.contextmanager
-def write_lock_held_by_a_thread(db: Path, guard: float = 30.0) -> Iterator[LockHolder]:
+def write_lock_held_by_a_thread(db: str | Path, guard: float = 30.0) -> Iterator[LockHolder]:
     """:func:`write_lock_held` for a test whose event loop must go on while it is held:
     ``holder.held`` says whether it still is."""
     holder = LockHolder(db, guard)
@@ -130,12 +154,12 @@ def unbounded_store_waits(monkeypatch: pytest.MonkeyPatch) -> None:
 # --- another connection holds the lock ------------------------------------------------
 
 async def test_a_locked_store_never_stalls_the_loop_nor_stop_and_loses_nothing(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        store_target: str | Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # A write made on the event loop would now stop it (the stream, Stop) until the lock
     # goes: each check below, made on the loop, passes only while the lock is still held.
     # How long the loop stalls and Stop takes is measured by benchmarks/store_behind.py.
     unbounded_store_waits(monkeypatch)
-    db = tmp_path / "sessions.sqlite3"
+    db = store_target
     store = SessionStore(db)
     pace = asyncio.Event()
     deltas = [TextDelta(f"word{i} ") for i in range(400)]
@@ -184,8 +208,8 @@ async def test_a_locked_store_never_stalls_the_loop_nor_stop_and_loses_nothing(
     assert fresh.load_messages(session.id)[-1].metadata.interrupted == "cancelled"
 
 
-async def test_run_returns_once_its_turn_is_stored(tmp_path: Path) -> None:
-    db = tmp_path / "sessions.sqlite3"
+async def test_run_returns_once_its_turn_is_stored(store_target: str | Path) -> None:
+    db = store_target
     session, _, _ = make_session([answer("stored")], store=SessionStore(db))
     await session.run("go")
     # No flush: a healthy store holds the turn when run() returns.
@@ -195,27 +219,25 @@ async def test_run_returns_once_its_turn_is_stored(tmp_path: Path) -> None:
 
 # --- the writer itself ------------------------------------------------------------------
 
-def _writer(tmp_path: Path) -> tuple[StoreWriter, list[StoreFailure | None], Path]:
-    db = tmp_path / "w.sqlite3"
+def _writer(db: str | Path) -> tuple[StoreWriter, list[StoreFailure | None], str | Path]:
     store = SessionStore(db)
     heard: list[StoreFailure | None] = []
     return StoreWriter(store, "s", heard.append), heard, db
 
 
 def _row(text: str) -> Write:
-    def apply(db: sqlite3.Connection) -> None:
-        db.execute("INSERT INTO messages (session_id, seq, id, data) VALUES ('s', "
-                   "(SELECT COALESCE(MAX(seq), -1) + 1 FROM messages), ?, ?)", (text, text))
+    def apply(rows: Rows) -> None:
+        rows.put_message("s", text, text)
     return Write(f"row {text}", apply)
 
 
-def _rows(db: Path) -> list[str]:
-    with contextlib.closing(sqlite3.connect(db)) as connection:
-        return [r[0] for r in connection.execute("SELECT id FROM messages ORDER BY seq")]
+def _rows(db: str | Path) -> list[str]:
+    with contextlib.closing(SessionStore(db)) as store:
+        return [r[0] for r in store.database.execute("SELECT id FROM messages ORDER BY seq")]
 
 
-def test_writes_queued_behind_a_lock_are_stored_in_order_once_it_goes(tmp_path: Path) -> None:
-    writer, heard, db = _writer(tmp_path)
+def test_writes_queued_behind_a_lock_are_stored_in_order_once_it_goes(store_target: str | Path) -> None:
+    writer, heard, db = _writer(store_target)
     with write_lock_held(db):
         for n in range(5):
             writer.submit(_row(f"r{n}"))
@@ -230,12 +252,15 @@ def test_writes_queued_behind_a_lock_are_stored_in_order_once_it_goes(tmp_path: 
 
 
 def test_a_newer_write_of_the_same_key_replaces_a_queued_one_only_at_the_tail(
-        tmp_path: Path) -> None:
-    writer, heard, db = _writer(tmp_path)
+        store_target: str | Path) -> None:
+    writer, heard, db = _writer(store_target)
     applied: list[str] = []
 
     def keyed(key: str, text: str) -> Write:
-        return Write(text, lambda _db: applied.append(text), key=key)
+        def apply(rows: Rows) -> None:
+            rows.put_draft("s", text)  # a row: another program's lock holds it back
+            applied.append(text)
+        return Write(text, apply, key=key)
 
     with write_lock_held(db):
         writer.submit(keyed("a", "a1"))  # the head: being attempted, never replaced
@@ -250,10 +275,10 @@ def test_a_newer_write_of_the_same_key_replaces_a_queued_one_only_at_the_tail(
 
 
 def test_a_write_that_can_never_succeed_is_logged_and_the_rest_go_on(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    writer, heard, db = _writer(tmp_path)
+        store_target: str | Path, caplog: pytest.LogCaptureFixture) -> None:
+    writer, heard, db = _writer(store_target)
 
-    def broken(_db: sqlite3.Connection) -> None:
+    def broken(_rows: Rows) -> None:
         raise ValueError("not serialisable")
 
     writer.submit(_row("before"))
@@ -297,8 +322,8 @@ def test_writes_pending_at_exit_are_logged_never_silently_lost(tmp_path: Path) -
     assert "was never saved (database is locked)" in done.stderr
 
 
-def test_resume_reads_this_process_pending_writes_of_the_session(tmp_path: Path) -> None:
-    db = tmp_path / "sessions.sqlite3"
+def test_resume_reads_this_process_pending_writes_of_the_session(store_target: str | Path) -> None:
+    db = store_target
     store = SessionStore(db)
     session, _, _ = make_session([], store=store)
     with write_lock_held(db):
@@ -377,11 +402,11 @@ async def test_a_full_disk_holds_writes_until_space_returns_then_all_are_stored_
 
 
 def test_reading_while_another_program_holds_the_lock_never_waits_on_it(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        store_target: str | Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from neta_nb.store.process_owner import ProcessOwner
 
     unbounded_store_waits(monkeypatch)
-    db = tmp_path / "sessions.sqlite3"
+    db = store_target
     store = SessionStore(db)
     session, _, _ = make_session([], store=store)
     session._saved.draft(Message.assistant([]))
@@ -425,12 +450,12 @@ def test_a_store_closed_under_the_session_drops_its_writes_with_a_log_not_a_retr
     assert heard == []
 
 
-def test_an_answer_and_the_removal_of_its_draft_are_one_write(tmp_path: Path) -> None:
+def test_an_answer_and_the_removal_of_its_draft_are_one_write(store_target: str | Path) -> None:
     # Two writes would leave a window where a killed kernel keeps both the stored answer
     # and its draft, and resume would add the answer a second time as "killed".
     from neta_nb.store.session_writes import SessionPersistence
 
-    db = tmp_path / "sessions.sqlite3"
+    db = store_target
     saved = SessionPersistence("s_one", SessionStore(db), dict)
     answer_message = Message.assistant([])
     with write_lock_held(db):
@@ -450,7 +475,8 @@ def test_a_store_file_deleted_under_the_session_is_reported_not_recreated_empty(
     import neta_nb.store.writer
 
     monkeypatch.setattr(neta_nb.store.writer, "IDLE_EXIT", 0.05)
-    writer, heard, db = _writer(tmp_path)
+    writer, heard, db = _writer(tmp_path / "w.sqlite3")
+    assert isinstance(db, Path)
     writer.submit(_row("first"))
     assert writer.flush(10)
     for leftover in tmp_path.glob("w.sqlite3*"):

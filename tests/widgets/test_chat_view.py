@@ -20,7 +20,7 @@ from neta_nb.providers.base import (
     ThinkingEnd,
     UsageUpdate,
 )
-from neta_nb.store.sqlite import CompactionRecord
+from neta_nb.store.session_store import CompactionRecord
 from neta_nb.widgets import ChatView
 from neta_nb.widgets.base import RequestError
 from neta_nb.widgets.chat.batcher import OpBatcher

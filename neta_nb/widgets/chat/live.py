@@ -23,7 +23,6 @@ import dataclasses
 import weakref
 from collections.abc import Callable, Sequence
 from functools import partial
-from pathlib import Path
 from typing import Any, cast
 
 import traitlets
@@ -48,8 +47,8 @@ from ...runtime.attachments import DEFAULT_ATTACHMENT_LIMITS
 from ...runtime.projection import ConversationProjection, PendingApproval
 from ...runtime.session import Agent, AgentSession
 from ...runtime.subagents import subagent_history
+from ...store.session_store import SessionStore
 from ...store.session_writes import store_warning
-from ...store.sqlite import SessionStore
 from ...thinking import get_model_thinking_capability
 from ..base import NetaWidget
 from ..state_bounds import NOTE_CHARS, preview_args
@@ -83,7 +82,7 @@ def live_session(session_id: str, store: SessionStore | None = None) -> AgentSes
     if session is None or store is None:
         return session
     mine = session.store
-    return session if mine is not None and Path(mine.path) == Path(store.path) else None
+    return session if mine is not None and mine.same_database(store) else None
 
 
 def note(text: str) -> str:

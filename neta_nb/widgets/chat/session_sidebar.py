@@ -20,7 +20,7 @@ import traitlets
 
 from ...runtime.session import AgentSession
 from ...store.process_owner import SessionBusyError
-from ...store.sqlite import SessionRecord, SessionStore
+from ...store.session_store import SessionRecord, SessionStore
 from ..base import NetaWidget, RequestError, handles
 from .stored_session import StoredSession
 from .view import ChatView, live_session

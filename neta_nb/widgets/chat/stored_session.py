@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...messages import Message
-from ...store.sqlite import CompactionRecord, SessionRecord, SessionStore
+from ...store.session_store import CompactionRecord, SessionRecord, SessionStore
 from ...todo import TodoStore
 
 __all__ = ["StoredSession", "StoredSessionFollower"]
@@ -41,7 +41,7 @@ class StoredSession:
         """Read ``session_id`` from ``store``; ``KeyError`` when there is no such session."""
         record = store.get_session(session_id)
         if record is None:
-            raise KeyError(f"no session {session_id!r} in {store.path}")
+            raise KeyError(f"no session {session_id!r} in {store.location}")
         view = store.load_view(session_id)
         messages = store.load_messages(session_id)
         # A dead owner's draft stays until someone resumes the session (which turns it
@@ -99,7 +99,7 @@ class StoredSession:
         rewrites in place (its cards) shows at the next change or forced read."""
         record = self.store.get_session(self.id)
         if record is None:
-            raise KeyError(f"session {self.id!r} is no longer in {self.store.path}")
+            raise KeyError(f"session {self.id!r} is no longer in {self.store.location}")
         if (not force and record.updated_at == self.record.updated_at
                 and record.running == self.record.running
                 and self.store.count_messages(self.id) == self._stored_count

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 
 from ...messages import Message, ToolExecution
 from ...runtime.projection import ConversationProjection
-from ...store.sqlite import SessionStore
+from ...store.session_store import SessionStore
 from ...todo import TodoStore
 from ..state_bounds import SUBAGENT_BYTES, SUBAGENT_ITEMS, fit_window, task_preview
 from .render import keep_streamed, render_message, renderable

@@ -29,7 +29,7 @@ from ...messages import Message
 from ...runtime.attachments import Attachment, guess_media_type
 from ...runtime.session import Agent, AgentSession
 from ...store.process_owner import SessionBusyError
-from ...store.sqlite import CompactionRecord
+from ...store.session_store import CompactionRecord
 from ..base import BUFFERS_KEY, RequestError, handles
 from .live import live_session, note
 from .read_only import READ_ONLY_REFRESH_INTERVAL, ReadOnlyChat

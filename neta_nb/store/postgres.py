@@ -1,0 +1,530 @@
+"""The PostgreSQL database of a :class:`~neta_nb.store.session_store.SessionStore`: a
+team's server, shared by kernels on many hosts (``neta-nb[postgres]``: psycopg 3 and its
+pool).
+
+What differs from SQLite, and why:
+
+* **Transactions per session.** A write takes a transaction-scoped advisory lock on its
+  session only, so one session's writes never wait on another's (SQLite locks the whole
+  file); writes of one session stay in order.
+* **A small pool.** Every writer of the process shares a few connections, so a thousand
+  live sessions do not open a thousand (the server's default limit is 100). A streaming
+  draft commits asynchronously (it exists to lose at most a moment); messages never.
+* **Text, not JSONB.** Rows are the same JSON text as on SQLite: JSONB refuses ``\\u0000``.
+* **Blobs in a table**, with a row per session that names each, so a deletion finds the
+  unused ones without scanning any text.
+* **Claims across hosts.** A running turn holds a session-level advisory lock on one
+  connection per process (:mod:`neta_nb.store.postgres_claims`); the server releases it the
+  moment that process dies, on whatever host.
+* **Other processes' changes** arrive by LISTEN/NOTIFY (:mod:`neta_nb.store.postgres_notify`).
+* **Failures** are told apart by SQLSTATE and reported with the same codes as SQLite's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import socket
+import weakref
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
+
+try:
+    import psycopg
+    import psycopg_pool
+except ImportError as exc:  # pragma: no cover - the extra is missing
+    raise ImportError("a PostgreSQL session store needs psycopg 3 and its pool: "
+                      "pip install 'neta-nb[postgres]'") from exc
+
+from .blobs import BlobTable, EncodedMessage
+from .database import Action, Database, Rows, SessionRow, escape_like
+from .postgres_claims import ClaimsConnection, claim_key
+from .postgres_notify import CHANNEL, Listener, notification
+from .process_owner import ProcessOwner, busy_error
+from .writer import StoreFailure
+
+if TYPE_CHECKING:
+    from ..messages import Message
+    from .records import SessionRecord
+
+__all__ = ["MIGRATIONS", "POOL_SIZE", "PostgresDatabase", "close_databases"]
+
+log = logging.getLogger(__name__)
+
+POOL_SIZE = 4
+"""Connections the process's writers and reads share (``?pool_size=`` in the URL)."""
+CONNECT_TIMEOUT = 5.0
+"""Seconds to wait for a connection before the write is retried (the server is down)."""
+WRITER_LOCK_TIMEOUT_MS = 100
+"""How long one attempt of a session's writer waits on a lock another program holds (a
+``LOCK TABLE``, a long migration); the writer retries, off the kernel's loop, and says
+promptly that it is behind (as on SQLite)."""
+STORE_LOCK_TIMEOUT_MS = 5000
+"""How long the store's own writes (delete, save from outside a session) wait on one."""
+
+MIGRATIONS: list[str] = [
+    # 1: the first schema.
+    """
+    CREATE TABLE sessions (
+        id text PRIMARY KEY,
+        data text NOT NULL,
+        updated_at double precision NOT NULL,
+        parent_id text,
+        user_name text
+    );
+    CREATE INDEX sessions_by_parent ON sessions (parent_id);
+    CREATE INDEX sessions_top_by_update ON sessions (updated_at DESC) WHERE parent_id IS NULL;
+    CREATE TABLE messages (
+        session_id text NOT NULL,
+        seq integer NOT NULL,
+        id text NOT NULL,
+        data text NOT NULL,
+        PRIMARY KEY (session_id, seq),
+        UNIQUE (session_id, id)
+    );
+    CREATE TABLE drafts (session_id text PRIMARY KEY, data text NOT NULL);
+    CREATE TABLE views (session_id text PRIMARY KEY, data text NOT NULL);
+    CREATE TABLE blobs (sha256 text PRIMARY KEY, data bytea NOT NULL);
+    CREATE TABLE blob_refs (
+        session_id text NOT NULL,
+        sha256 text NOT NULL,
+        PRIMARY KEY (session_id, sha256)
+    );
+    CREATE INDEX blob_refs_by_blob ON blob_refs (sha256);
+    CREATE TABLE turn_claims (session_id text PRIMARY KEY, owner text NOT NULL);
+    """,
+]
+"""The schema, one step per version; a database is brought up to date when opened."""
+
+_MIGRATION_LOCK = 0x6E65_7461_6D69_6772  # one key: two kernels never migrate at once
+
+_CHILDREN = "(SELECT COUNT(*) FROM sessions AS child WHERE child.parent_id = sessions.id)"
+
+
+def write_key(session_id: str) -> int:
+    """The advisory lock a write of the session holds for its transaction."""
+    return _key(b"write", session_id)
+
+
+def _key(kind: bytes, session_id: str) -> int:
+    digest = hashlib.blake2b(session_id.encode("utf-8", "surrogatepass"), digest_size=8,
+                             person=kind.ljust(16, b"\0")).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def display_url(url: str) -> str:
+    """``url`` without its password (for messages and ``repr``)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)[1]
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}@{netloc}" if user else netloc))
+
+
+class PostgresDatabase:
+    """Sessions in a PostgreSQL database, through a pool of a few connections."""
+
+    def __init__(self, url: str) -> None:
+        url, pool_size = _pool_size(url)
+        self.url = url
+        self.location = display_url(url)
+        # No connection kept open while idle (min_size=0): a kernel with a store it does
+        # not use costs the server nothing.
+        self.pool = psycopg_pool.ConnectionPool(
+            url, min_size=0, max_size=pool_size, open=True, timeout=CONNECT_TIMEOUT,
+            kwargs={"autocommit": True}, name="neta-nb-store", max_idle=60.0)
+        try:
+            self._migrate()
+        except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
+            self.pool.close()
+            raise ConnectionError(f"cannot connect to the session store {self.location}: "
+                                  f"{exc}") from None
+        _databases.add(self)
+        self._listeners: list[Listener] = []
+        self.blobs = BlobTable(self._fetch_blobs)
+        self.claims = ClaimsConnection.of(url)
+
+    def _migrate(self) -> None:
+        with self.pool.connection() as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            conn.execute("CREATE TABLE IF NOT EXISTS neta_nb_schema (version integer NOT NULL)")
+            row = conn.execute("SELECT COALESCE(MAX(version), 0) FROM neta_nb_schema").fetchone()
+            version = int(row[0]) if row else 0
+            for number, step in enumerate(MIGRATIONS[version:], version + 1):
+                conn.execute(step)
+                conn.execute("INSERT INTO neta_nb_schema (version) VALUES (%s)", (number,))
+
+    # --- transactions -----------------------------------------------------------------
+    @contextmanager
+    def transaction(self, session_id: str | None = None, *,
+                    immediate: bool = False) -> Iterator[PostgresRows]:
+        with self.pool.connection() as conn, conn.transaction():
+            conn.execute(f"SET LOCAL lock_timeout = {int(STORE_LOCK_TIMEOUT_MS)}")
+            if session_id is not None:
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (write_key(session_id),))
+            rows = PostgresRows(conn)
+            yield rows
+            if session_id is not None:
+                rows.notify(session_id)
+
+    def writer_connection(self) -> PostgresWriterConnection:
+        return PostgresWriterConnection(self)
+
+    def failure_of(self, exc: Exception) -> StoreFailure | None:
+        return failure_of(exc)
+
+    # --- reads ------------------------------------------------------------------------
+    def _all(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        with self.pool.connection() as conn:
+            return conn.execute(sql, params).fetchall()
+
+    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        with self.pool.connection() as conn:
+            cursor = conn.execute(sql, params)
+            return cursor.fetchall() if cursor.description is not None else []
+
+    def read_session(self, session_id: str) -> tuple[str, int] | None:
+        rows = self._all(f"SELECT data, {_CHILDREN} FROM sessions WHERE id = %s",
+                         (session_id,))
+        return (rows[0][0], int(rows[0][1])) if rows else None
+
+    def session_rows(self, *, parent_id: str | None, limit: int | None,
+                     users: list[str] | None) -> list[SessionRow]:
+        if parent_id is not None:
+            rows = self._all(f"SELECT id, data, {_CHILDREN} FROM sessions "
+                             "WHERE parent_id = %s", (parent_id,))
+        else:
+            where, params = _users_clause(users)
+            rows = self._all(f"SELECT id, data, {_CHILDREN} FROM sessions WHERE "
+                             f"parent_id IS NULL{where} ORDER BY updated_at DESC LIMIT %s",
+                             (*params, limit))
+        return [(row[0], row[1], int(row[2])) for row in rows]
+
+    def search_rows(self, words: list[str], *, limit: int,
+                    users: list[str] | None) -> list[SessionRow]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        for word in words:
+            # Matched in the rows' JSON text (a word with quotes or a backslash is matched
+            # as JSON writes it); then only inside a "text" value, never a key or an id.
+            escaped = _json_escaped(word)
+            pattern = "%" + escape_like(escaped) + "%"
+            in_text = r'"text":\s*"([^"\\]|\\.)*' + _regex_literal(escaped)
+            in_title = r'"title":\s*"([^"\\]|\\.)*' + _regex_literal(escaped)
+            clauses.append(
+                "(sessions.data ~* %s OR EXISTS (SELECT 1 FROM messages "
+                "WHERE messages.session_id = sessions.id AND messages.data ILIKE %s "
+                "AND messages.data ~* %s))")
+            params += [in_title, pattern, in_text]
+        where, user_params = _users_clause(users)
+        rows = self._all(f"SELECT id, data, {_CHILDREN} FROM sessions WHERE parent_id IS NULL"
+                         f"{where} AND " + " AND ".join(clauses)
+                         + " ORDER BY updated_at DESC LIMIT %s",
+                         (*user_params, *params, limit))
+        return [(row[0], row[1], int(row[2])) for row in rows]
+
+    def child_ids(self, session_id: str) -> list[str]:
+        return [row[0] for row in self._all("SELECT id FROM sessions WHERE parent_id = %s",
+                                            (session_id,))]
+
+    def message_rows(self, session_id: str, offset: int,
+                     limit: int | None) -> list[tuple[int, str]]:
+        rows = self._all("SELECT seq, data FROM messages WHERE session_id = %s ORDER BY seq "
+                         "LIMIT %s OFFSET %s", (session_id, limit, offset))
+        return [(int(seq), data) for seq, data in rows]
+
+    def count_messages(self, session_id: str) -> int:
+        return int(self._all("SELECT COUNT(*) FROM messages WHERE session_id = %s",
+                             (session_id,))[0][0])
+
+    def draft_row(self, session_id: str) -> str | None:
+        rows = self._all("SELECT data FROM drafts WHERE session_id = %s", (session_id,))
+        return rows[0][0] if rows else None
+
+    def view_row(self, session_id: str) -> str | None:
+        rows = self._all("SELECT data FROM views WHERE session_id = %s", (session_id,))
+        return rows[0][0] if rows else None
+
+    # --- writes the store makes itself ------------------------------------------------
+    def delete_session(self, session_id: str) -> None:
+        with self.transaction(session_id) as rows:
+            conn = rows.conn
+            for table, key in (("sessions", "id"), ("drafts", "session_id"),
+                               ("views", "session_id"), ("messages", "session_id"),
+                               ("turn_claims", "session_id")):
+                conn.execute(f"DELETE FROM {table} WHERE {key} = %s", (session_id,))
+            named = [row[0] for row in conn.execute(
+                "DELETE FROM blob_refs WHERE session_id = %s RETURNING sha256",
+                (session_id,)).fetchall()]
+            if named:
+                # Locked first: a writer naming one of them meanwhile (its ensure_blobs
+                # holds a share lock on the blob) is waited for, and then seen.
+                conn.execute("SELECT 1 FROM blobs WHERE sha256 = ANY(%s) FOR UPDATE",
+                             (named,))
+                conn.execute("DELETE FROM blobs WHERE sha256 = ANY(%s) AND NOT EXISTS "
+                             "(SELECT 1 FROM blob_refs WHERE blob_refs.sha256 = blobs.sha256)",
+                             (named,))
+
+    def settle(self, session_id: str, data: str) -> None:
+        # Only if no write of the session is under way: a reader never waits for it; the
+        # next read settles it again.
+        try:
+            with self.pool.connection() as conn, conn.transaction():
+                conn.execute("SET LOCAL lock_timeout = 1")  # never wait: skip instead
+                free = conn.execute("SELECT pg_try_advisory_xact_lock(%s)",
+                                    (write_key(session_id),)).fetchone()
+                if free and free[0]:
+                    conn.execute("UPDATE sessions SET data = %s WHERE id = %s",
+                                 (data, session_id))
+                    PostgresRows(conn).notify(session_id)
+        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+            log.info("session %s: its dead owner is settled on the next read (%s)",
+                     session_id, exc)
+
+    # --- blobs ----------------------------------------------------------------------------
+    def encode(self, message: Message) -> EncodedMessage:
+        return self.blobs.encode(message)
+
+    def restore(self, message: Message) -> Message:
+        return self.blobs.restore(message)
+
+    def _fetch_blobs(self, digests: list[str]) -> dict[str, bytes]:
+        rows = self._all("SELECT sha256, data FROM blobs WHERE sha256 = ANY(%s)", (digests,))
+        return {digest: bytes(data) for digest, data in rows}
+
+    # --- running turns --------------------------------------------------------------------
+    def take_claim(self, session_id: str) -> Any:
+        return self.claims.take(session_id)
+
+    def check_claim(self, session_id: str, action: Action) -> None:
+        if self.claims.holds(session_id):
+            raise busy_error(session_id, ProcessOwner.current(), action=action)
+        if self._claim_held(session_id):
+            raise busy_error(session_id, self._claim_owner(session_id), action=action)
+
+    def _claim_held(self, session_id: str) -> bool:
+        """Whether any connection of the server holds the session's claim."""
+        key = claim_key(session_id) & 0xFFFF_FFFF_FFFF_FFFF
+        rows = self._all(
+            "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted "
+            "AND objsubid = 1 AND classid = %s AND objid = %s "
+            "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+            (key >> 32, key & 0xFFFF_FFFF))
+        return bool(rows)
+
+    def _claim_owner(self, session_id: str) -> ProcessOwner | None:
+        rows = self._all("SELECT owner FROM turn_claims WHERE session_id = %s", (session_id,))
+        try:
+            return ProcessOwner.model_validate_json(rows[0][0]) if rows else None
+        except ValueError:
+            return None
+
+    def owner_alive(self, record: SessionRecord) -> bool:
+        owner = record.owner
+        if owner is None:
+            return False
+        if self.claims.holds(record.id) or self._claim_held(record.id):
+            return True
+        # No claim: its process is gone — unless it runs here and is just ending its turn
+        # (the claim goes a moment before the record says so).
+        return owner.host == socket.gethostname() and owner.is_alive()
+
+    # --- other processes' changes -------------------------------------------------------
+    def listen(self, callback: Callable[[str], None]) -> Callable[[], None]:
+        listener = Listener.start(self.url, callback)
+        self._listeners.append(listener)
+
+        def stop() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+            listener.stop()
+
+        return stop
+
+    def same_database(self, other: Database) -> bool:
+        return isinstance(other, PostgresDatabase) and _same_server(self.url, other.url)
+
+    def close(self) -> None:
+        for listener in list(self._listeners):
+            listener.stop()
+        self._listeners.clear()
+        self.pool.close()
+
+
+_databases: weakref.WeakSet[PostgresDatabase] = weakref.WeakSet()
+
+
+def close_databases(url: str) -> None:
+    """Close every open store of this process on ``url`` (before the database is
+    dropped), and this process's claims connection to it."""
+    for database in list(_databases):
+        if database.url == url:
+            database.close()
+    ClaimsConnection.forget(url)
+
+
+class PostgresRows:
+    """:class:`~neta_nb.store.database.Rows` on one connection, inside its transaction."""
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self.conn = conn
+
+    def put_session(self, session_id: str, data: str, updated_at: float,
+                    parent_id: str | None, user: str | None) -> None:
+        self.conn.execute(
+            "INSERT INTO sessions (id, data, updated_at, parent_id, user_name) "
+            "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (id) DO UPDATE SET "
+            "data = EXCLUDED.data, updated_at = EXCLUDED.updated_at, "
+            "parent_id = EXCLUDED.parent_id, "
+            "user_name = COALESCE(sessions.user_name, EXCLUDED.user_name)",
+            (session_id, data, updated_at, parent_id, user))
+
+    def put_message(self, session_id: str, message_id: str, data: str) -> None:
+        # The transaction holds the session's write lock: no other writer appends to
+        # it between the two statements.
+        updated = self.conn.execute(
+            "UPDATE messages SET data = %s WHERE session_id = %s AND id = %s",
+            (data, session_id, message_id)).rowcount
+        if not updated:
+            self.conn.execute(
+                "INSERT INTO messages (session_id, seq, id, data) VALUES (%s, "
+                "(SELECT COALESCE(MAX(seq), -1) + 1 FROM messages WHERE session_id = %s),"
+                " %s, %s)", (session_id, session_id, message_id, data))
+
+    def put_draft(self, session_id: str, data: str | None) -> None:
+        if data is None:
+            self.conn.execute("DELETE FROM drafts WHERE session_id = %s", (session_id,))
+        else:
+            self.conn.execute("INSERT INTO drafts (session_id, data) VALUES (%s, %s) "
+                              "ON CONFLICT (session_id) DO UPDATE SET data = EXCLUDED.data",
+                              (session_id, data))
+
+    def put_view(self, session_id: str, data: str) -> None:
+        self.conn.execute("INSERT INTO views (session_id, data) VALUES (%s, %s) "
+                          "ON CONFLICT (session_id) DO UPDATE SET data = EXCLUDED.data",
+                          (session_id, data))
+
+    def read_session(self, session_id: str) -> str | None:
+        row = self.conn.execute("SELECT data FROM sessions WHERE id = %s",
+                                (session_id,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def session_exists(self, session_id: str) -> bool:
+        return self.conn.execute("SELECT 1 FROM sessions WHERE id = %s",
+                                 (session_id,)).fetchone() is not None
+
+    def ensure_blobs(self, session_id: str, encoded: EncodedMessage) -> None:
+        if not encoded.files:
+            return
+        digests = sorted(encoded.files)
+        # A share lock on each blob that is there (a deletion locks them for update and
+        # waits for this transaction); only the missing ones travel to the server.
+        present = {row[0] for row in self.conn.execute(
+            "SELECT sha256 FROM blobs WHERE sha256 = ANY(%s) FOR KEY SHARE",
+            (digests,)).fetchall()}
+        for digest in digests:
+            if digest not in present:
+                self.conn.execute("INSERT INTO blobs (sha256, data) VALUES (%s, %s) "
+                                  "ON CONFLICT (sha256) DO NOTHING",
+                                  (digest, BlobTable.decoded(encoded.files[digest])))
+        self.conn.execute("INSERT INTO blob_refs (session_id, sha256) "
+                          "SELECT %s, unnest(%s::text[]) ON CONFLICT DO NOTHING",
+                          (session_id, digests))
+
+    def notify(self, session_id: str) -> None:
+        """Tell other processes' listeners, when this transaction commits."""
+        self.conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, notification(session_id)))
+
+
+class PostgresWriterConnection:
+    """What one session's writer thread writes with: a connection from the pool per
+    write, so idle sessions hold none."""
+
+    def __init__(self, database: PostgresDatabase) -> None:
+        self._database = database
+
+    def transact(self, session_id: str, apply: Callable[[Rows], None], *,
+                 durable: bool = True) -> None:
+        with self._database.pool.connection() as conn, conn.transaction():
+            conn.execute(f"SET LOCAL lock_timeout = {int(WRITER_LOCK_TIMEOUT_MS)}")
+            if not durable:
+                conn.execute("SET LOCAL synchronous_commit = off")
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (write_key(session_id),))
+            rows = PostgresRows(conn)
+            apply(rows)
+            if durable:
+                rows.notify(session_id)
+
+    def failure_of(self, exc: Exception) -> StoreFailure | None:
+        return failure_of(exc)
+
+    def close(self) -> None:
+        pass  # the pool's connections are the pool's
+
+
+_LOCKED = {"55P03", "40P01", "40001", "57014"}
+"""lock_not_available, deadlock_detected, serialization_failure, query_canceled (a
+statement or lock timeout)."""
+_MISSING = {"3D000", "42P01"}
+"""invalid_catalog_name (the database was dropped), undefined_table."""
+
+
+def failure_of(exc: Exception) -> StoreFailure | None:
+    """Why a write failed, by SQLSTATE, with the codes the chat view shows for SQLite."""
+    if isinstance(exc, psycopg_pool.PoolClosed):
+        return None  # the store was closed under the session: no retry can mend it
+    if isinstance(exc, psycopg_pool.PoolTimeout):
+        return StoreFailure("error", f"the database server cannot be reached ({exc})")
+    if not isinstance(exc, psycopg.Error):
+        return None
+    state = exc.sqlstate or ""
+    text = str(exc).strip() or type(exc).__name__
+    if state == "53100":
+        return StoreFailure("disk_full", text)
+    if state in _LOCKED:
+        return StoreFailure("locked", text)
+    if state in _MISSING:
+        return StoreFailure("missing", text)
+    if isinstance(exc, psycopg.OperationalError) or state[:2] in ("08", "57", "53", "58"):
+        return StoreFailure("error", f"the connection to the database server failed ({text})")
+    if isinstance(exc, (psycopg.DataError, psycopg.IntegrityError,
+                        psycopg.ProgrammingError)):
+        return None  # the write itself is wrong: no retry mends it
+    return StoreFailure("error", text)
+
+
+def _users_clause(users: list[str] | None) -> tuple[str, tuple[Any, ...]]:
+    if users is None:
+        return "", ()
+    return " AND (user_name IS NULL OR user_name = ANY(%s))", (users,)
+
+
+def _pool_size(url: str) -> tuple[str, int]:
+    """The URL without ``pool_size`` (not a libpq parameter), and that size."""
+    match = re.search(r"([?&])pool_size=(\d+)&?", url)
+    if match is None:
+        return url, POOL_SIZE
+    cleaned = url[:match.start()] + (match.group(1) if url[match.end():] else "") \
+        + url[match.end():]
+    return cleaned.rstrip("?&"), max(1, int(match.group(2)))
+
+
+def _same_server(one: str, other: str) -> bool:
+    a, b = urlsplit(one), urlsplit(other)
+    return ((a.hostname, a.port or 5432, a.path) == (b.hostname, b.port or 5432, b.path))
+
+
+def _json_escaped(word: str) -> str:
+    """``word`` as it appears inside a JSON string of a row."""
+    import json
+
+    return json.dumps(word, ensure_ascii=False)[1:-1]
+
+
+def _regex_literal(text: str) -> str:
+    """``text`` matched literally by a PostgreSQL regular expression."""
+    return re.sub(r"([\\.^$|?*+()\[\]{}])", r"\\\1", text)

@@ -1,0 +1,150 @@
+"""Turn claims on PostgreSQL: while this process runs a session's turn it holds a
+session-level advisory lock on that session, on one connection it keeps for its claims
+(one per database and process, carrying every running turn's lock — not one connection
+per turn). The server drops the lock the moment the connection goes, which is the moment
+its process dies, on any host: no pid check that cannot see another machine.
+
+Who holds a claim (pid, host, user) is written beside it, so a refusal can name the owner.
+Advisory locks are re-entrant on one connection, so this process remembers which claims it
+holds and refuses a second turn of a session it already runs (as ``flock`` does on SQLite).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+from typing import Any, ClassVar
+
+import psycopg
+
+from .process_owner import ProcessOwner, busy_error
+
+__all__ = ["ClaimsConnection", "PostgresClaim", "claim_key"]
+
+log = logging.getLogger(__name__)
+
+
+def claim_key(session_id: str) -> int:
+    """The advisory lock key of a session's turn claim (distinct from its write key)."""
+    digest = hashlib.blake2b(session_id.encode("utf-8", "surrogatepass"), digest_size=8,
+                             person=b"claim".ljust(16, b"\0")).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+class ClaimsConnection:
+    """This process's connection for turn claims on one database."""
+
+    _by_url: ClassVar[dict[tuple[str, int], ClaimsConnection]] = {}
+    _registry_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._lock = threading.Lock()
+        self._conn: psycopg.Connection[Any] | None = None
+        self._held: set[str] = set()
+
+    @classmethod
+    def of(cls, url: str) -> ClaimsConnection:
+        """The one claims connection of this process for ``url`` (opened on first use; a
+        forked child gets its own: a connection is never shared across processes)."""
+        key = (url, os.getpid())
+        with cls._registry_lock:
+            found = cls._by_url.get(key)
+            if found is None:
+                found = cls._by_url[key] = cls(url)
+            return found
+
+    @classmethod
+    def forget(cls, url: str) -> None:
+        """Close this process's claims connection to ``url`` (its claims go with it)."""
+        with cls._registry_lock:
+            found = cls._by_url.pop((url, os.getpid()), None)
+        if found is not None:
+            with found._lock:
+                found._held.clear()
+                if found._conn is not None:
+                    found._conn.close()
+
+    def _connection(self) -> psycopg.Connection[Any]:
+        conn = self._conn
+        if conn is None or conn.closed or conn.broken:
+            if self._held:
+                # The server dropped them with the old connection: nobody is kept out of
+                # those sessions now. Said, and taken again below where still running.
+                log.warning("the turn claims of sessions %s were lost with their "
+                            "connection; claimed again", sorted(self._held))
+            conn = self._conn = psycopg.connect(self.url, autocommit=True)
+            for session_id in list(self._held):
+                row = conn.execute("SELECT pg_try_advisory_lock(%s)",
+                                   (claim_key(session_id),)).fetchone()
+                if not (row and row[0]):
+                    self._held.discard(session_id)
+        return conn
+
+    def holds(self, session_id: str) -> bool:
+        """Whether a turn of this process holds the session's claim."""
+        with self._lock:
+            return session_id in self._held
+
+    def take(self, session_id: str) -> PostgresClaim:
+        """Claim the session's turn; :class:`SessionBusyError` while a turn holds it
+        (here or in any process on any host)."""
+        owner = ProcessOwner.current()
+        with self._lock:
+            if session_id in self._held:
+                raise busy_error(session_id, owner)
+            conn = self._connection()
+            row = conn.execute("SELECT pg_try_advisory_lock(%s)",
+                               (claim_key(session_id),)).fetchone()
+            if not (row and row[0]):
+                holder = conn.execute("SELECT owner FROM turn_claims WHERE session_id = %s",
+                                      (session_id,)).fetchone()
+                raise busy_error(session_id, _owner(holder[0] if holder else None))
+            self._held.add(session_id)
+            try:
+                conn.execute("INSERT INTO turn_claims (session_id, owner) VALUES (%s, %s) "
+                             "ON CONFLICT (session_id) DO UPDATE SET owner = EXCLUDED.owner",
+                             (session_id, owner.model_dump_json()))
+            except psycopg.Error as exc:  # the name is a courtesy; the lock is the claim
+                log.info("session %s: the claim's owner was not written (%s)",
+                         session_id, exc)
+        return PostgresClaim(self, session_id)
+
+    def release(self, session_id: str) -> None:
+        with self._lock:
+            if session_id not in self._held:
+                return
+            self._held.discard(session_id)
+            conn = self._conn
+            if conn is None or conn.closed or conn.broken:
+                return  # the server dropped it already
+            try:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (claim_key(session_id),))
+            except psycopg.Error as exc:
+                log.warning("session %s: its turn claim could not be released (%s); the "
+                            "connection is closed, which releases it", session_id, exc)
+                conn.close()
+
+
+class PostgresClaim:
+    """One running turn's claim."""
+
+    def __init__(self, connection: ClaimsConnection, session_id: str) -> None:
+        self._connection: ClaimsConnection | None = connection
+        self.session_id = session_id
+
+    def release(self) -> None:
+        if self._connection is not None:
+            connection, self._connection = self._connection, None
+            connection.release(self.session_id)
+
+
+def _owner(data: str | None) -> ProcessOwner | None:
+    if data is None:
+        return None
+    try:
+        return ProcessOwner.model_validate_json(data)
+    except ValueError:
+        return None
