@@ -136,13 +136,19 @@ class PostgresDatabase:
         # not use costs the server nothing.
         self.pool = psycopg_pool.ConnectionPool(
             url, min_size=0, max_size=pool_size, open=True, timeout=CONNECT_TIMEOUT,
-            kwargs={"autocommit": True}, name="neta-nb-store", max_idle=60.0)
+            kwargs={"autocommit": True}, name="neta-nb-store", max_idle=60.0,
+            # A connection the server dropped while idle (a restart, a cut network) is
+            # replaced before use, so no read fails for it.
+            check=psycopg_pool.ConnectionPool.check_connection)
         try:
             self._migrate()
         except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
             self.pool.close()
             raise ConnectionError(f"cannot connect to the session store {self.location}: "
                                   f"{exc}") from None
+        except BaseException:
+            self.pool.close()
+            raise
         _databases.add(self)
         self._listeners: list[Listener] = []
         self.blobs = BlobTable(self._fetch_blobs)
@@ -154,6 +160,10 @@ class PostgresDatabase:
             conn.execute("CREATE TABLE IF NOT EXISTS neta_nb_schema (version integer NOT NULL)")
             row = conn.execute("SELECT COALESCE(MAX(version), 0) FROM neta_nb_schema").fetchone()
             version = int(row[0]) if row else 0
+            if version > len(MIGRATIONS):
+                raise RuntimeError(
+                    f"the session store {self.location} has schema version {version}, newer "
+                    f"than this neta_nb knows ({len(MIGRATIONS)}): upgrade neta-nb to use it")
             for number, step in enumerate(MIGRATIONS[version:], version + 1):
                 conn.execute(step)
                 conn.execute("INSERT INTO neta_nb_schema (version) VALUES (%s)", (number,))

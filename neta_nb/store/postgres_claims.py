@@ -70,7 +70,7 @@ class ClaimsConnection:
     def _connection(self) -> psycopg.Connection[Any]:
         conn = self._conn
         if conn is None or conn.closed or conn.broken:
-            if self._held:
+            if self._held and conn is not None:
                 # The server dropped them with the old connection: nobody is kept out of
                 # those sessions now. Said, and taken again below where still running.
                 log.warning("the turn claims of sessions %s were lost with their "
@@ -95,9 +95,18 @@ class ClaimsConnection:
         with self._lock:
             if session_id in self._held:
                 raise busy_error(session_id, owner)
-            conn = self._connection()
-            row = conn.execute("SELECT pg_try_advisory_lock(%s)",
-                               (claim_key(session_id),)).fetchone()
+            try:
+                conn = self._connection()
+                row = conn.execute("SELECT pg_try_advisory_lock(%s)",
+                                   (claim_key(session_id),)).fetchone()
+            except psycopg.OperationalError:
+                # The connection died while idle (a server restart, a cut network): its
+                # locks went with it. Once more on a new one.
+                if self._conn is not None:
+                    self._conn.close()
+                conn = self._connection()
+                row = conn.execute("SELECT pg_try_advisory_lock(%s)",
+                                   (claim_key(session_id),)).fetchone()
             if not (row and row[0]):
                 holder = conn.execute("SELECT owner FROM turn_claims WHERE session_id = %s",
                                       (session_id,)).fetchone()

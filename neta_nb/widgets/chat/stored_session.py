@@ -110,8 +110,10 @@ class StoredSession:
 
 class StoredSessionFollower:
     """Keeps the read of a stored session current while a view shows it: reread on
-    :meth:`refresh`, and every ``interval`` seconds on the running loop while its owner's
-    turn runs; ``on_change(stored)`` gets each newer read."""
+    :meth:`refresh`, when the store says the session changed (another process's change
+    too, on a store that hears them: PostgreSQL's LISTEN/NOTIFY), and every ``interval``
+    seconds on the running loop while its owner's turn runs (the streaming draft is not
+    announced); ``on_change(stored)`` gets each newer read."""
 
     def __init__(self, stored: StoredSession, on_change: Callable[[StoredSession], None], *,
                  interval: float) -> None:
@@ -119,6 +121,19 @@ class StoredSessionFollower:
         self._on_change = on_change
         self._interval = interval
         self._timer: asyncio.TimerHandle | None = None
+        self._unsubscribe: Callable[[], None] | None = stored.store.subscribe(
+            self._on_store_change)
+        self._schedule()
+
+    def _on_store_change(self, session_id: str) -> None:
+        # "" is "anything may have changed" (a listener that reconnected).
+        if session_id not in (self.stored.id, ""):
+            return
+        try:
+            self.refresh(force=False)
+        except Exception:
+            log.warning("rereading session %s failed", self.stored.id, exc_info=True)
+            return
         self._schedule()
 
     def refresh(self, *, force: bool = True) -> bool:
@@ -131,12 +146,18 @@ class StoredSessionFollower:
         return True
 
     def close(self) -> None:
+        self._cancel_timer()
+        if self._unsubscribe is not None:
+            unsubscribe, self._unsubscribe = self._unsubscribe, None
+            unsubscribe()
+
+    def _cancel_timer(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
 
     def _schedule(self) -> None:
-        self.close()
+        self._cancel_timer()
         if not self.stored.busy:
             return  # nothing more happens there until someone resumes it
         try:
