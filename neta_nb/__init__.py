@@ -10,6 +10,7 @@ from .runtime.attachments import Attachment, AttachmentError
 from .runtime.budget import BudgetExceededError
 from .runtime.replay import llm_judge, replay, replay_all
 from .runtime.replay_report import ReplayReport
+from .runtime.resume import SessionNotOwnedError
 from .runtime.session import Agent, AgentSession
 from .runtime.tracing import configure_tracing
 from .store.process_owner import SessionBusyError
@@ -46,6 +47,7 @@ __all__ = [
     "RichResult",
     "ScriptedProvider",
     "SessionBusyError",
+    "SessionNotOwnedError",
     "SessionStore",
     "TodoItem",
     "TodoStore",

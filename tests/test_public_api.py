@@ -49,6 +49,7 @@ CORE_EXTRAS = {
     "llm_judge": "the LLM-judge check a replay takes",
     "ReplayReport": "what replay returns (table, DataFrame, pydantic-evals dataset)",
     "BudgetExceededError": "what run/start raise when the session's budget is spent",
+    "SessionNotOwnedError": "what resume raises for another user's session of a shared store",
 }
 WIDGETS_EXTRAS: dict[str, str] = {}
 

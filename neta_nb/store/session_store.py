@@ -74,10 +74,8 @@ class SessionStore:
             from .postgres import PostgresDatabase  # psycopg only for those who use it
 
             self.database = PostgresDatabase(str(path))
-            self.path = Path(self.database.location)
         else:
-            self.path = Path(path)
-            self.database = SqliteDatabase(self.path)
+            self.database = SqliteDatabase(Path(path))
         self.location = self.database.location
         """Where the sessions are, for messages: the file, or the URL without password."""
         self._lock = threading.RLock()
@@ -85,6 +83,13 @@ class SessionStore:
         self._stop_listening: Callable[[], None] | None = None
         self.warnings: list[str] = []
         """Problems met while reading (corrupt rows skipped), newest last."""
+
+    @property
+    def path(self) -> Path:
+        """The SQLite file (a PostgreSQL store has none: see :attr:`location`)."""
+        if isinstance(self.database, SqliteDatabase):
+            return self.database.path
+        raise AttributeError(f"a PostgreSQL store has no file path; it is at {self.location}")
 
     @property
     def blobs(self) -> Any:

@@ -191,6 +191,78 @@ async def test_a_lost_connection_is_reported_and_the_writes_retried(postgres_url
     assert session.store_failure is None
 
 
+@pytest.fixture
+def tiny_tablespace(postgres_url: str) -> Any:
+    """The session tables moved onto a real 2 MB tmpfs (a tablespace), the folder owned by
+    the server's user; root only (CI runs as root), skipped with the reason elsewhere."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    import pwd
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="neta-pg-tiny-", dir="/tmp"))
+    folder.chmod(0o755)
+    mount = folder / "space"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        shutil.rmtree(folder)
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    owner = pwd.getpwnam("nobody")
+    os.chown(mount, owner.pw_uid, owner.pw_gid)
+    tables = ("sessions", "messages", "drafts", "views")
+    name = f"tiny_{_database(postgres_url)}"
+    SessionStore(postgres_url).close()  # the schema, before moving it
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        admin.execute(f"CREATE TABLESPACE {name} LOCATION '{mount}'")
+        for table in tables:
+            admin.execute(f"ALTER TABLE {table} SET TABLESPACE {name}")
+    try:
+        yield mount
+    finally:
+        with psycopg.connect(postgres_url, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
+                          "datname = current_database() AND pid <> pg_backend_pid()")
+            for table in tables:
+                admin.execute(f"ALTER TABLE {table} SET TABLESPACE pg_default")
+            admin.execute(f"DROP TABLESPACE {name}")
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+async def test_a_full_disk_on_the_server_holds_writes_until_space_returns(
+        postgres_url: str, tiny_tablespace: Path) -> None:
+    from neta_nb.events import WarningEvent
+
+    from .test_writer import _fill
+
+    big = os.urandom(200_000).hex()  # what compression cannot shrink below the free space
+    session, recorder, _ = make_session(
+        [answer("turn one answer"), answer(f"turn two answer {big}"), answer("turn three")],
+        store=SessionStore(postgres_url), context_window=10_000_000)
+    await session.run("turn one")
+    filler = _fill(tiny_tablespace)
+
+    result = await session.run(f"turn two prompt {big}")  # never raises for the store
+    assert result is not None and result.text.startswith("turn two answer")
+    await wait_until(lambda: session.store_failure is not None, within=20)
+    assert session.store_failure is not None and session.store_failure.kind == "disk_full"
+    warning = next(e for e in recorder.events if isinstance(e, WarningEvent))
+    assert warning.code == "store_behind_disk_full" and "retrying" in warning.message
+    await session.run("turn three")  # the session stays usable while behind
+
+    filler.unlink()
+    assert session.flush(60)
+    assert session.store_failure is None
+    stored = [(m.role, m.text) for m in SessionStore(postgres_url).load_messages(session.id)]
+    assert stored == [
+        ("user", "turn one"), ("assistant", "turn one answer"),
+        ("user", f"turn two prompt {big}"), ("assistant", f"turn two answer {big}"),
+        ("user", "turn three"), ("assistant", "turn three")]
+
+
 @pytest.mark.parametrize(("error", "kind"), [
     (psycopg.errors.DiskFull("could not extend file: No space left on device"), "disk_full"),
     (psycopg.errors.LockNotAvailable("canceling statement due to lock timeout"), "locked"),
@@ -264,6 +336,29 @@ async def test_sessions_are_listed_and_continued_only_by_their_owner(
     with pytest.raises(SessionNotOwnedError, match="belongs to alice"):
         AgentSession.resume(mine.id, store=store, agent=mine.agent)
     assert store.search_sessions("asks") == store.list_sessions()
+
+
+async def test_another_users_session_opens_read_only_in_a_shared_sidebar(
+        store_target: str | Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from neta_nb import ScriptedProvider
+    from neta_nb.widgets import ChatView
+
+    monkeypatch.setenv("JUPYTERHUB_USER", "alice")
+    store = SessionStore(store_target)
+    alices, _, _ = make_session([answer("for alice")], store=store)
+    await alices.run("alice's question")
+    assert alices.flush(10)
+    monkeypatch.setenv("JUPYTERHUB_USER", "bob")
+    chat = ChatView(AgentSession(Agent("bob's", model=ScriptedProvider()), store=store))
+    mine_only = SessionSidebar(store, chat=chat)
+    assert alices.id not in [row["id"] for row in mine_only.sessions]
+    shared = SessionSidebar(store, chat=chat, all_users=True)
+    assert alices.id in [row["id"] for row in shared.sessions]
+    assert shared.open_session(alices.id) is None  # shown, not continued
+    assert chat.session is None and chat.session_id == alices.id
+    assert [m["text"] for m in chat.messages] == ["alice's question", "for alice"]
+    mine_only.close()
+    shared.close()
 
 
 def test_a_store_url_keeps_its_password_out_of_messages(postgres_url: str) -> None:

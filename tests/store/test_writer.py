@@ -236,7 +236,8 @@ def _rows(db: str | Path) -> list[str]:
         return [r[0] for r in store.database.execute("SELECT id FROM messages ORDER BY seq")]
 
 
-def test_writes_queued_behind_a_lock_are_stored_in_order_once_it_goes(store_target: str | Path) -> None:
+def test_writes_queued_behind_a_lock_are_stored_in_order_once_it_goes(
+        store_target: str | Path) -> None:
     writer, heard, db = _writer(store_target)
     with write_lock_held(db):
         for n in range(5):

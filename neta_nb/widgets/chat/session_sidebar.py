@@ -18,6 +18,7 @@ from typing import Any, TypedDict, cast
 
 import traitlets
 
+from ...runtime.resume import SessionNotOwnedError
 from ...runtime.session import AgentSession
 from ...store.process_owner import SessionBusyError
 from ...store.session_store import SessionRecord, SessionStore
@@ -108,6 +109,8 @@ class SessionSidebar(NetaWidget):
     ``resume(session_id) -> AgentSession`` decides how a stored session is opened;
     by default a session already open in this kernel is reused and any other is resumed
     with ``AgentSession.resume(id, store=store)`` (with the chat's current catalog).
+    ``all_users=True`` lists every user's sessions of a shared store, not only the
+    current user's; another user's session opens read-only.
     """
 
     _component = traitlets.Unicode("session-sidebar").tag(sync=True)
@@ -121,12 +124,13 @@ class SessionSidebar(NetaWidget):
 
     def __init__(self, store: SessionStore, chat: ChatView | None = None, *,
                  resume: ResumeSession | None = None, limit: int = 200,
-                 **kwargs: Any) -> None:
+                 all_users: bool = False, **kwargs: Any) -> None:
         kwargs.setdefault("layout", {"width": "280px", "flex": "none"})
         super().__init__(**kwargs)
         self.store = store
         self.chat = chat
         self._limit = limit
+        self._all_users = all_users
         self._resume = resume
         self._refresh_timer: asyncio.TimerHandle | None = None
         self.can_open = chat is not None
@@ -151,8 +155,10 @@ class SessionSidebar(NetaWidget):
         if self._refresh_timer is not None:
             self._refresh_timer.cancel()
             self._refresh_timer = None
-        found = (self.store.search_sessions(self.query, limit=self._limit) if self.query.strip()
-                 else self.store.list_sessions(self._limit))
+        found = (self.store.search_sessions(self.query, limit=self._limit,
+                                            all_users=self._all_users)
+                 if self.query.strip()
+                 else self.store.list_sessions(self._limit, all_users=self._all_users))
         self.sessions = cast("list[dict[str, Any]]", [_row(record) for record in found])
 
     @traitlets.observe("query")
@@ -192,7 +198,8 @@ class SessionSidebar(NetaWidget):
         if session is None:
             try:
                 session = self._resume_here(session_id)
-            except SessionBusyError:
+            except (SessionBusyError, SessionNotOwnedError):
+                # Running elsewhere, or another user's: shown as it is, not taken over.
                 try:
                     stored = StoredSession.read(self.store, session_id)
                 except KeyError as exc:
