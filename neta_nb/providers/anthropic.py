@@ -96,8 +96,22 @@ class AnthropicProvider(Provider):
         # The key lives only inside the SDK client; this object's repr never shows it.
         self._client = anthropic.AsyncAnthropic(
             api_key=api_key or os.environ.get("ANTHROPIC_API_KEY") or None,
-            base_url=self.base_url, max_retries=max_retries, timeout=timeout)
+            base_url=self.base_url, max_retries=max_retries, timeout=timeout,
+            http_client=self._http_client())
 
+
+    def _http_client(self) -> anthropic.DefaultAsyncHttpxClient:
+        """The SDK's own default client, waiting for :meth:`before_request` before each
+        request and telling :meth:`heard_response` of each response (a 429 reaches a
+        batch run's limiter before the SDK retries it)."""
+        async def before(_request: Any) -> None:
+            await self.before_request()
+
+        async def heard(response: Any) -> None:
+            self.heard_response(response.status_code, response.headers)
+
+        return anthropic.DefaultAsyncHttpxClient(event_hooks={"request": [before],
+                                                          "response": [heard]})
     def request_kwargs(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of the ``messages.create`` call for ``request``."""
         kwargs: dict[str, Any] = {

@@ -20,9 +20,11 @@ build the assistant message, so partial and complete messages are assembled one 
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
+from email.utils import parsedate_to_datetime
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -111,6 +113,27 @@ class ModelRequest:
     scripted model answers a summary request with a summary instead of its script."""
 
 
+def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
+    """The wait a response asks for: ``retry-after-ms``, else ``retry-after`` (seconds or
+    an HTTP date); ``None`` when it names none (or an absurd one, over an hour)."""
+    lowered = {key.lower(): value for key, value in headers.items()}
+    seconds: float | None = None
+    try:
+        if "retry-after-ms" in lowered:
+            seconds = float(lowered["retry-after-ms"]) / 1000
+        elif "retry-after" in lowered:
+            value = lowered["retry-after"].strip()
+            try:
+                seconds = float(value)
+            except ValueError:
+                seconds = parsedate_to_datetime(value).timestamp() - time.time()
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if seconds is None or seconds != seconds or seconds > 3600:
+        return None
+    return max(0.0, seconds)
+
+
 class ProviderError(Exception):
     """The one error a provider raises for a failed call.
 
@@ -174,6 +197,29 @@ class Provider(ABC):
             raise TypeError(f"price must be a ModelPrice (USD per million tokens), got "
                             f"{type(price).__name__}")
         self._price = price
+
+    rate_listener: Callable[[float], None] | None = None
+    """Told the seconds of a ``Retry-After`` the moment a response carrying one arrives
+    (429, 503, 529) — before the SDK retries that request — so a batch run's limiter
+    pauses every call of the run, not only the one that was refused."""
+
+    request_gate: Callable[[], Awaitable[None]] | None = None
+    """Awaited by the HTTP client before it sends each request — the SDK's own retries
+    included — so a pause another call's ``Retry-After`` started holds every request."""
+
+    async def before_request(self) -> None:
+        """What the HTTP client awaits before each request (see :attr:`request_gate`)."""
+        gate = self.request_gate
+        if gate is not None:
+            await gate()
+
+    def heard_response(self, status: int, headers: Mapping[str, str]) -> None:
+        """What the HTTP client calls for each response (see :attr:`rate_listener`)."""
+        listener = self.rate_listener
+        if listener is not None and status in (429, 503, 529):
+            seconds = retry_after_seconds(headers)
+            if seconds is not None:
+                listener(seconds)
 
     @abstractmethod
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:

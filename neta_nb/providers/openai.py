@@ -116,7 +116,20 @@ class OpenAIProvider(Provider):
         self._window_asked = False
         # The key lives only inside the SDK client; this object's repr never shows it.
         self._client = openai.AsyncOpenAI(api_key=key, base_url=url, max_retries=max_retries,
-                                          timeout=timeout)
+                                          timeout=timeout, http_client=self._http_client())
+
+    def _http_client(self) -> openai.DefaultAsyncHttpxClient:
+        """The SDK's own default client, waiting for :meth:`before_request` before each
+        request and telling :meth:`heard_response` of each response (a 429 reaches a
+        batch run's limiter before the SDK retries it)."""
+        async def before(_request: Any) -> None:
+            await self.before_request()
+
+        async def heard(response: Any) -> None:
+            self.heard_response(response.status_code, response.headers)
+
+        return openai.DefaultAsyncHttpxClient(event_hooks={"request": [before],
+                                                          "response": [heard]})
 
     def request_kwargs(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of the ``chat.completions.create`` call for ``request``."""

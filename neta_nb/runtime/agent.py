@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..providers.base import Provider
 from ..providers.factory import create_provider, default_provider
@@ -22,6 +22,9 @@ from ..stored_urls import storable_options, storable_url, withheld_names
 from ..thinking import ThinkLevel
 from ..tools import AgentToolConfig, ToolCatalog
 from .budget import check_budget_value
+
+if TYPE_CHECKING:
+    from ..batch.run import BatchRun
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "Agent", "subagent_cycle"]
 
@@ -139,6 +142,17 @@ class Agent:
                                    price=ModelPrice(**price) if isinstance(price, dict)
                                    else None)
         return default_provider()
+
+    def map(self, inputs: Any, prompt: str | None = None, **options: Any) -> BatchRun:
+        """Run this agent over many inputs — a pandas DataFrame (a row's columns fill
+        ``prompt``'s ``{fields}``), a list of strings or a list of dicts — as one session
+        per row; see :class:`~neta_nb.batch.run.BatchRun` for the options
+        (``concurrency``, ``rate_limit``, ``max_attempts``, ``output``, ``store``,
+        ``run_id``). In a notebook the run starts at once and shows its grid;
+        ``await run`` gives the results as a DataFrame in input order."""
+        from ..batch.run import BatchRun
+
+        return BatchRun(self, inputs, prompt, **options)
 
     def to_record(self, provider: Provider) -> dict[str, Any]:
         """The definition as stored with a session (keys never included)."""

@@ -64,7 +64,7 @@ from .resume import resume_session
 from .subagents import Crew, CrewLink
 from .tool_runner import ToolRunner
 from .turn import Turn, shown_as_one_line
-from .turn_loop import TurnLoop
+from .turn_loop import CallGate, TurnLoop
 from .usage_meter import UsageMeter
 
 __all__ = ["Agent", "AgentSession", "ApprovalPolicy"]
@@ -88,6 +88,8 @@ class AgentSession(TurnLoop):
         approval_policy: ApprovalPolicy = "reject",
         provider: Provider | None = None,
         crew_link: CrewLink | None = None,
+        parent_id: str | None = None,
+        call_gate: CallGate | None = None,
     ) -> None:
         # Sub-agents that lead back to an agent would make its stored record endless;
         # refused here, with the chain named, before anything is created or stored.
@@ -96,8 +98,11 @@ class AgentSession(TurnLoop):
         self.crew_link = crew_link
         """How this session hangs below its parent while it runs (``None``: a top-level
         session, or a resumed child: see :attr:`parent_id`)."""
-        self.parent_id: str | None = crew_link.parent_id if crew_link else None
-        """The session that delegated to this one (``None``: a top-level session)."""
+        self.parent_id: str | None = crew_link.parent_id if crew_link else parent_id
+        """The session that delegated to this one, or the record it belongs to (a batch
+        run's); ``None``: a top-level session."""
+        self.call_gate = call_gate
+        """What each model call waits for before it starts (a batch run's limiter)."""
         self.parent_call_id: str | None = crew_link.call_id if crew_link else None
         """The parent's ``delegate`` call that ran this session."""
         self.catalog = catalog if catalog is not None else ToolCatalog.default()

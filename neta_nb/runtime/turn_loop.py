@@ -18,7 +18,8 @@ import contextlib
 import logging
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ..events import (
     CompactionEvent,
@@ -57,6 +58,13 @@ __all__ = ["TurnLoop"]
 log = logging.getLogger(__name__)
 
 
+class CallGate(Protocol):
+    """What each model call of a session waits for before it starts (a batch run's rate
+    limiter: see :mod:`neta_nb.batch.limiter`)."""
+
+    def call(self) -> AbstractAsyncContextManager[None]: ...
+
+
 class TurnLoop:
     """Runs a session's turns (see the module's docstring)."""
 
@@ -77,6 +85,7 @@ class TurnLoop:
     _compacting: bool
     _budget: BudgetGuard
     _children_spent: Spend
+    call_gate: CallGate | None
 
     if TYPE_CHECKING:
         @property
@@ -265,7 +274,13 @@ class TurnLoop:
     async def _stream_response(self, turn: Turn, request: ModelRequest,
                                span: CallSpan | None) -> Message:
         checkpoint = self._saved.draft if self._saved.store is not None else None
-        assembler = await turn.stream(self.provider, request, self._emit, checkpoint, span)
+        gate = self.call_gate
+        if gate is None:
+            assembler = await turn.stream(self.provider, request, self._emit, checkpoint, span)
+        else:
+            async with gate.call():
+                assembler = await turn.stream(self.provider, request, self._emit, checkpoint,
+                                              span)
         message = Message.assistant(assembler.parts, usage=assembler.usage,
                                     model=self.provider.model_id,
                                     stop_reason=assembler.stop_reason,

@@ -48,6 +48,12 @@ class Rows(Protocol):
     def ensure_blobs(self, session_id: str, encoded: EncodedMessage) -> None:
         """Make sure the blobs the row of ``encoded`` names are stored (after the row)."""
 
+    @property
+    def dialect(self) -> Literal["sqlite", "postgresql"]: ...
+
+    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        """One statement with ``?`` placeholders (either database), its rows if any."""
+
 
 class WriterConnection(Protocol):
     """What one session's writer thread writes with."""

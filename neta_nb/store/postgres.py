@@ -22,7 +22,6 @@ What differs from SQLite, and why:
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
 import socket
@@ -40,9 +39,10 @@ except ImportError as exc:  # pragma: no cover - the extra is missing
                       "pip install 'neta-nb[postgres]'") from exc
 
 from .blobs import BlobTable, EncodedMessage
-from .database import Action, Database, Rows, SessionRow, escape_like
+from .database import Action, Database, SessionRow, escape_like
 from .postgres_claims import ClaimsConnection, claim_key
-from .postgres_notify import CHANNEL, Listener, notification
+from .postgres_notify import Listener
+from .postgres_rows import PostgresRows, PostgresWriterConnection, failure_of, write_key
 from .process_owner import ProcessOwner, busy_error
 from .writer import StoreFailure
 
@@ -58,10 +58,6 @@ POOL_SIZE = 4
 """Connections the process's writers and reads share (``?pool_size=`` in the URL)."""
 CONNECT_TIMEOUT = 5.0
 """Seconds to wait for a connection before the write is retried (the server is down)."""
-WRITER_LOCK_TIMEOUT_MS = 100
-"""How long one attempt of a session's writer waits on a lock another program holds (a
-``LOCK TABLE``, a long migration); the writer retries, off the kernel's loop, and says
-promptly that it is behind (as on SQLite)."""
 STORE_LOCK_TIMEOUT_MS = 5000
 """How long the store's own writes (delete, save from outside a session) wait on one."""
 
@@ -96,23 +92,28 @@ MIGRATIONS: list[str] = [
     CREATE INDEX blob_refs_by_blob ON blob_refs (sha256);
     CREATE TABLE turn_claims (session_id text PRIMARY KEY, owner text NOT NULL);
     """,
+    # 2: batch runs (neta_nb.batch): a run's definition, and its rows with their leases.
+    """
+    CREATE TABLE batch_runs (id text PRIMARY KEY, data text NOT NULL);
+    CREATE TABLE batch_rows (
+        run_id text NOT NULL,
+        idx integer NOT NULL,
+        input text NOT NULL,
+        state text NOT NULL,
+        attempts integer NOT NULL DEFAULT 0,
+        lease_owner text,
+        lease_until double precision,
+        session_id text,
+        result text,
+        PRIMARY KEY (run_id, idx)
+    );
+    """,
 ]
 """The schema, one step per version; a database is brought up to date when opened."""
 
 _MIGRATION_LOCK = 0x6E65_7461_6D69_6772  # one key: two kernels never migrate at once
 
 _CHILDREN = "(SELECT COUNT(*) FROM sessions AS child WHERE child.parent_id = sessions.id)"
-
-
-def write_key(session_id: str) -> int:
-    """The advisory lock a write of the session holds for its transaction."""
-    return _key(b"write", session_id)
-
-
-def _key(kind: bytes, session_id: str) -> int:
-    digest = hashlib.blake2b(session_id.encode("utf-8", "surrogatepass"), digest_size=8,
-                             person=kind.ljust(16, b"\0")).digest()
-    return int.from_bytes(digest, "big", signed=True)
 
 
 def display_url(url: str) -> str:
@@ -265,7 +266,9 @@ class PostgresDatabase:
             conn = rows.conn
             for table, key in (("sessions", "id"), ("drafts", "session_id"),
                                ("views", "session_id"), ("messages", "session_id"),
-                               ("turn_claims", "session_id")):
+                               ("turn_claims", "session_id"),
+                               # A batch run's record: its rows go with it.
+                               ("batch_rows", "run_id"), ("batch_runs", "id")):
                 conn.execute(f"DELETE FROM {table} WHERE {key} = %s", (session_id,))
             named = [row[0] for row in conn.execute(
                 "DELETE FROM blob_refs WHERE session_id = %s RETURNING sha256",
@@ -375,136 +378,6 @@ def close_databases(url: str) -> None:
         if database.url == url:
             database.close()
     ClaimsConnection.forget(url)
-
-
-class PostgresRows:
-    """:class:`~neta_nb.store.database.Rows` on one connection, inside its transaction."""
-
-    def __init__(self, conn: psycopg.Connection[Any]) -> None:
-        self.conn = conn
-
-    def put_session(self, session_id: str, data: str, updated_at: float,
-                    parent_id: str | None, user: str | None) -> None:
-        self.conn.execute(
-            "INSERT INTO sessions (id, data, updated_at, parent_id, user_name) "
-            "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (id) DO UPDATE SET "
-            "data = EXCLUDED.data, updated_at = EXCLUDED.updated_at, "
-            "parent_id = EXCLUDED.parent_id, "
-            "user_name = COALESCE(sessions.user_name, EXCLUDED.user_name)",
-            (session_id, data, updated_at, parent_id, user))
-
-    def put_message(self, session_id: str, message_id: str, data: str) -> None:
-        # The transaction holds the session's write lock: no other writer appends to
-        # it between the two statements.
-        updated = self.conn.execute(
-            "UPDATE messages SET data = %s WHERE session_id = %s AND id = %s",
-            (data, session_id, message_id)).rowcount
-        if not updated:
-            self.conn.execute(
-                "INSERT INTO messages (session_id, seq, id, data) VALUES (%s, "
-                "(SELECT COALESCE(MAX(seq), -1) + 1 FROM messages WHERE session_id = %s),"
-                " %s, %s)", (session_id, session_id, message_id, data))
-
-    def put_draft(self, session_id: str, data: str | None) -> None:
-        if data is None:
-            self.conn.execute("DELETE FROM drafts WHERE session_id = %s", (session_id,))
-        else:
-            self.conn.execute("INSERT INTO drafts (session_id, data) VALUES (%s, %s) "
-                              "ON CONFLICT (session_id) DO UPDATE SET data = EXCLUDED.data",
-                              (session_id, data))
-
-    def put_view(self, session_id: str, data: str) -> None:
-        self.conn.execute("INSERT INTO views (session_id, data) VALUES (%s, %s) "
-                          "ON CONFLICT (session_id) DO UPDATE SET data = EXCLUDED.data",
-                          (session_id, data))
-
-    def read_session(self, session_id: str) -> str | None:
-        row = self.conn.execute("SELECT data FROM sessions WHERE id = %s",
-                                (session_id,)).fetchone()
-        return None if row is None else str(row[0])
-
-    def session_exists(self, session_id: str) -> bool:
-        return self.conn.execute("SELECT 1 FROM sessions WHERE id = %s",
-                                 (session_id,)).fetchone() is not None
-
-    def ensure_blobs(self, session_id: str, encoded: EncodedMessage) -> None:
-        if not encoded.files:
-            return
-        digests = sorted(encoded.files)
-        # A share lock on each blob that is there (a deletion locks them for update and
-        # waits for this transaction); only the missing ones travel to the server.
-        present = {row[0] for row in self.conn.execute(
-            "SELECT sha256 FROM blobs WHERE sha256 = ANY(%s) FOR KEY SHARE",
-            (digests,)).fetchall()}
-        for digest in digests:
-            if digest not in present:
-                self.conn.execute("INSERT INTO blobs (sha256, data) VALUES (%s, %s) "
-                                  "ON CONFLICT (sha256) DO NOTHING",
-                                  (digest, BlobTable.decoded(encoded.files[digest])))
-        self.conn.execute("INSERT INTO blob_refs (session_id, sha256) "
-                          "SELECT %s, unnest(%s::text[]) ON CONFLICT DO NOTHING",
-                          (session_id, digests))
-
-    def notify(self, session_id: str) -> None:
-        """Tell other processes' listeners, when this transaction commits."""
-        self.conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, notification(session_id)))
-
-
-class PostgresWriterConnection:
-    """What one session's writer thread writes with: a connection from the pool per
-    write, so idle sessions hold none."""
-
-    def __init__(self, database: PostgresDatabase) -> None:
-        self._database = database
-
-    def transact(self, session_id: str, apply: Callable[[Rows], None], *,
-                 durable: bool = True) -> None:
-        with self._database.pool.connection() as conn, conn.transaction():
-            conn.execute(f"SET LOCAL lock_timeout = {int(WRITER_LOCK_TIMEOUT_MS)}")
-            if not durable:
-                conn.execute("SET LOCAL synchronous_commit = off")
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (write_key(session_id),))
-            rows = PostgresRows(conn)
-            apply(rows)
-            if durable:
-                rows.notify(session_id)
-
-    def failure_of(self, exc: Exception) -> StoreFailure | None:
-        return failure_of(exc)
-
-    def close(self) -> None:
-        pass  # the pool's connections are the pool's
-
-
-_LOCKED = {"55P03", "40P01", "40001", "57014"}
-"""lock_not_available, deadlock_detected, serialization_failure, query_canceled (a
-statement or lock timeout)."""
-_MISSING = {"3D000", "42P01"}
-"""invalid_catalog_name (the database was dropped), undefined_table."""
-
-
-def failure_of(exc: Exception) -> StoreFailure | None:
-    """Why a write failed, by SQLSTATE, with the codes the chat view shows for SQLite."""
-    if isinstance(exc, psycopg_pool.PoolClosed):
-        return None  # the store was closed under the session: no retry can mend it
-    if isinstance(exc, psycopg_pool.PoolTimeout):
-        return StoreFailure("error", f"the database server cannot be reached ({exc})")
-    if not isinstance(exc, psycopg.Error):
-        return None
-    state = exc.sqlstate or ""
-    text = str(exc).strip() or type(exc).__name__
-    if state == "53100":
-        return StoreFailure("disk_full", text)
-    if state in _LOCKED:
-        return StoreFailure("locked", text)
-    if state in _MISSING:
-        return StoreFailure("missing", text)
-    if isinstance(exc, psycopg.OperationalError) or state[:2] in ("08", "57", "53", "58"):
-        return StoreFailure("error", f"the connection to the database server failed ({text})")
-    if isinstance(exc, (psycopg.DataError, psycopg.IntegrityError,
-                        psycopg.ProgrammingError)):
-        return None  # the write itself is wrong: no retry mends it
-    return StoreFailure("error", text)
 
 
 def _users_clause(users: list[str] | None) -> tuple[str, tuple[Any, ...]]:

@@ -6,7 +6,7 @@ shared by the store's own connection and the connection of each session's writer
 from __future__ import annotations
 
 import sqlite3
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from .blobs import BlobFiles, EncodedMessage
@@ -36,6 +36,22 @@ CREATE TABLE IF NOT EXISTS views (
     session_id TEXT PRIMARY KEY,
     data TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS batch_runs (
+    id TEXT PRIMARY KEY,
+    data TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS batch_rows (
+    run_id TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    input TEXT NOT NULL,
+    state TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    lease_owner TEXT,
+    lease_until REAL,
+    session_id TEXT,
+    result TEXT,
+    PRIMARY KEY (run_id, idx)
+);
 """
 
 
@@ -54,8 +70,13 @@ def row_text(data: str | bytes) -> str:
 class SqliteRows:
     """:class:`~neta_nb.store.database.Rows` on one SQLite connection."""
 
+    dialect: Literal["sqlite"] = "sqlite"
+
     def __init__(self, db: sqlite3.Connection, blobs: BlobFiles) -> None:
         self.db, self._blobs = db, blobs
+
+    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        return self.db.execute(sql, params).fetchall()
 
     def put_session(self, session_id: str, data: str, updated_at: float,
                     parent_id: str | None, user: str | None) -> None:

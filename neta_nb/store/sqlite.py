@@ -177,6 +177,9 @@ class SqliteDatabase:
                 key = "id" if table == "sessions" else "session_id"
                 db.execute(f"DELETE FROM {table} WHERE {key} = ?", (session_id,))
             db.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+            # A batch run's record: its rows go with it (its sessions are its children).
+            db.execute("DELETE FROM batch_rows WHERE run_id = ?", (session_id,))
+            db.execute("DELETE FROM batch_runs WHERE id = ?", (session_id,))
             unused = [digest for digest in referenced if not any(
                 db.execute(f"SELECT 1 FROM {table} WHERE instr(data, ?) > 0 LIMIT 1",
                            (digest,)).fetchone() for table in ("messages", "drafts"))]

@@ -42,7 +42,8 @@ import asyncio
 import contextlib
 import itertools
 import json
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -68,6 +69,8 @@ class RecordedRequest:
     headers: dict[str, str]
     """Lower-cased names."""
     body: bytes
+    at: float = 0.0
+    """``time.monotonic()`` when the request had arrived whole."""
 
     @property
     def json(self) -> Any:
@@ -99,6 +102,12 @@ class SSEServer:
         self._server: asyncio.Server | None = None
         self._port = 0
         self._handlers: set[asyncio.Task[None]] = set()
+        self.responder: Callable[[RecordedRequest], ScriptedHTTPResponse] | None = None
+        """Answers a model call when no scripted response is queued: a function of the
+        request (e.g. of its prompt), so concurrent calls get their own answers."""
+        self.in_flight = 0
+        """Model calls being answered right now."""
+        self.most_in_flight = 0
 
     # -- lifecycle -------------------------------------------------------------------
     async def start(self) -> SSEServer:
@@ -171,7 +180,7 @@ class SSEServer:
                 headers[name.strip().lower()] = value.strip()
         length = int(headers.get("content-length", "0"))
         body = await reader.readexactly(length) if length else b""
-        self.requests.append(RecordedRequest(method, path, headers, body))
+        self.requests.append(RecordedRequest(method, path, headers, body, time.monotonic()))
 
         routed = self._routes.get((method.upper(), path.split("?", 1)[0]))
         if routed is not None:
@@ -181,11 +190,24 @@ class SSEServer:
                                                       "message": f"no route {path}"}})
         elif self._queue:
             response = self._queue.pop(0)
+        elif self.responder is not None:
+            response = self.responder(self.requests[-1])
         else:
             response = error_response(
                 500, {"error": {"type": "test_error", "message": "no scripted response left"}})
         if response.ending == "drop_before_headers":
             return
+        model_call = routed is None
+        if model_call:
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            await self._write(writer, response)
+        finally:
+            if model_call:
+                self.in_flight -= 1
+
+    async def _write(self, writer: asyncio.StreamWriter, response: ScriptedHTTPResponse) -> None:
         head_lines = [f"HTTP/1.1 {response.status} {_reason(response.status)}",
                       "Transfer-Encoding: chunked", "Connection: close"]
         head_lines += [f"{name}: {value}" for name, value in response.headers.items()]

@@ -24,7 +24,8 @@ from neta_nb import Agent, AgentSession, SessionStore, ToolCatalog
 from neta_nb.messages import FileTextPart, ImagePart, Message, TextPart
 from neta_nb.providers.base import TextDelta
 from neta_nb.runtime.resume import SessionNotOwnedError
-from neta_nb.store.postgres import MIGRATIONS, POOL_SIZE, PostgresDatabase, failure_of
+from neta_nb.store.postgres import MIGRATIONS, POOL_SIZE, PostgresDatabase
+from neta_nb.store.postgres_rows import failure_of
 from neta_nb.store.records import SessionRecord
 from neta_nb.widgets.chat.session_sidebar import SessionSidebar
 from tests.support.postgres_server import PostgresServer

@@ -1,0 +1,241 @@
+"""Running a batch run's rows in this process: ``concurrency`` workers on the kernel's
+event loop, each claiming a row (a lease in the run's rows), running it as a session of
+its own and storing its result — retrying what a provider says may succeed later, failing
+what it says will not, and renewing the leases of the rows in flight.
+
+Every model call of every row goes through the run's one :class:`RateLimiter`; each row's
+provider tells it of a ``Retry-After`` the moment one arrives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..events import DoneEvent, ErrorEvent, Event
+from ..store.batch_rows import ClaimedRow
+from ..store.process_owner import ProcessOwner, SessionBusyError
+from .inputs import OutputError, parse_output, render_prompt
+from .limiter import RateLimiter
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from ..runtime.agent import Agent
+    from ..runtime.session import AgentSession
+    from ..store.session_store import SessionStore
+    from ..tools import ToolCatalog
+    from .run import RowsStore
+
+__all__ = ["LocalExecutor", "RowOutcome", "lease_owner_dead"]
+
+log = logging.getLogger(__name__)
+
+BACKOFF_BASE = 0.5
+"""Seconds before the first retry of a transient failure; doubled each time, jittered."""
+BACKOFF_LIMIT = 30.0
+IDLE_POLL = 0.5
+"""Seconds a worker with nothing to claim waits before it looks again (rows another
+process holds may come free, or be finished)."""
+
+
+@dataclass
+class RowOutcome:
+    """What one attempt of a row came to."""
+
+    answer: str = ""
+    error: str | None = None
+    retryable: bool = False
+    stop_reason: str | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+    output: dict[str, Any] | None = None
+
+
+def lease_owner_dead(holder: str) -> bool:
+    """A lease whose owner is a process of this host that is gone (its rows can be taken
+    at once instead of when the lease runs out)."""
+    try:
+        owner = ProcessOwner.model_validate_json(holder.split("|", 1)[0])
+    except ValueError:
+        return False
+    return not owner.is_current and not owner.is_alive()
+
+
+class LocalExecutor:
+    """The workers of one run in this process. ``on_change(idx)`` hears each row's state
+    change (the grid)."""
+
+    def __init__(self, *, agent: Agent, catalog: Callable[[], ToolCatalog],
+                 store: SessionStore | None, rows: RowsStore, run_id: str,
+                 template: str | None, output: type[BaseModel] | None,
+                 limiter: RateLimiter, concurrency: int, max_attempts: int, lease: float,
+                 owner: str, on_change: Callable[[int, str], None]) -> None:
+        self.agent, self._catalog, self.store = agent, catalog, store
+        self.rows, self.run_id, self.template, self.output = rows, run_id, template, output
+        self.limiter, self.concurrency = limiter, concurrency
+        self.max_attempts, self.lease, self.owner = max_attempts, lease, owner
+        self._on_change = on_change
+        self.cancelled = False
+        self.retried = 0
+        """Attempts made again after a transient failure (for the counters)."""
+        self._running: dict[int, AgentSession] = {}
+
+    async def run(self) -> None:
+        heartbeat = asyncio.create_task(self._renew_leases())
+        try:
+            await asyncio.gather(*(self._worker() for _ in range(self.concurrency)))
+        finally:
+            heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await heartbeat
+
+    def cancel(self) -> None:
+        """Stop claiming and stop the running turns; their rows go back to the queue."""
+        self.cancelled = True
+        for session in list(self._running.values()):
+            session.cancel()
+
+    # --- the workers ----------------------------------------------------------------------
+    async def _worker(self) -> None:
+        while not self.cancelled:
+            claimed = await asyncio.to_thread(self.rows.claim, self.owner, self.lease,
+                                              limit=1, owner_dead=lease_owner_dead)
+            if not claimed:
+                if await asyncio.to_thread(self._all_settled):
+                    return
+                await asyncio.sleep(IDLE_POLL)  # another process holds the rest
+                continue
+            await self._run_row(claimed[0])
+
+    def _all_settled(self) -> bool:
+        return all(row.state in ("done", "failed") for row in self.rows.all())
+
+    async def _run_row(self, row: ClaimedRow) -> None:
+        if row.stale_session:
+            await asyncio.to_thread(self._forget_session, row.stale_session)
+        self._on_change(row.idx, "running")
+        prompt = render_prompt(self.template, row.input)
+        retry = False
+        attempts = row.attempts
+        while True:
+            session = self._new_session()
+            if not await asyncio.to_thread(self.rows.started, row.idx, self.owner, session.id,
+                                           attempt=retry):
+                await self._discard(session)  # another worker has the row now
+                return
+            self._running[row.idx] = session
+            try:
+                outcome = await self._attempt(session, prompt)
+            finally:
+                self._running.pop(row.idx, None)
+            if self.cancelled and outcome.stop_reason == "cancelled":
+                await self._discard(session)
+                await asyncio.to_thread(self.rows.release, row.idx, self.owner)
+                self._on_change(row.idx, "queued")
+                return
+            if outcome.error and outcome.retryable and attempts < self.max_attempts:
+                await self._discard(session)  # the retry's session is the row's
+                attempts += 1
+                retry = True
+                self.retried += 1
+                self._on_change(row.idx, "retry")
+                await asyncio.sleep(_backoff(attempts - row.attempts))
+                continue
+            await self._finish(row, session, outcome)
+            return
+
+    def _new_session(self) -> AgentSession:
+        from ..runtime.session import AgentSession
+
+        provider = self.agent.create_provider()
+        provider.rate_listener = self.limiter.pause
+        provider.request_gate = self.limiter.unpaused
+        # A namespace of its own: rows run at the same time, never in the notebook's.
+        return AgentSession(self.agent, self._catalog(), self.store, provider=provider,
+                            parent_id=self.run_id, call_gate=self.limiter,
+                            approval_policy="reject", namespace={})
+
+    async def _attempt(self, session: AgentSession, prompt: str) -> RowOutcome:
+        outcome = RowOutcome()
+
+        def heard(event: Event) -> None:
+            if isinstance(event, ErrorEvent):
+                outcome.error = event.message
+                outcome.retryable = event.retryable
+            elif isinstance(event, DoneEvent):
+                outcome.stop_reason = event.stop_reason
+
+        unsubscribe = session.subscribe(heard)
+        try:
+            message = await session.run(prompt)
+        except Exception as exc:  # refused before it ran (a budget, a bad agent)
+            outcome.error = f"{type(exc).__name__}: {exc}"
+            return outcome
+        finally:
+            unsubscribe()
+        outcome.usage = session.usage.model_dump(exclude_none=True)
+        if outcome.error is None and outcome.stop_reason not in ("end_turn", None):
+            outcome.error = f"the turn ended with {outcome.stop_reason}"
+        if message is not None:
+            outcome.answer = message.text
+        if outcome.error is None and self.output is not None:
+            try:
+                outcome.output = parse_output(outcome.answer, self.output).model_dump(
+                    mode="json")
+            except OutputError as exc:
+                outcome.error = str(exc)
+        return outcome
+
+    async def _finish(self, row: ClaimedRow, session: AgentSession, outcome: RowOutcome) -> None:
+        # The session first, whole; then the row's result, only while the row is still
+        # this worker's (a row is stored once, with the one session that answered it).
+        if self.store is not None:
+            await asyncio.to_thread(session.flush, 60)
+        result = {"answer": outcome.answer, "error": outcome.error, "usage": outcome.usage,
+                  "output": outcome.output, "stop_reason": outcome.stop_reason}
+        failed = outcome.error is not None
+        stored = await asyncio.to_thread(self.rows.finish, row.idx, self.owner, failed=failed,
+                                         result=result, session_id=session.id)
+        if not stored:
+            log.warning("batch %s: row %d was taken over by another worker; this attempt's "
+                        "result is dropped", self.run_id, row.idx)
+            await self._discard(session)
+            return
+        self._on_change(row.idx, "failed" if failed else "done")
+
+    async def _discard(self, session: AgentSession) -> None:
+        """Delete an attempt's session that is not (or no longer) the row's."""
+        if self.store is not None:
+            await asyncio.to_thread(session.flush, 30)
+            await asyncio.to_thread(self._forget_session, session.id)
+
+    def _forget_session(self, session_id: str) -> None:
+        if self.store is None:
+            return
+        try:
+            self.store.delete_session(session_id)
+        except (SessionBusyError, KeyError) as exc:
+            log.warning("batch %s: session %s of an abandoned attempt was kept (%s)",
+                        self.run_id, session_id, exc)
+
+    async def _renew_leases(self) -> None:
+        while True:
+            await asyncio.sleep(self.lease / 3)
+            lost = await asyncio.to_thread(self.rows.renew, self.owner, list(self._running),
+                                           self.lease)
+            for idx in lost:
+                session = self._running.get(idx)
+                if session is not None:
+                    log.warning("batch %s: row %d's lease was lost; its turn is stopped",
+                                self.run_id, idx)
+                    session.cancel()
+
+
+def _backoff(retry: int) -> float:
+    delay = min(BACKOFF_LIMIT, BACKOFF_BASE * float(2 ** max(0, retry - 1)))
+    return float(delay * (0.5 + random.random() / 2))

@@ -1,0 +1,294 @@
+"""BatchRun: an agent over many inputs — ``run = agent.map(df, prompt="Classify: {body}")``.
+
+Each row is a whole session of the agent (tools, several model calls, stored like any
+session, under the run's record), run at most ``concurrency`` at a time behind one rate
+limiter. ``await run`` (or ``run.result()`` outside a loop) gives a DataFrame in input
+order: the input columns, ``answer`` (and an output model's fields), ``status``
+(``"done"``/``"failed"``; ``"cancelled"`` for rows a cancelled run left), ``error``,
+``attempts``, ``usage`` and ``session_id``. A failed row is a row, never an exception
+that loses the others.
+
+With ``store=`` the run is durable: its definition, rows, leases and results are in the
+store (:mod:`neta_nb.store.batch_rows`), and ``BatchRun.resume(run_id, store=…)`` after a
+crash runs only the rows not done — each row stored exactly once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import threading
+import time
+import uuid
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from ..runtime.agent import Agent
+from ..store.batch_rows import BatchRows, BatchRowState, ClaimedRow
+from ..store.process_owner import ProcessOwner, current_user
+from ..store.records import SessionRecord, one_line
+from ..tools import ToolCatalog
+from .executor import LocalExecutor
+from .inputs import BatchInputs, check_template
+from .limiter import RateLimiter, parse_rate
+from .memory_rows import MemoryRows
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from ..store.session_store import SessionStore
+    from ..widgets.batch_grid import BatchGrid
+
+__all__ = ["BatchRun"]
+
+Backend = Literal["local", "ray"]
+DEFAULT_LEASE = 60.0
+"""Seconds a worker's claim on a row lasts unless renewed (it renews a third of the way)."""
+
+
+class RowsStore(Protocol):
+    """Where a run's rows are: :class:`BatchRows` (a store) or :class:`MemoryRows`."""
+
+    def create(self, definition: dict[str, Any], inputs: list[dict[str, Any]]) -> bool: ...
+    def definition(self) -> dict[str, Any] | None: ...
+    def claim(self, owner: str, lease: float, *, limit: int = 1,
+              owner_dead: Callable[[str], bool] | None = None) -> list[ClaimedRow]: ...
+    def started(self, idx: int, owner: str, session_id: str, *,
+                attempt: bool = False) -> bool: ...
+    def renew(self, owner: str, indices: list[int], lease: float) -> list[int]: ...
+    def finish(self, idx: int, owner: str, *, failed: bool, result: dict[str, Any],
+               session_id: str | None) -> bool: ...
+    def release(self, idx: int, owner: str) -> None: ...
+    def all(self) -> list[BatchRowState]: ...
+
+
+class BatchRun:
+    """One run of an agent over many inputs (see the module note). Made by
+    :meth:`Agent.map <neta_nb.runtime.agent.Agent.map>` or :meth:`BatchRun.resume`."""
+
+    def __init__(self, agent: Agent, inputs: Any, prompt: str | None = None, *,
+                 concurrency: int = 8, rate_limit: str | None = None, max_attempts: int = 3,
+                 output: type[BaseModel] | None = None, store: SessionStore | None = None,
+                 run_id: str | None = None, backend: Backend = "local",
+                 catalog: ToolCatalog | None = None, lease_seconds: float = DEFAULT_LEASE,
+                 ) -> None:
+        if backend != "local":
+            raise ValueError(f"backend {backend!r} is not available; use backend='local'")
+        if max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        self.agent = agent
+        self.inputs = BatchInputs.of(inputs)
+        check_template(prompt, self.inputs.columns)
+        self.prompt = prompt
+        self.concurrency = max(1, min(int(concurrency), max(1, len(self.inputs.rows))))
+        self.rate_limit = rate_limit
+        self.limiter = RateLimiter(self.concurrency, parse_rate(rate_limit))
+        self.max_attempts = max_attempts
+        self.output = output
+        self.store = store
+        self.run_id = run_id or f"b_{uuid.uuid4().hex[:16]}"
+        self.lease_seconds = lease_seconds
+        self._catalog = catalog
+        self.rows: RowsStore = (BatchRows(store, self.run_id) if store is not None
+                                else MemoryRows(self.run_id))
+        self.owner = f"{ProcessOwner.current().model_dump_json()}|{uuid.uuid4().hex[:8]}"
+        self._prepare()
+        self.states = [row.state for row in self.rows.all()]
+        """Each row's state (``queued``, ``running``, ``done``, ``failed``), in order."""
+        self._executor = LocalExecutor(
+            agent=agent, catalog=self._tools, store=store, rows=self.rows,
+            run_id=self.run_id, template=prompt, output=output, limiter=self.limiter,
+            concurrency=self.concurrency, max_attempts=max_attempts,
+            lease=lease_seconds, owner=self.owner, on_change=self._row_changed)
+        self._listeners: list[Callable[[BatchRun], None]] = []
+        self._task: asyncio.Task[Any] | None = None
+        self._result: Any = None
+        self._widget: BatchGrid | None = None
+        self.started_at: float | None = None
+        self.finished_at: float | None = None
+        with contextlib.suppress(RuntimeError):
+            asyncio.get_running_loop()
+            self.start()  # in a kernel: it runs as the cell shows its grid
+
+    # --- definition and store --------------------------------------------------------------
+    def _definition(self) -> dict[str, Any]:
+        provider = self.agent.create_provider()
+        return {"agent": self.agent.to_record(provider), "prompt": self.prompt,
+                "columns": self.inputs.columns, "rows": len(self.inputs.rows),
+                "concurrency": self.concurrency, "rate_limit": self.rate_limit,
+                "max_attempts": self.max_attempts, "lease_seconds": self.lease_seconds,
+                "output": None if self.output is None else self.output.__name__}
+
+    def _prepare(self) -> None:
+        definition = self._definition()
+        if self.rows.create(definition, self.inputs.rows):
+            if self.store is not None:
+                title = one_line(f"Batch of {len(self.inputs.rows)}: "
+                                 f"{self.prompt or 'inputs as prompts'}", 60)
+                self.store.save_session(SessionRecord(
+                    id=self.run_id, title=title, agent=definition["agent"],
+                    last_message=f"{len(self.inputs.rows)} rows", user=current_user()))
+            return
+        stored = self.rows.definition() or {}
+        if stored.get("rows") != len(self.inputs.rows) or stored.get("prompt") != self.prompt:
+            raise ValueError(f"run {self.run_id!r} is in the store with other inputs or "
+                             f"another prompt; give a new run_id, or BatchRun.resume() it")
+
+    def _tools(self) -> ToolCatalog:
+        return self._catalog if self._catalog is not None else ToolCatalog.default()
+
+    @classmethod
+    def resume(cls, run_id: str, store: SessionStore, *, agent: Agent | None = None,
+               catalog: ToolCatalog | None = None, output: type[BaseModel] | None = None,
+               **options: Any) -> BatchRun:
+        """The run ``run_id`` of ``store``, going on with the rows not done (a kernel that
+        crashed mid-run, a cancelled run). The agent comes back from its stored
+        definition unless given; an output model must be given again."""
+        rows = BatchRows(store, run_id)
+        definition = rows.definition()
+        if definition is None:
+            raise KeyError(f"no batch run {run_id!r} in {store.location}")
+        if agent is None:
+            agent = Agent.from_record(definition["agent"], catalog or ToolCatalog.default())
+        inputs = [row.input for row in rows.all()]
+        columns = definition.get("columns") or []
+        ordered = [{column: row.get(column) for column in columns} for row in inputs]
+        settings = {key: definition[key] for key in ("concurrency", "rate_limit",
+                                                      "max_attempts", "lease_seconds")
+                    if definition.get(key) is not None}
+        settings.update(options)
+        return cls(agent, ordered, definition.get("prompt"), store=store, run_id=run_id,
+                   catalog=catalog, output=output, **settings)
+
+    # --- running --------------------------------------------------------------------------
+    def start(self) -> asyncio.Task[Any]:
+        """Start the run on the running loop (``agent.map`` in a kernel does)."""
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run())
+        return self._task
+
+    async def _run(self) -> Any:
+        self.started_at = time.monotonic()
+        try:
+            await self._executor.run()
+        finally:
+            self.finished_at = time.monotonic()
+            self._refresh_states()
+            self._notify()
+        self._result = self.frame()
+        return self._result
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        return self.start().__await__()
+
+    def result(self, timeout: float | None = None) -> Any:
+        """The results, running the run first if it has not run (outside an event loop:
+        in a plain script; in a notebook, ``await run``)."""
+        if self._result is not None:
+            return self._result
+        if self._task is not None and self._task.done():
+            return self._task.result()
+        if self._task is not None:
+            raise RuntimeError("the run is running on this kernel's event loop: "
+                               "`await run` for its results")
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(asyncio.wait_for(self._run(), timeout))
+        # A loop runs in this thread (a kernel's): run it in one of its own.
+        box: dict[str, Any] = {}
+
+        def work() -> None:
+            try:
+                box["frame"] = asyncio.run(asyncio.wait_for(self._run(), timeout))
+            except BaseException as exc:
+                box["error"] = exc
+
+        thread = threading.Thread(target=work, name=f"neta-nb-batch-{self.run_id}")
+        thread.start()
+        thread.join()
+        if "error" in box:
+            raise box["error"]
+        return box["frame"]
+
+    def cancel(self) -> None:
+        """Stop claiming rows and stop the running turns; the rows not done stay in the
+        store, for :meth:`resume`."""
+        self._executor.cancel()
+
+    @property
+    def done(self) -> bool:
+        return self._task is not None and self._task.done()
+
+    # --- progress -------------------------------------------------------------------------
+    def subscribe(self, callback: Callable[[BatchRun], None]) -> Callable[[], None]:
+        """Call ``callback(run)`` whenever a row changes state (the grid throttles)."""
+        self._listeners.append(callback)
+        return lambda: self._listeners.remove(callback) if callback in self._listeners else None
+
+    def _row_changed(self, idx: int, state: str) -> None:
+        if state != "retry":
+            self.states[idx] = state
+        self._notify()
+
+    def _notify(self) -> None:
+        for listener in list(self._listeners):
+            listener(self)
+
+    def _refresh_states(self) -> None:
+        self.states = [row.state for row in self.rows.all()]
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Rows per state, and the attempts made again after transient failures."""
+        found = {"queued": 0, "running": 0, "done": 0, "failed": 0}
+        for state in self.states:
+            found[state] = found.get(state, 0) + 1
+        found["retried"] = self._executor.retried
+        return found
+
+    # --- results --------------------------------------------------------------------------
+    def frame(self) -> Any:
+        """The results as they stand, in input order (see the module note)."""
+        try:
+            pandas: Any = importlib.import_module("pandas")  # optional, and untyped
+        except ImportError as error:
+            raise ImportError("a batch run's results are a DataFrame: pip install pandas "
+                              "(or 'neta-nb[batch]')") from error
+
+        records = []
+        output_fields = list(self.output.model_fields) if self.output is not None else []
+        for row in self.rows.all():
+            result = row.result or {}
+            record: dict[str, Any] = {column: row.input.get(column)
+                                      for column in self.inputs.columns}
+            record["answer"] = result.get("answer")
+            output = result.get("output") or {}
+            for name in output_fields:
+                record[name] = output.get(name)
+            status = row.state if row.state in ("done", "failed") else "cancelled"
+            record.update(status=status, error=result.get("error"), attempts=row.attempts,
+                          usage=result.get("usage"), session_id=row.session_id)
+            records.append(record)
+        columns = [*self.inputs.columns, "answer", *output_fields, "status", "error",
+                   "attempts", "usage", "session_id"]
+        return pandas.DataFrame.from_records(records, columns=columns)
+
+    # --- display --------------------------------------------------------------------------
+    @property
+    def widget(self) -> BatchGrid:
+        """The live grid of this run (made on first use)."""
+        if self._widget is None:
+            from ..widgets.batch_grid import BatchGrid
+
+            self._widget = BatchGrid(self)
+        return self._widget
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        return self.widget._repr_mimebundle_(**kwargs)
+
+    def __repr__(self) -> str:
+        counts = self.counts
+        return (f"BatchRun({self.run_id!r}, {len(self.states)} rows: {counts['done']} done, "
+                f"{counts['failed']} failed, {counts['running']} running)")

@@ -1,0 +1,65 @@
+"""A model for batch-run tests: it answers each prompt with a function of that prompt (so
+a run at any concurrency gives the answers a one-at-a-time run gives), counts how many
+calls are in flight at once, and fails the calls a test names."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+
+from neta_nb.messages import Usage
+from neta_nb.providers.base import (
+    ModelRequest,
+    Provider,
+    ProviderError,
+    StreamDone,
+    StreamEvent,
+    TextDelta,
+    UsageUpdate,
+)
+from neta_nb.providers.models import ModelInfo
+
+
+def label_of(prompt: str) -> str:
+    """The answer the row model gives: deterministic in the prompt."""
+    return f"label[{sum(map(ord, prompt)) % 97}] for {prompt[-24:]}"
+
+
+class RowModel(Provider):
+    """``fail(prompt, call_number) -> ProviderError | None`` decides failures; ``delay``
+    seconds per call keep several in flight."""
+
+    supplier = "scripted"
+
+    def __init__(self, *, delay: float = 0.0,
+                 fail: Callable[[str, int], ProviderError | None] | None = None,
+                 answer: Callable[[str], str] = label_of) -> None:
+        self.model = "rows"
+        self.delay = delay
+        self._fail = fail
+        self._answer = answer
+        self.calls: dict[str, int] = {}
+        self.in_flight = 0
+        self.most_in_flight = 0
+        self._info = ModelInfo(supplier="scripted", model="rows", context_window=100_000,
+                               max_output_tokens=4096, capabilities=frozenset({"tools"}))
+
+    @property
+    def info(self) -> ModelInfo:
+        return self._info
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        prompt = request.messages[-1].text
+        number = self.calls[prompt] = self.calls.get(prompt, 0) + 1
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            await asyncio.sleep(self.delay)
+            failure = self._fail(prompt, number) if self._fail else None
+            if failure is not None:
+                raise failure
+            yield TextDelta(self._answer(prompt))
+            yield UsageUpdate(Usage(input_tokens=40, output_tokens=8))
+            yield StreamDone("end_turn")
+        finally:
+            self.in_flight -= 1
