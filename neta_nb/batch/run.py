@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
     from ..store.session_store import SessionStore
     from ..widgets.batch_grid import BatchGrid
+    from .ray_backend import RayBackend
 
 __all__ = ["BatchRun"]
 
@@ -72,9 +73,12 @@ class BatchRun:
                  output: type[BaseModel] | None = None, store: SessionStore | None = None,
                  run_id: str | None = None, backend: Backend = "local",
                  catalog: ToolCatalog | None = None, lease_seconds: float = DEFAULT_LEASE,
-                 ) -> None:
-        if backend != "local":
-            raise ValueError(f"backend {backend!r} is not available; use backend='local'")
+                 workers: int | None = None) -> None:
+        if backend not in ("local", "ray"):
+            raise ValueError(f"backend must be 'local' or 'ray', not {backend!r}")
+        if backend == "ray" and store is None:
+            raise ValueError("backend='ray' needs store=: the workers store each row's "
+                             "session and result there, and the results are read from it")
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
         self.agent = agent
@@ -89,10 +93,23 @@ class BatchRun:
         self.store = store
         self.run_id = run_id or f"b_{uuid.uuid4().hex[:16]}"
         self.lease_seconds = lease_seconds
+        self._workers = workers
         self._catalog = catalog
         self.rows: RowsStore = (BatchRows(store, self.run_id) if store is not None
                                 else MemoryRows(self.run_id))
         self.owner = f"{ProcessOwner.current().model_dump_json()}|{uuid.uuid4().hex[:8]}"
+        self.backend = backend
+        self._ray: RayBackend | None = None
+        if backend == "ray":
+            from .ray_backend import RayBackend, check_portable
+
+            check_portable(agent, self._tools())
+            assert store is not None
+            self._ray = RayBackend(
+                agent=agent, store_target=store.target, run_id=self.run_id, template=prompt,
+                output=output, concurrency=self.concurrency, rate=parse_rate(rate_limit),
+                max_attempts=max_attempts, lease=lease_seconds, workers=workers,
+                on_change=self._row_changed)
         self._prepare()
         self.states = [row.state for row in self.rows.all()]
         """Each row's state (``queued``, ``running``, ``done``, ``failed``), in order."""
@@ -118,6 +135,7 @@ class BatchRun:
                 "columns": self.inputs.columns, "rows": len(self.inputs.rows),
                 "concurrency": self.concurrency, "rate_limit": self.rate_limit,
                 "max_attempts": self.max_attempts, "lease_seconds": self.lease_seconds,
+                "backend": self.backend, "workers": self._workers,
                 "output": None if self.output is None else self.output.__name__}
 
     def _prepare(self) -> None:
@@ -155,7 +173,8 @@ class BatchRun:
         columns = definition.get("columns") or []
         ordered = [{column: row.get(column) for column in columns} for row in inputs]
         settings = {key: definition[key] for key in ("concurrency", "rate_limit",
-                                                      "max_attempts", "lease_seconds")
+                                                      "max_attempts", "lease_seconds",
+                                                      "backend", "workers")
                     if definition.get(key) is not None}
         settings.update(options)
         return cls(agent, ordered, definition.get("prompt"), store=store, run_id=run_id,
@@ -171,7 +190,10 @@ class BatchRun:
     async def _run(self) -> Any:
         self.started_at = time.monotonic()
         try:
-            await self._executor.run()
+            if self._ray is not None:
+                await self._ray.run()
+            else:
+                await self._executor.run()
         finally:
             self.finished_at = time.monotonic()
             self._refresh_states()
@@ -215,6 +237,8 @@ class BatchRun:
     def cancel(self) -> None:
         """Stop claiming rows and stop the running turns; the rows not done stay in the
         store, for :meth:`resume`."""
+        if self._ray is not None:
+            self._ray.cancel()
         self._executor.cancel()
 
     @property
@@ -245,7 +269,8 @@ class BatchRun:
         found = {"queued": 0, "running": 0, "done": 0, "failed": 0}
         for state in self.states:
             found[state] = found.get(state, 0) + 1
-        found["retried"] = self._executor.retried
+        found["retried"] = (self._ray.retried if self._ray is not None
+                            else self._executor.retried)
         return found
 
     # --- results --------------------------------------------------------------------------
@@ -287,6 +312,12 @@ class BatchRun:
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         return self.widget._repr_mimebundle_(**kwargs)
+
+    def _ipython_display_(self) -> None:
+        # As the grid shows itself: its view, then its static form as an output of its own
+        # (what a notebook saved without widget state keeps); the mimebundle alone has no
+        # static form.
+        self.widget._ipython_display_()
 
     def __repr__(self) -> str:
         counts = self.counts

@@ -9,7 +9,7 @@ Rows are JSON documents as text; the database never looks inside them except to 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -58,11 +58,14 @@ class Rows(Protocol):
 class WriterConnection(Protocol):
     """What one session's writer thread writes with."""
 
-    def transact(self, session_id: str, apply: Callable[[Rows], None], *,
-                 durable: bool = True) -> None:
-        """Run ``apply`` in a transaction of its own that no other write of the same
-        session interleaves with. ``durable=False``: the commit may be lost in a crash
-        (a streaming draft, rewritten a moment later)."""
+    def transact(self, batch: Sequence[tuple[str, Sequence[Callable[[Rows], None]]]], *,
+                 durable: bool = True) -> list[list[BaseException | None]]:
+        """Store ``batch`` — each session's writes, in its order — in one transaction, no
+        other write of those sessions interleaving. Each write runs in a savepoint: one
+        that raises something :meth:`failure_of` cannot retry is undone alone and its
+        exception returned in its place (``None``: stored); a failure that can be retried
+        (a lock, a full disk) raises, and nothing of the batch is stored.
+        ``durable=False``: the commit may be lost in a crash (streaming drafts only)."""
 
     def failure_of(self, exc: Exception) -> StoreFailure | None:
         """Why ``exc`` keeps the write from being stored — a reason to retry — or

@@ -6,7 +6,7 @@ with) and :func:`failure_of` (a failure, by SQLSTATE, as the codes the chat view
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import psycopg
@@ -121,17 +121,33 @@ class PostgresWriterConnection:
     def __init__(self, database: PostgresDatabase) -> None:
         self._database = database
 
-    def transact(self, session_id: str, apply: Callable[[Rows], None], *,
-                 durable: bool = True) -> None:
+    def transact(self, batch: Sequence[tuple[str, Sequence[Callable[[Rows], None]]]], *,
+                 durable: bool = True) -> list[list[BaseException | None]]:
+        # Sessions in the order of their lock keys: two processes storing the same
+        # sessions take their locks in the same order, and never deadlock.
+        order = sorted(range(len(batch)), key=lambda i: write_key(batch[i][0]))
+        outcomes: list[list[BaseException | None]] = [[] for _ in batch]
         with self._database.pool.connection() as conn, conn.transaction():
             conn.execute(f"SET LOCAL lock_timeout = {int(WRITER_LOCK_TIMEOUT_MS)}")
             if not durable:
                 conn.execute("SET LOCAL synchronous_commit = off")
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (write_key(session_id),))
             rows = PostgresRows(conn)
-            apply(rows)
-            if durable:
-                rows.notify(session_id)
+            for index in order:
+                session_id, applies = batch[index]
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (write_key(session_id),))
+                for apply in applies:
+                    try:
+                        with conn.transaction():  # a savepoint
+                            apply(rows)
+                    except Exception as exc:
+                        if failure_of(exc) is not None:
+                            raise
+                        outcomes[index].append(exc)
+                    else:
+                        outcomes[index].append(None)
+                if durable:  # a batch of streaming drafts alone is not announced
+                    rows.notify(session_id)
+        return outcomes
 
     def failure_of(self, exc: Exception) -> StoreFailure | None:
         return failure_of(exc)

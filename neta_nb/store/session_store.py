@@ -76,6 +76,9 @@ class SessionStore:
             self.database = PostgresDatabase(str(path))
         else:
             self.database = SqliteDatabase(Path(path))
+        self.target = str(path)
+        """What opens this store again in another process (a path, or a URL with its
+        password: never shown)."""
         self.location = self.database.location
         """Where the sessions are, for messages: the file, or the URL without password."""
         self._lock = threading.RLock()

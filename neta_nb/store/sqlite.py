@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -257,17 +257,37 @@ class SqliteWriterConnection:
         self.shared = shared
         """The store's own connection (an in-memory store has no second one)."""
 
-    def transact(self, session_id: str, apply: Callable[[Rows], None], *,
-                 durable: bool = True) -> None:
+    def transact(self, batch: Sequence[tuple[str, Sequence[Callable[[Rows], None]]]], *,
+                 durable: bool = True) -> list[list[BaseException | None]]:
+        # BEGIN IMMEDIATE: the write lock before anything is read, so a read-then-write
+        # never deadlocks against another connection.
         with self._guard:
-            self.db.execute("BEGIN IMMEDIATE")
+            db = self.db
+            rows = SqliteRows(db, self._blobs)
+            outcomes: list[list[BaseException | None]] = []
+            db.execute("BEGIN IMMEDIATE")
             try:
-                apply(SqliteRows(self.db, self._blobs))
-                self.db.execute("COMMIT")
+                for _session_id, applies in batch:
+                    done: list[BaseException | None] = []
+                    for apply in applies:
+                        db.execute("SAVEPOINT write")
+                        try:
+                            apply(rows)
+                        except Exception as exc:
+                            if failure_of(exc) is not None:
+                                raise
+                            db.execute("ROLLBACK TO write")
+                            done.append(exc)
+                        else:
+                            done.append(None)
+                        db.execute("RELEASE write")
+                    outcomes.append(done)
+                db.execute("COMMIT")
             except BaseException:
                 with suppress(sqlite3.Error):
-                    self.db.execute("ROLLBACK")
+                    db.execute("ROLLBACK")
                 raise
+            return outcomes
 
     def failure_of(self, exc: Exception) -> StoreFailure | None:
         return failure_of(exc)

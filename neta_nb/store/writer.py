@@ -1,4 +1,7 @@
-"""StoreWriter: one session's writes to its store, in order, on a thread of their own.
+"""StoreWriter: one session's writes to its store, in order, off the kernel's event loop —
+stored by one thread per store that commits many sessions' writes together
+(:class:`SharedWriter`), so a thousand live sessions cost one thread and one connection,
+not a thousand of each.
 
 The kernel's event loop never waits on SQLite: another process holding the write lock (a
 second notebook, a backup tool) or a full disk stalls this thread, never the stream, Stop
@@ -8,8 +11,11 @@ session is told once that it is behind, and again when it has caught up. Writes 
 pending when the interpreter exits get a few seconds, then each is logged as lost.
 
 Each write carries its rows already serialised (the caller's objects keep changing on the
-loop thread), and each runs in a transaction of its own on the database's writer
-connection (:class:`~neta_nb.store.database.WriterConnection`).
+loop thread). The shared thread takes what every session has pending, in each session's
+order, and stores it in one transaction on the database's writer connection
+(:class:`~neta_nb.store.database.WriterConnection`), each write inside a savepoint: a write
+that can never succeed is dropped alone; a store that is locked or full fails the whole
+batch, which is retried.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import itertools
 import logging
 import sqlite3
 import threading
@@ -25,19 +32,21 @@ import weakref
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 if TYPE_CHECKING:
     from .database import Rows, WriterConnection
     from .session_store import SessionStore
 
-__all__ = ["StoreFailure", "StoreWriter", "Write"]
+__all__ = ["SharedWriter", "StoreFailure", "StoreWriter", "Write"]
 
 log = logging.getLogger(__name__)
 
 IDLE_EXIT = 2.0
 """Seconds an idle writer thread waits for more before it ends (a new write starts it
-again): a process may hold hundreds of sessions, few of which are writing."""
+again), closing its connection."""
+BATCH_LIMIT = 500
+"""Most writes one transaction stores."""
 RETRY_DELAYS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0)
 """Pause before each retry of a failing write; the last one repeats."""
 EXIT_GRACE = 3.0
@@ -105,8 +114,8 @@ class StoreWriter:
         self._on_behind = on_behind
         self._cond = threading.Condition()
         self._pending: deque[Write] = deque()
-        self._head_started = False
-        self._thread: threading.Thread | None = None
+        self._taken = 0
+        """Writes at the head of the queue the shared thread is storing right now."""
         self._failure: StoreFailure | None = None
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -120,25 +129,17 @@ class StoreWriter:
         with self._cond:
             pending = self._pending
             replaceable = (pending and write.key is not None and pending[-1].key == write.key
-                           and not (len(pending) == 1 and self._head_started))
+                           and len(pending) > self._taken)
             if replaceable:
                 pending[-1] = write
             else:
                 pending.append(write)
-            if self._thread is not None:
-                self._cond.notify_all()
-                return
-            thread = threading.Thread(target=self._work, daemon=True,
-                                      name=f"neta-nb-store-{self.session_id}")
-            try:
-                thread.start()
-            except RuntimeError:
-                # No thread to be had (the process is out of them): the write stays
-                # queued, in order, and the next write tries again.
-                log.exception("session %s: no thread to save with; %d writes wait",
-                              self.session_id, len(pending))
-                return
-            self._thread = thread
+        SharedWriter.of(self.store).wake(self)
+
+    @property
+    def _thread(self) -> threading.Thread | None:
+        """The thread storing this writer's writes (``None`` while none runs)."""
+        return SharedWriter.of(self.store).thread
 
     @property
     def pending(self) -> int:
@@ -172,51 +173,17 @@ class StoreWriter:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(future), SETTLE_LIMIT)
 
-    # --- the thread -------------------------------------------------------------------
-    def _work(self) -> None:
-        connection: WriterConnection | None = None
-        attempt = 0
-        try:
-            while True:
-                with self._cond:
-                    if not self._pending:
-                        self._cond.wait_for(lambda: bool(self._pending), IDLE_EXIT)
-                        if not self._pending:
-                            self._thread = None
-                            return
-                    write = self._pending[0]
-                    self._head_started = True
-                try:
-                    if connection is None:
-                        connection = self.store.writer_connection()
-                    connection.transact(self.session_id, write.apply, durable=write.durable)
-                except Exception as exc:
-                    failure = connection.failure_of(exc) if connection is not None else None
-                    if failure is None and connection is None:
-                        failure = self.store.database.failure_of(exc)
-                    if failure is None:
-                        # A closed store, a malformed write, or not the store's fault at
-                        # all: no retry can mend it, and retrying would block every later
-                        # write for ever.
-                        log.exception("session %s: %s could not be saved and is dropped",
-                                      self.session_id, write.what)
-                    else:
-                        if not failure.keeps_connection and connection is not None:
-                            connection.close()
-                            connection = None
-                        self._failed(failure)
-                        time.sleep(RETRY_DELAYS[min(attempt, len(RETRY_DELAYS) - 1)])
-                        attempt += 1
-                        continue
-                attempt = 0
-                self._stored(write)
-        finally:
-            if connection is not None:
-                connection.close()
+    # --- the shared thread's side --------------------------------------------------------
+    def _take(self, limit: int) -> list[Write]:
+        """The writes to store now (the head of the queue, up to ``limit``)."""
+        with self._cond:
+            taken = list(itertools.islice(self._pending, limit))
+            self._taken = len(taken)
+            return taken
 
     def _failed(self, failure: StoreFailure) -> None:
         with self._cond:
-            self._head_started = False
+            self._taken = 0
             news = failure != self._failure
             if self._failure is None:
                 log.warning("session %s: not saved yet (%s); retrying", self.session_id,
@@ -233,7 +200,7 @@ class StoreWriter:
             self.deliver(self.store.notify_changed, self.session_id)
         with self._cond:
             self._pending.popleft()
-            self._head_started = False
+            self._taken = max(0, self._taken - 1)
             recovered = False
             if not self._pending:
                 recovered = self._failure is not None
@@ -259,6 +226,141 @@ class StoreWriter:
                 loop.call_soon_threadsafe(_call_logged, callback, argument)
                 return
         _call_logged(callback, argument)
+
+
+class SharedWriter:
+    """The one thread that stores the writes of every session of one store."""
+
+    _by_store: ClassVar[weakref.WeakKeyDictionary[SessionStore, SharedWriter]] = (
+        weakref.WeakKeyDictionary())
+    _registry_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, store: SessionStore) -> None:
+        self._store = weakref.ref(store)
+        self._cond = threading.Condition()
+        self._ready: dict[StoreWriter, None] = {}  # writers with writes, in arrival order
+        self.thread: threading.Thread | None = None
+
+    @classmethod
+    def of(cls, store: SessionStore) -> SharedWriter:
+        with cls._registry_lock:
+            found = cls._by_store.get(store)
+            if found is None:
+                found = cls._by_store[store] = cls(store)
+            return found
+
+    def wake(self, writer: StoreWriter) -> None:
+        """``writer`` has writes to store."""
+        with self._cond:
+            self._ready[writer] = None
+            self._cond.notify_all()
+            if self.thread is not None:
+                return
+            thread = threading.Thread(target=self._work, daemon=True,
+                                      name="neta-nb-store-writer")
+            try:
+                thread.start()
+            except RuntimeError:
+                # No thread to be had (the process is out of them): the writes stay
+                # queued, in order, and the next write tries again.
+                log.exception("no thread to save with; %d sessions' writes wait",
+                              len(self._ready))
+                return
+            self.thread = thread
+
+    def _next_batch(self) -> list[tuple[StoreWriter, list[Write]]] | None:
+        """What to store next; ``None`` when idle long enough to end the thread."""
+        with self._cond:
+            if not self._ready:
+                self._cond.wait_for(lambda: bool(self._ready), IDLE_EXIT)
+                if not self._ready:
+                    self.thread = None
+                    return None
+            writers = list(self._ready)
+            self._ready.clear()
+        batch, room = [], BATCH_LIMIT
+        for index, writer in enumerate(writers):
+            if room <= 0:  # the rest next time, in the same order
+                with self._cond:
+                    for later in writers[index:]:
+                        self._ready[later] = None
+                break
+            writes = writer._take(room)
+            if writes:
+                batch.append((writer, writes))
+                room -= len(writes)
+        return batch
+
+    def _work(self) -> None:
+        connection: WriterConnection | None = None
+        attempt = 0
+        try:
+            while True:
+                batch = self._next_batch()
+                store = self._store()
+                if batch is None or store is None:
+                    return
+                if not batch:
+                    continue
+                try:
+                    if connection is None:
+                        connection = store.writer_connection()
+                    outcomes = connection.transact(
+                        [(writer.session_id, [write.apply for write in writes])
+                         for writer, writes in batch],
+                        durable=any(write.durable for _, writes in batch for write in writes))
+                except Exception as exc:
+                    failure = (connection.failure_of(exc) if connection is not None
+                               else store.database.failure_of(exc))
+                    if failure is None:
+                        # A closed store, or a failure no retry can mend: dropped, or
+                        # retrying would block every later write for ever.
+                        self._dropped(batch, exc)
+                        continue
+                    if not failure.keeps_connection and connection is not None:
+                        connection.close()
+                        connection = None
+                    self._failed(batch, failure, attempt)
+                    attempt += 1
+                    continue
+                attempt = 0
+                self._stored(batch, outcomes)
+        finally:
+            if connection is not None:
+                connection.close()
+
+    def _again(self, writers: list[StoreWriter]) -> None:
+        with self._cond:
+            for writer in writers:
+                self._ready[writer] = None
+
+    def _stored(self, batch: list[tuple[StoreWriter, list[Write]]],
+                outcomes: list[list[BaseException | None]]) -> None:
+        for (writer, writes), errors in zip(batch, outcomes, strict=True):
+            for write, error in zip(writes, errors, strict=True):
+                if error is not None:
+                    log.error("session %s: %s could not be saved and is dropped",
+                              writer.session_id, write.what, exc_info=error)
+                writer._stored(write)
+            with writer._cond:
+                more = bool(writer._pending)
+            if more:
+                self._again([writer])
+
+    def _dropped(self, batch: list[tuple[StoreWriter, list[Write]]], exc: Exception) -> None:
+        for writer, writes in batch:
+            for write in writes:
+                log.error("session %s: %s could not be saved and is dropped (%s)",
+                          writer.session_id, write.what, exc)
+                writer._stored(write)
+        self._again([writer for writer, _ in batch])
+
+    def _failed(self, batch: list[tuple[StoreWriter, list[Write]]], failure: StoreFailure,
+                attempt: int) -> None:
+        for writer, _writes in batch:
+            writer._failed(failure)
+        time.sleep(RETRY_DELAYS[min(attempt, len(RETRY_DELAYS) - 1)])
+        self._again([writer for writer, _ in batch])
 
 
 def _resolve(future: asyncio.Future[None]) -> None:

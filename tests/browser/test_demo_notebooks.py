@@ -31,6 +31,7 @@ RENDERS = {
     "07_mcp_servers.ipynb": [".neta-tool-config", ".neta-chat-view"],
     "08_sub_agents.ipynb": [".neta-chat-view", ".neta-subagent-card"],
     "09_traces_and_replay.ipynb": [".neta-replay-report"],
+    "10_batch_runs.ipynb": [".neta-batch-grid"],
 }
 
 
