@@ -65,7 +65,8 @@ def resume_session(cls: type[AgentSession], session_id: str, store: SessionStore
         raise KeyError(f"no session {session_id!r} in {store.location}")
     if record.running and record.owner is not None:  # still running once settled: alive
         raise busy_error(session_id, record.owner)
-    check_owned(record)
+    if store.shared:
+        check_owned(record)
     catalog = catalog if catalog is not None else ToolCatalog.default()
     # MCP servers come back before the agent, so its config finds their tools.
     for problem in catalog.restore_mcp_servers(record.mcp_servers):

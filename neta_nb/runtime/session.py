@@ -39,7 +39,7 @@ from ..messages import (
     new_id,
 )
 from ..providers.base import Provider
-from ..store.session_store import CompactionRecord, SessionStore
+from ..store.session_store import CompactionRecord, SessionStore, check_session_id
 from ..store.session_writes import (
     SessionPersistence,
     deleted_warning,
@@ -107,6 +107,8 @@ class AgentSession(TurnLoop):
         """The parent's ``delegate`` call that ran this session."""
         self.catalog = catalog if catalog is not None else ToolCatalog.default()
         self.provider = provider or agent.create_provider()
+        if session_id is not None:
+            check_session_id(session_id)
         self.id = session_id or new_id("s_")
         self._saved = SessionPersistence(self.id, store, self._describe,
                                          on_behind=lambda f: self._emit(store_warning(f)),

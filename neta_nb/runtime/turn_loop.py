@@ -119,7 +119,7 @@ class TurnLoop:
             # First, before anything is stored: the claim that keeps another kernel from
             # taking this turn over, even while the store cannot record the owner yet.
             if self._saved.store is not None:
-                claim = self._saved.store.claim_turn(self.id)
+                claim = await self._saved.store.claim_turn_soon(self.id)
             # The last turn's children's spend joins the session's before the crew forgets
             # them; then the budgets' turn warnings start afresh.
             self._children_spent.add_turn(self._crew.turn_usage)

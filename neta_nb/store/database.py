@@ -83,6 +83,8 @@ class Database(Protocol):
 
     location: str
     """Where it is, for messages: a file's path, or a URL without its password."""
+    shared: bool
+    """Several users' sessions (sessions listed per user, continued by their owner)."""
 
     def transaction(self, session_id: str | None = None, *,
                     immediate: bool = False) -> AbstractContextManager[Rows]: ...

@@ -25,11 +25,14 @@ from __future__ import annotations
 import logging
 import re
 import socket
+import uuid
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
+
+from psycopg.conninfo import conninfo_to_dict
 
 try:
     import psycopg
@@ -40,7 +43,7 @@ except ImportError as exc:  # pragma: no cover - the extra is missing
 
 from .blobs import BlobTable, EncodedMessage
 from .database import Action, Database, SessionRow, escape_like
-from .postgres_claims import ClaimsConnection, claim_key
+from .postgres_claims import KEEPALIVE, ClaimsConnection, claim_key
 from .postgres_notify import Listener
 from .postgres_rows import PostgresRows, PostgresWriterConnection, failure_of, write_key
 from .process_owner import ProcessOwner, busy_error
@@ -133,11 +136,20 @@ class PostgresDatabase:
         url, pool_size = _pool_size(url)
         self.url = url
         self.location = display_url(url)
+        self.shared = True
+        self.token = uuid.uuid4().hex[:16]
+        """This store object, in its notifications: its own writes reach its own
+        listeners directly, every other store object (in this process too) hears them."""
+        try:  # the server's own answer when it refuses (no such database, a password)
+            psycopg.connect(url, connect_timeout=int(CONNECT_TIMEOUT)).close()
+        except psycopg.Error as exc:
+            raise ConnectionError(f"cannot connect to the session store {self.location}: "
+                                  f"{str(exc).strip()}") from None
         # No connection kept open while idle (min_size=0): a kernel with a store it does
         # not use costs the server nothing.
         self.pool = psycopg_pool.ConnectionPool(
             url, min_size=0, max_size=pool_size, open=True, timeout=CONNECT_TIMEOUT,
-            kwargs={"autocommit": True}, name="neta-nb-store", max_idle=60.0,
+            kwargs={"autocommit": True, **KEEPALIVE}, name="neta-nb-store", max_idle=60.0,
             # A connection the server dropped while idle (a restart, a cut network) is
             # replaced before use, so no read fails for it.
             check=psycopg_pool.ConnectionPool.check_connection)
@@ -158,7 +170,11 @@ class PostgresDatabase:
     def _migrate(self) -> None:
         with self.pool.connection() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
-            conn.execute("CREATE TABLE IF NOT EXISTS neta_nb_schema (version integer NOT NULL)")
+            # Created only when missing: a role with no CREATE right opens a store that is
+            # up to date (only a migration needs the right).
+            found = conn.execute("SELECT to_regclass('neta_nb_schema')").fetchone()
+            if not found or found[0] is None:
+                conn.execute("CREATE TABLE neta_nb_schema (version integer NOT NULL)")
             row = conn.execute("SELECT COALESCE(MAX(version), 0) FROM neta_nb_schema").fetchone()
             version = int(row[0]) if row else 0
             if version > len(MIGRATIONS):
@@ -177,7 +193,7 @@ class PostgresDatabase:
             conn.execute(f"SET LOCAL lock_timeout = {int(STORE_LOCK_TIMEOUT_MS)}")
             if session_id is not None:
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (write_key(session_id),))
-            rows = PostgresRows(conn)
+            rows = PostgresRows(conn, self.token)
             yield rows
             if session_id is not None:
                 rows.notify(session_id)
@@ -212,7 +228,7 @@ class PostgresDatabase:
             where, params = _users_clause(users)
             rows = self._all(f"SELECT id, data, {_CHILDREN} FROM sessions WHERE "
                              f"parent_id IS NULL{where} ORDER BY updated_at DESC LIMIT %s",
-                             (*params, limit))
+                             (*params, limit or None))  # as on SQLite: 0 is no limit
         return [(row[0], row[1], int(row[2])) for row in rows]
 
     def search_rows(self, words: list[str], *, limit: int,
@@ -226,10 +242,11 @@ class PostgresDatabase:
             pattern = "%" + escape_like(escaped) + "%"
             in_text = r'"text":\s*"([^"\\]|\\.)*' + _regex_literal(escaped)
             in_title = r'"title":\s*"([^"\\]|\\.)*' + _regex_literal(escaped)
+            # Case folded for ASCII letters only (``[aA]``), as SQLite's LIKE does.
             clauses.append(
-                "(sessions.data ~* %s OR EXISTS (SELECT 1 FROM messages "
+                "(sessions.data ~ %s OR EXISTS (SELECT 1 FROM messages "
                 "WHERE messages.session_id = sessions.id AND messages.data ILIKE %s "
-                "AND messages.data ~* %s))")
+                "AND messages.data ~ %s))")
             params += [in_title, pattern, in_text]
         where, user_params = _users_clause(users)
         rows = self._all(f"SELECT id, data, {_CHILDREN} FROM sessions WHERE parent_id IS NULL"
@@ -293,7 +310,7 @@ class PostgresDatabase:
                 if free and free[0]:
                     conn.execute("UPDATE sessions SET data = %s WHERE id = %s",
                                  (data, session_id))
-                    PostgresRows(conn).notify(session_id)
+                    PostgresRows(conn, self.token).notify(session_id)
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
             log.info("session %s: its dead owner is settled on the next read (%s)",
                      session_id, exc)
@@ -348,7 +365,7 @@ class PostgresDatabase:
 
     # --- other processes' changes -------------------------------------------------------
     def listen(self, callback: Callable[[str], None]) -> Callable[[], None]:
-        listener = Listener.start(self.url, callback)
+        listener = Listener.start(self.url, callback, self.token)
         self._listeners.append(listener)
 
         def stop() -> None:
@@ -397,8 +414,16 @@ def _pool_size(url: str) -> tuple[str, int]:
 
 
 def _same_server(one: str, other: str) -> bool:
-    a, b = urlsplit(one), urlsplit(other)
-    return ((a.hostname, a.port or 5432, a.path) == (b.hostname, b.port or 5432, b.path))
+    """Whether two URLs name the same database (hosts, ports, database name; any number of
+    hosts, as libpq takes them for failover)."""
+    try:
+        a, b = conninfo_to_dict(one), conninfo_to_dict(other)
+    except psycopg.Error:
+        return one == other
+    def key(info: dict[str, Any]) -> tuple[str, str, str]:
+        return (str(info.get("host") or ""), str(info.get("port") or "5432"),
+                str(info.get("dbname") or info.get("user") or ""))
+    return key(a) == key(b)
 
 
 def _json_escaped(word: str) -> str:
@@ -409,5 +434,7 @@ def _json_escaped(word: str) -> str:
 
 
 def _regex_literal(text: str) -> str:
-    """``text`` matched literally by a PostgreSQL regular expression."""
-    return re.sub(r"([\\.^$|?*+()\[\]{}])", r"\\\1", text)
+    """``text`` matched literally by a PostgreSQL regular expression, ASCII letters in
+    either case."""
+    escaped = re.sub(r"([\\.^$|?*+()\[\]{}])", r"\\\1", text)
+    return re.sub(r"[A-Za-z]", lambda m: f"[{m.group().lower()}{m.group().upper()}]", escaped)

@@ -4,6 +4,11 @@ session-level advisory lock on that session, on one connection it keeps for its 
 per turn). The server drops the lock the moment the connection goes, which is the moment
 its process dies, on any host: no pid check that cannot see another machine.
 
+The connection is watched while it holds claims (a query every second): if the server
+dropped it (a restart, an idle timeout, a cut network), the locks are taken again at once
+on a new one, so the window in which another kernel could take a running turn is a
+second, not the rest of the turn.
+
 Who holds a claim (pid, host, user) is written beside it, so a refusal can name the owner.
 Advisory locks are re-entrant on one connection, so this process remembers which claims it
 holds and refuses a second turn of a session it already runs (as ``flock`` does on SQLite).
@@ -15,15 +20,23 @@ import hashlib
 import logging
 import os
 import threading
+import time
 from typing import Any, ClassVar
 
 import psycopg
+from psycopg.conninfo import make_conninfo
 
 from .process_owner import ProcessOwner, busy_error
 
 __all__ = ["ClaimsConnection", "PostgresClaim", "claim_key"]
 
 log = logging.getLogger(__name__)
+
+WATCH_INTERVAL = 0.5
+"""Seconds between two checks of the claims' connection while it holds claims."""
+KEEPALIVE = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5,
+             "keepalives_count": 3, "connect_timeout": 5}
+"""A dead peer is found within half a minute even with no query in flight."""
 
 
 def claim_key(session_id: str) -> int:
@@ -44,6 +57,7 @@ class ClaimsConnection:
         self._lock = threading.Lock()
         self._conn: psycopg.Connection[Any] | None = None
         self._held: set[str] = set()
+        self._watcher: threading.Thread | None = None
 
     @classmethod
     def of(cls, url: str) -> ClaimsConnection:
@@ -75,22 +89,56 @@ class ClaimsConnection:
                 # those sessions now. Said, and taken again below where still running.
                 log.warning("the turn claims of sessions %s were lost with their "
                             "connection; claimed again", sorted(self._held))
-            conn = self._conn = psycopg.connect(self.url, autocommit=True)
+            conn = self._conn = psycopg.connect(make_conninfo(self.url, **KEEPALIVE),
+                                                autocommit=True)
             for session_id in list(self._held):
                 row = conn.execute("SELECT pg_try_advisory_lock(%s)",
                                    (claim_key(session_id),)).fetchone()
                 if not (row and row[0]):
+                    log.error("session %s: another process claimed its turn while the "
+                              "connection holding the claim was lost; the turn running "
+                              "here goes on, unguarded", session_id)
                     self._held.discard(session_id)
         return conn
+
+    def _watch(self) -> None:
+        """While claims are held: check the connection every second, claim again on a new
+        one when it was lost."""
+        while True:
+            time.sleep(WATCH_INTERVAL)
+            with self._lock:
+                if not self._held:
+                    self._watcher = None
+                    return
+                try:
+                    self._connection().execute("SELECT 1")
+                except psycopg.Error:
+                    if self._conn is not None:
+                        self._conn.close()
+                    try:
+                        self._connection()
+                    except psycopg.Error as exc:
+                        log.warning("the turn claims' connection is lost (%s); trying again",
+                                    exc)
 
     def holds(self, session_id: str) -> bool:
         """Whether a turn of this process holds the session's claim."""
         with self._lock:
             return session_id in self._held
 
-    def take(self, session_id: str) -> PostgresClaim:
+    def take(self, session_id: str) -> PostgresClaim | None:
         """Claim the session's turn; :class:`SessionBusyError` while a turn holds it
-        (here or in any process on any host)."""
+        (here or in any process on any host). ``None`` when the server cannot be reached:
+        the turn runs unclaimed (its writes wait and retry), as where no claim can be made
+        on SQLite."""
+        try:
+            return self._take(session_id)
+        except psycopg.OperationalError as exc:
+            log.warning("session %s: its turn runs unclaimed, the session store cannot be "
+                        "reached (%s)", session_id, exc)
+            return None
+
+    def _take(self, session_id: str) -> PostgresClaim:
         owner = ProcessOwner.current()
         with self._lock:
             if session_id in self._held:
@@ -112,6 +160,10 @@ class ClaimsConnection:
                                       (session_id,)).fetchone()
                 raise busy_error(session_id, _owner(holder[0] if holder else None))
             self._held.add(session_id)
+            if self._watcher is None:
+                self._watcher = threading.Thread(target=self._watch, daemon=True,
+                                                 name="neta-nb-turn-claims")
+                self._watcher.start()
             try:
                 conn.execute("INSERT INTO turn_claims (session_id, owner) VALUES (%s, %s) "
                              "ON CONFLICT (session_id) DO UPDATE SET owner = EXCLUDED.owner",

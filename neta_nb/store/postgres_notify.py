@@ -4,8 +4,9 @@ when it commits, and a :class:`Listener` (one connection, one thread) hears them
 the store's listeners — so a sidebar follows another kernel's sessions within a second
 instead of waiting for a Refresh.
 
-The payload names the session and the process that wrote it: a process hears its own
-writes from its writers already, so it skips its own notifications.
+The payload names the session and the store object that wrote it: a store hears its own
+writes from its writers already, so it skips only its own notifications (another store
+object of the same database in the same process hears them).
 """
 
 from __future__ import annotations
@@ -13,13 +14,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import threading
-import uuid
 from collections.abc import Callable
 from typing import Any
 
 import psycopg
+from psycopg.conninfo import make_conninfo
 
 __all__ = ["CHANNEL", "Listener", "notification"]
 
@@ -29,20 +29,9 @@ CHANNEL = "neta_nb_sessions"
 RECONNECT_DELAYS = (0.5, 1.0, 2.0, 5.0)
 """Pause before each attempt to listen again after the connection was lost."""
 
-_process: tuple[int, str] | None = None
-
-
-def _process_token() -> str:
-    """This process, in notifications (renewed in a forked child)."""
-    global _process
-    if _process is None or _process[0] != os.getpid():
-        _process = (os.getpid(), uuid.uuid4().hex[:16])
-    return _process[1]
-
-
-def notification(session_id: str) -> str:
-    """The payload that says this process changed ``session_id``."""
-    return f"{_process_token()}|{session_id}"
+def notification(token: str, session_id: str) -> str:
+    """The payload that says the store object ``token`` changed ``session_id``."""
+    return f"{token}|{session_id}"
 
 
 class Listener:
@@ -51,8 +40,9 @@ class Listener:
     else on its own thread (a plain script)."""
 
     def __init__(self, url: str, callback: Callable[[str], None],
-                 conn: psycopg.Connection[Any]) -> None:
+                 conn: psycopg.Connection[Any], token: str) -> None:
         self._url, self._callback, self._conn = url, callback, conn
+        self._token = token
         self._stopped = threading.Event()
         try:
             self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
@@ -62,24 +52,36 @@ class Listener:
                                         name="neta-nb-store-listener")
 
     @classmethod
-    def start(cls, url: str, callback: Callable[[str], None]) -> Listener:
-        """Listening when it returns: a change committed after this call is heard."""
-        listener = cls(url, callback, _listening(url))
+    def start(cls, url: str, callback: Callable[[str], None], token: str) -> Listener:
+        """Listening when it returns: a change committed after this call is heard.
+        ``token``: the listening store's own (its own writes are not delivered twice)."""
+        listener = cls(url, callback, _listening(url), token)
         listener._thread.start()
         return listener
 
     def stop(self) -> None:
         self._stopped.set()
+        if threading.current_thread() is self._thread:
+            return  # from a callback: the loop ends after it, and closes the connection
         self._thread.join(timeout=2.0)
         with contextlib.suppress(Exception):
             self._conn.close()
 
     def _run(self) -> None:
+        try:
+            self._listen()
+        finally:
+            with contextlib.suppress(Exception):
+                self._conn.close()
+
+    def _listen(self) -> None:
         attempt = 0
         while not self._stopped.is_set():
             try:
                 for notify in self._conn.notifies(timeout=0.25):
                     self._deliver(notify.payload)
+                    if self._stopped.is_set():
+                        return
                 attempt = 0
             except psycopg.Error as exc:
                 if self._stopped.is_set():
@@ -99,8 +101,8 @@ class Listener:
 
     def _deliver(self, payload: str) -> None:
         token, _, session_id = payload.partition("|")
-        if token == _process_token():
-            return  # this process's own write: its writers told the listeners already
+        if token == self._token:
+            return  # the store's own write: its writers told its listeners already
         loop = self._loop
         if loop is not None and not loop.is_closed():
             with contextlib.suppress(RuntimeError):
@@ -116,6 +118,8 @@ class Listener:
 
 
 def _listening(url: str) -> psycopg.Connection[Any]:
-    conn = psycopg.connect(url, autocommit=True)
+    from .postgres_claims import KEEPALIVE  # a dead server is noticed, and reconnected to
+
+    conn = psycopg.connect(make_conninfo(url, **KEEPALIVE), autocommit=True)
     conn.execute(f"LISTEN {CHANNEL}")
     return conn

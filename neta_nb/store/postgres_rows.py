@@ -5,8 +5,9 @@ with) and :func:`failure_of` (a failure, by SQLSTATE, as the codes the chat view
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import psycopg
@@ -40,8 +41,9 @@ class PostgresRows:
 
     dialect: Literal["postgresql"] = "postgresql"
 
-    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+    def __init__(self, conn: psycopg.Connection[Any], token: str) -> None:
         self.conn = conn
+        self._token = token
 
     def execute(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
         cursor = self.conn.execute(sql.replace("?", "%s"), params)
@@ -111,7 +113,8 @@ class PostgresRows:
 
     def notify(self, session_id: str) -> None:
         """Tell other processes' listeners, when this transaction commits."""
-        self.conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, notification(session_id)))
+        self.conn.execute("SELECT pg_notify(%s, %s)",
+                          (CHANNEL, notification(self._token, session_id)))
 
 
 class PostgresWriterConnection:
@@ -127,11 +130,11 @@ class PostgresWriterConnection:
         # sessions take their locks in the same order, and never deadlock.
         order = sorted(range(len(batch)), key=lambda i: write_key(batch[i][0]))
         outcomes: list[list[BaseException | None]] = [[] for _ in batch]
-        with self._database.pool.connection() as conn, conn.transaction():
+        with self._connection() as conn, conn.transaction():
             conn.execute(f"SET LOCAL lock_timeout = {int(WRITER_LOCK_TIMEOUT_MS)}")
             if not durable:
                 conn.execute("SET LOCAL synchronous_commit = off")
-            rows = PostgresRows(conn)
+            rows = PostgresRows(conn, self._database.token)
             for index in order:
                 session_id, applies = batch[index]
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (write_key(session_id),))
@@ -149,6 +152,18 @@ class PostgresWriterConnection:
                     rows.notify(session_id)
         return outcomes
 
+    @contextlib.contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+        pool = self._database.pool
+        if not pool.closed:
+            with pool.connection() as conn:
+                yield conn
+            return
+        # The store was closed while sessions of it still write (as a SQLite store's
+        # writers keep their own connections): a connection for this write alone.
+        with psycopg.connect(self._database.url, autocommit=True) as conn:
+            yield conn
+
     def failure_of(self, exc: Exception) -> StoreFailure | None:
         return failure_of(exc)
 
@@ -160,13 +175,17 @@ _LOCKED = {"55P03", "40P01", "40001", "57014"}
 """lock_not_available, deadlock_detected, serialization_failure, query_canceled (a
 statement or lock timeout)."""
 _MISSING = {"3D000", "42P01"}
+_NEVER = {"22", "23", "54"}
+"""SQLSTATE classes no retry mends: data exception, integrity constraint, program limit
+exceeded (an index row too large)."""
 """invalid_catalog_name (the database was dropped), undefined_table."""
 
 
 def failure_of(exc: Exception) -> StoreFailure | None:
-    """Why a write failed, by SQLSTATE, with the codes the chat view shows for SQLite."""
+    """Why a write failed, by SQLSTATE, with the codes the chat view shows for SQLite;
+    ``None`` for a write that no retry can mend (it is dropped, and logged)."""
     if isinstance(exc, psycopg_pool.PoolClosed):
-        return None  # the store was closed under the session: no retry can mend it
+        return None
     if isinstance(exc, psycopg_pool.PoolTimeout):
         return StoreFailure("error", f"the database server cannot be reached ({exc})")
     if not isinstance(exc, psycopg.Error):
@@ -179,11 +198,9 @@ def failure_of(exc: Exception) -> StoreFailure | None:
         return StoreFailure("locked", text)
     if state in _MISSING:
         return StoreFailure("missing", text)
+    if state[:2] in _NEVER or isinstance(exc, (psycopg.DataError, psycopg.IntegrityError,
+                                                psycopg.ProgrammingError)):
+        return None  # the write itself is wrong (too long, invalid, a bug): never retried
     if isinstance(exc, psycopg.OperationalError) or state[:2] in ("08", "57", "53", "58"):
         return StoreFailure("error", f"the connection to the database server failed ({text})")
-    if isinstance(exc, (psycopg.DataError, psycopg.IntegrityError,
-                        psycopg.ProgrammingError)):
-        return None  # the write itself is wrong: no retry mends it
     return StoreFailure("error", text)
-
-

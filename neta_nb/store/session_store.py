@@ -14,8 +14,10 @@ write, a hand edit) is skipped with a warning instead of making the session unre
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -34,8 +36,9 @@ from .writer import writers_of
 
 log = logging.getLogger(__name__)
 
-__all__ = ["STORE_URL_VARIABLE", "UNREADABLE_MESSAGE", "CompactedView", "CompactionRecord",
-           "SessionRecord", "SessionStore", "default_store_path"]
+__all__ = ["MAX_SESSION_ID", "STORE_URL_VARIABLE", "UNREADABLE_MESSAGE", "CompactedView",
+           "CompactionRecord", "SessionRecord", "SessionStore", "check_session_id",
+           "database_url", "default_store_path"]
 
 UNREADABLE_MESSAGE = "This message could not be read from the store (its row is damaged)."
 
@@ -51,10 +54,41 @@ def default_store_path() -> Path:
     return base / "sessions.sqlite3"
 
 
-def is_database_url(target: object) -> bool:
-    return isinstance(target, str) and target.startswith(("postgresql://", "postgres://"))
+_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+_POSTGRES_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg", "postgresql+psycopg2")
 
 
+def database_url(target: object) -> str | None:
+    """``target`` as a libpq URL when it names a PostgreSQL database, ``None`` when it is
+    a path. A URL of any other scheme (a typo) is a ``ValueError``, never a file of that
+    name in the working folder."""
+    if not isinstance(target, str):
+        return None
+    match = _URL.match(target)
+    if match is None:
+        return None
+    scheme = match.group(1).lower()
+    if scheme not in _POSTGRES_SCHEMES:
+        raise ValueError(f"the session store {target[:match.end()]}… is neither a path nor a "
+                         f"postgresql:// URL")
+    return "postgresql://" + target[match.end():]
+
+
+MAX_SESSION_ID = 1000
+"""The longest session id (any characters but NUL), the same for every database."""
+
+
+def check_session_id(session_id: str) -> None:
+    """Refuse a session id no database stores alike (NUL, or absurdly long)."""
+    if not isinstance(session_id, str) or not session_id:
+        raise ValueError("a session id is a non-empty string")
+    if "\x00" in session_id or len(session_id) > MAX_SESSION_ID:
+        raise ValueError(f"a session id must hold no NUL character and at most "
+                         f"{MAX_SESSION_ID} characters")
+
+
+CLAIM_LIMIT = 10.0
+"""Seconds a turn waits for its claim before it runs unclaimed (a server that hangs)."""
 DELETE_FLUSH_LIMIT = 5.0
 """Seconds a deletion waits for this process's pending writes of the session."""
 
@@ -70,10 +104,11 @@ class SessionStore:
         if path is None:
             path = os.environ.get(STORE_URL_VARIABLE) or default_store_path()
         self.database: Database
-        if is_database_url(path):
+        url = database_url(path)
+        if url is not None:
             from .postgres import PostgresDatabase  # psycopg only for those who use it
 
-            self.database = PostgresDatabase(str(path))
+            self.database = PostgresDatabase(url)
         else:
             self.database = SqliteDatabase(Path(path))
         self.target = str(path)
@@ -139,6 +174,7 @@ class SessionStore:
     # --- sessions ---------------------------------------------------------------------
     def save_session(self, record: SessionRecord) -> None:
         """Insert or replace a session's record."""
+        check_session_id(record.id)
         with self.database.transaction(record.id) as rows:
             rows.put_session(record.id, record.model_dump_json(), record.updated_at,
                              record.parent_id, record.user)
@@ -197,9 +233,15 @@ class SessionStore:
         rows = self.database.session_rows(parent_id=session_id, limit=None, users=None)
         return sorted(self._records(rows), key=lambda record: record.created_at)
 
-    @staticmethod
-    def _users(all_users: bool) -> list[str] | None:
-        return None if all_users else [current_user()]
+    @property
+    def shared(self) -> bool:
+        """A store several users share (PostgreSQL): sessions are listed per user and
+        continued only by their owner. A SQLite file is one user's: every session in it
+        is theirs, whoever the kernel says it runs for."""
+        return self.database.shared
+
+    def _users(self, all_users: bool) -> list[str] | None:
+        return None if all_users or not self.shared else [current_user()]
 
     def _records(self, rows: list[SessionRow]) -> list[SessionRecord]:
         records = []
@@ -231,6 +273,28 @@ class SessionStore:
         anything and released when it ends; it goes with the process if that dies.
         Raises :class:`SessionBusyError` while a turn of it runs anywhere."""
         return self.database.take_claim(session_id)
+
+    async def claim_turn_soon(self, session_id: str) -> TurnClaimHandle | None:
+        """:meth:`claim_turn` off the event loop (a database's server may be slow, or
+        hang): after :data:`CLAIM_LIMIT` seconds the turn runs unclaimed, its writes
+        retried in the background. A claim that arrives after the turn stopped waiting
+        is released at once."""
+        future = asyncio.get_running_loop().run_in_executor(None, self.claim_turn, session_id)
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), CLAIM_LIMIT)
+        except (TimeoutError, asyncio.CancelledError) as exc:
+            def late(done: asyncio.Future[TurnClaimHandle | None]) -> None:
+                if not done.cancelled() and done.exception() is None:
+                    claim = done.result()
+                    if claim is not None:
+                        claim.release()
+
+            future.add_done_callback(late)
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+            log.warning("session %s: the store gave no turn claim within %s s; the turn "
+                        "runs unclaimed", session_id, CLAIM_LIMIT)
+            return None
 
     def check_not_busy(self, session_id: str, *, action: Action = "resume") -> None:
         """Raise :class:`SessionBusyError` if a turn of the session runs in a live

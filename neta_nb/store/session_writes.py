@@ -78,10 +78,17 @@ class SessionPersistence:
     def _submit(self, what: str, apply: Callable[[Rows], None],
                 key: str | None = None, *, notify: bool = True, durable: bool = True) -> None:
         if self._writer is not None:
-            self._writer.submit(Write(what, self._unless_deleted(apply), key, notify,
-                                      durable))
+            stored = _Stored()
+            self._writer.submit(Write(what, self._unless_deleted(apply, stored), key, notify,
+                                      durable, on_stored=lambda: self._committed(stored)))
 
-    def _unless_deleted(self, apply: Callable[[Rows], None]
+    def _committed(self, stored: _Stored) -> None:
+        # Known only once its transaction committed: a write whose commit failed (and is
+        # retried) must not make a later retry read "the record is gone, so deleted".
+        if stored.record_exists:
+            self._record_stored = True
+
+    def _unless_deleted(self, apply: Callable[[Rows], None], stored: _Stored
                         ) -> Callable[[Rows], None]:
         """``apply``, unless the session's record is gone although it was stored: a
         deletion (``SessionStore.delete_session``) sticks — the rest of a turn, or the
@@ -100,8 +107,7 @@ class SessionPersistence:
                     writer.deliver(lambda _none: self._on_deleted(), None)
                 return
             apply(rows)
-            self._record_stored = (self._record_stored
-                                   or rows.session_exists(self.session_id))
+            stored.record_exists = rows.session_exists(self.session_id)
 
         return guarded
 
@@ -293,6 +299,15 @@ def flush_session(store: SessionStore, session_id: str, *,
                                   f"not stored yet; they are missing here")
             return writer
     return None
+
+
+class _Stored:
+    """What a write found in its transaction, for after its commit."""
+
+    __slots__ = ("record_exists",)
+
+    def __init__(self) -> None:
+        self.record_exists = False
 
 
 def _put_record(rows: Rows, record: SessionRecord) -> None:

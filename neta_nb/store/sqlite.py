@@ -48,6 +48,7 @@ class SqliteDatabase:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.location = str(path)
+        self.shared = False
         self.in_memory = str(path) == ":memory:"
         if not self.in_memory:
             path.parent.mkdir(parents=True, exist_ok=True)

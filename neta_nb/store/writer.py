@@ -72,6 +72,8 @@ class Write:
     durable: bool = True
     """``False``: a crash may lose the commit (a streaming draft, rewritten a moment
     later); a database may then commit without waiting for its disk."""
+    on_stored: Callable[[], None] | None = None
+    """Called (on the writer's thread) once the write's transaction has committed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +196,8 @@ class StoreWriter:
             self.deliver(self._on_behind, failure)
 
     def _stored(self, write: Write) -> None:
+        if write.on_stored is not None:
+            write.on_stored()
         # Listeners first: once flush() returns, a listener called on this thread (no
         # loop to hand it to) has seen the change.
         if write.notify:

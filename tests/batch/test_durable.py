@@ -87,6 +87,7 @@ def test_a_kernel_killed_mid_run_resumes_with_every_row_stored_once(
         if row.state == "done":
             assert rows[idx].session_id == row.session_id and rows[idx].attempts == 1
     for session_id in sessions:
+        assert session_id is not None
         assert [m.role for m in store.load_messages(session_id)] == ["user", "assistant"]
 
 

@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import pytest
 from pydantic import BaseModel
 
@@ -20,6 +19,8 @@ from neta_nb.providers.base import ProviderError
 from ..providers.sse_server import OpenAIStream, RecordedRequest, SSEServer, error_response
 from ..support.batch import RowModel, label_of
 from ..support.timing import wait_until
+
+pd: Any = pytest.importorskip("pandas")  # untyped
 
 
 def tickets(n: int) -> list[str]:
