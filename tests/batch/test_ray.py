@@ -24,7 +24,7 @@ from neta_nb.store.batch_rows import BatchRows
 from ..support.batch import RowModel, label_of
 from ..support.timing import poll_until, wait_until
 
-ray = pytest.importorskip("ray") if not os.environ.get("CI") else __import__("ray")
+ray = pytest.importorskip("ray", reason="the ray extra is not installed (neta-nb[ray])")
 pytestmark = pytest.mark.ray
 
 ROOT = Path(__file__).resolve().parents[2]
