@@ -51,7 +51,9 @@ CORE_EXTRAS = {
     "BudgetExceededError": "what run/start raise when the session's budget is spent",
     "SessionNotOwnedError": "what resume raises for another user's session of a shared store",
 }
-WIDGETS_EXTRAS: dict[str, str] = {}
+WIDGETS_EXTRAS: dict[str, str] = {
+    "BatchGrid": "what a BatchRun (agent.map) shows in a cell: counters and a tile per row",
+}
 
 MODULES = {"neta_nb": (neta_nb, CORE_CONTRACT, CORE_EXTRAS),
            "neta_nb.widgets": (neta_nb.widgets, WIDGETS_CONTRACT, WIDGETS_EXTRAS)}

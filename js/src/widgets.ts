@@ -4,6 +4,7 @@
  */
 import type { AnyModel } from "@anywidget/types";
 import { bindComponent, fetchWholeText, readTraits, requestShowingErrors, writeBack, type Cleanup, type RendererProps, type WidgetRenderer } from "./anywidget-binding";
+import { type BatchGrid, type BatchGridState, createBatchGrid, type OpenRowReply, type OpenRowRequest } from "./batch/batch-grid";
 import { applyNestedOps, type Nesting } from "./chat/chat-transcript";
 import type { ChatOp, SubagentPart } from "./chat/chat-view-traits";
 import { normalizeLang, type Lang } from "./i18n";
@@ -130,6 +131,20 @@ function renderSubagentCard({ model: anyModel, el, kernel = true }: RendererProp
 }
 
 export const widgetRenderers: Record<string, WidgetRenderer> = {
+  "batch-grid": (props) =>
+    bindComponent<BatchGridState, BatchGrid>(
+      props,
+      (el, options) =>
+        createBatchGrid(el, {
+          ...options,
+          // Saved widget state without a kernel: the tiles still say what they are.
+          openRow:
+            props.kernel === false
+              ? undefined
+              : (idx) => requestShowingErrors<OpenRowReply>(props.model as Model, "open_row", { idx } satisfies OpenRowRequest),
+        }),
+      ["run_id", "total", "states", "counts", "failures", "finished", "selected", "lang"],
+    ),
   "subagent-card": renderSubagentCard,
   "tool-config-panel": (props) =>
     bindComponent<ToolConfigPanelState, ToolConfigPanel>(

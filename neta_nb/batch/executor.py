@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 BACKOFF_BASE = 0.5
 """Seconds before the first retry of a transient failure; doubled each time, jittered."""
 BACKOFF_LIMIT = 30.0
-IDLE_POLL = 0.5
+IDLE_POLL = 0.2
 """Seconds a worker with nothing to claim waits before it looks again (rows another
 process holds may come free, or be finished)."""
 
@@ -113,7 +113,7 @@ class LocalExecutor:
             await self._run_row(claimed[0])
 
     def _all_settled(self) -> bool:
-        return all(row.state in ("done", "failed") for row in self.rows.all())
+        return self.rows.unsettled() == 0
 
     async def _run_row(self, row: ClaimedRow) -> None:
         if row.stale_session:

@@ -87,6 +87,9 @@ class MemoryRows:
         if row is not None:
             row.update(state=QUEUED, lease_owner=None, lease_until=None, session_id=None)
 
+    def unsettled(self) -> int:
+        return sum(1 for row in self._rows if row["state"] not in (DONE, FAILED))
+
     def all(self) -> list[BatchRowState]:
         return [BatchRowState(row["idx"], row["input"], row["state"], row["attempts"],
                               row["session_id"], row["result"], row["lease_owner"])

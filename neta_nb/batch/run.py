@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
+import logging
 import threading
 import time
 import uuid
@@ -43,6 +44,8 @@ if TYPE_CHECKING:
 
 __all__ = ["BatchRun"]
 
+log = logging.getLogger(__name__)
+
 Backend = Literal["local", "ray"]
 DEFAULT_LEASE = 60.0
 """Seconds a worker's claim on a row lasts unless renewed (it renews a third of the way)."""
@@ -61,6 +64,7 @@ class RowsStore(Protocol):
     def finish(self, idx: int, owner: str, *, failed: bool, result: dict[str, Any],
                session_id: str | None) -> bool: ...
     def release(self, idx: int, owner: str) -> None: ...
+    def unsettled(self) -> int: ...
     def all(self) -> list[BatchRowState]: ...
 
 
@@ -243,7 +247,13 @@ class BatchRun:
 
     @property
     def done(self) -> bool:
+        """The run's task has ended (its results are ready)."""
         return self._task is not None and self._task.done()
+
+    @property
+    def finished(self) -> bool:
+        """No row runs any more (true already in the last notification)."""
+        return self.finished_at is not None
 
     # --- progress -------------------------------------------------------------------------
     def subscribe(self, callback: Callable[[BatchRun], None]) -> Callable[[], None]:
@@ -258,7 +268,10 @@ class BatchRun:
 
     def _notify(self) -> None:
         for listener in list(self._listeners):
-            listener(self)
+            try:
+                listener(self)
+            except Exception:  # a display's failure never stops the run
+                log.exception("a listener of batch run %s failed", self.run_id)
 
     def _refresh_states(self) -> None:
         self.states = [row.state for row in self.rows.all()]

@@ -66,6 +66,10 @@ class BatchRows:
     def _transaction(self) -> Any:
         return self.store.database.transaction(self.run_id, immediate=True)
 
+    def _read(self) -> Any:
+        """A read: no lock of the run (claims and results go on meanwhile)."""
+        return self.store.database.transaction()
+
     # --- the run --------------------------------------------------------------------------
     def create(self, definition: dict[str, Any], inputs: list[dict[str, Any]]) -> bool:
         """Store the run and its rows (all queued); ``False`` (nothing written) when the
@@ -82,7 +86,7 @@ class BatchRows:
         return True
 
     def definition(self) -> dict[str, Any] | None:
-        with self._transaction() as rows:
+        with self._read() as rows:
             found = rows.execute("SELECT data FROM batch_runs WHERE id = ?", (self.run_id,))
         return json.loads(found[0][0]) if found else None
 
@@ -158,8 +162,15 @@ class BatchRows:
                          (QUEUED, self.run_id, idx, owner, RUNNING))
 
     # --- reads ----------------------------------------------------------------------------
+    def unsettled(self) -> int:
+        """Rows neither done nor failed."""
+        with self._read() as rows:
+            found = rows.execute("SELECT COUNT(*) FROM batch_rows WHERE run_id = ? "
+                                 "AND state <> ? AND state <> ?", (self.run_id, DONE, FAILED))
+        return int(found[0][0])
+
     def all(self) -> list[BatchRowState]:
-        with self._transaction() as rows:
+        with self._read() as rows:
             found = rows.execute(
                 "SELECT idx, input, state, attempts, session_id, result, lease_owner "
                 "FROM batch_rows WHERE run_id = ? ORDER BY idx", (self.run_id,))

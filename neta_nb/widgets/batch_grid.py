@@ -421,6 +421,9 @@ class BatchGrid(NetaWidget):
         chat = getattr(self, "chat", None)
         if chat is not None:
             chat.close()
+        container = getattr(self, "_container", None)
+        if container is not None:
+            container.close()
         super().close()
 
     # --- representation ---------------------------------------------------------------------
@@ -455,11 +458,13 @@ class BatchGrid(NetaWidget):
         return t("batch_tokens", self.lang, input=format_tokens(c.get("input_tokens", 0)),
                  output=format_tokens(c.get("output_tokens", 0)))
 
+    # No run id in the representations and static forms: it is random unless given, and an
+    # executed notebook must compare equal under nbval (the id is `run.run_id`).
     def __repr__(self) -> str:
-        return f"BatchGrid({self.run_id}: {self._summary()} of {self.total})"
+        return f"BatchGrid({self._summary()} of {self.total})"
 
     def _fallback_text(self) -> str:
-        lines = [f"{t('batch_title', self.lang)} {self.run_id} · {self._rows_text()} · "
+        lines = [f"{t('batch_title', self.lang)} · {self._rows_text()} · "
                  f"{self._status()}: {self._summary()} · {self._tokens_text()}"]
         lines += [t("batch_failure_line", self.lang, row=f["idx"], error=f["error"])
                   for f in self.failures]
@@ -511,8 +516,8 @@ def batch_html(grid: BatchGrid) -> str:
                     f'<ul style="margin:2px 0;padding-left:18px">{items}</ul>{tail}')
     accent = _COLORS["failed"] if c.get("failed") else _COLORS["done"]
     title = (f'{html.escape(t("batch_title", lang))} <span style="font-weight:400;'
-             f'color:#57606a">{html.escape(grid.run_id)} · {html.escape(grid._rows_text())}'
-             f' · {html.escape(grid._status())}</span>')
+             f'color:#57606a">{html.escape(grid._rows_text())} · '
+             f'{html.escape(grid._status())}</span>')
     return (f'<div class="neta-static neta-static-batch" style="border:1px solid #d0d7de;'
             f"border-left:3px solid {accent};border-radius:8px;padding:8px 12px;margin:4px 0;"
             f'font-family:system-ui,sans-serif;font-size:13px;line-height:1.5">'

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from neta_nb import AgentToolConfig, SessionStore, ToolCatalog
+from neta_nb import Agent, AgentToolConfig, ScriptedProvider, SessionStore, ToolCatalog
 from neta_nb.widgets import (
+    BatchGrid,
     ChatView,
     SessionSidebar,
     SkillCard,
@@ -140,6 +141,7 @@ def test_handlers_are_registered_per_class() -> None:
                                                       "dismiss_warnings", "preview",
                                                       "preview_as", "reset_preview",
                                                       "acknowledge_change"}
+    assert set(BatchGrid._request_handlers) == {"open_row"}
     assert TodoCard._request_handlers == {}
     handler = ChatView._request_handlers["older"]
     assert isinstance(handler, RequestHandler) and handler is vars(ChatView)["_older"]
@@ -178,6 +180,9 @@ CONSTRUCTORS: list[tuple[Callable[..., NetaWidget], str, str]] = [
     (ChatView, "agens", "agents"),
     (ChatView, "sesion", "session"),
     (lambda **kw: SessionSidebar(SessionStore(":memory:"), **kw), "chta", "chat"),
+    # Made outside a loop, the run waits for `result()`: nothing runs here.
+    (lambda **kw: BatchGrid(Agent("a", model=ScriptedProvider()).map(["x"]), **kw),
+     "chat_hieght", "chat_height"),
 ]
 
 
