@@ -246,6 +246,9 @@ class BatchGrid(NetaWidget):
         self._updates.changed()
         if self._run_ended():
             self._updates.flush()  # the last state goes out at once
+            # ...and the saved form with it: the cells after `await run` may end the
+            # notebook within the static form's refresh interval.
+            self._static_form.refresh_now()
 
     def refresh(self) -> None:
         """Show the run as it stands now, reading the rows' results again (here: a large
