@@ -213,6 +213,17 @@ class Provider(ABC):
         if gate is not None:
             await gate()
 
+    def http_event_hooks(self) -> dict[str, list[Callable[[Any], Awaitable[None]]]]:
+        """The hooks an SDK's HTTP client calls around each request: wait for
+        :meth:`before_request`, tell :meth:`heard_response`."""
+        async def before(_request: Any) -> None:
+            await self.before_request()
+
+        async def heard(response: Any) -> None:
+            self.heard_response(response.status_code, response.headers)
+
+        return {"request": [before], "response": [heard]}
+
     def heard_response(self, status: int, headers: Mapping[str, str]) -> None:
         """What the HTTP client calls for each response (see :attr:`rate_listener`)."""
         listener = self.rate_listener

@@ -122,14 +122,7 @@ class OpenAIProvider(Provider):
         """The SDK's own default client, waiting for :meth:`before_request` before each
         request and telling :meth:`heard_response` of each response (a 429 reaches a
         batch run's limiter before the SDK retries it)."""
-        async def before(_request: Any) -> None:
-            await self.before_request()
-
-        async def heard(response: Any) -> None:
-            self.heard_response(response.status_code, response.headers)
-
-        return openai.DefaultAsyncHttpxClient(event_hooks={"request": [before],
-                                                          "response": [heard]})
+        return openai.DefaultAsyncHttpxClient(event_hooks=self.http_event_hooks())
 
     def request_kwargs(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of the ``chat.completions.create`` call for ``request``."""
