@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..events import DoneEvent, ErrorEvent, Event
+from ..messages import new_id
 from ..store.batch_rows import ClaimedRow
 from ..store.process_owner import ProcessOwner, SessionBusyError
 from .inputs import OutputError, parse_output, render_prompt
@@ -123,11 +124,13 @@ class LocalExecutor:
         retry = False
         attempts = row.attempts
         while True:
-            session = self._new_session()
-            if not await asyncio.to_thread(self.rows.started, row.idx, self.owner, session.id,
+            # The row names the attempt's session before anything of it is stored: a
+            # kernel killed at any moment leaves no session the run does not know of.
+            session_id = new_id("s_")
+            if not await asyncio.to_thread(self.rows.started, row.idx, self.owner, session_id,
                                            attempt=retry):
-                await self._discard(session)  # another worker has the row now
-                return
+                return  # another worker has the row now
+            session = self._new_session(session_id)
             self._running[row.idx] = session
             try:
                 outcome = await self._attempt(session, prompt)
@@ -149,7 +152,7 @@ class LocalExecutor:
             await self._finish(row, session, outcome)
             return
 
-    def _new_session(self) -> AgentSession:
+    def _new_session(self, session_id: str) -> AgentSession:
         from ..runtime.session import AgentSession
 
         provider = self.agent.create_provider()
@@ -157,8 +160,8 @@ class LocalExecutor:
         provider.request_gate = self.limiter.unpaused
         # A namespace of its own: rows run at the same time, never in the notebook's.
         return AgentSession(self.agent, self._catalog(), self.store, provider=provider,
-                            parent_id=self.run_id, call_gate=self.limiter,
-                            approval_policy="reject", namespace={})
+                            session_id=session_id, parent_id=self.run_id,
+                            call_gate=self.limiter, approval_policy="reject", namespace={})
 
     async def _attempt(self, session: AgentSession, prompt: str) -> RowOutcome:
         outcome = RowOutcome()

@@ -321,9 +321,10 @@ def test_the_schema_is_migrated_once_and_a_newer_one_is_refused(postgres_url: st
 
 
 async def test_sessions_are_listed_and_continued_only_by_their_owner(
-        store_target: str | Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A shared store's rule (a SQLite file is one user's: see the adversarial tests).
     monkeypatch.setenv("JUPYTERHUB_USER", "alice")
-    store = SessionStore(store_target)
+    store = SessionStore(postgres_url)
     mine, _, _ = make_session([answer("hello alice")], store=store)
     await mine.run("alice asks")
     assert mine.flush(10)
@@ -340,12 +341,12 @@ async def test_sessions_are_listed_and_continued_only_by_their_owner(
 
 
 async def test_another_users_session_opens_read_only_in_a_shared_sidebar(
-        store_target: str | Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from neta_nb import ScriptedProvider
     from neta_nb.widgets import ChatView
 
     monkeypatch.setenv("JUPYTERHUB_USER", "alice")
-    store = SessionStore(store_target)
+    store = SessionStore(postgres_url)
     alices, _, _ = make_session([answer("for alice")], store=store)
     await alices.run("alice's question")
     assert alices.flush(10)

@@ -34,6 +34,9 @@ def test_another_process_cannot_resume_a_live_turn_and_a_killed_one_settles(
                         host="kernel-elsewhere" if host == "another host" else None)
     try:
         poll_until(marker.exists, 30, "the owner's turn to stream")
+        # Its running flag is stored by its writer, in the background: a moment later.
+        poll_until(lambda: getattr(SessionStore(db).get_session("s_shared"), "running", False),
+                   10, "the owner's running flag in the store")
         record = SessionStore(db).get_session("s_shared")
         assert record is not None and record.running
         assert record.owner is not None and record.owner.pid == child.pid
