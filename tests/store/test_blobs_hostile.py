@@ -137,18 +137,50 @@ def test_html_claiming_to_be_a_png_is_refused() -> None:
 
 
 # --- blob files ---------------------------------------------------------------------------
+# On SQLite a blob is a file beside the database (``<db>.blobs/<sha256>``); on PostgreSQL a
+# row of the table ``blobs(sha256, data)``. These two see and tamper with either.
+
+
+def blob_stored(target: str | Path, data: bytes) -> bool:
+    """Whether the store at ``target`` holds the blob of ``data``."""
+    digest = hashlib.sha256(data).hexdigest()
+    if isinstance(target, Path):
+        return (target.with_name(target.name + ".blobs") / digest).exists()
+    store = SessionStore(target)
+    try:
+        return bool(store.database.execute("SELECT 1 FROM blobs WHERE sha256 = %s",
+                                           (digest,)))
+    finally:
+        store.close()
+
+
+def replace_blob(target: str | Path, data: bytes, other: bytes) -> None:
+    """Put ``other`` where the store at ``target`` keeps the blob of ``data`` (which must
+    be there): same name, other bytes."""
+    digest = hashlib.sha256(data).hexdigest()
+    if isinstance(target, Path):
+        blob = target.with_name(target.name + ".blobs") / digest
+        assert blob.exists(), f"no blob {digest} to replace"
+        blob.write_bytes(other)
+        return
+    store = SessionStore(target)
+    try:
+        replaced = store.database.execute(
+            "UPDATE blobs SET data = %s WHERE sha256 = %s RETURNING sha256", (other, digest))
+    finally:
+        store.close()
+    assert replaced, f"no blob {digest} to replace"
 
 
 async def test_a_blob_replaced_by_other_bytes_is_not_shown_as_the_original(
-        tmp_path: Path) -> None:
-    path = tmp_path / "s.db"
+        store_target: str | Path) -> None:
+    path = store_target
     picture = noise_png()
     session = AgentSession(Agent("a", model=ScriptedProvider()), ToolCatalog(),
                            store=SessionStore(path))
     await session.run("Keep", attachments=[(picture, "image/png", "p.png")])
     session.flush()
-    blob = tmp_path / "s.db.blobs" / hashlib.sha256(picture).hexdigest()
-    blob.write_bytes(noise_png(seed=8))  # same name, other bytes
+    replace_blob(path, picture, noise_png(seed=8))  # same name, other bytes
     resumed = AgentSession.resume(session.id, SessionStore(path),
                                   provider=ScriptedProvider())
     image = resumed.messages[0].attachments[0]
@@ -173,17 +205,16 @@ async def test_an_unwritable_blob_folder_keeps_the_bytes_in_the_row(tmp_path: Pa
 
 
 async def test_an_attachment_survives_another_store_deleting_the_last_session_using_it(
-        tmp_path: Path) -> None:
+        store_target: str | Path) -> None:
     # Another kernel on the same store (or a second SessionStore() in one notebook)
     # deletes the only session using the picture; this store attaches it again.
-    path = tmp_path / "s.db"
+    path = store_target
     store, picture = SessionStore(path), noise_png()
-    blob = tmp_path / "s.db.blobs" / hashlib.sha256(picture).hexdigest()
     first = AgentSession(Agent("a", model=ScriptedProvider()), ToolCatalog(), store=store)
     await first.run("Keep", attachments=[(picture, "image/png", "p.png")])
-    assert first.flush(10) and blob.exists()
+    assert first.flush(10) and blob_stored(path, picture)
     SessionStore(path).delete_session(first.id)
-    assert not blob.exists()
+    assert not blob_stored(path, picture)
     second = AgentSession(Agent("a", model=ScriptedProvider()), ToolCatalog(), store=store)
     await second.run("Again", attachments=[(picture, "image/png", "p.png")])
     assert second.flush(10)

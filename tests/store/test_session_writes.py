@@ -20,12 +20,12 @@ from tests.support.owner_child import start_owner
 
 from ..support.sessions import answer, make_session
 from ..support.timing import finishes_in_thread, wait_until
-from .test_writer import unbounded_store_waits, write_lock_held
+from .test_writer import HOURS, unbounded_store_waits, write_lock_held
 
 
 async def test_a_session_is_running_until_its_done_event_even_while_the_store_is_behind(
-        tmp_path: Path) -> None:
-    db = tmp_path / "sessions.sqlite3"
+        store_target: str | Path) -> None:
+    db = store_target
     session, recorder, _ = make_session([answer("one"), answer("two")], store=SessionStore(db))
     with write_lock_held(db):
         first = session.start("turn one")
@@ -121,9 +121,11 @@ async def test_a_turn_cancelled_from_outside_while_it_waits_for_its_writes_says_
 
 
 async def test_resuming_a_session_whose_writes_wait_here_loses_and_reorders_nothing(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        store_target: str | Path, monkeypatch: pytest.MonkeyPatch) -> None:
     unbounded_store_waits(monkeypatch)
-    db = tmp_path / "sessions.sqlite3"
+    if not isinstance(store_target, Path):  # PostgreSQL: the store's own lock waits too
+        monkeypatch.setattr("neta_nb.store.postgres.STORE_LOCK_TIMEOUT_MS", int(HOURS * 1000))
+    db = store_target
     store = SessionStore(db)
     session, _, _ = make_session([answer("one"), answer("two")], store=store)
     await session.run("turn one")
@@ -148,6 +150,7 @@ async def test_resuming_a_session_whose_writes_wait_here_loses_and_reorders_noth
     again = AgentSession.resume(session.id, store=store, agent=session.agent,
                                 catalog=session.catalog)
     assert [m.text for m in again.messages] == ["turn one", "one", "turn two", "two"]
+    again.flush(10)  # its record's update, before the store goes with the test
 
 
 async def test_the_same_database_named_another_way_is_still_this_process_writer(
@@ -173,7 +176,7 @@ def test_another_in_memory_store_is_another_database() -> None:
 
 
 def test_another_process_cannot_take_over_a_turn_whose_claim_waits_behind_a_lock(
-        tmp_path: Path) -> None:
+        store_target: str | Path, tmp_path: Path) -> None:
 
     from neta_nb import Agent
     from neta_nb.providers.base import TextDelta
@@ -181,7 +184,7 @@ def test_another_process_cannot_take_over_a_turn_whose_claim_waits_behind_a_lock
     from ..support.sessions import FakeProvider
     from ..support.timing import poll_until
 
-    db, marker = tmp_path / "sessions.sqlite3", tmp_path / "streaming"
+    db, marker = store_target, tmp_path / "streaming"
     known = AgentSession(Agent("owner", model=FakeProvider([[TextDelta("x")]])),
                          store=SessionStore(db), session_id="s_shared")
     assert known.flush(10)  # the session exists, idle

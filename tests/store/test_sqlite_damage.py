@@ -14,11 +14,22 @@ from neta_nb.store.session_store import SessionRecord
 from ..support.sessions import answer, assert_valid_history, calls, make_session
 
 
-def raw(db: Path, sql: str, *params: object) -> None:
-    with contextlib.closing(sqlite3.connect(db)) as connection, connection:
-        connection.execute(sql, params)
+def raw(db: str | Path, sql: str, *params: object) -> None:
+    """Run ``sql`` (``?`` placeholders) on the store at ``db`` from a connection of its
+    own, as a hand edit or another program would: SQLite's, or PostgreSQL's."""
+    if isinstance(db, Path):
+        with contextlib.closing(sqlite3.connect(db)) as connection, connection:
+            connection.execute(sql, params)
+        return
+    store = SessionStore(db)
+    try:
+        store.database.execute(sql.replace("?", "%s"), params)
+    finally:
+        store.close()
 
 
+# SQLite only: a PostgreSQL text column cannot hold bytes that are not UTF-8 (the server
+# refuses them), so that damage cannot happen there.
 def test_text_that_is_not_utf8_in_rows_spoils_nothing(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     store = SessionStore(db)
@@ -39,8 +50,9 @@ def test_text_that_is_not_utf8_in_rows_spoils_nothing(tmp_path: Path) -> None:
     assert [m.text for m in resumed.messages] == ["hello a", "caf\ufffd \ufffd"]
 
 
-async def test_resume_repairs_results_and_calls_that_lost_their_partner(tmp_path: Path) -> None:
-    db = tmp_path / "s.db"
+async def test_resume_repairs_results_and_calls_that_lost_their_partner(
+        store_target: str | Path) -> None:
+    db = store_target
     store = SessionStore(db)
     session, _, _ = make_session([calls(("c1", "plus", {"a": 1, "b": 2})), answer("3"),
                                   calls(("c2", "plus", {"a": 2, "b": 2})), answer("4")],
@@ -59,16 +71,16 @@ async def test_resume_repairs_results_and_calls_that_lost_their_partner(tmp_path
 
 
 async def test_arguments_nested_hundreds_deep_are_stored_with_their_result(
-        tmp_path: Path) -> None:
+        store_target: str | Path) -> None:
     deep: object = "bottom"
     for _ in range(600):
         deep = {"x": deep}
-    store = SessionStore(tmp_path / "s.db")
+    store = SessionStore(store_target)
     session, rec, _ = make_session([calls(("d", "plus", {"a": 1, "b": deep})), answer("ok")],
                                    store=store)
     await session.run("nest")
     assert [e.stop_reason for e in rec.of("done")] == ["end_turn"]
-    stored = SessionStore(store.path).load_messages(session.id)
+    stored = SessionStore(store_target).load_messages(session.id)
     assert [m.model_dump() for m in stored] == [m.model_dump() for m in session.messages]
     call = next(p for m in stored for p in m.parts if isinstance(p, ToolCallPart))
     depth, node = 0, call.args["b"]

@@ -26,9 +26,11 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
 
 @pytest.fixture
-def owner(tmp_path: Path) -> Iterator[tuple[Path, subprocess.Popen[bytes]]]:
-    """Another process that owns session ``s_shared`` and stays in its turn."""
-    db, marker = tmp_path / "sessions.sqlite3", tmp_path / "streaming"
+def owner(store_target: str | Path,
+          tmp_path: Path) -> Iterator[tuple[str | Path, subprocess.Popen[bytes]]]:
+    """Another process that owns session ``s_shared`` and stays in its turn, on either
+    backend."""
+    db, marker = store_target, tmp_path / "streaming"
     child = start_owner(db, "s_shared", marker)
     try:
         poll_until(marker.exists, 30, "the owner's turn to stream")
@@ -42,14 +44,30 @@ def owner(tmp_path: Path) -> Iterator[tuple[Path, subprocess.Popen[bytes]]]:
             child.wait(10)
 
 
-def chat_with_sidebar(db: Path) -> tuple[SessionStore, ChatView, SessionSidebar]:
+def kill_owner(db: str | Path, child: subprocess.Popen[bytes]) -> None:
+    """The owner dies (SIGKILL), and the store can tell: at once on SQLite (its claim is a
+    lock the OS drops with the process), a moment later on PostgreSQL (the server drops
+    the claim once it notices the dead client's connection closed)."""
+    store = SessionStore(db)
+    try:
+        record = store.get_session("s_shared")  # its owner is alive: read, not settled
+        assert record is not None and record.running
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(10)
+        poll_until(lambda: not store.database.owner_alive(record), 10,
+                   "the store to see the owner gone")
+    finally:
+        store.close()
+
+
+def chat_with_sidebar(db: str | Path) -> tuple[SessionStore, ChatView, SessionSidebar]:
     store = SessionStore(db)
     chat = ChatView(AgentSession(Agent("local", model=ScriptedProvider()), store=store))
     return store, chat, SessionSidebar(store, chat=chat)
 
 
 def test_opening_another_kernels_session_shows_it_read_only(
-        owner: tuple[Path, subprocess.Popen[bytes]]) -> None:
+        owner: tuple[str | Path, subprocess.Popen[bytes]]) -> None:
     db, child = owner
     store, chat, sidebar = chat_with_sidebar(db)
     row = next(r for r in sidebar.sessions if r["id"] == "s_shared")
@@ -91,8 +109,7 @@ def test_opening_another_kernels_session_shows_it_read_only(
     assert child.poll() is None
 
     # The owner dies: a refresh shows the turn has ended, and it continues here.
-    os.kill(child.pid, signal.SIGKILL)
-    child.wait(10)
+    kill_owner(db, child)
     assert chat._reply("refresh", "r", {})["ok"] is True
     assert chat.read_only == {"owner": "", "busy": False}
     row = next(r for r in sidebar.sessions if r["id"] == "s_shared")
@@ -109,8 +126,11 @@ def test_opening_another_kernels_session_shows_it_read_only(
     sidebar.close()
 
 
-def test_a_read_only_view_follows_what_the_owner_stores(
-        owner: tuple[Path, subprocess.Popen[bytes]]) -> None:
+async def test_a_read_only_view_follows_what_the_owner_stores(
+        owner: tuple[str | Path, subprocess.Popen[bytes]]) -> None:
+    # On the loop, as in a kernel: a change the store hears from the server (PostgreSQL's
+    # NOTIFY, here of the second store's write) is delivered there, after these steps,
+    # not on the listener's thread in the middle of them.
     db, _ = owner
     _, chat, sidebar = chat_with_sidebar(db)
     sidebar.open_session("s_shared")
@@ -132,14 +152,13 @@ def test_a_read_only_view_follows_what_the_owner_stores(
 
 
 async def test_the_follower_rereads_on_the_loop_while_the_owner_runs(
-        owner: tuple[Path, subprocess.Popen[bytes]]) -> None:
+        owner: tuple[str | Path, subprocess.Popen[bytes]]) -> None:
     db, child = owner
     seen: list[StoredSession] = []
     follower = StoredSessionFollower(StoredSession.read(SessionStore(db), "s_shared"),
                                      seen.append, interval=3600)
     assert follower._timer is not None  # scheduled on the running loop
-    os.kill(child.pid, signal.SIGKILL)
-    child.wait(10)
+    kill_owner(db, child)
     follower._tick()  # what the timer runs
     assert [s.busy for s in seen] == [False]
     assert follower._timer is None  # its turn is over: nothing more to follow
