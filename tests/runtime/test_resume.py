@@ -28,6 +28,7 @@ def test_resume_closes_tool_calls_of_the_checkpointed_draft(store_target: str | 
     resumed = AgentSession.resume("x", store=store)
     assert_valid_history(resumed.messages)
     assert_valid_history(resumed.model_view)
+    assert resumed.flush(10)  # the repair is stored in the background, then read back
     assert_valid_history(store.load_messages("x"))
 
 

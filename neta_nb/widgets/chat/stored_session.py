@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -121,6 +122,10 @@ class StoredSessionFollower:
         self._on_change = on_change
         self._interval = interval
         self._timer: asyncio.TimerHandle | None = None
+        self._closed = False
+        # A store heard from another process with no loop to hand over to (a script) calls
+        # from its listener's thread: a reread there and close() never interleave.
+        self._lock = threading.RLock()
         self._unsubscribe: Callable[[], None] | None = stored.store.subscribe(
             self._on_store_change)
         self._schedule()
@@ -138,14 +143,19 @@ class StoredSessionFollower:
 
     def refresh(self, *, force: bool = True) -> bool:
         """Read again (only if something changed unless ``force``); True if it had."""
-        newer = self.stored.reread(force=force)
-        if newer is None:
-            return False
-        self.stored = newer
-        self._on_change(newer)
-        return True
+        with self._lock:
+            if self._closed:
+                return False
+            newer = self.stored.reread(force=force)
+            if newer is None:
+                return False
+            self.stored = newer
+            self._on_change(newer)
+            return True
 
     def close(self) -> None:
+        with self._lock:  # after a reread in flight: nothing is shown once closed
+            self._closed = True
         self._cancel_timer()
         if self._unsubscribe is not None:
             unsubscribe, self._unsubscribe = self._unsubscribe, None
