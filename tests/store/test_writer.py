@@ -252,6 +252,31 @@ def test_writes_queued_behind_a_lock_are_stored_in_order_once_it_goes(
     assert heard.count(None) == 1
 
 
+@pytest.mark.parametrize(("errors", "logged"), [
+    (["database is locked"], []),  # a moment's lock: the view hears it, the log does not
+    (["database is locked"] * 2, ["not saved yet", "saved again"]),
+    (["database or disk is full"], ["not saved yet", "saved again"]),
+])
+def test_the_log_hears_of_a_lock_only_when_the_retry_fails_too(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture, errors: list[str],
+        logged: list[str]) -> None:
+    writer, heard, _db = _writer(tmp_path / "s.db")
+    left = list(errors)
+
+    def apply(rows: Rows) -> None:
+        if left:
+            raise sqlite3.OperationalError(left.pop(0))
+        rows.put_message("s", "m", "m")
+
+    with caplog.at_level(logging.WARNING, logger="neta_nb.store.writer"):
+        writer.submit(Write("row m", apply))
+        assert writer.flush(10)
+    said = [record.getMessage() for record in caplog.records]
+    assert [next(word for word in ("not saved yet", "saved again") if word in text)
+            for text in said] == logged
+    assert heard[0] is not None and heard[-1] is None  # the view is told either way
+
+
 def test_a_newer_write_of_the_same_key_replaces_a_queued_one_only_at_the_tail(
         store_target: str | Path) -> None:
     writer, heard, db = _writer(store_target)
