@@ -17,7 +17,8 @@ fc-list :lang=zh 2>/dev/null | grep -q . || apt_install fonts-noto-cjk
 command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 \
   || apt_install postgresql
 ensure_node
-install_venv "all,lab,test"
+# ray: the batch runs' Ray backend runs on a real local cluster (tests/batch/test_ray.py).
+install_venv "all,lab,test,ray"
 install_llama_server
 
 ruff check .

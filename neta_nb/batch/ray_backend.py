@@ -5,7 +5,10 @@
   of the cluster, at most ``concurrency``; ``workers=`` to choose), each running its
   share of the run's concurrency as sessions at once — the same executor a kernel uses
   (:mod:`neta_nb.batch.executor`), claiming rows by lease from the run's store.
-* **One limiter** for the whole run is an actor; every model call of every worker asks it.
+* **One limiter** for the whole run: each worker bounds its share of ``concurrency`` itself
+  (the shares add up to the run's), and one actor holds what all must share — the rate's
+  tokens (asked per model call when the run has a rate) and ``Retry-After`` pauses (asked
+  before each HTTP request).
 * **Progress** comes back to the kernel in batches (a streaming generator yields the row
   states that changed, a few times a second), never per token. The results are read from
   the store, not from what streamed: after an actor restart Ray runs the generator again
@@ -26,6 +29,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import sys
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -72,38 +76,48 @@ def check_portable(agent: Agent, catalog: ToolCatalog) -> None:
                          f"{', '.join(asking)}: switch them off or use backend='local'")
 
 
-class _RemoteLimiter:
-    """The run's limiter actor, as an executor's limiter."""
+class _WorkerLimiter:
+    """A worker's side of the run's limits. Its share of ``concurrency`` is held here —
+    the shares add up to the run's, so no call crosses processes for it (an actor round
+    trip per model call was most of Ray's per-row cost); the rate's tokens and the
+    ``Retry-After`` pauses, which every worker must see, are the limiter actor's."""
 
-    def __init__(self, actor: Any) -> None:
+    def __init__(self, actor: Any, share: int, rated: bool) -> None:
         self._actor = actor
+        self._local = RateLimiter(share)
+        self._rated = rated
 
     @contextlib.asynccontextmanager
     async def call(self) -> AsyncIterator[None]:
-        await self._actor.acquire.remote()
+        await self._local.acquire()
         try:
+            if self._rated:
+                await self._actor.take.remote()
             yield
         finally:
-            self._actor.release.remote()
+            self._local.release()
 
     def pause(self, seconds: float) -> None:
+        self._local.pause(seconds)  # this worker's next requests wait at once
         self._actor.pause.remote(seconds)
 
     async def unpaused(self) -> None:
+        """Before each HTTP request: no pause here, nor in any other worker."""
+        await self._local.unpaused()
         await self._actor.unpaused.remote()
 
 
 @ray.remote
 class LimiterActor:
-    """The one :class:`RateLimiter` of a run (an async actor: its waits overlap)."""
+    """The run's rate (a token bucket) and pauses, shared by every worker (an async
+    actor: its waits overlap). In-flight calls are bounded in the workers."""
 
-    def __init__(self, concurrency: int, rate: Rate | None) -> None:
-        self._limiter = RateLimiter(concurrency, rate)
+    def __init__(self, rate: Rate | None) -> None:
+        self._limiter = RateLimiter(sys.maxsize, rate)
 
-    async def acquire(self) -> None:
+    async def take(self) -> None:
+        """One token of the rate (waits for it, and for any pause)."""
         await self._limiter.acquire()
-
-    def release(self) -> None:
         self._limiter.release()
 
     def pause(self, seconds: float) -> None:
@@ -128,7 +142,8 @@ class BatchWorker:
         return self.pid
 
     @ray.method(num_returns="streaming")
-    async def run(self, slots: int, limiter: Any) -> AsyncIterator[dict[str, Any]]:
+    async def run(self, slots: int, limiter: Any,
+                  rated: bool) -> AsyncIterator[dict[str, Any]]:
         from ..store.batch_rows import BatchRows
         from ..store.process_owner import ProcessOwner
         from ..store.session_store import SessionStore
@@ -142,7 +157,7 @@ class BatchWorker:
             agent=agent, catalog=ToolCatalog.default, store=store,
             rows=BatchRows(store, spec["run_id"]), run_id=spec["run_id"],
             template=spec["template"], output=spec["output"],
-            limiter=_RemoteLimiter(limiter),  # type: ignore[arg-type]
+            limiter=_WorkerLimiter(limiter, slots, rated),  # type: ignore[arg-type]
             concurrency=slots, max_attempts=spec["max_attempts"], lease=spec["lease"],
             owner=owner, on_change=lambda idx, state: changes.__setitem__(idx, state))
         task = asyncio.get_running_loop().create_task(executor.run())
@@ -212,7 +227,7 @@ class RayBackend:
             ray.init(ignore_reinit_error=True, include_dashboard=False,
                      log_to_driver=False)
         count = self._worker_count()
-        limiter = LimiterActor.remote(self.concurrency, self.rate)  # type: ignore[attr-defined]
+        limiter = LimiterActor.remote(self.rate)  # type: ignore[attr-defined]
         env = {name: os.environ[name] for name in KEY_VARIABLES if name in os.environ}
         options: dict[str, Any] = {"max_restarts": WORKER_RESTARTS,
                                    "max_task_retries": WORKER_RESTARTS,
@@ -226,7 +241,8 @@ class RayBackend:
         shares = [self.concurrency // count + (1 if i < self.concurrency % count else 0)
                   for i in range(count)]
         try:
-            await asyncio.gather(*(self._follow(actor.run.remote(share, limiter))
+            rated = self.rate is not None
+            await asyncio.gather(*(self._follow(actor.run.remote(share, limiter, rated))
                                    for actor, share in zip(self._actors, shares, strict=True)))
         finally:
             for actor in self._actors:

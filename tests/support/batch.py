@@ -5,7 +5,10 @@ calls are in flight at once, and fails the calls a test names."""
 from __future__ import annotations
 
 import asyncio
+import os
+import time
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 from neta_nb.messages import Usage
 from neta_nb.providers.base import (
@@ -63,3 +66,28 @@ class RowModel(Provider):
             yield StreamDone("end_turn")
         finally:
             self.in_flight -= 1
+
+
+class LoggedRowModel(RowModel):
+    """A :class:`RowModel` that appends when each call starts (``time.monotonic()``, the
+    machine's clock) to a file: calls made in other processes (a Ray run's workers) can
+    be counted by the test."""
+
+    def __init__(self, log: str, **options: Any) -> None:
+        super().__init__(**options)
+        self.log = log
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        # One short O_APPEND write per call: lines of several processes never mix.
+        handle = os.open(self.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        try:
+            os.write(handle, f"{time.monotonic()}\n".encode())
+        finally:
+            os.close(handle)
+        async for event in super().stream(request):
+            yield event
+
+
+def logged_starts(log: str) -> list[float]:
+    with open(log) as file:
+        return sorted(float(line) for line in file if line.strip())
