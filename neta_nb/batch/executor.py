@@ -119,6 +119,8 @@ class LocalExecutor:
     async def _run_row(self, row: ClaimedRow) -> None:
         if row.stale_session:
             await asyncio.to_thread(self._forget_session, row.stale_session)
+        if row.attempts > 1:  # claimed again: whoever ran it before died or lost the lease
+            self.retried += 1
         self._on_change(row.idx, "running")
         prompt = render_prompt(self.template, row.input)
         retry = False

@@ -115,8 +115,11 @@ class BatchRun:
                 max_attempts=max_attempts, lease=lease_seconds, workers=workers,
                 on_change=self._row_changed)
         self._prepare()
-        self.states = [row.state for row in self.rows.all()]
+        stored = self.rows.all()
+        self.states = [row.state for row in stored]
         """Each row's state (``queued``, ``running``, ``done``, ``failed``), in order."""
+        self._retried_before = sum(max(0, row.attempts - 1) for row in stored)
+        """Attempts made again by the run before this object took it up (a resume)."""
         self._executor = LocalExecutor(
             agent=agent, catalog=self._tools, store=store, rows=self.rows,
             run_id=self.run_id, template=prompt, output=output, limiter=self.limiter,
@@ -278,12 +281,13 @@ class BatchRun:
 
     @property
     def counts(self) -> dict[str, int]:
-        """Rows per state, and the attempts made again after transient failures."""
+        """Rows per state, and the attempts made again (after a transient failure, or for a
+        row a crashed worker or kernel had in flight) over the run's whole life."""
         found = {"queued": 0, "running": 0, "done": 0, "failed": 0}
         for state in self.states:
             found[state] = found.get(state, 0) + 1
-        found["retried"] = (self._ray.retried if self._ray is not None
-                            else self._executor.retried)
+        found["retried"] = self._retried_before + (
+            self._ray.retried if self._ray is not None else self._executor.retried)
         return found
 
     # --- results --------------------------------------------------------------------------

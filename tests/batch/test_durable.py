@@ -83,6 +83,9 @@ def test_a_kernel_killed_mid_run_resumes_with_every_row_stored_once(
     # Only the rows in flight at the kill ran again; the rows done stayed as they were.
     again = [row.idx for row in rows if row.attempts > 1]
     assert set(again) <= set(in_flight)
+    # The grid's "retried" counts them: the run's whole life, not only since the resume.
+    assert run.counts["retried"] == sum(row.attempts - 1 for row in rows) == len(again)
+    assert BatchRun.resume("r_kill", store=store).counts["retried"] == len(again)
     for idx, row in before.items():
         if row.state == "done":
             assert rows[idx].session_id == row.session_id and rows[idx].attempts == 1
