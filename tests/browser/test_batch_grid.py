@@ -138,9 +138,13 @@ def test_a_batch_grid_runs_to_the_end_and_opens_a_rows_session(
     chat.locator(".neta-chat-user .neta-chat-bubble", has_text="Classify: ticket 7").wait_for()
     answer = label_of("Classify: ticket 7")
     chat.locator(".neta-chat-assistant", has_text=answer).wait_for()
-    # Read-only: the bar in place of the input, nothing to type into.
+    # Read-only: the bar in place of the input, nothing to type into; it says whose session
+    # this is, and offers no "Continue here" (a row's session stays the row's answer).
     assert chat.locator(".neta-chat-read-only").is_visible()
     assert chat.locator("textarea.neta-chat-textarea").is_hidden()
+    assert chat.locator(".neta-chat-read-only-text").inner_text() == (
+        "Row 7 of a batch run: its session, as stored — the row's answer. Read-only.")
+    assert chat.locator(".neta-chat-take-over").is_hidden()
     page.locator(f"{TILE}.neta-is-selected").wait_for()
     assert tiles.nth(7).get_attribute("aria-current") == "true"
     assert grid.locator(".neta-batch-note").inner_text() == (
@@ -192,11 +196,12 @@ def test_a_batch_grid_runs_to_the_end_and_opens_a_rows_session(
         assert tiles.nth(3).get_attribute("title") == "第 3 行：完成"
         lab.wait_for_transitions()
         lab.screenshot(box, screenshot_dir / "batch-grid-row-open-zh.png")
-        # "Continue here" does not take a row's session over: it says how to, where
-        # clicked (after the pictures: the read-only bar keeps its error).
-        chat.locator(".neta-chat-take-over").click()
-        chat.locator(".neta-chat-read-only .neta-inline-error",
-                     has_text="批量运行中某一行的会话在此只读打开").wait_for()
+        assert chat.locator(".neta-chat-read-only-text").inner_text() == (
+            "批量运行的第 8 行：其会话（即该行的结果）按保存的样子只读显示。")
+        # Nor does the kernel's take_over() take a row's session over: it says how to.
+        said = lab.execute(path, "try:\n    run.widget.chat.take_over()\n"
+                                 "except Exception as e:\n    print(e)")
+        assert "AgentSession.resume" in said
         assert lab.execute(path, "print(run.widget.chat.session)").strip() == "None"
     finally:
         lab.set_theme(dark=False)

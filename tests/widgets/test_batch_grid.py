@@ -24,6 +24,7 @@ from neta_nb.widgets.batch_grid import (
     STATE_CHARS,
     update_interval,
 )
+from neta_nb.widgets.chat.stored_session import StoredSession
 from tests.support.batch import RowModel, label_of
 from tests.support.timing import ManualClock, ManualScheduler, wait_until
 
@@ -269,7 +270,7 @@ async def test_a_click_opens_the_rows_session_read_only_under_the_grid(
     assert grid.container.children == (grid, chat)
     assert grid.selected == 3
     assert chat.session is None and chat.stored is not None  # read-only: nothing bound
-    assert chat.read_only["busy"] is False
+    assert chat.read_only == {"owner": "", "busy": False, "batch_row": 3}  # says whose
     texts = [(m["role"], m["text"]) for m in chat.messages]
     assert texts == [("user", "Classify: item 3"), ("assistant", label_of("Classify: item 3"))]
 
@@ -277,7 +278,7 @@ async def test_a_click_opens_the_rows_session_read_only_under_the_grid(
     assert _ask(grid, sent, idx=6)["ok"] is True
     assert grid.chat is chat and grid.container.children == (grid, chat)
     assert chat.session_id == run.rows.all()[6].session_id
-    assert grid.selected == 6
+    assert grid.selected == 6 and chat.read_only["batch_row"] == 6
     assert chat.messages[0]["text"] == "Classify: item 6"
 
     # "Continue here" does not take the row's session over.
@@ -290,6 +291,10 @@ async def test_a_click_opens_the_rows_session_read_only_under_the_grid(
     # The chat view speaks the grid's language.
     grid.lang = "zh-CN"
     assert chat.lang == "zh-CN"
+
+    # Shown read-only elsewhere (the sidebar), the same chat view is no row's any more.
+    chat.show_stored(StoredSession.read(run.store, session_id))
+    assert "batch_row" not in chat.read_only
 
 
 async def test_a_run_without_a_store_says_the_rows_session_was_not_stored(

@@ -2,7 +2,8 @@
  * The bar a chat view shows in place of its input while it shows, read-only, a session
  * whose turn another kernel runs (Python: `ChatView.show_stored`): who runs it, Refresh, and
  * — once that turn has ended — "Continue here", which resumes it in this kernel. No Send,
- * no Stop: nothing here can act on the other kernel's turn.
+ * no Stop: nothing here can act on the other kernel's turn. A batch run's row (opened from
+ * its grid) says so instead, and is never continued: its session is the row's answer.
  */
 import "./chat-read-only.css";
 import type { ReadOnlyState } from "./chat-view-traits";
@@ -45,12 +46,16 @@ export function createReadOnlyBar(lang: () => Lang, actions: ReadOnlyActions): R
     if (!state) return;
     root.classList.toggle("neta-is-busy", state.busy);
     tag.textContent = t(current, "read_only");
-    text.textContent = state.busy
-      ? t(current, "read_only_running", { owner: state.owner })
-      : t(current, "read_only_ended");
+    const row = state.batch_row;
+    text.textContent =
+      typeof row === "number"
+        ? t(current, state.busy ? "read_only_batch_row_running" : "read_only_batch_row", { row })
+        : state.busy
+          ? t(current, "read_only_running", { owner: state.owner })
+          : t(current, "read_only_ended");
     refresh.textContent = t(current, "refresh");
     takeOver.textContent = t(current, "continue_here");
-    takeOver.hidden = state.busy;
+    takeOver.hidden = state.busy || typeof row === "number";
   }
 
   function run(button: HTMLButtonElement, action: (() => Promise<unknown>) | undefined): void {

@@ -149,6 +149,8 @@ export interface ReadOnlyState {
   owner: string;
   /** The owner's turn is still running: it cannot be continued here yet. */
   busy: boolean;
+  /** The session is this row's of a batch run (its stored answer): never continued here. */
+  batch_row?: number;
 }
 
 /** `full_text` (Python twin: `FullTextRequest` in widgets/chat/wire.py). */

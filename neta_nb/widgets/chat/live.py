@@ -126,8 +126,8 @@ class LiveChat(NetaWidget):
     ).tag(sync=True)
     height = traitlets.Unicode("640px", help="CSS height of the view.").tag(sync=True)
     read_only = traitlets.Dict(
-        help="{owner, busy} while a stored session is shown read-only (see show_stored); "
-             "empty otherwise.").tag(sync=True)
+        help="{owner, busy[, batch_row]} while a stored session is shown read-only (see "
+             "show_stored); empty otherwise.").tag(sync=True)
     attachment_limits = traitlets.Dict(
         dataclasses.asdict(DEFAULT_ATTACHMENT_LIMITS),
         help="What the input bar lets a prompt carry: max_file_bytes, max_total_bytes, "

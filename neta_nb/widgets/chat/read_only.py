@@ -32,6 +32,7 @@ class ReadOnlyChat(LiveChat):
     def __init__(self, session: AgentSession | None = None, *,
                  agents: Sequence[Agent] = (), **kwargs: Any) -> None:
         self._resume_stored: ResumeStored | None = None
+        self._batch_row: int | None = None
         super().__init__(session, agents=agents, **kwargs)
 
     @property
@@ -44,17 +45,19 @@ class ReadOnlyChat(LiveChat):
         """The live session shown before the current one (or before a read-only view)."""
         return self._previous
 
-    def show_stored(self, stored: StoredSession, *,
-                    resume: ResumeStored | None = None) -> None:
+    def show_stored(self, stored: StoredSession, *, resume: ResumeStored | None = None,
+                    batch_row: int | None = None) -> None:
         """Show ``stored`` read-only — a session whose turn another kernel runs — without
         taking it over. ``resume(session_id)`` opens it here once that turn has ended (the
         ``take_over`` request); by default ``AgentSession.resume`` with the last live
-        session's catalog."""
+        session's catalog. ``batch_row``: the session is that row's of a batch run — the
+        bar says so and offers no "Continue here"."""
         if self._session is not None and self._session.running:
             raise RequestError("stop the running turn before switching sessions")
         self.unbind()
         self._leave_stored()
         self._resume_stored = resume
+        self._batch_row = batch_row
         self._batcher.forget_items()
         self._stored_subagents = StoredSubagents(stored.store)
         self._show_stored_state(stored)
@@ -79,7 +82,9 @@ class ReadOnlyChat(LiveChat):
             self.approvals = []
             self.notice = ""
             self.store_warning = ""  # nothing of it is written from here
-            self.read_only = {"owner": stored.owner, "busy": stored.busy}
+            self.read_only = {"owner": stored.owner, "busy": stored.busy,
+                              **({} if self._batch_row is None
+                                 else {"batch_row": self._batch_row})}
             self._seq = self._batcher.seq
         self._static_form.refresh()
 
@@ -95,6 +100,7 @@ class ReadOnlyChat(LiveChat):
     def _leave_stored(self) -> None:
         super()._leave_stored()
         self._resume_stored = None
+        self._batch_row = None
 
     def take_over(self) -> AgentSession:
         """Resume the session shown read-only here, now that its turn has ended
