@@ -3,6 +3,7 @@ opening a session in the chat view with its state restored, and "new chat"."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from neta_nb.messages import Message
 from neta_nb.widgets import ChatView, SessionSidebar
 from neta_nb.widgets.base import RequestError
 
+from ..support.sessions import answer, calls, make_session, ran
 from ..support.timing import wait_until
 from .conftest import SentMessages
 
@@ -110,23 +112,87 @@ async def test_new_chat_uses_the_same_agent(store: SessionStore) -> None:
     await wait_until(lambda: {row["id"] for row in sidebar.sessions} == {session.id, fresh.id})
 
 
-async def test_switching_is_refused_while_a_turn_runs(store: SessionStore) -> None:
+async def test_switching_away_leaves_a_running_turn_running_in_the_background(
+        store: SessionStore) -> None:
+    answer_text = "word " * 80
     session = AgentSession(Agent("slow", model=ScriptedProvider(
-        [[{"text": "x" * 2000}]], chars_per_second=100)), store=store)
+        [[{"text": answer_text}]], chars_per_second=400)), store=store)
     other = AgentSession(hello_agent(), store=store)
+    await other.run("Say hello")
     chat = ChatView(session)
     sidebar = SessionSidebar(store, chat=chat)
     task = session.start("go")
     await wait_until(lambda: session.streaming_message is not None)  # streaming now
-    with pytest.raises(RequestError, match="stop the running turn"):
-        sidebar.open_session(other.id)
-    with pytest.raises(RequestError, match="stop the running turn"):
-        sidebar.new_chat()
-    session.cancel()
+
+    shown = sidebar.open_session(other.id)  # no "stop first"
+    assert shown is not None and chat.session is shown and shown.id == other.id
+    assert chat.running is False
+    assert session.running and not task.done()
+    await wait_until(lambda: _row(sidebar, session.id)["running"] is True)
+    assert _row(sidebar, session.id)["elsewhere"] is False  # this kernel's: it can be opened
+
+    # Back to it mid-turn: the same live object, still running, what it said so far shown.
+    assert sidebar.open_session(session.id) is session
+    assert chat.running is True and chat.messages[0]["text"] == "go"
+    # A new chat while it runs: allowed too; the turn ends in the background, stored whole.
+    fresh = sidebar.new_chat()
+    assert chat.session is fresh
     await task
-    sidebar.open_session(other.id)
-    assert chat.session_id == other.id
+    assert session.messages[-1].text == answer_text
+    await wait_until(lambda: _row(sidebar, session.id)["running"] is False)
+    assert sidebar.open_session(session.id) is session
+    assert chat.messages[-1]["text"] == answer_text and chat.running is False
     sidebar.close()
+    chat.close()
+
+
+async def test_an_approval_asked_in_the_background_waits_for_the_user_to_come_back(
+        store: SessionStore) -> None:
+    ran.clear()
+    session, _recorder, _provider = make_session(
+        [calls(("g1", "guarded_op", {"x": 1})), answer("done")], store=store)
+    other = AgentSession(hello_agent(), store=store)
+    chat = ChatView(session)
+    chat._presence.grace = 0.05  # no view on screen in this test: the policy would be quick
+    chat._presence.opened("view-1")  # ...but one is
+    sidebar = SessionSidebar(store, chat=chat)
+    task = session.start("run it")
+    await wait_until(lambda: bool(chat.approvals))
+    sidebar.open_session(other.id)
+    assert chat.approvals == []  # the other session has none
+    await asyncio.sleep(0.3)  # well past the grace: nothing was decided for the user
+    assert not task.done() and ran == []
+    sidebar.open_session(session.id)
+    assert [a["id"] for a in chat.approvals] == ["g1"]
+    chat._command({"command": {"type": "approve", "id": "g1", "decision": "allow_once"}})
+    await task
+    assert ran == ["guarded_op 1"]
+    # Its turn over, nothing holds it: a closed view leaves later turns to the policy.
+    assert session.id not in chat._background
+    sidebar.close()
+    chat.close()
+
+
+async def test_closing_the_view_hands_a_background_turns_approval_to_the_policy(
+        store: SessionStore) -> None:
+    ran.clear()
+    session, _recorder, _provider = make_session(
+        [calls(("g1", "guarded_op", {"x": 1})), answer("done")], store=store)
+    chat = ChatView(session)
+    chat._presence.opened("view-1")
+    task = session.start("run it")
+    await wait_until(lambda: bool(chat.approvals))
+    chat.new_chat()  # the turn goes on in the background, its approval pending
+    chat.close()  # nobody is left to click: "reject" (the default policy) decides
+    async with asyncio.timeout(5):
+        await task
+    assert ran == []
+    assert "approval" in session.messages[2].tool_results[0].content
+
+
+def _row(sidebar: SessionSidebar, session_id: str) -> dict[str, object]:
+    sidebar.refresh()
+    return next(dict(row) for row in sidebar.sessions if row["id"] == session_id)
 
 
 def test_a_session_another_kernel_runs_opens_read_only_and_is_not_taken_over(

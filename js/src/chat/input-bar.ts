@@ -95,7 +95,9 @@ export function createInputBar(options: InputBarOptions): InputBar {
       agentSelect.dataset.options = wanted;
     }
     agentSelect.value = state.agent.name;
-    agentSelect.disabled = saved || choices.length <= 1 || state.running;
+    // A running turn does not hold the select: switching starts a new chat, and the turn
+    // goes on in the background (the session list shows it running).
+    agentSelect.disabled = saved || choices.length <= 1;
     agentWrap.title = `${label("agent")}: ${state.agent.name} · ${state.agent.model}`;
   }
 

@@ -153,6 +153,8 @@ class LiveChat(NetaWidget):
         self._session: AgentSession | None = None
         self._unsubscribe: Callable[[], None] | None = None
         self._presence = ViewPresence(lambda: self._kernel_loop)
+        self._background: dict[str, Callable[[], None]] = {}
+        """Sessions switched away from mid-turn, by id: what ends their hold (below)."""
         # A session of another kernel shown read-only (see ChatView.show_stored), and the
         # last live session (its agent, catalog and store start a new chat from there).
         self._follower: StoredSessionFollower | None = None
@@ -170,7 +172,8 @@ class LiveChat(NetaWidget):
         self.bind(session)
 
     def bind(self, session: AgentSession) -> None:
-        """Show ``session`` (replacing the one shown) and follow its events."""
+        """Show ``session`` (replacing the one shown) and follow its events. One shown
+        mid-turn before goes on running in the background (see :meth:`unbind`)."""
         self.unbind()
         self._leave_stored()
         self._session = session
@@ -200,7 +203,9 @@ class LiveChat(NetaWidget):
             self.levels = list(get_model_thinking_capability(
                 session.provider.supplier, session.provider.model).levels)
             self.think_level = session.think_level
-            self._show_approvals()
+            # Set whatever the trait held: the session shown before may have had some.
+            self._approvals_shown = list(projection.approvals)
+            self.approvals = [approval_item(a) for a in projection.approvals]
             self.notice = ""
             self.read_only = {}
             failure = session.store_failure
@@ -209,13 +214,21 @@ class LiveChat(NetaWidget):
             self._seq = self._batcher.seq
         self._unsubscribe = session.subscribe(self._on_event)
         self._presence.bind(session)  # the approver while a view of this widget is shown
+        release = self._background.get(session.id)
+        if release is not None:
+            release()  # back in front, the presence answers for it (attached first: no gap)
         self._static_form.refresh()
 
     def unbind(self) -> None:
-        """Stop following the bound session (it keeps running)."""
+        """Stop following the bound session (it keeps running). A turn running then goes
+        on in the background: this view stays its approver until the turn ends, so a
+        tool call waiting for approval waits for the user to come back to it (through the
+        sidebar, which shows it running) rather than going to the approval policy."""
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
+        if self._session is not None and self._session.running:
+            self._keep_in_background(self._session)
         self._presence.unbind()
         self._batcher.cancel()
         self._projection = ConversationProjection()
@@ -223,6 +236,31 @@ class LiveChat(NetaWidget):
         if self._session is not None:
             self._previous = self._session
         self._session = None
+
+    def _keep_in_background(self, session: AgentSession) -> None:
+        if session.id in self._background:
+            return
+        detach = session.attach_approver()  # before the presence lets go: no gap
+
+        def on_event(event: Event) -> None:
+            if type(event) is DoneEvent:  # the turn's own end (a sub-agent's is wrapped)
+                release()
+
+        unsubscribe = session.subscribe(on_event)
+
+        def release() -> None:
+            if self._background.get(session.id) is release:
+                del self._background[session.id]
+            unsubscribe()
+            detach()
+
+        self._background[session.id] = release
+
+    def release_background(self) -> None:
+        """Let go of every session running in the background: what they have pending for
+        approval goes to their approval policy (this view is closing)."""
+        for release in list(self._background.values()):
+            release()
 
     def _leave_stored(self) -> None:
         if self._follower is not None:

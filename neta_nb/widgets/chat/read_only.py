@@ -52,9 +52,7 @@ class ReadOnlyChat(LiveChat):
         ``take_over`` request); by default ``AgentSession.resume`` with the last live
         session's catalog. ``batch_row``: the session is that row's of a batch run — the
         bar says so and offers no "Continue here"."""
-        if self._session is not None and self._session.running:
-            raise RequestError("stop the running turn before switching sessions")
-        self.unbind()
+        self.unbind()  # a running turn goes on in the background
         self._leave_stored()
         self._resume_stored = resume
         self._batch_row = batch_row

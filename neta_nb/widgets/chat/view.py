@@ -83,6 +83,7 @@ class ChatView(ReadOnlyChat):
 
     def close(self) -> None:
         self.unbind()
+        self.release_background()
         self._leave_stored()
         super().close()
 
