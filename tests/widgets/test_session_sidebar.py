@@ -275,3 +275,87 @@ async def test_the_search_box_filters_and_rename_keeps_the_users_title(
     with pytest.raises(RequestError, match="needs"):
         sidebar._rename({"session_id": hello.id})  # type: ignore[typeddict-item]
     sidebar.close()
+
+
+# --- delete, with an undo -----------------------------------------------------------------
+
+async def test_a_deleted_session_leaves_the_list_at_once_and_undo_brings_it_back(
+        store: SessionStore, sent: SentMessages) -> None:
+    first = AgentSession(hello_agent(), store=store)
+    await first.run("Say hello")
+    second = AgentSession(hello_agent(), store=store)
+    await second.run("Say hello again")
+    chat = ChatView(second)
+    sidebar = SessionSidebar(store, chat=chat)
+    sidebar._on_custom_message(sidebar, {"kind": "delete", "id": "d1",
+                                         "session_id": first.id}, [])
+    assert sent[-1]["ok"] is True, sent[-1]
+    assert [row["id"] for row in sidebar.sessions] == [second.id]
+    assert sidebar.deleted == {"id": first.id, "title": "Say hello"}
+    assert store.get_session(first.id) is not None  # not yet: the undo is offered
+    sidebar._on_custom_message(sidebar, {"kind": "undo_delete", "id": "u1"}, [])
+    assert sent[-1]["ok"] is True and sent[-1]["result"] == {"session_id": first.id}
+    assert sidebar.deleted == {}
+    assert {row["id"] for row in sidebar.sessions} == {first.id, second.id}
+    sidebar.close()  # nothing pending: closing deletes nothing
+    assert store.get_session(first.id) is not None
+
+
+async def test_the_store_deletes_it_once_the_undo_is_no_longer_offered(
+        store: SessionStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    import neta_nb.widgets.chat.session_sidebar as sidebar_module
+
+    monkeypatch.setattr(sidebar_module, "UNDO_SECONDS", 0.05)
+    sessions = []
+    for prompt in ("one", "two", "three"):
+        session = AgentSession(hello_agent(), store=store)
+        await session.run(prompt)
+        sessions.append(session)
+    one, two, three = sessions
+    sidebar = SessionSidebar(store)
+    sidebar.delete_session(one.id)
+    await wait_until(lambda: store.get_session(one.id) is None)  # the time is up
+    assert sidebar.deleted == {} and one.id not in {row["id"] for row in sidebar.sessions}
+    monkeypatch.setattr(sidebar_module, "UNDO_SECONDS", 3600)
+    sidebar.delete_session(two.id)
+    sidebar.delete_session(three.id)  # the next deletion: two cannot come back any more
+    assert store.get_session(two.id) is None and store.get_session(three.id) is not None
+    sidebar.close()  # ...nor can three once the list is gone
+    assert store.get_session(three.id) is None
+
+
+async def test_deleting_the_shown_session_moves_the_chat_to_a_new_one(
+        store: SessionStore) -> None:
+    session = AgentSession(hello_agent(), store=store)
+    await session.run("Say hello")
+    chat = ChatView(session)
+    sidebar = SessionSidebar(store, chat=chat)
+    sidebar.delete_session(session.id)
+    assert chat.session is not None and chat.session.id != session.id
+    assert chat.messages == [] and sidebar.active == chat.session.id
+    sidebar.undo_delete()
+    assert sidebar.open_session(session.id) is not None
+    assert chat.messages[0]["text"] == "Say hello"
+    sidebar.close()
+
+
+async def test_a_running_session_is_not_deleted_and_its_row_says_why(
+        store: SessionStore, sent: SentMessages) -> None:
+    session = AgentSession(Agent("slow", model=ScriptedProvider(
+        [[{"text": "x" * 400}]], chars_per_second=400)), store=store)
+    chat = ChatView(session)
+    sidebar = SessionSidebar(store, chat=chat)
+    task = session.start("go")
+    await wait_until(lambda: session.streaming_message is not None)
+    sidebar._on_custom_message(sidebar, {"kind": "delete", "id": "d1",
+                                         "session_id": session.id}, [])
+    assert sent[-1]["ok"] is False
+    assert sent[-1]["error"] == "This chat's turn is running: stop it before deleting the chat."
+    assert sidebar.deleted == {} and chat.session is session
+    sidebar.lang = "zh-CN"
+    with pytest.raises(RequestError, match="请先停止"):
+        sidebar.delete_session(session.id)
+    await task
+    with pytest.raises(RequestError, match="not in the store"):
+        sidebar.delete_session("s_nope")
+    sidebar.close()

@@ -14,7 +14,7 @@ import type { AnyModel, RenderProps } from "@anywidget/types";
 import { fetchWholeText, readTraits, request, requestShowingErrors, writeBack, type Cleanup, type RendererProps } from "../anywidget-binding";
 import { createChatView, type ChatActions, type ChatOp, type ChatSnapshot, type ChatViewState, type OlderPage } from "./chat-view";
 import { followNumberedBatches } from "../numbered-batches";
-import { createSessionSidebar, type OpenRequest, type RenameRequest, type SessionReply, type SessionSidebarState } from "./session-sidebar";
+import { createSessionSidebar, type DeleteRequest, type OpenRequest, type RenameRequest, type SessionReply, type SessionSidebarState } from "./session-sidebar";
 
 type Model = AnyModel<Record<string, unknown>>;
 
@@ -188,7 +188,7 @@ export function renderChatView({ model: anyModel, el, kernel = true }: RendererP
   };
 }
 
-const SIDEBAR_TRAITS: readonly (keyof SessionSidebarState & string)[] = ["sessions", "active", "can_open", "height", "lang", "query"];
+const SIDEBAR_TRAITS: readonly (keyof SessionSidebarState & string)[] = ["sessions", "active", "can_open", "height", "lang", "query", "deleted"];
 
 export function renderSessionSidebar({ model: anyModel, el }: Pick<RenderProps, "model" | "el">): Cleanup {
   const model = anyModel as Model;
@@ -199,6 +199,8 @@ export function renderSessionSidebar({ model: anyModel, el }: Pick<RenderProps, 
       newChat: () => requestShowingErrors<SessionReply>(model, "new_chat"),
       rename: (sessionId, title) =>
         requestShowingErrors<SessionReply>(model, "rename", { session_id: sessionId, title } satisfies RenameRequest),
+      delete: (sessionId) => requestShowingErrors<SessionReply>(model, "delete", { session_id: sessionId } satisfies DeleteRequest),
+      undoDelete: () => requestShowingErrors<SessionReply>(model, "undo_delete"),
     },
     onUserChange: writeBack<SessionSidebarState>(model),
   });

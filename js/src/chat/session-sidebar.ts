@@ -5,7 +5,9 @@
  * Rows are keyed by id and updated in place. A failed request shows next to what was
  * clicked: on the row, or under the header for "New chat". A search box at the top writes
  * `query` (debounced; the kernel answers with the matching rows); a double-click on a title,
- * or F2 on a focused row, renames the session in place (`rename`). Knows nothing of anywidget.
+ * or F2 on a focused row, renames the session in place (`rename`); a row's delete button (or
+ * the Delete key) asks in the row, then `delete`s it, and an Undo bar offers it back
+ * (./sidebar-delete.ts). Knows nothing of anywidget.
  * The wire shapes have Python twins (TypedDicts of the same names) in
  * neta_nb/widgets/chat/session_sidebar.py.
  */
@@ -15,6 +17,9 @@ import { normalizeLang, t, type Lang } from "../i18n";
 import { createInlineError, type InlineError } from "../inline-error";
 import type { Component, ComponentOptions } from "../types";
 import { formatUsd } from "../cards/token-stats";
+import { createRowDelete, createUndoBar, type DeletedSession, type RowDelete } from "./sidebar-delete";
+
+export type { DeleteRequest, DeletedSession } from "./sidebar-delete";
 
 export interface SessionRow {
   id: string;
@@ -47,6 +52,8 @@ export interface SessionSidebarState {
   lang: Lang;
   /** What the search box holds; the kernel lists the sessions matching it. */
   query: string;
+  /** The session just deleted, which Undo brings back (the trait is `{}` when none is). */
+  deleted: DeletedSession | null;
 }
 
 /** How long typing must pause before the query goes to the kernel. */
@@ -72,6 +79,8 @@ export interface SessionSidebarActions {
   open(sessionId: string): Promise<unknown>;
   newChat(): Promise<unknown>;
   rename(sessionId: string, title: string): Promise<unknown>;
+  delete(sessionId: string): Promise<unknown>;
+  undoDelete(): Promise<unknown>;
 }
 
 export interface SessionSidebarOptions extends ComponentOptions<SessionSidebarState> {
@@ -90,11 +99,12 @@ interface RowView {
   pendingTitle: string | null;
   /** The open rename input, if any. */
   editor: HTMLInputElement | null;
+  remover: RowDelete;
 }
 
 export function createSessionSidebar(el: HTMLElement, options: SessionSidebarOptions = {}): Component<SessionSidebarState> {
   const actions = options.actions ?? {};
-  const state: SessionSidebarState = { sessions: [], active: "", can_open: false, height: "640px", lang: normalizeLang(options.lang), query: "" };
+  const state: SessionSidebarState = { sessions: [], active: "", can_open: false, height: "640px", lang: normalizeLang(options.lang), query: "", deleted: null };
 
   const root = element("div", "neta-root neta-sidebar");
   const header = element("div", "neta-sidebar-header");
@@ -113,7 +123,8 @@ export function createSessionSidebar(el: HTMLElement, options: SessionSidebarOpt
   const empty = element("div", "neta-sidebar-empty");
   const lang = () => state.lang;
   const newError = createInlineError(lang, "neta-sidebar-error");
-  root.append(header, searchBox, newError.root, list, empty);
+  const undoBar = createUndoBar(lang, newError, () => actions.undoDelete?.() ?? Promise.resolve());
+  root.append(header, searchBox, undoBar.root, newError.root, list, empty);
   el.append(root);
 
   const rows = new Map<string, RowView>();
@@ -168,8 +179,11 @@ export function createSessionSidebar(el: HTMLElement, options: SessionSidebarOpt
     const subtitle = element("div", "neta-sidebar-subtitle");
     const error = createInlineError(lang, "neta-sidebar-error");
     rowRoot.append(title, subtitle, error.root);
+    const remover = createRowDelete(rowRoot, subtitle, lang, error, () => actions.delete?.(id) ?? Promise.resolve());
+    remover.button.hidden = !actions.delete;
+    rowRoot.append(remover.button);
     const removeToggle = makeToggle(rowRoot, () => {
-      if (view.editor) return; // a click or a key inside the rename input
+      if (view.editor || remover.asking) return; // a click or a key inside the rename input
       if (!state.can_open || id === state.active || rowRoot.classList.contains("neta-is-opening")) return;
       clearErrors();
       rowRoot.classList.add("neta-is-opening");
@@ -178,7 +192,7 @@ export function createSessionSidebar(el: HTMLElement, options: SessionSidebarOpt
         .catch(error.show)
         .finally(() => rowRoot.classList.remove("neta-is-opening"));
     });
-    const view: RowView = { root: rowRoot, title, subtitle, error, removeToggle, removeRename: () => undefined, signature: "", pendingTitle: null, editor: null };
+    const view: RowView = { root: rowRoot, title, subtitle, error, removeToggle, removeRename: () => undefined, signature: "", pendingTitle: null, editor: null, remover };
     const onDoubleClick = (event: MouseEvent) => {
       event.preventDefault();
       event.stopPropagation();
@@ -188,6 +202,9 @@ export function createSessionSidebar(el: HTMLElement, options: SessionSidebarOpt
       if (event.key === "F2" && event.target === rowRoot && !view.editor) {
         event.preventDefault();
         startRename(id, view);
+      } else if (event.key === "Delete" && event.target === rowRoot && !view.editor && actions.delete) {
+        event.preventDefault();
+        remover.ask();
       }
     };
     title.addEventListener("dblclick", onDoubleClick);
@@ -195,6 +212,7 @@ export function createSessionSidebar(el: HTMLElement, options: SessionSidebarOpt
     view.removeRename = () => {
       title.removeEventListener("dblclick", onDoubleClick);
       rowRoot.removeEventListener("keydown", onRowKey);
+      remover.destroy();
     };
     return view;
   }
@@ -307,6 +325,7 @@ export function createSessionSidebar(el: HTMLElement, options: SessionSidebarOpt
     root.classList.toggle("neta-is-searching", query !== "");
     empty.textContent = query ? t(lang, "no_session_matches", { query }) : t(lang, "no_sessions");
     empty.hidden = state.sessions.length > 0;
+    undoBar.update(state.deleted);
     const seen = new Set<string>();
     const order: RowView[] = [];
     for (const session of state.sessions) {
@@ -322,6 +341,7 @@ export function createSessionSidebar(el: HTMLElement, options: SessionSidebarOpt
       const signature = JSON.stringify([session, lang]);
       if (signature !== row.signature) {
         row.signature = signature;
+        row.remover.setLang();
         showTitle(session.id, row);
         row.root.title = session.agent ? `${session.title} · ${session.agent}` : session.title;
         const parts: HTMLElement[] = [];
@@ -374,6 +394,10 @@ export function createSessionSidebar(el: HTMLElement, options: SessionSidebarOpt
       if (patch.height !== undefined) state.height = patch.height;
       if (patch.lang !== undefined) state.lang = normalizeLang(patch.lang);
       if (patch.query !== undefined) state.query = String(patch.query ?? "");
+      if (patch.deleted !== undefined) {
+        const deleted = patch.deleted as Partial<DeletedSession> | null;
+        state.deleted = deleted && typeof deleted.id === "string" && deleted.id ? { id: deleted.id, title: String(deleted.title ?? "") } : null;
+      }
       render();
     },
     destroy() {
@@ -385,6 +409,7 @@ export function createSessionSidebar(el: HTMLElement, options: SessionSidebarOpt
         row.removeToggle();
         row.removeRename();
       }
+      undoBar.destroy();
       root.remove();
     },
   };

@@ -8,16 +8,26 @@ that session in the chat view — history, plan, cards and thinking level restor
 A session whose turn another kernel is running opens read-only (its history as stored so
 far, no Send; :meth:`ChatView.show_stored`) instead of being taken over, and can be
 continued here once that turn has ended.
+
+**Delete, with an undo.** A row's delete (confirmed in the row) takes the session off the
+list at once and offers Undo; the store deletes it — with its sub-agent sessions and the
+blobs nobody else uses — when the undo is no longer offered: after :data:`UNDO_SECONDS`,
+at the next deletion, or when the sidebar closes. A kernel that dies before then deletes
+nothing (the safe way round). A session whose turn runs, here or in another process, is
+not deleted: the refusal says so on its row.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 from collections.abc import Callable, Mapping
 from typing import Any, TypedDict, cast
 
 import traitlets
 
+from ...labels import t
 from ...runtime.resume import SessionNotOwnedError
 from ...runtime.session import AgentSession
 from ...store.process_owner import SessionBusyError
@@ -26,11 +36,15 @@ from ..base import NetaWidget, RequestError, handles
 from .stored_session import StoredSession
 from .view import ChatView, live_session
 
-__all__ = ["REFRESH_INTERVAL", "OpenRequest", "RenameRequest", "SessionReply", "SessionRow",
-           "SessionSidebar"]
+__all__ = ["REFRESH_INTERVAL", "UNDO_SECONDS", "DeleteRequest", "DeletedSession",
+           "OpenRequest", "RenameRequest", "SessionReply", "SessionRow", "SessionSidebar"]
+
+log = logging.getLogger(__name__)
 
 REFRESH_INTERVAL = 0.25
 """Seconds between two refreshes of the list while the store keeps changing."""
+UNDO_SECONDS = 15.0
+"""Seconds a deleted session can be brought back before the store deletes it."""
 
 ResumeSession = Callable[[str], AgentSession]
 
@@ -72,6 +86,20 @@ class RenameRequest(TypedDict):
     (TS: ``RenameRequest``, session-sidebar.ts)."""
 
     session_id: str
+    title: str
+
+
+class DeleteRequest(TypedDict):
+    """``delete``: take a session off the list, to be deleted unless undone (TS:
+    ``DeleteRequest``, session-sidebar.ts)."""
+
+    session_id: str
+
+
+class DeletedSession(TypedDict):
+    """The session the Undo bar offers back (TS: ``DeletedSession``, session-sidebar.ts)."""
+
+    id: str
     title: str
 
 
@@ -121,6 +149,8 @@ class SessionSidebar(NetaWidget):
     height = traitlets.Unicode("640px").tag(sync=True)
     query = traitlets.Unicode("", help="What the search box holds: the list shows the "
                               "sessions whose title or messages contain it.").tag(sync=True)
+    deleted = traitlets.Dict(help="{id, title} of the session just deleted, which Undo "
+                             "brings back; empty once it is gone for good.").tag(sync=True)
 
     def __init__(self, store: SessionStore, chat: ChatView | None = None, *,
                  resume: ResumeSession | None = None, limit: int = 200,
@@ -133,6 +163,7 @@ class SessionSidebar(NetaWidget):
         self._all_users = all_users
         self._resume = resume
         self._refresh_timer: asyncio.TimerHandle | None = None
+        self._undo_timer: asyncio.TimerHandle | None = None
         self.can_open = chat is not None
         self._unsubscribe_store = store.subscribe(self._on_store_change)
         self._unobserve_chat: Callable[[], None] | None = None
@@ -159,7 +190,9 @@ class SessionSidebar(NetaWidget):
                                             all_users=self._all_users)
                  if self.query.strip()
                  else self.store.list_sessions(self._limit, all_users=self._all_users))
-        self.sessions = cast("list[dict[str, Any]]", [_row(record) for record in found])
+        hidden = self.deleted.get("id")
+        self.sessions = cast("list[dict[str, Any]]",
+                             [_row(record) for record in found if record.id != hidden])
 
     @traitlets.observe("query")
     def _on_query(self, _change: Mapping[str, Any]) -> None:
@@ -226,6 +259,60 @@ class SessionSidebar(NetaWidget):
         self.refresh()
         return session
 
+    def delete_session(self, session_id: str) -> None:
+        """Take ``session_id`` off the list, to be deleted from the store unless
+        :meth:`undo_delete` brings it back first (see the module note). ``RequestError``
+        while a turn of it runs, here or in another process."""
+        live = live_session(session_id, self.store)
+        if live is not None and live.running:
+            raise RequestError(t("delete_running_here", self.lang))
+        record = self.store.get_session(session_id)
+        if record is None:
+            raise RequestError(f"session {session_id!r} is not in the store")
+        try:
+            self.store.check_not_busy(session_id, action="delete")
+        except SessionBusyError as exc:
+            raise RequestError(exc.message(self.lang)) from exc
+        self._delete_for_good()  # the one offered before cannot come back any more
+        chat = self.chat
+        if chat is not None and chat.session_id == session_id:
+            if chat.session is not None or chat.previous_session is not None:
+                chat.new_chat()  # the chat moves on to an empty one
+            else:
+                chat.unbind()
+        self.deleted = {"id": session_id, "title": record.title}
+        with contextlib.suppress(RuntimeError):  # no loop (a script): until the next one
+            loop = asyncio.get_running_loop()
+            self._undo_timer = loop.call_later(UNDO_SECONDS, self._delete_for_good)
+        self.refresh()
+
+    def undo_delete(self) -> None:
+        """Bring back the session deleted last, while the undo is offered."""
+        self._cancel_undo_timer()
+        self.deleted = {}
+        self.refresh()
+
+    def _delete_for_good(self) -> None:
+        self._cancel_undo_timer()
+        doomed = self.deleted.get("id")
+        if not doomed:
+            return
+        self.deleted = {}
+        try:
+            self.store.delete_session(doomed)
+        except SessionBusyError:
+            # Opened and started again (in another kernel) while the undo was offered:
+            # it is kept, and back in the list.
+            log.warning("session %s was not deleted: a turn of it runs", doomed)
+        except KeyError:
+            pass  # deleted meanwhile by someone else
+        self.refresh()
+
+    def _cancel_undo_timer(self) -> None:
+        if self._undo_timer is not None:
+            self._undo_timer.cancel()
+            self._undo_timer = None
+
     def _require_chat(self) -> ChatView:
         if self.chat is None:
             raise RequestError("this sidebar has no chat view to open sessions in")
@@ -255,7 +342,22 @@ class SessionSidebar(NetaWidget):
     def _new_chat(self, _request: Mapping[str, object]) -> SessionReply:
         return {"session_id": self.new_chat().id}
 
+    @handles("delete")
+    def _delete(self, request: DeleteRequest) -> SessionReply:
+        session_id = request.get("session_id")
+        if not isinstance(session_id, str):
+            raise RequestError("delete needs a 'session_id'")
+        self.delete_session(session_id)
+        return {"session_id": session_id}
+
+    @handles("undo_delete")
+    def _undo_delete(self, _request: Mapping[str, object]) -> SessionReply:
+        session_id = str(self.deleted.get("id", ""))
+        self.undo_delete()
+        return {"session_id": session_id}
+
     def close(self) -> None:
+        self._delete_for_good()  # the undo is no longer offered
         self._unsubscribe_store()
         if self._unobserve_chat is not None:
             # Once: a widget is closed again when it is garbage-collected.
