@@ -383,6 +383,8 @@ class MessageMetadata(_Model):
     cost_usd: float | None = _optional()
     """What the model call cost in USD, when its model has a price (stored per call, so
     a resumed session and the session list know what was spent)."""
+    think_level: str | None = _optional()
+    """A prompt's: the thinking level its turn ran at (a fork from it restores it)."""
 
 
 class Message(_Model):

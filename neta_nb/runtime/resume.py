@@ -80,6 +80,7 @@ def resume_session(cls: type[AgentSession], session_id: str, store: SessionStore
     session = cls(agent, catalog, store, session_id=session_id,
                   think_level=level, **options)
     session.parent_id, session.parent_call_id = record.parent_id, record.parent_call_id
+    session.branch_of, session.branch_at = record.branch_of, record.branch_at
     if record.parent_id is not None:
         session._crew.depth, session._crew.max_depth = place_in_tree(store, record)
     stored = session._saved.load(store)

@@ -105,6 +105,10 @@ class AgentSession(TurnLoop):
         """What each model call waits for before it starts (a batch run's limiter)."""
         self.parent_call_id: str | None = crew_link.call_id if crew_link else None
         """The parent's ``delegate`` call that ran this session."""
+        self.branch_of: str | None = None
+        """The session this one was forked from (:meth:`fork`), if any."""
+        self.branch_at: str | None = None
+        """The message of :attr:`branch_of` this one was forked at."""
         self.catalog = catalog if catalog is not None else ToolCatalog.default()
         self.provider = provider or agent.create_provider()
         if session_id is not None:
@@ -394,6 +398,7 @@ class AgentSession(TurnLoop):
         self._check_budget()
         self.agent.check_subagents()
         message = Message.user(encodable(prompt))
+        message.metadata.think_level = self.think_level
         if attachments:
             info = self.provider.info
             message.parts.extend(attachment_parts(attachments, capabilities=info.capabilities,
@@ -421,6 +426,7 @@ class AgentSession(TurnLoop):
                                  else None),
                 "mcp_servers": self.catalog.mcp_server_specs(),
                 "parent_id": self.parent_id, "parent_call_id": self.parent_call_id,
+                "branch_of": self.branch_of, "branch_at": self.branch_at,
                 "cost_usd": self.cost_usd}
 
     def _save_record(self, **fields: Any) -> None:
@@ -433,6 +439,15 @@ class AgentSession(TurnLoop):
         locked or full — ``run()`` returns once its turn is stored or the session has
         warned that the store is behind."""
         return self._saved.flush(timeout)
+
+    def fork(self, message_id: str) -> AgentSession:
+        """A new session whose history is this one's up to and including ``message_id``,
+        with the plan, cards, token and cost figures and thinking level as they were
+        there; stored as a branch of this one (the session list shows it so), which is
+        left exactly as it was. Refused while a turn runs."""
+        from .branches import fork_session
+
+        return fork_session(self, message_id)
 
     @classmethod
     def resume(cls, session_id: str, store: SessionStore, *, catalog: ToolCatalog | None = None,

@@ -43,6 +43,10 @@ class SessionRecord(BaseModel):
     """A sub-agent's session: the session whose ``delegate`` call ran it."""
     parent_call_id: str | None = None
     """A sub-agent's session: the parent's ``delegate`` call id (the nested card's id)."""
+    branch_of: str | None = None
+    """A branch's: the session it was forked from (:meth:`AgentSession.fork`)."""
+    branch_at: str | None = None
+    """A branch's: the message of :attr:`branch_of` it was forked at (its last one)."""
     cost_usd: float | None = None
     """What the session has cost in USD so far (sub-agents included), when known."""
     user: str | None = None

@@ -135,7 +135,8 @@ def test_handlers_are_registered_per_class() -> None:
                                                "refresh", "take_over"}
     assert set(ToolCard._request_handlers) == {"full_text"}
     assert set(SkillCard._request_handlers) == {"full_text"}
-    assert set(SessionSidebar._request_handlers) == {"open", "new_chat", "rename"}
+    assert set(SessionSidebar._request_handlers) == {"open", "new_chat", "rename", "delete",
+                                                     "undo_delete"}
     assert set(ThinkingBlock._request_handlers) == {"snapshot"}
     assert set(ToolConfigPanel._request_handlers) == {"set_tool", "bulk", "forget",
                                                       "dismiss_warnings", "preview",

@@ -36,6 +36,8 @@ export interface SessionRow {
   child_count: number;
   /** What the session has cost so far in USD; null: unknown (no price). */
   cost_usd: number | null;
+  /** A branch's: the session it was forked from (`session.fork`). */
+  branch_of: string | null;
 }
 
 /** The plan badge of a row (Python twin: `TodoBadge`). */
@@ -353,6 +355,12 @@ export function createSessionSidebar(el: HTMLElement, options: SessionSidebarOpt
           badge.append(icon, element("span", undefined, `${session.todo.completed}/${session.todo.total}`));
           badge.classList.toggle("neta-is-complete", session.todo.completed === session.todo.total);
           parts.push(badge);
+        }
+        if (session.branch_of) {
+          const parent = state.sessions.find((other) => other.id === session.branch_of);
+          const branch = element("span", "neta-sidebar-branch", t(lang, "sidebar_branch"));
+          branch.title = parent ? t(lang, "sidebar_branch_of", { title: parent.title }) : t(lang, "sidebar_branch");
+          parts.push(branch);
         }
         const children = Math.max(0, Math.floor(Number(session.child_count) || 0));
         if (children > 0) {

@@ -73,6 +73,8 @@ class SessionRow(TypedDict):
     """Sub-agent sessions its turns ran (they are not rows themselves)."""
     cost_usd: float | None
     """What the session has cost so far in USD, when known."""
+    branch_of: str | None
+    """A branch's: the session it was forked from."""
 
 
 class OpenRequest(TypedDict):
@@ -128,6 +130,7 @@ def _row(record: SessionRecord) -> SessionRow:
         # Sub-agent sessions this one ran (they are not rows of their own): the badge.
         "child_count": record.child_count,
         "cost_usd": record.cost_usd,
+        "branch_of": record.branch_of,
     }
 
 
