@@ -45,6 +45,10 @@ IDLE_POLL = 0.2
 process holds may come free, or be finished)."""
 
 
+STOP_GRACE = 10.0
+"""Seconds the workers of a run that failed or was cancelled get to give their rows back."""
+
+
 @dataclass
 class RowOutcome:
     """What one attempt of a row came to."""
@@ -88,8 +92,27 @@ class LocalExecutor:
 
     async def run(self) -> None:
         heartbeat = asyncio.create_task(self._renew_leases())
+        workers = [asyncio.create_task(self._worker()) for _ in range(self.concurrency)]
         try:
-            await asyncio.gather(*(self._worker() for _ in range(self.concurrency)))
+            # Not gather: cancelled from outside, it would cancel the workers where they
+            # stand, rows still leased; asyncio.wait leaves them to stop as below.
+            done, _pending = await asyncio.wait(workers, return_when=asyncio.FIRST_EXCEPTION)
+            for worker in done:
+                failure = None if worker.cancelled() else worker.exception()
+                if failure is not None:
+                    raise failure
+        except BaseException:
+            # One worker failed (the store went away), or the run was cancelled from
+            # outside (a timeout): nothing of the run may go on once its caller has heard
+            # so. The workers stop their turns and give their rows back (a resume, or the
+            # next result(), takes them at once); one that does not within the grace is
+            # cancelled where it stands (its rows wait for their leases to run out).
+            self.cancel()
+            _done, stuck = await asyncio.wait(workers, timeout=STOP_GRACE)
+            for worker in stuck:
+                worker.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            raise
         finally:
             heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -122,7 +145,13 @@ class LocalExecutor:
         if row.attempts > 1:  # claimed again: whoever ran it before died or lost the lease
             self.retried += 1
         self._on_change(row.idx, "running")
-        prompt = render_prompt(self.template, row.input)
+        try:
+            prompt = render_prompt(self.template, row.input)
+        except (KeyError, IndexError, ValueError, TypeError, AttributeError) as exc:
+            # This row's values do not fill the template (a key missing from one dict, a
+            # format spec a None cell cannot take): that row fails, the others go on.
+            await self._fail_unrun(row, f"the prompt could not be filled: {exc}")
+            return
         retry = False
         attempts = row.attempts
         while True:
@@ -150,6 +179,10 @@ class LocalExecutor:
                 self.retried += 1
                 self._on_change(row.idx, "retry")
                 await asyncio.sleep(_backoff(attempts - row.attempts))
+                if self.cancelled:  # cancelled while it waited: left for a resume
+                    await asyncio.to_thread(self.rows.release, row.idx, self.owner)
+                    self._on_change(row.idx, "queued")
+                    return
                 continue
             await self._finish(row, session, outcome)
             return
@@ -195,6 +228,14 @@ class LocalExecutor:
             except OutputError as exc:
                 outcome.error = str(exc)
         return outcome
+
+    async def _fail_unrun(self, row: ClaimedRow, error: str) -> None:
+        """Fail a row before any session of it exists."""
+        result: dict[str, Any] = {"answer": "", "error": error, "usage": {}, "output": None,
+                  "stop_reason": None}
+        if await asyncio.to_thread(self.rows.finish, row.idx, self.owner, failed=True,
+                                   result=result, session_id=None):
+            self._on_change(row.idx, "failed")
 
     async def _finish(self, row: ClaimedRow, session: AgentSession, outcome: RowOutcome) -> None:
         # The session first, whole; then the row's result, only while the row is still

@@ -57,15 +57,19 @@ def render_prompt(template: str | None, row: Mapping[str, Any]) -> str:
         if list(row) == [INPUT_COLUMN]:
             return str(row[INPUT_COLUMN])
         return json.dumps(dict(row), ensure_ascii=False, default=str)
-    return template.format_map(_Strict(row))
+    return _FORMATTER.vformat(template, (), _Strict(row))
 
 
 def check_template(template: str | None, columns: list[str]) -> None:
     """Refuse, before anything runs, a template that names a column the inputs lack."""
     if template is None:
         return
-    names = {field.split(".")[0].split("[")[0]
-             for _, field, _, _ in string.Formatter().parse(template) if field}
+    fields = [field for _, field, _, _ in string.Formatter().parse(template)
+              if field is not None]
+    if "" in fields:
+        raise ValueError("the prompt has an empty '{}': name the column to fill in, e.g. "
+                         "'{body}' (write '{{' and '}}' for literal braces)")
+    names = {field.split(".")[0].split("[")[0] for field in fields}
     missing = sorted(name for name in names if name not in columns)
     if missing:
         raise ValueError(f"the prompt names {', '.join(repr(m) for m in missing)}, which the "
@@ -99,6 +103,17 @@ def parse_output(answer: str, model: type[BaseModel]) -> BaseModel:
 class _Strict(dict[str, Any]):
     def __missing__(self, key: str) -> Any:
         raise KeyError(f"the row has no column {key!r}")
+
+
+class _ColumnFormatter(string.Formatter):
+    """``{0}`` names the column ``"0"`` (a DataFrame's default column names), not a
+    positional argument: every field is a column."""
+
+    def get_value(self, key: int | str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+        return kwargs[str(key)]
+
+
+_FORMATTER = _ColumnFormatter()
 
 
 def _is_dataframe(value: Any) -> bool:

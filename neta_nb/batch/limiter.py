@@ -46,13 +46,15 @@ def parse_rate(text: str | Rate | None) -> Rate | None:
     if text is None or isinstance(text, Rate):
         return text
     match = _RATE.match(str(text).lower())
-    unit = _UNITS.get(match.group(3).rstrip("s") or "s") if match else None
-    if match is not None and unit is None:
-        unit = _UNITS.get(match.group(3))
-    if match is None or unit is None or float(match.group(1)) <= 0:
+    # "min" and "mins", "h" and "hours"…; a plural "s" only after a unit ("ms" is no unit).
+    word = match.group(3) if match else ""
+    unit = _UNITS.get(word)
+    if unit is None and word.endswith("s") and len(word) > 2:
+        unit = _UNITS.get(word[:-1])
+    span = float(match.group(2)) if match and match.group(2) else 1.0
+    if match is None or unit is None or float(match.group(1)) <= 0 or span <= 0:
         raise ValueError(f"rate_limit {text!r} is not a rate like '50/s', '600/min' or "
                          f"'1000/h'")
-    span = float(match.group(2)) if match.group(2) else 1.0
     return Rate(float(match.group(1)), span * unit)
 
 

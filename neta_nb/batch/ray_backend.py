@@ -61,19 +61,32 @@ WORKER_RESTARTS = 4
 
 
 def check_portable(agent: Agent, catalog: ToolCatalog) -> None:
-    """Refuse an agent that cannot run away from the kernel (see the module note)."""
+    """Refuse an agent that cannot run away from the kernel (see the module note) — or
+    whose sub-agents (at any depth) cannot."""
+    pending, seen = [agent], set()
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        _check_one(current, catalog, top=current is agent)
+        pending.extend(current.subagents)
+
+
+def _check_one(agent: Agent, catalog: ToolCatalog, *, top: bool) -> None:
+    whose = "" if top else f" (of its sub-agent {agent.name!r})"
     resolution = resolve_tools(catalog, agent.tools, scene=agent.scene,
                                delegates=bool(agent.subagents) or None)
     names = {tool.name for tool in resolution.tools}
     bound = sorted(names & KERNEL_TOOLS)
     if bound:
         raise ValueError(f"backend='ray' runs the agent away from this kernel, but its "
-                         f"tools {', '.join(bound)} act on the kernel: switch them off "
+                         f"tools {', '.join(bound)}{whose} act on the kernel: switch them off "
                          f"(AgentToolConfig(disabled=[…])) or use backend='local'")
     asking = sorted(tool.name for tool in resolution.tools if tool.requires_approval)
     if asking:
         raise ValueError(f"backend='ray' has nobody to approve the tools "
-                         f"{', '.join(asking)}: switch them off or use backend='local'")
+                         f"{', '.join(asking)}{whose}: switch them off or use backend='local'")
 
 
 class _WorkerLimiter:
@@ -137,6 +150,8 @@ class BatchWorker:
     def __init__(self, spec: dict[str, Any]) -> None:
         self.spec = spec
         self.pid = os.getpid()
+        self._executor: LocalExecutor | None = None
+        self._cancelled = False
 
     def process(self) -> int:
         return self.pid
@@ -160,6 +175,9 @@ class BatchWorker:
             limiter=_WorkerLimiter(limiter, slots, rated),  # type: ignore[arg-type]
             concurrency=slots, max_attempts=spec["max_attempts"], lease=spec["lease"],
             owner=owner, on_change=lambda idx, state: changes.__setitem__(idx, state))
+        self._executor = executor
+        if self._cancelled:  # cancelled before its call came in
+            executor.cancel()
         task = asyncio.get_running_loop().create_task(executor.run())
         try:
             while not task.done():
@@ -179,7 +197,11 @@ class BatchWorker:
                "finished": True}
 
     def cancel(self) -> None:
-        """Best effort: the executor notices through its running sessions."""
+        """Stop claiming and stop the running turns (their rows go back to the queue);
+        :meth:`run` then ends with its last batch, as after its last row."""
+        self._cancelled = True
+        if self._executor is not None:
+            self._executor.cancel()
 
 
 def _agent_of(spec: dict[str, Any]) -> Agent:
@@ -224,8 +246,10 @@ class RayBackend:
 
     async def run(self) -> None:
         if not ray.is_initialized():
-            ray.init(ignore_reinit_error=True, include_dashboard=False,
-                     log_to_driver=False)
+            # Starting a local cluster takes seconds: off the kernel's loop, which keeps
+            # drawing the grid (and every other widget) meanwhile.
+            await asyncio.to_thread(ray.init, ignore_reinit_error=True,
+                                    include_dashboard=False, log_to_driver=False)
         count = self._worker_count()
         limiter = LimiterActor.remote(self.rate)  # type: ignore[attr-defined]
         env = {name: os.environ[name] for name in KEY_VARIABLES if name in os.environ}
@@ -261,7 +285,9 @@ class RayBackend:
             self.retried = sum(retried_by_pid.values())
 
     def cancel(self) -> None:
+        """Every worker stops claiming and stops its turns; their last batches come back
+        and :meth:`run` returns (the actors are ended there)."""
         self._cancelled = True
         for actor in self._actors:
             with contextlib.suppress(Exception):
-                ray.kill(actor, no_restart=True)
+                actor.cancel.remote()

@@ -17,13 +17,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import importlib
+import json
 import logging
 import threading
 import time
 import uuid
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from pydantic import BaseModel
 
 from ..runtime.agent import Agent
 from ..store.batch_rows import BatchRows, BatchRowState, ClaimedRow
@@ -36,8 +40,6 @@ from .limiter import RateLimiter, parse_rate
 from .memory_rows import MemoryRows
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
-
     from ..store.session_store import SessionStore
     from ..widgets.batch_grid import BatchGrid
     from .ray_backend import RayBackend
@@ -85,6 +87,9 @@ class BatchRun:
                              "session and result there, and the results are read from it")
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
+        if output is not None and not (isinstance(output, type)
+                                       and issubclass(output, BaseModel)):
+            raise TypeError(f"output must be a pydantic model class, not {output!r}")
         self.agent = agent
         self.inputs = BatchInputs.of(inputs)
         check_template(prompt, self.inputs.columns)
@@ -143,7 +148,8 @@ class BatchRun:
                 "concurrency": self.concurrency, "rate_limit": self.rate_limit,
                 "max_attempts": self.max_attempts, "lease_seconds": self.lease_seconds,
                 "backend": self.backend, "workers": self._workers,
-                "output": None if self.output is None else self.output.__name__}
+                "output": None if self.output is None else self.output.__name__,
+                "inputs_digest": _digest(self.inputs.rows)}
 
     def _prepare(self) -> None:
         definition = self._definition()
@@ -156,7 +162,9 @@ class BatchRun:
                     last_message=f"{len(self.inputs.rows)} rows", user=current_user()))
             return
         stored = self.rows.definition() or {}
-        if stored.get("rows") != len(self.inputs.rows) or stored.get("prompt") != self.prompt:
+        digest = stored.get("inputs_digest")  # runs stored before it have none
+        if (stored.get("rows") != len(self.inputs.rows) or stored.get("prompt") != self.prompt
+                or (digest is not None and digest != definition["inputs_digest"])):
             raise ValueError(f"run {self.run_id!r} is in the store with other inputs or "
                              f"another prompt; give a new run_id, or BatchRun.resume() it")
 
@@ -174,6 +182,10 @@ class BatchRun:
         definition = rows.definition()
         if definition is None:
             raise KeyError(f"no batch run {run_id!r} in {store.location}")
+        wanted = definition.get("output")
+        if wanted is not None and (output is None or output.__name__ != wanted):
+            raise ValueError(f"run {run_id!r} parses its answers into {wanted}: give it "
+                             f"again, BatchRun.resume({run_id!r}, store=…, output={wanted})")
         if agent is None:
             agent = Agent.from_record(definition["agent"], catalog or ToolCatalog.default())
         inputs = [row.input for row in rows.all()]
@@ -301,19 +313,20 @@ class BatchRun:
 
         records = []
         output_fields = list(self.output.model_fields) if self.output is not None else []
+        inputs_as, outputs_as = _result_names(self.inputs.columns, output_fields)
         for row in self.rows.all():
             result = row.result or {}
-            record: dict[str, Any] = {column: row.input.get(column)
+            record: dict[str, Any] = {inputs_as[column]: row.input.get(column)
                                       for column in self.inputs.columns}
             record["answer"] = result.get("answer")
             output = result.get("output") or {}
             for name in output_fields:
-                record[name] = output.get(name)
+                record[outputs_as[name]] = output.get(name)
             status = row.state if row.state in ("done", "failed") else "cancelled"
             record.update(status=status, error=result.get("error"), attempts=row.attempts,
                           usage=result.get("usage"), session_id=row.session_id)
             records.append(record)
-        columns = [*self.inputs.columns, "answer", *output_fields, "status", "error",
+        columns = [*inputs_as.values(), "answer", *outputs_as.values(), "status", "error",
                    "attempts", "usage", "session_id"]
         return pandas.DataFrame.from_records(records, columns=columns)
 
@@ -340,3 +353,25 @@ class BatchRun:
         counts = self.counts
         return (f"BatchRun({self.run_id!r}, {len(self.states)} rows: {counts['done']} done, "
                 f"{counts['failed']} failed, {counts['running']} running)")
+
+
+RESULT_COLUMNS = ("answer", "status", "error", "attempts", "usage", "session_id")
+"""The columns a run adds to its inputs' in the results."""
+
+
+def _result_names(columns: list[str], fields: list[str]
+                  ) -> tuple[dict[str, str], dict[str, str]]:
+    """The results' names of the input columns and output fields: their own, but
+    ``status_input`` for an input column ``status`` (a ticket table has one) and
+    ``status_output`` for such a field — the run's own columns keep their names, and
+    nothing of the user's is hidden behind them."""
+    inputs = {name: f"{name}_input" if name in RESULT_COLUMNS else name for name in columns}
+    taken = set(inputs.values()) | set(RESULT_COLUMNS)
+    outputs = {name: f"{name}_output" if name in taken else name for name in fields}
+    return inputs, outputs
+
+
+def _digest(rows: list[dict[str, Any]]) -> str:
+    """What the inputs were (a run id given again with other inputs is refused)."""
+    text = json.dumps(rows, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()

@@ -102,13 +102,18 @@ class BatchRows:
         ones whose lease ran out (or whose owner ``owner_dead`` says is gone)."""
         now = time.time()
         with self._transaction() as rows:
-            candidates = rows.execute(
+            # Through the (run_id, state, idx) index: the running rows (about as many as
+            # run at once) and the first queued ones — never the rows done, however many.
+            running = rows.execute(
                 "SELECT idx, lease_owner, lease_until FROM batch_rows WHERE run_id = ? "
-                "AND (state = ? OR state = ?) ORDER BY idx",
-                (self.run_id, QUEUED, RUNNING))
-            chosen = [idx for idx, holder, until in candidates
-                      if holder is None or (until is not None and until < now)
-                      or (owner_dead is not None and owner_dead(holder))][:limit]
+                "AND state = ? ORDER BY idx", (self.run_id, RUNNING))
+            queued = rows.execute(
+                "SELECT idx FROM batch_rows WHERE run_id = ? AND state = ? ORDER BY idx "
+                "LIMIT ?", (self.run_id, QUEUED, limit))
+            free = [idx for idx, holder, until in running
+                    if holder is None or (until is not None and until < now)
+                    or (owner_dead is not None and owner_dead(holder))]
+            chosen = sorted([*free, *(idx for (idx,) in queued)])[:limit]
             claimed = []
             for idx in chosen:
                 found = rows.execute(

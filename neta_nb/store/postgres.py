@@ -111,6 +111,10 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (run_id, idx)
     );
     """,
+    # 3: a claim finds the next queued row without walking the rows done before it.
+    """
+    CREATE INDEX batch_rows_by_state ON batch_rows (run_id, state, idx);
+    """,
 ]
 """The schema, one step per version; a database is brought up to date when opened."""
 

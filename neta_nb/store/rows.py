@@ -52,6 +52,7 @@ CREATE TABLE IF NOT EXISTS batch_rows (
     result TEXT,
     PRIMARY KEY (run_id, idx)
 );
+CREATE INDEX IF NOT EXISTS batch_rows_by_state ON batch_rows (run_id, state, idx);
 """
 
 
