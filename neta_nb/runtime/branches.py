@@ -1,27 +1,35 @@
-"""Branches of a conversation: :meth:`AgentSession.fork` — a new session whose history is
-another's up to a message, stored as a branch of it.
+"""Branches of a conversation: :meth:`~Branches.fork` from any message into a new session,
+:meth:`~Branches.rewind` to just before a message, and :meth:`~Branches.retry` and
+:meth:`~Branches.edit`, which are a rewind and a new turn. Nothing is lost: what a rewind
+replaces stays in the store as a branch (a session that can be reopened), and the session
+the model continues holds exactly the chosen branch.
 
 Everything a session shows besides its messages follows from them, so a branch is its
 messages and the state they give: the plan is the latest ``todo`` result among them, the
 skill and tool cards are their metadata, the token, context and cost figures their usage,
-and the thinking level the one its last prompt ran at. What it is forked from is never
-written to. A branch starts uncompacted (the model is sent the branch's messages; it is
-compacted again when it grows past the agent's threshold) and holds no sub-agent
-sessions of its own (the cards of its parent's delegations show their runs as stored).
+and the thinking level the one its last prompt ran at. A fork never writes to what it is
+forked from. A branch, and a session rewound to before a compaction, is uncompacted (the
+model is sent its messages; it is compacted again when it grows past the agent's
+threshold); a branch holds no sub-agent sessions of its own (the cards of the delegations
+it copied show their runs as stored).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
+from ..messages import Message, valid_conversation
 from ..thinking import THINK_LEVELS, ThinkLevel
 from ..todo import TodoStore
+from .budget import Spend
 
 if TYPE_CHECKING:
-    from ..messages import Message
+    import asyncio
+
     from .session import AgentSession
 
-__all__ = ["fork_session", "message_index"]
+__all__ = ["Branches", "message_index"]
 
 
 def message_index(session: AgentSession, message_id: str) -> int:
@@ -32,28 +40,115 @@ def message_index(session: AgentSession, message_id: str) -> int:
     raise KeyError(f"session {session.id!r} has no message {message_id!r}")
 
 
-def fork_session(session: AgentSession, message_id: str) -> AgentSession:
-    """See :meth:`AgentSession.fork`."""
-    if session.running:
-        raise RuntimeError(f"session {session.id!r} is running a turn: stop it "
-                           f"(session.stop()) before forking it")
-    upto = session.messages[: message_index(session, message_id) + 1]
+class Branches:
+    """The branching commands of :class:`~neta_nb.runtime.session.AgentSession` (see the
+    module note)."""
+
+    branch_of: str | None
+    branch_at: str | None
+
+    def fork(self, message_id: str) -> AgentSession:
+        """A new session whose history is this one's up to and including ``message_id``,
+        with the plan, cards, token and cost figures and thinking level as they were
+        there; stored as a branch of this one (the session list shows it so), which is
+        left exactly as it was. Refused while a turn runs."""
+        session = self._self("fork")
+        upto = session.messages[: message_index(session, message_id) + 1]
+        return _branch(session, upto, branch_at=message_id)
+
+    def rewind(self, message_id: str) -> AgentSession | None:
+        """Go back to just before ``message_id``: the history (what the model is sent
+        next), plan, cards, token and cost figures and thinking level become what they
+        were there. What it replaces is kept as a branch — a session holding the whole
+        history as it was, listed as a branch of this one — which is returned (``None``
+        without a store: nothing is kept). Refused while a turn runs."""
+        session = self._self("rewind")
+        index = message_index(session, message_id)
+        kept = (_branch(session, session.messages, branch_at=message_id)
+                if session.store is not None else None)
+        dropped = session.messages[index:]
+        level = _level_at(session.messages[: index + 1], session)
+        compactions = [c for c in session.compactions if c.after_message <= index]
+        uncompacted = len(compactions) != len(session.compactions)
+        session._saved.forget_messages([m.id for m in dropped],
+                                       keep_view=not uncompacted and not compactions)
+        messages = session.messages[:index]
+        view = ([m for m in session._history.view if m.id not in {d.id for d in dropped}]
+                if compactions and not uncompacted else messages)
+        session._history.load(messages, valid_conversation([m for m in view if m.parts]))
+        session.compactions = compactions
+        session._think_level = level
+        _restore_state(session)
+        session._save_record(todo_summary=(session.todo.summary().model_dump()
+                                           if session.todo.has_items() else None),
+                             think_level=level)
+        for listener in list(session._rewind_listeners):
+            listener()
+        return kept
+
+    def retry(self) -> asyncio.Task[Any]:
+        """Run the last prompt again: a rewind to it (its answer kept as a branch) and a
+        turn with the same prompt and attachments. Returns the turn's task."""
+        session = self._self("retry")
+        prompt = _last_prompt(session)
+        session.rewind(prompt.id)
+        return session._start_turn(_again(session, prompt, prompt.text))
+
+    def edit(self, message_id: str, text: str) -> asyncio.Task[Any]:
+        """Send ``text`` in place of the prompt ``message_id``: a rewind to it (what
+        followed kept as a branch) and a turn with the new text and the prompt's
+        attachments. Returns the turn's task."""
+        session = self._self("edit")
+        prompt = session.messages[message_index(session, message_id)]
+        if prompt.role != "user":
+            raise ValueError(f"message {message_id!r} is not a prompt: only what the user "
+                             f"sent can be edited")
+        session.rewind(message_id)
+        return session._start_turn(_again(session, prompt, text))
+
+    def on_rewind(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback()`` after each rewind (a view redraws from the session);
+        returns a function that stops it."""
+        session = self._self(None)
+        session._rewind_listeners.append(callback)
+        return lambda: (session._rewind_listeners.remove(callback)
+                        if callback in session._rewind_listeners else None)
+
+    def _self(self, action: str | None) -> AgentSession:
+        from .session import AgentSession
+
+        assert isinstance(self, AgentSession)
+        if action is not None and self.running:
+            raise RuntimeError(f"session {self.id!r} is running a turn: stop it "
+                               f"(session.cancel()) before you {action}")
+        return self
+
+
+def _branch(session: AgentSession, messages: Sequence[Message], *,
+            branch_at: str) -> AgentSession:
+    """A new session of ``messages`` (copies), stored as a branch of ``session``."""
     branch = type(session)(session.agent, session.catalog, session.store,
-                           think_level=_level_at(upto, session), provider=session.provider,
+                           think_level=_level_at(messages, session), provider=session.provider,
                            namespace=session.namespace, working_dir=session.working_dir,
                            approval_policy=session.approval_policy)
-    branch.branch_of, branch.branch_at = session.id, message_id
-    for message in upto:
+    branch.branch_of, branch.branch_at = session.id, branch_at
+    for message in messages:
         branch._history.append(message.model_copy(deep=True))
-    branch.todo = TodoStore.hydrate_from_history(branch.messages)
-    branch._meter.price = branch.provider.price
-    branch._meter.restore(branch.messages, [])
-    branch.restore_spend(branch.messages)
+    _restore_state(branch)
     branch._save_record(running=False, owner=None, owner_died=False)
     return branch
 
 
-def _level_at(messages: list[Message], session: AgentSession) -> ThinkLevel | None:
+def _restore_state(session: AgentSession) -> None:
+    """The plan, figures and spend that the session's messages give."""
+    session.todo = TodoStore.hydrate_from_history(session.messages)
+    session._meter.price = session.provider.price
+    session._meter.restore(session.messages, session.compactions)
+    session._children_spent = Spend()
+    session.restore_spend(session.messages)
+
+
+def _level_at(messages: Sequence[Message], session: AgentSession) -> ThinkLevel | None:
     """The thinking level the last prompt of ``messages`` ran at; without one recorded
     (stored before levels were), the session's setting."""
     for message in reversed(messages):
@@ -62,3 +157,19 @@ def _level_at(messages: list[Message], session: AgentSession) -> ThinkLevel | No
             if level == known:
                 return known
     return session._think_level
+
+
+def _last_prompt(session: AgentSession) -> Message:
+    for message in reversed(session.messages):
+        if message.role == "user" and not message.metadata.compacted:
+            return message
+    raise ValueError(f"session {session.id!r} has no prompt to retry")
+
+
+def _again(session: AgentSession, prompt: Message, text: str) -> Message:
+    """A new prompt of ``text`` with ``prompt``'s attachments (its parts past the text),
+    checked as any prompt is before a turn."""
+    message = session._ready(text, None)
+    message.parts.extend(part.model_copy(deep=True) for part in prompt.parts[1:]
+                         if part.type != "text")
+    return message

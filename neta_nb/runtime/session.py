@@ -57,6 +57,7 @@ from ..tools.threads import ToolThreads
 from .agent import Agent
 from .approvals import ApprovalPolicy, Approvals
 from .attachments import attachment_parts
+from .branches import Branches
 from .budget import BudgetGuard, Spend
 from .event_hub import EventHub
 from .history import History
@@ -71,7 +72,7 @@ __all__ = ["Agent", "AgentSession", "ApprovalPolicy"]
 
 log = logging.getLogger(__name__)
 
-class AgentSession(TurnLoop):
+class AgentSession(TurnLoop, Branches):
     """One conversation with an agent. Create it, subscribe a UI, ``await run(prompt)``
     or ``start(prompt)``; ``cancel()`` stops the turn in flight."""
 
@@ -109,6 +110,7 @@ class AgentSession(TurnLoop):
         """The session this one was forked from (:meth:`fork`), if any."""
         self.branch_at: str | None = None
         """The message of :attr:`branch_of` this one was forked at."""
+        self._rewind_listeners: list[Callable[[], None]] = []
         self.catalog = catalog if catalog is not None else ToolCatalog.default()
         self.provider = provider or agent.create_provider()
         if session_id is not None:
@@ -333,7 +335,10 @@ class AgentSession(TurnLoop):
         """Run a turn in the background and return its task; the notebook cell returns
         at once, so Stop and other widget messages keep working. ``attachments`` as for
         :meth:`run`; a refused one raises :class:`AttachmentError` here, before any turn."""
-        prompt_message = self._ready(prompt, attachments)
+        return self._start_turn(self._ready(prompt, attachments))
+
+    def _start_turn(self, prompt_message: Message) -> asyncio.Task[Any]:
+        """:meth:`start` with its prompt ready (checked by :meth:`_ready`)."""
         turn = self._turn = Turn()
         task = asyncio.get_running_loop().create_task(self._run(prompt_message, turn),
                                                       name=f"neta_nb turn {self.id}")
@@ -439,15 +444,6 @@ class AgentSession(TurnLoop):
         locked or full — ``run()`` returns once its turn is stored or the session has
         warned that the store is behind."""
         return self._saved.flush(timeout)
-
-    def fork(self, message_id: str) -> AgentSession:
-        """A new session whose history is this one's up to and including ``message_id``,
-        with the plan, cards, token and cost figures and thinking level as they were
-        there; stored as a branch of this one (the session list shows it so), which is
-        left exactly as it was. Refused while a turn runs."""
-        from .branches import fork_session
-
-        return fork_session(self, message_id)
 
     @classmethod
     def resume(cls, session_id: str, store: SessionStore, *, catalog: ToolCatalog | None = None,

@@ -164,6 +164,24 @@ class SessionPersistence:
         self._submit("the compacted view", lambda rows: rows.put_view(session_id, data),
                      key="view")
 
+    def forget_messages(self, message_ids: Sequence[str], *, keep_view: bool) -> None:
+        """Remove these messages, the last ones of the session (a rewind: a branch keeps
+        them); ``keep_view=False`` drops the stored compacted view too."""
+        if self._writer is None:
+            return
+        session_id, ids = self.session_id, list(message_ids)
+
+        def apply(rows: Rows) -> None:
+            for start in range(0, len(ids), 500):
+                chunk = ids[start:start + 500]
+                marks = ", ".join("?" * len(chunk))
+                rows.execute(f"DELETE FROM messages WHERE session_id = ? AND id IN ({marks})",
+                             (session_id, *chunk))
+            if not keep_view:
+                rows.execute("DELETE FROM views WHERE session_id = ?", (session_id,))
+
+        self._submit(f"the rewind ({len(ids)} messages)", apply)
+
     def update(self, **fields: Any) -> None:
         """Change stored fields of the record without rebuilding it."""
         session_id = self.session_id

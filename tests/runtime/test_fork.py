@@ -24,10 +24,14 @@ PLAN_TWO = {"todos": [{"id": "1", "content": "Look", "status": "completed"},
 
 
 def _stored_rows(store: SessionStore, session_id: str) -> list[tuple[str, str]]:
-    return [(row[0], row[1]) for row in store.database.execute(
-        "SELECT id, data FROM messages WHERE session_id = ? ORDER BY seq", (session_id,))] + [
-        (row[0], row[1]) for row in store.database.execute(
-            "SELECT id, data FROM sessions WHERE id = ?", (session_id,))]
+    # The record's updated_at is in its data: byte for byte means nothing was written.
+    mark = "%s" if store.shared else "?"  # PostgreSQL's driver, or SQLite's
+    return [(row[0], row[1]) for table, order in (("messages", " ORDER BY seq"),
+                                                  ("sessions", ""))
+            for row in store.database.execute(
+                f"SELECT id, data FROM {table} WHERE "
+                f"{'session_id' if table == 'messages' else 'id'} = {mark}{order}",
+                (session_id,))]
 
 
 async def _two_turns(store: SessionStore) -> tuple[AgentSession, dict[str, object]]:
@@ -40,7 +44,7 @@ async def _two_turns(store: SessionStore) -> tuple[AgentSession, dict[str, objec
     session.set_thinking_level("high")
     await session.run("First: add them")
     # What the session showed after its first turn: what a fork there must show.
-    at_first = {"todo": session.todo.summary().model_dump(),
+    at_first: dict[str, object] = {"todo": session.todo.summary().model_dump(),
                 "context": session.context.model_dump(),
                 "cost": session.cost_usd, "level": session.think_level,
                 "messages": [m.model_dump_json() for m in session.messages]}
@@ -50,8 +54,9 @@ async def _two_turns(store: SessionStore) -> tuple[AgentSession, dict[str, objec
     return session, at_first
 
 
-async def test_a_fork_has_the_state_the_session_had_at_that_message(tmp_path: Path) -> None:
-    store = SessionStore(tmp_path / "s.db")
+async def test_a_fork_has_the_state_the_session_had_at_that_message(
+        store_target: str | Path) -> None:
+    store = SessionStore(store_target)
     session, at_first = await _two_turns(store)
     before = _stored_rows(store, session.id)
     first_answer = next(m for m in session.messages if m.text == "Three.")
@@ -109,3 +114,100 @@ async def test_a_fork_is_refused_while_a_turn_runs_or_at_an_unknown_message() ->
     await task
     with pytest.raises(KeyError, match="no message"):
         session.fork("m_nope")
+
+
+# --- rewind, retry, edit ------------------------------------------------------------------
+
+async def test_a_rewind_brings_back_the_state_at_that_message_and_keeps_the_rest(
+        store_target: str | Path) -> None:
+    store = SessionStore(store_target)
+    session, at_first = await _two_turns(store)
+    whole = [m.model_dump_json() for m in session.messages]
+    second_prompt = next(m for m in session.messages if m.text == "Second: finish")
+
+    kept = session.rewind(second_prompt.id)
+    assert [m.model_dump_json() for m in session.messages] == at_first["messages"]
+    assert session.todo.summary().model_dump() == at_first["todo"]
+    assert session.context.model_dump() == at_first["context"]
+    assert session.cost_usd == at_first["cost"]
+    assert session.think_level == "low"  # the level the rewound-to prompt ran at
+    # Nothing is lost: the whole history is a branch of the session.
+    assert kept is not None and kept.branch_of == session.id
+    assert [m.model_dump_json() for m in kept.messages] == whole
+    session.flush()
+    kept.flush()
+    resumed = AgentSession.resume(session.id, store, catalog=session.catalog)
+    assert [m.id for m in resumed.messages] == [m.id for m in session.messages]
+    assert resumed.todo.summary().model_dump() == at_first["todo"]
+    again = AgentSession.resume(kept.id, store, catalog=session.catalog)
+    assert [m.model_dump_json() for m in again.messages] == whole
+
+    # The next turn sends the model exactly the chosen branch, then the new prompt.
+    provider = session.provider
+    assert isinstance(provider, FakeProvider)
+    provider.responses.append(answer("Another way."))
+    await session.run("Second, differently")
+    sent = provider.requests[-1].messages
+    assert [m.id for m in sent[:-1]] == [m.id for m in resumed.messages]
+    assert sent[-1].text == "Second, differently"
+
+
+async def test_retry_runs_the_last_prompt_again_and_keeps_the_first_answer(
+        tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "s.db")
+    session, _rec, provider = make_session([answer("First try."), answer("Second try.")],
+                                           store=store)
+    await session.run("Tell me")
+    await session.retry()
+    assert [(m.role, m.text) for m in session.messages] == [("user", "Tell me"),
+                                                           ("assistant", "Second try.")]
+    assert [m.text for m in provider.requests[-1].messages] == ["Tell me"]
+    session.flush()
+    branches = [r for r in store.list_sessions() if r.branch_of == session.id]
+    assert len(branches) == 1
+    kept = AgentSession.resume(branches[0].id, store, catalog=session.catalog)
+    assert [m.text for m in kept.messages] == ["Tell me", "First try."]
+
+
+async def test_edit_sends_the_new_text_in_place_of_the_prompt() -> None:
+    session, _rec, provider = make_session([answer("About cats."), answer("About dogs."),
+                                            answer("More dogs.")])
+    await session.run("Tell me about cats")
+    await session.run("And more")
+    first = session.messages[0]
+    await session.edit(first.id, "Tell me about dogs")
+    assert [m.text for m in session.messages] == ["Tell me about dogs", "More dogs."]
+    assert [m.text for m in provider.requests[-1].messages] == ["Tell me about dogs"]
+    with pytest.raises(ValueError, match="not a prompt"):
+        session.edit(session.messages[1].id, "no")
+    assert [m.text for m in session.messages] == ["Tell me about dogs", "More dogs."]
+
+
+async def test_rewind_retry_and_edit_are_refused_while_a_turn_runs() -> None:
+    gate = asyncio.Event()
+    session, _rec, _provider = make_session([answer("one"), [gate.wait, *answer("two")]])
+    await session.run("first")
+    task = session.start("second")
+    await wait_until(lambda: len(session.messages) == 3)
+    for act in (lambda: session.rewind(session.messages[0].id), session.retry,
+                lambda: session.edit(session.messages[0].id, "x")):
+        with pytest.raises(RuntimeError, match="running a turn"):
+            act()
+    gate.set()
+    await task
+    assert [m.text for m in session.messages] == ["first", "one", "second", "two"]
+    with pytest.raises(KeyError):
+        session.rewind("m_nope")
+
+
+async def test_a_chat_view_shows_the_rewound_history() -> None:
+    from neta_nb.widgets import ChatView
+
+    session, _rec, _provider = make_session([answer("one"), answer("two")])
+    chat = ChatView(session)
+    await session.run("first")
+    await session.run("second")
+    assert [m["text"] for m in chat.messages] == ["first", "one", "second", "two"]
+    session.rewind(session.messages[2].id)
+    assert [m["text"] for m in chat.messages] == ["first", "one"]
+    chat.close()

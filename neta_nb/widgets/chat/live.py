@@ -152,6 +152,7 @@ class LiveChat(NetaWidget):
         self._stored_subagents = StoredSubagents(None)
         self._session: AgentSession | None = None
         self._unsubscribe: Callable[[], None] | None = None
+        self._unrewind: Callable[[], None] | None = None
         self._presence = ViewPresence(lambda: self._kernel_loop)
         self._background: dict[str, Callable[[], None]] = {}
         """Sessions switched away from mid-turn, by id: what ends their hold (below)."""
@@ -213,6 +214,8 @@ class LiveChat(NetaWidget):
                                   else self._warning_text(store_warning(failure)))
             self._seq = self._batcher.seq
         self._unsubscribe = session.subscribe(self._on_event)
+        # A rewind (retry, edit) changes the history behind the events: drawn again.
+        self._unrewind = session.on_rewind(lambda: self.bind(session))
         self._presence.bind(session)  # the approver while a view of this widget is shown
         release = self._background.get(session.id)
         if release is not None:
@@ -227,6 +230,9 @@ class LiveChat(NetaWidget):
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
+        if self._unrewind is not None:
+            self._unrewind()
+            self._unrewind = None
         if self._session is not None and self._session.running:
             self._keep_in_background(self._session)
         self._presence.unbind()
