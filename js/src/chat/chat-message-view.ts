@@ -11,6 +11,7 @@
  * view streamed itself is whole in the DOM already and stays so.
  */
 import { attachmentChip } from "./attachments";
+import { addMessageActions, type MessageActionsOptions } from "./message-actions";
 import type { NestedCard, Nesting } from "./chat-transcript";
 import type { ChatCard, ChatItem, FullTextRequest, LiveSnapshot } from "./chat-view-traits";
 import { characterCount, createCutNote, type CutNote, type FetchWhole } from "../cut-text";
@@ -87,6 +88,7 @@ export class MessageView {
   private status: HTMLDivElement | null = null;
   private userText: HTMLDivElement | null = null;
   private userFiles: HTMLDivElement | null = null;
+  private actions: { setLang(): void } | null = null;
   readonly role: ChatItem["role"];
   private readonly textNote: CutNote;
   private readonly thinkingNote: CutNote;
@@ -330,7 +332,15 @@ export class MessageView {
     else this.text?.finish(text);
   }
 
+  /** The retry / edit / rewind / fork bar (./message-actions.ts); prompts and answers. */
+  addActions(options: MessageActionsOptions): void {
+    if (this.role !== "user" && this.role !== "assistant") return;
+    this.actions = addMessageActions(this.root, this.role, () => this.item?.id ?? "",
+      () => this.item?.text ?? "", this.userText, options);
+  }
+
   setLang(lang: Lang): void {
+    this.actions?.setLang();
     this.textNote.setLang();
     this.thinkingNote.setLang();
     this.thinking?.update({ lang });

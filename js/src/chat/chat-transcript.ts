@@ -11,6 +11,7 @@
  * whole text of its transcript).
  */
 import { MessageView } from "./chat-message-view";
+import type { MessageActionsOptions } from "./message-actions";
 import type { ChatCard, ChatItem, ChatOp, FullTextRequest, LiveSnapshot, SubagentPart } from "./chat-view-traits";
 import type { Lang } from "../i18n";
 
@@ -49,6 +50,8 @@ export interface Nesting {
   stop?: (runId: string) => Promise<unknown>;
   /** The whole of a text of a message (its `path` says in which transcript). */
   fetchWhole?: (request: FullTextRequest) => Promise<string>;
+  /** Retry, edit, rewind and fork on the session's own messages (not a sub-agent's). */
+  messageActions?: MessageActionsOptions;
 }
 
 export function pathKey(path: readonly string[]): string {
@@ -103,7 +106,9 @@ export class Transcript {
 
   private newView(role: ChatItem["role"], pos: number, messageId: () => string): MessageView {
     const { lang, agentName, path, nesting } = this.options;
-    return new MessageView(role, pos, lang, agentName, this.fetcher(messageId), { path, nesting });
+    const view = new MessageView(role, pos, lang, agentName, this.fetcher(messageId), { path, nesting });
+    if (path.length === 0 && nesting.messageActions) view.addActions(nesting.messageActions);
+    return view;
   }
 
   private insertByPos(view: MessageView): void {

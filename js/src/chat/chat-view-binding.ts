@@ -62,6 +62,7 @@ interface BatchMessage {
 const CHAT_TRAITS: readonly (keyof ChatViewState & string)[] = [
   "lang",
   "session_id",
+  "rewinds",
   "agent",
   "agents",
   "height",
@@ -112,6 +113,7 @@ export function renderChatView({ model: anyModel, el, kernel = true }: RendererP
       fetchWhole: (wanted) => fetchWholeText(model, el, { ...wanted }),
       refresh: () => requestShowingErrors(model, "refresh"),
       takeOver: () => requestShowingErrors<SessionReply>(model, "take_over"),
+      messageAction: (request) => requestShowingErrors<SessionReply>(model, "message_action", { ...request }),
   };
   const view = createChatView(el, {
     lang: model.get("lang") as ChatViewState["lang"],
@@ -152,11 +154,11 @@ export function renderChatView({ model: anyModel, el, kernel = true }: RendererP
 
   const listeners = CHAT_TRAITS.map((trait) => {
     const listener = () => {
-      if (trait === "session_id" || trait === "read_only") {
-        // A new session, or the same one entering or leaving read-only: everything is
-        // replaced. Backbone sets every attribute of an update before it fires change
-        // events, so the other traits are current here.
-        view.update({ session_id: model.get("session_id") as string });
+      if (trait === "session_id" || trait === "read_only" || trait === "rewinds") {
+        // A new session, the same one entering or leaving read-only, or rewound:
+        // everything is replaced. Backbone sets every attribute of an update before it
+        // fires change events, so the other traits are current here.
+        view.update({ session_id: model.get("session_id") as string, rewinds: Number(model.get("rewinds") ?? 0) });
         view.update(readTraits<ChatViewState>(model, CHAT_TRAITS));
         stream.continueFrom(Number(model.get("_seq") ?? 0));
         return;

@@ -114,6 +114,9 @@ export interface AgentChoice {
 
 export interface ChatViewState {
   session_id: string;
+  /** Rewinds of the shown session so far (Python: `ChatView.rewinds`): when it changes the
+   * history behind the items changed, and everything is drawn again. */
+  rewinds: number;
   agent: AgentChoice;
   agents: AgentChoice[];
   messages: ChatItem[];

@@ -17,6 +17,7 @@ import "./chat-view.css";
 import { createReadOnlyBar } from "./chat-read-only";
 import { createInputBar } from "./input-bar";
 import { applyNestedOps, Transcript, type Nesting } from "./chat-transcript";
+import type { MessageActionRequest } from "./message-actions";
 import type { ChatItem, ChatOp, ChatSnapshot, ChatViewState, FullTextRequest, OlderPage } from "./chat-view-traits";
 import { element } from "../dom";
 import { normalizeLang, t, type MessageKey } from "../i18n";
@@ -57,6 +58,8 @@ export interface ChatActions {
   /** Read a session shown read-only again / continue it here once its turn has ended. */
   refresh(): Promise<unknown>;
   takeOver(): Promise<unknown>;
+  /** Retry, edit, rewind or fork at a message (./message-actions.ts). */
+  messageAction(request: MessageActionRequest): Promise<unknown>;
 }
 
 export interface ChatViewOptions extends ComponentOptions<ChatViewState> {
@@ -93,6 +96,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
   const saved = options.kernel === false;
   const state: ChatViewState = {
     session_id: "",
+    rewinds: 0,
     agent: { name: "", model: "" },
     agents: [],
     messages: [],
@@ -183,6 +187,9 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     createCard: createSubagentCard,
     stop: actions.stopSubagent,
     fetchWhole: actions.fetchWhole,
+    messageActions: actions.messageAction && !saved
+      ? { lang, act: actions.messageAction, onError: (error: unknown) => inputError.show(error) }
+      : undefined,
   };
   const transcript = new Transcript(list, liveHost, {
     lang,
@@ -287,6 +294,11 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
       if (patch.session_id !== undefined && patch.session_id !== state.session_id) {
         clearAll();
         state.session_id = patch.session_id;
+        stuck = true;
+      }
+      if (patch.rewinds !== undefined && patch.rewinds !== state.rewinds) {
+        clearAll(); // the same session, another history: nothing drawn stays
+        state.rewinds = Number(patch.rewinds) || 0;
         stuck = true;
       }
       if (patch.agent !== undefined && patch.agent) state.agent = patch.agent;

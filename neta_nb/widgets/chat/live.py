@@ -105,6 +105,8 @@ class LiveChat(NetaWidget):
 
     _component = traitlets.Unicode("chat-view").tag(sync=True)
     session_id = traitlets.Unicode("", help="Id of the bound session.").tag(sync=True)
+    rewinds = traitlets.Int(0, help="Rewinds of the shown session so far: when it changes "
+                            "the views draw everything again.").tag(sync=True)
     agent = traitlets.Dict(help="{name, model} of the bound session's agent.").tag(sync=True)
     agents = traitlets.List(traitlets.Dict(), help="Agents the selector offers.").tag(sync=True)
     messages = traitlets.List(traitlets.Dict(),
@@ -215,7 +217,7 @@ class LiveChat(NetaWidget):
             self._seq = self._batcher.seq
         self._unsubscribe = session.subscribe(self._on_event)
         # A rewind (retry, edit) changes the history behind the events: drawn again.
-        self._unrewind = session.on_rewind(lambda: self.bind(session))
+        self._unrewind = session.on_rewind(lambda: self._rewound(session))
         self._presence.bind(session)  # the approver while a view of this widget is shown
         release = self._background.get(session.id)
         if release is not None:
@@ -242,6 +244,10 @@ class LiveChat(NetaWidget):
         if self._session is not None:
             self._previous = self._session
         self._session = None
+
+    def _rewound(self, session: AgentSession) -> None:
+        self.bind(session)
+        self.rewinds += 1
 
     def _keep_in_background(self, session: AgentSession) -> None:
         if session.id in self._background:

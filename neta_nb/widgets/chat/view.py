@@ -43,6 +43,7 @@ from .wire import (
     FullText,
     FullTextRequest,
     LiveSnapshot,
+    MessageActionRequest,
     NoReply,
     OlderPage,
     OlderRequest,
@@ -255,6 +256,35 @@ class ChatView(ReadOnlyChat):
             raise RequestError(f"no agent named {name!r}")
         return {"session_id": self.new_chat(agent).id}
 
+    @handles("message_action")
+    def _message_action(self, request: MessageActionRequest) -> SwitchAgentReply:
+        """Retry (an answer's prompt again), edit, rewind or fork at a message; a fork is
+        shown here at once (the session list shows it as a branch)."""
+        session = self._require_session()
+        action, message_id = request.get("action"), request.get("message_id")
+        if not isinstance(message_id, str) or action not in ("retry", "edit", "rewind",
+                                                             "fork"):
+            raise RequestError("message_action needs an 'action' (retry, edit, rewind or "
+                               "fork) and a 'message_id'")
+        try:
+            if action == "fork":
+                branch = session.fork(message_id)
+                self.bind(branch)
+                return {"session_id": branch.id}
+            if action == "rewind":
+                session.rewind(message_id)
+            elif action == "edit":
+                text = request.get("text")
+                if not isinstance(text, str) or not text.strip():
+                    raise RequestError("an edit needs the prompt's new 'text'")
+                session.edit(message_id, text)
+            else:
+                prompt = prompt_of(session.messages, message_id)
+                session.edit(prompt.id, prompt.text)
+        except (RuntimeError, KeyError, ValueError) as exc:
+            raise RequestError(str(exc.args[0]) if exc.args else str(exc)) from exc
+        return {"session_id": session.id}
+
     # --- representation ---------------------------------------------------------------
     def _view_text(self) -> str:
         # What to do, not a status line of a run long gone: the form below shows the run.
@@ -313,3 +343,14 @@ def _sent_files(command: Mapping[str, Any], buffers: Any) -> list[Attachment]:
             media_type = guess_media_type(name)
         files.append(Attachment(data=bytes(data), media_type=media_type, name=name))
     return files
+
+
+def prompt_of(messages: Sequence[Message], message_id: str) -> Message:
+    """The prompt an answer (or a message of its turn) answered: the last one before it."""
+    index = next((i for i, m in enumerate(messages) if m.id == message_id), None)
+    if index is None:
+        raise KeyError(f"there is no message {message_id!r} in this session")
+    for message in reversed(messages[: index + 1]):
+        if message.role == "user" and not message.metadata.compacted:
+            return message
+    raise ValueError("there is no prompt before this message to ask again")

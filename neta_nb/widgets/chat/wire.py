@@ -28,6 +28,7 @@ __all__ = [
     "ItemOp",
     "LiveOp",
     "LiveSnapshot",
+    "MessageActionRequest",
     "NoReply",
     "OlderPage",
     "OlderRequest",
@@ -251,6 +252,16 @@ class SwitchAgentRequest(TypedDict):
     """``switch_agent`` (TS: ``SwitchAgentRequest``, chat-view-binding.ts)."""
 
     name: str
+
+
+class MessageActionRequest(TypedDict):
+    """``message_action``: retry, edit, rewind or fork at a message (TS:
+    ``MessageActionRequest``, message-actions.ts)."""
+
+    action: Literal["retry", "edit", "rewind", "fork"]
+    message_id: str
+    text: NotRequired[str]
+    """``edit``: the new text of the prompt."""
 
 
 class SwitchAgentReply(TypedDict):

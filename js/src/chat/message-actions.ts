@@ -1,0 +1,141 @@
+/**
+ * The actions on a message of the chat view (Python: `ChatView` handles
+ * `message_action`): on a prompt, Edit (the bubble becomes an editor: Enter or "Send"
+ * resends it, Escape cancels), Rewind (back to just before it) and Fork; on an answer,
+ * Retry (its prompt again) and Fork. Nothing is lost: what a retry, an edit or a rewind
+ * replaces stays in the store as a branch. The bar shows on hover and while a button in it
+ * has the focus (its buttons are in the tab order), and not while a turn runs. Only the
+ * session's own messages have it, not a sub-agent's.
+ */
+import { element } from "../dom";
+import { t, type Lang, type MessageKey } from "../i18n";
+
+export type MessageAction = "retry" | "edit" | "rewind" | "fork";
+
+/** `message_action` (Python twin: `MessageActionRequest`). */
+export interface MessageActionRequest {
+  action: MessageAction;
+  message_id: string;
+  /** `edit`: the new text of the prompt. */
+  text?: string;
+}
+
+export interface MessageActionsOptions {
+  lang: () => Lang;
+  act(request: MessageActionRequest): Promise<unknown>;
+  onError(error: unknown): void;
+}
+
+const LABEL: Record<MessageAction, [MessageKey, MessageKey]> = {
+  retry: ["message_retry", "message_retry_hint"],
+  edit: ["message_edit", "message_edit_hint"],
+  rewind: ["message_rewind", "message_rewind_hint"],
+  fork: ["message_fork", "message_fork_hint"],
+};
+
+const ACTIONS: Record<"user" | "assistant", readonly MessageAction[]> = {
+  user: ["edit", "rewind", "fork"],
+  assistant: ["retry", "fork"],
+};
+
+/**
+ * Add the bar to one message's `root`. `messageId()` and `text()` are read when a button
+ * is used (the item may change after the view is made); `bubble` is where a prompt's text
+ * is drawn (the editor takes its place).
+ */
+export function addMessageActions(
+  root: HTMLElement,
+  role: "user" | "assistant",
+  messageId: () => string,
+  text: () => string,
+  bubble: HTMLElement | null,
+  options: MessageActionsOptions,
+): { setLang(): void } {
+  const bar = element("div", "neta-msg-actions");
+  bar.setAttribute("role", "toolbar");
+  const buttons = ACTIONS[role].map((action) => {
+    const button = element("button", `neta-msg-action neta-msg-action-${action}`);
+    button.type = "button";
+    button.dataset.action = action;
+    button.addEventListener("click", () => {
+      if (action === "edit") {
+        startEdit();
+        return;
+      }
+      run({ action, message_id: messageId() }, button);
+    });
+    bar.append(button);
+    return button;
+  });
+  root.append(bar);
+
+  function run(request: MessageActionRequest, button: HTMLButtonElement | null): void {
+    if (button) button.disabled = true;
+    options
+      .act(request)
+      .catch(options.onError)
+      .finally(() => {
+        if (button) button.disabled = false;
+      });
+  }
+
+  function startEdit(): void {
+    if (!bubble || root.classList.contains("neta-is-editing")) return;
+    root.classList.add("neta-is-editing");
+    const editor = element("div", "neta-msg-editor");
+    const area = element("textarea", "neta-msg-editor-text");
+    area.value = text();
+    area.rows = Math.min(8, Math.max(2, area.value.split("\n").length));
+    area.setAttribute("aria-label", t(options.lang(), "message_edit"));
+    const send = element("button", "neta-chat-button neta-chat-button-primary neta-msg-editor-send", t(options.lang(), "message_edit_send"));
+    send.type = "button";
+    const cancel = element("button", "neta-chat-button neta-msg-editor-cancel", t(options.lang(), "cancel"));
+    cancel.type = "button";
+    const row = element("div", "neta-msg-editor-buttons");
+    row.append(cancel, send);
+    editor.append(area, row);
+    bubble.hidden = true;
+    bubble.after(editor);
+    const close = () => {
+      editor.remove();
+      bubble.hidden = false;
+      root.classList.remove("neta-is-editing");
+    };
+    const submit = () => {
+      const wanted = area.value.trim();
+      if (!wanted) return;
+      close();
+      run({ action: "edit", message_id: messageId(), text: wanted }, null);
+    };
+    send.addEventListener("click", submit);
+    cancel.addEventListener("click", () => {
+      close();
+      buttons[0]?.focus();
+    });
+    area.addEventListener("keydown", (event) => {
+      event.stopPropagation(); // not the notebook's shortcuts
+      if (event.key === "Escape") {
+        event.preventDefault();
+        close();
+        buttons[0]?.focus();
+      } else if (event.key === "Enter" && !event.shiftKey) {
+        event.preventDefault();
+        submit();
+      }
+    });
+    area.focus();
+    area.setSelectionRange(area.value.length, area.value.length);
+  }
+
+  function setLang(): void {
+    const lang = options.lang();
+    bar.setAttribute("aria-label", t(lang, "message_actions"));
+    for (const button of buttons) {
+      const [label, hint] = LABEL[button.dataset.action as MessageAction];
+      button.textContent = t(lang, label);
+      button.title = t(lang, hint);
+    }
+  }
+  setLang();
+  return { setLang };
+}

@@ -1,0 +1,96 @@
+"""Message actions in real JupyterLab: hovering a prompt shows Edit, Rewind and Fork, an
+answer Retry and Fork; Edit turns the bubble into an editor whose Enter sends the new text
+(the old turn is kept as a branch); Retry asks again; Fork opens the branch in the same
+view; Tab reaches the buttons; nothing of it shows while a turn runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from . import chat_cells
+from .harness import LabSession
+
+pytestmark = pytest.mark.browser
+
+SESSION = """
+store = SessionStore(":memory:")
+asked = []
+
+def reply(messages):  # an answer for the prompt; a second one when asked again
+    prompt = messages[-1].text
+    asked.append(prompt)
+    if "cats" in prompt:
+        return [{"text": "Cats sleep sixteen hours a day."}]
+    return [{"text": "Dogs came from wolves." if asked.count(prompt) == 1
+             else "Dogs were tamed long ago."}]
+
+model = ScriptedProvider([reply])
+session = AgentSession(Agent("analyst", model=model), store=store)
+await session.run("Tell me about cats")
+chat = ChatView(session, height="460px")
+chat
+""".strip()
+
+
+def test_edit_retry_and_fork_from_a_message(lab: LabSession, screenshot_dir: Path) -> None:
+    path = lab.run_notebook("message_actions.ipynb", [chat_cells.IMPORTS, SESSION])
+    page = lab.page
+    chat = page.locator(".neta-chat-view")
+    prompt = chat.locator(".neta-chat-user", has_text="Tell me about cats")
+    prompt.wait_for()
+    bar = prompt.locator(".neta-msg-actions")
+    assert [b.inner_text() for b in bar.locator("button").all()] == ["Edit", "Rewind", "Fork"]
+    reply = chat.locator(".neta-chat-assistant", has_text="Cats sleep")
+    assert [b.inner_text() for b in reply.locator(".neta-msg-actions button").all()] == [
+        "Retry", "Fork"]
+    assert bar.evaluate("n => getComputedStyle(n).opacity") == "0"  # until hovered
+    prompt.hover()
+    page.wait_for_function("() => getComputedStyle(document.querySelector("
+                           "'.neta-chat-user .neta-msg-actions')).opacity === '1'")
+    for dark in (False, True):
+        lab.set_theme(dark=dark)
+        # The picture scrolls the output into view, which ends a hover: the bar shows as
+        # it does for the keyboard, its first button focused.
+        bar.locator(".neta-msg-action-edit").focus()
+        page.wait_for_function("() => getComputedStyle(document.querySelector("
+                               "'.neta-chat-user .neta-msg-actions')).opacity === '1'")
+        lab.screenshot(chat, screenshot_dir /
+                       f"message-actions-hover-{'dark' if dark else 'light'}.png")
+    lab.set_theme(dark=False)
+
+    # Edit: the bubble becomes an editor; Enter sends the new text in its place.
+    bar.locator(".neta-msg-action-edit").click()
+    editor = prompt.locator("textarea.neta-msg-editor-text")
+    editor.wait_for()
+    assert editor.input_value() == "Tell me about cats"
+    assert editor.evaluate("n => n === document.activeElement")
+    editor.fill("Tell me about dogs")
+    lab.screenshot(chat, screenshot_dir / "message-actions-edit-light.png")
+    editor.press("Enter")
+    chat.locator(".neta-chat-assistant", has_text="Dogs came from wolves").wait_for()
+    assert chat.locator(".neta-chat-user").all_inner_texts()[0].startswith(
+        "Tell me about dogs")
+    assert chat.locator(".neta-chat-assistant", has_text="Cats sleep").count() == 0
+    assert lab.wait_for_kernel_value(
+        path, "len([r for r in store.list_sessions() if r.branch_of == session.id])",
+        "1") == "1"  # the cats turn, kept
+
+    # Retry, by keyboard: Tab reaches the answer's buttons.
+    answer = chat.locator(".neta-chat-assistant", has_text="Dogs came from wolves")
+    retry = answer.locator(".neta-msg-action-retry")
+    retry.focus()
+    page.wait_for_function("() => getComputedStyle(document.querySelector("
+                           "'.neta-chat-assistant .neta-msg-actions')).opacity === '1'")
+    page.keyboard.press("Enter")
+    chat.locator(".neta-chat-assistant", has_text="Dogs were tamed").wait_for()
+    assert chat.locator(".neta-chat-assistant").count() == 1
+
+    # Fork at the prompt: the view shows the branch (the prompt alone).
+    chat.locator(".neta-chat-user").first.hover()
+    chat.locator(".neta-chat-user .neta-msg-action-fork").click()
+    page.wait_for_function("() => document.querySelectorAll("
+                           "'.neta-chat-view .neta-chat-assistant').length === 0")
+    forked = lab.execute(path, "print(chat.session.branch_of == session.id)").strip()
+    assert forked == "True"
