@@ -130,8 +130,8 @@ def _branch(session: AgentSession, messages: Sequence[Message], *,
     branch = type(session)(session.agent, session.catalog, session.store,
                            think_level=_level_at(messages, session), provider=session.provider,
                            namespace=session.namespace, working_dir=session.working_dir,
-                           approval_policy=session.approval_policy)
-    branch.branch_of, branch.branch_at = session.id, branch_at
+                           approval_policy=session.approval_policy,
+                           branch_of=(session.id, branch_at))
     for message in messages:
         branch._history.append(message.model_copy(deep=True))
     _restore_state(branch)

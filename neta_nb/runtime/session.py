@@ -91,6 +91,7 @@ class AgentSession(TurnLoop, Branches):
         crew_link: CrewLink | None = None,
         parent_id: str | None = None,
         call_gate: CallGate | None = None,
+        branch_of: tuple[str, str] | None = None,
     ) -> None:
         # Sub-agents that lead back to an agent would make its stored record endless;
         # refused here, with the chain named, before anything is created or stored.
@@ -106,10 +107,11 @@ class AgentSession(TurnLoop, Branches):
         """What each model call waits for before it starts (a batch run's limiter)."""
         self.parent_call_id: str | None = crew_link.call_id if crew_link else None
         """The parent's ``delegate`` call that ran this session."""
-        self.branch_of: str | None = None
+        self.branch_of: str | None = branch_of[0] if branch_of else None
         """The session this one was forked from (:meth:`fork`), if any."""
-        self.branch_at: str | None = None
-        """The message of :attr:`branch_of` this one was forked at."""
+        self.branch_at: str | None = branch_of[1] if branch_of else None
+        """The message of :attr:`branch_of` this one was forked at (``branch_of=(session
+        id, message id)``: its first stored record says so already)."""
         self._rewind_listeners: list[Callable[[], None]] = []
         self.catalog = catalog if catalog is not None else ToolCatalog.default()
         self.provider = provider or agent.create_provider()

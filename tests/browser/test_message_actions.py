@@ -30,7 +30,9 @@ model = ScriptedProvider([reply])
 session = AgentSession(Agent("analyst", model=model), store=store)
 await session.run("Tell me about cats")
 chat = ChatView(session, height="460px")
-chat
+sidebar = SessionSidebar(store, chat=chat, height="460px")
+import ipywidgets
+ipywidgets.HBox([sidebar, chat])
 """.strip()
 
 
@@ -94,3 +96,19 @@ def test_edit_retry_and_fork_from_a_message(lab: LabSession, screenshot_dir: Pat
                            "'.neta-chat-view .neta-chat-assistant').length === 0")
     forked = lab.execute(path, "print(chat.session.branch_of == session.id)").strip()
     assert forked == "True"
+    # The session list shows the fork (active) and the kept turns as branches.
+    sidebar = page.locator(".neta-sidebar")
+    page.wait_for_function("() => document.querySelectorAll('.neta-sidebar-branch')"
+                           ".length === 3")  # the cats turn, the first dogs answer, the fork
+    branch = sidebar.locator(".neta-sidebar-item.neta-is-active .neta-sidebar-branch")
+    assert branch.inner_text() == "branch"
+    assert branch.get_attribute("title") == "A branch of “Tell me about dogs”"  # edited
+    page.mouse.move(0, 0)
+    lab.set_left_area(collapsed=True)
+    box = page.locator(".widget-hbox").first
+    for dark in (False, True):
+        lab.set_theme(dark=dark)
+        lab.screenshot(box, screenshot_dir /
+                       f"message-actions-branches-{'dark' if dark else 'light'}.png")
+    lab.set_theme(dark=False)
+    lab.set_left_area(collapsed=False)
