@@ -112,3 +112,71 @@ def test_edit_retry_and_fork_from_a_message(lab: LabSession, screenshot_dir: Pat
                        f"message-actions-branches-{'dark' if dark else 'light'}.png")
     lab.set_theme(dark=False)
     lab.set_left_area(collapsed=False)
+
+
+REWIND_SESSION = """
+store = SessionStore(":memory:")
+session = AgentSession(Agent("analyst", model=ScriptedProvider(chars_per_second=4000)),
+                       store=store)
+session.set_thinking_level("low")
+await session.run("Profile the sample sales data and tell me what stands out.")
+session.set_thinking_level("high")
+chat = ChatView(session, height="560px")
+chat
+""".strip()
+
+SNAPSHOT_JS = """() => {
+  const chat = document.querySelector('.neta-chat-view');
+  const text = (sel) => [...chat.querySelectorAll(sel)].map((n) => n.textContent.trim());
+  return {
+    todo: text('.neta-todo-card'),
+    cards: text('.neta-chat-msg > .neta-chat-cards .neta-card-title, '
+                + '.neta-chat-msg > .neta-chat-cards .neta-tool-card-name'),
+    cardCount: chat.querySelectorAll('.neta-tool-card, .neta-skill-card').length,
+    tokens: text('.neta-token-stats'),
+    level: chat.querySelector('.neta-level-select').value,
+    prompts: text('.neta-chat-user .neta-chat-bubble'),
+  };
+}"""
+
+
+def test_a_rewind_shows_the_plan_cards_figures_and_level_of_that_moment(
+        lab: LabSession, screenshot_dir: Path) -> None:
+    """A turn with a plan, a skill card and a tool card; the level changed; a second turn
+    (another plan update, cards, the figures grown); then Rewind on the second prompt:
+    what the view shows equals the snapshot taken when that prompt was about to be sent,
+    and the replaced turn is a branch in the store."""
+    path = lab.run_notebook("message_rewind.ipynb", [chat_cells.IMPORTS, REWIND_SESSION])
+    page = lab.page
+    chat = page.locator(".neta-chat-view")
+    chat.locator(".neta-skill-card").first.wait_for()
+    chat.locator(".neta-tool-card").first.wait_for()
+    page.wait_for_function("() => document.querySelector('.neta-level-select')"
+                           ".value === 'high'")
+    lab.wait_for_transitions()
+    before = page.evaluate(SNAPSHOT_JS)
+    assert before["cardCount"] == 2 and before["level"] == "high" and before["todo"]
+
+    lab.execute(path, 'task = session.start("Now again, with more detail.")')
+    page.wait_for_function("() => document.querySelectorAll('.neta-chat-view "
+                           ".neta-skill-card').length === 2")
+    assert lab.wait_for_kernel_value(path, "session.running", "False", timeout=60) == "False"
+    chat.locator(".neta-level-select").select_option("off")  # as a user would
+    assert lab.wait_for_kernel_value(path, "session.think_level", "off") == "off"
+    after = page.evaluate(SNAPSHOT_JS)
+    assert after["cardCount"] == 4 and after["tokens"] != before["tokens"]
+
+    second = chat.locator(".neta-chat-user", has_text="Now again")
+    second.locator(".neta-msg-action-rewind").focus()
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => document.querySelectorAll('.neta-chat-view "
+                           ".neta-skill-card').length === 1")
+    lab.wait_for_transitions()
+    page.wait_for_function("(want) => document.querySelector('.neta-level-select')"
+                           ".value === want", arg=before["level"])
+    assert page.evaluate(SNAPSHOT_JS) == before
+    # The replaced turn is kept: a branch holding both prompts.
+    kept = ("[sum(m.role == 'user' for m in store.load_messages(r.id)) "
+            "for r in store.list_sessions() if r.branch_of == session.id]")
+    assert lab.wait_for_kernel_value(path, kept, "[2]") == "[2]"
+    lab.screenshot(chat, screenshot_dir / "message-rewind-light.png")
