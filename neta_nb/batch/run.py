@@ -31,7 +31,7 @@ from pydantic import BaseModel
 
 from ..runtime.agent import Agent
 from ..store.batch_rows import BatchRows, BatchRowState, ClaimedRow
-from ..store.process_owner import ProcessOwner, current_user
+from ..store.process_owner import ProcessOwner, SessionBusyError, current_user
 from ..store.records import SessionRecord, one_line
 from ..tools import ToolCatalog
 from .executor import LocalExecutor
@@ -213,12 +213,32 @@ class BatchRun:
                 await self._ray.run()
             else:
                 await self._executor.run()
+            await asyncio.to_thread(self._forget_abandoned)
         finally:
             self.finished_at = time.monotonic()
             self._refresh_states()
             self._notify()
         self._result = self.frame()
         return self._result
+
+    def _forget_abandoned(self) -> None:
+        """Delete the run's sessions that no row names: an attempt abandoned by a worker
+        that died (or lost its lease) and whose session the row's next claimer could not
+        delete then — e.g. still settling its dead owner. Every worker deletes what it
+        abandons; this is the run's last word on "one session per row, none orphaned".
+        The children are listed before the rows are read: a session is named by its row
+        before it is created, so one created meanwhile is never taken for abandoned."""
+        if self.store is None:
+            return
+        children = [record.id for record in self.store.list_children(self.run_id)]
+        named = {row.session_id for row in self.rows.all()}
+        for session_id in children:
+            if session_id not in named:
+                try:
+                    self.store.delete_session(session_id)
+                except (SessionBusyError, KeyError) as exc:  # running: its owner's to end
+                    log.warning("batch %s: session %s no row names was kept (%s)",
+                                self.run_id, session_id, exc)
 
     def __await__(self) -> Generator[Any, None, Any]:
         return self.start().__await__()

@@ -12,7 +12,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from neta_nb import Agent, SessionStore
+from neta_nb import Agent, AgentSession, SessionStore
 from neta_nb.batch import BatchRun
 from neta_nb.store.batch_rows import BatchRows
 
@@ -128,3 +128,21 @@ def test_a_stalled_worker_stores_nothing_over_a_row_another_finished(tmp_path: P
         assert rows[idx].session_id != old_session  # the finisher's, not the staller's
     sessions = {row.session_id for row in rows}
     assert {r.id for r in SessionStore(store_path).list_children("r_stall")} == sessions
+
+
+async def test_a_session_no_row_names_is_gone_when_the_run_ends(tmp_path: Path) -> None:
+    # A worker that died after naming a new attempt, whose old one its successor could
+    # not delete (its dead owner still settling), leaves a session of the run that no
+    # row names: the run deletes it when it ends.
+    store = SessionStore(tmp_path / "s.db")
+    run = Agent("classifier", model=RowModel(delay=0.02)).map(
+        [f"ticket {i}" for i in range(20)], "Classify: {input}", store=store,
+        concurrency=2, run_id="r_orphan")
+    abandoned = AgentSession(Agent("classifier", model=RowModel()), store=store,
+                             parent_id="r_orphan")
+    abandoned.flush()
+    assert abandoned.id in {r.id for r in store.list_children("r_orphan")}
+    frame = await run
+    assert list(frame["status"]) == ["done"] * 20
+    named = {row.session_id for row in BatchRows(store, "r_orphan").all()}
+    assert {r.id for r in store.list_children("r_orphan")} == named
