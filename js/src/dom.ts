@@ -64,3 +64,34 @@ export function suppressNotebookShortcuts<T extends HTMLElement>(node: T): T {
   node.setAttribute("data-lm-suppress-shortcuts", "true");
   return node;
 }
+
+const SVG = "http://www.w3.org/2000/svg";
+
+/** A stroked 16×16 icon drawn from path data (an emoji would depend on the system's
+ * fonts: headless Chromium has none and draws a box). */
+export function svgIcon(className: string, paths: readonly string[]): SVGSVGElement {
+  const svg = document.createElementNS(SVG, "svg");
+  svg.setAttribute("class", className);
+  svg.setAttribute("viewBox", "0 0 16 16");
+  svg.setAttribute("width", "14");
+  svg.setAttribute("height", "14");
+  svg.setAttribute("aria-hidden", "true");
+  for (const d of paths) {
+    const path = document.createElementNS(SVG, "path");
+    path.setAttribute("d", d);
+    svg.append(path);
+  }
+  return svg;
+}
+
+/** Run a kernel request from a button: the buttons are disabled until it settles, and a
+ * failure goes to `onError` (an inline error next to what was clicked). */
+export function whileBusy(buttons: readonly HTMLButtonElement[], action: () => Promise<unknown>,
+  onError: (error: unknown) => void): void {
+  for (const button of buttons) button.disabled = true;
+  action()
+    .catch(onError)
+    .finally(() => {
+      for (const button of buttons) button.disabled = false;
+    });
+}

@@ -14,7 +14,7 @@
  */
 import "./attachments.css";
 import type { ChatAttachment } from "./chat-view-traits";
-import { element } from "../dom";
+import { element, svgIcon } from "../dom";
 import { t, type Lang } from "../i18n";
 
 export interface AttachmentLimits {
@@ -35,31 +35,12 @@ export function formatBytes(count: number): string {
   return count >= 1024 ? `${Math.round(count / 1024)} KB` : `${count} B`;
 }
 
-const SVG = "http://www.w3.org/2000/svg";
-
-/** A stroked 16×16 icon (an emoji would depend on the system's fonts: headless Chromium
- * has none and draws a box). */
-function icon(className: string, paths: string[]): SVGSVGElement {
-  const svg = document.createElementNS(SVG, "svg");
-  svg.setAttribute("class", className);
-  svg.setAttribute("viewBox", "0 0 16 16");
-  svg.setAttribute("width", "14");
-  svg.setAttribute("height", "14");
-  svg.setAttribute("aria-hidden", "true");
-  for (const d of paths) {
-    const path = document.createElementNS(SVG, "path");
-    path.setAttribute("d", d);
-    svg.append(path);
-  }
-  return svg;
-}
-
 const PAPERCLIP = ["M10.5 4.5 5.6 9.4a1.4 1.4 0 0 0 2 2l5.3-5.3a2.8 2.8 0 0 0-4-4L3.6 7.4a4.2 4.2 0 0 0 6 6l4.2-4.2"];
 const FILE = ["M4 1.5h5.5L13 5v9.5H4z", "M9.5 1.5V5H13"];
 const PICTURE = ["M2 3h12v10H2z", "m2 11 3.5-3.5 3 3 2-2L14 12", "M10.5 5.5h.01"];
 
 function fileIcon(mediaType: string): SVGSVGElement {
-  return icon("neta-attachment-icon", mediaType.startsWith("image/") ? PICTURE : FILE);
+  return svgIcon("neta-attachment-icon", mediaType.startsWith("image/") ? PICTURE : FILE);
 }
 
 /** One file of a sent message, as the transcript shows it. */
@@ -157,7 +138,7 @@ export function createAttachmentTray(options: AttachmentTrayOptions): Attachment
     const language = lang();
     const label = t(language, "attach_files");
     const limitText = t(language, "attachment_limits", { file: formatBytes(limits.max_file_bytes), total: formatBytes(limits.max_total_bytes) });
-    if (!button.firstChild) button.append(icon("neta-chat-attach-icon", PAPERCLIP));
+    if (!button.firstChild) button.append(svgIcon("neta-chat-attach-icon", PAPERCLIP));
     button.title = `${label} — ${limitText}`;
     button.setAttribute("aria-label", label);
     button.disabled = disabled;

@@ -7,7 +7,7 @@
  */
 import "./chat-read-only.css";
 import type { ReadOnlyState } from "./chat-view-traits";
-import { element } from "../dom";
+import { element, whileBusy } from "../dom";
 import { t, type Lang } from "../i18n";
 import { createInlineError } from "../inline-error";
 
@@ -60,13 +60,8 @@ export function createReadOnlyBar(lang: () => Lang, actions: ReadOnlyActions): R
 
   function run(button: HTMLButtonElement, action: (() => Promise<unknown>) | undefined): void {
     if (!action) return;
-    button.disabled = true;
     error.clear();
-    action()
-      .catch(error.show)
-      .finally(() => {
-        button.disabled = false;
-      });
+    whileBusy([button], action, error.show);
   }
   const onRefresh = () => run(refresh, actions.refresh);
   const onTakeOver = () => run(takeOver, actions.takeOver);

@@ -7,7 +7,7 @@
  * has the focus (its buttons are in the tab order), and not while a turn runs. Only the
  * session's own messages have it, not a sub-agent's.
  */
-import { element } from "../dom";
+import { element, whileBusy } from "../dom";
 import { t, type Lang, type MessageKey } from "../i18n";
 
 export type MessageAction = "retry" | "edit" | "rewind" | "fork";
@@ -70,13 +70,7 @@ export function addMessageActions(
   root.append(bar);
 
   function run(request: MessageActionRequest, button: HTMLButtonElement | null): void {
-    if (button) button.disabled = true;
-    options
-      .act(request)
-      .catch(options.onError)
-      .finally(() => {
-        if (button) button.disabled = false;
-      });
+    whileBusy(button ? [button] : [], () => options.act(request), options.onError);
   }
 
   function startEdit(): void {

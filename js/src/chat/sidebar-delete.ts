@@ -5,7 +5,7 @@
  * under the header offers the session back until the kernel deletes it for good (Python:
  * `SessionSidebar.delete_session`, `UNDO_SECONDS`). Knows nothing of anywidget.
  */
-import { element } from "../dom";
+import { element, svgIcon, whileBusy } from "../dom";
 import { t, type Lang } from "../i18n";
 import type { InlineError } from "../inline-error";
 
@@ -20,22 +20,7 @@ export interface DeleteRequest {
   session_id: string;
 }
 
-const TRASH_PATHS = ["M3 4.5h10", "M6.5 4.5V3h3v1.5", "M4.5 4.5l.7 8.5h5.6l.7-8.5", "M7 7v4", "M9 7v4"];
-
-function trashIcon(): SVGSVGElement {
-  const ns = "http://www.w3.org/2000/svg";
-  const svg = document.createElementNS(ns, "svg");
-  svg.setAttribute("viewBox", "0 0 16 16");
-  svg.setAttribute("width", "14");
-  svg.setAttribute("height", "14");
-  svg.setAttribute("aria-hidden", "true");
-  for (const d of TRASH_PATHS) {
-    const path = document.createElementNS(ns, "path");
-    path.setAttribute("d", d);
-    svg.append(path);
-  }
-  return svg;
-}
+const TRASH = ["M3 4.5h10", "M6.5 4.5V3h3v1.5", "M4.5 4.5l.7 8.5h5.6l.7-8.5", "M7 7v4", "M9 7v4"];
 
 export interface RowDelete {
   /** The row's delete button (placed by the row). */
@@ -61,7 +46,7 @@ export function createRowDelete(
   const button = element("button", "neta-sidebar-delete");
   button.type = "button";
   button.tabIndex = -1; // the row is the tab stop: Delete on it, or a pointer on this
-  button.append(trashIcon());
+  button.append(svgIcon("neta-sidebar-delete-icon", TRASH));
   const confirm = element("div", "neta-sidebar-confirm");
   confirm.setAttribute("role", "group");
   const question = element("span", "neta-sidebar-confirm-text");
@@ -108,15 +93,10 @@ export function createRowDelete(
   };
   const onYes = (event: Event) => {
     event.stopPropagation();
-    yes.disabled = no.disabled = true;
-    remove()
-      .catch((reason: unknown) => {
-        show(false);
-        error.show(reason);
-      })
-      .finally(() => {
-        yes.disabled = no.disabled = false;
-      });
+    whileBusy([yes, no], remove, (reason: unknown) => {
+      show(false);
+      error.show(reason);
+    });
   };
   const onNo = (event: Event) => {
     event.stopPropagation();
@@ -178,13 +158,8 @@ export function createUndoBar(lang: () => Lang, error: InlineError, undo: () => 
   }
 
   const onUndo = () => {
-    button.disabled = true;
     error.clear();
-    undo()
-      .catch(error.show)
-      .finally(() => {
-        button.disabled = false;
-      });
+    whileBusy([button], undo, error.show);
   };
   button.addEventListener("click", onUndo);
   render();
