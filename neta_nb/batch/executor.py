@@ -231,28 +231,29 @@ class LocalExecutor:
 
     async def _fail_unrun(self, row: ClaimedRow, error: str) -> None:
         """Fail a row before any session of it exists."""
-        result: dict[str, Any] = {"answer": "", "error": error, "usage": {}, "output": None,
-                  "stop_reason": None}
-        if await asyncio.to_thread(self.rows.finish, row.idx, self.owner, failed=True,
-                                   result=result, session_id=None):
+        if await self._store_result(row, RowOutcome(error=error), session_id=None):
             self._on_change(row.idx, "failed")
+
+    async def _store_result(self, row: ClaimedRow, outcome: RowOutcome,
+                            session_id: str | None) -> bool:
+        """The row's result, stored only while the row is still this worker's."""
+        result = {"answer": outcome.answer, "error": outcome.error, "usage": outcome.usage,
+                  "output": outcome.output, "stop_reason": outcome.stop_reason}
+        return await asyncio.to_thread(self.rows.finish, row.idx, self.owner,
+                                       failed=outcome.error is not None, result=result,
+                                       session_id=session_id)
 
     async def _finish(self, row: ClaimedRow, session: AgentSession, outcome: RowOutcome) -> None:
         # The session first, whole; then the row's result, only while the row is still
         # this worker's (a row is stored once, with the one session that answered it).
         if self.store is not None:
             await asyncio.to_thread(session.flush, 60)
-        result = {"answer": outcome.answer, "error": outcome.error, "usage": outcome.usage,
-                  "output": outcome.output, "stop_reason": outcome.stop_reason}
-        failed = outcome.error is not None
-        stored = await asyncio.to_thread(self.rows.finish, row.idx, self.owner, failed=failed,
-                                         result=result, session_id=session.id)
-        if not stored:
+        if not await self._store_result(row, outcome, session_id=session.id):
             log.warning("batch %s: row %d was taken over by another worker; this attempt's "
                         "result is dropped", self.run_id, row.idx)
             await self._discard(session)
             return
-        self._on_change(row.idx, "failed" if failed else "done")
+        self._on_change(row.idx, "failed" if outcome.error is not None else "done")
 
     async def _discard(self, session: AgentSession) -> None:
         """Delete an attempt's session that is not (or no longer) the row's."""

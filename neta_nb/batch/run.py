@@ -346,8 +346,8 @@ class BatchRun:
             record.update(status=status, error=result.get("error"), attempts=row.attempts,
                           usage=result.get("usage"), session_id=row.session_id)
             records.append(record)
-        columns = [*inputs_as.values(), "answer", *outputs_as.values(), "status", "error",
-                   "attempts", "usage", "session_id"]
+        answer, *after = RESULT_COLUMNS
+        columns = [*inputs_as.values(), answer, *outputs_as.values(), *after]
         return pandas.DataFrame.from_records(records, columns=columns)
 
     # --- display --------------------------------------------------------------------------

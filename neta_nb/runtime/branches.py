@@ -34,10 +34,10 @@ __all__ = ["Branches", "message_index"]
 
 def message_index(session: AgentSession, message_id: str) -> int:
     """Where ``message_id`` is in the session's history (``KeyError`` if nowhere)."""
-    for index, message in enumerate(session.messages):
-        if message.id == message_id:
-            return index
-    raise KeyError(f"session {session.id!r} has no message {message_id!r}")
+    index = session._history.index_of(message_id)
+    if index is None:
+        raise KeyError(f"session {session.id!r} has no message {message_id!r}")
+    return index
 
 
 class Branches:
@@ -53,7 +53,7 @@ class Branches:
         there; stored as a branch of this one (the session list shows it so), which is
         left exactly as it was. Refused while a turn runs."""
         session = self._self("fork")
-        upto = session.messages[: message_index(session, message_id) + 1]
+        upto = session._history.messages[: message_index(session, message_id) + 1]
         return _branch(session, upto, branch_at=message_id)
 
     def rewind(self, message_id: str) -> AgentSession | None:
@@ -64,17 +64,18 @@ class Branches:
         without a store: nothing is kept). Refused while a turn runs."""
         session = self._self("rewind")
         index = message_index(session, message_id)
-        kept = (_branch(session, session.messages, branch_at=message_id)
+        history = session._history.messages
+        kept = (_branch(session, history, branch_at=message_id)
                 if session.store is not None else None)
-        dropped = session.messages[index:]
-        level = _level_at(session.messages[: index + 1], session)
+        messages, dropped = history[:index], history[index:]
+        level = _level_at(history[: index + 1], session)
         compactions = [c for c in session.compactions if c.after_message <= index]
-        uncompacted = len(compactions) != len(session.compactions)
-        session._saved.forget_messages([m.id for m in dropped],
-                                       keep_view=not uncompacted and not compactions)
-        messages = session.messages[:index]
-        view = ([m for m in session._history.view if m.id not in {d.id for d in dropped}]
-                if compactions and not uncompacted else messages)
+        # A compaction of what stays keeps its view (less what is dropped); one of what is
+        # dropped, or none, leaves the model the messages themselves.
+        compacted = bool(compactions) and len(compactions) == len(session.compactions)
+        session._saved.forget_messages([m.id for m in dropped], keep_view=compacted)
+        gone = {m.id for m in dropped}
+        view = [m for m in session._history.view if m.id not in gone] if compacted else messages
         session._history.load(messages, valid_conversation([m for m in view if m.parts]))
         session.compactions = compactions
         session._think_level = level
@@ -86,11 +87,12 @@ class Branches:
             listener()
         return kept
 
-    def retry(self) -> asyncio.Task[Any]:
-        """Run the last prompt again: a rewind to it (its answer kept as a branch) and a
-        turn with the same prompt and attachments. Returns the turn's task."""
+    def retry(self, message_id: str | None = None) -> asyncio.Task[Any]:
+        """Ask a prompt again: the last one, or the one ``message_id`` (an answer, a tool
+        result…) answered. A rewind to it (what followed kept as a branch) and a turn with
+        the same prompt and attachments. Returns the turn's task."""
         session = self._self("retry")
-        prompt = _last_prompt(session)
+        prompt = _prompt_of(session, message_id)
         session.rewind(prompt.id)
         return session._start_turn(_again(session, prompt, prompt.text))
 
@@ -153,17 +155,19 @@ def _level_at(messages: Sequence[Message], session: AgentSession) -> ThinkLevel 
     (stored before levels were), the session's setting."""
     for message in reversed(messages):
         level = message.metadata.think_level if message.role == "user" else None
-        for known in THINK_LEVELS:
-            if level == known:
-                return known
+        if level in THINK_LEVELS:
+            return level
     return session._think_level
 
 
-def _last_prompt(session: AgentSession) -> Message:
-    for message in reversed(session.messages):
+def _prompt_of(session: AgentSession, message_id: str | None) -> Message:
+    """The prompt at or before ``message_id`` (the last one without it)."""
+    history = session._history.messages
+    upto = len(history) if message_id is None else message_index(session, message_id) + 1
+    for message in reversed(history[:upto]):
         if message.role == "user" and not message.metadata.compacted:
             return message
-    raise ValueError(f"session {session.id!r} has no prompt to retry")
+    raise ValueError(f"session {session.id!r} has no prompt to ask again there")
 
 
 def _again(session: AgentSession, prompt: Message, text: str) -> Message:

@@ -68,6 +68,10 @@ class History:
         if index is not None:
             self._emit(message_updated_event(index, message))
 
+    def index_of(self, message_id: str) -> int | None:
+        """Where message ``message_id`` is in :attr:`messages` (``None``: not there)."""
+        return self._index.get(message_id)
+
     def load(self, messages: list[Message], view: list[Message]) -> None:
         """Start from a stored conversation (resume); nothing is stored or said."""
         self.messages = messages

@@ -119,8 +119,6 @@ class StoreWriter:
         self._taken = 0
         """Writes at the head of the queue the shared thread is storing right now."""
         self._failure: StoreFailure | None = None
-        self._failures = 0
-        """Failed attempts in a row (0 once everything is stored)."""
         self._warned = False
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -190,10 +188,10 @@ class StoreWriter:
         with self._cond:
             self._taken = 0
             news = failure != self._failure
-            self._failures += 1
             # Another connection holding the lock for a moment is routine (a batch run's
-            # leases, another kernel): the log hears of it only if the retry fails too.
-            if not self._warned and (failure.kind != "locked" or self._failures > 1):
+            # leases, another kernel): the log hears of it only if the retry fails too
+            # (a failure is pending already).
+            if not self._warned and (failure.kind != "locked" or self._failure is not None):
                 self._warned = True
                 log.warning("session %s: not saved yet (%s); retrying", self.session_id,
                             failure.detail)
@@ -217,7 +215,7 @@ class StoreWriter:
                 recovered = self._failure is not None
                 if self._warned:  # before flush() returns: its caller may read the log
                     log.warning("session %s: saved again", self.session_id)
-                self._failure, self._failures, self._warned = None, 0, False
+                self._failure, self._warned = None, False
                 self._cond.notify_all()
                 self._wake_waiters()
         if recovered:

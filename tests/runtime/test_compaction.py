@@ -295,3 +295,31 @@ async def test_automatic_compaction_with_such_a_summary_keeps_the_turn_and_the_s
     resumed = AgentSession.resume(session.id, store=store, agent=session.agent,
                                   catalog=session.catalog)
     assert [m.text for m in resumed.model_view] == [m.text for m in session.model_view]
+
+
+async def test_a_rewind_after_a_compaction_keeps_it_and_resumes_the_same(
+        tmp_path: Path) -> None:
+    # Rewinding to a prompt after a compaction: what the model is sent stays compacted,
+    # in memory and in the store alike; rewinding to before it leaves the messages.
+    store = SessionStore(tmp_path / "s.db")
+    session, _rec, _provider = make([answer("one"), answer("two"), summary("- short"),
+                                     answer("three")], store=store, compact_at=None)
+    await session.run("q1")
+    await session.run("q2")
+    assert await session.compact() is not None
+    view_before_q3 = [m.text for m in session.model_view]
+    await session.run("q3")
+    session.rewind(next(m.id for m in session.messages if m.text == "q3"))
+    assert [m.text for m in session.model_view] == view_before_q3
+    assert len(session.compactions) == 1
+    session.flush()
+    resumed = AgentSession.resume(session.id, store, catalog=session.catalog)
+    assert [m.text for m in resumed.model_view] == view_before_q3
+    assert len(resumed.compactions) == 1
+
+    resumed.rewind(next(m.id for m in resumed.messages if m.text == "q2"))
+    assert [m.text for m in resumed.model_view] == ["q1", "one"]
+    assert resumed.compactions == []
+    resumed.flush()
+    again = AgentSession.resume(session.id, store, catalog=session.catalog)
+    assert [m.text for m in again.model_view] == ["q1", "one"]

@@ -279,8 +279,7 @@ class ChatView(ReadOnlyChat):
                     raise RequestError("an edit needs the prompt's new 'text'")
                 session.edit(message_id, text)
             else:
-                prompt = prompt_of(session.messages, message_id)
-                session.edit(prompt.id, prompt.text)
+                session.retry(message_id)
         except (RuntimeError, KeyError, ValueError) as exc:
             raise RequestError(str(exc.args[0]) if exc.args else str(exc)) from exc
         return {"session_id": session.id}
@@ -344,13 +343,3 @@ def _sent_files(command: Mapping[str, Any], buffers: Any) -> list[Attachment]:
         files.append(Attachment(data=bytes(data), media_type=media_type, name=name))
     return files
 
-
-def prompt_of(messages: Sequence[Message], message_id: str) -> Message:
-    """The prompt an answer (or a message of its turn) answered: the last one before it."""
-    index = next((i for i, m in enumerate(messages) if m.id == message_id), None)
-    if index is None:
-        raise KeyError(f"there is no message {message_id!r} in this session")
-    for message in reversed(messages[: index + 1]):
-        if message.role == "user" and not message.metadata.compacted:
-            return message
-    raise ValueError("there is no prompt before this message to ask again")
