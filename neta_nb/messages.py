@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import html
 import json
-import re
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
@@ -26,7 +25,6 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 __all__ = [
-    "MAX_NESTING",
     "DisplayItem",
     "DocumentPart",
     "FileTextPart",
@@ -50,8 +48,6 @@ __all__ = [
     "Usage",
     "count_characters",
     "dump_messages",
-    "encodable",
-    "encodable_value",
     "load_messages",
     "new_id",
     "unseen_images_text",
@@ -62,44 +58,6 @@ Role = Literal["user", "assistant", "tool"]
 Interruption = Literal["cancelled", "interrupted", "error", "killed"]
 """Why an assistant message ended early: the user stopped it, the provider failed, or the
 process running the turn died (found on resume)."""
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def encodable(text: str) -> str:
-    """``text`` with lone surrogates replaced by U+FFFD, so that it can be encoded as UTF-8
-    (for the store, the widgets' JSON, a provider's request).
-
-    Python hands out such strings for file names that are not valid UTF-8 (``os.listdir``
-    decodes them with ``surrogateescape``), and JSON may carry escapes like ``"\\ud800"``;
-    one of them used to crash the store write mid-turn. Text enters a conversation at
-    three places, and each applies this: the user's prompt (``AgentSession.run``), what
-    the model streams (``Turn.stream``) and what tools return or report
-    (``ToolRunner``). ASCII, the common case, costs one C call.
-    """
-    if text.isascii():
-        return text
-    return _SURROGATE.sub("\ufffd", text)
-
-
-MAX_NESTING = 64
-"""How deep tool arguments may nest; deeper parts are replaced by a short text. Arguments
-nested hundreds deep (seen from models looping) would fail the store's JSON encoder."""
-
-
-def encodable_value(value: Any, depth: int = 0) -> Any:
-    """:func:`encodable` applied to every string in JSON-like data (tool arguments), and
-    nesting cut at :data:`MAX_NESTING`."""
-    if isinstance(value, str):
-        return encodable(value)
-    if isinstance(value, dict | list | tuple) and depth >= MAX_NESTING:
-        return f"[nested deeper than {MAX_NESTING} levels: cut]"
-    if isinstance(value, dict):
-        return {encodable(str(k)): encodable_value(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [encodable_value(v, depth + 1) for v in value]
-    return value
 
 
 def valid_conversation(messages: Sequence[Message]) -> list[Message]:

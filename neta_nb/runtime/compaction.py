@@ -19,6 +19,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..encodable import encodable
 from ..messages import (
     Message,
     TextPart,
@@ -27,7 +28,6 @@ from ..messages import (
     ToolResultPart,
     Usage,
     count_characters,
-    encodable,
 )
 from ..providers.base import (
     ModelRequest,

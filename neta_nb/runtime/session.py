@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..encodable import encodable
 from ..events import (
     ApprovalDecision,
     ApproveCommand,
@@ -35,7 +36,6 @@ from ..events import (
 from ..messages import (
     Message,
     Usage,
-    encodable,
     new_id,
 )
 from ..providers.base import Provider

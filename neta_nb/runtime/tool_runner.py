@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..encodable import encodable
 from ..events import (
     Event,
     ProgressEvent,
@@ -37,7 +38,6 @@ from ..messages import (
     SkillExecution,
     ToolCallPart,
     ToolExecution,
-    encodable,
 )
 from ..tools import Tool, ToolArgumentError, ToolContext
 from ..tools.base import ProgressCallback, ToolFailure

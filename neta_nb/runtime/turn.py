@@ -12,8 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..encodable import encodable, encodable_value
 from ..events import Event, ThinkingDoneEvent, TurnUsage, thinking_delta_event, token_event
-from ..messages import Message, encodable, encodable_value
+from ..messages import Message
 from ..providers.base import (
     ModelRequest,
     Provider,
@@ -112,7 +113,7 @@ class Turn:
             stream = self.tracer.timed(span, stream)
         async for event in stream:
             # Most events are deltas: test those first and keep the path short. Text is
-            # made encodable before anything keeps it (see messages.encodable).
+            # made encodable before anything keeps it (see neta_nb.encodable).
             if type(event) is TextDelta:
                 if not event.text.isascii():
                     event.text = encodable(event.text)

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from ..encodable import encodable
 from ..events import (
     CompactionEvent,
     DoneEvent,
@@ -30,7 +31,7 @@ from ..events import (
     TurnStartEvent,
     TurnUsage,
 )
-from ..messages import Message, SubagentRun, TraceRef, Usage, encodable
+from ..messages import Message, SubagentRun, TraceRef, Usage
 from ..providers.base import ModelRequest, Provider, ProviderError
 from ..store.database import TurnClaimHandle
 from ..store.process_owner import ProcessOwner

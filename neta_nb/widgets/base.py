@@ -35,10 +35,11 @@ import traitlets
 from ipywidgets import Layout, widget_serialization  # type: ignore[import-untyped]
 from ipywidgets.widgets.trait_types import InstanceDict  # type: ignore[import-untyped]
 
+from ..encodable import encodable_value
+
 # Pure escaping helpers live in the core (the resolver's displays use them too); widget
 # code keeps importing them from here.
 from ..escaping import code_span, escape_markdown, fenced, literal_markdown
-from ..messages import encodable_value
 from .background_echo import current_request, echo_after_cell, echo_noted, echoing
 from .bundle import STATIC_DIR, WidgetBundle, loader_source, shared_bundle
 from .static_form import StaticForm, short_plain

@@ -8,7 +8,8 @@ import sqlite3
 from pathlib import Path
 
 from neta_nb import AgentSession, SessionStore
-from neta_nb.messages import MAX_NESTING, Message, ToolCallPart
+from neta_nb.encodable import MAX_NESTING
+from neta_nb.messages import Message, ToolCallPart
 from neta_nb.store.session_store import SessionRecord
 
 from ..support.sessions import answer, assert_valid_history, calls, make_session
