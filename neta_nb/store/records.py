@@ -14,14 +14,18 @@ from pydantic import BaseModel, Field
 from ..messages import Message, Usage
 from .process_owner import ProcessOwner
 
-__all__ = ["CompactedView", "CompactionRecord", "SessionRecord", "automatic_title", "one_line"]
+__all__ = ["UNTITLED", "CompactedView", "CompactionRecord", "SessionRecord", "automatic_title",
+           "one_line"]
+
+UNTITLED = "New chat"
+"""The title of a session before its first prompt (views show it in their language)."""
 
 
 class SessionRecord(BaseModel):
     """What the session list shows and what resume needs to rebuild the agent."""
 
     id: str
-    title: str = "New chat"
+    title: str = UNTITLED
     agent: dict[str, Any] = Field(default_factory=dict)
     """The agent's definition: name, model, system_prompt, tools (config), default level."""
     think_level: str | None = None
@@ -61,6 +65,11 @@ class SessionRecord(BaseModel):
     badge; what a record stores here is ignored)."""
 
 
+    @property
+    def untitled(self) -> bool:
+        """No title yet (no prompt, no rename): views show "New chat" in their language."""
+        return self.title == UNTITLED and not self.title_by_user
+
 class CompactionRecord(BaseModel):
     """One compaction, for the chat view's marker: where it happened and what it saved."""
 
@@ -94,4 +103,4 @@ def one_line(text: str, limit: int) -> str:
 def automatic_title(messages: Sequence[Message]) -> str:
     """A session's title when the user gave none: its first prompt, on one line."""
     first = next((m.text for m in messages if m.role == "user"), "")
-    return one_line(first, 60) if first.strip() else "New chat"
+    return one_line(first, 60) if first.strip() else UNTITLED

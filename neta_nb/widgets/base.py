@@ -381,6 +381,11 @@ class NetaWidget(anywidget.AnyWidget):
     def _static_parts(self) -> tuple[str, str]:
         return self._fallback_html(), self._fallback_text()
 
+    def refresh_static_form(self) -> None:
+        """Draw the static form again soon: something it shows changed outside the
+        widget's traits (a session renamed from the session list)."""
+        self._static_form.refresh()
+
     def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
         """The widget view with a one-line ``text/plain`` (the static form is an output of
         its own: see ``_ipython_display_``)."""

@@ -24,6 +24,8 @@ export type { DeleteRequest, DeletedSession } from "./sidebar-delete";
 export interface SessionRow {
   id: string;
   title: string;
+  /** No title yet (no prompt, no rename): shown as "New chat" in the view's language. */
+  untitled: boolean;
   agent: string;
   running: boolean;
   /** The turn runs in another process (another kernel): it cannot be taken over here. */
@@ -219,8 +221,13 @@ export function createSessionSidebar(el: HTMLElement, options: SessionSidebarOpt
     return view;
   }
 
+  function shownTitle(session: SessionRow): string {
+    return session.untitled ? t(state.lang, "new_chat") : session.title;
+  }
+
   function sessionTitle(id: string): string {
-    return state.sessions.find((session) => session.id === id)?.title ?? "";
+    const session = state.sessions.find((other) => other.id === id);
+    return session ? shownTitle(session) : "";
   }
 
   /** Turn the row's title into an input; Enter or blur sends `rename`, Escape cancels. */
@@ -345,7 +352,8 @@ export function createSessionSidebar(el: HTMLElement, options: SessionSidebarOpt
         row.signature = signature;
         row.remover.setLang();
         showTitle(session.id, row);
-        row.root.title = session.agent ? `${session.title} · ${session.agent}` : session.title;
+        const title = shownTitle(session);
+        row.root.title = session.agent ? `${title} · ${session.agent}` : title;
         const parts: HTMLElement[] = [];
         if (session.todo && session.todo.total > 0) {
           // The seed's 📋 badge, drawn in CSS: emoji fonts are missing on many systems.
@@ -359,7 +367,7 @@ export function createSessionSidebar(el: HTMLElement, options: SessionSidebarOpt
         if (session.branch_of) {
           const parent = state.sessions.find((other) => other.id === session.branch_of);
           const branch = element("span", "neta-sidebar-branch", t(lang, "sidebar_branch"));
-          branch.title = parent ? t(lang, "sidebar_branch_of", { title: parent.title }) : t(lang, "sidebar_branch");
+          branch.title = parent ? t(lang, "sidebar_branch_of", { title: shownTitle(parent) }) : t(lang, "sidebar_branch");
           parts.push(branch);
         }
         const children = Math.max(0, Math.floor(Number(session.child_count) || 0));

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import html
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any, TypedDict, cast
@@ -28,11 +29,13 @@ from typing import Any, TypedDict, cast
 import traitlets
 
 from ...labels import t
+from ...runtime.budget import format_usd
 from ...runtime.resume import SessionNotOwnedError
 from ...runtime.session import AgentSession
 from ...store.process_owner import SessionBusyError
 from ...store.session_store import SessionRecord, SessionStore
 from ..base import NetaWidget, RequestError, handles
+from .static import shown_title
 from .stored_session import StoredSession
 from .view import ChatView, live_session
 
@@ -61,6 +64,8 @@ class SessionRow(TypedDict):
 
     id: str
     title: str
+    untitled: bool
+    """No title yet (no prompt, no rename): the views show "New chat" in their language."""
     agent: str
     running: bool
     elsewhere: bool
@@ -116,6 +121,7 @@ def _row(record: SessionRecord) -> SessionRow:
     return {
         "id": record.id,
         "title": record.title,
+        "untitled": record.untitled,
         "agent": str(record.agent.get("name", "")),
         "running": record.running,
         "elsewhere": bool(record.running and record.owner is not None
@@ -283,7 +289,7 @@ class SessionSidebar(NetaWidget):
                 chat.new_chat()  # the chat moves on to an empty one
             else:
                 chat.unbind()
-        self.deleted = {"id": session_id, "title": record.title}
+        self.deleted = {"id": session_id, "title": _shown_title(_row(record), self.lang)}
         with contextlib.suppress(RuntimeError):  # no loop (a script): until the next one
             loop = asyncio.get_running_loop()
             self._undo_timer = loop.call_later(UNDO_SECONDS, self._delete_for_good)
@@ -339,6 +345,8 @@ class SessionSidebar(NetaWidget):
         except KeyError as exc:
             raise RequestError(str(exc)) from exc
         self.refresh()
+        if self.chat is not None and self.chat.session_id == session_id:
+            self.chat.refresh_static_form()  # its saved form names the session
         return {"session_id": session_id}
 
     @handles("new_chat")
@@ -374,11 +382,58 @@ class SessionSidebar(NetaWidget):
     def __repr__(self) -> str:
         return f"SessionSidebar({len(self.sessions)} sessions)"
 
-    def _row_text(self, row: Mapping[str, Any]) -> str:
+    def _row_text(self, row: Mapping[str, Any], titles: Mapping[str, str]) -> str:
+        return " — ".join(part for part in (
+            " ".join(self._row_marks(row, titles)), self._row_status(row)) if part)
+
+    def _titles(self) -> dict[str, str]:
+        return {row["id"]: _shown_title(row, self.lang) for row in self.sessions}
+
+    def _row_marks(self, row: Mapping[str, Any], titles: Mapping[str, str]) -> list[str]:
+        """The title and what the live row shows beside it: plan badge, branch, cost."""
+        marks = [_shown_title(row, self.lang)]
         todo = row.get("todo")
-        badge = f" 📋 {todo['completed']}/{todo['total']}" if todo else ""
-        status = "● running" if row.get("running") else row.get("last_message", "")
-        return f"{row['title']}{badge} — {status}".rstrip(" —")
+        if todo:
+            marks.append(f"📋 {todo['completed']}/{todo['total']}")
+        parent = row.get("branch_of")
+        if parent:
+            title = titles.get(parent)
+            marks.append(f"({t('sidebar_branch_of', self.lang, title=title)})" if title
+                         else f"({t('sidebar_branch', self.lang)})")
+        cost = row.get("cost_usd")
+        if isinstance(cost, (int, float)) and cost > 0:
+            marks.append(format_usd(cost))
+        return marks
+
+    def _row_status(self, row: Mapping[str, Any]) -> str:
+        return f"● {t('running', self.lang)}" if row.get("running") else str(
+            row.get("last_message", ""))
 
     def _fallback_text(self) -> str:
-        return "\n".join(self._row_text(row) for row in self.sessions) or repr(self)
+        titles = self._titles()
+        return "\n".join(self._row_text(row, titles) for row in self.sessions) or repr(self)
+
+    def _fallback_html(self) -> str:
+        """The list as the live one draws it (titles, badges, branches, costs), the
+        session shown in the chat in bold."""
+        titles = self._titles()
+        items = []
+        for row in self.sessions:
+            marks = self._row_marks(row, titles)
+            title = html.escape(marks[0])
+            if row["id"] == self.active:
+                title = f"<b>{title}</b>"
+            rest = html.escape(" · ".join(marks[1:]))
+            status = html.escape(self._row_status(row))
+            items.append(f'<li style="margin:2px 0">{title}'
+                         f'{" · " + rest if rest else ""}'
+                         f'<div style="opacity:.72;font-size:12px">{status}</div></li>')
+        if not items:
+            return super()._fallback_html()
+        return (f'<ul class="neta-static neta-static-sessions" style="list-style:none;'
+                f'padding:0;margin:4px 0;font-family:system-ui,sans-serif;font-size:13px">'
+                f'{"".join(items)}</ul>')
+
+
+def _shown_title(row: Mapping[str, Any], lang: str) -> str:
+    return shown_title(str(row.get("title", "")), bool(row.get("untitled")), lang)

@@ -22,8 +22,8 @@ from ..cards.todo_card import plan_html
 from ..cards.token_stats import usage_html
 from ..rich_static import attachment_placeholder, output_placeholder
 
-__all__ = ["CARD_RESULT_CHARS", "STATIC_CHARS", "static_html", "static_summary", "static_text",
-           "transcript"]
+__all__ = ["CARD_RESULT_CHARS", "STATIC_CHARS", "shown_title", "static_html", "static_summary",
+           "static_text", "transcript"]
 
 STATIC_CHARS = 24_000
 """Characters of conversation in the static form: a long answer (some 3,000 words) shows
@@ -39,6 +39,11 @@ _BOX = ("border:1px solid #d0d7de;border-radius:6px;padding:4px 8px;margin:4px 0
         "font-size:12px")
 _STATUS_ACCENT = {"running": "#1976d2", "done": "#2e7d32", "error": "#c62828",
                   "cancelled": "#8c959f", "rejected": "#8c959f", "interrupted": "#8c959f"}
+
+
+def shown_title(title: str, untitled: bool, lang: str) -> str:
+    """A session's title as the views show it: "New chat" in their language before any."""
+    return t("new_chat", lang) if untitled else title
 
 
 def _cut_note(shown: str, total: int | None, lang: str) -> str:
@@ -196,10 +201,18 @@ def static_html(agent: str, items: Sequence[Mapping[str, Any]], *, empty: str,
                 todos: Sequence[Mapping[str, Any]] = (),
                 current: Mapping[str, Any] | None = None,
                 context: Mapping[str, Any] | None = None,
+                heading: Sequence[str] = (),
                 lang: str = "en") -> str:
-    """The chat as one self-contained HTML block (inline styles; every text escaped)."""
+    """The chat as one self-contained HTML block (inline styles; every text escaped).
+    ``heading``: the session's title, then notes shown after it (a branch's parent, the
+    session's cost)."""
     kept, hidden = transcript(items, lang)
     rows = []
+    if heading:
+        notes = "".join(f' <span style="{_MUTED}">· {html.escape(note)}</span>'
+                        for note in heading[1:])
+        rows.append(f'<div class="neta-static-heading" style="margin:4px 0">'
+                    f"<b>{html.escape(heading[0])}</b>{notes}</div>")
     if hidden:
         rows.append(f'<div style="margin:6px 0;{_MUTED}"><i>'
                     f"{html.escape(t('static_hidden', lang, n=hidden))}</i></div>")
@@ -210,7 +223,7 @@ def static_html(agent: str, items: Sequence[Mapping[str, Any]], *, empty: str,
         role = "user" if item["role"] == "user" else "assistant"
         rows.append(f'<div class="neta-static-{role}" style="margin:8px 0">'
                     f"<b>{speaker}</b>{cards}{body}</div>")
-    if not rows:
+    if not kept and not hidden:
         rows.append(f'<div style="{_MUTED}">{html.escape(empty)}</div>')
     plan = plan_html(todos, lang) if todos else ""
     usage = ""

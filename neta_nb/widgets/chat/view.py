@@ -27,14 +27,16 @@ from typing import Any, cast
 from ...labels import t
 from ...messages import Message
 from ...runtime.attachments import Attachment, guess_media_type
+from ...runtime.budget import format_usd
 from ...runtime.session import Agent, AgentSession
 from ...store.process_owner import SessionBusyError
+from ...store.records import UNTITLED, automatic_title
 from ...store.session_store import CompactionRecord
 from ..base import BUFFERS_KEY, RequestError, handles
 from .live import live_session, note
 from .read_only import READ_ONLY_REFRESH_INTERVAL, ReadOnlyChat
 from .render import full_text, render_window
-from .static import static_html, static_summary, static_text
+from .static import shown_title, static_html, static_summary, static_text
 from .wire import (
     Approval,
     ChatSnapshot,
@@ -304,7 +306,39 @@ class ChatView(ReadOnlyChat):
     def _fallback_html(self) -> str:
         return static_html(self._agent_name(), self.messages, empty=self._not_running_text(),
                            todos=self.todos, current=self.current, context=self.context,
-                           lang=self.lang)
+                           heading=self._static_heading(), lang=self.lang)
+
+    def _static_heading(self) -> list[str]:
+        """What the session list shows of the session: its title, the session a branch
+        was forked from, what it has cost (with sub-agents; "—" when unknown) — so a
+        saved notebook says which conversation it holds."""
+        session = self.session
+        if session is None or not self.messages:
+            return []
+        store = session.store
+        if store is None:  # an unstored session has no title in a list
+            return []
+        try:
+            record = store.get_session(session.id)
+            parent = store.get_session(session.branch_of) if session.branch_of else None
+        except Exception:  # a picture only: a store that cannot be read now leaves it out
+            log.warning("the saved chat's title could not be read from the store",
+                        exc_info=True)
+            return []
+        if record is None:  # not written yet (a fork just made): the title it will get
+            title = automatic_title(session.messages)
+            heading = [shown_title(title, title == UNTITLED, self.lang)]
+        else:
+            heading = [shown_title(record.title, record.untitled, self.lang)]
+        if session.branch_of:
+            title = None if parent is None else shown_title(parent.title, parent.untitled,
+                                                             self.lang)
+            heading.append(t("sidebar_branch_of", self.lang, title=title)
+                           if title is not None else t("sidebar_branch", self.lang))
+        cost = session.cost_usd
+        heading.append(f"{t('cost_session', self.lang)}: "
+                       f"{format_usd(cost) if cost is not None else t('cost_unknown', self.lang)}")
+        return heading
 
     def _static_parts(self) -> tuple[str, str]:
         plain = (static_summary(self._agent_name(), self.messages, self.lang)
