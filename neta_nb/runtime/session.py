@@ -113,6 +113,7 @@ class AgentSession(TurnLoop, Branches):
         """The message of :attr:`branch_of` this one was forked at (``branch_of=(session
         id, message id)``: its first stored record says so already)."""
         self._rewind_listeners: list[Callable[[], None]] = []
+        self._level_listeners: list[Callable[[ThinkLevel], None]] = []
         self.catalog = catalog if catalog is not None else ToolCatalog.default()
         self.provider = provider or agent.create_provider()
         if session_id is not None:
@@ -244,6 +245,15 @@ class AgentSession(TurnLoop, Branches):
         """Choose the thinking level; it applies from the next model call, even mid-turn."""
         self._think_level = check_think_level(level)
         self._saved.update(think_level=self._think_level)
+        for listener in list(self._level_listeners):
+            listener(self.think_level)
+
+    def on_thinking_level(self, callback: Callable[[ThinkLevel], None]) -> Callable[[], None]:
+        """Call ``callback(level)`` after each :meth:`set_thinking_level` (a view shows the
+        level chosen from code at once); returns a function that stops it."""
+        self._level_listeners.append(callback)
+        return lambda: (self._level_listeners.remove(callback)
+                        if callback in self._level_listeners else None)
 
     def preview(self) -> PromptPreview:
         """The system prompt and tool definitions the next model call will send — the

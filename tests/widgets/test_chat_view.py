@@ -526,6 +526,22 @@ async def test_the_level_set_mid_turn_applies_to_the_next_request() -> None:
     assert [r.think_level for r in provider.requests] == ["medium", "high"]
 
 
+async def test_a_level_chosen_from_code_shows_in_the_view_at_once() -> None:
+    session, provider = make_session([answer("ok")])
+    chat = ChatView(session)
+    other, _ = make_session([])
+    session.set_thinking_level("low")
+    assert chat.think_level == "low"  # idle: no turn end to wait for
+    chat.bind(other)
+    session.set_thinking_level("high")  # no longer shown: the view does not follow it
+    assert chat.think_level == other.think_level != "high"
+    chat.bind(session)
+    assert chat.think_level == "high"
+    await session.run("go")
+    assert [r.think_level for r in provider.requests] == ["high"]
+    chat.close()
+
+
 async def test_approval_requests_show_until_answered() -> None:
     ran.clear()
     session, _ = make_session([calls(("g1", "guarded", {"x": 1})), answer("ok"),

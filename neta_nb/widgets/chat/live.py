@@ -153,8 +153,8 @@ class LiveChat(NetaWidget):
         self._approvals_shown: list[PendingApproval] = []  # what the trait holds
         self._stored_subagents = StoredSubagents(None)
         self._session: AgentSession | None = None
-        self._unsubscribe: Callable[[], None] | None = None
-        self._unrewind: Callable[[], None] | None = None
+        self._unfollow: list[Callable[[], None]] = []
+        """What stops following the bound session: its events, rewinds, level changes."""
         self._presence = ViewPresence(lambda: self._kernel_loop)
         self._background: dict[str, Callable[[], None]] = {}
         """Sessions switched away from mid-turn, by id: what ends their hold (below)."""
@@ -215,9 +215,13 @@ class LiveChat(NetaWidget):
             self.store_warning = ("" if failure is None
                                   else self._warning_text(store_warning(failure)))
             self._seq = self._batcher.seq
-        self._unsubscribe = session.subscribe(self._on_event)
-        # A rewind (retry, edit) changes the history behind the events: drawn again.
-        self._unrewind = session.on_rewind(lambda: self._rewound(session))
+        self._unfollow = [
+            session.subscribe(self._on_event),
+            # A rewind (retry, edit) changes the history behind the events: drawn again.
+            session.on_rewind(lambda: self._rewound(session)),
+            # A level chosen from code shows at once (one from the selector is shown).
+            session.on_thinking_level(self._level_chosen),
+        ]
         self._presence.bind(session)  # the approver while a view of this widget is shown
         release = self._background.get(session.id)
         if release is not None:
@@ -229,12 +233,9 @@ class LiveChat(NetaWidget):
         on in the background: this view stays its approver until the turn ends, so a
         tool call waiting for approval waits for the user to come back to it (through the
         sidebar, which shows it running) rather than going to the approval policy."""
-        if self._unsubscribe is not None:
-            self._unsubscribe()
-            self._unsubscribe = None
-        if self._unrewind is not None:
-            self._unrewind()
-            self._unrewind = None
+        unfollow, self._unfollow = self._unfollow, []
+        for stop in unfollow:
+            stop()
         if self._session is not None and self._session.running:
             self._keep_in_background(self._session)
         self._presence.unbind()
@@ -244,6 +245,9 @@ class LiveChat(NetaWidget):
         if self._session is not None:
             self._previous = self._session
         self._session = None
+
+    def _level_chosen(self, level: str) -> None:
+        self.think_level = level
 
     def _rewound(self, session: AgentSession) -> None:
         self.bind(session)
