@@ -331,10 +331,9 @@ class ChatView(ReadOnlyChat):
         else:
             heading = [shown_title(record.title, record.untitled, self.lang)]
         if session.branch_of:
-            title = None if parent is None else shown_title(parent.title, parent.untitled,
-                                                             self.lang)
-            heading.append(t("sidebar_branch_of", self.lang, title=title)
-                           if title is not None else t("sidebar_branch", self.lang))
+            heading.append(t("sidebar_branch", self.lang) if parent is None else t(
+                "sidebar_branch_of", self.lang,
+                title=shown_title(parent.title, parent.untitled, self.lang)))
         cost = session.cost_usd
         heading.append(f"{t('cost_session', self.lang)}: "
                        f"{format_usd(cost) if cost is not None else t('cost_unknown', self.lang)}")
