@@ -48,6 +48,10 @@ class Rows(Protocol):
     def ensure_blobs(self, session_id: str, encoded: EncodedMessage) -> None:
         """Make sure the blobs the row of ``encoded`` names are stored (after the row)."""
 
+    def delete_messages(self, session_id: str, message_ids: Sequence[str]) -> None:
+        """Remove these messages of the session (a rewind: its branch keeps copies); the
+        blobs only they named are no longer the session's."""
+
     @property
     def dialect(self) -> Literal["sqlite", "postgresql"]: ...
 

@@ -45,7 +45,13 @@ from .blobs import BlobTable, EncodedMessage
 from .database import Action, Database, SessionRow, escape_like
 from .postgres_claims import KEEPALIVE, ClaimsConnection, claim_key
 from .postgres_notify import Listener
-from .postgres_rows import PostgresRows, PostgresWriterConnection, failure_of, write_key
+from .postgres_rows import (
+    PostgresRows,
+    PostgresWriterConnection,
+    drop_unreferenced_blobs,
+    failure_of,
+    write_key,
+)
 from .process_owner import ProcessOwner, busy_error
 from .writer import StoreFailure
 
@@ -291,17 +297,9 @@ class PostgresDatabase:
                                # A batch run's record: its rows go with it.
                                ("batch_rows", "run_id"), ("batch_runs", "id")):
                 conn.execute(f"DELETE FROM {table} WHERE {key} = %s", (session_id,))
-            named = [row[0] for row in conn.execute(
+            drop_unreferenced_blobs(conn, [row[0] for row in conn.execute(
                 "DELETE FROM blob_refs WHERE session_id = %s RETURNING sha256",
-                (session_id,)).fetchall()]
-            if named:
-                # Locked first: a writer naming one of them meanwhile (its ensure_blobs
-                # holds a share lock on the blob) is waited for, and then seen.
-                conn.execute("SELECT 1 FROM blobs WHERE sha256 = ANY(%s) FOR UPDATE",
-                             (named,))
-                conn.execute("DELETE FROM blobs WHERE sha256 = ANY(%s) AND NOT EXISTS "
-                             "(SELECT 1 FROM blob_refs WHERE blob_refs.sha256 = blobs.sha256)",
-                             (named,))
+                (session_id,)).fetchall()])
 
     def settle(self, session_id: str, data: str) -> None:
         # Only if no write of the session is under way: a reader never waits for it; the

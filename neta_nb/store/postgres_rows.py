@@ -21,7 +21,8 @@ from .writer import StoreFailure
 if TYPE_CHECKING:
     from .postgres import PostgresDatabase
 
-__all__ = ["PostgresRows", "PostgresWriterConnection", "failure_of", "write_key"]
+__all__ = ["PostgresRows", "PostgresWriterConnection", "drop_unreferenced_blobs", "failure_of",
+           "write_key"]
 
 WRITER_LOCK_TIMEOUT_MS = 100
 """How long one attempt of a session's writer waits on a lock another program holds (a
@@ -111,10 +112,36 @@ class PostgresRows:
                           "SELECT %s, unnest(%s::text[]) ON CONFLICT DO NOTHING",
                           (session_id, digests))
 
+    def delete_messages(self, session_id: str, message_ids: Sequence[str]) -> None:
+        self.conn.execute("DELETE FROM messages WHERE session_id = %s AND id = ANY(%s)",
+                          (session_id, list(message_ids)))
+        # The blobs only those messages named are no longer the session's (the branch
+        # holding copies holds its own references); one nobody holds any more goes.
+        dropped = [row[0] for row in self.conn.execute(
+            "DELETE FROM blob_refs r WHERE r.session_id = %s"
+            " AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = r.session_id"
+            "                 AND strpos(m.data, r.sha256) > 0)"
+            " AND NOT EXISTS (SELECT 1 FROM drafts d WHERE d.session_id = r.session_id"
+            "                 AND strpos(d.data, r.sha256) > 0)"
+            " RETURNING sha256", (session_id,)).fetchall()]
+        drop_unreferenced_blobs(self.conn, dropped)
+
     def notify(self, session_id: str) -> None:
         """Tell other processes' listeners, when this transaction commits."""
         self.conn.execute("SELECT pg_notify(%s, %s)",
                           (CHANNEL, notification(self._token, session_id)))
+
+
+def drop_unreferenced_blobs(conn: psycopg.Connection[Any], digests: list[str]) -> None:
+    """Delete those of these blobs no session references any more. Locked first: a
+    writer naming one of them meanwhile (its ``ensure_blobs`` holds a share lock on the
+    blob) is waited for, and then seen."""
+    if not digests:
+        return
+    conn.execute("SELECT 1 FROM blobs WHERE sha256 = ANY(%s) FOR UPDATE", (digests,))
+    conn.execute("DELETE FROM blobs WHERE sha256 = ANY(%s) AND NOT EXISTS "
+                 "(SELECT 1 FROM blob_refs WHERE blob_refs.sha256 = blobs.sha256)",
+                 (digests,))
 
 
 class PostgresWriterConnection:

@@ -6,6 +6,7 @@ shared by the store's own connection and the connection of each session's writer
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
@@ -100,6 +101,15 @@ class SqliteRows:
 
     def ensure_blobs(self, session_id: str, encoded: EncodedMessage) -> None:
         self._blobs.ensure(encoded)
+
+    def delete_messages(self, session_id: str, message_ids: Sequence[str]) -> None:
+        # A file stays while any row names it (delete_session checks): nothing to drop.
+        ids = list(message_ids)
+        for start in range(0, len(ids), 500):  # under SQLite's bound on parameters
+            chunk = ids[start:start + 500]
+            marks = ", ".join("?" * len(chunk))
+            self.db.execute(f"DELETE FROM messages WHERE session_id = ? AND id IN ({marks})",
+                            (session_id, *chunk))
 
 
 def put_session(db: sqlite3.Connection, session_id: str, data: str, updated_at: float,

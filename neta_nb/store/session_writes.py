@@ -172,11 +172,7 @@ class SessionPersistence:
         session_id, ids = self.session_id, list(message_ids)
 
         def apply(rows: Rows) -> None:
-            for start in range(0, len(ids), 500):
-                chunk = ids[start:start + 500]
-                marks = ", ".join("?" * len(chunk))
-                rows.execute(f"DELETE FROM messages WHERE session_id = ? AND id IN ({marks})",
-                             (session_id, *chunk))
+            rows.delete_messages(session_id, ids)
             if not keep_view:
                 rows.execute("DELETE FROM views WHERE session_id = ?", (session_id,))
 

@@ -267,3 +267,29 @@ def test_a_huge_pil_image_is_refused_before_it_is_encoded(
     monkeypatch.setattr(Image.Image, "save", lambda *a, **k: pytest.fail("encoded"))
     with pytest.raises(AttachmentError, match="a 20000×20000 image is 400,000,000 pixels"):
         attachment_parts([huge], capabilities=VISION, model="m")
+
+
+async def test_a_rewound_picture_goes_with_the_branch_that_keeps_it(
+        store_target: str | Path) -> None:
+    # A rewind keeps the replaced turns in a branch and takes them off the session: the
+    # picture is the branch's alone, so deleting the branch deletes it, while one the
+    # session still shows (sent in an earlier turn) stays.
+    path = store_target
+    store, kept_picture, rewound_picture = SessionStore(path), noise_png(), noise_png(seed=9)
+    session = AgentSession(Agent("a", model=ScriptedProvider()), ToolCatalog(), store=store)
+    await session.run("First", attachments=[(kept_picture, "image/png", "k.png")])
+    await session.run("Second", attachments=[(rewound_picture, "image/png", "r.png"),
+                                             (kept_picture, "image/png", "k.png")])
+    prompt = next(m for m in session.messages if m.role == "user" and m.text == "Second")
+    branch = session.rewind(prompt.id)
+    assert branch is not None
+    assert session.flush(10) and branch.flush(10)
+    assert blob_stored(path, rewound_picture) and blob_stored(path, kept_picture)
+    SessionStore(path).delete_session(branch.id)
+    assert not blob_stored(path, rewound_picture)  # nobody shows it any more
+    assert blob_stored(path, kept_picture)  # the session's first turn still shows it
+    resumed = AgentSession.resume(session.id, SessionStore(path), provider=ScriptedProvider())
+    image = resumed.messages[0].attachments[0]
+    assert isinstance(image, ImagePart) and base64.b64decode(image.data or "") == kept_picture
+    SessionStore(path).delete_session(session.id)
+    assert not blob_stored(path, kept_picture)
