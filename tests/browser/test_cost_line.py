@@ -397,8 +397,14 @@ def test_a_turn_budget_warns_then_stops_the_turn(lab: LabSession, screenshot_dir
         assert params["spent"] == usd(_last_update(lab, path)["cost_usd"])
         assert notice.inner_text() == t("budget_warning_turn", "en", **params)
         assert view.evaluate("v => v.classList.contains('neta-is-running')")
+        # A warning, not an error: drawn in the theme's warning colour.
+        assert notice.evaluate("n => n.classList.contains('neta-is-warning')")
         lab.wait_for_transitions()
-        lab.screenshot(view, screenshot_dir / "cost-line-budget-warning-light.png")
+        for dark in (False, True):
+            lab.set_theme(dark=dark)
+            lab.screenshot(view, screenshot_dir /
+                           f"cost-line-budget-warning-{'dark' if dark else 'light'}.png")
+        lab.set_theme(dark=False)
 
         lab.execute(path, "gate.set()")
         page.wait_for_function(IDLE, timeout=30_000)
@@ -417,6 +423,7 @@ def test_a_turn_budget_warns_then_stops_the_turn(lab: LabSession, screenshot_dir
                            "What it did is kept.")
         page.locator(".neta-chat-notice", has_text="Stopped:").wait_for()
         assert notice.inner_text() == reached
+        assert not notice.evaluate("n => n.classList.contains('neta-is-warning')")  # stopped
         # The turn ended: nothing runs, nothing spins, Send is back.
         assert view.locator(".neta-chat-working").is_hidden()
         assert view.locator(".neta-spinner").count() == 0

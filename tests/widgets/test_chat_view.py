@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from neta_nb import Agent, AgentSession, SessionStore, ToolCatalog, tool
+from neta_nb import Agent, AgentSession, ModelPrice, SessionStore, ToolCatalog, tool
 from neta_nb.messages import Message, SkillExecution, TextPart, ToolCallPart, ToolExecution, Usage
 from neta_nb.providers.base import (
     ProviderError,
@@ -539,6 +539,23 @@ async def test_a_level_chosen_from_code_shows_in_the_view_at_once() -> None:
     assert chat.think_level == "high"
     await session.run("go")
     assert [r.think_level for r in provider.requests] == ["high"]
+    chat.close()
+
+
+async def test_a_budget_warning_is_drawn_as_a_warning_and_its_stop_as_an_error() -> None:
+    price = ModelPrice(input=3.0, output=15.0)  # a call of 100 in, 20 out: $0.0006
+    usage = Usage(input_tokens=100, output_tokens=20)
+    session, provider = make_session(
+        [calls((f"c{n}", "add", {"a": n, "b": 1}), usage=usage) for n in range(10)])
+    session.agent.turn_budget_usd = 0.0006 * 4.5
+    provider.price = price
+    chat = ChatView(session)
+    shown: list[tuple[str, str]] = []
+    chat.observe(lambda _: shown.append((chat.notice_tone, chat.notice)), names="notice")
+    await session.run("keep adding")
+    assert [(tone, text.split(":")[0].split(" ")[0]) for tone, text in shown] == [
+        ("warning", "This"), ("error", "Stopped")]
+    assert chat._sync({})["notice_tone"] == "error"  # a view opened now draws it so
     chat.close()
 
 

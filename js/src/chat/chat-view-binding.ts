@@ -76,6 +76,7 @@ const CHAT_TRAITS: readonly (keyof ChatViewState & string)[] = [
   "think_level",
   "approvals",
   "notice",
+  "notice_tone",
   "read_only",
   "store_warning",
   "attachment_limits",

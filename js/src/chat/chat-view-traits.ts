@@ -129,6 +129,8 @@ export interface ChatViewState {
   levels: ThinkLevel[];
   approvals: Approval[];
   notice: string;
+  /** How the notice is drawn: an error, or a warning (a budget mostly spent). */
+  notice_tone: "error" | "warning";
   /** Why what is shown is not saved yet (the store is behind, retrying); "" when saved. */
   store_warning: string;
   height: string;
@@ -210,7 +212,7 @@ export interface LiveSnapshot {
 }
 
 export interface ChatSnapshot
-  extends Pick<ChatViewState, "session_id" | "messages" | "has_older" | "todos" | "current" | "context" | "running" | "think_level" | "approvals" | "notice"> {
+  extends Pick<ChatViewState, "session_id" | "messages" | "has_older" | "todos" | "current" | "context" | "running" | "think_level" | "approvals" | "notice" | "notice_tone"> {
   seq: number;
   live: LiveSnapshot | null;
 }

@@ -110,6 +110,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     approvals: [],
     store_warning: "",
     notice: "",
+    notice_tone: "error",
     height: "640px",
     lang: normalizeLang(options.lang),
     read_only: null,
@@ -268,6 +269,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     workingText.textContent = label("working");
     notice.hidden = !state.notice;
     notice.textContent = state.notice;
+    notice.classList.toggle("neta-is-warning", state.notice_tone === "warning");
     storeWarning.hidden = !state.store_warning;
     storeWarning.textContent = state.store_warning;
     input.render();
@@ -355,6 +357,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
         renderApprovals();
       }
       if (patch.notice !== undefined) state.notice = patch.notice;
+      if (patch.notice_tone !== undefined) state.notice_tone = patch.notice_tone === "warning" ? "warning" : "error";
       if (patch.store_warning !== undefined) state.store_warning = patch.store_warning;
       mergeThinking();
       renderChrome();

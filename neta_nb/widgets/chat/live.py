@@ -23,7 +23,7 @@ import dataclasses
 import weakref
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import traitlets
 
@@ -122,7 +122,10 @@ class LiveChat(NetaWidget):
     levels = traitlets.List(traitlets.Unicode()).tag(sync=True)
     approvals = traitlets.List(traitlets.Dict(),
                                help="Pending approval requests: {id, name, args}.").tag(sync=True)
-    notice = traitlets.Unicode("", help="An error not tied to a message.").tag(sync=True)
+    notice = traitlets.Unicode("", help="An error not tied to a message, or a warning "
+                               "(a budget mostly spent).").tag(sync=True)
+    notice_tone = traitlets.Enum(("error", "warning"), default_value="error",
+                                 help="How the notice is drawn.").tag(sync=True)
     store_warning = traitlets.Unicode(
         "", help="Why what is shown is not saved yet (the store is behind); empty when it is."
     ).tag(sync=True)
@@ -323,7 +326,7 @@ class LiveChat(NetaWidget):
             last = projection.last_assistant
             item = self._item(last.id) if last is not None else None
             if item is None or item["error"] != note(event.message):
-                self.notice = note(event.message)
+                self.show_notice(note(event.message))
         elif kind is DoneEvent:
             self._publish_window(turn_ended=True)
             return
@@ -343,10 +346,19 @@ class LiveChat(NetaWidget):
 
     def _on_warning(self, event: WarningEvent) -> None:
         if event.code is not None and event.code.startswith("budget_"):
-            self.notice = self._warning_text(event)  # 80 % used, or the turn stopped
+            # 80 % used (or some costs unknown) warns; a turn the budget stopped is an error.
+            self.show_notice(self._warning_text(event), tone="error"
+                             if event.code.startswith(("budget_reached", "budget_refused"))
+                             else "warning")
             return
         # Not a turn boundary: the store can fall behind, or catch up, between turns.
         self.store_warning = "" if event.cleared else self._warning_text(event)
+
+    def show_notice(self, text: str, *, tone: Literal["error", "warning"] = "error") -> None:
+        """Show ``text`` under the conversation (an error, or a ``"warning"``)."""
+        with self.hold_sync():  # the tone first: an observer of the notice sees its own
+            self.notice_tone = tone
+            self.notice = text
 
     def _warning_text(self, event: WarningEvent) -> str:
         if event.code is not None and event.code in LABELS["en"]:

@@ -120,4 +120,5 @@ class ReadOnlyChat(LiveChat):
         return {"seq": self._batcher.seq, "session_id": stored.id, "messages": items,
                 "has_older": has_older, "live": None, "running": False,
                 "todos": self.todos, "current": self.current, "context": self.context,
-                "approvals": [], "think_level": self.think_level, "notice": self.notice}
+                "approvals": [], "think_level": self.think_level, "notice": self.notice,
+                "notice_tone": self.notice_tone}

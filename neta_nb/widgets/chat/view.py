@@ -134,6 +134,7 @@ class ChatView(ReadOnlyChat):
             "approvals": cast("list[Approval]", self.approvals),
             "think_level": self.think_level,
             "notice": self.notice,
+            "notice_tone": self.notice_tone,
         }
 
     @handles("full_text")
@@ -243,7 +244,8 @@ class ChatView(ReadOnlyChat):
                 # The session reports provider failures as events; anything else would
                 # vanish with the task, so it is shown where the user looks.
                 log.error("chat turn failed", exc_info=done.exception())
-                self.notice = note(f"{type(done.exception()).__name__}: {done.exception()}")
+                self.show_notice(note(f"{type(done.exception()).__name__}: "
+                                      f"{done.exception()}"))
 
         task.add_done_callback(finished)
 

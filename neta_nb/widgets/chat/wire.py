@@ -186,6 +186,7 @@ class ChatSnapshot(TypedDict):
     approvals: list[Approval]
     think_level: str
     notice: str
+    notice_tone: str
 
 
 class ViewRequest(TypedDict):
