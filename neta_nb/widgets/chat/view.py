@@ -327,11 +327,13 @@ class ChatView(ReadOnlyChat):
             log.warning("the saved chat's title could not be read from the store",
                         exc_info=True)
             return []
-        if record is None:  # not written yet (a fork just made): the title it will get
+        # The user's title, else the one the store derives from the messages — from the
+        # session's own: its record may not be written yet (a fork just made).
+        if record is not None and record.title_by_user:
+            heading = [record.title]
+        else:
             title = automatic_title(session.messages)
             heading = [shown_title(title, title == UNTITLED, self.lang)]
-        else:
-            heading = [shown_title(record.title, record.untitled, self.lang)]
         if session.branch_of:
             heading.append(t("sidebar_branch", self.lang) if parent is None else t(
                 "sidebar_branch_of", self.lang,
