@@ -38,6 +38,7 @@ from ..messages import (
     SkillExecution,
     ToolCallPart,
     ToolExecution,
+    TraceRef,
 )
 from ..tools import Tool, ToolArgumentError, ToolContext
 from ..tools.base import ProgressCallback, ToolFailure
@@ -123,6 +124,9 @@ class ToolRunner:
         self._on_todo_written = on_todo_written
         self._on_interrupt = on_interrupt
         self._tracer = UNTRACED
+        self._finished: dict[str, Message] = {}
+        """Results of calls that finished after a Stop left the wait for an earlier one:
+        :meth:`close_unanswered` gives them to the model instead of "did not finish"."""
 
     async def run(self, message: Message, resolution: ToolResolution, *,
                   live_calls: dict[str, object], limits: ToolLimits,
@@ -132,6 +136,7 @@ class ToolRunner:
         ``live_calls`` maps the ids of calls running now to their run (the turn's):
         only those may still emit events. ``tracer``: the turn's spans."""
         self._tracer = tracer
+        self._finished = {}
         chains: dict[str, asyncio.Future[Any]] = {}
         tasks = []
         for call in message.tool_calls:
@@ -143,13 +148,19 @@ class ToolRunner:
             if not reentrant:
                 chains[call.name] = task
             tasks.append(task)
+        appended = 0
         try:
             for task in tasks:
                 # Waiting (not awaiting the task itself) makes a Stop cancel this turn
                 # even when the running tool swallows its own cancellation.
                 await asyncio.wait([task])
                 self._append(task.result())
+                appended += 1
         finally:
+            for call, task in zip(message.tool_calls[appended:], tasks[appended:],
+                                  strict=True):
+                if task.done() and not task.cancelled() and task.exception() is None:
+                    self._finished[call.id] = task.result()  # ran to the end meanwhile
             for task in tasks:
                 task.cancel()  # only the unfinished ones notice (cancel of a stopped turn)
             # Executions recorded during the calls belong to the assistant message.
@@ -171,24 +182,14 @@ class ToolRunner:
                        resolution: ToolResolution, live_calls: dict[str, object],
                        limits: ToolLimits, span: CallSpan) -> Message:
         tool = resolution.get(call.name)
-        visibility = tool.visibility if tool is not None else "tool"
         label = tool.label if tool is not None else call.name
-        tool_record: ToolExecution | None = None
-        skill_record: SkillExecution | None = None
         # A token, not the id: ids repeat across responses, and a thread abandoned by an
         # earlier call with this id must not report onto this call's card.
         run = live_calls[call.id] = object()
-        if visibility == "skill":
-            skill_record = SkillExecution(id=call.id, name=call.name, label=label,
-                                          trace=span.ref)
-            message.metadata.skill_executions.append(skill_record)
-            self._emit(SkillStartEvent(id=call.id, name=call.name, label=label))
-        elif visibility == "tool":
-            tool_record = ToolExecution(id=call.id, name=call.name, label=label,
-                                        args=call.args, trace=span.ref)
-            message.metadata.tool_executions.append(tool_record)
-            self._emit(ToolCallEvent(id=call.id, name=call.name, label=label, args=call.args))
-        if tool_record is not None or skill_record is not None:
+        card = self._open_card(message, call, tool, span.ref)
+        tool_record = card if isinstance(card, ToolExecution) else None
+        skill_record = card if isinstance(card, SkillExecution) else None
+        if card is not None:
             self._persist(message)  # the card exists from now on, even if the kernel dies
 
         def set_status(status: RunStatus) -> None:
@@ -280,6 +281,25 @@ class ToolRunner:
         return Message.tool_result(call.id, call.name, content, is_error=is_error,
                                    images=images)
 
+    def _open_card(self, message: Message, call: ToolCallPart, tool: Tool | None,
+                   trace: TraceRef | None) -> ToolExecution | SkillExecution | None:
+        """The call's card as its tool shows (a skill's, a tool's, none for an internal
+        one; an unknown tool's is a tool card), recorded on ``message`` and announced."""
+        visibility = tool.visibility if tool is not None else "tool"
+        label = tool.label if tool is not None else call.name
+        if visibility == "skill":
+            skill = SkillExecution(id=call.id, name=call.name, label=label, trace=trace)
+            message.metadata.skill_executions.append(skill)
+            self._emit(SkillStartEvent(id=call.id, name=call.name, label=label))
+            return skill
+        if visibility == "tool":
+            record = ToolExecution(id=call.id, name=call.name, label=label, args=call.args,
+                                   trace=trace)
+            message.metadata.tool_executions.append(record)
+            self._emit(ToolCallEvent(id=call.id, name=call.name, label=label, args=call.args))
+            return record
+        return None
+
     def close_unanswered(self, messages: Sequence[Message], why: str,
                          live_calls: dict[str, object]) -> None:
         """Give every call of the last assistant message that has no result an error
@@ -298,10 +318,20 @@ class ToolRunner:
         # Stopped by the user or an interrupt: the card says cancelled, not failed.
         closed: RunStatus = ("cancelled" if why in ("cancelled", "interrupted", "budget")
                              else "error")
+        metadata = last_assistant.metadata
         for call in last_assistant.tool_calls:
             if call.id in answered:
                 continue
             live_calls.pop(call.id, None)
+            finished = self._finished.pop(call.id, None)
+            if finished is not None:  # its card shows its result: so does the history
+                self._append(finished)
+                continue
+            if not (any(record.id == call.id for record in metadata.tool_executions)
+                    or any(skill.id == call.id for skill in metadata.skill_executions)):
+                # Never started (the turn stopped before its turn came): its card says so,
+                # as a started one's does, instead of a call the user never sees.
+                self._open_card(last_assistant, call, self._resolve().get(call.name), None)
             for record in last_assistant.metadata.tool_executions:
                 if record.id == call.id and record.status in ("running", "waiting"):
                     record.status, record.result = closed, text

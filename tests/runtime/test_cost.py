@@ -195,6 +195,13 @@ async def test_a_turn_budget_warns_at_80_percent_and_stops_like_stop_at_100() ->
     assert [w.code for w in warnings] == ["budget_warning_turn", "budget_reached_turn"]
     assert len(provider.requests) == 5  # the call that crossed ran; none after it
     assert_valid_history(session.messages)
+    # The tool the fifth answer asked for never ran: its card says so (a card for every
+    # call the user could see, as for a call that was running when the turn stopped).
+    last = [m for m in session.messages if m.role == "assistant"][-1]
+    (card,) = last.metadata.tool_executions
+    assert (card.id, card.status) == ("c4", "cancelled") and "budget" in (card.result or "")
+    assert [e.id for e in rec.of("tool_call")][-1] == "c4"
+    assert rec.of("tool_result")[-1].id == "c4" and rec.of("tool_result")[-1].is_error
     assert not session.running
     # A turn budget is per turn: the next one runs.
     provider.responses = [answer("fine")]

@@ -21,6 +21,7 @@ from neta_nb.providers.base import (
 )
 
 from ..support.sessions import FakeProvider, Recorder, add, answer, calls, count_up
+from ..support.timing import wait_until
 
 
 @tool(core=True)
@@ -281,6 +282,41 @@ async def test_cancel_mid_tool_closes_the_call() -> None:
     assert rec.of("done")[-1].stop_reason == "cancelled"
     await session.run("next")  # history is valid: the model is called again
     assert len(provider.requests) == 2
+
+
+async def test_a_stop_keeps_what_finished_and_gives_every_call_a_card() -> None:
+    started = asyncio.Event()
+
+    @tool(core=True)
+    async def slow() -> str:
+        """Slow."""
+        started.set()
+        await asyncio.Event().wait()
+        return "never"
+
+    # One answer, four calls: `slow` hangs; a skill and `add` finish meanwhile; a second
+    # `slow` waits for the first (one at a time) and never starts.
+    session, rec, _ = make_session([calls(
+        ("s1", "slow", {}), ("k", "count_up", {"steps": 2}), ("p", "add", {"a": 1, "b": 2}),
+        ("s2", "slow", {}))])
+    session.catalog.register(slow)
+    task = session.start("go")
+    await asyncio.wait_for(started.wait(), 5)
+    metadata = session.messages[1].metadata
+    await wait_until(lambda: {r.status for r in metadata.skill_executions} == {"done"}
+                     and [r.status for r in metadata.tool_executions][1:] == ["done"])
+    session.cancel()
+    await asyncio.wait_for(task, 5)
+    assert [(r.id, r.status) for r in metadata.tool_executions] == [
+        ("s1", "cancelled"), ("p", "done"), ("s2", "cancelled")]  # s2's card: never started
+    assert [(r.id, r.status) for r in metadata.skill_executions] == [("k", "done")]
+    assert [e.id for e in rec.of("tool_call")] == ["s1", "p", "s2"]
+    # The model is told what the cards say, in call order: finished results are kept.
+    results = [m.tool_results[0] for m in session.messages[2:]]
+    assert [(r.tool_call_id, r.content.split(":")[0]) for r in results] == [
+        ("s1", "This call did not finish"), ("k", "counted to 2"), ("p", "3"),
+        ("s2", "This call did not finish")]
+    assert [r.is_error for r in results] == [True, False, False, True]
 
 
 async def test_approval_allow_once_always_and_reject() -> None:
