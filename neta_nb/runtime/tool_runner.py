@@ -90,6 +90,17 @@ class _Refused:
 
 
 INTERRUPTED_TEXT = "This call did not finish: the kernel was interrupted."
+_ENDED = frozenset({"done", "error", "rejected"})
+"""Card states of a call that ran to its end (its result is on the card)."""
+
+_NOT_RUN_TEXT = {
+    "cancelled": "This call did not run: the user cancelled the turn.",
+    "interrupted": "This call did not run: the kernel was interrupted.",
+    "killed": "This call did not run: the kernel stopped.",
+    "budget": "This call did not run: the budget was reached.",
+}
+"""What the model and the card are told of a call that never started, by why."""
+
 _UNFINISHED_TEXT = {
     "cancelled": "This call did not finish: the user cancelled the turn.",
     "interrupted": INTERRUPTED_TEXT,
@@ -157,10 +168,11 @@ class ToolRunner:
                 self._append(task.result())
                 appended += 1
         finally:
-            for call, task in zip(message.tool_calls[appended:], tasks[appended:],
-                                  strict=True):
-                if task.done() and not task.cancelled() and task.exception() is None:
-                    self._finished[call.id] = task.result()  # ran to the end meanwhile
+            if appended < len(tasks):  # stopped: keep what ran to its end meanwhile
+                for call, task in zip(message.tool_calls[appended:], tasks[appended:],
+                                      strict=True):
+                    if task.done() and not task.cancelled() and task.exception() is None:
+                        self._finished[call.id] = task.result()
             for task in tasks:
                 task.cancel()  # only the unfinished ones notice (cancel of a stopped turn)
             # Executions recorded during the calls belong to the assistant message.
@@ -251,6 +263,9 @@ class ToolRunner:
             content, outcome = f"Tool '{call.name}' failed: {type(exc).__name__}: {exc}", "error"
         if live_calls.get(call.id) is run:
             del live_calls[call.id]
+        else:  # closed meanwhile (a Stop the tool did not heed): its card and the history
+            # already say how it ended, and events after the turn's end would contradict them.
+            return Message.tool_result(call.id, call.name, encodable(content), is_error=True)
         content = bound_result(encodable(content), limits.max_result_chars)
         # For the model a rejected call is an error result; the card says what happened.
         is_error = outcome != "done"
@@ -301,10 +316,13 @@ class ToolRunner:
         return None
 
     def close_unanswered(self, messages: Sequence[Message], why: str,
-                         live_calls: dict[str, object]) -> None:
-        """Give every call of the last assistant message that has no result an error
-        result (APIs require a result for each call) — e.g. calls whose tools were
-        running when the turn stopped — and close their cards."""
+                         live_calls: dict[str, object],
+                         resolution: ToolResolution | None = None) -> None:
+        """Give every call of the last assistant message that has no result one (APIs
+        require a result for each call) and close its card: what a call that finished
+        returned (its card says done: so does the history), else an error result — a call
+        that was running when the turn stopped, or one that never started (it gets its
+        card now, as ``resolution``, the tools the answer was asked with, shows it)."""
         position = next((n for n in range(len(messages) - 1, -1, -1)
                          if messages[n].role == "assistant"), None)
         if position is None:
@@ -314,7 +332,6 @@ class ToolRunner:
         # OpenAI-compatible servers number calls per response).
         answered = {p.tool_call_id for m in messages[position + 1:]
                     for p in m.tool_results}
-        text = _UNFINISHED_TEXT.get(why, "This call did not run: the turn stopped.")
         # Stopped by the user or an interrupt: the card says cancelled, not failed.
         closed: RunStatus = ("cancelled" if why in ("cancelled", "interrupted", "budget")
                              else "error")
@@ -322,26 +339,34 @@ class ToolRunner:
         for call in last_assistant.tool_calls:
             if call.id in answered:
                 continue
-            live_calls.pop(call.id, None)
+            running = live_calls.pop(call.id, None) is not None
             finished = self._finished.pop(call.id, None)
-            if finished is not None:  # its card shows its result: so does the history
+            if finished is not None:  # ran to the end while an earlier call was awaited
                 self._append(finished)
                 continue
-            if not (any(record.id == call.id for record in metadata.tool_executions)
-                    or any(skill.id == call.id for skill in metadata.skill_executions)):
-                # Never started (the turn stopped before its turn came): its card says so,
-                # as a started one's does, instead of a call the user never sees.
-                self._open_card(last_assistant, call, self._resolve().get(call.name), None)
-            for record in last_assistant.metadata.tool_executions:
-                if record.id == call.id and record.status in ("running", "waiting"):
-                    record.status, record.result = closed, text
-                    self._emit(ToolResultEvent(id=call.id, name=call.name, result=text,
-                                               is_error=True))
-            for skill in last_assistant.metadata.skill_executions:
-                if skill.id == call.id and skill.status in ("running", "waiting"):
-                    skill.status, skill.result = closed, text
-                    self._emit(SkillEndEvent(id=call.id, name=call.name, status="error",
-                                             result=text))
+            card: ToolExecution | SkillExecution | None = next(
+                (r for r in metadata.tool_executions if r.id == call.id), None) or next(
+                (r for r in metadata.skill_executions if r.id == call.id), None)
+            if card is not None and card.status in _ENDED and card.result is not None:
+                # Ended (stored so before a kernel died, or after the Stop was heard).
+                self._append(Message.tool_result(call.id, call.name, card.result,
+                                                 is_error=card.status != "done"))
+                continue
+            started = running or card is not None  # (an internal tool has no card)
+            text = (_UNFINISHED_TEXT.get(why, "This call did not finish: the turn stopped.")
+                    if started else
+                    _NOT_RUN_TEXT.get(why, "This call did not run: the turn stopped."))
+            if card is None and not started:
+                tool = (resolution or self._resolve()).get(call.name)
+                card = self._open_card(last_assistant, call, tool, None)
+            if isinstance(card, ToolExecution) and card.status in ("running", "waiting"):
+                card.status, card.result = closed, text
+                self._emit(ToolResultEvent(id=call.id, name=call.name, result=text,
+                                           is_error=True))
+            elif isinstance(card, SkillExecution) and card.status in ("running", "waiting"):
+                card.status, card.result = closed, text
+                self._emit(SkillEndEvent(id=call.id, name=call.name, status="error",
+                                         result=text))
             self._append(Message.tool_result(call.id, call.name, text, is_error=True))
         self._persist(last_assistant)
 

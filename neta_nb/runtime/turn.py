@@ -26,6 +26,7 @@ from ..providers.base import (
     ThinkingEnd,
     ToolCallReady,
 )
+from ..tools.resolver import ToolResolution
 from .budget import Spend
 from .tracing import UNTRACED, CallSpan, TurnTracer
 
@@ -83,6 +84,8 @@ class Turn:
     """What this session's own calls of the turn cost (summaries included)."""
     budget_stop: bool = False
     """A budget was reached: the turn ends (or was stopped) with ``stop_reason="budget"``."""
+    resolution: ToolResolution | None = None
+    """The tools the latest model call was made with: the cards of calls closed unrun."""
 
     @property
     def streaming(self) -> Message | None:

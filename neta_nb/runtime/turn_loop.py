@@ -216,6 +216,7 @@ class TurnLoop:
             key = self._resolution_key()
             preview = self.preview()
             self._resolved.put(key, preview.resolution)  # what the re-checks compare with
+            turn.resolution = preview.resolution
             request = ModelRequest(system_prompt=preview.system_prompt,
                                    # Maintained as messages arrive (History), so a call
                                    # costs no pass over a long history; providers never
@@ -230,7 +231,7 @@ class TurnLoop:
                 # valid, the answer so far is kept.
                 turn.stop_reason = "budget"
                 self._tools.close_unanswered(self._history.messages, "budget",
-                                             turn.live_calls)
+                                             turn.live_calls, preview.resolution)
                 return message
             if not message.tool_calls:
                 turn.stop_reason = message.metadata.stop_reason or "end_turn"
@@ -487,7 +488,8 @@ class TurnLoop:
             turn.message.metadata.interrupted = why
             self._history.changed(turn.message)
         self._tools.close_unanswered(self._history.messages,
-                                     "budget" if turn.budget_stop else why, turn.live_calls)
+                                     "budget" if turn.budget_stop else why, turn.live_calls,
+                                     turn.resolution)
 
 
 def _unexpected(exc: Exception) -> ProviderError:

@@ -315,7 +315,7 @@ async def test_a_stop_keeps_what_finished_and_gives_every_call_a_card() -> None:
     results = [m.tool_results[0] for m in session.messages[2:]]
     assert [(r.tool_call_id, r.content.split(":")[0]) for r in results] == [
         ("s1", "This call did not finish"), ("k", "counted to 2"), ("p", "3"),
-        ("s2", "This call did not finish")]
+        ("s2", "This call did not run")]
     assert [r.is_error for r in results] == [True, False, False, True]
 
 
