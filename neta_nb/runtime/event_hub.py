@@ -47,6 +47,18 @@ class EventHub:
 
         return unsubscribe
 
+    def deliver(self, callback: Callable[[], None], what: str) -> None:
+        """Call ``callback()`` as a subscriber is called: on the session's loop (it may
+        set a widget's traits), a failure logged and kept from the caller."""
+        if self._loop_thread is not None and get_ident() != self._loop_thread:
+            assert self._loop is not None
+            self._loop.call_soon_threadsafe(self.deliver, callback, what)
+            return
+        try:
+            callback()
+        except Exception:
+            log.exception("%s listener %r failed", what, callback)
+
     def emit(self, event: Event) -> None:
         if self._loop_thread is not None and get_ident() != self._loop_thread:
             assert self._loop is not None

@@ -15,6 +15,7 @@ import asyncio
 import dataclasses
 import logging
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -245,12 +246,14 @@ class AgentSession(TurnLoop, Branches):
         """Choose the thinking level; it applies from the next model call, even mid-turn."""
         self._think_level = check_think_level(level)
         self._saved.update(think_level=self._think_level)
+        level = self.think_level
         for listener in list(self._level_listeners):
-            listener(self.think_level)
+            self._events.deliver(partial(listener, level), "thinking level")
 
     def on_thinking_level(self, callback: Callable[[ThinkLevel], None]) -> Callable[[], None]:
         """Call ``callback(level)`` after each :meth:`set_thinking_level` (a view shows the
-        level chosen from code at once); returns a function that stops it."""
+        level chosen from code at once), as event subscribers are called (on the session's
+        loop; one that raises is logged); returns a function that stops it."""
         self._level_listeners.append(callback)
         return lambda: (self._level_listeners.remove(callback)
                         if callback in self._level_listeners else None)

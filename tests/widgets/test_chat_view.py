@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -539,6 +540,27 @@ async def test_a_level_chosen_from_code_shows_in_the_view_at_once() -> None:
     assert chat.think_level == "high"
     await session.run("go")
     assert [r.think_level for r in provider.requests] == ["high"]
+    chat.close()
+
+
+async def test_a_level_set_on_another_thread_reaches_the_view_on_the_kernels(
+        caplog: pytest.LogCaptureFixture) -> None:
+    session, _ = make_session([answer("x")])
+    chat = ChatView(session)
+    await session.run("hi")  # the session's events are delivered on this loop from now on
+
+    def broken(level: str) -> None:
+        raise RuntimeError("listener bug")
+
+    session.on_thinking_level(broken)  # a listener that fails breaks nothing else
+    changed_on: list[int] = []
+    chat.observe(lambda _: changed_on.append(threading.get_ident()), names="think_level")
+    await asyncio.to_thread(session.set_thinking_level, "low")  # a worker thread's call
+    await wait_until(lambda: chat.think_level == "low")
+    assert changed_on == [threading.get_ident()]  # traits are set on the kernel's thread
+    assert "thinking level listener" in caplog.text and "listener bug" in caplog.text
+    reply = chat._command({"command": {"type": "set_thinking_level", "level": "high"}})
+    assert reply["think_level"] == "high" == session.think_level == chat.think_level
     chat.close()
 
 
