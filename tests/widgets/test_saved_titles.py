@@ -11,6 +11,7 @@ import pytest
 
 from neta_nb import Agent, AgentSession, ModelPrice, ScriptedProvider, SessionStore
 from neta_nb.messages import Usage
+from neta_nb.store.records import SessionRecord
 from neta_nb.widgets import ChatView, SessionSidebar
 
 from ..support.sessions import answer, make_session
@@ -125,3 +126,55 @@ async def test_the_saved_list_draws_titles_badges_branches_and_costs(
     assert any(line.startswith("What stands out? (“What stands out?”的分支) $0.0045")
                for line in lines), lines
     sidebar.close()
+
+
+async def test_renaming_the_parent_in_the_list_reaches_the_branchs_saved_chat(
+        store: SessionStore) -> None:
+    parent = priced_session(store, "Two rows lack a rating.")
+    await parent.run("What stands out?")
+    parent.flush()
+    branch = parent.fork(parent.messages[-1].id)
+    branch.flush()
+    view = ChatView(branch)
+    sidebar = SessionSidebar(store, chat=view)
+    assert "A branch of “What stands out?”" in heading_of(view)
+    sidebar._rename({"session_id": parent.id, "title": "Ratings"})
+    assert "A branch of “Ratings”" in heading_of(view)
+    sidebar._rename({"session_id": branch.id, "title": "Try two"})
+    assert "<b>Try two</b>" in heading_of(view)
+    sidebar._rename({"session_id": branch.id, "title": ""})  # back to the automatic one
+    assert "<b>What stands out?</b>" in heading_of(view)
+    sidebar.close()
+    view.close()
+
+
+async def test_drawing_the_saved_chat_reads_the_store_once_per_session_shown(
+        store: SessionStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Drawn at every turn's end on the kernel's loop: a store whose server is down must
+    # not stall it each time (its names are read when the session is first drawn).
+    session = priced_session(store, "One.", "Two.", "Three.")
+    view = ChatView(session)
+    await session.run("First")
+    session.flush()
+    reads: list[str] = []
+    real = store.get_session
+
+    def counted(session_id: str) -> SessionRecord | None:
+        reads.append(session_id)
+        return real(session_id)
+
+    monkeypatch.setattr(store, "get_session", counted)
+    view._names = None  # as when the session is first shown
+    heading_of(view)
+    await session.run("Second")
+    await session.run("Third")
+    heading_of(view)
+    assert reads == [session.id]
+
+    def down(session_id: str) -> SessionRecord | None:
+        raise OSError("connection refused")
+
+    monkeypatch.setattr(store, "get_session", down)
+    view._names = None
+    assert "<b>First</b>" in heading_of(view)  # the names it knows without the store
+    view.close()

@@ -348,8 +348,7 @@ class LiveChat(NetaWidget):
         if event.code is not None and event.code.startswith("budget_"):
             # 80 % used (or some costs unknown) warns; a turn the budget stopped is an error.
             self.show_notice(self._warning_text(event), tone="error"
-                             if event.code.startswith(("budget_reached", "budget_refused"))
-                             else "warning")
+                             if event.code.startswith("budget_reached") else "warning")
             return
         # Not a turn boundary: the store can fall behind, or catch up, between turns.
         self.store_warning = "" if event.cleared else self._warning_text(event)

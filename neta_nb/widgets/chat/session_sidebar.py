@@ -341,12 +341,12 @@ class SessionSidebar(NetaWidget):
         if not isinstance(session_id, str) or not isinstance(title, str):
             raise RequestError("rename needs a 'session_id' and a 'title'")
         try:
-            self.store.rename_session(session_id, title)
+            record = self.store.rename_session(session_id, title)
         except KeyError as exc:
             raise RequestError(str(exc)) from exc
         self.refresh()
-        if self.chat is not None and self.chat.session_id == session_id:
-            self.chat.refresh_static_form()  # its saved form names the session
+        if self.chat is not None:
+            self.chat.session_renamed(record)  # its saved form names the session
         return {"session_id": session_id}
 
     @handles("new_chat")

@@ -27,16 +27,16 @@ from typing import Any, cast
 from ...labels import t
 from ...messages import Message
 from ...runtime.attachments import Attachment, guess_media_type
-from ...runtime.budget import format_usd
 from ...runtime.session import Agent, AgentSession
 from ...store.process_owner import SessionBusyError
-from ...store.records import UNTITLED, automatic_title
+from ...store.records import SessionRecord
 from ...store.session_store import CompactionRecord
 from ..base import BUFFERS_KEY, RequestError, handles
 from .live import live_session, note
 from .read_only import READ_ONLY_REFRESH_INTERVAL, ReadOnlyChat
 from .render import full_text, render_window
-from .static import shown_title, static_html, static_summary, static_text
+from .session_names import SessionNames, read_names, static_heading
+from .static import static_html, static_summary, static_text
 from .wire import (
     Approval,
     ChatSnapshot,
@@ -72,6 +72,8 @@ class ChatView(ReadOnlyChat):
     def __init__(self, session: AgentSession | None = None, *,
                  agents: Sequence[Agent] = (), **kwargs: Any) -> None:
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._names: SessionNames | None = None
+        """The shown session's names as the store had them (read once, see session_names)."""
         super().__init__(session, agents=agents, **kwargs)
 
     def new_chat(self, agent: Agent | None = None) -> AgentSession:
@@ -311,37 +313,23 @@ class ChatView(ReadOnlyChat):
                            heading=self._static_heading(), lang=self.lang)
 
     def _static_heading(self) -> list[str]:
-        """What the session list shows of the session: its title, the session a branch
-        was forked from, what it has cost (with sub-agents; "—" when unknown) — so a
-        saved notebook says which conversation it holds."""
+        """What the session list shows of the session (``session_names``)."""
         session = self.session
         if session is None or not self.messages:
             return []
-        store = session.store
-        if store is None:  # an unstored session has no title in a list
-            return []
-        try:
-            record = store.get_session(session.id)
-            parent = store.get_session(session.branch_of) if session.branch_of else None
-        except Exception:  # a picture only: a store that cannot be read now leaves it out
-            log.warning("the saved chat's title could not be read from the store",
-                        exc_info=True)
-            return []
-        # The user's title, else the one the store derives from the messages — from the
-        # session's own: its record may not be written yet (a fork just made).
-        if record is not None and record.title_by_user:
-            heading = [record.title]
-        else:
-            title = automatic_title(session.messages)
-            heading = [shown_title(title, title == UNTITLED, self.lang)]
-        if session.branch_of:
-            heading.append(t("sidebar_branch", self.lang) if parent is None else t(
-                "sidebar_branch_of", self.lang,
-                title=shown_title(parent.title, parent.untitled, self.lang)))
-        cost = session.cost_usd
-        heading.append(f"{t('cost_session', self.lang)}: "
-                       f"{format_usd(cost) if cost is not None else t('cost_unknown', self.lang)}")
-        return heading
+        names = self._names
+        if names is None or names.session_id != session.id:
+            names = self._names = read_names(session)  # once per session shown
+        return static_heading(session, names, self.lang)
+
+    def session_renamed(self, record: SessionRecord) -> None:
+        """The session list renamed ``record``: the saved form names it anew if it is
+        the session shown or the one it is a branch of."""
+        session, names = self.session, self._names
+        if (session is not None and names is not None and names.session_id == session.id
+                and record.id in (session.id, session.branch_of)):
+            names.heard(record)
+            self.refresh_static_form()
 
     def _static_parts(self) -> tuple[str, str]:
         plain = (static_summary(self._agent_name(), self.messages, self.lang)
