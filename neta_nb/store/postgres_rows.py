@@ -113,18 +113,23 @@ class PostgresRows:
                           (session_id, digests))
 
     def delete_messages(self, session_id: str, message_ids: Sequence[str]) -> None:
-        self.conn.execute("DELETE FROM messages WHERE session_id = %s AND id = ANY(%s)",
-                          (session_id, list(message_ids)))
+        deleted = self.conn.execute(
+            "DELETE FROM messages WHERE session_id = %s AND id = ANY(%s) RETURNING data",
+            (session_id, list(message_ids))).fetchall()
         # The blobs only those messages named are no longer the session's (the branch
-        # holding copies holds its own references); one nobody holds any more goes.
-        dropped = [row[0] for row in self.conn.execute(
-            "DELETE FROM blob_refs r WHERE r.session_id = %s"
+        # holding copies holds its own references); one nobody holds any more goes. Only
+        # what the deleted rows name is looked for in the rest (a rewind stays cheap in a
+        # long session).
+        named = sorted(BlobTable.referenced(row[0] for row in deleted))
+        if not named:
+            return
+        drop_unreferenced_blobs(self.conn, [row[0] for row in self.conn.execute(
+            "DELETE FROM blob_refs r WHERE r.session_id = %s AND r.sha256 = ANY(%s)"
             " AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = r.session_id"
             "                 AND strpos(m.data, r.sha256) > 0)"
             " AND NOT EXISTS (SELECT 1 FROM drafts d WHERE d.session_id = r.session_id"
             "                 AND strpos(d.data, r.sha256) > 0)"
-            " RETURNING sha256", (session_id,)).fetchall()]
-        drop_unreferenced_blobs(self.conn, dropped)
+            " RETURNING sha256", (session_id, named)).fetchall()])
 
     def notify(self, session_id: str) -> None:
         """Tell other processes' listeners, when this transaction commits."""
