@@ -112,9 +112,11 @@ def test_the_list_speaks_chinese_when_deleting(lab: LabSession, screenshot_dir: 
                    screenshot_dir / "sidebar-delete-undo-zh.png")
     lab.execute(path, "sidebar.undo_delete()")
     row.wait_for()
-    # A session with no prompt yet is "New chat" in the list's language, not the store's.
+    # A session with no prompt yet is "New chat" in the list's language, not the store's
+    # (the one the chat moved to when its session was deleted, and one more).
     lab.execute(path, "chat.new_chat(); chat.session.flush(); sidebar.refresh()")
-    untitled = sidebar.locator(f"{ROWS} .neta-sidebar-title", has_text="新建对话")
-    untitled.wait_for()
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.neta-sidebar-item .neta-sidebar-title')]"
+        ".filter((title) => title.textContent === '新建对话').length === 2")
     assert sidebar.locator(ROWS, has_text="New chat").count() == 0
     lab.set_left_area(collapsed=False)
