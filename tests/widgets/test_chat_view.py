@@ -753,6 +753,36 @@ async def test_the_static_form_draws_model_markdown_but_nothing_that_loads_or_ru
     assert "Go &lt;b&gt;now&lt;/b&gt;" in page  # the user's words as typed
 
 
+@tool(core=True)
+def profile() -> str:
+    """A profile of the data, as a markdown table."""
+    return "| column | missing |\n|---|---|\n| rating | 2 |\n\n<img src=x onerror=alert(1)>"
+
+
+@tool(core=True)
+def listing() -> str:
+    """A long result."""
+    return "| n |\n|---|\n" + "".join(f"| {n} |\n" for n in range(600))
+
+
+async def test_the_static_form_draws_a_short_markdown_result_as_the_card_does() -> None:
+    # A profile's table reads as a table in a saved notebook, not as pipes; a long result
+    # (or a preview) shows its start as text; JSON stays as sent; nothing runs.
+    session, _ = make_session([calls(("p", "profile", {}), ("l", "listing", {}),
+                                     ("a", "add", {"a": 1, "b": 2})), answer("Two ratings lack.")])
+    session.catalog.register(profile)
+    session.catalog.register(listing)
+    chat = ChatView(session)
+    await session.run("What stands out?")
+    page = chat._static_form.bundle()["text/html"]
+    assert "<table>" in page and "<td>rating</td>" in page
+    assert "| column | missing |" not in page
+    assert "&lt;img src=x onerror=alert(1)&gt;" in page and "<img" not in page
+    assert page.count("<table>") == 1  # the 600-row listing: its start, as text
+    assert "| n |\n|---|\n| 0 |" in page
+    chat.close()
+
+
 def test_requests_without_a_session_fail_cleanly() -> None:
     chat = ChatView()
     with pytest.raises(RequestError, match="no session"):

@@ -34,6 +34,11 @@ CARD_RESULT_CHARS = 300
 """The start of a tool or skill result shown on its static card (the card says how long
 the whole is)."""
 
+CARD_MARKDOWN_CHARS = 2_000
+"""A whole result up to this long is drawn on its static card as the live card draws it
+(markdown: a profile's table as a table); a longer one, or a preview, shows its start as
+text — cut anywhere, its markdown would be broken."""
+
 _MUTED = "opacity:.72"  # muted in light and dark pages alike (no colour of its own)
 _BOX = ("border:1px solid #d0d7de;border-radius:6px;padding:4px 8px;margin:4px 0;"
         "font-size:12px")
@@ -101,6 +106,21 @@ def _card_line(card: Mapping[str, Any], lang: str) -> str:
     return line
 
 
+def _drawn_whole(card: Mapping[str, Any]) -> bool:
+    """The card's result is whole (not a preview), short, and not JSON (shown as sent)."""
+    result = card.get("result")
+    if not isinstance(result, str) or not result or card.get("result_chars"):
+        return False
+    return len(result) <= CARD_MARKDOWN_CHARS and result.lstrip()[:1] not in ("{", "[")
+
+
+def _card_weight(card: Mapping[str, Any]) -> int:
+    """About how many characters the card takes in the static form."""
+    result = card.get("result")
+    return 80 + (len(result) if _drawn_whole(card) and isinstance(result, str)
+                 else CARD_RESULT_CHARS)
+
+
 def _card_html(card: Mapping[str, Any], lang: str) -> str:
     accent = _STATUS_ACCENT.get(str(card.get("status")), "#1976d2")
     body = ""
@@ -108,7 +128,10 @@ def _card_html(card: Mapping[str, Any], lang: str) -> str:
     result = _subagent_answer(part) if part is not None else card.get("result")
     if part is not None:
         accent = _STATUS_ACCENT.get(str(part.get("status")), "#1976d2")
-    if isinstance(result, str) and result:
+    if part is None and _drawn_whole(card):
+        body = (f'<div class="neta-static-text" style="margin:4px 0 0">'
+                f'{static_markdown_html(str(result))}</div>')
+    elif isinstance(result, str) and result:
         total = (len(result) if part is not None else card.get("result_chars")) or len(result)
         shown = result[:CARD_RESULT_CHARS]
         note = (f'<div style="{_MUTED}">{html.escape(t("result_size", lang, total=f"{total:,}"))}'
@@ -164,7 +187,8 @@ def transcript(items: Sequence[Mapping[str, Any]], lang: str = "en"
     kept: list[Mapping[str, Any]] = []
     used = 0
     for item in reversed(shown):
-        size = len(_message_text(item, lang)) + 80 * len(item.get("cards") or [])
+        size = len(_message_text(item, lang)) + sum(_card_weight(card)
+                                                     for card in item.get("cards") or [])
         if kept and used + size > STATIC_CHARS:
             break
         kept.append(item)
