@@ -101,6 +101,9 @@ def test_a_saved_chat_reopens_without_a_kernel_showing_how_it_ended(
         cards = form.locator(".neta-static-card")
         assert cards.count() >= 2
         assert "List files · Done" in (cards.first.text_content() or "")
+        # The profile's table is drawn as a table, as on the live card, not as pipes.
+        assert form.locator(".neta-static-card table").count() >= 1
+        assert "|---" not in (form.text_content() or "")
         for dark in (False, True):
             later.set_theme(dark=dark)
             theme = "dark" if dark else "light"
