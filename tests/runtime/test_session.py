@@ -20,7 +20,15 @@ from neta_nb.providers.base import (
     UsageUpdate,
 )
 
-from ..support.sessions import FakeProvider, Recorder, add, answer, calls, count_up
+from ..support.sessions import (
+    FakeProvider,
+    Recorder,
+    add,
+    answer,
+    calls,
+    count_up,
+    hanging_tool,
+)
 from ..support.timing import wait_until
 
 
@@ -260,15 +268,7 @@ async def test_cancel_mid_text() -> None:
 
 
 async def test_cancel_mid_tool_closes_the_call() -> None:
-    started = asyncio.Event()
-
-    @tool(core=True)
-    async def slow() -> str:
-        """Slow."""
-        started.set()
-        await asyncio.Event().wait()
-        return "never"
-
+    slow, started = hanging_tool("slow")
     session, rec, provider = make_session([calls(("s", "slow", {})), answer("after")])
     session.catalog.register(slow)
     task = session.start("go")
@@ -285,15 +285,7 @@ async def test_cancel_mid_tool_closes_the_call() -> None:
 
 
 async def test_a_stop_keeps_what_finished_and_gives_every_call_a_card() -> None:
-    started = asyncio.Event()
-
-    @tool(core=True)
-    async def slow() -> str:
-        """Slow."""
-        started.set()
-        await asyncio.Event().wait()
-        return "never"
-
+    slow, started = hanging_tool("slow")
     # One answer, four calls: `slow` hangs; a skill and `add` finish meanwhile; a second
     # `slow` waits for the first (one at a time) and never starts.
     session, rec, _ = make_session([calls(

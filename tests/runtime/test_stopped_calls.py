@@ -9,25 +9,18 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from neta_nb import AgentSession, SessionStore, Tool, tool
-from neta_nb.tools.base import ToolVisibility
+from neta_nb import AgentSession, SessionStore, tool
 
 from ..support.mid_tools import copy_as_on_disk
-from ..support.sessions import Recorder, answer, assert_valid_history, calls, make_session
+from ..support.sessions import (
+    Recorder,
+    answer,
+    assert_valid_history,
+    calls,
+    hanging_tool,
+    make_session,
+)
 from ..support.timing import wait_until
-
-
-def hanging_tool(visibility: ToolVisibility = "tool") -> tuple[Tool, asyncio.Event]:
-    started = asyncio.Event()
-
-    @tool(core=True, visibility=visibility)
-    async def slow_job() -> str:
-        """Takes a while."""
-        started.set()
-        await asyncio.Event().wait()
-        return "never"
-
-    return slow_job, started
 
 
 async def test_a_call_that_finished_before_the_kernel_died_keeps_its_result(

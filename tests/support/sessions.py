@@ -19,6 +19,7 @@ from neta_nb import (
     AgentSession,
     AgentToolConfig,
     SessionStore,
+    Tool,
     ToolCatalog,
     ToolContext,
     tool,
@@ -37,6 +38,7 @@ from neta_nb.providers.base import (
     UsageUpdate,
 )
 from neta_nb.providers.models import ModelInfo
+from neta_nb.tools.base import ToolVisibility
 
 Step = StreamEvent | BaseException | Callable[[], Any]
 
@@ -204,3 +206,19 @@ def assert_valid_history(messages: Sequence[Message]) -> None:
                 index += 1
             assert sorted(answered) == sorted(c.id for c in message.tool_calls), (
                 f"calls {[c.id for c in message.tool_calls]} answered by {answered}")
+
+
+def hanging_tool(name: str = "slow_job", visibility: ToolVisibility = "tool"
+                 ) -> tuple[Tool, asyncio.Event]:
+    """A tool that starts (the event is set) and never returns: a call a Stop finds
+    running."""
+    started = asyncio.Event()
+
+    @tool(name=name, core=True, visibility=visibility)
+    async def slow_job() -> str:
+        """Takes a while."""
+        started.set()
+        await asyncio.Event().wait()
+        return "never"
+
+    return slow_job, started

@@ -34,6 +34,17 @@ def priced_session(store: SessionStore, *answers: str) -> AgentSession:
     return session
 
 
+async def parent_and_branch(store: SessionStore) -> tuple[AgentSession, AgentSession]:
+    """A priced session of one turn ("What stands out?") and a branch forked at its
+    answer, both stored."""
+    parent = priced_session(store, "Two rows lack a rating.")
+    await parent.run("What stands out?")
+    parent.flush()
+    branch = parent.fork(parent.messages[-1].id)
+    branch.flush()
+    return parent, branch
+
+
 def heading_of(view: ChatView) -> str:
     rich, _ = view._static_parts()
     start = rich.index('class="neta-static-heading"')
@@ -108,11 +119,7 @@ async def test_titles_branches_and_costs_survive_a_resume(store: SessionStore) -
 
 async def test_the_saved_list_draws_titles_badges_branches_and_costs(
         store: SessionStore) -> None:
-    parent = priced_session(store, "Two rows lack a rating.")
-    await parent.run("What stands out?")
-    parent.flush()
-    branch = parent.fork(parent.messages[-1].id)
-    branch.flush()
+    parent, _ = await parent_and_branch(store)
     empty = AgentSession(Agent("a", model=ScriptedProvider()), store=store)
     empty.flush()
     sidebar = SessionSidebar(store, lang="zh-CN")
@@ -130,11 +137,7 @@ async def test_the_saved_list_draws_titles_badges_branches_and_costs(
 
 async def test_renaming_the_parent_in_the_list_reaches_the_branchs_saved_chat(
         store: SessionStore) -> None:
-    parent = priced_session(store, "Two rows lack a rating.")
-    await parent.run("What stands out?")
-    parent.flush()
-    branch = parent.fork(parent.messages[-1].id)
-    branch.flush()
+    parent, branch = await parent_and_branch(store)
     view = ChatView(branch)
     sidebar = SessionSidebar(store, chat=view)
     assert "A branch of “What stands out?”" in heading_of(view)
