@@ -1,9 +1,11 @@
-"""What the wheel and the sdist carry: the package, the widget bundle and the demo notebooks
+"""What the wheel and the sdist carry: the package, the widget bundle, the JupyterLab
+extension (as shared data, where JupyterLab finds prebuilt extensions) and the demo notebooks
 with their data, and never the checkpoints JupyterLab leaves beside a notebook it opened
 (building after running the demo used to ship them)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -18,6 +20,8 @@ from neta_nb.cli import demo_notebooks_source
 
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLE = ("widgets.js", "widgets.css", "loader.js")
+EXTENSION = "neta-nb-notebook-bridge"
+LABEXTENSIONS = f"neta_nb-0.1.0.data/data/share/jupyter/labextensions/{EXTENSION}/"
 # Not part of a source tree someone would build from: caches, environments, build output.
 _NOT_SOURCES = shutil.ignore_patterns(
     ".git", ".venv", "node_modules", "__pycache__", "*.egg-info", ".mypy_cache",
@@ -45,6 +49,12 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
             shutil.copy2(built, static / name)
         else:
             (static / name).write_text("/* stand-in: the packaging test selects files */\n")
+    labextension = copy / "neta_nb" / "labextension"
+    if not (ROOT / "neta_nb" / "labextension" / "package.json").is_file():
+        (labextension / "static").mkdir(parents=True)
+        (labextension / "package.json").write_text(f'{{"name": "{EXTENSION}"}}\n')
+        shutil.copy2(ROOT / "js" / "labextension" / "install.json", labextension)
+        (labextension / "static" / "remoteEntry.0.js").write_text("/* stand-in */\n")
     return copy
 
 
@@ -77,6 +87,21 @@ def test_the_wheel_ships_the_notebooks_without_checkpoints(project: Path,
     assert {f"neta_nb/static/{name}" for name in BUNDLE} <= set(names)
     assert "neta_nb/cli.py" in names and "neta_nb/labels.json" in names
     assert not [name for name in names if name.startswith(("notebooks/", "tests/", "js/"))]
+
+
+def test_the_wheel_installs_the_jupyterlab_extension(project: Path, tmp_path: Path) -> None:
+    wheel = zipfile.ZipFile(_build(project, "wheel", tmp_path / "dist"))
+    shipped = {name.removeprefix(LABEXTENSIONS) for name in wheel.namelist()
+               if name.startswith(LABEXTENSIONS)}
+    assert {"package.json", "install.json"} <= shipped
+    assert [name for name in shipped if name.startswith("static/remoteEntry.")
+            and name.endswith(".js")]
+    package = json.loads(wheel.read(LABEXTENSIONS + "package.json"))
+    assert package["name"] == EXTENSION
+    install = json.loads(wheel.read(LABEXTENSIONS + "install.json"))
+    assert install == {"packageManager": "python", "packageName": "neta-nb",
+                       "uninstallInstructions": "Use your Python package manager (pip, conda, "
+                                                "etc.) to uninstall the package neta-nb"}
 
 
 def test_the_sdist_has_no_checkpoints(project: Path, tmp_path: Path) -> None:

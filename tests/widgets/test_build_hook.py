@@ -51,3 +51,44 @@ def test_lockfile_pins_the_bundler_and_the_sanitizer() -> None:
     packages = lock["packages"]
     for name in ("esbuild", "typescript", "marked", "dompurify"):
         assert packages[f"node_modules/{name}"]["version"], name
+
+
+def test_the_extension_counts_as_built_with_its_entry_and_install_json(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    hook = load_hook()
+    monkeypatch.setattr(hook, "LABEXTENSION_DIR", tmp_path)
+    assert not hook.labextension_exists()
+    (tmp_path / "package.json").write_text("{}")
+    (tmp_path / "install.json").write_text("{}")
+    assert not hook.labextension_exists()  # no entry point yet
+    (tmp_path / "static").mkdir()
+    (tmp_path / "static" / "remoteEntry.abc123.js").write_text("")
+    assert hook.labextension_exists()
+
+
+def test_skipping_the_js_build_needs_both_the_bundle_and_the_extension(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    hook = load_hook()
+    monkeypatch.setattr(hook, "LABEXTENSION_DIR", tmp_path)  # an extension never built
+    monkeypatch.setenv("NETA_NB_SKIP_JS", "1")
+    built: list[bool] = []
+    monkeypatch.setattr(hook, "build_js", lambda: built.append(True))
+
+    class App:
+        def display_info(self, message: str) -> None:
+            pass
+
+    plugin = object.__new__(hook.CustomBuildHook)
+    monkeypatch.setattr(hook.CustomBuildHook, "app", App(), raising=False)
+    plugin.initialize("standard", {})
+    assert built == [True]
+
+
+def test_the_extension_lockfile_pins_jupyterlabs_builder_and_its_metadata() -> None:
+    import json
+
+    lock = json.loads((ROOT / "js" / "labextension" / "package-lock.json").read_text())
+    packages = lock["packages"]
+    for name in ("@jupyterlab/builder", "@jupyterlab/core-meta", "@jupyterlab/notebook",
+                 "typescript"):
+        assert packages[f"node_modules/{name}"]["version"], name

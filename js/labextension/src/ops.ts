@@ -1,0 +1,224 @@
+/**
+ * The operations of the notebook bridge, on the live model of one notebook panel: what the
+ * user sees, unsaved edits included. Every change is made as a user's would be — an edit is
+ * one step of the cell's undo history, a run goes through the notebook's cell executor —
+ * and leaves the notebook dirty.
+ */
+import type { ISessionContextDialogs } from "@jupyterlab/apputils";
+import type { Cell, ICellModel, ICodeCellModel } from "@jupyterlab/cells";
+import { type INotebookCellExecutor, KernelError, NotebookActions, type NotebookPanel, runCell } from "@jupyterlab/notebook";
+import type * as nbformat from "@jupyterlab/nbformat";
+import { BridgeFailure } from "./protocol";
+
+/** Services the ops use besides the panel (both may be missing on an odd page). */
+export interface OpServices {
+  executor: INotebookCellExecutor | null;
+  sessionDialogs: ISessionContextDialogs | null;
+}
+
+type Args = Record<string, unknown>;
+type Op = (panel: NotebookPanel, args: Args, services: OpServices) => unknown;
+
+const CELL_TYPES = ["code", "markdown", "raw"] as const;
+
+/** A Yjs undo manager: `stopCapturing` ends the current undo step, so the next change
+ * starts a new one (Yjs merges changes made within half a second into one step). */
+interface UndoCapture {
+  stopCapturing(): void;
+}
+
+function stringArg(args: Args, name: string): string {
+  const value = args[name];
+  if (typeof value !== "string") throw new BridgeFailure("bad_request", `'${name}' must be a string`);
+  return value;
+}
+
+function cells(panel: NotebookPanel): ICellModel[] {
+  const model = panel.content.model;
+  if (!model) throw new BridgeFailure("failed", "the notebook has no model (it is closing)");
+  const list: ICellModel[] = [];
+  for (let i = 0; i < model.cells.length; i++) list.push(model.cells.get(i));
+  return list;
+}
+
+function findCell(panel: NotebookPanel, cellId: string): { cell: ICellModel; index: number } {
+  const index = cells(panel).findIndex((cell) => cell.id === cellId);
+  if (index < 0) throw new BridgeFailure("no_cell", `no cell with id ${JSON.stringify(cellId)} in ${panel.context.path}`);
+  return { cell: cells(panel)[index], index };
+}
+
+function isCode(cell: ICellModel): cell is ICodeCellModel {
+  return cell.type === "code";
+}
+
+function requireCode(cell: ICellModel): ICodeCellModel {
+  if (!isCode(cell)) throw new BridgeFailure("not_code", `cell ${cell.id} is a ${cell.type} cell, not a code cell`);
+  return cell;
+}
+
+function expectSource(cell: ICellModel, expected: string): void {
+  if (cell.sharedModel.getSource() !== expected) {
+    throw new BridgeFailure("changed", `cell ${cell.id} changed since it was read; read the notebook again`);
+  }
+}
+
+/** The Yjs undo manager of a shared notebook or cell (the cell's own, or the notebook's
+ * when undo is document-wide), which @jupyter/ydoc has but its interfaces do not name. */
+function undoManagerOf(shared: object): unknown {
+  return (shared as { undoManager?: unknown }).undoManager;
+}
+
+/** Runs `change` as one step of an undo history: the steps before and after stay apart. */
+function oneUndoStep(manager: unknown, change: () => void): void {
+  const capture = manager as UndoCapture | null | undefined;
+  capture?.stopCapturing?.();
+  try {
+    change();
+  } finally {
+    capture?.stopCapturing?.();
+  }
+}
+
+/** Replaces a cell's source as the user's own edit would: one step of the cell's undo
+ * history (its editor's Ctrl+Z restores the text before), the notebook marked dirty. */
+function replaceSource(cell: ICellModel, source: string): void {
+  oneUndoStep(undoManagerOf(cell.sharedModel), () => cell.sharedModel.setSource(source));
+}
+
+function cellJson(cell: ICellModel): Record<string, unknown> {
+  const base: Record<string, unknown> = { id: cell.id, cell_type: cell.type, source: cell.sharedModel.getSource() };
+  if (isCode(cell)) {
+    base.execution_count = cell.executionCount ?? null;
+    base.outputs = cell.outputs.toJSON();
+  }
+  return base;
+}
+
+function read(panel: NotebookPanel): unknown {
+  return { path: panel.context.path, dirty: panel.context.model.dirty, cells: cells(panel).map(cellJson) };
+}
+
+function edit(panel: NotebookPanel, args: Args): unknown {
+  const cellId = stringArg(args, "cell_id");
+  const source = stringArg(args, "source");
+  const { cell } = findCell(panel, cellId);
+  expectSource(cell, stringArg(args, "expected"));
+  replaceSource(cell, source);
+  return { cell_id: cellId, source: cell.sharedModel.getSource() };
+}
+
+function undo(panel: NotebookPanel, args: Args): unknown {
+  const cellId = stringArg(args, "cell_id");
+  const before = stringArg(args, "before");
+  const { cell } = findCell(panel, cellId);
+  expectSource(cell, stringArg(args, "after"));
+  replaceSource(cell, before);
+  return { cell_id: cellId, source: cell.sharedModel.getSource() };
+}
+
+function insert(panel: NotebookPanel, args: Args): unknown {
+  const source = stringArg(args, "source");
+  const cellType = args.cell_type ?? "code";
+  if (!CELL_TYPES.includes(cellType as (typeof CELL_TYPES)[number])) {
+    throw new BridgeFailure("bad_request", `'cell_type' must be one of ${CELL_TYPES.join(", ")}`);
+  }
+  const after = args.after_cell_id ?? null;
+  if (after !== null && typeof after !== "string") throw new BridgeFailure("bad_request", "'after_cell_id' must be a string or null");
+  const index = after === null ? cells(panel).length : findCell(panel, after).index + 1;
+  const notebook = panel.content.model;
+  if (!notebook) throw new BridgeFailure("failed", "the notebook has no model (it is closing)");
+  let inserted = "";
+  oneUndoStep(undoManagerOf(notebook.sharedModel), () => {
+    inserted = notebook.sharedModel
+      .insertCell(index, { cell_type: cellType as (typeof CELL_TYPES)[number], source, metadata: {} })
+      .getId();
+  });
+  return { cell_id: inserted };
+}
+
+function remove(panel: NotebookPanel, args: Args): unknown {
+  const cellId = stringArg(args, "cell_id");
+  const { cell, index } = findCell(panel, cellId);
+  expectSource(cell, stringArg(args, "expected"));
+  const notebook = panel.content.model;
+  if (!notebook) throw new BridgeFailure("failed", "the notebook has no model (it is closing)");
+  oneUndoStep(undoManagerOf(notebook.sharedModel), () => notebook.sharedModel.deleteCell(index));
+  return { cell_id: cellId };
+}
+
+function ranResult(cellId: string, cell: ICodeCellModel, status: "ok" | "error"): unknown {
+  return { cell_id: cellId, execution_count: cell.executionCount ?? null, outputs: cell.outputs.toJSON(), status };
+}
+
+/** The notebook's own signals of a user's run (its toolbar's execution indicator and the
+ * table of contents follow them); JupyterLab emits them from its private run path. */
+interface Emitter<T> {
+  emit(args: T): void;
+}
+
+function announce<T>(signal: unknown, args: T): void {
+  const emitter = signal as Partial<Emitter<T>>;
+  if (typeof emitter.emit === "function") emitter.emit(args);
+}
+
+/**
+ * Runs a code cell as the user's Run does: through the notebook's cell executor (the one
+ * JupyterLab's commands use), in the panel's kernel session, showing `[*]` and then its
+ * execution count. Replies when the cell has finished; an exception raised by the code is
+ * `status: "error"` with its traceback in the outputs. The focus stays where it is.
+ */
+async function run(panel: NotebookPanel, args: Args, services: OpServices): Promise<unknown> {
+  const cellId = stringArg(args, "cell_id");
+  const { cell: model } = findCell(panel, cellId);
+  const code = requireCode(model);
+  const notebook = panel.content;
+  const cell = notebook.widgets.find((widget: Cell) => widget.model.id === cellId);
+  if (!cell || !notebook.model) throw new BridgeFailure("no_cell", `cell ${cellId} has no view in ${panel.context.path}`);
+  const options: INotebookCellExecutor.IRunCellOptions = {
+    cell,
+    notebook: notebook.model,
+    notebookConfig: notebook.notebookConfig,
+    onCellExecuted: (result) => announce(NotebookActions.executed, { notebook, ...result }),
+    onCellExecutionScheduled: (scheduled) => announce(NotebookActions.executionScheduled, { notebook, ...scheduled }),
+    sessionContext: panel.sessionContext,
+    sessionDialogs: services.sessionDialogs ?? undefined,
+  };
+  let ran: boolean;
+  try {
+    ran = await (services.executor ? services.executor.runCell(options) : runCell(options));
+  } catch (error) {
+    if (error instanceof KernelError) return ranResult(cellId, code, "error");
+    throw error;
+  }
+  if (!ran) throw new BridgeFailure("failed", `cell ${cellId} did not run (it was deleted, or the kernel restarted or is busy asking for input)`);
+  return ranResult(cellId, code, "ok");
+}
+
+/** Writes outputs the kernel produced itself (when it ran the code without the page) into
+ * the cell, with the execution count; not a step of the undo history, as a run's are not. */
+function setOutputs(panel: NotebookPanel, args: Args): unknown {
+  const cellId = stringArg(args, "cell_id");
+  const outputs = args.outputs;
+  if (!Array.isArray(outputs)) throw new BridgeFailure("bad_request", "'outputs' must be a list of nbformat outputs");
+  const count = args.execution_count ?? null;
+  if (count !== null && (typeof count !== "number" || !Number.isInteger(count))) {
+    throw new BridgeFailure("bad_request", "'execution_count' must be an integer or null");
+  }
+  const cell = requireCode(findCell(panel, cellId).cell);
+  // Each change reaches the shared model as a run's do (outside its undo history); one
+  // enclosing transaction would hand the model its own changes back as remote ones.
+  cell.outputs.clear();
+  for (const output of outputs as nbformat.IOutput[]) cell.outputs.add(output);
+  cell.executionCount = count as number | null;
+  return ranResult(cellId, cell, outputs.some((o: nbformat.IOutput) => o.output_type === "error") ? "error" : "ok");
+}
+
+export const OPS: Record<string, Op> = {
+  read,
+  edit,
+  insert,
+  delete: remove,
+  undo,
+  run,
+  set_outputs: setOutputs,
+};

@@ -1,0 +1,55 @@
+/**
+ * The page-side protocol of the notebook bridge: a chat view (or anything on the page)
+ * dispatches a `CustomEvent` named `neta-nb-notebook` from one of its elements, with
+ *
+ *     detail = { op, args, respond(reply), handled: false }
+ *
+ * The extension sets `detail.handled = true` while the event is dispatched (so the sender
+ * knows, right after `dispatchEvent`, whether anyone will answer), finds the notebook whose
+ * DOM holds the event's target, performs the op on that notebook's live model and calls
+ * `respond` once, later, with `{ok: true, result}` or `{ok: false, error: {code, message}}`.
+ *
+ * The chat view's relay (js/src/chat/notebook-bridge.ts) carries the same shapes between
+ * the kernel and this event.
+ */
+
+/** The event's name. */
+export const BRIDGE_EVENT = "neta-nb-notebook";
+
+/** Set on `document.body.dataset` (`data-neta-nb-notebook-bridge`) to the version below
+ * once the extension is active. */
+export const BRIDGE_VERSION = "0.1.0";
+
+export type ErrorCode =
+  | "no_notebook" // the event's target is inside no notebook panel
+  | "no_cell" // no cell has that id
+  | "changed" // the cell's source is not what the request expected
+  | "not_code" // run / set_outputs of a markdown or raw cell
+  | "bad_request" // arguments missing or of the wrong type
+  | "unknown_op"
+  | "failed"; // anything else: the message says what
+
+export interface BridgeError {
+  code: ErrorCode;
+  message: string;
+}
+
+export type BridgeReply = { ok: true; result: unknown } | { ok: false; error: BridgeError };
+
+export interface BridgeRequestDetail {
+  op: string;
+  args: Record<string, unknown>;
+  respond: (reply: BridgeReply) => void;
+  handled: boolean;
+}
+
+/** An error the ops throw on purpose; anything else thrown becomes `failed`. */
+export class BridgeFailure extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = "BridgeFailure";
+  }
+}
