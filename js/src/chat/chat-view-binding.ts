@@ -14,6 +14,7 @@ import type { AnyModel, RenderProps } from "@anywidget/types";
 import { fetchWholeText, readTraits, request, requestShowingErrors, writeBack, type Cleanup, type RendererProps } from "../anywidget-binding";
 import { createChatView, type ChatActions, type ChatOp, type ChatSnapshot, type ChatViewState, type OlderPage } from "./chat-view";
 import { followNumberedBatches } from "../numbered-batches";
+import { notebookBridgePresent, relayNotebookRequests } from "./notebook-bridge";
 import { createSessionSidebar, type DeleteRequest, type OpenRequest, type RenameRequest, type SessionReply, type SessionSidebarState } from "./session-sidebar";
 
 type Model = AnyModel<Record<string, unknown>>;
@@ -41,6 +42,12 @@ export interface CommandReply {
  * approvals wait for a click only while a view is on screen). */
 export interface ViewRequest {
   view_id: string;
+}
+
+/** `view_opened` also says whether the page can reach the notebook holding the view: the
+ * JupyterLab / Notebook 7 extension is active (./notebook-bridge.ts). */
+export interface ViewOpenedRequest extends ViewRequest {
+  notebook_bridge: boolean;
 }
 
 export interface SwitchAgentRequest {
@@ -180,9 +187,15 @@ export function renderChatView({ model: anyModel, el, kernel = true }: RendererP
 
   // Announce this view; failures only mean the kernel is gone, when nothing is pending.
   const viewId = `view-${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
-  if (kernel) request(model, "view_opened", { view_id: viewId } satisfies ViewRequest).catch(() => undefined);
+  // The kernel's notebook tools reach the notebook through the view it names.
+  const stopRelay = kernel ? relayNotebookRequests(model, { viewId, root: el }) : () => undefined;
+  if (kernel) {
+    const opened: ViewOpenedRequest = { view_id: viewId, notebook_bridge: notebookBridgePresent() };
+    request(model, "view_opened", { ...opened }).catch(() => undefined);
+  }
 
   return () => {
+    stopRelay();
     if (kernel) request(model, "view_closed", { view_id: viewId } satisfies ViewRequest).catch(() => undefined);
     stream.dispose();
     model.off("change:_seq", onSeq);
