@@ -40,6 +40,7 @@ __all__ = [
     "LabSession",
     "chromium_missing_reason",
     "launch_chromium",
+    "notebook7_server",
 ]
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -182,6 +183,19 @@ class JupyterLabServer:
     def log_text(self) -> str:
         path = self.base_dir / "server.log"
         return path.read_text(errors="replace") if path.exists() else ""
+
+
+def notebook7_server(base_dir: Path) -> JupyterLabServer:
+    """A Notebook 7 server (``jupyter notebook``), set up like the JupyterLab one; call
+    :meth:`~JupyterLabServer.start`. Its notebook pages are ``/notebooks/<path>``."""
+    server = JupyterLabServer(base_dir)
+    server.launcher = [
+        sys.executable, "-m", "notebook", "--no-browser", f"--port={server.port}",
+        f"--ServerApp.root_dir={server.root_dir}",
+        "--JupyterNotebookApp.expose_app_in_browser=True",
+        f"--JupyterNotebookApp.user_settings_dir={server.base_dir / 'settings'}",
+    ]
+    return server
 
 
 @contextlib.contextmanager

@@ -12,7 +12,6 @@ JupyterLab (and Notebook 7 for the keyboard), light and dark.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ from typing import Any
 import pytest
 
 from . import chat_cells, gallery
-from .harness import JupyterLabServer, LabSession, chromium_missing_reason
+from .harness import JupyterLabServer, LabSession, chromium_missing_reason, notebook7_server
 
 pytestmark = pytest.mark.browser
 
@@ -95,13 +94,7 @@ def notebook7(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLabSe
     reason = chromium_missing_reason()
     if reason:
         pytest.skip(reason)
-    server = JupyterLabServer(tmp_path_factory.mktemp("notebook7"))
-    server.launcher = [
-        sys.executable, "-m", "notebook", "--no-browser", f"--port={server.port}",
-        f"--ServerApp.root_dir={server.root_dir}",
-        "--JupyterNotebookApp.expose_app_in_browser=True",
-        f"--JupyterNotebookApp.user_settings_dir={server.base_dir / 'settings'}",
-    ]
+    server = notebook7_server(tmp_path_factory.mktemp("notebook7"))
     server.start()
     try:
         yield server
