@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
@@ -30,6 +31,7 @@ __all__ = [
     "FileTextPart",
     "ImagePart",
     "Interruption",
+    "MentionPart",
     "Message",
     "MessageMetadata",
     "Part",
@@ -178,6 +180,28 @@ class FileTextPart(_Model):
         return f'<file name="{html.escape(self.name)}">\n{self.text}\n</file>'
 
 
+class MentionPart(_Model):
+    """What an ``@`` mention in a prompt (``@df``, ``@In[5]``, ``@error``) referred to when
+    the prompt was sent (``neta_nb.runtime.mentions``): sent to the model as a text block
+    after the prompt, and again with the history, so a resumed session sends the same
+    request. Not part of :attr:`Message.text`, which is what the user typed."""
+
+    type: Literal["mention"] = "mention"
+    mention: str
+    """The mention as written canonically: ``@df``, ``@In[5]``, ``@error``."""
+    text: str
+    """What it referred to, as plain text (bounded when it was made)."""
+
+    def prompt_text(self) -> str:
+        """The block the model reads. The text is the notebook's, untrusted: a
+        ``</mention>`` inside it is written ``<\\/mention>`` so it cannot end the block."""
+        body = _MENTION_END.sub(r"<\\/\1", self.text)
+        return f'<mention name="{html.escape(self.mention)}">\n{body}\n</mention>'
+
+
+_MENTION_END = re.compile(r"</(mention)", re.IGNORECASE)
+
+
 def unseen_images_text(images: Sequence[ImagePart], noun: str = "figure") -> str:
     """What a model that cannot see images reads instead of them:
     ``1 figure, 640×480, not shown to this model``. Images whose stored file is missing
@@ -219,7 +243,7 @@ class ToolResultPart(_Model):
 
 Part = Annotated[
     TextPart | ThinkingPart | ToolCallPart | ToolResultPart | ImagePart | DocumentPart
-    | FileTextPart,
+    | FileTextPart | MentionPart,
     Field(discriminator="type")
 ]
 
@@ -408,6 +432,11 @@ class Message(_Model):
         """The files attached to a user message, in order."""
         return [p for p in self.parts if isinstance(p, ImagePart | DocumentPart | FileTextPart)]
 
+    @property
+    def mentions(self) -> list[MentionPart]:
+        """What the ``@`` mentions of a user message referred to, in order."""
+        return [p for p in self.parts if isinstance(p, MentionPart)]
+
     def binaries(self) -> Iterator[_Binary]:
         """Every item carrying bytes: attachments, tool result images, card outputs."""
         for part in self.parts:
@@ -449,6 +478,8 @@ def count_characters(messages: Iterable[Message]) -> int:
                 total += len(part.content)
             elif isinstance(part, FileTextPart):
                 total += len(part.text) + len(part.name)
+            elif isinstance(part, MentionPart):
+                total += len(part.text) + len(part.mention)
     return total
 
 

@@ -210,7 +210,8 @@ class LocalExecutor:
 
         unsubscribe = session.subscribe(heard)
         try:
-            message = await session.run(prompt)
+            # An input's text is data: an `@` in it (a handle, a decorator) is text.
+            message = await session.run(prompt, mentions=())
         except Exception as exc:  # refused before it ran (a budget, a bad agent)
             outcome.error = f"{type(exc).__name__}: {exc}"
             return outcome

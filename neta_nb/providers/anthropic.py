@@ -42,6 +42,7 @@ from ..messages import (
     DocumentPart,
     FileTextPart,
     ImagePart,
+    MentionPart,
     Message,
     TextPart,
     ThinkingPart,
@@ -337,7 +338,7 @@ def _user_blocks(message: Message, vision: bool) -> list[dict[str, Any]]:
             blocks.append(block)
         elif isinstance(part, TextPart) and part.text:
             blocks.append({"type": "text", "text": part.text})
-        elif isinstance(part, FileTextPart):
+        elif isinstance(part, FileTextPart | MentionPart):
             blocks.append({"type": "text", "text": part.prompt_text()})
         elif isinstance(part, ImagePart):
             if vision and part.data is not None:

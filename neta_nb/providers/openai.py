@@ -47,6 +47,7 @@ from ..messages import (
     DocumentPart,
     FileTextPart,
     ImagePart,
+    MentionPart,
     Message,
     TextPart,
     ThinkingPart,
@@ -423,15 +424,16 @@ def _tool_text(part: ToolResultPart, vision: bool) -> str:
 
 
 def _user_content(message: Message, vision: bool) -> str | list[dict[str, Any]]:
-    """Plain text for a prompt without attachments (what every server accepts), parts
-    otherwise."""
+    """Plain text for a prompt without attachments (what every server accepts; the blocks
+    of its ``@`` mentions after it), parts otherwise."""
     if not message.attachments:
-        return message.text
+        blocks = [part.prompt_text() for part in message.parts if isinstance(part, MentionPart)]
+        return "\n\n".join([message.text, *blocks]) if blocks else message.text
     parts: list[dict[str, Any]] = []
     for part in message.parts:
         if isinstance(part, TextPart) and part.text:
             parts.append({"type": "text", "text": part.text})
-        elif isinstance(part, FileTextPart):
+        elif isinstance(part, FileTextPart | MentionPart):
             parts.append({"type": "text", "text": part.prompt_text()})
         elif isinstance(part, ImagePart):
             parts.append(_image_url(part) if vision and part.available else

@@ -19,10 +19,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..messages import Message, valid_conversation
+from ..messages import MentionPart, Message, valid_conversation
 from ..thinking import THINK_LEVELS, ThinkLevel
 from ..todo import TodoStore
 from .budget import Spend
+from .mentions import is_from_mention
 
 if TYPE_CHECKING:
     import asyncio
@@ -172,8 +173,13 @@ def _prompt_of(session: AgentSession, message_id: str | None) -> Message:
 
 def _again(session: AgentSession, prompt: Message, text: str) -> Message:
     """A new prompt of ``text`` with ``prompt``'s attachments (its parts past the text),
-    checked as any prompt is before a turn."""
-    message = session._ready(text, None)
-    message.parts.extend(part.model_copy(deep=True) for part in prompt.parts[1:]
-                         if part.type != "text")
+    checked as any prompt is before a turn. Asked again, its ``@`` mentions send what
+    they did then; an edited text's are resolved anew."""
+    kept = [part for part in prompt.parts[1:] if part.type != "text"]
+    if text != prompt.text:
+        kept = [p for p in kept if not is_from_mention(p, prompt.text, session.working_dir)]
+    message = session._ready(text, None, [p for p in kept if isinstance(p, MentionPart)]
+                             if text == prompt.text else None)
+    message.parts.extend(part.model_copy(deep=True) for part in kept
+                         if not isinstance(part, MentionPart))
     return message

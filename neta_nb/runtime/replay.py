@@ -131,7 +131,8 @@ async def replay(session: str | SessionRecord | AgentSession, *,
         detach = session_again.subscribe(listen)
         clock = time.monotonic()
         try:
-            await session_again.run(turn.prompt.text, attachments=_attachments_of(turn.prompt))
+            await session_again.run(turn.prompt.text, attachments=_attachments_of(turn.prompt),
+                                    mentions=turn.prompt.mentions)
         finally:
             detach()
         seconds = time.monotonic() - clock

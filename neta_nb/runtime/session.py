@@ -35,6 +35,7 @@ from ..events import (
     parse_command,
 )
 from ..messages import (
+    MentionPart,
     Message,
     Usage,
     new_id,
@@ -57,7 +58,6 @@ from ..tools.resolver import ToolResolution
 from ..tools.threads import ToolThreads
 from .agent import Agent
 from .approvals import ApprovalPolicy, Approvals
-from .attachments import attachment_parts
 from .branches import Branches
 from .budget import BudgetGuard, Spend
 from .event_hub import EventHub
@@ -65,6 +65,7 @@ from .history import History
 from .resume import resume_session
 from .subagents import Crew, CrewLink
 from .tool_runner import ToolRunner
+from .mentions import prompt_parts
 from .turn import Turn, shown_as_one_line
 from .turn_loop import CallGate, TurnLoop
 from .usage_meter import UsageMeter
@@ -345,12 +346,13 @@ class AgentSession(TurnLoop, Branches):
         return self._crew.stop(call_id)
 
     # --- running turns ----------------------------------------------------------------
-    def start(self, prompt: str, attachments: Sequence[Any] | None = None
-              ) -> asyncio.Task[Any]:
+    def start(self, prompt: str, attachments: Sequence[Any] | None = None, *,
+              mentions: Sequence[MentionPart] | None = None) -> asyncio.Task[Any]:
         """Run a turn in the background and return its task; the notebook cell returns
-        at once, so Stop and other widget messages keep working. ``attachments`` as for
-        :meth:`run`; a refused one raises :class:`AttachmentError` here, before any turn."""
-        return self._start_turn(self._ready(prompt, attachments))
+        at once, so Stop and other widget messages keep working. ``attachments`` and
+        ``mentions`` as for :meth:`run`; a refused attachment or mention raises here,
+        before any turn."""
+        return self._start_turn(self._ready(prompt, attachments, mentions))
 
     def _start_turn(self, prompt_message: Message) -> asyncio.Task[Any]:
         """:meth:`start` with its prompt ready (checked by :meth:`_ready`)."""
@@ -393,16 +395,18 @@ class AgentSession(TurnLoop, Branches):
             turn.interrupted = turn.cancel_requested = True
             turn.task.cancel()
 
-    async def run(self, prompt: str, attachments: Sequence[Any] | None = None
-                  ) -> Message | None:
+    async def run(self, prompt: str, attachments: Sequence[Any] | None = None, *,
+                  mentions: Sequence[MentionPart] | None = None) -> Message | None:
         """Run one turn to its end and return the last assistant message. Provider
         failures are reported as an ``error`` event, not raised.
 
         ``attachments``: files for the model — paths, ``(bytes, media_type)``, PIL images
         or :class:`~neta_nb.runtime.attachments.Attachment` (see
         :mod:`neta_nb.runtime.attachments`). One the model cannot take raises
-        :class:`AttachmentError` before anything is sent or stored."""
-        prompt_message = self._ready(prompt, attachments)
+        :class:`AttachmentError` before anything is sent or stored; so does a ``@`` mention
+        that does not resolve (``MentionError``, :mod:`neta_nb.runtime.mentions`).
+        ``mentions``: blocks sent instead of resolving them (``()``: ``@`` is text)."""
+        prompt_message = self._ready(prompt, attachments, mentions)
         turn = self._turn = Turn(task=asyncio.current_task())
         try:
             return await self._run(prompt_message, turn)
@@ -411,7 +415,8 @@ class AgentSession(TurnLoop, Branches):
             # is closed already; a cell says so in one line, not from inside the library.
             raise shown_as_one_line(cancelled)  # noqa: B904 - the same exception, re-raised
 
-    def _ready(self, prompt: str, attachments: Sequence[Any] | None) -> Message:
+    def _ready(self, prompt: str, attachments: Sequence[Any] | None,
+               mentions: Sequence[MentionPart] | None = None) -> Message:
         """The checks before a turn (idle, budget, a sub-agent tree changed since), then
         its prompt."""
         self._check_idle()
@@ -419,10 +424,11 @@ class AgentSession(TurnLoop, Branches):
         self.agent.check_subagents()
         message = Message.user(encodable(prompt))
         message.metadata.think_level = self.think_level
-        if attachments:
-            info = self.provider.info
-            message.parts.extend(attachment_parts(attachments, capabilities=info.capabilities,
-                                                  model=self.provider.model_id))
+        if attachments or mentions or "@" in prompt:
+            message.parts.extend(prompt_parts(
+                message.text, attachments, mentions, namespace=self.namespace,
+                working_dir=self.working_dir, capabilities=self.provider.info.capabilities,
+                model=self.provider.model_id))
         return message
 
     # --- tools ------------------------------------------------------------------------

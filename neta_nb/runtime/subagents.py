@@ -313,7 +313,8 @@ class Crew:
         try:
             async with self._slots_now():
                 if not run.stop_requested:
-                    run.answer = await run.session.run(run.task)
+                    # The task is the parent model's text: an `@` in it is text.
+                    run.answer = await run.session.run(run.task, mentions=())
         except asyncio.CancelledError:
             run.stop_reason = run.stop_reason or "cancelled"  # stopped before it started
         except Exception as exc:  # a bug below the child's own error handling: never fatal

@@ -45,7 +45,8 @@ from typing import Any
 
 from ..base import ToolContext, tool
 
-__all__ = ["MAX_VARIABLES", "describe_variables", "list_variables"]
+__all__ = ["MAX_VARIABLES", "brief_description", "describe_variable", "describe_variables",
+           "list_variables", "preview_value", "trusted_class", "type_name", "user_variables"]
 
 MAX_VARIABLES = 100
 _PREVIEW_CHARS = 120
@@ -75,11 +76,9 @@ def list_variables(ctx: ToolContext, pattern: str = "") -> str:
 
 def describe_variables(namespace: dict[str, Any], pattern: str = "") -> str:
     """The text :func:`list_variables` returns for ``namespace``."""
-    hidden = _hidden_names(namespace)
     needle = pattern.lower()
-    names = sorted(name for name, value in list(namespace.items())
-                   if _is_user_variable(name, value, hidden)
-                   and (not needle or needle in name.lower()))
+    names = [name for name in user_variables(namespace)
+             if not needle or needle in name.lower()]
     if not names:
         return ("No variables match." if needle else
                 "The notebook has no variables yet.")
@@ -87,6 +86,104 @@ def describe_variables(namespace: dict[str, Any], pattern: str = "") -> str:
     if len(names) > MAX_VARIABLES:
         lines.append(f"... and {len(names) - MAX_VARIABLES} more (ask with a pattern)")
     return "\n".join(lines)
+
+
+def user_variables(namespace: dict[str, Any]) -> list[str]:
+    """The names :func:`list_variables` lists, sorted: what the user made."""
+    hidden = _hidden_names(namespace)
+    return sorted(name for name, value in list(namespace.items())
+                  if _is_user_variable(name, value, hidden))
+
+
+def brief_description(value: Any) -> str:
+    """A value's type and size, nothing more: ``pandas.DataFrame, shape 1000×3``,
+    ``list, len 4``, ``int`` (beside a name to pick from a list)."""
+    kind = type(value)
+    try:
+        if not _trusted_type(kind):
+            return ", ".join([_type_name(kind), *_facts_without_its_code(value, kind)])
+        if issubclass(kind, type):
+            return _type_name(kind)
+        shape = _shape(_safe(lambda: getattr(value, "shape", None)))
+        size = (shape if shape and not callable(value)
+                else f"len {len(value)}" if issubclass(kind, _SIZED) else "")
+    except KeyboardInterrupt:
+        raise
+    except BaseException:
+        size = ""
+    return f"{_type_name(kind)}, {size}" if size else _type_name(kind)
+
+
+def trusted_class(kind: type) -> bool:
+    """Whether code of ``kind`` may run to describe its objects: the class, every base and
+    its metaclass come from the standard library, an installed package or neta_nb."""
+    return _trusted_type(kind)
+
+
+def type_name(kind: type) -> str:
+    """``pandas.DataFrame``, ``int``, ``__main__.Thing``: a class named without its code."""
+    return _type_name(kind)
+
+
+def describe_variable(name: str, value: Any) -> str:
+    """One variable's line as :func:`list_variables` gives it (at most ``_LINE_CHARS``)."""
+    return _bounded_line(name, value)
+
+
+def preview_value(value: Any, max_chars: int) -> str:
+    """A longer look at ``value`` than its line's preview, by the same rules (no code of
+    an untrusted class runs): a pandas frame's or series' first rows as a table, a
+    string's own text, otherwise a bounded repr; ``""`` when there is nothing safe to
+    show. At most ``max_chars`` characters (an ``@`` mention shows this under the line)."""
+    kind = type(value)
+    if (not _trusted_type(kind) or issubclass(kind, type) or callable(value)
+            or _holds_objects(value)):
+        return ""
+    if issubclass(kind, str):
+        text = str.__str__(value[:max_chars + 1])
+    elif _is_pandas(kind):
+        # Not its repr when the rows cannot be shown: that prints every cell's own.
+        text = _first_rows(value) or ""
+    else:
+        text = _safe(lambda: _DETAIL.repr(value)) or ""
+    return text if len(text) <= max_chars else text[:max_chars - 1] + "…"
+
+
+_ROWS, _COLUMNS = 5, 12
+
+
+def _is_pandas(kind: type) -> bool:
+    return str(_class_attribute(kind, "__module__")).partition(".")[0] == "pandas"
+
+
+def _first_rows(value: Any) -> str | None:
+    """A pandas frame's or series' first rows, as pandas prints them; ``None`` for another
+    pandas object, or when a cell or label shown is an object of an untrusted class
+    (pandas would print it with its own ``__repr__``)."""
+    ndim = _safe(lambda: value.ndim)
+    if ndim not in (1, 2):
+        return None
+    head = _safe(lambda: value.iloc[:_ROWS, :_COLUMNS] if ndim == 2 else value.iloc[:_ROWS])
+    shown = _safe(lambda: [*head.to_numpy(dtype=object).ravel().tolist(), *head.index,
+                           *(head.columns if ndim == 2 else ())])
+    if shown is None or not _all_trusted(shown):
+        return None
+    table = _safe(lambda: head.to_string(max_colwidth=40) if ndim == 2 else head.to_string())
+    if not isinstance(table, str):
+        return None
+    rows, columns = _safe(lambda: len(value)), _safe(lambda: value.shape[1]) if ndim == 2 else 1
+    cut = [f"{_ROWS} of {rows:,} rows" if isinstance(rows, int) and rows > _ROWS else "",
+           f"{_COLUMNS} of {columns:,} columns"
+           if isinstance(columns, int) and columns > _COLUMNS else ""]
+    note = ", ".join(part for part in cut if part)
+    return f"{table}\n({note})" if note else table
+
+
+def _all_trusted(items: list[Any]) -> bool:
+    """Every item, and every element of a tuple among them (a MultiIndex label), is of a
+    trusted class."""
+    return all(_trusted_type(type(item))
+               and (type(item) is not tuple or _all_trusted(list(item))) for item in items)
 
 
 def _hidden_names(namespace: dict[str, Any]) -> set[str]:
@@ -309,3 +406,16 @@ class _Preview(reprlib.Repr):
 
 
 _PREVIEW = _Preview()
+
+
+class _DetailPreview(_Preview):
+    """The same walk with room for more: what :func:`preview_value` shows."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxstring = self.maxother = 2_000
+        self.maxlist = self.maxtuple = self.maxdict = self.maxset = self.maxfrozenset = 40
+        self.maxlevel = 4
+
+
+_DETAIL = _DetailPreview()

@@ -1,0 +1,144 @@
+"""The text of an ``@`` mention (``neta_nb.runtime.mentions``): a variable, a cell, the last
+exception — as plain text, bounded, made without running code of a class the notebook
+defined (the rules of ``list_variables``, whose describer this reuses).
+
+``mentions`` cuts each whole block to its byte limit; the bounds here keep each piece in
+proportion first (a cell's long source does not crowd out its result, a long traceback
+keeps its end, where the exception is).
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from collections.abc import Mapping
+from typing import Any
+
+from ..tools.builtin.variables import describe_variable, preview_value, trusted_class, type_name
+
+__all__ = ["cell_text", "error_text", "last_exception", "variable_text"]
+
+VALUE_CHARS = 6_000
+"""A variable's longer preview at most (its line comes first)."""
+SOURCE_CHARS = 3_000
+"""A cell's source at most; the rest of the block is its result."""
+RESULT_CHARS = 3_500
+TRACEBACK_CHARS = 7_000
+_CHAIN_DEPTH = 3
+"""Causes and contexts shown before the last exception, at most."""
+
+
+def variable_text(name: str, value: Any) -> str:
+    """``name``'s line as ``list_variables`` gives it, and under it a longer preview (a
+    frame's first rows, a string's text, more elements) unless the line shows it all."""
+    line = describe_variable(name, value)
+    detail = preview_value(value, VALUE_CHARS)
+    if not detail or line.endswith((f" = {detail}", f" = {detail!r}")):
+        return line
+    return f"{line}\n{detail}"
+
+
+def cell_text(number: int, namespace: Mapping[str, Any]) -> str | None:
+    """The cell executed as ``[number]``: its source (as IPython ran it) and its result
+    (``Out[number]``, described as a variable is); ``None`` when no cell ran as that."""
+    sources = namespace.get("_ih", namespace.get("In"))
+    if not isinstance(sources, list) or not 0 < number < len(sources):
+        return None
+    source = sources[number]
+    if not isinstance(source, str):
+        return None
+    source = source.rstrip("\n")
+    if len(source) > SOURCE_CHARS:
+        source = (f"{source[:SOURCE_CHARS]}\n… (cut: {len(source) - SOURCE_CHARS:,} more "
+                  f"characters)")
+    results = namespace.get("_oh", namespace.get("Out"))
+    if isinstance(results, dict) and number in results:
+        result = variable_text(f"Out[{number}]", results[number])
+        if len(result) > RESULT_CHARS:
+            result = result[:RESULT_CHARS - 1] + "…"
+    else:
+        result = (f"Out[{number}]: no value (what the cell printed or displayed is not kept "
+                  "by the kernel)")
+    return f"In [{number}]:\n{source}\n\n{result}"
+
+
+def last_exception() -> BaseException | None:
+    """The last exception that reached the notebook (or the interpreter) uncaught."""
+    value = getattr(sys, "last_value", None)
+    return value if isinstance(value, BaseException) else None
+
+
+def error_text(exception: BaseException) -> str:
+    """``exception``'s traceback as Python prints it, with up to :data:`_CHAIN_DEPTH`
+    causes before it; the frames IPython adds to run a cell left out. A long one keeps
+    its end."""
+    chain: list[tuple[BaseException, str]] = []
+    current: BaseException | None = exception
+    link = ""
+    while current is not None and len(chain) <= _CHAIN_DEPTH:
+        chain.append((current, link))
+        cause = _slot(current, "__cause__")
+        context = _slot(current, "__context__")
+        if isinstance(cause, BaseException):
+            current, link = cause, ("The above exception was the direct cause of the "
+                                    "following exception:")
+        elif isinstance(context, BaseException) and not _slot(current, "__suppress_context__"):
+            current, link = context, ("During handling of the above exception, another "
+                                      "exception occurred:")
+        else:
+            current = None
+    blocks = []
+    for item, linked in reversed(chain):  # the first cause first, as Python prints them
+        blocks.append(_one_exception(item))
+        if linked:
+            blocks.append(linked)
+    text = "\n\n".join(blocks)
+    if len(text) > TRACEBACK_CHARS:
+        cut = len(text) - TRACEBACK_CHARS
+        text = f"… (cut: {cut:,} earlier characters)\n{text[cut:]}"
+    return text
+
+
+def _one_exception(exception: BaseException) -> str:
+    frames = [frame for frame in traceback.extract_tb(_slot(exception, "__traceback__"))
+              if not _ipython_internal(frame.filename)]
+    lines = ["Traceback (most recent call last):", *(
+        line.rstrip("\n") for line in traceback.StackSummary.from_list(frames).format())]
+    if not frames:
+        lines = []
+    lines.append(_exception_line(exception))
+    return "\n".join(lines)
+
+
+def _exception_line(exception: BaseException) -> str:
+    """``ZeroDivisionError: division by zero``. An exception of a class the notebook
+    defined is not asked for its message (its ``__str__`` is its code): its arguments are
+    shown as a variable's would be."""
+    kind = type(exception)
+    name = type_name(kind)
+    if trusted_class(kind):
+        try:
+            message = str(exception)
+        except KeyboardInterrupt:
+            raise
+        except BaseException:
+            message = "<the message could not be read>"
+    else:
+        arguments = _slot(exception, "args")
+        message = preview_value(arguments, 500) if isinstance(arguments, tuple) else ""
+    return f"{name}: {message}" if message else name
+
+
+def _slot(exception: BaseException, name: str) -> Any:
+    """An attribute as ``BaseException`` stores it (a subclass may override the name with
+    a property: its code)."""
+    try:
+        return getattr(BaseException, name).__get__(exception)
+    except (AttributeError, TypeError):
+        return None
+
+
+def _ipython_internal(filename: str) -> bool:
+    """IPython's own frames above a cell's code (``run_code``'s ``exec``)."""
+    parts = filename.replace("\\", "/").split("/")
+    return "IPython" in parts and "core" in parts
