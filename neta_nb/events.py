@@ -243,6 +243,9 @@ class ApprovalRequestEvent(_Event):
     id: str
     name: str
     args: dict[str, Any]
+    proposal: dict[str, Any] | None = None
+    """A proposed notebook edit to accept or reject (``neta_nb.tools.notebook``): the
+    cell, its text before and after and their diff. ``None``: a call waiting to run."""
 
 
 class CompactionEvent(_Event):
@@ -445,6 +448,9 @@ class ApproveCommand(_Event):
     id: str
     decision: ApprovalDecision
     subagent: list[str] | None = None
+    text: str | None = None
+    """For a proposed notebook edit accepted after the user changed it: the text they
+    accepted instead of the proposal's."""
 
 
 Command = Annotated[

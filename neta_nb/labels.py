@@ -67,6 +67,7 @@ _NOTICE_KEYS: Final[Mapping[str, str | Callable[[Mapping[str, Any]], str]]] = {
     "needs_capability": _capability_key,  # {capabilities: [..], model: str | None}
     "scene": "reason_scene",  # {scene}
     "no_subagents": "reason_no_subagents",
+    "no_notebook_page": "reason_no_notebook_page",
     # Problems with the config itself (ToolResolution.warnings, AgentToolConfig.load_warnings).
     "unknown_tool": "warning_unknown_tool",  # {name, field}
     "enabled_but_globally_disabled": "warning_enabled_but_globally_disabled",  # {name}

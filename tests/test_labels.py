@@ -104,6 +104,8 @@ NOTICES: list[tuple[Notice, str, str]] = [
     (Notice("mcp_changed", server="t"),
      "Suspended until the user reviews it: server 't' changed its description after it "
      "was granted", "已暂停，等待用户查看：服务器“t”在授权后修改了此工具的描述"),
+    (Notice("no_notebook_page"), "Needs a JupyterLab or Notebook 7 page",
+     "需要 JupyterLab 或 Notebook 7 页面"),
     (Notice("legacy_toolset_unmatched", toolset="browser"),
      "Legacy toolset 'browser' matches no tool category; it was skipped during migration.",
      "旧配置中的工具集「browser」没有对应的工具分类，迁移时已跳过。"),

@@ -12,6 +12,7 @@ import "./rich-output.css";
 import { element } from "./dom";
 import { t, type Lang } from "./i18n";
 import { renderSanitizedHtml, setMarkdown } from "./markdown";
+import { CELL_EDIT_TYPE, createCellEditCard, parseProposal } from "./cards/cell-edit-card";
 
 export interface DisplayItem {
   media_type: string;
@@ -67,6 +68,10 @@ function renderItem(item: DisplayItem, index: number, lang: Lang): HTMLElement {
     box.tabIndex = 0; // scrollable by keyboard
     box.replaceChildren(renderSanitizedHtml(item.text ?? ""));
     return box;
+  }
+  if (kind === CELL_EDIT_TYPE) {
+    const proposal = parseProposal(item.text ?? "");
+    return proposal ? createCellEditCard(proposal, { lang }) : missing(lang);
   }
   if (kind === "text/markdown") {
     const box = element("div", "neta-output neta-output-markdown neta-markdown");

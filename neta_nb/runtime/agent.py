@@ -82,6 +82,10 @@ class Agent:
     table's)."""
     turn_budget_usd: float | None = None
     """USD one turn may spend (sub-agents included): a warning at 80 %, then it stops."""
+    accept_notebook_edits: bool = False
+    """Apply the notebook edits this agent proposes (``edit_cell``, ``insert_cell``)
+    without asking; their cards still show each diff, with Undo. Off: the user accepts
+    or rejects each one."""
     provider_settings: dict[str, Any] | None = field(default=None, repr=False)
     """A stored provider's settings (``Provider.settings()``): a resumed agent rebuilds
     the same provider — same server, window and request options — with keys from the
@@ -171,7 +175,8 @@ class Agent:
                 "max_model_calls": self.max_model_calls, "tool_timeout": self.tool_timeout,
                 "compact_at": self.compact_at, "keep_recent_turns": self.keep_recent_turns,
                 "max_tool_result_chars": self.max_tool_result_chars,
-                "budget_usd": self.budget_usd, "turn_budget_usd": self.turn_budget_usd}
+                "budget_usd": self.budget_usd, "turn_budget_usd": self.turn_budget_usd,
+                "accept_notebook_edits": self.accept_notebook_edits}
 
     def _crew_record(self, path: tuple[Agent, ...]) -> dict[str, Any]:
         """``path``: the agents from the top down to this one, to stop at a cycle."""
@@ -237,7 +242,8 @@ class Agent:
                                       "max_model_calls", "tool_timeout", "compact_at",
                                       "keep_recent_turns", "max_tool_result_chars",
                                       "description", "max_parallel_subagents",
-                                      "max_subagent_depth", "budget_usd", "turn_budget_usd")
+                                      "max_subagent_depth", "budget_usd", "turn_budget_usd",
+                                      "accept_notebook_edits")
                  if k in data}
         settings = data.get("provider")
         children = data.get("subagents")

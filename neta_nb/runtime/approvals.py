@@ -5,6 +5,10 @@ allowed "always" (for the rest of the session) and the count of attached approve
 that answer ``approval_request`` events, such as the chat view). With no approver
 attached, the session's :data:`ApprovalPolicy` decides. Every path fails closed: only an
 explicit allow runs the tool.
+
+A proposed notebook edit (``neta_nb.tools.notebook``) is decided the same way: its request
+carries the proposal, "allow" accepts it (with the user's own text when they changed it
+before accepting), and with no one attached the policy decides, rejecting by default.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ class Approvals:
         self._emit = emit
         self._approvers = 0
         self._pending: dict[str, asyncio.Future[str]] = {}
+        self._texts: dict[str, str] = {}  # what the user accepted instead of a proposal
         self._always_allowed: set[str] = set()
         # A sub-agent's approvals: the parent's UI answers them (the request travels in a
         # `subagent_event`), so the child counts the parent's approvers as its own.
@@ -82,17 +87,48 @@ class Approvals:
 
         return detach
 
-    def answer(self, call_id: str, decision: ApprovalDecision) -> bool:
+    def answer(self, call_id: str, decision: ApprovalDecision, *,
+               text: str | None = None) -> bool:
         """Resolve a pending request. False when it is no longer pending (the turn was
-        stopped meanwhile: a harmless race with Stop)."""
+        stopped meanwhile: a harmless race with Stop). ``text``: for a proposed edit the
+        user accepted after changing it, the text they accepted."""
         if decision not in DECISIONS:
             raise ValueError(f"unknown approval decision {decision!r}; "
                              f"choose one of {', '.join(DECISIONS)}")
+        if text is not None and not isinstance(text, str):
+            raise ValueError("an accepted edit's text must be a string")
         future = self._pending.get(call_id)
         if future is None or future.done():
             return False
+        if text is not None and decision != "reject":
+            self._texts[call_id] = text
         future.set_result(decision)
         return True
+
+    async def decide_edit(self, call: ToolCallPart, proposal: dict[str, Any], *,
+                          accept_without_asking: bool = False) -> tuple[bool, str | None]:
+        """Whether the user accepts a proposed notebook edit, and the text they accepted
+        when they changed it first (``None``: the proposal as it was). Asked of the
+        attached UI like an approval; ``accept_without_asking`` (the agent's option)
+        accepts at once (the call's card still shows the diff, from its result)."""
+        if accept_without_asking:
+            return True, None
+        if not self.attached:
+            allowed, _ = await self._by_policy(call, "")
+            return allowed, None
+        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._pending[call.id] = future
+        self._emit(ApprovalRequestEvent(id=call.id, name=call.name, args=call.args,
+                                        proposal=proposal))
+        try:
+            decision = await future
+        finally:
+            self._pending.pop(call.id, None)
+            text = self._texts.pop(call.id, None)
+        if decision == _BY_POLICY:
+            allowed, _ = await self._by_policy(call, "")
+            return allowed, None
+        return decision != "reject", (text if decision != "reject" else None)
 
     async def decide(self, call: ToolCallPart, *,
                      on_waiting: Callable[[], None] | None = None) -> tuple[bool, str]:

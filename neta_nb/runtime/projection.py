@@ -85,6 +85,8 @@ class PendingApproval:
     args: dict[str, Any]
     path: list[str] = field(default_factory=list)
     agent: str | None = None
+    proposal: dict[str, Any] | None = None
+    """A proposed notebook edit to accept or reject (see ``ApprovalRequestEvent``)."""
 
 
 def shown(message: Message, *, nested: bool = False) -> bool:
@@ -351,7 +353,8 @@ class ConversationProjection:
             self._changed_call(event.id, sink)
         elif isinstance(event, ApprovalRequestEvent):
             if not self._nested:
-                self.approvals.append(PendingApproval(event.id, event.name, dict(event.args)))
+                self.approvals.append(PendingApproval(event.id, event.name, dict(event.args),
+                                                      proposal=event.proposal))
         elif isinstance(event, TodoUpdateEvent):
             self.todos = list(event.todos)
             summary = event.summary
@@ -395,7 +398,8 @@ class ConversationProjection:
                 asking = self.find(ids)
                 self.approvals.append(PendingApproval(
                     innermost.id, innermost.name, dict(innermost.args), path=ids,
-                    agent=asking.agent if asking is not None else child.agent))
+                    agent=asking.agent if asking is not None else child.agent,
+                    proposal=innermost.proposal))
         child.apply(event.event, sink)
         self._changed_call(event.id, sink)
 

@@ -37,6 +37,7 @@ from ..events import (
 from ..messages import (
     MentionPart,
     Message,
+    ToolCallPart,
     Usage,
     new_id,
 )
@@ -53,6 +54,8 @@ from ..todo import TodoStore
 from ..tools import PromptPreview, ToolCatalog, ToolContext, preview_prompt, resolve_tools
 from ..tools.base import ProgressCallback
 from ..tools.builtin.python_exec import notebook_namespace
+from ..tools.notebook.kernel import cell_running
+from ..tools.notebook.page import NotebookAccess, NotebookPage
 from ..tools.resolution_cache import ResolutionCache
 from ..tools.resolver import ToolResolution
 from ..tools.threads import ToolThreads
@@ -62,10 +65,10 @@ from .branches import Branches
 from .budget import BudgetGuard, Spend
 from .event_hub import EventHub
 from .history import History
+from .mentions import prompt_parts
 from .resume import resume_session
 from .subagents import Crew, CrewLink
 from .tool_runner import ToolRunner
-from .mentions import prompt_parts
 from .turn import Turn, shown_as_one_line
 from .turn_loop import CallGate, TurnLoop
 from .usage_meter import UsageMeter
@@ -159,6 +162,9 @@ class AgentSession(TurnLoop, Branches):
         self._turn: Turn | None = None
         self._resolved = ResolutionCache()
         self._compacting = False
+        self.notebook_page: NotebookPage | None = None
+        """The notebook page a chat view of this session is on (the notebook tools reach
+        the notebook through it); ``None``: no page, the edit and run tools are left out."""
         self._saved.create_record(self._history.messages)
 
     # --- public state -----------------------------------------------------------------
@@ -265,7 +271,8 @@ class AgentSession(TurnLoop, Branches):
         preview = preview_prompt(system_prompt=self.agent.system_prompt, catalog=self.catalog,
                                  config=self.agent.tools,
                                  model_capabilities=self.provider.info.capabilities,
-                                 scene=self.agent.scene, delegates=self._crew.can_delegate)
+                                 scene=self.agent.scene, delegates=self._crew.can_delegate,
+                                 notebook_page=self._page_answers())
         if "delegate" not in preview.resolution:
             return preview
         # `delegate` as this agent's model sees it: its own sub-agents by name.
@@ -275,7 +282,11 @@ class AgentSession(TurnLoop, Branches):
 
     def _resolution_key(self) -> tuple[object, ...]:
         return ResolutionCache.key(self.catalog, self.agent.tools, self.agent.scene,
-                                   self._crew.can_delegate)
+                                   self._crew.can_delegate, self._page_answers())
+
+    def _page_answers(self) -> bool:
+        page = self.notebook_page
+        return page is not None and page.available
 
     def _resolution(self) -> ToolResolution:
         """The agent's tools now, as `preview` resolves them (cached: ResolutionCache)."""
@@ -285,7 +296,8 @@ class AgentSession(TurnLoop, Branches):
             resolution = resolve_tools(self.catalog, self.agent.tools,
                                        model_capabilities=self.provider.info.capabilities,
                                        scene=self.agent.scene,
-                                       delegates=self._crew.can_delegate)
+                                       delegates=self._crew.can_delegate,
+                                       notebook_page=self._page_answers())
             self._resolved.put(key, resolution)
         return resolution
 
@@ -317,11 +329,11 @@ class AgentSession(TurnLoop, Branches):
         elif isinstance(cmd, SetThinkingLevelCommand):
             self.set_thinking_level(cmd.level)
         elif isinstance(cmd, ApproveCommand):
-            self.approve(cmd.id, cmd.decision, subagent=cmd.subagent)
+            self.approve(cmd.id, cmd.decision, subagent=cmd.subagent, text=cmd.text)
         return None
 
     def approve(self, call_id: str, decision: ApprovalDecision, *,
-                subagent: Sequence[str] | None = None) -> bool:
+                subagent: Sequence[str] | None = None, text: str | None = None) -> bool:
         """Answer an ``approval_request``: ``allow_once``, ``allow_always`` (this tool, for
         the rest of this session) or ``reject``. Returns False when that request is no
         longer pending (the turn was stopped meanwhile: a harmless race with Stop).
@@ -332,11 +344,11 @@ class AgentSession(TurnLoop, Branches):
         when two children's calls share an id; without it the request's id alone is
         followed (this session's own first, then the first child waiting under it)."""
         if subagent is None:
-            return (self._approvals.answer(call_id, decision)
-                    or self._crew.approve(call_id, decision))
+            return (self._approvals.answer(call_id, decision, text=text)
+                    or self._crew.approve(call_id, decision, text=text))
         if not subagent:
-            return self._approvals.answer(call_id, decision)
-        return self._crew.approve(call_id, decision, path=subagent)
+            return self._approvals.answer(call_id, decision, text=text)
+        return self._crew.approve(call_id, decision, path=subagent, text=text)
 
     def stop_subagent(self, call_id: str) -> bool:
         """Stop one sub-agent — the ``id`` of its ``subagent_start`` (its ``delegate``
@@ -436,7 +448,15 @@ class AgentSession(TurnLoop, Branches):
         return ToolContext(session_id=self.id, tool_call_id=call_id,
                            working_dir=self.working_dir, namespace=self.namespace,
                            todo=self.todo, on_progress=on_progress, threads=self._threads,
-                           crew=self._crew if self._crew.can_delegate else None)
+                           crew=self._crew if self._crew.can_delegate else None,
+                           notebook=NotebookAccess(self.notebook_page, partial(
+                               self._decide_edit, call_id), cell_running))
+
+    async def _decide_edit(self, call_id: str, name: str, args: dict[str, Any],
+                           proposal: dict[str, Any]) -> tuple[bool, str | None]:
+        return await self._approvals.decide_edit(
+            ToolCallPart(id=call_id, name=name, args=args), proposal,
+            accept_without_asking=self.agent.accept_notebook_edits)
 
     def _todo_written(self) -> None:
         summary = self.todo.summary()

@@ -233,7 +233,7 @@ class Crew:
             self.stop(call_id)
 
     def approve(self, request_id: str, decision: ApprovalDecision,
-                path: Sequence[str] | None = None) -> bool:
+                path: Sequence[str] | None = None, text: str | None = None) -> bool:
         """Answer a child's (or a grandchild's) approval request: the one at ``path``
         (the ids of the runs it came through, outermost first), or without a path the
         first still waiting under ``request_id``."""
@@ -241,13 +241,13 @@ class Crew:
         if path:
             run = self._runs.get(path[0])
             if run is None or not run.session.approve(request_id, decision,
-                                                      subagent=list(path[1:])):
+                                                      subagent=list(path[1:]), text=text):
                 return False
             if run in askers:
                 askers.remove(run)
         else:
             run = next((each for each in askers
-                        if each.session.approve(request_id, decision)), None)
+                        if each.session.approve(request_id, decision, text=text)), None)
             if run is None:
                 return False
             askers.remove(run)

@@ -89,7 +89,8 @@ class ToolContext:
                  working_dir: Path | None = None, namespace: dict[str, Any] | None = None,
                  todo: TodoStore | None = None,
                  on_progress: ProgressCallback | None = None,
-                 threads: ToolThreads | None = None, crew: Any = None) -> None:
+                 threads: ToolThreads | None = None, crew: Any = None,
+                 notebook: Any = None) -> None:
         self.session_id = session_id
         self.tool_call_id = tool_call_id
         self.working_dir: Path = Path(working_dir) if working_dir is not None else Path.cwd()
@@ -101,6 +102,9 @@ class ToolContext:
         self.crew = crew
         """The session's sub-agents (a :class:`neta_nb.runtime.subagents.Crew`) when its agent may
         delegate; ``None`` otherwise."""
+        self.notebook = notebook
+        """The notebook the session's chat is on (a
+        :class:`neta_nb.tools.notebook.NotebookAccess`), for the notebook tools."""
         try:
             self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
@@ -166,6 +170,9 @@ class Tool:
     they run one after the other, in the order the model wrote them)."""
     needs_subagents: bool = False
     """Offered only to an agent that can delegate (``delegate``): see ``resolve_tools``."""
+    needs_notebook_page: bool = False
+    """Offered only where a notebook page answers (the notebook edit and run tools): see
+    ``resolve_tools``."""
     argument_descriptions: InitVar[dict[str, str] | None] = None
     """Per-argument descriptions for the generated schema (``@tool`` reads them from the
     docstring's ``Args:`` section)."""

@@ -52,10 +52,12 @@ class ToolCatalog(Displayable):
     @classmethod
     def default(cls) -> ToolCatalog:
         """The built-in tools: ``todo``, ``read_file``, ``list_files``, ``python`` (not
-        core; needs approval), ``list_variables`` (not core) and the ``profile_table`` skill."""
+        core; needs approval), ``list_variables`` (not core), the ``profile_table`` skill
+        and the notebook tools (not core; :mod:`neta_nb.tools.notebook`)."""
         from .builtin import builtin_tools
+        from .notebook import notebook_tools
 
-        return cls(builtin_tools())
+        return cls([*builtin_tools(), *notebook_tools()])
 
     @classmethod
     def demo(cls) -> ToolCatalog:

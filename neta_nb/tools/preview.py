@@ -60,10 +60,12 @@ class PromptPreview:
 def preview_prompt(*, system_prompt: str, catalog: ToolCatalog, config: AgentToolConfig,
                    model_capabilities: Iterable[str] | None = None,
                    scene: str | None = None, model: str | None = None,
-                   delegates: bool | None = None) -> PromptPreview:
+                   delegates: bool | None = None,
+                   notebook_page: bool | None = None) -> PromptPreview:
     """The system prompt and tool definitions a provider receives for this agent, with
     the resolution that produced them."""
     resolution = resolve_tools(catalog, config, model_capabilities=model_capabilities,
-                               scene=scene, model=model, delegates=delegates)
+                               scene=scene, model=model, delegates=delegates,
+                               notebook_page=notebook_page)
     return PromptPreview(system_prompt=system_prompt, tools=resolution.definitions(),
                          resolution=resolution)

@@ -25,9 +25,11 @@ class ResolutionCache:
 
     @staticmethod
     def key(catalog: ToolCatalog, config: AgentToolConfig,
-            scene: str | None, delegates: bool | None = None) -> tuple[object, ...]:
+            scene: str | None, delegates: bool | None = None,
+            notebook_page: bool | None = None) -> tuple[object, ...]:
         return (id(catalog), catalog.version, id(config), config.inherit_core_tools,
-                tuple(config.enabled), tuple(config.disabled), scene, delegates)
+                tuple(config.enabled), tuple(config.disabled), scene, delegates,
+                notebook_page)
 
     def get(self, key: tuple[object, ...]) -> ToolResolution | None:
         return self._resolution if key == self._key else None

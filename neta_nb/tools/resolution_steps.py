@@ -105,7 +105,8 @@ def _counts(step: ResolutionStep) -> str:
 
 def trace(index: _CatalogIndex, inherit: bool, enabled: set[str], disabled: set[str],
           capabilities: frozenset[str] | None, scene: str | None,
-          model: str | None, delegates: bool | None = None) -> ResolutionSteps:
+          model: str | None, delegates: bool | None = None,
+          notebook_page: bool | None = None) -> ResolutionSteps:
     """Apply the five rules one after the other, recording each step."""
     position = index.position
     ordered = list(index.tools)
@@ -159,10 +160,11 @@ def trace(index: _CatalogIndex, inherit: bool, enabled: set[str], disabled: set[
     # 5. Capability and scene filter: the resolver's own rule, so the reasons are its words.
     reasons: dict[str, Notice] = {}
     before = in_final_order(current)
-    filtering = capabilities is not None or scene is not None or delegates is False
+    filtering = (capabilities is not None or scene is not None or delegates is False
+                 or notebook_page is False)
     if index.restricted and filtering:
         kept = filter_by_model([index.tools[name] for name in before], index.restricted,
-                               reasons, capabilities, scene, model, delegates)
+                               reasons, capabilities, scene, model, delegates, notebook_page)
         after = tuple(item.name for item in kept)
     else:
         after = before

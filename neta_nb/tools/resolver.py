@@ -78,6 +78,7 @@ class _Inputs(NamedTuple):
     scene: str | None
     model: str | None
     delegates: bool | None
+    notebook_page: bool | None
 
 
 def continuing(text: str) -> str:
@@ -168,7 +169,8 @@ class ToolResolution(Displayable):
             return ResolutionSteps(())
         inputs = self._inputs
         return trace(inputs.catalog_index, inputs.inherit, inputs.enabled, inputs.disabled,
-                     inputs.capabilities, inputs.scene, inputs.model, inputs.delegates)
+                     inputs.capabilities, inputs.scene, inputs.model, inputs.delegates,
+                     inputs.notebook_page)
 
     def explain(self, name: str, lang: str = "en") -> str:
         """One sentence: why ``name`` is (or is not) available to this agent, in the words
@@ -207,7 +209,8 @@ class ToolResolution(Displayable):
 def resolve_tools(catalog: ToolCatalog, config: AgentToolConfig, *,
                   model_capabilities: Iterable[str] | None = None,
                   scene: str | None = None, model: str | None = None,
-                  delegates: bool | None = None) -> ToolResolution:
+                  delegates: bool | None = None,
+                  notebook_page: bool | None = None) -> ToolResolution:
     """Decide the agent's tools.
 
     ``model_capabilities=None`` means "do not filter by capability"; otherwise a tool
@@ -215,6 +218,8 @@ def resolve_tools(catalog: ToolCatalog, config: AgentToolConfig, *,
     filter". ``model`` only names the model in reasons. ``delegates`` says whether the
     agent may hand work to sub-agents (it has some, within the depth limit); ``False``
     leaves out the tools that need sub-agents (``delegate``), ``None`` does not filter.
+    ``notebook_page`` says whether a notebook page answers the session (a chat view on a
+    JupyterLab or Notebook 7 page); ``False`` leaves out the notebook edit and run tools.
     """
     index = _index_of(catalog)
     inherit = config.inherit_core_tools
@@ -248,15 +253,15 @@ def resolve_tools(catalog: ToolCatalog, config: AgentToolConfig, *,
     final = defaults + explicit
     capabilities = None if model_capabilities is None else frozenset(model_capabilities)
     if index.restricted and (capabilities is not None or scene is not None
-                             or delegates is False):
+                             or delegates is False or notebook_page is False):
         final = filter_by_model(final, index.restricted, reasons, capabilities, scene,
-                                model or None, delegates)
+                                model or None, delegates, notebook_page)
 
     # A snapshot of the config, so later edits cannot change this resolution's report.
     diagnose = partial(_check_config, index, list(config.enabled), list(config.disabled),
                        config.load_warnings, enabled, disabled)
     inputs = _Inputs(index, inherit, enabled, disabled, capabilities, scene, model or None,
-                     delegates)
+                     delegates, notebook_page)
     return ToolResolution(tools=final, states=states, reasons=reasons, _diagnose=diagnose,
                           _inputs=inputs)
 
@@ -322,7 +327,7 @@ def _index_of(catalog: ToolCatalog) -> _CatalogIndex:
         core_names=frozenset(item.name for item in default_group[True]),
         restricted=frozenset(item.name for item in ordered
                              if item.capabilities or item.scenes is not None
-                             or item.needs_subagents))
+                             or item.needs_subagents or item.needs_notebook_page))
     _indexes[catalog] = index
     return index
 

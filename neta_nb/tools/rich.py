@@ -30,6 +30,7 @@ from typing import Any
 from ..messages import DisplayItem, ImagePart
 
 __all__ = [
+    "CELL_EDIT_TYPE",
     "MODEL_IMAGE_TYPES",
     "RICH_TYPES",
     "CapturedItems",
@@ -48,6 +49,10 @@ MODEL_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/we
 """Image types every vision API accepts; other display items stay on the card."""
 
 _TEXT_TYPES = ("image/svg+xml", "text/html", "text/markdown")
+CELL_EDIT_TYPE = "application/vnd.neta-nb.cell-edit+json"
+"""A proposed notebook edit and what the user decided (``neta_nb.tools.notebook``): its
+card draws the diff; ``text`` is the JSON, bounded where it is made."""
+CELL_EDIT_CHARS = 600_000
 RICH_TYPES = ("image/png", "image/jpeg", "image/svg+xml", "text/html", "text/markdown")
 """What a notebook shows richly, in the order it prefers when an object offers several."""
 
@@ -188,6 +193,8 @@ def _checked_item(item: DisplayItem, limits: RichLimits) -> list[DisplayItem]:
     checked: DisplayItem | None = None
     if kind in _TEXT_TYPES:
         checked = _text_item(kind, item.text, limits) if item.text else None
+    elif kind == CELL_EDIT_TYPE and item.text and len(item.text) <= CELL_EDIT_CHARS:
+        checked = DisplayItem(media_type=kind, text=item.text, size=len(item.text))
     elif kind.startswith("image/") and item.data is not None:
         raw = _b64decode(item.data, strict=True)
         checked = image_item(raw, kind, limits) if raw else None

@@ -14,7 +14,8 @@ from ..labels import Notice
 from .base import Tool
 
 __all__ = ["REASON_AGENT_DISABLED", "REASON_CORE_NOT_INHERITED", "REASON_GLOBALLY_DISABLED",
-           "REASON_NOT_ENABLED", "REASON_NO_SUBAGENTS", "Grants", "filter_by_model", "grants"]
+           "REASON_NOT_ENABLED", "REASON_NO_NOTEBOOK_PAGE", "REASON_NO_SUBAGENTS", "Grants",
+           "filter_by_model", "grants"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,13 +43,16 @@ REASON_AGENT_DISABLED = Notice("agent_disabled")
 REASON_NOT_ENABLED = Notice("not_enabled")
 REASON_CORE_NOT_INHERITED = Notice("core_not_inherited")
 REASON_NO_SUBAGENTS = Notice("no_subagents")
+REASON_NO_NOTEBOOK_PAGE = Notice("no_notebook_page")
 
 
 def filter_by_model(tools: list[Tool], restricted: frozenset[str], reasons: dict[str, Notice],
             capabilities: frozenset[str] | None, scene: str | None,
-            model: str | None, delegates: bool | None = None) -> list[Tool]:
+            model: str | None, delegates: bool | None = None,
+            notebook_page: bool | None = None) -> list[Tool]:
     """Rule 5: drop tools the model's capabilities or the scene rule out — or, for an
-    agent that cannot delegate, the tools that need sub-agents — with a reason."""
+    agent that cannot delegate, the tools that need sub-agents, and where no notebook page
+    answers, the tools that need one — with a reason."""
     kept: list[Tool] = []
     # One notice per distinct reason, shared by the tools it applies to.
     capability_reasons: dict[frozenset[str], Notice] = {}
@@ -70,6 +74,9 @@ def filter_by_model(tools: list[Tool], restricted: frozenset[str], reasons: dict
                 continue
             if delegates is False and item.needs_subagents:
                 reasons[item.name] = REASON_NO_SUBAGENTS
+                continue
+            if notebook_page is False and item.needs_notebook_page:
+                reasons[item.name] = REASON_NO_NOTEBOOK_PAGE
                 continue
         kept.append(item)
     return kept

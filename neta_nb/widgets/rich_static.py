@@ -1,18 +1,22 @@
 """Rich outputs and attachments in the widgets' static forms (nbconvert, GitHub, a
 notebook reopened without its kernel): a bracketed placeholder per item in text and
 markdown, and in HTML a thumbnail when the image is small enough, else the placeholder.
-Bounded: the static forms are written into the notebook three times over."""
+A proposed notebook edit is drawn as its card is: the diff, line by line, and what the
+user decided. Bounded: the static forms are written into the notebook three times over."""
 
 from __future__ import annotations
 
 import html
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from ..labels import t
+from ..tools.rich import CELL_EDIT_TYPE
 
-__all__ = ["THUMBNAIL_BUDGET", "attachment_placeholder", "output_html", "output_placeholder"]
+__all__ = ["THUMBNAIL_BUDGET", "attachment_placeholder", "output_html", "output_placeholder",
+           "proposal_html"]
 
 THUMBNAIL_BUDGET = 60_000
 """Base64 characters of images one static HTML form may embed; later ones are
@@ -20,6 +24,53 @@ placeholders."""
 
 _RASTER = ("image/png", "image/jpeg", "image/gif", "image/webp")
 _BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+_DIFF_LINES = 80
+"""Diff lines a static form shows of one proposal."""
+_DIFF_COLOURS = {"+": "background:rgba(46,125,50,.14)", "-": "background:rgba(211,47,47,.14)",
+                 "@": "color:#1976d2"}
+
+
+def _proposal(item: Mapping[str, Any]) -> dict[str, Any] | None:
+    try:
+        data = json.loads(str(item.get("text") or ""))
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("diff"), list) else None
+
+
+def _proposal_title(proposal: Mapping[str, Any], lang: str) -> str:
+    if proposal.get("kind") == "insert":
+        kind = str(proposal.get("cell_type") or "code")
+        after = proposal.get("after_cell_id")
+        title = (t("cell_insert_after", lang, type=kind, id=str(after)) if after
+                 else t("cell_insert_end", lang, type=kind))
+    else:
+        title = t("cell_edit_title", lang, id=str(proposal.get("cell_id", "")))
+    decision = str(proposal.get("decision", "pending"))
+    known = decision if decision in ("accepted", "rejected") else "pending"
+    return f"{title} · {t(f'cell_edit_{known}', lang)}"
+
+
+def _diff_style(line: str) -> str:
+    if line.startswith(("+++", "---")):
+        return "opacity:.7"
+    return _DIFF_COLOURS.get(line[:1], "")
+
+
+def proposal_html(item: Mapping[str, Any], lang: str) -> str:
+    """A proposed notebook edit: its title, decision and diff (escaped, bounded)."""
+    proposal = _proposal(item)
+    if proposal is None:
+        return f"<div>{html.escape(output_placeholder(item, lang))}</div>"
+    lines = [str(line) for line in proposal["diff"]]
+    more = len(lines) - _DIFF_LINES + int(proposal.get("diff_left_out") or 0)
+    rows = "".join(f'<span style="display:block;{_diff_style(line)}">'
+                   f"{html.escape(line) or ' '}</span>" for line in lines[:_DIFF_LINES])
+    tail = (f"<div>{html.escape(t('cell_edit_more_lines', lang, n=more))}</div>"
+            if more > 0 else "")
+    return (f"<div><b>{html.escape(_proposal_title(proposal, lang))}</b>"
+            f'<pre style="margin:4px 0 0;font-size:11px;overflow:auto;max-height:320px">'
+            f"{rows}</pre>{tail}</div>")
 
 
 def _size_text(item: Mapping[str, Any]) -> str:
@@ -30,6 +81,9 @@ def _size_text(item: Mapping[str, Any]) -> str:
 def output_placeholder(item: Mapping[str, Any], lang: str) -> str:
     """``[image 640×480]``, ``[HTML table]``: one display item in words."""
     kind = str(item.get("media_type", ""))
+    if kind == CELL_EDIT_TYPE:
+        proposal = _proposal(item)
+        return f"[{_proposal_title(proposal, lang)}]" if proposal else "[cell edit]"
     if kind.startswith("image/"):
         if item.get("data") is None and item.get("text") is None:
             return t("static_output_missing", lang)
@@ -50,6 +104,8 @@ def output_html(item: Mapping[str, Any], lang: str, budget: list[int]) -> str:
     """A thumbnail ``<img>`` while ``budget[0]`` (characters left) allows, else the
     placeholder. Only raster ``data:`` images: nothing that runs or loads."""
     kind = str(item.get("media_type", ""))
+    if kind == CELL_EDIT_TYPE:
+        return proposal_html(item, lang)
     data = item.get("data")
     # Only base64 goes into the attribute: a stored item is data from a tool or a file,
     # and a quote in it would add attributes (onerror=…) to the tag.

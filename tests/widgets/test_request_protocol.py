@@ -132,7 +132,8 @@ def test_a_failing_handler_of_a_real_widget_still_replies(
 def test_handlers_are_registered_per_class() -> None:
     assert set(ChatView._request_handlers) == {"sync", "older", "command", "switch_agent",
                                                "view_opened", "view_closed", "full_text",
-                                               "refresh", "take_over", "message_action"}
+                                               "refresh", "take_over", "message_action",
+                                               "notebook_reply"}
     assert set(ToolCard._request_handlers) == {"full_text"}
     assert set(SkillCard._request_handlers) == {"full_text"}
     assert set(SessionSidebar._request_handlers) == {"open", "new_chat", "rename", "delete",

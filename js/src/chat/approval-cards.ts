@@ -8,6 +8,7 @@ import type { Approval } from "./chat-view-traits";
 import { element } from "../dom";
 import type { Lang, MessageKey } from "../i18n";
 import { createInlineError } from "../inline-error";
+import { createCellEditCard, parseProposal } from "../cards/cell-edit-card";
 
 export type Decision = "allow_once" | "allow_always" | "reject";
 
@@ -15,12 +16,28 @@ export interface ApprovalCardOptions {
   lang: () => Lang;
   label: (key: MessageKey, params?: Record<string, string | number>) => string;
   /** `path`: the sub-agent runs the request came through (`[]`: the session's own). */
-  approve?: (id: string, decision: Decision, path: string[]) => Promise<unknown>;
+  approve?: (id: string, decision: Decision, path: string[], text?: string) => Promise<unknown>;
 }
 
 export function createApprovalCard(approval: Approval, { lang, label, approve }: ApprovalCardOptions): HTMLElement {
   const card = element("div", "neta-card neta-chat-approval");
   card.dataset.id = approval.id;
+  const proposal = parseProposal(approval.proposal);
+  if (proposal) {
+    // A proposed notebook edit: its diff, Accept / Edit first / Reject.
+    card.classList.add("neta-is-proposal");
+    if (approval.agent) card.classList.add("neta-is-subagent");
+    card.append(
+      createCellEditCard(
+        { ...proposal, decision: "pending" },
+        {
+          lang: lang(),
+          decide: (accepted, text) => approve?.(approval.id, accepted ? "allow_once" : "reject", approval.path ?? [], text) ?? Promise.resolve(),
+        },
+      ),
+    );
+    return card;
+  }
   const title = element("div", "neta-chat-approval-title");
   const asking = approval.agent
     ? label("approval_title_subagent", { name: approval.name, agent: approval.agent })

@@ -114,7 +114,8 @@ export function renderChatView({ model: anyModel, el, kernel = true }: RendererP
       send: (text, files) => sendWithFiles(text, files),
       stop: () => command({ type: "stop" }),
       setLevel: (level) => command({ type: "set_thinking_level", level }),
-      approve: (id, decision, path) => command({ type: "approve", id, decision, subagent: path }),
+      approve: (id, decision, path, text) =>
+        command({ type: "approve", id, decision, subagent: path, ...(text === undefined ? {} : { text }) }),
       stopSubagent: (runId) => command({ type: "stop", subagent: runId }),
       loadOlder: (before) => requestShowingErrors<OlderPage>(model, "older", { before } satisfies OlderRequest),
       switchAgent: (name) => requestShowingErrors<SessionReply>(model, "switch_agent", { name } satisfies SwitchAgentRequest),

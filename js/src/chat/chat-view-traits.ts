@@ -105,6 +105,8 @@ export interface Approval {
   /** A sub-agent asks: its name, and the runs it is in (as an op's `path`). */
   agent?: string;
   path?: string[];
+  /** A proposed notebook edit to accept or reject (cards/cell-edit-card.ts). */
+  proposal?: Record<string, unknown>;
 }
 
 export interface AgentChoice {

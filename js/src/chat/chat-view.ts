@@ -48,7 +48,7 @@ export interface ChatActions {
   setLevel(level: string): Promise<unknown>;
   /** `path`: the sub-agent runs the request came through (`[]`: the session's own); two
    * children's calls can share an id, the path says whose call is answered. */
-  approve(id: string, decision: "allow_once" | "allow_always" | "reject", path: string[]): Promise<unknown>;
+  approve(id: string, decision: "allow_once" | "allow_always" | "reject", path: string[], text?: string): Promise<unknown>;
   /** Stop only this sub-agent (its run id: the `delegate` call's), the parent goes on. */
   stopSubagent(runId: string): Promise<unknown>;
   loadOlder(before: number): Promise<OlderPage>;

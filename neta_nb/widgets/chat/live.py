@@ -50,10 +50,12 @@ from ...runtime.subagents import subagent_history
 from ...store.session_store import SessionStore
 from ...store.session_writes import store_warning
 from ...thinking import get_model_thinking_capability
+from ...tools.notebook.kernel import watch_cells
 from ..base import NetaWidget
 from ..state_bounds import NOTE_CHARS, preview_args
 from ..streaming import FLUSH_INTERVAL
 from .batcher import OpBatcher
+from .notebook_page import PageBridge
 from .render import (
     WINDOW,
     keep_streamed,
@@ -93,6 +95,8 @@ def note(text: str) -> str:
 def approval_item(pending: PendingApproval) -> dict[str, Any]:
     approval: dict[str, Any] = {"id": pending.id, "name": pending.name,
                                 "args": dict(pending.args)}
+    if pending.proposal is not None:
+        approval["proposal"] = pending.proposal
     if pending.path:
         approval["agent"], approval["path"] = pending.agent, list(pending.path)
     preview_args(approval)  # the call's card has the full arguments on demand
@@ -159,6 +163,7 @@ class LiveChat(NetaWidget):
         self._unfollow: list[Callable[[], None]] = []
         """What stops following the bound session: its events, rewinds, level changes."""
         self._presence = ViewPresence(lambda: self._kernel_loop)
+        self._page = PageBridge(self.send)  # the notebook tools' way to the notebook
         self._background: dict[str, Callable[[], None]] = {}
         """Sessions switched away from mid-turn, by id: what ends their hold (below)."""
         # A session of another kernel shown read-only (see ChatView.show_stored), and the
@@ -226,6 +231,8 @@ class LiveChat(NetaWidget):
             session.on_thinking_level(self._level_chosen),
         ]
         self._presence.bind(session)  # the approver while a view of this widget is shown
+        session.notebook_page = self._page
+        watch_cells()
         release = self._background.get(session.id)
         if release is not None:
             release()  # back in front, the presence answers for it (attached first: no gap)
@@ -242,6 +249,8 @@ class LiveChat(NetaWidget):
         if self._session is not None and self._session.running:
             self._keep_in_background(self._session)
         self._presence.unbind()
+        if self._session is not None and self._session.notebook_page is self._page:
+            self._session.notebook_page = None
         self._batcher.cancel()
         self._projection = ConversationProjection()
         self._approvals_shown = []

@@ -18,9 +18,10 @@ from typing import Any
 
 from ...escaping import static_markdown_html
 from ...labels import LABELS, t
+from ...tools.rich import CELL_EDIT_TYPE
 from ..cards.todo_card import plan_html
 from ..cards.token_stats import usage_html
-from ..rich_static import attachment_placeholder, output_placeholder
+from ..rich_static import attachment_placeholder, output_placeholder, proposal_html
 
 __all__ = ["CARD_RESULT_CHARS", "STATIC_CHARS", "shown_title", "static_html", "static_summary",
            "static_text", "transcript"]
@@ -140,7 +141,8 @@ def _card_html(card: Mapping[str, Any], lang: str) -> str:
                 f"{html.escape(shown)}{'…' if total > len(shown) else ''}</pre>{note}")
     outputs = card.get("outputs") or []
     if outputs:  # figures and tables: named here (their data is in the widget state)
-        body += "".join(f'<div style="{_MUTED}">{html.escape(output_placeholder(item, lang))}'
+        body += "".join(proposal_html(item, lang) if item.get("media_type") == CELL_EDIT_TYPE
+                        else f'<div style="{_MUTED}">{html.escape(output_placeholder(item, lang))}'
                         "</div>" for item in outputs)
     return (f'<div class="neta-static-card" style="{_BOX};border-left:3px solid {accent}">'
             f'<b>{html.escape(_card_title(card, lang))}</b>{body}</div>')

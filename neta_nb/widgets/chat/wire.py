@@ -30,6 +30,7 @@ __all__ = [
     "LiveSnapshot",
     "MessageActionRequest",
     "NoReply",
+    "NotebookReply",
     "OlderPage",
     "OlderRequest",
     "StreamOp",
@@ -189,11 +190,23 @@ class ChatSnapshot(TypedDict):
     notice_tone: str
 
 
-class ViewRequest(TypedDict):
+class ViewRequest(TypedDict, total=False):
     """``view_opened`` / ``view_closed``: a rendered view of the widget appears or goes
-    (TS: ``ViewRequest``, chat-view-binding.ts)."""
+    (TS: ``ViewRequest``, chat-view-binding.ts); ``notebook_bridge``: the page has the
+    extension that reaches the notebook holding the view."""
 
-    view_id: str
+    view_id: Required[str]
+    notebook_bridge: bool
+
+
+class NotebookReply(TypedDict, total=False):
+    """``notebook_reply``: a view's answer to a ``notebook_request`` the kernel sent it
+    (TS: notebook-bridge.ts; see ``neta_nb.widgets.chat.notebook_page``)."""
+
+    request_id: Required[str]
+    ok: Required[bool]
+    result: dict[str, Any]
+    error: dict[str, Any]
 
 
 class FullTextRequest(TypedDict):

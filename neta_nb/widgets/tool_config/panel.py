@@ -150,10 +150,13 @@ class ToolConfigPanel(PanelRequests):
     def __init__(self, catalog: ToolCatalog, config: AgentToolConfig, *,
                  model_capabilities: Iterable[str] | None = None, scene: str | None = None,
                  model: str | None = None, system_prompt: str = "",
-                 delegates: bool | None = None, **kwargs: Any) -> None:
+                 delegates: bool | None = None, notebook_page: bool | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        # Whether the agent may delegate (resolve_tools): a session's panel knows it.
+        # Whether the agent may delegate, and whether a notebook page answers it
+        # (resolve_tools): a session's panel knows them.
         self._delegates = delegates
+        self._notebook_page = notebook_page
         self._catalog = catalog
         self._config = config
         self._model_capabilities = (None if model_capabilities is None
@@ -218,6 +221,7 @@ class ToolConfigPanel(PanelRequests):
         self._model = inputs["model"]
         self.system_prompt = inputs["system_prompt"]
         self._delegates = inputs["delegates"]
+        self._notebook_page = inputs["notebook_page"]
 
     # --- what the panel edits ------------------------------------------------------
 
@@ -277,7 +281,7 @@ class ToolConfigPanel(PanelRequests):
         return resolve_tools(self._catalog, self._config,
                              model_capabilities=self._model_capabilities,
                              scene=self._scene, model=self._model,
-                             delegates=self._delegates)
+                             delegates=self._delegates, notebook_page=self._notebook_page)
 
     # --- preview as ----------------------------------------------------------------
 
@@ -353,7 +357,8 @@ class ToolConfigPanel(PanelRequests):
             model = self._model if capabilities == self._model_capabilities else None
             self._shown = resolve_tools(self._catalog, self._config,
                                         model_capabilities=capabilities, scene=scene,
-                                        model=model, delegates=self._delegates)
+                                        model=model, delegates=self._delegates,
+                                        notebook_page=self._notebook_page)
         resolution = self._shown
         ordered = self._catalog.ordered()
         final = set(resolution.names)
@@ -457,4 +462,14 @@ def _session_inputs(session: AgentSession) -> dict[str, Any]:
     return {"model_capabilities": session.provider.info.capabilities,
             "scene": session.agent.scene, "model": session.provider.model_id,
             "system_prompt": session.agent.system_prompt,
-            "delegates": session.can_delegate}
+            "delegates": session.can_delegate, "notebook_page": _page_answers(session)}
+
+
+def _page_answers(session: AgentSession) -> bool | None:
+    """Whether a notebook page answers ``session``: no chat view bound at all, no (the
+    edit and run tools show why they are left out); a bound view not (yet) on a page
+    with the extension, unknown (a view may open any moment), so not filtered."""
+    page = session.notebook_page
+    if page is None:
+        return False
+    return True if page.available else None

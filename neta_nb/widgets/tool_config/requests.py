@@ -51,6 +51,7 @@ class PanelRequests(NetaWidget):
     _scene: str | None
     _model: str | None
     _delegates: bool | None
+    _notebook_page: bool | None
     _dismissed_warnings: set[Notice]
     _shown_warnings: list[Notice]
     system_prompt: str
@@ -164,7 +165,8 @@ class PanelRequests(NetaWidget):
             preview = preview_prompt(system_prompt=self.system_prompt, catalog=self._catalog,
                                      config=self._config, model_capabilities=capabilities,
                                      scene=scene, model=self._model,
-                                     delegates=self._delegates)
+                                     delegates=self._delegates,
+                                     notebook_page=self._notebook_page)
         return {"system_prompt": preview.system_prompt,
                 "tools": [cast(ToolDefinitionWire, definition.model_dump())
                           for definition in preview.tools]}

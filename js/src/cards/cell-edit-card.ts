@@ -1,0 +1,180 @@
+/**
+ * A proposed notebook edit as a card: the cell, the unified diff of its text (made by the
+ * kernel with difflib, drawn line by line as text: nothing in it is ever markup), and what
+ * became of it.
+ *
+ * - Pending (an approval request carrying a `proposal`): Accept, Reject, and "Edit first",
+ *   which opens the proposed text in a box; Accept then sends the text as changed.
+ * - Decided (the tool's result, `application/vnd.neta-nb.cell-edit+json`): Accepted or
+ *   Rejected; an accepted one offers Undo, which asks the notebook extension on the page
+ *   to put the text back — refused, with a message, when the cell changed since.
+ */
+import "./cell-edit-card.css";
+import { element } from "../dom";
+import { t, type Lang } from "../i18n";
+import { createInlineError } from "../inline-error";
+
+export const CELL_EDIT_TYPE = "application/vnd.neta-nb.cell-edit+json";
+
+export interface CellEditProposal {
+  kind: "edit" | "insert";
+  cell_id: string;
+  before: string;
+  after: string;
+  diff: string[];
+  diff_left_out?: number;
+  decision: "pending" | "accepted" | "rejected";
+  cell_type?: string;
+  after_cell_id?: string | null;
+  changed_by_user?: boolean;
+}
+
+export interface CellEditCardOptions {
+  lang: Lang;
+  /** Pending cards: send the decision (`text`: the accepted text when the user changed it). */
+  decide?: (accepted: boolean, text?: string) => Promise<unknown>;
+}
+
+/** The proposal a display item or an approval carries, when well formed. */
+export function parseProposal(value: unknown): CellEditProposal | null {
+  let data = value;
+  if (typeof value === "string") {
+    try {
+      data = JSON.parse(value);
+    } catch {
+      return null;
+    }
+  }
+  if (!data || typeof data !== "object") return null;
+  const proposal = data as CellEditProposal;
+  const ok =
+    (proposal.kind === "edit" || proposal.kind === "insert") &&
+    typeof proposal.cell_id === "string" &&
+    typeof proposal.before === "string" &&
+    typeof proposal.after === "string" &&
+    Array.isArray(proposal.diff);
+  return ok ? proposal : null;
+}
+
+/** The class of one diff line: what it does to the text. */
+export function diffLineKind(line: string): "add" | "del" | "hunk" | "meta" | "same" {
+  if (line.startsWith("+++") || line.startsWith("---")) return "meta";
+  if (line.startsWith("@@")) return "hunk";
+  if (line.startsWith("+")) return "add";
+  if (line.startsWith("-")) return "del";
+  return "same";
+}
+
+function title(proposal: CellEditProposal, lang: Lang): string {
+  if (proposal.kind === "edit") return t(lang, "cell_edit_title", { id: proposal.cell_id });
+  const type = proposal.cell_type ?? "code";
+  return proposal.after_cell_id
+    ? t(lang, "cell_insert_after", { type, id: proposal.after_cell_id })
+    : t(lang, "cell_insert_end", { type });
+}
+
+function diffBlock(proposal: CellEditProposal, lang: Lang): HTMLElement {
+  const block = element("pre", "neta-cell-edit-diff");
+  block.tabIndex = 0; // scrollable by keyboard
+  for (const line of proposal.diff) {
+    if (typeof line !== "string") continue;
+    const row = element("span", `neta-diff-line neta-diff-${diffLineKind(line)}`, line);
+    block.append(row, "\n");
+  }
+  const more = proposal.diff_left_out ?? 0;
+  if (more > 0) block.append(element("span", "neta-diff-line neta-diff-meta", t(lang, "cell_edit_more_lines", { n: more })));
+  return block;
+}
+
+type NotebookReply = { ok: boolean; result?: unknown; error?: { code?: string; message?: string } };
+
+/** Ask the notebook extension on this page (it handles `neta-nb-notebook` events). */
+export function askNotebook(from: Element, op: string, args: Record<string, unknown>): Promise<NotebookReply> {
+  return new Promise((resolve) => {
+    const detail = { op, args, handled: false, respond: (reply: NotebookReply) => resolve(reply) };
+    from.dispatchEvent(new CustomEvent("neta-nb-notebook", { bubbles: true, composed: true, detail }));
+    if (!detail.handled) resolve({ ok: false, error: { code: "no_bridge" } });
+  });
+}
+
+export function createCellEditCard(proposal: CellEditProposal, { lang, decide }: CellEditCardOptions): HTMLElement {
+  const card = element("div", "neta-cell-edit");
+  card.dataset.decision = proposal.decision;
+  card.dataset.cellId = proposal.cell_id;
+  const head = element("div", "neta-cell-edit-head");
+  const badge = element("span", "neta-cell-edit-badge");
+  const setBadge = (state: string) => {
+    card.dataset.decision = state;
+    const key = state === "accepted" ? "cell_edit_accepted" : state === "rejected" ? "cell_edit_rejected" : state === "undone" ? "cell_edit_undone" : "cell_edit_pending";
+    badge.textContent = t(lang, key);
+  };
+  setBadge(proposal.decision);
+  head.append(element("span", "neta-cell-edit-title", title(proposal, lang)), badge);
+  if (proposal.changed_by_user) head.append(element("span", "neta-cell-edit-note", t(lang, "cell_edit_changed_by_user")));
+  card.append(head, diffBlock(proposal, lang));
+  const buttons = element("div", "neta-cell-edit-buttons");
+  const error = createInlineError(() => lang);
+  if (proposal.decision === "pending" && decide) {
+    const editor = document.createElement("textarea");
+    editor.className = "neta-cell-edit-editor";
+    editor.value = proposal.after;
+    editor.hidden = true;
+    editor.spellcheck = false;
+    editor.setAttribute("aria-label", t(lang, "cell_edit_edit"));
+    const button = (key: "cell_edit_accept" | "cell_edit_reject" | "cell_edit_edit", extra: string) => {
+      const node = element("button", `neta-chat-button ${extra}`.trim(), t(lang, key));
+      node.type = "button";
+      buttons.append(node);
+      return node;
+    };
+    const accept = button("cell_edit_accept", "neta-chat-button-primary");
+    const edit = button("cell_edit_edit", "");
+    const reject = button("cell_edit_reject", "neta-chat-button-danger");
+    accept.dataset.decision = "accept";
+    reject.dataset.decision = "reject";
+    edit.dataset.decision = "edit";
+    const send = (accepted: boolean) => {
+      for (const node of [accept, edit, reject]) node.disabled = true;
+      error.clear();
+      const text = accepted && !editor.hidden && editor.value !== proposal.after ? editor.value : undefined;
+      decide(accepted, text).catch((failure: unknown) => {
+        for (const node of [accept, edit, reject]) node.disabled = false;
+        error.show(failure);
+      });
+    };
+    accept.addEventListener("click", () => send(true));
+    reject.addEventListener("click", () => send(false));
+    edit.addEventListener("click", () => {
+      editor.hidden = false;
+      edit.disabled = true;
+      editor.focus();
+    });
+    card.append(editor);
+  } else if (proposal.decision === "accepted") {
+    const undo = element("button", "neta-chat-button neta-cell-edit-undo", t(lang, "cell_edit_undo"));
+    undo.type = "button";
+    undo.addEventListener("click", () => {
+      undo.disabled = true;
+      error.clear();
+      const [op, args] =
+        proposal.kind === "edit"
+          ? ["undo", { cell_id: proposal.cell_id, before: proposal.before, after: proposal.after }]
+          : ["delete", { cell_id: proposal.cell_id, expected: proposal.after }];
+      void askNotebook(card, op as string, args as Record<string, unknown>).then((reply) => {
+        if (reply.ok) {
+          setBadge("undone");
+          undo.remove();
+          return;
+        }
+        undo.disabled = false;
+        const code = reply.error?.code;
+        if (code === "changed") error.show(t(lang, "cell_edit_undo_refused"));
+        else if (code === "no_bridge") error.show(t(lang, "cell_edit_no_page"));
+        else error.show(reply.error?.message ?? t(lang, "cell_edit_undo_refused"));
+      });
+    });
+    buttons.append(undo);
+  }
+  if (buttons.childElementCount) card.append(buttons, error.root);
+  return card;
+}

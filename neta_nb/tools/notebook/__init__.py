@@ -1,0 +1,35 @@
+"""The notebook tools (category ``notebook``): the agent reads the notebook its chat is
+in, proposes edits the user accepts or rejects, and runs cells with approval.
+
+* ``read_notebook`` — cells, outputs and errors, bounded (the kernel's history where no
+  page answers)
+* ``edit_cell``, ``insert_cell`` — proposals shown as diff cards; applied only when the
+  user accepts, as one undoable edit
+* ``run_cell`` — runs a cell where the user sees it (needs approval)
+
+The edit and run tools need a JupyterLab or Notebook 7 page with the chat open on it
+(:mod:`.page`); elsewhere the resolver leaves them out with that reason. All four are
+off by default: switch them on per agent (``AgentToolConfig(enabled=[...])``) or in the
+tool panel.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ..base import Tool
+from .editing import edit_cell, insert_cell
+from .page import PAGE_NEEDED, NotebookAccess, NotebookError, NotebookPage
+from .reading_running import read_notebook, run_cell
+
+__all__ = ["NOTEBOOK_TOOL_NAMES", "PAGE_NEEDED", "NotebookAccess", "NotebookError",
+           "NotebookPage", "notebook_tools"]
+
+NOTEBOOK_TOOL_NAMES = ("read_notebook", "edit_cell", "insert_cell", "run_cell")
+
+
+def notebook_tools() -> list[Tool]:
+    """The four tools, the page-bound ones marked so (``Tool.needs_notebook_page``)."""
+    return [read_notebook,
+            *(dataclasses.replace(item, needs_notebook_page=True)
+              for item in (edit_cell, insert_cell, run_cell))]

@@ -1,0 +1,193 @@
+"""``edit_cell`` and ``insert_cell``: changes to the notebook the user decides on.
+
+Neither writes. Each makes a *proposal* — the cell, its text before and after, their
+unified diff — that the chat shows as a card with Accept and Reject (and a box to change
+the text before accepting), and waits for the decision (``ctx.notebook.decide_edit``:
+the session's approvals; an agent with ``accept_notebook_edits`` accepts at once). Only
+an accepted proposal reaches the page, as one undoable edit of the live notebook, made
+against the text the proposal was made from: if the user changed the cell meanwhile, the
+edit is not applied and the model is told. The result says what the user decided (and the
+text they accepted, when they changed it) and carries the proposal with its decision, so
+the card, a resumed chat and a saved notebook all show the diff and what became of it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from typing import Any, Literal
+
+from ...messages import DisplayItem
+from ..base import ToolContext, ToolFailure, tool
+from ..rich import CELL_EDIT_TYPE, RichResult
+from .page import PAGE_NEEDED, NotebookAccess, NotebookError
+
+__all__ = ["MAX_CELL_CHARS", "cell_diff", "cell_source", "edit_cell", "find_cell",
+           "insert_cell", "live_page", "proposal_item"]
+
+MAX_CELL_CHARS = 200_000
+"""The longest cell text a proposal may carry (before or after)."""
+_DIFF_LINES = 400
+"""Diff lines a card shows; the rest is counted."""
+_DECISION_WAIT = 24 * 3600.0
+"""A proposal waits for the user like an approval does; the tool's timeout is no limit."""
+
+
+def cell_diff(before: str, after: str, cell_id: str) -> list[str]:
+    """The unified diff of a cell's text (``difflib``), lines without their newlines."""
+    return [line.rstrip("\n") for line in difflib.unified_diff(
+        before.splitlines(keepends=True), after.splitlines(keepends=True),
+        fromfile=f"cell {cell_id}", tofile=f"cell {cell_id}", lineterm="\n")]
+
+
+def proposal(kind: Literal["edit", "insert"], cell_id: str, before: str, after: str,
+             **extra: Any) -> dict[str, Any]:
+    lines = cell_diff(before, after, cell_id)
+    return {"kind": kind, "cell_id": cell_id, "before": before, "after": after,
+            "diff": lines[:_DIFF_LINES], "diff_left_out": max(0, len(lines) - _DIFF_LINES),
+            **extra}
+
+
+def proposal_item(decided: dict[str, Any]) -> DisplayItem:
+    text = json.dumps(decided, ensure_ascii=False)
+    return DisplayItem(media_type=CELL_EDIT_TYPE, text=text, size=len(text),
+                       name=f"{decided['kind']} of cell {decided['cell_id']}")
+
+
+def live_page(ctx: ToolContext) -> NotebookAccess:
+    """The call's notebook access, when a page answers; a clear refusal otherwise."""
+    access = ctx.notebook
+    if not isinstance(access, NotebookAccess) or not access.live:
+        raise ToolFailure(f"This tool {PAGE_NEEDED} with the chat open on it; the notebook "
+                          "cannot be changed from here.")
+    return access
+
+
+def _checked_text(name: str, text: str) -> None:
+    if len(text) > MAX_CELL_CHARS:
+        raise ToolFailure(f"{name} is {len(text):,} characters; a cell proposal holds at "
+                          f"most {MAX_CELL_CHARS:,}.")
+
+
+async def find_cell(access: NotebookAccess, cell_id: str) -> dict[str, Any]:
+    assert access.page is not None
+    notebook = await access.page.request("read", {})
+    for cell in notebook.get("cells", []):
+        if isinstance(cell, dict) and cell.get("id") == cell_id:
+            return cell
+    ids = ", ".join(str(cell.get("id")) for cell in notebook.get("cells", [])[:40])
+    raise ToolFailure(f"No cell has the id {cell_id!r}. The notebook's cell ids: {ids}")
+
+
+def cell_source(cell: dict[str, Any]) -> str:
+    value = cell.get("source", "")
+    return "".join(value) if isinstance(value, list) else str(value)
+
+
+async def _decided(ctx: ToolContext, access: NotebookAccess, name: str,
+                   args: dict[str, Any], proposed: dict[str, Any]
+                   ) -> tuple[bool, str]:
+    accepted, edited = await access.decide_edit(name, args, {**proposed,
+                                                            "decision": "pending"})
+    final = proposed["after"] if edited is None else edited
+    _checked_text("The accepted text", final)
+    return accepted, final
+
+
+@tool(category="notebook", label="Edit cell", timeout=_DECISION_WAIT)
+async def edit_cell(ctx: ToolContext, cell_id: str, source: str) -> RichResult:
+    """Propose new text for a notebook cell. The user sees the diff and accepts or
+    rejects it (or changes it first); the result says which, and the cell's text if it
+    was changed. Read the notebook first: ``cell_id`` is an id ``read_notebook`` shows.
+
+    Args:
+        cell_id: The cell's id, as read_notebook shows it.
+        source: The cell's whole new text.
+    """
+    access = live_page(ctx)
+    _checked_text("The new source", source)
+    before = cell_source(await find_cell(access, cell_id))
+    if before == source:
+        return RichResult(text=f"Cell {cell_id} already holds this text; nothing to change.")
+    proposed = proposal("edit", cell_id, before, source)
+    accepted, final = await _decided(ctx, access, "edit_cell",
+                                     {"cell_id": cell_id, "source": source}, proposed)
+    if not accepted:
+        return _result(proposed, "rejected", f"The user rejected the edit of cell "
+                       f"{cell_id}; the cell is unchanged.")
+    assert access.page is not None
+    try:
+        await access.page.request("edit", {"cell_id": cell_id, "source": final,
+                                           "expected": before})
+    except NotebookError as error:
+        raise ToolFailure(_not_applied(cell_id, error)) from error
+    return _result(proposed, "accepted", _accepted_text(cell_id, proposed["after"], final),
+                   final=final)
+
+
+@tool(category="notebook", label="Insert cell", timeout=_DECISION_WAIT)
+async def insert_cell(ctx: ToolContext, source: str,
+                      cell_type: Literal["code", "markdown", "raw"] = "code",
+                      after_cell_id: str | None = None) -> RichResult:
+    """Propose a new notebook cell. The user sees it and accepts or rejects it (or
+    changes it first); the result says which, and the new cell's id.
+
+    Args:
+        source: The new cell's text.
+        cell_type: code, markdown or raw.
+        after_cell_id: The id of the cell it goes after; none: at the end.
+    """
+    access = live_page(ctx)
+    _checked_text("The new cell's source", source)
+    if after_cell_id is not None:
+        await find_cell(access, after_cell_id)  # a clear error before the user is asked
+    where = f"after cell {after_cell_id}" if after_cell_id else "at the end"
+    proposed = proposal("insert", after_cell_id or "end", "", source,
+                        cell_type=cell_type, after_cell_id=after_cell_id)
+    accepted, final = await _decided(
+        ctx, access, "insert_cell",
+        {"source": source, "cell_type": cell_type, "after_cell_id": after_cell_id},
+        proposed)
+    if not accepted:
+        return _result(proposed, "rejected", f"The user rejected the new {cell_type} "
+                       f"cell {where}; the notebook is unchanged.")
+    assert access.page is not None
+    try:
+        answer = await access.page.request("insert", {"source": final,
+                                                      "cell_type": cell_type,
+                                                      "after_cell_id": after_cell_id})
+    except NotebookError as error:
+        raise ToolFailure(f"The new cell was accepted but could not be added: "
+                          f"{error}") from error
+    new_id = str(answer.get("cell_id", ""))
+    text = (f"The user accepted the new {cell_type} cell; it was added {where} with the "
+            f"id {new_id}.")
+    if final != source:
+        text += f" They changed it before accepting; it holds:\n{final}"
+    return _result({**proposed, "cell_id": new_id}, "accepted", text, final=final)
+
+
+def _accepted_text(cell_id: str, proposed: str, final: str) -> str:
+    if final == proposed:
+        return f"The user accepted the edit; cell {cell_id} now holds the proposed text."
+    return (f"The user changed the proposal before accepting it; cell {cell_id} now "
+            f"holds:\n{final}")
+
+
+def _not_applied(cell_id: str, error: NotebookError) -> str:
+    if error.code == "changed":
+        return (f"The user accepted the edit, but cell {cell_id} changed while they were "
+                f"deciding, so it was not applied. Read the cell again before proposing.")
+    return f"The user accepted the edit, but it could not be applied: {error}"
+
+
+def _result(proposed: dict[str, Any], decision: str, text: str, *,
+            final: str | None = None) -> RichResult:
+    """The tool's result: ``text`` for the model, the proposal with its decision for the
+    card (its diff redone when the user changed the text before accepting)."""
+    decided = {**proposed, "decision": decision}
+    if final is not None and final != proposed["after"]:
+        redone = proposal(proposed["kind"], proposed["cell_id"], proposed["before"], final)
+        decided.update(after=final, diff=redone["diff"], diff_left_out=redone["diff_left_out"],
+                       changed_by_user=True)
+    return RichResult(text=text, items=[proposal_item(decided)])

@@ -1,0 +1,72 @@
+"""What the notebook tools reach the notebook through: the page that shows it, if any.
+
+The tools run in the kernel; the notebook document lives in the browser. A chat view on
+a JupyterLab or Notebook 7 page with the neta-nb extension relays requests to the live
+notebook model that holds it (unsaved edits included) and edits it as a user's edit would
+be made, one undoable step each. The widget layer implements :class:`NotebookPage` over
+that relay; the tools see only this protocol, so they run the same under a test's fake
+page and never import a widget.
+
+A request names an operation (``read``, ``edit``, ``insert``, ``delete``, ``undo``,
+``run``, ``set_outputs``) and its arguments, and returns the page's answer or raises
+:class:`NotebookError` with one of the page's codes (``changed``: the cell no longer holds
+the text the edit was made against; ``no_cell``, ``no_notebook``, ``no_bridge``,
+``no_answer`` and ``failed``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+__all__ = ["PAGE_NEEDED", "EditDecider", "NotebookAccess", "NotebookError", "NotebookPage"]
+
+PAGE_NEEDED = "needs a JupyterLab or Notebook 7 page"
+"""Why the edit and run tools are left out where no page answers (nbclient, VS Code,
+plain IPython): the resolver's reason and the refusal the model reads."""
+
+
+class NotebookError(Exception):
+    """The page could not do what was asked; ``code`` says why in a word."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class NotebookPage(Protocol):
+    """The notebook on a page, as the tools reach it."""
+
+    @property
+    def available(self) -> bool:
+        """A view with the notebook extension is open now: requests can be answered."""
+        ...
+
+    async def request(self, op: str, args: dict[str, Any], *,
+                      wait: float | None = None) -> dict[str, Any]:
+        """The page's answer to one operation; :class:`NotebookError` when it refuses,
+        fails or does not answer within ``wait`` seconds (``None``: the page's default
+        for ``op``)."""
+        ...
+
+
+EditDecider = Callable[[str, dict[str, Any], dict[str, Any]], Awaitable[tuple[bool, str | None]]]
+"""``(tool name, call arguments, proposal) -> (accepted, the text the user accepted when
+they changed it first)``: the session asks the user (``Approvals.decide_edit``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class NotebookAccess:
+    """What a notebook tool call gets in ``ctx.notebook``: the page (``None`` where no
+    page was ever bound) and how to ask the user about a proposed edit."""
+
+    page: NotebookPage | None
+    decide_edit: EditDecider
+    in_cell: Callable[[], bool]
+    """Whether the kernel is executing a cell right now: a turn awaited in a cell keeps
+    the kernel's shell busy, so the page cannot run another cell until the turn ends."""
+
+    @property
+    def live(self) -> bool:
+        return self.page is not None and self.page.available

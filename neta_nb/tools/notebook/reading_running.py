@@ -1,0 +1,120 @@
+"""``read_notebook`` and ``run_cell``: the notebook's cells as the model reads them, and
+running one of them where the user sees it run.
+
+``read_notebook`` reads the live notebook of the page the chat is on (unsaved edits
+included); with no page it reads the kernel's own history and says so
+(:mod:`.kernel`). ``run_cell`` executes code, so it asks for approval like ``python``.
+On a page it runs the cell as the user's Shift+Enter would (execution count, outputs in
+the cell) and returns the outputs. When the turn itself runs inside a cell
+(``await session.run(...)``) the kernel's shell is busy with that cell, and a run asked
+of the page would wait behind the turn while the turn waits for it. Then the cell's code
+runs in the kernel directly (as the ``python`` tool runs code: the notebook's namespace,
+output captured) and its outputs are written into the cell, without an execution count.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...messages import DisplayItem
+from ..base import ToolContext, ToolFailure, tool
+from ..builtin.python_exec import run_python_rich
+from ..rich import RichResult
+from .editing import cell_source, find_cell, live_page
+from .kernel import kernel_history
+from .page import NotebookError
+from .reading import UNTRUSTED, CellRange, model_images, render_notebook, render_outputs
+
+__all__ = ["read_notebook", "run_cell"]
+
+RUN_WAIT = 3600.0
+"""Seconds a cell may run before ``run_cell`` stops waiting for it."""
+
+
+@tool(category="notebook", label="Read notebook")
+async def read_notebook(ctx: ToolContext, start: int = 1, end: int | None = None,
+                        cell_id: str | None = None) -> RichResult:
+    """Read the notebook this chat is in: its cells in order with their ids, types,
+    execution counts, sources and outputs (summarised), errors with their tracebacks.
+    Long notebooks are cut and the answer says which cells were left out.
+
+    Args:
+        start: The first cell to show (1 is the first).
+        end: The last cell to show; none: to the end (as far as fits).
+        cell_id: Show only this cell, in full.
+    """
+    access = ctx.notebook
+    if access is not None and access.live and access.page is not None:
+        try:
+            notebook = await access.page.request("read", {})
+        except NotebookError as error:
+            raise ToolFailure(f"The notebook could not be read: {error}") from error
+    else:
+        notebook = kernel_history(ctx.namespace)
+    chosen = CellRange(start, end, cell_id)
+    return RichResult(text=render_notebook(notebook, chosen),
+                      items=model_images(notebook, chosen))
+
+
+@tool(category="notebook", label="Run cell", requires_approval=True, timeout=RUN_WAIT)
+async def run_cell(ctx: ToolContext, cell_id: str) -> RichResult:
+    """Run a code cell of the notebook, as the user would, and return its outputs.
+
+    Args:
+        cell_id: The cell's id, as read_notebook shows it.
+    """
+    access = live_page(ctx)
+    assert access.page is not None
+    if access.in_cell():
+        return await _run_in_kernel(ctx, cell_id)
+    try:
+        answer = await access.page.request("run", {"cell_id": cell_id}, wait=RUN_WAIT)
+    except NotebookError as error:
+        raise ToolFailure(f"Cell {cell_id} could not be run: {error}") from error
+    raw = answer.get("outputs")
+    outputs: list[Any] = raw if isinstance(raw, list) else []
+    count = answer.get("execution_count")
+    status = "raised an error" if answer.get("status") == "error" else "ran"
+    text = (f"Cell {cell_id} {status} (execution count {count}). Its outputs:\n"
+            f"{UNTRUSTED}\n{render_outputs(outputs)}")
+    cells = {"cells": [{"id": cell_id, "outputs": outputs}]}
+    return RichResult(text=text, items=model_images(cells, CellRange(cell_id=cell_id)))
+
+
+async def _run_in_kernel(ctx: ToolContext, cell_id: str) -> RichResult:
+    access = live_page(ctx)
+    assert access.page is not None
+    cell = await find_cell(access, cell_id)
+    if cell.get("cell_type") != "code":
+        raise ToolFailure(f"Cell {cell_id} is a {cell.get('cell_type')} cell; only code "
+                          "cells run.")
+    result = await run_python_rich(cell_source(cell), ctx.namespace)
+    written = "its outputs were written into the cell"
+    try:
+        await access.page.request("set_outputs", {"cell_id": cell_id,
+                                                   "outputs": nbformat_outputs(result),
+                                                   "execution_count": None})
+    except NotebookError as error:
+        written = f"its outputs could not be written into the cell ({error})"
+    text = (f"The kernel is busy with the cell that runs this turn, so cell {cell_id}'s "
+            f"code ran in the kernel directly, with no execution count; {written}. "
+            f"What it returned:\n{UNTRUSTED}\n{result.model_text()}")
+    return RichResult(text=text, items=result.items, dropped=result.dropped)
+
+
+def nbformat_outputs(result: RichResult) -> list[dict[str, Any]]:
+    """What a direct run printed and displayed, as a cell's nbformat outputs."""
+    outputs: list[dict[str, Any]] = []
+    if result.text:
+        outputs.append({"output_type": "stream", "name": "stdout", "text": result.text})
+    for item in result.items:
+        data = _bundle(item)
+        if data:
+            outputs.append({"output_type": "display_data", "data": data, "metadata": {}})
+    return outputs
+
+
+def _bundle(item: DisplayItem) -> dict[str, str]:
+    if item.media_type.startswith("image/") and item.media_type != "image/svg+xml":
+        return {item.media_type: item.data} if item.data else {}
+    return {item.media_type: item.text} if item.text else {}

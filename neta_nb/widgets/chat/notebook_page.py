@@ -1,0 +1,100 @@
+"""PageBridge: the notebook tools' way to the notebook, through a chat view on the page.
+
+A chat view rendered on a JupyterLab or Notebook 7 page with the neta-nb extension says so
+when it opens (``view_opened {view_id, notebook_bridge: true}``). A request of the notebook
+tools (:class:`neta_nb.tools.notebook.NotebookPage`) goes to the newest such view as a
+custom message ``{kind: "notebook_request", id, view_id, op, args}``; that view hands it to
+the extension, which works on the notebook whose output area holds the view, and answers
+with a ``notebook_reply {request_id, ok, result | error}`` request.
+
+Messages from the kernel to the page can be lost on the way (a prototype's page missed the
+first one of a turn in 3 of 5 runs), so a request without an answer is sent again every
+:data:`RESEND_EVERY` seconds under the same id — the view runs an id once and answers a
+repeat from what it remembered — and given up after its deadline with a clear error:
+never waited on for ever. A run of a cell answers only when the cell has finished; its
+repeats are ignored meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ...tools.notebook.page import PAGE_NEEDED, NotebookError
+
+__all__ = ["PAGE_DEADLINE", "RESEND_EVERY", "PageBridge"]
+
+RESEND_EVERY = 2.0
+"""Seconds before a request without an answer is sent again."""
+PAGE_DEADLINE = 30.0
+"""Seconds a request other than a run waits for the page before giving up."""
+
+
+class PageBridge:
+    """The open views of one chat widget that can reach the notebook, and the requests
+    waiting for their answers."""
+
+    def __init__(self, send: Callable[[dict[str, Any]], None]) -> None:
+        self._send = send
+        self._views: dict[str, bool] = {}  # view id -> has the extension, in opening order
+        self._waiting: dict[str, asyncio.Future[Mapping[str, Any]]] = {}
+
+    @property
+    def available(self) -> bool:
+        return any(self._views.values())
+
+    def opened(self, view_id: str, bridge: bool) -> None:
+        self._views.pop(view_id, None)
+        self._views[view_id] = bridge  # the newest view answers
+
+    def closed(self, view_id: str) -> None:
+        self._views.pop(view_id, None)
+
+    def _view(self) -> str | None:
+        return next((view for view, bridge in reversed(self._views.items()) if bridge), None)
+
+    async def request(self, op: str, args: dict[str, Any], *,
+                      wait: float | None = None) -> dict[str, Any]:
+        deadline = asyncio.get_running_loop().time() + (wait or PAGE_DEADLINE)
+        request_id = uuid.uuid4().hex
+        future: asyncio.Future[Mapping[str, Any]] = asyncio.get_running_loop().create_future()
+        self._waiting[request_id] = future
+        try:
+            while True:
+                view = self._view()
+                if view is None:
+                    raise NotebookError("no_bridge", f"No chat view is open on a notebook "
+                                        f"page: this {PAGE_NEEDED} with the chat shown.")
+                self._send({"kind": "notebook_request", "id": request_id, "view_id": view,
+                            "op": op, "args": args})
+                left = deadline - asyncio.get_running_loop().time()
+                if left <= 0:
+                    raise NotebookError("no_answer", f"The notebook page did not answer "
+                                        f"'{op}' in {wait or PAGE_DEADLINE:.0f} s.")
+                try:
+                    reply = await asyncio.wait_for(asyncio.shield(future),
+                                                   min(RESEND_EVERY, left))
+                    break
+                except TimeoutError:
+                    continue
+        finally:
+            self._waiting.pop(request_id, None)
+            if not future.done():
+                future.cancel()
+        if reply.get("ok"):
+            result = reply.get("result")
+            return dict(result) if isinstance(result, Mapping) else {}
+        error = reply.get("error")
+        error = error if isinstance(error, Mapping) else {}
+        raise NotebookError(str(error.get("code") or "failed"),
+                            str(error.get("message") or "the page refused the request"))
+
+    def replied(self, reply: Mapping[str, Any]) -> bool:
+        """An answer from a view; False for one nobody waits for (a repeat, or late)."""
+        future = self._waiting.get(str(reply.get("request_id")))
+        if future is None or future.done():
+            return False
+        future.set_result(reply)
+        return True

@@ -1,0 +1,97 @@
+"""PageBridge: a notebook tool's request reaches the newest view with the extension, is
+sent again under the same id while unanswered, and is given up with a clear error —
+never waited on for ever."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from neta_nb.tools.notebook import NotebookError
+from neta_nb.widgets import ChatView
+from neta_nb.widgets.chat import notebook_page
+from neta_nb.widgets.chat.notebook_page import PageBridge
+
+from ..support.sessions import answer, make_session
+from .conftest import SentMessages
+
+
+def _bridge() -> tuple[PageBridge, list[dict[str, Any]]]:
+    sent: list[dict[str, Any]] = []
+    return PageBridge(sent.append), sent
+
+
+async def _until(condition: Any) -> None:
+    for _ in range(500):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("not reached in 5 s")
+
+
+async def test_a_request_goes_to_the_newest_view_with_the_extension() -> None:
+    bridge, sent = _bridge()
+    bridge.opened("old", True)
+    bridge.opened("plain", False)
+    bridge.opened("new", True)
+    assert bridge.available
+    task = asyncio.create_task(bridge.request("read", {}))
+    await _until(lambda: sent)
+    assert sent[0]["kind"] == "notebook_request" and sent[0]["view_id"] == "new"
+    assert bridge.replied({"request_id": sent[0]["id"], "ok": True, "result": {"cells": []}})
+    assert await task == {"cells": []}
+    assert not bridge.replied({"request_id": sent[0]["id"], "ok": True})  # a repeat
+
+
+async def test_an_unanswered_request_is_sent_again_under_the_same_id(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(notebook_page, "RESEND_EVERY", 0.05)
+    bridge, sent = _bridge()
+    bridge.opened("v", True)
+    task = asyncio.create_task(bridge.request("edit", {"cell_id": "c"}))
+    await _until(lambda: len(sent) >= 3)
+    assert len({message["id"] for message in sent}) == 1
+    bridge.replied({"request_id": sent[0]["id"], "ok": False,
+                    "error": {"code": "changed", "message": "the cell changed"}})
+    with pytest.raises(NotebookError) as raised:
+        await task
+    assert raised.value.code == "changed" and "the cell changed" in str(raised.value)
+
+
+async def test_no_view_and_no_answer_are_clear_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    bridge, _ = _bridge()
+    bridge.opened("plain", False)
+    assert not bridge.available
+    with pytest.raises(NotebookError) as raised:
+        await bridge.request("read", {})
+    assert raised.value.code == "no_bridge" and "JupyterLab or Notebook 7" in str(raised.value)
+    monkeypatch.setattr(notebook_page, "RESEND_EVERY", 0.02)
+    bridge.opened("v", True)
+    with pytest.raises(NotebookError) as raised:
+        await bridge.request("read", {}, wait=0.1)
+    assert raised.value.code == "no_answer"
+    bridge.closed("v")
+    assert not bridge.available
+
+
+async def test_a_chat_view_on_a_page_with_the_extension_is_the_sessions_page(
+        sent: SentMessages) -> None:
+    session, _, _ = make_session([answer("ok")])
+    view = ChatView(session)
+    assert session.notebook_page is not None and not session.notebook_page.available
+    view._on_custom_message(view, {"kind": "view_opened", "id": "r1", "view_id": "v1",
+                                   "notebook_bridge": True}, [])
+    assert session.notebook_page.available
+    task = asyncio.create_task(session.notebook_page.request("read", {}))
+    await _until(lambda: sent.of_kind("notebook_request"))
+    request = sent.of_kind("notebook_request")[0]
+    view._on_custom_message(view, {"kind": "notebook_reply", "id": "r2",
+                                   "request_id": request["id"], "ok": True,
+                                   "result": {"cells": [{"id": "a"}]}}, [])
+    assert await task == {"cells": [{"id": "a"}]}
+    view._on_custom_message(view, {"kind": "view_closed", "id": "r3", "view_id": "v1"}, [])
+    assert not session.notebook_page.available
+    view.unbind()
+    assert session.notebook_page is None
