@@ -242,3 +242,20 @@ async def test_run_cell_inside_a_busy_cell_runs_in_the_kernel_and_writes_the_out
     outputs = page.cell("c1")["outputs"]
     assert outputs and "hi" in outputs[0]["text"]
     assert "ran in the kernel directly" in _result(session, "r").content
+
+
+async def test_a_saved_chat_shows_each_diff_card_with_its_decision() -> None:
+    from neta_nb.widgets import ChatView
+
+    page = FakeNotebookPage(CELLS)
+    hostile = "<img src=x onerror=alert(1)><script>alert(2)</script>"
+    session, _, _ = _session(
+        [calls(("e", "edit_cell", {"cell_id": "c1", "source": hostile})), answer("ok")],
+        page, accept_notebook_edits=True)
+    await session.run("go")
+    view = ChatView(session)
+    form = view._fallback_html()
+    assert "Edit of cell c1 · Accepted" in form
+    assert "+&lt;img src=x onerror=alert(1)&gt;&lt;script&gt;" in form  # text, never markup
+    assert "<script>" not in form and "<img src=x" not in form
+    assert "[Edit of cell c1 · Accepted]" in view._fallback_text()

@@ -19,7 +19,7 @@ from typing import Any
 from ...messages import DisplayItem
 from ..base import ToolContext, ToolFailure, tool
 from ..builtin.python_exec import run_python_rich
-from ..rich import RichResult
+from ..rich import MODEL_IMAGE_TYPES, RichResult
 from .editing import cell_source, find_cell, live_page
 from .kernel import kernel_history
 from .page import NotebookError
@@ -99,7 +99,10 @@ async def _run_in_kernel(ctx: ToolContext, cell_id: str) -> RichResult:
     text = (f"The kernel is busy with the cell that runs this turn, so cell {cell_id}'s "
             f"code ran in the kernel directly, with no execution count; {written}. "
             f"What it returned:\n{UNTRUSTED}\n{result.model_text()}")
-    return RichResult(text=text, items=result.items, dropped=result.dropped)
+    # Images go to the card and a vision model; HTML a cell displayed stays in the cell
+    # (its output is the notebook's content: never drawn inside a card).
+    images = [item for item in result.items if item.media_type in MODEL_IMAGE_TYPES]
+    return RichResult(text=text, items=images, dropped=result.dropped)
 
 
 def nbformat_outputs(result: RichResult) -> list[dict[str, Any]]:
