@@ -105,12 +105,14 @@ class Approvals:
         future.set_result(decision)
         return True
 
-    async def decide_edit(self, call: ToolCallPart, proposal: dict[str, Any], *,
+    async def decide_edit(self, call_id: str, name: str, args: dict[str, Any],
+                          proposal: dict[str, Any], *,
                           accept_without_asking: bool = False) -> tuple[bool, str | None]:
         """Whether the user accepts a proposed notebook edit, and the text they accepted
         when they changed it first (``None``: the proposal as it was). Asked of the
         attached UI like an approval; ``accept_without_asking`` (the agent's option)
         accepts at once (the call's card still shows the diff, from its result)."""
+        call = ToolCallPart(id=call_id, name=name, args=args)
         if accept_without_asking:
             return True, None
         if not self.attached:

@@ -37,7 +37,6 @@ from ..events import (
 from ..messages import (
     MentionPart,
     Message,
-    ToolCallPart,
     Usage,
     new_id,
 )
@@ -450,13 +449,9 @@ class AgentSession(TurnLoop, Branches):
                            todo=self.todo, on_progress=on_progress, threads=self._threads,
                            crew=self._crew if self._crew.can_delegate else None,
                            notebook=NotebookAccess(self.notebook_page, partial(
-                               self._decide_edit, call_id), cell_running))
-
-    async def _decide_edit(self, call_id: str, name: str, args: dict[str, Any],
-                           proposal: dict[str, Any]) -> tuple[bool, str | None]:
-        return await self._approvals.decide_edit(
-            ToolCallPart(id=call_id, name=name, args=args), proposal,
-            accept_without_asking=self.agent.accept_notebook_edits)
+                               self._approvals.decide_edit, call_id,
+                               accept_without_asking=self.agent.accept_notebook_edits),
+                               cell_running))
 
     def _todo_written(self) -> None:
         summary = self.todo.summary()
