@@ -39,15 +39,12 @@ export interface CommandReply {
 }
 
 /** `view_opened` / `view_closed`: this view appears or goes (the kernel lets a session's
- * approvals wait for a click only while a view is on screen). */
+ * approvals wait for a click only while a view is on screen). `view_opened` also says
+ * whether the page can reach the notebook holding the view: the JupyterLab / Notebook 7
+ * extension is active (./notebook-bridge.ts). */
 export interface ViewRequest {
   view_id: string;
-}
-
-/** `view_opened` also says whether the page can reach the notebook holding the view: the
- * JupyterLab / Notebook 7 extension is active (./notebook-bridge.ts). */
-export interface ViewOpenedRequest extends ViewRequest {
-  notebook_bridge: boolean;
+  notebook_bridge?: boolean;
 }
 
 export interface SwitchAgentRequest {
@@ -191,8 +188,8 @@ export function renderChatView({ model: anyModel, el, kernel = true }: RendererP
   // The kernel's notebook tools reach the notebook through the view it names.
   const stopRelay = kernel ? relayNotebookRequests(model, { viewId, root: el }) : () => undefined;
   if (kernel) {
-    const opened: ViewOpenedRequest = { view_id: viewId, notebook_bridge: notebookBridgePresent() };
-    request(model, "view_opened", { ...opened }).catch(() => undefined);
+    const opened = { view_id: viewId, notebook_bridge: notebookBridgePresent() } satisfies ViewRequest;
+    request(model, "view_opened", opened).catch(() => undefined);
   }
 
   return () => {

@@ -25,7 +25,7 @@ export const NOTEBOOK_BRIDGE_EVENT = "neta-nb-notebook";
 /** How many request ids a view remembers (to answer a repeat without running it again). */
 export const REMEMBERED_REQUESTS = 200;
 
-/** `notebook_request`: kernel → view (Python twin in neta_nb/widgets/chat). */
+/** `notebook_request`: kernel → view (sent by neta_nb/widgets/chat/notebook_page.py). */
 export interface NotebookRequestMessage {
   kind: "notebook_request";
   id: string;
@@ -46,8 +46,9 @@ export interface NotebookBridgeReply {
   error?: NotebookBridgeError;
 }
 
-/** `notebook_reply`: view → kernel, a request whose own reply is only an acknowledgement. */
-export interface NotebookReplyRequest extends NotebookBridgeReply {
+/** `notebook_reply`: view → kernel, a request whose own reply is only an acknowledgement
+ * (Python twin: `NotebookReply` in neta_nb/widgets/chat/wire.py). */
+export interface NotebookReply extends NotebookBridgeReply {
   request_id: string;
 }
 
@@ -130,7 +131,7 @@ export function relayNotebookRequests(model: Model, options: NotebookRelayOption
   };
 
   const sendReply = async (requestId: string, reply: NotebookBridgeReply) => {
-    const payload = { request_id: requestId, ...reply } satisfies NotebookReplyRequest;
+    const payload = { request_id: requestId, ...reply } satisfies NotebookReply;
     for (let attempt = 1; attempt <= attempts; attempt++) {
       try {
         await request(model, "notebook_reply", { ...payload }, { timeout: options.ackTimeoutMs });
