@@ -259,3 +259,10 @@ async def test_a_saved_chat_shows_each_diff_card_with_its_decision() -> None:
     assert "+&lt;img src=x onerror=alert(1)&gt;&lt;script&gt;" in form  # text, never markup
     assert "<script>" not in form and "<img src=x" not in form
     assert "[Edit of cell c1 · Accepted]" in view._fallback_text()
+
+
+def test_a_malformed_page_answer_reads_as_no_cells_not_a_crash() -> None:
+    for answer_ in ({"cells": "not a list"}, {"cells": [1, None, {"id": "a", "outputs": 3}]},
+                    {}):
+        text = render_notebook(answer_, CellRange())
+        assert text.startswith("Notebook the notebook")

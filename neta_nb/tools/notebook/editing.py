@@ -21,6 +21,7 @@ from ...messages import DisplayItem
 from ..base import ToolContext, ToolFailure, tool
 from ..rich import CELL_EDIT_TYPE, RichResult
 from .page import PAGE_NEEDED, NotebookAccess, NotebookError
+from .reading import notebook_cells
 
 __all__ = ["MAX_CELL_CHARS", "cell_diff", "cell_source", "edit_cell", "find_cell",
            "insert_cell", "live_page", "proposal_item"]
@@ -34,10 +35,16 @@ _DECISION_WAIT = 24 * 3600.0
 
 
 def cell_diff(before: str, after: str, cell_id: str) -> list[str]:
-    """The unified diff of a cell's text (``difflib``), lines without their newlines."""
-    return [line.rstrip("\n") for line in difflib.unified_diff(
-        before.splitlines(keepends=True), after.splitlines(keepends=True),
-        fromfile=f"cell {cell_id}", tofile=f"cell {cell_id}", lineterm="\n")]
+    """The unified diff of a cell's text (``difflib``), lines without their newlines.
+
+    Lines are compared without their ends: a cell's last line has no newline, and a line
+    added after it must not show it as removed and added again. Only when the texts
+    differ in nothing else (a newline at the end) do the ends count."""
+    lines = before.splitlines(), after.splitlines()
+    if lines[0] == lines[1]:
+        lines = before.splitlines(keepends=True), after.splitlines(keepends=True)
+    return [line.rstrip("\r\n") for line in difflib.unified_diff(
+        *lines, fromfile=f"cell {cell_id}", tofile=f"cell {cell_id}", lineterm="")]
 
 
 def proposal(kind: Literal["edit", "insert"], cell_id: str, before: str, after: str,
@@ -72,10 +79,11 @@ def _checked_text(name: str, text: str) -> None:
 async def find_cell(access: NotebookAccess, cell_id: str) -> dict[str, Any]:
     assert access.page is not None
     notebook = await access.page.request("read", {})
-    for cell in notebook.get("cells", []):
-        if isinstance(cell, dict) and cell.get("id") == cell_id:
+    cells = notebook_cells(notebook)
+    for cell in cells:
+        if cell.get("id") == cell_id:
             return cell
-    ids = ", ".join(str(cell.get("id")) for cell in notebook.get("cells", [])[:40])
+    ids = ", ".join(str(cell.get("id")) for cell in cells[:40])
     raise ToolFailure(f"No cell has the id {cell_id!r}. The notebook's cell ids: {ids}")
 
 

@@ -22,8 +22,15 @@ from typing import Any
 from ...messages import DisplayItem
 from ..rich import image_item
 
-__all__ = ["READ_CHARS", "UNTRUSTED", "CellRange", "model_images", "render_notebook",
-           "render_outputs"]
+__all__ = [
+    "READ_CHARS",
+    "UNTRUSTED",
+    "CellRange",
+    "model_images",
+    "notebook_cells",
+    "render_notebook",
+    "render_outputs",
+]
 
 READ_CHARS = 20_000
 """The longest answer of one ``read_notebook`` call."""
@@ -50,7 +57,7 @@ class CellRange:
 def render_notebook(notebook: dict[str, Any], chosen: CellRange) -> str:
     """The text ``read_notebook`` returns for ``notebook`` (``{"cells", "path"?,
     "dirty"?, "source"?}``)."""
-    cells = [cell for cell in notebook.get("cells", []) if isinstance(cell, dict)]
+    cells = notebook_cells(notebook)
     lines = [_heading(notebook, len(cells)), UNTRUSTED, ""]
     if chosen.cell_id is not None:
         position = next((i for i, cell in enumerate(cells, 1)
@@ -85,13 +92,22 @@ def render_notebook(notebook: dict[str, Any], chosen: CellRange) -> str:
     return "\n".join(lines)
 
 
+def notebook_cells(notebook: dict[str, Any]) -> list[dict[str, Any]]:
+    """The cells of a page's (or the kernel's) answer; anything malformed is left out."""
+    listed = notebook.get("cells")
+    return [cell for cell in listed if isinstance(cell, dict)] if isinstance(listed, list) else []
+
+
 def model_images(notebook: dict[str, Any], chosen: CellRange) -> list[DisplayItem]:
     """The raster images of the shown cells' outputs (the first few), for a vision model."""
     items: list[DisplayItem] = []
-    for cell in notebook.get("cells", []):
+    for position, cell in enumerate(notebook_cells(notebook), 1):
         if chosen.cell_id is not None and cell.get("id") != chosen.cell_id:
             continue
-        for output in cell.get("outputs") or []:
+        if chosen.cell_id is None and not chosen.start <= position <= (chosen.end or position):
+            continue
+        outputs = cell.get("outputs")
+        for output in outputs if isinstance(outputs, list) else []:
             data = output.get("data") if isinstance(output, dict) else None
             for kind in _IMAGE_TYPES:
                 encoded = data.get(kind) if isinstance(data, dict) else None
@@ -131,7 +147,8 @@ def _cell(cell: dict[str, Any], position: int, *, full: bool) -> str:
     source = _text(cell.get("source"))
     limit = None if full else _SOURCE_CHARS
     parts = [head, _bounded(source, limit) if source else "(empty)"]
-    for output in cell.get("outputs") or []:
+    outputs = cell.get("outputs")
+    for output in outputs if isinstance(outputs, list) else []:
         if isinstance(output, dict):
             parts.append(_output(output, full=full))
     return "\n".join(parts)
