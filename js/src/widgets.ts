@@ -9,6 +9,7 @@ import { applyNestedOps, type Nesting } from "./chat/chat-transcript";
 import type { ChatOp, SubagentPart } from "./chat/chat-view-traits";
 import { normalizeLang, type Lang } from "./i18n";
 import { renderChatView, renderSessionSidebar } from "./chat/chat-view-binding";
+import { answerMentionRequests } from "./chat/mention-source";
 import { followNumberedBatches } from "./numbered-batches";
 import { createSkillCard, type SkillCardState } from "./cards/skill-card";
 import { createSubagentCard, type SubagentCardState } from "./cards/subagent-card";
@@ -130,6 +131,16 @@ function renderSubagentCard({ model: anyModel, el, kernel = true }: RendererProp
   };
 }
 
+/** The chat view, whose input asks the kernel about `@` mentions (./chat/mention-source.ts). */
+function renderChatViewWithMentions(props: RendererProps): Cleanup {
+  const stopAnswering = props.kernel === false ? () => undefined : answerMentionRequests(props.model as Model, props.el);
+  const cleanup = renderChatView(props);
+  return () => {
+    cleanup();
+    stopAnswering();
+  };
+}
+
 export const widgetRenderers: Record<string, WidgetRenderer> = {
   "batch-grid": (props) =>
     bindComponent<BatchGridState, BatchGrid>(
@@ -158,7 +169,7 @@ export const widgetRenderers: Record<string, WidgetRenderer> = {
         return () => undefined;
       },
     ),
-  "chat-view": renderChatView,
+  "chat-view": renderChatViewWithMentions,
   "session-sidebar": renderSessionSidebar,
   "todo-card": (props) => bindComponent<TodoCardState, ReturnType<typeof createTodoCard>>(props, createTodoCard, ["todos", "collapsed", "paused", "lang"]),
   "tool-card": (props) =>

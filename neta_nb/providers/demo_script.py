@@ -1,6 +1,7 @@
 """The offline model's built-in demo, :data:`DEMO_SCRIPT`: one turn that plans, lists the
-working folder, profiles the table it found there and answers with what the tools
-returned.
+working folder, profiles the table it found there and answers with what stands out in that
+profile (the columns with missing values, most first; the widest spread) and what the
+tools returned.
 
 It shows everything the chat view can show — streamed thinking, a todo plan updated step
 by step, a tool call, a skill with progress and a markdown answer (heading, list, table,
@@ -162,6 +163,78 @@ def _gist(text: str) -> str:
     return gist if len(gist) <= _GIST_CHARS else gist[:_GIST_CHARS - 1].rstrip() + "…"
 
 
+_TABLE_CELL = re.compile(r"(?<!\\)\|")  # a cell border: a `|` not backslashed
+
+
+def _profile_columns(report: str) -> list[dict[str, str]]:
+    """The rows of a ``profile_table`` report's table, each by its header's names (its
+    ``column``, ``count``, ``missing``, ``min``, ``max``, ``mean``…), as the text shows them."""
+    header: list[str] = []
+    rows: list[dict[str, str]] = []
+    for line in report.splitlines():
+        line = line.strip()
+        if not (line.startswith("|") and line.endswith("|") and len(line) > 1):
+            if rows:
+                break  # the table has ended
+            continue
+        cells = [cell.strip().replace("\\|", "|") for cell in _TABLE_CELL.split(line[1:-1])]
+        if not header:
+            header = cells
+        elif not all(set(cell) <= set("-:") for cell in cells):  # not the |---| line
+            rows.append(dict(zip(header, cells, strict=False)))
+    return rows
+
+
+_NUMBER = re.compile(r"-?\d+(\.\d+)?([eE][+-]?\d+)?")
+
+
+def _number(text: str | None) -> float | None:
+    """A cell that is a plain number (safe to quote in markdown as it is), as a float."""
+    return float(text) if text and _NUMBER.fullmatch(text) else None
+
+
+def _what_stands_out(report: str) -> list[str]:
+    """What stands out in a profile, read from the report: the columns with missing
+    values, most first, and the numeric column that spreads widest above its mean."""
+    columns = [c for c in _profile_columns(report)
+               if c.get("column") and str(c.get("missing", "")).isdigit()
+               and str(c.get("count", "")).isdigit()]
+    if not columns:
+        return []
+    gaps = sorted((c for c in columns if int(c["missing"]) > 0),
+                  key=lambda c: -int(c["missing"]))
+    facts: list[str] = []
+    if gaps:
+        most = int(gaps[0]["missing"])
+        rows = most + int(gaps[0]["count"])
+        top = [c for c in gaps if int(c["missing"]) == most]
+        names = " and ".join(code_span(c["column"]) for c in top)
+        share = f"{most} of {rows} rows ({int(100 * most / max(rows, 1) + 0.5)} %)"
+        line = (f"- **Missing values:** {names} is empty in {share}" if len(top) == 1
+                else f"- **Missing values:** {names} are empty in {share} each")
+        if len(gaps) == len(top):
+            line += "" if len(top) > 1 else ", the only column with gaps"
+        else:
+            line += (", the most of any column; " + ", ".join(
+                f"{code_span(c['column'])} in {c['missing']}" for c in gaps[len(top):]))
+        complete = len(columns) - len(gaps)
+        line += (f". The other {complete} columns are complete." if complete > 1
+                 else ". The other column is complete." if complete == 1 else ".")
+        facts.append(line)
+    else:
+        facts.append(f"- **No missing values** in any of the {len(columns)} columns.")
+    spreads = [(maximum / mean, c) for c in columns
+               if (mean := _number(c.get("mean"))) and mean > 0
+               and (maximum := _number(c.get("max"))) is not None
+               and _number(c.get("min")) is not None]
+    if spreads:
+        ratio, widest = max(spreads, key=lambda item: item[0])
+        if ratio >= 2:  # the largest value at least twice the mean
+            facts.append(f"- **Widest spread:** {code_span(widest['column'])} runs from "
+                         f"{widest['min']} to {widest['max']}, mean {widest['mean']}.")
+    return facts
+
+
 def _arguments(args: dict[str, Any]) -> str:
     return ", ".join(f"{key}={json.dumps(value, ensure_ascii=False)}"
                      for key, value in args.items())
@@ -178,6 +251,11 @@ def _report(messages: Sequence[Message]) -> ScriptedResponse:
         parts += [f"**This is the offline demo model.** It cannot read your question "
                   f"(“{escape_markdown(asked)}”) and plays the same demo whatever you ask; "
                   "what follows is what its tools returned just now.", ""]
+    profiles = [result for name, _, result in results
+                if name == "profile_table" and not result.is_error]
+    findings = _what_stands_out(profiles[-1].content) if profiles else []
+    if findings:
+        parts += ["What stands out in the profile:", "", *findings, ""]
     parts += ["What the tools returned in this session:", ""]
     parts += [f"- {code_span(name)} "
               f"({code_span(_arguments(args)) if args else 'no arguments'}): "

@@ -58,6 +58,7 @@ from typing import Any, Literal, TypedDict
 
 from ..labels import t
 from ..messages import DocumentPart, FileTextPart, ImagePart, MentionPart, Part
+from ..tools.builtin.variables import brief_description
 from ..tools.builtin.workspace import (
     OutsideWorkingDirError,
     SymlinkLoopError,
@@ -188,6 +189,9 @@ class Resolved:
     mention: Mention
     part: MentionPart | None = None
     file: Attachment | None = None
+    summary: str = ""
+    """A few words for a chip: a variable's type and size, a cell's first line, the
+    exception's line."""
 
 
 def resolve_mention(mention: Mention, *, namespace: Mapping[str, Any],
@@ -204,19 +208,24 @@ def _resolve(mention: Mention, namespace: Mapping[str, Any], working_dir: Path) 
     if mention.kind == "variable":
         if mention.target not in namespace:
             raise _Unresolved("mention_no_variable", name=mention.target)
-        text = variable_text(mention.target, namespace[mention.target])
+        value = namespace[mention.target]
+        text, summary = variable_text(mention.target, value), brief_description(value)
     elif mention.kind == "cell":
         text = cell_text(int(mention.target), namespace)
         if text is None:
             raise _Unresolved("mention_no_cell", number=mention.target)
+        summary = next((line for line in text.splitlines()[1:] if line.strip()), "")
     elif mention.kind == "error":
         exception = last_exception()
         if exception is None:
             raise _Unresolved("mention_no_error")
         text = error_text(exception)
+        summary = text.rstrip().rpartition("\n")[2]
     else:
         return Resolved(mention, file=_mentioned_file(mention.target, working_dir))
-    return Resolved(mention, part=_bounded_part(mention.name, text))
+    summary = summary.strip()
+    return Resolved(mention, part=_bounded_part(mention.name, text),
+                    summary=summary if len(summary) <= 80 else summary[:79] + "…")
 
 
 def _mentioned_file(path: str, working_dir: Path) -> Attachment:
@@ -317,6 +326,11 @@ class MentionPreview(TypedDict, total=False):
     ok: bool
     rendering: str
     """What the model reads for it (when ``ok``)."""
+    summary: str
+    """A few words for the chip (when ``ok``): a type and size, a cell's first line, the
+    exception, a file's media type."""
+    size: int
+    """A mentioned file's size in bytes."""
     problem: str
     """Why it is unknown (when not ``ok``), in the view's language."""
 
@@ -335,19 +349,21 @@ def preview_mention(text: str, *, namespace: Mapping[str, Any], working_dir: Pat
     reply: MentionPreview = {"mention": mention.name, "kind": mention.kind, "ok": False}
     try:
         resolved = _resolve(mention, namespace, working_dir)
+        summary = resolved.summary
         if resolved.part is not None:
             rendering = resolved.part.prompt_text()
         else:
             assert resolved.file is not None
             [part] = attachment_parts([resolved.file], capabilities=capabilities, model=model)
-            rendering = _file_rendering(part)
+            rendering, summary = _file_rendering(part), part.media_type
+            reply["size"] = part.size
     except _Unresolved as why:
         reply["problem"] = t(why.code, lang, **why.params)
     except AttachmentError as error:
         reply["problem"] = t("mention_file_refused", lang, path=mention.target,
                              detail=str(error))
     else:
-        reply["ok"], reply["rendering"] = True, rendering
+        reply["ok"], reply["rendering"], reply["summary"] = True, rendering, summary
     return reply
 
 

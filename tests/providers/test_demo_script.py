@@ -15,6 +15,7 @@ from neta_nb.providers.demo_script import DEMO_PROMPT, REAL_MODEL_HINT
 from neta_nb.tools.builtin.profile import profile_columns
 
 ORDERS = "order,city,amount\n1,Lyon,12.5\n2,,7\n3,Oslo,\n"
+NOTEBOOK_DATA = Path(__file__).resolve().parents[2] / "notebooks" / "data"
 OFFLINE_NOTICE = "This is the offline demo model."
 
 
@@ -49,6 +50,35 @@ async def test_the_answer_states_what_the_tools_returned_here(tmp_path: Path) ->
     # The demo prompt is the demo: no notice that the question went unread.
     assert OFFLINE_NOTICE not in answer
     assert REAL_MODEL_HINT in answer
+
+
+async def test_the_answer_says_what_stands_out_as_the_profile_shows_it(tmp_path: Path) -> None:
+    # The quickstart's question is "what stands out": the answer reads the profile's table.
+    (tmp_path / "orders.csv").write_text(
+        "order,city,amount,rating\n1,Lyon,10,\n2,,12,4\n3,Oslo,9,\n4,Rome,95,\n")
+
+    answer = (await play(tmp_path, DEMO_PROMPT)).messages[-1].text
+
+    stands_out = answer.index("What stands out in the profile:")
+    assert stands_out < answer.index("What the tools returned")
+    assert ("- **Missing values:** `rating` is empty in 3 of 4 rows (75 %), the most of any "
+            "column; `city` in 1. The other 2 columns are complete.") in answer
+    assert "- **Widest spread:** `amount` runs from 9 to 95, mean 31.5." in answer
+
+
+async def test_the_quickstarts_table_stands_out_by_its_missing_ratings() -> None:
+    answer = (await play(NOTEBOOK_DATA, DEMO_PROMPT)).messages[-1].text
+
+    assert "`customer_rating` is empty in 13 of 40 rows (33 %), the most of any column" in answer
+
+
+async def test_a_table_without_gaps_is_said_to_have_none(tmp_path: Path) -> None:
+    (tmp_path / "orders.csv").write_text("order,amount\n1,10\n2,11\n")
+
+    answer = (await play(tmp_path, DEMO_PROMPT)).messages[-1].text
+
+    assert "- **No missing values** in any of the 2 columns." in answer
+    assert "Widest spread" not in answer  # nothing far above its mean
 
 
 async def test_without_a_table_it_profiles_the_sample_and_says_so(tmp_path: Path) -> None:

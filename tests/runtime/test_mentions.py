@@ -329,9 +329,11 @@ def test_a_preview_is_the_block_that_is_sent(tmp_path: Path) -> None:
                                "capabilities": frozenset(), "model": "m"}
     preview = preview_mention("@df", **options)
     assert preview == {"mention": "@df", "kind": "variable", "ok": True,
-                       "rendering": block("@df", namespace)}
+                       "rendering": block("@df", namespace), "summary": "list, len 3"}
     (file,) = parts("@file:a.csv", {}, tmp_path)
-    assert preview_mention('@file:"a.csv"', **options)["rendering"] == file.prompt_text()
+    assert preview_mention('@file:"a.csv"', **options) == {
+        "mention": "@file:a.csv", "kind": "file", "ok": True, "size": 4,
+        "rendering": file.prompt_text(), "summary": "text/csv"}
     assert preview_mention("@nosuch", **options, lang="zh-CN") == {
         "mention": "@nosuch", "kind": "variable", "ok": False,
         "problem": "笔记本中没有名为 nosuch 的变量"}

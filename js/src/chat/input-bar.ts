@@ -1,11 +1,13 @@
 /**
  * The chat view's input bar (seed 002 §9.2): the prompt box (Enter sends, Shift+Enter is a
- * new line), attached files, the agent selector, the hosts of the thinking-level selector
- * and the token figures, and Send / Stop. A view with no kernel behind it (saved widget
- * state) shows a note in place of the box and no Send.
+ * new line), attached files, `@` mentions (./mention-input.ts: the popup and the chips; a
+ * prompt with an unknown one is not sent), the agent selector, the hosts of the
+ * thinking-level selector and the token figures, and Send / Stop. A view with no kernel
+ * behind it (saved widget state) shows a note in place of the box and no Send.
  */
 import { createAttachmentTray, type AttachmentTray } from "./attachments";
 import type { ChatViewState } from "./chat-view-traits";
+import { createMentionInput } from "./mention-input";
 import { element, suppressNotebookShortcuts } from "../dom";
 import type { Lang, MessageKey } from "../i18n";
 import type { InlineError } from "../inline-error";
@@ -66,6 +68,7 @@ export function createInputBar(options: InputBarOptions): InputBar {
     onRefuse: (message) => (message === null ? inputError.clear() : inputError.show(new Error(message))),
     onChange,
   });
+  const mentions = createMentionInput({ textarea, lang, host: root, onChange });
   // Seed 002 §9.2: [Agent] [attachments] [thinking level] … context, send.
   toolbar.append(agentWrap, attachments.button, levelHost, spacer, statsHost, sendButton);
   // In place of the textarea where no kernel backs the view.
@@ -78,7 +81,7 @@ export function createInputBar(options: InputBarOptions): InputBar {
   textarea.hidden = saved;
   attachments.button.hidden = saved;
   sendButton.hidden = saved;
-  root.append(inputError.root, attachments.tray, savedNote, textarea, toolbar);
+  root.append(inputError.root, attachments.tray, mentions.chips, savedNote, textarea, toolbar, mentions.popup);
 
   function renderAgents(): void {
     const choices = state.agents.length ? state.agents : [state.agent];
@@ -105,20 +108,34 @@ export function createInputBar(options: InputBarOptions): InputBar {
     return textarea.value.trim() !== "" || attachments.files().length > 0;
   }
 
-  function send(): void {
+  let checking = false;
+
+  async function send(): Promise<void> {
+    if (!canSend() || state.running || !actions.send || checking) return;
+    // An unknown mention is named here and nothing goes (the kernel would refuse it too).
+    checking = true;
+    const refusal = await mentions.check(textarea.value).finally(() => {
+      checking = false;
+    });
+    if (refusal !== null) {
+      inputError.show(new Error(refusal));
+      return;
+    }
     const text = textarea.value.trim();
     const files = attachments.files();
-    if (!canSend() || state.running || !actions.send) return;
+    if (!canSend() || state.running) return;
     const typed = textarea.value;
     textarea.value = "";
     attachments.clear();
     inputError.clear();
+    mentions.sent();
     onSent();
     autosize();
     onChange();
     actions.send(text, files).catch((error) => {
       textarea.value = typed; // nothing was sent: give the text and the files back
       attachments.add(files);
+      mentions.refresh();
       autosize();
       inputError.show(error);
       onChange();
@@ -143,10 +160,11 @@ export function createInputBar(options: InputBarOptions): InputBar {
   }
 
   const onKeyDown = (event: KeyboardEvent) => {
+    if (mentions.handleKey(event)) return; // the popup's arrows, Enter, Tab and Escape
     if (event.key !== "Enter" || event.isComposing) return;
     event.preventDefault();
     if (event.shiftKey) insertLineBreak();
-    else send();
+    else void send();
   };
   const onInput = () => {
     autosize();
@@ -158,7 +176,7 @@ export function createInputBar(options: InputBarOptions): InputBar {
       inputError.clear();
       void actions.stop?.().catch(inputError.show).finally(onChange);
     } else {
-      send();
+      void send();
     }
   };
   const onAgentChange = () => {
@@ -194,6 +212,7 @@ export function createInputBar(options: InputBarOptions): InputBar {
       sendButton.disabled = !state.running && !canSend();
       attachments.setDisabled(saved || state.running);
       attachments.render();
+      mentions.render();
       renderAgents();
     },
     destroy() {
@@ -202,6 +221,7 @@ export function createInputBar(options: InputBarOptions): InputBar {
       sendButton.removeEventListener("click", onSendClick);
       agentSelect.removeEventListener("change", onAgentChange);
       attachments.destroy();
+      mentions.destroy();
     },
   };
 }

@@ -33,6 +33,14 @@ from ...store.records import SessionRecord
 from ...store.session_store import CompactionRecord
 from ..base import BUFFERS_KEY, RequestError, handles
 from .live import live_session, note
+from .mention_requests import (
+    MentionCandidatesReply,
+    MentionCandidatesRequest,
+    MentionPreview,
+    MentionPreviewRequest,
+    candidates_for,
+    preview_for,
+)
 from .read_only import READ_ONLY_REFRESH_INTERVAL, ReadOnlyChat
 from .render import full_text, render_window
 from .session_names import SessionNames, read_names, static_heading
@@ -299,6 +307,16 @@ class ChatView(ReadOnlyChat):
         state = ("read-only" if self._follower is not None
                  else "running" if self.running else "idle")
         agent = self.agent.get("name", "")
+    @handles("mention_candidates")
+    def _mention_candidates(self, request: MentionCandidatesRequest) -> MentionCandidatesReply:
+        """What an ``@`` being typed can mention (the input's popup)."""
+        return candidates_for(self._require_session(), request)
+
+    @handles("mention_preview")
+    def _mention_preview(self, request: MentionPreviewRequest) -> MentionPreview:
+        """What the model will read for one mention, or why it is unknown (a chip)."""
+        return preview_for(self._require_session(), request, self.lang)
+
         return f"ChatView({agent!r}, {len(self.messages)} messages shown, {state})"
 
     def _fallback_text(self) -> str:

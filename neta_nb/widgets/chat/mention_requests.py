@@ -1,0 +1,57 @@
+"""The chat input's two requests about ``@`` mentions, answered for a live session: the
+popup's ``mention_candidates {prefix}`` and a chip's ``mention_preview {mention}`` (the
+exact block the model will read, or why the mention is unknown). The rules are the
+runtime's (``neta_nb.runtime.mentions``, ``mention_candidates``); this is the wire.
+"""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+from ...runtime.mention_candidates import MentionCandidate, mention_candidates
+from ...runtime.mentions import MentionPreview, preview_mention
+from ...runtime.session import AgentSession
+from ..base import RequestError
+
+__all__ = ["MentionCandidatesReply", "MentionCandidatesRequest", "MentionPreview",
+           "MentionPreviewRequest", "candidates_for", "preview_for"]
+
+_MAX_TYPED = 1_000
+
+
+class MentionCandidatesRequest(TypedDict, total=False):
+    """TS twin: ``MentionCandidatesRequest`` in js/src/chat/mention-source.ts."""
+
+    prefix: str
+    """What follows the ``@`` up to the caret."""
+
+
+class MentionCandidatesReply(TypedDict):
+    candidates: list[MentionCandidate]
+
+
+class MentionPreviewRequest(TypedDict, total=False):
+    mention: str
+    """One mention as typed (``@df``, ``@In[5]``, ``@file:"a b.csv"``)."""
+
+
+def candidates_for(session: AgentSession,
+                   request: MentionCandidatesRequest) -> MentionCandidatesReply:
+    prefix = request.get("prefix")
+    if not isinstance(prefix, str) or len(prefix) > _MAX_TYPED:
+        raise RequestError("mention_candidates needs a 'prefix' string")
+    return {"candidates": mention_candidates(prefix, namespace=session.namespace,
+                                             working_dir=session.working_dir)}
+
+
+def preview_for(session: AgentSession, request: MentionPreviewRequest, lang: str) -> MentionPreview:
+    mention = request.get("mention")
+    if not isinstance(mention, str) or len(mention) > _MAX_TYPED:
+        raise RequestError("mention_preview needs a 'mention' string")
+    try:
+        return preview_mention(mention, namespace=session.namespace,
+                               working_dir=session.working_dir,
+                               capabilities=session.provider.info.capabilities,
+                               model=session.provider.model_id, lang=lang)
+    except ValueError as exc:
+        raise RequestError(str(exc)) from exc
