@@ -298,15 +298,6 @@ class ChatView(ReadOnlyChat):
             raise RequestError(str(exc.args[0]) if exc.args else str(exc)) from exc
         return {"session_id": session.id}
 
-    # --- representation ---------------------------------------------------------------
-    def _view_text(self) -> str:
-        # What to do, not a status line of a run long gone: the form below shows the run.
-        return self._not_running_text()
-
-    def __repr__(self) -> str:
-        state = ("read-only" if self._follower is not None
-                 else "running" if self.running else "idle")
-        agent = self.agent.get("name", "")
     @handles("mention_candidates")
     def _mention_candidates(self, request: MentionCandidatesRequest) -> MentionCandidatesReply:
         """What an ``@`` being typed can mention (the input's popup)."""
@@ -317,6 +308,15 @@ class ChatView(ReadOnlyChat):
         """What the model will read for one mention, or why it is unknown (a chip)."""
         return preview_for(self._require_session(), request, self.lang)
 
+    # --- representation ---------------------------------------------------------------
+    def _view_text(self) -> str:
+        # What to do, not a status line of a run long gone: the form below shows the run.
+        return self._not_running_text()
+
+    def __repr__(self) -> str:
+        state = ("read-only" if self._follower is not None
+                 else "running" if self.running else "idle")
+        agent = self.agent.get("name", "")
         return f"ChatView({agent!r}, {len(self.messages)} messages shown, {state})"
 
     def _fallback_text(self) -> str:
