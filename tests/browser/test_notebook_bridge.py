@@ -245,6 +245,8 @@ def test_run_executes_like_the_user_and_set_outputs_writes_outputs(lab: LabSessi
     cell = result(bridge(page, path, "insert", {"source": "print(6 * 7)", "cell_type": "code",
                                                 "after_cell_id": anchor}))["cell_id"]
     before = result(bridge(page, path, "read"))["cells"][0]["execution_count"]
+    # The user is typing in another cell meanwhile: the run leaves the focus there.
+    page.locator(".jp-Notebook .jp-Cell").nth(0).locator(".cm-content").click()
 
     ran = result(bridge(page, path, "run", {"cell_id": cell}))
     assert ran["status"] == "ok" and ran["cell_id"] == cell
@@ -253,6 +255,10 @@ def test_run_executes_like_the_user_and_set_outputs_writes_outputs(lab: LabSessi
     # The user sees it as a run of theirs: its prompt and output in the notebook.
     view = shown(page, path)["cells"][1]
     assert view["prompt"] == f"[{before + 1}]:" and view["output"].strip() == "42"
+    assert page.evaluate("() => !!document.activeElement.closest('.jp-Cell .cm-editor') && "
+                         "document.querySelectorAll('.jp-Notebook .jp-Cell')[0]"
+                         ".contains(document.activeElement)")
+    assert page.evaluate(f"(path) => ({_FIND_PANEL})(path).content.mode", path) == "edit"
     # The kernel ran it as an input of its history, as a cell the user runs.
     assert lab.execute(path, f"print(In[{before + 1}])").strip() == "print(6 * 7)"
 
