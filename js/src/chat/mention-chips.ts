@@ -47,6 +47,8 @@ export interface MentionChipsOptions {
   onChange(): void;
 }
 
+let trays = 0;
+
 export function createMentionChips(options: MentionChipsOptions): MentionChips {
   const { lang } = options;
   const root = element("div", "neta-mention-tray");
@@ -56,6 +58,8 @@ export function createMentionChips(options: MentionChipsOptions): MentionChips {
   const blockText = element("pre", "neta-mention-block-text");
   block.append(blockTitle, blockText);
   block.hidden = true;
+  trays += 1;
+  block.id = `neta-mention-block-${trays}`;
   root.append(chips, block);
   root.hidden = true;
 
@@ -121,6 +125,7 @@ export function createMentionChips(options: MentionChipsOptions): MentionChips {
       chip = element("button", "neta-mention-chip");
       chip.type = "button";
       chip.dataset.mention = name;
+      chip.setAttribute("aria-controls", block.id);
       chip.addEventListener("click", () => {
         opened = opened === name ? null : name;
         render();
