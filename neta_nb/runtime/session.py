@@ -164,6 +164,9 @@ class AgentSession(TurnLoop, Branches):
         self.notebook_page: NotebookPage | None = None
         """The notebook page a chat view of this session is on (the notebook tools reach
         the notebook through it); ``None``: no page, the edit and run tools are left out."""
+        self._notebook = NotebookAccess(lambda: self.notebook_page, lambda *asked: (
+            self._approvals.decide_edit(
+                *asked, accept_without_asking=self.agent.accept_notebook_edits)), cell_running)
         self._saved.create_record(self._history.messages)
 
     # --- public state -----------------------------------------------------------------
@@ -448,10 +451,7 @@ class AgentSession(TurnLoop, Branches):
                            working_dir=self.working_dir, namespace=self.namespace,
                            todo=self.todo, on_progress=on_progress, threads=self._threads,
                            crew=self._crew if self._crew.can_delegate else None,
-                           notebook=NotebookAccess(self.notebook_page, partial(
-                               self._approvals.decide_edit, call_id,
-                               accept_without_asking=self.agent.accept_notebook_edits),
-                               cell_running))
+                           notebook=self._notebook)
 
     def _todo_written(self) -> None:
         summary = self.todo.summary()

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from neta_nb import AgentToolConfig, ToolCatalog, resolve_tools
-from neta_nb.tools.notebook import kernel as notebook_kernel
+from neta_nb.tools.notebook.editing import cell_diff
 from neta_nb.tools.notebook.reading import READ_CHARS, CellRange, render_notebook
 from neta_nb.tools.rich import CELL_EDIT_TYPE
 
@@ -128,9 +128,9 @@ async def test_edit_cell_waits_for_the_user_and_a_rejection_changes_nothing() ->
     request = rec.of("approval_request")[0]
     proposal = request.proposal
     assert proposal["before"] == CELLS[1]["source"] and proposal["after"] == fixed
-    expected = [line.rstrip("\n") for line in difflib.unified_diff(
-        (CELLS[1]["source"]).splitlines(keepends=True), fixed.splitlines(keepends=True),
-        fromfile="cell c2", tofile="cell c2")]
+    expected = list(difflib.unified_diff(
+        (CELLS[1]["source"]).splitlines(), fixed.splitlines(),
+        fromfile="cell c2", tofile="cell c2", lineterm=""))
     assert proposal["diff"] == expected
     assert session.approve("e", "reject")
     await task
@@ -158,13 +158,24 @@ async def test_an_accepted_edit_lands_and_an_edited_one_lands_as_the_user_wrote_
     await session.run("tidy")
     assert page.cell("c1")["source"] == "import pandas as pd"
     assert page.cell("c2")["source"] == "df.price.sum()"
-    assert "now holds the proposed text" in _result(session, "e").content
+    # The model reads what was decided; the card is the user's, not described to it.
+    assert _result(session, "e").content == (
+        "The user accepted the edit; cell c1 now holds the proposed text.")
     changed = _result(session, "f").content
     assert "changed the proposal" in changed and "df.price.sum()" in changed
     item = _proposal_item(session, "f")
     assert item["decision"] == "accepted" and item["after"] == "df.price.sum()"
     assert item["changed_by_user"] and "+df.price.sum()" in item["diff"]
     assert rec.of("done")[-1].stop_reason == "end_turn"
+
+
+def test_a_line_added_after_the_last_one_is_the_only_line_in_the_diff() -> None:
+    # A cell's last line has no newline: it is not shown removed and added again.
+    assert cell_diff("a = 1\nb = 2", "a = 1\nb = 2\nprint(b)", "c") == [
+        "--- cell c", "+++ cell c", "@@ -1,2 +1,3 @@", " a = 1", " b = 2", "+print(b)"]
+    # Where only the newline at the end changes, that is the difference shown.
+    assert cell_diff("b = 2", "b = 2\n", "c") == [
+        "--- cell c", "+++ cell c", "@@ -1 +1 @@", "-b = 2", "+b = 2"]
 
 
 async def test_a_cell_changed_while_the_user_decides_is_not_overwritten() -> None:
@@ -234,8 +245,7 @@ async def test_run_cell_inside_a_busy_cell_runs_in_the_kernel_and_writes_the_out
     session, _, _ = _session([calls(("r", "run_cell", {"cell_id": "c1"})), answer("ok")],
                              page)
     session.approval_policy = "allow"
-    monkeypatch.setattr(notebook_kernel, "cell_running", lambda: True)
-    monkeypatch.setattr("neta_nb.runtime.session.cell_running", lambda: True)
+    monkeypatch.setattr(session._notebook, "in_cell", lambda: True)  # a turn in a cell
     await session.run("run it")
     assert ("run", {"cell_id": "c1"}) not in page.requests  # never asked of the page
     assert session.namespace["z"] == 42

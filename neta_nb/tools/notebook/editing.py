@@ -95,8 +95,8 @@ def cell_source(cell: dict[str, Any]) -> str:
 async def _decided(ctx: ToolContext, access: NotebookAccess, name: str,
                    args: dict[str, Any], proposed: dict[str, Any]
                    ) -> tuple[bool, str]:
-    accepted, edited = await access.decide_edit(name, args, {**proposed,
-                                                            "decision": "pending"})
+    accepted, edited = await access.decide_edit(ctx.tool_call_id, name, args,
+                                                {**proposed, "decision": "pending"})
     final = proposed["after"] if edited is None else edited
     _checked_text("The accepted text", final)
     return accepted, final

@@ -17,7 +17,6 @@ the text the edit was made against; ``no_cell``, ``no_notebook``, ``no_bridge``,
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 __all__ = ["PAGE_NEEDED", "EditDecider", "NotebookAccess", "NotebookError", "NotebookPage"]
@@ -51,22 +50,34 @@ class NotebookPage(Protocol):
         ...
 
 
-EditDecider = Callable[[str, dict[str, Any], dict[str, Any]], Awaitable[tuple[bool, str | None]]]
-"""``(tool name, call arguments, proposal) -> (accepted, the text the user accepted when
-they changed it first)``: the session asks the user (``Approvals.decide_edit``)."""
+EditDecider = Callable[[str, str, dict[str, Any], dict[str, Any]],
+                      Awaitable[tuple[bool, str | None]]]
+"""``(call id, tool name, call arguments, proposal) -> (accepted, the text the user
+accepted when they changed it first)``: the session asks the user
+(``Approvals.decide_edit``)."""
 
 
-@dataclass(frozen=True, slots=True)
 class NotebookAccess:
-    """What a notebook tool call gets in ``ctx.notebook``: the page (``None`` where no
-    page was ever bound) and how to ask the user about a proposed edit."""
+    """What a notebook tool call gets in ``ctx.notebook``: the session's page now
+    (``None`` where no chat view is bound), how to ask the user about a proposed edit, and
+    whether a cell is executing. One per session, made once: a tool call costs nothing
+    more for it."""
 
-    page: NotebookPage | None
-    decide_edit: EditDecider
-    in_cell: Callable[[], bool]
-    """Whether the kernel is executing a cell right now: a turn awaited in a cell keeps
-    the kernel's shell busy, so the page cannot run another cell until the turn ends."""
+    __slots__ = ("_page", "decide_edit", "in_cell")
+
+    def __init__(self, page: Callable[[], NotebookPage | None], decide_edit: EditDecider,
+                 in_cell: Callable[[], bool]) -> None:
+        self._page = page
+        self.decide_edit = decide_edit
+        self.in_cell = in_cell
+        """Whether the kernel is executing a cell right now: a turn awaited in a cell keeps
+        the kernel's shell busy, so the page cannot run another cell until it ends."""
+
+    @property
+    def page(self) -> NotebookPage | None:
+        return self._page()
 
     @property
     def live(self) -> bool:
-        return self.page is not None and self.page.available
+        page = self._page()
+        return page is not None and page.available
