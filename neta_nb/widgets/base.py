@@ -387,8 +387,9 @@ class NetaWidget(anywidget.AnyWidget):
         self._static_form.refresh()
 
     def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
-        """The widget view with a one-line ``text/plain`` (the static form is an output of
-        its own: see ``_ipython_display_``)."""
+        """The widget view with a one-line ``text/plain``: what a page that cannot draw the
+        view shows of a widget displayed without its static form (``_ipython_display_``
+        shows the form as an output of its own, and leaves this line out)."""
         bundle = super()._repr_mimebundle_(**kwargs)
         if bundle is None:
             return None
@@ -396,19 +397,24 @@ class NetaWidget(anywidget.AnyWidget):
         return {**data, "text/plain": short_plain(self._view_text(), 120)}, metadata
 
     def _view_text(self) -> str:
-        """The line a page shows in place of the view when it cannot draw it (the notebook
-        reopened without its kernel's widgets; its static form follows)."""
+        """The line a page shows in place of the view when it cannot draw it, where the view
+        is shown without its static form (``_repr_mimebundle_`` on its own)."""
         return repr(self)
 
     def _ipython_display_(self) -> None:
         """Displayed in a cell: the widget view, then its static form as an output of its
-        own that is kept current (see ``neta_nb.widgets.static_form``)."""
+        own that is kept current (see ``neta_nb.widgets.static_form``).
+
+        The view's ``text/plain`` is empty here: the static form right after it carries the
+        words, so a page that draws no view (GitHub, nbviewer, a notebook reopened without
+        widget state) shows them once, not a line and then the form repeating it."""
         from IPython.display import display
 
         bundle = self._repr_mimebundle_()
         if bundle is not None:
             data, metadata = bundle
-            display(data, metadata=metadata, raw=True)  # type: ignore[no-untyped-call]
+            display({**data, "text/plain": ""}, metadata=metadata,  # type: ignore[no-untyped-call]
+                    raw=True)
         self._static_form.display()
 
     def close(self) -> None:

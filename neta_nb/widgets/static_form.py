@@ -3,8 +3,9 @@ the widget as it ended.
 
 A widget displayed in a cell makes two outputs (see ``NetaWidget._ipython_display_``):
 
-* the **widget view** (``application/vnd.jupyter.widget-view+json``) with a one-line
-  ``text/plain``, which a live frontend renders;
+* the **widget view** (``application/vnd.jupyter.widget-view+json``), which a live
+  frontend renders, with an empty ``text/plain`` (a viewer that draws no view shows the
+  form's words once, not a line above the form saying the same);
 * the **static form**: one rich ``text/html`` form and a short ``text/plain``, in a display
   with an id, updated in place (``update_display_data``) when the widget's state settles —
   a chat view at the end of each turn, a card when its traits change, at most once per

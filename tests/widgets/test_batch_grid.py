@@ -238,11 +238,12 @@ async def test_displaying_the_run_shows_the_grid_and_its_static_form(
     (view, _), (form, form_options) = shown
     # The view is the box the row's chat view joins (see BatchGrid.container).
     assert view[WIDGET_VIEW]["model_id"] == run.widget.container.model_id
-    assert view["text/plain"] == repr(run.widget)
+    assert view["text/plain"] == ""  # the form below says it
     assert "neta-static-batch" in form["text/html"] and "3 done" in form["text/plain"]
     assert form_options["display_id"] == run.widget._static_form.display_ids[0]
     data, _metadata = run._repr_mimebundle_()
     assert data[WIDGET_VIEW]["model_id"] == run.widget.container.model_id
+    assert data["text/plain"] == repr(run.widget)  # no form beside it: the view's own line
 
 
 # --- opening a row ------------------------------------------------------------------------

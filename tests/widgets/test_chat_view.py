@@ -733,10 +733,33 @@ def test_an_empty_chat_says_how_to_open_it_where_the_chat_will_be() -> None:
     bundle = chat._repr_mimebundle_()
     assert bundle is not None
     view, _ = bundle
-    # Beside the widget view, one line: what a page that cannot draw the view shows.
+    # The widget view on its own (no static form beside it) says it in one line: what a
+    # page that cannot draw the view shows.
     assert view["text/plain"] == "Run this cell to open the chat with helper."
     chat.lang = "zh-CN"
     assert "运行此单元格以打开与 helper 的对话。" in chat._fallback_html()
+
+
+async def test_a_chat_displayed_in_a_cell_says_it_once_where_no_view_is_drawn(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # GitHub and a notebook reopened without widget state show every output's text: the
+    # view's own line stays empty, and the static form after it says what the chat holds.
+    shown: list[dict[str, Any]] = []
+    monkeypatch.setattr("IPython.display.display",
+                        lambda data, **options: shown.append(data))
+    session, _ = make_session([answer("Hi.")])
+    chat = ChatView(session)
+    chat._ipython_display_()
+    view, form = shown
+    assert view["text/plain"] == "" and "application/vnd.jupyter.widget-view+json" in view
+    assert form["text/plain"] == "Run this cell to open the chat with helper."
+    updates: list[dict[str, str]] = []
+    monkeypatch.setattr("neta_nb.widgets.static_form.send_update",
+                        lambda data, display_id: updates.append(data))
+    await session.run("Hello")
+    # The turn's end draws the whole chat into that form (what a committed notebook keeps).
+    assert "Hello" in updates[-1]["text/html"] and "Hi." in updates[-1]["text/html"]
+    assert "Run this cell" not in updates[-1]["text/html"]
 
 
 async def test_the_static_form_draws_model_markdown_but_nothing_that_loads_or_runs() -> None:

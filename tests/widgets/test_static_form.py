@@ -49,6 +49,8 @@ def test_displaying_a_widget_makes_its_view_and_one_static_form(
     card._ipython_display_()
     (view, view_options), (form, form_options) = shown
     assert set(view) == {WIDGET_VIEW, "text/plain"} and view_options["raw"] is True
+    # The form carries the words: a viewer that draws no view (GitHub) shows them once.
+    assert view["text/plain"] == ""
     assert set(form) == {"text/html", "text/plain"}
     assert form_options["display_id"] == card._static_form.display_ids[0]
     assert "&lt;b&gt;3 hits&lt;/b&gt;" in form["text/html"] and "<b>3 hits" not in form["text/html"]
