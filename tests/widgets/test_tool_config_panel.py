@@ -263,6 +263,28 @@ def test_follows_config_and_catalog_until_closed(catalog: ToolCatalog) -> None:
     assert panel.states["list_files"]["state"] == "default_enabled"
 
 
+async def test_the_static_form_after_a_catalog_change_is_the_whole_new_panel(
+        catalog: ToolCatalog, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The last form sent is what a notebook saved right after keeps (the kernel may stop
+    # before a throttled update): its heading counts the rows under it, not new rows under
+    # the old count. (On a running loop, as in a kernel: later updates are throttled.)
+    sent: list[dict[str, str]] = []
+    monkeypatch.setattr("neta_nb.widgets.static_form.send_update",
+                        lambda data, display_id: sent.append(data))
+    panel = ToolConfigPanel(catalog, AgentToolConfig())
+    panel._static_form.display_ids = ["d1"]  # as _ipython_display_ leaves it
+
+    @tool(category="gadgets", label="Shiny")
+    def shiny(text: str) -> str:
+        """Make text shiny."""
+        return text
+
+    catalog.register(shiny)
+    assert sent and sent[-1] == panel._static_form.bundle()
+    assert sent[-1]["text/plain"].startswith(f"Tools — 4 of {len(catalog)} tools enabled")
+    assert "shiny" in sent[-1]["text/html"]
+
+
 def test_repr_and_fallbacks(catalog: ToolCatalog) -> None:
     config = AgentToolConfig(enabled=["ask_user"], disabled=["todo"])
     panel = ToolConfigPanel(catalog, config)

@@ -421,6 +421,10 @@ class ToolConfigPanel(PanelRequests):
             self.mcp_servers = cast("list[dict[str, Any]]", mcp_server_rows(self._catalog, lang))
             # set_trait: the stubs type a Dict trait as never None, and this one may be.
             self.set_trait("previewing_as", previewing)
+        # The whole new form, now, if one waits for the throttle: the first trait set above
+        # sent one in between (new rows under the old count), and a notebook saved before
+        # the throttled update would keep that one.
+        self._static_form.flush()
 
     @traitlets.observe("lang")
     def _on_lang(self, _change: object) -> None:
