@@ -134,9 +134,12 @@ class RichResult:
 
 
 def describe_items(items: Iterable[DisplayItem], dropped: int = 0) -> str:
-    """``1 figure (640×480 PNG), 1 HTML table`` — what a result displayed, in words."""
+    """``1 figure (640×480 PNG), 1 HTML table`` — what a result displayed, in words. A
+    notebook edit's card is not counted: the result's text says what became of it."""
     words = []
     for item in items:
+        if item.media_type == CELL_EDIT_TYPE:
+            continue
         if item.media_type.startswith("image/"):
             kind = "image/svg" if item.media_type == "image/svg+xml" else item.media_type
             size = f"{item.width}×{item.height} " if item.width else ""
