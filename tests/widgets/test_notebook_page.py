@@ -95,3 +95,39 @@ async def test_a_chat_view_on_a_page_with_the_extension_is_the_sessions_page(
     assert not session.notebook_page.available
     view.unbind()
     assert session.notebook_page is None
+
+
+async def test_a_view_in_no_notebook_is_passed_over_and_a_request_stays_with_its_view(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(notebook_page, "RESEND_EVERY", 0.05)
+    bridge, sent = _bridge()
+    bridge.opened("cell", True)
+    bridge.opened("output-view", True)  # JupyterLab's "New View for Output": no notebook
+    task = asyncio.create_task(bridge.request("run", {"cell_id": "c"}))
+    await _until(lambda: sent)
+    assert sent[0]["view_id"] == "output-view"
+    bridge.replied({"request_id": sent[0]["id"], "ok": False,
+                    "error": {"code": "no_notebook", "message": "not in a notebook"}})
+    await _until(lambda: any(m["view_id"] == "cell" for m in sent))
+    moved = next(m for m in sent if m["view_id"] == "cell")
+    assert moved["id"] != sent[0]["id"]
+    bridge.opened("newer", True)  # opens while the run is in flight: the run stays put
+    await _until(lambda: sum(m["id"] == moved["id"] for m in sent) >= 3)
+    assert {m["view_id"] for m in sent if m["id"] == moved["id"]} == {"cell"}
+    bridge.replied({"request_id": moved["id"], "ok": True, "result": {"status": "ok"}})
+    assert await task == {"status": "ok"}
+    bridge.closed("newer")
+    assert bridge._views == {"cell": True, "output-view": False}
+
+
+async def test_a_view_closing_before_it_answers_is_a_clear_error(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(notebook_page, "RESEND_EVERY", 0.05)
+    bridge, sent = _bridge()
+    bridge.opened("v", True)
+    task = asyncio.create_task(bridge.request("run", {"cell_id": "c"}))
+    await _until(lambda: sent)
+    bridge.closed("v")
+    with pytest.raises(NotebookError) as raised:
+        await task
+    assert raised.value.code == "no_answer" and "closed" in str(raised.value)

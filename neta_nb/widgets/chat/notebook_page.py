@@ -5,7 +5,8 @@ when it opens (``view_opened {view_id, notebook_bridge: true}``). A request of t
 tools (:class:`neta_nb.tools.notebook.NotebookPage`) goes to the newest such view as a
 custom message ``{kind: "notebook_request", id, view_id, op, args}``; that view hands it to
 the extension, which works on the notebook whose output area holds the view, and answers
-with a ``notebook_reply {request_id, ok, result | error}`` request.
+with a ``notebook_reply {request_id, ok, result | error}`` request. A view that answers it
+is in no notebook (JupyterLab's "New View for Output") is passed over from then on.
 
 Messages from the kernel to the page can be lost on the way (a prototype's page missed the
 first one of a turn in 3 of 5 runs), so a request without an answer is sent again every
@@ -30,6 +31,8 @@ RESEND_EVERY = 2.0
 """Seconds before a request without an answer is sent again."""
 PAGE_DEADLINE = 30.0
 """Seconds a request other than a run waits for the page before giving up."""
+_NOT_IN_A_NOTEBOOK = frozenset({"no_notebook", "not_on_page", "no_bridge"})
+"""Answers of a view that cannot reach a notebook (and did nothing)."""
 
 
 class PageBridge:
@@ -58,38 +61,53 @@ class PageBridge:
     async def request(self, op: str, args: dict[str, Any], *,
                       wait: float | None = None) -> dict[str, Any]:
         deadline = asyncio.get_running_loop().time() + (wait or PAGE_DEADLINE)
+        while True:
+            view = self._view()
+            if view is None:
+                raise NotebookError("no_bridge", f"No chat view is open on a notebook page: "
+                                    f"this {PAGE_NEEDED} with the chat shown.")
+            reply = await self._ask(view, op, args, deadline, wait or PAGE_DEADLINE)
+            if reply.get("ok"):
+                result = reply.get("result")
+                return dict(result) if isinstance(result, Mapping) else {}
+            error = reply.get("error")
+            error = error if isinstance(error, Mapping) else {}
+            code = str(error.get("code") or "failed")
+            if code in _NOT_IN_A_NOTEBOOK:
+                # This view is on the page but in no notebook (JupyterLab's "New View for
+                # Output"), or gone from it; nothing was done: another view may answer.
+                self._views[view] = False
+                continue
+            raise NotebookError(code, str(error.get("message") or "the page refused"))
+
+    async def _ask(self, view: str, op: str, args: dict[str, Any], deadline: float,
+                   limit: float) -> Mapping[str, Any]:
+        """One request to one view, sent again under its id until answered. It stays with
+        that view: sent to another, a run could run twice."""
         request_id = uuid.uuid4().hex
-        future: asyncio.Future[Mapping[str, Any]] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Mapping[str, Any]] = loop.create_future()
         self._waiting[request_id] = future
         try:
             while True:
-                view = self._view()
-                if view is None:
-                    raise NotebookError("no_bridge", f"No chat view is open on a notebook "
-                                        f"page: this {PAGE_NEEDED} with the chat shown.")
+                if view not in self._views:
+                    raise NotebookError("no_answer", f"The chat view asked to '{op}' closed "
+                                        "before it answered.")
                 self._send({"kind": "notebook_request", "id": request_id, "view_id": view,
                             "op": op, "args": args})
-                left = deadline - asyncio.get_running_loop().time()
+                left = deadline - loop.time()
                 if left <= 0:
                     raise NotebookError("no_answer", f"The notebook page did not answer "
-                                        f"'{op}' in {wait or PAGE_DEADLINE:.0f} s.")
+                                        f"'{op}' in {limit:.0f} s.")
                 try:
-                    reply = await asyncio.wait_for(asyncio.shield(future),
-                                                   min(RESEND_EVERY, left))
-                    break
+                    return await asyncio.wait_for(asyncio.shield(future),
+                                                  min(RESEND_EVERY, left))
                 except TimeoutError:
                     continue
         finally:
             self._waiting.pop(request_id, None)
             if not future.done():
                 future.cancel()
-        if reply.get("ok"):
-            result = reply.get("result")
-            return dict(result) if isinstance(result, Mapping) else {}
-        error = reply.get("error")
-        error = error if isinstance(error, Mapping) else {}
-        raise NotebookError(str(error.get("code") or "failed"),
-                            str(error.get("message") or "the page refused the request"))
 
     def replied(self, reply: Mapping[str, Any]) -> bool:
         """An answer from a view; False for one nobody waits for (a repeat, or late)."""

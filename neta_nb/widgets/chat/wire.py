@@ -145,7 +145,8 @@ class ChatItem(TypedDict, total=False):
 
 class Approval(TypedDict):
     """A pending approval request (TS: ``Approval``, chat-view-traits.ts); a sub-agent's
-    names the child (``agent``) and the run it is in (``path``, as for nested ops)."""
+    names the child (``agent``) and the run it is in (``path``, as for nested ops); a
+    proposed notebook edit carries its ``proposal`` (cards/cell-edit-card.ts)."""
 
     id: str
     name: str
@@ -153,6 +154,7 @@ class Approval(TypedDict):
     args_chars: NotRequired[int]
     agent: NotRequired[str]
     path: NotRequired[list[str]]
+    proposal: NotRequired[dict[str, Any]]
 
 
 class AgentChoice(TypedDict):
