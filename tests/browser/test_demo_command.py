@@ -1,7 +1,7 @@
 """The URL the demo command prints opens the quickstart: a user who copies it from the
 terminal (a container, a remote machine: no browser was opened for them) lands on the
-notebook, not on the Launcher, and the notebook opened for the first time shows no stale
-text where the chat will be."""
+notebook, not on the Launcher, and the notebook opened for the first time shows the chat
+as the committed run ended (its saved form, once: no line about it above it, no repr)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import json
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import pytest
@@ -20,12 +21,13 @@ from .harness import LAB_SETTINGS, JupyterLabServer, LabSession
 
 pytestmark = pytest.mark.browser
 
-# The quickstart's cells, drawn; the first code cell's output is where the chat will be.
+# The quickstart's cells, drawn; the first code cell's outputs are where the chat will be,
+# and until it runs they show its saved form.
 _QUICKSTART_SHOWN = """() => {
   const widget = window.jupyterapp.shell.currentWidget;
   if (!widget || !widget.context || widget.context.path !== '01_quickstart.ipynb') return false;
-  const outputs = widget.node.querySelectorAll('.jp-CodeCell .jp-OutputArea-output');
-  return outputs.length > 0 && outputs[0].textContent.trim() !== '';
+  const form = widget.node.querySelector('.jp-CodeCell .neta-static-form');
+  return form !== null && form.textContent.trim() !== '';
 }"""
 
 
@@ -39,6 +41,19 @@ _BOTH_ANSWERS_DONE = """() => {
 }"""
 ARTIFACTS = Path(__file__).parent / "artifacts" / "screenshots"
 """Pictures to look at that do not go to docs/ (a whole page, a demo answer)."""
+
+
+def _top_of(lab: LabSession, cell: Any, path: Path, height: int = 640) -> None:
+    """A PNG of the top of ``cell`` (its code and the start of its outputs): the saved
+    chat under the quickstart's first cell is taller than the window."""
+    cell.evaluate("node => node.scrollIntoView({block: 'start'})")
+    lab.wait_for_frames()
+    box = cell.bounding_box()
+    assert box is not None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lab.page.screenshot(path=str(path), animations="disabled", clip={
+        "x": max(0, box["x"] - 12), "y": max(0, box["y"] - 12),
+        "width": box["width"] + 24, "height": min(box["height"] + 24, height)})
 
 
 def _free_port() -> int:
@@ -93,16 +108,23 @@ def test_the_printed_url_opens_the_quickstart(printed_url_lab: LabSession,
     assert main == [FIRST_NOTEBOOK], main
     assert page.locator(".jp-Launcher").count() == 0
     panel = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
-    where_the_chat_will_be = panel.locator(".jp-CodeCell .jp-OutputArea-output").first
-    shown = where_the_chat_will_be.inner_text()
-    assert "ChatView(" not in shown and "messages shown" not in shown, shown
-    assert "Run this cell to open the chat with analyst." in shown
-    outputs = "\n".join(panel.locator(".jp-OutputArea-output").all_inner_texts())
-    assert "ChatView(" not in outputs
     first_cell = panel.locator(".jp-CodeCell").first
+    # Where the chat will be: the view's own output says nothing (there is no view to draw
+    # yet), and the saved form after it shows the chat as the committed run ended, once.
+    view, form = first_cell.locator(".jp-OutputArea-output").all()
+    assert view.inner_text().strip() == "", view.inner_text()
+    shown = form.inner_text()
+    assert "ChatView(" not in shown and "messages shown" not in shown, shown
+    assert "Run this cell to open the chat" not in shown
+    assert "Plan · 3/3 done" in shown
+    assert shown.count("What stands out in the profile:") == 2  # the chat's two answers
+    # The demo answers its question: what stands out is the missing ratings.
+    assert "customer_rating is empty in 13 of 40 rows (33 %)" in shown
+    outputs = "\n".join(panel.locator(".jp-OutputArea-output").all_inner_texts())
+    assert "ChatView(" not in outputs and "Message(assistant" not in outputs
     for theme in ("light", "dark"):
         lab.set_theme(dark=theme == "dark")
-        lab.screenshot(first_cell, screenshot_dir / f"quickstart-first-open-{theme}.png")
+        _top_of(lab, first_cell, screenshot_dir / f"quickstart-first-open-{theme}.png")
         page.screenshot(path=str(ARTIFACTS / f"quickstart-first-open-page-{theme}.png"),
                         animations="disabled")
     lab.set_theme(dark=False)
@@ -122,6 +144,7 @@ def test_the_printed_url_opens_the_quickstart(printed_url_lab: LabSession,
                             has_text="What the tools returned")
     first, last = answers.first.inner_text(), answers.last.inner_text()
     assert "sales.csv" in first and "sample_sales" not in first
+    assert "customer_rating is empty in 13 of 40 rows" in first
     assert "This is the offline demo model." not in first
     assert "This is the offline demo model." in last and "ANTHROPIC_API_KEY" in last
     lab.wait_for_transitions()
