@@ -26,13 +26,33 @@ RENDERS = {
     "02_tool_configuration.ipynb": [".neta-tool-config"],
     "03_thinking_levels.ipynb": [".neta-level-selector"],
     "04_sessions.ipynb": [".neta-chat-view", ".neta-sidebar"],
-    "05_custom_tools.ipynb": [],
+    "05_custom_tools.ipynb": [".neta-chat-view"],
     "06_real_providers.ipynb": [],
     "07_mcp_servers.ipynb": [".neta-tool-config", ".neta-chat-view"],
     "08_sub_agents.ipynb": [".neta-chat-view", ".neta-subagent-card"],
     "09_traces_and_replay.ipynb": [".neta-replay-report"],
     "10_batch_runs.ipynb": [".neta-batch-grid"],
 }
+COVERED_ELSEWHERE = {
+    # Its Run All asks for decisions on a page (accept the fix, allow the run).
+    "11_notebook_agent.ipynb": "test_notebook_agent.py::test_demo_notebook_run_all",
+}
+# Notebooks whose Run All stops at an approval in the chat: the tool, and the button clicked.
+APPROVALS = {"05_custom_tools.ipynb": ("delete_file", "allow_once")}
+
+_START_RUN_ALL = """(path) => {
+  const app = window.jupyterapp;
+  const widget = Array.from(app.shell.widgets('main')).find((w) => w.context?.path === path);
+  app.shell.activateById(widget.id);
+  app.commands.execute('notebook:run-all-cells');  // not awaited: it waits for a click
+}"""
+_ALL_RAN = """(path) => {
+  const widget = Array.from(window.jupyterapp.shell.widgets('main'))
+    .find((w) => w.context?.path === path);
+  const cells = Array.from(widget.content.model.cells).filter((c) => c.type === 'code');
+  return widget.sessionContext.session?.kernel?.status === 'idle'
+    && cells.every((c) => c.executionCount !== null);
+}"""
 
 
 ANSWER_DONE = """() => {
@@ -44,7 +64,8 @@ ANSWER_DONE = """() => {
 
 
 def test_the_demo_notebooks_are_all_listed() -> None:
-    assert sorted(p.name for p in NOTEBOOKS.glob("*.ipynb")) == sorted(RENDERS)
+    assert sorted(p.name for p in NOTEBOOKS.glob("*.ipynb")) == sorted(
+        [*RENDERS, *COVERED_ELSEWHERE])
 
 
 @pytest.mark.parametrize("name", sorted(RENDERS))
@@ -52,9 +73,19 @@ def test_demo_notebook_runs_and_renders_its_widgets(lab: LabSession, name: str) 
     shutil.copy(NOTEBOOKS / name, lab.server.root_dir / name)
     shutil.copytree(NOTEBOOKS / "data", lab.server.root_dir / "data", dirs_exist_ok=True)
     lab.open_notebook(name)
-    lab.run_all(name, timeout=180)
     page = lab.page
     panel = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
+    if name in APPROVALS:
+        # The chat is on the page, so the gated call asks there (not the notebook's policy).
+        tool, decision = APPROVALS[name]
+        page.evaluate(_START_RUN_ALL, name)
+        card = panel.locator(".neta-chat-view .neta-chat-approval")
+        card.wait_for(timeout=120_000)
+        assert tool in (card.locator(".neta-chat-approval-title").text_content() or "")
+        card.locator(f"button[data-decision='{decision}']").click()
+        page.wait_for_function(_ALL_RAN, arg=name, timeout=180_000, polling=100)
+    else:
+        lab.run_all(name, timeout=180)
     assert panel.locator(".jp-OutputArea-output[data-mime-type="
                          "'application/vnd.jupyter.error']").count() == 0, (
         panel.locator(".jp-OutputArea-output").all_inner_texts())
@@ -62,6 +93,13 @@ def test_demo_notebook_runs_and_renders_its_widgets(lab: LabSession, name: str) 
         panel.locator(selector).first.wait_for(timeout=30_000)
     if name == "01_quickstart.ipynb":
         page.wait_for_function(ANSWER_DONE, timeout=30_000)
+    if name == "05_custom_tools.ipynb":
+        # Allowed in the chat: it ran, the answer says so, and the policy was never asked.
+        panel.locator(".neta-chat-view .neta-chat-assistant",
+                      has_text="old.csv is deleted").wait_for(timeout=30_000)
+        outputs = "\n".join(panel.locator(".jp-OutputArea-output").all_inner_texts())
+        assert "approval asked" not in outputs
+        assert "tool_result      delete_file\n" in outputs
 
 
 @pytest.fixture
@@ -101,7 +139,8 @@ def test_demo_command_opens_the_quickstart_and_the_offline_turn_plays(
     lab = demo_command_lab
     # `neta-nb lab --dir` copied every demo notebook and the data they use, and pointed
     # the browser at the quickstart.
-    assert sorted(p.name for p in lab.server.root_dir.glob("*.ipynb")) == sorted(RENDERS)
+    assert sorted(p.name for p in lab.server.root_dir.glob("*.ipynb")) == sorted(
+        [*RENDERS, *COVERED_ELSEWHERE])
     assert (lab.server.root_dir / "data" / "sales.csv").is_file()
     assert "/lab/tree/01_quickstart.ipynb" in lab.page.url
     lab.page.wait_for_function(
