@@ -109,14 +109,14 @@ def _run_or_stop(messages: Sequence[Message]) -> ScriptedResponse:
     if edit is None:
         return ScriptedResponse(steps=[TextStep(text="Nothing was proposed.")])
     args, result = edit
+    if "user rejected" in result.content:
+        return ScriptedResponse(steps=[TextStep(text=(
+            "Understood: the cell stays as it was. Tell me if you want another fix."))])
     if result.is_error:
         fix = str(args.get("source", ""))
         return ScriptedResponse(steps=[TextStep(text=(
             f"I could not change the notebook from here ({result.content}) Here is the "
             f"fixed cell to paste yourself:\n\n```python\n{fix}\n```\n"))])
-    if "rejected" in result.content:
-        return ScriptedResponse(steps=[TextStep(text=(
-            "Understood: the cell stays as it was. Tell me if you want another fix."))])
     return ScriptedResponse(steps=[
         ThinkingStep(thinking="The fix is in the notebook; running the cell shows it works."),
         TextStep(text="Thanks — the fix is in. Running the cell to check it:\n"),

@@ -431,9 +431,12 @@ class ToolRunner:
         try:
             async with deadline:
                 if not self._tracer.on:
-                    return await tool.invoke_rich(dict(call.args), ctx), "done"
-                with self._tracer.mcp_call(tool):
-                    return await tool.invoke_rich(dict(call.args), ctx), "done"
+                    result = await tool.invoke_rich(dict(call.args), ctx)
+                else:
+                    with self._tracer.mcp_call(tool):
+                        result = await tool.invoke_rich(dict(call.args), ctx)
+            declined = isinstance(result, RichResult) and result.declined
+            return result, "rejected" if declined else "done"
         except (ToolArgumentError, ToolFailure) as exc:
             return str(exc), "error"
         except TimeoutError as exc:

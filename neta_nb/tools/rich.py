@@ -90,6 +90,10 @@ class RichResult:
     items: list[DisplayItem] = field(default_factory=list)
     dropped: int = 0
     """Items left out by :class:`RichLimits` (said in :meth:`model_text`)."""
+    declined: bool = False
+    """The user declined what the tool asked (a proposed notebook edit rejected): its card
+    shows the call as rejected, and the model reads the text as an error result, as it
+    reads a call the user did not allow."""
 
     @classmethod
     def of(cls, *objects: Any, text: str = "",
@@ -111,7 +115,8 @@ class RichResult:
         kept = self.items[:limits.max_items]
         items = [checked for item in kept for checked in _checked_item(item, limits)]
         return RichResult(text=self.text, items=items,
-                          dropped=self.dropped + len(self.items) - len(items))
+                          dropped=self.dropped + len(self.items) - len(items),
+                          declined=self.declined)
 
     def bound(self, limits: RichLimits = DEFAULT_LIMITS) -> None:
         if len(self.items) > limits.max_items:

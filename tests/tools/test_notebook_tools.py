@@ -45,10 +45,14 @@ def _result(session: Any, call_id: str) -> Any:
                 if r.tool_call_id == call_id)
 
 
+def _execution(session: Any, call_id: str) -> Any:
+    return next(e for m in session.messages for e in m.metadata.tool_executions
+                if e.id == call_id)
+
+
 def _proposal_item(session: Any, call_id: str) -> dict[str, Any]:
-    execution = next(e for m in session.messages for e in m.metadata.tool_executions
-                     if e.id == call_id)
-    item = next(i for i in execution.outputs if i.media_type == CELL_EDIT_TYPE)
+    item = next(i for i in _execution(session, call_id).outputs
+                if i.media_type == CELL_EDIT_TYPE)
     return dict(json.loads(item.text))
 
 
@@ -136,7 +140,9 @@ async def test_edit_cell_waits_for_the_user_and_a_rejection_changes_nothing() ->
     await task
     assert page.cell("c2")["source"] == CELLS[1]["source"] and not page.dirty
     assert [op for op, _ in page.requests] == ["read"]
-    assert "rejected" in _result(session, "e").content
+    rejected = _result(session, "e")
+    assert "rejected" in rejected.content and rejected.is_error  # as a call not allowed
+    assert _execution(session, "e").status == "rejected"  # the card says so, not "Done"
     assert _proposal_item(session, "e")["decision"] == "rejected"
 
 

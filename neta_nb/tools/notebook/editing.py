@@ -189,7 +189,7 @@ def _not_applied(cell_id: str, error: NotebookError) -> str:
     return f"The user accepted the edit, but it could not be applied: {error}"
 
 
-def _result(proposed: dict[str, Any], decision: str, text: str, *,
+def _result(proposed: dict[str, Any], decision: Literal["accepted", "rejected"], text: str, *,
             final: str | None = None) -> RichResult:
     """The tool's result: ``text`` for the model, the proposal with its decision for the
     card (its diff redone when the user changed the text before accepting)."""
@@ -198,4 +198,5 @@ def _result(proposed: dict[str, Any], decision: str, text: str, *,
         redone = proposal(proposed["kind"], proposed["cell_id"], proposed["before"], final)
         decided.update(after=final, diff=redone["diff"], diff_left_out=redone["diff_left_out"],
                        changed_by_user=True)
-    return RichResult(text=text, items=[proposal_item(decided)])
+    return RichResult(text=text, items=[proposal_item(decided)],
+                      declined=decision == "rejected")
