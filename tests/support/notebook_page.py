@@ -36,6 +36,8 @@ class FakeNotebookPage:
 
     async def request(self, op: str, args: dict[str, Any], *,
                       wait: float | None = None) -> dict[str, Any]:
+        if not self.available:
+            raise NotebookError("no_bridge", "no chat view on a notebook page")
         self.requests.append((op, copy.deepcopy(args)))
         if op == "read":
             return {"path": self.path, "dirty": self.dirty, "cells": copy.deepcopy(self.cells)}

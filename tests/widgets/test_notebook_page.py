@@ -131,3 +131,22 @@ async def test_a_view_closing_before_it_answers_is_a_clear_error(
     with pytest.raises(NotebookError) as raised:
         await task
     assert raised.value.code == "no_answer" and "closed" in str(raised.value)
+
+
+async def test_a_request_right_after_the_chat_is_made_waits_for_its_first_view(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Run All: the turn starts in the cell after the chat's, before the page drew it.
+    bridge, sent = _bridge()
+    task = asyncio.create_task(bridge.request("read", {}))
+    await asyncio.sleep(0.1)
+    assert not task.done() and not sent
+    bridge.opened("v", True)
+    await _until(lambda: sent)
+    bridge.replied({"request_id": sent[0]["id"], "ok": True, "result": {"cells": []}})
+    assert await task == {"cells": []}
+    # Past the grace, with no view ever opened (nbclient), it does not wait.
+    late, _ = _bridge()
+    monkeypatch.setattr(notebook_page, "VIEW_GRACE", 0.0)
+    with pytest.raises(NotebookError) as raised:
+        await asyncio.wait_for(late.request("read", {}), 0.5)
+    assert raised.value.code == "no_bridge"

@@ -44,12 +44,17 @@ async def read_notebook(ctx: ToolContext, start: int = 1, end: int | None = None
         cell_id: Show only this cell, in full.
     """
     access = ctx.notebook
-    if access is not None and access.live and access.page is not None:
+    page = access.page if access is not None else None
+    notebook: dict[str, Any] | None = None
+    if page is not None:
+        # A bound chat view: its page may still be drawing it (Run All), so it is asked
+        # even when no view has said so yet; with no page answering, the kernel's history.
         try:
-            notebook = await access.page.request("read", {})
+            notebook = await page.request("read", {})
         except NotebookError as error:
-            raise ToolFailure(f"The notebook could not be read: {error}") from error
-    else:
+            if error.code != "no_bridge":
+                raise ToolFailure(f"The notebook could not be read: {error}") from error
+    if notebook is None:
         notebook = kernel_history(ctx.namespace)
     chosen = CellRange(start, end, cell_id)
     return RichResult(text=render_notebook(notebook, chosen),

@@ -19,6 +19,8 @@ repeats are ignored meanwhile.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -31,6 +33,10 @@ RESEND_EVERY = 2.0
 """Seconds before a request without an answer is sent again."""
 PAGE_DEADLINE = 30.0
 """Seconds a request other than a run waits for the page before giving up."""
+VIEW_GRACE = 3.0
+"""Seconds after a chat widget is made during which a request waits for its first view to
+open (Run All starts the turn right after the cell that shows the chat, before the page
+has drawn it); later, or once a view has opened, a request never waits for one."""
 _NOT_IN_A_NOTEBOOK = frozenset({"no_notebook", "not_on_page", "no_bridge"})
 """Answers of a view that cannot reach a notebook (and did nothing)."""
 
@@ -42,6 +48,9 @@ class PageBridge:
     def __init__(self, send: Callable[[dict[str, Any]], None]) -> None:
         self._send = send
         self._views: dict[str, bool] = {}  # view id -> has the extension, in opening order
+        self._made = time.monotonic()
+        self._seen_a_view = False
+        self._first: asyncio.Event | None = None  # set when the first view opens
         self._waiting: dict[str, asyncio.Future[Mapping[str, Any]]] = {}
 
     @property
@@ -51,6 +60,9 @@ class PageBridge:
     def opened(self, view_id: str, bridge: bool) -> None:
         self._views.pop(view_id, None)
         self._views[view_id] = bridge  # the newest view answers
+        self._seen_a_view = True
+        if self._first is not None:
+            self._first.set()
 
     def closed(self, view_id: str) -> None:
         self._views.pop(view_id, None)
@@ -61,6 +73,7 @@ class PageBridge:
     async def request(self, op: str, args: dict[str, Any], *,
                       wait: float | None = None) -> dict[str, Any]:
         deadline = asyncio.get_running_loop().time() + (wait or PAGE_DEADLINE)
+        await self._first_view()
         while True:
             view = self._view()
             if view is None:
@@ -79,6 +92,16 @@ class PageBridge:
                 self._views[view] = False
                 continue
             raise NotebookError(code, str(error.get("message") or "the page refused"))
+
+    async def _first_view(self) -> None:
+        """Within :data:`VIEW_GRACE` of this widget's making, wait for its first view."""
+        left = VIEW_GRACE - (time.monotonic() - self._made)
+        if self._seen_a_view or left <= 0:
+            return
+        if self._first is None:
+            self._first = asyncio.Event()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._first.wait(), left)
 
     async def _ask(self, view: str, op: str, args: dict[str, Any], deadline: float,
                    limit: float) -> Mapping[str, Any]:
