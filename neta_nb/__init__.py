@@ -8,6 +8,7 @@ from .providers import ScriptedProvider, create_provider
 from .providers.prices import ModelPrice
 from .runtime.attachments import Attachment, AttachmentError
 from .runtime.budget import BudgetExceededError
+from .runtime.mentions import MentionError
 from .runtime.replay import llm_judge, replay, replay_all
 from .runtime.replay_report import ReplayReport
 from .runtime.resume import SessionNotOwnedError
@@ -40,6 +41,7 @@ __all__ = [
     "Attachment",
     "AttachmentError",
     "BudgetExceededError",
+    "MentionError",
     "Message",
     "ModelPrice",
     "PromptPreview",

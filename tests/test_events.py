@@ -61,7 +61,9 @@ EVENT_EXAMPLES: dict[str, dict[str, Any]] = {
                                  "percent": 32.0, "estimate": "compaction",
                                  "window_assumed": False}},
     "approval_request": {"type": "approval_request", "id": "c2", "name": "shell",
-                         "args": {"cmd": "ls"}},
+                         "args": {"cmd": "ls"},
+                         "proposal": {"kind": "edit", "cell_id": "a1", "before": "x = 1",
+                                      "after": "x = 2", "diff": ["-x = 1", "+x = 2"]}},
     "compaction": {"type": "compaction", "tokens_before": 150000, "tokens_after": 20000,
                    "messages_folded": 40},
     "done": {"type": "done", "stop_reason": "end_turn"},
@@ -114,20 +116,23 @@ DESIGN_FIELDS: dict[str, set[str]] = {
 # still parses (see test_an_event_of_the_design_shape_parses).
 EXTENSION_FIELDS: dict[str, set[str]] = {
     "warning": {"code", "params", "cleared"},
+    # A proposed notebook edit waiting for the user's decision (the notebook tools).
+    "approval_request": {"proposal"},
 }
 
 COMMAND_EXAMPLES: dict[str, dict[str, Any]] = {
     "send": {"type": "send", "text": "hello"},
     "stop": {"type": "stop", "subagent": "c3"},
     "set_thinking_level": {"type": "set_thinking_level", "level": "high"},
-    "approve": {"type": "approve", "id": "c2", "decision": "allow_once", "subagent": ["d1"]},
+    "approve": {"type": "approve", "id": "c2", "decision": "allow_once", "subagent": ["d1"],
+                "text": "x = 3"},
 }
 
 COMMAND_FIELDS: dict[str, set[str]] = {
     "send": {"text"},
     "stop": {"subagent"},
     "set_thinking_level": {"level"},
-    "approve": {"id", "decision", "subagent"},
+    "approve": {"id", "decision", "subagent", "text"},
 }
 
 

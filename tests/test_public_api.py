@@ -43,6 +43,7 @@ CORE_EXTRAS = {
     "RichResult": "DESIGN §8's documented return type for rich tool output",
     "Attachment": "the documented form of one file for session.run(attachments=...)",
     "AttachmentError": "what run/start raise for an attachment refused before sending",
+    "MentionError": "what run/start raise for an @ mention that resolves to nothing",
     "configure_tracing": "where OpenTelemetry spans go and whether they hold contents",
     "replay": "issue 30's evaluation: a stored session's prompts run again, compared",
     "replay_all": "replay over many stored sessions",
