@@ -7,7 +7,8 @@
  *   which opens the proposed text in a box; Accept then sends the text as changed.
  * - Decided (the tool's result, `application/vnd.neta-nb.cell-edit+json`): Accepted or
  *   Rejected; an accepted one offers Undo, which asks the notebook extension on the page
- *   to put the text back — refused, with a message, when the cell changed since.
+ *   to put the text back — refused, with a message, when the cell changed since. A card
+ *   whose texts were too large to keep (`undo: false`) shows its diff and decision only.
  */
 import "./cell-edit-card.css";
 import { element } from "../dom";
@@ -27,6 +28,9 @@ export interface CellEditProposal {
   cell_type?: string;
   after_cell_id?: string | null;
   changed_by_user?: boolean;
+  /** `false`: the texts did not fit the card (only its diff and decision are kept), so
+   * there is nothing to put back and no Undo. */
+  undo?: boolean;
 }
 
 export interface CellEditCardOptions {
@@ -150,7 +154,7 @@ export function createCellEditCard(proposal: CellEditProposal, { lang, decide }:
       editor.focus();
     });
     card.append(editor);
-  } else if (proposal.decision === "accepted") {
+  } else if (proposal.decision === "accepted" && proposal.undo !== false) {
     const undo = element("button", "neta-chat-button neta-cell-edit-undo", t(lang, "cell_edit_undo"));
     undo.type = "button";
     undo.addEventListener("click", () => {

@@ -17,9 +17,10 @@ import difflib
 import json
 from typing import Any, Literal
 
+from ...encodable import encodable
 from ...messages import DisplayItem
 from ..base import ToolContext, ToolFailure, tool
-from ..rich import CELL_EDIT_TYPE, RichResult
+from ..rich import CELL_EDIT_CHARS, CELL_EDIT_TYPE, RichResult
 from .page import PAGE_NEEDED, NotebookAccess, NotebookError
 from .reading import notebook_cells
 
@@ -30,6 +31,13 @@ MAX_CELL_CHARS = 200_000
 """The longest cell text a proposal may carry (before or after)."""
 _DIFF_LINES = 400
 """Diff lines a card shows; the rest is counted."""
+_DIFF_LINE_CHARS = 2_000
+"""Characters of one diff line a card shows (a cell may be one line of data)."""
+_DIFF_CHARS = 100_000
+"""Characters of JSON the diff lines of one card take at most; the rest is counted. With
+the text before and after (each at most :data:`MAX_CELL_CHARS`) the card's item stays
+under its bound (``CELL_EDIT_CHARS``) unless escapes swell the texts; then the card keeps
+its diff and decision without them, and offers no Undo."""
 _DECISION_WAIT = 24 * 3600.0
 """A proposal waits for the user like an approval does; the tool's timeout is no limit."""
 
@@ -49,14 +57,32 @@ def cell_diff(before: str, after: str, cell_id: str) -> list[str]:
 
 def proposal(kind: Literal["edit", "insert"], cell_id: str, before: str, after: str,
              **extra: Any) -> dict[str, Any]:
+    """The proposal the user decides on and its card draws. Its texts are made encodable
+    (a page's text may hold a lone surrogate no JSON encoder writes); the edit itself is
+    made against the cell's real text."""
+    before, after = encodable(before), encodable(after)
     lines = cell_diff(before, after, cell_id)
+    shown: list[str] = []
+    used = 0
+    for line in lines[:_DIFF_LINES]:
+        if len(line) > _DIFF_LINE_CHARS:
+            line = f"{line[:_DIFF_LINE_CHARS]} … ({len(line) - _DIFF_LINE_CHARS:,} more)"
+        used += len(json.dumps(line, ensure_ascii=False))
+        if used > _DIFF_CHARS:
+            break
+        shown.append(line)
     return {"kind": kind, "cell_id": cell_id, "before": before, "after": after,
-            "diff": lines[:_DIFF_LINES], "diff_left_out": max(0, len(lines) - _DIFF_LINES),
-            **extra}
+            "diff": shown, "diff_left_out": len(lines) - len(shown), **extra}
 
 
 def proposal_item(decided: dict[str, Any]) -> DisplayItem:
+    """The card of a decided proposal. One whose texts do not fit its bound keeps its diff
+    and decision without them (``undo: false``): a card dropped would leave the chat with
+    no trace of what was decided."""
     text = json.dumps(decided, ensure_ascii=False)
+    if len(text) > CELL_EDIT_CHARS:
+        text = json.dumps({**decided, "before": "", "after": "", "undo": False},
+                          ensure_ascii=False)
     return DisplayItem(media_type=CELL_EDIT_TYPE, text=text, size=len(text),
                        name=f"{decided['kind']} of cell {decided['cell_id']}")
 
@@ -97,7 +123,7 @@ async def _decided(ctx: ToolContext, access: NotebookAccess, name: str,
                    ) -> tuple[bool, str]:
     accepted, edited = await access.decide_edit(ctx.tool_call_id, name, args,
                                                 {**proposed, "decision": "pending"})
-    final = proposed["after"] if edited is None else edited
+    final = proposed["after"] if edited is None else encodable(edited)
     _checked_text("The accepted text", final)
     return accepted, final
 
@@ -115,6 +141,7 @@ async def edit_cell(ctx: ToolContext, cell_id: str, source: str) -> RichResult:
     access = live_page(ctx)
     _checked_text("The new source", source)
     before = cell_source(await find_cell(access, cell_id))
+    _checked_text(f"Cell {cell_id}'s text now", before)
     if before == source:
         return RichResult(text=f"Cell {cell_id} already holds this text; nothing to change.")
     proposed = proposal("edit", cell_id, before, source)

@@ -1,0 +1,97 @@
+"""The notebook tools against a hostile notebook, model, page and user: text no JSON
+encoder takes, proposals too large for their card, calls racing each other, sub-agents
+working in the parent's notebook, IPython syntax in a cell run directly, and the kernel's
+history of a notebook whose objects must not run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from neta_nb import SessionStore
+from neta_nb.tools.rich import CELL_EDIT_TYPE
+
+from ..support.notebook_page import FakeNotebookPage
+from ..support.sessions import (
+    answer,
+    assert_valid_history,
+    calls,
+    make_session,
+)
+from .test_notebook_tools import NOTEBOOK_TOOLS, _result, _session
+
+
+def _card(session: Any, call_id: str) -> dict[str, Any] | None:
+    execution = next(e for m in session.messages for e in m.metadata.tool_executions
+                     if e.id == call_id)
+    items = [i for i in execution.outputs if i.media_type == CELL_EDIT_TYPE]
+    return dict(json.loads(items[0].text)) if items else None
+
+
+# --- text no encoder takes ----------------------------------------------------------------
+
+async def test_a_cell_holding_a_lone_surrogate_is_edited_and_the_turn_goes_on(
+        tmp_path: Path) -> None:
+    # The page's JSON may carry "\ud800" (a string JavaScript holds): the proposal, its
+    # card and the stored history must still encode, and the edit is made against the
+    # cell's real text.
+    store = SessionStore(tmp_path / "sessions.sqlite3")
+    page = FakeNotebookPage([{"id": "c1", "source": "x = '\ud800'\x00"}])
+    session, rec, provider = make_session(
+        [calls(("e", "edit_cell", {"cell_id": "c1", "source": "x = 1"})), answer("ok"),
+         answer("next")], store=store, agent_options={"tools": NOTEBOOK_TOOLS})
+    session.notebook_page = page
+    session.attach_approver()
+    task = session.start("fix it")
+    await rec.wait_for("approval_request")
+    request = rec.of("approval_request")[0]
+    json.dumps(request.model_dump(), ensure_ascii=False).encode()  # reaches the view
+    session.approve("e", "allow_once")
+    await task
+    assert rec.of("error") == [] and rec.of("done")[-1].stop_reason == "end_turn"
+    assert page.cell("c1")["source"] == "x = 1"
+    card = _card(session, "e")
+    assert card is not None and card["decision"] == "accepted"
+    for event in rec.events:
+        json.dumps(event.model_dump(), ensure_ascii=False).encode()
+    session.flush()
+    assert session.store_failure is None
+    assert len(store.load_messages(session.id)) == len(session.messages)
+    await session.run("next")
+    assert_valid_history(provider.requests[-1].messages)
+
+
+# --- proposals too large for a card ---------------------------------------------------------
+
+@pytest.mark.parametrize(("before", "after"), [
+    ("a" * 199_000, "b" * 199_000),  # one long line each: the diff holds both again
+    ("\x01" * 150_000, "x = 1"),  # JSON writes each control character as six
+])
+async def test_an_accepted_edit_too_large_for_its_card_still_shows_the_decision(
+        before: str, after: str) -> None:
+    page = FakeNotebookPage([{"id": "c1", "source": before}])
+    session, _, _ = _session(
+        [calls(("e", "edit_cell", {"cell_id": "c1", "source": after})), answer("ok")], page,
+        accept_notebook_edits=True)
+    await session.run("go")
+    assert page.cell("c1")["source"] == after
+    result = _result(session, "e").content
+    assert result == "The user accepted the edit; cell c1 now holds the proposed text."
+    card = _card(session, "e")
+    assert card is not None and card["decision"] == "accepted"
+    assert card["diff"] and card["diff"][0] == "--- cell c1"
+
+
+async def test_a_cell_too_large_for_a_proposal_is_refused_before_the_user_is_asked() -> None:
+    page = FakeNotebookPage([{"id": "c1", "source": "data = '" + "x" * 300_000 + "'"}])
+    session, rec, _ = _session(
+        [calls(("e", "edit_cell", {"cell_id": "c1", "source": "data = ''"})), answer("ok")],
+        page)
+    session.attach_approver()
+    await session.run("shrink it")
+    result = _result(session, "e")
+    assert result.is_error and "300,009 characters" in result.content
+    assert rec.of("approval_request") == [] and page.cell("c1")["source"].startswith("data")
