@@ -150,6 +150,9 @@ class Approvals:
                 decision = await future
             finally:
                 self._pending.pop(call.id, None)
+                # A text answered with a call's approval is no edit's: a later edit under
+                # the same id (ids may repeat across responses) must not find it.
+                self._texts.pop(call.id, None)
             if decision != _BY_POLICY:
                 if decision == "allow_always":
                     self._always_allowed.add(call.name)

@@ -21,7 +21,8 @@ from ..support.sessions import (
     calls,
     make_session,
 )
-from .test_notebook_tools import NOTEBOOK_TOOLS, _result, _session
+from ..support.timing import wait_until
+from .test_notebook_tools import CELLS, NOTEBOOK_TOOLS, _result, _session
 
 
 def _card(session: Any, call_id: str) -> dict[str, Any] | None:
@@ -95,3 +96,25 @@ async def test_a_cell_too_large_for_a_proposal_is_refused_before_the_user_is_ask
     result = _result(session, "e")
     assert result.is_error and "300,009 characters" in result.content
     assert rec.of("approval_request") == [] and page.cell("c1")["source"].startswith("data")
+
+
+# --- the user's text goes only where it was given --------------------------------------------
+
+async def test_a_text_sent_with_a_run_approval_never_reaches_a_later_edit() -> None:
+    # Some providers number calls per response ("call_0"): a text answered with a run's
+    # approval must not be what a later edit under the same id writes.
+    page = FakeNotebookPage(CELLS)
+    session, rec, _ = _session(
+        [calls(("call_0", "run_cell", {"cell_id": "c1"})), answer("ran"),
+         calls(("call_0", "edit_cell", {"cell_id": "c1", "source": "x = 2"})),
+         answer("ok")], page)
+    session.attach_approver()
+    task = session.start("run it")
+    await rec.wait_for("approval_request")
+    session.approve("call_0", "allow_once", text="import os; os.remove('data.csv')")
+    await task
+    task = session.start("edit it")
+    await wait_until(lambda: len(rec.of("approval_request")) == 2)
+    session.approve("call_0", "allow_once")
+    await task
+    assert page.cell("c1")["source"] == "x = 2"
