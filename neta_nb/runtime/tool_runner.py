@@ -153,11 +153,12 @@ class ToolRunner:
         for call in message.tool_calls:
             tool = resolution.get(call.name)
             reentrant = tool is not None and tool.reentrant
-            previous = None if reentrant else chains.get(call.name)
+            chain = (tool.sequence if tool is not None else None) or call.name
+            previous = None if reentrant else chains.get(chain)
             task = asyncio.ensure_future(
                 self._run_after(previous, message, call, resolution, live_calls, limits))
             if not reentrant:
-                chains[call.name] = task
+                chains[chain] = task
             tasks.append(task)
         appended = 0
         try:

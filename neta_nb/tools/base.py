@@ -168,6 +168,10 @@ class Tool:
     reentrant: bool = False
     """Several calls of this tool in one response may run at the same time (by default
     they run one after the other, in the order the model wrote them)."""
+    sequence: str | None = None
+    """Tools naming the same sequence run their calls of one response one after the
+    other, in the order the model wrote them, as one tool's calls do (the notebook tools:
+    an edit and a run of the same cell must not race)."""
     needs_subagents: bool = False
     """Offered only to an agent that can delegate (``delegate``): see ``resolve_tools``."""
     needs_notebook_page: bool = False

@@ -5,6 +5,7 @@ history of a notebook whose objects must not run."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,15 @@ from ..support.sessions import (
 )
 from ..support.timing import wait_until
 from .test_notebook_tools import CELLS, NOTEBOOK_TOOLS, _result, _session
+
+
+class AnsweringLater(FakeNotebookPage):
+    """A page whose answers take a turn of the event loop, as the real relay's do."""
+
+    async def request(self, op: str, args: dict[str, Any], *,
+                      wait: float | None = None) -> dict[str, Any]:
+        await asyncio.sleep(0.01)
+        return await super().request(op, args, wait=wait)
 
 
 def _card(session: Any, call_id: str) -> dict[str, Any] | None:
@@ -118,3 +128,17 @@ async def test_a_text_sent_with_a_run_approval_never_reaches_a_later_edit() -> N
     session.approve("call_0", "allow_once")
     await task
     assert page.cell("c1")["source"] == "x = 2"
+
+
+# --- calls of one response in the order written -------------------------------------------
+
+async def test_an_edit_and_a_run_in_one_response_run_in_the_order_written() -> None:
+    page = AnsweringLater([{"id": "c1", "source": "print('old')"}])
+    session, _, _ = _session(
+        [calls(("e", "edit_cell", {"cell_id": "c1", "source": "print('new')"}),
+               ("r", "run_cell", {"cell_id": "c1"}), ("n", "read_notebook", {})),
+         answer("ok")], page, accept_notebook_edits=True)
+    session.approval_policy = "allow"
+    await session.run("fix it and run it")
+    assert [op for op, _ in page.requests] == ["read", "edit", "run", "read"]
+    assert "print('new')" in _result(session, "n").content

@@ -29,7 +29,9 @@ NOTEBOOK_TOOL_NAMES = ("read_notebook", "edit_cell", "insert_cell", "run_cell")
 
 
 def notebook_tools() -> list[Tool]:
-    """The four tools, the page-bound ones marked so (``Tool.needs_notebook_page``)."""
-    return [read_notebook,
-            *(dataclasses.replace(item, needs_notebook_page=True)
+    """The four tools, the page-bound ones marked so (``Tool.needs_notebook_page``). Their
+    calls of one response run in the order written (``Tool.sequence``): a run written
+    after an edit runs the edited cell, a read after them sees both."""
+    return [dataclasses.replace(read_notebook, sequence="notebook"),
+            *(dataclasses.replace(item, needs_notebook_page=True, sequence="notebook")
               for item in (edit_cell, insert_cell, run_cell))]
