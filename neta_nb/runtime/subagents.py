@@ -297,12 +297,16 @@ class Crew:
         link = CrewLink(parent_id=parent.id, call_id=call_id, depth=self.depth + 1,
                         max_depth=self.max_depth, approvals=parent._approvals,
                         saved=parent._saved)
-        return type(parent)(agent, parent.catalog, parent.store,
-                            working_dir=parent.working_dir, namespace=parent.namespace,
-                            approval_policy=parent.approval_policy,
-                            # No model of its own: the parent's provider.
-                            provider=parent.provider if agent.model is None else None,
-                            crew_link=link)
+        child = type(parent)(agent, parent.catalog, parent.store,
+                             working_dir=parent.working_dir, namespace=parent.namespace,
+                             approval_policy=parent.approval_policy,
+                             # No model of its own: the parent's provider.
+                             provider=parent.provider if agent.model is None else None,
+                             crew_link=link)
+        # The child works in the parent's notebook (its page, as the parent's chat is on
+        # it); its proposals reach the parent's chat as its approvals do.
+        child.notebook_page = parent.notebook_page
+        return child
 
     def _slots_now(self) -> asyncio.Semaphore:
         if self._slots is None:

@@ -12,11 +12,14 @@ from typing import Any
 
 import pytest
 
-from neta_nb import SessionStore
+from neta_nb import Agent, AgentSession, SessionStore
 from neta_nb.tools.rich import CELL_EDIT_TYPE
 
+from ..support.delegation import crew_catalog, delegations, innermost
 from ..support.notebook_page import FakeNotebookPage
 from ..support.sessions import (
+    FakeProvider,
+    Recorder,
     answer,
     assert_valid_history,
     calls,
@@ -142,3 +145,37 @@ async def test_an_edit_and_a_run_in_one_response_run_in_the_order_written() -> N
     await session.run("fix it and run it")
     assert [op for op, _ in page.requests] == ["read", "edit", "run", "read"]
     assert "print('new')" in _result(session, "n").content
+
+
+# --- sub-agents ------------------------------------------------------------------------------
+
+async def test_a_subagent_works_in_the_parents_notebook_and_the_parents_chat_decides() -> None:
+    page = FakeNotebookPage(CELLS)
+    child_model = FakeProvider([
+        calls(("r", "read_notebook", {})),
+        calls(("e", "edit_cell", {"cell_id": "c1", "source": "x = 1"})),
+        answer("fixed")])
+    fixer = Agent("fixer", model=child_model, description="fixes cells", tools=NOTEBOOK_TOOLS)
+    planner = Agent("planner", model=FakeProvider([delegations(("d1", "fixer", "fix c1")),
+                                                   answer("done")]), subagents=[fixer])
+    session = AgentSession(planner, crew_catalog())
+    session.notebook_page = page
+    recorder = Recorder()
+    session.subscribe(recorder)
+    session.attach_approver()
+    task = session.start("go")
+    await wait_until(lambda: any(innermost(e).type == "approval_request"
+                                 for e in recorder.events) or task.done())
+    offered = {d.name for d in child_model.requests[-1].tools}
+    assert {"read_notebook", "edit_cell", "insert_cell", "run_cell"} <= offered
+    asked = next(innermost(e) for e in recorder.events
+                 if innermost(e).type == "approval_request")
+    assert asked.id == "e" and asked.proposal["after"] == "x = 1"
+    # The parent's chat answers: the path its card carries, and the user's own text.
+    assert session.approve("e", "allow_once", subagent=["d1"], text="x = 1  # checked")
+    await task
+    assert page.cell("c1")["source"] == "x = 1  # checked"
+    child = session.subagents["d1"]
+    read = next(r for m in child.messages for r in m.tool_results if r.tool_call_id == "r")
+    assert "analysis.ipynb" in read.content  # the page, not the kernel's history
+    assert_valid_history(child.messages)
