@@ -93,6 +93,13 @@ def test_demo_notebook_runs_and_renders_its_widgets(lab: LabSession, name: str) 
         panel.locator(selector).first.wait_for(timeout=30_000)
     if name == "01_quickstart.ipynb":
         page.wait_for_function(ANSWER_DONE, timeout=30_000)
+    if name == "03_thinking_levels.ipynb":
+        # The demo ends back on a thinking model with the level it had: not greyed on Off.
+        page.wait_for_function("""() => {
+          const select = document.querySelector(
+            '.jp-NotebookPanel:not(.lm-mod-hidden) .neta-level-selector .neta-level-select');
+          return select !== null && select.value === 'high' && !select.disabled;
+        }""", timeout=30_000)
     if name == "05_custom_tools.ipynb":
         # Allowed in the chat: it ran, the answer says so, and the policy was never asked.
         panel.locator(".neta-chat-view .neta-chat-assistant",
