@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from neta_nb import Agent, AgentSession, SessionStore
+from neta_nb.tools.notebook import kernel
 from neta_nb.tools.rich import CELL_EDIT_TYPE
 
 from ..support.delegation import crew_catalog, delegations, innermost
@@ -179,3 +180,38 @@ async def test_a_subagent_works_in_the_parents_notebook_and_the_parents_chat_dec
     read = next(r for m in child.messages for r in m.tool_results if r.tool_call_id == "r")
     assert "analysis.ipynb" in read.content  # the page, not the kernel's history
     assert_valid_history(child.messages)
+
+
+# --- a direct run of IPython syntax -----------------------------------------------------------
+
+class _Shell:
+    """The part of IPython's shell a direct run uses: its cell transformer, and the magics
+    the transformed code calls."""
+
+    def __init__(self) -> None:
+        from IPython.core.inputtransformer2 import TransformerManager
+
+        self.transform_cell = TransformerManager().transform_cell  # type: ignore[no-untyped-call]
+        self.calls: list[tuple[str, ...]] = []
+
+    def run_line_magic(self, name: str, line: str) -> Any:
+        self.calls.append(("line", name, line))
+
+    def system(self, command: str) -> None:
+        self.calls.append(("system", command))
+
+
+async def test_a_direct_run_runs_ipython_syntax_as_the_cell_would(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    shell = _Shell()
+    monkeypatch.setattr(kernel, "_shell", lambda: shell)
+    page = FakeNotebookPage([{"id": "c1", "source": "%matplotlib inline\n!pip list\nz = 6 * 7"}])
+    session, _, _ = _session([calls(("r", "run_cell", {"cell_id": "c1"})), answer("ok")],
+                             page)
+    session.namespace["get_ipython"] = lambda: shell
+    session.approval_policy = "allow"
+    monkeypatch.setattr(session._notebook, "in_cell", lambda: True)
+    await session.run("run it")
+    assert session.namespace["z"] == 42
+    assert shell.calls == [("line", "matplotlib", "inline"), ("system", "pip list")]
+    assert "SyntaxError" not in _result(session, "r").content

@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-__all__ = ["cell_running", "kernel_history", "watch_cells"]
+__all__ = ["cell_code", "cell_running", "kernel_history", "watch_cells"]
 
 _state = {"running": False, "watched": None}
 
@@ -43,6 +43,20 @@ def watch_cells() -> None:
 def cell_running() -> bool:
     """The kernel is executing a cell now (as far as :func:`watch_cells` has seen)."""
     return bool(_state["running"]) and _state["watched"] is not None
+
+
+def cell_code(source: str) -> str:
+    """A cell's source as IPython runs it: magics (``%matplotlib inline``) and shell
+    escapes (``!pip install``) made the calls they stand for. Unchanged outside IPython,
+    or when IPython cannot transform it (the run then reports the error)."""
+    transform = getattr(_shell(), "transform_cell", None)
+    if transform is None:
+        return source
+    try:
+        code = transform(source)
+    except Exception:
+        return source
+    return code if isinstance(code, str) else source
 
 
 def _shell() -> Any:

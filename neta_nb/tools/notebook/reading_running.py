@@ -9,7 +9,8 @@ the cell) and returns the outputs. When the turn itself runs inside a cell
 (``await session.run(...)``) the kernel's shell is busy with that cell, and a run asked
 of the page would wait behind the turn while the turn waits for it. Then the cell's code
 runs in the kernel directly (as the ``python`` tool runs code: the notebook's namespace,
-output captured) and its outputs are written into the cell, without an execution count.
+output captured; IPython's magics and shell escapes as IPython runs them) and its outputs
+are written into the cell, without an execution count.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from ...messages import DisplayItem
 from ..base import ToolContext, ToolFailure, tool
 from ..builtin.python_exec import run_python_rich
 from ..rich import MODEL_IMAGE_TYPES, RichResult
+from . import kernel
 from .editing import cell_source, find_cell, live_page
-from .kernel import kernel_history
 from .page import NotebookError
 from .reading import UNTRUSTED, CellRange, model_images, render_notebook, render_outputs
 
@@ -55,7 +56,7 @@ async def read_notebook(ctx: ToolContext, start: int = 1, end: int | None = None
             if error.code != "no_bridge":
                 raise ToolFailure(f"The notebook could not be read: {error}") from error
     if notebook is None:
-        notebook = kernel_history(ctx.namespace)
+        notebook = kernel.kernel_history(ctx.namespace)
     chosen = CellRange(start, end, cell_id)
     return RichResult(text=render_notebook(notebook, chosen),
                       items=model_images(notebook, chosen))
@@ -93,7 +94,8 @@ async def _run_in_kernel(ctx: ToolContext, cell_id: str) -> RichResult:
     if cell.get("cell_type") != "code":
         raise ToolFailure(f"Cell {cell_id} is a {cell.get('cell_type')} cell; only code "
                           "cells run.")
-    result = await run_python_rich(cell_source(cell), ctx.namespace)
+    # As IPython runs the cell: its magics and shell escapes too.
+    result = await run_python_rich(kernel.cell_code(cell_source(cell)), ctx.namespace)
     written = "its outputs were written into the cell"
     try:
         await access.page.request("set_outputs", {"cell_id": cell_id,
