@@ -6,8 +6,9 @@ nbval compares each cell's outputs as first displayed and ignores display update
 nbclient applies them (a chat's static form is updated in place when its turn ends): so
 updates are dropped here, and widget state is not stored — except in a cell tagged
 ``nbval-ignore-output`` (nbval does not compare it): there the outputs are stored as the
-run left them, which is what a reader of the committed notebook should see (a batch run's
-grid finished, not "Not started").
+run left them, which is what a reader of the committed notebook should see (a chat with its
+whole transcript, not "Run this cell…"; a batch run's grid finished, not "Not started").
+The demo notebooks tag each cell that displays a chat or a card that changes later.
 """
 import copy
 import sys
