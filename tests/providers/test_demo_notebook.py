@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 import traceback
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pandas as pd  # type: ignore[import-untyped]
@@ -15,6 +16,7 @@ import pytest
 from neta_nb import AgentSession
 from neta_nb.providers.demo_notebook_script import failing_cell, proposed_fix
 from neta_nb.runtime.demo_notebook import FIX_PROMPT, demo_notebook_agent
+from neta_nb.tools.notebook import kernel
 from neta_nb.tools.notebook.reading import CellRange, render_notebook
 
 from ..support.notebook_page import FakeNotebookPage
@@ -80,8 +82,12 @@ async def test_without_a_page_the_demo_reads_the_kernel_history_and_shows_the_fi
         monkeypatch: pytest.MonkeyPatch) -> None:
     session = AgentSession(demo_notebook_agent(), approval_policy="allow")
     session.namespace.update({"In": ["", "sales = ...", CAST], "Out": {}})
+    # As IPython runs cell 2: its compiler maps the cell's file name to its number.
+    cell_file = "/tmp/ipykernel_1/2.py"
+    shell = SimpleNamespace(compile=SimpleNamespace(_filename_map={cell_file: 2}))
+    monkeypatch.setattr(kernel, "_shell", lambda: shell)
     try:
-        exec(CAST, {"sales": pd.read_csv(DATA)})
+        exec(compile(CAST, cell_file, "exec"), {"sales": pd.read_csv(DATA)})
     except Exception as raised:  # as IPython records the last error
         monkeypatch.setattr(sys, "last_value", raised, raising=False)
         monkeypatch.setattr(sys, "last_exc", raised, raising=False)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 
 from neta_nb import Agent, AgentSession, SessionStore
 from neta_nb.tools.notebook import kernel
+from neta_nb.tools.notebook.reading import CellRange, render_notebook
 from neta_nb.tools.rich import CELL_EDIT_TYPE
 
 from ..support.delegation import crew_catalog, delegations, innermost
@@ -215,3 +217,73 @@ async def test_a_direct_run_runs_ipython_syntax_as_the_cell_would(
     assert session.namespace["z"] == 42
     assert shell.calls == [("line", "matplotlib", "inline"), ("system", "pip list")]
     assert "SyntaxError" not in _result(session, "r").content
+
+
+# --- the kernel's history ---------------------------------------------------------------------
+
+class _Compiler:
+    def __init__(self) -> None:
+        self._filename_map: dict[str, int] = {}
+
+
+class _HistoryShell:
+    def __init__(self) -> None:
+        self.compile = _Compiler()
+
+
+def _raise_in_cell(number: int, source: str, shell: _HistoryShell) -> BaseException:
+    filename = f"/tmp/ipykernel_1/cell{number}.py"
+    shell.compile._filename_map[filename] = number
+    try:
+        exec(compile(source, filename, "exec"), {})
+    except Exception as error:
+        return error
+    raise AssertionError("the cell did not raise")
+
+
+def test_the_kernel_history_puts_the_error_on_the_cell_that_raised(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    shell = _HistoryShell()
+    monkeypatch.setattr(kernel, "_shell", lambda: shell)
+    error = _raise_in_cell(2, "1 / 0", shell)
+    monkeypatch.setattr(sys, "last_exc", error, raising=False)
+    monkeypatch.setattr(sys, "last_value", error, raising=False)
+    history = kernel.kernel_history({"In": ["", "x = 1", "1 / 0", "y = 2"], "Out": {}})
+    outputs = {cell["id"]: cell["outputs"] for cell in history["cells"]}
+    assert [o["ename"] for o in outputs["In[2]"]] == ["ZeroDivisionError"]
+    assert outputs["In[3]"] == []  # ran after, and did not raise
+    # Where the cell is not known, the error is not pinned on the last one either.
+    shell.compile._filename_map.clear()
+    history = kernel.kernel_history({"In": ["", "x = 1", "1 / 0", "y = 2"], "Out": {}})
+    text = render_notebook(history, CellRange())
+    assert "ZeroDivisionError" in text
+    assert all(o.get("output_type") != "error"
+               for cell in history["cells"] if cell["id"].startswith("In[")
+               for o in cell["outputs"])
+
+
+class _Hostile:
+    def __repr__(self) -> str:
+        raise SystemExit("repr ran")
+
+    def __str__(self) -> str:
+        raise SystemExit("str ran")
+
+
+class _HostileError(Exception):
+    def __str__(self) -> str:
+        raise SystemExit("the notebook's __str__ ran")
+
+
+def test_the_kernel_history_runs_no_code_of_the_notebook_and_stays_bounded(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kernel, "_shell", lambda: None)
+    error = _HostileError("boom")
+    monkeypatch.setattr(sys, "last_exc", error, raising=False)
+    monkeypatch.setattr(sys, "last_value", error, raising=False)
+    big = list(range(3_000_000))
+    history = kernel.kernel_history({"In": ["", "thing", "big", "raise"],
+                                     "Out": {1: _Hostile(), 2: big}})
+    text = render_notebook(history, CellRange())
+    assert "_Hostile" in text and "_HostileError" in text
+    assert len(json.dumps(history)) < 50_000

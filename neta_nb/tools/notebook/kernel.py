@@ -71,9 +71,13 @@ def _shell() -> Any:
 
 def kernel_history(namespace: dict[str, Any]) -> dict[str, Any]:
     """The cells the kernel executed, as ``read_notebook`` reads a page's notebook:
-    ``{"source": "kernel", "cells": [...]}`` with ids ``In[n]``, each cell's source, its
-    value (``Out[n]``) as a ``text/plain`` output and, on the last cell that raised, the
-    error."""
+    ``{"source": "kernel", "cells": [...]}`` with ids ``In[n]``, each cell's source and its
+    value (``Out[n]``, described as ``list_variables`` describes a variable: bounded, no
+    code of a class the notebook defined runs) as a ``text/plain`` output. The last
+    uncaught exception goes on the cell that raised it; where that cell is not known it is
+    ``"error"``, apart from the cells."""
+    from ...runtime.mention_texts import variable_text
+
     inputs = namespace.get("In")
     outputs = namespace.get("Out")
     cells: list[dict[str, Any]] = []
@@ -85,32 +89,54 @@ def kernel_history(namespace: dict[str, Any]) -> dict[str, Any]:
                                     "execution_count": number, "source": source,
                                     "outputs": []}
             if isinstance(outputs, dict) and number in outputs:
+                value = variable_text(f"Out[{number}]", outputs[number])
                 cell["outputs"].append({"output_type": "execute_result",
-                                        "data": {"text/plain": _plain(outputs[number])}})
+                                        "data": {"text/plain": value}})
             cells.append(cell)
-    error = last_error()
-    if error is not None and cells:
-        cells[-1]["outputs"].append(error)
-    return {"source": "kernel", "cells": cells}
+    history: dict[str, Any] = {"source": "kernel", "cells": cells}
+    exception = last_exception()
+    if exception is not None:
+        raised_in = _raising_cell(exception)
+        raised = next((cell for cell in cells if cell["execution_count"] == raised_in), None)
+        if raised is not None:
+            raised["outputs"].append(error_output(exception))
+        else:
+            history["error"] = error_output(exception)
+    return history
 
 
-def last_error() -> dict[str, Any] | None:
-    """The last uncaught exception (IPython records it as Python does), as an nbformat
-    ``error`` output; ``None`` if there was none."""
+def last_exception() -> BaseException | None:
+    """The last uncaught exception (IPython records it as Python does), if any."""
     value = getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
-    if not isinstance(value, BaseException):
+    return value if isinstance(value, BaseException) else None
+
+
+def error_output(exception: BaseException) -> dict[str, Any]:
+    """``exception`` as an nbformat ``error`` output, made as an ``@error`` mention's text
+    is: no ``__str__`` of a class the notebook defined runs, the traceback bounded."""
+    from ...runtime.mention_texts import error_text
+    from ..builtin.variables import type_name
+
+    lines = error_text(exception).splitlines()
+    name = type_name(type(exception))
+    last = lines[-1] if lines else name
+    value = last[len(name) + 2:] if last.startswith(f"{name}: ") else ""
+    return {"output_type": "error", "ename": name, "evalue": value, "traceback": lines}
+
+
+def _raising_cell(exception: BaseException) -> int | None:
+    """The execution count of the cell whose code raised ``exception`` (the outermost
+    frame of a cell in its traceback), as IPython's compiler maps the cells' file names;
+    ``None`` when no frame is a cell's."""
+    cells = getattr(getattr(_shell(), "compile", None), "_filename_map", None)
+    if not isinstance(cells, dict):
         return None
-    import traceback
-
-    lines = traceback.format_exception(type(value), value, value.__traceback__)
-    return {"output_type": "error", "ename": type(value).__name__,
-            "evalue": str(value), "traceback": "".join(lines).splitlines()}
-
-
-def _plain(value: Any) -> str:
-    """A value's repr, bounded; a repr that raises costs only itself."""
-    try:
-        text = repr(value)
-    except Exception as exc:
-        text = f"<repr failed: {type(exc).__name__}>"
-    return text if len(text) <= 4_000 else text[:4_000] + " …"
+    # As BaseException stores it: a class of the notebook may make it a property (its code).
+    slot: Any = vars(BaseException)["__traceback__"]
+    frames = slot.__get__(exception)
+    while frames is not None:
+        number = cells.get(frames.tb_frame.f_code.co_filename)
+        if isinstance(number, int):
+            return number
+        frames = frames.tb_next
+    return None

@@ -39,6 +39,7 @@ ONE_CELL_CHARS = 60_000
 _SOURCE_CHARS = 4_000
 _OUTPUT_CHARS = 1_500
 _TRACEBACK_LINES = 20
+_ERROR_CHARS = 4_000
 _MAX_IMAGES = 4
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
@@ -59,6 +60,10 @@ def render_notebook(notebook: dict[str, Any], chosen: CellRange) -> str:
     "dirty"?, "source"?}``)."""
     cells = notebook_cells(notebook)
     lines = [_heading(notebook, len(cells)), UNTRUSTED, ""]
+    error = notebook.get("error")
+    if isinstance(error, dict):  # the kernel's last error, its cell not known
+        lines += ["--- the last uncaught exception (which cell raised it is not known)",
+                  _bounded(_output(error, full=False), _ERROR_CHARS), ""]
     if chosen.cell_id is not None:
         position = next((i for i, cell in enumerate(cells, 1)
                          if cell.get("id") == chosen.cell_id), None)
