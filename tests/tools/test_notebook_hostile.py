@@ -287,3 +287,15 @@ def test_the_kernel_history_runs_no_code_of_the_notebook_and_stays_bounded(
     text = render_notebook(history, CellRange())
     assert "_Hostile" in text and "_HostileError" in text
     assert len(json.dumps(history)) < 50_000
+
+
+# --- a malformed page answer ----------------------------------------------------------------
+
+def test_malformed_outputs_and_ranges_read_without_a_crash_or_a_false_count() -> None:
+    cells = [{"id": "a", "outputs": [{"output_type": "error", "ename": None, "evalue": 3,
+                                      "traceback": 5}]},
+             {"id": "b", "outputs": [{"output_type": "stream", "text": {"x": 1}}]}]
+    text = render_notebook({"cells": cells}, CellRange())
+    assert "id a" in text and "id b" in text
+    beyond = render_notebook({"cells": cells}, CellRange(start=10**9))
+    assert "999999999" not in beyond and "2 cells" in beyond

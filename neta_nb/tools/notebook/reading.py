@@ -75,19 +75,20 @@ def render_notebook(notebook: dict[str, Any], chosen: CellRange) -> str:
         if len(text) > ONE_CELL_CHARS:
             text = text[:ONE_CELL_CHARS] + f"\n… cut at {ONE_CELL_CHARS:,} characters"
         return "\n".join([*lines, text])
+    start = min(chosen.start, len(cells) + 1)  # past the end: nothing to show, nor skip
     end = len(cells) if chosen.end is None else min(chosen.end, len(cells))
     budget = READ_CHARS - sum(len(line) + 1 for line in lines)
-    shown_until = chosen.start - 1
-    for position in range(chosen.start, end + 1):
+    shown_until = start - 1
+    for position in range(start, end + 1):
         text = _cell(cells[position - 1], position, full=False)
-        if len(text) + 1 > budget and position > chosen.start:
+        if len(text) + 1 > budget and position > start:
             break
         lines.append(text[:budget])
         budget -= len(text) + 1
         shown_until = position
     left = []
-    if chosen.start > 1:
-        left.append(f"cells 1–{chosen.start - 1} (read_notebook(start=1))")
+    if start > 1:
+        left.append(f"cells 1–{start - 1} (read_notebook(start=1))")
     if shown_until < len(cells):
         left.append(f"cells {shown_until + 1}–{len(cells)} "
                     f"(read_notebook(start={shown_until + 1}))")
@@ -166,7 +167,7 @@ def _output(output: dict[str, Any], *, full: bool) -> str:
         return f"··· {output.get('name', 'stdout')}:\n" + _bounded(
             _ANSI.sub("", _text(output.get("text"))), limit)
     if kind == "error":
-        lines = [_ANSI.sub("", line) for raw in output.get("traceback") or []
+        lines = [_ANSI.sub("", line) for raw in _listed(output.get("traceback"))
                  for line in _text(raw).splitlines()]
         if not full and len(lines) > _TRACEBACK_LINES:
             lines = [f"… {len(lines) - _TRACEBACK_LINES} traceback lines left out",
@@ -183,6 +184,13 @@ def _output(output: dict[str, Any], *, full: bool) -> str:
         rich = f" [also {', '.join(described)}; not shown]" if described else ""
         return f"··· {label}:{rich}\n{text}".rstrip()
     return f"··· {kind} output"
+
+
+def _listed(value: Any) -> list[Any]:
+    """A field nbformat holds as a list (a traceback's lines); a page may send anything."""
+    if isinstance(value, list):
+        return value
+    return [] if value is None else [value]
 
 
 def _text(value: Any) -> str:
