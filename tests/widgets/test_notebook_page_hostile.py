@@ -4,8 +4,16 @@ sub-agent's proposal decided from the parent's chat."""
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
+import pytest
+
 from neta_nb import Agent, AgentSession
+from neta_nb.tools.notebook import NotebookError
 from neta_nb.widgets import ChatView
+from neta_nb.widgets.chat import notebook_page
+from neta_nb.widgets.chat.notebook_page import PageBridge
 
 from ..support.delegation import crew_catalog, delegations
 from ..support.notebook_page import FakeNotebookPage
@@ -13,6 +21,71 @@ from ..support.sessions import FakeProvider, answer, assert_valid_history, calls
 from ..support.timing import wait_until
 from ..tools.test_notebook_tools import CELLS, NOTEBOOK_TOOLS
 from .conftest import SentMessages
+
+
+def _bridge() -> tuple[PageBridge, list[dict[str, Any]]]:
+    sent: list[dict[str, Any]] = []
+    return PageBridge(sent.append), sent
+
+
+async def test_a_view_off_the_page_for_a_moment_answers_again_once_back(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # JupyterLab's windowed notebook detaches a cell scrolled out of view: its chat view
+    # answers "not_on_page" until it is scrolled back, and stays the notebook's way in.
+    monkeypatch.setattr(notebook_page, "RESEND_EVERY", 0.05)
+    bridge, sent = _bridge()
+    bridge.opened("v", True)
+    task = asyncio.create_task(bridge.request("read", {}))
+    await wait_until(lambda: sent)
+    bridge.replied({"request_id": sent[0]["id"], "ok": False,
+                    "error": {"code": "not_on_page", "message": "scrolled out of view"}})
+    with pytest.raises(NotebookError) as raised:
+        await task
+    assert raised.value.code == "not_on_page" and "scrolled out of view" in str(raised.value)
+    assert bridge.available  # the edit and run tools stay offered
+    task = asyncio.create_task(bridge.request("read", {}))
+    await wait_until(lambda: len(sent) > 1)
+    assert sent[-1]["view_id"] == "v"
+    bridge.replied({"request_id": sent[-1]["id"], "ok": True, "result": {"cells": []}})
+    assert await task == {"cells": []}
+
+
+async def test_another_view_answers_while_one_is_off_the_page(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(notebook_page, "RESEND_EVERY", 0.05)
+    bridge, sent = _bridge()
+    bridge.opened("a", True)
+    bridge.opened("b", True)
+    task = asyncio.create_task(bridge.request("read", {}))
+    await wait_until(lambda: sent)
+    assert sent[0]["view_id"] == "b"
+    bridge.replied({"request_id": sent[0]["id"], "ok": False,
+                    "error": {"code": "not_on_page", "message": "detached"}})
+    await wait_until(lambda: any(m["view_id"] == "a" for m in sent))
+    asked = next(m for m in sent if m["view_id"] == "a")
+    bridge.replied({"request_id": asked["id"], "ok": True, "result": {"cells": []}})
+    assert await task == {"cells": []}
+    assert bridge._views == {"a": True, "b": True}
+
+
+async def test_malformed_and_stray_replies_change_nothing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(notebook_page, "RESEND_EVERY", 0.05)
+    bridge, sent = _bridge()
+    bridge.opened("v", True)
+    for stray in ({}, {"request_id": None}, {"request_id": 3, "ok": True},
+                  {"request_id": "nobody", "ok": True, "result": {"cells": []}}):
+        assert not bridge.replied(stray)
+    task = asyncio.create_task(bridge.request("edit", {"cell_id": "c"}))
+    await wait_until(lambda: sent)
+    bridge.replied({"request_id": sent[0]["id"], "ok": False, "error": "a string"})
+    with pytest.raises(NotebookError) as raised:
+        await task
+    assert raised.value.code == "failed"
+    task = asyncio.create_task(bridge.request("read", {}))
+    await wait_until(lambda: len(sent) > 1)
+    bridge.replied({"request_id": sent[-1]["id"], "ok": True, "result": ["not", "a", "map"]})
+    assert await task == {}
 
 
 async def test_a_subagents_proposal_is_decided_from_the_parents_chat(

@@ -37,8 +37,12 @@ VIEW_GRACE = 3.0
 """Seconds after a chat widget is made during which a request waits for its first view to
 open (Run All starts the turn right after the cell that shows the chat, before the page
 has drawn it); later, or once a view has opened, a request never waits for one."""
-_NOT_IN_A_NOTEBOOK = frozenset({"no_notebook", "not_on_page", "no_bridge"})
-"""Answers of a view that cannot reach a notebook (and did nothing)."""
+_NOT_IN_A_NOTEBOOK = frozenset({"no_notebook", "no_bridge"})
+"""Answers of a view that cannot reach a notebook (and did nothing): passed over from then
+on."""
+_OFF_THE_PAGE = "not_on_page"
+"""The answer of a view detached from the page for now (JupyterLab's windowed notebook
+detaches a cell scrolled out of view): passed over for this request only."""
 
 
 class PageBridge:
@@ -67,15 +71,19 @@ class PageBridge:
     def closed(self, view_id: str) -> None:
         self._views.pop(view_id, None)
 
-    def _view(self) -> str | None:
-        return next((view for view, bridge in reversed(self._views.items()) if bridge), None)
+    def _view(self, passed: Mapping[str, str]) -> str | None:
+        return next((view for view, bridge in reversed(self._views.items())
+                     if bridge and view not in passed), None)
 
     async def request(self, op: str, args: dict[str, Any], *,
                       wait: float | None = None) -> dict[str, Any]:
         deadline = asyncio.get_running_loop().time() + (wait or PAGE_DEADLINE)
         await self._first_view()
+        off_the_page: dict[str, str] = {}  # views detached for now -> what they said
         while True:
-            view = self._view()
+            view = self._view(off_the_page)
+            if view is None and off_the_page:
+                raise NotebookError(_OFF_THE_PAGE, next(iter(off_the_page.values())))
             if view is None:
                 raise NotebookError("no_bridge", f"No chat view is open on a notebook page: "
                                     f"this {PAGE_NEEDED} with the chat shown.")
@@ -86,9 +94,15 @@ class PageBridge:
             error = reply.get("error")
             error = error if isinstance(error, Mapping) else {}
             code = str(error.get("code") or "failed")
+            if code == _OFF_THE_PAGE:
+                # Scrolled out of a windowed notebook, say: nothing was done, another view
+                # may answer, and this one answers again once it is back.
+                off_the_page[view] = str(error.get("message")
+                                         or "the chat view is not on the page now")
+                continue
             if code in _NOT_IN_A_NOTEBOOK:
                 # This view is on the page but in no notebook (JupyterLab's "New View for
-                # Output"), or gone from it; nothing was done: another view may answer.
+                # Output"); nothing was done: another view may answer.
                 self._views[view] = False
                 continue
             raise NotebookError(code, str(error.get("message") or "the page refused"))
