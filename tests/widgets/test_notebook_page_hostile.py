@@ -17,7 +17,7 @@ from neta_nb.widgets.chat.notebook_page import PageBridge
 
 from ..support.delegation import crew_catalog, delegations
 from ..support.notebook_page import FakeNotebookPage
-from ..support.sessions import FakeProvider, answer, assert_valid_history, calls
+from ..support.sessions import FakeProvider, answer, assert_valid_history, calls, make_session
 from ..support.timing import wait_until
 from ..tools.test_notebook_tools import CELLS, NOTEBOOK_TOOLS
 from .conftest import SentMessages
@@ -26,6 +26,11 @@ from .conftest import SentMessages
 def _bridge() -> tuple[PageBridge, list[dict[str, Any]]]:
     sent: list[dict[str, Any]] = []
     return PageBridge(sent.append), sent
+
+
+def _opened(view: ChatView, view_id: str) -> None:
+    view._on_custom_message(view, {"kind": "view_opened", "id": f"o-{view_id}",
+                                   "view_id": view_id, "notebook_bridge": True}, [])
 
 
 async def test_a_view_off_the_page_for_a_moment_answers_again_once_back(
@@ -86,6 +91,25 @@ async def test_malformed_and_stray_replies_change_nothing(
     await wait_until(lambda: len(sent) > 1)
     bridge.replied({"request_id": sent[-1]["id"], "ok": True, "result": ["not", "a", "map"]})
     assert await task == {}
+
+
+async def test_two_chats_of_one_session_one_switching_away_leaves_the_page_to_the_other(
+        sent: SentMessages) -> None:
+    session, _, _ = make_session([answer("ok")])
+    first = ChatView(session)
+    _opened(first, "first-view")
+    second = ChatView(session)
+    _opened(second, "second-view")
+    other, _, _ = make_session([answer("x")])
+    second.bind(other)  # the second chat shows another session now
+    assert first.session is session
+    assert session.notebook_page is not None and session.notebook_page.available
+    task = asyncio.create_task(session.notebook_page.request("read", {}))
+    await wait_until(lambda: sent.of_kind("notebook_request"))
+    assert sent.of_kind("notebook_request")[0]["view_id"] == "first-view"
+    task.cancel()
+    first.unbind()
+    assert session.notebook_page is None
 
 
 async def test_a_subagents_proposal_is_decided_from_the_parents_chat(

@@ -75,6 +75,9 @@ __all__ = ["LiveChat", "approval_item", "live_session", "note"]
 # instead of resuming them from the store: resuming a session whose turn is running here
 # would treat that turn as killed.
 _bound_sessions: weakref.WeakValueDictionary[str, AgentSession] = weakref.WeakValueDictionary()
+_chats: weakref.WeakSet[LiveChat] = weakref.WeakSet()
+"""The chat widgets of this kernel: a session shown in two hands its notebook page on to
+the other when one stops showing it."""
 
 
 def live_session(session_id: str, store: SessionStore | None = None) -> AgentSession | None:
@@ -164,6 +167,7 @@ class LiveChat(NetaWidget):
         """What stops following the bound session: its events, rewinds, level changes."""
         self._presence = ViewPresence(lambda: self._kernel_loop)
         self._page = PageBridge(self.send)  # the notebook tools' way to the notebook
+        _chats.add(self)
         self._background: dict[str, Callable[[], None]] = {}
         """Sessions switched away from mid-turn, by id: what ends their hold (below)."""
         # A session of another kernel shown read-only (see ChatView.show_stored), and the
@@ -250,7 +254,12 @@ class LiveChat(NetaWidget):
             self._keep_in_background(self._session)
         self._presence.unbind()
         if self._session is not None and self._session.notebook_page is self._page:
-            self._session.notebook_page = None
+            # Another chat showing this session is on the page too: its page now.
+            others = [chat._page for chat in list(_chats)
+                      if chat is not self and chat._session is self._session]
+            self._session.notebook_page = next(
+                (page for page in reversed(others) if page.available),
+                others[-1] if others else None)
         self._batcher.cancel()
         self._projection = ConversationProjection()
         self._approvals_shown = []
