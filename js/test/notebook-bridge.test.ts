@@ -242,3 +242,24 @@ test("after cleanup no request is handled", async () => {
   assert.equal(page.seen.length, 0);
   assert.deepEqual(model.sent, []);
 });
+
+test("a repeat while the reply is on its way sends nothing more: a large reply is not sent again and again", async () => {
+  // The kernel asks again every 2 s until the reply arrives; a notebook of many MB takes
+  // longer than that to upload, and each repeat used to start another upload of it.
+  const { model, page, ask } = relay({ attempts: 3, ackTimeoutMs: 10_000 });
+  page.handleWith(() => ({ ok: true, result: { cells: ["…many MB…"] } }));
+  model.acknowledge = () => false; // the reply is still on its way
+  ask("r1");
+  await settled();
+  ask("r1");
+  ask("r1");
+  await settled();
+  assert.equal(model.replies().length, 1);
+  assert.equal(page.seen.length, 1);
+  const sent = model.sent.find((message) => message.kind === "notebook_reply");
+  model.receive({ kind: "reply", id: sent?.id, ok: true, result: {} }); // it arrived
+  await settled();
+  ask("r1"); // a repeat sent before the kernel had it: answered from memory again
+  await settled();
+  assert.equal(model.replies().length, 2);
+});

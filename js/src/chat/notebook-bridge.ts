@@ -11,8 +11,10 @@
  * does not come in time (the kernel keeps the first reply for an id and ignores the rest).
  *
  * A request the kernel sends again (it got no answer) never runs twice: while it runs, the
- * repeat is ignored; once it has finished, the same reply is sent again. The view remembers
- * the last `REMEMBERED_REQUESTS` ids.
+ * repeat is ignored; once it has finished, the same reply is sent again — unless that reply
+ * is still on its way (a reply of many MB takes longer to upload than the kernel waits
+ * before asking again: each repeat would start another upload). The view remembers the
+ * last `REMEMBERED_REQUESTS` ids.
  */
 import type { AnyModel } from "@anywidget/types";
 import { type Cleanup, RequestFailure, request } from "../anywidget-binding";
@@ -122,6 +124,8 @@ export function relayNotebookRequests(model: Model, options: NotebookRelayOption
   const attempts = Math.max(1, options.attempts ?? 3);
   /** id → "running", or the reply it finished with; oldest first. */
   const seen = new Map<string, "running" | NotebookBridgeReply>();
+  /** Ids whose reply is on its way to the kernel (not acknowledged yet). */
+  const sending = new Set<string>();
 
   const forgetOld = () => {
     for (const [id, state] of seen) {
@@ -131,19 +135,25 @@ export function relayNotebookRequests(model: Model, options: NotebookRelayOption
   };
 
   const sendReply = async (requestId: string, reply: NotebookBridgeReply) => {
+    if (sending.has(requestId)) return; // on its way: its own retries cover a lost one
+    sending.add(requestId);
     const payload = { request_id: requestId, ...reply } satisfies NotebookReply;
-    for (let attempt = 1; attempt <= attempts; attempt++) {
-      try {
-        await request(model, "notebook_reply", { ...payload }, { timeout: options.ackTimeoutMs });
-        return;
-      } catch (error) {
-        // Only a lost acknowledgement is worth another try: an error reply is the kernel's
-        // answer, and a kernel that went away takes the request with it.
-        if (!(error instanceof RequestFailure && error.reason === "timeout") || attempt === attempts) {
-          console.warn(`neta-nb: the reply to notebook request ${requestId} did not reach the kernel`, error);
+    try {
+      for (let attempt = 1; attempt <= attempts; attempt++) {
+        try {
+          await request(model, "notebook_reply", { ...payload }, { timeout: options.ackTimeoutMs });
           return;
+        } catch (error) {
+          // Only a lost acknowledgement is worth another try: an error reply is the kernel's
+          // answer, and a kernel that went away takes the request with it.
+          if (!(error instanceof RequestFailure && error.reason === "timeout") || attempt === attempts) {
+            console.warn(`neta-nb: the reply to notebook request ${requestId} did not reach the kernel`, error);
+            return;
+          }
         }
       }
+    } finally {
+      sending.delete(requestId);
     }
   };
 
