@@ -282,3 +282,26 @@ def test_a_malformed_page_answer_reads_as_no_cells_not_a_crash() -> None:
                     {}):
         text = render_notebook(answer_, CellRange())
         assert text.startswith("Notebook the notebook")
+
+
+async def test_a_resumed_session_shows_each_diff_card_with_its_decision_and_undo_data(
+        tmp_path: Any) -> None:
+    from neta_nb import AgentSession, SessionStore
+
+    page = FakeNotebookPage(CELLS)
+    store = SessionStore(tmp_path / "sessions.sqlite3")
+    session, _, _ = make_session(
+        [calls(("e", "edit_cell", {"cell_id": "c1", "source": "x = 2"}),
+               ("f", "insert_cell", {"source": "y = 3", "after_cell_id": "c1"})),
+         answer("ok")], store=store,
+        agent_options={"tools": NOTEBOOK_TOOLS, "accept_notebook_edits": True})
+    session.notebook_page = page
+    await session.run("go")
+    assert session.flush(10)
+    resumed = AgentSession.resume(session.id, store=SessionStore(tmp_path / "sessions.sqlite3"),
+                                  agent=session.agent, catalog=session.catalog)
+    edit, insert = _proposal_item(resumed, "e"), _proposal_item(resumed, "f")
+    assert edit["decision"] == "accepted" and edit["before"] == CELLS[0]["source"]
+    assert edit["after"] == "x = 2" and edit["cell_id"] == "c1"  # what Undo puts back where
+    assert insert["decision"] == "accepted" and insert["cell_id"] == "new-1"
+    assert insert["after"] == "y = 3"
