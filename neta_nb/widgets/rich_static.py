@@ -31,11 +31,18 @@ _DIFF_COLOURS = {"+": "background:rgba(46,125,50,.14)", "-": "background:rgba(21
 
 
 def _proposal(item: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The item's proposal when well formed (any tool may return an item of this type,
+    and a stored one may be damaged: the static form must not fail on it)."""
     try:
         data = json.loads(str(item.get("text") or ""))
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
-    return data if isinstance(data, dict) and isinstance(data.get("diff"), list) else None
+    if not isinstance(data, dict) or not isinstance(data.get("diff"), list):
+        return None
+    left_out = data.get("diff_left_out") or 0
+    if not isinstance(left_out, int) or isinstance(left_out, bool):
+        return None
+    return data
 
 
 def _proposal_title(proposal: Mapping[str, Any], lang: str) -> str:

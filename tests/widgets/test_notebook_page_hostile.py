@@ -1,19 +1,23 @@
 """The page bridge and the chat view against a flaky page: a view scrolled off the page for
-a moment, replies lost, repeated, late or malformed, two chat views of one session, and a
-sub-agent's proposal decided from the parent's chat."""
+a moment, replies lost, repeated, late or malformed, two chat views of one session, a
+sub-agent's proposal decided from the parent's chat, and the static form of a damaged
+proposal."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
 
 from neta_nb import Agent, AgentSession
 from neta_nb.tools.notebook import NotebookError
+from neta_nb.tools.rich import CELL_EDIT_TYPE
 from neta_nb.widgets import ChatView
 from neta_nb.widgets.chat import notebook_page
 from neta_nb.widgets.chat.notebook_page import PageBridge
+from neta_nb.widgets.rich_static import output_placeholder, proposal_html
 
 from ..support.delegation import crew_catalog, delegations
 from ..support.notebook_page import FakeNotebookPage
@@ -135,3 +139,14 @@ async def test_a_subagents_proposal_is_decided_from_the_parents_chat(
     assert page.cell("c1")["source"] == "x = 1  # reviewed"
     assert view.approvals == []
     assert_valid_history(session.subagents["d1"].messages)
+
+
+def test_the_static_form_of_a_malformed_proposal_is_a_placeholder_not_a_crash() -> None:
+    # Any tool may return an item of the cell-edit type; a stored one may be damaged.
+    for text in (json.dumps({"diff": ["+a"], "diff_left_out": "many"}),
+                 json.dumps({"diff": ["+a"], "diff_left_out": [1]}),
+                 "[" * 100_000 + "]" * 100_000, "{not json"):
+        item = {"media_type": CELL_EDIT_TYPE, "text": text}
+        assert "<" not in output_placeholder(item, "en")
+        html_form = proposal_html(item, "en")
+        assert html_form.startswith("<div>") and "many" not in html_form
