@@ -109,7 +109,7 @@ def _run_or_stop(messages: Sequence[Message]) -> ScriptedResponse:
     if edit is None:
         return ScriptedResponse(steps=[TextStep(text="Nothing was proposed.")])
     args, result = edit
-    if "user rejected" in result.content:
+    if "unchanged" in result.content:  # rejected (by the user, or no one was there)
         return ScriptedResponse(steps=[TextStep(text=(
             "Understood: the cell stays as it was. Tell me if you want another fix."))])
     if result.is_error:

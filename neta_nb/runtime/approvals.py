@@ -21,6 +21,7 @@ from typing import Any, Literal, get_args
 
 from ..events import ApprovalDecision, ApprovalRequestEvent, Event
 from ..messages import ToolCallPart
+from ..tools.notebook.page import EditDecision
 
 __all__ = ["ApprovalPolicy", "Approvals"]
 
@@ -107,17 +108,19 @@ class Approvals:
 
     async def decide_edit(self, call_id: str, name: str, args: dict[str, Any],
                           proposal: dict[str, Any], *,
-                          accept_without_asking: bool = False) -> tuple[bool, str | None]:
+                          accept_without_asking: bool = False) -> EditDecision:
         """Whether the user accepts a proposed notebook edit, and the text they accepted
         when they changed it first (``None``: the proposal as it was). Asked of the
         attached UI like an approval; ``accept_without_asking`` (the agent's option)
-        accepts at once (the call's card still shows the diff, from its result)."""
+        accepts at once (the call's card still shows the diff, from its result). Who
+        decided is said (``by``): the model is not told the user rejected an edit no one
+        was asked about."""
         call = ToolCallPart(id=call_id, name=name, args=args)
         if accept_without_asking:
-            return True, None
+            return EditDecision(True, None, "agent")
         if not self.attached:
             allowed, _ = await self._by_policy(call, "")
-            return allowed, None
+            return EditDecision(allowed, None, "policy")
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self._pending[call.id] = future
         self._emit(ApprovalRequestEvent(id=call.id, name=call.name, args=call.args,
@@ -129,8 +132,9 @@ class Approvals:
             text = self._texts.pop(call.id, None)
         if decision == _BY_POLICY:
             allowed, _ = await self._by_policy(call, "")
-            return allowed, None
-        return decision != "reject", (text if decision != "reject" else None)
+            return EditDecision(allowed, None, "policy")
+        accepted = decision != "reject"
+        return EditDecision(accepted, text if accepted else None, "user")
 
     async def decide(self, call: ToolCallPart, *,
                      on_waiting: Callable[[], None] | None = None) -> tuple[bool, str]:

@@ -96,7 +96,8 @@ async def test_an_accepted_edit_too_large_for_its_card_still_shows_the_decision(
     await session.run("go")
     assert page.cell("c1")["source"] == after
     result = _result(session, "e").content
-    assert result == "The user accepted the edit; cell c1 now holds the proposed text."
+    assert result == ("It was accepted without asking (this agent's edits are accepted as made); "
+                      "cell c1 now holds the proposed text.")
     card = _card(session, "e")
     assert card is not None and card["decision"] == "accepted"
     assert card["diff"] and card["diff"][0] == "--- cell c1"
@@ -299,3 +300,29 @@ def test_malformed_outputs_and_ranges_read_without_a_crash_or_a_false_count() ->
     assert "id a" in text and "id b" in text
     beyond = render_notebook({"cells": cells}, CellRange(start=10**9))
     assert "999999999" not in beyond and "2 cells" in beyond
+
+
+# --- the approval policy ----------------------------------------------------------------------
+
+async def test_an_edit_no_one_was_asked_about_is_not_said_to_be_the_users_rejection() -> None:
+    page = FakeNotebookPage(CELLS)
+    asked: list[tuple[str, dict[str, Any]]] = []
+
+    def policy(name: str, args: dict[str, Any]) -> bool:
+        asked.append((name, args))
+        return name == "insert_cell"
+
+    session, _, _ = _session(
+        [calls(("e", "edit_cell", {"cell_id": "c1", "source": "x = 2"}),
+               ("i", "insert_cell", {"source": "y = 3"})), answer("ok")], page)
+    session.approval_policy = policy
+    await session.run("go")  # no chat view: the policy decides
+    assert asked == [("edit_cell", {"cell_id": "c1", "source": "x = 2"}),
+                     ("insert_cell", {"source": "y = 3", "cell_type": "code",
+                                      "after_cell_id": None})]
+    rejected = _result(session, "e")
+    assert rejected.is_error and "The user" not in rejected.content
+    assert "no one was there" in rejected.content.lower()
+    assert page.cell("c1")["source"] == CELLS[0]["source"]
+    assert [c["source"] for c in page.cells][-1] == "y = 3"
+    assert "no one was there" in _result(session, "i").content.lower()

@@ -21,7 +21,7 @@ from ...encodable import encodable
 from ...messages import DisplayItem
 from ..base import ToolContext, ToolFailure, tool
 from ..rich import CELL_EDIT_CHARS, CELL_EDIT_TYPE, RichResult
-from .page import PAGE_NEEDED, NotebookAccess, NotebookError
+from .page import PAGE_NEEDED, EditDecision, NotebookAccess, NotebookError
 from .reading import notebook_cells
 
 __all__ = ["MAX_CELL_CHARS", "cell_diff", "cell_source", "edit_cell", "find_cell",
@@ -120,12 +120,23 @@ def cell_source(cell: dict[str, Any]) -> str:
 
 async def _decided(ctx: ToolContext, access: NotebookAccess, name: str,
                    args: dict[str, Any], proposed: dict[str, Any]
-                   ) -> tuple[bool, str]:
-    accepted, edited = await access.decide_edit(ctx.tool_call_id, name, args,
-                                                {**proposed, "decision": "pending"})
-    final = proposed["after"] if edited is None else encodable(edited)
+                   ) -> tuple[EditDecision, str]:
+    decision = await access.decide_edit(ctx.tool_call_id, name, args,
+                                        {**proposed, "decision": "pending"})
+    final = proposed["after"] if decision.text is None else encodable(decision.text)
     _checked_text("The accepted text", final)
-    return accepted, final
+    return decision, final
+
+
+def _who(decision: EditDecision) -> str:
+    """Who decided, as the model reads it."""
+    if decision.by == "agent":
+        return "It was accepted without asking (this agent's edits are accepted as made)"
+    if decision.by == "policy":
+        verdict = "allowed" if decision.accepted else "did not allow"
+        return (f"No one was there to decide (no chat view shows this session): the "
+                f"approval policy {verdict} it")
+    return "The user " + ("accepted it" if decision.accepted else "rejected it")
 
 
 @tool(category="notebook", label="Edit cell", timeout=_DECISION_WAIT)
@@ -145,19 +156,22 @@ async def edit_cell(ctx: ToolContext, cell_id: str, source: str) -> RichResult:
     if before == source:
         return RichResult(text=f"Cell {cell_id} already holds this text; nothing to change.")
     proposed = proposal("edit", cell_id, before, source)
-    accepted, final = await _decided(ctx, access, "edit_cell",
+    decision, final = await _decided(ctx, access, "edit_cell",
                                      {"cell_id": cell_id, "source": source}, proposed)
-    if not accepted:
-        return _result(proposed, "rejected", f"The user rejected the edit of cell "
-                       f"{cell_id}; the cell is unchanged.")
+    if not decision.accepted:
+        rejected = (f"The user rejected the edit of cell {cell_id}" if decision.by == "user"
+                    else f"{_who(decision)}. The edit of cell {cell_id} was not made")
+        return _result(proposed, "rejected", f"{rejected}; the cell is unchanged.")
     assert access.page is not None
     try:
         await access.page.request("edit", {"cell_id": cell_id, "source": final,
                                            "expected": before})
     except NotebookError as error:
         raise ToolFailure(_not_applied(cell_id, error)) from error
-    return _result(proposed, "accepted", _accepted_text(cell_id, proposed["after"], final),
-                   final=final)
+    text = _accepted_text(cell_id, proposed["after"], final)
+    if decision.by != "user":
+        text = f"{_who(decision)}; cell {cell_id} now holds the proposed text."
+    return _result(proposed, "accepted", text, final=final)
 
 
 @tool(category="notebook", label="Insert cell", timeout=_DECISION_WAIT)
@@ -179,13 +193,15 @@ async def insert_cell(ctx: ToolContext, source: str,
     where = f"after cell {after_cell_id}" if after_cell_id else "at the end"
     proposed = proposal("insert", after_cell_id or "end", "", source,
                         cell_type=cell_type, after_cell_id=after_cell_id)
-    accepted, final = await _decided(
+    decision, final = await _decided(
         ctx, access, "insert_cell",
         {"source": source, "cell_type": cell_type, "after_cell_id": after_cell_id},
         proposed)
-    if not accepted:
-        return _result(proposed, "rejected", f"The user rejected the new {cell_type} "
-                       f"cell {where}; the notebook is unchanged.")
+    if not decision.accepted:
+        rejected = (f"The user rejected the new {cell_type} cell {where}"
+                    if decision.by == "user"
+                    else f"{_who(decision)}. The new {cell_type} cell {where} was not added")
+        return _result(proposed, "rejected", f"{rejected}; the notebook is unchanged.")
     assert access.page is not None
     try:
         answer = await access.page.request("insert", {"source": final,
@@ -195,8 +211,12 @@ async def insert_cell(ctx: ToolContext, source: str,
         raise ToolFailure(f"The new cell was accepted but could not be added: "
                           f"{error}") from error
     new_id = str(answer.get("cell_id", ""))
-    text = (f"The user accepted the new {cell_type} cell; it was added {where} with the "
-            f"id {new_id}.")
+    if decision.by == "user":
+        text = (f"The user accepted the new {cell_type} cell; it was added {where} with "
+                f"the id {new_id}.")
+    else:
+        text = (f"{_who(decision)}. The new {cell_type} cell was added {where} with the id "
+                f"{new_id}.")
     if final != source:
         text += f" They changed it before accepting; it holds:\n{final}"
     return _result({**proposed, "cell_id": new_id}, "accepted", text, final=final)

@@ -17,9 +17,10 @@ the text the edit was made against; ``no_cell``, ``no_notebook``, ``no_bridge``,
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
-__all__ = ["PAGE_NEEDED", "EditDecider", "NotebookAccess", "NotebookError", "NotebookPage"]
+__all__ = ["PAGE_NEEDED", "EditDecider", "EditDecision", "NotebookAccess", "NotebookError",
+           "NotebookPage"]
 
 PAGE_NEEDED = "needs a JupyterLab or Notebook 7 page"
 """Why the edit and run tools are left out where no page answers (nbclient, VS Code,
@@ -50,11 +51,20 @@ class NotebookPage(Protocol):
         ...
 
 
-EditDecider = Callable[[str, str, dict[str, Any], dict[str, Any]],
-                      Awaitable[tuple[bool, str | None]]]
-"""``(call id, tool name, call arguments, proposal) -> (accepted, the text the user
-accepted when they changed it first)``: the session asks the user
-(``Approvals.decide_edit``)."""
+class EditDecision(NamedTuple):
+    """What became of a proposed edit, and who decided it."""
+
+    accepted: bool
+    text: str | None = None
+    """The text the user accepted when they changed it first (``None``: the proposal's)."""
+    by: Literal["user", "agent", "policy"] = "user"
+    """``agent``: the agent accepts its edits (``accept_notebook_edits``); ``policy``: no one
+    was there to ask, the session's approval policy decided."""
+
+
+EditDecider = Callable[[str, str, dict[str, Any], dict[str, Any]], Awaitable[EditDecision]]
+"""``(call id, tool name, call arguments, proposal) -> EditDecision``: the session asks the
+user (``Approvals.decide_edit``)."""
 
 
 class NotebookAccess:
