@@ -14,6 +14,7 @@ import "./cell-edit-card.css";
 import { element } from "../dom";
 import { t, type Lang } from "../i18n";
 import { createInlineError } from "../inline-error";
+import type { ProposalDraft } from "./proposal-drafts";
 
 export const CELL_EDIT_TYPE = "application/vnd.neta-nb.cell-edit+json";
 
@@ -37,6 +38,9 @@ export interface CellEditCardOptions {
   lang: Lang;
   /** Pending cards: send the decision (`text`: the accepted text when the user changed it). */
   decide?: (accepted: boolean, text?: string) => Promise<unknown>;
+  /** Pending cards: what the user typed into the editor, kept across redraws of the card
+   * (see proposal-drafts.ts); read when the card is made, written as they type. */
+  draft?: ProposalDraft;
 }
 
 /** The proposal a display item or an approval carries, when well formed. */
@@ -101,7 +105,7 @@ export function askNotebook(from: Element, op: string, args: Record<string, unkn
   });
 }
 
-export function createCellEditCard(proposal: CellEditProposal, { lang, decide }: CellEditCardOptions): HTMLElement {
+export function createCellEditCard(proposal: CellEditProposal, { lang, decide, draft }: CellEditCardOptions): HTMLElement {
   const card = element("div", "neta-cell-edit");
   card.dataset.decision = proposal.decision;
   card.dataset.cellId = proposal.cell_id;
@@ -148,11 +152,39 @@ export function createCellEditCard(proposal: CellEditProposal, { lang, decide }:
     };
     accept.addEventListener("click", () => send(true));
     reject.addEventListener("click", () => send(false));
-    edit.addEventListener("click", () => {
+    const open = () => {
       editor.hidden = false;
       edit.disabled = true;
+    };
+    edit.addEventListener("click", () => {
+      open();
+      if (draft) draft.text = editor.value;
       editor.focus();
     });
+    if (draft) {
+      const keep = () => {
+        draft.text = editor.value;
+        draft.selection = [editor.selectionStart, editor.selectionEnd];
+      };
+      for (const kind of ["input", "select", "keyup", "mouseup"]) editor.addEventListener(kind, keep);
+      editor.addEventListener("focus", () => {
+        draft.focused = true;
+      });
+      editor.addEventListener("blur", () => {
+        draft.focused = false;
+      });
+      if (draft.text !== undefined) {
+        // Drawn anew while the user was changing the proposal: as they left it.
+        editor.value = draft.text;
+        open();
+        const { focused, selection } = draft;
+        requestAnimationFrame(() => {
+          if (!focused || !editor.isConnected) return;
+          editor.focus();
+          if (selection) editor.setSelectionRange(selection[0], selection[1]);
+        });
+      }
+    }
     card.append(editor);
   } else if (proposal.decision === "accepted" && proposal.undo !== false) {
     const undo = element("button", "neta-chat-button neta-cell-edit-undo", t(lang, "cell_edit_undo"));

@@ -9,6 +9,7 @@ import { element } from "../dom";
 import type { Lang, MessageKey } from "../i18n";
 import { createInlineError } from "../inline-error";
 import { createCellEditCard, parseProposal } from "../cards/cell-edit-card";
+import { draftKey, proposalDrafts } from "../cards/proposal-drafts";
 
 export type Decision = "allow_once" | "allow_always" | "reject";
 
@@ -27,12 +28,20 @@ export function createApprovalCard(approval: Approval, { lang, label, approve }:
     // A proposed notebook edit: its diff, Accept / Edit first / Reject.
     card.classList.add("neta-is-proposal");
     if (approval.agent) card.classList.add("neta-is-subagent");
+    const path = approval.path ?? [];
+    // The cards are drawn anew when the list of approvals changes: what the user typed
+    // into this one's editor is kept apart, under its request and texts.
+    const key = draftKey(approval.id, path, proposal.cell_id, proposal.before, proposal.after);
     card.append(
       createCellEditCard(
         { ...proposal, decision: "pending" },
         {
           lang: lang(),
-          decide: (accepted, text) => approve?.(approval.id, accepted ? "allow_once" : "reject", approval.path ?? [], text) ?? Promise.resolve(),
+          draft: proposalDrafts.get(key),
+          decide: async (accepted, text) => {
+            await approve?.(approval.id, accepted ? "allow_once" : "reject", path, text);
+            proposalDrafts.forget(key);
+          },
         },
       ),
     );
