@@ -326,3 +326,38 @@ async def test_an_edit_no_one_was_asked_about_is_not_said_to_be_the_users_reject
     assert page.cell("c1")["source"] == CELLS[0]["source"]
     assert [c["source"] for c in page.cells][-1] == "y = 3"
     assert "no one was there" in _result(session, "i").content.lower()
+
+
+# --- what a direct run writes into the cell -------------------------------------------------
+
+@pytest.mark.parametrize(("source", "expected"), [
+    ("y = 1", []),
+    ("print('hi')\n6 * 7", [{"output_type": "stream", "name": "stdout", "text": "hi\n"},
+                            {"output_type": "execute_result", "execution_count": None,
+                             "data": {"text/plain": "42"}, "metadata": {}}]),
+])
+async def test_a_direct_run_writes_the_outputs_a_cell_shows(
+        source: str, expected: list[dict[str, Any]],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    page = FakeNotebookPage([{"id": "c1", "source": source}])
+    session, _, _ = _session([calls(("r", "run_cell", {"cell_id": "c1"})), answer("ok")],
+                             page)
+    session.approval_policy = "allow"
+    monkeypatch.setattr(session._notebook, "in_cell", lambda: True)
+    await session.run("run it")
+    assert page.cell("c1")["outputs"] == expected
+
+
+async def test_a_direct_run_that_raises_writes_an_error_output(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    page = FakeNotebookPage([{"id": "c1", "source": "print('before')\n1 / 0"}])
+    session, _, _ = _session([calls(("r", "run_cell", {"cell_id": "c1"}),
+                                    ("n", "read_notebook", {})), answer("ok")], page)
+    session.approval_policy = "allow"
+    monkeypatch.setattr(session._notebook, "in_cell", lambda: True)
+    await session.run("run it")
+    stream, error = page.cell("c1")["outputs"]
+    assert stream == {"output_type": "stream", "name": "stdout", "text": "before\n"}
+    assert error["output_type"] == "error" and error["ename"] == "ZeroDivisionError"
+    assert error["evalue"] == "division by zero" and "1 / 0" in "\n".join(error["traceback"])
+    assert "··· error: ZeroDivisionError: division by zero" in _result(session, "n").content

@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import contextlib
+import dataclasses
 import inspect
 import linecache
 import signal
@@ -46,7 +47,8 @@ from ..rich import (
 from ..rich import items_from_bundle as _items_from_bundle
 from .output_capture import capture_output
 
-__all__ = ["MAX_OUTPUT_CHARS", "notebook_namespace", "python", "run_python", "run_python_rich"]
+__all__ = ["MAX_OUTPUT_CHARS", "CodeRun", "notebook_namespace", "python", "run_python",
+           "run_python_parts", "run_python_rich"]
 
 MAX_OUTPUT_CHARS = 20_000
 _FILENAME = "<python tool>"
@@ -82,16 +84,42 @@ async def run_python(code: str, namespace: dict[str, Any]) -> str:
 async def run_python_rich(code: str, namespace: dict[str, Any], *,
                           limits: RichLimits = DEFAULT_LIMITS) -> RichResult:
     """Execute ``code`` in ``namespace``: its text and what it displayed."""
+    return (await run_python_parts(code, namespace, limits=limits)).result
+
+
+@dataclasses.dataclass
+class CodeRun:
+    """What code run in the notebook's namespace did: :attr:`result` as the ``python``
+    tool returns it, and its parts as a cell's outputs are made of them."""
+
+    result: RichResult
+    printed: str
+    """What it printed (bounded)."""
+    value: str | None
+    """The ``repr`` of its last expression's value (bounded); ``None``: no value."""
+    error: BaseException | None
+    """What it raised (its traceback in :attr:`error_text`)."""
+    error_text: str | None
+    displayed: int
+    """How many of ``result.items`` it displayed; those after are its value's rich form."""
+
+
+async def run_python_parts(code: str, namespace: dict[str, Any], *,
+                           limits: RichLimits = DEFAULT_LIMITS) -> CodeRun:
+    """Execute ``code`` in ``namespace``: what :func:`run_python_rich` returns, in parts."""
     with capture_figures(limits) as figures, _published_displays(limits) as shown:
-        text, value, has_value = await _execute(code, namespace)
-    result = RichResult(text=text)
+        printed, value, has_value, error, error_text = await _execute_parts(code, namespace)
+        value_text = _cut(repr(value)) if has_value else None
+    result = RichResult(text=_render(printed, value_text, error_text))
     result.add(shown)
     result.add(figures)
     result.dropped += shown.left_out + figures.left_out
+    displayed = len(result.items)
     if has_value and not _already_shown(value, result):
         result.add(display_items(value, limits))
     result.bound(limits)
-    return result
+    return CodeRun(result=result, printed=printed, value=value_text, error=error,
+                   error_text=error_text, displayed=min(displayed, len(result.items)))
 
 
 def _already_shown(value: Any, result: RichResult) -> bool:
@@ -136,16 +164,19 @@ def _published_displays(limits: RichLimits) -> Iterator[CapturedItems]:
         publisher.publish = original
 
 
-async def _execute(code: str, namespace: dict[str, Any]) -> tuple[str, Any, bool]:
+async def _execute_parts(code: str, namespace: dict[str, Any]
+                         ) -> tuple[str, Any, bool, BaseException | None, str | None]:
+    """(printed, value, has value, what it raised, its traceback)."""
     value: Any = None
     has_value = False
     error: str | None = None
+    raised: BaseException | None = None
     # Registering the source lets tracebacks quote the failing line.
     linecache.cache[_FILENAME] = (len(code), None, code.splitlines(True), _FILENAME)
     try:
         body, last = _compile(code)
     except SyntaxError as exc:
-        return _render("", None, False, _format_error(exc)), None, False
+        return "", None, False, exc, _format_error(exc)
     with capture_output(head=MAX_OUTPUT_CHARS * 3 // 5,
                         tail=MAX_OUTPUT_CHARS * 2 // 5) as printed:
         try:
@@ -156,12 +187,12 @@ async def _execute(code: str, namespace: dict[str, Any]) -> tuple[str, Any, bool
         except asyncio.CancelledError as exc:
             if _stopped():
                 raise  # Stop must still stop
-            error = _format_error(exc)  # the code cancelled something of its own
+            raised, error = exc, _format_error(exc)  # it cancelled something of its own
         except BaseException as exc:
             # Whatever else the code raises (SystemExit, GeneratorExit, a BaseException of
             # its own) is a result the model can read and act on, not a tool failure.
-            error = _format_error(exc)
-    return _render(printed.text(), value, has_value, error), value, has_value
+            raised, error = exc, _format_error(exc)
+    return printed.text(), value, has_value, raised, error
 
 
 def _stopped() -> bool:
@@ -241,12 +272,12 @@ def _cut(text: str) -> str:
     return text[:MAX_OUTPUT_CHARS] + f"\n[... {len(text) - MAX_OUTPUT_CHARS:,} more characters cut]"
 
 
-def _render(printed: str, value: Any, has_value: bool, error: str | None) -> str:
+def _render(printed: str, value: str | None, error: str | None) -> str:
     sections: list[str] = []
     if printed:  # bounded while it was captured (output_capture.BoundedText)
         sections.append("Output:\n" + printed.rstrip("\n"))
-    if has_value:
-        sections.append("Result:\n" + _cut(repr(value)))
+    if value is not None:
+        sections.append("Result:\n" + value)
     if error:
         sections.append("Error:\n" + _cut(error.rstrip("\n")))
     return "\n\n".join(sections) if sections else "(no output)"

@@ -19,7 +19,7 @@ from typing import Any
 
 from ...messages import DisplayItem
 from ..base import ToolContext, ToolFailure, tool
-from ..builtin.python_exec import run_python_rich
+from ..builtin.python_exec import CodeRun, run_python_parts
 from ..rich import MODEL_IMAGE_TYPES, RichResult
 from . import kernel
 from .editing import cell_source, find_cell, live_page
@@ -95,11 +95,12 @@ async def _run_in_kernel(ctx: ToolContext, cell_id: str) -> RichResult:
         raise ToolFailure(f"Cell {cell_id} is a {cell.get('cell_type')} cell; only code "
                           "cells run.")
     # As IPython runs the cell: its magics and shell escapes too.
-    result = await run_python_rich(kernel.cell_code(cell_source(cell)), ctx.namespace)
+    run = await run_python_parts(kernel.cell_code(cell_source(cell)), ctx.namespace)
+    result = run.result
     written = "its outputs were written into the cell"
     try:
         await access.page.request("set_outputs", {"cell_id": cell_id,
-                                                   "outputs": nbformat_outputs(result),
+                                                   "outputs": nbformat_outputs(run),
                                                    "execution_count": None})
     except NotebookError as error:
         written = f"its outputs could not be written into the cell ({error})"
@@ -112,16 +113,38 @@ async def _run_in_kernel(ctx: ToolContext, cell_id: str) -> RichResult:
     return RichResult(text=text, items=images, dropped=result.dropped)
 
 
-def nbformat_outputs(result: RichResult) -> list[dict[str, Any]]:
-    """What a direct run printed and displayed, as a cell's nbformat outputs."""
+def nbformat_outputs(run: CodeRun) -> list[dict[str, Any]]:
+    """What a direct run printed, displayed, returned and raised, as the cell's nbformat
+    outputs: as the cell shows them when it runs itself (not the ``python`` tool's text,
+    with its headings, which is the model's)."""
     outputs: list[dict[str, Any]] = []
-    if result.text:
-        outputs.append({"output_type": "stream", "name": "stdout", "text": result.text})
-    for item in result.items:
+    if run.printed:
+        outputs.append({"output_type": "stream", "name": "stdout", "text": run.printed})
+    items = run.result.items
+    for item in items[:run.displayed]:
         data = _bundle(item)
         if data:
             outputs.append({"output_type": "display_data", "data": data, "metadata": {}})
+    if run.value is not None:
+        value: dict[str, str] = {"text/plain": run.value}
+        for item in items[run.displayed:]:
+            value.update(_bundle(item))
+        outputs.append({"output_type": "execute_result", "execution_count": None,
+                        "data": value, "metadata": {}})
+    if run.error is not None:
+        outputs.append(_error(run.error, run.error_text or ""))
     return outputs
+
+
+def _error(error: BaseException, text: str) -> dict[str, Any]:
+    """An nbformat ``error`` output of what a direct run raised (its traceback as the
+    ``python`` tool words it, without the tool's own frames)."""
+    lines = text.rstrip("\n").splitlines()
+    name = type(error).__name__
+    last = lines[-1] if lines else name
+    # The last line is "Name: value" (a class outside builtins with its module first).
+    value = last.partition(": ")[2] if name in last.partition(": ")[0] else ""
+    return {"output_type": "error", "ename": name, "evalue": value, "traceback": lines}
 
 
 def _bundle(item: DisplayItem) -> dict[str, str]:
