@@ -13,8 +13,10 @@
  * A request the kernel sends again (it got no answer) never runs twice: while it runs, the
  * repeat is ignored; once it has finished, the same reply is sent again — unless that reply
  * is still on its way (a reply of many MB takes longer to upload than the kernel waits
- * before asking again: each repeat would start another upload). The view remembers the
- * last `REMEMBERED_REQUESTS` ids.
+ * before asking again: each repeat would start another upload) or the kernel acknowledged
+ * it (it has it: a repeat is one it sent before). The view remembers the last
+ * `REMEMBERED_REQUESTS` ids, and keeps a reply only until the kernel acknowledged it (a
+ * read's reply holds the whole notebook).
  */
 import type { AnyModel } from "@anywidget/types";
 import { type Cleanup, RequestFailure, request } from "../anywidget-binding";
@@ -122,8 +124,9 @@ function normalize(reply: unknown): NotebookBridgeReply {
 export function relayNotebookRequests(model: Model, options: NotebookRelayOptions): Cleanup {
   const { viewId, root } = options;
   const attempts = Math.max(1, options.attempts ?? 3);
-  /** id → "running", or the reply it finished with; oldest first. */
-  const seen = new Map<string, "running" | NotebookBridgeReply>();
+  /** id → "running", the reply it finished with, or "delivered" once the kernel
+   * acknowledged that reply; oldest first. */
+  const seen = new Map<string, "running" | "delivered" | NotebookBridgeReply>();
   /** Ids whose reply is on its way to the kernel (not acknowledged yet). */
   const sending = new Set<string>();
 
@@ -142,6 +145,7 @@ export function relayNotebookRequests(model: Model, options: NotebookRelayOption
       for (let attempt = 1; attempt <= attempts; attempt++) {
         try {
           await request(model, "notebook_reply", { ...payload }, { timeout: options.ackTimeoutMs });
+          if (seen.has(requestId)) seen.set(requestId, "delivered"); // no copy kept
           return;
         } catch (error) {
           // Only a lost acknowledgement is worth another try: an error reply is the kernel's
@@ -168,7 +172,7 @@ export function relayNotebookRequests(model: Model, options: NotebookRelayOption
     if (!isNotebookRequest(message) || message.view_id !== viewId) return;
     const id = message.id;
     const state = seen.get(id);
-    if (state === "running") return;
+    if (state === "running" || state === "delivered") return;
     if (state !== undefined) {
       void sendReply(id, state);
       return;
