@@ -361,3 +361,77 @@ async def test_a_direct_run_that_raises_writes_an_error_output(
     assert error["output_type"] == "error" and error["ename"] == "ZeroDivisionError"
     assert error["evalue"] == "division by zero" and "1 / 0" in "\n".join(error["traceback"])
     assert "··· error: ZeroDivisionError: division by zero" in _result(session, "n").content
+
+
+# --- Stop, and a resumed chat -------------------------------------------------------------
+
+class RunningForever(FakeNotebookPage):
+    """A page whose cell runs never end (a cell stuck in a loop)."""
+
+    async def request(self, op: str, args: dict[str, Any], *,
+                      wait: float | None = None) -> dict[str, Any]:
+        if op == "run":
+            self.requests.append((op, args))
+            await asyncio.Event().wait()
+        return await super().request(op, args, wait=wait)
+
+
+async def test_stop_while_the_user_decides_or_a_run_is_in_flight_leaves_a_usable_session(
+) -> None:
+    page = RunningForever(CELLS)
+    session, rec, provider = _session(
+        [calls(("e", "edit_cell", {"cell_id": "c1", "source": "x = 2"})),
+         calls(("r", "run_cell", {"cell_id": "c1"})),
+         calls(("f", "edit_cell", {"cell_id": "c1", "source": "x = 3"})), answer("ok")],
+        page)
+    session.attach_approver()
+    task = session.start("edit")
+    await rec.wait_for("approval_request")
+    session.cancel()  # while the user decides
+    await task
+    assert page.cell("c1")["source"] == CELLS[0]["source"]
+    assert session.approve("e", "allow_once") is False  # too late: nothing changes
+    task = session.start("run")
+    await wait_until(lambda: len(rec.of("approval_request")) == 2)
+    session.approve("r", "allow_once")
+    await wait_until(lambda: ("run", {"cell_id": "c1"}) in page.requests)
+    session.cancel()  # while the cell runs
+    await task
+    assert [d.stop_reason for d in rec.of("done")] == ["cancelled", "cancelled"]
+    assert_valid_history(session.messages)
+    task = session.start("edit again")
+    await wait_until(lambda: len(rec.of("approval_request")) == 3)
+    session.approve("f", "allow_once")
+    await task
+    assert page.cell("c1")["source"] == "x = 3"
+    assert rec.of("done")[-1].stop_reason == "end_turn"
+    assert_valid_history(provider.requests[-1].messages)
+
+
+async def test_a_resumed_chat_shows_each_decision_with_what_its_undo_needs(
+        tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "sessions.sqlite3")
+    page = FakeNotebookPage(CELLS)
+    session, _, _ = make_session(
+        [calls(("e", "edit_cell", {"cell_id": "c1", "source": "x = 1"})),
+         calls(("i", "insert_cell", {"source": "z = 3", "after_cell_id": "c1"})),
+         answer("ok")], store=store, agent_options={"tools": NOTEBOOK_TOOLS})
+    session.notebook_page = page
+    session.attach_approver()
+
+    def decide(event: Any) -> None:
+        if event.type == "approval_request":
+            if event.id == "e":
+                session.approve("e", "allow_once", text="x = 1  # mine")
+            else:
+                session.approve("i", "reject")
+    session.subscribe(decide)
+    await session.run("go")
+    session.flush()
+    resumed = AgentSession.resume(session.id, store)
+    edit, insert = _card(resumed, "e"), _card(resumed, "i")
+    assert edit is not None and insert is not None
+    assert edit["decision"] == "accepted" and edit["changed_by_user"]
+    assert (edit["before"], edit["after"]) == (CELLS[0]["source"], "x = 1  # mine")
+    assert page.cell("c1")["source"] == edit["after"]  # what Undo checks before it undoes
+    assert insert["decision"] == "rejected" and insert["after"] == "z = 3"
