@@ -435,3 +435,32 @@ async def test_a_resumed_chat_shows_each_decision_with_what_its_undo_needs(
     assert (edit["before"], edit["after"]) == (CELLS[0]["source"], "x = 1  # mine")
     assert page.cell("c1")["source"] == edit["after"]  # what Undo checks before it undoes
     assert insert["decision"] == "rejected" and insert["after"] == "z = 3"
+
+
+# --- images go to the model for the cells it reads -----------------------------------------
+
+def _png() -> str:
+    import base64
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (8, 8)).save(buffer, "PNG")
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+async def test_a_cell_left_out_to_stay_short_sends_no_image_to_the_model() -> None:
+    chart = {"output_type": "display_data", "data": {"image/png": _png()}}
+    page = FakeNotebookPage([
+        {"id": "long", "source": "x" * 3_900,
+         "outputs": [{"output_type": "stream", "name": "stdout", "text": "y" * 1_400}] * 15},
+        {"id": "chart", "source": "plot()", "outputs": [chart]}])
+    session, _, _ = _session([calls(("r", "read_notebook", {}),
+                                    ("n", "read_notebook", {"end": 0}),
+                                    ("c", "read_notebook", {"start": 2})), answer("ok")], page)
+    await session.run("look")
+    read = _result(session, "r")
+    assert "Left out to stay short: cells 2–2" in read.content and read.images == []
+    assert _result(session, "n").images == []  # no cell shown
+    assert len(_result(session, "c").images) == 1  # the chart's cell, read

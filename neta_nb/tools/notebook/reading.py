@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import re
+from collections.abc import Collection
 from typing import Any
 
 from ...messages import DisplayItem
@@ -55,9 +56,11 @@ class CellRange:
         self.start, self.end, self.cell_id = max(1, start), end, cell_id
 
 
-def render_notebook(notebook: dict[str, Any], chosen: CellRange) -> str:
+def render_notebook(notebook: dict[str, Any], chosen: CellRange,
+                    shown: list[int] | None = None) -> str:
     """The text ``read_notebook`` returns for ``notebook`` (``{"cells", "path"?,
-    "dirty"?, "source"?}``)."""
+    "dirty"?, "source"?}``); ``shown`` gets the positions of the cells it shows."""
+    shown = [] if shown is None else shown
     cells = notebook_cells(notebook)
     lines = [_heading(notebook, len(cells)), UNTRUSTED, ""]
     error = notebook.get("error")
@@ -72,6 +75,7 @@ def render_notebook(notebook: dict[str, Any], chosen: CellRange) -> str:
             return "\n".join([*lines, f"No cell has the id {chosen.cell_id!r}. "
                               f"Ids: {known}{' …' if len(cells) > 40 else ''}"])
         text = _cell(cells[position - 1], position, full=True)
+        shown.append(position)
         if len(text) > ONE_CELL_CHARS:
             text = text[:ONE_CELL_CHARS] + f"\n… cut at {ONE_CELL_CHARS:,} characters"
         return "\n".join([*lines, text])
@@ -86,6 +90,7 @@ def render_notebook(notebook: dict[str, Any], chosen: CellRange) -> str:
         lines.append(text[:budget])
         budget -= len(text) + 1
         shown_until = position
+        shown.append(position)
     left = []
     if start > 1:
         left.append(f"cells 1–{start - 1} (read_notebook(start=1))")
@@ -104,13 +109,20 @@ def notebook_cells(notebook: dict[str, Any]) -> list[dict[str, Any]]:
     return [cell for cell in listed if isinstance(cell, dict)] if isinstance(listed, list) else []
 
 
-def model_images(notebook: dict[str, Any], chosen: CellRange) -> list[DisplayItem]:
-    """The raster images of the shown cells' outputs (the first few), for a vision model."""
+def model_images(notebook: dict[str, Any], chosen: CellRange,
+                 shown: Collection[int] | None = None) -> list[DisplayItem]:
+    """The raster images of the shown cells' outputs (the first few), for a vision model:
+    the cells at the positions ``shown`` (as :func:`render_notebook` gave them), else those
+    ``chosen``."""
     items: list[DisplayItem] = []
     for position, cell in enumerate(notebook_cells(notebook), 1):
-        if chosen.cell_id is not None and cell.get("id") != chosen.cell_id:
-            continue
-        if chosen.cell_id is None and not chosen.start <= position <= (chosen.end or position):
+        if shown is not None:
+            if position not in shown:
+                continue
+        elif chosen.cell_id is not None:
+            if cell.get("id") != chosen.cell_id:
+                continue
+        elif not chosen.start <= position <= (position if chosen.end is None else chosen.end):
             continue
         outputs = cell.get("outputs")
         for output in outputs if isinstance(outputs, list) else []:

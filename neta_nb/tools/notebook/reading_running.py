@@ -58,8 +58,10 @@ async def read_notebook(ctx: ToolContext, start: int = 1, end: int | None = None
     if notebook is None:
         notebook = kernel.kernel_history(ctx.namespace)
     chosen = CellRange(start, end, cell_id)
-    return RichResult(text=render_notebook(notebook, chosen),
-                      items=model_images(notebook, chosen))
+    shown: list[int] = []
+    text = render_notebook(notebook, chosen, shown)
+    # Images of the cells the text shows only (not of those left out to stay short).
+    return RichResult(text=text, items=model_images(notebook, chosen, set(shown)))
 
 
 @tool(category="notebook", label="Run cell", requires_approval=True, timeout=RUN_WAIT)
