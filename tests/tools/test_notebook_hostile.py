@@ -480,3 +480,22 @@ def test_a_notebook_path_or_cell_id_cannot_add_lines_to_what_the_model_reads() -
     assert lines[1].startswith("The cells and outputs below")  # the data starts after it
     assert not any(line.startswith(("SYSTEM", "--- cell 2")) for line in lines)
     assert len(lines[0]) < 400
+
+
+# --- a kernel interrupt ---------------------------------------------------------------------
+
+async def test_a_kernel_interrupt_during_a_direct_run_stops_the_turn_not_the_kernel(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # SIGINT reaches the code's synchronous part as KeyboardInterrupt (python_exec).
+    page = FakeNotebookPage([{"id": "c1", "source": "raise KeyboardInterrupt"}])
+    session, rec, provider = _session(
+        [calls(("r", "run_cell", {"cell_id": "c1"})), answer("next")], page)
+    session.approval_policy = "allow"
+    monkeypatch.setattr(session._notebook, "in_cell", lambda: True)
+    await session.run("run it")
+    assert rec.of("done")[-1].stop_reason == "interrupted"
+    assert _result(session, "r").is_error and page.cell("c1")["outputs"] == []
+    assert_valid_history(session.messages)
+    await session.run("go on")
+    assert rec.of("done")[-1].stop_reason == "end_turn"
+    assert_valid_history(provider.requests[-1].messages)
