@@ -1,16 +1,30 @@
 /**
  * neta-nb-notebook-bridge: lets a chat view on a JupyterLab or Notebook 7 page read and
- * edit the notebook that holds it (protocol: ./protocol.ts; operations: ./ops.ts).
+ * edit the notebook that holds it (protocol: ./protocol.ts; operations: ./ops.ts), open
+ * the chat in a side panel (./side-panel.ts), and shows a saved neta_nb widget's static
+ * form alone where the widget's model is gone (./missing-widgets.ts).
  *
- * Active, it marks the page (`document.body.dataset.netaNbNotebookBridge = version`) and
- * answers `neta-nb-notebook` events dispatched from inside a notebook panel. Nothing it
- * does throws into JupyterLab: every failure is a reply.
+ * Active, it marks the page (`document.body.dataset.netaNbNotebookBridge = version`,
+ * `netaNbSidePanel` likewise) and answers `neta-nb-notebook` events dispatched from inside
+ * a notebook panel or a side panel opened from one (for that notebook), and
+ * `neta-nb-side-panel` events. Nothing it does throws into JupyterLab: every failure is a
+ * reply.
  */
 import { ISessionContextDialogs } from "@jupyterlab/apputils";
 import type { JupyterFrontEnd, JupyterFrontEndPlugin } from "@jupyterlab/application";
 import { INotebookCellExecutor, INotebookTracker, type NotebookPanel } from "@jupyterlab/notebook";
+import { hideMissingWidgetErrors } from "./missing-widgets";
 import { OPS, type OpServices } from "./ops";
-import { BRIDGE_EVENT, BRIDGE_VERSION, BridgeFailure, type BridgeReply, type BridgeRequestDetail } from "./protocol";
+import {
+  BRIDGE_EVENT,
+  BRIDGE_VERSION,
+  BridgeFailure,
+  type BridgeReply,
+  type BridgeRequestDetail,
+  SIDE_PANEL_EVENT,
+  type SidePanelRequestDetail,
+} from "./protocol";
+import { SidePanels } from "./side-panel";
 
 function isRequest(detail: unknown): detail is BridgeRequestDetail {
   const d = detail as Partial<BridgeRequestDetail> | null;
@@ -24,54 +38,105 @@ function failure(error: unknown): BridgeReply {
 }
 
 /** Calls the sender's `respond` once; a sender that throws does not reach JupyterLab. */
-function answer(detail: BridgeRequestDetail, reply: BridgeReply): void {
+function answer(event: string, name: string, respond: ((reply: BridgeReply) => void) | undefined, reply: BridgeReply): void {
   try {
-    detail.respond(reply);
+    respond?.(reply);
   } catch (error) {
-    console.warn(`${BRIDGE_EVENT}: the reply to '${detail.op}' could not be delivered`, error);
+    console.warn(`${event}: the reply to '${name}' could not be delivered`, error);
   }
 }
 
-function panelHolding(tracker: INotebookTracker, target: EventTarget | null): NotebookPanel | null {
+/** The notebook panel holding `target`: the notebook's own DOM, or a side panel opened
+ * from it (its view's requests are that notebook's). */
+function panelHolding(tracker: INotebookTracker, sides: SidePanels, target: EventTarget | null): NotebookPanel | null {
   if (!(target instanceof Node)) return null;
-  return tracker.find((panel) => !panel.isDisposed && panel.node.contains(target)) ?? null;
+  const panel = tracker.find((panel) => !panel.isDisposed && panel.node.contains(target)) ?? null;
+  if (panel) return panel;
+  const opener = sides.notebookHolding(target);
+  return opener && !opener.isDisposed ? opener : null;
 }
 
-async function perform(tracker: INotebookTracker, services: OpServices, detail: BridgeRequestDetail, target: EventTarget | null): Promise<BridgeReply> {
+async function perform(
+  tracker: INotebookTracker,
+  sides: SidePanels,
+  services: OpServices,
+  detail: BridgeRequestDetail,
+  target: EventTarget | null,
+): Promise<BridgeReply> {
   const op = Object.hasOwn(OPS, detail.op) ? OPS[detail.op] : undefined;
   if (!op) return { ok: false, error: { code: "unknown_op", message: `unknown notebook operation '${detail.op}'` } };
-  const panel = panelHolding(tracker, target);
+  const panel = panelHolding(tracker, sides, target);
   if (!panel) return { ok: false, error: { code: "no_notebook", message: "the chat is not inside an open notebook" } };
   await panel.context.ready;
   const args = typeof detail.args === "object" && detail.args !== null ? detail.args : {};
   return { ok: true, result: await op(panel, args, services) };
 }
 
+function isSideRequest(detail: unknown): detail is SidePanelRequestDetail {
+  const d = detail as Partial<SidePanelRequestDetail> | null;
+  return typeof d === "object" && d !== null && typeof d.action === "string";
+}
+
+async function sideAction(
+  tracker: INotebookTracker,
+  sides: SidePanels,
+  detail: SidePanelRequestDetail,
+  target: EventTarget | null,
+): Promise<BridgeReply> {
+  if (!(target instanceof Node)) return { ok: false, error: { code: "no_notebook", message: "the chat is not on the page" } };
+  if (detail.action === "open") {
+    const notebook = tracker.find((panel) => !panel.isDisposed && panel.node.contains(target)) ?? null;
+    const modelId = typeof detail.model_id === "string" && detail.model_id ? detail.model_id : null;
+    return { ok: true, result: await sides.open(target, notebook, modelId) };
+  }
+  if (detail.action === "reveal") {
+    if (!sides.revealHolding(target)) return { ok: false, error: { code: "no_notebook", message: "the chat is not in a side panel" } };
+    return { ok: true, result: null };
+  }
+  return { ok: false, error: { code: "unknown_op", message: `unknown side panel action '${detail.action}'` } };
+}
+
 function activate(
-  _app: JupyterFrontEnd,
+  app: JupyterFrontEnd,
   tracker: INotebookTracker | null,
   executor: INotebookCellExecutor | null,
   sessionDialogs: ISessionContextDialogs | null,
 ): void {
   if (!tracker) return; // a page without notebooks (Notebook 7's file browser)
   const services: OpServices = { executor, sessionDialogs };
+  const sides = new SidePanels(app);
   document.addEventListener(BRIDGE_EVENT, (event: Event) => {
     const detail = (event as CustomEvent<unknown>).detail;
     // Another copy of this extension (installed twice) has it already: one answer only.
     if (!isRequest(detail) || detail.handled) return;
     detail.handled = true;
     const target = event.target;
-    perform(tracker, services, detail, target).then(
-      (reply) => answer(detail, reply),
-      (error: unknown) => answer(detail, failure(error)),
+    perform(tracker, sides, services, detail, target).then(
+      (reply) => answer(BRIDGE_EVENT, detail.op, detail.respond, reply),
+      (error: unknown) => answer(BRIDGE_EVENT, detail.op, detail.respond, failure(error)),
     );
   });
+  document.addEventListener(SIDE_PANEL_EVENT, (event: Event) => {
+    const detail = (event as CustomEvent<unknown>).detail;
+    if (!isSideRequest(detail) || detail.handled) return;
+    detail.handled = true;
+    sideAction(tracker, sides, detail, event.target).then(
+      (reply) => answer(SIDE_PANEL_EVENT, detail.action, detail.respond, reply),
+      (error: unknown) => answer(SIDE_PANEL_EVENT, detail.action, detail.respond, failure(error)),
+    );
+  });
+  tracker.widgetAdded.connect((_, panel) => hideMissingWidgetErrors(panel));
+  tracker.forEach((panel) => {
+    hideMissingWidgetErrors(panel);
+  });
   document.body.dataset.netaNbNotebookBridge = BRIDGE_VERSION;
+  document.body.dataset.netaNbSidePanel = BRIDGE_VERSION;
 }
 
 const plugin: JupyterFrontEndPlugin<void> = {
   id: "neta-nb-notebook-bridge:plugin",
-  description: "Lets a neta_nb chat view read and edit the notebook that holds it.",
+  description:
+    "Lets a neta_nb chat view read and edit the notebook that holds it and open in a side panel; shows a saved widget's static form where its model is gone.",
   autoStart: true,
   optional: [INotebookTracker, INotebookCellExecutor, ISessionContextDialogs],
   activate,

@@ -53,3 +53,29 @@ export class BridgeFailure extends Error {
     this.name = "BridgeFailure";
   }
 }
+
+/** The MIME type of a widget view output (the ipywidgets manager draws it). */
+export const WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json";
+
+/**
+ * The side panel's event (./side-panel.ts): a chat view dispatches `neta-nb-side-panel`
+ * from its own element, with
+ *
+ *     detail = { action, model_id?, respond(reply), handled: false }
+ *
+ * `action` is `"open"` (a side panel with another view of the widget model `model_id` —
+ * by default the one of the output holding the event's target — or the one there is,
+ * revealed) or `"reveal"` (the view is in a side panel: bring it on screen, as `open`
+ * does). The extension sets `handled` during the dispatch and calls
+ * `respond` once, with `{ok: true, result: {panel_id, created}}` or an error as the
+ * bridge's (`no_notebook`, `failed`, `unknown_op`). `document.body.dataset.netaNbSidePanel`
+ * is set once the page offers side panels.
+ */
+export const SIDE_PANEL_EVENT = "neta-nb-side-panel";
+
+export interface SidePanelRequestDetail {
+  action: string;
+  model_id?: unknown;
+  respond?: (reply: BridgeReply) => void;
+  handled: boolean;
+}
