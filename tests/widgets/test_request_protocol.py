@@ -134,7 +134,7 @@ def test_handlers_are_registered_per_class() -> None:
                                                "view_opened", "view_closed", "full_text",
                                                "refresh", "take_over", "message_action",
                                                "notebook_reply", "mention_candidates",
-                                               "mention_preview"}
+                                               "mention_preview", "open_panel", "side_panel"}
     assert set(ToolCard._request_handlers) == {"full_text"}
     assert set(SkillCard._request_handlers) == {"full_text"}
     assert set(SessionSidebar._request_handlers) == {"open", "new_chat", "rename", "delete",

@@ -12,7 +12,9 @@
  */
 import type { AnyModel, RenderProps } from "@anywidget/types";
 import { fetchWholeText, readTraits, request, requestShowingErrors, writeBack, type Cleanup, type RendererProps } from "../anywidget-binding";
+import type { DrawerName } from "./chat-header";
 import { createChatView, type ChatActions, type ChatOp, type ChatSnapshot, type ChatViewState, type OlderPage } from "./chat-view";
+import { drawWidget } from "./drawn-widget";
 import { followNumberedBatches } from "../numbered-batches";
 import { notebookBridgePresent, relayNotebookRequests } from "./notebook-bridge";
 import { createSessionSidebar, type DeleteRequest, type OpenRequest, type RenameRequest, type SessionReply, type SessionSidebarState } from "./session-sidebar";
@@ -49,6 +51,21 @@ export interface ViewRequest {
 
 export interface SwitchAgentRequest {
   name: string;
+}
+
+/** `open_panel`: the widget the header's drawer shows — the list of chats or the agent's
+ * tool panel — made (once) by the kernel for this chat. */
+export interface OpenPanelRequest {
+  panel: DrawerName;
+}
+
+export interface OpenPanelReply {
+  model_id: string;
+}
+
+/** `side_panel`: the chat's own widget model, which the side panel shows (./side-panel.ts). */
+export interface SidePanelModel {
+  model_id: string;
 }
 
 interface WindowOp {
@@ -120,6 +137,11 @@ export function renderChatView({ model: anyModel, el, kernel = true }: RendererP
       refresh: () => requestShowingErrors(model, "refresh"),
       takeOver: () => requestShowingErrors<SessionReply>(model, "take_over"),
       messageAction: (request) => requestShowingErrors<SessionReply>(model, "message_action", { ...request }),
+      openDrawer: async (name, host, signal) => {
+        const reply = await requestShowingErrors<OpenPanelReply>(model, "open_panel", { panel: name } satisfies OpenPanelRequest, { signal });
+        return drawWidget(model, reply.model_id, host, signal);
+      },
+      sidePanelModel: async () => (await requestShowingErrors<SidePanelModel>(model, "side_panel")).model_id,
   };
   const view = createChatView(el, {
     lang: model.get("lang") as ChatViewState["lang"],

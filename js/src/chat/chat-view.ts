@@ -10,16 +10,23 @@
  *
  * Messages are keyed by id and updated in place (`chat-message-view.ts`), the input bar is
  * `input-bar.ts`, an approval request's card `approval-cards.ts`; the wire format lives in
- * `chat-view-traits.ts`, beside the Python side it mirrors (`widgets/chat/wire.py`).
+ * `chat-view-traits.ts`, beside the Python side it mirrors (`widgets/chat/wire.py`). The
+ * header (`chat-header.ts`) opens the list of chats and the tool panel in a drawer
+ * (`chat-drawer.ts`) and the chat in a side panel (`side-panel.ts`); a turn that starts
+ * where no view of it shows is brought on screen (`keep-in-view.ts`).
  */
 import { createApprovalCard } from "./approval-cards";
+import { createChatDrawer, type DrawerLoad } from "./chat-drawer";
+import { createChatHeader, type DrawerName } from "./chat-header";
 import "./chat-view.css";
 import { createReadOnlyBar } from "./chat-read-only";
 import { createInputBar } from "./input-bar";
+import { watchTurns } from "./keep-in-view";
+import { openSidePanel, sidePanelOffered } from "./side-panel";
 import { applyNestedOps, Transcript, type Nesting } from "./chat-transcript";
 import type { MessageActionRequest } from "./message-actions";
 import type { ChatItem, ChatOp, ChatSnapshot, ChatViewState, FullTextRequest, OlderPage } from "./chat-view-traits";
-import { element } from "../dom";
+import { element, whileBusy } from "../dom";
 import { normalizeLang, t, type MessageKey } from "../i18n";
 import { createInlineError } from "../inline-error";
 import { createThinkingLevelSelector, type ThinkLevel } from "../cards/thinking-level-selector";
@@ -60,6 +67,10 @@ export interface ChatActions {
   takeOver(): Promise<unknown>;
   /** Retry, edit, rewind or fork at a message (./message-actions.ts). */
   messageAction(request: MessageActionRequest): Promise<unknown>;
+  /** Draw the list of chats or the agent's tool panel in `host` (the header's drawer). */
+  openDrawer(name: DrawerName, host: HTMLElement, signal: AbortSignal): ReturnType<DrawerLoad>;
+  /** The id of this chat's widget model, which a side panel shows. */
+  sidePanelModel(): Promise<string>;
 }
 
 export interface ChatViewOptions extends ComponentOptions<ChatViewState> {
@@ -86,6 +97,7 @@ export interface ChatView extends Component<ChatViewState> {
 
 const STICK_DISTANCE = 48; // px from the bottom that still counts as "following"
 const OLDER_DISTANCE = 120; // px from the top at which older messages load
+const BY_HAND_MS = 800; // a scroll this soon after the reader's wheel, touch or key is theirs
 
 function sameJson(a: unknown, b: unknown): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
@@ -122,6 +134,19 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
 
   // --- DOM --------------------------------------------------------------------------------
   const root = element("div", "neta-root neta-chat-view");
+  const header = createChatHeader({
+    label,
+    drawers: !saved && actions.openDrawer !== undefined,
+    sidePanel: !saved && actions.sidePanelModel !== undefined && sidePanelOffered(),
+    onDrawer: (name) => toggleDrawer(name),
+    onSidePanel: (button) => {
+      const modelId = actions.sidePanelModel;
+      if (!modelId) return;
+      inputError.clear();
+      whileBusy([button], async () => openSidePanel(button, await modelId()), inputError.show);
+    },
+  });
+  const drawer = createChatDrawer<DrawerName>({ lang, label, onClosed: () => header.setOpen(null) });
   const scroller = element("div", "neta-chat-scroll");
   const content = element("div", "neta-chat-content");
   const olderIndicator = element("div", "neta-chat-older");
@@ -166,8 +191,26 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     refresh: actions.refresh,
     takeOver: actions.takeOver,
   });
-  root.append(scroller, storeWarning, inputBar, readOnlyBar.root);
+  root.append(header.root, scroller, storeWarning, inputBar, readOnlyBar.root, drawer.root);
   el.append(root);
+
+  function toggleDrawer(name: DrawerName): void {
+    const open = actions.openDrawer;
+    if (!open || drawer.open === name) {
+      drawer.close();
+      return;
+    }
+    drawer.show(name, name === "sessions" ? "chats" : "panel_title", (host, signal) => open(name, host, signal));
+    header.setOpen(name);
+  }
+
+  // A turn that starts where no view of this chat shows is brought on screen, once.
+  const turns = saved ? null : watchTurns({
+    session: () => state.session_id,
+    running: () => state.running,
+    root,
+    transcript: scroller,
+  });
 
   const todoCard = createTodoCard(todoHost, { lang: state.lang });
   todoCard.update({ paused: true });
@@ -206,11 +249,31 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
   let stuck = true;
 
   // --- scrolling ------------------------------------------------------------------------
+  // Following the answer stops when the reader scrolls up by hand (wheel, touch, keys, the
+  // scrollbar), and starts again at the bottom. A scroll the layout makes is no reason to
+  // stop: a block folding clamps the position, and its scroll event can arrive after more
+  // text has come (JupyterLab delays resize callbacks while its notebook scrolls), which
+  // looked like a reader who had scrolled up.
+  let lastTop = 0;
+  let byHandAt = Number.NEGATIVE_INFINITY;
+  const byHand = () => {
+    byHandAt = performance.now();
+  };
+  const onPointerMove = (event: PointerEvent) => {
+    if (event.buttons) byHand();
+  };
   const onScroll = () => {
-    stuck = scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < STICK_DISTANCE;
-    if (scroller.scrollTop < OLDER_DISTANCE) void loadOlder();
+    const top = scroller.scrollTop;
+    if (scroller.scrollHeight - top - scroller.clientHeight < STICK_DISTANCE) stuck = true;
+    else if (top < lastTop && performance.now() - byHandAt < BY_HAND_MS) stuck = false;
+    lastTop = top;
+    if (top < OLDER_DISTANCE) void loadOlder();
   };
   scroller.addEventListener("scroll", onScroll, { passive: true });
+  for (const type of ["wheel", "touchmove", "keydown", "pointerdown"]) {
+    scroller.addEventListener(type, byHand, { passive: true });
+  }
+  scroller.addEventListener("pointermove", onPointerMove, { passive: true });
   // Content grows as text streams (rendered per frame): follow it while the user is at
   // the bottom, leave them alone when they scrolled up to read.
   const resizeObserver = new ResizeObserver(() => {
@@ -273,6 +336,8 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     storeWarning.hidden = !state.store_warning;
     storeWarning.textContent = state.store_warning;
     input.render();
+    header.render({ name: agentName(), model: state.agent?.model ?? "" });
+    drawer.render();
     // Read-only: the read-only bar replaces the input; nothing is sent from here. Its
     // Refresh and Continue ask a kernel: a saved view keeps its own note instead.
     inputBar.hidden = !saved && state.read_only !== null;
@@ -297,6 +362,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
         clearAll();
         state.session_id = patch.session_id;
         stuck = true;
+        drawer.close(); // a chat opened from the list shows at once; a tool panel was the other's
       }
       if (patch.rewinds !== undefined && patch.rewinds !== state.rewinds) {
         clearAll(); // the same session, another history: nothing drawn stays
@@ -341,6 +407,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
         // while a turn works on it: after Stop it shows as paused.
         levelSelector.update({ disabled: saved || state.running });
         todoCard.update({ paused: !state.running });
+        turns?.running(state.running);
       }
       if (patch.current !== undefined || patch.context !== undefined || patch.running !== undefined) {
         if (patch.current !== undefined) state.current = patch.current;
@@ -391,7 +458,12 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
       return transcript.items(ids);
     },
     destroy() {
+      turns?.dispose();
+      drawer.destroy();
+      header.destroy();
       scroller.removeEventListener("scroll", onScroll);
+      for (const type of ["wheel", "touchmove", "keydown", "pointerdown"]) scroller.removeEventListener(type, byHand);
+      scroller.removeEventListener("pointermove", onPointerMove);
       resizeObserver.disconnect();
       input.destroy();
       clearAll();

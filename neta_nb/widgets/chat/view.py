@@ -32,6 +32,7 @@ from ...store.process_owner import SessionBusyError
 from ...store.records import SessionRecord
 from ...store.session_store import CompactionRecord
 from ..base import BUFFERS_KEY, RequestError, handles
+from .header_panels import HeaderPanels
 from .live import live_session, note
 from .mention_requests import (
     MentionCandidatesReply,
@@ -41,7 +42,7 @@ from .mention_requests import (
     candidates_for,
     preview_for,
 )
-from .read_only import READ_ONLY_REFRESH_INTERVAL, ReadOnlyChat
+from .read_only import READ_ONLY_REFRESH_INTERVAL
 from .render import full_text, render_window
 from .session_names import SessionNames, read_names, static_heading
 from .static import static_html, static_summary, static_text
@@ -68,7 +69,7 @@ log = logging.getLogger(__name__)
 
 
 
-class ChatView(ReadOnlyChat):
+class ChatView(HeaderPanels):
     """``ChatView(session)``: messages, plan, cards, the streaming answer with its thinking,
     and an input bar with Send/Stop, agent and thinking-level selectors and token stats.
 

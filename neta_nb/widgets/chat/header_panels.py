@@ -1,0 +1,135 @@
+"""What the chat view's header opens over the conversation: the list of chats and the
+agent's tool panel.
+
+A newcomer who starts from a chat view does not know that ``SessionSidebar`` and
+``ToolConfigPanel`` exist. The view's header has a button for each; a click asks the
+kernel (``open_panel {panel}``) for the widget, made here once for this chat and kept
+while it lives, and the view draws it in a drawer (js/src/chat/chat-drawer.ts) with the
+page's widget manager, from the model id in the reply:
+
+* ``sessions``: a :class:`SessionSidebar` of the store the chat's session is saved in,
+  attached to this chat (clicking a row opens that chat here; "New chat" starts one). A
+  session kept in memory only has no list: the reply says how to give it a store.
+* ``tools``: :meth:`ToolConfigPanel.for_session` of the session shown; made anew when the
+  chat shows another session. A chat shown read-only (its turn runs in another kernel)
+  has no tool panel here.
+
+The header's third button opens the chat in a side panel of JupyterLab or Notebook 7 (the
+page's extension draws another view of this widget's model there): ``side_panel`` tells
+the view which model it is — the view cannot know, and the output it sits in may be a
+box holding it with other widgets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TypedDict, cast
+
+from ...labels import t
+from ..base import NetaWidget, RequestError, handles
+from .read_only import ReadOnlyChat
+
+if TYPE_CHECKING:
+    from ...store.session_store import SessionStore
+    from ..tool_config.panel import ToolConfigPanel
+    from .session_sidebar import SessionSidebar
+    from .view import ChatView
+
+__all__ = ["HeaderPanels", "OpenPanelReply", "OpenPanelRequest", "SidePanelModel"]
+
+PANELS = ("sessions", "tools")
+
+
+class OpenPanelRequest(TypedDict):
+    """``open_panel``: the widget a header button opens (TS: ``OpenPanelRequest``,
+    chat-view-binding.ts)."""
+
+    panel: str
+
+
+class OpenPanelReply(TypedDict):
+    """The model id of that widget, for the view to draw (TS: ``OpenPanelReply``)."""
+
+    model_id: str
+
+
+class SidePanelModel(TypedDict):
+    """``side_panel``: the widget model a side panel shows (TS: ``SidePanelModel``,
+    chat-view-binding.ts)."""
+
+    model_id: str
+
+
+class HeaderPanels(ReadOnlyChat):
+    """The chat view's ``open_panel`` request and the widgets it makes (see the module's
+    docstring)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._sessions_panel: SessionSidebar | None = None
+        self._tools_panel: ToolConfigPanel | None = None
+        super().__init__(*args, **kwargs)
+
+    @handles("open_panel")
+    def _open_panel(self, request: OpenPanelRequest) -> OpenPanelReply:
+        name = request.get("panel")
+        if name == "sessions":
+            widget: NetaWidget = self.sessions_panel()
+        elif name == "tools":
+            widget = self.tools_panel()
+        else:
+            raise RequestError(f"open_panel needs 'panel': one of {', '.join(PANELS)}")
+        widget.lang = self.lang
+        return {"model_id": str(widget.model_id)}
+
+    @handles("side_panel")
+    def _side_panel(self, _request: Mapping[str, object]) -> SidePanelModel:
+        return {"model_id": str(self.model_id)}
+
+    def _shown_store(self) -> SessionStore | None:
+        """The store of the session shown: the live one's, or the read-only one's."""
+        stored = self.stored
+        if stored is not None:
+            return stored.store
+        session = self.session or self.previous_session
+        return session.store if session is not None else None
+
+    def sessions_panel(self) -> SessionSidebar:
+        """The list of chats of the store this chat's session is saved in, attached to
+        this chat; ``RequestError`` when the session is kept in memory only."""
+        from .session_sidebar import SessionSidebar
+
+        store = self._shown_store()
+        if store is None:
+            raise RequestError(t("sessions_need_store", self.lang))
+        panel = self._sessions_panel
+        if panel is not None and panel.store is store:
+            return panel
+        if panel is not None:
+            panel.close()
+        # It fills the drawer: the drawer scrolls, the list scrolls inside it.
+        self._sessions_panel = SessionSidebar(store, chat=cast("ChatView", self),
+                                              lang=self.lang, height="100%")
+        return self._sessions_panel
+
+    def tools_panel(self) -> ToolConfigPanel:
+        """The tool panel of the session shown (made anew for another session)."""
+        from ..tool_config.panel import ToolConfigPanel
+
+        session = self.session
+        if session is None:
+            raise RequestError(t("tools_read_only_chat", self.lang) if self.stored is not None
+                               else "no session is bound to this chat view")
+        panel = self._tools_panel
+        if panel is not None and panel.session is session:
+            return panel
+        if panel is not None:
+            panel.close()
+        self._tools_panel = ToolConfigPanel.for_session(session, lang=self.lang)
+        return self._tools_panel
+
+    def close(self) -> None:
+        for panel in (self._sessions_panel, self._tools_panel):
+            if panel is not None:
+                panel.close()
+        self._sessions_panel = self._tools_panel = None
+        super().close()
