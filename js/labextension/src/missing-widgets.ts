@@ -11,7 +11,6 @@
  * static form appearing also checks the output before it.
  */
 import type { NotebookPanel } from "@jupyterlab/notebook";
-import { WIDGET_VIEW_MIME } from "./protocol";
 
 /** The text jupyterlab-manager's widget renderer shows when the model is unknown. */
 export const MODEL_NOT_FOUND = "Error displaying widget: model not found";
@@ -20,15 +19,14 @@ export const HIDDEN_ERROR_CLASS = "neta-nb-missing-widget";
 const STATIC_FORM = "neta-static-form";
 const OUTPUT = "jp-OutputArea-output";
 const CHILD = "jp-OutputArea-child";
+const WIDGETS = "jupyter-widgets";
+/** Output nodes the widget manager's renderer may have written an error in. */
+const WIDGET_OUTPUT = `.${OUTPUT}.${WIDGETS}`;
 
-/** Whether an output node shows the widget manager's "model not found". */
+/** Whether an output node shows the widget manager's "model not found" (its renderer is
+ * the output node itself, classed `jupyter-widgets` only when it shows an error). */
 export function isModelNotFound(output: Element): boolean {
-  return (
-    output.classList.contains(OUTPUT) &&
-    output.classList.contains("jupyter-widgets") &&
-    output.getAttribute("data-mime-type") === WIDGET_VIEW_MIME &&
-    output.textContent?.trim() === MODEL_NOT_FOUND
-  );
+  return output.classList.contains(OUTPUT) && output.classList.contains(WIDGETS) && output.textContent?.trim() === MODEL_NOT_FOUND;
 }
 
 /** Hide or show the output area child holding `output` (a widget view output). */
@@ -46,14 +44,15 @@ function checkBefore(form: Element): void {
 }
 
 function checkAll(root: Element): void {
-  for (const output of root.querySelectorAll(`.${OUTPUT}[data-mime-type="${WIDGET_VIEW_MIME}"]`)) check(output);
+  for (const output of root.querySelectorAll(WIDGET_OUTPUT)) check(output);
 }
 
 function onMutations(records: MutationRecord[]): void {
   for (const record of records) {
     if (record.type === "attributes") {
+      // The class comes and goes with the error: a hidden one that renders now shows.
       const target = record.target as Element;
-      if (target.classList?.contains(OUTPUT) && target.getAttribute("data-mime-type") === WIDGET_VIEW_MIME) check(target);
+      if (target.classList?.contains(OUTPUT)) check(target);
       continue;
     }
     for (const node of record.addedNodes) {
@@ -62,8 +61,8 @@ function onMutations(records: MutationRecord[]): void {
       else if (node.classList.contains(CHILD) || node.classList.contains(OUTPUT)) {
         const form = node.querySelector(`.${STATIC_FORM}`);
         if (form) checkBefore(form);
-        for (const output of node.querySelectorAll(`.${OUTPUT}[data-mime-type="${WIDGET_VIEW_MIME}"]`)) check(output);
-        if (node.matches(`.${OUTPUT}[data-mime-type="${WIDGET_VIEW_MIME}"]`)) check(node);
+        for (const output of node.querySelectorAll(WIDGET_OUTPUT)) check(output);
+        if (node.matches(WIDGET_OUTPUT)) check(node);
       }
     }
   }
