@@ -6,7 +6,8 @@ chat's side panel (js/labextension/src/side-panel.ts) is revealed, and the side 
 view streams the same turn as the inline one.
 
 These run with JupyterLab's default windowing (4.6: cells off screen are not rendered) —
-not the harness's "none" — in the quickstart itself and in a long notebook, and in
+not the harness's "none" — in the quickstart itself and in a long notebook (there also
+with "full" windowing, which takes cells far from the viewport out of the page), and in
 Notebook 7. A sampler in the page records, every 50 ms while the chat streams, how much of
 the streaming thinking block or answer lies inside every box that clips it (the chat's
 scroller, the notebook's, the window)."""
@@ -300,14 +301,39 @@ def test_a_turn_reveals_a_collapsed_side_panel_but_not_under_a_typing_user(
     lab.execute(name, "await task")
 
 
-def test_run_all_in_a_long_notebook_scrolls_the_chat_back_into_view(wlab: LabSession) -> None:
-    lab, page = wlab, wlab.page
+@pytest.fixture(scope="module")
+def full_windowing_lab(lab_session: LabSession, tmp_path_factory: pytest.TempPathFactory
+                       ) -> Iterator[LabSession]:
+    """A JupyterLab whose notebooks take the cells far from the viewport out of the page
+    (windowing mode "full"), in a tab of the shared Chromium."""
+    server = JupyterLabServer(tmp_path_factory.mktemp("jupyterlab-full-windowing"), settings={
+        **DEFAULT_WINDOWING,
+        "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "full"}})
+    server.start()
+    try:
+        session = LabSession(server, lab_session.page.context)
+        yield session
+        session.close_all()
+        session.close()
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("windowing", ["contentVisibility", "full"])
+def test_run_all_in_a_long_notebook_scrolls_the_chat_back_into_view(
+        request: pytest.FixtureRequest, windowing: str) -> None:
+    lab = request.getfixturevalue("wlab" if windowing == "contentVisibility"
+                                  else "full_windowing_lab")
+    page = lab.page
     name = long_quickstart(lab.server.root_dir, "long.ipynb")
     lab.open_notebook(name)
+    assert page.evaluate("() => window.jupyterapp.shell.currentWidget.content"
+                         ".notebookConfig.windowingMode") == windowing
     start_sampler(page, "long", INLINE)
     page.evaluate(RUN_ALL_JS)
     page.wait_for_function(ANSWERS_DONE, arg=[INLINE, 1], timeout=240_000)
-    assert_streamed_on_screen(stop_sampler(page, "long"), "Run All, long notebook")
+    assert_streamed_on_screen(stop_sampler(page, "long"), f"Run All, long notebook, {windowing}")
+    assert not lab.console_errors, lab.console_errors
 
 
 @pytest.fixture(scope="module")

@@ -93,6 +93,16 @@ async function sideAction(
     if (!sides.revealHolding(target)) return { ok: false, error: { code: "no_notebook", message: "the chat is not in a side panel" } };
     return { ok: true, result: null };
   }
+  if (detail.action === "show") {
+    // A view whose cell the notebook's windowing has taken out of the page: the event
+    // comes from the document, naming the view's element.
+    const element = detail.element instanceof Node ? detail.element : target;
+    const notebook = tracker.find((panel) => !panel.isDisposed && panel.isVisible && panel.content.widgets.some((cell) => cell.node.contains(element)));
+    if (!notebook) return { ok: false, error: { code: "no_notebook", message: "the chat is in no notebook on screen" } };
+    const index = notebook.content.widgets.findIndex((cell) => cell.node.contains(element));
+    await notebook.content.scrollToItem(index, "start");
+    return { ok: true, result: { index } };
+  }
   return { ok: false, error: { code: "unknown_op", message: `unknown side panel action '${detail.action}'` } };
 }
 

@@ -65,8 +65,9 @@ export const WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json";
  *
  * `action` is `"open"` (a side panel with another view of the widget model `model_id` —
  * by default the one of the output holding the event's target — or the one there is,
- * revealed) or `"reveal"` (the view is in a side panel: bring it on screen, as `open`
- * does). The extension sets `handled` during the dispatch and calls
+ * revealed), `"reveal"` (the view is in a side panel: bring it on screen, as `open`
+ * does) or `"show"` (scroll the notebook on screen to the cell holding `element`, an
+ * inline view its windowing has left undrawn; dispatched from `document`). The extension sets `handled` during the dispatch and calls
  * `respond` once, with `{ok: true, result: {panel_id, created}}` or an error as the
  * bridge's (`no_notebook`, `failed`, `unknown_op`). `document.body.dataset.netaNbSidePanel`
  * is set once the page offers side panels.
@@ -76,6 +77,7 @@ export const SIDE_PANEL_EVENT = "neta-nb-side-panel";
 export interface SidePanelRequestDetail {
   action: string;
   model_id?: unknown;
+  element?: unknown;
   respond?: (reply: BridgeReply) => void;
   handled: boolean;
 }

@@ -15,7 +15,10 @@
  *   that panel is revealed;
  * - else the inline view is scrolled into its scroller's view, as
  *   `scrollIntoView({block: "nearest"})` would, but only in the nearest scrolling ancestor
- *   (a plain `scrollIntoView` also scrolls JupyterLab's own overflow-hidden panels).
+ *   (a plain `scrollIntoView` also scrolls JupyterLab's own overflow-hidden panels);
+ * - an inline view the notebook's windowing left undrawn ("full": cells far from the
+ *   viewport leave the page) has no box to scroll to: the extension scrolls its notebook
+ *   to its cell (`show`), if that notebook is the one on screen.
  *
  * Until the turn ends, what takes every view off screen again without the user's hand —
  * layout settling (cells above drawn late, their heights changing), the page's own
@@ -171,6 +174,14 @@ function revealSidePanel(view: TurnView): void {
   view.root.dispatchEvent(new CustomEvent(SIDE_PANEL_EVENT, { detail, bubbles: true, composed: true }));
 }
 
+/** Ask the extension to scroll the notebook to the cell holding `view`: its windowing
+ * ("full") leaves cells far from the viewport undrawn, with no box to scroll to. */
+function showCell(view: TurnView): boolean {
+  const detail = { action: "show", element: view.root, handled: false, respond: () => undefined };
+  document.dispatchEvent(new CustomEvent(SIDE_PANEL_EVENT, { detail }));
+  return detail.handled;
+}
+
 function afterLayout(callback: () => void): void {
   requestAnimationFrame(() => requestAnimationFrame(callback));
 }
@@ -183,17 +194,19 @@ function handleTurn(reg: Registry, session: string, since: number): () => void {
   let pending = false;
   const attempt = (): boolean => {
     if (stopped || reg.actedAt > since) return false; // over, or the user acts
-    const views = Array.from(reg.views).filter((view) => view.session() === session && view.running() && view.root.isConnected);
+    const views = Array.from(reg.views).filter((view) => view.session() === session && view.running());
     if (views.length === 0 || views.some(onScreen)) return false;
     const active = document.activeElement;
     if (views.some((view) => view.root.contains(active)) || editing(active)) return false;
     if (reveals >= MAX_REVEALS) return false;
-    const side = views.find((view) => inSidePanel(view.root));
+    const side = views.find((view) => view.root.isConnected && inSidePanel(view.root));
     const inline = views.find((view) => !inSidePanel(view.root) && rendered(view.root));
-    if (!side && !inline) return false; // its notebook is not the one shown
-    reveals++;
     if (side) revealSidePanel(side);
     else if (inline) scrollIntoScroller(inline);
+    // Undrawn by the notebook's windowing, or in a notebook not shown (then the extension
+    // does nothing).
+    else if (!views.some((view) => !inSidePanel(view.root) && showCell(view))) return false;
+    reveals++;
     return true;
   };
   const check = () => {
