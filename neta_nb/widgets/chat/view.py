@@ -56,6 +56,7 @@ from .wire import (
     LiveSnapshot,
     MessageActionRequest,
     NoReply,
+    NotebookReply,
     OlderPage,
     OlderRequest,
     SwitchAgentReply,
@@ -191,11 +192,19 @@ class ChatView(HeaderPanels):
     @handles("view_opened")
     def _view_opened(self, request: ViewRequest) -> NoReply:
         self._presence.opened(_view_id(request))
+        self._page.opened(_view_id(request), request.get("notebook_bridge") is True)
         return {}
 
     @handles("view_closed")
     def _view_closed(self, request: ViewRequest) -> NoReply:
         self._presence.closed(_view_id(request))
+        self._page.closed(_view_id(request))
+        return {}
+
+    @handles("notebook_reply")
+    def _notebook_reply(self, request: NotebookReply) -> NoReply:
+        """The page's answer to a notebook tool's request (see ``notebook_page``)."""
+        self._page.replied(request)
         return {}
 
     @handles("older")
