@@ -129,6 +129,17 @@ def test_the_side_panel_closes_with_its_cell_or_its_kernel(lab: LabSession) -> N
     page.wait_for_function("() => !document.querySelector('.neta-nb-side-panel')")
     assert side_panels(page) == 0
 
+    # Run again and opened again, then the notebook closes: the panel goes with it.
+    page.wait_for_function("() => window.jupyterapp.shell.currentWidget.sessionContext"
+                           ".session?.kernel?.status === 'idle'", timeout=60_000)
+    lab.run_all(path, timeout=120)
+    page.locator(INLINE).get_by_text("Hello there.").wait_for(timeout=60_000)
+    open_side_panel(lab, path)
+    page.evaluate("async () => { const panel = window.jupyterapp.shell.currentWidget;"
+                  " panel.context.model.dirty = false; await panel.sessionContext.shutdown();"
+                  " panel.dispose(); }")
+    page.wait_for_function("() => !document.querySelector('.neta-nb-side-panel')")
+
 
 BOXED = """
 from ipywidgets import HBox
