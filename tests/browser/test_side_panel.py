@@ -85,6 +85,9 @@ def test_the_side_panel_is_a_view_of_the_same_chat_and_reaches_its_notebook(
     (reply,) = heard(lab, path, "notebook_reply")
     assert reply["ok"] is True and reply["result"]["path"] == path
     assert reply["result"]["cells"][2]["source"] == "counter = 0"
+    # The notebook tools ask the newest view, the side panel's: the same notebook answers.
+    read = lab.execute(path, "print((await chat._page.request('read', {}))['path'])")
+    assert read.strip() == path
 
     # Asked again: the same panel, revealed (the right area had been collapsed).
     page.evaluate("() => window.jupyterapp.shell.collapseRight()")
