@@ -125,16 +125,16 @@ async def test_two_workers_and_one_killed_still_store_every_row_once(
     assert run.counts["done"] == ROWS
 
 
-PAUSE = 1.0
+PAUSE = 2.0
 """The Retry-After of the test server's 429s, in seconds."""
-PROPAGATION = 0.5
+PROPAGATION = 1.0
 """Seconds a pause may take from the server's 429 to the last worker's next request."""
 
 
 async def test_workers_share_one_rate_and_every_429_pauses_them_all(
         cluster: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The real OpenAI SDK in two worker processes against a local server that refuses
-    ~10 % of first requests with 429 + Retry-After: the key reaches the workers through
+    ~5 % of first requests with 429 + Retry-After: the key reaches the workers through
     Ray's runtime environment (never the store), no more than ``concurrency`` requests are
     ever in flight at the server, and once a 429 is out no worker sends a request until its
     pause ends (bar what was already on the wire when the pause reached the limiter)."""
@@ -149,7 +149,7 @@ async def test_workers_share_one_rate_and_every_429_pauses_them_all(
         keys.add(request.headers.get("authorization", ""))
         prompt = str(request.json["messages"][-1]["content"])
         seen[prompt] = seen.get(prompt, 0) + 1
-        if seen[prompt] == 1 and sum(map(ord, prompt)) % 10 == 0:
+        if seen[prompt] == 1 and sum(map(ord, prompt)) % 20 == 0:  # 8 of the 200
             refused.append(time.monotonic())
             return error_response(429, {"error": {"type": "rate_limit", "message": "slow"}},
                                   headers={"retry-after": str(PAUSE)})
@@ -172,9 +172,9 @@ async def test_workers_share_one_rate_and_every_429_pauses_them_all(
     assert keys == {"Bearer sk-test-ray-runtime-env"}
     assert b"sk-test-ray-runtime-env" not in (tmp_path / "s.db").read_bytes()
     assert most <= 6
-    assert 5 <= len(refused) <= 40
+    assert len(refused) == 8
     # The pause reaches the other worker through the limiter actor: what it had let through
-    # before then still arrives (measured: up to 0.3 s on two cores under load); after
+    # before then still arrives (measured: up to 0.8 s on two cores under heavy load); after
     # that nothing until the pause is over. Two unshared limiters would let the other worker's
     # three slots send all through the pause.
     for at in refused:
