@@ -13,12 +13,14 @@ from .cards.token_stats import TokenStats
 from .cards.tool_card import ToolCard
 from .chat.session_sidebar import SessionSidebar
 from .chat.view import ChatView
+from .layout import SideBySide
 from .tool_config.panel import ToolConfigPanel
 
 __all__ = [
     "BatchGrid",
     "ChatView",
     "SessionSidebar",
+    "SideBySide",
     "SkillCard",
     "SubagentCard",
     "ThinkingBlock",

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import time
 import uuid
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -79,6 +80,12 @@ class StaticForm(FrameThrottle):
         self._echo_wanted = echo_wanted
         self.display_ids: list[str] = []
         self._pending = False
+        self._followers: weakref.WeakSet[StaticForm] = weakref.WeakSet()
+
+    def follow(self, source: StaticForm) -> None:
+        """Refresh whenever ``source`` does: a form that draws other widgets' forms (a
+        :class:`~neta_nb.widgets.layout.SideBySide` of a session list and a chat)."""
+        source._followers.add(self)
 
     def bundle(self) -> dict[str, str]:
         """The static form's mimebundle: the rich HTML form and a short plain text."""
@@ -96,6 +103,8 @@ class StaticForm(FrameThrottle):
 
     def refresh(self) -> None:
         """Update the displays to the widget's present state, soon (throttled)."""
+        for follower in list(self._followers):
+            follower.refresh()
         if not self.display_ids:
             return
         self._pending = True
@@ -103,6 +112,8 @@ class StaticForm(FrameThrottle):
 
     def refresh_now(self) -> None:
         """Update them now (the end of a turn)."""
+        for follower in list(self._followers):
+            follower.refresh_now()
         if self.display_ids:
             self._pending = True
             self.flush()

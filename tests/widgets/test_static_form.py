@@ -94,3 +94,31 @@ def test_one_bundle_model_per_kernel_opened_again_after_close_all() -> None:
     ipywidgets.Widget.close_all()
     again = TodoCard()._bundle
     assert again is not first and again.comm is not None and again.hash == first.hash
+
+
+def test_side_by_side_shows_one_row_of_its_childrens_forms_kept_current_with_them(
+        monkeypatch: pytest.MonkeyPatch, updates: list[tuple[dict[str, str], str]]) -> None:
+    from neta_nb.widgets import SideBySide
+
+    shown: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    monkeypatch.setattr("IPython.display.display",
+                        lambda data, **options: shown.append((data, options)))
+    plan = TodoCard(todos=[{"id": "1", "content": "Load", "status": "in_progress"}])
+    tool = ToolCard(name="search", label="Web search", status="running",
+                    layout={"width": "300px"})
+    row = SideBySide(tool, plan, ipywidgets.Label("a plain widget"))
+    row._ipython_display_()
+    (view, _), (form, form_options) = shown
+    assert set(view) == {WIDGET_VIEW, "text/plain"} and view["text/plain"] == ""
+    html = form["text/html"]
+    # The children's own forms, in the row's order; a fixed live width stays fixed.
+    assert html.index("Web search") < html.index("Load") < html.index("a plain widget")
+    assert 'style="flex:0 0 300px;min-width:0"' in html
+    assert form["text/plain"].startswith(tool._static_parts()[1])
+    assert form_options["display_id"] == row._static_form.display_ids[0]
+    # A child settling updates the row's form too (the child itself was not displayed).
+    row._static_form._clock = lambda: 100.0
+    plan.todos = [{"id": "1", "content": "Load", "status": "completed"}]
+    assert [display_id for _, display_id in updates] == row._static_form.display_ids
+    assert "0/1 done" in form["text/plain"]
+    assert "Plan · 1/1 done\n[x] Load" in updates[-1][0]["text/plain"]

@@ -1,0 +1,71 @@
+"""Widgets side by side in one cell, with one static form drawn from theirs: what a saved
+notebook, GitHub and nbviewer show of a session list beside a chat (an ``ipywidgets.HBox``
+shows there only its repr, or "model not found")."""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import ipywidgets  # type: ignore[import-untyped]
+
+from .base import NetaWidget
+from .static_form import StaticForm
+
+__all__ = ["SideBySide"]
+
+
+class SideBySide(ipywidgets.HBox):  # type: ignore[misc]
+    """An ``HBox`` of ``children`` (a :class:`~neta_nb.widgets.SessionSidebar` and a
+    :class:`~neta_nb.widgets.ChatView`, say). Displayed in a cell it is the live row, then a
+    static form that lays the neta_nb children's own forms out in the same row and is kept
+    current with them (other children are named by their repr)::
+
+        SideBySide(SessionSidebar(store, chat=chat), chat)
+    """
+
+    def __init__(self, *children: ipywidgets.DOMWidget, **kwargs: Any) -> None:
+        super().__init__(children=list(children), **kwargs)
+        self._static_form = StaticForm(self._static_parts)
+        for child in children:
+            if isinstance(child, NetaWidget):
+                self._static_form.follow(child._static_form)
+
+    def _static_parts(self) -> tuple[str, str]:
+        columns, texts = [], []
+        for child in self.children:
+            if isinstance(child, NetaWidget):
+                rich, text = child._static_parts()
+            else:
+                text = repr(child)
+                rich = f"<pre>{html.escape(text)}</pre>"
+            columns.append(f'<div style="{_column_style(child)}">{rich}</div>')
+            texts.append(text)
+        row = ('<div style="display:flex;gap:12px;align-items:flex-start">'
+               f'{"".join(columns)}</div>')
+        return row, "\n\n".join(texts)
+
+    def _ipython_display_(self) -> None:
+        """The live row (its ``text/plain`` left empty: the form after it has the words),
+        then the static form; as :meth:`NetaWidget._ipython_display_`."""
+        from IPython.display import display
+
+        bundle = self._repr_mimebundle_()
+        if bundle is not None:
+            data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
+            display({**data, "text/plain": ""}, metadata=metadata,  # type: ignore[no-untyped-call]
+                    raw=True)
+        self._static_form.display()
+
+    def close(self) -> None:
+        self._static_form.cancel()
+        super().close()
+
+
+def _column_style(child: ipywidgets.DOMWidget) -> str:
+    """A child's width in the static row: a fixed one where its live layout has one (the
+    session list's 280 px), else a share of what is left."""
+    width = getattr(child.layout, "width", None)
+    if isinstance(width, str) and width.strip():
+        return f"flex:0 0 {html.escape(width, quote=True)};min-width:0"
+    return "flex:1 1 0;min-width:0"
