@@ -1,7 +1,7 @@
-"""A chat notebook served as an app with Voila (README, "Serve a chat as an app"): the page
-shows the chat view while the turn streams, and the answer grows in place until the turn
-ends, because the notebook starts the turn with ``session.start`` (a task: the cell
-returns at once, Voila sends the page, the widget's batches follow)."""
+"""A chat notebook served as an app with Voila (docs/saved-notebooks.md, "Serve a chat as an
+app"): the page shows the chat view while the turn streams, and the answer grows in place
+until the turn ends, because the notebook starts the turn with ``session.start`` (a task: the
+cell returns at once, Voila sends the page, the widget's batches follow)."""
 
 from __future__ import annotations
 
