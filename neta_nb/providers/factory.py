@@ -49,11 +49,11 @@ def create_provider(spec: str | Provider, *, api_key: str | None = None,
     into every request body (keys the SDK's create call names go in as arguments, others
     in the JSON body). ``tool_results_as_user`` sends tool results as user messages, for
     an OpenAI-compatible server whose chat template drops ``tool`` messages (see the
-    README's server table). Keys come from ``api_key`` or the usual environment variable and
-    are never part of :meth:`Provider.settings`. ``price``: what the model costs (USD per
-    million tokens), instead of the shipped table's (``prices.json``) — for a model the
-    table does not know, a negotiated price, or ``ModelPrice(input=0, output=0)`` for a
-    free local server.
+    server table in docs/configuration.md). Keys come from ``api_key`` or the usual
+    environment variable and are never part of :meth:`Provider.settings`. ``price``: what
+    the model costs (USD per million tokens), instead of the shipped table's
+    (``prices.json``) — for a model the table does not know, a negotiated price, or
+    ``ModelPrice(input=0, output=0)`` for a free local server.
     """
     if isinstance(spec, Provider):
         if price is not None:

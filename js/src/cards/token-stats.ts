@@ -160,7 +160,7 @@ export function createTokenStats(el: HTMLElement, options: ComponentOptions<Toke
     const current = state.current;
     const ctx = state.context ?? { used_tokens: 0, max_tokens: 0, percent: 0 };
     // While a turn runs its figures grow; after it they stay as the last turn's, so what
-    // a turn cost can still be read (the README's line), muted with the rest.
+    // a turn cost can still be read (the line docs/cost.md shows), muted with the rest.
     const showRealtime = current !== null && (state.running || (current.api_calls ?? 0) > 0);
     const reported = current ? reportedShare(current) : "all";
     root.classList.toggle("neta-is-running", state.running);
