@@ -1,5 +1,6 @@
 /**
- * The `_esm` of every neta_nb widget (built to neta_nb/static/loader.js; it imports nothing).
+ * The `_esm` of every neta_nb widget (built to neta_nb/static/loader.js; it imports nothing
+ * at run time).
  *
  * The shared code — all components, markdown, the sanitizer and the stylesheet — is the
  * state of one model per kernel (`WidgetBundle` in neta_nb/widgets/bundle.py), which each
@@ -9,6 +10,9 @@
  * from a server, so this works wherever the widget state is: a live kernel, VS Code, Colab,
  * an exported page with saved widget state.
  *
+ * From the model's first moment it keeps the numbered batches the model receives
+ * (./received-batches.ts): a chat view drawn after its turn started builds from them.
+ *
  * It also tells the bundle whether a kernel backs the widgets (`kernel` in the render
  * props): the shared model came with a comm where a kernel opened it, and has none where
  * the widgets are drawn from saved state alone (an nbconvert HTML export, a notebook
@@ -17,6 +21,7 @@
  */
 import type { AnyModel, RenderProps } from "@anywidget/types";
 import { inflate, type Packed } from "./inflate";
+import { recordReceived } from "./received-batches";
 
 /** anywidget's render props, and whether a kernel backs the widget. */
 export type LoadedRenderProps = RenderProps & { kernel: boolean };
@@ -121,4 +126,10 @@ async function render(props: RenderProps): Promise<unknown> {
   }
 }
 
-export default { render };
+/** Bound to the model as soon as it exists (before any view): keep the numbered batches
+ * it receives, for a view drawn mid-turn (./received-batches.ts). */
+function initialize({ model }: { model: AnyModel }): () => void {
+  return recordReceived(model as unknown as Parameters<typeof recordReceived>[0]);
+}
+
+export default { initialize, render };

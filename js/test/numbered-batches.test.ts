@@ -149,3 +149,47 @@ test("after dispose nothing applies, not even a snapshot already requested", asy
   assert.deepEqual(applied, []);
   assert.equal(model.requests().length, 1);
 });
+
+test("a view drawn mid-stream applies what its model received and asks for no snapshot", () => {
+  const { model, applied, stream, batch } = follow();
+  // The traits hold up to batch 3; the model received 2 (already in them) to 5 before.
+  const received = [2, 3, 4, 5].map((seq) => ({ kind: "batch" as const, seq, text: `t${seq}` }));
+  assert.equal(stream.replay(3, received), true);
+  assert.deepEqual(applied, ["batch 4:t4", "batch 5:t5"]);
+  batch(5); // the loader's copy and the live message may overlap: applied once
+  batch(6);
+  assert.deepEqual(applied, ["batch 4:t4", "batch 5:t5", "batch 6:t6"]);
+  assert.deepEqual(model.requests(), []);
+});
+
+test("received batches that do not join up with the traits are not applied", () => {
+  const { applied, stream } = follow();
+  const gap = [4, 6].map((seq) => ({ kind: "batch" as const, seq, text: `t${seq}` }));
+  assert.equal(stream.replay(3, gap), false);
+  const late = [5, 6].map((seq) => ({ kind: "batch" as const, seq, text: `t${seq}` }));
+  assert.equal(stream.replay(3, late), false); // a model created after batch 4 went
+  assert.deepEqual(applied, []);
+  assert.equal(stream.replay(3, []), true); // nothing came yet: go on from the traits
+  // -1: the traits lack the stream's start (bound mid-turn): never from them.
+  assert.equal(stream.replay(-1, []), false);
+});
+
+test("a received batch that asks for a snapshot stops the replay there", async () => {
+  const model = new FakeModel();
+  const applied: string[] = [];
+  const stream = followNumberedBatches<Batch, Snapshot>(model as unknown as AnyModel<Record<string, unknown>>, {
+    kind: "batch",
+    snapshot: "sync",
+    applyBatch: (batch) => {
+      if (batch.text === "unknown card") stream.resync();
+      else applied.push(`batch ${batch.seq}`);
+    },
+    applySnapshot: (snapshot) => applied.push(`snapshot ${snapshot.seq}`),
+  });
+  const received = [1, 2, 3].map((seq) => ({ kind: "batch" as const, seq, text: seq === 2 ? "unknown card" : "" }));
+  assert.equal(stream.replay(0, received), true);
+  assert.deepEqual(applied, ["batch 1"]);
+  const [request] = model.requests();
+  await model.reply(request, { seq: 3, text: "" });
+  assert.deepEqual(applied, ["batch 1", "snapshot 3"]);
+});

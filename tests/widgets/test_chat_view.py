@@ -446,6 +446,25 @@ async def test_the_turn_end_updates_the_static_form_in_place(
     assert len(updates) == 2 and "Again 5." in updates[-1][0]["text/html"]
 
 
+async def test_traits_say_when_they_lack_the_running_turns_start(sent: SentMessages) -> None:
+    # A chat shown before the turn holds its start in the traits (-1 only mid-turn, for a
+    # chat bound after it began): a page's view may then build from the batches its model
+    # received, and must ask for a snapshot otherwise (js/src/received-batches.ts).
+    gate = asyncio.Event()
+    session, _ = make_session([[TextDelta("Par"), gate.wait, TextDelta("tial"),
+                                StreamDone("end_turn")]])
+    before = ChatView(session)
+    task = session.start("go")
+    await wait_until(lambda: any(op.get("text") == "Par" for b in batches(sent)
+                                 for op in b["ops"]))
+    after = ChatView(session)
+    assert (before.running, after.running) == (True, True)
+    assert before._seq >= 0 and after._seq == -1
+    gate.set()
+    await task
+    assert (after.running, after._seq) == (False, after._batcher.seq)
+
+
 async def test_a_view_that_joins_mid_stream_syncs_the_partial_answer(
         sent: SentMessages) -> None:
     gate = asyncio.Event()
@@ -872,3 +891,13 @@ async def test_the_view_says_while_the_store_is_behind_in_its_language(tmp_path:
         other.close()
     assert session.flush(10)
     await wait_until(lambda: chat.store_warning == "")
+
+
+def test_each_chat_model_has_its_own_key_in_its_first_state() -> None:
+    # The page's loader files the batches a model receives under `_key` before any view is
+    # drawn (js/src/received-batches.ts): two chats, even of one session, must not share it.
+    session = AgentSession(Agent("a", model=FakeProvider([])))
+    first, second = ChatView(session), ChatView(session)
+    keys = [view.get_state()["_key"] for view in (first, second)]
+    assert all(len(key) == 32 for key in keys) and keys[0] != keys[1]
+    assert first.get_state()["_key"] == keys[0]  # stable for the model's life

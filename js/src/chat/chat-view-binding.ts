@@ -16,6 +16,7 @@ import type { DrawerName } from "./chat-header";
 import { createChatView, type ChatActions, type ChatOp, type ChatSnapshot, type ChatViewState, type OlderPage } from "./chat-view";
 import { drawWidget } from "./drawn-widget";
 import { followNumberedBatches } from "../numbered-batches";
+import { receivedBatches } from "../received-batches";
 import { notebookBridgePresent, relayNotebookRequests } from "./notebook-bridge";
 import { createSessionSidebar, type DeleteRequest, type OpenRequest, type RenameRequest, type SessionReply, type SessionSidebarState } from "./session-sidebar";
 
@@ -202,8 +203,12 @@ export function renderChatView({ model: anyModel, el, kernel = true }: RendererP
   };
   model.on("change:_seq", onSeq);
 
-  if (model.get("running") && kernel) stream.resync();
-  else stream.continueFrom(Number(model.get("_seq") ?? 0));
+  if (model.get("running") && kernel) {
+    // Drawn mid-turn (Run All draws the chat after the turn started): the model received
+    // the turn's batches already; a snapshot only if they do not join up with the traits.
+    const received = receivedBatches<BatchMessage>(model.get("_key"), "batch");
+    if (received === null || !stream.replay(Number(model.get("_seq") ?? 0), received)) stream.resync();
+  } else stream.continueFrom(Number(model.get("_seq") ?? 0));
 
   // Announce this view; failures only mean the kernel is gone, when nothing is pending.
   const viewId = `view-${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;

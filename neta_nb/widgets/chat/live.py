@@ -20,6 +20,7 @@ from the session once at :meth:`LiveChat.bind` and followed with its events from
 from __future__ import annotations
 
 import dataclasses
+import uuid
 import weakref
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -144,8 +145,18 @@ class LiveChat(NetaWidget):
         dataclasses.asdict(DEFAULT_ATTACHMENT_LIMITS),
         help="What the input bar lets a prompt carry: max_file_bytes, max_total_bytes, "
              "max_count (the kernel checks them again).").tag(sync=True)
-    _seq = traitlets.Int(0, help="Number of the last batch reflected in the traits.").tag(
-        sync=True)
+    _seq = traitlets.Int(0, help="Number of the last batch reflected in the traits; -1 "
+                                 "while a turn runs that began before this widget showed "
+                                 "the session (its start is in no trait).").tag(sync=True)
+    _key = traitlets.Unicode(
+        help="This widget's name on the page: the widgets' loader keeps the batches its model "
+             "receives under it, so a view drawn mid-turn (Run All draws the chat after its "
+             "turn started) builds from them instead of asking for a snapshot "
+             "(js/src/received-batches.ts).").tag(sync=True)
+
+    @traitlets.default("_key")
+    def _default_key(self) -> str:
+        return uuid.uuid4().hex
 
     def __init__(self, session: AgentSession | None = None, *,
                  agents: Sequence[Agent] = (), window: int = WINDOW,
@@ -226,7 +237,10 @@ class LiveChat(NetaWidget):
             failure = session.store_failure
             self.store_warning = ("" if failure is None
                                   else self._warning_text(store_warning(failure)))
-            self._seq = self._batcher.seq
+            # Bound mid-turn, the traits lack the live response (it goes in batches and
+            # snapshots only): -1 says so, and a view asks for a snapshot until the turn
+            # ends (js/src/received-batches.ts).
+            self._seq = -1 if projection.running else self._batcher.seq
         self._unfollow = [
             session.subscribe(self._on_event),
             # A rewind (retry, edit) changes the history behind the events: drawn again.
