@@ -151,4 +151,30 @@ def test_the_printed_url_opens_the_quickstart(printed_url_lab: LabSession,
     for theme in ("light", "dark"):
         lab.set_theme(dark=theme == "dark")
         lab.screenshot(answers.last, ARTIFACTS / f"quickstart-offline-answer-{theme}.png")
+    # The README's first picture is what the demo shows after Run All: the chat with its
+    # first turn (the prompt at the top of the pane: skill and tool cards, answer, plan),
+    # the chat taller than the notebook's 640 px in a taller window to hold it whole.
+    chat = panel.locator(".neta-chat-view").first
+    window = page.viewport_size
+    assert window is not None
+    page.set_viewport_size({"width": window["width"], "height": 1500})
+    lab.execute(FIRST_NOTEBOOK, "chat.height = '1240px'")
+    chat.evaluate("(view) => new Promise((done) => { const check = () => "
+                  "view.getBoundingClientRect().height > 1200 ? done(true) "
+                  ": requestAnimationFrame(check); check(); })")
+    for theme in ("light", "dark"):
+        lab.set_theme(dark=theme == "dark")
+        lab.wait_for_transitions(chat)
+        offset = chat.evaluate("""(view) => {
+          const pane = view.querySelector('.neta-chat-scroll');
+          const prompt = view.querySelector('.neta-chat-user');
+          pane.scrollTop += prompt.getBoundingClientRect().top
+            - pane.getBoundingClientRect().top - 8;
+          return prompt.getBoundingClientRect().top - pane.getBoundingClientRect().top;
+        }""")
+        lab.wait_for_frames()
+        assert 0 <= offset < 40, offset  # the first prompt at the top of the pane
+        lab.screenshot(chat, screenshot_dir / f"demo-after-run-all-{theme}.png")
+    lab.set_theme(dark=False)
+    page.set_viewport_size(window)
     assert not lab.console_errors, lab.console_errors
