@@ -158,6 +158,29 @@ def test_read_sees_unsaved_typing_and_error_outputs(lab: LabSession) -> None:
     assert nbformat.read(lab.server.root_dir / path, as_version=4).cells[1].source == "x = 1"
 
 
+def test_read_and_run_send_megabytes_of_output_bounded(lab: LabSession) -> None:
+    # 400 KB printed, a 2 MB "image" and a small one (under the server's output rate): the
+    # reply stays small, the text keeps its head and tail, the large image is named, the
+    # small one comes whole.
+    big_image = ("from IPython.display import display\n"
+                 "display({'image/png': 'A' * 2_100_000, 'text/plain': '<big>'}, raw=True)\n"
+                 "display({'image/png': 'iVBORw0KGgo=', 'text/plain': '<small>'}, raw=True)")
+    path = lab.run_notebook("bridge_big.ipynb", ["print('head' + 'x' * 400_000 + 'tail')",
+                                                  big_image])
+    page = lab.page
+    reply = bridge(page, path, "read")
+    assert len(json.dumps(reply)) < 200_000
+    text_cell, image_cell = result(reply)["cells"]
+    printed = text_cell["outputs"][0]["text"]
+    assert printed.startswith("headxxx") and printed.rstrip().endswith("xxxtail")
+    assert "characters left out by the page" in printed
+    large, small = image_cell["outputs"]
+    assert large["data"] == {"text/plain": "<big>\n[image/png, 1,538 KB: left out by the page]"}
+    assert small["data"]["image/png"] == "iVBORw0KGgo="
+    ran = result(bridge(page, path, "run", {"cell_id": text_cell["id"]}))
+    assert len(json.dumps(ran)) < 200_000 and "left out by the page" in ran["outputs"][0]["text"]
+
+
 def test_edit_is_one_undo_step_and_a_stale_edit_changes_nothing(lab: LabSession) -> None:
     path = lab.run_notebook("bridge_edit.ipynb", ['print("anchor")', "x = 1", "y = 2"])
     page = lab.page

@@ -9,6 +9,7 @@ import type { Cell, ICellModel, ICodeCellModel } from "@jupyterlab/cells";
 import { type INotebookCellExecutor, KernelError, NotebookActions, type NotebookPanel, runCell } from "@jupyterlab/notebook";
 import type * as nbformat from "@jupyterlab/nbformat";
 import { BridgeFailure } from "./protocol";
+import { type Budget, boundOutput, newBudget } from "./bounded-outputs";
 
 /** Services the ops use besides the panel (both may be missing on an odd page). */
 export interface OpServices {
@@ -85,17 +86,19 @@ function replaceSource(cell: ICellModel, source: string): void {
   oneUndoStep(undoManagerOf(cell.sharedModel), () => cell.sharedModel.setSource(source));
 }
 
-function cellJson(cell: ICellModel): Record<string, unknown> {
+function cellJson(cell: ICellModel, budget: Budget): Record<string, unknown> {
   const base: Record<string, unknown> = { id: cell.id, cell_type: cell.type, source: cell.sharedModel.getSource() };
   if (isCode(cell)) {
     base.execution_count = cell.executionCount ?? null;
-    base.outputs = cell.outputs.toJSON();
+    // Bounded: megabytes of output do not cross the comm (./bounded-outputs.ts).
+    base.outputs = cell.outputs.toJSON().map((output) => boundOutput(output as Parameters<typeof boundOutput>[0], budget));
   }
   return base;
 }
 
 function read(panel: NotebookPanel): unknown {
-  return { path: panel.context.path, dirty: panel.context.model.dirty, cells: cells(panel).map(cellJson) };
+  const budget = newBudget();
+  return { path: panel.context.path, dirty: panel.context.model.dirty, cells: cells(panel).map((cell) => cellJson(cell, budget)) };
 }
 
 function edit(panel: NotebookPanel, args: Args): unknown {
@@ -147,7 +150,9 @@ function remove(panel: NotebookPanel, args: Args): unknown {
 }
 
 function ranResult(cellId: string, cell: ICodeCellModel, status: "ok" | "error"): unknown {
-  return { cell_id: cellId, execution_count: cell.executionCount ?? null, outputs: cell.outputs.toJSON(), status };
+  const budget = newBudget();
+  const outputs = cell.outputs.toJSON().map((output) => boundOutput(output as Parameters<typeof boundOutput>[0], budget));
+  return { cell_id: cellId, execution_count: cell.executionCount ?? null, outputs, status };
 }
 
 /** The notebook's own signals of a user's run (its toolbar's execution indicator and the
