@@ -146,9 +146,32 @@ def decode(payload: str | bytes) -> dict[str, Any]:
 class Recorder:
     frames: list[Frame] = field(default_factory=list)
     code_by_request: dict[str, str] = field(default_factory=dict)
+    comm_of_request: dict[str, str] = field(default_factory=dict)
+    kernel_comms: set[str] = field(default_factory=set)
 
     def attach(self, page: Any) -> None:
-        page.on("websocket", lambda socket: socket.on("framereceived", self._on_frame))
+        def on_socket(socket: Any) -> None:
+            socket.on("framereceived", self._on_frame)
+            socket.on("framesent", self._on_sent)
+        page.on("websocket", on_socket)
+
+    def _on_sent(self, payload: str | bytes) -> None:
+        """The page's comm messages: which comm each went to, so the kernel's answers to
+        messages for a comm the kernel never opened (JupyterLab's widget manager opening
+        its control comm before the kernel imported ipywidgets: "No such comm") are not
+        counted as the views' requests."""
+        try:
+            message = decode(payload)
+        except (ValueError, IndexError, UnicodeDecodeError):
+            return
+        if message["header"].get("msg_type") == "comm_msg":
+            self.comm_of_request[message["header"].get("msg_id", "")] = str(
+                message["content"].get("comm_id", ""))
+
+    def _views_request(self, frame: Frame) -> bool:
+        """A frame the kernel sent in answer to a page's message to a widget's comm."""
+        return (frame.parent_type == "comm_msg"
+                and self.comm_of_request.get(frame.parent_id, "") in self.kernel_comms)
 
     def _on_frame(self, payload: str | bytes) -> None:
         size = len(payload.encode() if isinstance(payload, str) else payload)
@@ -161,6 +184,8 @@ class Recorder:
         msg_type = header.get("msg_type", "")
         if msg_type == "execute_input":
             self.code_by_request[parent.get("msg_id", "")] = content.get("code", "")
+        if msg_type == "comm_open":
+            self.kernel_comms.add(str(content.get("comm_id", "")))
         detail = ""
         data = content.get("data") if isinstance(content, dict) else None
         if msg_type.startswith("comm") and isinstance(data, dict):
@@ -180,7 +205,7 @@ class Recorder:
             code = self.code_by_request.get(frame.parent_id)
             if code is not None and code in names:
                 totals[names[code]] += frame.size
-            elif frame.parent_type == "comm_msg":
+            elif self._views_request(frame):
                 totals[VIEW_REQUESTS] += frame.size
             else:
                 totals["other (kernel info, comm info, session)"] += frame.size
@@ -192,7 +217,7 @@ class Recorder:
         totals: dict[str, int] = defaultdict(int)
         for frame in self.frames:
             mine = (self.code_by_request.get(frame.parent_id) == CELLS[cell] if cell
-                    else frame.parent_type == "comm_msg")
+                    else self._views_request(frame))
             if mine:
                 totals[" ".join(part for part in (frame.msg_type, frame.detail) if part)] += (
                     frame.size)
