@@ -54,6 +54,8 @@ CORE_EXTRAS = {
 }
 WIDGETS_EXTRAS: dict[str, str] = {
     "BatchGrid": "what a BatchRun (agent.map) shows in a cell: counters and a tile per row",
+    "SideBySide": "widgets in one row (a session list beside its chat) whose saved form "
+                  "shows them all",
 }
 
 MODULES = {"neta_nb": (neta_nb, CORE_CONTRACT, CORE_EXTRAS),

@@ -17,6 +17,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
@@ -121,13 +122,24 @@ class JupyterLabProcess:
         poll_until(printed, within=timeout, what="JupyterLab printed no URL", interval=0.2)
         return found[-1]
 
-    def fetch(self, url: str) -> int:
-        """The HTTP status of ``url`` on this server."""
-        try:
-            with urllib.request.urlopen(url, timeout=10) as response:
-                return int(response.status)
-        except urllib.error.HTTPError as error:
-            return int(error.code)
+    def fetch(self, url: str, within: float = 20.0) -> int:
+        """The HTTP status of ``url`` on this server; a refused connection is tried again
+        for ``within`` seconds (seen once on a loaded machine right after the URL was
+        printed), unless the server exited."""
+        deadline = time.monotonic() + within
+        while True:
+            try:
+                with urllib.request.urlopen(url, timeout=10) as response:
+                    return int(response.status)
+            except urllib.error.HTTPError as error:
+                return int(error.code)
+            except urllib.error.URLError as error:
+                refused = isinstance(error.reason, ConnectionRefusedError)
+                if not refused or self.process.poll() is not None or (
+                        time.monotonic() > deadline):
+                    raise AssertionError(f"{url} did not answer ({error.reason}):\n"
+                                         f"{self.log_text()}") from error
+                time.sleep(0.2)
 
     def stop(self) -> None:
         if self.process.poll() is not None:
