@@ -33,4 +33,5 @@ mypy
 # What an HTML export with widget state loads from the web (the widget manager, require.js,
 # anywidget's frontend), served locally by tests/browser/test_export_widgets.py (locked).
 (cd tests/fixtures/html_manager && npm ci --no-audit --no-fund)
-python -m pytest tests notebooks --nbval "$@"
+# The slowest tests are listed at the end: the suite is timed on every fresh clone.
+python -m pytest tests notebooks --nbval --durations=25 "$@"
