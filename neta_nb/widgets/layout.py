@@ -19,17 +19,27 @@ class SideBySide(ipywidgets.HBox):  # type: ignore[misc]
     """An ``HBox`` of ``children`` (a :class:`~neta_nb.widgets.SessionSidebar` and a
     :class:`~neta_nb.widgets.ChatView`, say). Displayed in a cell it is the live row, then a
     static form that lays the neta_nb children's own forms out in the same row and is kept
-    current with them (other children are named by their repr)::
+    current with them, children set later included (other children are named by their
+    repr)::
 
-        SideBySide(SessionSidebar(store, chat=chat), chat)
+        SideBySide(SessionSidebar(store, chat=chat), chat)   # or SideBySide(children=[…])
     """
 
     def __init__(self, *children: ipywidgets.DOMWidget, **kwargs: Any) -> None:
-        super().__init__(children=list(children), **kwargs)
+        if children:
+            kwargs["children"] = list(children)
+        super().__init__(**kwargs)
         self._static_form = StaticForm(self._static_parts)
-        for child in children:
-            if isinstance(child, NetaWidget):
-                self._static_form.follow(child._static_form)
+        self._follow_children()
+        self.observe(self._children_set, names="children")
+
+    def _follow_children(self) -> None:
+        self._static_form.follow([child._static_form for child in self.children
+                                  if isinstance(child, NetaWidget)])
+
+    def _children_set(self, _change: Any) -> None:
+        self._follow_children()
+        self._static_form.refresh()
 
     def _static_parts(self) -> tuple[str, str]:
         columns, texts = [], []
@@ -58,7 +68,10 @@ class SideBySide(ipywidgets.HBox):  # type: ignore[misc]
         self._static_form.display()
 
     def close(self) -> None:
-        self._static_form.cancel()
+        form = getattr(self, "_static_form", None)  # absent when __init__ failed
+        if form is not None:
+            form.follow(())
+            form.cancel()
         super().close()
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import time
 import uuid
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .background_echo import echo_after_cell
@@ -81,11 +81,21 @@ class StaticForm(FrameThrottle):
         self.display_ids: list[str] = []
         self._pending = False
         self._followers: weakref.WeakSet[StaticForm] = weakref.WeakSet()
+        self._sources: tuple[StaticForm, ...] = ()
 
-    def follow(self, source: StaticForm) -> None:
-        """Refresh whenever ``source`` does: a form that draws other widgets' forms (a
-        :class:`~neta_nb.widgets.layout.SideBySide` of a session list and a chat)."""
-        source._followers.add(self)
+    def follow(self, sources: Sequence[StaticForm]) -> None:
+        """Refresh whenever one of ``sources`` does (instead of those followed so far): a
+        form that draws other widgets' forms (a :class:`~neta_nb.widgets.layout.SideBySide`
+        of a session list and a chat). An earlier follower of the very same sources — the
+        same cell run again, whose old row stays open — stops following them: its display
+        was replaced, and updating it would send the whole form again for nothing."""
+        for source in self._sources:
+            source._followers.discard(self)
+        self._sources = tuple(sources)
+        for source in self._sources:
+            for earlier in [f for f in source._followers if f._sources == self._sources]:
+                earlier.follow(())
+            source._followers.add(self)
 
     def bundle(self) -> dict[str, str]:
         """The static form's mimebundle: the rich HTML form and a short plain text."""

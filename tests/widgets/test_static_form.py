@@ -122,3 +122,38 @@ def test_side_by_side_shows_one_row_of_its_childrens_forms_kept_current_with_the
     assert [display_id for _, display_id in updates] == row._static_form.display_ids
     assert "0/1 done" in form["text/plain"]
     assert "Plan · 1/1 done\n[x] Load" in updates[-1][0]["text/plain"]
+
+
+def test_side_by_side_follows_its_present_children_and_a_rerun_replaces_the_old_row(
+        monkeypatch: pytest.MonkeyPatch, updates: list[tuple[dict[str, str], str]]) -> None:
+    from neta_nb.widgets import SideBySide
+
+    monkeypatch.setattr("IPython.display.display", lambda data, **options: None)
+    plan = TodoCard(todos=[{"id": "1", "content": "Load", "status": "in_progress"}])
+    tool = ToolCard(name="search", label="Web search", status="running")
+    old = SideBySide(children=[plan, tool])  # the usual HBox call works too
+    old._ipython_display_()
+    new = SideBySide(plan, tool)  # the same cell run again: the old row stays open
+    new._ipython_display_()
+    for row in (old, new):
+        row._static_form._clock = lambda: 100.0
+    plan.todos = [{"id": "1", "content": "Load", "status": "completed"}]
+    # Only the newest row's display is updated (the old one was replaced in the cell).
+    assert {display_id for _, display_id in updates} == set(new._static_form.display_ids)
+
+    # Children set later are followed, the ones taken out no longer.
+    updates.clear()
+    other = TodoCard(todos=[{"id": "2", "content": "Fit", "status": "pending"}])
+    new.children = [tool, other]
+    assert "Fit" in updates[-1][0]["text/plain"] and "Load" not in updates[-1][0]["text/plain"]
+    updates.clear()
+    new._static_form._clock = lambda: 200.0  # past the interval: the next change goes at once
+    plan.todos = []
+    assert updates == []
+    other.todos = [{"id": "2", "content": "Fit", "status": "completed"}]
+    assert len(updates) == 1
+    # Closed, it follows nothing.
+    updates.clear()
+    new.close()
+    other.todos = []
+    assert updates == []
