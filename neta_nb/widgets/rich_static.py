@@ -30,11 +30,39 @@ _DIFF_COLOURS = {"+": "background:rgba(46,125,50,.14)", "-": "background:rgba(21
                  "@": "color:#1976d2"}
 
 
+def _nested_deeper_than(text: str, limit: int) -> bool:
+    """Whether JSON ``text`` nests arrays and objects deeper than ``limit`` (brackets inside
+    strings do not count). Checked before parsing: a hostile item of 100,000 ``[`` would
+    take the parser to the recursion limit, where the interpreter cannot even report an
+    exception a finalizer raises meanwhile."""
+    depth, in_string, escaped = 0, False, False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif char in "]}":
+            depth -= 1
+    return False
+
+
 def _proposal(item: Mapping[str, Any]) -> dict[str, Any] | None:
     """The item's proposal when well formed (any tool may return an item of this type,
     and a stored one may be damaged: the static form must not fail on it)."""
+    text = str(item.get("text") or "")
+    if _nested_deeper_than(text, 16):  # a proposal nests three deep
+        return None
     try:
-        data = json.loads(str(item.get("text") or ""))
+        data = json.loads(text)
     except (ValueError, RecursionError):
         return None
     if not isinstance(data, dict) or not isinstance(data.get("diff"), list):
