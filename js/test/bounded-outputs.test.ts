@@ -38,3 +38,38 @@ test("past the notebook's budget each output is one line", () => {
   assert.ok(sent < TOTAL_CHARS + 2 * TEXT_CHARS, String(sent));
   assert.match(boundOutput(chunk, budget).text as string, /left out by the page/);
 });
+
+test("a cut never splits a surrogate pair", () => {
+  const face = "😀"; // two UTF-16 units
+  for (const shift of [0, 1]) {
+    const value = "a".repeat(TEXT_CHARS / 2 - 1 + shift) + face.repeat(TEXT_CHARS);
+    const cut = boundOutput({ output_type: "stream", name: "stdout", text: value }, newBudget()).text as string;
+    assert.doesNotThrow(() => encodeURIComponent(cut)); // throws on a lone surrogate
+  }
+});
+
+test("JSON values are never joined or cut as text: small ones pass, large ones are named", () => {
+  const small = { output_type: "display_data", data: { "application/json": ["a", "b"] }, metadata: {} };
+  assert.deepEqual(boundOutput(small, newBudget()), small);
+  const plot = { data: [{ y: Array.from({ length: 30_000 }, (_, i) => i) }] };
+  const large = boundOutput({ output_type: "display_data", data: { "application/vnd.plotly.v1+json": plot, "text/plain": "<Figure>" }, metadata: {} }, newBudget());
+  assert.deepEqual(Object.keys(large.data as object), ["text/plain"]);
+  assert.match((large.data as Record<string, string>)["text/plain"], /^<Figure>\n\[application\/vnd\.plotly\.v1\+json, \d+ KB: left out by the page\]$/);
+});
+
+test("an error keeps its name, a bounded value and its last frames; past the budget it stays an error", () => {
+  const error = { output_type: "error", ename: "ValueError", evalue: "v".repeat(50_000), traceback: Array.from({ length: 500 }, (_, i) => `frame ${i}`) };
+  const bounded = boundOutput(error, newBudget());
+  assert.equal(bounded.ename, "ValueError");
+  assert.ok((bounded.evalue as string).length < 10_100);
+  assert.deepEqual((bounded.traceback as string[]).slice(-1), ["frame 499"]);
+  assert.equal((bounded.traceback as string[]).length, 100);
+  const spent = { left: 10 };
+  const late = boundOutput(error, spent);
+  assert.equal(late.output_type, "error");
+  assert.equal(late.ename, "ValueError");
+  assert.match(late.evalue as string, /left out by the page/);
+  // One output larger than what is left does not overshoot the budget either.
+  const next = boundOutput({ output_type: "stream", name: "stdout", text: "short" }, spent);
+  assert.match(next.text as string, /left out by the page/);
+});

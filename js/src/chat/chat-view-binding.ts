@@ -189,7 +189,11 @@ export function renderChatView({ model: anyModel, el, kernel = true }: RendererP
         // fires change events, so the other traits are current here.
         view.update({ session_id: model.get("session_id") as string, rewinds: Number(model.get("rewinds") ?? 0) });
         view.update(readTraits<ChatViewState>(model, CHAT_TRAITS));
-        stream.continueFrom(Number(model.get("_seq") ?? 0));
+        const seq = Number(model.get("_seq") ?? 0);
+        // A session shown mid-turn (-1): its live response is in no trait; fetch it now
+        // rather than at the next batch (which waits while the turn waits on a tool).
+        if (seq < 0 && model.get("running") && kernel) stream.resync();
+        else stream.continueFrom(seq);
         return;
       }
       view.update({ [trait]: model.get(trait) } as Partial<ChatViewState>);
@@ -206,8 +210,11 @@ export function renderChatView({ model: anyModel, el, kernel = true }: RendererP
   if (model.get("running") && kernel) {
     // Drawn mid-turn (Run All draws the chat after the turn started): the model received
     // the turn's batches already; a snapshot only if they do not join up with the traits.
+    // Nothing received mid-turn means the model missed the turn's start batch (or the
+    // view came within its first 0.1 s): a snapshot, small then, is the safe way.
     const received = receivedBatches<BatchMessage>(model.get("_key"), "batch");
-    if (received === null || !stream.replay(Number(model.get("_seq") ?? 0), received)) stream.resync();
+    const after = (received ?? []).filter((batch) => batch.seq > Number(model.get("_seq") ?? 0));
+    if (received === null || after.length === 0 || !stream.replay(Number(model.get("_seq") ?? 0), received)) stream.resync();
   } else stream.continueFrom(Number(model.get("_seq") ?? 0));
 
   // Announce this view; failures only mean the kernel is gone, when nothing is pending.
