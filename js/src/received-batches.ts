@@ -29,9 +29,9 @@ interface NumberedMessage {
 export interface Received {
   /** Batches in the order they came (by kind; a chat's are `batch`). */
   messages: NumberedMessage[];
-  /** Some were dropped (too many), or the model came mid-turn: what is kept does not
-   * join up with the traits. */
-  overflowed: boolean;
+  /** Not all of the turn's batches are here (too many were dropped, or the model came
+   * mid-turn): they do not join up with the traits. */
+  incomplete: boolean;
 }
 
 interface ModelEvents {
@@ -63,20 +63,20 @@ export function recordReceived(model: ModelEvents): () => void {
   // A model created while a turn runs holds the turn's start in no trait (a stream's live
   // response is sent only in batches and snapshots): its views need a snapshot until the
   // turn ends.
-  const received: Received = { messages: [], overflowed: model.get("running") === true };
+  const received: Received = { messages: [], incomplete: model.get("running") === true };
   registry().set(key, received);
   const onMessage = (message: unknown) => {
     if (!isNumbered(message)) return;
     if (received.messages.length >= MAX_KEPT) {
       received.messages = [];
-      received.overflowed = true;
+      received.incomplete = true;
     }
-    if (!received.overflowed) received.messages.push(message);
+    if (!received.incomplete) received.messages.push(message);
   };
   // Between turns the traits are the whole state: what came before is in them.
   const forget = () => {
     received.messages = [];
-    received.overflowed = false;
+    received.incomplete = false;
   };
   const onRunning = () => {
     if (!model.get("running")) forget();
@@ -97,6 +97,6 @@ export function recordReceived(model: ModelEvents): () => void {
 export function receivedBatches<B extends { kind: string; seq: number }>(key: unknown, kind: string): B[] | null {
   if (typeof key !== "string" || !key) return null;
   const received = registry().get(key);
-  if (!received || received.overflowed) return null;
+  if (!received || received.incomplete) return null;
   return received.messages.filter((message) => message.kind === kind) as unknown as B[];
 }

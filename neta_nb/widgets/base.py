@@ -42,7 +42,7 @@ from ..encodable import encodable_value
 from ..escaping import code_span, escape_markdown, fenced, literal_markdown
 from .background_echo import current_request, echo_after_cell, echo_noted, echoing
 from .bundle import STATIC_DIR, WidgetBundle, loader_source, shared_bundle
-from .static_form import StaticForm, short_plain
+from .static_form import StaticForm, display_view_and_form, short_plain
 
 __all__ = ["STATIC_DIR", "ErrorReply", "Lang", "NetaWidget", "OkReply", "Reply", "RequestError",
            "RequestHandler", "code_span", "escape_markdown", "fenced", "handles", "html_card",
@@ -403,19 +403,8 @@ class NetaWidget(anywidget.AnyWidget):
 
     def _ipython_display_(self) -> None:
         """Displayed in a cell: the widget view, then its static form as an output of its
-        own that is kept current (see ``neta_nb.widgets.static_form``).
-
-        The view's ``text/plain`` is empty here: the static form right after it carries the
-        words, so a page that draws no view (GitHub, nbviewer, a notebook reopened without
-        widget state) shows them once, not a line and then the form repeating it."""
-        from IPython.display import display
-
-        bundle = self._repr_mimebundle_()
-        if bundle is not None:
-            data, metadata = bundle
-            display({**data, "text/plain": ""}, metadata=metadata,  # type: ignore[no-untyped-call]
-                    raw=True)
-        self._static_form.display()
+        own that is kept current (see ``neta_nb.widgets.static_form``)."""
+        display_view_and_form(self._repr_mimebundle_(), self._static_form)
 
     def close(self) -> None:
         form = getattr(self, "_static_form", None)

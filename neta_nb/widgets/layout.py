@@ -10,7 +10,7 @@ from typing import Any
 import ipywidgets  # type: ignore[import-untyped]
 
 from .base import NetaWidget
-from .static_form import StaticForm
+from .static_form import StaticForm, display_view_and_form
 
 __all__ = ["SideBySide"]
 
@@ -56,16 +56,8 @@ class SideBySide(ipywidgets.HBox):  # type: ignore[misc]
         return row, "\n\n".join(texts)
 
     def _ipython_display_(self) -> None:
-        """The live row (its ``text/plain`` left empty: the form after it has the words),
-        then the static form; as :meth:`NetaWidget._ipython_display_`."""
-        from IPython.display import display
-
-        bundle = self._repr_mimebundle_()
-        if bundle is not None:
-            data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
-            display({**data, "text/plain": ""}, metadata=metadata,  # type: ignore[no-untyped-call]
-                    raw=True)
-        self._static_form.display()
+        """The live row, then the static form (as :meth:`NetaWidget._ipython_display_`)."""
+        display_view_and_form(self._repr_mimebundle_(), self._static_form)
 
     def close(self) -> None:
         form = getattr(self, "_static_form", None)  # absent when __init__ failed

@@ -35,7 +35,8 @@ from typing import Any
 from .background_echo import echo_after_cell
 from .streaming import FrameThrottle, Scheduler, call_later_on_running_loop
 
-__all__ = ["PLAIN_CHARS", "REFRESH_INTERVAL", "StaticForm", "send_update", "short_plain"]
+__all__ = ["PLAIN_CHARS", "REFRESH_INTERVAL", "StaticForm", "display_view_and_form",
+           "send_update", "short_plain"]
 
 REFRESH_INTERVAL = 1.0
 """Seconds between two updates of one static form: it is the whole form each time (a card
@@ -64,6 +65,20 @@ def send_update(bundle: dict[str, str], display_id: str) -> None:
 def short_plain(text: str, limit: int = PLAIN_CHARS) -> str:
     """``text`` cut to ``limit`` characters, saying so."""
     return text if len(text) <= limit else text[:limit].rstrip() + "…"
+
+
+def display_view_and_form(bundle: Any, form: StaticForm) -> None:
+    """Show a widget in the running cell: its view (``bundle``, a widget's
+    ``_repr_mimebundle_()``: the data, or ``(data, metadata)``) with an empty ``text/plain``
+    — the form after it carries the words, so a page that draws no view (GitHub, nbviewer,
+    a notebook reopened without widget state) shows them once — then ``form``."""
+    from IPython.display import display
+
+    if bundle is not None:
+        data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
+        display({**data, "text/plain": ""}, metadata=metadata,  # type: ignore[no-untyped-call]
+                raw=True)
+    form.display()
 
 
 class StaticForm(FrameThrottle):
@@ -113,8 +128,9 @@ class StaticForm(FrameThrottle):
 
     def refresh(self) -> None:
         """Update the displays to the widget's present state, soon (throttled)."""
-        for follower in list(self._followers):
-            follower.refresh()
+        if self._followers:  # rare (a SideBySide): no copy made on every refresh
+            for follower in list(self._followers):
+                follower.refresh()
         if not self.display_ids:
             return
         self._pending = True
@@ -122,8 +138,9 @@ class StaticForm(FrameThrottle):
 
     def refresh_now(self) -> None:
         """Update them now (the end of a turn)."""
-        for follower in list(self._followers):
-            follower.refresh_now()
+        if self._followers:
+            for follower in list(self._followers):
+                follower.refresh_now()
         if self.display_ids:
             self._pending = True
             self.flush()

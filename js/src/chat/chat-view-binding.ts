@@ -212,9 +212,10 @@ export function renderChatView({ model: anyModel, el, kernel = true }: RendererP
     // the turn's batches already; a snapshot only if they do not join up with the traits.
     // Nothing received mid-turn means the model missed the turn's start batch (or the
     // view came within its first 0.1 s): a snapshot, small then, is the safe way.
+    const seq = Number(model.get("_seq") ?? 0);
     const received = receivedBatches<BatchMessage>(model.get("_key"), "batch");
-    const after = (received ?? []).filter((batch) => batch.seq > Number(model.get("_seq") ?? 0));
-    if (received === null || after.length === 0 || !stream.replay(Number(model.get("_seq") ?? 0), received)) stream.resync();
+    const fresh = received?.some((batch) => batch.seq > seq) ?? false;
+    if (!fresh || !stream.replay(seq, received ?? [])) stream.resync();
   } else stream.continueFrom(Number(model.get("_seq") ?? 0));
 
   // Announce this view; failures only mean the kernel is gone, when nothing is pending.
