@@ -11,4 +11,4 @@ from hypothesis import settings
 settings.register_profile("neta_nb", deadline=None)
 settings.load_profile("neta_nb")
 
-pytest_plugins = ["tests.support.offline"]
+pytest_plugins = ["tests.support.offline", "tests.support.parallel"]

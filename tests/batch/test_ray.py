@@ -40,13 +40,20 @@ LOOPBACK_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 """Off, Ray keeps a single machine's cluster on the loopback address (ray_constants)."""
 
 
+RAY_PACKAGE = str(Path(ray.__file__).parent)
+
+
 def _new_processes(before: set[int]) -> list[psutil.Process]:
+    """Ray's processes started since ``before``: its binaries and scripts (raylet,
+    gcs_server, the agents) run from its package folder and its workers are named
+    ``ray::…``. Nothing else matches, such as another test worker's browser or kernels."""
     found = []
     for process in psutil.process_iter(["pid", "name", "cmdline"]):
         if process.pid in before or process.pid == os.getpid():
             continue
-        text = " ".join(process.info.get("cmdline") or []) + " " + (process.info["name"] or "")
-        if "ray" in text:
+        name = process.info["name"] or ""
+        cmdline = " ".join(process.info.get("cmdline") or [])
+        if name.startswith("ray::") or cmdline.startswith("ray::") or RAY_PACKAGE in cmdline:
             found.append(process)
     return found
 
