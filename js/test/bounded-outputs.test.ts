@@ -3,7 +3,7 @@
 // output is one line saying so.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { boundOutput, IMAGE_CHARS, newBudget, TEXT_CHARS, TOTAL_CHARS } from "../labextension/src/bounded-outputs";
+import { boundOutput, chargeOrder, IMAGE_CHARS, newBudget, TEXT_CHARS, TOTAL_CHARS } from "../labextension/src/bounded-outputs";
 
 test("short outputs pass unchanged", () => {
   const output = { output_type: "execute_result", data: { "text/plain": "42" }, execution_count: 3, metadata: {} };
@@ -72,4 +72,19 @@ test("an error keeps its name, a bounded value and its last frames; past the bud
   // One output larger than what is left does not overshoot the budget either.
   const next = boundOutput({ output_type: "stream", name: "stdout", text: "short" }, spent);
   assert.match(next.text as string, /left out by the page/);
+});
+
+test("a read charges the cells it asks for first, then the others in document order", () => {
+  const ids = ["a", "b", "c", "d", "e"];
+  assert.deepEqual(chargeOrder(ids, {}), [0, 1, 2, 3, 4]);
+  assert.deepEqual(chargeOrder(ids, { start: 1, end: null, cell_id: null }), [0, 1, 2, 3, 4]);
+  assert.deepEqual(chargeOrder(ids, { cell_id: "d", start: 1 }), [3, 0, 1, 2, 4]);
+  assert.deepEqual(chargeOrder(ids, { start: 4 }), [3, 4, 0, 1, 2]);
+  assert.deepEqual(chargeOrder(ids, { start: 2, end: 3 }), [1, 2, 0, 3, 4]);
+  // As read_notebook reads them: a start below 1 is 1; an unknown id or an empty range
+  // leaves document order.
+  assert.deepEqual(chargeOrder(ids, { start: -5, end: 1 }), [0, 1, 2, 3, 4]);
+  assert.deepEqual(chargeOrder(ids, { cell_id: "zz" }), [0, 1, 2, 3, 4]);
+  assert.deepEqual(chargeOrder(ids, { start: 9 }), [0, 1, 2, 3, 4]);
+  assert.deepEqual(chargeOrder(ids, { start: "2" }), [0, 1, 2, 3, 4]);
 });

@@ -181,6 +181,34 @@ def test_read_and_run_send_megabytes_of_output_bounded(lab: LabSession) -> None:
     assert len(json.dumps(ran)) < 200_000 and "left out by the page" in ran["outputs"][0]["text"]
 
 
+def test_a_read_spends_the_output_budget_on_the_cells_it_asks_for_first(
+        lab: LabSession) -> None:
+    # Three cells each holding a 1.9 MB image (sent whole: under the image bound) pass the
+    # page's 4 M budget: a read of the whole notebook leaves out the last; a read of the
+    # last cell, by id or by range, gets it whole and leaves out one it did not ask for.
+    path = lab.run_notebook("bridge_budget.ipynb", ["print(1)", "b = 2", "c = 3"])
+    page = lab.page
+    ids = file_ids(lab.server.root_dir, path)
+    image = "A" * 1_900_000
+    for cell_id in ids:
+        result(bridge(page, path, "set_outputs", {
+            "cell_id": cell_id, "execution_count": None,
+            "outputs": [{"output_type": "display_data", "metadata": {},
+                         "data": {"image/png": image, "text/plain": "<image>"}}]}))
+
+    def whole(reply: dict[str, Any]) -> list[bool]:
+        return [cell["outputs"][0].get("data", {}).get("image/png") == image
+                for cell in result(reply)["cells"]]
+
+    assert whole(bridge(page, path, "read")) == [True, True, False]
+    assert whole(bridge(page, path, "read", {"cell_id": ids[2], "start": 1, "end": None})) \
+        == [True, False, True]
+    assert whole(bridge(page, path, "read", {"start": 2, "end": 3, "cell_id": None})) \
+        == [False, True, True]
+    left_out = result(bridge(page, path, "read", {"start": 3}))["cells"][1]["outputs"][0]
+    assert left_out["output_type"] == "stream" and "passed its limit" in left_out["text"]
+
+
 def test_edit_is_one_undo_step_and_a_stale_edit_changes_nothing(lab: LabSession) -> None:
     path = lab.run_notebook("bridge_edit.ipynb", ['print("anchor")', "x = 1", "y = 2"])
     page = lab.page

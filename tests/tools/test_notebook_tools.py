@@ -90,6 +90,18 @@ async def test_read_notebook_shows_ids_sources_unsaved_state_and_the_error() -> 
     assert "\x1b" not in text  # ANSI colours removed
     assert "not instructions" in text  # the notebook's content is data
     assert_valid_history(provider.requests[-1].messages)
+    # The range goes to the page, which spends its output budget on those cells first.
+    assert page.requests == [("read", {"start": 1, "end": None, "cell_id": None})]
+
+
+async def test_read_notebook_sends_the_range_it_reads_to_the_page() -> None:
+    page = FakeNotebookPage(CELLS)
+    session, _, _ = _session([calls(("r", "read_notebook", {"start": 2, "end": 3}),
+                                    ("o", "read_notebook", {"cell_id": "c3"})),
+                              answer("ok")], page)
+    await session.run("the last two?")
+    assert page.requests == [("read", {"start": 2, "end": 3, "cell_id": None}),
+                             ("read", {"start": 1, "end": None, "cell_id": "c3"})]
 
 
 def test_a_huge_notebook_reads_bounded_and_says_what_it_left_out() -> None:

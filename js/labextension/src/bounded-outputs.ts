@@ -9,9 +9,10 @@
  *   would not decode.
  * - A JSON value (application/json, plotly, vega…) or other non-text value larger than
  *   `TEXT_CHARS` is named too; an error keeps its last `TRACEBACK_FRAMES` frames.
- * - An output that would take the notebook past `TOTAL_CHARS`, and every one after it, is
- *   replaced by one line that says so (an error stays an error, with its name); cells and
- *   sources are always sent whole.
+ * - An output that would take the notebook past `TOTAL_CHARS`, and every one charged after
+ *   it, is replaced by one line that says so (an error stays an error, with its name);
+ *   cells and sources are always sent whole. The cells a `read` asks for are charged first
+ *   (`chargeOrder`), so earlier cells' outputs never crowd out the ones the model wants.
  *
  * Pure (no JupyterLab imports): tested in js/test/bounded-outputs.test.ts.
  */
@@ -108,4 +109,27 @@ export function boundOutput(output: Output, budget: Budget): Output {
   }
   budget.left -= cost;
   return bounded;
+}
+
+/** What a `read` asks for, as read_notebook's arguments: positions `start`..`end` (1-based,
+ * inclusive; no end: to the last), or the one cell `cell_id`. */
+export interface ReadFocus {
+  start?: unknown;
+  end?: unknown;
+  cell_id?: unknown;
+}
+
+/** The order in which a `read` charges cells to the budget: the cells asked for first, in
+ * document order, then the others (an older kernel that sends no focus: document order). */
+export function chargeOrder(ids: readonly string[], focus: ReadFocus): number[] {
+  const positions = ids.map((_, index) => index);
+  let wanted: (index: number) => boolean;
+  if (typeof focus.cell_id === "string") {
+    wanted = (index) => ids[index] === focus.cell_id;
+  } else {
+    const start = typeof focus.start === "number" ? Math.max(1, focus.start) : 1;
+    const end = typeof focus.end === "number" ? focus.end : Number.POSITIVE_INFINITY;
+    wanted = (index) => index + 1 >= start && index + 1 <= end;
+  }
+  return [...positions.filter(wanted), ...positions.filter((index) => !wanted(index))];
 }

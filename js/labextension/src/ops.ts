@@ -9,7 +9,7 @@ import type { Cell, ICellModel, ICodeCellModel } from "@jupyterlab/cells";
 import { type INotebookCellExecutor, KernelError, NotebookActions, type NotebookPanel, runCell } from "@jupyterlab/notebook";
 import type * as nbformat from "@jupyterlab/nbformat";
 import { BridgeFailure } from "./protocol";
-import { type Budget, boundOutput, newBudget } from "./bounded-outputs";
+import { type Budget, boundOutput, chargeOrder, newBudget, type ReadFocus } from "./bounded-outputs";
 
 /** Services the ops use besides the panel (both may be missing on an odd page). */
 export interface OpServices {
@@ -96,9 +96,14 @@ function cellJson(cell: ICellModel, budget: Budget): Record<string, unknown> {
   return base;
 }
 
-function read(panel: NotebookPanel): unknown {
+/** The notebook's cells in order; their outputs charged to the budget the asked-for cells
+ * first (`args`: read_notebook's start, end and cell_id). */
+function read(panel: NotebookPanel, args: Args): unknown {
   const budget = newBudget();
-  return { path: panel.context.path, dirty: panel.context.model.dirty, cells: cells(panel).map((cell) => cellJson(cell, budget)) };
+  const all = cells(panel);
+  const json: Record<string, unknown>[] = new Array(all.length);
+  for (const index of chargeOrder(all.map((cell) => cell.id), args as ReadFocus)) json[index] = cellJson(all[index], budget);
+  return { path: panel.context.path, dirty: panel.context.model.dirty, cells: json };
 }
 
 function edit(panel: NotebookPanel, args: Args): unknown {

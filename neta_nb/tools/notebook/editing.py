@@ -104,7 +104,7 @@ def _checked_text(name: str, text: str) -> None:
 
 async def find_cell(access: NotebookAccess, cell_id: str) -> dict[str, Any]:
     assert access.page is not None
-    notebook = await access.page.request("read", {})
+    notebook = await access.page.request("read", {"cell_id": cell_id})
     cells = notebook_cells(notebook)
     for cell in cells:
         if cell.get("id") == cell_id:

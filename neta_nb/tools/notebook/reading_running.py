@@ -51,7 +51,9 @@ async def read_notebook(ctx: ToolContext, start: int = 1, end: int | None = None
         # A bound chat view: its page may still be drawing it (Run All), so it is asked
         # even when no view has said so yet; with no page answering, the kernel's history.
         try:
-            notebook = await page.request("read", {})
+            # The range goes along: the page spends its output budget on it first.
+            notebook = await page.request("read", {"start": start, "end": end,
+                                                   "cell_id": cell_id})
         except NotebookError as error:
             if error.code != "no_bridge":
                 raise ToolFailure(f"The notebook could not be read: {error}") from error
