@@ -243,7 +243,9 @@ def test_run_all_shows_the_quickstart_turn_and_the_side_panel_streams_the_next(
     textarea.fill("Once more for the side panel, please.")
     textarea.press("Enter")
     side.locator(".neta-is-live .neta-chat-text:not(.neta-is-empty)").wait_for(timeout=60_000)
-    # Mid-stream, both views show the streaming answer.
+    # Mid-stream, both views show the streaming answer (the inline view applies the same
+    # batches on its own frame: it is waited for, not read at the side panel's moment).
+    inline.locator(".neta-is-live .neta-chat-text:not(.neta-is-empty)").wait_for(timeout=30_000)
     assert inline.locator(".neta-is-live").count() == 1
     page.screenshot(path=str(screenshot_dir / "side-panel-streaming-light.png"),
                     animations="disabled")
