@@ -22,6 +22,10 @@ def test_every_card_renders_from_kernel_state(lab: LabSession) -> None:
 
     todo = page.locator(".neta-todo-card")
     todo.wait_for()
+    # Each cell's widget is drawn on its own: wait for the last ones before reading them.
+    page.locator(".neta-tool-card").nth(2).wait_for()
+    page.locator(".neta-token-stats").nth(2).wait_for()
+    page.locator(".neta-level-select option").nth(4).wait_for(state="attached")
     assert todo.locator(".neta-todo-title").inner_text() == "Plan"
     assert todo.locator(".neta-todo-count").inner_text() == "2/5 done"
     assert todo.locator(".neta-todo-row").count() == 5
@@ -183,6 +187,12 @@ def test_language_switch(lab: LabSession) -> None:
     lab.execute(path, "for w in (todo, tool, tool_done, tool_error, skill, skill_done, thinking,"
                       " thinking_done, tokens, selector): w.lang = 'zh-CN'")
     page.locator(".neta-todo-title", has_text="任务规划").wait_for()
+    # One message per widget, applied in turn: the last widget's switch is waited for.
+    page.locator(".neta-level-select option", has_text="极简").wait_for(state="attached")
+    page.locator(".neta-token-stats").first.locator(".neta-token-calls", has_text="次").wait_for()
+    page.locator(".neta-thinking-title", has_text="思考过程").wait_for()
+    page.locator(".neta-skill-card-done .neta-skill-tag", has_text="完成").wait_for()
+    page.locator(".neta-tool-card .neta-tool-tag", has_text="失败").wait_for()
     assert page.locator(".neta-todo-count").inner_text() == "2/5 完成"
     assert page.locator(".neta-todo-row-in_progress .neta-todo-tag").inner_text() == "进行中"
     assert texts(lab, ".neta-tool-card .neta-tool-tag") == ["执行中", "完成", "失败"]

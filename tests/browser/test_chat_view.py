@@ -214,7 +214,11 @@ def test_a_second_view_and_a_reload_show_the_current_state(lab: LabSession) -> N
         "() => [...document.querySelectorAll('.neta-is-live .neta-chat-text')]"
         ".filter(n => n.textContent.includes('40 rows')).length === 2")
     lab.execute(path, "gates['text'].set()")
-    page.wait_for_function(IDLE)
+    # Each view applies the turn's end on its own: both are waited for, not the first alone.
+    page.wait_for_function(
+        "() => { const views = [...document.querySelectorAll('.neta-chat-view')];"
+        " return views.length === 2 && views.every(v => !v.classList.contains('neta-is-running')"
+        " && !v.querySelector('.neta-is-live')); }")
     texts = [view.locator(".neta-chat-list").evaluate("n => n.textContent") for view in
              (views.nth(0), views.nth(1))]
     assert texts[0] == texts[1]

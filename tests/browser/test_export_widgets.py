@@ -178,11 +178,13 @@ def test_an_export_with_the_widget_manager_shows_the_live_widgets_read_only(
             assert "neta-is-running" not in (view.get_attribute("class") or "")
             # The quickstart's own TodoCard is a live widget too.
             cards = page.locator(".neta-todo-card:not(.neta-chat-view .neta-todo-card)")
+            cards.first.wait_for()  # drawn on its own, after the chat perhaps
             assert cards.count() == 1 and "3/3" in (cards.first.text_content() or "")
             # Each widget's static form is in the page, not shown beside its live view.
             forms = page.locator(".neta-static-form")
             assert forms.count() == 2
-            assert all(forms.nth(i).is_hidden() for i in range(forms.count()))
+            page.wait_for_function("() => [...document.querySelectorAll('.neta-static-form')]"
+                                   ".every((form) => form.getClientRects().length === 0)")
             assert page.locator(".neta-load-error").count() == 0
 
             # The widget code came from the page itself; the web gave nothing.

@@ -19,6 +19,10 @@ if TYPE_CHECKING:
     from playwright.sync_api import FilePayload
 
 pytestmark = pytest.mark.browser
+
+# The page has applied the end of the turn (the kernel's `running` is False a moment before).
+VIEW_IDLE = ("() => !document.querySelector('.neta-chat-view')"
+             ".classList.contains('neta-is-running')")
 Image = pytest.importorskip("PIL.Image")
 pytest.importorskip("matplotlib")
 pytest.importorskip("pandas")
@@ -212,6 +216,7 @@ def test_attach_with_the_button_and_by_drop_and_refuse_a_large_file(
     assert user.locator(".neta-attachment-thumb").count() == 1
     assert chips.count() == 0  # the tray is empty again
     lab.wait_for_kernel_value(path, "session.running", "False")
+    page.wait_for_function(VIEW_IDLE)  # a drop on a running chat's tray is refused
 
     # Drag-and-drop onto the chat.
     as_drop = [{"name": f["name"], "type": f["mimeType"],
@@ -223,6 +228,7 @@ def test_attach_with_the_button_and_by_drop_and_refuse_a_large_file(
     assert lab.wait_for_kernel_value(path, "sent(1)", "[('text', None), ('image', 'chart.png'), "
                                      "('file_text', 'sales.csv')]")
     lab.wait_for_kernel_value(path, "session.running", "False")
+    page.wait_for_function(VIEW_IDLE)
 
     # Too large: refused in the page, with a message, and nothing sent.
     page.evaluate(DROP_JS, [".neta-chat-view", [

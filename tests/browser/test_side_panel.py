@@ -156,6 +156,7 @@ def test_a_chat_in_a_box_opens_alone_in_the_side_panel(lab: LabSession) -> None:
     path = lab.run_notebook("side_boxed.ipynb", cells, timeout=120)
     page = lab.page
     page.locator(f"{INLINE}").wait_for()
+    page.locator(".jp-OutputArea .neta-sidebar").wait_for()  # the box's other child
     assert page.locator(".jp-OutputArea .neta-sidebar").count() == 1
     open_side_panel(lab, path)
     page.locator(f"{SIDE} .neta-chat-view").get_by_text("Hello there.").wait_for()

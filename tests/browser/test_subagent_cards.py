@@ -184,6 +184,7 @@ def test_a_view_opened_mid_child_shows_the_childs_state(lab: LabSession) -> None
         "await asyncio.wait_for(at_text.wait(), 30)\nchat"], timeout=90)
     page = lab.page
     views = page.locator(".neta-chat-view")
+    views.nth(1).wait_for()  # the last cell's output, drawn after its run
     assert views.count() == 2
     second = views.nth(1).locator(_card("d1"))
     second.locator(".neta-is-live .neta-chat-text", has_text="shows nothing").wait_for(

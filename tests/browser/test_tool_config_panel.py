@@ -210,6 +210,8 @@ def test_search_filters_and_language(lab: LabSession) -> None:
                                    "describe_image"]
     segments["off"].click()
     assert lab.wait_for_kernel_value(path, "panel.state_filter", "off") == "off"
+    page.wait_for_function(f"() => document.querySelectorAll('{PANEL} .neta-tc-tool:not([hidden])')"
+                           ".length === 8")
     assert sorted(_visible_cards(lab)) == ["calculate", "delegate", "list_variables", "python",
                                            "recall", "remember", "todo", "word_count"]
     # Filters set from Python show in the view.

@@ -394,7 +394,9 @@ def test_every_component_passes_aa_contrast_in_light_and_dark(lab: LabSession) -
                             timeout=120)
     page = lab.page
     # The approval chat waits for a decision, the last chat streams: both states are read.
+    # The chats are told apart by position: all three are drawn first.
     textareas = page.locator(".neta-chat-textarea")
+    textareas.nth(2).wait_for()
     textareas.nth(1).fill("Delete old.csv")
     page.locator(".neta-chat-send").nth(1).click()
     page.locator(".neta-chat-approval").wait_for()
