@@ -139,7 +139,7 @@ def test_npm_test_exists_where_the_docs_name_it() -> None:
 def test_the_fast_loop_deselects_a_marker_that_exists() -> None:
     # `pytest -m "not browser"` with an unknown marker would silently run everything.
     pyproject = (ROOT / "pyproject.toml").read_text()
-    loops = r'pytest -m "([^"]+)"'
+    loops = r'pytest (?:-n \d+ )?-m "([^"]+)"'
     in_readme, in_contributing = re.findall(loops, README), re.findall(loops, PAGES[CONTRIBUTING])
     assert in_readme, "the README names the fast loop"
     # The README's fast loop is one of the loops docs/contributing.md lists.
