@@ -250,6 +250,10 @@ async def test_a_full_disk_on_the_server_holds_writes_until_space_returns(
     assert result is not None and result.text.startswith("turn two answer")
     await wait_until(lambda: session.store_failure is not None, within=20)
     assert session.store_failure is not None and session.store_failure.kind == "disk_full"
+    # The writer's thread records the failure, then hands the warning to the loop: it is
+    # waited for, not read at the same moment.
+    await wait_until(lambda: any(isinstance(e, WarningEvent) for e in recorder.events),
+                     within=20)
     warning = next(e for e in recorder.events if isinstance(e, WarningEvent))
     assert warning.code == "store_behind_disk_full" and "retrying" in warning.message
     await session.run("turn three")  # the session stays usable while behind
