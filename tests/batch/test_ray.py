@@ -40,7 +40,7 @@ LOOPBACK_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 """Off, Ray keeps a single machine's cluster on the loopback address (ray_constants)."""
 
 
-RAY_PACKAGE = str(Path(ray.__file__).parent)
+RAY_PACKAGE = str(Path(ray.__file__).parent) + os.sep
 
 
 def _new_processes(before: set[int]) -> list[psutil.Process]:

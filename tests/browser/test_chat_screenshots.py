@@ -63,6 +63,7 @@ def test_chat_view_pictures(lab: LabSession, screenshot_dir: Path) -> None:
     lab.execute(path, "chat.lang = 'zh-CN'; sidebar.lang = 'zh-CN'")
     page.locator(".neta-chat-send", has_text="发送").wait_for()
     page.locator(".neta-sidebar-heading", has_text="对话").wait_for()  # its own message
+    assert page.locator(".neta-sidebar-heading").text_content() == "对话"
     _picture(lab, screenshot_dir / "chat-finished-zh-CN-light.png")
     page.evaluate("() => window.jupyterapp.shell.expandLeft()")
 

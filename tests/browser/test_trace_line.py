@@ -145,7 +145,7 @@ def test_a_traced_call_shows_and_copies_its_ids_and_an_untraced_one_does_not(
         copy_trace.click()
         # The label changes once the write has succeeded.
         # (Read once: "Copied" shows for 1.5 s, and a second read could come after.)
-        card.locator(".neta-trace-copy", has_text="Copied").wait_for(timeout=5_000)
+        copy_trace.filter(has_text="Copied").wait_for(timeout=5_000)
         assert page.evaluate("() => navigator.clipboard.readText()") == ids["trace_id"]
         assert buttons.nth(1).inner_text() == "Copy span ID"
         # The click copied; it did not fold the card (the header toggles on click).

@@ -280,7 +280,7 @@ def test_a_second_store_object_of_the_same_database_hears_this_process_changes(
     sidebar_store.subscribe(heard.append)
     session_store.save_session(_record("s_same_kernel"))
     poll_until(lambda: heard, 15, "the sidebar's store hearing the change")
-    time.sleep(0.5)  # a duplicate would come meanwhile
+    time.sleep(1.5)  # a duplicate would come meanwhile
     assert heard == ["s_same_kernel"]
 
 
