@@ -69,10 +69,6 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     from xdist.scheduler import LoadScopeScheduling
 
     class FileScheduling(LoadScopeScheduling):
-        def __init__(self, config: pytest.Config, log: Any) -> None:
-            super().__init__(config, log)
-            self.in_browser: set[Any] = set()  # workers that were given a browser file
-
         def _split_scope(self, nodeid: str) -> str:
             return work_unit(nodeid)
 
@@ -80,14 +76,13 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             # Browser files behind every other file, each group in its queued order.
             for unit in [unit for unit in self.workqueue if _is_browser(unit)]:
                 self.workqueue.move_to_end(unit)
-            if node in self.in_browser:
+            # xdist keeps every unit a worker was given (done or not) in assigned_work.
+            if any(_is_browser(unit) for unit in self.assigned_work.get(node, {})):
                 unit = next((unit for unit in self.workqueue if _is_browser(unit)), None)
                 if unit is None:  # only asyncio files are left: not for this worker
                     node.shutdown()
                     return
                 self.workqueue.move_to_end(unit, last=False)
-            elif _is_browser(next(iter(self.workqueue))):
-                self.in_browser.add(node)
             super()._assign_work_unit(node)
 
     # Collection order, not xdist's default of the largest unit first.

@@ -207,16 +207,16 @@ export function renderChatView({ model: anyModel, el, kernel = true }: RendererP
   };
   model.on("change:_seq", onSeq);
 
+  const seq = Number(model.get("_seq") ?? 0);
   if (model.get("running") && kernel) {
     // Drawn mid-turn (Run All draws the chat after the turn started): the model received
     // the turn's batches already; a snapshot only if they do not join up with the traits.
     // Nothing received mid-turn means the model missed the turn's start batch (or the
     // view came within its first 0.1 s): a snapshot, small then, is the safe way.
-    const seq = Number(model.get("_seq") ?? 0);
     const received = receivedBatches<BatchMessage>(model.get("_key"), "batch");
     const fresh = received?.some((batch) => batch.seq > seq) ?? false;
     if (!fresh || !stream.replay(seq, received ?? [])) stream.resync();
-  } else stream.continueFrom(Number(model.get("_seq") ?? 0));
+  } else stream.continueFrom(seq);
 
   // Announce this view; failures only mean the kernel is gone, when nothing is pending.
   const viewId = `view-${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
