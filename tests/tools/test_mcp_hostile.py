@@ -27,6 +27,7 @@ from neta_nb.tools.mcp import MCPServerError, MCPTool, ServerStatus
 from neta_nb.tools.mcp_connection import MCPConnection
 
 from ..support.sessions import FakeProvider, Recorder, answer, calls
+from ..support.timing import wait_until
 
 SUPPORT = Path(__file__).parents[1] / "support"
 HOSTILE = SUPPORT / "mcp_hostile_server.py"
@@ -99,10 +100,8 @@ async def test_a_server_that_never_answers_initialize_times_out_and_leaves_no_pr
             await _add(catalog, "silent", "silent", timeout=1)
     assert owners_already_ending == [True], "a handshake that never ends was waited for"
     assert "silent" not in catalog.mcp_servers
-    for _ in range(50):  # the child is stopped; its exit is reaped a moment later
-        if not _children() - before:
-            break
-        await asyncio.sleep(0.1)
+    # The child is stopped; its exit is reaped a moment later.
+    await wait_until(lambda: not _children() - before, within=5, interval=0.1)
     assert _children() - before == set()
 
 
