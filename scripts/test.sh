@@ -33,8 +33,9 @@ mypy
 # What an HTML export with widget state loads from the web (the widget manager, require.js,
 # anywidget's frontend), served locally by tests/browser/test_export_widgets.py (locked).
 (cd tests/fixtures/html_manager && npm ci --no-audit --no-fund)
-# One process: on two cores, two workers (`-n 2` as an extra argument; whole files each,
-# tests/support/parallel.py) take about 21 minutes instead of 30, but the load of two
-# JupyterLabs and two Chromiums still fails a timing-bound test in most runs.
+# Two workers (pytest-xdist): the browser tests mostly wait on JupyterLab, Chromium and
+# kernels, so two of them share two cores well. Whole files per worker, browser files
+# last, the Ray files on one worker (tests/support/parallel.py). `-n 0` as an extra
+# argument runs everything in one process.
 # The slowest tests are listed at the end: the suite is timed on every fresh clone.
-python -m pytest tests notebooks --nbval --durations=25 "$@"
+python -m pytest -n 2 tests notebooks --nbval --durations=25 "$@"

@@ -140,6 +140,9 @@ def test_a_saved_chat_with_a_five_megabyte_result_stays_small_and_reopens(
     card.locator(".neta-tool-header").click()
     note = card.locator(RESULT_NOTE)
     note.wait_for()
+    # The card opens with a transition, and the view follows its growth to the bottom:
+    # the button is clicked where it comes to rest.
+    lab.wait_for_transitions(card)
     note.locator("button", has_text="Show all").click()
     error = note.locator(".neta-cut-note-error")
     error.filter(has_text="it is gone").wait_for(timeout=5_000)  # at once, not a timeout

@@ -29,6 +29,7 @@ import pytest
 from neta_nb import SessionStore
 from neta_nb.messages import ImagePart, Message, TextPart
 from neta_nb.store.postgres import PostgresDatabase
+from neta_nb.store.postgres_claims import ClaimsConnection
 from neta_nb.store.process_owner import SessionBusyError
 from neta_nb.store.records import SessionRecord
 from tests.support.postgres_server import PostgresServer
@@ -486,16 +487,20 @@ def test_claiming_a_turn_never_hangs_the_kernel_loop(
     Stop, widgets, everything — indefinitely (SQLite's ``flock`` never blocks)."""
     store = SessionStore(hanging_server.url)
     store.claim_turn("warm").release()  # type: ignore[union-attr]
-    with _suspended(hanging_server):  # what a turn does: the claim off the loop, bounded
-        # A kernel's loop runs on: no asyncio.run, which would wait for the blocked thread.
-        def claim_on_a_loop() -> None:
-            loop = asyncio.new_event_loop()
-            try:
-                loop.run_until_complete(store.claim_turn_soon("s"))
-            finally:
-                loop.close()  # not left to the garbage collector (a ResourceWarning later)
-
-        assert _returns_within(claim_on_a_loop, 12)
+    # A kernel's loop runs on: no asyncio.run, which would wait for the blocked thread.
+    loop = asyncio.new_event_loop()
+    try:
+        with _suspended(hanging_server):  # what a turn does: the claim off the loop, bounded
+            assert _returns_within(
+                lambda: loop.run_until_complete(store.claim_turn_soon("s")), 12)
+        # The server answers again: the claim the turn stopped waiting for arrives late
+        # (the claiming thread ends), on a loop that still runs, and is let go at once.
+        loop.run_until_complete(asyncio.wait_for(loop.shutdown_default_executor(), 30))
+        loop.run_until_complete(asyncio.sleep(0))  # the future's done callbacks
+    finally:
+        loop.close()  # not left to the garbage collector (a ResourceWarning later)
+    assert not ClaimsConnection.of(hanging_server.url).holds("s")
+    store.claim_turn("s").release()  # type: ignore[union-attr]  # nobody keeps it
 
 
 @bug
