@@ -37,5 +37,8 @@ mypy
 # kernels, so two of them share two cores well. Whole files per worker, browser files
 # last, the Ray files on one worker (tests/support/parallel.py). `-n 0` as an extra
 # argument runs everything in one process.
+# A notebook's kernel gets 180 s to start, not nbval's 60: beside two JupyterLabs and two
+# Chromiums on two cores, a kernel once took longer.
 # The slowest tests are listed at the end: the suite is timed on every fresh clone.
-python -m pytest -n 2 tests notebooks --nbval --durations=25 "$@"
+python -m pytest -n 2 tests notebooks --nbval --nbval-kernel-startup-timeout=180 \
+  --durations=25 "$@"

@@ -127,8 +127,7 @@ def test_the_side_panel_closes_with_its_cell_or_its_kernel(lab: LabSession) -> N
 
     # Opened again on the new chat, then the kernel restarts: the panel goes too.
     open_side_panel(lab, path)
-    page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.session"
-                  ".kernel.restart()")
+    lab.restart_kernel()
     page.wait_for_function("() => !document.querySelector('.neta-nb-side-panel')")
     assert side_panels(page) == 0
 

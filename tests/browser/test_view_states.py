@@ -452,10 +452,7 @@ def test_consecutive_thinking_shows_as_one_block_while_streaming_and_after(
 def test_send_after_a_kernel_restart_says_why_and_keeps_the_text(lab: LabSession) -> None:
     lab.run_notebook("truth_restart.ipynb", [chat_cells.IMPORTS, SCRIPTED_CHAT])
     page = lab.page
-    page.evaluate("""async () => {
-      const panel = window.jupyterapp.shell.currentWidget;
-      await panel.sessionContext.session.kernel.restart();
-    }""")
+    lab.restart_kernel()
     box = page.locator(".neta-chat-textarea")
     box.fill("Are you there?")
     box.press("Enter")
