@@ -1,8 +1,7 @@
 """Adversarial review of the PostgreSQL session store (commits fef5cbc..064b903).
 
-What the review found is tested here, fixed; a test whose name starts with ``test_bug_``
-is a limit still open (``xfail(strict=True)``, its docstring says what and why). The
-other tests are hostile inputs and races the store holds up against.
+What the review found is tested here, fixed; the other tests are hostile inputs and races
+the store holds up against.
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ import pytest
 
 from neta_nb import SessionStore
 from neta_nb.messages import ImagePart, Message, TextPart
+from neta_nb.store import postgres
 from neta_nb.store.postgres import PostgresDatabase
 from neta_nb.store.postgres_claims import ClaimsConnection
 from neta_nb.store.process_owner import SessionBusyError
@@ -39,9 +39,6 @@ from ..support.timing import poll_until
 from .test_blobs_hostile import noise_png
 
 ROOT = Path(__file__).resolve().parents[2]
-
-bug = pytest.mark.xfail(strict=True, reason="known bug found in review (see docstring)")
-
 
 def _record(session_id: str, title: str = "t") -> SessionRecord:
     now = time.time()
@@ -503,12 +500,50 @@ def test_claiming_a_turn_never_hangs_the_kernel_loop(
     store.claim_turn("s").release()  # type: ignore[union-attr]  # nobody keeps it
 
 
-@bug
-def test_bug_reading_the_store_never_hangs_for_ever(hanging_server: PostgresServer) -> None:
-    """Reads (the sidebar's list, ``get_session``, ``load_messages``) run on the kernel's
-    loop; the pool's waiting is bounded (5 s) but a query on a connection it already has
-    (and the pool's own ``check_connection``) is not: a hung server freezes the kernel."""
+def test_reading_a_hung_server_fails_in_plain_words_and_the_store_works_after(
+        hanging_server: PostgresServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reads (the sidebar's list and search, a resume's ``get_session`` and
+    ``load_messages``) and a deletion run on the kernel's loop. A hung server answers
+    neither a query nor the pool's check of an idle connection, and libpq has no
+    client-side timeout: each call gives up after the limit, saying so, and the store
+    serves the next call once the server answers again."""
+    monkeypatch.setattr(postgres, "ANSWER_LIMIT", 2.0)
     store = SessionStore(hanging_server.url)
-    store.list_sessions()
+    store.save_session(_record("s", title="Ratings"))
+    store.append_message("s", Message.user("what stands out?"))
+    assert [r.id for r in store.list_sessions(all_users=True)] == ["s"]  # a pooled idle one
+    calls: list[Any] = [partial(store.list_sessions, all_users=True),
+                        partial(store.get_session, "s"), partial(store.load_messages, "s"),
+                        partial(store.search_sessions, "stands", all_users=True),
+                        partial(store.delete_session, "s")]
     with _suspended(hanging_server):
-        assert _returns_within(store.list_sessions, 12)
+        for call in calls:
+            started = time.monotonic()
+            with pytest.raises(psycopg.OperationalError) as caught:
+                call()
+            waited = time.monotonic() - started
+            assert 2.0 <= waited < 4.0, (call, waited)
+            assert str(caught.value) == (f"the session store {store.database.location} "
+                                         "did not answer within 2 s")
+    # The calls given up on end when the server answers; none changed anything.
+    poll_until(lambda: [r.id for r in store.list_sessions(all_users=True)] == ["s"], 30,
+               "the list read again")
+    assert [m.text for m in store.load_messages("s")] == ["what stands out?"]
+    store.delete_session("s")
+    assert store.get_session("s") is None
+    store.close()
+
+
+def test_a_change_given_up_on_says_it_may_still_be_made(
+        hanging_server: PostgresServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(postgres, "ANSWER_LIMIT", 1.0)
+    store = SessionStore(hanging_server.url)
+    store.save_session(_record("s"))
+    database = store.database
+    assert isinstance(database, PostgresDatabase)
+    with _suspended(hanging_server), pytest.raises(psycopg.OperationalError) as caught:
+        database.delete_session("s")
+    assert str(caught.value).endswith(
+        "did not answer within 1 s (the change may still be made when it answers)")
+    poll_until(lambda: store.get_session("s") is None, 30, "the deletion made late")
+    store.close()
