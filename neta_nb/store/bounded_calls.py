@@ -19,7 +19,7 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, TypeVar
 
-__all__ = ["IDLE_EXIT", "KEEP_IDLE", "call_within"]
+__all__ = ["IDLE_EXIT", "KEEP_IDLE", "call_within", "submit"]
 
 KEEP_IDLE = 2
 """Threads kept waiting for the next call."""
@@ -37,6 +37,14 @@ _pid = os.getpid()
 def call_within(call: Callable[[], _T], limit: float) -> _T:
     """``call()``'s result or exception; :class:`TimeoutError` after ``limit`` seconds
     (the call goes on, on its thread, its result dropped)."""
+    try:
+        return submit(call).result(limit)
+    except FutureTimeout:
+        raise TimeoutError(f"no answer within {limit:g} s") from None
+
+
+def submit(call: Callable[[], _T]) -> Future[_T]:
+    """Run ``call`` on a kept thread; its future (``asyncio.wrap_future`` awaits it)."""
     global _pid
     future: Future[_T] = Future()
     with _lock:
@@ -45,10 +53,7 @@ def call_within(call: Callable[[], _T], limit: float) -> _T:
             _pid = os.getpid()
         worker = _idle.pop() if _idle else None
     (worker or _Worker()).give((call, future))
-    try:
-        return future.result(limit)
-    except FutureTimeout:
-        raise TimeoutError(f"no answer within {limit:g} s") from None
+    return future
 
 
 class _Worker:

@@ -21,11 +21,13 @@ import logging
 import os
 import threading
 import time
+from functools import partial
 from typing import Any, ClassVar
 
 import psycopg
 from psycopg.conninfo import make_conninfo
 
+from .bounded_calls import call_within
 from .process_owner import ProcessOwner, busy_error
 
 __all__ = ["ClaimsConnection", "PostgresClaim", "claim_key"]
@@ -37,6 +39,9 @@ WATCH_INTERVAL = 0.5
 KEEPALIVE = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5,
              "keepalives_count": 3, "connect_timeout": 5}
 """A dead peer is found within half a minute even with no query in flight."""
+RELEASE_LIMIT = 2.0
+"""Seconds the end of a turn (on the kernel's loop) waits for its claim's release. A
+server that hangs gets the release when it answers, or drops it with the connection."""
 
 
 def claim_key(session_id: str) -> int:
@@ -84,13 +89,9 @@ class ClaimsConnection:
     def _connection(self) -> psycopg.Connection[Any]:
         conn = self._conn
         if conn is None or conn.closed or conn.broken:
-            if self._held and conn is not None:
-                # The server dropped them with the old connection: nobody is kept out of
-                # those sessions now. Said, and taken again below where still running.
-                log.warning("the turn claims of sessions %s were lost with their "
-                            "connection; claimed again", sorted(self._held))
-            conn = self._conn = psycopg.connect(make_conninfo(self.url, **KEEPALIVE),
-                                                autocommit=True)
+            lost = conn is not None and bool(self._held)
+            conn = psycopg.connect(make_conninfo(self.url, **KEEPALIVE), autocommit=True)
+            self._conn = conn
             for session_id in list(self._held):
                 row = conn.execute("SELECT pg_try_advisory_lock(%s)",
                                    (claim_key(session_id),)).fetchone()
@@ -99,32 +100,44 @@ class ClaimsConnection:
                               "connection holding the claim was lost; the turn running "
                               "here goes on, unguarded", session_id)
                     self._held.discard(session_id)
+            if lost:
+                # The server dropped them with the old connection: until now nobody was
+                # kept out of those sessions.
+                log.warning("the turn claims of sessions %s were lost with their "
+                            "connection and are taken again", sorted(self._held))
         return conn
 
     def _watch(self) -> None:
-        """While claims are held: check the connection every second, claim again on a new
-        one when it was lost."""
+        """While claims are held: check the connection every interval, claim again on a
+        new one when it was lost (said once an outage, not at every try)."""
+        trying = False
         while True:
             time.sleep(WATCH_INTERVAL)
             with self._lock:
                 if not self._held:
                     self._watcher = None
                     return
-                try:
-                    self._connection().execute("SELECT 1")
-                except psycopg.Error:
-                    if self._conn is not None:
-                        self._conn.close()
+                conn = self._conn
+                if conn is not None and not (conn.closed or conn.broken):
                     try:
-                        self._connection()
-                    except psycopg.Error as exc:
-                        log.warning("the turn claims' connection is lost (%s); trying again",
-                                    exc)
+                        conn.execute("SELECT 1")
+                        continue
+                    except psycopg.Error:
+                        conn.close()  # its locks went with it: taken again below
+                try:
+                    self._connection()
+                    trying = False
+                except psycopg.Error as exc:
+                    if not trying:
+                        log.warning("the turn claims' connection is lost (%s); trying "
+                                    "again until the server answers", exc)
+                    trying = True
 
     def holds(self, session_id: str) -> bool:
-        """Whether a turn of this process holds the session's claim."""
-        with self._lock:
-            return session_id in self._held
+        """Whether a turn of this process holds the session's claim. Without the lock:
+        the watcher holds it while it talks to the server, which may hang, and this is
+        asked on the kernel's loop (a set's ``in`` is atomic)."""
+        return session_id in self._held
 
     def take(self, session_id: str) -> PostgresClaim | None:
         """Claim the session's turn; :class:`SessionBusyError` while a turn holds it
@@ -197,9 +210,16 @@ class PostgresClaim:
         self.session_id = session_id
 
     def release(self) -> None:
+        """Let the session's turn go; waits at most :data:`RELEASE_LIMIT` seconds."""
         if self._connection is not None:
             connection, self._connection = self._connection, None
-            connection.release(self.session_id)
+            try:
+                call_within(partial(connection.release, self.session_id), RELEASE_LIMIT)
+            except TimeoutError:
+                log.warning("session %s: the session store did not answer the release of "
+                            "its turn claim within %g s; it is released when the server "
+                            "answers, or drops the connection", self.session_id,
+                            RELEASE_LIMIT)
 
 
 def _owner(data: str | None) -> ProcessOwner | None:

@@ -21,6 +21,7 @@ import re
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ import platformdirs
 from pydantic import ValidationError
 
 from ..messages import Message
+from .bounded_calls import submit
 from .database import Action, Database, SessionRow, TurnClaimHandle
 from .process_owner import busy_error, current_user
 from .records import CompactedView, CompactionRecord, SessionRecord, automatic_title
@@ -279,7 +281,9 @@ class SessionStore:
         hang): after :data:`CLAIM_LIMIT` seconds the turn runs unclaimed, its writes
         retried in the background. A claim that arrives after the turn stopped waiting
         is released at once."""
-        future = asyncio.get_running_loop().run_in_executor(None, self.claim_turn, session_id)
+        # On a kept thread of the store's, not the loop's executor: a claim stuck on a
+        # hung server must not take one of the few threads the loop's own work needs.
+        future = asyncio.wrap_future(submit(partial(self.claim_turn, session_id)))
         try:
             return await asyncio.wait_for(asyncio.shield(future), CLAIM_LIMIT)
         except (TimeoutError, asyncio.CancelledError) as exc:

@@ -27,7 +27,7 @@ import pytest
 
 from neta_nb import SessionStore
 from neta_nb.messages import ImagePart, Message, TextPart
-from neta_nb.store import postgres
+from neta_nb.store import postgres, postgres_claims
 from neta_nb.store.postgres import PostgresDatabase
 from neta_nb.store.postgres_claims import ClaimsConnection
 from neta_nb.store.process_owner import SessionBusyError
@@ -492,12 +492,86 @@ def test_claiming_a_turn_never_hangs_the_kernel_loop(
                 lambda: loop.run_until_complete(store.claim_turn_soon("s")), 12)
         # The server answers again: the claim the turn stopped waiting for arrives late
         # (the claiming thread ends), on a loop that still runs, and is let go at once.
-        loop.run_until_complete(asyncio.wait_for(loop.shutdown_default_executor(), 30))
-        loop.run_until_complete(asyncio.sleep(0))  # the future's done callbacks
+        claims = ClaimsConnection.of(hanging_server.url)
+        let_go = threading.Event()
+        release = claims.release
+
+        def released(session_id: str) -> None:
+            release(session_id)
+            let_go.set()
+
+        claims.release = released  # type: ignore[method-assign]
+        try:
+            assert loop.run_until_complete(asyncio.to_thread(let_go.wait, 30))
+        finally:
+            del claims.release
+        loop.run_until_complete(loop.shutdown_default_executor())
     finally:
         loop.close()  # not left to the garbage collector (a ResourceWarning later)
-    assert not ClaimsConnection.of(hanging_server.url).holds("s")
+    assert not claims.holds("s")
     store.claim_turn("s").release()  # type: ignore[union-attr]  # nobody keeps it
+
+
+def test_ending_a_turn_while_the_server_hangs_never_hangs_the_kernel_loop(
+        hanging_server: PostgresServer, caplog: pytest.LogCaptureFixture) -> None:
+    """A turn's claim is released at its end, on the kernel's loop. With the server hung,
+    the unlock never got an answer, and the claims' watcher held the lock that the
+    release and ``holds`` (asked by a resume, a deletion, the sidebar) wait for."""
+    store = SessionStore(hanging_server.url)
+    database = store.database
+    assert isinstance(database, PostgresDatabase)
+    claim = store.claim_turn("s")
+    assert claim is not None
+    with _suspended(hanging_server):
+        time.sleep(postgres_claims.WATCH_INTERVAL * 3)  # the watcher's check: stuck
+        started = time.monotonic()
+        assert database.claims.holds("s")
+        assert time.monotonic() - started < 0.5
+        claim.release()
+        waited = time.monotonic() - started
+        assert postgres_claims.RELEASE_LIMIT <= waited < postgres_claims.RELEASE_LIMIT + 1.5
+    assert "did not answer the release of its turn claim within 2 s" in caplog.text
+    # The server answers: the release is made, and another process may claim the turn.
+    poll_until(lambda: not database.claims.holds("s") and not database._claim_held("s"),
+               30, "the late release")
+    store.claim_turn("s").release()  # type: ignore[union-attr]
+    store.close()
+
+
+def test_a_claims_connection_lost_for_a_while_is_said_once_and_taken_again(
+        postgres_url: str, caplog: pytest.LogCaptureFixture,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    store = SessionStore(postgres_url)
+    database = store.database
+    assert isinstance(database, PostgresDatabase)
+    claim = store.claim_turn("s")
+    assert claim is not None
+    real_connect = psycopg.connect
+    refusals = [0]
+
+    def refused_four_times(*args: Any, **kwargs: Any) -> Any:
+        if refusals[0] < 4:
+            refusals[0] += 1
+            raise psycopg.OperationalError("connection refused (the server restarts)")
+        return real_connect(*args, **kwargs)
+
+    monkeypatch.setattr(psycopg, "connect", refused_four_times)  # the watcher calls it
+    backend = database.claims._conn.info.backend_pid  # type: ignore[union-attr]
+    with real_connect(postgres_url, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (backend,))
+        poll_until(lambda: "are taken again" in caplog.text, 30, "the claim taken again")
+        held = admin.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' "
+                             "AND granted AND objsubid = 1").fetchone()
+    assert refusals[0] == 4
+    assert held == (1,)
+    lines = [r.getMessage() for r in caplog.records if r.name.endswith("postgres_claims")]
+    assert lines == [
+        "the turn claims' connection is lost (connection refused (the server restarts)); "
+        "trying again until the server answers",
+        "the turn claims of sessions ['s'] were lost with their connection and are taken "
+        "again"]
+    claim.release()
+    store.close()
 
 
 def test_reading_a_hung_server_fails_in_plain_words_and_the_store_works_after(
