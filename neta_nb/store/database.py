@@ -93,6 +93,11 @@ class Database(Protocol):
     def transaction(self, session_id: str | None = None, *,
                     immediate: bool = False) -> AbstractContextManager[Rows]: ...
 
+    def change(self, session_id: str, write: Callable[[Rows], None]) -> None:
+        """``write`` in one transaction of the session: the store's own writes, made on
+        the caller's thread (often the kernel's loop), so waited for at most a bound
+        where the server may hang."""
+
     def writer_connection(self) -> WriterConnection: ...
 
     def failure_of(self, exc: Exception) -> StoreFailure | None:

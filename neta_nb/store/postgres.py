@@ -18,11 +18,9 @@ What differs from SQLite, and why:
   moment that process dies, on whatever host.
 * **Other processes' changes** arrive by LISTEN/NOTIFY (:mod:`neta_nb.store.postgres_notify`).
 * **Failures** are told apart by SQLSTATE and reported with the same codes as SQLite's.
-* **Bounded waits.** Reads and the store's own changes run on the kernel's loop; a server
-  that hangs (a stopped host, a partition) answers neither a query nor the pool's check of
-  an idle connection, and libpq has no client-side query timeout. Each runs on a thread
-  (:mod:`~neta_nb.store.bounded_calls`) and fails after :data:`ANSWER_LIMIT` seconds
-  instead (SQLite's file never hangs).
+* **Bounded waits.** Reads and the store's own changes are made from the kernel's loop;
+  each fails after a bound when the server hangs (:mod:`neta_nb.store.postgres_answers`;
+  SQLite's file never hangs).
 """
 
 from __future__ import annotations
@@ -34,7 +32,7 @@ import uuid
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from psycopg.conninfo import conninfo_to_dict
@@ -47,8 +45,8 @@ except ImportError as exc:  # pragma: no cover - the extra is missing
                       "pip install 'neta-nb[postgres]'") from exc
 
 from .blobs import BlobTable, EncodedMessage
-from .bounded_calls import call_within
-from .database import Action, Database, SessionRow, escape_like
+from .database import Action, Database, Rows, SessionRow, escape_like
+from .postgres_answers import answered, read
 from .postgres_claims import KEEPALIVE, ClaimsConnection, claim_key
 from .postgres_notify import Listener
 from .postgres_rows import (
@@ -75,11 +73,6 @@ CONNECT_TIMEOUT = 5.0
 """Seconds to wait for a connection before the write is retried (the server is down)."""
 STORE_LOCK_TIMEOUT_MS = 5000
 """How long the store's own writes (delete, save from outside a session) wait on one."""
-ANSWER_LIMIT = 10.0
-"""Seconds a read, or a change the store makes itself, waits for the server's answer
-before it fails (the kernel's loop is never held longer by a server that hangs)."""
-
-_T = TypeVar("_T")
 
 MIGRATIONS: list[str] = [
     # 1: the first schema.
@@ -227,31 +220,14 @@ class PostgresDatabase:
 
     # --- reads ------------------------------------------------------------------------
     def _all(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
-        def read() -> list[Any]:
-            with self.pool.connection() as conn:
-                return conn.execute(sql, params).fetchall()
-
-        return self._answered(read)
+        return read(self.pool, self.location, lambda conn: conn.execute(sql, params).fetchall())
 
     def execute(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
-        def run() -> list[Any]:
-            with self.pool.connection() as conn:
-                cursor = conn.execute(sql, params)
-                return cursor.fetchall() if cursor.description is not None else []
+        def run(conn: psycopg.Connection[Any]) -> list[Any]:
+            cursor = conn.execute(sql, params)
+            return cursor.fetchall() if cursor.description is not None else []
 
-        return self._answered(run)
-
-    def _answered(self, call: Callable[[], _T], *, change: bool = False) -> _T:
-        """``call``'s result, if the server answers within :data:`ANSWER_LIMIT` seconds
-        (:mod:`neta_nb.store.bounded_calls`: one given up on goes on, on its own thread,
-        its connection back in the pool when the server answers)."""
-        try:
-            return call_within(call, ANSWER_LIMIT)
-        except TimeoutError:
-            later = " (the change may still be made when it answers)" if change else ""
-            raise psycopg.OperationalError(
-                f"the session store {self.location} did not answer within "
-                f"{ANSWER_LIMIT:g} s{later}") from None
+        return read(self.pool, self.location, run)
 
     def read_session(self, session_id: str) -> tuple[str, int] | None:
         rows = self._all(f"SELECT data, {_CHILDREN} FROM sessions WHERE id = %s",
@@ -317,8 +293,15 @@ class PostgresDatabase:
         return rows[0][0] if rows else None
 
     # --- writes the store makes itself ------------------------------------------------
+    def change(self, session_id: str, write: Callable[[Rows], None]) -> None:
+        def run() -> None:
+            with self.transaction(session_id) as rows:
+                write(rows)
+
+        answered(run, self.location, change=True)
+
     def delete_session(self, session_id: str) -> None:
-        self._answered(lambda: self._delete(session_id), change=True)
+        answered(lambda: self._delete(session_id), self.location, change=True)
 
     def _delete(self, session_id: str) -> None:
         with self.transaction(session_id) as rows:
@@ -337,7 +320,7 @@ class PostgresDatabase:
         # Only if no write of the session is under way: a reader never waits for it; the
         # next read settles it again.
         try:
-            self._answered(lambda: self._settle(session_id, data), change=True)
+            answered(lambda: self._settle(session_id, data), self.location, change=True)
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
             log.info("session %s: its dead owner is settled on the next read (%s)",
                      session_id, exc)

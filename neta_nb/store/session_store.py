@@ -30,7 +30,7 @@ from pydantic import ValidationError
 
 from ..messages import Message
 from .bounded_calls import submit
-from .database import Action, Database, SessionRow, TurnClaimHandle
+from .database import Action, Database, Rows, SessionRow, TurnClaimHandle
 from .process_owner import busy_error, current_user
 from .records import CompactedView, CompactionRecord, SessionRecord, automatic_title
 from .sqlite import SqliteDatabase
@@ -177,9 +177,9 @@ class SessionStore:
     def save_session(self, record: SessionRecord) -> None:
         """Insert or replace a session's record."""
         check_session_id(record.id)
-        with self.database.transaction(record.id) as rows:
-            rows.put_session(record.id, record.model_dump_json(), record.updated_at,
-                             record.parent_id, record.user)
+        data = record.model_dump_json()
+        self.database.change(record.id, lambda rows: rows.put_session(
+            record.id, data, record.updated_at, record.parent_id, record.user))
         self._changed(record.id)
 
     def update_session(self, session_id: str, **fields: Any) -> SessionRecord:
@@ -344,9 +344,12 @@ class SessionStore:
         """Add a message at the end of a session's history; a message whose id is already
         stored is replaced in place (metadata updates after tool runs)."""
         encoded = self.database.encode(message)
-        with self.database.transaction(session_id) as rows:
+
+        def write(rows: Rows) -> None:
             rows.put_message(session_id, message.id, encoded.json)
             rows.ensure_blobs(session_id, encoded)
+
+        self.database.change(session_id, write)
         self._changed(session_id)
 
     def load_messages(self, session_id: str, *, offset: int = 0,
@@ -374,9 +377,12 @@ class SessionStore:
     def save_draft(self, session_id: str, message: Message) -> None:
         """Checkpoint the assistant message being streamed (replaced on each call)."""
         encoded = self.database.encode(message)
-        with self.database.transaction(session_id) as rows:
+
+        def write(rows: Rows) -> None:
             rows.put_draft(session_id, encoded.json)
             rows.ensure_blobs(session_id, encoded)
+
+        self.database.change(session_id, write)
 
     def take_draft(self, session_id: str) -> Message | None:
         """Remove and return the draft left by a turn that never finished, if any."""
@@ -396,15 +402,14 @@ class SessionStore:
             return None
 
     def clear_draft(self, session_id: str) -> None:
-        with self.database.transaction(session_id) as rows:
-            rows.put_draft(session_id, None)
+        self.database.change(session_id, lambda rows: rows.put_draft(session_id, None))
 
     # --- the compacted view -----------------------------------------------------------
     def save_view(self, session_id: str, view: CompactedView) -> None:
         """Store what the model sees after compaction; the full history stays in
         ``messages``."""
-        with self.database.transaction(session_id) as rows:
-            rows.put_view(session_id, view.model_dump_json())
+        data = view.model_dump_json()
+        self.database.change(session_id, lambda rows: rows.put_view(session_id, data))
         self._changed(session_id)
 
     def load_view(self, session_id: str) -> CompactedView | None:

@@ -164,6 +164,10 @@ class SqliteDatabase:
         return row_text(rows[0][0]) if rows else None
 
     # --- writes the store makes itself ------------------------------------------------
+    def change(self, session_id: str, write: Callable[[Rows], None]) -> None:
+        with self.transaction(session_id) as rows:  # a file: waits are its busy timeout
+            write(rows)
+
     def delete_session(self, session_id: str) -> None:
         # The reads stay outside the deleting transaction: a transaction that reads first
         # and then writes fails at once ("database is locked") when another connection

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -322,6 +323,49 @@ async def test_the_store_deletes_it_once_the_undo_is_no_longer_offered(
     assert store.get_session(two.id) is None and store.get_session(three.id) is not None
     sidebar.close()  # ...nor can three once the list is gone
     assert store.get_session(three.id) is None
+
+
+async def test_a_store_that_fails_in_the_background_leaves_the_list_and_says_so(
+        store: SessionStore, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A refresh after another kernel's change, the search box, and the deletion once
+    the undo runs out happen where no request waits for an answer: a store whose server
+    is down or hung must not lose the deletion unsaid, nor leave a traceback in the loop."""
+    import neta_nb.widgets.chat.session_sidebar as sidebar_module
+
+    monkeypatch.setattr(sidebar_module, "UNDO_SECONDS", 0.05)
+    monkeypatch.setattr(sidebar_module, "REFRESH_INTERVAL", 0.05)
+    loop_errors: list[dict[str, Any]] = []
+    asyncio.get_running_loop().set_exception_handler(lambda _, error: loop_errors.append(error))
+    one = AgentSession(hello_agent(), store=store)
+    await one.run("one")
+    sidebar = SessionSidebar(store)
+    rows = list(sidebar.sessions)
+    failing = OSError("the session store did not answer within 10 s")
+
+    def fails(*_args: Any, **_kwargs: Any) -> Any:
+        raise failing
+
+    with monkeypatch.context() as down:
+        down.setattr(store, "list_sessions", fails)
+        down.setattr(store, "search_sessions", fails)
+        sidebar._on_store_change(one.id)
+        await wait_until(lambda: "could not be read from the store" in caplog.text)
+        sidebar.query = "one"
+        assert sidebar.sessions == rows  # as it was
+        sidebar.query = ""
+    with monkeypatch.context() as down:
+        down.setattr(store, "delete_session", fails)
+        sidebar.delete_session(one.id)  # off the list; the store is asked when time is up
+        assert sidebar.sessions == []
+        await wait_until(lambda: f"session {one.id} was not deleted" in caplog.text)
+        assert sidebar.deleted == {}
+    assert store.get_session(one.id) is not None
+    sidebar.refresh()  # the store answers again: the session is back in the list
+    assert [row["id"] for row in sidebar.sessions] == [one.id]
+    assert caplog.text.count("the session store did not answer within 10 s") >= 3
+    assert loop_errors == []
+    sidebar.close()
 
 
 async def test_deleting_the_shown_session_moves_the_chat_to_a_new_one(

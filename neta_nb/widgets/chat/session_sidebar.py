@@ -203,9 +203,18 @@ class SessionSidebar(NetaWidget):
         self.sessions = cast("list[dict[str, Any]]",
                              [_row(record) for record in found if record.id != hidden])
 
+    def _refresh_in_background(self) -> None:
+        """:meth:`refresh` where no one waits for an answer (a timer, the search box): a
+        store that fails (its server down or hung) leaves the list as it was, said in
+        the log, and the next change or search reads it again."""
+        try:
+            self.refresh()
+        except Exception as exc:
+            log.warning("the session list could not be read from the store: %s", exc)
+
     @traitlets.observe("query")
     def _on_query(self, _change: Mapping[str, Any]) -> None:
-        self.refresh()
+        self._refresh_in_background()
 
     def _on_store_change(self, _session_id: str) -> None:
         # A running turn writes every message: coalesce into one refresh per interval.
@@ -216,7 +225,7 @@ class SessionSidebar(NetaWidget):
         except RuntimeError:
             self.refresh()
             return
-        self._refresh_timer = loop.call_later(REFRESH_INTERVAL, self.refresh)
+        self._refresh_timer = loop.call_later(REFRESH_INTERVAL, self._refresh_in_background)
 
     def _on_chat_session(self, change: Mapping[str, Any]) -> None:
         self.active = str(change["new"])
@@ -315,7 +324,10 @@ class SessionSidebar(NetaWidget):
             log.warning("session %s was not deleted: a turn of it runs", doomed)
         except KeyError:
             pass  # deleted meanwhile by someone else
-        self.refresh()
+        except Exception as exc:  # the store failed (its server down or hung)
+            # Back in the list once the store answers, unless the deletion was made late.
+            log.warning("session %s was not deleted: %s", doomed, exc)
+        self._refresh_in_background()
 
     def _cancel_undo_timer(self) -> None:
         if self._undo_timer is not None:
