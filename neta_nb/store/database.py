@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 if TYPE_CHECKING:
     from ..messages import Message
     from .blobs import EncodedMessage
+    from .bounded_calls import BoundedThreads
     from .records import SessionRecord
     from .writer import StoreFailure
 
@@ -89,6 +90,9 @@ class Database(Protocol):
     """Where it is, for messages: a file's path, or a URL without its password."""
     shared: bool
     """Several users' sessions (sessions listed per user, continued by their owner)."""
+    calls: BoundedThreads
+    """The threads its calls made off the kernel's loop run on (a turn's claim), its own:
+    a server that hangs holds no other store's."""
 
     def transaction(self, session_id: str | None = None, *,
                     immediate: bool = False) -> AbstractContextManager[Rows]: ...

@@ -45,6 +45,7 @@ except ImportError as exc:  # pragma: no cover - the extra is missing
                       "pip install 'neta-nb[postgres]'") from exc
 
 from .blobs import BlobTable, EncodedMessage
+from .bounded_calls import BoundedThreads
 from .database import Action, Database, Rows, SessionRow, escape_like
 from .postgres_answers import answered, read
 from .postgres_claims import KEEPALIVE, ClaimsConnection, claim_key
@@ -151,6 +152,9 @@ class PostgresDatabase:
         self.url = url
         self.location = display_url(url)
         self.shared = True
+        self.calls = BoundedThreads.of(url)
+        """The server's kept threads (:mod:`neta_nb.store.bounded_calls`): its reads,
+        changes and claims wait on it at most a bound."""
         self.token = uuid.uuid4().hex[:16]
         """This store object, in its notifications: its own writes reach its own
         listeners directly, every other store object (in this process too) hears them."""
@@ -220,14 +224,15 @@ class PostgresDatabase:
 
     # --- reads ------------------------------------------------------------------------
     def _all(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
-        return read(self.pool, self.location, lambda conn: conn.execute(sql, params).fetchall())
+        return read(self.pool, self.location, self.calls,
+                    lambda conn: conn.execute(sql, params).fetchall())
 
     def execute(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
         def run(conn: psycopg.Connection[Any]) -> list[Any]:
             cursor = conn.execute(sql, params)
             return cursor.fetchall() if cursor.description is not None else []
 
-        return read(self.pool, self.location, run)
+        return read(self.pool, self.location, self.calls, run)
 
     def read_session(self, session_id: str) -> tuple[str, int] | None:
         rows = self._all(f"SELECT data, {_CHILDREN} FROM sessions WHERE id = %s",
@@ -298,10 +303,11 @@ class PostgresDatabase:
             with self.transaction(session_id) as rows:
                 write(rows)
 
-        answered(run, self.location, change=True)
+        answered(run, self.location, self.calls, change=True)
 
     def delete_session(self, session_id: str) -> None:
-        answered(lambda: self._delete(session_id), self.location, change=True)
+        answered(lambda: self._delete(session_id), self.location, self.calls,
+                 change=True)
 
     def _delete(self, session_id: str) -> None:
         with self.transaction(session_id) as rows:
@@ -320,7 +326,8 @@ class PostgresDatabase:
         # Only if no write of the session is under way: a reader never waits for it; the
         # next read settles it again.
         try:
-            answered(lambda: self._settle(session_id, data), self.location, change=True)
+            answered(lambda: self._settle(session_id, data), self.location, self.calls,
+                     change=True)
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
             log.info("session %s: its dead owner is settled on the next read (%s)",
                      session_id, exc)

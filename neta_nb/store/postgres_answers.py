@@ -1,13 +1,15 @@
 """The PostgreSQL store's calls made on the kernel's loop — reads (the session list, a
 resume) and the few changes the store makes itself — waited for at most
-:data:`ANSWER_LIMIT` seconds (:mod:`neta_nb.store.bounded_calls`), failing in plain
-words: a server that hangs (a stopped host, a partition) answers neither a query nor the
-pool's check of an idle connection, and libpq has no client-side query timeout.
+:data:`ANSWER_LIMIT` seconds on the server's kept threads
+(:mod:`neta_nb.store.bounded_calls`), failing in plain words: a server that hangs (a
+stopped host, a partition) answers neither a query nor the pool's check of an idle
+connection, and libpq has no client-side query timeout.
 
 A read given up on, or interrupted (Kernel ▸ Interrupt), is cancelled on the server, so a
 slow query (a search over a large store) does not go on holding one of the pool's few
-connections, which the running turns' writes need. A change is not cancelled: it is made
-when the server answers, and its error says so.
+connections, which the running turns' writes need. A change under way is not cancelled:
+it is made when the server answers, and its error says so; one that never got a thread
+is never made, and its error says that.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any, TypeVar
 import psycopg
 import psycopg_pool
 
-from .bounded_calls import call_within, submit
+from .bounded_calls import BoundedThreads, CallTimeout
 
 __all__ = ["ANSWER_LIMIT", "CANCEL_LIMIT", "answered", "read"]
 
@@ -34,22 +36,26 @@ _T = TypeVar("_T")
 Connection = psycopg.Connection[Any]
 
 
-def answered(call: Callable[[], _T], location: str, *, change: bool = False) -> _T:
+def answered(call: Callable[[], _T], location: str, threads: BoundedThreads, *,
+             change: bool = False) -> _T:
     """``call``'s result, if the server answers within :data:`ANSWER_LIMIT` seconds;
     else ``OperationalError`` naming the store. One given up on goes on, on its own
     thread, its connection back in the pool when the server answers."""
     try:
-        return call_within(call, ANSWER_LIMIT)
+        return threads.call_within(call, ANSWER_LIMIT)
     except psycopg_pool.PoolTimeout as exc:
         raise psycopg.OperationalError(
             f"the session store {location} cannot be reached ({exc})") from None
-    except TimeoutError:
-        later = " (the change may still be made when it answers)" if change else ""
+    except CallTimeout as exc:
+        outcome = ""
+        if change:
+            outcome = (" (the change may still be made when it answers)" if exc.started
+                       else " (the change was not made)")
         raise psycopg.OperationalError(f"the session store {location} did not answer "
-                                       f"within {ANSWER_LIMIT:g} s{later}") from None
+                                       f"within {ANSWER_LIMIT:g} s{outcome}") from None
 
 
-def read(pool: psycopg_pool.ConnectionPool[Any], location: str,
+def read(pool: psycopg_pool.ConnectionPool[Any], location: str, threads: BoundedThreads,
          work: Callable[[Connection], _T]) -> _T:
     """``work`` on one of the pool's connections, :func:`answered`; cancelled on the
     server when given up on or interrupted."""
@@ -60,7 +66,7 @@ def read(pool: psycopg_pool.ConnectionPool[Any], location: str,
             return work(conn)
 
     try:
-        return answered(run, location)
+        return answered(run, location, threads)
     except BaseException:  # given up on, or KeyboardInterrupt; a finished one is let be
         running.cancel()
         raise
@@ -73,10 +79,13 @@ class _RunningQuery:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._conn: Connection | None = None
+        self._given_up = False
 
     @contextlib.contextmanager
     def on(self, conn: Connection) -> Iterator[None]:
         with self._lock:
+            if self._given_up:  # a connection came only after the caller stopped waiting
+                raise psycopg.OperationalError("the read was given up on")
             self._conn = conn
         try:
             yield
@@ -85,10 +94,16 @@ class _RunningQuery:
                 self._conn = None
 
     def cancel(self) -> None:
+        with self._lock:
+            self._given_up = True
+
         def send() -> None:
             with self._lock:  # the read cannot hand its connection back meanwhile
                 if self._conn is not None:
                     with contextlib.suppress(psycopg.Error):
                         self._conn.cancel_safe(timeout=CANCEL_LIMIT)
 
-        submit(send)  # off the caller's thread: a hung server does not answer it either
+        if self._conn is not None:  # a read under way (one never begun has nothing to stop)
+            # On a thread of its own, not one of the server's few kept ones: a hung server
+            # holds the cancel too, up to CANCEL_LIMIT.
+            threading.Thread(target=send, name="neta-nb-store-cancel", daemon=True).start()

@@ -21,13 +21,12 @@ import logging
 import os
 import threading
 import time
-from functools import partial
 from typing import Any, ClassVar
 
 import psycopg
 from psycopg.conninfo import make_conninfo
 
-from .bounded_calls import call_within
+from .bounded_calls import BoundedThreads, CallTimeout
 from .process_owner import ProcessOwner, busy_error
 
 __all__ = ["ClaimsConnection", "PostgresClaim", "claim_key"]
@@ -40,8 +39,9 @@ KEEPALIVE = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5,
              "keepalives_count": 3, "connect_timeout": 5}
 """A dead peer is found within half a minute even with no query in flight."""
 RELEASE_LIMIT = 2.0
-"""Seconds the end of a turn (on the kernel's loop) waits for its claim's release. A
-server that hangs gets the release when it answers, or drops it with the connection."""
+"""Seconds the end of a turn (on the kernel's loop) waits for its claim's unlock. A
+server that hangs gets the unlock as soon as it answers, or drops it with the
+connection."""
 
 
 def claim_key(session_id: str) -> int:
@@ -52,16 +52,28 @@ def claim_key(session_id: str) -> int:
 
 
 class ClaimsConnection:
-    """This process's connection for turn claims on one database."""
+    """This process's connection for turn claims on one database.
+
+    Two locks: ``_lock`` is held while the connection talks to the server (which may
+    hang), ``_state`` only while the claim sets change. So ``holds`` and ``release``,
+    asked on the kernel's loop, never wait for the server: a release takes the session
+    out of the running turns at once and leaves its unlock pending, made within
+    :data:`RELEASE_LIMIT` seconds on a healthy server, else as soon as the server
+    answers (the watcher retries) — never lost."""
 
     _by_url: ClassVar[dict[tuple[str, int], ClaimsConnection]] = {}
     _registry_lock: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(self, url: str) -> None:
         self.url = url
+        self.calls = BoundedThreads.of(url)
         self._lock = threading.Lock()
+        self._state = threading.Lock()
         self._conn: psycopg.Connection[Any] | None = None
         self._held: set[str] = set()
+        """Sessions whose turn runs here, their claims held."""
+        self._unlocking: set[str] = set()
+        """Sessions whose turn ended here, their lock still on the connection."""
         self._watcher: threading.Thread | None = None
 
     @classmethod
@@ -82,61 +94,91 @@ class ClaimsConnection:
             found = cls._by_url.pop((url, os.getpid()), None)
         if found is not None:
             with found._lock:
-                found._held.clear()
+                with found._state:
+                    found._held.clear()
+                    found._unlocking.clear()
                 if found._conn is not None:
                     found._conn.close()
 
     def _connection(self) -> psycopg.Connection[Any]:
+        """The live connection (``_lock`` held): a new one takes the claims of the
+        running turns again."""
         conn = self._conn
-        if conn is None or conn.closed or conn.broken:
-            lost = conn is not None and bool(self._held)
-            conn = psycopg.connect(make_conninfo(self.url, **KEEPALIVE), autocommit=True)
-            self._conn = conn
-            for session_id in list(self._held):
-                row = conn.execute("SELECT pg_try_advisory_lock(%s)",
-                                   (claim_key(session_id),)).fetchone()
-                if not (row and row[0]):
-                    log.error("session %s: another process claimed its turn while the "
-                              "connection holding the claim was lost; the turn running "
-                              "here goes on, unguarded", session_id)
+        if conn is not None and not (conn.closed or conn.broken):
+            return conn
+        lost = conn is not None
+        conn = self._conn = psycopg.connect(make_conninfo(self.url, **KEEPALIVE),
+                                            autocommit=True)
+        with self._state:
+            self._unlocking.clear()  # those locks went with the old connection
+            held = sorted(self._held)
+        for session_id in held:
+            row = conn.execute("SELECT pg_try_advisory_lock(%s)",
+                               (claim_key(session_id),)).fetchone()
+            taken = bool(row and row[0])
+            with self._state:
+                running = session_id in self._held
+                if taken and not running:
+                    self._unlocking.add(session_id)  # its turn ended meanwhile
+                elif not taken and running:
                     self._held.discard(session_id)
-            if lost:
-                # The server dropped them with the old connection: until now nobody was
-                # kept out of those sessions.
-                log.warning("the turn claims of sessions %s were lost with their "
-                            "connection and are taken again", sorted(self._held))
+            if not taken and running:
+                log.error("session %s: another process claimed its turn while the "
+                          "connection holding the claim was lost; the turn running here "
+                          "goes on, unguarded", session_id)
+        if lost and held:
+            # The server dropped them with the old connection: until now nobody was kept
+            # out of those sessions.
+            log.warning("the turn claims of sessions %s were lost with their connection "
+                        "and are taken again", held)
         return conn
 
     def _watch(self) -> None:
-        """While claims are held: check the connection every interval, claim again on a
-        new one when it was lost (said once an outage, not at every try)."""
+        """While claims are held or unlocks pending: check the connection every interval,
+        claim again on a new one when it was lost (said once an outage, not at every
+        try), and make the pending unlocks."""
         trying = False
         while True:
             time.sleep(WATCH_INTERVAL)
             with self._lock:
-                if not self._held:
-                    self._watcher = None
-                    return
+                with self._state:
+                    if not (self._held or self._unlocking):
+                        self._watcher = None
+                        return
+                    running = bool(self._held)
                 conn = self._conn
-                if conn is not None and not (conn.closed or conn.broken):
+                alive = conn is not None and not (conn.closed or conn.broken)
+                if alive and conn is not None:
                     try:
                         conn.execute("SELECT 1")
-                        continue
                     except psycopg.Error:
                         conn.close()  # its locks went with it: taken again below
-                try:
-                    self._connection()
-                    trying = False
-                except psycopg.Error as exc:
-                    if not trying:
-                        log.warning("the turn claims' connection is lost (%s); trying "
-                                    "again until the server answers", exc)
-                    trying = True
+                        alive = False
+                if not alive and not running:
+                    with self._state:
+                        self._unlocking.clear()  # they went with the connection
+                elif not alive:
+                    try:
+                        self._connection()
+                        alive, trying = True, False
+                    except psycopg.Error as exc:
+                        if not trying:
+                            log.warning("the turn claims' connection is lost (%s); trying "
+                                        "again until the server answers", exc)
+                        trying = True
+            if alive:
+                self._unlock_ended()
+
+    def _ensure_watcher(self) -> None:
+        """Start the watcher if it does not run (``_state`` held)."""
+        if self._watcher is None:
+            self._watcher = threading.Thread(target=self._watch, daemon=True,
+                                             name="neta-nb-turn-claims")
+            self._watcher.start()
 
     def holds(self, session_id: str) -> bool:
-        """Whether a turn of this process holds the session's claim. Without the lock:
-        the watcher holds it while it talks to the server, which may hang, and this is
-        asked on the kernel's loop (a set's ``in`` is atomic)."""
+        """Whether a turn of this process holds the session's claim (never waits for
+        the server: asked on the kernel's loop)."""
         return session_id in self._held
 
     def take(self, session_id: str) -> PostgresClaim | None:
@@ -172,11 +214,11 @@ class ClaimsConnection:
                 holder = conn.execute("SELECT owner FROM turn_claims WHERE session_id = %s",
                                       (session_id,)).fetchone()
                 raise busy_error(session_id, _owner(holder[0] if holder else None))
-            self._held.add(session_id)
-            if self._watcher is None:
-                self._watcher = threading.Thread(target=self._watch, daemon=True,
-                                                 name="neta-nb-turn-claims")
-                self._watcher.start()
+            # Taken again while the previous turn's unlock is pending: the lock counts
+            # twice on this connection, and that unlock takes one off.
+            with self._state:
+                self._held.add(session_id)
+                self._ensure_watcher()
             try:
                 conn.execute("INSERT INTO turn_claims (session_id, owner) VALUES (%s, %s) "
                              "ON CONFLICT (session_id) DO UPDATE SET owner = EXCLUDED.owner",
@@ -187,19 +229,46 @@ class ClaimsConnection:
         return PostgresClaim(self, session_id)
 
     def release(self, session_id: str) -> None:
-        with self._lock:
+        """End the session's turn here at once; its unlock is made within
+        :data:`RELEASE_LIMIT` seconds, or as soon as the server answers."""
+        with self._state:
             if session_id not in self._held:
                 return
             self._held.discard(session_id)
+            self._unlocking.add(session_id)
+            self._ensure_watcher()  # it retries if this try gets no answer
+        try:
+            self.calls.call_within(self._unlock_ended, RELEASE_LIMIT, must_run=True)
+        except CallTimeout:
+            log.warning("session %s: the session store did not answer the release of its "
+                        "turn claim within %g s; it is released as soon as the server "
+                        "answers", session_id, RELEASE_LIMIT)
+
+    def _unlock_ended(self) -> None:
+        """Make the pending unlocks of ended turns."""
+        with self._lock:
+            with self._state:
+                pending = sorted(self._unlocking)
             conn = self._conn
+            if not pending:
+                return
             if conn is None or conn.closed or conn.broken:
-                return  # the server dropped it already
-            try:
-                conn.execute("SELECT pg_advisory_unlock(%s)", (claim_key(session_id),))
-            except psycopg.Error as exc:
-                log.warning("session %s: its turn claim could not be released (%s); the "
-                            "connection is closed, which releases it", session_id, exc)
-                conn.close()
+                with self._state:
+                    self._unlocking.clear()  # the server dropped them with it
+                return
+            for session_id in pending:
+                try:
+                    conn.execute("SELECT pg_advisory_unlock(%s)", (claim_key(session_id),))
+                except psycopg.Error as exc:
+                    log.warning("session %s: its turn claim could not be released (%s); "
+                                "the connection is closed, which releases it",
+                                session_id, exc)
+                    conn.close()
+                    with self._state:
+                        self._unlocking.clear()
+                    return
+                with self._state:
+                    self._unlocking.discard(session_id)
 
 
 class PostgresClaim:
@@ -210,16 +279,10 @@ class PostgresClaim:
         self.session_id = session_id
 
     def release(self) -> None:
-        """Let the session's turn go; waits at most :data:`RELEASE_LIMIT` seconds."""
+        """Let the session's turn go (waits at most :data:`RELEASE_LIMIT` seconds)."""
         if self._connection is not None:
             connection, self._connection = self._connection, None
-            try:
-                call_within(partial(connection.release, self.session_id), RELEASE_LIMIT)
-            except TimeoutError:
-                log.warning("session %s: the session store did not answer the release of "
-                            "its turn claim within %g s; it is released when the server "
-                            "answers, or drops the connection", self.session_id,
-                            RELEASE_LIMIT)
+            connection.release(self.session_id)
 
 
 def _owner(data: str | None) -> ProcessOwner | None:

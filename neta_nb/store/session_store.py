@@ -29,7 +29,6 @@ import platformdirs
 from pydantic import ValidationError
 
 from ..messages import Message
-from .bounded_calls import submit
 from .database import Action, Database, Rows, SessionRow, TurnClaimHandle
 from .process_owner import busy_error, current_user
 from .records import CompactedView, CompactionRecord, SessionRecord, automatic_title
@@ -281,9 +280,10 @@ class SessionStore:
         hang): after :data:`CLAIM_LIMIT` seconds the turn runs unclaimed, its writes
         retried in the background. A claim that arrives after the turn stopped waiting
         is released at once."""
-        # On a kept thread of the store's, not the loop's executor: a claim stuck on a
+        # On the store's own kept threads, not the loop's executor: a claim stuck on a
         # hung server must not take one of the few threads the loop's own work needs.
-        future = asyncio.wrap_future(submit(partial(self.claim_turn, session_id)))
+        future = asyncio.wrap_future(self.database.calls.submit(
+            partial(self.claim_turn, session_id)))
         try:
             return await asyncio.wait_for(asyncio.shield(future), CLAIM_LIMIT)
         except (TimeoutError, asyncio.CancelledError) as exc:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .blobs import BlobFiles, EncodedMessage
+from .bounded_calls import BoundedThreads
 from .database import Action, Database, Rows, SessionRow, escape_like
 from .rows import SCHEMA, SqliteRows, decode_text, migrate, read_session_row, row_text
 from .turn_claims import TurnClaim
@@ -49,6 +50,7 @@ class SqliteDatabase:
         self.path = path
         self.location = str(path)
         self.shared = False
+        self.calls = BoundedThreads.of(f"sqlite:{path}")
         self.in_memory = str(path) == ":memory:"
         if not self.in_memory:
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -29,7 +29,7 @@ import pytest
 
 from neta_nb import SessionStore
 from neta_nb.messages import ImagePart, Message, TextPart
-from neta_nb.store import postgres, postgres_answers, postgres_claims
+from neta_nb.store import bounded_calls, postgres, postgres_answers, postgres_claims
 from neta_nb.store.postgres import PostgresDatabase
 from neta_nb.store.postgres_claims import ClaimsConnection
 from neta_nb.store.process_owner import SessionBusyError
@@ -532,11 +532,39 @@ def test_ending_a_turn_while_the_server_hangs_never_hangs_the_kernel_loop(
         claim.release()
         waited = time.monotonic() - started
         assert postgres_claims.RELEASE_LIMIT <= waited < postgres_claims.RELEASE_LIMIT + 1.5
+        assert not database.claims.holds("s")  # its turn is over here at once
     assert "did not answer the release of its turn claim within 2 s" in caplog.text
-    # The server answers: the release is made, and another process may claim the turn.
-    poll_until(lambda: not database.claims.holds("s") and not database._claim_held("s"),
-               30, "the late release")
+    # The server answers: the unlock is made, and another process may claim the turn.
+    poll_until(lambda: not database._claim_held("s"), 30, "the late unlock")
     store.claim_turn("s").release()  # type: ignore[union-attr]
+    store.close()
+
+
+def test_a_release_that_waits_for_a_thread_is_made_late_never_lost(
+        postgres_url: str, caplog: pytest.LogCaptureFixture) -> None:
+    """Every one of the server's kept threads busy (reads stuck on a hung server): the
+    unlock cannot start within its limit. It must still be made once a thread is free,
+    and a new turn of the session here meanwhile keeps its own claim."""
+    store = SessionStore(postgres_url)
+    database = store.database
+    assert isinstance(database, PostgresDatabase)
+    claim = store.claim_turn("s")
+    assert claim is not None
+    busy = threading.Event()
+    stuck = [database.calls.submit(busy.wait) for _ in range(bounded_calls.MAX_THREADS)]
+    try:
+        claim.release()
+        assert "did not answer the release of its turn claim within 2 s" in caplog.text
+        assert not database.claims.holds("s")
+        again = store.claim_turn("s")  # the next turn here: not refused as busy
+        assert again is not None
+    finally:
+        busy.set()
+    assert all(future.result(10) for future in stuck)
+    poll_until(lambda: not database.claims._unlocking, 10, "the pending unlock made")
+    assert database._claim_held("s")  # the new turn's claim: one unlock took one count
+    again.release()
+    assert not database._claim_held("s")
     store.close()
 
 
@@ -686,3 +714,23 @@ def test_a_change_given_up_on_says_it_may_still_be_made(
                and [m.text for m in store.load_messages("s")] == ["late"], 30,
                "the changes made late")
     store.close()
+
+
+def test_a_change_that_never_got_a_thread_says_it_was_not_made(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(postgres_answers, "ANSWER_LIMIT", 0.2)
+    threads = bounded_calls.BoundedThreads()
+    busy = threading.Event()
+    stuck = [threads.submit(busy.wait) for _ in range(bounded_calls.MAX_THREADS)]
+    made: list[str] = []
+    try:
+        with pytest.raises(psycopg.OperationalError) as caught:
+            postgres_answers.answered(lambda: made.append("renamed"), "db", threads,
+                                      change=True)
+    finally:
+        busy.set()
+    assert str(caught.value) == ("the session store db did not answer within 0.2 s "
+                                 "(the change was not made)")
+    assert all(future.result(10) for future in stuck)
+    assert threads.call_within(lambda: "next", 5) == "next"
+    assert made == []
