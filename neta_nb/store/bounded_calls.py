@@ -6,8 +6,9 @@ be interrupted safely from another thread. So a call runs on a daemon thread and
 caller waits for it at most the bound. One given up on goes on there and ends when the
 server answers, or never: a daemon never holds up the process's exit.
 
-Each server (each database's location) has its own :class:`BoundedThreads`: a server that
-hangs holds its own threads only, never another store's. Threads are kept idle for the
+Each server (each PostgreSQL URL) has its own :class:`BoundedThreads`: a server that
+hangs holds its own threads only, never another store's (SQLite files, which never hang,
+share one set). Threads are kept idle for the
 next calls (starting one costs as much as a read on a fast server), at most
 :data:`MAX_THREADS` per server: a burst (200 turns starting at once, each taking its
 claim) waits its turn instead of starting 200 threads. A call still waiting for a thread
@@ -30,7 +31,7 @@ __all__ = ["IDLE_EXIT", "MAX_THREADS", "BoundedThreads", "CallTimeout"]
 MAX_THREADS = 8
 """Most threads at once per server (a hung server can hold them all; its later calls
 then wait)."""
-IDLE_EXIT = 60.0
+IDLE_EXIT = 20.0
 """Seconds an idle thread waits for a call before it ends."""
 
 _T = TypeVar("_T")
@@ -51,7 +52,9 @@ class CallTimeout(TimeoutError):
 class BoundedThreads:
     """The kept threads of one server's calls."""
 
-    _by_key: ClassVar[dict[str, BoundedThreads]] = {}
+    _by_key: ClassVar[weakref.WeakValueDictionary[str, BoundedThreads]] = (
+        weakref.WeakValueDictionary())
+    """Kept while a database or a thread of it refers to it."""
     _registry_lock: ClassVar[threading.Lock] = threading.Lock()
     _every: ClassVar[weakref.WeakSet[BoundedThreads]] = weakref.WeakSet()
 

@@ -50,7 +50,7 @@ class SqliteDatabase:
         self.path = path
         self.location = str(path)
         self.shared = False
-        self.calls = BoundedThreads.of(f"sqlite:{path}")
+        self.calls = BoundedThreads.of("sqlite")  # files never hang: one set for all
         self.in_memory = str(path) == ":memory:"
         if not self.in_memory:
             path.parent.mkdir(parents=True, exist_ok=True)

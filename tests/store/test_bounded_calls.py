@@ -120,7 +120,7 @@ def test_a_call_given_up_on_before_a_thread_was_free_is_never_made(
 
 
 def test_a_hung_server_holds_its_own_threads_only() -> None:
-    hung, healthy = BoundedThreads.of("postgresql://hung"), BoundedThreads.of("sqlite:x")
+    hung, healthy = BoundedThreads.of("postgresql://hung"), BoundedThreads.of("sqlite")
     assert BoundedThreads.of("postgresql://hung") is hung
     release = threading.Event()
     stuck = [hung.submit(release.wait) for _ in range(MAX_THREADS + 2)]
