@@ -6,7 +6,6 @@ from __future__ import annotations
 import multiprocessing
 import threading
 import time
-from concurrent.futures import Future
 
 import pytest
 
@@ -45,17 +44,16 @@ def test_a_timeout_the_call_raises_itself_is_its_own_and_comes_at_once(
 def test_a_future_cancelled_before_its_call_starts_skips_it_and_the_thread_serves_on(
         threads: BoundedThreads) -> None:
     ran: list[str] = []
-    future: Future[None] = Future()
+    release = threading.Event()
+    stuck = [threads.submit(release.wait) for _ in range(MAX_THREADS)]
+    future = threads.submit(lambda: ran.append("claimed"))  # waits for a thread
     assert future.cancel()
-    threads._threads = 1  # as submit counts the thread it starts
-    worker = bounded_calls._Worker(threads)
-    worker.give((lambda: ran.append("claimed"), future))
-    deadline = time.monotonic() + 5
-    while worker not in threads._idle and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert threads._idle == [worker]
+    release.set()
+    assert all(done.result(10) for done in stuck)
     assert threads.call_within(lambda: "served", 5) == "served"
-    assert threads._idle == [worker] and threads._threads == 1  # no new one
+    assert threads.threads.threads == MAX_THREADS  # no new one
+    assert threads.threads.busy == 0
+    assert threads.threads.idle == MAX_THREADS  # each counted idle once
     assert ran == []
 
 
@@ -97,7 +95,7 @@ def test_idle_threads_are_reused_and_a_burst_waits_for_a_few(threads: BoundedThr
     futures = [threads.submit(call) for _ in range(40)]
     assert len({future.result(10) for future in futures}) <= MAX_THREADS
     assert most[0] == MAX_THREADS
-    assert threads._threads == MAX_THREADS
+    assert threads.threads.threads == MAX_THREADS
 
 
 def test_a_call_given_up_on_before_a_thread_was_free_is_never_made(
@@ -144,18 +142,17 @@ def test_a_bounded_call_inside_another_runs_where_it_is(threads: BoundedThreads)
     assert [future.result(10) for future in futures] == ["inner"] * MAX_THREADS
 
 
-def test_an_idle_thread_ends_after_a_while(threads: BoundedThreads,
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_idle_thread_ends_after_a_while(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bounded_calls, "IDLE_EXIT", 0.2)
-    threads.call_within(lambda: None, 5)
-    (worker,) = threads._idle
+    threads = BoundedThreads()
+    first = threads.call_within(threading.current_thread, 5)
+    assert threads.threads.idle == 1
     deadline = time.monotonic() + 10
-    while threads._idle and time.monotonic() < deadline:
+    while threads.threads.idle and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not threads._idle
-    assert threads._threads == 0
-    assert threads.call_within(lambda: "again", 5) == "again"  # a new one is started
-    assert threads._idle != [worker]
+    assert threads.threads.idle == 0
+    assert threads.threads.threads == 0
+    assert threads.call_within(threading.current_thread, 5) is not first  # a new one
 
 
 _FORKED = BoundedThreads.of("test-fork")
@@ -167,7 +164,7 @@ def _in_child(queue: multiprocessing.Queue[object]) -> None:
 
 def test_a_forked_child_does_not_wait_on_its_parent_s_threads() -> None:
     _FORKED.call_within(lambda: None, 5)  # an idle thread in the parent
-    assert _FORKED._idle
+    assert _FORKED.threads.idle
     context = multiprocessing.get_context("fork")
     answers: multiprocessing.Queue[object] = context.Queue()
     child = context.Process(target=_in_child, args=(answers,))
