@@ -3,7 +3,7 @@
  * what it answers to requests, mirrored field for field. Keep this file and the traits of
  * `ToolConfigPanel` in step: the kernel is the only one that decides, the view only reads.
  */
-import type { Lang } from "../i18n";
+import { type Lang, normalizeLang } from "../i18n";
 
 export type ToolStateName = "default_enabled" | "agent_enabled" | "agent_disabled" | "globally_disabled" | "available";
 export type StateFilter = "all" | "enabled" | "off" | "globally_disabled";
@@ -191,3 +191,23 @@ export interface ToolDefinitionWire {
 
 /** A request answered with nothing but success. */
 export type NoReply = Record<string, never>;
+
+/** Take the traits the kernel sent (`patch`) into `state`, each checked for its shape: a
+ * trait of the wrong shape reads as empty, never breaks the panel. */
+export function applyPatch(state: ToolConfigPanelState, patch: Partial<ToolConfigPanelState>): void {
+  if (patch.tools !== undefined) state.tools = Array.isArray(patch.tools) ? patch.tools : [];
+  if (patch.states !== undefined) state.states = patch.states && typeof patch.states === "object" ? patch.states : {};
+  if (patch.enabled_tools !== undefined) state.enabled_tools = Array.isArray(patch.enabled_tools) ? patch.enabled_tools : [];
+  if (patch.categories !== undefined) state.categories = Array.isArray(patch.categories) ? patch.categories : [];
+  if (patch.summary !== undefined) state.summary = patch.summary ?? {};
+  if (patch.unknown !== undefined) state.unknown = Array.isArray(patch.unknown) ? patch.unknown : [];
+  if (patch.warnings !== undefined) state.warnings = Array.isArray(patch.warnings) ? patch.warnings : [];
+  if (patch.search !== undefined) state.search = String(patch.search ?? "");
+  if (patch.state_filter !== undefined) state.state_filter = STATE_FILTERS.includes(patch.state_filter) ? patch.state_filter : "all";
+  if (patch.core_only !== undefined) state.core_only = Boolean(patch.core_only);
+  if (patch.collapsed !== undefined) state.collapsed = Array.isArray(patch.collapsed) ? patch.collapsed : [];
+  if (patch.preview_options !== undefined) state.preview_options = patch.preview_options && typeof patch.preview_options === "object" ? patch.preview_options : {};
+  if (patch.previewing_as !== undefined) state.previewing_as = patch.previewing_as && typeof patch.previewing_as === "object" ? patch.previewing_as : null;
+  if (patch.mcp_servers !== undefined) state.mcp_servers = Array.isArray(patch.mcp_servers) ? patch.mcp_servers : [];
+  if (patch.lang !== undefined) state.lang = normalizeLang(patch.lang);
+}

@@ -18,18 +18,18 @@
  * change touches only the rows whose state changed, filters only toggle `hidden`.
  *
  * Split along its seams: `tool-config-panel-traits.ts` (what the kernel sends, trait by
- * trait), `tool-config-panel-row.ts` (one tool's row), this file (the panel around them).
+ * trait), `tool-config-panel-row.ts` (one tool's row), `-mcp.ts` (a server's section),
+ * `-preview.ts` ("preview as"), `-notices.ts` (unknown names, warnings), `-prompt.ts`
+ * (the prompt preview), this file (the panel around them: its state and render pass).
  * Every word comes from the shared label table (`i18n.ts`); reasons and config notes
  * arrive already rendered in the panel's language.
- *
- * (About 590 lines, over the project's 500: the panel's four sections share one state and
- * one render pass; the wire types, the row, the MCP section and the "preview as" control
- * are their own modules. Splitting the render pass by section is the next step.)
  */
 import "./tool-config-panel.css";
 import { createCollapsible, element, makeToggle, suppressNotebookShortcuts } from "../dom";
 import { normalizeLang, t } from "../i18n";
+import { createErrorLine, createNotices } from "./tool-config-panel-notices";
 import { createPreviewAsControl } from "./tool-config-panel-preview";
+import { createPromptPreview } from "./tool-config-panel-prompt";
 import { McpServerSection } from "./tool-config-panel-mcp";
 import { categoryName, matchesFilter, PanelToolRow } from "./tool-config-panel-row";
 import {
@@ -37,10 +37,9 @@ import {
   BULK_OPERATIONS,
   type BulkOperation,
   type BulkRequest,
-  type ForgetRequest,
   type PanelRequest,
-  type PreviewResult,
   type SetToolRequest,
+  applyPatch,
   STATE_FILTERS,
   type StateFilter,
   type ToolConfigPanelState,
@@ -112,27 +111,9 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
   scope.append(scopeIcon, scopeText);
   summary.append(summaryFigures, scope);
 
-  const errorBar = element("div", "neta-tc-notice neta-tc-error");
-  errorBar.setAttribute("role", "alert");
-  const errorText = element("span", "neta-tc-notice-text");
-  const errorClose = element("button", "neta-tc-link-button");
-  errorClose.type = "button";
-  errorBar.append(errorText, errorClose);
-  errorBar.hidden = true;
+  const errorLine = createErrorLine(listen, () => state.lang);
 
-  const unknownBar = element("div", "neta-tc-notice neta-tc-unknown");
-  const unknownText = element("span", "neta-tc-notice-text");
-  const unknownList = element("span", "neta-tc-unknown-list");
-  unknownBar.append(unknownText, unknownList);
-
-  const warningBar = element("div", "neta-tc-notice neta-tc-warnings");
-  const warningTitle = element("div", "neta-tc-notice-title");
-  const warningList = element("ul", "neta-tc-warning-list");
-  const warningDismiss = element("button", "neta-tc-link-button");
-  warningDismiss.type = "button";
-  const warningHead = element("div", "neta-tc-notice-head");
-  warningHead.append(warningTitle, warningDismiss);
-  warningBar.append(warningHead, warningList);
+  const notices = createNotices({ send: (kind, payload) => send(kind, payload), listen });
 
   const enabledSection = element("section", "neta-tc-enabled");
   const enabledTitle = element("div", "neta-tc-section-title");
@@ -208,13 +189,7 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
   clearFilters.type = "button";
   noMatch.append(noMatchText, clearFilters);
 
-  const preview = element("details", "neta-tc-preview");
-  const previewSummary = element("summary", "neta-tc-preview-summary");
-  const previewTitle = element("span", "neta-tc-preview-title");
-  const previewHint = element("span", "neta-tc-preview-hint");
-  previewSummary.append(previewTitle, previewHint);
-  const previewBody = element("div", "neta-tc-preview-body");
-  preview.append(previewSummary, previewBody);
+  const promptPreview = createPromptPreview({ send: (kind) => send(kind), listen });
 
   const previewAs = createPreviewAsControl({
     send: (kind, payload, showFailure) => send(kind, payload, showFailure),
@@ -222,21 +197,13 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
     rerender: () => render(),
     lang: () => state.lang,
   });
-  root.append(summary, previewAs.bar, previewAs.notice, errorBar, unknownBar, warningBar, enabledSection, toolbar, bulkBar, categoryList, noMatch, preview);
+  root.append(summary, previewAs.bar, previewAs.notice, errorLine.node, notices.unknownBar, notices.warningBar, enabledSection, toolbar, bulkBar, categoryList, noMatch, promptPreview.node);
   el.append(root);
 
   // --- requests ----------------------------------------------------------------------------
-  let errorTimer: ReturnType<typeof setTimeout> | undefined;
-  function showError(message: string | null): void {
-    clearTimeout(errorTimer);
-    errorBar.hidden = message === null;
-    errorText.textContent = message === null ? "" : t(state.lang, "panel_request_failed", { error: message });
-    if (message !== null) errorTimer = setTimeout(() => showError(null), 8000);
-  }
-  listen(errorClose, "click", () => showError(null));
 
   /** Send a request; a failure shows in `showFailure` (by default the panel's error line). */
-  function send(kind: string, payload: Record<string, unknown> = {}, showFailure: (message: string | null) => void = showError): Promise<unknown> {
+  function send(kind: string, payload: Record<string, unknown> = {}, showFailure: (message: string | null) => void = errorLine.show): Promise<unknown> {
     if (!requester) return Promise.resolve(undefined);
     return requester(kind, payload).then(
       (result) => {
@@ -392,40 +359,6 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
     render();
   });
 
-  // --- notices -------------------------------------------------------------------------------
-  listen(warningDismiss, "click", () => {
-    void send("dismiss_warnings");
-  });
-  listen(unknownList, "click", (event) => {
-    const target = (event.target as HTMLElement).closest<HTMLElement>("[data-forget]");
-    if (target?.dataset.forget) void send("forget", { name: target.dataset.forget } satisfies ForgetRequest);
-  });
-
-  // --- prompt preview --------------------------------------------------------------------------
-  let previewSeq = 0;
-  let previewKey = "";
-  function loadPreview(): void {
-    const key = JSON.stringify([state.enabled_tools, state.lang]);
-    if (!preview.open || key === previewKey) return;
-    previewKey = key;
-    previewSeq += 1;
-    const seq = previewSeq;
-    if (!previewBody.hasChildNodes()) previewBody.append(element("div", "neta-tc-empty-line", t(state.lang, "panel_preview_loading")));
-    void send("preview").then((result) => {
-      if (seq !== previewSeq || !result) return;
-      const { system_prompt: systemPrompt, tools } = result as PreviewResult;
-      const parts: HTMLElement[] = [];
-      if (systemPrompt) {
-        parts.push(element("div", "neta-tc-preview-label", t(state.lang, "panel_system_prompt")));
-        parts.push(element("pre", "neta-tc-code", systemPrompt));
-      }
-      parts.push(element("div", "neta-tc-preview-label", t(state.lang, "panel_tool_definitions", { n: tools.length })));
-      parts.push(element("pre", "neta-tc-code", JSON.stringify(tools, null, 2)));
-      previewBody.replaceChildren(...parts);
-    });
-  }
-  listen(preview, "toggle", () => loadPreview());
-
   // --- render ---------------------------------------------------------------------------------
   function render(): void {
     const lang = state.lang;
@@ -440,29 +373,12 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
     summaryTotal.textContent = t(lang, "panel_of_total", { total: counts.total ?? state.tools.length });
     summaryCoreCount.textContent = t(lang, "panel_core_count", { n: counts.core ?? 0 });
     scopeText.textContent = t(lang, "panel_scope");
-    errorClose.textContent = t(lang, "close");
+    errorLine.render(lang);
 
     changedByPreview = previewAs.render(lang, state.preview_options, state.previewing_as);
     root.classList.toggle("neta-is-previewing", state.previewing_as !== null);
 
-    // Notices.
-    unknownBar.hidden = state.unknown.length === 0;
-    unknownText.textContent = t(lang, "panel_unknown");
-    unknownList.replaceChildren(
-      ...state.unknown.map((name) => {
-        const item = element("span", "neta-tc-unknown-item");
-        const button = element("button", "neta-tc-link-button", t(lang, "panel_forget"));
-        button.type = "button";
-        button.dataset.forget = name;
-        button.title = t(lang, "panel_forget_hint", { name });
-        item.append(element("code", undefined, name), button);
-        return item;
-      }),
-    );
-    warningBar.hidden = state.warnings.length === 0;
-    warningTitle.textContent = t(lang, "panel_warnings");
-    warningDismiss.textContent = t(lang, "panel_dismiss");
-    warningList.replaceChildren(...state.warnings.map((warning) => element("li", undefined, warning)));
+    notices.render(lang, state.unknown, state.warnings);
 
     // Enabled section (layer 2): the resolver's final order.
     enabledTitleText.textContent = t(lang, state.previewing_as ? "panel_enabled_section_preview" : "panel_enabled_section");
@@ -535,9 +451,7 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
     noMatchText.textContent = t(lang, "panel_no_match");
     clearFilters.textContent = t(lang, "panel_clear_filters");
 
-    previewTitle.textContent = t(lang, "panel_preview");
-    previewHint.textContent = t(lang, "panel_preview_hint");
-    loadPreview();
+    promptPreview.render(lang, state.enabled_tools);
   }
 
   render();
@@ -555,30 +469,16 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
 
   return {
     update(patch) {
-      if (patch.tools !== undefined) state.tools = Array.isArray(patch.tools) ? patch.tools : [];
-      if (patch.states !== undefined) state.states = patch.states && typeof patch.states === "object" ? patch.states : {};
-      if (patch.enabled_tools !== undefined) state.enabled_tools = Array.isArray(patch.enabled_tools) ? patch.enabled_tools : [];
-      if (patch.categories !== undefined) state.categories = Array.isArray(patch.categories) ? patch.categories : [];
-      if (patch.summary !== undefined) state.summary = patch.summary ?? {};
-      if (patch.unknown !== undefined) state.unknown = Array.isArray(patch.unknown) ? patch.unknown : [];
-      if (patch.warnings !== undefined) state.warnings = Array.isArray(patch.warnings) ? patch.warnings : [];
-      if (patch.search !== undefined) state.search = String(patch.search ?? "");
-      if (patch.state_filter !== undefined) state.state_filter = STATE_FILTERS.includes(patch.state_filter) ? patch.state_filter : "all";
-      if (patch.core_only !== undefined) state.core_only = Boolean(patch.core_only);
-      if (patch.collapsed !== undefined) state.collapsed = Array.isArray(patch.collapsed) ? patch.collapsed : [];
-      if (patch.preview_options !== undefined) state.preview_options = patch.preview_options && typeof patch.preview_options === "object" ? patch.preview_options : {};
-      if (patch.previewing_as !== undefined) state.previewing_as = patch.previewing_as && typeof patch.previewing_as === "object" ? patch.previewing_as : null;
-      if (patch.mcp_servers !== undefined) state.mcp_servers = Array.isArray(patch.mcp_servers) ? patch.mcp_servers : [];
-      if (patch.lang !== undefined) state.lang = normalizeLang(patch.lang);
+      applyPatch(state, patch);
       schedule();
     },
     setRequester(next) {
       requester = next;
     },
     destroy() {
-      clearTimeout(errorTimer);
+      errorLine.destroy();
       clearTimeout(searchTimer);
-      previewSeq += 1;
+      promptPreview.destroy();
       for (const cleanup of cleanups) cleanup();
       for (const view of categories.values()) view.removeToggle();
       for (const row of rows.values()) row.destroy();
