@@ -328,7 +328,7 @@ class PostgresDatabase:
         try:
             answered(lambda: self._settle(session_id, data), self.location, self.calls,
                      change=True)
-        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+        except psycopg.Error as exc:  # answered() says a pool timeout in these words too
             log.info("session %s: its dead owner is settled on the next read (%s)",
                      session_id, exc)
 
