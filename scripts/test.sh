@@ -19,6 +19,9 @@ command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2
 ensure_node
 # ray: the batch runs' Ray backend runs on a real local cluster (tests/batch/test_ray.py).
 install_venv "all,lab,test,ray"
+# The notebooks run on a kernel with the demo's extras alone (scripts/demo.sh installs
+# those): a notebook that needs a package the demo does not install fails here.
+install_demo_kernel .venv-demo
 install_llama_server
 
 ruff check .
@@ -40,5 +43,6 @@ mypy
 # A notebook's kernel gets 180 s to start, not nbval's 60: beside two JupyterLabs and two
 # Chromiums on two cores, a kernel once took longer.
 # The slowest tests are listed at the end: the suite is timed on every fresh clone.
-python -m pytest -n 2 tests notebooks --nbval --nbval-kernel-startup-timeout=180 \
+python -m pytest -n 2 tests notebooks --nbval --nbval-kernel-name="$DEMO_KERNEL" \
+  --nbval-kernel-startup-timeout=180 \
   --durations=25 "$@"
