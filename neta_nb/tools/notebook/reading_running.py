@@ -101,16 +101,17 @@ async def _run_in_kernel(ctx: ToolContext, cell_id: str) -> RichResult:
     # As IPython runs the cell: its magics and shell escapes too.
     run = await run_python_parts(kernel.cell_code(cell_source(cell)), ctx.namespace)
     result = run.result
+    outputs = nbformat_outputs(run)
     written = "its outputs were written into the cell"
     try:
-        await access.page.request("set_outputs", {"cell_id": cell_id,
-                                                   "outputs": nbformat_outputs(run),
+        await access.page.request("set_outputs", {"cell_id": cell_id, "outputs": outputs,
                                                    "execution_count": None})
     except NotebookError as error:
         written = f"its outputs could not be written into the cell ({error})"
+    # Its outputs as a run on the page returns them (the cell's own, quoted).
     text = (f"The kernel is busy with the cell that runs this turn, so cell {cell_id}'s "
             f"code ran in the kernel directly, with no execution count; {written}. "
-            f"What it returned:\n{UNTRUSTED}\n{result.model_text()}")
+            f"Its outputs:\n{UNTRUSTED}\n{render_outputs(outputs)}")
     # Images go to the card and a vision model; HTML a cell displayed stays in the cell
     # (its output is the notebook's content: never drawn inside a card).
     images = [item for item in result.items if item.media_type in MODEL_IMAGE_TYPES]
