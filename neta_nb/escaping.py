@@ -1,5 +1,5 @@
 """Escaping for the static text forms (markdown and HTML) that notebooks keep in their
-outputs.
+outputs, and for text a model reads as data (:func:`quoted_lines`).
 
 Static viewers (GitHub, nbviewer, nbconvert, a notebook reopened without a kernel) may
 render markdown without sanitizing it, so any text that comes from a tool, a model or a
@@ -17,8 +17,13 @@ from functools import cache
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-__all__ = ["code_span", "escape_markdown", "fenced", "literal_markdown", "markdown_cell",
-           "plain_text", "static_markdown_html"]
+__all__ = ["QUOTE_MARK", "code_span", "escape_markdown", "fenced", "literal_markdown",
+           "markdown_cell", "plain_text", "quoted_lines", "static_markdown_html", "unquoted"]
+
+QUOTE_MARK = "│"
+"""What every line of :func:`quoted_lines` starts with."""
+_LINE_BREAKS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+"""What ``str.splitlines`` (and a reader) may take for a line break, other than ``\\n``."""
 
 
 def fenced(text: str, info: str = "") -> str:
@@ -26,6 +31,32 @@ def fenced(text: str, info: str = "") -> str:
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}{info}\n{text}\n{fence}"
+
+
+def quoted_lines(text: str) -> list[str]:
+    """``text`` as lines that each start with :data:`QUOTE_MARK` (``"│ "`` and the line's
+    text; ``"│"`` alone for an empty line), for a model to read as data among lines of
+    one's own that do not: whatever the text holds, none of its lines can pass for one of
+    those (a header, a note), as no fence can be closed from inside.
+
+    Lines end at ``\\n`` (``\\r\\n`` counts as one); every other character a reader may
+    take for a line break (``\\r``, ``\\x0b``, ``\\x0c``, ``\\x1c``–``\\x1e``,
+    ``\\x85``, ``\\u2028``, ``\\u2029``) is written as that escape, so each line here
+    is one line to any reader. A final line break adds no line; ``""`` gives none."""
+    if not text:
+        return []
+    body = text.replace("\r\n", "\n")
+    body = body[:-1] if body.endswith("\n") else body
+    lines = _LINE_BREAKS.sub(lambda found: repr(found.group())[1:-1], body).split("\n")
+    return [f"{QUOTE_MARK} {line}" if line else QUOTE_MARK for line in lines]
+
+
+def unquoted(line: str) -> str | None:
+    """The text of one line of :func:`quoted_lines`; ``None`` for a line that is not one
+    (one's own)."""
+    if line == QUOTE_MARK:
+        return ""
+    return line[len(QUOTE_MARK) + 1:] if line.startswith(f"{QUOTE_MARK} ") else None
 
 
 def code_span(text: str) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from ..escaping import unquoted
 from ..messages import Message, ToolResultPart
 from .demo_script import _turn_results
 from .script_format import (
@@ -52,8 +53,9 @@ def failing_cell(read: str) -> tuple[str, str, str] | None:
             if line.startswith("··· error: "):
                 error = line.removeprefix("··· error: ")
             continue
-        if cell_id and in_source and not error:
-            lines.append(line)
+        text = unquoted(line)  # the source's lines are quoted; others are the tool's
+        if cell_id and in_source and not error and text is not None:
+            lines.append(text)
     return found
 
 
@@ -132,7 +134,7 @@ def _report(messages: Sequence[Message]) -> ScriptedResponse:
         return ScriptedResponse(steps=[TextStep(text=f"The cell was not run: {why}")])
     lines = run[1].content.splitlines()[2:]  # after "Cell … ran" and the untrusted note
     failed = any(line.startswith("··· error:") for line in lines)
-    outputs = "\n".join(line for line in lines if not line.startswith("··· ")).strip()
+    outputs = "\n".join(text for text in map(unquoted, lines) if text is not None).strip()
     verdict = ("It still fails; the output above says why." if failed else
                "It runs now: the missing ratings are left out, every other one is counted.")
     return ScriptedResponse(steps=[TextStep(text=f"{verdict}\n\n```\n{outputs[:1200]}\n```\n")])

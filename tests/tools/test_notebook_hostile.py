@@ -287,6 +287,7 @@ def test_the_kernel_history_runs_no_code_of_the_notebook_and_stays_bounded(
                                      "Out": {1: _Hostile(), 2: big}})
     text = render_notebook(history, CellRange())
     assert "_Hostile" in text and "_HostileError" in text
+    # The values shown were described when they were (reading.cell_outputs).
     assert len(json.dumps(history)) < 50_000
 
 

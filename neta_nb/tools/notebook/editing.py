@@ -22,7 +22,7 @@ from ...messages import DisplayItem
 from ..base import ToolContext, ToolFailure, tool
 from ..rich import CELL_EDIT_CHARS, CELL_EDIT_TYPE, RichResult
 from .page import PAGE_NEEDED, EditDecision, NotebookAccess, NotebookError
-from .reading import notebook_cells
+from .reading import cell_label, notebook_cells
 
 __all__ = ["MAX_CELL_CHARS", "cell_diff", "cell_source", "edit_cell", "find_cell",
            "insert_cell", "live_page", "proposal_item"]
@@ -109,7 +109,7 @@ async def find_cell(access: NotebookAccess, cell_id: str) -> dict[str, Any]:
     for cell in cells:
         if cell.get("id") == cell_id:
             return cell
-    ids = ", ".join(str(cell.get("id")) for cell in cells[:40])
+    ids = ", ".join(cell_label(cell.get("id")) for cell in cells[:40])
     raise ToolFailure(f"No cell has the id {cell_id!r}. The notebook's cell ids: {ids}")
 
 

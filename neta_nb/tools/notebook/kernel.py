@@ -13,6 +13,8 @@ waits for it. :func:`cell_running` tells the tools when that is the case.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 __all__ = ["cell_code", "cell_running", "kernel_history", "watch_cells"]
@@ -75,34 +77,41 @@ def kernel_history(namespace: dict[str, Any]) -> dict[str, Any]:
     value (``Out[n]``, described as ``list_variables`` describes a variable: bounded, no
     code of a class the notebook defined runs) as a ``text/plain`` output. The last
     uncaught exception goes on the cell that raised it; where that cell is not known it is
-    ``"error"``, apart from the cells."""
+    ``"error"``, apart from the cells.
+
+    Describing a value runs its class's code (a frame's rows), which may take long, and a
+    notebook may hold many: a cell with a value gets its outputs as a function that makes
+    them (:func:`~.reading.cell_outputs`), called only for a cell that is shown. ``In``
+    and ``Out`` are read as they are now (copied), so cells the user runs meanwhile change
+    nothing here."""
     from ...runtime.mention_texts import variable_text
 
     inputs = namespace.get("In")
     outputs = namespace.get("Out")
-    cells: list[dict[str, Any]] = []
-    if isinstance(inputs, list):
-        for number, source in enumerate(inputs):
-            if number == 0 or not isinstance(source, str) or not source.strip():
-                continue
-            cell: dict[str, Any] = {"id": f"In[{number}]", "cell_type": "code",
-                                    "execution_count": number, "source": source,
-                                    "outputs": []}
-            if isinstance(outputs, dict) and number in outputs:
-                value = variable_text(f"Out[{number}]", outputs[number])
-                cell["outputs"].append({"output_type": "execute_result",
-                                        "data": {"text/plain": value}})
-            cells.append(cell)
-    history: dict[str, Any] = {"source": "kernel", "cells": cells}
+    values = dict(outputs) if isinstance(outputs, dict) else {}
     exception = last_exception()
-    if exception is not None:
-        raised_in = _raising_cell(exception)
-        raised = next((cell for cell in cells if cell["execution_count"] == raised_in), None)
-        if raised is not None:
-            raised["outputs"].append(error_output(exception))
-        else:
-            history["error"] = error_output(exception)
+    error = error_output(exception) if exception is not None else None
+    raised_in = _raising_cell(exception) if exception is not None else None
+    cells: list[dict[str, Any]] = []
+    for number, source in enumerate(list(inputs) if isinstance(inputs, list) else []):
+        if number == 0 or not isinstance(source, str) or not source.strip():
+            continue
+        after = [error] if error is not None and number == raised_in else []
+        cells.append({"id": f"In[{number}]", "cell_type": "code", "execution_count": number,
+                      "source": source,
+                      "outputs": (partial(_with_value, variable_text, number, values[number],
+                                          after) if number in values else after)})
+    history: dict[str, Any] = {"source": "kernel", "cells": cells}
+    if error is not None and not any(cell["execution_count"] == raised_in for cell in cells):
+        history["error"] = error
     return history
+
+
+def _with_value(describe: Callable[[str, Any], str], number: int, value: Any,
+                after: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A cell's outputs: its value (``Out[number]``), described, then ``after``."""
+    return [{"output_type": "execute_result",
+             "data": {"text/plain": describe(f"Out[{number}]", value)}}, *after]
 
 
 def last_exception() -> BaseException | None:

@@ -15,6 +15,7 @@ are written into the cell, without an execution count.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from ...messages import DisplayItem
@@ -57,9 +58,24 @@ async def read_notebook(ctx: ToolContext, start: int = 1, end: int | None = None
         except NotebookError as error:
             if error.code != "no_bridge":
                 raise ToolFailure(f"The notebook could not be read: {error}") from error
-    if notebook is None:
-        notebook = kernel.kernel_history(ctx.namespace)
     chosen = CellRange(start, end, cell_id)
+    if notebook is not None:
+        return _answer(notebook, chosen)
+    # The kernel's history: describing its values runs their classes' code (a frame's
+    # rows), which may take long. Only the cells shown are described, on a worker thread,
+    # so the loop keeps serving Stop and the widgets meanwhile.
+    if ctx.threads is not None:
+        answer: RichResult = await ctx.threads.run(_kernel_answer, ctx.namespace, chosen)
+    else:
+        answer = await asyncio.to_thread(_kernel_answer, ctx.namespace, chosen)
+    return answer
+
+
+def _kernel_answer(namespace: dict[str, Any], chosen: CellRange) -> RichResult:
+    return _answer(kernel.kernel_history(namespace), chosen)
+
+
+def _answer(notebook: dict[str, Any], chosen: CellRange) -> RichResult:
     shown: list[int] = []
     text = render_notebook(notebook, chosen, shown)
     # Images of the cells the text shows only (not of those left out to stay short).
@@ -101,16 +117,17 @@ async def _run_in_kernel(ctx: ToolContext, cell_id: str) -> RichResult:
     # As IPython runs the cell: its magics and shell escapes too.
     run = await run_python_parts(kernel.cell_code(cell_source(cell)), ctx.namespace)
     result = run.result
+    outputs = nbformat_outputs(run)
     written = "its outputs were written into the cell"
     try:
-        await access.page.request("set_outputs", {"cell_id": cell_id,
-                                                   "outputs": nbformat_outputs(run),
+        await access.page.request("set_outputs", {"cell_id": cell_id, "outputs": outputs,
                                                    "execution_count": None})
     except NotebookError as error:
         written = f"its outputs could not be written into the cell ({error})"
+    # Its outputs as a run on the page returns them (the cell's own, quoted).
     text = (f"The kernel is busy with the cell that runs this turn, so cell {cell_id}'s "
             f"code ran in the kernel directly, with no execution count; {written}. "
-            f"What it returned:\n{UNTRUSTED}\n{result.model_text()}")
+            f"Its outputs:\n{UNTRUSTED}\n{render_outputs(outputs)}")
     # Images go to the card and a vision model; HTML a cell displayed stays in the cell
     # (its output is the notebook's content: never drawn inside a card).
     images = [item for item in result.items if item.media_type in MODEL_IMAGE_TYPES]

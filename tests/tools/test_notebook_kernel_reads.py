@@ -1,0 +1,110 @@
+"""``read_notebook`` on the kernel's history describes only the values it returns, and
+describes them off the event loop: a notebook with a thousand frames in ``Out`` costs an
+answer about one cell that cell's description, and Stop and the widgets keep being
+served while a slow one is made."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+from typing import Any, ClassVar
+
+import pytest
+
+from neta_nb.tools.base import ToolContext
+from neta_nb.tools.notebook import kernel
+from neta_nb.tools.notebook.reading_running import read_notebook
+
+from ..support.sessions import answer, calls
+from .test_notebook_tools import _result, _session
+
+
+class _Counted:
+    """An ``Out`` value whose description runs its ``__repr__`` (its class counts as an
+    installed package's, as a frame's does) and records which value it was."""
+
+    __module__ = "neta_nb.counted_values"
+    described: ClassVar[list[int]] = []
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+
+    def __repr__(self) -> str:
+        _Counted.described.append(self.number)
+        return f"value {self.number}: " + "x" * 2_000
+
+
+@pytest.fixture
+def history(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    monkeypatch.setattr(kernel, "_shell", lambda: None)
+    monkeypatch.setattr(kernel, "last_exception", lambda: None)
+    _Counted.described = []
+    return {"In": ["", *(f"frame_{n}" for n in range(1, 1_001))],
+            "Out": {n: _Counted(n) for n in range(1, 1_001)}}
+
+
+async def test_only_the_values_of_the_cells_returned_are_described(
+        history: dict[str, Any]) -> None:
+    session, _, _ = _session([calls(("one", "read_notebook", {"cell_id": "In[500]"})),
+                              answer("ok"), calls(("all", "read_notebook", {})),
+                              answer("ok")], None)
+    session.namespace.update(history)
+    await session.run("what is In[500]?")
+    assert "value 500: xxx" in _result(session, "one").content
+    assert set(_Counted.described) == {500}
+    _Counted.described = []
+    await session.run("and the rest?")
+    text = _result(session, "all").content
+    shown = [int(n) for n in re.findall(r"^--- cell \d+ · id In\[(\d+)\]", text, re.M)]
+    assert shown and "Left out to stay short" in text
+    # Those shown, and at most the one after them, found not to fit.
+    assert set(shown) <= set(_Counted.described) <= {*shown, max(shown) + 1}
+
+
+async def test_a_read_from_a_later_cell_describes_the_values_from_there_only(
+        history: dict[str, Any]) -> None:
+    result = await read_notebook.invoke_rich({"start": 999},
+                                             ToolContext(namespace=history))
+    assert "value 1000: xxx" in result.text and set(_Counted.described) == {999, 1000}
+
+
+class _Blocking:
+    """An ``Out`` value whose description blocks until a coroutine of the event loop lets
+    it go."""
+
+    __module__ = "neta_nb.counted_values"
+
+    def __init__(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.entered = asyncio.Event()
+        self.released = threading.Event()
+        self.freed_by_the_loop: list[bool] = []
+
+    def __repr__(self) -> str:
+        self.loop.call_soon_threadsafe(self.entered.set)
+        if not self.freed_by_the_loop:  # once is enough to tell
+            # On the loop's thread the loop cannot set it: the wait then runs out.
+            self.freed_by_the_loop.append(self.released.wait(timeout=10))
+        return "slow value"
+
+
+async def test_a_slow_value_is_described_while_the_loop_goes_on(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kernel, "_shell", lambda: None)
+    monkeypatch.setattr(kernel, "last_exception", lambda: None)
+    slow = _Blocking()
+    session, _, _ = _session([calls(("r", "read_notebook", {})), answer("ok")], None)
+    session.namespace.update({"In": ["", "slow"], "Out": {1: slow}})
+
+    async def heartbeat() -> None:  # a coroutine of the loop's, as Stop's handler is
+        await slow.entered.wait()
+        slow.released.set()
+
+    beating = asyncio.ensure_future(heartbeat())
+    try:
+        await session.run("what is slow?")
+    finally:
+        beating.cancel()
+    assert slow.freed_by_the_loop == [True]
+    assert "slow value" in _result(session, "r").content
