@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 from ..messages import MentionPart, Message, valid_conversation
 from ..thinking import THINK_LEVELS, ThinkLevel
 from ..todo import TodoStore
-from .budget import Spend
 from .mentions import is_from_mention
 
 if TYPE_CHECKING:
@@ -143,12 +142,13 @@ def _branch(session: AgentSession, messages: Sequence[Message], *,
 
 
 def _restore_state(session: AgentSession) -> None:
-    """The plan, figures and spend that the session's messages give."""
+    """The plan, figures and spend that the session's messages give, in place of what
+    the session had counted: its sub-agents' runs of the latest turn are forgotten too
+    (those kept are counted from their ``delegate`` calls' records, with the rest)."""
     session.todo = TodoStore.hydrate_from_history(session.messages)
+    session._crew.begin_turn()
     session._meter.price = session.provider.price
     session._meter.restore(session.messages, session.compactions)
-    session._children_spent = Spend()
-    session.restore_spend(session.messages)
 
 
 def _level_at(messages: Sequence[Message], session: AgentSession) -> ThinkLevel | None:

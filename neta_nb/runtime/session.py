@@ -61,7 +61,7 @@ from ..tools.threads import ToolThreads
 from .agent import Agent
 from .approvals import ApprovalPolicy, Approvals
 from .branches import Branches
-from .budget import BudgetGuard, Spend
+from .budget import BudgetGuard
 from .event_hub import EventHub
 from .history import History
 from .mentions import prompt_parts
@@ -142,7 +142,6 @@ class AgentSession(TurnLoop, Branches):
         self._events = EventHub()
         self._emit = self._events.emit
         self._budget = BudgetGuard(self._emit)
-        self._children_spent = Spend()
         self._history = History(self._saved, self._meter, self._emit)
         self._approvals = Approvals(approval_policy, self._emit,
                                     parent=crew_link.approvals if crew_link else None)
