@@ -16,17 +16,20 @@ it copied show their runs as stored).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..events import TurnUsage
 from ..messages import MentionPart, Message, valid_conversation
+from ..store.session_store import CompactionRecord
 from ..thinking import THINK_LEVELS, ThinkLevel
 from ..todo import TodoStore
+from .budget import Spend
 from .mentions import is_from_mention
+from .usage_meter import UsageMeter
 
 if TYPE_CHECKING:
-    import asyncio
-
     from .session import AgentSession
 
 __all__ = ["Branches", "message_index"]
@@ -69,7 +72,7 @@ class Branches:
                 if session.store is not None else None)
         messages, dropped = history[:index], history[index:]
         level = _level_at(history[: index + 1], session)
-        compactions = [c for c in session.compactions if c.after_message <= index]
+        compactions = _compactions_before(session, index)
         # A compaction of what stays keeps its view (less what is dropped); one of what is
         # dropped, or none, leaves the model the messages themselves.
         compacted = bool(compactions) and len(compactions) == len(session.compactions)
@@ -92,9 +95,7 @@ class Branches:
         result…) answered. A rewind to it (what followed kept as a branch) and a turn with
         the same prompt and attachments. Returns the turn's task."""
         session = self._self("retry")
-        prompt = _prompt_of(session, message_id)
-        session.rewind(prompt.id)
-        return session._start_turn(_again(session, prompt, prompt.text))
+        return _again(session, _prompt_of(session, message_id), None)
 
     def edit(self, message_id: str, text: str) -> asyncio.Task[Any]:
         """Send ``text`` in place of the prompt ``message_id``: a rewind to it (what
@@ -105,8 +106,7 @@ class Branches:
         if prompt.role != "user":
             raise ValueError(f"message {message_id!r} is not a prompt: only what the user "
                              f"sent can be edited")
-        session.rewind(message_id)
-        return session._start_turn(_again(session, prompt, text))
+        return _again(session, prompt, text)
 
     def on_rewind(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Call ``callback()`` after each rewind (a view redraws from the session);
@@ -123,6 +123,9 @@ class Branches:
         if action is not None and self.running:
             raise RuntimeError(f"session {self.id!r} is running a turn: stop it "
                                f"(session.cancel()) before you {action}")
+        if action is not None and self._compacting:
+            raise RuntimeError(f"session {self.id!r} is compacting its history: {action} "
+                               f"when compact() has finished")
         return self
 
 
@@ -171,15 +174,39 @@ def _prompt_of(session: AgentSession, message_id: str | None) -> Message:
     raise ValueError(f"session {session.id!r} has no prompt to ask again there")
 
 
-def _again(session: AgentSession, prompt: Message, text: str) -> Message:
-    """A new prompt of ``text`` with ``prompt``'s attachments (its parts past the text),
-    checked as any prompt is before a turn. Asked again, its ``@`` mentions send what
-    they did then; an edited text's are resolved anew."""
+def _compactions_before(session: AgentSession, index: int) -> list[CompactionRecord]:
+    """The compactions of the messages before ``index`` (what a rewind there keeps)."""
+    return [c for c in session.compactions if c.after_message <= index]
+
+
+def _spent_before(session: AgentSession, index: int) -> Spend:
+    """What the session will have spent once rewound to ``index``: what its messages
+    before it cost (their calls, summaries and sub-agent runs)."""
+    meter = UsageMeter(session.context.max_tokens)
+    meter.price = session.provider.price
+    meter.restore(session._history.messages[:index], _compactions_before(session, index))
+    return meter.session_spend(TurnUsage())
+
+
+def _again(session: AgentSession, prompt: Message, text: str | None) -> asyncio.Task[Any]:
+    """Rewind to ``prompt`` and run a turn of ``text`` (``None``: the prompt's own) with
+    its attachments (its parts past the text). Asked again, its ``@`` mentions send what
+    they did then; an edited text's are resolved anew. Everything that can refuse the turn
+    — a running turn, the budget as it will be after the rewind, a mention, no event
+    loop — is checked first: a refusal leaves the session, its store and its views as
+    they were."""
+    text = prompt.text if text is None else text
+    index = message_index(session, prompt.id)
     kept = [part for part in prompt.parts[1:] if part.type != "text"]
     if text != prompt.text:
         kept = [p for p in kept if not is_from_mention(p, prompt.text, session.working_dir)]
     message = session._ready(text, None, [p for p in kept if isinstance(p, MentionPart)]
-                             if text == prompt.text else None)
+                             if text == prompt.text else None,
+                             spent=_spent_before(session, index))
     message.parts.extend(part.model_copy(deep=True) for part in kept
                          if not isinstance(part, MentionPart))
-    return message
+    asyncio.get_running_loop()  # a turn needs one (RuntimeError without), before the rewind
+    session.rewind(prompt.id)
+    # The level the prompt ran at, which the rewind brought back.
+    message.metadata.think_level = session.think_level
+    return session._start_turn(message)

@@ -61,7 +61,7 @@ from ..tools.threads import ToolThreads
 from .agent import Agent
 from .approvals import ApprovalPolicy, Approvals
 from .branches import Branches
-from .budget import BudgetGuard
+from .budget import BudgetGuard, Spend
 from .event_hub import EventHub
 from .history import History
 from .mentions import prompt_parts
@@ -429,11 +429,13 @@ class AgentSession(TurnLoop, Branches):
             raise shown_as_one_line(cancelled)  # noqa: B904 - the same exception, re-raised
 
     def _ready(self, prompt: str, attachments: Sequence[Any] | None,
-               mentions: Sequence[MentionPart] | None = None) -> Message:
+               mentions: Sequence[MentionPart] | None = None, *,
+               spent: Spend | None = None) -> Message:
         """The checks before a turn (idle, budget, a sub-agent tree changed since), then
-        its prompt."""
+        its prompt; nothing is changed. ``spent``: the session's spend when the turn will
+        start, if not what it is now (a retry's, after its rewind)."""
         self._check_idle()
-        self._check_budget()
+        self._check_budget(spent)
         self.agent.check_subagents()
         message = Message.user(encodable(prompt))
         message.metadata.think_level = self.think_level

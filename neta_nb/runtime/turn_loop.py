@@ -370,11 +370,14 @@ class TurnLoop:
             raise RuntimeError("the session is compacting its history; try again when "
                                "compact() has finished")
 
-    def _check_budget(self) -> None:
-        """Before a turn: see :meth:`BudgetGuard.before_turn`."""
+    def _check_budget(self, spent: Spend | None = None) -> None:
+        """Before a turn: see :meth:`BudgetGuard.before_turn`. ``spent``: what the session
+        will have spent when the turn starts, if not what it has now (a retry's, after
+        its rewind)."""
         if self.agent.budget_usd is not None or self.agent.turn_budget_usd is not None:
-            self._budget.before_turn(self.agent, self.provider,
-                                     lambda: self._session_spend().usd)
+            self._budget.before_turn(
+                self.agent, self.provider,
+                lambda: (self._session_spend() if spent is None else spent).usd)
 
     def _record_subagent(self, call_id: str, record: SubagentRun) -> None:
         """Keep a child's run on its ``delegate`` call's execution (resume rebuilds the
