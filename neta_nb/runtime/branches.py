@@ -51,13 +51,18 @@ class Branches:
     branch_at: str | None
 
     def fork(self, message_id: str) -> AgentSession:
-        """A new session whose history is this one's up to and including ``message_id``,
-        with the plan, cards, token and cost figures and thinking level as they were
-        there; stored as a branch of this one (the session list shows it so), which is
-        left exactly as it was. Refused while a turn runs."""
+        """A new session whose history is this one's up to and including ``message_id``
+        — and the results of its tool calls, when it made some (or is one of those
+        results): a call is never left without its result — with the plan, cards, token
+        and cost figures and thinking level as they were there; stored as a branch of
+        this one (the session list shows it so), which is left exactly as it was.
+        Refused while a turn runs."""
         session = self._self("fork")
-        upto = session._history.messages[: message_index(session, message_id) + 1]
-        return _branch(session, upto, branch_at=message_id)
+        history = session._history.messages
+        end = message_index(session, message_id) + 1
+        while end < len(history) and history[end].role == "tool":
+            end += 1  # the results of the calls it made (or of its siblings)
+        return _branch(session, history[:end], branch_at=message_id)
 
     def rewind(self, message_id: str) -> AgentSession | None:
         """Go back to just before ``message_id``: the history (what the model is sent
@@ -139,6 +144,10 @@ def _branch(session: AgentSession, messages: Sequence[Message], *,
                            branch_of=(session.id, branch_at))
     for message in messages:
         branch._history.append(message.model_copy(deep=True))
+    # What the model is sent is valid whatever was copied (as after a rewind, or a resume
+    # of a damaged history): a call without its result gets an error result.
+    history = branch._history
+    history.set_view(valid_conversation(history.view))
     _restore_state(branch)
     branch._save_record(running=False, owner=None, owner_died=False)
     return branch
