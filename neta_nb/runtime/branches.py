@@ -6,12 +6,14 @@ the model continues holds exactly the chosen branch.
 
 Everything a session shows besides its messages follows from them, so a branch is its
 messages and the state they give: the plan is the latest ``todo`` result among them, the
-skill and tool cards are their metadata, the token, context and cost figures their usage,
-and the thinking level the one its last prompt ran at. A fork never writes to what it is
-forked from. A branch, and a session rewound to before a compaction, is uncompacted (the
-model is sent its messages; it is compacted again when it grows past the agent's
-threshold); a branch holds no sub-agent sessions of its own (the cards of the delegations
-it copied show their runs as stored).
+skill and tool cards are their metadata, the token, context and cost figures their usage
+(each call counted once: what counts against the budget is what the kept history cost),
+and the thinking level the one its last prompt ran at. A retry or an edit checks all that
+can refuse its turn before it rewinds: a refused one changes nothing. A fork never writes
+to what it is forked from. A branch, and a session rewound to before a compaction, is
+uncompacted (the model is sent its messages; it is compacted again when it grows past the
+agent's threshold); a branch holds no sub-agent sessions of its own (the cards of the
+delegations it copied show their runs as stored).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 

@@ -300,7 +300,7 @@ def _openai_problem(messages: list[dict[str, Any]]) -> str | None:
         answered: set[str] = set()
         while index < len(messages) and messages[index].get("role") == "tool":
             call_id = messages[index].get("tool_call_id")
-            if call_id not in calls:
+            if not isinstance(call_id, str) or call_id not in calls:
                 return (f"Invalid parameter: messages with role 'tool' must be a response to "
                         f"a preceeding message with 'tool_calls'. (messages.[{index}])")
             answered.add(call_id)

@@ -100,7 +100,7 @@ async def test_a_retry_or_edit_at_an_unknown_message_or_without_a_loop_changes_n
         def call() -> None:
             try:
                 session.retry()
-            except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
+            except BaseException as exc:  # handed to the test's thread
                 error.append(exc)
 
         import threading
