@@ -163,6 +163,7 @@ def _restore_state(session: AgentSession) -> None:
     session._crew.begin_turn()
     session._meter.price = session.provider.price
     session._meter.restore(session.messages, session.compactions)
+    session._budget.forget()
 
 
 def _level_at(messages: Sequence[Message], session: AgentSession) -> ThinkLevel | None:

@@ -139,3 +139,15 @@ async def test_a_fork_and_a_rewind_count_sub_agents_once() -> None:
     assert fork.cost_usd == pytest.approx(called + 2 * PER_CALL)  # the fork's own
     await fork.run("from the fork")  # the planner's next answer, "more"
     assert fork.cost_usd == pytest.approx(called + 3 * PER_CALL)
+
+
+async def test_after_a_rewind_the_budget_warns_again_as_for_the_kept_history() -> None:
+    session, rec, provider = make_session([answer(t, usage=CALL) for t in ("1", "2", "2b")],
+                                          agent_options={"budget_usd": PER_CALL * 2.2})
+    provider.price = PRICE
+    await session.run("first")
+    await session.run("second")  # 91 % of the budget: warned
+    assert [w.code for w in rec.of("warning")] == ["budget_warning_session"]
+    session.rewind(session.messages[2].id)  # back to 45 %
+    await session.run("second, again")  # 91 % again: warned again
+    assert [w.code for w in rec.of("warning")] == ["budget_warning_session"] * 2
