@@ -6,28 +6,32 @@ the model continues holds exactly the chosen branch.
 
 Everything a session shows besides its messages follows from them, so a branch is its
 messages and the state they give: the plan is the latest ``todo`` result among them, the
-skill and tool cards are their metadata, the token, context and cost figures their usage,
-and the thinking level the one its last prompt ran at. A fork never writes to what it is
-forked from. A branch, and a session rewound to before a compaction, is uncompacted (the
-model is sent its messages; it is compacted again when it grows past the agent's
-threshold); a branch holds no sub-agent sessions of its own (the cards of the delegations
-it copied show their runs as stored).
+skill and tool cards are their metadata, the token, context and cost figures their usage
+(each call counted once: what counts against the budget is what the kept history cost),
+and the thinking level the one its last prompt ran at. A retry or an edit checks all that
+can refuse its turn before it rewinds: a refused one changes nothing. A fork never writes
+to what it is forked from. A branch, and a session rewound to before a compaction, is
+uncompacted (the model is sent its messages; it is compacted again when it grows past the
+agent's threshold); a branch holds no sub-agent sessions of its own (the cards of the
+delegations it copied show their runs as stored).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..events import TurnUsage
 from ..messages import MentionPart, Message, valid_conversation
+from ..store.session_store import CompactionRecord
 from ..thinking import THINK_LEVELS, ThinkLevel
 from ..todo import TodoStore
 from .budget import Spend
 from .mentions import is_from_mention
+from .usage_meter import UsageMeter
 
 if TYPE_CHECKING:
-    import asyncio
-
     from .session import AgentSession
 
 __all__ = ["Branches", "message_index"]
@@ -49,13 +53,18 @@ class Branches:
     branch_at: str | None
 
     def fork(self, message_id: str) -> AgentSession:
-        """A new session whose history is this one's up to and including ``message_id``,
-        with the plan, cards, token and cost figures and thinking level as they were
-        there; stored as a branch of this one (the session list shows it so), which is
-        left exactly as it was. Refused while a turn runs."""
+        """A new session whose history is this one's up to and including ``message_id``
+        — and the results of its tool calls, when it made some (or is one of those
+        results): a call is never left without its result — with the plan, cards, token
+        and cost figures and thinking level as they were there; stored as a branch of
+        this one (the session list shows it so), which is left exactly as it was.
+        Refused while a turn runs."""
         session = self._self("fork")
-        upto = session._history.messages[: message_index(session, message_id) + 1]
-        return _branch(session, upto, branch_at=message_id)
+        history = session._history.messages
+        end = message_index(session, message_id) + 1
+        while end < len(history) and history[end].role == "tool":
+            end += 1  # the results of the calls it made (or of its siblings)
+        return _branch(session, history[:end], branch_at=message_id)
 
     def rewind(self, message_id: str) -> AgentSession | None:
         """Go back to just before ``message_id``: the history (what the model is sent
@@ -70,7 +79,7 @@ class Branches:
                 if session.store is not None else None)
         messages, dropped = history[:index], history[index:]
         level = _level_at(history[: index + 1], session)
-        compactions = [c for c in session.compactions if c.after_message <= index]
+        compactions = _compactions_before(session, index)
         # A compaction of what stays keeps its view (less what is dropped); one of what is
         # dropped, or none, leaves the model the messages themselves.
         compacted = bool(compactions) and len(compactions) == len(session.compactions)
@@ -93,9 +102,7 @@ class Branches:
         result…) answered. A rewind to it (what followed kept as a branch) and a turn with
         the same prompt and attachments. Returns the turn's task."""
         session = self._self("retry")
-        prompt = _prompt_of(session, message_id)
-        session.rewind(prompt.id)
-        return session._start_turn(_again(session, prompt, prompt.text))
+        return _again(session, _prompt_of(session, message_id), None)
 
     def edit(self, message_id: str, text: str) -> asyncio.Task[Any]:
         """Send ``text`` in place of the prompt ``message_id``: a rewind to it (what
@@ -106,8 +113,7 @@ class Branches:
         if prompt.role != "user":
             raise ValueError(f"message {message_id!r} is not a prompt: only what the user "
                              f"sent can be edited")
-        session.rewind(message_id)
-        return session._start_turn(_again(session, prompt, text))
+        return _again(session, prompt, text)
 
     def on_rewind(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Call ``callback()`` after each rewind (a view redraws from the session);
@@ -124,6 +130,9 @@ class Branches:
         if action is not None and self.running:
             raise RuntimeError(f"session {self.id!r} is running a turn: stop it "
                                f"(session.cancel()) before you {action}")
+        if action is not None and self._compacting:
+            raise RuntimeError(f"session {self.id!r} is compacting its history: {action} "
+                               f"when compact() has finished")
         return self
 
 
@@ -137,18 +146,24 @@ def _branch(session: AgentSession, messages: Sequence[Message], *,
                            branch_of=(session.id, branch_at))
     for message in messages:
         branch._history.append(message.model_copy(deep=True))
+    # What the model is sent is valid whatever was copied (as after a rewind, or a resume
+    # of a damaged history): a call without its result gets an error result.
+    history = branch._history
+    history.set_view(valid_conversation(history.view))
     _restore_state(branch)
     branch._save_record(running=False, owner=None, owner_died=False)
     return branch
 
 
 def _restore_state(session: AgentSession) -> None:
-    """The plan, figures and spend that the session's messages give."""
+    """The plan, figures and spend that the session's messages give, in place of what
+    the session had counted: its sub-agents' runs of the latest turn are forgotten too
+    (those kept are counted from their ``delegate`` calls' records, with the rest)."""
     session.todo = TodoStore.hydrate_from_history(session.messages)
+    session._crew.begin_turn()
     session._meter.price = session.provider.price
     session._meter.restore(session.messages, session.compactions)
-    session._children_spent = Spend()
-    session.restore_spend(session.messages)
+    session._budget.forget()
 
 
 def _level_at(messages: Sequence[Message], session: AgentSession) -> ThinkLevel | None:
@@ -171,15 +186,39 @@ def _prompt_of(session: AgentSession, message_id: str | None) -> Message:
     raise ValueError(f"session {session.id!r} has no prompt to ask again there")
 
 
-def _again(session: AgentSession, prompt: Message, text: str) -> Message:
-    """A new prompt of ``text`` with ``prompt``'s attachments (its parts past the text),
-    checked as any prompt is before a turn. Asked again, its ``@`` mentions send what
-    they did then; an edited text's are resolved anew."""
+def _compactions_before(session: AgentSession, index: int) -> list[CompactionRecord]:
+    """The compactions of the messages before ``index`` (what a rewind there keeps)."""
+    return [c for c in session.compactions if c.after_message <= index]
+
+
+def _spent_before(session: AgentSession, index: int) -> Spend:
+    """What the session will have spent once rewound to ``index``: what its messages
+    before it cost (their calls, summaries and sub-agent runs)."""
+    meter = UsageMeter(session.context.max_tokens)
+    meter.price = session.provider.price
+    meter.restore(session._history.messages[:index], _compactions_before(session, index))
+    return meter.session_spend(TurnUsage())
+
+
+def _again(session: AgentSession, prompt: Message, text: str | None) -> asyncio.Task[Any]:
+    """Rewind to ``prompt`` and run a turn of ``text`` (``None``: the prompt's own) with
+    its attachments (its parts past the text). Asked again, its ``@`` mentions send what
+    they did then; an edited text's are resolved anew. Everything that can refuse the turn
+    — a running turn, the budget as it will be after the rewind, a mention, no event
+    loop — is checked first: a refusal leaves the session, its store and its views as
+    they were."""
+    text = prompt.text if text is None else text
+    index = message_index(session, prompt.id)
     kept = [part for part in prompt.parts[1:] if part.type != "text"]
     if text != prompt.text:
         kept = [p for p in kept if not is_from_mention(p, prompt.text, session.working_dir)]
     message = session._ready(text, None, [p for p in kept if isinstance(p, MentionPart)]
-                             if text == prompt.text else None)
+                             if text == prompt.text else None,
+                             spent=_spent_before(session, index))
     message.parts.extend(part.model_copy(deep=True) for part in kept
                          if not isinstance(part, MentionPart))
-    return message
+    asyncio.get_running_loop()  # a turn needs one (RuntimeError without), before the rewind
+    session.rewind(prompt.id)
+    # The level the prompt ran at, which the rewind brought back.
+    message.metadata.think_level = session.think_level
+    return session._start_turn(message)

@@ -98,6 +98,12 @@ class BudgetGuard:
     def begin_turn(self) -> None:
         self._warned.pop("turn", None)
 
+    def forget(self) -> None:
+        """The session's spend was set anew (a rewind): warnings are given again as to a
+        session that had spent only that."""
+        self._warned.clear()
+        self._unknown_said = False
+
     def check(self, agent: Agent, turn_spent: float, session_spent: float, *,
               unknown: bool) -> Scope | None:
         """The scope whose budget is reached (session first), after warning at 80 %.

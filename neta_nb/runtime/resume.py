@@ -90,7 +90,6 @@ def resume_session(cls: type[AgentSession], session_id: str, store: SessionStore
     session.todo = TodoStore.hydrate_from_history(history.messages)
     session._meter.price = session.provider.price
     session._meter.restore(history.messages, session.compactions)
-    session.restore_spend(history.messages)
     draft = stored.draft
     if draft is not None or record.running or record.owner_died:
         # Calls whose tools were running when the process died get their error result

@@ -142,7 +142,6 @@ class AgentSession(TurnLoop, Branches):
         self._events = EventHub()
         self._emit = self._events.emit
         self._budget = BudgetGuard(self._emit)
-        self._children_spent = Spend()
         self._history = History(self._saved, self._meter, self._emit)
         self._approvals = Approvals(approval_policy, self._emit,
                                     parent=crew_link.approvals if crew_link else None)
@@ -430,11 +429,13 @@ class AgentSession(TurnLoop, Branches):
             raise shown_as_one_line(cancelled)  # noqa: B904 - the same exception, re-raised
 
     def _ready(self, prompt: str, attachments: Sequence[Any] | None,
-               mentions: Sequence[MentionPart] | None = None) -> Message:
+               mentions: Sequence[MentionPart] | None = None, *,
+               spent: Spend | None = None) -> Message:
         """The checks before a turn (idle, budget, a sub-agent tree changed since), then
-        its prompt."""
+        its prompt; nothing is changed. ``spent``: the session's spend when the turn will
+        start, if not what it is now (a retry's, after its rewind)."""
         self._check_idle()
-        self._check_budget()
+        self._check_budget(spent)
         self.agent.check_subagents()
         message = Message.user(encodable(prompt))
         message.metadata.think_level = self.think_level

@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -85,7 +85,6 @@ class TurnLoop:
     _resolved: ResolutionCache
     _compacting: bool
     _budget: BudgetGuard
-    _children_spent: Spend
     call_gate: CallGate | None
 
     if TYPE_CHECKING:
@@ -123,7 +122,7 @@ class TurnLoop:
                 claim = await self._saved.store.claim_turn_soon(self.id)
             # The last turn's children's spend joins the session's before the crew forgets
             # them; then the budgets' turn warnings start afresh.
-            self._children_spent.add_turn(self._crew.turn_usage)
+            self._meter.add_children(self._crew.turn_usage)
             self._crew.begin_turn()
             self._budget.begin_turn()
             self._meter.price = self.provider.price
@@ -344,14 +343,7 @@ class TurnLoop:
     def _session_spend(self) -> Spend:
         """This session's spend so far, sub-agents included: what is known, and whether
         some calls' cost is not."""
-        spent = Spend(self._meter.spent.usd, self._meter.spent.calls,
-                      self._meter.spent.unknown)
-        spent.add(self._children_spent.usd, self._children_spent.calls)
-        spent.unknown |= self._children_spent.unknown
-        crew = self._crew.turn_usage
-        spent.add(crew.cost_usd or 0.0, crew.api_calls)
-        spent.unknown |= bool(crew.api_calls and crew.cost_usd is None)
-        return spent
+        return self._meter.session_spend(self._crew.turn_usage)
 
     def _over_budget(self, turn: Turn) -> bool:
         """Check the budgets after a call (warning at 80 %); True once one is reached,
@@ -378,20 +370,14 @@ class TurnLoop:
             raise RuntimeError("the session is compacting its history; try again when "
                                "compact() has finished")
 
-    def _check_budget(self) -> None:
-        """Before a turn: see :meth:`BudgetGuard.before_turn`."""
+    def _check_budget(self, spent: Spend | None = None) -> None:
+        """Before a turn: see :meth:`BudgetGuard.before_turn`. ``spent``: what the session
+        will have spent when the turn starts, if not what it has now (a retry's, after
+        its rewind)."""
         if self.agent.budget_usd is not None or self.agent.turn_budget_usd is not None:
-            self._budget.before_turn(self.agent, self.provider,
-                                     lambda: self._session_spend().usd)
-
-    def restore_spend(self, messages: Sequence[Message]) -> None:
-        """A resumed session's sub-agents' spend, from their stored runs (its own calls'
-        are the meter's, from their messages)."""
-        for message in messages:
-            for execution in message.metadata.tool_executions:
-                run = execution.subagent
-                if run is not None and run.api_calls:
-                    self._children_spent.add(run.cost_usd, run.api_calls)
+            self._budget.before_turn(
+                self.agent, self.provider,
+                lambda: (self._session_spend() if spent is None else spent).usd)
 
     def _record_subagent(self, call_id: str, record: SubagentRun) -> None:
         """Keep a child's run on its ``delegate`` call's execution (resume rebuilds the

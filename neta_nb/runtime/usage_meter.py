@@ -59,8 +59,26 @@ class UsageMeter:
         """The model's price (the provider's), or ``None``: costs unknown."""
         self.spent = Spend()
         """What this session's own calls cost (summaries included; not its sub-agents')."""
+        self.children = Spend()
+        """What its sub-agents cost in the turns before the current one (the current
+        turn's are the crew's until the next turn begins: :meth:`add_children`)."""
         self.last_call_cost: float | None = None
         """The cost of the latest call recorded (kept on its message)."""
+
+    def add_children(self, usage: TurnUsage) -> None:
+        """A finished turn's sub-agents' figures join :attr:`children`."""
+        self.children.add_turn(usage)
+
+    def session_spend(self, running_children: TurnUsage) -> Spend:
+        """The session's spend so far: its own calls, its sub-agents' of earlier turns and
+        ``running_children`` (the current turn's); what is known, and whether some calls'
+        cost is not."""
+        spent = Spend(self.spent.usd, self.spent.calls, self.spent.unknown)
+        spent.add(self.children.usd, self.children.calls)
+        spent.unknown |= self.children.unknown
+        spent.add(running_children.cost_usd or 0.0, running_children.api_calls)
+        spent.unknown |= bool(running_children.api_calls and running_children.cost_usd is None)
+        return spent
 
     def cost_of(self, usage: Usage | None) -> float | None:
         """What a call that used ``usage`` cost, or ``None`` (no price, no usage)."""
@@ -143,9 +161,13 @@ class UsageMeter:
 
     def restore(self, messages: Sequence[Message],
                 compactions: Sequence[CompactionRecord]) -> None:
-        """Figures of a resumed session from what was stored: every call's usage
-        (summaries included) and the window after the latest call or, if later, the
-        latest compaction."""
+        """The figures ``messages`` and ``compactions`` give — a resumed session's, a
+        branch's, a rewound one's — in place of any there were: every call's usage and
+        cost (summaries and sub-agent runs included) and the window after the latest call
+        or, if later, the latest compaction. Nothing counted before is kept: each call is
+        counted once, from the message that holds it."""
+        self.total, self.spent, self.children = Usage(), Spend(), Spend()
+        self.context, self.last_turn, self.last_call_cost = self.context_of(0), TurnUsage(), None
         last_index, last_usage = -1, None
         for index, message in enumerate(messages):
             if message.metadata.usage is not None:
@@ -154,6 +176,10 @@ class UsageMeter:
                     last_index, last_usage = index, message.metadata.usage
             if message.role == "assistant":  # every model call, as it was counted live
                 self.spent.add(message.metadata.cost_usd)
+            for execution in message.metadata.tool_executions:
+                run = execution.subagent
+                if run is not None and run.api_calls:
+                    self.children.add(run.cost_usd, run.api_calls)
         for compaction in compactions:
             if compaction.usage is not None:
                 self.total = self.total + compaction.usage

@@ -50,7 +50,8 @@ class SessionRecord(BaseModel):
     branch_of: str | None = None
     """A branch's: the session it was forked from (:meth:`AgentSession.fork`)."""
     branch_at: str | None = None
-    """A branch's: the message of :attr:`branch_of` it was forked at (its last one)."""
+    """A branch's: the message of :attr:`branch_of` it was forked at (its last one, but for
+    the results of that message's tool calls, which a fork takes along)."""
     cost_usd: float | None = None
     """What the session has cost in USD so far (sub-agents included), when known."""
     user: str | None = None

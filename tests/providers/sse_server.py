@@ -55,6 +55,7 @@ __all__ = [
     "ScriptedHTTPResponse",
     "anthropic_error_body",
     "error_response",
+    "history_problem",
     "openai_error_body",
     "split_every",
 ]
@@ -108,6 +109,11 @@ class SSEServer:
         self.in_flight = 0
         """Model calls being answered right now."""
         self.most_in_flight = 0
+        self.check_history = True
+        """Answer a model call whose history the vendor would refuse — a tool call without
+        its result right after it, a result of no call right before it — with the 400
+        the vendor sends (:func:`history_problem`), as Anthropic and OpenAI do. Off for
+        a local server's lenient template (results sent as user messages)."""
 
     # -- lifecycle -------------------------------------------------------------------
     async def start(self) -> SSEServer:
@@ -188,6 +194,11 @@ class SSEServer:
         elif not (method == "POST" and path.endswith(("/chat/completions", "/messages"))):
             response = error_response(404, {"error": {"type": "not_found",
                                                       "message": f"no route {path}"}})
+        elif self.check_history and (problem := history_problem(
+                path, self.requests[-1].json)) is not None:
+            response = error_response(400, anthropic_error_body("invalid_request_error", problem)
+                                      if path.endswith("/messages") else
+                                      openai_error_body("invalid_request_error", problem))
         elif self._queue:
             response = self._queue.pop(0)
         elif self.responder is not None:
@@ -232,6 +243,74 @@ def _reason(status: int) -> str:
             429: "Too Many Requests",
             500: "Internal Server Error", 503: "Service Unavailable",
             529: "Overloaded"}.get(status, "Status")
+
+
+# --- what the vendors refuse ------------------------------------------------------------
+
+
+def history_problem(path: str, body: Any) -> str | None:
+    """Why Anthropic (``…/messages``) or OpenAI (``…/chat/completions``) would answer 400 to
+    this request's history, in the vendor's words, or ``None``: every tool call must be
+    answered right after the message that made it, and every result must answer a call
+    of the message right before it."""
+    messages = body.get("messages", []) if isinstance(body, dict) else []
+    if path.endswith("/messages"):
+        return _anthropic_problem(messages)
+    return _openai_problem(messages)
+
+
+def _blocks(message: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    content = message.get("content")
+    return [b for b in content if b.get("type") == kind] if isinstance(content, list) else []
+
+
+def _anthropic_problem(messages: list[dict[str, Any]]) -> str | None:
+    for index, message in enumerate(messages):
+        before = messages[index - 1] if index else {}
+        called = {b["id"] for b in _blocks(before, "tool_use")} \
+            if before.get("role") == "assistant" else set()
+        answered = {b["tool_use_id"] for b in _blocks(message, "tool_result")}
+        if answered - called:
+            return (f"messages.{index}.content: unexpected `tool_use_id` found in "
+                    f"`tool_result` blocks: {sorted(answered - called)[0]}. Each "
+                    "`tool_result` block must have a corresponding `tool_use` block in the "
+                    "previous message.")
+        if message.get("role") == "assistant" and _blocks(message, "tool_use"):
+            after = messages[index + 1] if index + 1 < len(messages) else {}
+            results = {b["tool_use_id"] for b in _blocks(after, "tool_result")}
+            missing = [b["id"] for b in _blocks(message, "tool_use") if b["id"] not in results]
+            if after.get("role") != "user" or missing:
+                return (f"messages.{index + 1}: `tool_use` ids were found without "
+                        f"`tool_result` blocks immediately after: {', '.join(missing)}. "
+                        "Each `tool_use` block must have a corresponding `tool_result` block "
+                        "in the next message.")
+    return None
+
+
+def _openai_problem(messages: list[dict[str, Any]]) -> str | None:
+    index = 0
+    while index < len(messages):
+        message = messages[index]
+        index += 1
+        if message.get("role") == "tool":
+            return (f"Invalid parameter: messages with role 'tool' must be a response to a "
+                    f"preceeding message with 'tool_calls'. (messages.[{index - 1}])")
+        calls = [c["id"] for c in message.get("tool_calls") or []] \
+            if message.get("role") == "assistant" else []
+        answered: set[str] = set()
+        while index < len(messages) and messages[index].get("role") == "tool":
+            call_id = messages[index].get("tool_call_id")
+            if not isinstance(call_id, str) or call_id not in calls:
+                return (f"Invalid parameter: messages with role 'tool' must be a response to "
+                        f"a preceeding message with 'tool_calls'. (messages.[{index}])")
+            answered.add(call_id)
+            index += 1
+        missing = [call_id for call_id in calls if call_id not in answered]
+        if missing:
+            return ("An assistant message with 'tool_calls' must be followed by tool "
+                    "messages responding to each 'tool_call_id'. The following tool_call_ids "
+                    f"did not have response messages: {', '.join(missing)}")
+    return None
 
 
 # --- building responses --------------------------------------------------------------------

@@ -15,12 +15,13 @@ from typing import Any
 
 import pytest
 
-from neta_nb import Agent, AgentSession, SessionStore, ToolCatalog
+from neta_nb import Agent, AgentSession, AgentToolConfig, SessionStore, ToolCatalog
 from neta_nb.messages import valid_conversation
 from neta_nb.providers.anthropic import AnthropicProvider
 from neta_nb.providers.openai import OpenAIProvider
 
-from ..providers.sse_server import AnthropicStream, OpenAIStream, SSEServer
+from ..providers.sse_server import AnthropicStream, OpenAIStream, SSEServer, history_problem
+from ..support.sessions import plus
 from ..support.timing import poll_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,6 +70,60 @@ async def test_after_an_edit_the_next_request_is_exactly_the_chosen_branch(
     assert _texts(server.requests[-1].json) == _texts(server.requests[-2].json)
     assert [m.text for m in session.messages] == ["About cats", "Cats.",
                                                   "About dogs instead", "Again dogs."]
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+async def test_a_fork_at_an_answer_with_tool_calls_is_a_history_the_vendor_takes(
+        server: SSEServer, wire: str, tmp_path: Path) -> None:
+    # The server answers 400 to a call without its result, as the vendors do.
+    if wire == "openai":
+        calling = (OpenAIStream(model="gpt-4o").text(["Adding."])
+                   .tool_call_start(0, "c1", "plus", '{"a": 1,')
+                   .tool_call_start(1, "c2", "plus", '{"a": 2, "b": 2}')
+                   .tool_call_args(0, ' "b": 2}').finish("tool_calls").response())
+        def reply(text: str) -> Any:
+            return OpenAIStream(model="gpt-4o").text([text]).finish().response()
+    else:
+        calling = (AnthropicStream().text(["Adding."])
+                   .tool_use("c1", "plus", ['{"a": 1,', ' "b": 2}'])
+                   .tool_use("c2", "plus", ['{"a": 2, "b": 2}']).finish("tool_use").response())
+        def reply(text: str) -> Any:
+            return AnthropicStream().text([text]).finish().response()
+    provider: Any = (OpenAIProvider("gpt-4o", api_key="k", base_url=server.base_url,
+                                    max_retries=0) if wire == "openai" else
+                     AnthropicProvider("claude-sonnet-4-5", api_key="k",
+                                       base_url=server.base_url, max_retries=0))
+    catalog = ToolCatalog.default()
+    catalog.register(plus)
+    store = SessionStore(tmp_path / "s.db")
+    session = AgentSession(Agent("a", model=provider, tools=AgentToolConfig()), catalog,
+                           store=store)
+    server.add(calling, reply("Three and four."))
+    await session.run("Add 1 and 2, and 2 and 2")
+    answer_with_calls = session.messages[1]
+    assert len(answer_with_calls.tool_calls) == 2
+    assert [m.role for m in session.messages] == ["user", "assistant", "tool", "tool",
+                                                  "assistant"]
+    assert session.messages[-1].text == "Three and four."
+
+    # Fork is offered on the answer; a result (one call's of two) is checked too.
+    for forked_at in (answer_with_calls, session.messages[2]):
+        fork = session.fork(forked_at.id)
+        server.add(reply("From the fork."))
+        await fork.run("And now?")
+        sent = server.requests[-1].json
+        assert history_problem(server.requests[-1].path, sent) is None
+        assert fork.messages[-1].text == "From the fork."  # not a 400
+        assert _texts(sent)[-1] == ("user", "And now?")
+        # The calls' results came with the answer that made them, in the store too.
+        assert fork.branch_at == forked_at.id
+        assert {p.tool_call_id for m in fork.messages for p in m.tool_results} == {"c1", "c2"}
+        assert valid_conversation(fork.messages) == fork.messages
+        fork.flush()
+        again = AgentSession.resume(fork.id, store, catalog=catalog, agent=session.agent)
+        assert [m.id for m in again.messages] == [m.id for m in fork.messages]
+    assert server.pending == 0
+    store.close()
 
 
 KILLED_FORK = textwrap.dedent("""
