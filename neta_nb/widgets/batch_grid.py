@@ -38,7 +38,7 @@ import traitlets
 
 from ..labels import t
 from .base import NetaWidget, RequestError, handles
-from .batch_grid_text import BatchGridText
+from .batch_grid_text import BatchFigures, batch_html
 from .chat.stored_session import StoredSession
 from .chat.view import ChatView
 from .static_form import short_plain
@@ -172,7 +172,7 @@ class _Updates(FrameThrottle):
         self._stale = False
 
 
-class BatchGrid(BatchGridText, NetaWidget):
+class BatchGrid(NetaWidget):
     """``BatchGrid(run)``: the live grid of a :class:`~neta_nb.batch.run.BatchRun` (what
     ``run`` and ``run.widget`` show). ``interval``, ``clock`` and ``schedule`` set how its
     updates are throttled (tests drive them by hand)."""
@@ -393,6 +393,25 @@ class BatchGrid(BatchGridText, NetaWidget):
         return {"idx": idx, "session_id": chat.session_id}
 
     # --- display --------------------------------------------------------------------------
+    def figures(self) -> BatchFigures:
+        """What the grid's words are made of, as it stands (see :mod:`.batch_grid_text`)."""
+        return BatchFigures(lang=self.lang, counts=self.counts, total=self.total,
+                            finished=self.finished, started=self.run.started_at is not None,
+                            failures=self.failures)
+
+    def _status(self) -> str:
+        """The run's state in words (``Running``, ``Finished``…)."""
+        return self.figures().status()
+
+    def __repr__(self) -> str:
+        return self.figures().repr_line()
+
+    def _fallback_text(self) -> str:
+        return self.figures().text()
+
+    def _fallback_html(self) -> str:
+        return batch_html(self.figures())
+
     @property
     def container(self) -> VBox:
         """The VBox displayed for this grid: the grid, and the chat view of the row opened

@@ -22,12 +22,10 @@ box holding it with other widgets.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TypedDict, cast
+from typing import TYPE_CHECKING, TypedDict
 
 from ...labels import t
-from ..base import NetaWidget, RequestError, handles
-from .read_only import ReadOnlyChat
+from ..base import NetaWidget, RequestError
 
 if TYPE_CHECKING:
     from ...store.session_store import SessionStore
@@ -60,17 +58,18 @@ class SidePanelModel(TypedDict):
     model_id: str
 
 
-class HeaderPanels(ReadOnlyChat):
-    """The chat view's ``open_panel`` request and the widgets it makes (see the module's
-    docstring)."""
+class HeaderPanels:
+    """The widgets the header of ``chat`` opens (see the module's docstring): made once,
+    kept while the chat lives, closed with it. It reads the chat's public side only (the
+    session shown, the stored one, its language)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, chat: ChatView) -> None:
+        self._chat = chat
         self._sessions_panel: SessionSidebar | None = None
         self._tools_panel: ToolConfigPanel | None = None
-        super().__init__(*args, **kwargs)
 
-    @handles("open_panel")
-    def _open_panel(self, request: OpenPanelRequest) -> OpenPanelReply:
+    def open(self, request: OpenPanelRequest) -> OpenPanelReply:
+        """The ``open_panel`` request: the model id of the widget a header button opens."""
         name = request.get("panel")
         if name == "sessions":
             widget: NetaWidget = self.sessions_panel()
@@ -78,58 +77,56 @@ class HeaderPanels(ReadOnlyChat):
             widget = self.tools_panel()
         else:
             raise RequestError(f"open_panel needs 'panel': one of {', '.join(PANELS)}")
-        widget.lang = self.lang
+        widget.lang = self._chat.lang
         return {"model_id": str(widget.model_id)}
-
-    @handles("side_panel")
-    def _side_panel(self, _request: Mapping[str, object]) -> SidePanelModel:
-        return {"model_id": str(self.model_id)}
 
     def _shown_store(self) -> SessionStore | None:
         """The store of the session shown: the live one's, or the read-only one's."""
-        stored = self.stored
+        chat = self._chat
+        stored = chat.stored
         if stored is not None:
             return stored.store
-        session = self.session or self.previous_session
+        session = chat.session or chat.previous_session
         return session.store if session is not None else None
 
     def sessions_panel(self) -> SessionSidebar:
-        """The list of chats of the store this chat's session is saved in, attached to
-        this chat; ``RequestError`` when the session is kept in memory only."""
+        """The list of chats of the store the chat's session is saved in, attached to the
+        chat; ``RequestError`` when the session is kept in memory only."""
         from .session_sidebar import SessionSidebar
 
+        chat = self._chat
         store = self._shown_store()
         if store is None:
-            raise RequestError(t("sessions_need_store", self.lang))
+            raise RequestError(t("sessions_need_store", chat.lang))
         panel = self._sessions_panel
         if panel is not None and panel.store is store:
             return panel
         if panel is not None:
             panel.close()
         # It fills the drawer: the drawer scrolls, the list scrolls inside it.
-        self._sessions_panel = SessionSidebar(store, chat=cast("ChatView", self),
-                                              lang=self.lang, height="100%")
+        self._sessions_panel = SessionSidebar(store, chat=chat, lang=chat.lang, height="100%")
         return self._sessions_panel
 
     def tools_panel(self) -> ToolConfigPanel:
         """The tool panel of the session shown (made anew for another session)."""
         from ..tool_config.panel import ToolConfigPanel
 
-        session = self.session
+        chat = self._chat
+        session = chat.session
         if session is None:
-            raise RequestError(t("tools_read_only_chat", self.lang) if self.stored is not None
+            raise RequestError(t("tools_read_only_chat", chat.lang) if chat.stored is not None
                                else "no session is bound to this chat view")
         panel = self._tools_panel
         if panel is not None and panel.session is session:
             return panel
         if panel is not None:
             panel.close()
-        self._tools_panel = ToolConfigPanel.for_session(session, lang=self.lang)
+        self._tools_panel = ToolConfigPanel.for_session(session, lang=chat.lang)
         return self._tools_panel
 
     def close(self) -> None:
+        """Close the widgets made."""
         for panel in (self._sessions_panel, self._tools_panel):
             if panel is not None:
                 panel.close()
         self._sessions_panel = self._tools_panel = None
-        super().close()

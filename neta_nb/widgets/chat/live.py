@@ -1,6 +1,6 @@
-"""``LiveChat``: the chat view's adapter to a live session — its events go into a
+"""``LiveFollower``: the chat view's follower of a live session — its events go into a
 :class:`~neta_nb.runtime.projection.ConversationProjection`, whose changes go to the
-batcher and on to the views; the traits follow the projection at turn boundaries.
+batcher and on to the views; the view's traits follow the projection at turn boundaries.
 
 How state travels (DESIGN §5):
 
@@ -13,20 +13,21 @@ How state travels (DESIGN §5):
   interval, numbered; a view that sees a gap, or opens mid-turn, asks for ``sync`` and
   gets the current state including the partial response.
 
-The adapter reads no history of the session: what it draws is the projection's, built
-from the session once at :meth:`LiveChat.bind` and followed with its events from then on.
+The follower reads no history of the session: what it draws is the projection's, built
+from the session once at :meth:`LiveFollower.bind` and followed with its events from then
+on. It owns what following takes (the session, its projection, the subscriptions, the
+sessions kept running in the background) and is given what it writes to: the view's
+public traits (:class:`ChatTraits`), its batcher and notebook page, and hooks for the
+view's own state (the batch number its traits reflect, its static form).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import uuid
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import Any, Literal, cast
-
-import traitlets
+from types import MappingProxyType
+from typing import Any, Literal, Protocol, cast
 
 from ...events import (
     ApprovalRequestEvent,
@@ -44,7 +45,6 @@ from ...events import (
 )
 from ...labels import LABELS, t
 from ...messages import ToolExecution
-from ...runtime.attachments import DEFAULT_ATTACHMENT_LIMITS
 from ...runtime.projection import ConversationProjection, PendingApproval
 from ...runtime.session import Agent, AgentSession
 from ...runtime.subagents import subagent_history
@@ -52,33 +52,29 @@ from ...store.session_store import SessionStore
 from ...store.session_writes import store_warning
 from ...thinking import get_model_thinking_capability
 from ...tools.notebook.kernel import watch_cells
-from ..base import NetaWidget
 from ..state_bounds import NOTE_CHARS, preview_args
-from ..streaming import FLUSH_INTERVAL
 from .batcher import OpBatcher
 from .notebook_page import PageBridge
 from .render import (
-    WINDOW,
     keep_streamed,
     render_marker,
     render_message,
     render_window,
     stored_run_part,
 )
-from .stored_session import StoredSessionFollower
 from .subagent_parts import StoredSubagents, followed_run, run_item, run_part
 from .view_presence import ViewPresence
 from .wire import AgentChoice, ChatItem, SubagentPart
 
-__all__ = ["LiveChat", "approval_item", "live_session", "note"]
+__all__ = ["ChatTraits", "LiveFollower", "approval_item", "live_session", "note"]
 
 # Sessions bound to a chat view in this kernel, by id. The sidebar reopens these objects
 # instead of resuming them from the store: resuming a session whose turn is running here
 # would treat that turn as killed.
 _bound_sessions: weakref.WeakValueDictionary[str, AgentSession] = weakref.WeakValueDictionary()
-_chats: weakref.WeakSet[LiveChat] = weakref.WeakSet()
-"""The chat widgets of this kernel: a session shown in two hands its notebook page on to
-the other when one stops showing it."""
+_followers: weakref.WeakSet[LiveFollower] = weakref.WeakSet()
+"""The chat views' followers of this kernel: a session shown in two hands its notebook
+page on to the other when one stops showing it."""
 
 
 def live_session(session_id: str, store: SessionStore | None = None) -> AgentSession | None:
@@ -107,156 +103,158 @@ def approval_item(pending: PendingApproval) -> dict[str, Any]:
     return approval
 
 
-class LiveChat(NetaWidget):
-    """The traits and the live half of :class:`~neta_nb.widgets.ChatView` (see the
-    module's docstring)."""
 
-    _component = traitlets.Unicode("chat-view").tag(sync=True)
-    session_id = traitlets.Unicode("", help="Id of the bound session.").tag(sync=True)
-    rewinds = traitlets.Int(0, help="Rewinds of the shown session so far: when it changes "
-                            "the views draw everything again.").tag(sync=True)
-    agent = traitlets.Dict(help="{name, model} of the bound session's agent.").tag(sync=True)
-    agents = traitlets.List(traitlets.Dict(), help="Agents the selector offers.").tag(sync=True)
-    messages = traitlets.List(traitlets.Dict(),
-                              help="The latest drawn messages, as of the last turn boundary."
-                              ).tag(sync=True)
-    has_older = traitlets.Bool(False, help="Older messages exist before `messages`.").tag(
-        sync=True)
-    todos = traitlets.List(traitlets.Dict()).tag(sync=True)
-    current = traitlets.Dict(help="token_update.current of the latest turn").tag(sync=True)
-    context = traitlets.Dict(help="token_update.context").tag(sync=True)
-    running = traitlets.Bool(False).tag(sync=True)
-    think_level = traitlets.Unicode("").tag(sync=True)
-    levels = traitlets.List(traitlets.Unicode()).tag(sync=True)
-    approvals = traitlets.List(traitlets.Dict(),
-                               help="Pending approval requests: {id, name, args}.").tag(sync=True)
-    notice = traitlets.Unicode("", help="An error not tied to a message, or a warning "
-                               "(a budget mostly spent).").tag(sync=True)
-    notice_tone = traitlets.Enum(("error", "warning"), default_value="error",
-                                 help="How the notice is drawn.").tag(sync=True)
-    store_warning = traitlets.Unicode(
-        "", help="Why what is shown is not saved yet (the store is behind); empty when it is."
-    ).tag(sync=True)
-    height = traitlets.Unicode("640px", help="CSS height of the view.").tag(sync=True)
-    read_only = traitlets.Dict(
-        help="{owner, busy[, batch_row]} while a stored session is shown read-only (see "
-             "show_stored); empty otherwise.").tag(sync=True)
-    attachment_limits = traitlets.Dict(
-        dataclasses.asdict(DEFAULT_ATTACHMENT_LIMITS),
-        help="What the input bar lets a prompt carry: max_file_bytes, max_total_bytes, "
-             "max_count (the kernel checks them again).").tag(sync=True)
-    _seq = traitlets.Int(0, help="Number of the last batch reflected in the traits; -1 "
-                                 "while a turn runs that began before this widget showed "
-                                 "the session (its start is in no trait).").tag(sync=True)
-    _key = traitlets.Unicode(
-        help="This widget's name on the page: the widgets' loader keeps the batches its model "
-             "receives under it, so a view drawn mid-turn (Run All draws the chat after its "
-             "turn started) builds from them instead of asking for a snapshot "
-             "(js/src/received-batches.ts).").tag(sync=True)
+class ChatTraits(Protocol):
+    """What a follower writes to: the chat view's public traits (see ``ChatView``), its
+    ``hold_sync`` and ``show_notice``; ``lang`` for the notices it words."""
 
-    @traitlets.default("_key")
-    def _default_key(self) -> str:
-        return uuid.uuid4().hex
+    lang: str
+    session_id: str
+    agent: dict[str, Any]
+    agents: list[dict[str, Any]]
+    messages: list[dict[str, Any]]
+    has_older: bool
+    todos: list[dict[str, Any]]
+    current: dict[str, Any]
+    context: dict[str, Any]
+    running: bool
+    think_level: str
+    levels: list[str]
+    approvals: list[dict[str, Any]]
+    notice: str
+    notice_tone: str
+    store_warning: str
+    read_only: dict[str, Any]
 
-    def __init__(self, session: AgentSession | None = None, *,
-                 agents: Sequence[Agent] = (), window: int = WINDOW,
-                 flush_interval: float = FLUSH_INTERVAL, **kwargs: Any) -> None:
-        # Beside a sidebar in an HBox the view takes the remaining width, and a long line
-        # never makes it grow past that.
-        kwargs.setdefault("layout", {"flex": "1 1 auto", "min_width": "0"})
-        self._quiet_window = False
-        super().__init__(**kwargs)
+    def hold_sync(self) -> Any: ...
+
+    def remember_kernel_loop(self) -> None: ...
+
+    def show_notice(self, text: str, *, tone: Literal["error", "warning"] = "error") -> None:
+        ...
+
+
+def warning_text(event: WarningEvent, lang: str) -> str:
+    """A warning in the view's language when its code is a label, else its message."""
+    if event.code is not None and event.code in LABELS["en"]:
+        return t(event.code, lang, **event.params)
+    return event.message
+
+
+class LiveFollower:
+    """The chat view's follower of the live session it shows (see the module's docstring).
+
+    ``chat``: the traits it writes; ``batcher``: where the projection's changes go;
+    ``page``: the view's notebook page, handed to the session shown. The hooks are the
+    view's: ``rebind(session)`` shows a rewound session again, ``show_window(items,
+    has_older)`` sets the drawn window, ``shown_through(seq)`` records the last batch the
+    traits reflect, ``turn_ended()`` draws the static form as the turn ended.
+    """
+
+    def __init__(self, chat: ChatTraits, batcher: OpBatcher, page: PageBridge, *,
+                 window: int, agents: Sequence[Agent],
+                 rebind: Callable[[AgentSession], None],
+                 show_window: Callable[[list[ChatItem], bool], None],
+                 shown_through: Callable[[int], None],
+                 turn_ended: Callable[[], None]) -> None:
+        self._chat = chat
+        self._batcher = batcher
+        self.page = page
+        """The notebook tools' way to the notebook, through the view's page."""
         self._window = window
-        self._other_agents = list(agents)
-        self._batcher = OpBatcher(self.send, self._item, nested_source=self._nested_item,
-                                  interval=flush_interval)
-        self._projection = ConversationProjection()
+        self.other_agents = list(agents)
+        """The agents the selector offers besides the session's."""
+        self._rebind = rebind
+        self._show_window = show_window
+        self._shown_through = shown_through
+        self._turn_ended = turn_ended
+        self.projection = ConversationProjection()
+        """What the bound session's events made of it (empty while none is bound)."""
         self._approvals_shown: list[PendingApproval] = []  # what the trait holds
-        self._stored_subagents = StoredSubagents(None)
+        self.subagents = StoredSubagents(None)
+        """The stored transcripts of the bound session's sub-agents."""
         self._session: AgentSession | None = None
+        self._previous: AgentSession | None = None
         self._unfollow: list[Callable[[], None]] = []
         """What stops following the bound session: its events, rewinds, level changes."""
-        self._presence = ViewPresence(lambda: self._kernel_loop)
-        self._page = PageBridge(self.send)  # the notebook tools' way to the notebook
-        _chats.add(self)
         self._background: dict[str, Callable[[], None]] = {}
         """Sessions switched away from mid-turn, by id: what ends their hold (below)."""
-        # A session of another kernel shown read-only (see ChatView.show_stored), and the
-        # last live session (its agent, catalog and store start a new chat from there).
-        self._follower: StoredSessionFollower | None = None
-        self._previous: AgentSession | None = None
-        if session is not None:
-            self.bind(session)
+        _followers.add(self)
 
-    # --- binding ----------------------------------------------------------------------
     @property
     def session(self) -> AgentSession | None:
+        """The session followed, if any."""
         return self._session
 
-    @session.setter
-    def session(self, session: AgentSession) -> None:
-        self.bind(session)
+    @property
+    def previous(self) -> AgentSession | None:
+        """The last session followed before (its agent, catalog and store start a new chat
+        from a read-only view)."""
+        return self._previous
 
-    def bind(self, session: AgentSession) -> None:
-        """Show ``session`` (replacing the one shown) and follow its events. One shown
-        mid-turn before goes on running in the background (see :meth:`unbind`)."""
-        self.unbind()
-        self._leave_stored()
+    @property
+    def background(self) -> Mapping[str, Callable[[], None]]:
+        """The sessions kept running in the background, by id (see :meth:`unbind`)."""
+        return MappingProxyType(self._background)
+
+    # --- binding ----------------------------------------------------------------------
+    def bind(self, session: AgentSession, presence: ViewPresence) -> None:
+        """Show ``session`` and follow its events; ``presence`` answers its approvals
+        while a view is shown. Call :meth:`unbind` first."""
+        chat, batcher = self._chat, self._batcher
         self._session = session
         _bound_sessions[session.id] = session
         # The views draw this session from the state: nothing of it is "streamed here"
         # (an answer streamed before a switch away and back is drawn from its preview).
-        projection = self._projection = ConversationProjection.of_session(session)
-        self._batcher.forget_items()
-        self._stored_subagents = StoredSubagents(session.store,
-                                                 live=partial(subagent_history, session))
+        projection = self.projection = ConversationProjection.of_session(session)
+        batcher.forget_items()
+        self.subagents = StoredSubagents(session.store, live=partial(subagent_history, session))
         items, has_older = render_window(projection.messages, projection.compactions,
-                                         limit=self._window, subagents=self._part_whole)
+                                         limit=self._window, subagents=self.part_whole)
         last = projection.last_assistant
         for item in items:
             if last is not None and item["id"] == last.id:
-                self._batcher.remember_item(item)  # drawn from the state: sent
-        with self.hold_sync():
-            self.session_id = session.id
-            self.agent = {"name": session.agent.name, "model": session.provider.model_id}
-            self.agents = cast("list[dict[str, Any]]", self._agent_choices(session))
-            self.messages = cast("list[dict[str, Any]]", items)
-            self.has_older = has_older
-            self.todos = list(projection.todos)
-            self.current = TurnUsage().model_dump()
-            self.context = session.context.model_dump()
-            self.running = projection.running
-            self.levels = list(get_model_thinking_capability(
+                batcher.remember_item(item)  # drawn from the state: sent
+        with chat.hold_sync():
+            chat.session_id = session.id
+            chat.agent = {"name": session.agent.name, "model": session.provider.model_id}
+            chat.agents = cast("list[dict[str, Any]]", self._agent_choices(session))
+            chat.messages = cast("list[dict[str, Any]]", items)
+            chat.has_older = has_older
+            chat.todos = list(projection.todos)
+            chat.current = TurnUsage().model_dump()
+            chat.context = session.context.model_dump()
+            chat.running = projection.running
+            chat.levels = list(get_model_thinking_capability(
                 session.provider.supplier, session.provider.model).levels)
-            self.think_level = session.think_level
+            chat.think_level = session.think_level
             # Set whatever the trait held: the session shown before may have had some.
             self._approvals_shown = list(projection.approvals)
-            self.approvals = [approval_item(a) for a in projection.approvals]
-            self.notice = ""
-            self.read_only = {}
+            chat.approvals = [approval_item(a) for a in projection.approvals]
+            chat.notice = ""
+            chat.read_only = {}
             failure = session.store_failure
-            self.store_warning = ("" if failure is None
-                                  else self._warning_text(store_warning(failure)))
+            chat.store_warning = ("" if failure is None
+                                  else warning_text(store_warning(failure), chat.lang))
             # Bound mid-turn, the traits lack the live response (it goes in batches and
             # snapshots only): -1 says so, and a view asks for a snapshot until the turn
             # ends (js/src/received-batches.ts).
-            self._seq = -1 if projection.running else self._batcher.seq
+            self._shown_through(-1 if projection.running else batcher.seq)
         self._unfollow = [
             session.subscribe(self._on_event),
             # A rewind (retry, edit) changes the history behind the events: drawn again.
-            session.on_rewind(lambda: self._rewound(session)),
+            session.on_rewind(lambda: self._rebind(session)),
             # A level chosen from code shows at once (one from the selector is shown).
             session.on_thinking_level(self._level_chosen),
         ]
-        self._presence.bind(session)  # the approver while a view of this widget is shown
-        session.notebook_page = self._page
+        presence.bind(session)  # the approver while a view of this widget is shown
+        session.notebook_page = self.page
         watch_cells()
         release = self._background.get(session.id)
         if release is not None:
             release()  # back in front, the presence answers for it (attached first: no gap)
-        self._static_form.refresh()
 
-    def unbind(self) -> None:
+    def unbind(self, presence: ViewPresence) -> None:
         """Stop following the bound session (it keeps running). A turn running then goes
         on in the background: this view stays its approver until the turn ends, so a
         tool call waiting for approval waits for the user to come back to it (through the
@@ -264,29 +262,26 @@ class LiveChat(NetaWidget):
         unfollow, self._unfollow = self._unfollow, []
         for stop in unfollow:
             stop()
-        if self._session is not None and self._session.running:
-            self._keep_in_background(self._session)
-        self._presence.unbind()
-        if self._session is not None and self._session.notebook_page is self._page:
+        session = self._session
+        if session is not None and session.running:
+            self._keep_in_background(session)
+        presence.unbind()
+        if session is not None and session.notebook_page is self.page:
             # Another chat showing this session is on the page too: its page now.
-            others = [chat._page for chat in list(_chats)
-                      if chat is not self and chat._session is self._session]
-            self._session.notebook_page = next(
+            others = [follower.page for follower in list(_followers)
+                      if follower is not self and follower.session is session]
+            session.notebook_page = next(
                 (page for page in reversed(others) if page.available),
                 others[-1] if others else None)
         self._batcher.cancel()
-        self._projection = ConversationProjection()
+        self.projection = ConversationProjection()
         self._approvals_shown = []
-        if self._session is not None:
-            self._previous = self._session
+        if session is not None:
+            self._previous = session
         self._session = None
 
     def _level_chosen(self, level: str) -> None:
-        self.think_level = level
-
-    def _rewound(self, session: AgentSession) -> None:
-        self.bind(session)
-        self.rewinds += 1
+        self._chat.think_level = level
 
     def _keep_in_background(self, session: AgentSession) -> None:
         if session.id in self._background:
@@ -309,19 +304,14 @@ class LiveChat(NetaWidget):
 
     def release_background(self) -> None:
         """Let go of every session running in the background: what they have pending for
-        approval goes to their approval policy (this view is closing)."""
+        approval goes to their approval policy (the view is closing)."""
         for release in list(self._background.values()):
             release()
-
-    def _leave_stored(self) -> None:
-        if self._follower is not None:
-            self._follower.close()
-            self._follower = None
 
     def _agent_choices(self, session: AgentSession) -> list[AgentChoice]:
         choices: list[AgentChoice] = [{"name": session.agent.name,
                                        "model": session.provider.model_id}]
-        for agent in self._other_agents:
+        for agent in self.other_agents:
             if agent.name not in {c["name"] for c in choices}:
                 model = agent.model if isinstance(agent.model, str) else (
                     agent.model.model_id if agent.model is not None else "")
@@ -330,7 +320,7 @@ class LiveChat(NetaWidget):
 
     # --- events -----------------------------------------------------------------------
     def _on_event(self, event: Event) -> None:
-        projection = self._projection
+        projection, chat = self.projection, self._chat
         # Deltas are most events, a child's among them: the projection streams them
         # straight into the batcher (kinds told by type, no history touched).
         if projection.stream(event, self._batcher):
@@ -344,76 +334,67 @@ class LiveChat(NetaWidget):
         if kind is TurnStartEvent:
             self._begin_turn()
         elif kind is TodoUpdateEvent:
-            self.todos = list(projection.todos)
+            chat.todos = list(projection.todos)
         elif kind is TokenUpdateEvent:
             assert isinstance(event, TokenUpdateEvent)
-            with self.hold_sync():
-                self.current = event.current.model_dump()
-                self.context = event.context.model_dump()
+            with chat.hold_sync():
+                chat.current = event.current.model_dump()
+                chat.context = event.context.model_dump()
         elif kind is CompactionEvent:
             if not projection.running:
                 self._publish_window()  # a reload shows the marker too
         elif kind is ErrorEvent:
             assert isinstance(event, ErrorEvent)
             last = projection.last_assistant
-            item = self._item(last.id) if last is not None else None
+            item = self.item(last.id) if last is not None else None
             if item is None or item["error"] != note(event.message):
-                self.show_notice(note(event.message))
+                chat.show_notice(note(event.message))
         elif kind is DoneEvent:
             self._publish_window(turn_ended=True)
             return
         if kind is ApprovalRequestEvent or kind is SubagentEvent or kind is SubagentEndEvent:
-            self._show_approvals(flush=True)
+            self.show_approvals(flush=True)
 
-    def _show_approvals(self, *, flush: bool = False) -> None:
+    def show_approvals(self, *, flush: bool = False) -> None:
         """The trait follows the projection's waiting approvals when they changed;
         ``flush``: the card that asks goes first."""
-        pending = self._projection.approvals
+        pending = self.projection.approvals
         if pending == self._approvals_shown:
             return
         self._approvals_shown = list(pending)
         if flush:
             self._batcher.flush()
-        self.approvals = [approval_item(a) for a in pending]
+        self._chat.approvals = [approval_item(a) for a in pending]
 
     def _on_warning(self, event: WarningEvent) -> None:
+        chat = self._chat
         if event.code is not None and event.code.startswith("budget_"):
             # 80 % used (or some costs unknown) warns; a turn the budget stopped is an error.
-            self.show_notice(self._warning_text(event), tone="error"
-                             if event.code.startswith("budget_reached") else "warning")
+            chat.show_notice(warning_text(event, chat.lang), tone="error"
+                        if event.code.startswith("budget_reached") else "warning")
             return
         # Not a turn boundary: the store can fall behind, or catch up, between turns.
-        self.store_warning = "" if event.cleared else self._warning_text(event)
-
-    def show_notice(self, text: str, *, tone: Literal["error", "warning"] = "error") -> None:
-        """Show ``text`` under the conversation (an error, or a ``"warning"``)."""
-        with self.hold_sync():  # the tone first: an observer of the notice sees its own
-            self.notice_tone = tone
-            self.notice = text
-
-    def _warning_text(self, event: WarningEvent) -> str:
-        if event.code is not None and event.code in LABELS["en"]:
-            return t(event.code, self.lang, **event.params)
-        return event.message
+        chat.store_warning = "" if event.cleared else warning_text(event, chat.lang)
 
     def _begin_turn(self) -> None:
+        chat = self._chat
         # Events arrive on the session's loop: the one requests must be handled on.
-        self.remember_kernel_loop()
+        chat.remember_kernel_loop()
         # The last answer is redrawn first (its cards may change): the views hold its
         # text and its last item, so it is sent again only if it changed.
-        last = self._projection.last_assistant
+        last = self.projection.last_assistant
         self._batcher.forget_items(keep=last.id if last is not None else None)
-        with self.hold_sync():
-            self.running = True
-            self.notice = ""
-            self.current = TurnUsage().model_dump()
+        with chat.hold_sync():
+            chat.running = True
+            chat.notice = ""
+            chat.current = TurnUsage().model_dump()
 
     def _publish_window(self, *, turn_ended: bool = False) -> None:
         """Send the drawn window (the views set their ``messages`` from its ids) and
         reflect it in the traits; at the end of a turn, the turn's state too."""
-        projection = self._projection
+        projection, chat = self.projection, self._chat
         items, has_older = render_window(projection.messages, projection.compactions,
-                                         limit=self._window, subagents=self._part_whole)
+                                         limit=self._window, subagents=self.part_whole)
         # The views hold every item of the window already (streamed): they set the
         # `messages` trait on their side from this list of ids, so the text of a long
         # answer crosses the wire once, not twice, and a notebook saved from that page
@@ -423,36 +404,24 @@ class LiveChat(NetaWidget):
         self._batcher.op("window", ids=[item["id"] for item in items], has_older=has_older)
         self._batcher.flush()
         session = self._session
-        with self.hold_sync():
-            self._quiet_window = self._presence.views > 0
-            try:
-                self.messages = cast("list[dict[str, Any]]", items)
-                self.has_older = has_older
-            finally:
-                self._quiet_window = False
+        with chat.hold_sync():
+            self._show_window(items, has_older)
             if turn_ended:
-                self.running = False
-                self._show_approvals()
+                chat.running = False
+                self.show_approvals()
                 if session is not None:
-                    self.think_level = session.think_level
+                    chat.think_level = session.think_level
             if projection.context is not None:
-                self.context = projection.context.model_dump()
-            self._seq = self._batcher.seq
+                chat.context = projection.context.model_dump()
+            self._shown_through(self._batcher.seq)
         if turn_ended:
             # The saved notebook's static form shows the turn as it ended.
-            self._static_form.refresh_now()
-
-    def _echo_wanted(self) -> bool:
-        return self._presence.views == 0
-
-    def _should_send_property(self, key: str, value: Any) -> bool:
-        if self._quiet_window and key in ("messages", "has_older"):
-            return False
-        return bool(super()._should_send_property(key, value))
+            self._turn_ended()
 
     # --- drawing ----------------------------------------------------------------------
-    def _item(self, item_id: str) -> ChatItem | None:
-        projection = self._projection
+    def item(self, item_id: str) -> ChatItem | None:
+        """The drawn item ``item_id`` of the projection (the batcher's source)."""
+        projection = self.projection
         if item_id.startswith("compaction-"):
             number = int(item_id.removeprefix("compaction-"))
             records = projection.compactions
@@ -464,21 +433,24 @@ class LiveChat(NetaWidget):
         return keep_streamed(render_message(message, index, self._part_streamed), message,
                              projection.streamed.get(item_id))
 
-    def _nested_item(self, path: tuple[str, ...], item_id: str) -> ChatItem | None:
-        run = self._projection.find(path)
+    def nested_item(self, path: tuple[str, ...], item_id: str) -> ChatItem | None:
+        """The drawn item ``item_id`` of the sub-agent run at ``path``."""
+        run = self.projection.find(path)
         return run_item(run, item_id) if run is not None else None
 
     def _part_streamed(self, execution: ToolExecution) -> SubagentPart | None:
         """A sub-agent card in a streamed update: its transcript streams on its own."""
-        run = followed_run(self._projection, execution)
-        return run_part(run, whole=False) if run is not None else self._stored_part(execution)
+        run = followed_run(self.projection, execution)
+        return run_part(run, whole=False) if run is not None else self.stored_part(execution)
 
-    def _part_whole(self, execution: ToolExecution) -> SubagentPart | None:
+    def part_whole(self, execution: ToolExecution) -> SubagentPart | None:
         """A sub-agent card with its transcript (traits, snapshots, older pages)."""
-        run = followed_run(self._projection, execution)
-        return run_part(run, whole=True) if run is not None else self._stored_part(execution)
+        run = followed_run(self.projection, execution)
+        return run_part(run, whole=True) if run is not None else self.stored_part(execution)
 
-    def _stored_part(self, execution: ToolExecution) -> SubagentPart | None:
+    def stored_part(self, execution: ToolExecution) -> SubagentPart | None:
+        """A sub-agent card drawn from what is stored of it (or from the call alone)."""
         if execution.subagent is not None:
-            return self._stored_subagents.part(execution)
+            return self.subagents.part(execution)
         return stored_run_part(execution)
+

@@ -1,23 +1,26 @@
 """A stored session shown read-only: one whose turn another kernel runs. The chat shows
 its history as stored so far — no Send, Stop or approvals — reread on ``refresh`` and every
 :data:`READ_ONLY_REFRESH_INTERVAL`, and ``take_over`` resumes it here once that turn has
-ended (:class:`ReadOnlyChat`, the chat view's read-only mode)."""
+ended (:class:`ReadOnlyMode`, the chat view's read-only mode: made by
+``ChatView.show_stored``, closed when the view shows something else)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, cast
 
 from ...events import TurnUsage
-from ...runtime.session import Agent, AgentSession
+from ...messages import ToolExecution
+from ...runtime.session import AgentSession
 from ..base import RequestError
-from .live import LiveChat
-from .render import render_window
+from .batcher import OpBatcher
+from .live import ChatTraits
+from .render import render_window, stored_run_part
 from .stored_session import StoredSession, StoredSessionFollower
 from .subagent_parts import StoredSubagents
-from .wire import ChatSnapshot
+from .wire import ChatSnapshot, SubagentPart
 
-__all__ = ["READ_ONLY_REFRESH_INTERVAL", "ReadOnlyChat", "ResumeStored"]
+__all__ = ["READ_ONLY_REFRESH_INTERVAL", "ReadOnlyMode", "ResumeStored"]
 
 READ_ONLY_REFRESH_INTERVAL = 2.0
 """Seconds between two looks at the store while a session of another kernel is shown
@@ -26,99 +29,99 @@ read-only (two small queries; the full read only when something changed)."""
 ResumeStored = Callable[[str], AgentSession]
 
 
-class ReadOnlyChat(LiveChat):
-    """The chat view with its read-only mode (see the module's docstring)."""
+class ReadOnlyMode:
+    """``stored`` shown read-only in a chat view (see the module's docstring), followed
+    until :meth:`close`.
 
-    def __init__(self, session: AgentSession | None = None, *,
-                 agents: Sequence[Agent] = (), **kwargs: Any) -> None:
-        self._resume_stored: ResumeStored | None = None
-        self._batch_row: int | None = None
-        super().__init__(session, agents=agents, **kwargs)
+    ``chat``: the traits it writes; ``batcher``: the view's (its number is the traits'
+    batch number). Hooks of the view: ``shown_through(seq)`` records that number,
+    ``shown()`` draws the static form again. ``resume(session_id)`` opens the session here
+    (:meth:`resume_here`); ``batch_row``: the session is that row's of a batch run.
+    """
+
+    def __init__(self, chat: ChatTraits, batcher: OpBatcher, stored: StoredSession, *,
+                 window: int, shown_through: Callable[[int], None],
+                 shown: Callable[[], None], resume: ResumeStored | None = None,
+                 batch_row: int | None = None) -> None:
+        self._chat = chat
+        self._batcher = batcher
+        self._window = window
+        self._shown_through = shown_through
+        self._shown = shown
+        self._resume = resume
+        self.batch_row = batch_row
+        self.subagents = StoredSubagents(stored.store)
+        """The stored transcripts of the session's sub-agents."""
+        batcher.forget_items()
+        self._show(stored)
+        self.follower = StoredSessionFollower(stored, self._show,
+                                              interval=READ_ONLY_REFRESH_INTERVAL)
+        """What rereads the store while the session is shown."""
 
     @property
-    def stored(self) -> StoredSession | None:
-        """The stored session shown read-only, if any (see :meth:`show_stored`)."""
-        return self._follower.stored if self._follower is not None else None
+    def stored(self) -> StoredSession:
+        """The session as last read."""
+        return self.follower.stored
 
-    @property
-    def previous_session(self) -> AgentSession | None:
-        """The live session shown before the current one (or before a read-only view)."""
-        return self._previous
-
-    def show_stored(self, stored: StoredSession, *, resume: ResumeStored | None = None,
-                    batch_row: int | None = None) -> None:
-        """Show ``stored`` read-only — a session whose turn another kernel runs — without
-        taking it over. ``resume(session_id)`` opens it here once that turn has ended (the
-        ``take_over`` request); by default ``AgentSession.resume`` with the last live
-        session's catalog. ``batch_row``: the session is that row's of a batch run — the
-        bar says so and offers no "Continue here"."""
-        self.unbind()  # a running turn goes on in the background
-        self._leave_stored()
-        self._resume_stored = resume
-        self._batch_row = batch_row
-        self._batcher.forget_items()
-        self._stored_subagents = StoredSubagents(stored.store)
-        self._show_stored_state(stored)
-        self._follower = StoredSessionFollower(stored, self._show_stored_state,
-                                               interval=READ_ONLY_REFRESH_INTERVAL)
-
-    def _show_stored_state(self, stored: StoredSession) -> None:
+    def _show(self, stored: StoredSession) -> None:
+        chat = self._chat
         items, has_older = render_window(stored.messages, stored.compactions,
-                                         limit=self._window, subagents=self._part_whole)
-        with self.hold_sync():
-            self.session_id = stored.id
-            self.agent = stored.agent
-            self.agents = [stored.agent]
-            self.messages = cast("list[dict[str, Any]]", items)
-            self.has_older = has_older
-            self.todos = stored.todos()
-            self.current = TurnUsage().model_dump()
-            self.context = {}
-            self.running = False
-            self.levels = []
-            self.think_level = stored.record.think_level or ""
-            self.approvals = []
-            self.notice = ""
-            self.store_warning = ""  # nothing of it is written from here
-            self.read_only = {"owner": stored.owner, "busy": stored.busy,
-                              **({} if self._batch_row is None
-                                 else {"batch_row": self._batch_row})}
-            self._seq = self._batcher.seq
-        self._static_form.refresh()
+                                         limit=self._window, subagents=self.part_whole)
+        with chat.hold_sync():
+            chat.session_id = stored.id
+            chat.agent = stored.agent
+            chat.agents = [stored.agent]
+            chat.messages = cast("list[dict[str, Any]]", items)
+            chat.has_older = has_older
+            chat.todos = stored.todos()
+            chat.current = TurnUsage().model_dump()
+            chat.context = {}
+            chat.running = False
+            chat.levels = []
+            chat.think_level = stored.record.think_level or ""
+            chat.approvals = []
+            chat.notice = ""
+            chat.store_warning = ""  # nothing of it is written from here
+            chat.read_only = {"owner": stored.owner, "busy": stored.busy,
+                              **({} if self.batch_row is None
+                                 else {"batch_row": self.batch_row})}
+            self._shown_through(self._batcher.seq)
+        self._shown()
 
     def refresh(self) -> bool:
-        """Read the session shown read-only again; True when something changed."""
-        if self._follower is None:
-            return False
+        """Read the session again; True when something changed."""
         try:
-            return self._follower.refresh()
+            return self.follower.refresh()
         except KeyError as exc:
             raise RequestError(str(exc)) from exc
 
-    def _leave_stored(self) -> None:
-        super()._leave_stored()
-        self._resume_stored = None
-        self._batch_row = None
-
-    def take_over(self) -> AgentSession:
-        """Resume the session shown read-only here, now that its turn has ended
-        elsewhere (``SessionBusyError`` if it still runs)."""
+    def resume_here(self, previous: AgentSession | None) -> AgentSession:
+        """The session resumed in this kernel (``SessionBusyError`` while its turn still
+        runs elsewhere): by ``resume``, else ``AgentSession.resume`` with the catalog of
+        ``previous``, the live session the view showed last."""
         stored = self.stored
-        if stored is None:
-            raise RequestError("this chat view is not showing a read-only session")
-        if self._resume_stored is not None:
-            session = self._resume_stored(stored.id)
-        else:
-            catalog = self._previous.catalog if self._previous is not None else None
-            session = AgentSession.resume(stored.id, store=stored.store, catalog=catalog)
-        self.bind(session)
-        return session
+        if self._resume is not None:
+            return self._resume(stored.id)
+        catalog = previous.catalog if previous is not None else None
+        return AgentSession.resume(stored.id, store=stored.store, catalog=catalog)
 
-    def _stored_snapshot(self, stored: StoredSession) -> ChatSnapshot:
+    def snapshot(self) -> ChatSnapshot:
+        """Everything a view needs to draw the session (the ``sync`` reply)."""
+        stored, chat = self.stored, self._chat
         items, has_older = render_window(stored.messages, stored.compactions,
-                                         limit=self._window, subagents=self._part_whole)
+                                         limit=self._window, subagents=self.part_whole)
         return {"seq": self._batcher.seq, "session_id": stored.id, "messages": items,
                 "has_older": has_older, "live": None, "running": False,
-                "todos": self.todos, "current": self.current, "context": self.context,
-                "approvals": [], "think_level": self.think_level, "notice": self.notice,
-                "notice_tone": self.notice_tone}
+                "todos": chat.todos, "current": chat.current, "context": chat.context,
+                "approvals": [], "think_level": chat.think_level, "notice": chat.notice,
+                "notice_tone": chat.notice_tone}
+
+    def part_whole(self, execution: ToolExecution) -> SubagentPart | None:
+        """A sub-agent card with its transcript, as stored."""
+        if execution.subagent is not None:
+            return self.subagents.part(execution)
+        return stored_run_part(execution)
+
+    def close(self) -> None:
+        """Stop following the store."""
+        self.follower.close()

@@ -1,10 +1,13 @@
 """``ChatView``: a whole conversation with an agent, live (seed 002 §5.3, §6.3, §7, §9).
 
 The view follows an :class:`~neta_nb.runtime.session.AgentSession` through its events
-(:class:`~neta_nb.widgets.chat.live.LiveChat`: events → projection → batches → views);
+(:class:`~neta_nb.widgets.chat.live.LiveFollower`: events → projection → batches → views);
 the session knows nothing of widgets, so a session started from a cell with
-``session.start(...)`` shows here the same way as one sent from the input box. This module
-adds what a user asks of it:
+``session.start(...)`` shows here the same way as one sent from the input box. The view
+holds the traits and answers the requests; its collaborators own the rest: the live
+follower, the read-only mode of a stored session (:mod:`~neta_nb.widgets.chat.read_only`)
+and the widgets its header opens (:mod:`~neta_nb.widgets.chat.header_panels`). What a
+user asks of it:
 
 * **Requests** (``{kind, id}`` with a reply) are the actions: ``command`` (the session's
   ``send``/``stop``/``set_thinking_level``/``approve``), ``older`` (the previous page of
@@ -20,20 +23,26 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
-from collections.abc import Mapping, Sequence
-from typing import Any, cast
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+import traitlets
 
 from ...labels import t
-from ...messages import Message
-from ...runtime.attachments import Attachment, guess_media_type
+from ...messages import Message, ToolExecution
+from ...runtime.attachments import DEFAULT_ATTACHMENT_LIMITS, Attachment, guess_media_type
 from ...runtime.session import Agent, AgentSession
 from ...store.process_owner import SessionBusyError
 from ...store.records import SessionRecord
 from ...store.session_store import CompactionRecord
-from ..base import BUFFERS_KEY, RequestError, handles
-from .header_panels import HeaderPanels
-from .live import live_session, note
+from ..base import BUFFERS_KEY, NetaWidget, RequestError, handles
+from ..streaming import FLUSH_INTERVAL
+from .batcher import OpBatcher
+from .header_panels import HeaderPanels, OpenPanelReply, OpenPanelRequest, SidePanelModel
+from .live import LiveFollower, live_session, note
 from .mention_requests import (
     MentionCandidatesReply,
     MentionCandidatesRequest,
@@ -42,12 +51,16 @@ from .mention_requests import (
     candidates_for,
     preview_for,
 )
-from .read_only import READ_ONLY_REFRESH_INTERVAL
-from .render import full_text, render_window
+from .notebook_page import PageBridge
+from .read_only import READ_ONLY_REFRESH_INTERVAL, ReadOnlyMode, ResumeStored
+from .render import WINDOW, full_text, render_window
 from .session_names import SessionNames, read_names, static_heading
 from .static import static_html, static_summary, static_text
+from .subagent_parts import StoredSubagents
+from .view_presence import ViewPresence
 from .wire import (
     Approval,
+    ChatItem,
     ChatSnapshot,
     CommandReply,
     CommandRequest,
@@ -59,18 +72,23 @@ from .wire import (
     NotebookReply,
     OlderPage,
     OlderRequest,
+    SubagentPart,
     SwitchAgentReply,
     SwitchAgentRequest,
     ViewRequest,
 )
+
+if TYPE_CHECKING:
+    from ..tool_config.panel import ToolConfigPanel
+    from .session_sidebar import SessionSidebar
+    from .stored_session import StoredSession, StoredSessionFollower
 
 __all__ = ["READ_ONLY_REFRESH_INTERVAL", "ChatView", "live_session"]
 
 log = logging.getLogger(__name__)
 
 
-
-class ChatView(HeaderPanels):
+class ChatView(NetaWidget):
     """``ChatView(session)``: messages, plan, cards, the streaming answer with its thinking,
     and an input bar with Send/Stop, agent and thinking-level selectors and token stats.
 
@@ -79,17 +97,241 @@ class ChatView(HeaderPanels):
     :meth:`bind`.
     """
 
+    _component = traitlets.Unicode("chat-view").tag(sync=True)
+    session_id = traitlets.Unicode("", help="Id of the bound session.").tag(sync=True)
+    rewinds = traitlets.Int(0, help="Rewinds of the shown session so far: when it changes "
+                            "the views draw everything again.").tag(sync=True)
+    agent = traitlets.Dict(help="{name, model} of the bound session's agent.").tag(sync=True)
+    agents = traitlets.List(traitlets.Dict(), help="Agents the selector offers.").tag(sync=True)
+    messages = traitlets.List(traitlets.Dict(),
+                              help="The latest drawn messages, as of the last turn boundary."
+                              ).tag(sync=True)
+    has_older = traitlets.Bool(False, help="Older messages exist before `messages`.").tag(
+        sync=True)
+    todos = traitlets.List(traitlets.Dict()).tag(sync=True)
+    current = traitlets.Dict(help="token_update.current of the latest turn").tag(sync=True)
+    context = traitlets.Dict(help="token_update.context").tag(sync=True)
+    running = traitlets.Bool(False).tag(sync=True)
+    think_level = traitlets.Unicode("").tag(sync=True)
+    levels = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    approvals = traitlets.List(traitlets.Dict(),
+                               help="Pending approval requests: {id, name, args}.").tag(sync=True)
+    notice = traitlets.Unicode("", help="An error not tied to a message, or a warning "
+                               "(a budget mostly spent).").tag(sync=True)
+    notice_tone = traitlets.Enum(("error", "warning"), default_value="error",
+                                 help="How the notice is drawn.").tag(sync=True)
+    store_warning = traitlets.Unicode(
+        "", help="Why what is shown is not saved yet (the store is behind); empty when it is."
+    ).tag(sync=True)
+    height = traitlets.Unicode("640px", help="CSS height of the view.").tag(sync=True)
+    read_only = traitlets.Dict(
+        help="{owner, busy[, batch_row]} while a stored session is shown read-only (see "
+             "show_stored); empty otherwise.").tag(sync=True)
+    attachment_limits = traitlets.Dict(
+        dataclasses.asdict(DEFAULT_ATTACHMENT_LIMITS),
+        help="What the input bar lets a prompt carry: max_file_bytes, max_total_bytes, "
+             "max_count (the kernel checks them again).").tag(sync=True)
+    _seq = traitlets.Int(0, help="Number of the last batch reflected in the traits; -1 "
+                                 "while a turn runs that began before this widget showed "
+                                 "the session (its start is in no trait).").tag(sync=True)
+    _key = traitlets.Unicode(
+        help="This widget's name on the page: the widgets' loader keeps the batches its model "
+             "receives under it, so a view drawn mid-turn (Run All draws the chat after its "
+             "turn started) builds from them instead of asking for a snapshot "
+             "(js/src/received-batches.ts).").tag(sync=True)
+
+    @traitlets.default("_key")
+    def _default_key(self) -> str:
+        return uuid.uuid4().hex
+
     def __init__(self, session: AgentSession | None = None, *,
-                 agents: Sequence[Agent] = (), **kwargs: Any) -> None:
+                 agents: Sequence[Agent] = (), window: int = WINDOW,
+                 flush_interval: float = FLUSH_INTERVAL, **kwargs: Any) -> None:
+        # Beside a sidebar in an HBox the view takes the remaining width, and a long line
+        # never makes it grow past that.
+        kwargs.setdefault("layout", {"flex": "1 1 auto", "min_width": "0"})
+        self._quiet_window = False
+        super().__init__(**kwargs)
+        self._window = window
+        self._batcher = OpBatcher(self.send, self._item, nested_source=self._nested_item,
+                                  interval=flush_interval)
+        self._presence = ViewPresence(lambda: self._kernel_loop)
+        self._page = PageBridge(self.send)  # the notebook tools' way to the notebook
+        self._live = LiveFollower(self, self._batcher, self._page, window=window,
+                                  agents=agents, rebind=self._rewound,
+                                  show_window=self._show_window,
+                                  shown_through=self._shown_through,
+                                  turn_ended=self._static_form.refresh_now)
+        # A session of another kernel shown read-only (see show_stored).
+        self._read_only: ReadOnlyMode | None = None
+        self._panels = HeaderPanels(self)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._names: SessionNames | None = None
         """The shown session's names as the store had them (read once, see session_names)."""
-        super().__init__(session, agents=agents, **kwargs)
+        if session is not None:
+            self.bind(session)
+
+    # --- binding ----------------------------------------------------------------------
+    @property
+    def session(self) -> AgentSession | None:
+        return self._live.session
+
+    @session.setter
+    def session(self, session: AgentSession) -> None:
+        self.bind(session)
+
+    @property
+    def previous_session(self) -> AgentSession | None:
+        """The live session shown before the current one (or before a read-only view)."""
+        return self._live.previous
+
+    def bind(self, session: AgentSession) -> None:
+        """Show ``session`` (replacing the one shown) and follow its events. One shown
+        mid-turn before goes on running in the background (see :meth:`unbind`)."""
+        self.unbind()
+        self._leave_stored()
+        self._live.bind(session, self._presence)
+        self._static_form.refresh()
+
+    def unbind(self) -> None:
+        """Stop following the bound session (it keeps running). A turn running then goes
+        on in the background: this view stays its approver until the turn ends, so a
+        tool call waiting for approval waits for the user to come back to it (through the
+        sidebar, which shows it running) rather than going to the approval policy."""
+        self._live.unbind(self._presence)
+
+    def release_background(self) -> None:
+        """Let go of every session running in the background: what they have pending for
+        approval goes to their approval policy (this view is closing)."""
+        self._live.release_background()
+
+    @property
+    def _background(self) -> Mapping[str, Callable[[], None]]:
+        """The sessions kept running in the background, by id (the live follower's)."""
+        return self._live.background
+
+    def _rewound(self, session: AgentSession) -> None:
+        self.bind(session)
+        self.rewinds += 1
+
+    def show_notice(self, text: str, *, tone: Literal["error", "warning"] = "error") -> None:
+        """Show ``text`` under the conversation (an error, or a ``"warning"``)."""
+        with self.hold_sync():  # the tone first: an observer of the notice sees its own
+            self.notice_tone = tone
+            self.notice = text
+
+    # Hooks of the live follower and the read-only mode: this widget's own state.
+    def _show_window(self, items: list[ChatItem], has_older: bool) -> None:
+        # The views set `messages` themselves from the window's ids (see LiveFollower):
+        # sent only with no view open.
+        self._quiet_window = self._presence.views > 0
+        try:
+            self.messages = cast("list[dict[str, Any]]", items)
+            self.has_older = has_older
+        finally:
+            self._quiet_window = False
+
+    def _shown_through(self, seq: int) -> None:
+        self._seq = seq
+
+    def _echo_wanted(self) -> bool:
+        return self._presence.views == 0
+
+    def _should_send_property(self, key: str, value: Any) -> bool:
+        if self._quiet_window and key in ("messages", "has_older"):
+            return False
+        return bool(super()._should_send_property(key, value))
+
+    # --- a stored session, read-only ------------------------------------------------------
+    @property
+    def stored(self) -> StoredSession | None:
+        """The stored session shown read-only, if any (see :meth:`show_stored`)."""
+        return self._read_only.stored if self._read_only is not None else None
+
+    @property
+    def _follower(self) -> StoredSessionFollower | None:
+        """What rereads the stored session shown read-only, if any."""
+        return self._read_only.follower if self._read_only is not None else None
+
+    def show_stored(self, stored: StoredSession, *, resume: ResumeStored | None = None,
+                    batch_row: int | None = None) -> None:
+        """Show ``stored`` read-only — a session whose turn another kernel runs — without
+        taking it over. ``resume(session_id)`` opens it here once that turn has ended (the
+        ``take_over`` request); by default ``AgentSession.resume`` with the last live
+        session's catalog. ``batch_row``: the session is that row's of a batch run — the
+        bar says so and offers no "Continue here"."""
+        self.unbind()  # a running turn goes on in the background
+        self._leave_stored()
+        self._read_only = ReadOnlyMode(self, self._batcher, stored, window=self._window,
+                                       shown_through=self._shown_through,
+                                       shown=self._static_form.refresh, resume=resume,
+                                       batch_row=batch_row)
+
+    def refresh(self) -> bool:
+        """Read the session shown read-only again; True when something changed."""
+        if self._read_only is None:
+            return False
+        return self._read_only.refresh()
+
+    def take_over(self) -> AgentSession:
+        """Resume the session shown read-only here, now that its turn has ended
+        elsewhere (``SessionBusyError`` if it still runs)."""
+        if self._read_only is None:
+            raise RequestError("this chat view is not showing a read-only session")
+        session = self._read_only.resume_here(self.previous_session)
+        self.bind(session)
+        return session
+
+    def _leave_stored(self) -> None:
+        if self._read_only is not None:
+            self._read_only.close()
+            self._read_only = None
+
+    # --- what the header opens --------------------------------------------------------
+    def sessions_panel(self) -> SessionSidebar:
+        """The list of chats of the store this chat's session is saved in, attached to
+        this chat; ``RequestError`` when the session is kept in memory only."""
+        return self._panels.sessions_panel()
+
+    def tools_panel(self) -> ToolConfigPanel:
+        """The tool panel of the session shown (made anew for another session)."""
+        return self._panels.tools_panel()
+
+    @handles("open_panel")
+    def _open_panel(self, request: OpenPanelRequest) -> OpenPanelReply:
+        return self._panels.open(request)
+
+    @handles("side_panel")
+    def _side_panel(self, _request: Mapping[str, object]) -> SidePanelModel:
+        return {"model_id": str(self.model_id)}
+
+    # --- drawing ----------------------------------------------------------------------
+    def _item(self, item_id: str) -> ChatItem | None:
+        return self._live.item(item_id)
+
+    def _nested_item(self, path: tuple[str, ...], item_id: str) -> ChatItem | None:
+        return self._live.nested_item(path, item_id)
+
+    def _part_whole(self, execution: ToolExecution) -> SubagentPart | None:
+        """A sub-agent card with its transcript, of the session shown."""
+        if self._read_only is not None:
+            return self._read_only.part_whole(execution)
+        return self._live.part_whole(execution)
+
+    def _stored_part(self, execution: ToolExecution) -> SubagentPart | None:
+        """A sub-agent card as stored, of the session shown."""
+        if self._read_only is not None:
+            return self._read_only.part_whole(execution)
+        return self._live.stored_part(execution)
+
+    def _stored_subagents(self) -> StoredSubagents:
+        shown = self._read_only
+        return shown.subagents if shown is not None else self._live.subagents
 
     def new_chat(self, agent: Agent | None = None) -> AgentSession:
         """Start a new, empty session with ``agent`` (default: the current one), with the
         current session's catalog and store, and show it."""
-        current = self._session or self._previous
+        current = self.session or self.previous_session
         if current is None:
             raise RequestError("no session is bound to this chat view")
         session = AgentSession(agent or current.agent, current.catalog, current.store)
@@ -100,16 +342,18 @@ class ChatView(HeaderPanels):
         self.unbind()
         self.release_background()
         self._leave_stored()
+        self._panels.close()
         super().close()
 
     def _require_session(self) -> AgentSession:
-        if self._session is None:
+        session = self.session
+        if session is None:
             stored = self.stored
             if stored is not None:
                 raise RequestError("this chat is read-only: its turn runs in another kernel"
                                    + (f" ({stored.owner})" if stored.owner else ""))
             raise RequestError("no session is bound to this chat view")
-        return self._session
+        return session
 
     def _history(self) -> tuple[Sequence[Message], Sequence[CompactionRecord]]:
         """The messages and compaction markers shown: the live session's or the stored."""
@@ -117,7 +361,8 @@ class ChatView(HeaderPanels):
         if stored is not None:
             return stored.messages, stored.compactions
         self._require_session()
-        return self._projection.messages, self._projection.compactions
+        projection = self._live.projection
+        return projection.messages, projection.compactions
 
     # --- requests from views ----------------------------------------------------------
     @handles("sync")
@@ -125,11 +370,10 @@ class ChatView(HeaderPanels):
         """Everything a view needs to draw the present: sent after any pending batch, with
         the number of the last batch it includes."""
         self._batcher.flush()
-        stored = self.stored
-        if stored is not None:
-            return self._stored_snapshot(stored)
+        if self._read_only is not None:
+            return self._read_only.snapshot()
         session = self._require_session()
-        projection = self._projection
+        projection = self._live.projection
         items, has_older = render_window(projection.messages, projection.compactions,
                                          limit=self._window, subagents=self._part_whole)
         live = projection.live
@@ -165,10 +409,10 @@ class ChatView(HeaderPanels):
         messages, _ = self._history()
         try:
             if path:
-                run = (self._projection.run_with(path, message_id) if self.stored is None
+                run = (self._live.projection.run_with(path, message_id) if self.stored is None
                        else None)
                 messages = (run.messages if run is not None
-                            else self._stored_subagents.find_messages(messages, path))
+                            else self._stored_subagents().find_messages(messages, path))
             return {"text": full_text(messages, message_id, field_name, card_id)}
         except LookupError as exc:
             raise RequestError(str(exc.args[0])) from exc
@@ -242,7 +486,7 @@ class ChatView(HeaderPanels):
             return {"running": True}
         if kind == "stop" and command.get("subagent") is not None:
             run_id = command.get("subagent")
-            if not isinstance(run_id, str) or self._projection.running_run(run_id) is None:
+            if not isinstance(run_id, str) or self._live.projection.running_run(run_id) is None:
                 raise RequestError(f"no sub-agent {run_id!r} is running in this chat")
         try:
             session.handle_command(dict(command))
@@ -251,8 +495,8 @@ class ChatView(HeaderPanels):
         if kind == "set_thinking_level":
             self.think_level = session.think_level
         elif kind == "approve":
-            self._projection.answered(str(command.get("id")), command.get("subagent"))
-            self._show_approvals()
+            self._live.projection.answered(str(command.get("id")), command.get("subagent"))
+            self._live.show_approvals()
         return {"think_level": session.think_level, "running": session.running}
 
     def _track(self, task: asyncio.Task[Any]) -> None:
@@ -275,7 +519,7 @@ class ChatView(HeaderPanels):
         current = self._require_session()
         if name == current.agent.name:
             return {"session_id": current.id}
-        agent = next((a for a in self._other_agents if a.name == name), None)
+        agent = next((a for a in self._live.other_agents if a.name == name), None)
         if agent is None:
             raise RequestError(f"no agent named {name!r}")
         return {"session_id": self.new_chat(agent).id}
@@ -324,7 +568,7 @@ class ChatView(HeaderPanels):
         return self._not_running_text()
 
     def __repr__(self) -> str:
-        state = ("read-only" if self._follower is not None
+        state = ("read-only" if self._read_only is not None
                  else "running" if self.running else "idle")
         agent = self.agent.get("name", "")
         return f"ChatView({agent!r}, {len(self.messages)} messages shown, {state})"

@@ -40,11 +40,14 @@ from ...events import ProgressEvent, SubagentEvent, ThinkingDeltaEvent, TokenEve
 from ...labels import Notice
 from ...tools import (
     AgentToolConfig,
+    PromptPreview,
     ToolCatalog,
     ToolResolution,
     ToolState,
+    preview_prompt,
     resolve_tools,
 )
+from ..base import NetaWidget, RequestError, handles
 from .preview import (
     known_scenes,
     needed_capabilities,
@@ -52,15 +55,33 @@ from .preview import (
     preview_state,
     scene_label,
 )
-from .requests import BULK_OPERATIONS, PanelRequests
+from .requests import (
+    BULK_OPERATIONS,
+    acknowledge_change,
+    bulk,
+    forget,
+    preview_as_arguments,
+    preview_reply,
+    set_tool,
+)
 from .rows import describe_tool, mcp_server_rows, reason_fields
 from .static import PanelStatic
 from .traits import (
+    AcknowledgeRequest,
+    BulkReply,
+    BulkRequest,
     CategoryCount,
+    ForgetReply,
+    ForgetRequest,
+    NoReply,
     PreviewAs,
+    PreviewAsReply,
+    PreviewAsRequest,
     PreviewChoice,
     PreviewOptions,
     PreviewResult,
+    SetToolReply,
+    SetToolRequest,
     ToolConfigSummary,
     ToolInfo,
     ToolVerdict,
@@ -92,7 +113,7 @@ _UNSHOWN_EVENTS: Final = frozenset({TokenEvent, ThinkingDeltaEvent, ProgressEven
 all of a sub-agent's (wrapped, one per delta of its own; the panel shows the session's
 tools, and a child changes neither its inputs nor its resolution)."""
 
-class ToolConfigPanel(PanelRequests):
+class ToolConfigPanel(NetaWidget):
     """``ToolConfigPanel(catalog, config)``: switch tools on and off for one agent.
 
     The panel follows ``catalog`` and ``config`` live (their ``subscribe``) until it is
@@ -432,6 +453,67 @@ class ToolConfigPanel(PanelRequests):
         # given to the constructor arrives before there is anything to resolve.)
         if self._following:
             self.refresh()
+
+    # --- requests from the view --------------------------------------------------------
+    # The config and catalog changes are functions of .requests; the panel follows both,
+    # so their replies read what it shows after the change.
+
+    @handles("set_tool")
+    def _request_set_tool(self, request: SetToolRequest) -> SetToolReply:
+        return set_tool(self._catalog, self._config, request, self)
+
+    @handles("bulk")
+    def _request_bulk(self, request: BulkRequest) -> BulkReply:
+        return bulk(self._catalog, self._config, request, self)
+
+    @handles("forget")
+    def _request_forget(self, request: ForgetRequest) -> ForgetReply:
+        return forget(self._config, request, self)
+
+    @handles("acknowledge_change")
+    def _request_acknowledge_change(self, request: AcknowledgeRequest) -> NoReply:
+        return acknowledge_change(self._catalog, request)
+
+    @handles("dismiss_warnings")
+    def _request_dismiss_warnings(self, _request: Mapping[str, object]) -> NoReply:
+        # Remembered as notices (code + params), so a dismissal holds in every language.
+        self._dismissed_warnings.update(self._shown_warnings)
+        self._shown_warnings = []
+        self.warnings = []
+        return {}
+
+    @handles("preview_as")
+    def _request_preview_as(self, request: PreviewAsRequest) -> PreviewAsReply:
+        capabilities, scene = preview_as_arguments(request)
+        try:
+            self.preview_as(model_capabilities=capabilities, scene=scene)
+        except ValueError as error:
+            raise RequestError(str(error)) from None
+        return {"preview_as": cast("PreviewAs | None", self.previewing_as),
+                "enabled_tools": list(self.enabled_tools)}
+
+    @handles("reset_preview")
+    def _request_reset_preview(self, _request: Mapping[str, object]) -> PreviewAsReply:
+        self.reset_preview()
+        return {"preview_as": None, "enabled_tools": list(self.enabled_tools)}
+
+    @handles("preview")
+    def _request_preview(self, _request: Mapping[str, object]) -> PreviewResult:
+        return preview_reply(self._prompt_preview())
+
+    def _prompt_preview(self) -> PromptPreview:
+        # The prompt preview shows what the view shows: under "preview as", what that
+        # model and scene would receive.
+        self._follow_session()
+        capabilities, scene = (self._preview if self._preview is not None
+                               else (self._model_capabilities, self._scene))
+        if self._preview is None and self._session is not None:
+            # The session's own view: `delegate` lists its agent's sub-agents.
+            return self._session.preview()
+        return preview_prompt(system_prompt=self.system_prompt, catalog=self._catalog,
+                              config=self._config, model_capabilities=capabilities,
+                              scene=scene, model=self._model, delegates=self._delegates,
+                              notebook_page=self._notebook_page)
 
     def close(self) -> None:
         for unsubscribe in self._unsubscribers:
