@@ -30,9 +30,11 @@ from ..events import (
     TokenUpdateEvent,
     TurnStartEvent,
     TurnUsage,
+    WarningEvent,
 )
+from ..labels import t
 from ..messages import Message, SubagentRun, TraceRef, Usage
-from ..providers.base import ModelRequest, Provider, ProviderError
+from ..providers.base import ModelRequest, Provider, ProviderError, ResponseAssembler
 from ..store.database import TurnClaimHandle
 from ..store.process_owner import ProcessOwner
 from ..store.session_store import CompactionRecord
@@ -87,6 +89,8 @@ class TurnLoop:
     _budget: BudgetGuard
     _children_spent: Spend
     call_gate: CallGate | None
+    _unusable_usage_said = False
+    """A server's unusable usage report was warned about (once a session)."""
 
     if TYPE_CHECKING:
         @property
@@ -283,6 +287,7 @@ class TurnLoop:
             async with gate.call():
                 assembler = await turn.stream(self.provider, request, self._emit, checkpoint,
                                               span)
+        self._warn_unusable_usage(assembler)
         message = Message.assistant(assembler.parts, usage=assembler.usage,
                                     model=self.provider.model_id,
                                     stop_reason=assembler.stop_reason,
@@ -299,6 +304,19 @@ class TurnLoop:
                     if assembler.usage is None else None)
         self._count_usage(turn, assembler.usage, estimate)
         return message
+
+    def _warn_unusable_usage(self, assembler: ResponseAssembler) -> None:
+        """The server reported usage that is negative or not a number: the call's usage
+        (and so its cost) is unknown, never a credit; the user is told once a session."""
+        detail = assembler.unusable_usage
+        if detail is None or self._unusable_usage_said:
+            return
+        self._unusable_usage_said = True
+        log.warning("the model server reported unusable usage (%s): counted as unknown",
+                    detail)
+        params = {"detail": detail}
+        self._emit(WarningEvent(message=t("usage_unusable", "en", **params),
+                                code="usage_unusable", params=params))
 
     def _count_usage(self, turn: Turn, usage: Usage | None,
                      estimated_tokens: int | None = None) -> None:
@@ -471,6 +489,7 @@ class TurnLoop:
         next turn starts from a valid conversation."""
         turn.close_thinking(self._emit)
         if turn.assembler is not None:
+            self._warn_unusable_usage(turn.assembler)
             parts = turn.assembler.snapshot()
             counted = usage is not None  # the caller counts the usage it was given
             usage = usage or turn.assembler.usage  # e.g. what message_start reported

@@ -23,10 +23,11 @@ from neta_nb import (
 from neta_nb.messages import Usage
 from neta_nb.providers.anthropic import AnthropicProvider
 from neta_nb.providers.base import ProviderError, StreamDone, TextDelta, UsageUpdate
+from neta_nb.providers.openai import OpenAIProvider
 from neta_nb.providers.prices import PRICES_AS_OF, price_of, set_price
 from neta_nb.runtime.budget import BudgetExceededError
 
-from ..providers.sse_server import AnthropicStream, SSEServer
+from ..providers.sse_server import AnthropicStream, OpenAIStream, SSEServer
 from ..support.delegation import crew_catalog, delegations
 from ..support.sessions import (
     FakeProvider,
@@ -390,3 +391,47 @@ async def test_a_budgeted_session_replays_offline(tmp_path: Path) -> None:
         store.load_messages(session.id)))
     assert report.turns[0].same_answer
     store.close()
+
+
+async def test_negative_usage_from_a_server_is_unknown_and_budgets_still_stop() -> None:
+    """An OpenAI-compatible server reporting ``completion_tokens: -1000000`` (streamed by
+    the real SDK): those calls' usage and cost are unknown, never a credit that keeps the
+    budget from stopping; the user is told once; the later calls' valid usage reaches the
+    turn budget, which stops the turn."""
+    def tool_call(n: int, prompt: int, completion: int) -> Any:
+        stream = OpenAIStream(model="qwen").tool_call_start(0, f"c{n}", "plus")
+        stream.tool_call_args(0, '{"a": 1, "b": 1}').finish("tool_calls")
+        return stream.usage(prompt, completion).done().response()
+
+    # A valid call: 10 000 in + 1 000 out at $3/$15 per million = $0.045.
+    valid = by_hand(Usage(input_tokens=10_000, output_tokens=1_000), SONNET)
+    async with SSEServer() as sse:
+        sse.add(tool_call(0, 100, -1_000_000), tool_call(1, -5, 40),
+                tool_call(2, 10_000, 1_000), tool_call(3, 10_000, 1_000),
+                *[tool_call(n, 10_000, 1_000) for n in range(4, 30)])
+        provider = OpenAIProvider("qwen", supplier="openai-compatible", api_key="k",
+                                  base_url=sse.base_url, max_retries=0, context_window=32_000)
+        provider.price = SONNET
+        catalog = ToolCatalog.default()
+        catalog.register(plus)
+        session = AgentSession(Agent("a", model=provider, tools=AgentToolConfig(),
+                                     turn_budget_usd=0.05), catalog)
+        rec = Recorder()
+        session.subscribe(rec)
+        await asyncio.wait_for(session.run("keep adding"), 20)
+        served = len(sse.requests)
+    assert rec.of("done")[-1].stop_reason == "budget"
+    assert served == 4  # the fourth call crossed the budget; none after it
+    answers = [m for m in session.messages if m.role == "assistant"]
+    assert [m.metadata.usage is None for m in answers] == [True, True, False, False]
+    assert [m.metadata.cost_usd for m in answers] == [
+        None, None, pytest.approx(valid), pytest.approx(valid)]
+    assert session.cost_usd is None  # some calls' cost is unknown: never a known sum
+    update = rec.of("token_update")[-1].current
+    assert update.unreported_calls == 2 and update.cost_usd is None
+    assert update.input_tokens == 20_000 and update.output_tokens == 2_000
+    codes = [w.code for w in rec.of("warning")]
+    assert codes.count("usage_unusable") == 1  # once a session, not once a call
+    (said,) = [w for w in rec.of("warning") if w.code == "usage_unusable"]
+    assert said.params == {"detail": "completion_tokens=-1000000"}
+    assert "budget_reached_turn" in codes

@@ -377,13 +377,15 @@ class LiveChat(NetaWidget):
         self.approvals = [approval_item(a) for a in pending]
 
     def _on_warning(self, event: WarningEvent) -> None:
-        if event.code is not None and event.code.startswith("budget_"):
-            # 80 % used (or some costs unknown) warns; a turn the budget stopped is an error.
-            self.show_notice(self._warning_text(event), tone="error"
-                             if event.code.startswith("budget_reached") else "warning")
+        if event.code is not None and event.code.startswith("store_"):
+            # Not a turn boundary: the store can fall behind, or catch up, between turns.
+            self.store_warning = "" if event.cleared else self._warning_text(event)
             return
-        # Not a turn boundary: the store can fall behind, or catch up, between turns.
-        self.store_warning = "" if event.cleared else self._warning_text(event)
+        # A budget 80 % used (or some costs unknown), usage a server reported wrong: a
+        # warning; a turn the budget stopped is an error.
+        code = event.code or ""
+        self.show_notice(self._warning_text(event), tone="error"
+                         if code.startswith("budget_reached") else "warning")
 
     def show_notice(self, text: str, *, tone: Literal["error", "warning"] = "error") -> None:
         """Show ``text`` under the conversation (an error, or a ``"warning"``)."""
