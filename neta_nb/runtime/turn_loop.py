@@ -34,7 +34,7 @@ from ..events import (
 )
 from ..labels import t
 from ..messages import Message, SubagentRun, TraceRef, Usage
-from ..providers.base import ModelRequest, Provider, ProviderError, ResponseAssembler
+from ..providers.base import ModelRequest, Provider, ProviderError
 from ..store.database import TurnClaimHandle
 from ..store.process_owner import ProcessOwner
 from ..store.session_store import CompactionRecord
@@ -287,7 +287,7 @@ class TurnLoop:
             async with gate.call():
                 assembler = await turn.stream(self.provider, request, self._emit, checkpoint,
                                               span)
-        self._warn_unusable_usage(assembler)
+        self._warn_unusable_usage(assembler.unusable_usage)
         message = Message.assistant(assembler.parts, usage=assembler.usage,
                                     model=self.provider.model_id,
                                     stop_reason=assembler.stop_reason,
@@ -305,10 +305,10 @@ class TurnLoop:
         self._count_usage(turn, assembler.usage, estimate)
         return message
 
-    def _warn_unusable_usage(self, assembler: ResponseAssembler) -> None:
-        """The server reported usage that is negative or not a number: the call's usage
-        (and so its cost) is unknown, never a credit; the user is told once a session."""
-        detail = assembler.unusable_usage
+    def _warn_unusable_usage(self, detail: str | None) -> None:
+        """The server reported usage that is negative or not a number (``detail``): the
+        call's usage (and so its cost) is unknown, never a credit; the user is told once
+        a session."""
         if detail is None or self._unusable_usage_said:
             return
         self._unusable_usage_said = True
@@ -463,6 +463,7 @@ class TurnLoop:
         if done is None:
             return None
         record = done.record
+        self._warn_unusable_usage(done.unusable_usage)
         record.cost_usd = self._meter.cost_of(record.usage)
         if turn is not None:
             turn.spend.add(record.cost_usd)
@@ -489,7 +490,7 @@ class TurnLoop:
         next turn starts from a valid conversation."""
         turn.close_thinking(self._emit)
         if turn.assembler is not None:
-            self._warn_unusable_usage(turn.assembler)
+            self._warn_unusable_usage(turn.assembler.unusable_usage)
             parts = turn.assembler.snapshot()
             counted = usage is not None  # the caller counts the usage it was given
             usage = usage or turn.assembler.usage  # e.g. what message_start reported
