@@ -6,6 +6,9 @@ at 80 % and stop a turn like Stop at 100 %."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -435,3 +438,41 @@ async def test_negative_usage_from_a_server_is_unknown_and_budgets_still_stop() 
     (said,) = [w for w in rec.of("warning") if w.code == "usage_unusable"]
     assert said.params == {"detail": "completion_tokens=-1000000"}
     assert "budget_reached_turn" in codes
+
+
+async def test_a_negative_usage_stored_before_is_unknown_on_resume(tmp_path: Path) -> None:
+    """A session stored while a server's negative usage still counted as a credit: on
+    resume that call's usage and cost are unknown, and the session budget still stops at
+    the calls of known cost."""
+    db = tmp_path / "s.db"
+    store = SessionStore(db)
+    per_call = by_hand(Usage(input_tokens=100, output_tokens=20), SONNET)
+    session, _, provider = make_session([answer("one")], store=store,
+                                        agent_options={"budget_usd": per_call * 1.5})
+    provider.price = SONNET
+    await session.run("a")
+    assert session.flush(10)
+    # As stored before: completion_tokens -1,000,000 priced into a negative cost.
+    with contextlib.closing(sqlite3.connect(db)) as connection, connection:
+        seq, text = connection.execute(
+            "SELECT seq, data FROM messages WHERE session_id = ? ORDER BY seq DESC",
+            (session.id,)).fetchone()
+        data = json.loads(text)
+        data["metadata"]["usage"]["output_tokens"] = -1_000_000
+        data["metadata"]["cost_usd"] = -149.97
+        connection.execute("UPDATE messages SET data = ? WHERE session_id = ? AND seq = ?",
+                           (json.dumps(data), session.id, seq))
+    provider.responses = [answer("two"), answer("three")]
+    again = AgentSession.resume(session.id, SessionStore(db), catalog=session.catalog,
+                                agent=session.agent)
+    assert again.messages[-1].metadata.usage is None
+    assert again.messages[-1].metadata.cost_usd is None
+    assert again.cost_usd is None  # unknown, never -$149.97
+    rec = Recorder()
+    again.subscribe(rec)
+    await again.run("b")
+    await again.run("c")
+    assert rec.of("done")[-1].stop_reason == "budget"  # the known part reached it
+    with pytest.raises(BudgetExceededError):
+        await again.run("d")
+    store.close()
