@@ -102,6 +102,17 @@ class UsageUpdate:
     def unknown(cls, error: UnusableUsage) -> UsageUpdate:
         return cls(None, error.detail)
 
+    def checked(self) -> UsageUpdate:
+        """This update, or an unknown one if its usage has a negative count (a provider
+        that built :class:`Usage` without :func:`usage_count`, such as one of the user's)."""
+        usage = self.usage
+        if usage is None:
+            return self
+        for name, count in usage:
+            if count < 0:
+                return UsageUpdate(None, f"{name}={count!r}")
+        return self
+
 
 class UnusableUsage(ValueError):
     """A usage count a server reported that is negative or not a number."""
@@ -382,6 +393,7 @@ class ResponseAssembler:
             self.parts.append(ToolCallPart(id=self._unique_call_id(event.id), name=event.name,
                                            args=event.args, raw_args=event.raw_args))
         elif isinstance(event, UsageUpdate):
+            event = event.checked()
             self.usage = event.usage
             if event.unusable is not None:
                 self.unusable_usage = event.unusable

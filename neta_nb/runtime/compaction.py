@@ -193,6 +193,7 @@ async def summarise(provider: Provider, folded: Sequence[Message]) -> Summary:
             if isinstance(piece, TextDelta):
                 chunks.append(piece.text)
             elif isinstance(piece, UsageUpdate):
+                piece = piece.checked()
                 usage = piece.usage
                 unusable = piece.unusable or unusable
             elif isinstance(piece, StreamDone):

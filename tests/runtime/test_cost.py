@@ -476,3 +476,24 @@ async def test_a_negative_usage_stored_before_is_unknown_on_resume(tmp_path: Pat
     with pytest.raises(BudgetExceededError):
         await again.run("d")
     store.close()
+
+
+async def test_a_providers_own_negative_usage_is_unknown_too() -> None:
+    """A provider of the user's that builds Usage itself, negative counts and all: the
+    runtime takes the call's usage as unknown, for an answer and for a summary."""
+    negative = Usage(input_tokens=100, output_tokens=-1_000_000)
+    session, rec, provider = make_session(
+        [answer("one", usage=negative), answer("two"), answer("three"),
+         [TextDelta("- summary"), UsageUpdate(negative), StreamDone("end_turn")]],
+        agent_options={"keep_recent_turns": 1, "compact_at": None})
+    provider.price = SONNET
+    await session.run("a")
+    assert session.messages[-1].metadata.usage is None
+    assert session.cost_usd is None
+    assert rec.of("token_update")[-1].current.unreported_calls == 1
+    await session.run("b")
+    await session.run("c")
+    assert await session.compact() is not None
+    assert session.compactions[-1].usage is None and session.compactions[-1].cost_usd is None
+    said = [w.params for w in rec.of("warning") if w.code == "usage_unusable"]
+    assert said == [{"detail": "output_tokens=-1000000"}]
