@@ -6,6 +6,7 @@ The public surface is the names in ``__all__``; everything else is internal.
 from .messages import Message, Usage
 from .providers import ScriptedProvider, create_provider
 from .providers.prices import ModelPrice
+from .runtime.agent import DamagedAgentRecordError
 from .runtime.attachments import Attachment, AttachmentError
 from .runtime.budget import BudgetExceededError
 from .runtime.mentions import MentionError
@@ -41,6 +42,7 @@ __all__ = [
     "Attachment",
     "AttachmentError",
     "BudgetExceededError",
+    "DamagedAgentRecordError",
     "MentionError",
     "Message",
     "ModelPrice",

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import re
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter
 
 __all__ = [
     "DisplayItem",
@@ -31,6 +32,8 @@ __all__ = [
     "FileTextPart",
     "ImagePart",
     "Interruption",
+    "KnownCost",
+    "KnownUsage",
     "MentionPart",
     "Message",
     "MessageMetadata",
@@ -276,6 +279,25 @@ class Usage(_Model):
         )
 
 
+def _known_usage(usage: Usage | None) -> Usage | None:
+    """A usage with a negative count (a server's, stored before such reports were
+    refused) is unknown when read back, never a credit."""
+    if usage is None or min(usage.model_dump().values()) >= 0:
+        return usage
+    return None
+
+
+def _known_cost(cost: float | None) -> float | None:
+    """A negative or non-finite cost (from such a usage) is unknown when read back."""
+    return cost if cost is None or (math.isfinite(cost) and cost >= 0) else None
+
+
+KnownUsage = Annotated[Usage | None, AfterValidator(_known_usage)]
+"""A usage as stored or kept: one with a negative count reads as unknown (``None``)."""
+KnownCost = Annotated[float | None, AfterValidator(_known_cost)]
+"""A cost in USD as stored or kept: a negative one reads as unknown (``None``)."""
+
+
 RunStatus = Literal["waiting", "running", "done", "error", "rejected", "cancelled"]
 """What a tool or skill card shows: ``waiting`` for the user's approval, ``running``,
 ``done``, ``error`` (it failed), ``rejected`` (approval was refused, so it never ran),
@@ -330,7 +352,7 @@ class SubagentRun(_Model):
     input_tokens: int = 0
     output_tokens: int = 0
     api_calls: int = 0
-    cost_usd: float | None = _optional()
+    cost_usd: KnownCost = _optional()
     """What the child's calls cost in USD (its sub-agents' included), when known."""
 
 
@@ -351,7 +373,7 @@ class ToolExecution(_Model):
 
 
 class MessageMetadata(_Model):
-    usage: Usage | None = None
+    usage: KnownUsage = None
     model: str | None = None
     stop_reason: str | None = None
     interrupted: Interruption | None = None
@@ -362,7 +384,7 @@ class MessageMetadata(_Model):
     """True for a summary message that stands for older, folded turns."""
     trace: TraceRef | None = _traced()
     """The model call's span, when traced."""
-    cost_usd: float | None = _optional()
+    cost_usd: KnownCost = _optional()
     """What the model call cost in USD, when its model has a price (stored per call, so
     a resumed session and the session list know what was spent)."""
     think_level: str | None = _optional()

@@ -187,7 +187,8 @@ class BatchRun:
             raise ValueError(f"run {run_id!r} parses its answers into {wanted}: give it "
                              f"again, BatchRun.resume({run_id!r}, store=…, output={wanted})")
         if agent is None:
-            agent = Agent.from_record(definition["agent"], catalog or ToolCatalog.default())
+            agent = Agent.from_record(definition["agent"], catalog or ToolCatalog.default(),
+                                      where=f"batch run {run_id!r}")
         inputs = [row.input for row in rows.all()]
         columns = definition.get("columns") or []
         ordered = [{column: row.get(column) for column in columns} for row in inputs]

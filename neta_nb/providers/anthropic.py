@@ -65,7 +65,9 @@ from .base import (
     ThinkingDelta,
     ThinkingEnd,
     ToolCallReady,
+    UnusableUsage,
     UsageUpdate,
+    usage_count,
 )
 
 __all__ = ["AnthropicProvider", "to_anthropic_messages"]
@@ -150,10 +152,11 @@ class AnthropicProvider(Provider):
 class _EventReader:
     """Turns raw Messages API stream events into normalised events, block by block."""
 
-    __slots__ = ("_blocks", "finished", "stop_reason", "usage")
+    __slots__ = ("_blocks", "finished", "stop_reason", "unusable", "usage")
 
     def __init__(self) -> None:
         self.usage: Usage | None = None
+        self.unusable: str | None = None
         self.stop_reason: str | None = None
         self.finished = False
         self._blocks: dict[int, _Block] = {}
@@ -166,14 +169,7 @@ class _EventReader:
         if isinstance(raw, wire.RawContentBlockStopEvent):
             return self._stop(raw.index)
         if isinstance(raw, wire.RawMessageStartEvent):
-            usage = raw.message.usage
-            details = usage.output_tokens_details
-            self.usage = Usage(input_tokens=usage.input_tokens or 0,
-                               output_tokens=usage.output_tokens or 0,
-                               cache_read_tokens=usage.cache_read_input_tokens or 0,
-                               cache_write_tokens=usage.cache_creation_input_tokens or 0,
-                               thinking_tokens=details.thinking_tokens if details else 0)
-            return [UsageUpdate(self.usage)]
+            return self._usage(raw.message.usage, Usage())
         if isinstance(raw, wire.RawMessageDeltaEvent):
             return self._message_delta(raw)
         if isinstance(raw, wire.RawMessageStopEvent):
@@ -231,17 +227,34 @@ class _EventReader:
     def _message_delta(self, raw: wire.RawMessageDeltaEvent) -> list[StreamEvent]:
         if raw.delta.stop_reason is not None:
             self.stop_reason = raw.delta.stop_reason
-        delta = raw.usage
-        base = self.usage or Usage()
-        details = delta.output_tokens_details
         # message_delta counts are cumulative; fields it leaves out keep message_start's.
-        self.usage = Usage(
-            input_tokens=_first(delta.input_tokens, base.input_tokens),
-            output_tokens=_first(delta.output_tokens, base.output_tokens),
-            cache_read_tokens=_first(delta.cache_read_input_tokens, base.cache_read_tokens),
-            cache_write_tokens=_first(delta.cache_creation_input_tokens,
-                                      base.cache_write_tokens),
-            thinking_tokens=details.thinking_tokens if details else base.thinking_tokens)
+        return self._usage(raw.usage, self.usage or Usage())
+
+    def _usage(self, reported: wire.Usage | wire.MessageDeltaUsage,
+               base: Usage) -> list[StreamEvent]:
+        """The usage so far after a report: each count it gives, else ``base``'s. Once a
+        report of this response was unusable its usage stays unknown (a later report
+        that leaves counts out would fill them from nothing)."""
+        if self.unusable is not None:
+            return [UsageUpdate(None, self.unusable)]
+        details = reported.output_tokens_details
+        try:
+            self.usage = Usage(
+                input_tokens=_first("input_tokens", reported.input_tokens, base.input_tokens),
+                output_tokens=_first("output_tokens", reported.output_tokens,
+                                     base.output_tokens),
+                cache_read_tokens=_first("cache_read_input_tokens",
+                                         reported.cache_read_input_tokens,
+                                         base.cache_read_tokens),
+                cache_write_tokens=_first("cache_creation_input_tokens",
+                                          reported.cache_creation_input_tokens,
+                                          base.cache_write_tokens),
+                thinking_tokens=_first("thinking_tokens",
+                                       details.thinking_tokens if details else None,
+                                       base.thinking_tokens))
+        except UnusableUsage as error:
+            self.usage, self.unusable = None, error.detail
+            return [UsageUpdate.unknown(error)]
         return [UsageUpdate(self.usage)]
 
 
@@ -257,8 +270,8 @@ class _Block:
         self.pieces: list[str] = []
 
 
-def _first(value: int | None, fallback: int) -> int:
-    return fallback if value is None else value
+def _first(name: str, value: object, fallback: int) -> int:
+    return fallback if value is None else usage_count(name, value)
 
 
 def _provider_error(error: Exception, streamed: StreamedSoFar, *, started: bool,

@@ -9,7 +9,10 @@ Stream contract, for every provider:
 * ``TextDelta`` / ``ThinkingDelta`` arrive as the model produces them (true streaming).
 * ``ThinkingEnd`` closes a thinking block and carries its signature (or redacted data).
 * ``ToolCallReady`` is emitted once per tool call, complete, when its arguments are known.
-* ``UsageUpdate`` carries the usage *so far for this response*; the last one wins.
+* ``UsageUpdate`` carries the usage *so far for this response*; the last one wins. Its
+  counts come through :func:`usage_count`: a report with a count that is negative or not
+  a number is unusable, and the update then says the response's usage is unknown
+  (``usage=None``, ``unusable`` naming the count) — never a credit against the cost.
 * ``StreamDone`` is the last event of a successful stream. A stream that fails, is cut, or
   ends without its terminal event raises :class:`ProviderError` instead.
 
@@ -55,7 +58,9 @@ __all__ = [
     "ThinkingDelta",
     "ThinkingEnd",
     "ToolCallReady",
+    "UnusableUsage",
     "UsageUpdate",
+    "usage_count",
 ]
 
 
@@ -88,7 +93,49 @@ class ToolCallReady:
 
 @dataclass(slots=True)
 class UsageUpdate:
-    usage: Usage
+    usage: Usage | None
+    """``None``: the server's report was unusable, so this response's usage is unknown."""
+    unusable: str | None = None
+    """What was unusable in the report (``completion_tokens=-1000000``), for the warning."""
+
+    @classmethod
+    def unknown(cls, error: UnusableUsage) -> UsageUpdate:
+        return cls(None, error.detail)
+
+    def checked(self) -> UsageUpdate:
+        """This update, or an unknown one if its usage has a negative count (a provider
+        that built :class:`Usage` without :func:`usage_count`, such as one of the user's)."""
+        usage = self.usage
+        if usage is None:
+            return self
+        for name, count in usage:
+            if count < 0:
+                return UsageUpdate(None, f"{name}={count!r}")
+        return self
+
+
+class UnusableUsage(ValueError):
+    """A usage count a server reported that is negative or not a number."""
+
+    def __init__(self, name: str, value: object) -> None:
+        self.detail = f"{name}={value!r}"[:80]
+        super().__init__(f"unusable usage count {self.detail}")
+
+
+def usage_count(name: str, value: object) -> int:
+    """One token count of a server's usage report as a number of tokens: ``None`` (not
+    reported) is 0; a whole number ≥ 0 is itself (``12.0`` is 12). Anything else — a
+    negative count, a fraction, a string, a bool, NaN — raises :class:`UnusableUsage`:
+    the whole report is then unknown. Every provider builds :class:`Usage` from its
+    server's counts through this one check."""
+    if value is None:
+        return 0
+    if type(value) is int:
+        if value >= 0:
+            return value
+    elif isinstance(value, float) and value.is_integer() and value >= 0:
+        return int(value)
+    raise UnusableUsage(name, value)
 
 
 @dataclass(slots=True)
@@ -310,11 +357,14 @@ class ResponseAssembler:
     stream costs O(total length), not O(n²) of growing strings.
     """
 
-    __slots__ = ("_call_ids", "_chunks", "_kind", "parts", "stop_reason", "usage")
+    __slots__ = ("_call_ids", "_chunks", "_kind", "parts", "stop_reason", "unusable_usage",
+                 "usage")
 
     def __init__(self) -> None:
         self.parts: list[Part] = []
         self.usage: Usage | None = None
+        self.unusable_usage: str | None = None
+        """What the server reported that was unusable (:attr:`UsageUpdate.unusable`)."""
         self.stop_reason: str | None = None
         self._kind: str | None = None  # "text" | "thinking" while a block is open
         self._chunks: list[str] = []
@@ -343,7 +393,10 @@ class ResponseAssembler:
             self.parts.append(ToolCallPart(id=self._unique_call_id(event.id), name=event.name,
                                            args=event.args, raw_args=event.raw_args))
         elif isinstance(event, UsageUpdate):
+            event = event.checked()
             self.usage = event.usage
+            if event.unusable is not None:
+                self.unusable_usage = event.unusable
         elif isinstance(event, StreamDone):
             self._close()
             self.stop_reason = event.stop_reason

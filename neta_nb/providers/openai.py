@@ -70,7 +70,9 @@ from .base import (
     ThinkingDelta,
     ThinkingEnd,
     ToolCallReady,
+    UnusableUsage,
     UsageUpdate,
+    usage_count,
 )
 
 __all__ = ["DEEPSEEK_BASE_URL", "OpenAIProvider", "to_openai_messages"]
@@ -263,8 +265,14 @@ class _ChunkReader:
                 self._end_reasoning(events)
                 events.extend(self._ready_calls())
         if chunk.usage is not None:
-            self.usage = _usage(chunk.usage)
-            events.append(UsageUpdate(self.usage))
+            try:
+                self.usage = _usage(chunk.usage)
+            except UnusableUsage as error:
+                # The last report wins, as for a valid one: a later valid chunk counts.
+                self.usage = None
+                events.append(UsageUpdate.unknown(error))
+            else:
+                events.append(UsageUpdate(self.usage))
         return events
 
     def _end_reasoning(self, events: list[StreamEvent]) -> None:
@@ -303,19 +311,24 @@ def _reasoning_text(delta: object) -> str:
 
 
 def _usage(usage: CompletionUsage) -> Usage:
-    prompt = usage.prompt_tokens or 0
+    """The chunk's usage as :class:`Usage`; raises :class:`UnusableUsage` when a count is
+    negative or not a number (see :func:`usage_count`)."""
+    prompt = usage_count("prompt_tokens", usage.prompt_tokens)
     details = usage.prompt_tokens_details
-    cached = (details.cached_tokens or 0) if details is not None else 0
+    cached = usage_count("cached_tokens", details.cached_tokens) if details is not None else 0
     # DeepSeek reports its cache as extra fields instead of prompt_tokens_details.
-    deepseek_hits = getattr(usage, "prompt_cache_hit_tokens", None)
-    if isinstance(deepseek_hits, int) and not cached:
+    deepseek_hits = usage_count("prompt_cache_hit_tokens",
+                                getattr(usage, "prompt_cache_hit_tokens", None))
+    if not cached:
         cached = deepseek_hits
     completion = usage.completion_tokens_details
-    cache_write = (details.cache_write_tokens or 0) if details is not None else 0
+    cache_write = (usage_count("cache_write_tokens", details.cache_write_tokens)
+                   if details is not None else 0)
     return Usage(input_tokens=max(prompt - cached - cache_write, 0),
-                 output_tokens=usage.completion_tokens or 0,
+                 output_tokens=usage_count("completion_tokens", usage.completion_tokens),
                  cache_read_tokens=cached, cache_write_tokens=cache_write,
-                 thinking_tokens=(completion.reasoning_tokens or 0) if completion else 0)
+                 thinking_tokens=(usage_count("reasoning_tokens", completion.reasoning_tokens)
+                                  if completion else 0))
 
 
 def _provider_error(error: Exception, streamed: StreamedSoFar, *, started: bool,

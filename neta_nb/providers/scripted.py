@@ -62,7 +62,9 @@ from .base import (
     ThinkingDelta,
     ThinkingEnd,
     ToolCallReady,
+    UnusableUsage,
     UsageUpdate,
+    usage_count,
 )
 from .demo_script import DEMO_SCRIPT
 from .history_script import script_from_history
@@ -206,12 +208,14 @@ class ScriptedProvider(Provider):
             elif isinstance(step, UsageStep):
                 override.update(step.usage.model_dump(exclude_none=True))
             else:
-                usage = _usage(input_tokens, output_chars, thinking_chars, override)
+                update = _usage(input_tokens, output_chars, thinking_chars, override)
+                if update.usage is None:
+                    yield update  # the response's usage is unknown, as from a server
                 raise ProviderError(step.error.message, retryable=step.error.retryable,
                                     status_code=step.error.status_code,
-                                    partial=streamed.parts(), usage=usage)
+                                    partial=streamed.parts(), usage=update.usage)
 
-        yield UsageUpdate(_usage(input_tokens, output_chars, thinking_chars, override))
+        yield _usage(input_tokens, output_chars, thinking_chars, override)
         stop_reason = response.stop_reason or ("tool_use" if calls else "end_turn")
         yield StreamDone(stop_reason)
 
@@ -229,8 +233,7 @@ class ScriptedProvider(Provider):
         for piece in pacer.pieces(text):
             await pacer.wait(len(piece))
             yield TextDelta(piece)
-        yield UsageUpdate(_usage(estimate_tokens(_request_characters(request)), len(text), 0,
-                                 {}))
+        yield _usage(estimate_tokens(_request_characters(request)), len(text), 0, {})
         yield StreamDone("end_turn")
 
 
@@ -261,11 +264,17 @@ class _Pacer:
 
 
 def _usage(input_tokens: int, output_chars: int, thinking_chars: int,
-           override: Mapping[str, int]) -> Usage:
+           override: Mapping[str, int]) -> UsageUpdate:
+    """The computed usage with the script's numbers over it, checked as a server's report
+    is: a negative number in a script makes the response's usage unknown."""
     values = {"input_tokens": input_tokens, "output_tokens": estimate_tokens(output_chars),
               "thinking_tokens": estimate_tokens(thinking_chars)}
     values.update(override)
-    return Usage(**values)
+    try:
+        return UsageUpdate(Usage(**{name: usage_count(name, value)
+                                    for name, value in values.items()}))
+    except UnusableUsage as error:
+        return UsageUpdate.unknown(error)
 
 
 def _built(response: ScriptedResponse | ResponseBuilder,

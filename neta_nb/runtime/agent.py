@@ -15,6 +15,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel, ConfigDict, ValidationError
+
 from ..providers.base import Provider
 from ..providers.factory import create_provider, default_provider
 from ..providers.prices import ModelPrice
@@ -26,7 +28,7 @@ from .budget import check_budget_value
 if TYPE_CHECKING:
     from ..batch.run import BatchRun
 
-__all__ = ["DEFAULT_SYSTEM_PROMPT", "Agent", "subagent_cycle"]
+__all__ = ["DEFAULT_SYSTEM_PROMPT", "Agent", "DamagedAgentRecordError", "subagent_cycle"]
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a capable assistant working inside a Jupyter notebook. For a task of three "
@@ -112,6 +114,9 @@ class Agent:
             raise ValueError("compact_at is a share of the context window: 0 < compact_at ≤ 1")
         if self.max_model_calls < 1:
             raise ValueError("max_model_calls must be at least 1")
+        if not self.tool_timeout > 0:
+            raise ValueError(f"tool_timeout must be a number of seconds > 0, not "
+                             f"{self.tool_timeout!r}")
         if self.max_tool_result_chars < 1_000:
             raise ValueError("max_tool_result_chars must be at least 1,000")
         if self.max_parallel_subagents < 1:
@@ -231,36 +236,94 @@ class Agent:
         return stored
 
     @classmethod
-    def from_record(cls, data: dict[str, Any], catalog: ToolCatalog) -> Agent:
-        """The agent a stored definition (:meth:`to_record`) describes."""
-        return cls._from_record(data, catalog, (data,))
+    def from_record(cls, data: dict[str, Any], catalog: ToolCatalog, *,
+                    where: str = "a stored agent definition") -> Agent:
+        """The agent a stored definition (:meth:`to_record`) describes. A damaged one
+        (a field of the wrong type or out of range, at any depth of its sub-agents)
+        raises :class:`DamagedAgentRecordError` naming ``where`` it was stored (``session
+        'abc'``) and the field."""
+        return cls._from_record(data, catalog, (data,), where, "")
 
     @classmethod
     def _from_record(cls, data: dict[str, Any], catalog: ToolCatalog,
-                     path: tuple[dict[str, Any], ...]) -> Agent:
-        known = {k: data[k] for k in ("system_prompt", "default_think_level", "scene",
-                                      "max_model_calls", "tool_timeout", "compact_at",
-                                      "keep_recent_turns", "max_tool_result_chars",
-                                      "description", "max_parallel_subagents",
-                                      "max_subagent_depth", "budget_usd", "turn_budget_usd",
-                                      "accept_notebook_edits")
-                 if k in data}
-        settings = data.get("provider")
-        children = data.get("subagents")
+                     path: tuple[dict[str, Any], ...], where: str, at: str) -> Agent:
+        try:
+            stored = _StoredAgent.model_validate(data)
+        except ValidationError as error:
+            problem = error.errors()[0]
+            field_name = at + "".join(f"[{part}]" if isinstance(part, int) else f".{part}"
+                                      for part in problem["loc"]).lstrip(".")
+            raise DamagedAgentRecordError(where, field_name, f"{field_name} is "
+                                          f"{problem['input']!r} ({problem['msg'].lower()})"
+                                          ) from None
+        known = {name: getattr(stored, name) for name in _SETTINGS & stored.model_fields_set}
         subagents: list[Agent] = []
-        for child in children if isinstance(children, list) else ():
-            if not isinstance(child, dict):
-                continue
+        # The stored dicts themselves (validation copies them): a loop is found by identity.
+        for index, child in enumerate(data["subagents"] if stored.subagents else ()):
             # Stored JSON is a tree; a definition built in memory may loop.
             if any(child is above for above in path):
                 chain = [*path[_index(path, child):], child]
                 raise ValueError("sub-agent definitions form a cycle: " + " → ".join(
                     str(item.get("name", "agent")) for item in chain))
-            subagents.append(cls._from_record(child, catalog, (*path, child)))
-        return cls(name=str(data.get("name", "agent")), model=data.get("model") or None,
-                   provider_settings=settings if isinstance(settings, dict) else None,
-                   tools=AgentToolConfig.load(data.get("tools") or {}, catalog),
-                   subagents=subagents, **known)
+            subagents.append(cls._from_record(child, catalog, (*path, child), where,
+                                              f"{at}subagents[{index}]."))
+        try:
+            return cls(name=stored.name, model=stored.model or None,
+                       provider_settings=stored.provider,
+                       tools=AgentToolConfig.load(stored.tools or {}, catalog),
+                       subagents=subagents, **known)
+        except ValueError as error:  # a value out of range: the check names the field
+            inside = f" (in {at.rstrip('.')})" if at else ""
+            named = str(error).split(" ", 1)[0]  # the checks start with the field's name
+            field_name = at + named if named in _StoredAgent.model_fields else at.rstrip(".")
+            raise DamagedAgentRecordError(where, field_name, f"{error}{inside}") from None
+
+
+class DamagedAgentRecordError(ValueError):
+    """A stored agent definition that cannot be rebuilt: says where it was stored (the
+    session) and which field is wrong. Nothing stored is changed; an agent given to
+    ``AgentSession.resume(..., agent=...)`` resumes the session all the same."""
+
+    def __init__(self, where: str, field_name: str, problem: str) -> None:
+        self.where = where
+        self.field_name = field_name
+        """The field: ``max_model_calls``, ``subagents[0].tool_timeout``."""
+        super().__init__(f"{where}: its stored agent definition is damaged: {problem}")
+
+
+class _StoredAgent(BaseModel):
+    """The fields of a stored definition, each of the type :class:`Agent` needs (a
+    field left out takes the agent's default; one of another type is damage)."""
+
+    model_config = ConfigDict(strict=True, extra="ignore")
+
+    name: str = "agent"
+    model: str | None = None
+    provider: dict[str, Any] | None = None
+    tools: dict[str, Any] | None = None
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    default_think_level: ThinkLevel | None = None
+    scene: str | None = None
+    max_model_calls: int = 25
+    tool_timeout: float = 120.0
+    compact_at: float | None = 0.8
+    keep_recent_turns: int = 2
+    max_tool_result_chars: int = 100_000
+    description: str | None = None
+    max_parallel_subagents: int = 4
+    max_subagent_depth: int = 2
+    budget_usd: float | None = None
+    turn_budget_usd: float | None = None
+    accept_notebook_edits: bool = False
+    subagents: list[dict[str, Any]] | None = None
+
+
+_SETTINGS = frozenset({"system_prompt", "default_think_level", "scene", "max_model_calls",
+                       "tool_timeout", "compact_at", "keep_recent_turns",
+                       "max_tool_result_chars", "description", "max_parallel_subagents",
+                       "max_subagent_depth", "budget_usd", "turn_budget_usd",
+                       "accept_notebook_edits"})
+"""The stored fields that are :class:`Agent`'s own arguments, as they are."""
 
 
 def subagent_cycle(agent: Agent) -> list[Agent] | None:

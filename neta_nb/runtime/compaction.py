@@ -173,6 +173,8 @@ class Summary:
 
     text: str
     usage: Usage | None
+    unusable_usage: str | None = None
+    """What the server reported as usage that was unusable (the usage is then unknown)."""
 
 
 async def summarise(provider: Provider, folded: Sequence[Message]) -> Summary:
@@ -184,13 +186,16 @@ async def summarise(provider: Provider, folded: Sequence[Message]) -> Summary:
                            think_level="off", purpose="summary")
     chunks: list[str] = []
     usage: Usage | None = None
+    unusable: str | None = None
     finished = False
     try:
         async for piece in provider.stream(request):
             if isinstance(piece, TextDelta):
                 chunks.append(piece.text)
             elif isinstance(piece, UsageUpdate):
+                piece = piece.checked()
                 usage = piece.usage
+                unusable = piece.unusable or unusable
             elif isinstance(piece, StreamDone):
                 finished = True
     except ProviderError as exc:
@@ -205,7 +210,7 @@ async def summarise(provider: Provider, folded: Sequence[Message]) -> Summary:
     if not finished or not text:
         raise CompactionError("Compacting the conversation failed: the model returned "
                               "no summary. The history was left as it was.")
-    return Summary(text=text, usage=usage)
+    return Summary(text=text, usage=usage, unusable_usage=unusable)
 
 
 def estimate_tokens_after(tokens_before: int, old_view: Sequence[Message],
@@ -228,6 +233,8 @@ class Compaction:
     stored: CompactedView
     """The new view as stored (its prefix, and where the kept history starts)."""
     record: CompactionRecord
+    unusable_usage: str | None = None
+    """See :attr:`Summary.unusable_usage`."""
 
 
 async def compact_view(provider: Provider, view: Sequence[Message], *, keep_turns: int,
@@ -248,4 +255,5 @@ async def compact_view(provider: Provider, view: Sequence[Message], *, keep_turn
                               tokens_after=after, messages_folded=len(cut.folded),
                               usage=summary.usage)
     return Compaction(view=[*prefix, *cut.kept], record=record,
-                      stored=CompactedView(prefix=prefix, kept_from=cut.kept[0].id))
+                      stored=CompactedView(prefix=prefix, kept_from=cut.kept[0].id),
+                      unusable_usage=summary.unusable_usage)

@@ -204,7 +204,7 @@ class _Original:
         if self.live is not None:
             return self.live.agent
         assert self.record is not None
-        return Agent.from_record(self.record.agent, catalog)
+        return Agent.from_record(self.record.agent, catalog, where=f"session {self.id!r}")
 
 
 def _children_from_history(agent: Agent, store: SessionStore, session_ids: Sequence[str],

@@ -30,7 +30,9 @@ from ..events import (
     TokenUpdateEvent,
     TurnStartEvent,
     TurnUsage,
+    WarningEvent,
 )
+from ..labels import t
 from ..messages import Message, SubagentRun, TraceRef, Usage
 from ..providers.base import ModelRequest, Provider, ProviderError
 from ..store.database import TurnClaimHandle
@@ -86,6 +88,8 @@ class TurnLoop:
     _compacting: bool
     _budget: BudgetGuard
     call_gate: CallGate | None
+    _unusable_usage_said = False
+    """A server's unusable usage report was warned about (once a session)."""
 
     if TYPE_CHECKING:
         @property
@@ -282,6 +286,7 @@ class TurnLoop:
             async with gate.call():
                 assembler = await turn.stream(self.provider, request, self._emit, checkpoint,
                                               span)
+        self._warn_unusable_usage(assembler.unusable_usage)
         message = Message.assistant(assembler.parts, usage=assembler.usage,
                                     model=self.provider.model_id,
                                     stop_reason=assembler.stop_reason,
@@ -298,6 +303,19 @@ class TurnLoop:
                     if assembler.usage is None else None)
         self._count_usage(turn, assembler.usage, estimate)
         return message
+
+    def _warn_unusable_usage(self, detail: str | None) -> None:
+        """The server reported usage that is negative or not a number (``detail``): the
+        call's usage (and so its cost) is unknown, never a credit; the user is told once
+        a session."""
+        if detail is None or self._unusable_usage_said:
+            return
+        self._unusable_usage_said = True
+        log.warning("the model server reported unusable usage (%s): counted as unknown",
+                    detail)
+        params = {"detail": detail}
+        self._emit(WarningEvent(message=t("usage_unusable", "en", **params),
+                                code="usage_unusable", params=params))
 
     def _count_usage(self, turn: Turn, usage: Usage | None,
                      estimated_tokens: int | None = None) -> None:
@@ -431,6 +449,7 @@ class TurnLoop:
         if done is None:
             return None
         record = done.record
+        self._warn_unusable_usage(done.unusable_usage)
         record.cost_usd = self._meter.cost_of(record.usage)
         if turn is not None:
             turn.spend.add(record.cost_usd)
@@ -457,6 +476,7 @@ class TurnLoop:
         next turn starts from a valid conversation."""
         turn.close_thinking(self._emit)
         if turn.assembler is not None:
+            self._warn_unusable_usage(turn.assembler.unusable_usage)
             parts = turn.assembler.snapshot()
             counted = usage is not None  # the caller counts the usage it was given
             usage = usage or turn.assembler.usage  # e.g. what message_start reported

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ..messages import Message, Usage
+from ..messages import KnownCost, KnownUsage, Message
 from .process_owner import ProcessOwner
 
 __all__ = ["UNTITLED", "CompactedView", "CompactionRecord", "SessionRecord", "automatic_title",
@@ -52,7 +52,7 @@ class SessionRecord(BaseModel):
     branch_at: str | None = None
     """A branch's: the message of :attr:`branch_of` it was forked at (its last one, but for
     the results of that message's tool calls, which a fork takes along)."""
-    cost_usd: float | None = None
+    cost_usd: KnownCost = None
     """What the session has cost in USD so far (sub-agents included), when known."""
     user: str | None = None
     """Whose session it is (the JupyterHub user, else the OS user of the kernel that
@@ -79,9 +79,9 @@ class CompactionRecord(BaseModel):
     tokens_before: int
     tokens_after: int
     messages_folded: int
-    usage: Usage | None = None
+    usage: KnownUsage = None
     """What the summarising call cost."""
-    cost_usd: float | None = None
+    cost_usd: KnownCost = None
     """What it cost in USD, when its model had a price (rows from before costs were kept
     have none: they are priced at the model's price when read)."""
 

@@ -425,3 +425,64 @@ async def test_key_and_base_url_from_the_environment(
 
     assert TextDelta("env") in events
     assert sse_server.requests[0].headers["authorization"] == f"Bearer {SECRET_KEY}"
+
+
+def _usage_event(name: str, usage: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    if name == "message_start":
+        return name, {"type": "message_start", "message": {
+            "id": "msg_test", "type": "message", "role": "assistant", "model": "claude",
+            "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage}}
+    return name, {"type": "message_delta", "usage": usage,
+                  "delta": {"stop_reason": "end_turn", "stop_sequence": None}}
+
+
+def _stream_with_usage(start: dict[str, Any], delta: dict[str, Any]) -> ScriptedHTTPResponse:
+    stream = AnthropicStream()
+    stream.wire.clear()  # message_start written by hand below
+    stream.event(*_usage_event("message_start", start)).text(["x"])
+    stream.event(*_usage_event("message_delta", delta))
+    return stream.event("message_stop", {"type": "message_stop"}).response()
+
+
+@pytest.mark.parametrize(("start", "delta", "unusable"), [
+    ({"input_tokens": 25, "output_tokens": 1}, {"output_tokens": -1_000_000},
+     "output_tokens=-1000000"),
+    ({"input_tokens": -25, "output_tokens": 1}, {"output_tokens": 40}, "input_tokens=-25"),
+    ({"input_tokens": "many", "output_tokens": 1}, {"output_tokens": 40},
+     "input_tokens='many'"),
+    ({"input_tokens": 25, "output_tokens": 1, "cache_read_input_tokens": -900},
+     {"output_tokens": 40}, "cache_read_input_tokens=-900"),
+    ({"input_tokens": 25, "output_tokens": 1},
+     {"output_tokens": 40, "cache_creation_input_tokens": 2.5},
+     "cache_creation_input_tokens=2.5"),
+    ({"input_tokens": 25, "output_tokens": 1},
+     {"output_tokens": 40, "output_tokens_details": {"thinking_tokens": -7}},
+     "thinking_tokens=-7"),
+])
+async def test_usage_negative_or_not_a_number_is_unknown_never_a_credit(
+        sse_server: SSEServer, start: dict[str, Any], delta: dict[str, Any],
+        unusable: str) -> None:
+    """From message_start or message_delta alike; once a report of the response was
+    unusable, a later one that leaves counts out cannot make it known again."""
+    sse_server.add(_stream_with_usage(start, delta))
+
+    events = await collect(provider(sse_server), request())
+
+    updates = [e for e in events if isinstance(e, UsageUpdate)]
+    assert updates[-1] == UsageUpdate(None, unusable)
+    assert all(update.usage is None or update.usage.output_tokens >= 0 for update in updates)
+    assembler = ResponseAssembler()
+    for event in events:
+        assembler.feed(event)
+    assert (assembler.usage, assembler.unusable_usage) == (None, unusable)
+
+
+async def test_a_failed_stream_after_unusable_usage_carries_no_usage(
+        sse_server: SSEServer) -> None:
+    stream = AnthropicStream(input_tokens=-1_000_000).text(["half"])
+    sse_server.add(stream.error("overloaded_error", "Overloaded").response())
+
+    with pytest.raises(ProviderError) as caught:
+        await collect(provider(sse_server, max_retries=0), request())
+
+    assert caught.value.usage is None

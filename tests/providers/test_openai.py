@@ -444,3 +444,61 @@ async def test_key_never_appears_in_repr_logs_events_or_errors(
     texts = [repr(source), str(source), repr(events), str(caught.value), repr(caught.value),
              caplog.text]
     assert all(SECRET_KEY not in text for text in texts)
+
+
+@pytest.mark.parametrize(("supplier", "model"), [
+    ("openai", "gpt-5"), ("openai-compatible", "llama3:8b"), ("deepseek", "deepseek-chat")])
+@pytest.mark.parametrize(("fields", "unusable"), [
+    ({"completion_tokens": -1_000_000}, "completion_tokens=-1000000"),
+    ({"prompt_tokens": -5}, "prompt_tokens=-5"),
+    ({"prompt_tokens": "many"}, "prompt_tokens='many'"),
+    ({"completion_tokens": 1.5}, "completion_tokens=1.5"),
+    ({"completion_tokens": [40]}, "completion_tokens=[40]"),
+    ({"prompt_tokens_details": {"cached_tokens": -64}}, "cached_tokens=-64"),
+    ({"prompt_tokens_details": {"cache_write_tokens": "x"}}, "cache_write_tokens='x'"),
+    ({"completion_tokens_details": {"reasoning_tokens": -1}}, "reasoning_tokens=-1"),
+    ({"prompt_cache_hit_tokens": -80}, "prompt_cache_hit_tokens=-80"),
+])
+async def test_usage_negative_or_not_a_number_is_unknown_never_a_credit(
+        sse_server: SSEServer, supplier: str, model: str, fields: dict[str, Any],
+        unusable: str) -> None:
+    stream = OpenAIStream(model=model).text(["x"]).finish()
+    sse_server.add(stream.usage(100, 40, extra=fields).done().response())
+
+    events = await collect(provider(sse_server, model, supplier), request())
+
+    assert UsageUpdate(None, unusable) in events
+    assembler = ResponseAssembler()
+    for event in events:
+        assembler.feed(event)
+    assert (assembler.usage, assembler.unusable_usage) == (None, unusable)
+
+
+async def test_usage_sent_with_every_chunk_ends_with_the_last_report(
+        sse_server: SSEServer) -> None:
+    """Some servers send usage so far in every chunk: the last report is the response's,
+    a bad one on the way is said, and a bad last one leaves the usage unknown."""
+    stream = OpenAIStream(model="qwen").text(["x"]).usage(10, -3).usage(10, 4).finish()
+    sse_server.add(stream.done().response())
+    stream = OpenAIStream(model="qwen").text(["x"]).usage(10, 4).usage(10, -3).finish()
+    sse_server.add(stream.done().response())
+    source = provider(sse_server, "qwen", "openai-compatible")
+
+    first, second = (await collect(source, request())), (await collect(source, request()))
+
+    assert [e for e in first if isinstance(e, UsageUpdate)] == [
+        UsageUpdate(None, "completion_tokens=-3"),
+        UsageUpdate(Usage(input_tokens=10, output_tokens=4))]
+    assert [e for e in second if isinstance(e, UsageUpdate)][-1] == UsageUpdate(
+        None, "completion_tokens=-3")
+
+
+async def test_a_failed_stream_after_unusable_usage_carries_no_usage(
+        sse_server: SSEServer) -> None:
+    stream = OpenAIStream(model="qwen").text(["half"]).usage(10, -1_000_000)
+    sse_server.add(stream.error("overloaded").response())
+
+    with pytest.raises(ProviderError) as caught:
+        await collect(provider(sse_server, "qwen", "openai-compatible"), request())
+
+    assert caught.value.usage is None

@@ -36,6 +36,13 @@ async def respond(provider: ScriptedProvider, messages: list[Message],
     return events, assembler
 
 
+def reported(events: list[StreamEvent]) -> list[Usage]:
+    """The usage updates of a response, every one a known usage."""
+    usages = [e.usage for e in events if isinstance(e, UsageUpdate)]
+    assert None not in usages
+    return [usage for usage in usages if usage is not None]
+
+
 async def run_turn(provider: ScriptedProvider, messages: list[Message],
                    level: str = "medium") -> list[list[StreamEvent]]:
     """Plays the script for the last user message as the runtime would, answering every
@@ -101,8 +108,7 @@ async def test_usage_is_realistic_and_deterministic() -> None:
     messages = [Message.user("Take a look at the data here.")]
     responses = await run_turn(ScriptedProvider(), messages)
 
-    finals = [[e.usage for e in events if isinstance(e, UsageUpdate)][-1]
-              for events in responses]
+    finals = [reported(events)[-1] for events in responses]
     inputs = [usage.input_tokens for usage in finals]
     assert inputs == sorted(inputs)  # grows every call
     assert len(set(inputs)) == len(inputs)
@@ -166,7 +172,7 @@ async def test_user_scripts_from_plain_dicts() -> None:
     assert assembler.parts == [ThinkingPart(text="hm"), TextPart(text="Calling."),
                                ToolCallPart(id="call_1_0_0", name="read_file",
                                             args={"path": "a"})]
-    final_usage = [e.usage for e in events if isinstance(e, UsageUpdate)][-1]
+    final_usage = reported(events)[-1]
     assert final_usage.input_tokens == 1000
     assert final_usage.cache_read_tokens == 900
     assert final_usage.output_tokens == estimate_tokens(len("hm") + len("Calling.")
@@ -297,3 +303,17 @@ async def test_cancel_stops_an_unpaced_stream_promptly() -> None:
 
 def test_usage_type_is_the_shared_one() -> None:
     assert isinstance(Usage(), neta_nb.Usage)
+
+
+async def test_a_negative_usage_in_a_script_is_unknown_as_from_a_server() -> None:
+    provider = ScriptedProvider([[{"text": "Hi."}, {"usage": {"output_tokens": -1_000_000}}]])
+    failing = ScriptedProvider([[{"text": "Half"}, {"usage": {"cache_read_tokens": -1}},
+                                 {"error": {"message": "overloaded"}}]])
+
+    events, assembler = await respond(provider, [Message.user("go")])
+
+    assert events[-2] == UsageUpdate(None, "output_tokens=-1000000")
+    assert assembler.usage is None
+    with pytest.raises(ProviderError) as caught:
+        await respond(failing, [Message.user("go")])
+    assert caught.value.usage is None

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from neta_nb import Agent, AgentSession, ScriptedProvider, SessionStore, ToolCatalog
+from neta_nb import Agent, AgentSession, ModelPrice, ScriptedProvider, SessionStore, ToolCatalog
 from neta_nb.messages import Message, TextPart, ToolCallPart, Usage
 from neta_nb.providers.base import ProviderError, StreamDone, TextDelta, UsageUpdate
 from neta_nb.runtime.compaction import (
@@ -323,3 +323,22 @@ async def test_a_rewind_after_a_compaction_keeps_it_and_resumes_the_same(
     resumed.flush()
     again = AgentSession.resume(session.id, store, catalog=session.catalog)
     assert [m.text for m in again.model_view] == ["q1", "one"]
+
+
+async def test_a_summary_with_unusable_usage_costs_unknown_and_is_said_once() -> None:
+    session, rec, provider = make(
+        [answer("one"), answer("two"),
+         [TextDelta("- short"), UsageUpdate(None, "output_tokens=-5"), StreamDone("end_turn")],
+         [TextDelta("three"), UsageUpdate(None, "input_tokens='x'"), StreamDone("end_turn")]],
+        compact_at=None)
+    provider.price = ModelPrice(input=3.0, output=15.0)
+    await session.run("q1")
+    await session.run("q2")
+    assert session.cost_usd is not None and session.cost_usd > 0
+    assert await session.compact() is not None
+    assert session.compactions[-1].usage is None
+    assert session.compactions[-1].cost_usd is None
+    assert session.cost_usd is None  # unknown, never a credit
+    await session.run("q3")  # a second unusable report: not said again
+    said = [w for w in rec.of("warning") if w.code == "usage_unusable"]
+    assert [w.params for w in said] == [{"detail": "output_tokens=-5"}]

@@ -6,6 +6,9 @@ at 80 % and stop a turn like Stop at 100 %."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +26,11 @@ from neta_nb import (
 from neta_nb.messages import Usage
 from neta_nb.providers.anthropic import AnthropicProvider
 from neta_nb.providers.base import ProviderError, StreamDone, TextDelta, UsageUpdate
+from neta_nb.providers.openai import OpenAIProvider
 from neta_nb.providers.prices import PRICES_AS_OF, price_of, set_price
 from neta_nb.runtime.budget import BudgetExceededError
 
-from ..providers.sse_server import AnthropicStream, SSEServer
+from ..providers.sse_server import AnthropicStream, OpenAIStream, SSEServer
 from ..support.delegation import crew_catalog, delegations
 from ..support.sessions import (
     FakeProvider,
@@ -390,3 +394,106 @@ async def test_a_budgeted_session_replays_offline(tmp_path: Path) -> None:
         store.load_messages(session.id)))
     assert report.turns[0].same_answer
     store.close()
+
+
+async def test_negative_usage_from_a_server_is_unknown_and_budgets_still_stop() -> None:
+    """An OpenAI-compatible server reporting ``completion_tokens: -1000000`` (streamed by
+    the real SDK): those calls' usage and cost are unknown, never a credit that keeps the
+    budget from stopping; the user is told once; the later calls' valid usage reaches the
+    turn budget, which stops the turn."""
+    def tool_call(n: int, prompt: int, completion: int) -> Any:
+        stream = OpenAIStream(model="qwen").tool_call_start(0, f"c{n}", "plus")
+        stream.tool_call_args(0, '{"a": 1, "b": 1}').finish("tool_calls")
+        return stream.usage(prompt, completion).done().response()
+
+    # A valid call: 10 000 in + 1 000 out at $3/$15 per million = $0.045.
+    valid = by_hand(Usage(input_tokens=10_000, output_tokens=1_000), SONNET)
+    async with SSEServer() as sse:
+        sse.add(tool_call(0, 100, -1_000_000), tool_call(1, -5, 40),
+                tool_call(2, 10_000, 1_000), tool_call(3, 10_000, 1_000),
+                *[tool_call(n, 10_000, 1_000) for n in range(4, 30)])
+        provider = OpenAIProvider("qwen", supplier="openai-compatible", api_key="k",
+                                  base_url=sse.base_url, max_retries=0, context_window=32_000)
+        provider.price = SONNET
+        catalog = ToolCatalog.default()
+        catalog.register(plus)
+        session = AgentSession(Agent("a", model=provider, tools=AgentToolConfig(),
+                                     turn_budget_usd=0.05), catalog)
+        rec = Recorder()
+        session.subscribe(rec)
+        await asyncio.wait_for(session.run("keep adding"), 20)
+        served = len(sse.requests)
+    assert rec.of("done")[-1].stop_reason == "budget"
+    assert served == 4  # the fourth call crossed the budget; none after it
+    answers = [m for m in session.messages if m.role == "assistant"]
+    assert [m.metadata.usage is None for m in answers] == [True, True, False, False]
+    assert [m.metadata.cost_usd for m in answers] == [
+        None, None, pytest.approx(valid), pytest.approx(valid)]
+    assert session.cost_usd is None  # some calls' cost is unknown: never a known sum
+    update = rec.of("token_update")[-1].current
+    assert update.unreported_calls == 2 and update.cost_usd is None
+    assert update.input_tokens == 20_000 and update.output_tokens == 2_000
+    codes = [w.code for w in rec.of("warning")]
+    assert codes.count("usage_unusable") == 1  # once a session, not once a call
+    (said,) = [w for w in rec.of("warning") if w.code == "usage_unusable"]
+    assert said.params == {"detail": "completion_tokens=-1000000"}
+    assert "budget_reached_turn" in codes
+
+
+async def test_a_negative_usage_stored_before_is_unknown_on_resume(tmp_path: Path) -> None:
+    """A session stored while a server's negative usage still counted as a credit: on
+    resume that call's usage and cost are unknown, and the session budget still stops at
+    the calls of known cost."""
+    db = tmp_path / "s.db"
+    store = SessionStore(db)
+    per_call = by_hand(Usage(input_tokens=100, output_tokens=20), SONNET)
+    session, _, provider = make_session([answer("one")], store=store,
+                                        agent_options={"budget_usd": per_call * 1.5})
+    provider.price = SONNET
+    await session.run("a")
+    assert session.flush(10)
+    # As stored before: completion_tokens -1,000,000 priced into a negative cost.
+    with contextlib.closing(sqlite3.connect(db)) as connection, connection:
+        seq, text = connection.execute(
+            "SELECT seq, data FROM messages WHERE session_id = ? ORDER BY seq DESC",
+            (session.id,)).fetchone()
+        data = json.loads(text)
+        data["metadata"]["usage"]["output_tokens"] = -1_000_000
+        data["metadata"]["cost_usd"] = -149.97
+        connection.execute("UPDATE messages SET data = ? WHERE session_id = ? AND seq = ?",
+                           (json.dumps(data), session.id, seq))
+    provider.responses = [answer("two"), answer("three")]
+    again = AgentSession.resume(session.id, SessionStore(db), catalog=session.catalog,
+                                agent=session.agent)
+    assert again.messages[-1].metadata.usage is None
+    assert again.messages[-1].metadata.cost_usd is None
+    assert again.cost_usd is None  # unknown, never -$149.97
+    rec = Recorder()
+    again.subscribe(rec)
+    await again.run("b")
+    await again.run("c")
+    assert rec.of("done")[-1].stop_reason == "budget"  # the known part reached it
+    with pytest.raises(BudgetExceededError):
+        await again.run("d")
+    store.close()
+
+
+async def test_a_providers_own_negative_usage_is_unknown_too() -> None:
+    """A provider of the user's that builds Usage itself, negative counts and all: the
+    runtime takes the call's usage as unknown, for an answer and for a summary."""
+    negative = Usage(input_tokens=100, output_tokens=-1_000_000)
+    session, rec, provider = make_session(
+        [answer("one", usage=negative), answer("two"), answer("three"),
+         [TextDelta("- summary"), UsageUpdate(negative), StreamDone("end_turn")]],
+        agent_options={"keep_recent_turns": 1, "compact_at": None})
+    provider.price = SONNET
+    await session.run("a")
+    assert session.messages[-1].metadata.usage is None
+    assert session.cost_usd is None
+    assert rec.of("token_update")[-1].current.unreported_calls == 1
+    await session.run("b")
+    await session.run("c")
+    assert await session.compact() is not None
+    assert session.compactions[-1].usage is None and session.compactions[-1].cost_usd is None
+    said = [w.params for w in rec.of("warning") if w.code == "usage_unusable"]
+    assert said == [{"detail": "output_tokens=-1000000"}]

@@ -901,3 +901,14 @@ def test_each_chat_model_has_its_own_key_in_its_first_state() -> None:
     keys = [view.get_state()["_key"] for view in (first, second)]
     assert all(len(key) == 32 for key in keys) and keys[0] != keys[1]
     assert first.get_state()["_key"] == keys[0]  # stable for the model's life
+
+
+async def test_unusable_usage_from_the_server_is_a_notice_not_a_store_warning() -> None:
+    session, _ = make_session([[TextDelta("hi"), UsageUpdate(None, "completion_tokens=-5"),
+                                StreamDone("end_turn")]])
+    chat = ChatView(session, lang="zh-CN")
+    await session.run("go")
+    assert (chat.notice_tone, chat.store_warning) == ("warning", "")
+    assert chat.notice == ("模型服务器报告的 token 用量不是有效计数（completion_tokens=-5）："
+                           "该次调用的用量和费用未知。")
+    chat.close()

@@ -12,6 +12,12 @@ function runs in the submitter's context, as ``asyncio.to_thread`` does) — or 
 thread the code started itself, and to the stream it stands in front of for everyone
 else. A pool's worker threads belong to no call: they serve whoever submits next.
 
+The streams stay the kernel's: code that closes ``sys.stdout`` (or ``sys.stderr``)
+closes its call's capture — its later writes fail as on a closed file, the kernel's
+``print`` works on — ``detach()`` and ``buffer`` are not offered to it (as by a
+``StringIO``), and a stream the code put in place of the router (``sys.stdout = ...``,
+never put back) is replaced by the router again when the call ends.
+
 A capture keeps a bounded head and tail of the text and counts what fell between
 (:class:`BoundedText`): a runaway print loop costs the kernel a few tens of kilobytes,
 not its memory.
@@ -21,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import io
 import sys
 import threading
 import weakref
@@ -45,6 +52,9 @@ class BoundedText:
         self._tail_size = 0
         self.dropped = 0
         self.open = True
+        """False once the call ended: what is written after goes to the kernel's stream."""
+        self.closed: set[str] = set()
+        """The streams (``stdout``, ``stderr``) the call's code closed: writes to them fail."""
         self._lock = threading.Lock()  # threads the code started print at the same time
 
     def write(self, text: str) -> int:
@@ -115,13 +125,16 @@ class _Router:
     context, the stream gets the rest. Everything else is the stream's own (``encoding``,
     ``fileno``, ``isatty``...)."""
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, name: str) -> None:
         self._stream = stream
+        self._name = name  # which of the call's streams it is: "stdout" or "stderr"
 
     def write(self, text: str) -> int:
         capture = _capture_here()
         if capture is None:
             return self._stream.write(text)
+        if self._name in capture.closed:
+            raise ValueError("I/O operation on closed file.")
         return capture.write(text)
 
     def writelines(self, lines: Any) -> None:
@@ -129,8 +142,31 @@ class _Router:
             self.write(line)
 
     def flush(self) -> None:
-        if _capture_here() is None:
+        capture = _capture_here()
+        if capture is None:
             self._stream.flush()
+        elif self._name in capture.closed:
+            raise ValueError("I/O operation on closed file.")
+
+    # A call's code closes, detaches or reaches under its capture, never the kernel's
+    # stream: every later print of the kernel (cells included) goes through that stream.
+    def close(self) -> None:
+        capture = _capture_here()
+        if capture is None:
+            self._stream.close()
+        else:
+            capture.closed.add(self._name)
+
+    @property
+    def closed(self) -> bool:
+        capture = _capture_here()
+        return bool(self._stream.closed) if capture is None else self._name in capture.closed
+
+    def detach(self) -> Any:
+        stream: Any = self._stream  # a text stream; a TextIO may not say it can detach
+        if _capture_here() is None:
+            return stream.detach()
+        raise io.UnsupportedOperation("detach: the python tool captures this stream")
 
     def __getattr__(self, name: str) -> Any:
         # Through __dict__: a copy made without __init__ (copy.copy) has no stream yet,
@@ -138,6 +174,8 @@ class _Router:
         stream = self.__dict__.get("_stream")
         if stream is None:
             raise AttributeError(name)
+        if name == "buffer" and _capture_here() is not None:
+            raise AttributeError("buffer: the python tool captures this stream as text")
         return getattr(stream, name)
 
 
@@ -168,23 +206,43 @@ def _wrap_threads() -> None:
     _threads_wrapped = True
 
 
-def _install() -> None:
+_STREAMS = ("stdout", "stderr")
+
+
+def _install() -> dict[str, _Router]:
+    """The routers in front of the streams now, put there if they are not."""
+    routers: dict[str, _Router] = {}
     with _install_lock:
         _wrap_threads()
-        for name in ("stdout", "stderr"):
+        for name in _STREAMS:
             stream = getattr(sys, name)
             # Someone may have put another stream in place since (a cell's %%capture, a
             # kernel restart of its streams): stand in front of whatever is there now.
             if stream is not None and not isinstance(stream, _Router):
-                setattr(sys, name, _Router(stream))
+                stream = _Router(stream, name)
+                setattr(sys, name, stream)
+            if isinstance(stream, _Router):
+                routers[name] = stream
+    return routers
+
+
+def _put_back(routers: dict[str, _Router]) -> None:
+    """A call ends: a stream its code put in place of a router (``sys.stdout = ...``)
+    and left there gives way to the router again. A router found there instead (one put
+    in front of a cell's ``%%capture`` meanwhile) is a stream of the kernel's: kept."""
+    with _install_lock:
+        for name, router in routers.items():
+            if not isinstance(getattr(sys, name), _Router):
+                setattr(sys, name, router)
 
 
 @contextlib.contextmanager
 def capture_output(*, head: int, tail: int) -> Iterator[BoundedText]:
     """Capture stdout and stderr written in this context (and by threads started in it)
     until the block ends, keeping the first ``head`` and last ``tail`` characters; other
-    tasks and threads print as usual."""
-    _install()
+    tasks and threads print as usual. The kernel's streams are in place when it ends
+    (see the module's docstring)."""
+    routers = _install()
     capture = BoundedText(head, tail)
     token = _current.set(capture)
     try:
@@ -192,3 +250,4 @@ def capture_output(*, head: int, tail: int) -> Iterator[BoundedText]:
     finally:
         capture.open = False  # what the code left running prints where it always would
         _current.reset(token)
+        _put_back(routers)

@@ -368,13 +368,15 @@ class LiveFollower:
 
     def _on_warning(self, event: WarningEvent) -> None:
         chat = self._chat
-        if event.code is not None and event.code.startswith("budget_"):
-            # 80 % used (or some costs unknown) warns; a turn the budget stopped is an error.
-            chat.show_notice(warning_text(event, chat.lang), tone="error"
-                        if event.code.startswith("budget_reached") else "warning")
+        if event.code is not None and event.code.startswith("store_"):
+            # Not a turn boundary: the store can fall behind, or catch up, between turns.
+            chat.store_warning = "" if event.cleared else warning_text(event, chat.lang)
             return
-        # Not a turn boundary: the store can fall behind, or catch up, between turns.
-        chat.store_warning = "" if event.cleared else warning_text(event, chat.lang)
+        # A budget 80 % used (or some costs unknown), usage a server reported wrong: a
+        # warning; a turn the budget stopped is an error.
+        code = event.code or ""
+        chat.show_notice(warning_text(event, chat.lang), tone="error"
+                         if code.startswith("budget_reached") else "warning")
 
     def _begin_turn(self) -> None:
         chat = self._chat

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
+import pytest
+
 from neta_nb.tools import ToolContext
 from neta_nb.tools.builtin import python
 from neta_nb.tools.builtin.output_capture import BoundedText, capture_output
@@ -128,3 +130,61 @@ async def test_sys_stdout_can_still_be_copied_once_the_router_stands_in_front() 
     finally:
         sys.stdout = original
     assert copied is not None
+
+
+CLOSES = """
+import sys
+print('before')
+sys.stdout.close()
+sys.stderr.write(f'closed: {sys.stdout.closed}\\n')
+try:
+    print('after')
+except ValueError as exc:
+    sys.stderr.write(f'refused: {exc}\\n')
+sys.stderr.close()
+try:
+    sys.stderr.write('never')
+except ValueError:
+    pass
+"""
+
+DETACHES = """
+import io, sys
+for stream in (sys.stdout, sys.stderr):
+    try:
+        stream.detach()
+    except io.UnsupportedOperation as exc:
+        print('detach refused:', exc)
+print('buffer offered:', hasattr(sys.stdout, 'buffer') or hasattr(sys.stderr, 'buffer'))
+"""
+
+REPLACES = """
+import io, sys
+print('mine')
+sys.stdout, sys.stderr = io.StringIO(), io.StringIO()
+print('into its own buffer')
+"""
+
+
+@pytest.mark.parametrize(("code", "output"), [
+    (CLOSES, "before\nclosed: True\nrefused: I/O operation on closed file."),
+    (DETACHES, "detach refused: detach: the python tool captures this stream\n"
+               "detach refused: detach: the python tool captures this stream\n"
+               "buffer offered: False"),
+    (REPLACES, "mine")], ids=["close", "detach", "replace"])
+async def test_code_that_closes_detaches_or_replaces_its_streams_leaves_the_kernels(
+        capsys: pytest.CaptureFixture[str], code: str, output: str) -> None:
+    await run("pass")  # the routers stand in front of the streams from the first call
+    stdout_before, stderr_before = sys.stdout, sys.stderr
+    streams = [vars(stream)["_stream"] for stream in (stdout_before, stderr_before)]
+
+    assert await run(code) == f"Output:\n{output}"
+
+    assert (sys.stdout, sys.stderr) == (stdout_before, stderr_before)
+    assert not any(stream.closed for stream in streams)
+    print("the kernel prints")
+    sys.stderr.write("and writes to stderr\n")
+    out, err = capsys.readouterr()
+    assert (out, err) == ("the kernel prints\n", "and writes to stderr\n")
+    # The next call captures as before.
+    assert await run("print('next')") == "Output:\nnext"

@@ -1,6 +1,7 @@
 """The ``python`` tool under a real ipykernel: two sub-agents of one response run code at
 the same time, each reads only what its own code printed, and the notebook's own output
-(later cells' ``print``, stderr, logging) still reaches the notebook afterwards."""
+(later cells' ``print``, stderr, logging) still reaches the notebook afterwards — also
+after code that closed, detached or replaced ``sys.stdout`` and ``sys.stderr``."""
 
 from __future__ import annotations
 
@@ -100,3 +101,46 @@ def test_a_later_cell_still_prints_writes_to_stderr_and_logs(
     assert _text(later, "stdout") == "a later cell prints\n"
     assert "and writes to stderr\n" in _text(later, "stderr")
     assert "and logs" in _text(later, "stderr")
+
+
+HOSTILE_SETUP = r'''
+import sys
+from neta_nb.tools import ToolContext
+from neta_nb.tools.builtin import python
+await python.invoke({"code": "print('warm')"}, ToolContext(namespace={}))
+before = (sys.stdout, sys.stderr)  # the routers, in front of the kernel's streams
+'''
+
+HOSTILE_CALL = r'''
+code = """
+import io, sys
+print('mine')
+for stream in (sys.stdout, sys.stderr):
+    try:
+        stream.detach()
+    except io.UnsupportedOperation:
+        pass
+sys.stdout.close()
+sys.stderr.close()
+sys.stdout, sys.stderr = io.StringIO(), io.StringIO()
+"""
+result = await python.invoke({"code": code}, ToolContext(namespace={}))
+'''
+
+HOSTILE_LATER = r'''
+print('a later cell prints', sys.stdout is before[0], sys.stderr is before[1])
+print('and writes to stderr', file=sys.stderr)
+print(repr(result))
+'''
+
+
+def test_code_that_closes_detaches_and_replaces_the_streams_leaves_the_kernels() -> None:
+    notebook: nbformat.NotebookNode = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(source)
+                      for source in (HOSTILE_SETUP, HOSTILE_CALL, HOSTILE_LATER)]
+    NotebookClient(notebook, kernel_name="python3", timeout=120, allow_errors=True).execute()
+    later = notebook.cells[2]
+    assert [output.output_type for output in later.outputs
+            if output.output_type == "error"] == []
+    assert _text(later, "stdout") == "a later cell prints True True\n'Output:\\nmine'\n"
+    assert _text(later, "stderr") == "and writes to stderr\n"
