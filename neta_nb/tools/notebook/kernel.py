@@ -15,6 +15,9 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from ..builtin.variables import type_name
+from .texts import error_text, last_exception, variable_text
+
 __all__ = ["cell_code", "cell_running", "kernel_history", "watch_cells"]
 
 _state = {"running": False, "watched": None}
@@ -76,8 +79,6 @@ def kernel_history(namespace: dict[str, Any]) -> dict[str, Any]:
     code of a class the notebook defined runs) as a ``text/plain`` output. The last
     uncaught exception goes on the cell that raised it; where that cell is not known it is
     ``"error"``, apart from the cells."""
-    from ...runtime.mention_texts import variable_text
-
     inputs = namespace.get("In")
     outputs = namespace.get("Out")
     cells: list[dict[str, Any]] = []
@@ -105,18 +106,9 @@ def kernel_history(namespace: dict[str, Any]) -> dict[str, Any]:
     return history
 
 
-def last_exception() -> BaseException | None:
-    """The last uncaught exception (IPython records it as Python does), if any."""
-    value = getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
-    return value if isinstance(value, BaseException) else None
-
-
 def error_output(exception: BaseException) -> dict[str, Any]:
     """``exception`` as an nbformat ``error`` output, made as an ``@error`` mention's text
     is: no ``__str__`` of a class the notebook defined runs, the traceback bounded."""
-    from ...runtime.mention_texts import error_text
-    from ..builtin.variables import type_name
-
     lines = error_text(exception).splitlines()
     name = type_name(type(exception))
     last = lines[-1] if lines else name

@@ -28,12 +28,11 @@ from typing import TYPE_CHECKING, Any, TypedDict, cast
 from ...labels import t
 from ..base import NetaWidget, RequestError, handles
 from .read_only import ReadOnlyChat
+from .session_sidebar import SessionSidebar, SidebarChat
 
 if TYPE_CHECKING:
     from ...store.session_store import SessionStore
     from ..tool_config.panel import ToolConfigPanel
-    from .session_sidebar import SessionSidebar
-    from .view import ChatView
 
 __all__ = ["HeaderPanels", "OpenPanelReply", "OpenPanelRequest", "SidePanelModel"]
 
@@ -96,8 +95,6 @@ class HeaderPanels(ReadOnlyChat):
     def sessions_panel(self) -> SessionSidebar:
         """The list of chats of the store this chat's session is saved in, attached to
         this chat; ``RequestError`` when the session is kept in memory only."""
-        from .session_sidebar import SessionSidebar
-
         store = self._shown_store()
         if store is None:
             raise RequestError(t("sessions_need_store", self.lang))
@@ -107,7 +104,8 @@ class HeaderPanels(ReadOnlyChat):
         if panel is not None:
             panel.close()
         # It fills the drawer: the drawer scrolls, the list scrolls inside it.
-        self._sessions_panel = SessionSidebar(store, chat=cast("ChatView", self),
+        # The chat view this class is a part of is the sidebar's chat.
+        self._sessions_panel = SessionSidebar(store, chat=cast("SidebarChat", self),
                                               lang=self.lang, height="100%")
         return self._sessions_panel
 
