@@ -17,7 +17,8 @@ from .base import Tool, ToolVisibility
 from .displayable import Displayable
 
 if TYPE_CHECKING:
-    from .mcp import MCPToolServer  # the MCP module works against .mcp.ToolHost, not this one
+    # Types only: .mcp never imports this module (it works against its ToolHost protocol).
+    from .mcp import MCPToolServer
 
 __all__ = ["SEED_CATEGORIES", "MCPServerRegistry", "ToolCatalog", "demo_catalog"]
 
@@ -288,7 +289,7 @@ class ToolCatalog(Displayable):
             await server.close()
         finally:
             self.replace_tools(remove=[n for n in server.tool_names if n in self._tools],
-                                add=[])
+                               add=[])
 
     @property
     def mcp_servers(self) -> MCPServerRegistry:

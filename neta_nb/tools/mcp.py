@@ -355,7 +355,7 @@ class MCPToolServer:
         for gone in set(self.tool_names) - new_names:
             self.changed_tools.pop(gone, None)
         catalog.replace_tools(remove=[n for n in self.tool_names if n in catalog],
-                               add=tools, disable=suspend)
+                              add=tools, disable=suspend)
         self.tool_names = [t.name for t in tools]
         self.refused = refused
         for name, why in refused.items():
