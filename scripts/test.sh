@@ -26,6 +26,9 @@ install_llama_server
 
 ruff check .
 mypy
+# The import layers and their two named exceptions ([tool.importlinter] in pyproject.toml;
+# docs/contributing.md#layers).
+lint-imports
 # The pip install above ran `npm ci` in js/ to build the widgets; their pure logic has
 # unit tests of its own (Node's test runner).
 (cd js && npm test)

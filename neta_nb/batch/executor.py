@@ -23,6 +23,7 @@ from ..store.batch_rows import ClaimedRow
 from ..store.process_owner import ProcessOwner, SessionBusyError
 from .inputs import OutputError, parse_output, render_prompt
 from .limiter import RateLimiter
+from .rows import RowsStore
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
     from ..runtime.session import AgentSession
     from ..store.session_store import SessionStore
     from ..tools import ToolCatalog
-    from .run import RowsStore
 
 __all__ = ["LocalExecutor", "RowOutcome", "lease_owner_dead"]
 

@@ -25,12 +25,12 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Generator
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
 from ..runtime.agent import Agent
-from ..store.batch_rows import BatchRows, BatchRowState, ClaimedRow
+from ..store.batch_rows import BatchRows
 from ..store.process_owner import ProcessOwner, SessionBusyError, current_user
 from ..store.records import SessionRecord, one_line
 from ..tools import ToolCatalog
@@ -38,6 +38,7 @@ from .executor import LocalExecutor
 from .inputs import BatchInputs, check_template
 from .limiter import RateLimiter, parse_rate
 from .memory_rows import MemoryRows
+from .rows import RowsStore
 
 if TYPE_CHECKING:
     from ..store.session_store import SessionStore
@@ -51,23 +52,6 @@ log = logging.getLogger(__name__)
 Backend = Literal["local", "ray"]
 DEFAULT_LEASE = 60.0
 """Seconds a worker's claim on a row lasts unless renewed (it renews a third of the way)."""
-
-
-class RowsStore(Protocol):
-    """Where a run's rows are: :class:`BatchRows` (a store) or :class:`MemoryRows`."""
-
-    def create(self, definition: dict[str, Any], inputs: list[dict[str, Any]]) -> bool: ...
-    def definition(self) -> dict[str, Any] | None: ...
-    def claim(self, owner: str, lease: float, *, limit: int = 1,
-              owner_dead: Callable[[str], bool] | None = None) -> list[ClaimedRow]: ...
-    def started(self, idx: int, owner: str, session_id: str, *,
-                attempt: bool = False) -> bool: ...
-    def renew(self, owner: str, indices: list[int], lease: float) -> list[int]: ...
-    def finish(self, idx: int, owner: str, *, failed: bool, result: dict[str, Any],
-               session_id: str | None) -> bool: ...
-    def release(self, idx: int, owner: str) -> None: ...
-    def unsettled(self) -> int: ...
-    def all(self) -> list[BatchRowState]: ...
 
 
 class BatchRun:

@@ -18,7 +18,7 @@ from typing import Any, Literal, TypedDict
 
 from ..tools.builtin.variables import brief_description, user_variables
 from ..tools.builtin.workspace import display_path, resolve_inside
-from .mention_texts import last_exception
+from ..tools.notebook.texts import last_exception
 
 __all__ = ["MAX_CANDIDATES", "MentionCandidate", "mention_candidates"]
 

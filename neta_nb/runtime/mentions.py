@@ -65,8 +65,8 @@ from ..tools.builtin.workspace import (
     display_path,
     resolve_inside,
 )
+from ..tools.notebook.texts import cell_text, error_text, last_exception, variable_text
 from .attachments import DEFAULT_ATTACHMENT_LIMITS, Attachment, AttachmentError, attachment_parts
-from .mention_texts import cell_text, error_text, last_exception, variable_text
 
 __all__ = [
     "MAX_MENTION_BYTES",

@@ -1,6 +1,7 @@
-"""The live half of :mod:`.tracing`: spans made through OpenTelemetry's API, imported only
-once an application uses OpenTelemetry (see ``tracing.turn_tracer``). Span names and
-attributes follow the GenAI semantic conventions; nothing here may break a turn."""
+"""The live half of :mod:`.tracing` (the no-op half is :mod:`.spans`): spans made through
+OpenTelemetry's API, imported only once an application uses OpenTelemetry (see
+``tracing.turn_tracer``). Span names and attributes follow the GenAI semantic conventions;
+nothing here may break a turn."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from ..messages import (
     TraceRef,
     Usage,
 )
-from .tracing import INSTRUMENTATION, NO_SPAN, UNTRACED, CallSpan, TurnTracer
+from .spans import NO_SPAN, UNTRACED, CallSpan, TurnTracer
 
 if TYPE_CHECKING:
     from ..providers.base import ModelRequest, Provider, StreamEvent
@@ -34,6 +35,9 @@ if TYPE_CHECKING:
 __all__ = ["tracer_for"]
 
 log = logging.getLogger(__name__)
+
+INSTRUMENTATION = "neta_nb"
+"""The instrumentation scope of the spans (the tracer's name)."""
 
 
 def tracer_for(provider: TracerProvider | None, content: bool) -> TurnTracer:

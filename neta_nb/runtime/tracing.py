@@ -21,24 +21,18 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import AsyncIterator
-from contextlib import AbstractContextManager, nullcontext
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING
 
-from ..messages import Message, TraceRef, Usage
+from .spans import NO_SPAN, UNTRACED, CallSpan, TurnTracer
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
-
-    from ..providers.base import ModelRequest, Provider, StreamEvent
-    from ..tools import Tool
 
 __all__ = ["NO_SPAN", "UNTRACED", "CallSpan", "TurnTracer", "configure_tracing", "turn_tracer"]
 
 log = logging.getLogger(__name__)
 
 CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
-INSTRUMENTATION = "neta_nb"
 
 _provider: TracerProvider | None = None
 _capture_content: bool | None = None
@@ -60,82 +54,14 @@ def _content_captured() -> bool:
     return os.environ.get(CONTENT_ENV, "").strip().lower() in ("1", "true", "yes")
 
 
-class CallSpan(Protocol):
-    """One model or tool call's span, as the loop reports to it."""
-
-    ref: TraceRef | None
-
-    def end(self, *, error: str | None = None, **attributes: Any) -> None: ...
-
-
-class _NoSpan:
-    ref: TraceRef | None = None
-
-    def end(self, *, error: str | None = None, **attributes: Any) -> None:
-        pass
-
-
-NO_SPAN = _NoSpan()
-
-
-class TurnTracer:
-    """The spans of one turn. This base class is :data:`UNTRACED`: every method does
-    nothing (its context managers are shared null ones, nothing is made per call), so the
-    loop calls them without asking whether tracing is on."""
-
-    on = False
-    """Spans are made: the hot paths skip the tracer's calls altogether when not."""
-    content = False
-
-    def turn(self, agent: str, session_id: str,
-             provider: Provider) -> AbstractContextManager[None]:
-        return _NOTHING
-
-    def end_turn(self, stop_reason: str) -> None:
-        pass
-
-    def chat(self, provider: Provider, request: ModelRequest) -> CallSpan:
-        return NO_SPAN
-
-    def timed(self, span: CallSpan, stream: AsyncIterator[StreamEvent],
-              ) -> AsyncIterator[StreamEvent]:
-        return stream
-
-    def end_chat(self, span: CallSpan, message: Message | None, *, error: str | None = None,
-                 usage: Usage | None = None) -> None:
-        pass
-
-    def tool(self, call_id: str, name: str, tool: Tool | None,
-             args: dict[str, Any]) -> AbstractContextManager[CallSpan]:
-        return NO_SPAN_CONTEXT
-
-    def approval(self, span: CallSpan, allowed: bool, waited: float) -> None:
-        pass
-
-    def mcp_call(self, tool: Tool) -> AbstractContextManager[None]:
-        return _NOTHING
-
-    def during(self, span: CallSpan) -> AbstractContextManager[None]:
-        """``span`` is the current span inside (what a provider's own instrumentation
-        makes while streaming nests under the model call)."""
-        return _NOTHING
-
-    def compaction(self) -> AbstractContextManager[CallSpan]:
-        return NO_SPAN_CONTEXT
-
-
-_NOTHING: AbstractContextManager[None] = nullcontext()
-NO_SPAN_CONTEXT: AbstractContextManager[CallSpan] = nullcontext(NO_SPAN)
-UNTRACED = TurnTracer()
-
-
 def turn_tracer() -> TurnTracer:
     """The tracer for a turn starting now: :data:`UNTRACED` unless a tracer provider is
     set (asked per turn, so one set later counts)."""
     if _provider is None and "opentelemetry.trace" not in sys.modules:
         return UNTRACED  # nobody imported OpenTelemetry, so nobody set a provider
     # The optional dependency, imported only once the application uses OpenTelemetry:
-    # a session that is not traced pays nothing for it, not even the import.
+    # a session that is not traced pays nothing for it, not even the import. It builds on
+    # .spans, not on this module.
     from . import otel_spans
 
     try:
@@ -146,5 +72,3 @@ def turn_tracer() -> TurnTracer:
         log.warning("tracing is off for this turn: the tracer "
                     "provider failed", exc_info=True)
         return UNTRACED
-
-

@@ -9,8 +9,10 @@ Rows are JSON documents as text; the database never looks inside them except to 
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
@@ -18,9 +20,9 @@ if TYPE_CHECKING:
     from .blobs import EncodedMessage
     from .bounded_calls import BoundedThreads
     from .records import SessionRecord
-    from .writer import StoreFailure
 
-__all__ = ["Action", "Database", "Rows", "SessionRow", "TurnClaimHandle", "WriterConnection"]
+__all__ = ["Action", "Database", "Rows", "SessionRow", "StoreFailure", "TurnClaimHandle",
+           "WriterConnection"]
 
 Action = Literal["resume", "delete"]
 
@@ -58,6 +60,35 @@ class Rows(Protocol):
 
     def execute(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
         """One statement with ``?`` placeholders (either database), its rows if any."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoreFailure:
+    """Why the store is behind."""
+
+    kind: Literal["disk_full", "locked", "missing", "error"]
+    detail: str
+
+    @property
+    def keeps_connection(self) -> bool:
+        """A lock ends by itself; a full disk or an I/O error can leave the connection
+        unusable, so it is opened again."""
+        return self.kind == "locked"
+
+    @classmethod
+    def of(cls, exc: sqlite3.Error) -> StoreFailure:
+        """A SQLite error's reason (a PostgreSQL error's:
+        :func:`~neta_nb.store.postgres_rows.failure_of`)."""
+        code = getattr(exc, "sqlite_errorcode", None)
+        primary = code & 0xFF if isinstance(code, int) else None
+        text = str(exc) or type(exc).__name__
+        if primary == sqlite3.SQLITE_FULL or "disk is full" in text:
+            return cls("disk_full", text)
+        if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or "locked" in text:
+            return cls("locked", text)
+        if primary == sqlite3.SQLITE_CANTOPEN or "unable to open" in text:
+            return cls("missing", text)
+        return cls("error", text)
 
 
 class WriterConnection(Protocol):

@@ -46,7 +46,7 @@ except ImportError as exc:  # pragma: no cover - the extra is missing
 
 from .blobs import BlobTable, EncodedMessage
 from .bounded_calls import BoundedThreads
-from .database import Action, Database, Rows, SessionRow, escape_like
+from .database import Action, Database, Rows, SessionRow, StoreFailure, escape_like
 from .postgres_answers import answered, read
 from .postgres_claims import KEEPALIVE, ClaimsConnection, claim_key
 from .postgres_notify import Listener
@@ -58,7 +58,6 @@ from .postgres_rows import (
     write_key,
 )
 from .process_owner import ProcessOwner, busy_error
-from .writer import StoreFailure
 
 if TYPE_CHECKING:
     from ..messages import Message
@@ -217,7 +216,7 @@ class PostgresDatabase:
                 rows.notify(session_id)
 
     def writer_connection(self) -> PostgresWriterConnection:
-        return PostgresWriterConnection(self)
+        return PostgresWriterConnection(self.pool, self.url, self.token)
 
     def failure_of(self, exc: Exception) -> StoreFailure | None:
         return failure_of(exc)

@@ -8,18 +8,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import psycopg
 import psycopg_pool
 
 from .blobs import BlobTable, EncodedMessage
-from .database import Rows
+from .database import Rows, StoreFailure
 from .postgres_notify import CHANNEL, notification
-from .writer import StoreFailure
-
-if TYPE_CHECKING:
-    from .postgres import PostgresDatabase
 
 __all__ = ["PostgresRows", "PostgresWriterConnection", "drop_unreferenced_blobs", "failure_of",
            "write_key"]
@@ -153,8 +149,10 @@ class PostgresWriterConnection:
     """What one session's writer thread writes with: a connection from the pool per
     write, so idle sessions hold none."""
 
-    def __init__(self, database: PostgresDatabase) -> None:
-        self._database = database
+    def __init__(self, pool: psycopg_pool.ConnectionPool[Any], url: str, token: str) -> None:
+        self._pool = pool
+        self._url = url
+        self._token = token
 
     def transact(self, batch: Sequence[tuple[str, Sequence[Callable[[Rows], None]]]], *,
                  durable: bool = True) -> list[list[BaseException | None]]:
@@ -166,7 +164,7 @@ class PostgresWriterConnection:
             conn.execute(f"SET LOCAL lock_timeout = {int(WRITER_LOCK_TIMEOUT_MS)}")
             if not durable:
                 conn.execute("SET LOCAL synchronous_commit = off")
-            rows = PostgresRows(conn, self._database.token)
+            rows = PostgresRows(conn, self._token)
             for index in order:
                 session_id, applies = batch[index]
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (write_key(session_id),))
@@ -186,14 +184,14 @@ class PostgresWriterConnection:
 
     @contextlib.contextmanager
     def _connection(self) -> Iterator[psycopg.Connection[Any]]:
-        pool = self._database.pool
+        pool = self._pool
         if not pool.closed:
             with pool.connection() as conn:
                 yield conn
             return
         # The store was closed while sessions of it still write (as a SQLite store's
         # writers keep their own connections): a connection for this write alone.
-        with psycopg.connect(self._database.url, autocommit=True) as conn:
+        with psycopg.connect(self._url, autocommit=True) as conn:
             yield conn
 
     def failure_of(self, exc: Exception) -> StoreFailure | None:

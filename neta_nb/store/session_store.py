@@ -29,7 +29,7 @@ import platformdirs
 from pydantic import ValidationError
 
 from ..messages import Message
-from .database import Action, Database, Rows, SessionRow, TurnClaimHandle
+from .database import Action, Database, Rows, SessionRow, TurnClaimHandle, WriterConnection
 from .process_owner import busy_error, current_user
 from .records import CompactedView, CompactionRecord, SessionRecord, automatic_title
 from .sqlite import SqliteDatabase
@@ -136,7 +136,7 @@ class SessionStore:
         :mod:`neta_nb.store.blobs`)."""
         return getattr(self.database, "blobs", None)
 
-    def writer_connection(self) -> Any:
+    def writer_connection(self) -> WriterConnection:
         """A connection of its own for a writer thread (see :class:`StoreWriter
         <neta_nb.store.writer.StoreWriter>`)."""
         return self.database.writer_connection()

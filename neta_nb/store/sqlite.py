@@ -16,10 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from .blobs import BlobFiles, EncodedMessage
 from .bounded_calls import BoundedThreads
-from .database import Action, Database, Rows, SessionRow, escape_like
+from .database import Action, Database, Rows, SessionRow, StoreFailure, escape_like
 from .rows import SCHEMA, SqliteRows, decode_text, migrate, read_session_row, row_text
 from .turn_claims import TurnClaim
-from .writer import StoreFailure
 
 if TYPE_CHECKING:
     from ..messages import Message

@@ -25,20 +25,17 @@ import atexit
 import contextlib
 import itertools
 import logging
-import sqlite3
 import threading
 import time
 import weakref
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import Any, ClassVar, Protocol
 
-if TYPE_CHECKING:
-    from .database import Rows, WriterConnection
-    from .session_store import SessionStore
+from .database import Database, Rows, StoreFailure, WriterConnection
 
-__all__ = ["SharedWriter", "StoreFailure", "StoreWriter", "Write"]
+__all__ = ["SharedWriter", "StoreFailure", "StoreWriter", "Write", "WrittenStore"]
 
 log = logging.getLogger(__name__)
 
@@ -76,31 +73,17 @@ class Write:
     """Called (on the writer's thread) once the write's transaction has committed."""
 
 
-@dataclass(frozen=True, slots=True)
-class StoreFailure:
-    """Why the store is behind."""
-
-    kind: Literal["disk_full", "locked", "missing", "error"]
-    detail: str
+class WrittenStore(Protocol):
+    """What the writers need of the store they write to (a
+    :class:`~neta_nb.store.session_store.SessionStore` is one): its database, a connection
+    of its own for the writer thread, and its listeners, told of what was stored."""
 
     @property
-    def keeps_connection(self) -> bool:
-        """A lock ends by itself; a full disk or an I/O error can leave the connection
-        unusable, so it is opened again."""
-        return self.kind == "locked"
+    def database(self) -> Database: ...
 
-    @classmethod
-    def of(cls, exc: sqlite3.Error) -> StoreFailure:
-        code = getattr(exc, "sqlite_errorcode", None)
-        primary = code & 0xFF if isinstance(code, int) else None
-        text = str(exc) or type(exc).__name__
-        if primary == sqlite3.SQLITE_FULL or "disk is full" in text:
-            return cls("disk_full", text)
-        if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or "locked" in text:
-            return cls("locked", text)
-        if primary == sqlite3.SQLITE_CANTOPEN or "unable to open" in text:
-            return cls("missing", text)
-        return cls("error", text)
+    def writer_connection(self) -> WriterConnection: ...
+
+    def notify_changed(self, session_id: str) -> None: ...
 
 
 class StoreWriter:
@@ -109,7 +92,7 @@ class StoreWriter:
     everything is stored again; both, like the store's change notifications, on the loop
     of whoever submitted last (the thread itself when there is none)."""
 
-    def __init__(self, store: SessionStore, session_id: str,
+    def __init__(self, store: WrittenStore, session_id: str,
                  on_behind: Callable[[StoreFailure | None], None]) -> None:
         self.store = store
         self.session_id = session_id
@@ -241,18 +224,18 @@ class StoreWriter:
 class SharedWriter:
     """The one thread that stores the writes of every session of one store."""
 
-    _by_store: ClassVar[weakref.WeakKeyDictionary[SessionStore, SharedWriter]] = (
+    _by_store: ClassVar[weakref.WeakKeyDictionary[WrittenStore, SharedWriter]] = (
         weakref.WeakKeyDictionary())
     _registry_lock: ClassVar[threading.Lock] = threading.Lock()
 
-    def __init__(self, store: SessionStore) -> None:
+    def __init__(self, store: WrittenStore) -> None:
         self._store = weakref.ref(store)
         self._cond = threading.Condition()
         self._ready: dict[StoreWriter, None] = {}  # writers with writes, in arrival order
         self.thread: threading.Thread | None = None
 
     @classmethod
-    def of(cls, store: SessionStore) -> SharedWriter:
+    def of(cls, store: WrittenStore) -> SharedWriter:
         with cls._registry_lock:
             found = cls._by_store.get(store)
             if found is None:
@@ -388,14 +371,14 @@ def _call_logged(callback: Callable[[Any], None], argument: object) -> None:
 _writers: weakref.WeakSet[StoreWriter] = weakref.WeakSet()
 
 
-def writers_of(store: SessionStore, session_id: str) -> list[StoreWriter]:
+def writers_of(store: WrittenStore, session_id: str) -> list[StoreWriter]:
     """This process's writers of one session of ``store``'s database (two sessions objects
     may share an id: a view's session and one resumed from the store)."""
     return [writer for writer in list(_writers)
             if writer.session_id == session_id and _same_database(writer.store, store)]
 
 
-def _same_database(one: SessionStore, other: SessionStore) -> bool:
+def _same_database(one: WrittenStore, other: WrittenStore) -> bool:
     return one is other or one.database.same_database(other.database)
 
 

@@ -15,9 +15,8 @@
 """
 
 from .base import Tool, ToolArgumentError, ToolContext, ToolVisibility, tool
-from .catalog import SEED_CATEGORIES, ToolCatalog
+from .catalog import SEED_CATEGORIES, ToolCatalog, demo_catalog
 from .config import AgentToolConfig, LoadReport, ToolConfigError
-from .demo import demo_catalog
 from .display import Display
 from .preview import PromptPreview, preview_prompt
 from .resolution_steps import (

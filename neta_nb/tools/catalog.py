@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from os import PathLike
-from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from ..stored_urls import describe_withheld, withheld_names
@@ -18,9 +17,10 @@ from .base import Tool, ToolVisibility
 from .displayable import Displayable
 
 if TYPE_CHECKING:
+    # Types only: .mcp never imports this module (it works against its ToolHost protocol).
     from .mcp import MCPToolServer
 
-__all__ = ["SEED_CATEGORIES", "ToolCatalog"]
+__all__ = ["SEED_CATEGORIES", "MCPServerRegistry", "ToolCatalog", "demo_catalog"]
 
 SEED_CATEGORIES: tuple[str, ...] = (
     "base", "planning", "interaction", "memory", "skill", "crew", "vision", "document",
@@ -31,6 +31,44 @@ Categories a tool invents are listed after these, in order of first registration
 _SEED_RANK = {category: rank for rank, category in enumerate(SEED_CATEGORIES)}
 
 CatalogListener = Callable[["ToolCatalog"], None]
+
+
+class MCPServerRegistry(Mapping[str, "MCPToolServer"]):
+    """The MCP servers of one catalog, by name (``catalog.mcp_servers``): read it as a
+    mapping. A server adds itself while it connects or is restored
+    (:mod:`neta_nb.tools.mcp`); :meth:`ToolCatalog.remove_mcp_server` takes it out."""
+
+    def __init__(self, changed: Callable[[], None]) -> None:
+        self._servers: dict[str, MCPToolServer] = {}
+        self._changed = changed
+
+    def __getitem__(self, name: str) -> MCPToolServer:
+        return self._servers[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._servers)
+
+    def __len__(self) -> int:
+        return len(self._servers)
+
+    def add(self, server: MCPToolServer) -> None:
+        """Register ``server`` under its name (``ValueError`` when one already has it)."""
+        if server.name in self._servers:
+            raise ValueError(f"an MCP server named {server.name!r} is already in this "
+                             "catalog; remove_mcp_server it first")
+        self._servers[server.name] = server
+
+    def discard(self, name: str) -> MCPToolServer | None:
+        """Take the server named ``name`` out (``None`` when there is none)."""
+        return self._servers.pop(name, None)
+
+    def changed(self) -> None:
+        """A server's status or flags changed: the catalog's listeners (the panels) hear
+        of it."""
+        self._changed()
+
+    def __repr__(self) -> str:
+        return f"MCPServerRegistry({', '.join(self._servers) or 'empty'})"
 
 
 class ToolCatalog(Displayable):
@@ -44,7 +82,7 @@ class ToolCatalog(Displayable):
         self._custom_categories: list[str] = []
         self._ordered: list[Tool] | None = None
         self._version = 0
-        self._mcp_servers: dict[str, MCPToolServer] = {}
+        self._mcp_servers = MCPServerRegistry(self._changed)
         for item in tools:
             self._add(item)
 
@@ -64,9 +102,12 @@ class ToolCatalog(Displayable):
         """The built-ins plus demo tools that fill every seed category (one of them needs
         the ``vision`` capability, one is disabled globally), for notebooks and the config
         panel."""
-        from .demo import demo_catalog
+        from .demo import GLOBALLY_DISABLED, catalog_tools
 
-        return demo_catalog()
+        catalog = cls(catalog_tools())
+        for name in GLOBALLY_DISABLED:
+            catalog.disable(name)
+        return catalog
 
     # --- registration ---------------------------------------------------------------
     def register(self, tool: Tool) -> Tool:
@@ -86,11 +127,21 @@ class ToolCatalog(Displayable):
         self._changed()
         return removed
 
-    def _replace_tools(self, *, remove: Sequence[str], add: Sequence[Tool],
-                       disable: Sequence[str] = ()) -> None:
-        """Swap a group of tools as one change (an MCP server's listing): listeners see
-        the catalog once, complete. Global disables of re-added names are kept."""
-        kept_disabled = self._globally_disabled & set(remove)
+    def replace_tools(self, *, remove: Sequence[str], add: Sequence[Tool],
+                      disable: Sequence[str] = ()) -> None:
+        """Swap a group of tools as one change (an MCP server's listing): ``remove`` those
+        names (absent ones are skipped), register ``add`` and disable ``disable`` of them
+        globally; listeners see the catalog once, complete. Global disables of re-added
+        names are kept. A name ``add`` repeats, or one registered and not removed, is
+        refused (``ValueError``) before anything changes."""
+        removed = set(remove)
+        seen: set[str] = set()
+        for item in add:
+            _check_tool(item)
+            if item.name in seen or (item.name in self._tools and item.name not in removed):
+                raise ValueError(f"a tool named {item.name!r} is already registered")
+            seen.add(item.name)
+        kept_disabled = self._globally_disabled & removed
         for name in remove:
             self._tools.pop(name, None)
         for item in add:
@@ -104,9 +155,7 @@ class ToolCatalog(Displayable):
         self._changed()
 
     def _add(self, tool: Tool) -> None:
-        if not isinstance(tool, Tool):
-            raise TypeError(f"expected a Tool, got {type(tool).__name__}; decorate the "
-                            "function with @tool first")
+        _check_tool(tool)
         if tool.name in self._tools:
             raise ValueError(f"a tool named {tool.name!r} is already registered")
         self._tools[tool.name] = tool
@@ -233,20 +282,19 @@ class ToolCatalog(Displayable):
 
     async def remove_mcp_server(self, name: str) -> None:
         """Stop the server and remove its tools (``KeyError`` if there is none)."""
-        try:
-            server = self._mcp_servers.pop(name)
-        except KeyError:
-            raise KeyError(f"no MCP server named {name!r} in the catalog") from None
+        server = self._mcp_servers.discard(name)
+        if server is None:
+            raise KeyError(f"no MCP server named {name!r} in the catalog")
         try:
             await server.close()
         finally:
-            self._replace_tools(remove=[n for n in server.tool_names if n in self._tools],
-                                add=[])
+            self.replace_tools(remove=[n for n in server.tool_names if n in self._tools],
+                               add=[])
 
     @property
-    def mcp_servers(self) -> Mapping[str, MCPToolServer]:
-        """The MCP servers added to this catalog, by name (read-only view)."""
-        return MappingProxyType(self._mcp_servers)
+    def mcp_servers(self) -> MCPServerRegistry:
+        """The MCP servers added to this catalog, by name."""
+        return self._mcp_servers
 
     @property
     def suspended(self) -> Mapping[str, str]:
@@ -303,10 +351,6 @@ class ToolCatalog(Displayable):
                     f"url=...)")
         return problems
 
-    def _server_changed(self) -> None:
-        """A server's status or flags changed: panels redraw."""
-        self._changed()
-
     # --- change notification ----------------------------------------------------------
     def subscribe(self, callback: CatalogListener) -> Callable[[], None]:
         """Call ``callback(catalog)`` after every change (register, unregister, enable,
@@ -330,3 +374,15 @@ class ToolCatalog(Displayable):
         disabled = len(self._globally_disabled)
         return (f"ToolCatalog({len(self._tools)} tools"
                 + (f", {disabled} disabled globally" if disabled else "") + ")")
+
+
+def _check_tool(item: object) -> None:
+    if not isinstance(item, Tool):
+        raise TypeError(f"expected a Tool, got {type(item).__name__}; decorate the "
+                        "function with @tool first")
+
+
+def demo_catalog() -> ToolCatalog:
+    """The built-in tools plus the demo tools; ``web_search`` is disabled globally (the
+    same as :meth:`ToolCatalog.demo`)."""
+    return ToolCatalog.demo()

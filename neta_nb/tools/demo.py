@@ -21,9 +21,11 @@ from .base import Tool, ToolContext, tool
 from .builtin import builtin_tools
 from .builtin.delegate import delegate as builtin_delegate
 from .builtin.workspace import display_path, resolve_inside
-from .catalog import ToolCatalog
 
-__all__ = ["demo_catalog", "demo_tools"]
+__all__ = ["GLOBALLY_DISABLED", "catalog_tools", "demo_tools"]
+
+GLOBALLY_DISABLED = ("web_search",)
+"""The demo tools the demo catalog disables globally."""
 
 # Remembered notes per session: the `remember`/`recall` pair is real, not a stub, but
 # deliberately lives only as long as the kernel.
@@ -189,11 +191,10 @@ def demo_tools() -> list[Tool]:
             calculate]
 
 
-def demo_catalog() -> ToolCatalog:
-    """The built-in tools plus the demo tools; ``web_search`` is disabled globally."""
+def catalog_tools() -> list[Tool]:
+    """What the demo catalog (:meth:`ToolCatalog.demo
+    <neta_nb.tools.catalog.ToolCatalog.demo>`) holds: the built-in tools the demo does not
+    replace, then the demo tools."""
     demo = demo_tools()
     names = {item.name for item in demo}
-    catalog = ToolCatalog([*(item for item in builtin_tools() if item.name not in names),
-                           *demo])
-    catalog.disable("web_search")
-    return catalog
+    return [*(item for item in builtin_tools() if item.name not in names), *demo]

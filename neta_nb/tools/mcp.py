@@ -33,7 +33,7 @@ import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from os import PathLike
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pydantic_core
 
@@ -60,15 +60,15 @@ from .mcp_connection import MCPConnection, MCPServerError, MCPServerParameters, 
 if TYPE_CHECKING:
     import mcp_types
 
-    from .catalog import ToolCatalog
-
 __all__ = [
     "MCPServerError",
     "MCPTool",
     "MCPToolError",
     "MCPToolServer",
+    "ServerRegistry",
     "ServerStatus",
     "ToolChangeNotice",
+    "ToolHost",
     "connect_mcp_server",
     "restore_mcp_server",
 ]
@@ -102,6 +102,43 @@ class ToolChangeNotice:
     schema_changed: bool
     was_globally_enabled: bool
     """Whether acknowledging should switch the tool back on."""
+
+
+class ServerRegistry(Protocol):
+    """The servers of a catalog (``catalog.mcp_servers``, a
+    :class:`~neta_nb.tools.catalog.MCPServerRegistry`), as a server adds itself to them."""
+
+    def __contains__(self, name: object, /) -> bool: ...
+
+    def __getitem__(self, name: str, /) -> MCPToolServer: ...
+
+    def add(self, server: MCPToolServer) -> None: ...
+
+    def discard(self, name: str) -> MCPToolServer | None: ...
+
+    def changed(self) -> None: ...
+
+
+class ToolHost(Protocol):
+    """What a server needs of the catalog it registers its tools in (a
+    :class:`~neta_nb.tools.catalog.ToolCatalog` is one): the tools by name, the global
+    switch, one swap of a group of tools, and the registry of servers."""
+
+    @property
+    def mcp_servers(self) -> ServerRegistry: ...
+
+    def get(self, name: str) -> Tool | None: ...
+
+    def __getitem__(self, name: str, /) -> Tool: ...
+
+    def __contains__(self, name: object, /) -> bool: ...
+
+    def is_globally_enabled(self, name: str) -> bool: ...
+
+    def enable(self, name: str) -> None: ...
+
+    def replace_tools(self, *, remove: Sequence[str], add: Sequence[Tool],
+                      disable: Sequence[str] = ()) -> None: ...
 
 
 async def _unreachable_handler(ctx: ToolContext) -> str:  # pragma: no cover - see MCPTool
@@ -191,7 +228,7 @@ class MCPToolServer:
     """One server in a catalog: its connection, its options, the tools it registered,
     what it refused and what changed. Read it from ``catalog.mcp_servers[name]``."""
 
-    def __init__(self, catalog: ToolCatalog, parameters: MCPServerParameters, *,
+    def __init__(self, catalog: ToolHost, parameters: MCPServerParameters, *,
                  category: str | None,
                  visibility: ToolVisibility | Mapping[str, ToolVisibility] | None,
                  requires_approval: bool | Iterable[str]) -> None:
@@ -237,7 +274,7 @@ class MCPToolServer:
                 "changed": sorted(self.changed_tools)}
 
     def _status_changed(self, status: ServerStatus, reason: str | None) -> None:
-        self._catalog._server_changed()
+        self._catalog.mcp_servers.changed()
 
     async def refresh(self) -> None:
         """List the server's tools again and bring the catalog in line (new tools added,
@@ -317,8 +354,8 @@ class MCPToolServer:
                 suspend.append(item.name)
         for gone in set(self.tool_names) - new_names:
             self.changed_tools.pop(gone, None)
-        catalog._replace_tools(remove=[n for n in self.tool_names if n in catalog],
-                               add=tools, disable=suspend)
+        catalog.replace_tools(remove=[n for n in self.tool_names if n in catalog],
+                              add=tools, disable=suspend)
         self.tool_names = [t.name for t in tools]
         self.refused = refused
         for name, why in refused.items():
@@ -338,7 +375,7 @@ class MCPToolServer:
         if notice.was_globally_enabled:
             self._catalog.enable(tool_name)
         else:
-            self._catalog._server_changed()
+            self._catalog.mcp_servers.changed()
 
     def _build(self, remote: mcp_types.Tool) -> MCPTool | str:
         remote_name = str(remote.name)
@@ -424,7 +461,7 @@ def _outside_reference(schema: Any) -> str | None:
     return None
 
 
-def restore_mcp_server(catalog: ToolCatalog, spec: Mapping[str, Any]) -> MCPToolServer:
+def restore_mcp_server(catalog: ToolHost, spec: Mapping[str, Any]) -> MCPToolServer:
     """Bring back a server a session stored (:meth:`MCPToolServer.spec`) without waiting
     for it: its tools are registered from the stored listing at once (so agent configs
     that name them resolve), the server starts on the first call, and its live listing then
@@ -447,17 +484,17 @@ def restore_mcp_server(catalog: ToolCatalog, spec: Mapping[str, Any]) -> MCPTool
     server.connection.restored = True
     server.url_withheld = withheld_names(spec.get("url_withheld"))
     server.connection.status = ServerStatus.NOT_STARTED
-    catalog._mcp_servers[name] = server
+    catalog.mcp_servers.add(server)
     try:
         server._apply(listed)
     except MCPServerError as error:  # a stored listing this version no longer accepts
-        del catalog._mcp_servers[name]
+        catalog.mcp_servers.discard(name)
         raise ValueError(error.reason) from None
     return server
 
 
 async def connect_mcp_server(
-        catalog: ToolCatalog, name: str, *, command: str | None = None,
+        catalog: ToolHost, name: str, *, command: str | None = None,
         args: Sequence[str] = (), env: Mapping[str, str] | None = None,
         cwd: str | PathLike[str] | None = None, url: str | None = None,
         headers: Mapping[str, str] | None = None, category: str | None = None,
@@ -484,7 +521,7 @@ async def connect_mcp_server(
         cwd=None if cwd is None else str(cwd), url=url, headers=headers, timeout=timeout)
     server = MCPToolServer(catalog, parameters, category=category, visibility=visibility,
                            requires_approval=requires_approval)
-    catalog._mcp_servers[name] = server
+    catalog.mcp_servers.add(server)
     try:
         await server.connection.open()
         try:
@@ -492,7 +529,7 @@ async def connect_mcp_server(
         except MCPError as error:  # the server answered the listing with an error
             raise MCPServerError(name, f"could not list its tools: {error}") from error
     except BaseException:
-        catalog._mcp_servers.pop(name, None)
+        catalog.mcp_servers.discard(name)
         await server.close()
         raise
     return server

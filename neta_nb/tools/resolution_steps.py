@@ -4,7 +4,8 @@
 seed's fixed order (001 §6) one rule at a time, so "why does this agent have these tools"
 has an answer a user can follow; :meth:`ToolResolution.diff
 <neta_nb.tools.resolver.ToolResolution.diff>` answers "what if" (another model, another
-scene, one tool toggled, a legacy config migrated) by comparing two resolutions.
+scene, one tool toggled, a legacy config migrated) by comparing two resolutions; its
+answer is a :class:`ResolutionDiff`.
 
 Neither is on the runtime's path: ``resolve_tools`` keeps only its inputs, and a trace is
 computed the first time someone asks for it. The trace records the rules one step at a
@@ -18,14 +19,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
-from typing import TYPE_CHECKING, overload
+from typing import overload
 
 from ..labels import Notice
+from .catalog_index import CatalogIndex
 from .displayable import Displayable
-from .rules import REASON_AGENT_DISABLED, filter_by_model, grants
-
-if TYPE_CHECKING:
-    from .resolver import ToolResolution, ToolState, _CatalogIndex
+from .rules import REASON_AGENT_DISABLED, ToolState, filter_by_model, grants
 
 __all__ = ["ChangeKind", "ResolutionDiff", "ResolutionStep", "ResolutionSteps", "StepRule",
            "ToolChange"]
@@ -103,7 +102,7 @@ def _counts(step: ResolutionStep) -> str:
     return f" {' '.join(parts)}" if parts else ""
 
 
-def trace(index: _CatalogIndex, inherit: bool, enabled: set[str], disabled: set[str],
+def trace(index: CatalogIndex, inherit: bool, enabled: set[str], disabled: set[str],
           capabilities: frozenset[str] | None, scene: str | None,
           model: str | None, delegates: bool | None = None,
           notebook_page: bool | None = None) -> ResolutionSteps:
@@ -237,24 +236,3 @@ class ResolutionDiff(Displayable):
         changed = sum(1 for change in self.changes if change.kind is ChangeKind.STATE_CHANGED)
         return (f"ResolutionDiff(+{len(self.added)} {self.added}, -{len(self.removed)} "
                 f"{self.removed}, {changed} changed state)")
-
-
-def diff_resolutions(before: ToolResolution, after: ToolResolution) -> ResolutionDiff:
-    """Per tool: added, removed, or state changed, from ``before`` to ``after``."""
-    was = set(before.names)
-    now = set(after.names)
-    changes: list[ToolChange] = []
-    for name in dict.fromkeys([*before.states, *after.states, *before.names, *after.names]):
-        old, new = before.states.get(name), after.states.get(name)
-        if name in now and name not in was:
-            kind = ChangeKind.ADDED
-        elif name in was and name not in now:
-            kind = ChangeKind.REMOVED
-        elif old != new:
-            kind = ChangeKind.STATE_CHANGED
-        else:
-            continue
-        changes.append(ToolChange(name, kind, old, new, before.reasons.get(name),
-                                  after.reasons.get(name)))
-    tools = {**after.catalog_tools, **before.catalog_tools}
-    return ResolutionDiff(tuple(changes), tools)

@@ -21,11 +21,9 @@ user's language from the one label table instead of parsing English.
 
 from __future__ import annotations
 
-import weakref
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from enum import StrEnum
 from functools import cached_property, partial
 from typing import NamedTuple
 
@@ -33,34 +31,18 @@ from ..labels import Notice, t
 from ..messages import ToolDefinition
 from .base import Tool
 from .catalog import ToolCatalog
+from .catalog_index import CatalogIndex, index_of
 from .config import AgentToolConfig
 from .displayable import Displayable
-from .resolution_steps import ResolutionDiff, ResolutionSteps, diff_resolutions, trace
+from .resolution_steps import ChangeKind, ResolutionDiff, ResolutionSteps, ToolChange, trace
 from .rules import (
     REASON_AGENT_DISABLED,
-    REASON_CORE_NOT_INHERITED,
-    REASON_GLOBALLY_DISABLED,
-    REASON_NOT_ENABLED,
+    ToolState,
     filter_by_model,
     grants,
 )
 
 __all__ = ["ToolResolution", "ToolState", "resolve_tools"]
-
-
-class ToolState(StrEnum):
-    """A tool's authorization state for one agent (seed 001 §4.2, plus ``available``)."""
-
-    DEFAULT_ENABLED = "default_enabled"
-    """A core tool the agent inherits and has not switched off."""
-    AGENT_ENABLED = "agent_enabled"
-    """Switched on explicitly for this agent."""
-    AGENT_DISABLED = "agent_disabled"
-    """Switched off explicitly for this agent."""
-    GLOBALLY_DISABLED = "globally_disabled"
-    """Disabled in tool management; read-only for agents."""
-    AVAILABLE = "available"
-    """Off for this agent, with no override: it can be switched on."""
 
 
 _ON_STATES = (ToolState.DEFAULT_ENABLED, ToolState.AGENT_ENABLED)
@@ -70,7 +52,7 @@ class _Inputs(NamedTuple):
     """What a resolution was computed from, kept so that the explanations (steps,
     displays) can be derived later, on demand, instead of on the runtime's path."""
 
-    catalog_index: _CatalogIndex
+    catalog_index: CatalogIndex
     inherit: bool
     enabled: set[str]
     disabled: set[str]
@@ -191,7 +173,7 @@ class ToolResolution(Displayable):
     def diff(self, other: ToolResolution) -> ResolutionDiff:
         """What changes from this resolution to ``other``: tools added, removed, and every
         tool whose state changed (old → new, with reasons)."""
-        return diff_resolutions(self, other)
+        return _diff(self, other)
 
     @property
     def catalog_tools(self) -> dict[str, Tool]:
@@ -221,7 +203,7 @@ def resolve_tools(catalog: ToolCatalog, config: AgentToolConfig, *,
     ``notebook_page`` says whether a notebook page answers the session (a chat view on a
     JupyterLab or Notebook 7 page); ``False`` leaves out the notebook edit and run tools.
     """
-    index = _index_of(catalog)
+    index = index_of(catalog)
     inherit = config.inherit_core_tools
     # Rules 1-2 (globally enabled, core if inherited) depend on the catalog alone and are
     # precomputed; only the config's overrides (rules 3-4) are applied per call, so the
@@ -266,73 +248,7 @@ def resolve_tools(catalog: ToolCatalog, config: AgentToolConfig, *,
                           _inputs=inputs)
 
 
-@dataclass(frozen=True)
-class _CatalogIndex:
-    """What the resolver derives from a catalog alone, cached per catalog version."""
-
-    version: int
-    tools: dict[str, Tool]
-    position: dict[str, int]
-    base_states: dict[bool, dict[str, ToolState]]
-    """Per ``inherit_core_tools``: every tool's state for a config with no overrides."""
-    base_reasons: dict[bool, dict[str, Notice]]
-    default_group: dict[bool, list[Tool]]
-    globally_disabled: frozenset[str]
-    switchable: frozenset[str]
-    """Registered tools that are not disabled globally: rule 1's pool."""
-    core_names: frozenset[str]
-    """The core tools of the pool: rule 2's, for an agent that inherits them."""
-    restricted: frozenset[str]
-    """Tools with capability or scene limits: the only ones rule 5 can remove."""
-
-
-_indexes: weakref.WeakKeyDictionary[ToolCatalog, _CatalogIndex] = weakref.WeakKeyDictionary()
-
-
-def _index_of(catalog: ToolCatalog) -> _CatalogIndex:
-    index = _indexes.get(catalog)
-    if index is not None and index.version == catalog.version:
-        return index
-    ordered = catalog.ordered()
-    globally_disabled = catalog.globally_disabled
-    # Suspended MCP tools are off globally too, with their own reason (one per server).
-    suspended = catalog.suspended
-    suspension_reasons = {server: Notice("mcp_changed", server=server)
-                          for server in set(suspended.values())}
-    base_states: dict[bool, dict[str, ToolState]] = {True: {}, False: {}}
-    base_reasons: dict[bool, dict[str, Notice]] = {True: {}, False: {}}
-    default_group: dict[bool, list[Tool]] = {True: [], False: []}
-    for item in ordered:
-        for inherit in (True, False):
-            if item.name in globally_disabled:
-                base_states[inherit][item.name] = ToolState.GLOBALLY_DISABLED
-                server = suspended.get(item.name)
-                base_reasons[inherit][item.name] = (
-                    REASON_GLOBALLY_DISABLED if server is None
-                    else suspension_reasons[server])
-            elif item.core and inherit:
-                base_states[inherit][item.name] = ToolState.DEFAULT_ENABLED
-                default_group[inherit].append(item)
-            else:
-                base_states[inherit][item.name] = ToolState.AVAILABLE
-                base_reasons[inherit][item.name] = (REASON_CORE_NOT_INHERITED if item.core
-                                                    else REASON_NOT_ENABLED)
-    index = _CatalogIndex(
-        version=catalog.version, tools={item.name: item for item in ordered},
-        position={item.name: n for n, item in enumerate(ordered)},
-        base_states=base_states, base_reasons=base_reasons, default_group=default_group,
-        globally_disabled=globally_disabled,
-        switchable=frozenset(item.name for item in ordered
-                             if item.name not in globally_disabled),
-        core_names=frozenset(item.name for item in default_group[True]),
-        restricted=frozenset(item.name for item in ordered
-                             if item.capabilities or item.scenes is not None
-                             or item.needs_subagents or item.needs_notebook_page))
-    _indexes[catalog] = index
-    return index
-
-
-def _check_config(index: _CatalogIndex, enabled_names: list[str], disabled_names: list[str],
+def _check_config(index: CatalogIndex, enabled_names: list[str], disabled_names: list[str],
                   load_warnings: list[Notice], enabled: set[str], disabled: set[str]
                   ) -> tuple[list[str], list[Notice]]:
     """Unknown names and warnings about the config itself. Set operations first, so a
@@ -358,3 +274,24 @@ def _check_config(index: _CatalogIndex, enabled_names: list[str], disabled_names
         warnings += [Notice("enabled_and_disabled", name=name)
                      for name in sorted(enabled & disabled)]
     return unknown, warnings
+
+
+def _diff(before: ToolResolution, after: ToolResolution) -> ResolutionDiff:
+    """Per tool: added, removed, or state changed, from ``before`` to ``after``."""
+    was = set(before.names)
+    now = set(after.names)
+    changes: list[ToolChange] = []
+    for name in dict.fromkeys([*before.states, *after.states, *before.names, *after.names]):
+        old, new = before.states.get(name), after.states.get(name)
+        if name in now and name not in was:
+            kind = ChangeKind.ADDED
+        elif name in was and name not in now:
+            kind = ChangeKind.REMOVED
+        elif old != new:
+            kind = ChangeKind.STATE_CHANGED
+        else:
+            continue
+        changes.append(ToolChange(name, kind, old, new, before.reasons.get(name),
+                                  after.reasons.get(name)))
+    tools = {**after.catalog_tools, **before.catalog_tools}
+    return ResolutionDiff(tuple(changes), tools)

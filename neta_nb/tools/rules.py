@@ -9,13 +9,29 @@ from __future__ import annotations
 
 from collections.abc import Set
 from dataclasses import dataclass
+from enum import StrEnum
 
 from ..labels import Notice
 from .base import Tool
 
 __all__ = ["REASON_AGENT_DISABLED", "REASON_CORE_NOT_INHERITED", "REASON_GLOBALLY_DISABLED",
            "REASON_NOT_ENABLED", "REASON_NO_NOTEBOOK_PAGE", "REASON_NO_SUBAGENTS", "Grants",
-           "filter_by_model", "grants"]
+           "ToolState", "filter_by_model", "grants"]
+
+
+class ToolState(StrEnum):
+    """A tool's authorization state for one agent (seed 001 §4.2, plus ``available``)."""
+
+    DEFAULT_ENABLED = "default_enabled"
+    """A core tool the agent inherits and has not switched off."""
+    AGENT_ENABLED = "agent_enabled"
+    """Switched on explicitly for this agent."""
+    AGENT_DISABLED = "agent_disabled"
+    """Switched off explicitly for this agent."""
+    GLOBALLY_DISABLED = "globally_disabled"
+    """Disabled in tool management; read-only for agents."""
+    AVAILABLE = "available"
+    """Off for this agent, with no override: it can be switched on."""
 
 
 @dataclass(frozen=True, slots=True)

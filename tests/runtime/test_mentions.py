@@ -23,6 +23,7 @@ from neta_nb.runtime.mentions import (
     preview_mention,
     prompt_parts,
 )
+from neta_nb.tools.notebook.kernel import kernel_history
 
 from ..support.sessions import answer, make_session
 from ..support.timing import wait_until
@@ -92,6 +93,7 @@ def test_a_cell_is_its_source_and_result() -> None:
 def test_error_is_the_last_exception_with_its_traceback_and_causes(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delattr(sys, "last_value", raising=False)
+    monkeypatch.delattr(sys, "last_exc", raising=False)
     with pytest.raises(MentionError, match="no exception has reached the notebook yet"):
         parts("what went wrong? @error", {})
 
@@ -110,6 +112,19 @@ def test_error_is_the_last_exception_with_its_traceback_and_causes(
         "The above exception was the direct cause") < shown.index(
         "ValueError: the sales table could not be read")
     assert 'in load\n    raise KeyError("region")' in shown
+
+
+def test_a_mention_and_read_notebook_find_the_same_last_exception(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Python 3.12 records an uncaught exception as sys.last_exc (last_value is its
+    # deprecated alias): one that only the new name holds is still the notebook's error,
+    # for the mention, for the chat input's candidates and for read_notebook alike.
+    monkeypatch.delattr(sys, "last_value", raising=False)
+    monkeypatch.setattr(sys, "last_exc", ValueError("only the new name"), raising=False)
+    assert "ValueError: only the new name" in block("@error", {})
+    assert [c["mention"] for c in mention_candidates("err", namespace={},
+                                                     working_dir=tmp_path)] == ["@error"]
+    assert kernel_history({})["error"]["evalue"] == "only the new name"
 
 
 def test_an_exception_of_a_notebook_class_is_not_asked_for_its_message(

@@ -38,6 +38,31 @@ def test_register_refuses_non_tools() -> None:
         ToolCatalog().register(lambda: None)  # type: ignore[arg-type]
 
 
+def test_replace_tools_swaps_a_group_as_one_change() -> None:
+    catalog = ToolCatalog([make_tool("keep"), make_tool("old"), make_tool("gone")])
+    catalog.disable("old")
+    seen: list[list[str]] = []
+    catalog.subscribe(lambda changed: seen.append(changed.names))
+    catalog.replace_tools(remove=["old", "gone", "never"], add=[make_tool("old"),
+                                                                make_tool("new")],
+                          disable=["new"])
+    assert seen == [["keep", "old", "new"]]  # the listeners see it once, complete
+    assert catalog.globally_disabled == frozenset({"old", "new"})
+
+
+def test_replace_tools_refuses_a_bad_group_before_changing_anything() -> None:
+    catalog = ToolCatalog([make_tool("keep"), make_tool("old")])
+    seen: list[int] = []
+    catalog.subscribe(lambda changed: seen.append(changed.version))
+    with pytest.raises(ValueError, match="'twice' is already registered"):
+        catalog.replace_tools(remove=["old"], add=[make_tool("twice"), make_tool("twice")])
+    with pytest.raises(ValueError, match="'keep' is already registered"):
+        catalog.replace_tools(remove=["old"], add=[make_tool("keep")])
+    with pytest.raises(TypeError, match="decorate the function with @tool"):
+        catalog.replace_tools(remove=["old"], add=[lambda: None])  # type: ignore[list-item]
+    assert catalog.names == ["keep", "old"] and "twice" not in catalog and seen == []
+
+
 def test_categories_follow_seed_order_then_custom_in_registration_order() -> None:
     catalog = ToolCatalog([
         make_tool("z_custom", category="zeta"),

@@ -13,9 +13,11 @@ waits for it. :func:`cell_running` tells the tools when that is the case.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from functools import partial
 from typing import Any
+
+from ..builtin.variables import type_name
+from .texts import error_text, last_exception, variable_text
 
 __all__ = ["cell_code", "cell_running", "kernel_history", "watch_cells"]
 
@@ -84,8 +86,6 @@ def kernel_history(namespace: dict[str, Any]) -> dict[str, Any]:
     them (:func:`~.reading.cell_outputs`), called only for a cell that is shown. ``In``
     and ``Out`` are read as they are now (copied), so cells the user runs meanwhile change
     nothing here."""
-    from ...runtime.mention_texts import variable_text
-
     inputs = namespace.get("In")
     outputs = namespace.get("Out")
     values = dict(outputs) if isinstance(outputs, dict) else {}
@@ -99,7 +99,7 @@ def kernel_history(namespace: dict[str, Any]) -> dict[str, Any]:
         after = [error] if error is not None and number == raised_in else []
         cells.append({"id": f"In[{number}]", "cell_type": "code", "execution_count": number,
                       "source": source,
-                      "outputs": (partial(_with_value, variable_text, number, values[number],
+                      "outputs": (partial(_with_value, number, values[number],
                                           after) if number in values else after)})
     history: dict[str, Any] = {"source": "kernel", "cells": cells}
     if error is not None and not any(cell["execution_count"] == raised_in for cell in cells):
@@ -107,25 +107,16 @@ def kernel_history(namespace: dict[str, Any]) -> dict[str, Any]:
     return history
 
 
-def _with_value(describe: Callable[[str, Any], str], number: int, value: Any,
+def _with_value(number: int, value: Any,
                 after: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A cell's outputs: its value (``Out[number]``), described, then ``after``."""
     return [{"output_type": "execute_result",
-             "data": {"text/plain": describe(f"Out[{number}]", value)}}, *after]
-
-
-def last_exception() -> BaseException | None:
-    """The last uncaught exception (IPython records it as Python does), if any."""
-    value = getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
-    return value if isinstance(value, BaseException) else None
+             "data": {"text/plain": variable_text(f"Out[{number}]", value)}}, *after]
 
 
 def error_output(exception: BaseException) -> dict[str, Any]:
     """``exception`` as an nbformat ``error`` output, made as an ``@error`` mention's text
     is: no ``__str__`` of a class the notebook defined runs, the traceback bounded."""
-    from ...runtime.mention_texts import error_text
-    from ..builtin.variables import type_name
-
     lines = error_text(exception).splitlines()
     name = type_name(type(exception))
     last = lines[-1] if lines else name

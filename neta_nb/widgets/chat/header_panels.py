@@ -22,16 +22,16 @@ box holding it with other widgets.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, Protocol, TypedDict
 
 from ...labels import t
 from ..base import NetaWidget, RequestError
+from .session_sidebar import SessionSidebar, SidebarChat
+from .stored_session import StoredSession
 
 if TYPE_CHECKING:
     from ...store.session_store import SessionStore
     from ..tool_config.panel import ToolConfigPanel
-    from .session_sidebar import SessionSidebar
-    from .view import ChatView
 
 __all__ = ["HeaderPanels", "OpenPanelReply", "OpenPanelRequest", "SidePanelModel"]
 
@@ -58,12 +58,23 @@ class SidePanelModel(TypedDict):
     model_id: str
 
 
+class PanelsChat(SidebarChat, Protocol):
+    """What the header's panels need of their chat: a
+    :class:`~neta_nb.widgets.chat.view.ChatView` (which owns them, so this module does not
+    import it) — the sidebar's side of it, its language and the stored session shown."""
+
+    lang: str
+
+    @property
+    def stored(self) -> StoredSession | None: ...
+
+
 class HeaderPanels:
     """The widgets the header of ``chat`` opens (see the module's docstring): made once,
     kept while the chat lives, closed with it. It reads the chat's public side only (the
     session shown, the stored one, its language)."""
 
-    def __init__(self, chat: ChatView) -> None:
+    def __init__(self, chat: PanelsChat) -> None:
         self._chat = chat
         self._sessions_panel: SessionSidebar | None = None
         self._tools_panel: ToolConfigPanel | None = None
@@ -92,8 +103,6 @@ class HeaderPanels:
     def sessions_panel(self) -> SessionSidebar:
         """The list of chats of the store the chat's session is saved in, attached to the
         chat; ``RequestError`` when the session is kept in memory only."""
-        from .session_sidebar import SessionSidebar
-
         chat = self._chat
         store = self._shown_store()
         if store is None:

@@ -24,7 +24,7 @@ import contextlib
 import html
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any, TypedDict, cast
+from typing import Any, Protocol, TypedDict, cast
 
 import traitlets
 
@@ -35,12 +35,13 @@ from ...runtime.session import AgentSession
 from ...store.process_owner import SessionBusyError
 from ...store.session_store import SessionRecord, SessionStore
 from ..base import NetaWidget, RequestError, handles
+from .live import live_session
 from .static import shown_title
 from .stored_session import StoredSession
-from .view import ChatView, live_session
 
 __all__ = ["REFRESH_INTERVAL", "UNDO_SECONDS", "DeleteRequest", "DeletedSession",
-           "OpenRequest", "RenameRequest", "SessionReply", "SessionRow", "SessionSidebar"]
+           "OpenRequest", "RenameRequest", "SessionReply", "SessionRow", "SessionSidebar",
+           "SidebarChat"]
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +51,35 @@ UNDO_SECONDS = 15.0
 """Seconds a deleted session can be brought back before the store deletes it."""
 
 ResumeSession = Callable[[str], AgentSession]
+
+
+class SidebarChat(Protocol):
+    """What the sidebar needs of the chat it opens sessions in: a
+    :class:`~neta_nb.widgets.chat.view.ChatView` (which shows this sidebar in its drawer,
+    so this module does not import it)."""
+
+    session_id: str
+
+    @property
+    def session(self) -> AgentSession | None: ...
+
+    @property
+    def previous_session(self) -> AgentSession | None: ...
+
+    def observe(self, handler: Callable[[Any], None], names: str) -> None: ...
+
+    def unobserve(self, handler: Callable[[Any], None], names: str) -> None: ...
+
+    def bind(self, session: AgentSession) -> None: ...
+
+    def unbind(self) -> None: ...
+
+    def show_stored(self, stored: StoredSession, *,
+                    resume: Callable[[str], AgentSession] | None = None) -> None: ...
+
+    def new_chat(self) -> AgentSession: ...
+
+    def session_renamed(self, record: SessionRecord) -> None: ...
 
 
 class TodoBadge(TypedDict):
@@ -161,7 +191,7 @@ class SessionSidebar(NetaWidget):
     deleted = traitlets.Dict(help="{id, title} of the session just deleted, which Undo "
                              "brings back; empty once it is gone for good.").tag(sync=True)
 
-    def __init__(self, store: SessionStore, chat: ChatView | None = None, *,
+    def __init__(self, store: SessionStore, chat: SidebarChat | None = None, *,
                  resume: ResumeSession | None = None, limit: int = 200,
                  all_users: bool = False, **kwargs: Any) -> None:
         kwargs.setdefault("layout", {"width": "280px", "flex": "none"})
@@ -334,7 +364,7 @@ class SessionSidebar(NetaWidget):
             self._undo_timer.cancel()
             self._undo_timer = None
 
-    def _require_chat(self) -> ChatView:
+    def _require_chat(self) -> SidebarChat:
         if self.chat is None:
             raise RequestError("this sidebar has no chat view to open sessions in")
         return self.chat

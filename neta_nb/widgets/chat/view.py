@@ -55,6 +55,7 @@ from .notebook_page import PageBridge
 from .read_only import READ_ONLY_REFRESH_INTERVAL, ReadOnlyMode, ResumeStored
 from .render import WINDOW, full_text, render_window
 from .session_names import SessionNames, read_names, static_heading
+from .session_sidebar import SessionSidebar
 from .static import static_html, static_summary, static_text
 from .subagent_parts import StoredSubagents
 from .view_presence import ViewPresence
@@ -80,7 +81,6 @@ from .wire import (
 
 if TYPE_CHECKING:
     from ..tool_config.panel import ToolConfigPanel
-    from .session_sidebar import SessionSidebar
     from .stored_session import StoredSession, StoredSessionFollower
 
 __all__ = ["READ_ONLY_REFRESH_INTERVAL", "ChatView", "live_session"]

@@ -1,6 +1,8 @@
-"""The text of an ``@`` mention (``neta_nb.runtime.mentions``): a variable, a cell, the last
-exception — as plain text, bounded, made without running code of a class the notebook
-defined (the rules of ``list_variables``, whose describer this reuses).
+"""The notebook's things as text: a variable, a cell, the last exception — plain text,
+bounded, made without running code of a class the notebook defined (the rules of
+``list_variables``, whose describer this reuses). An ``@`` mention
+(:mod:`neta_nb.runtime.mentions`) and ``read_notebook``'s kernel history (:mod:`.kernel`)
+are made of them, so both read the notebook alike.
 
 ``mentions`` cuts each whole block to its byte limit; the bounds here keep each piece in
 proportion first (a cell's long source does not crowd out its result, a long traceback
@@ -14,7 +16,7 @@ import traceback
 from collections.abc import Mapping
 from typing import Any
 
-from ..tools.builtin.variables import describe_variable, preview_value, trusted_class, type_name
+from ..builtin.variables import describe_variable, preview_value, trusted_class, type_name
 
 __all__ = ["cell_text", "error_text", "last_exception", "variable_text"]
 
@@ -63,8 +65,10 @@ def cell_text(number: int, namespace: Mapping[str, Any]) -> str | None:
 
 
 def last_exception() -> BaseException | None:
-    """The last exception that reached the notebook (or the interpreter) uncaught."""
-    value = getattr(sys, "last_value", None)
+    """The last exception that reached the notebook (or the interpreter) uncaught:
+    ``sys.last_exc`` (Python 3.12 and later, IPython 8.15 and later), else
+    ``sys.last_value`` (which older versions set alone)."""
+    value = getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
     return value if isinstance(value, BaseException) else None
 
 

@@ -1,0 +1,29 @@
+"""Where a batch run's rows are: :class:`RowsStore`, what its workers and the run ask of
+them — :class:`~neta_nb.store.batch_rows.BatchRows` in a session store, or
+:class:`~neta_nb.batch.memory_rows.MemoryRows` in this process."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from ..store.batch_rows import BatchRowState, ClaimedRow
+
+__all__ = ["RowsStore"]
+
+
+class RowsStore(Protocol):
+    """Where a run's rows are: :class:`BatchRows` (a store) or :class:`MemoryRows`."""
+
+    def create(self, definition: dict[str, Any], inputs: list[dict[str, Any]]) -> bool: ...
+    def definition(self) -> dict[str, Any] | None: ...
+    def claim(self, owner: str, lease: float, *, limit: int = 1,
+              owner_dead: Callable[[str], bool] | None = None) -> list[ClaimedRow]: ...
+    def started(self, idx: int, owner: str, session_id: str, *,
+                attempt: bool = False) -> bool: ...
+    def renew(self, owner: str, indices: list[int], lease: float) -> list[int]: ...
+    def finish(self, idx: int, owner: str, *, failed: bool, result: dict[str, Any],
+               session_id: str | None) -> bool: ...
+    def release(self, idx: int, owner: str) -> None: ...
+    def unsettled(self) -> int: ...
+    def all(self) -> list[BatchRowState]: ...
