@@ -16,7 +16,7 @@ import pytest
 from pydantic import BaseModel, field_validator
 
 from neta_nb import Agent, SessionStore
-from neta_nb.batch import BatchRun
+from neta_nb.batch import BatchRun, executor
 from neta_nb.store.batch_rows import BatchRows
 
 from ..support.batch import RowModel, label_of
@@ -82,6 +82,23 @@ async def test_a_format_width_from_a_row_that_cannot_be_allocated_fails_that_row
     assert "at most 10,000" in frame["error"][1] and "at most 10,000" in frame["error"][2]
     assert frame["answer"][0] == label_of("Ticket [  a]")
     assert calls(model) == 2
+
+
+async def test_any_exception_of_one_rows_rendering_fails_that_row(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Whatever one row's rendering raises (here a RecursionError, as a deeply nested
+    # value's repr would) fails that row with its traceback; the run goes on.
+    real = executor.render_prompt
+
+    def render(template: str | None, row: Any) -> str:
+        if row.get("input") == "deep":
+            raise RecursionError("maximum recursion depth exceeded")
+        return real(template, row)
+
+    monkeypatch.setattr(executor, "render_prompt", render)
+    frame = await Agent("a", model=RowModel()).map(["a", "deep", "c"], concurrency=1)
+    assert list(frame["status"]) == ["done", "failed", "done"]
+    assert "RecursionError" in frame["error"][1] and "Traceback" in frame["error"][1]
 
 
 # --- options --------------------------------------------------------------------------------
