@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import sqlite3
 import time
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from pydantic import BaseModel, field_validator
 
 from neta_nb import Agent, SessionStore
 from neta_nb.batch import BatchRun, executor
+from neta_nb.batch.inputs import render_prompt
 from neta_nb.store.batch_rows import BatchRows
 
 from ..support.batch import RowModel, label_of
@@ -88,17 +90,44 @@ async def test_any_exception_of_one_rows_rendering_fails_that_row(
         monkeypatch: pytest.MonkeyPatch) -> None:
     # Whatever one row's rendering raises (here a RecursionError, as a deeply nested
     # value's repr would) fails that row with its traceback; the run goes on.
-    real = executor.render_prompt
 
     def render(template: str | None, row: Any) -> str:
         if row.get("input") == "deep":
             raise RecursionError("maximum recursion depth exceeded")
-        return real(template, row)
+        return render_prompt(template, row)
 
     monkeypatch.setattr(executor, "render_prompt", render)
     frame = await Agent("a", model=RowModel()).map(["a", "deep", "c"], concurrency=1)
     assert list(frame["status"]) == ["done", "failed", "done"]
     assert "RecursionError" in frame["error"][1] and "Traceback" in frame["error"][1]
+
+
+async def test_a_row_whose_result_cannot_be_stored_is_given_back_when_the_run_ends(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A store failure while storing one row's result ends the run (`await run` raises);
+    # the row in hand goes back to the queue then, as the other workers' rows do — a
+    # resume in this very process takes it at once instead of waiting out its lease.
+    store = SessionStore(tmp_path / "s.db")
+    agent = Agent("a", model=RowModel(delay=0.02))
+    run = agent.map([f"t{i}" for i in range(6)], concurrency=2, store=store,
+                    run_id="r_store_fails")
+    finish = run.rows.finish
+
+    def failing_finish(idx: int, *args: Any, **kwargs: Any) -> bool:
+        if idx == 1:
+            raise sqlite3.OperationalError("disk I/O error")
+        return finish(idx, *args, **kwargs)
+
+    monkeypatch.setattr(run.rows, "finish", failing_finish)
+    with pytest.raises(sqlite3.OperationalError):
+        await run
+    row = BatchRows(store, "r_store_fails").all()[1]
+    assert (row.state, row.lease_owner) == ("queued", None)
+    frame = await asyncio.wait_for(BatchRun.resume("r_store_fails", store=store,
+                                                   agent=agent), 20)
+    assert list(frame["status"]) == ["done"] * 6
+    # The session of the attempt whose result was lost is not left behind.
+    assert {r.id for r in store.list_children("r_store_fails")} == set(frame["session_id"])
 
 
 # --- options --------------------------------------------------------------------------------
@@ -162,6 +191,12 @@ FORMS: dict[str, tuple[Any, str | None, list[str]]] = {
     "dicts-with-different-keys": (
         lambda: [{"t": "a"}, {"n": 2, "t": "b"}, {"u": [1, (2, 3)], "t": "c"}], None,
         ['{"t": "a"}', '{"n": 2, "t": "b"}', '{"u": [1, [2, 3]], "t": "c"}']),
+    # Values JSON keeps otherwise (a tuple, a dict with int and str keys) read the same
+    # in memory, from the store and after the resume.
+    "dicts-with-nested-values": (
+        lambda: [{"t": "a", "u": {1: "x", "k": (2, 3)}}, {"t": "b", "u": ()},
+                 {"t": "c", "u": None}], "{t} {u}",
+        ["a {'1': 'x', 'k': [2, 3]}", "b []", "c None"]),
     "dataframe": (lambda: pd.DataFrame({"t": ["a", "b", "c"], "s": [0.5, math.nan, 2.0]}),
                   "{t} {s}", ["a 0.5", "b None", "c 2.0"]),
 }
@@ -201,3 +236,23 @@ async def test_a_refused_run_id_names_a_remedy_that_works(tmp_path: Path) -> Non
     assert "BatchRun.resume('r1', store=…)" in str(refused.value)
     frame = await BatchRun.resume("r1", store=store, agent=agent)
     assert list(frame["status"]) == ["done", "done"]
+
+
+async def test_resume_takes_the_stored_rows_whatever_digest_the_run_has(
+        tmp_path: Path) -> None:
+    # The digest only tells a run id given again with other inputs: a resume, whose inputs
+    # are the stored rows themselves, goes on even when the stored digest is another (a
+    # run stored with another way of computing it).
+    store = SessionStore(tmp_path / "s.db")
+    agent = Agent("a", model=RowModel())
+    run = agent.map(["a", "b"], store=store, run_id="r_digest")
+    run.cancel()
+    await run
+    rows = BatchRows(store, "r_digest")
+    definition = rows.definition()
+    assert definition is not None
+    rows.update_definition({**definition, "inputs_digest": "0" * 64})
+    frame = await BatchRun.resume("r_digest", store=store, agent=agent)
+    assert list(frame["status"]) == ["done", "done"]
+    with pytest.raises(ValueError, match="other inputs"):
+        agent.map(["a", "c"], store=store, run_id="r_digest")
