@@ -48,6 +48,8 @@ process holds may come free, or be finished)."""
 
 STOP_GRACE = 10.0
 """Seconds the workers of a run that failed or was cancelled get to give their rows back."""
+RELEASE_WAIT = 5.0
+"""Seconds a worker whose row failed the run waits for the store to take the row back."""
 
 
 @dataclass
@@ -148,13 +150,14 @@ class LocalExecutor:
         self._on_change(row.idx, "running")
         try:
             await self._run_claimed(row)
-        except BaseException:
-            # Not the row's own fault (the store failed, the run was cancelled where it
-            # stood): the run ends, and the row goes back to the queue at once instead of
-            # waiting out its lease in every resume.
+        except Exception:
+            # Not the row's own fault (the store failed storing its result): the run ends,
+            # and the row goes back to the queue at once, as the other workers' rows do,
+            # instead of waiting out its lease. A worker cancelled where it stood (stuck
+            # past STOP_GRACE) does not try: its rows wait for their leases.
             with contextlib.suppress(Exception):
-                await asyncio.shield(asyncio.to_thread(self.rows.release, row.idx,
-                                                       self.owner))
+                await asyncio.wait_for(asyncio.to_thread(self.rows.release, row.idx,
+                                                         self.owner), RELEASE_WAIT)
             raise
 
     async def _run_claimed(self, row: ClaimedRow) -> None:

@@ -74,7 +74,7 @@ def check_template(template: str | None, columns: list[str]) -> None:
     try:
         _check_fields(template, columns, nested=False)
     except ValueError as exc:  # also the template's own syntax: "Single '}' ..."
-        raise ValueError(f"the prompt {template!r} cannot be filled: {exc}") from None
+        raise ValueError(f"the prompt cannot be filled: {exc}") from None
 
 
 def _check_fields(text: str, columns: list[str], *, nested: bool) -> None:
