@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import random
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -47,6 +48,8 @@ process holds may come free, or be finished)."""
 
 STOP_GRACE = 10.0
 """Seconds the workers of a run that failed or was cancelled get to give their rows back."""
+RELEASE_WAIT = 5.0
+"""Seconds a worker whose row failed the run waits for the store to take the row back."""
 
 
 @dataclass
@@ -146,11 +149,27 @@ class LocalExecutor:
             self.retried += 1
         self._on_change(row.idx, "running")
         try:
+            await self._run_claimed(row)
+        except Exception:
+            # Not the row's own fault (the store failed storing its result): the run ends,
+            # and the row goes back to the queue at once, as the other workers' rows do,
+            # instead of waiting out its lease. A worker cancelled where it stood (stuck
+            # past STOP_GRACE) does not try: its rows wait for their leases.
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.to_thread(self.rows.release, row.idx,
+                                                         self.owner), RELEASE_WAIT)
+            raise
+
+    async def _run_claimed(self, row: ClaimedRow) -> None:
+        try:
             prompt = render_prompt(self.template, row.input)
-        except (KeyError, IndexError, ValueError, TypeError, AttributeError) as exc:
+        except (KeyError, ValueError, TypeError) as exc:
             # This row's values do not fill the template (a key missing from one dict, a
             # format spec a None cell cannot take): that row fails, the others go on.
             await self._fail_unrun(row, f"the prompt could not be filled: {exc}")
+            return
+        except Exception as exc:  # anything else of one row's rendering (a MemoryError)
+            await self._fail_unrun(row, _row_error("the prompt could not be filled", exc))
             return
         retry = False
         attempts = row.attempts
@@ -228,6 +247,9 @@ class LocalExecutor:
                     mode="json")
             except OutputError as exc:
                 outcome.error = str(exc)
+            except Exception as exc:  # the model's own code (a validator) failed
+                outcome.error = _row_error(f"{self.output.__name__} could not read the "
+                                          f"answer", exc)
         return outcome
 
     async def _fail_unrun(self, row: ClaimedRow, error: str) -> None:
@@ -282,6 +304,13 @@ class LocalExecutor:
                     log.warning("batch %s: row %d's lease was lost; its turn is stopped",
                                 self.run_id, idx)
                     session.cancel()
+
+
+def _row_error(what: str, exc: BaseException) -> str:
+    """A row's ``error`` for an exception of the user's code run for that row (an output
+    model's validator, a template's rendering): what failed, then the traceback."""
+    trace = "".join(traceback.format_exception(exc)).rstrip()
+    return f"{what}: {type(exc).__name__}: {exc}\n{trace}"
 
 
 def _backoff(retry: int) -> float:

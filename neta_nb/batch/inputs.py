@@ -18,6 +18,10 @@ __all__ = ["BatchInputs", "OutputError", "parse_output", "render_prompt"]
 
 INPUT_COLUMN = "input"
 """The column a list of strings is given under (``{input}`` in a template)."""
+MAX_FORMAT_NUMBER = 10_000
+"""The largest width or precision a template's format spec may ask for (``{body:.2000}``
+cuts a text to 2,000 characters; a width of a billion would allocate a gigabyte a row)."""
+_SPEC_NUMBER = re.compile(r"\d+")
 
 
 class BatchInputs:
@@ -61,19 +65,51 @@ def render_prompt(template: str | None, row: Mapping[str, Any]) -> str:
 
 
 def check_template(template: str | None, columns: list[str]) -> None:
-    """Refuse, before anything runs, a template that names a column the inputs lack."""
+    """Refuse, before anything runs, a template that cannot work: a field that is not one
+    of the inputs' columns (attribute or index access included: ``{body.__class__}``,
+    ``{body[0]}``), an empty ``{}``, or a format spec whose width or precision is over
+    :data:`MAX_FORMAT_NUMBER`."""
     if template is None:
         return
-    fields = [field for _, field, _, _ in string.Formatter().parse(template)
-              if field is not None]
-    if "" in fields:
-        raise ValueError("the prompt has an empty '{}': name the column to fill in, e.g. "
-                         "'{body}' (write '{{' and '}}' for literal braces)")
-    names = {field.split(".")[0].split("[")[0] for field in fields}
-    missing = sorted(name for name in names if name not in columns)
-    if missing:
-        raise ValueError(f"the prompt names {', '.join(repr(m) for m in missing)}, which the "
-                         f"inputs do not have (columns: {', '.join(columns)})")
+    try:
+        _check_fields(template, columns, nested=False)
+    except ValueError as exc:  # also the template's own syntax: "Single '}' ..."
+        raise ValueError(f"the prompt cannot be filled: {exc}") from None
+
+
+def _check_fields(text: str, columns: list[str], *, nested: bool) -> None:
+    for literal, field, spec, _conversion in _FORMATTER.parse(text):
+        if nested:  # a spec's own text around its field: ">{w}" or ".{digits}f"
+            check_format_spec(literal)
+        if field is None:
+            continue
+        if field == "":
+            raise ValueError("it has an empty '{}': name the column to fill in, e.g. "
+                             "'{body}' (write '{{' and '}}' for literal braces)")
+        if field not in columns:
+            if "." in field or "[" in field:
+                raise ValueError(
+                    f"{{{field}}} is not a column: a field is a column's whole name, with "
+                    f"no attribute or index access ('.' or '[…]' after a column's name); "
+                    f"columns: {', '.join(columns)}")
+            raise ValueError(f"it names {field!r}, which the inputs do not have "
+                             f"(columns: {', '.join(columns)})")
+        if spec and "{" in spec:
+            if nested:
+                raise ValueError(f"the format spec {spec!r} is inside another field's "
+                                 f"format spec: one level of '{{column}}' in a spec at most")
+            _check_fields(spec, columns, nested=True)
+        elif spec:
+            check_format_spec(spec)
+
+
+def check_format_spec(spec: str) -> None:
+    """Refuse a format spec whose width or precision is over :data:`MAX_FORMAT_NUMBER`:
+    ``{body:>999999999}`` would pad every prompt to a gigabyte."""
+    for number in _SPEC_NUMBER.findall(spec):
+        if int(number) > MAX_FORMAT_NUMBER:
+            raise ValueError(f"the format spec {spec!r} asks for a width or precision of "
+                             f"{int(number):,}; at most {MAX_FORMAT_NUMBER:,} is allowed")
 
 
 class OutputError(ValueError):
@@ -106,11 +142,19 @@ class _Strict(dict[str, Any]):
 
 
 class _ColumnFormatter(string.Formatter):
-    """``{0}`` names the column ``"0"`` (a DataFrame's default column names), not a
-    positional argument: every field is a column."""
+    """Every field is a column's whole name: ``{0}`` names the column ``"0"`` (a
+    DataFrame's default column names), not a positional argument, and ``{a.b}`` the
+    column ``"a.b"`` — never an attribute or an item of a value (``{body.__class__}``
+    would put Python's internals into the prompt). A format spec taken from a row's value
+    (``{price:.{digits}f}``) is held to the same bound as one written in the template."""
 
-    def get_value(self, key: int | str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
-        return kwargs[str(key)]
+    def get_field(self, field_name: str, args: Sequence[Any],
+                  kwargs: Mapping[str, Any]) -> tuple[Any, str]:
+        return kwargs[field_name], field_name
+
+    def format_field(self, value: Any, format_spec: str) -> Any:
+        check_format_spec(format_spec)
+        return format(value, format_spec)
 
 
 _FORMATTER = _ColumnFormatter()
@@ -121,11 +165,13 @@ def _is_dataframe(value: Any) -> bool:
 
 
 def _plain(value: Any) -> Any:
-    """A JSON-safe form of a cell."""
-    if value is None or isinstance(value, (str, bool, int)):
+    """A JSON-safe form of a cell: the value a store gives back for it (a tuple is a list,
+    a dict's keys are strings), so that a run reads the same inputs in memory, from its
+    store and after a resume."""
+    if value is None or type(value) in (str, bool, int):
         return value
     if isinstance(value, float):
-        return None if math.isnan(value) else value
+        return None if math.isnan(value) else float(value)
     if hasattr(value, "item") and callable(value.item):  # numpy scalars
         try:
             return _plain(value.item())
@@ -134,7 +180,6 @@ def _plain(value: Any) -> Any:
     if hasattr(value, "isoformat"):
         return value.isoformat()
     try:
-        json.dumps(value)
-        return value
+        return json.loads(json.dumps(value))
     except (TypeError, ValueError):
         return str(value)

@@ -21,6 +21,8 @@ import hashlib
 import importlib
 import json
 import logging
+import math
+import numbers
 import threading
 import time
 import uuid
@@ -52,6 +54,10 @@ log = logging.getLogger(__name__)
 Backend = Literal["local", "ray"]
 DEFAULT_LEASE = 60.0
 """Seconds a worker's claim on a row lasts unless renewed (it renews a third of the way)."""
+MIN_LEASE = 1.0
+"""The shortest lease: one that ends before a worker has started its row (0 or less ends
+at once) lets every other worker claim the row too, and every row runs — and is paid
+for — more than once."""
 
 
 class BatchRun:
@@ -71,6 +77,7 @@ class BatchRun:
                              "session and result there, and the results are read from it")
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
+        lease_seconds = _checked_lease(lease_seconds)
         if output is not None and not (isinstance(output, type)
                                        and issubclass(output, BaseModel)):
             raise TypeError(f"output must be a pydantic model class, not {output!r}")
@@ -148,9 +155,14 @@ class BatchRun:
         stored = self.rows.definition() or {}
         digest = stored.get("inputs_digest")  # runs stored before it have none
         if (stored.get("rows") != len(self.inputs.rows) or stored.get("prompt") != self.prompt
-                or (digest is not None and digest != definition["inputs_digest"])):
-            raise ValueError(f"run {self.run_id!r} is in the store with other inputs or "
-                             f"another prompt; give a new run_id, or BatchRun.resume() it")
+                or (digest not in (None, definition["inputs_digest"])
+                    and [row.input for row in self.rows.all()] != self.inputs.rows)):
+            # The stored rows themselves are the last word: a resume gives them back as
+            # they are, whatever digest a run stored before had.
+            raise ValueError(
+                f"run {self.run_id!r} is in the store with other inputs or another prompt: "
+                f"give a new run_id for these, or go on with the stored ones: "
+                f"BatchRun.resume({self.run_id!r}, store=…)")
 
     def _tools(self) -> ToolCatalog:
         return self._catalog if self._catalog is not None else ToolCatalog.default()
@@ -175,7 +187,10 @@ class BatchRun:
                                       where=f"batch run {run_id!r}")
         inputs = [row.input for row in rows.all()]
         columns = definition.get("columns") or []
-        ordered = [{column: row.get(column) for column in columns} for row in inputs]
+        # In the columns' order (the results' columns), and with no key a row did not
+        # have: a list of dicts with different keys is a run's inputs as they were given.
+        ordered = [{column: row[column] for column in columns if column in row}
+                   for row in inputs]
         settings = {key: definition[key] for key in ("concurrency", "rate_limit",
                                                       "max_attempts", "lease_seconds",
                                                       "backend", "workers")
@@ -374,6 +389,21 @@ def _result_names(columns: list[str], fields: list[str]
     taken = set(inputs.values()) | set(RESULT_COLUMNS)
     outputs = {name: f"{name}_output" if name in taken else name for name in fields}
     return inputs, outputs
+
+
+def _checked_lease(lease_seconds: Any) -> float:
+    """``lease_seconds`` as a float; refused if it would let every row run twice (see
+    :data:`MIN_LEASE`)."""
+    if isinstance(lease_seconds, bool) or not isinstance(lease_seconds, numbers.Real):
+        raise TypeError(f"lease_seconds must be a number of seconds, not "
+                        f"{type(lease_seconds).__name__}")
+    seconds = float(lease_seconds)
+    if not MIN_LEASE <= seconds < math.inf:
+        raise ValueError(f"lease_seconds must be at least {MIN_LEASE:g} and finite, not "
+                         f"{lease_seconds!r} (a lease that ends before a worker starts its "
+                         f"row lets another claim it, and the row runs twice): give "
+                         f"lease_seconds={DEFAULT_LEASE:g}, the default, or another")
+    return seconds
 
 
 def _digest(rows: list[dict[str, Any]]) -> str:
