@@ -51,6 +51,8 @@ CORE_EXTRAS = {
     "ReplayReport": "what replay returns (table, DataFrame, pydantic-evals dataset)",
     "BudgetExceededError": "what run/start raise when the session's budget is spent",
     "SessionNotOwnedError": "what resume raises for another user's session of a shared store",
+    "StoredEndpointError": "what resume, replay and BatchRun.resume raise for a stored "
+                           "base_url the reader did not configure",
 }
 WIDGETS_EXTRAS: dict[str, str] = {
     "BatchGrid": "what a BatchRun (agent.map) shows in a cell: counters and a tile per row",

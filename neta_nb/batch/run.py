@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from pydantic import BaseModel
 
 from ..runtime.agent import Agent
+from ..runtime.stored_endpoint import StoredOrigin
 from ..store.batch_rows import BatchRows, BatchRowState, ClaimedRow
 from ..store.process_owner import ProcessOwner, SessionBusyError, current_user
 from ..store.records import SessionRecord, one_line
@@ -187,7 +188,12 @@ class BatchRun:
             raise ValueError(f"run {run_id!r} parses its answers into {wanted}: give it "
                              f"again, BatchRun.resume({run_id!r}, store=…, output={wanted})")
         if agent is None:
-            agent = Agent.from_record(definition["agent"], catalog or ToolCatalog.default())
+            # The run's own session record says who started it (a run stored without one
+            # names no writer).
+            record = store.get_session(run_id)
+            agent = Agent.from_record(definition["agent"], catalog or ToolCatalog.default(),
+                                      origin=StoredOrigin(f"batch run {run_id!r}",
+                                                          record.user if record else None))
         inputs = [row.input for row in rows.all()]
         columns = definition.get("columns") or []
         ordered = [{column: row.get(column) for column in columns} for row in inputs]

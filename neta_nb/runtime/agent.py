@@ -22,6 +22,7 @@ from ..stored_urls import storable_options, storable_url, withheld_names
 from ..thinking import ThinkLevel
 from ..tools import AgentToolConfig, ToolCatalog
 from .budget import check_budget_value
+from .stored_endpoint import StoredOrigin, check_stored_endpoint
 
 if TYPE_CHECKING:
     from ..batch.run import BatchRun
@@ -90,6 +91,13 @@ class Agent:
     """A stored provider's settings (``Provider.settings()``): a resumed agent rebuilds
     the same provider — same server, window and request options — with keys from the
     environment."""
+    provider_settings_origin: StoredOrigin | None = field(default=None, repr=False,
+                                                          compare=False)
+    """Where :attr:`provider_settings` were read from (:meth:`from_record` sets it): the
+    stored session or run, and who wrote it. A provider rebuilt from them uses their
+    ``base_url`` only where the rule of :mod:`~neta_nb.runtime.stored_endpoint` allows —
+    else :meth:`create_provider` raises ``StoredEndpointError``. ``None``: settings
+    given in code, used as they are."""
 
     def __post_init__(self) -> None:
         self._check_limits()
@@ -138,13 +146,16 @@ class Agent:
         settings = self.provider_settings or {}
         if self.model:
             price = settings.get("price")
-            return create_provider(self.model, base_url=settings.get("base_url"),
-                                   context_window=settings.get("context_window"),
-                                   request_options=settings.get("request_options"),
-                                   tool_results_as_user=bool(
-                                       settings.get("tool_results_as_user", False)),
-                                   price=ModelPrice(**price) if isinstance(price, dict)
-                                   else None)
+            provider = create_provider(self.model, base_url=settings.get("base_url"),
+                                       context_window=settings.get("context_window"),
+                                       request_options=settings.get("request_options"),
+                                       tool_results_as_user=bool(
+                                           settings.get("tool_results_as_user", False)),
+                                       price=ModelPrice(**price) if isinstance(price, dict)
+                                       else None)
+            # Built, never used yet: a server the reader did not configure gets nothing.
+            check_stored_endpoint(provider, self.provider_settings_origin, self.name)
+            return provider
         return default_provider()
 
     def map(self, inputs: Any, prompt: str | None = None, **options: Any) -> BatchRun:
@@ -231,13 +242,17 @@ class Agent:
         return stored
 
     @classmethod
-    def from_record(cls, data: dict[str, Any], catalog: ToolCatalog) -> Agent:
-        """The agent a stored definition (:meth:`to_record`) describes."""
-        return cls._from_record(data, catalog, (data,))
+    def from_record(cls, data: dict[str, Any], catalog: ToolCatalog, *,
+                    origin: StoredOrigin | None = None) -> Agent:
+        """The agent a stored definition (:meth:`to_record`) describes. ``origin``: where
+        it was read from (a session, a batch run, and who wrote it), for its providers'
+        endpoint check (:attr:`provider_settings_origin`); ``None`` only for a definition
+        this process itself made."""
+        return cls._from_record(data, catalog, (data,), origin)
 
     @classmethod
     def _from_record(cls, data: dict[str, Any], catalog: ToolCatalog,
-                     path: tuple[dict[str, Any], ...]) -> Agent:
+                     path: tuple[dict[str, Any], ...], origin: StoredOrigin | None) -> Agent:
         known = {k: data[k] for k in ("system_prompt", "default_think_level", "scene",
                                       "max_model_calls", "tool_timeout", "compact_at",
                                       "keep_recent_turns", "max_tool_result_chars",
@@ -256,9 +271,10 @@ class Agent:
                 chain = [*path[_index(path, child):], child]
                 raise ValueError("sub-agent definitions form a cycle: " + " → ".join(
                     str(item.get("name", "agent")) for item in chain))
-            subagents.append(cls._from_record(child, catalog, (*path, child)))
+            subagents.append(cls._from_record(child, catalog, (*path, child), origin))
         return cls(name=str(data.get("name", "agent")), model=data.get("model") or None,
                    provider_settings=settings if isinstance(settings, dict) else None,
+                   provider_settings_origin=origin,
                    tools=AgentToolConfig.load(data.get("tools") or {}, catalog),
                    subagents=subagents, **known)
 

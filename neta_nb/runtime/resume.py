@@ -22,6 +22,7 @@ from ..thinking import THINK_LEVELS
 from ..todo import TodoStore
 from ..tools import ToolCatalog
 from .agent import Agent
+from .stored_endpoint import StoredOrigin
 
 if TYPE_CHECKING:
     from .session import AgentSession
@@ -75,7 +76,8 @@ def resume_session(cls: type[AgentSession], session_id: str, store: SessionStore
         for problem in withheld_from_urls(record.agent,
                                           provider_given=options.get("provider") is not None):
             log.warning("resume %s: %s", session_id, problem)
-        agent = Agent.from_record(record.agent, catalog)
+        agent = Agent.from_record(record.agent, catalog, origin=StoredOrigin(
+            f"session {session_id!r}", record.user))
     level = record.think_level if record.think_level in THINK_LEVELS else None
     session = cls(agent, catalog, store, session_id=session_id,
                   think_level=level, **options)
