@@ -87,4 +87,5 @@ def check_stored_endpoint(provider: Provider, origin: StoredOrigin | None,
         f"yourself: AgentSession.resume(..., provider=create_provider({spec})), "
         f"replay(..., model=create_provider({spec})), or an agent=... whose model is that "
         f"provider (BatchRun.resume, a sub-agent){also}. To use your own endpoint "
-        f"instead, pass provider=/model= (e.g. model={provider.model_id!r})")
+        f"instead: provider=create_provider({provider.model_id!r}) to a resume, "
+        f"model={provider.model_id!r} to a replay")

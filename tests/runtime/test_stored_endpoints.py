@@ -12,6 +12,7 @@ keyless local server."""
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
@@ -20,6 +21,7 @@ import pytest
 from neta_nb import (
     Agent,
     AgentSession,
+    ScriptedProvider,
     SessionNotOwnedError,
     SessionStore,
     StoredEndpointError,
@@ -30,6 +32,8 @@ from neta_nb import (
 from neta_nb.batch import BatchRun
 from neta_nb.providers.base import Provider
 from neta_nb.runtime.stored_endpoint import StoredOrigin, check_stored_endpoint
+from neta_nb.widgets import ChatView, SessionSidebar
+from neta_nb.widgets.base import RequestError
 
 from ..providers.sse_server import (
     AnthropicStream,
@@ -210,6 +214,23 @@ async def test_an_own_session_goes_to_its_server_only_when_the_reader_configures
                                 provider=_provider(vendor, server.base_url, key=None))
     await given.run("Once more?")
     assert given.messages[-1].text == "Answered."
+
+
+async def test_the_session_list_says_why_it_does_not_open_such_a_session(
+        store: SessionStore, server: SSEServer, as_user: Callable[[str], None],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    session_id = await _alices_session(store, server.base_url, "openai", as_user)
+    before = len(server.requests)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-alice-env-3333")
+    chat = ChatView(AgentSession(Agent("other", model=ScriptedProvider()), store=store))
+    sidebar = SessionSidebar(store, chat=chat)
+    try:
+        # A message for the user (the URL and how to use it), not a failure of the view.
+        with pytest.raises(RequestError, match=re.escape(repr(server.base_url))):
+            sidebar.open_session(session_id)
+    finally:
+        sidebar.close()
+    _assert_nothing_reached(server, before)
 
 
 async def test_a_replay_given_a_model_uses_the_readers_endpoint_not_the_stored_one(

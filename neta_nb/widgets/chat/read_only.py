@@ -10,6 +10,7 @@ from typing import Any, cast
 
 from ...events import TurnUsage
 from ...runtime.session import Agent, AgentSession
+from ...runtime.stored_endpoint import StoredEndpointError
 from ..base import RequestError
 from .live import LiveChat
 from .render import render_window
@@ -106,11 +107,14 @@ class ReadOnlyChat(LiveChat):
         stored = self.stored
         if stored is None:
             raise RequestError("this chat view is not showing a read-only session")
-        if self._resume_stored is not None:
-            session = self._resume_stored(stored.id)
-        else:
-            catalog = self._previous.catalog if self._previous is not None else None
-            session = AgentSession.resume(stored.id, store=stored.store, catalog=catalog)
+        try:
+            if self._resume_stored is not None:
+                session = self._resume_stored(stored.id)
+            else:
+                catalog = self._previous.catalog if self._previous is not None else None
+                session = AgentSession.resume(stored.id, store=stored.store, catalog=catalog)
+        except StoredEndpointError as exc:  # its message says how to use that server
+            raise RequestError(str(exc)) from exc
         self.bind(session)
         return session
 
