@@ -178,7 +178,11 @@ class BatchRun:
                **options: Any) -> BatchRun:
         """The run ``run_id`` of ``store``, going on with the rows not done (a kernel that
         crashed mid-run, a cancelled run). The agent comes back from its stored
-        definition unless given; an output model must be given again."""
+        definition unless given; an output model must be given again. A stored agent's
+        provider is rebuilt with this environment's key: a stored ``base_url`` this
+        environment did not configure raises
+        :class:`~neta_nb.runtime.stored_endpoint.StoredEndpointError` — give ``agent=``
+        with the provider meant."""
         rows = BatchRows(store, run_id)
         definition = rows.definition()
         if definition is None:
