@@ -12,6 +12,7 @@ keyless local server."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -30,6 +31,7 @@ from neta_nb import (
     replay,
 )
 from neta_nb.batch import BatchRun
+from neta_nb.messages import ToolResultPart
 from neta_nb.providers.base import Provider
 from neta_nb.runtime.stored_endpoint import StoredOrigin, check_stored_endpoint
 from neta_nb.widgets import ChatView, SessionSidebar
@@ -42,6 +44,7 @@ from ..providers.sse_server import (
     ScriptedHTTPResponse,
     SSEServer,
 )
+from ..support.sessions import FakeProvider, answer, calls
 
 ALICE_KEY = "sk-alice-own-1111"
 BOB_KEY = "sk-bob-secret-2222"
@@ -230,6 +233,29 @@ async def test_the_session_list_says_why_it_does_not_open_such_a_session(
             sidebar.open_session(session_id)
     finally:
         sidebar.close()
+    _assert_nothing_reached(server, before)
+
+
+async def test_a_sub_agent_on_a_stored_server_is_named_at_resume_and_never_reached(
+        store: SessionStore, server: SSEServer, as_user: Callable[[str], None],
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    as_user("alice")
+    coder = Agent("coder", model=_provider("openai", server.base_url))
+    session = AgentSession(Agent("planner", model=FakeProvider([]), subagents=[coder]),
+                           ToolCatalog.default(), store)
+    assert session.flush(30)
+    before = len(server.requests)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-alice-env-3333")
+    planner = FakeProvider([calls(("c1", "delegate", {"agent": "coder", "task": "Sum it."})),
+                            answer("Could not delegate.")])
+    with caplog.at_level(logging.WARNING, logger="neta_nb.runtime.resume"):
+        resumed = AgentSession.resume(session.id, store, provider=planner)
+    assert any("sub-agent 'coder' cannot be delegated to" in r.getMessage()
+               and repr(server.base_url) in r.getMessage() for r in caplog.records)
+    await resumed.run("Delegate the sum.")
+    result = next(part for message in resumed.messages for part in message.parts
+                  if isinstance(part, ToolResultPart))
+    assert result.is_error and "StoredEndpointError" in result.content
     _assert_nothing_reached(server, before)
 
 
