@@ -14,6 +14,7 @@ from .runtime.replay import llm_judge, replay, replay_all
 from .runtime.replay_report import ReplayReport
 from .runtime.resume import SessionNotOwnedError
 from .runtime.session import Agent, AgentSession
+from .runtime.stored_endpoint import StoredEndpointError
 from .runtime.tracing import configure_tracing
 from .store.process_owner import SessionBusyError
 from .store.session_store import SessionStore
@@ -53,6 +54,7 @@ __all__ = [
     "SessionBusyError",
     "SessionNotOwnedError",
     "SessionStore",
+    "StoredEndpointError",
     "TodoItem",
     "TodoStore",
     "TodoSummary",

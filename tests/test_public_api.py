@@ -52,6 +52,8 @@ CORE_EXTRAS = {
     "BudgetExceededError": "what run/start raise when the session's budget is spent",
     "SessionNotOwnedError": "what resume raises for another user's session of a shared store",
     "DamagedAgentRecordError": "what resume and replay raise for a damaged stored agent",
+    "StoredEndpointError": "what resume, replay and BatchRun.resume raise for a stored "
+                           "base_url the reader did not configure",
 }
 WIDGETS_EXTRAS: dict[str, str] = {
     "BatchGrid": "what a BatchRun (agent.map) shows in a cell: counters and a tile per row",

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel
 
 from ..runtime.agent import Agent
+from ..runtime.stored_endpoint import StoredOrigin
 from ..store.batch_rows import BatchRows
 from ..store.process_owner import ProcessOwner, SessionBusyError, current_user
 from ..store.records import SessionRecord, one_line
@@ -173,7 +174,11 @@ class BatchRun:
                **options: Any) -> BatchRun:
         """The run ``run_id`` of ``store``, going on with the rows not done (a kernel that
         crashed mid-run, a cancelled run). The agent comes back from its stored
-        definition unless given; an output model must be given again."""
+        definition unless given; an output model must be given again. A stored agent's
+        provider is rebuilt with this environment's key: a stored ``base_url`` this
+        environment did not configure raises
+        :class:`~neta_nb.runtime.stored_endpoint.StoredEndpointError` — give ``agent=``
+        with the provider meant."""
         rows = BatchRows(store, run_id)
         definition = rows.definition()
         if definition is None:
@@ -183,8 +188,12 @@ class BatchRun:
             raise ValueError(f"run {run_id!r} parses its answers into {wanted}: give it "
                              f"again, BatchRun.resume({run_id!r}, store=…, output={wanted})")
         if agent is None:
+            # The run's own session record says who started it (a run stored without one
+            # names no writer).
+            record = store.get_session(run_id)
             agent = Agent.from_record(definition["agent"], catalog or ToolCatalog.default(),
-                                      where=f"batch run {run_id!r}")
+                                      origin=StoredOrigin(f"batch run {run_id!r}",
+                                                          record.user if record else None))
         inputs = [row.input for row in rows.all()]
         columns = definition.get("columns") or []
         # In the columns' order (the results' columns), and with no key a row did not

@@ -74,12 +74,13 @@ from .base import (
     UsageUpdate,
     usage_count,
 )
+from .endpoints import VENDOR_URLS
 
 __all__ = ["DEEPSEEK_BASE_URL", "OpenAIProvider", "to_openai_messages"]
 
 log = logging.getLogger(__name__)
 
-DEEPSEEK_BASE_URL = "https://api.deepseek.com"
+DEEPSEEK_BASE_URL = VENDOR_URLS["deepseek"]
 LOCAL_SERVER_KEY = "not-needed"
 """Sent to OpenAI-compatible servers given no key: the SDK insists on one, they ignore it."""
 

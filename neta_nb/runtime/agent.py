@@ -24,6 +24,7 @@ from ..stored_urls import storable_options, storable_url, withheld_names
 from ..thinking import ThinkLevel
 from ..tools import AgentToolConfig, ToolCatalog
 from .budget import check_budget_value
+from .stored_endpoint import StoredOrigin, check_stored_endpoint
 
 if TYPE_CHECKING:
     from ..batch.run import BatchRun
@@ -92,6 +93,13 @@ class Agent:
     """A stored provider's settings (``Provider.settings()``): a resumed agent rebuilds
     the same provider — same server, window and request options — with keys from the
     environment."""
+    provider_settings_origin: StoredOrigin | None = field(default=None, repr=False,
+                                                          compare=False)
+    """Where :attr:`provider_settings` were read from (:meth:`from_record` sets it): the
+    stored session or run, and who wrote it. A provider rebuilt from them uses their
+    ``base_url`` only where the rule of :mod:`~neta_nb.runtime.stored_endpoint` allows —
+    else :meth:`create_provider` raises ``StoredEndpointError``. ``None``: settings
+    given in code, used as they are."""
 
     def __post_init__(self) -> None:
         self._check_limits()
@@ -143,13 +151,16 @@ class Agent:
         settings = self.provider_settings or {}
         if self.model:
             price = settings.get("price")
-            return create_provider(self.model, base_url=settings.get("base_url"),
-                                   context_window=settings.get("context_window"),
-                                   request_options=settings.get("request_options"),
-                                   tool_results_as_user=bool(
-                                       settings.get("tool_results_as_user", False)),
-                                   price=ModelPrice(**price) if isinstance(price, dict)
-                                   else None)
+            provider = create_provider(self.model, base_url=settings.get("base_url"),
+                                       context_window=settings.get("context_window"),
+                                       request_options=settings.get("request_options"),
+                                       tool_results_as_user=bool(
+                                           settings.get("tool_results_as_user", False)),
+                                       price=ModelPrice(**price) if isinstance(price, dict)
+                                       else None)
+            # Built, never used yet: a server the reader did not configure gets nothing.
+            check_stored_endpoint(provider, self.provider_settings_origin, self.name)
+            return provider
         return default_provider()
 
     def map(self, inputs: Any, prompt: str | None = None, **options: Any) -> BatchRun:
@@ -237,16 +248,21 @@ class Agent:
 
     @classmethod
     def from_record(cls, data: dict[str, Any], catalog: ToolCatalog, *,
-                    where: str = "a stored agent definition") -> Agent:
-        """The agent a stored definition (:meth:`to_record`) describes. A damaged one
-        (a field of the wrong type or out of range, at any depth of its sub-agents)
-        raises :class:`DamagedAgentRecordError` naming ``where`` it was stored (``session
-        'abc'``) and the field."""
-        return cls._from_record(data, catalog, (data,), where, "")
+                    origin: StoredOrigin | None = None) -> Agent:
+        """The agent a stored definition (:meth:`to_record`) describes. ``origin``: where
+        it was read from (a session, a batch run, and who wrote it), for its providers'
+        endpoint check (:attr:`provider_settings_origin`) and for the message of a damaged
+        definition; ``None`` only for a definition this process itself made. A damaged one
+        (a field of the wrong type or out of range, at any depth of its sub-agents) raises
+        :class:`DamagedAgentRecordError` naming where it was stored (``session 'abc'``) and
+        the field."""
+        where = origin.what if origin is not None else "a stored agent definition"
+        return cls._from_record(data, catalog, (data,), origin, where, "")
 
     @classmethod
     def _from_record(cls, data: dict[str, Any], catalog: ToolCatalog,
-                     path: tuple[dict[str, Any], ...], where: str, at: str) -> Agent:
+                     path: tuple[dict[str, Any], ...], origin: StoredOrigin | None,
+                     where: str, at: str) -> Agent:
         try:
             stored = _StoredAgent.model_validate(data)
         except ValidationError as error:
@@ -265,11 +281,12 @@ class Agent:
                 chain = [*path[_index(path, child):], child]
                 raise ValueError("sub-agent definitions form a cycle: " + " → ".join(
                     str(item.get("name", "agent")) for item in chain))
-            subagents.append(cls._from_record(child, catalog, (*path, child), where,
+            subagents.append(cls._from_record(child, catalog, (*path, child), origin, where,
                                               f"{at}subagents[{index}]."))
         try:
             return cls(name=stored.name, model=stored.model or None,
                        provider_settings=stored.provider,
+                       provider_settings_origin=origin,
                        tools=AgentToolConfig.load(stored.tools or {}, catalog),
                        subagents=subagents, **known)
         except ValueError as error:  # a value out of range: the check names the field

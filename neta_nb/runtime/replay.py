@@ -38,6 +38,7 @@ from .agent import Agent
 from .approvals import ApprovalPolicy
 from .replay_report import Check, ReplayReport, ReplayTurn, TurnFigures
 from .session import AgentSession
+from .stored_endpoint import StoredOrigin
 
 if TYPE_CHECKING:
     from ..thinking import ThinkLevel
@@ -61,7 +62,14 @@ async def replay(session: str | SessionRecord | AgentSession, *,
     """Run the stored session's prompts again and compare (see the module's docstring).
 
     ``agent``: the agent to replay with; otherwise the stored agent with ``model``,
-    ``tools`` and ``system_prompt`` replaced where given. ``keep_tool_results``: a call
+    ``tools`` and ``system_prompt`` replaced where given. A ``model`` given as
+    ``"supplier:model"`` is built as this environment configures it (its endpoint and
+    key), without the stored provider's server or options; without ``model``, the
+    stored provider is rebuilt, and a stored ``base_url`` that is not the vendor's nor
+    the reader's own ``*_BASE_URL`` is refused with ``StoredEndpointError`` when a key
+    would come from the environment, or when another user stored it
+    (:mod:`~neta_nb.runtime.stored_endpoint`) — give ``model=create_provider(spec,
+    base_url=...)`` to use it on purpose. ``keep_tool_results``: a call
     with the same tool and arguments as one of the stored turn answers with the stored
     result instead of running. ``checks``: functions of a :class:`ReplayTurn` (sync or
     async) returning a verdict — ``bool``, a number or text — by name (a sequence is named
@@ -83,6 +91,9 @@ async def replay(session: str | SessionRecord | AgentSession, *,
         agent = dataclasses.replace(
             before_agent,
             model=model if model is not None else before_agent.model,
+            # A model named here is the reader's: their endpoint and key, none of the
+            # stored provider's server or options.
+            provider_settings=before_agent.provider_settings if model is None else None,
             tools=tools if tools is not None else before_agent.tools,
             system_prompt=(system_prompt if system_prompt is not None
                            else before_agent.system_prompt),
@@ -204,7 +215,8 @@ class _Original:
         if self.live is not None:
             return self.live.agent
         assert self.record is not None
-        return Agent.from_record(self.record.agent, catalog, where=f"session {self.id!r}")
+        return Agent.from_record(self.record.agent, catalog, origin=StoredOrigin(
+            f"session {self.record.id!r}", self.record.user))
 
 
 def _children_from_history(agent: Agent, store: SessionStore, session_ids: Sequence[str],

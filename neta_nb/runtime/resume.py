@@ -2,7 +2,8 @@
 that a dead kernel left running closed the way a live turn closes (what streamed kept,
 marked ``interrupted="killed"``; its children settled the same way), and a warning for
 each provider URL that was stored without what may have been a secret in it — which
-must be given again.
+must be given again — and for each sub-agent whose stored server this environment did
+not configure (:mod:`~neta_nb.runtime.stored_endpoint`; the top-level agent's raises).
 
 :meth:`AgentSession.resume <neta_nb.runtime.session.AgentSession.resume>` is the public
 entry; it calls :func:`resume_session`.
@@ -22,6 +23,7 @@ from ..thinking import THINK_LEVELS
 from ..todo import TodoStore
 from ..tools import ToolCatalog
 from .agent import Agent
+from .stored_endpoint import StoredEndpointError, StoredOrigin
 
 if TYPE_CHECKING:
     from .session import AgentSession
@@ -75,7 +77,10 @@ def resume_session(cls: type[AgentSession], session_id: str, store: SessionStore
         for problem in withheld_from_urls(record.agent,
                                           provider_given=options.get("provider") is not None):
             log.warning("resume %s: %s", session_id, problem)
-        agent = Agent.from_record(record.agent, catalog, where=f"session {session_id!r}")
+        agent = Agent.from_record(record.agent, catalog, origin=StoredOrigin(
+            f"session {session_id!r}", record.user))
+        for problem in refused_subagent_endpoints(agent):
+            log.warning("resume %s: %s", session_id, problem)
     level = record.think_level if record.think_level in THINK_LEVELS else None
     session = cls(agent, catalog, store, session_id=session_id,
                   think_level=level, **options)
@@ -176,6 +181,31 @@ def withheld_from_urls(stored: dict[str, Any], *, provider_given: bool) -> list[
         problems.append(f"{'agent' if top else 'sub-agent'} {name!r}: its provider's "
                         f"{' and its '.join(item for item in lost if item)} (they may be "
                         f"secrets); give them again: {how}")
+    return problems
+
+
+def refused_subagent_endpoints(agent: Agent) -> list[str]:
+    """Why each sub-agent (at any depth) of a stored definition cannot rebuild its
+    provider from the stored settings here (:class:`StoredEndpointError`): said at the
+    resume, not first when the model delegates to it. Other failures (a key not set)
+    are the delegation's to report."""
+    problems: list[str] = []
+    pending = list(agent.subagents)
+    seen: set[int] = {id(agent)}
+    while pending:
+        child = pending.pop(0)
+        if id(child) in seen:
+            continue
+        seen.add(id(child))
+        pending.extend(child.subagents)
+        if not isinstance(child.model, str) or child.provider_settings_origin is None:
+            continue
+        try:
+            child.create_provider()
+        except StoredEndpointError as error:
+            problems.append(f"sub-agent {child.name!r} cannot be delegated to: {error}")
+        except Exception:  # e.g. no key here: reported if the model delegates to it
+            continue
     return problems
 
 

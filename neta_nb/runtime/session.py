@@ -489,7 +489,11 @@ class AgentSession(TurnLoop, Branches):
         result), skill and tool cards (message metadata) and the thinking level. A turn
         that was running when its process died is closed, keeping what streamed, marked
         ``interrupted="killed"``. Raises :class:`SessionBusyError` while the session's turn
-        runs in a live process, or while this process has writes of it not stored yet."""
+        runs in a live process, or while this process has writes of it not stored yet.
+        Without ``agent=`` (or ``provider=``) the stored agent's provider is rebuilt with
+        this environment's key; a stored ``base_url`` this environment did not configure
+        raises :class:`~neta_nb.runtime.stored_endpoint.StoredEndpointError`, naming it
+        and how to use it on purpose (``provider=create_provider(spec, base_url=...)``)."""
         return resume_session(cls, session_id, store, catalog=catalog, agent=agent,
                               **options)
 

@@ -12,6 +12,7 @@ from typing import Any, cast
 from ...events import TurnUsage
 from ...messages import ToolExecution
 from ...runtime.session import AgentSession
+from ...runtime.stored_endpoint import StoredEndpointError
 from ..base import RequestError
 from .batcher import OpBatcher
 from .live import ChatTraits
@@ -100,10 +101,13 @@ class ReadOnlyMode:
         runs elsewhere): by ``resume``, else ``AgentSession.resume`` with the catalog of
         ``previous``, the live session the view showed last."""
         stored = self.stored
-        if self._resume is not None:
-            return self._resume(stored.id)
-        catalog = previous.catalog if previous is not None else None
-        return AgentSession.resume(stored.id, store=stored.store, catalog=catalog)
+        try:
+            if self._resume is not None:
+                return self._resume(stored.id)
+            catalog = previous.catalog if previous is not None else None
+            return AgentSession.resume(stored.id, store=stored.store, catalog=catalog)
+        except StoredEndpointError as exc:  # its message says how to use that server
+            raise RequestError(str(exc)) from exc
 
     def snapshot(self) -> ChatSnapshot:
         """Everything a view needs to draw the session (the ``sync`` reply)."""

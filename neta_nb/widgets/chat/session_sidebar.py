@@ -32,6 +32,7 @@ from ...labels import t
 from ...runtime.budget import format_usd
 from ...runtime.resume import SessionNotOwnedError
 from ...runtime.session import AgentSession
+from ...runtime.stored_endpoint import StoredEndpointError
 from ...store.process_owner import SessionBusyError
 from ...store.session_store import SessionRecord, SessionStore
 from ..base import NetaWidget, RequestError, handles
@@ -285,7 +286,9 @@ class SessionSidebar(NetaWidget):
                     raise RequestError(str(exc)) from exc
                 chat.show_stored(stored, resume=self._resume_here)
                 return None
-            except KeyError as exc:
+            except (KeyError, StoredEndpointError) as exc:
+                # A stored server this user did not configure: the message says how to
+                # use it on purpose.
                 raise RequestError(str(exc)) from exc
         chat.bind(session)
         return session
