@@ -25,7 +25,7 @@ import re
 from collections.abc import Collection
 from typing import Any
 
-from ...escaping import QUOTE_MARK, quoted_lines, unquoted
+from ...escaping import QUOTE_MARK, one_line, quoted_lines, unquoted
 from ...messages import DisplayItem
 from ..rich import image_item
 
@@ -53,7 +53,6 @@ _TRAILER_CHARS = 300
 """Room kept for the line that says which cells were left out."""
 _MAX_IMAGES = 4
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _NAME_CHARS = 200
 _PLAIN_NAME = re.compile(r"[\w\-\[\].]+", re.ASCII)
 """A cell id or type shown as it is (nbformat's ids, ``In[5]``); any other is quoted."""
@@ -253,8 +252,7 @@ def _one_line(value: Any, limit: int = _NAME_CHARS) -> str:
     """A name the notebook chose (its file's, an output's) on one line, bounded: a file
     name may hold a newline, and the heading comes before the line that says what follows
     is data."""
-    text = _CONTROL.sub(lambda found: repr(found.group())[1:-1], "" if value is None
-                        else str(value))
+    text = one_line("" if value is None else str(value))
     return text if len(text) <= limit else text[:limit] + "…"
 
 
