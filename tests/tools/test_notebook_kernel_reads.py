@@ -6,6 +6,7 @@ served while a slow one is made."""
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import threading
 from typing import Any, ClassVar
@@ -177,5 +178,33 @@ async def test_a_stop_during_a_slow_description_leaves_the_session_usable(
         await asyncio.wait_for(session.run("just In[2]?"), 10)
         assert "│ Out[2]: int = 42" in _result(session, "next").content
         assert session.messages[-1].text == "done"
+    finally:
+        stuck.release.set()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX's")
+def test_a_forked_kernel_describes_a_value_its_parent_was_still_describing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kernel, "DESCRIBE_WAIT", 0.1, raising=False)
+    stuck = _Hanging()
+    try:
+        history = {"In": ["", "stuck"], "Out": {1: stuck}}
+        monkeypatch.setattr(kernel, "_shell", lambda: None)
+        monkeypatch.setattr(kernel, "last_exception", lambda: None)
+        first = kernel.kernel_history(history)["cells"][0]["outputs"]()
+        assert "not described" in first[0]["data"]["text/plain"]
+        # The child has none of its parent's threads: the description the parent still
+        # runs is not waited for there, it is made anew.
+        pid = os.fork()
+        if pid == 0:  # the child
+            try:
+                stuck.release.set()  # the child's own description returns at once
+                again = kernel.kernel_history(history)["cells"][0]["outputs"]()
+                code = 0 if "late value" in again[0]["data"]["text/plain"] else 1
+            except BaseException:
+                code = 2
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
     finally:
         stuck.release.set()

@@ -12,6 +12,7 @@ waits for it. :func:`cell_running` tells the tools when that is the case.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -148,6 +149,17 @@ _running: dict[tuple[int, str], _Description] = {}
 waited for by the next, not started again (a thread cannot be stopped: each start of a
 description that never ends would keep one more)."""
 _running_lock = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    """A forked kernel has none of its parent's threads: their descriptions never end
+    there, and its lock may have been held by one of them."""
+    global _running_lock
+    _running.clear()
+    _running_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _described(describe: Callable[[str, Any], str], name: str, value: Any,
