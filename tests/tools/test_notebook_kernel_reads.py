@@ -208,3 +208,25 @@ def test_a_forked_kernel_describes_a_value_its_parent_was_still_describing(
         assert os.waitstatus_to_exitcode(status) == 0
     finally:
         stuck.release.set()
+
+
+class _Interrupting:
+    """An ``Out`` value of an installed package's class whose repr raises
+    ``KeyboardInterrupt`` (off the kernel's main thread it cannot be the user's)."""
+
+    __module__ = "neta_nb.counted_values"
+
+    def __repr__(self) -> str:
+        raise KeyboardInterrupt
+
+
+async def test_a_value_raising_an_interrupt_costs_its_own_description_alone(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kernel, "_shell", lambda: None)
+    monkeypatch.setattr(kernel, "last_exception", lambda: None)
+    session, _, _ = _session([calls(("r", "read_notebook", {})), answer("ok")], None)
+    session.namespace.update({"In": ["", "odd", "6 * 7"], "Out": {1: _Interrupting(), 2: 42}})
+    await session.run("what ran?")
+    text = _result(session, "r").content
+    assert "│ Out[2]: int = 42" in text, text
+    assert ("│ Out[1]: neta_nb._Interrupting (not described: KeyboardInterrupt)") in text

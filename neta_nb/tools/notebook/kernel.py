@@ -178,7 +178,8 @@ def _described(describe: Callable[[str, Any], str], name: str, value: Any,
         try:
             description.text = describe(name, value)
         except BaseException as error:  # describe catches all but the user's interrupt
-            description.text = f"{name}: (not described: {type(error).__name__})"
+            description.text = (f"{name}: {type_name(type(value))} (not described: "
+                                f"{type(error).__name__})")
         with _running_lock:
             _running.pop(key, None)
         return description.done.set
