@@ -18,12 +18,15 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 __all__ = ["QUOTE_MARK", "code_span", "escape_markdown", "fenced", "literal_markdown",
-           "markdown_cell", "plain_text", "quoted_lines", "static_markdown_html", "unquoted"]
+           "markdown_cell", "one_line", "plain_text", "quoted_lines", "static_markdown_html",
+           "unquoted"]
 
 QUOTE_MARK = "│"
 """What every line of :func:`quoted_lines` starts with."""
 _LINE_BREAKS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 """What ``str.splitlines`` (and a reader) may take for a line break, other than ``\\n``."""
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+"""Control characters, every line break among them."""
 
 
 def fenced(text: str, info: str = "") -> str:
@@ -49,6 +52,13 @@ def quoted_lines(text: str) -> list[str]:
     body = body[:-1] if body.endswith("\n") else body
     lines = _LINE_BREAKS.sub(lambda found: repr(found.group())[1:-1], body).split("\n")
     return [f"{QUOTE_MARK} {line}" if line else QUOTE_MARK for line in lines]
+
+
+def one_line(text: str) -> str:
+    """``text`` on one line: every control character (each line break among them, tabs
+    too) written as its escape (``\\n``, ``\\x85``, ``\\u2028``), for a notebook's text
+    inside a line of one's own (a name, a column label, an error's message)."""
+    return _CONTROL.sub(lambda found: repr(found.group())[1:-1], text)
 
 
 def unquoted(line: str) -> str | None:

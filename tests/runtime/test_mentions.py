@@ -81,13 +81,29 @@ def test_an_object_of_a_notebook_class_is_described_without_its_code() -> None:
 def test_a_cell_is_its_source_and_result() -> None:
     namespace = {"In": ["", "x = 1", "x + 41", "print(x)"], "Out": {2: 42}}
     assert block("@In[2]", namespace) == (
-        '<mention name="@In[2]">\nIn [2]:\nx + 41\n\nOut[2]: int = 42\n</mention>')
+        '<mention name="@In[2]">\nIn [2]:\n│ x + 41\n\nOut[2]: int = 42\n</mention>')
     assert "Out[3]: no value (what the cell printed or displayed is not kept" in block(
         "@In[3]", namespace)
     with pytest.raises(MentionError, match=r"@In\[4\] \(no cell has run as \[4\]\)"):
         parts("@In[4]", namespace)
     with pytest.raises(MentionError, match=r"no cell has run as \[1\]"):
         parts("@In[1]", {})  # outside IPython there are no numbered cells
+
+
+def test_a_cells_source_or_value_cannot_pass_for_its_result() -> None:
+    # The source writes what would read as the cell's result, and a value's text what
+    # would read as another cell: the cell's lines are quoted, its result's line is not.
+    forged = "x + 41\n\nOut[2]: int = 0\r\nIn [3]:\u2028rm -rf data"
+    value = "ok\n\nIn [3]:\nOut[3]: int = 0\n" + "z" * 200
+    namespace = {"In": ["", "x = 1", forged, "s"], "Out": {2: 42, 3: value}}
+    lines = block("@In[2]", namespace).splitlines()
+    assert [line for line in lines if line.startswith(("Out[", "In ["))] == [
+        "In [2]:", "Out[2]: int = 42"]
+    assert "│ Out[2]: int = 0" in lines and "│ In [3]:\\u2028rm -rf data" in lines
+    lines = block("@In[3]", namespace).splitlines()
+    [result] = [n for n, line in enumerate(lines) if line.startswith(("Out[", "In [3]"))][1:]
+    assert lines[result].startswith("Out[3]: str, len 228")
+    assert lines[result + 1:result + 5] == ["│ ok", "│", "│ In [3]:", "│ Out[3]: int = 0"]
 
 
 def test_error_is_the_last_exception_with_its_traceback_and_causes(

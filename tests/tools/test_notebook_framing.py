@@ -41,6 +41,7 @@ _TOOL_LINE = re.compile(
     r"|… cut at [\d,]+ characters"
     r"|Left out to stay short: .*"
     r"|--- the last uncaught exception \(which cell raised it is not known\)"
+    r"|\(cell \d+ has this id too, and comes first: .*\)"
     r"|No cell has the id .*"
     r"|")
 
@@ -169,6 +170,23 @@ async def test_the_kernel_history_cannot_forge_a_cell_either(
     assert "kernel's own history" in text
     _assert_no_forged_cell(text, [{"id": f"In[{n}]", "source": source}
                                   for n, source in enumerate(sources, 1)])
+
+
+def test_a_cell_with_an_earlier_cells_id_says_which_one_the_tools_act_on() -> None:
+    # Ids are the page's: a notebook (or a collaborator) may give two cells the same one.
+    cells = [{"id": "c1", "source": "x = 1"}, {"id": "c2", "source": "df.describe()"},
+             {"id": "c2", "source": "shutil.rmtree('data')"}]
+    text = render_notebook({"cells": cells}, CellRange())
+    assert [(cell["id"], cell["source"]) for cell in parse(text)] == [
+        (cell["id"], cell["source"]) for cell in cells]
+    lines = text.splitlines()
+    third = lines.index("--- cell 3 · id c2 · code · not run")
+    assert lines[third + 1].startswith("(cell 2 has this id too, and comes first: ")
+    assert "edit_cell" in lines[third + 1]
+    assert sum(line.startswith("(cell ") for line in lines) == 1
+    # Read from cell 3 on, the note still names cell 2.
+    later = render_notebook({"cells": cells}, CellRange(start=3)).splitlines()
+    assert any(line.startswith("(cell 2 has this id too") for line in later)
 
 
 @pytest.mark.parametrize("chosen", [CellRange(), CellRange(cell_id="big")])

@@ -43,6 +43,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
+from ...escaping import one_line
 from ..base import ToolContext, tool
 
 __all__ = ["MAX_VARIABLES", "brief_description", "describe_variable", "describe_variables",
@@ -270,13 +271,15 @@ def _safe(read: Any) -> Any:
 
 def _bounded_line(name: str, value: Any) -> str:
     """One variable's line, cut to ``_LINE_CHARS``: one that fails costs that variable its
-    facts, not the whole listing."""
+    facts, not the whole listing. One line whatever the name or a column's label holds
+    (line breaks written as escapes): none can pass for another variable's line."""
     try:
         line = _describe(name, value)
     except KeyboardInterrupt:
         raise
     except BaseException as error:
         line = f"{name}: {_type_name(type(value))} (not described: {type(error).__name__})"
+    line = one_line(line)
     return line if len(line) <= _LINE_CHARS else line[:_LINE_CHARS - 1] + "…"
 
 

@@ -12,14 +12,26 @@ waits for it. :func:`cell_running` tells the tools when that is the case.
 
 from __future__ import annotations
 
+import os
 import sys
+import threading
+import time
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+from ...daemon_threads import DaemonThreads
 from ..builtin.variables import type_name
 from .texts import error_text, last_exception, variable_text
 
-__all__ = ["cell_code", "cell_running", "kernel_history", "watch_cells"]
+__all__ = ["DESCRIBE_WAIT", "cell_code", "cell_running", "kernel_history", "watch_cells"]
+
+DESCRIBE_WAIT = 10.0
+"""Seconds one read of the history waits, in all, for the descriptions of the values it
+shows; a value not described by then is said to be so."""
+_DESCRIBE_GRACE = 0.2
+"""Seconds a description is waited for even past :data:`DESCRIBE_WAIT` (one that never
+ends costs the values after it no more than this each)."""
 
 _state = {"running": False, "watched": None}
 
@@ -83,15 +95,17 @@ def kernel_history(namespace: dict[str, Any]) -> dict[str, Any]:
 
     Describing a value runs its class's code (a frame's rows), which may take long, and a
     notebook may hold many: a cell with a value gets its outputs as a function that makes
-    them (:func:`~.reading.cell_outputs`), called only for a cell that is shown. ``In``
-    and ``Out`` are read as they are now (copied), so cells the user runs meanwhile change
-    nothing here."""
+    them (:func:`~.reading.cell_outputs`), called only for a cell that is shown. Each
+    description runs on a thread of its own (:func:`_described`); the read waits
+    :data:`DESCRIBE_WAIT` seconds for them in all. ``In`` and ``Out`` are read as they are
+    now (copied), so cells the user runs meanwhile change nothing here."""
     inputs = namespace.get("In")
     outputs = namespace.get("Out")
     values = dict(outputs) if isinstance(outputs, dict) else {}
     exception = last_exception()
     error = error_output(exception) if exception is not None else None
     raised_in = _raising_cell(exception) if exception is not None else None
+    deadline = time.monotonic() + DESCRIBE_WAIT
     cells: list[dict[str, Any]] = []
     for number, source in enumerate(list(inputs) if isinstance(inputs, list) else []):
         if number == 0 or not isinstance(source, str) or not source.strip():
@@ -99,19 +113,84 @@ def kernel_history(namespace: dict[str, Any]) -> dict[str, Any]:
         after = [error] if error is not None and number == raised_in else []
         cells.append({"id": f"In[{number}]", "cell_type": "code", "execution_count": number,
                       "source": source,
-                      "outputs": (partial(_with_value, number, values[number],
-                                          after) if number in values else after)})
+                      "outputs": (partial(_with_value, variable_text, number, values[number],
+                                          after, deadline) if number in values else after)})
     history: dict[str, Any] = {"source": "kernel", "cells": cells}
     if error is not None and not any(cell["execution_count"] == raised_in for cell in cells):
         history["error"] = error
     return history
 
 
-def _with_value(number: int, value: Any,
-                after: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _with_value(describe: Callable[[str, Any], str], number: int, value: Any,
+                after: list[dict[str, Any]], deadline: float) -> list[dict[str, Any]]:
     """A cell's outputs: its value (``Out[number]``), described, then ``after``."""
-    return [{"output_type": "execute_result",
-             "data": {"text/plain": variable_text(f"Out[{number}]", value)}}, *after]
+    name = f"Out[{number}]"
+    text = _described(describe, name, value, deadline)
+    if text is None:
+        text = (f"{name}: {type_name(type(value))} (not described: describing it took longer "
+                f"than a read waits, {DESCRIBE_WAIT:g} s; it goes on in the background, and "
+                "a later read shows it once done)")
+    return [{"output_type": "execute_result", "data": {"text/plain": text}}, *after]
+
+
+class _Description:
+    """One value's description, made on a thread of :data:`_describers`."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value  # held while it runs: no other value gets its id meanwhile
+        self.done = threading.Event()
+        self.text: str | None = None
+
+
+_describers = DaemonThreads("neta_nb describe", idle_timeout=30.0)
+_running: dict[tuple[int, str], _Description] = {}
+"""Descriptions still running, by their value's id and name: one that outlasted a read is
+waited for by the next, not started again (a thread cannot be stopped: each start of a
+description that never ends would keep one more)."""
+_running_lock = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    """A forked kernel has none of its parent's threads: their descriptions never end
+    there, and its lock may have been held by one of them."""
+    global _running_lock
+    _running.clear()
+    _running_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _described(describe: Callable[[str, Any], str], name: str, value: Any,
+               deadline: float) -> str | None:
+    """``describe(name, value)`` made on a thread of its own, waited for until
+    ``deadline`` (``time.monotonic``; :data:`_DESCRIBE_GRACE` at least); ``None`` when it
+    has not finished by then."""
+    key = (id(value), name)
+    with _running_lock:
+        description = _running.get(key)
+        start = description is None
+        if description is None:
+            description = _running[key] = _Description(value)
+
+    def job() -> Callable[[], None]:
+        try:
+            description.text = describe(name, value)
+        except BaseException as error:  # describe catches all but the user's interrupt
+            description.text = (f"{name}: {type_name(type(value))} (not described: "
+                                f"{type(error).__name__})")
+        with _running_lock:
+            _running.pop(key, None)
+        return description.done.set
+
+    if start:
+        try:
+            _describers.submit(job)
+        except RuntimeError:  # no thread can be started: described here, as before
+            job()()
+    wait = max(_DESCRIBE_GRACE, deadline - time.monotonic())
+    return description.text if description.done.wait(wait) else None
+
 
 
 def error_output(exception: BaseException) -> dict[str, Any]:

@@ -25,7 +25,7 @@ import re
 from collections.abc import Collection
 from typing import Any
 
-from ...escaping import QUOTE_MARK, quoted_lines, unquoted
+from ...escaping import QUOTE_MARK, one_line, quoted_lines, unquoted
 from ...messages import DisplayItem
 from ..rich import image_item
 
@@ -53,7 +53,6 @@ _TRAILER_CHARS = 300
 """Room kept for the line that says which cells were left out."""
 _MAX_IMAGES = 4
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _NAME_CHARS = 200
 _PLAIN_NAME = re.compile(r"[\w\-\[\].]+", re.ASCII)
 """A cell id or type shown as it is (nbformat's ids, ``In[5]``); any other is quoted."""
@@ -102,8 +101,14 @@ def render_notebook(notebook: dict[str, Any], chosen: CellRange,
     end = len(cells) if chosen.end is None else min(chosen.end, len(cells))
     budget = READ_CHARS - _TRAILER_CHARS - sum(len(line) + 1 for line in lines)
     shown_until = start - 1
+    first_with = _first_with_id(cells)
     for position in range(start, end + 1):
         cell_lines = _cell(cells[position - 1], position, full=False)
+        first = first_with.get(_id_key(cells[position - 1]), position)
+        if first != position:  # the tools that take an id find the first cell with it
+            cell_lines.insert(1, f"(cell {first} has this id too, and comes first: "
+                                 "read_notebook(cell_id=...), edit_cell and run_cell "
+                                 f"with it act on cell {first}, not on this one)")
         size = sum(len(line) + 1 for line in cell_lines)
         if size > budget:
             if position > start:
@@ -124,6 +129,22 @@ def render_notebook(notebook: dict[str, Any], chosen: CellRange,
         lines.append(f"Left out to stay short: {'; '.join(left)}. "
                      "read_notebook(cell_id=...) shows one cell in full.")
     return "\n".join(lines)
+
+
+def _id_key(cell: dict[str, Any]) -> str | None:
+    """A cell's id as the tools that take one compare it (a string), if it is one."""
+    value = cell.get("id")
+    return value if isinstance(value, str) else None
+
+
+def _first_with_id(cells: list[dict[str, Any]]) -> dict[str | None, int]:
+    """The position of the first cell with each id. Ids are the page's: a notebook may
+    give two cells the same one, and the tools act on the first."""
+    first: dict[str | None, int] = {}
+    for position, cell in enumerate(cells, 1):
+        first.setdefault(_id_key(cell), position)
+    first.pop(None, None)
+    return first
 
 
 def notebook_cells(notebook: dict[str, Any]) -> list[dict[str, Any]]:
@@ -253,8 +274,7 @@ def _one_line(value: Any, limit: int = _NAME_CHARS) -> str:
     """A name the notebook chose (its file's, an output's) on one line, bounded: a file
     name may hold a newline, and the heading comes before the line that says what follows
     is data."""
-    text = _CONTROL.sub(lambda found: repr(found.group())[1:-1], "" if value is None
-                        else str(value))
+    text = one_line("" if value is None else str(value))
     return text if len(text) <= limit else text[:limit] + "…"
 
 

@@ -16,6 +16,7 @@ import traceback
 from collections.abc import Mapping
 from typing import Any
 
+from ...escaping import quoted_lines
 from ..builtin.variables import describe_variable, preview_value, trusted_class, type_name
 
 __all__ = ["cell_text", "error_text", "last_exception", "variable_text"]
@@ -42,7 +43,12 @@ def variable_text(name: str, value: Any) -> str:
 
 def cell_text(number: int, namespace: Mapping[str, Any]) -> str | None:
     """The cell executed as ``[number]``: its source (as IPython ran it) and its result
-    (``Out[number]``, described as a variable is); ``None`` when no cell ran as that."""
+    (``Out[number]``, described as a variable is); ``None`` when no cell ran as that.
+
+    The source's lines and those of the value's longer preview are quoted (``│ ``,
+    :func:`~neta_nb.escaping.quoted_lines`, as ``read_notebook`` shows a cell): the lines
+    that are not (``In [n]:``, the value's own line, a note of a cut) are these, so a
+    source or a value printing ``Out[n]: …`` cannot pass for the cell's result."""
     sources = namespace.get("_ih", namespace.get("In"))
     if not isinstance(sources, list) or not 0 < number < len(sources):
         return None
@@ -50,18 +56,20 @@ def cell_text(number: int, namespace: Mapping[str, Any]) -> str | None:
     if not isinstance(source, str):
         return None
     source = source.rstrip("\n")
+    lines = quoted_lines(source[:SOURCE_CHARS])
     if len(source) > SOURCE_CHARS:
-        source = (f"{source[:SOURCE_CHARS]}\n… (cut: {len(source) - SOURCE_CHARS:,} more "
-                  f"characters)")
+        lines.append(f"… (cut: {len(source) - SOURCE_CHARS:,} more characters)")
     results = namespace.get("_oh", namespace.get("Out"))
     if isinstance(results, dict) and number in results:
         result = variable_text(f"Out[{number}]", results[number])
         if len(result) > RESULT_CHARS:
             result = result[:RESULT_CHARS - 1] + "…"
+        line, _, detail = result.partition("\n")  # the value's line is one line
+        result = "\n".join([line, *quoted_lines(detail)])
     else:
         result = (f"Out[{number}]: no value (what the cell printed or displayed is not kept "
                   "by the kernel)")
-    return f"In [{number}]:\n{source}\n\n{result}"
+    return "\n".join([f"In [{number}]:", *lines, "", result])
 
 
 def last_exception() -> BaseException | None:

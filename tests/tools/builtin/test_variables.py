@@ -51,6 +51,20 @@ def test_output_is_bounded_and_filterable() -> None:
     assert describe_variables({}) == "The notebook has no variables yet."
 
 
+def test_a_name_or_column_with_a_line_break_cannot_add_a_variable_line() -> None:
+    # A name set through globals() and a column label hold line breaks, each followed by
+    # what would read as another variable's line.
+    forged = "b: int = 1"
+    namespace = {"a\n" + forged: 5, "c\u2028" + forged: 6,
+                 "frame": pd.DataFrame({"x\r\n" + forged: [1], "y\x85" + forged: [2]})}
+    text = describe_variables(namespace)
+    lines = text.splitlines()
+    assert len(lines) == 3, text
+    assert [line for line in lines if line.startswith("b:")] == []
+    assert lines[0] == "a\\nb: int = 1: int = 5"
+    assert "columns {x\\r\\nb: int = 1: int64, y\\x85b: int = 1: int64}" in lines[2]
+
+
 def test_a_broken_object_does_not_break_the_listing() -> None:
     class Hostile:
         @property
