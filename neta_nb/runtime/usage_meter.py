@@ -204,7 +204,6 @@ class UsageMeter:
         self._chars_since_usage = count_characters(
             [m for m in since if m.parts and (m.role != "assistant" or m.metadata.usage is None)])
 
-
     def _count(self, messages: Sequence[Message], compactions: Sequence[CompactionRecord]
                ) -> tuple[Usage, Spend, Spend]:
         """The usage of the calls ``messages`` and ``compactions`` hold, what the
