@@ -98,7 +98,13 @@ async def test_rewinds_over_overlapping_turns_count_each_call_once() -> None:
 async def test_what_was_gone_back_over_is_stored_and_resumed(store_target: str | Path
                                                              ) -> None:
     store = SessionStore(store_target)
-    session, _ = await _retried(store)
+    session, _, _ = _priced(["one", "two", "two again"], store)
+    await session.run("first")
+    await session.run("second")
+    kept = session.rewind(session.messages[2].id)  # as a retry does, then its turn
+    assert kept is not None
+    kept.flush()  # the branch is stored before the database goes
+    await session.run("second")
     session.flush()
     record = store.get_session(session.id)
     assert record is not None and record.cost_usd == pytest.approx(2 * PER_CALL)
