@@ -187,3 +187,17 @@ async def test_the_warning_and_the_stop_say_what_was_paid_for_turns_gone_back_ov
          "or start a new session to go on.")]
     assert warnings[0].params["rewound"] == "$0.0060"
     assert session.cost_usd == pytest.approx(4 * PER_CALL)
+
+
+async def test_a_rewind_to_before_a_compaction_counts_its_summary_as_paid() -> None:
+    session, _, _ = make_session([answer(t, usage=CALL) for t in ("a1", "a2", "a3", "summary")],
+                                 agent_options={"keep_recent_turns": 1})
+    session.provider.price = PRICE
+    for prompt in ("p1", "p2", "p3"):
+        await session.run(prompt)
+    assert await session.compact() is not None
+    assert (session.cost_usd, session.spent_usd) == pytest.approx((4 * PER_CALL, 4 * PER_CALL))
+    session.rewind(session.messages[4].id)  # p3: a3 and the summary of p1..a3 go
+    assert session.compactions == []
+    assert (session.cost_usd, session.spent_usd) == pytest.approx((2 * PER_CALL, 4 * PER_CALL))
+    assert session._meter.rewound.calls == 2
