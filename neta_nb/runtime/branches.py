@@ -7,18 +7,21 @@ the model continues holds exactly the chosen branch.
 Everything a session shows besides its messages follows from them, so a branch is its
 messages and the state they give: the plan is the latest ``todo`` result among them, the
 skill and tool cards are their metadata, the token, context and cost figures their usage
-(each call counted once: what counts against the budget is what the kept history cost),
-and the thinking level the one its last prompt ran at. A retry or an edit checks all that
-can refuse its turn before it rewinds: a refused one changes nothing. A fork never writes
-to what it is forked from. A branch, and a session rewound to before a compaction, is
-uncompacted (the model is sent its messages; it is compacted again when it grows past the
-agent's threshold); a branch holds no sub-agent sessions of its own (the cards of the
-delegations it copied show their runs as stored).
+(each call counted once), and the thinking level the one its last prompt ran at. What a
+session paid for the turns a rewind drops stays paid: it leaves ``cost_usd`` but is kept
+beside it (``spent_usd``, the stored record) and counts against the session's budget,
+each call once; a fork is a new session and counts only the history it copies. A retry
+or an edit checks all that can refuse its turn before it rewinds: a refused one changes
+nothing. A fork never writes to what it is forked from. A branch, and a session rewound
+to before a compaction, is uncompacted (the model is sent its messages; it is compacted
+again when it grows past the agent's threshold); a branch holds no sub-agent sessions of
+its own (the cards of the delegations it copied show their runs as stored).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -83,6 +86,8 @@ class Branches:
         # A compaction of what stays keeps its view (less what is dropped); one of what is
         # dropped, or none, leaves the model the messages themselves.
         compacted = bool(compactions) and len(compactions) == len(session.compactions)
+        # What the dropped turns cost was paid: it stays counted, apart from the history's.
+        session._meter.set_aside(dropped, _compactions_from(session, index))
         session._saved.forget_messages([m.id for m in dropped], keep_view=compacted)
         gone = {m.id for m in dropped}
         view = [m for m in session._history.view if m.id not in gone] if compacted else messages
@@ -163,7 +168,6 @@ def _restore_state(session: AgentSession) -> None:
     session._crew.begin_turn()
     session._meter.price = session.provider.price
     session._meter.restore(session.messages, session.compactions)
-    session._budget.forget()
 
 
 def _level_at(messages: Sequence[Message], session: AgentSession) -> ThinkLevel | None:
@@ -191,13 +195,22 @@ def _compactions_before(session: AgentSession, index: int) -> list[CompactionRec
     return [c for c in session.compactions if c.after_message <= index]
 
 
-def _spent_before(session: AgentSession, index: int) -> Spend:
-    """What the session will have spent once rewound to ``index``: what its messages
-    before it cost (their calls, summaries and sub-agent runs)."""
+def _compactions_from(session: AgentSession, index: int) -> list[CompactionRecord]:
+    """The compactions a rewind to ``index`` drops (the others')."""
+    return [c for c in session.compactions if c.after_message > index]
+
+
+def _paid_after_rewind(session: AgentSession, index: int) -> tuple[Spend, Spend]:
+    """What the session will have paid once rewound to ``index``, and what of it for
+    turns gone back over: its messages before ``index`` are its history, those from it
+    on join what it had set aside (their calls, summaries and sub-agent runs)."""
+    history = session._history.messages
     meter = UsageMeter(session.context.max_tokens)
     meter.price = session.provider.price
-    meter.restore(session._history.messages[:index], _compactions_before(session, index))
-    return meter.session_spend(TurnUsage())
+    meter.rewound = dataclasses.replace(session._meter.rewound)
+    meter.set_aside(history[index:], _compactions_from(session, index))
+    meter.restore(history[:index], _compactions_before(session, index))
+    return meter.paid(TurnUsage()), meter.rewound
 
 
 def _again(session: AgentSession, prompt: Message, text: str | None) -> asyncio.Task[Any]:
@@ -214,7 +227,7 @@ def _again(session: AgentSession, prompt: Message, text: str | None) -> asyncio.
         kept = [p for p in kept if not is_from_mention(p, prompt.text, session.working_dir)]
     message = session._ready(text, None, [p for p in kept if isinstance(p, MentionPart)]
                              if text == prompt.text else None,
-                             spent=_spent_before(session, index))
+                             paid=_paid_after_rewind(session, index))
     message.parts.extend(part.model_copy(deep=True) for part in kept
                          if not isinstance(part, MentionPart))
     asyncio.get_running_loop()  # a turn needs one (RuntimeError without), before the rewind

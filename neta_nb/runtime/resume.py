@@ -23,6 +23,7 @@ from ..thinking import THINK_LEVELS
 from ..todo import TodoStore
 from ..tools import ToolCatalog
 from .agent import Agent
+from .budget import Spend
 from .stored_endpoint import StoredEndpointError, StoredOrigin
 
 if TYPE_CHECKING:
@@ -95,6 +96,8 @@ def resume_session(cls: type[AgentSession], session_id: str, store: SessionStore
     session.todo = TodoStore.hydrate_from_history(history.messages)
     session._meter.price = session.provider.price
     session._meter.restore(history.messages, session.compactions)
+    # What it paid for turns it went back over is in no message: its record keeps it.
+    session._meter.rewound = Spend(**record.rewound.model_dump())
     draft = stored.draft
     if draft is not None or record.running or record.owner_died:
         # Calls whose tools were running when the process died get their error result

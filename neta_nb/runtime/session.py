@@ -430,12 +430,13 @@ class AgentSession(TurnLoop, Branches):
 
     def _ready(self, prompt: str, attachments: Sequence[Any] | None,
                mentions: Sequence[MentionPart] | None = None, *,
-               spent: Spend | None = None) -> Message:
+               paid: tuple[Spend, Spend] | None = None) -> Message:
         """The checks before a turn (idle, budget, a sub-agent tree changed since), then
-        its prompt; nothing is changed. ``spent``: the session's spend when the turn will
-        start, if not what it is now (a retry's, after its rewind)."""
+        its prompt; nothing is changed. ``paid``: all the session will have paid when the
+        turn starts and what of it for turns gone back over, if not what it has now (a
+        retry's, after its rewind)."""
         self._check_idle()
-        self._check_budget(spent)
+        self._check_budget(paid)
         self.agent.check_subagents()
         message = Message.user(encodable(prompt))
         message.metadata.think_level = self.think_level
@@ -469,7 +470,7 @@ class AgentSession(TurnLoop, Branches):
                 "mcp_servers": self.catalog.mcp_server_specs(),
                 "parent_id": self.parent_id, "parent_call_id": self.parent_call_id,
                 "branch_of": self.branch_of, "branch_at": self.branch_at,
-                "cost_usd": self.cost_usd}
+                "cost_usd": self.cost_usd, "rewound": dataclasses.asdict(self._meter.rewound)}
 
     def _save_record(self, **fields: Any) -> None:
         self._saved.save_record(self._history.messages, **fields)

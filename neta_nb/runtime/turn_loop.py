@@ -353,7 +353,18 @@ class TurnLoop:
         """What this session has cost in USD — its own calls, summaries and sub-agents'
         — or ``None`` when a call's cost is unknown (a model with no price, a call that
         reported no usage)."""
-        spent = self._session_spend()
+        return self._usd(self._session_spend())
+
+    @property
+    def spent_usd(self) -> float | None:
+        """All this session has paid in USD: :attr:`cost_usd` (its history's calls) and
+        what it paid for the calls of turns it went back over (:meth:`retry`,
+        :meth:`edit`, :meth:`rewind`), each call counted once — what counts against
+        ``agent.budget_usd``. ``None`` when a call's cost is unknown. A fork starts with
+        its copied history's cost and none of this session's turns gone back over."""
+        return self._usd(self._meter.paid(self._crew.turn_usage))
+
+    def _usd(self, spent: Spend) -> float | None:
         if spent.calls == 0:
             return 0.0 if self.provider.price is not None else None
         return spent.value
@@ -372,10 +383,12 @@ class TurnLoop:
             return False
         crew = self._crew.turn_usage
         turn_spent = turn.spend.usd + (crew.cost_usd or 0.0)
-        session = self._session_spend()
-        unknown = (session.unknown or turn.spend.unknown
+        meter = self._meter
+        paid = meter.paid(crew)  # turns gone back over were paid too
+        unknown = (paid.unknown or turn.spend.unknown
                    or bool(crew.api_calls and crew.cost_usd is None))
-        if self._budget.check(agent, turn_spent, session.usd, unknown=unknown) is None:
+        if self._budget.check(agent, turn_spent, paid.usd, unknown=unknown,
+                              rewound=meter.rewound.usd) is None:
             return False
         turn.budget_stop = True
         return True
@@ -388,14 +401,18 @@ class TurnLoop:
             raise RuntimeError("the session is compacting its history; try again when "
                                "compact() has finished")
 
-    def _check_budget(self, spent: Spend | None = None) -> None:
-        """Before a turn: see :meth:`BudgetGuard.before_turn`. ``spent``: what the session
-        will have spent when the turn starts, if not what it has now (a retry's, after
-        its rewind)."""
+    def _check_budget(self, paid: tuple[Spend, Spend] | None = None) -> None:
+        """Before a turn: see :meth:`BudgetGuard.before_turn`. ``paid``: all the session
+        will have paid when the turn starts and what of it for turns gone back over, if
+        not what it has now (a retry's, after its rewind)."""
         if self.agent.budget_usd is not None or self.agent.turn_budget_usd is not None:
-            self._budget.before_turn(
-                self.agent, self.provider,
-                lambda: (self._session_spend() if spent is None else spent).usd)
+            self._budget.before_turn(self.agent, self.provider, lambda: self._paid_now(paid))
+
+    def _paid_now(self, paid: tuple[Spend, Spend] | None) -> tuple[float, float]:
+        if paid is None:
+            meter = self._meter
+            return meter.paid(self._crew.turn_usage).usd, meter.rewound.usd
+        return paid[0].usd, paid[1].usd
 
     def _record_subagent(self, call_id: str, record: SubagentRun) -> None:
         """Keep a child's run on its ``delegate`` call's execution (resume rebuilds the

@@ -62,6 +62,11 @@ class UsageMeter:
         self.children = Spend()
         """What its sub-agents cost in the turns before the current one (the current
         turn's are the crew's until the next turn begins: :meth:`add_children`)."""
+        self.rewound = Spend()
+        """What the session paid for the calls of turns it went back over (retry, edit,
+        rewind: :meth:`set_aside`), each counted once — no longer in its history or its
+        figures, but paid, so counted against its budget (:meth:`paid`). A restore keeps
+        it; a new session (a fork) starts without."""
         self.last_call_cost: float | None = None
         """The cost of the latest call recorded (kept on its message)."""
 
@@ -73,12 +78,24 @@ class UsageMeter:
         """The session's spend so far: its own calls, its sub-agents' of earlier turns and
         ``running_children`` (the current turn's); what is known, and whether some calls'
         cost is not."""
-        spent = Spend(self.spent.usd, self.spent.calls, self.spent.unknown)
-        spent.add(self.children.usd, self.children.calls)
-        spent.unknown |= self.children.unknown
+        spent = self.spent.plus(self.children)
         spent.add(running_children.cost_usd or 0.0, running_children.api_calls)
         spent.unknown |= bool(running_children.api_calls and running_children.cost_usd is None)
         return spent
+
+    def paid(self, running_children: TurnUsage) -> Spend:
+        """All the session has paid: :meth:`session_spend` (its history's calls) and
+        :attr:`rewound` (those of turns it went back over) — what its budget counts."""
+        return self.session_spend(running_children).plus(self.rewound)
+
+    def set_aside(self, messages: Sequence[Message],
+                  compactions: Sequence[CompactionRecord]) -> None:
+        """``messages`` and ``compactions`` leave the session's history (a rewind drops
+        them): what their calls cost joins :attr:`rewound`. Each call is held by one
+        message or compaction, which leaves the history once, so it is counted once."""
+        _total, own, children = self._count(messages, compactions)
+        self.rewound.include(own)
+        self.rewound.include(children)
 
     def cost_of(self, usage: Usage | None) -> float | None:
         """What a call that used ``usage`` cost, or ``None`` (no price, no usage)."""
@@ -165,27 +182,14 @@ class UsageMeter:
         branch's, a rewound one's — in place of any there were: every call's usage and
         cost (summaries and sub-agent runs included) and the window after the latest call
         or, if later, the latest compaction. Nothing counted before is kept: each call is
-        counted once, from the message that holds it."""
-        self.total, self.spent, self.children = Usage(), Spend(), Spend()
+        counted once, from the message that holds it. What was paid for turns gone back
+        over (:attr:`rewound`) is not the history's and stays."""
+        self.total, self.spent, self.children = self._count(messages, compactions)
         self.context, self.last_turn, self.last_call_cost = self.context_of(0), TurnUsage(), None
         last_index, last_usage = -1, None
         for index, message in enumerate(messages):
-            if message.metadata.usage is not None:
-                self.total = self.total + message.metadata.usage
-                if message.role == "assistant":
-                    last_index, last_usage = index, message.metadata.usage
-            if message.role == "assistant":  # every model call, as it was counted live
-                self.spent.add(message.metadata.cost_usd)
-            for execution in message.metadata.tool_executions:
-                run = execution.subagent
-                if run is not None and run.api_calls:
-                    self.children.add(run.cost_usd, run.api_calls)
-        for compaction in compactions:
-            if compaction.usage is not None:
-                self.total = self.total + compaction.usage
-            # Its stored cost; a row from before costs were kept: the price now.
-            self.spent.add(compaction.cost_usd if "cost_usd" in compaction.model_fields_set
-                           else self.cost_of(compaction.usage))
+            if message.role == "assistant" and message.metadata.usage is not None:
+                last_index, last_usage = index, message.metadata.usage
         latest = compactions[-1] if compactions else None
         if latest is not None and latest.after_message > last_index:
             self.context = self.context_of(latest.tokens_after, "compaction")
@@ -199,6 +203,28 @@ class UsageMeter:
         # still counts toward the next call's estimate.
         self._chars_since_usage = count_characters(
             [m for m in since if m.parts and (m.role != "assistant" or m.metadata.usage is None)])
+
+    def _count(self, messages: Sequence[Message], compactions: Sequence[CompactionRecord]
+               ) -> tuple[Usage, Spend, Spend]:
+        """The usage of the calls ``messages`` and ``compactions`` hold, what the
+        session's own cost (summaries included) and what its sub-agents' runs cost."""
+        total, own, children = Usage(), Spend(), Spend()
+        for message in messages:
+            if message.metadata.usage is not None:
+                total = total + message.metadata.usage
+            if message.role == "assistant":  # every model call, as it was counted live
+                own.add(message.metadata.cost_usd)
+            for execution in message.metadata.tool_executions:
+                run = execution.subagent
+                if run is not None and run.api_calls:
+                    children.add(run.cost_usd, run.api_calls)
+        for compaction in compactions:
+            if compaction.usage is not None:
+                total = total + compaction.usage
+            # Its stored cost; a row from before costs were kept: the price now.
+            own.add(compaction.cost_usd if "cost_usd" in compaction.model_fields_set
+                    else self.cost_of(compaction.usage))
+        return total, own, children
 
 
 def _add(current: TurnUsage, usage: Usage, price: ModelPrice | None, *,

@@ -5,20 +5,39 @@ compaction (:class:`CompactionRecord`) and the model's compacted view
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from ..messages import KnownCost, KnownUsage, Message
 from .process_owner import ProcessOwner
 
-__all__ = ["UNTITLED", "CompactedView", "CompactionRecord", "SessionRecord", "automatic_title",
-           "one_line"]
+__all__ = ["UNTITLED", "CompactedView", "CompactionRecord", "RewoundSpend", "SessionRecord",
+           "automatic_title", "one_line"]
 
 UNTITLED = "New chat"
 """The title of a session before its first prompt (views show it in their language)."""
+
+
+class RewoundSpend(BaseModel):
+    """What a session paid for the calls of turns it went back over, each counted once:
+    the known cost, how many calls, and whether some call's cost is unknown (then the
+    sum is unknown, and ``usd`` is what is known of it)."""
+
+    usd: float = 0.0
+    calls: int = 0
+    unknown: bool = False
+
+    @model_validator(mode="after")
+    def _never_a_credit(self) -> RewoundSpend:
+        # A damaged record's negative or non-finite sum is unknown, never a credit
+        # against the budget (as a stored cost is: messages.KnownCost).
+        if not (math.isfinite(self.usd) and self.usd >= 0) or self.calls < 0:
+            self.usd, self.calls, self.unknown = 0.0, max(self.calls, 0), True
+        return self
 
 
 class SessionRecord(BaseModel):
@@ -53,7 +72,12 @@ class SessionRecord(BaseModel):
     """A branch's: the message of :attr:`branch_of` it was forked at (its last one, but for
     the results of that message's tool calls, which a fork takes along)."""
     cost_usd: KnownCost = None
-    """What the session has cost in USD so far (sub-agents included), when known."""
+    """What the session's history has cost in USD so far (sub-agents included), when
+    known."""
+    rewound: RewoundSpend = Field(default_factory=RewoundSpend)
+    """What the session paid for the calls of turns it went back over (retry, edit,
+    rewind): not in its history or :attr:`cost_usd`, but counted against its budget
+    (records from before it was kept: nothing)."""
     user: str | None = None
     """Whose session it is (the JupyterHub user, else the OS user of the kernel that
     created it); ``None`` in records from before sessions had owners."""

@@ -1,7 +1,8 @@
 """Money and tokens after rewind, retry, edit and fork, on a priced model: the session's
-figures — in memory, in its stored record (the session list shows its cost) and against
-its budget — are those of a session that ran only the kept history; every call is counted
-once, in the session whose history holds it."""
+figures — in memory and in its stored record (the session list shows its cost) — are
+those of a session that ran only the kept history; every call is counted once, in the
+session whose history holds it. Its budget counts that and what it paid for the turns it
+went back over (tests/runtime/test_branch_budget.py)."""
 
 from __future__ import annotations
 
@@ -95,21 +96,24 @@ async def test_retry_and_edit_count_each_call_once() -> None:
     assert _figures(session) == _only(session.messages)
 
 
-async def test_a_rewound_turn_does_not_count_against_the_budget_twice() -> None:
-    # Two calls are within the budget, three are not: a retry of the second turn, with
-    # the first turn's money and the retried one's, runs.
-    session, _ = _priced(None, ["one", "two", "two again", "two once more", "three"],
-                         agent_options={"budget_usd": PER_CALL * 2.5})
+async def test_a_rewound_turn_stays_paid_against_the_budget_and_counts_once() -> None:
+    # Two calls are within the budget, three are not: a retry of the second turn runs
+    # (two calls paid when it starts) and its call, the third paid, reaches the budget.
+    session, rec, _ = make_session([answer(t, usage=CALL) for t in ("one", "two", "two again")],
+                                   agent_options={"budget_usd": PER_CALL * 2.5})
+    session.provider.price = PRICE
     await session.run("first")
     await session.run("second")
     await session.retry()
     assert session.cost_usd == pytest.approx(2 * PER_CALL)
-    await session.retry()
-    assert session.cost_usd == pytest.approx(2 * PER_CALL)
-    # The budget counts the kept history: a third turn would pass it and is refused.
-    await session.run("third")
+    assert session.spent_usd == pytest.approx(3 * PER_CALL)
+    assert rec.of("done")[-1].stop_reason == "budget"
+    # The replaced turn was paid: a second retry is refused, as is a third turn.
     with pytest.raises(BudgetExceededError):
-        await session.run("fourth")
+        session.retry()
+    with pytest.raises(BudgetExceededError):
+        await session.run("third")
+    assert session.cost_usd == pytest.approx(2 * PER_CALL)
 
 
 async def test_a_fork_and_a_rewind_count_sub_agents_once() -> None:
@@ -141,13 +145,15 @@ async def test_a_fork_and_a_rewind_count_sub_agents_once() -> None:
     assert fork.cost_usd == pytest.approx(called + 3 * PER_CALL)
 
 
-async def test_after_a_rewind_the_budget_warns_again_as_for_the_kept_history() -> None:
+async def test_a_rewind_gives_back_no_budget_and_warns_no_more() -> None:
     session, rec, provider = make_session([answer(t, usage=CALL) for t in ("1", "2", "2b")],
                                           agent_options={"budget_usd": PER_CALL * 2.2})
     provider.price = PRICE
     await session.run("first")
     await session.run("second")  # 91 % of the budget: warned
     assert [w.code for w in rec.of("warning")] == ["budget_warning_session"]
-    session.rewind(session.messages[2].id)  # back to 45 %
-    await session.run("second, again")  # 91 % again: warned again
-    assert [w.code for w in rec.of("warning")] == ["budget_warning_session"] * 2
+    session.rewind(session.messages[2].id)  # still 91 % paid: no new warning
+    await session.run("second, again")  # 136 %: stopped, saying what went back
+    assert [w.code for w in rec.of("warning")] == ["budget_warning_session",
+                                                   "budget_reached_session_rewound"]
+    assert rec.of("done")[-1].stop_reason == "budget"

@@ -73,11 +73,14 @@ async def test_an_edit_with_an_unknown_mention_changes_nothing(tmp_path: Path) -
 
 async def test_a_retry_the_budget_refuses_changes_nothing(tmp_path: Path) -> None:
     session, store, chat = await _two_turns(tmp_path)
-    # The history a retry of the second prompt keeps cost one call: within $0.009, not
-    # within $0.006.
+    # A retry of the second prompt keeps one call and the one it replaces stays paid:
+    # two calls, $0.012, within $0.015, not within $0.006 or $0.009 (though the kept
+    # history, $0.006, is).
     session.agent.budget_usd = PER_CALL
     _unchanged(session, store, chat, session.retry, BudgetExceededError, "budget")
-    session.agent.budget_usd = PER_CALL * 1.5  # two calls spent, but the kept one fits
+    session.agent.budget_usd = PER_CALL * 1.5
+    _unchanged(session, store, chat, session.retry, BudgetExceededError, "went back over")
+    session.agent.budget_usd = PER_CALL * 2.5
     await session.retry()
     assert [m.text for m in session.messages] == ["first", "one", "second", "again"]
     chat.close()
