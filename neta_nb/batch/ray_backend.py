@@ -211,7 +211,11 @@ def _agent_of(spec: dict[str, Any]) -> Agent:
     if spec.get("agent_object") is not None:
         agent: Agent = spec["agent_object"]
         return agent
-    return Agent.from_record(spec["agent_record"], ToolCatalog.default())
+    agent = Agent.from_record(spec["agent_record"], ToolCatalog.default())
+    # Settings another user stored (a resumed run, a sub-agent of a resumed session) are
+    # checked here as in the kernel: the record alone would make them this process's own.
+    agent.set_provider_origins(spec.get("agent_origins") or {})
+    return agent
 
 
 class RayBackend:
@@ -232,6 +236,7 @@ class RayBackend:
         self.spec = {"store": store_target, "run_id": run_id, "template": template,
                      "output": output, "max_attempts": max_attempts, "lease": lease,
                      "agent_record": agent.to_record(agent.create_provider()),
+                     "agent_origins": agent.provider_origins(),
                      "agent_object": agent if not isinstance(agent.model, str | None)
                      else None}
         self._actors: list[Any] = []

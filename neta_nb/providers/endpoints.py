@@ -30,8 +30,8 @@ URL_VARIABLES = {"openai": "OPENAI_BASE_URL", "openai-compatible": "OPENAI_BASE_
 
 KEY_VARIABLES = {"openai": ("OPENAI_API_KEY",),
                  "openai-compatible": ("OPENAI_API_KEY",),
-                 # Without DEEPSEEK_API_KEY the OpenAI SDK falls back to OPENAI_API_KEY.
-                 "deepseek": ("DEEPSEEK_API_KEY", "OPENAI_API_KEY"),
+                 # Never OPENAI_API_KEY: a DeepSeek provider without its own key is refused.
+                 "deepseek": ("DEEPSEEK_API_KEY",),
                  # The Anthropic SDK sends ANTHROPIC_AUTH_TOKEN as a bearer token.
                  "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")}
 """The variables a provider of each supplier (or its SDK) takes a credential from when

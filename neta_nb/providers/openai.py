@@ -201,8 +201,12 @@ class OpenAIProvider(Provider):
 def _credentials(supplier: str, api_key: str | None,
                  base_url: str | None) -> tuple[str | None, str | None]:
     if supplier == "deepseek":
-        return (api_key or os.environ.get("DEEPSEEK_API_KEY") or None,
-                base_url or os.environ.get("DEEPSEEK_BASE_URL") or DEEPSEEK_BASE_URL)
+        key = api_key or os.environ.get("DEEPSEEK_API_KEY") or None
+        if key is None:
+            # Given no key, the SDK would send OPENAI_API_KEY — OpenAI's key, to DeepSeek.
+            raise ValueError("a deepseek provider needs DEEPSEEK_API_KEY (or api_key=); "
+                             "OPENAI_API_KEY is OpenAI's key and is not sent to DeepSeek")
+        return key, base_url or os.environ.get("DEEPSEEK_BASE_URL") or DEEPSEEK_BASE_URL
     key = api_key or os.environ.get("OPENAI_API_KEY") or None
     url = base_url or os.environ.get("OPENAI_BASE_URL") or None
     if supplier == "openai-compatible":

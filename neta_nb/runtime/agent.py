@@ -246,6 +246,31 @@ class Agent:
                 stored["request_options_withheld"] = list(dict.fromkeys(noted))
         return stored
 
+    def provider_origins(self) -> dict[tuple[str, ...], StoredOrigin]:
+        """Where the stored provider settings of each agent of this tree were read from
+        (:attr:`provider_settings_origin`), by the path of names below this agent (``()``
+        is this one): a definition sent as a record elsewhere (a batch worker) keeps
+        them with :meth:`set_provider_origins`, so its providers are checked there too."""
+        found: dict[tuple[str, ...], StoredOrigin] = {}
+        pending: list[tuple[tuple[str, ...], Agent]] = [((), self)]
+        while pending:
+            path, agent = pending.pop()
+            if agent.provider_settings_origin is not None:
+                found[path] = agent.provider_settings_origin
+            if len(path) <= _MAX_PATH:  # a tree built in memory may loop
+                pending.extend(((*path, child.name), child) for child in agent.subagents)
+        return found
+
+    def set_provider_origins(self, origins: Mapping[tuple[str, ...], StoredOrigin]) -> None:
+        """Give back the origins :meth:`provider_origins` listed to the agents at their
+        paths in this tree (an agent rebuilt from the same definition)."""
+        for path, origin in origins.items():
+            agent: Agent | None = self
+            for name in path:
+                agent = agent.subagent(name) if agent is not None else None
+            if agent is not None:
+                agent.provider_settings_origin = origin
+
     @classmethod
     def from_record(cls, data: dict[str, Any], catalog: ToolCatalog, *,
                     origin: StoredOrigin | None = None) -> Agent:
@@ -294,6 +319,10 @@ class Agent:
             named = str(error).split(" ", 1)[0]  # the checks start with the field's name
             field_name = at + named if named in _StoredAgent.model_fields else at.rstrip(".")
             raise DamagedAgentRecordError(where, field_name, f"{error}{inside}") from None
+
+
+_MAX_PATH = 64
+"""Deepest path :meth:`Agent.provider_origins` walks: a cycle built in memory stops there."""
 
 
 class DamagedAgentRecordError(ValueError):

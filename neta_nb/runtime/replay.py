@@ -20,6 +20,7 @@ import base64
 import dataclasses
 import inspect
 import json
+import logging
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -38,12 +39,14 @@ from .agent import Agent
 from .approvals import ApprovalPolicy
 from .replay_report import Check, ReplayReport, ReplayTurn, TurnFigures
 from .session import AgentSession
-from .stored_endpoint import StoredOrigin
+from .stored_endpoint import StoredOrigin, admitted_mcp_servers
 
 if TYPE_CHECKING:
     from ..thinking import ThinkLevel
 
 __all__ = ["llm_judge", "replay", "replay_all"]
+
+log = logging.getLogger(__name__)
 
 
 async def replay(session: str | SessionRecord | AgentSession, *,
@@ -208,15 +211,24 @@ class _Original:
             return self.live.catalog
         catalog = ToolCatalog.default()
         if self.record is not None and self.record.mcp_servers:
-            catalog.restore_mcp_servers(self.record.mcp_servers)
+            # Another user's servers are left out: their command would run here.
+            admitted, refused = admitted_mcp_servers(self.record.mcp_servers,
+                                                     self.origin, set(catalog.mcp_servers))
+            for problem in [*refused, *catalog.restore_mcp_servers(admitted)]:
+                log.warning("replay %s: %s", self.record.id, problem)
         return catalog
 
     def agent(self, catalog: ToolCatalog) -> Agent:
         if self.live is not None:
             return self.live.agent
         assert self.record is not None
-        return Agent.from_record(self.record.agent, catalog, origin=StoredOrigin(
-            f"session {self.record.id!r}", self.record.user))
+        return Agent.from_record(self.record.agent, catalog, origin=self.origin)
+
+    @property
+    def origin(self) -> StoredOrigin:
+        """Where the stored session was read from, and who wrote it."""
+        assert self.record is not None
+        return StoredOrigin(f"session {self.record.id!r}", self.record.user)
 
 
 def _children_from_history(agent: Agent, store: SessionStore, session_ids: Sequence[str],

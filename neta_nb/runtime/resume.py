@@ -24,7 +24,7 @@ from ..todo import TodoStore
 from ..tools import ToolCatalog
 from .agent import Agent
 from .budget import Spend
-from .stored_endpoint import StoredEndpointError, StoredOrigin
+from .stored_endpoint import StoredEndpointError, StoredOrigin, admitted_mcp_servers
 
 if TYPE_CHECKING:
     from .session import AgentSession
@@ -71,15 +71,18 @@ def resume_session(cls: type[AgentSession], session_id: str, store: SessionStore
     if store.shared:
         check_owned(record)
     catalog = catalog if catalog is not None else ToolCatalog.default()
-    # MCP servers come back before the agent, so its config finds their tools.
-    for problem in catalog.restore_mcp_servers(record.mcp_servers):
+    origin = StoredOrigin(f"session {session_id!r}", record.user)
+    # MCP servers come back before the agent, so its config finds their tools; another
+    # user's are left out (their command would run here).
+    admitted, refused = admitted_mcp_servers(record.mcp_servers, origin,
+                                             set(catalog.mcp_servers))
+    for problem in [*refused, *catalog.restore_mcp_servers(admitted)]:
         log.warning("resume %s: %s", session_id, problem)
     if agent is None:
         for problem in withheld_from_urls(record.agent,
                                           provider_given=options.get("provider") is not None):
             log.warning("resume %s: %s", session_id, problem)
-        agent = Agent.from_record(record.agent, catalog, origin=StoredOrigin(
-            f"session {session_id!r}", record.user))
+        agent = Agent.from_record(record.agent, catalog, origin=origin)
         for problem in refused_subagent_endpoints(agent):
             log.warning("resume %s: %s", session_id, problem)
     level = record.think_level if record.think_level in THINK_LEVELS else None

@@ -22,10 +22,17 @@ The rule, for a provider rebuilt from stored settings (:attr:`Agent.provider_set
 Settings the reader gave in code, and a provider given to the entry point
 (``AgentSession.resume(..., provider=...)``, ``replay(..., model=...)``, an ``agent=``),
 are the reader's own choice and never checked.
+
+A session's stored MCP servers (a command to start in the reader's kernel, a URL to send
+the reader's tool calls to) come back only from the reader's own record
+(:func:`admitted_mcp_servers`); from another user's, or one that names no writer, each is
+left out with a message naming its command or URL and how to add it on purpose — unless
+the reader's catalog already has a server of that name, which is kept as it is.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from ..providers.base import Provider
@@ -37,7 +44,8 @@ from ..providers.endpoints import (
 )
 from ..store.process_owner import current_user
 
-__all__ = ["StoredEndpointError", "StoredOrigin", "check_stored_endpoint"]
+__all__ = ["StoredEndpointError", "StoredOrigin", "admitted_mcp_servers",
+           "check_stored_endpoint"]
 
 
 @dataclass(frozen=True)
@@ -89,3 +97,39 @@ def check_stored_endpoint(provider: Provider, origin: StoredOrigin | None,
         f"provider (BatchRun.resume, a sub-agent){also}. To use your own endpoint "
         f"instead: provider=create_provider({provider.model_id!r}) to a resume, "
         f"model={provider.model_id!r} to a replay")
+
+
+def admitted_mcp_servers(specs: Iterable[Mapping[str, object]], origin: StoredOrigin,
+                         present: Collection[str]) -> tuple[list[Mapping[str, object]],
+                                                            list[str]]:
+    """The stored MCP server specs a resume or replay may bring back, and why each other
+    one was left out. ``present``: the names of the servers already in the reader's
+    catalog (a restore keeps those as they are, so they are always admitted). Another
+    user's server (or one from a record naming no writer) is left out: its command would
+    run in the reader's kernel, its URL would get the reader's tool calls."""
+    specs = list(specs)
+    if origin.user is not None and origin.user == current_user():
+        return specs, []
+    admitted: list[Mapping[str, object]] = []
+    problems: list[str] = []
+    writer = f"written by {origin.user}" if origin.user is not None else "its writer unknown"
+    for spec in specs:
+        name = spec.get("name")
+        if isinstance(name, str) and name in present:
+            admitted.append(spec)
+            continue
+        command, url = spec.get("command"), spec.get("url")
+        if isinstance(command, str) and command:
+            args = spec.get("args") if isinstance(spec.get("args"), list) else []
+            what = (f"it would run the command {command!r} with arguments {args!r} in "
+                    f"this kernel")
+            how = f"command={command!r}, args=[...]"
+        else:
+            what = f"it would send your tool calls to {url!r}"
+            how = f"url={url!r}"
+        problems.append(
+            f"{origin.what} ({writer}): MCP server {name!r} not restored: {what}, and a "
+            f"server another user stored is not started for you. To use it on purpose, "
+            f"add it to your catalog first — catalog.add_mcp_server({name!r}, {how}) — "
+            f"and pass catalog= to the resume or replay; its tools are missing until then")
+    return admitted, problems

@@ -336,7 +336,6 @@ def test_the_vendors_own_endpoint_gets_the_environments_key(
     ("openai:gpt-5", "OPENAI_API_KEY"),
     ("openai-compatible:llama3", "OPENAI_API_KEY"),
     ("deepseek:deepseek-reasoner", "DEEPSEEK_API_KEY"),
-    ("deepseek:deepseek-reasoner", "OPENAI_API_KEY"),  # the SDK's fallback key
     ("anthropic:claude-sonnet-4-6", "ANTHROPIC_API_KEY"),
     ("anthropic:claude-sonnet-4-6", "ANTHROPIC_AUTH_TOKEN"),  # sent as a bearer token
 ])
@@ -380,3 +379,36 @@ def test_a_record_without_a_writer_counts_as_anothers(
     check_stored_endpoint(provider, StoredOrigin("session 'x'", "bob"), "a")
     with pytest.raises(StoredEndpointError, match="its writer unknown"):
         check_stored_endpoint(provider, StoredOrigin("session 'x'", None), "a")
+
+
+async def test_an_openai_key_never_goes_to_deepseek_for_a_stored_deepseek_model(
+        tmp_path: Path, server: SSEServer, as_user: Callable[[str], None],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # alice's session names a DeepSeek model; the server stands in for DeepSeek's API,
+    # which bob configured (DEEPSEEK_BASE_URL) but has no DeepSeek key for: only his
+    # OpenAI key is set, and it is OpenAI's, never DeepSeek's.
+    store = SessionStore(tmp_path / "s.db")
+    as_user("alice")
+    alices = create_provider("deepseek:deepseek-chat", api_key=ALICE_KEY,
+                             base_url=server.base_url)
+    session = AgentSession(Agent("alice's agent", model=alices), ToolCatalog.default(), store)
+    await session.run("What is in the report?")
+    assert session.flush(30)
+    before = len(server.requests)
+    _bob_with_key("openai", as_user, monkeypatch)
+    monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
+    monkeypatch.setenv("DEEPSEEK_BASE_URL", server.base_url)
+    with pytest.raises(ValueError, match="DEEPSEEK_API_KEY") as caught:
+        await _attempt(server, before, lambda: replay(session.id, store=store))
+    assert "OPENAI_API_KEY" in str(caught.value) and BOB_KEY not in str(caught.value)
+    # Nor to a server stored for a DeepSeek model (refused before its URL is looked at).
+    agent = Agent("a", model="deepseek:deepseek-chat",
+                  provider_settings={"base_url": "http://127.0.0.1:9/v1"},
+                  provider_settings_origin=BOBS)
+    with pytest.raises(ValueError, match="DEEPSEEK_API_KEY"):
+        agent.create_provider()
+    # His DeepSeek key, once set, goes there as configured.
+    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-bob-deepseek-5555")
+    await replay(session.id, store=store)
+    assert server.requests[-1].headers["authorization"] == "Bearer sk-bob-deepseek-5555"
+    store.close()
