@@ -155,7 +155,7 @@ def _pickled_provider(provider: Provider, owner: Agent) -> bytes:
         sent = copy.copy(provider)
         for hook in ("rate_listener", "request_gate"):
             vars(sent).pop(hook, None)
-        return bytes(cloudpickle.dumps(sent))
+        return bytes(cloudpickle.dumps(sent))  # type: ignore[no-untyped-call]
     except Exception as exc:
         kind = type(provider)
         raise ValueError(
@@ -169,7 +169,7 @@ def _pickled_provider(provider: Provider, owner: Agent) -> bytes:
 def _checked_output(output: Any) -> Any:
     if output is not None:
         try:
-            cloudpickle.dumps(output)
+            cloudpickle.dumps(output)  # type: ignore[no-untyped-call]
         except Exception as exc:
             raise ValueError(f"backend='ray' sends the output model {output.__qualname__} to "
                              f"its workers, but it cannot be pickled ({exc}): define it "

@@ -1,6 +1,8 @@
 """``backend="ray"`` on a real local Ray cluster (``ray.init(num_cpus=2)``): two worker
 processes run the rows; one SIGKILLed mid-run is restarted by Ray and every row is still
-stored once; a killed driver's run resumes; kernel-bound agents are refused. Every process
+stored once; a killed driver's run resumes; kernel-bound agents are refused; provider
+objects (with their keys, and a sub-agent's) run as they do locally, and one that cannot
+be pickled is refused before the run. Every process
 the cluster started is reaped by pid at the end (Ray's helpers may ignore SIGTERM)."""
 
 from __future__ import annotations
@@ -153,8 +155,8 @@ PROPAGATION = 1.0
 async def test_workers_share_one_rate_and_every_429_pauses_them_all(
         cluster: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The real OpenAI SDK in two worker processes against a local server that refuses
-    ~5 % of first requests with 429 + Retry-After: the key reaches the workers through
-    Ray's runtime environment (never the store), no more than ``concurrency`` requests are
+    ~5 % of first requests with 429 + Retry-After: the key reaches the workers in their
+    arguments (never the store, nor Ray's files), no more than ``concurrency`` requests are
     ever in flight at the server, and once a 429 is out no worker sends a request until its
     pause ends (bar what was already on the wire when the pause reached the limiter)."""
     inputs = [f"ticket {i}" for i in range(200)]
@@ -190,6 +192,7 @@ async def test_workers_share_one_rate_and_every_429_pauses_them_all(
     assert list(frame["answer"]) == [label_of(f"Classify: {text}") for text in inputs]
     assert keys == {"Bearer sk-test-ray-runtime-env"}
     assert b"sk-test-ray-runtime-env" not in (tmp_path / "s.db").read_bytes()
+    assert _files_holding(_ray_session_dir(), ("sk-test-ray-runtime-env",)) == []
     assert most <= 6
     assert len(refused) == 8
     # The pause reaches the other worker through the limiter actor: what it had let through
@@ -299,6 +302,7 @@ def _files_holding(folder: Path, secrets: tuple[str, ...]) -> list[str]:
 
 def _ray_session_dir() -> Path:
     node = ray._private.worker._global_node  # the local cluster this process started
+    assert node is not None
     return Path(node.get_session_dir_path())
 
 
