@@ -321,7 +321,7 @@ def _delegating(request: RecordedRequest) -> Any:
         args = json.dumps({"agent": "helper", "task": _last_text(last["content"])})
         return (OpenAIStream(model="m").tool_call_start(0, "call_1", "delegate", args)
                 .finish("tool_calls").usage(30, 12).done().response())
-    answer = f"via helper: {_last_text(last['content'])[-40:]}"
+    answer = f"via helper: {_last_text(last['content'])}"
     return OpenAIStream(model="m").text([answer]).finish("stop").usage(50, 9).done().response()
 
 
