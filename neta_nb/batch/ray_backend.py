@@ -16,28 +16,41 @@
 * **Crashes**: a worker process that dies is restarted by Ray (``max_restarts``) and its
   call retried; rows it held are claimed again (their owner is a dead process), and the
   store's leases keep every row stored once.
-* **Keys** reach the workers in Ray's runtime environment (the provider variables of the
-  kernel's environment), never through the store.
+* **The agent** travels as its stored definition (:meth:`Agent.to_record`), sub-agents and
+  tool configs included; a provider object among its models (the agent's or a
+  sub-agent's) as what rebuilds it (:mod:`neta_nb.providers.portable`: its settings, with
+  the base URL and request options as configured), or pickled when settings do not
+  rebuild it (the offline model, a class of the user's). The output model travels pickled.
+* **Keys** — the provider variables of the kernel's environment, the key a provider object
+  was given, credentials in its base URL or request options — travel in the workers'
+  arguments, apart from the rest (:class:`Secrets`), and are set in the worker's process:
+  never in the store, and not in Ray's runtime environment, whose variables Ray's agent
+  writes to its log on every node.
 
 An agent whose tools belong to the kernel (``python``, ``list_variables``) or that needs
-the user's approval for a tool is refused before the run starts, with the reason.
+the user's approval for a tool is refused before the run starts, with the reason; so is a
+run whose agent or output model cannot be sent (a provider class that does not pickle).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import logging
 import os
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 try:
     import ray
 except ImportError as exc:  # pragma: no cover - the extra is missing
     raise ImportError("backend='ray' needs Ray: pip install 'neta-nb[ray]'") from exc
+from ray import cloudpickle
 
+from ..providers.base import Provider
+from ..providers.portable import rebuild, recipe_of
 from ..tools import ToolCatalog
 from ..tools.resolver import resolve_tools
 from .executor import LocalExecutor
@@ -46,7 +59,7 @@ from .limiter import Rate, RateLimiter
 if TYPE_CHECKING:
     from ..runtime.agent import Agent
 
-__all__ = ["KERNEL_TOOLS", "RayBackend", "check_portable"]
+__all__ = ["KERNEL_TOOLS", "RayBackend", "Secrets", "check_portable"]
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +100,81 @@ def _check_one(agent: Agent, catalog: ToolCatalog, *, top: bool) -> None:
     if asking:
         raise ValueError(f"backend='ray' has nobody to approve the tools "
                          f"{', '.join(asking)}{whose}: switch them off or use backend='local'")
+
+
+class Secrets(dict[str, Any]):
+    """What a worker is sent that is secret: the environment's key variables
+    (``environment``) and each provider object's secrets (by the provider's number). A
+    dict that never shows its values — Ray puts an argument it fails to send in its
+    error message."""
+
+    def __repr__(self) -> str:
+        return "Secrets(withheld)"
+
+
+def _tree(agent: Agent) -> Iterator[Agent]:
+    """``agent`` and its sub-agents, depth first in list order — the order in which
+    :meth:`Agent.from_record` rebuilds them (a shared sub-agent comes once per parent)."""
+    yield agent
+    for child in agent.subagents:
+        yield from _tree(child)
+
+
+def _portable_models(agent: Agent, secrets: Secrets) -> dict[str, Any]:
+    """The provider objects among the models of ``agent``'s tree as a worker rebuilds
+    them: ``providers`` (one per object), ``models`` (for each agent of the tree, the
+    number of its provider, or ``None``: its model is a string or its parent's)."""
+    providers: list[dict[str, Any]] = []
+    numbers: dict[int, int] = {}
+    models: list[int | None] = []
+    for current in _tree(agent):
+        model = current.model
+        if not isinstance(model, Provider):
+            models.append(None)
+            continue
+        if id(model) not in numbers:
+            numbers[id(model)] = len(providers)
+            providers.append(_portable(model, current, secrets, len(providers)))
+        models.append(numbers[id(model)])
+    return {"providers": providers, "models": models}
+
+
+def _portable(provider: Provider, owner: Agent, secrets: Secrets,
+              number: int) -> dict[str, Any]:
+    recipe = recipe_of(provider)
+    if recipe is None:
+        return {"pickled": _pickled_provider(provider, owner)}
+    secrets[str(number)] = recipe.secrets
+    return {"settings": recipe.settings, "options": recipe.options}
+
+
+def _pickled_provider(provider: Provider, owner: Agent) -> bytes:
+    """``provider`` pickled, without the hooks a run's limiter set on it (a local run of
+    the same agent sets them: they hold the kernel's loop)."""
+    try:
+        sent = copy.copy(provider)
+        for hook in ("rate_listener", "request_gate"):
+            vars(sent).pop(hook, None)
+        return bytes(cloudpickle.dumps(sent))  # type: ignore[no-untyped-call]
+    except Exception as exc:
+        kind = type(provider)
+        raise ValueError(
+            f"backend='ray' sends the model of agent {owner.name!r} to its workers, but "
+            f"{kind.__module__}.{kind.__qualname__} cannot be pickled ({exc}): make it "
+            f"picklable (leave its locks and clients out in __getstate__ and make them "
+            f"again in __setstate__), or give the agent a model string or a provider from "
+            f"create_provider(...), or use backend='local'") from exc
+
+
+def _checked_output(output: Any) -> Any:
+    if output is not None:
+        try:
+            cloudpickle.dumps(output)  # type: ignore[no-untyped-call]
+        except Exception as exc:
+            raise ValueError(f"backend='ray' sends the output model {output.__qualname__} to "
+                             f"its workers, but it cannot be pickled ({exc}): define it "
+                             f"without such values, or use backend='local'") from exc
+    return output
 
 
 class _WorkerLimiter:
@@ -147,8 +235,11 @@ class LimiterActor:
 class BatchWorker:
     """One worker process of a run: runs ``slots`` rows at a time."""
 
-    def __init__(self, spec: dict[str, Any]) -> None:
+    def __init__(self, spec: dict[str, Any], secrets: Secrets) -> None:
+        # This process is this actor's alone: the SDKs find the keys where they look.
+        os.environ.update(secrets.get("environment") or {})
         self.spec = spec
+        self._secrets = secrets
         self.pid = os.getpid()
         self._executor: LocalExecutor | None = None
         self._cancelled = False
@@ -165,7 +256,7 @@ class BatchWorker:
 
         spec = self.spec
         store = SessionStore(spec["store"])
-        agent = _agent_of(spec)
+        agent = _agent_of(spec, self._secrets)
         changes: dict[int, str] = {}
         owner = f"{ProcessOwner.current().model_dump_json()}|ray-{self.pid}"
         executor = LocalExecutor(
@@ -204,17 +295,25 @@ class BatchWorker:
             self._executor.cancel()
 
 
-def _agent_of(spec: dict[str, Any]) -> Agent:
-    """The agent as the kernel sent it: itself (pickled) or rebuilt from its record."""
+def _agent_of(spec: dict[str, Any], secrets: Secrets) -> Agent:
+    """The agent as the kernel sent it: rebuilt from its record, with the provider
+    objects of its tree rebuilt (or unpickled) in their places."""
     from ..runtime.agent import Agent
 
-    if spec.get("agent_object") is not None:
-        agent: Agent = spec["agent_object"]
-        return agent
     agent = Agent.from_record(spec["agent_record"], ToolCatalog.default())
     # Settings another user stored (a resumed run, a sub-agent of a resumed session) are
     # checked here as in the kernel: the record alone would make them this process's own.
     agent.set_provider_origins(spec.get("agent_origins") or {})
+    providers: list[Provider] = []
+    for number, sent in enumerate(spec["providers"]):
+        if "pickled" in sent:
+            providers.append(cloudpickle.loads(sent["pickled"]))
+        else:
+            providers.append(rebuild(sent["settings"], sent["options"],
+                                     secrets.get(str(number)) or {}))
+    for current, number in zip(_tree(agent), spec["models"], strict=True):
+        if number is not None:
+            current.model = providers[number]
     return agent
 
 
@@ -233,12 +332,14 @@ class RayBackend:
         self.workers = workers
         self.retried = 0
         self.pids: list[int] = []
+        # Everything is made ready to send here, before any worker starts: what cannot
+        # be sent is refused now.
+        self._secrets = Secrets()
         self.spec = {"store": store_target, "run_id": run_id, "template": template,
-                     "output": output, "max_attempts": max_attempts, "lease": lease,
-                     "agent_record": agent.to_record(agent.create_provider()),
+                     "output": _checked_output(output), "max_attempts": max_attempts,
+                     "lease": lease, "agent_record": agent.to_record(agent.create_provider()),
                      "agent_origins": agent.provider_origins(),
-                     "agent_object": agent if not isinstance(agent.model, str | None)
-                     else None}
+                     **_portable_models(agent, self._secrets)}
         self._actors: list[Any] = []
         self._cancelled = False
 
@@ -257,14 +358,13 @@ class RayBackend:
                                     include_dashboard=False, log_to_driver=False)
         count = self._worker_count()
         limiter = LimiterActor.remote(self.rate)  # type: ignore[attr-defined]
-        env = {name: os.environ[name] for name in KEY_VARIABLES if name in os.environ}
+        secrets = Secrets(self._secrets, environment={
+            name: os.environ[name] for name in KEY_VARIABLES if name in os.environ})
         options: dict[str, Any] = {"max_restarts": WORKER_RESTARTS,
                                    "max_task_retries": WORKER_RESTARTS,
                                    "max_concurrency": 1000}
-        if env:
-            options["runtime_env"] = {"env_vars": env}
-        self._actors = [BatchWorker.options(**options).remote(self.spec)  # type: ignore[attr-defined]
-                        for _ in range(count)]
+        self._actors = [BatchWorker.options(**options).remote(  # type: ignore[attr-defined]
+            self.spec, secrets) for _ in range(count)]
         self.pids = list(await asyncio.gather(*(actor.process.remote()
                                                 for actor in self._actors)))
         shares = [self.concurrency // count + (1 if i < self.concurrency % count else 0)

@@ -102,12 +102,18 @@ class AnthropicProvider(Provider):
             base_url=self.base_url, max_retries=max_retries, timeout=timeout,
             http_client=self._http_client())
 
-
     def _http_client(self) -> anthropic.DefaultAsyncHttpxClient:
         """The SDK's own default client, waiting for :meth:`before_request` before each
         request and telling :meth:`heard_response` of each response (a 429 reaches a
         batch run's limiter before the SDK retries it)."""
         return anthropic.DefaultAsyncHttpxClient(event_hooks=self.http_event_hooks())
+
+    def rebuild_options(self) -> dict[str, Any] | None:
+        if type(self) is not AnthropicProvider:  # a subclass may hold more: sent pickled
+            return None
+        return {"api_key": self._client.api_key, "max_tokens": self.max_tokens,
+                "max_retries": self._client.max_retries, "timeout": self._client.timeout}
+
     def request_kwargs(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of the ``messages.create`` call for ``request``."""
         kwargs: dict[str, Any] = {

@@ -322,6 +322,15 @@ class Provider(ABC):
             settings["price"] = asdict(self._price)
         return settings
 
+    def rebuild_options(self) -> dict[str, Any] | None:
+        """What rebuilds this provider in another process (a batch run's Ray workers)
+        besides :meth:`settings`: the key its client uses (``api_key``) and the
+        constructor options settings do not hold — for
+        :func:`~neta_nb.providers.factory.provider_from_settings`. ``None`` (here): settings
+        do not rebuild it (the offline model, a class of the user's), and it travels as
+        itself, pickled."""
+        return None
+
     @property
     def model_id(self) -> str:
         """``supplier:model``, the form :class:`~neta_nb.Agent` accepts."""

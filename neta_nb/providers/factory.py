@@ -22,7 +22,8 @@ from .base import Provider
 from .prices import ModelPrice
 from .scripted import ScriptedProvider
 
-__all__ = ["DEFAULT_MODELS", "SUPPLIERS", "create_provider", "default_provider"]
+__all__ = ["DEFAULT_MODELS", "SUPPLIERS", "create_provider", "default_provider",
+           "provider_from_settings"]
 
 SUPPLIERS = ("anthropic", "openai", "deepseek", "openai-compatible", "scripted")
 DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-5",
@@ -67,9 +68,28 @@ def create_provider(spec: str | Provider, *, api_key: str | None = None,
     return provider
 
 
+def provider_from_settings(settings: Mapping[str, Any],
+                           options: Mapping[str, Any] | None = None) -> Provider:
+    """The provider :meth:`Provider.settings` describe, with the constructor ``options``
+    of :meth:`Provider.rebuild_options` (its key among them; without one, the
+    environment's). ``base_url`` and ``request_options`` are used as given: the caller's
+    own configuration, as ``create_provider`` takes them."""
+    price = settings.get("price")
+    extra = dict(options or {})
+    provider = _create(f"{settings['supplier']}:{settings['model']}",
+                       api_key=extra.pop("api_key", None), base_url=settings.get("base_url"),
+                       context_window=settings.get("context_window"),
+                       request_options=settings.get("request_options"),
+                       tool_results_as_user=bool(settings.get("tool_results_as_user", False)),
+                       options=extra)
+    if isinstance(price, Mapping):
+        provider.price = ModelPrice(**price)
+    return provider
+
+
 def _create(spec: str, *, api_key: str | None, base_url: str | None,
             context_window: int | None, request_options: Mapping[str, Any] | None,
-            tool_results_as_user: bool) -> Provider:
+            tool_results_as_user: bool, options: Mapping[str, Any] | None = None) -> Provider:
     if context_window is not None and context_window < 1:
         raise ValueError("context_window must be a positive number of tokens")
     supplier, model = _parse_spec(spec)
@@ -77,6 +97,8 @@ def _create(spec: str, *, api_key: str | None, base_url: str | None,
         raise ValueError(f"tool_results_as_user is for OpenAI-compatible servers; "
                          f"{supplier} models read tool results as they are")
     if supplier == "scripted":
+        if options:
+            raise ValueError(f"the scripted model takes no {', '.join(options)}")
         return ScriptedProvider(model=model or DEFAULT_MODELS["scripted"],
                                 context_window=context_window)
     if not model:
@@ -87,12 +109,12 @@ def _create(spec: str, *, api_key: str | None, base_url: str | None,
 
         return AnthropicProvider(model, api_key=api_key, base_url=base_url,
                                  context_window=context_window,
-                                 request_options=request_options)
+                                 request_options=request_options, **(options or {}))
     from .openai import OpenAIProvider
 
     return OpenAIProvider(model, supplier=supplier, api_key=api_key, base_url=base_url,
                           context_window=context_window, request_options=request_options,
-                          tool_results_as_user=tool_results_as_user)
+                          tool_results_as_user=tool_results_as_user, **(options or {}))
 
 
 def default_provider() -> Provider:

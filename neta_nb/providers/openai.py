@@ -128,6 +128,13 @@ class OpenAIProvider(Provider):
         batch run's limiter before the SDK retries it)."""
         return openai.DefaultAsyncHttpxClient(event_hooks=self.http_event_hooks())
 
+    def rebuild_options(self) -> dict[str, Any] | None:
+        if type(self) is not OpenAIProvider:  # a subclass may hold more: sent pickled
+            return None
+        return {"api_key": self._client.api_key, "max_tokens": self.max_tokens,
+                "send_reasoning_content": self.send_reasoning_content,
+                "max_retries": self._client.max_retries, "timeout": self._client.timeout}
+
     def request_kwargs(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of the ``chat.completions.create`` call for ``request``."""
         kwargs: dict[str, Any] = {

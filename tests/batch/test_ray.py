@@ -1,16 +1,20 @@
 """``backend="ray"`` on a real local Ray cluster (``ray.init(num_cpus=2)``): two worker
 processes run the rows; one SIGKILLed mid-run is restarted by Ray and every row is still
-stored once; a killed driver's run resumes; kernel-bound agents are refused. Every process
+stored once; a killed driver's run resumes; kernel-bound agents are refused; provider
+objects (with their keys, and a sub-agent's) run as they do locally, and one that cannot
+be pickled is refused before the run. Every process
 the cluster started is reaped by pid at the end (Ray's helpers may ignore SIGTERM)."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,11 +23,21 @@ from typing import Any
 import psutil
 import pytest
 
-from neta_nb import Agent, AgentToolConfig, SessionStore
+from neta_nb import Agent, AgentToolConfig, SessionStore, create_provider
 from neta_nb.batch import BatchRun
+from neta_nb.messages import Message
+from neta_nb.providers.base import Provider
+from neta_nb.providers.prices import ModelPrice
+from neta_nb.providers.scripted import ScriptedProvider
 from neta_nb.store.batch_rows import BatchRows
 
-from ..providers.sse_server import OpenAIStream, RecordedRequest, SSEServer, error_response
+from ..providers.sse_server import (
+    AnthropicStream,
+    OpenAIStream,
+    RecordedRequest,
+    SSEServer,
+    error_response,
+)
 from ..support.batch import LoggedRowModel, RowModel, label_of, logged_starts
 from ..support.timing import poll_until, wait_until
 
@@ -141,8 +155,8 @@ PROPAGATION = 1.0
 async def test_workers_share_one_rate_and_every_429_pauses_them_all(
         cluster: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The real OpenAI SDK in two worker processes against a local server that refuses
-    ~5 % of first requests with 429 + Retry-After: the key reaches the workers through
-    Ray's runtime environment (never the store), no more than ``concurrency`` requests are
+    ~5 % of first requests with 429 + Retry-After: the key reaches the workers in their
+    arguments (never the store, nor Ray's files), no more than ``concurrency`` requests are
     ever in flight at the server, and once a 429 is out no worker sends a request until its
     pause ends (bar what was already on the wire when the pause reached the limiter)."""
     inputs = [f"ticket {i}" for i in range(200)]
@@ -178,6 +192,7 @@ async def test_workers_share_one_rate_and_every_429_pauses_them_all(
     assert list(frame["answer"]) == [label_of(f"Classify: {text}") for text in inputs]
     assert keys == {"Bearer sk-test-ray-runtime-env"}
     assert b"sk-test-ray-runtime-env" not in (tmp_path / "s.db").read_bytes()
+    assert _files_holding(_ray_session_dir(), ("sk-test-ray-runtime-env",)) == []
     assert most <= 6
     assert len(refused) == 8
     # The pause reaches the other worker through the limiter actor: what it had let through
@@ -266,3 +281,160 @@ def test_an_agent_bound_to_the_kernel_is_refused_before_the_run(tmp_path: Path) 
         agent.map(["a"], backend="ray", store=store)
     with pytest.raises(ValueError, match="needs store="):
         Agent("a", model=RowModel()).map(["a"], backend="ray")
+
+
+OPENAI_KEY = "sk-ray-explicit-7f3q"
+ANTHROPIC_KEY = "ak-ray-explicit-2m8d"
+HEADER_SECRET = "hdr-ray-secret-9q4z"
+SECRETS = (OPENAI_KEY, ANTHROPIC_KEY, HEADER_SECRET)
+
+
+def _files_holding(folder: Path, secrets: tuple[str, ...]) -> list[str]:
+    """The files under ``folder`` (at any depth) that hold any of ``secrets``."""
+    found = []
+    for path in folder.rglob("*"):
+        with contextlib.suppress(OSError):
+            if path.is_file() and any(secret.encode() in path.read_bytes()
+                                      for secret in secrets):
+                found.append(str(path))
+    return found
+
+
+def _ray_session_dir() -> Path:
+    node = ray._private.worker._global_node  # the local cluster this process started
+    assert node is not None
+    return Path(node.get_session_dir_path())
+
+
+def _last_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "".join(block.get("text", "") or str(block.get("content", ""))
+                   for block in content if isinstance(block, dict))
+
+
+def _delegating(request: RecordedRequest) -> Any:
+    """The top agent's server: the first call of a row delegates the row's prompt to
+    ``helper``, the second answers with what the helper said."""
+    last = request.json["messages"][-1]
+    if last["role"] == "user":
+        args = json.dumps({"agent": "helper", "task": _last_text(last["content"])})
+        return (OpenAIStream(model="m").tool_call_start(0, "call_1", "delegate", args)
+                .finish("tool_calls").usage(30, 12).done().response())
+    answer = f"via helper: {_last_text(last['content'])}"
+    return OpenAIStream(model="m").text([answer]).finish("stop").usage(50, 9).done().response()
+
+
+def _helping(request: RecordedRequest) -> Any:
+    task = _last_text(request.json["messages"][-1]["content"])
+    return AnthropicStream().text([label_of(task)]).finish(output_tokens=7).response()
+
+
+def _stored_agents(store: SessionStore, run_id: str) -> list[Any]:
+    """Each row's stored agent definition, and its helper session's, in input order."""
+    agents = []
+    for row in BatchRows(store, run_id).all():
+        assert row.session_id is not None
+        record = store.get_session(row.session_id)
+        assert record is not None
+        children = store.list_children(row.session_id)
+        agents.append((record.agent, [child.agent for child in children]))
+    return agents
+
+
+async def test_provider_objects_with_keys_and_a_sub_agent_run_as_they_do_locally(
+        cluster: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``create_provider`` object (explicit key, base URL, context window, price, a
+    secret header) delegating to a sub-agent whose model is an Anthropic provider object
+    (its own key and server, its own tool config): the Ray run gives what the local run
+    gives — answers, usage and cost, and the stored definitions of every session — the
+    keys reach the servers, and neither the store nor Ray's files on disk hold a key."""
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY",
+                 "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    inputs = [f"ticket {i}" for i in range(12)]
+    async with SSEServer() as top, SSEServer() as helper:
+        top.responder = _delegating
+        helper.responder = _helping
+        agent = Agent(
+            "triage", model=create_provider(
+                "openai-compatible:m", base_url=f"{top.base_url}/v1", api_key=OPENAI_KEY,
+                context_window=8192, price=ModelPrice(input=3.0, output=15.0),
+                request_options={"top_k": 40, "extra_headers": {"X-Proxy-Token": HEADER_SECRET}}),
+            subagents=[Agent("helper", description="Labels a ticket.",
+                             model=create_provider("anthropic:claude-sonnet-4-5",
+                                                   base_url=helper.base_url,
+                                                   api_key=ANTHROPIC_KEY),
+                             tools=AgentToolConfig(disabled=["todo"]))])
+        store = SessionStore(tmp_path / "s.db")
+        local = await agent.map(inputs, "Classify: {input}", store=store, concurrency=4,
+                                run_id="r_local")
+        on_ray = await agent.map(inputs, "Classify: {input}", backend="ray", store=store,
+                                 concurrency=4, workers=2, run_id="r_objects")
+        helper_tools = {tuple(t["name"] for t in request.json.get("tools", []))
+                        for request in helper.requests}
+    assert list(on_ray["status"]) == ["done"] * len(inputs), on_ray["error"].tolist()
+    assert list(local["status"]) == ["done"] * len(inputs)
+    assert list(on_ray["answer"]) == list(local["answer"])
+    assert all(label_of(f"Classify: {text}") in answer
+               for text, answer in zip(inputs, on_ray["answer"], strict=True))
+    assert list(on_ray["usage"]) == list(local["usage"])
+    assert all(usage.get("cost_usd") for usage in on_ray["usage"])  # the price went along
+    assert _stored_agents(store, "r_objects") == _stored_agents(store, "r_local")
+    stored_top = _stored_agents(store, "r_objects")[0][0]["provider"]
+    assert stored_top["context_window"] == 8192
+    assert stored_top["base_url"] == f"{top.base_url}/v1"
+    assert len(helper_tools) == 1 and "todo" not in next(iter(helper_tools))
+    assert {r.headers.get("authorization") for r in top.requests} == {f"Bearer {OPENAI_KEY}"}
+    assert {r.headers.get("x-proxy-token") for r in top.requests} == {HEADER_SECRET}
+    assert {r.headers.get("x-api-key") for r in helper.requests} == {ANTHROPIC_KEY}
+    assert _files_holding(tmp_path, SECRETS) == []
+    assert _files_holding(_ray_session_dir(), SECRETS) == []
+
+
+def scripted_answer(messages: list[Message]) -> list[dict[str, Any]]:
+    """The scripted model's response: a label of the row's prompt."""
+    return [{"text": label_of(messages[-1].text)}]
+
+
+async def test_a_scripted_provider_object_used_locally_first_runs_on_ray(
+        cluster: str, tmp_path: Path) -> None:
+    """The same provider object a local run used (its limiter's hooks are still on it)."""
+    agent = Agent("labeller", model=ScriptedProvider([scripted_answer] * 3, context_window=4096))
+    inputs = [f"ticket {i}" for i in range(10)]
+    store = SessionStore(tmp_path / "s.db")
+    local = await agent.map(inputs, "Label: {input}", store=store, run_id="r_local")
+    on_ray = await agent.map(inputs, "Label: {input}", backend="ray", store=store,
+                             workers=2, concurrency=4, run_id="r_scripted")
+    assert list(on_ray["status"]) == ["done"] * len(inputs), on_ray["error"].tolist()
+    assert list(on_ray["answer"]) == list(local["answer"]) == [
+        label_of(f"Label: {text}") for text in inputs]
+    assert _stored_agents(store, "r_scripted") == _stored_agents(store, "r_local")
+
+
+class LockedModel(Provider):
+    """A provider of the user's that holds a lock: it cannot be pickled."""
+
+    supplier = "scripted"
+
+    def __init__(self) -> None:
+        self.model = "locked"
+        self.lock = threading.Lock()
+
+    async def stream(self, request: Any) -> Any:  # never called
+        raise NotImplementedError
+        yield
+
+
+def test_a_provider_that_cannot_be_pickled_is_refused_before_the_run(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "s.db")
+    named = r"tests\.batch\.test_ray\.LockedModel cannot be pickled .*make it picklable"
+    with pytest.raises(ValueError, match=f"model of agent 'triage'.*{named}"):
+        Agent("triage", model=LockedModel()).map(["a"], backend="ray", store=store,
+                                                 run_id="r_locked")
+    with pytest.raises(ValueError, match=f"model of agent 'inner'.*{named}.*model string"):
+        Agent("triage", model=RowModel(), subagents=[Agent("inner", model=LockedModel())]
+              ).map(["a"], backend="ray", store=store, run_id="r_locked_inner")
+    # Refused before anything started: no run was stored.
+    assert BatchRows(store, "r_locked").definition() is None
+    assert BatchRows(store, "r_locked_inner").definition() is None

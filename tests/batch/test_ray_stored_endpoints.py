@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("ray", reason="needs Ray: pip install 'neta-nb[ray]'")
 
 from neta_nb import Agent, StoredEndpointError, ToolCatalog
-from neta_nb.batch.ray_backend import RayBackend, _agent_of
+from neta_nb.batch.ray_backend import RayBackend, Secrets, _agent_of
 from neta_nb.runtime.stored_endpoint import StoredOrigin
 
 ALICES_SERVER = "http://127.0.0.1:9/v1"
@@ -38,7 +38,7 @@ def test_a_worker_checks_a_stored_sub_agents_server_as_the_kernel_does(
     with pytest.raises(StoredEndpointError):  # in the kernel
         coder.create_provider()
 
-    rebuilt = _agent_of(_backend(stored).spec)
+    rebuilt = _agent_of(_backend(stored).spec, Secrets())
     worker_coder = rebuilt.subagent("coder")
     assert worker_coder is not None
     with pytest.raises(StoredEndpointError, match="written by alice"):  # in the worker
@@ -51,7 +51,7 @@ def test_a_worker_keeps_the_readers_own_settings_as_given(
     mine = Agent("planner", model="openai:gpt-5",
                  subagents=[Agent("coder", model="openai:gpt-5",
                                   provider_settings={"base_url": ALICES_SERVER})])
-    rebuilt = _agent_of(_backend(mine).spec)
+    rebuilt = _agent_of(_backend(mine).spec, Secrets())
     worker_coder = rebuilt.subagent("coder")
     assert worker_coder is not None
     assert worker_coder.create_provider().base_url == ALICES_SERVER
