@@ -159,8 +159,10 @@ def test_a_lease_that_would_run_every_row_twice_is_refused(lease: Any,
     ("About {body:>{id:{id}}}", "one level"),
     ("About {body:{id}99999999}", "at most 10,000"),
     ("About {}", "empty"),
+    ("About {body!z}", "conversion '!z'"),
+    ("About {body:>{id!x}}", "conversion '!x'"),
 ], ids=["dunder", "index", "method", "width", "precision", "nested-missing",
-        "nested-twice", "nested-literal", "empty"])
+        "nested-twice", "nested-literal", "empty", "conversion", "nested-conversion"])
 def test_a_template_field_that_is_not_a_column_or_spec_without_bound_is_refused(
         template: str, reason: str) -> None:
     # Fields are columns' names only: "{body.__class__.__mro__}" would put Python's
@@ -329,4 +331,20 @@ async def test_a_keyboard_interrupt_in_a_validator_stops_the_run_and_gives_its_r
         "r_interrupt", store=store, agent=agent, output=_raising(ValueError("b"))), 20)
     assert time.monotonic() - began < 10
     assert list(again["status"]) == ["done", "failed", "done"]
+    store.close()
+
+
+@pytest.mark.parametrize("other", [True, 1.0, "1"])
+async def test_a_run_id_given_again_with_values_that_only_compare_equal_is_refused(
+        other: Any, tmp_path: Path) -> None:
+    # 1 == True == 1.0 in Python, but they are other inputs: "{x}" fills in "True" or
+    # "1.0" where the stored run has "1". A run id given again with them is refused, as
+    # with any other inputs, and the stored run's answers are not handed back for them.
+    store = SessionStore(tmp_path / "s.db")
+    agent = Agent("a", model=RowModel())
+    await agent.map([{"x": 1}], "Count {x}", store=store, run_id="r_one")
+    with pytest.raises(ValueError, match="other inputs"):
+        agent.map([{"x": other}], "Count {x}", store=store, run_id="r_one")
+    again = await agent.map([{"x": 1}], "Count {x}", store=store, run_id="r_one")
+    assert list(again["answer"]) == [label_of("Count 1")]
     store.close()
