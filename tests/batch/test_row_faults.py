@@ -312,11 +312,11 @@ async def test_whatever_a_validator_raises_but_an_interrupt_fails_only_its_row(
 
 
 async def test_a_keyboard_interrupt_in_a_validator_stops_the_run_and_gives_its_rows_back(
-        tmp_path: Path) -> None:
+        store_target: str | Path) -> None:
     # A kernel interrupt that lands in a validator stops the run as run.cancel() does —
     # never the kernel's event loop: `await run` returns, the row in hand and the rows
     # not begun are left for a resume, and none keeps a lease.
-    store = SessionStore(tmp_path / "s.db")
+    store = SessionStore(store_target)
     agent = Agent("a", model=RowModel(answer=_category_answer))
     frame = await asyncio.wait_for(agent.map(
         ["about a", "about b", "about c"], "Ticket {input}",
