@@ -170,7 +170,9 @@ class LocalExecutor:
         except (KeyError, ValueError, TypeError) as exc:
             # This row's values do not fill the template (a key missing from one dict, a
             # format spec a None cell cannot take): that row fails, the others go on.
-            await self._fail_unrun(row, f"the prompt could not be filled: {exc}")
+            # Python's message may quote a spec the row gave whole: cut to the bound.
+            await self._fail_unrun(row, "the prompt could not be filled: "
+                                        f"{_cut(str(exc), MAX_ERROR_MESSAGE)}")
             return
         except KeyboardInterrupt:
             self._interrupted(row.idx)

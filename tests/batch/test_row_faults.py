@@ -348,3 +348,14 @@ async def test_a_run_id_given_again_with_values_that_only_compare_equal_is_refus
     again = await agent.map([{"x": 1}], "Count {x}", store=store, run_id="r_one")
     assert list(again["answer"]) == [label_of("Count 1")]
     store.close()
+
+
+async def test_a_format_spec_from_a_row_that_python_refuses_fails_with_a_bounded_error(
+        ) -> None:
+    # Python's own refusal of a spec quotes the whole spec: a spec of a megabyte taken from
+    # a row would be stored whole in that row's error.
+    rows = [{"x": "ab", "y": ">4"}, {"x": "ab", "y": "z" * 1_000_000}]
+    frame = await Agent("a", model=RowModel()).map(rows, "[{x:{y}}]", concurrency=1)
+    assert list(frame["status"]) == ["done", "failed"]
+    assert "Invalid format specifier" in frame["error"][1]
+    assert len(frame["error"][1]) < 30_000
