@@ -50,6 +50,10 @@ STOP_GRACE = 10.0
 """Seconds the workers of a run that failed or was cancelled get to give their rows back."""
 RELEASE_WAIT = 5.0
 """Seconds a worker whose row failed the run waits for the store to take the row back."""
+MAX_ERROR_MESSAGE = 2_000
+"""Characters of an exception's message kept in a row's ``error``."""
+MAX_ERROR_TRACE = 12_000
+"""Characters of an exception's traceback kept in a row's ``error``."""
 
 
 @dataclass
@@ -166,9 +170,17 @@ class LocalExecutor:
         except (KeyError, ValueError, TypeError) as exc:
             # This row's values do not fill the template (a key missing from one dict, a
             # format spec a None cell cannot take): that row fails, the others go on.
-            await self._fail_unrun(row, f"the prompt could not be filled: {exc}")
+            # Python's message may quote a spec the row gave whole: cut to the bound.
+            await self._fail_unrun(row, "the prompt could not be filled: "
+                                        f"{_cut(str(exc), MAX_ERROR_MESSAGE)}")
             return
-        except Exception as exc:  # anything else of one row's rendering (a MemoryError)
+        except KeyboardInterrupt:
+            self._interrupted(row.idx)
+            await asyncio.to_thread(self.rows.release, row.idx, self.owner)
+            self._on_change(row.idx, "queued")
+            return
+        except BaseException as exc:  # anything else of one row's rendering (a MemoryError)
+            _reraise_a_stop(exc)
             await self._fail_unrun(row, _row_error("the prompt could not be filled", exc))
             return
         retry = False
@@ -247,10 +259,23 @@ class LocalExecutor:
                     mode="json")
             except OutputError as exc:
                 outcome.error = str(exc)
-            except Exception as exc:  # the model's own code (a validator) failed
+            except KeyboardInterrupt:  # the row goes back, as a cancelled one's does
+                self._interrupted(None)
+                outcome.stop_reason = "cancelled"
+            except BaseException as exc:  # the model's own code (a validator) failed
+                _reraise_a_stop(exc)
                 outcome.error = _row_error(f"{self.output.__name__} could not read the "
                                           f"answer", exc)
         return outcome
+
+    def _interrupted(self, idx: int | None) -> None:
+        """A kernel interrupt landed in the user's code of a row (a validator, a
+        template's rendering): the run stops as :meth:`cancel` stops it. Re-raised from a
+        worker's task it would end the event loop — the kernel's — with every row in
+        flight still leased."""
+        log.warning("batch %s: interrupted%s; the run stops and its rows are left for a "
+                    "resume", self.run_id, "" if idx is None else f" in row {idx}")
+        self.cancel()
 
     async def _fail_unrun(self, row: ClaimedRow, error: str) -> None:
         """Fail a row before any session of it exists."""
@@ -306,11 +331,41 @@ class LocalExecutor:
                     session.cancel()
 
 
+def _reraise_a_stop(exc: BaseException) -> None:
+    """Raise ``exc`` again if it stops this worker (its task is being cancelled); any
+    other exception of a row's user code — ``SystemExit``, ``GeneratorExit``, a
+    ``CancelledError`` no one asked for, a ``BaseException`` of its own — fails the row."""
+    if isinstance(exc, asyncio.CancelledError):
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise exc
+
+
 def _row_error(what: str, exc: BaseException) -> str:
     """A row's ``error`` for an exception of the user's code run for that row (an output
-    model's validator, a template's rendering): what failed, then the traceback."""
-    trace = "".join(traceback.format_exception(exc)).rstrip()
-    return f"{what}: {type(exc).__name__}: {exc}\n{trace}"
+    model's validator, a template's rendering): what failed, then the traceback — each
+    cut to a bound (a message of megabytes would be stored with every such row), and
+    whatever the exception's own ``__str__`` raises."""
+    try:
+        message = str(exc)
+    except Exception as failure:  # an exception that cannot show itself
+        message = f"<its str() failed: {type(failure).__name__}>"
+    try:
+        trace = "".join(traceback.format_exception(exc)).rstrip()
+    except Exception as failure:
+        trace = f"<its traceback could not be formatted: {type(failure).__name__}>"
+    return (f"{what}: {type(exc).__name__}: {_cut(message, MAX_ERROR_MESSAGE)}\n"
+            f"{_cut(trace, MAX_ERROR_TRACE)}")
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text``, or its head and tail with the middle cut out (a traceback's innermost
+    frames and message are at its end)."""
+    if len(text) <= limit:
+        return text
+    head = limit // 4
+    tail = limit - head
+    return f"{text[:head]}\n… {len(text) - limit:,} characters cut …\n{text[-tail:]}"
 
 
 def _backoff(retry: int) -> float:

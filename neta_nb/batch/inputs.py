@@ -67,8 +67,8 @@ def render_prompt(template: str | None, row: Mapping[str, Any]) -> str:
 def check_template(template: str | None, columns: list[str]) -> None:
     """Refuse, before anything runs, a template that cannot work: a field that is not one
     of the inputs' columns (attribute or index access included: ``{body.__class__}``,
-    ``{body[0]}``), an empty ``{}``, or a format spec whose width or precision is over
-    :data:`MAX_FORMAT_NUMBER`."""
+    ``{body[0]}``), an empty ``{}``, a conversion other than ``!r``, ``!s`` or ``!a``, or
+    a format spec whose width or precision is over :data:`MAX_FORMAT_NUMBER`."""
     if template is None:
         return
     try:
@@ -78,7 +78,7 @@ def check_template(template: str | None, columns: list[str]) -> None:
 
 
 def _check_fields(text: str, columns: list[str], *, nested: bool) -> None:
-    for literal, field, spec, _conversion in _FORMATTER.parse(text):
+    for literal, field, spec, conversion in _FORMATTER.parse(text):
         if nested:  # a spec's own text around its field: ">{w}" or ".{digits}f"
             check_format_spec(literal)
         if field is None:
@@ -94,6 +94,9 @@ def _check_fields(text: str, columns: list[str], *, nested: bool) -> None:
                     f"columns: {', '.join(columns)}")
             raise ValueError(f"it names {field!r}, which the inputs do not have "
                              f"(columns: {', '.join(columns)})")
+        if conversion not in (None, "r", "s", "a"):
+            raise ValueError(f"{{{field}!{conversion}}} asks for the conversion "
+                             f"'!{conversion}': only '!r', '!s' and '!a' exist")
         if spec and "{" in spec:
             if nested:
                 raise ValueError(f"the format spec {spec!r} is inside another field's "

@@ -157,9 +157,11 @@ class BatchRun:
         digest = stored.get("inputs_digest")  # runs stored before it have none
         if (stored.get("rows") != len(self.inputs.rows) or stored.get("prompt") != self.prompt
                 or (digest not in (None, definition["inputs_digest"])
-                    and [row.input for row in self.rows.all()] != self.inputs.rows)):
+                    and _digest([row.input for row in self.rows.all()])
+                    != definition["inputs_digest"])):
             # The stored rows themselves are the last word: a resume gives them back as
-            # they are, whatever digest a run stored before had.
+            # they are, whatever digest a run stored before had. Compared as their JSON,
+            # not with ==, which takes 1, 1.0 and True for the same input.
             raise ValueError(
                 f"run {self.run_id!r} is in the store with other inputs or another prompt: "
                 f"give a new run_id for these, or go on with the stored ones: "

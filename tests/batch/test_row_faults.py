@@ -159,8 +159,10 @@ def test_a_lease_that_would_run_every_row_twice_is_refused(lease: Any,
     ("About {body:>{id:{id}}}", "one level"),
     ("About {body:{id}99999999}", "at most 10,000"),
     ("About {}", "empty"),
+    ("About {body!z}", "conversion '!z'"),
+    ("About {body:>{id!x}}", "conversion '!x'"),
 ], ids=["dunder", "index", "method", "width", "precision", "nested-missing",
-        "nested-twice", "nested-literal", "empty"])
+        "nested-twice", "nested-literal", "empty", "conversion", "nested-conversion"])
 def test_a_template_field_that_is_not_a_column_or_spec_without_bound_is_refused(
         template: str, reason: str) -> None:
     # Fields are columns' names only: "{body.__class__.__mro__}" would put Python's
@@ -256,3 +258,104 @@ async def test_resume_takes_the_stored_rows_whatever_digest_the_run_has(
     assert list(frame["status"]) == ["done", "done"]
     with pytest.raises(ValueError, match="other inputs"):
         agent.map(["a", "c"], store=store, run_id="r_digest")
+
+
+# --- what a validator raises: the row fails, or (an interrupt) the run stops ------------------
+
+class _Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("this exception cannot be shown")
+
+
+class _Own(BaseException):
+    pass
+
+
+def _raising(exc: BaseException) -> type[BaseModel]:
+    class Raising(BaseModel):
+        category: str
+
+        @field_validator("category", mode="before")
+        @classmethod
+        def known(cls, value: Any) -> Any:
+            if value == "b":
+                raise exc
+            return value
+
+    return Raising
+
+
+@pytest.mark.parametrize("exc", [
+    SystemExit(3), GeneratorExit(), _Own("own"), asyncio.CancelledError(), _Unprintable(),
+    KeyError("x" * 5_000_000)],
+    ids=["SystemExit", "GeneratorExit", "own-BaseException", "CancelledError",
+         "str-raises", "huge-message"])
+async def test_whatever_a_validator_raises_but_an_interrupt_fails_only_its_row(
+        exc: BaseException, tmp_path: Path) -> None:
+    # SystemExit, GeneratorExit, a BaseException of the user's own, a CancelledError no
+    # one asked for, an exception that cannot even be shown, one with a message of
+    # megabytes: the user's code failing for one row. That row fails (its error bounded,
+    # with the traceback), the others are done, and no row keeps its lease.
+    store = SessionStore(tmp_path / "s.db")
+    agent = Agent("a", model=RowModel(answer=_category_answer))
+    frame = await asyncio.wait_for(agent.map(
+        ["about a", "about b", "about c"], "Ticket {input}", output=_raising(exc),
+        store=store, run_id="r_raises", concurrency=1), 30)
+    assert list(frame["status"]) == ["done", "failed", "done"]
+    error = frame["error"][1]
+    assert type(exc).__name__ in error and "in known" in error
+    assert len(error) < 30_000
+    stored = BatchRows(store, "r_raises").all()
+    assert [(row.state, row.lease_owner) for row in stored] == [
+        ("done", None), ("failed", None), ("done", None)]
+    store.close()
+
+
+async def test_a_keyboard_interrupt_in_a_validator_stops_the_run_and_gives_its_rows_back(
+        store_target: str | Path) -> None:
+    # A kernel interrupt that lands in a validator stops the run as run.cancel() does —
+    # never the kernel's event loop: `await run` returns, the row in hand and the rows
+    # not begun are left for a resume, and none keeps a lease.
+    store = SessionStore(store_target)
+    agent = Agent("a", model=RowModel(answer=_category_answer))
+    frame = await asyncio.wait_for(agent.map(
+        ["about a", "about b", "about c"], "Ticket {input}",
+        output=_raising(KeyboardInterrupt()), store=store, run_id="r_interrupt",
+        concurrency=1), 30)
+    assert list(frame["status"]) == ["done", "cancelled", "cancelled"]
+    stored = BatchRows(store, "r_interrupt").all()
+    assert [(row.state, row.lease_owner) for row in stored] == [
+        ("done", None), ("queued", None), ("queued", None)]
+    began = time.monotonic()
+    again = await asyncio.wait_for(BatchRun.resume(
+        "r_interrupt", store=store, agent=agent, output=_raising(ValueError("b"))), 20)
+    assert time.monotonic() - began < 10
+    assert list(again["status"]) == ["done", "failed", "done"]
+    store.close()
+
+
+@pytest.mark.parametrize("other", [True, 1.0, "1"])
+async def test_a_run_id_given_again_with_values_that_only_compare_equal_is_refused(
+        other: Any, tmp_path: Path) -> None:
+    # 1 == True == 1.0 in Python, but they are other inputs: "{x}" fills in "True" or
+    # "1.0" where the stored run has "1". A run id given again with them is refused, as
+    # with any other inputs, and the stored run's answers are not handed back for them.
+    store = SessionStore(tmp_path / "s.db")
+    agent = Agent("a", model=RowModel())
+    await agent.map([{"x": 1}], "Count {x}", store=store, run_id="r_one")
+    with pytest.raises(ValueError, match="other inputs"):
+        agent.map([{"x": other}], "Count {x}", store=store, run_id="r_one")
+    again = await agent.map([{"x": 1}], "Count {x}", store=store, run_id="r_one")
+    assert list(again["answer"]) == [label_of("Count 1")]
+    store.close()
+
+
+async def test_a_format_spec_from_a_row_that_python_refuses_fails_with_a_bounded_error(
+        ) -> None:
+    # Python's own refusal of a spec quotes the whole spec: a spec of a megabyte taken from
+    # a row would be stored whole in that row's error.
+    rows = [{"x": "ab", "y": ">4"}, {"x": "ab", "y": "z" * 1_000_000}]
+    frame = await Agent("a", model=RowModel()).map(rows, "[{x:{y}}]", concurrency=1)
+    assert list(frame["status"]) == ["done", "failed"]
+    assert "Invalid format specifier" in frame["error"][1]
+    assert len(frame["error"][1]) < 30_000
