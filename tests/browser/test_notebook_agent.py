@@ -558,28 +558,46 @@ LONG_CODE = ('summary = sales.groupby("region")["customer_rating"].agg(["mean", 
 LONG_ANSWER = f"I propose a change to cell cast.\n\n```python\n{LONG_CODE}\n```"
 SIDE = ".neta-nb-side-panel"
 
-# Where in an element the first occurrence of a text is drawn, and whether all of it lies
-# inside the element's visible box (its client rect: without what it would scroll to).
-_TEXT_SHOWN_JS = """
-([selector, text]) => {
-  const host = document.querySelector(selector);
+# A DOM Range over the first occurrence of a text in an element (the text may span several
+# text nodes: code is given places to wrap with <wbr>).
+_RANGE_OF_JS = """
+(host, text) => {
   const walker = document.createTreeWalker(host, NodeFilter.SHOW_TEXT);
-  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-    const at = node.data.indexOf(text);
-    if (at < 0) continue;
-    const range = document.createRange();
-    range.setStart(node, at);
-    range.setEnd(node, at + text.length);
-    const box = host.getBoundingClientRect();
-    const left = box.left + host.clientLeft;
-    const top = box.top + host.clientTop;
-    const inside = Array.from(range.getClientRects()).every((r) =>
-      r.left >= left - 0.5 && r.right <= left + host.clientWidth + 0.5
-      && r.top >= top - 0.5 && r.bottom <= top + host.clientHeight + 0.5);
-    return {found: true, inside, rects: range.getClientRects().length};
+  const nodes = [];
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) nodes.push(n);
+  const whole = nodes.map((n) => n.data).join("");
+  const at = whole.indexOf(text);
+  if (at < 0) return null;
+  const range = document.createRange();
+  let offset = 0;
+  for (const n of nodes) {
+    const end = offset + n.data.length;
+    if (at >= offset && at < end) range.setStart(n, at - offset);
+    if (at + text.length > offset && at + text.length <= end) {
+      range.setEnd(n, at + text.length - offset);
+      break;
+    }
+    offset = end;
   }
-  return {found: false, inside: false, rects: 0};
+  return range;
 }
+"""
+
+# Whether all of a text lies inside the element's visible box (its client rect: without
+# what it would scroll to).
+_TEXT_SHOWN_JS = f"""
+([selector, text]) => {{
+  const host = document.querySelector(selector);
+  const range = ({_RANGE_OF_JS})(host, text);
+  if (!range) return {{found: false, inside: false}};
+  const box = host.getBoundingClientRect();
+  const left = box.left + host.clientLeft;
+  const top = box.top + host.clientTop;
+  const inside = Array.from(range.getClientRects()).every((r) =>
+    r.left >= left - 0.5 && r.right <= left + host.clientWidth + 0.5
+    && r.top >= top - 0.5 && r.bottom <= top + host.clientHeight + 0.5);
+  return {{found: true, inside}};
+}}
 """
 
 _OVERFLOW_JS = """
@@ -587,27 +605,18 @@ _OVERFLOW_JS = """
   scrollWidth: n.scrollWidth, clientWidth: n.clientWidth}))
 """
 
-# A text's words each drawn on one line: a word broken across two lines has two rects.
-_WORDS_WHOLE_JS = """
-([selector, words]) => {
+# The words drawn across two lines (or missing): a word broken at the edge has its rects
+# on more than one line.
+_WORDS_BROKEN_JS = f"""
+([selector, words]) => {{
   const host = document.querySelector(selector);
-  const text = host.textContent;
-  const node = document.createTreeWalker(host, NodeFilter.SHOW_TEXT);
-  const nodes = [];
-  for (let n = node.nextNode(); n; n = node.nextNode()) nodes.push(n);
-  return words.filter((word) => {
-    for (const n of nodes) {
-      const at = n.data.indexOf(word);
-      if (at < 0) continue;
-      const range = document.createRange();
-      range.setStart(n, at);
-      range.setEnd(n, at + word.length);
-      const tops = new Set(Array.from(range.getClientRects()).map((r) => Math.round(r.top)));
-      return tops.size > 1;
-    }
-    return !text.includes(word);
-  });
-}
+  return words.filter((word) => {{
+    const range = ({_RANGE_OF_JS})(host, word);
+    if (!range) return true;
+    const tops = new Set(Array.from(range.getClientRects()).map((r) => Math.round(r.top)));
+    return tops.size > 1;
+  }});
+}}
 """
 
 
@@ -657,7 +666,7 @@ def test_a_long_change_and_a_long_code_block_fit_a_narrow_side_panel(
     assert shown["found"] and shown["inside"], shown
     for box in page.evaluate(_OVERFLOW_JS, diff):
         assert box["scrollWidth"] <= box["clientWidth"], box
-    assert page.evaluate(_WORDS_WHOLE_JS, [diff, ["ratings", "dropped"]]) == []
+    assert page.evaluate(_WORDS_BROKEN_JS, [diff, ["ratings", "dropped", "customer_rating", ".dropna()"]]) == []
     # A wrapped line keeps its +/- column: its continuation starts past it.
     added = page.locator(f"{diff} .neta-diff-add").last
     marker, rest = page.evaluate("""(node) => {
@@ -676,8 +685,9 @@ def test_a_long_change_and_a_long_code_block_fit_a_narrow_side_panel(
     page.locator(code).wait_for()
     for box in page.evaluate(_OVERFLOW_JS, code):
         assert box["scrollWidth"] <= box["clientWidth"], box
-    assert page.evaluate(_TEXT_SHOWN_JS, [code, 'ascending=False)'])["inside"]
-    assert page.evaluate(_WORDS_WHOLE_JS, [code, ['"customer_rating"', '"count"]).sort_values(']]) == []
+    assert page.evaluate(_WORDS_BROKEN_JS, [code, ['"customer_rating"', "sort_values"]]) == []
+    shown = page.evaluate(_TEXT_SHOWN_JS, [code, 'ascending=False)'])
+    assert shown["found"] and shown["inside"], shown
 
     # The tool cards' titles are whole in the narrow panel (wrapped if they must).
     for title in page.locator(f"{SIDE} .neta-tool-label").all():
