@@ -105,14 +105,17 @@ const CODE_BREAK = /(?<=[^\s.\d])(?=\.)|(?<=[^\s.])(?=\[)|(?<=[(,])(?=[^\s)\]])/
  * (the text itself, as copied or read, is unchanged). */
 export function appendCodeText(parent: Node, text: string): void {
   let from = 0;
-  for (const match of text.matchAll(CODE_BREAK)) {
-    const at = match.index ?? 0;
-    if (at === from) continue;
+  for (const at of codeBreaks(text)) {
     parent.appendChild(document.createTextNode(text.slice(from, at)));
     parent.appendChild(document.createElement("wbr"));
     from = at;
   }
   parent.appendChild(document.createTextNode(text.slice(from)));
+}
+
+/** The offsets in `text` where `appendCodeText` puts a `<wbr>`, in order. */
+export function codeBreaks(text: string): number[] {
+  return Array.from(text.matchAll(CODE_BREAK), (match) => match.index ?? 0).filter((at) => at > 0);
 }
 
 /** Give every text inside the `pre` elements under `root` its places to wrap. */
