@@ -647,8 +647,8 @@ def test_a_long_change_and_a_long_code_block_fit_a_narrow_side_panel(
     front.open("agent_narrow.ipynb")
     page = lab.page
     lab.set_left_area(collapsed=True)
-    answer = [{"text": LONG_ANSWER}, {"tool_call": {"name": "edit_cell", "args": {
-        "cell_id": "cast", "source": LONG_FIX}}}]
+    answer: list[dict[str, Any]] = [{"text": LONG_ANSWER}, {"tool_call": {
+        "name": "edit_cell", "args": {"cell_id": "cast", "source": LONG_FIX}}}]
     front.play("Fix the failing cell", [*READ, answer], "Left as it was.")
     page.locator(PROPOSAL).wait_for()
     page.locator(".neta-chat-view .neta-chat-header-side").click()
@@ -666,7 +666,8 @@ def test_a_long_change_and_a_long_code_block_fit_a_narrow_side_panel(
     assert shown["found"] and shown["inside"], shown
     for box in page.evaluate(_OVERFLOW_JS, diff):
         assert box["scrollWidth"] <= box["clientWidth"], box
-    assert page.evaluate(_WORDS_BROKEN_JS, [diff, ["ratings", "dropped", "customer_rating", ".dropna()"]]) == []
+    words = ["ratings", "dropped", "customer_rating", ".dropna()"]
+    assert page.evaluate(_WORDS_BROKEN_JS, [diff, words]) == []
     # A wrapped line keeps its +/- column: its continuation starts past it.
     added = page.locator(f"{diff} .neta-diff-add").last
     marker, rest = page.evaluate("""(node) => {
@@ -691,7 +692,8 @@ def test_a_long_change_and_a_long_code_block_fit_a_narrow_side_panel(
 
     # The tool cards' titles are whole in the narrow panel (wrapped if they must).
     for title in page.locator(f"{SIDE} .neta-tool-label").all():
-        box = title.evaluate("(n) => [n.scrollWidth, n.clientWidth, n.scrollHeight, n.clientHeight]")
+        box = title.evaluate(
+            "(n) => [n.scrollWidth, n.clientWidth, n.scrollHeight, n.clientHeight]")
         assert box[0] <= box[1] and box[2] <= box[3], (title.text_content(), box)
 
     pictures(lab, page.locator(f"{SIDE} .neta-chat-view"), screenshot_dir,
