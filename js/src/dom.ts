@@ -95,3 +95,39 @@ export function whileBusy(buttons: readonly HTMLButtonElement[], action: () => P
       for (const button of buttons) button.disabled = false;
     });
 }
+
+/* Where a long line of code may wrap besides its spaces: before a `.` (not a decimal point)
+   or `[` and after a `(` or `,` (not before a closing bracket), so that `sales["rating"].dropna().astype(int)`
+   wraps as `sales["rating"]` / `.dropna().astype(int)` and not at the edge of the box. */
+const CODE_BREAK = /(?<=[^\s.\d])(?=\.)|(?<=[^\s.])(?=\[)|(?<=[(,])(?=[^\s)\]])/g;
+
+/** Append `text` to `parent` as text with `<wbr>` at the places a line of code can wrap
+ * (the text itself, as copied or read, is unchanged). */
+export function appendCodeText(parent: Node, text: string): void {
+  let from = 0;
+  for (const at of codeBreaks(text)) {
+    parent.appendChild(document.createTextNode(text.slice(from, at)));
+    parent.appendChild(document.createElement("wbr"));
+    from = at;
+  }
+  parent.appendChild(document.createTextNode(text.slice(from)));
+}
+
+/** The offsets in `text` where `appendCodeText` puts a `<wbr>`, in order. */
+export function codeBreaks(text: string): number[] {
+  return Array.from(text.matchAll(CODE_BREAK), (match) => match.index ?? 0).filter((at) => at > 0);
+}
+
+/** Give every text inside the `pre` elements under `root` its places to wrap. */
+export function addCodeBreaks(root: ParentNode): void {
+  for (const pre of Array.from(root.querySelectorAll("pre"))) {
+    const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+    const texts: Text[] = [];
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) texts.push(node as Text);
+    for (const node of texts) {
+      const pieces = document.createDocumentFragment();
+      appendCodeText(pieces, node.data);
+      if (pieces.childNodes.length > 1) node.replaceWith(pieces);
+    }
+  }
+}

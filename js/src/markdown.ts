@@ -16,6 +16,7 @@
  */
 import DOMPurify from "dompurify";
 import { Marked } from "marked";
+import { addCodeBreaks } from "./dom";
 
 // A private Marked instance: another bundle on the page configuring the global `marked`
 // cannot change how we render.
@@ -148,7 +149,9 @@ const SANITIZE_OPTIONS = {
 
 /** Sanitized DOM for a markdown string. */
 export function renderMarkdown(text: string): DocumentFragment {
-  return renderSanitizedHtml(marked.parse(text) as string);
+  const fragment = renderSanitizedHtml(marked.parse(text) as string);
+  addCodeBreaks(fragment);
+  return fragment;
 }
 
 /** Sanitized DOM for HTML a tool displayed (a DataFrame's table), by the same rules as

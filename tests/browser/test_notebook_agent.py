@@ -548,3 +548,168 @@ def test_demo_notebook_run_all(lab: LabSession, screenshot_dir: Path) -> None:
     # The chat scrolled to the accepted card, with what followed it below.
     tool_card(page, "accepted").evaluate("node => node.scrollIntoView({block: 'start'})")
     pictures(lab, chat, screenshot_dir, "notebook-agent-demo")
+
+
+# A proposal whose added line is longer than a 380 px side panel, and an answer with a
+# code block as long: each change and each token must be on screen without scrolling.
+LONG_FIX = 'ratings = sales["customer_rating"].dropna().astype(int)  # blank ratings dropped'
+LONG_CODE = ('summary = sales.groupby("region")["customer_rating"].agg(["mean", "count"])'
+             '.sort_values("mean", ascending=False)')
+LONG_ANSWER = f"I propose a change to cell cast.\n\n```python\n{LONG_CODE}\n```"
+SIDE = ".neta-nb-side-panel"
+
+# A DOM Range over the first occurrence of a text in an element (the text may span several
+# text nodes: code is given places to wrap with <wbr>).
+_RANGE_OF_JS = """
+(host, text) => {
+  const walker = document.createTreeWalker(host, NodeFilter.SHOW_TEXT);
+  const nodes = [];
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) nodes.push(n);
+  const whole = nodes.map((n) => n.data).join("");
+  const at = whole.indexOf(text);
+  if (at < 0) return null;
+  const range = document.createRange();
+  let offset = 0;
+  for (const n of nodes) {
+    const end = offset + n.data.length;
+    if (at >= offset && at < end) range.setStart(n, at - offset);
+    if (at + text.length > offset && at + text.length <= end) {
+      range.setEnd(n, at + text.length - offset);
+      break;
+    }
+    offset = end;
+  }
+  return range;
+}
+"""
+
+# Whether all of a text lies inside the element's visible box (its client rect: without
+# what it would scroll to).
+_TEXT_SHOWN_JS = f"""
+([selector, text]) => {{
+  const host = document.querySelector(selector);
+  const range = ({_RANGE_OF_JS})(host, text);
+  if (!range) return {{found: false, inside: false}};
+  const box = host.getBoundingClientRect();
+  const left = box.left + host.clientLeft;
+  const top = box.top + host.clientTop;
+  const inside = Array.from(range.getClientRects()).every((r) =>
+    r.left >= left - 0.5 && r.right <= left + host.clientWidth + 0.5
+    && r.top >= top - 0.5 && r.bottom <= top + host.clientHeight + 0.5);
+  return {{found: true, inside}};
+}}
+"""
+
+_OVERFLOW_JS = """
+(selector) => Array.from(document.querySelectorAll(selector)).map((n) => ({
+  scrollWidth: n.scrollWidth, clientWidth: n.clientWidth}))
+"""
+
+# The words drawn across two lines (or missing): a word broken at the edge has its rects
+# on more than one line.
+_WORDS_BROKEN_JS = f"""
+([selector, words]) => {{
+  const host = document.querySelector(selector);
+  return words.filter((word) => {{
+    const range = ({_RANGE_OF_JS})(host, word);
+    if (!range) return true;
+    const tops = new Set(Array.from(range.getClientRects()).map((r) => Math.round(r.top)));
+    return tops.size > 1;
+  }});
+}}
+"""
+
+
+def set_right_area_width(lab: LabSession, width: int) -> None:
+    """Size JupyterLab's right area so that the side panel in it is ``width`` px wide (as
+    dragging the split handle would)."""
+    page = lab.page
+    for _ in range(4):
+        shown = page.evaluate(f"() => document.querySelector('{SIDE}').offsetWidth")
+        if shown == width:
+            return
+        page.evaluate("""([selector, width]) => {
+          const split = window.jupyterapp.shell._hsplitPanel;
+          const sizes = split.relativeSizes();
+          const total = split.node.clientWidth;
+          const shown = document.querySelector(selector).offsetWidth;
+          const right = sizes[2] * total + (width - shown);
+          const rest = (total - right) / (sizes[0] + sizes[1] || 1);
+          split.setRelativeSizes([sizes[0] * rest, sizes[1] * rest, right]);
+        }""", [SIDE, width])
+        lab.wait_for_frames()
+    assert page.evaluate(f"() => document.querySelector('{SIDE}').offsetWidth") == width
+
+
+def test_a_long_change_and_a_long_code_block_fit_a_narrow_side_panel(
+        lab: LabSession, screenshot_dir: Path) -> None:
+    front = Front("lab", lab, lab.server)
+    front.open("agent_narrow.ipynb")
+    page = lab.page
+    lab.set_left_area(collapsed=True)
+    answer: list[dict[str, Any]] = [{"text": LONG_ANSWER}, {"tool_call": {
+        "name": "edit_cell", "args": {"cell_id": "cast", "source": LONG_FIX}}}]
+    front.play("Fix the failing cell", [*READ, answer], "Left as it was.")
+    page.locator(PROPOSAL).wait_for()
+    page.locator(".neta-chat-view .neta-chat-header-side").click()
+    side_proposal = f"{SIDE} {PROPOSAL}"
+    page.locator(f"{side_proposal} .neta-cell-edit-diff").wait_for()
+    set_right_area_width(lab, 380)
+    lab.wait_for_transitions()
+    diff = f"{side_proposal} .neta-cell-edit-diff"
+    assert f"+{LONG_FIX}" in diff_lines(page, side_proposal)
+    page.locator(diff).scroll_into_view_if_needed()
+
+    # The change is on screen whole: `.dropna()` inside the diff's visible box, nothing
+    # to scroll to sideways, and no token cut where a space was there to break at.
+    shown = page.evaluate(_TEXT_SHOWN_JS, [diff, ".dropna().astype(int)"])
+    assert shown["found"] and shown["inside"], shown
+    for box in page.evaluate(_OVERFLOW_JS, diff):
+        assert box["scrollWidth"] <= box["clientWidth"], box
+    words = ["ratings", "dropped", "customer_rating", ".dropna()"]
+    assert page.evaluate(_WORDS_BROKEN_JS, [diff, words]) == []
+    # A wrapped line keeps its +/- column: its continuation starts past it.
+    added = page.locator(f"{diff} .neta-diff-add").last
+    marker, rest = page.evaluate("""(node) => {
+      const range = document.createRange();
+      range.setStart(node.firstChild, 0);
+      range.setEnd(node.firstChild, 1);
+      const all = document.createRange();
+      all.selectNodeContents(node);
+      const lines = Array.from(all.getClientRects());
+      return [range.getBoundingClientRect().left, Math.min(...lines.slice(1).map((r) => r.left))];
+    }""", added.element_handle())
+    assert rest > marker + 4, (marker, rest)
+
+    # The answer's code block: wrapped, between tokens, with nothing to scroll to.
+    code = f"{SIDE} .neta-chat-text pre"
+    page.locator(code).wait_for()
+    for box in page.evaluate(_OVERFLOW_JS, code):
+        assert box["scrollWidth"] <= box["clientWidth"], box
+    assert page.evaluate(_WORDS_BROKEN_JS, [code, ['"customer_rating"', "sort_values"]]) == []
+    shown = page.evaluate(_TEXT_SHOWN_JS, [code, 'ascending=False)'])
+    assert shown["found"] and shown["inside"], shown
+
+    # The tool cards' titles are whole in the narrow panel (wrapped if they must).
+    for title in page.locator(f"{SIDE} .neta-tool-label").all():
+        box = title.evaluate(
+            "(n) => [n.scrollWidth, n.clientWidth, n.scrollHeight, n.clientHeight]")
+        assert box[0] <= box[1] and box[2] <= box[3], (title.text_content(), box)
+
+    pictures(lab, page.locator(f"{SIDE} .neta-chat-view"), screenshot_dir,
+             "side-panel-edit-pending")
+    # The same at 800 px wide, in the notebook.
+    page.locator(f"{SIDE} .neta-nb-side-panel-close").click()
+    viewport = page.viewport_size
+    lab.set_viewport_size({"width": 800, "height": 1100})
+    try:
+        inline = page.locator(".jp-OutputArea .neta-chat-view")
+        for box in page.evaluate(_OVERFLOW_JS, f".jp-OutputArea {PROPOSAL} .neta-cell-edit-diff"):
+            assert box["scrollWidth"] <= box["clientWidth"], box
+        page.locator(f".jp-OutputArea {PROPOSAL}").scroll_into_view_if_needed()
+        pictures(lab, inline, screenshot_dir, "notebook-edit-pending-800")
+    finally:
+        lab.set_viewport_size(viewport)
+        lab.set_left_area(collapsed=False)
+    page.locator(f"{PROPOSAL} button[data-decision=reject]").click()
+    front.wait_for_text("Left as it was.")

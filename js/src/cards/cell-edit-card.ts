@@ -11,7 +11,7 @@
  *   whose texts were too large to keep (`undo: false`) shows its diff and decision only.
  */
 import "./cell-edit-card.css";
-import { element } from "../dom";
+import { appendCodeText, element } from "../dom";
 import { t, type Lang } from "../i18n";
 import { createInlineError } from "../inline-error";
 import type { ProposalDraft } from "./proposal-drafts";
@@ -86,7 +86,8 @@ function diffBlock(proposal: CellEditProposal, lang: Lang): HTMLElement {
   block.tabIndex = 0; // scrollable by keyboard
   for (const line of proposal.diff) {
     if (typeof line !== "string") continue;
-    const row = element("span", `neta-diff-line neta-diff-${diffLineKind(line)}`, line);
+    const row = element("span", `neta-diff-line neta-diff-${diffLineKind(line)}`);
+    appendCodeText(row, line);
     block.append(row, "\n");
   }
   const more = proposal.diff_left_out ?? 0;

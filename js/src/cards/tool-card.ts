@@ -130,6 +130,7 @@ export function createToolCard(el: HTMLElement, options: ToolCardOptions = {}): 
     root.classList.toggle("neta-is-collapsed", !state.expanded);
     icon.set(state.status);
     label.textContent = state.label || state.name;
+    label.title = label.textContent;
     name.textContent = state.name;
     name.hidden = !state.label || state.label === state.name;
     tag.textContent = t(lang, RUN_STATUS_LABEL[state.status]);
