@@ -12,6 +12,7 @@ import pytest
 
 from neta_nb import AgentSession, SessionStore
 from neta_nb.messages import Usage
+from neta_nb.providers.base import StreamDone, TextDelta
 from neta_nb.widgets import SessionSidebar
 
 from ..support.sessions import FakeProvider, answer, calls, make_session
@@ -211,3 +212,20 @@ async def test_a_chat_view_shows_the_rewound_history() -> None:
     session.rewind(session.messages[2].id)
     assert [m["text"] for m in chat.messages] == ["first", "one"]
     chat.close()
+
+
+@pytest.mark.xfail(strict=True, reason="a fork does not carry the compactions before it: "
+                   "the branch sends the model the whole history again and loses the "
+                   "summary's cost from its figures")
+async def test_a_fork_after_a_compaction_keeps_the_compacted_view() -> None:
+    session, _, _ = make_session(
+        [answer("one"), answer("two"), answer("three"),
+         [TextDelta("- summary"), StreamDone("end_turn")], answer("four")],
+        agent_options={"keep_recent_turns": 1, "compact_at": None})
+    for prompt in "abc":
+        await session.run(prompt)
+    assert await session.compact() is not None
+    await session.run("d")
+    branch = session.fork(session.messages[-1].id)
+    assert len(branch.compactions) == len(session.compactions)
+    assert [m.text for m in branch.model_view] == [m.text for m in session.model_view]
