@@ -39,6 +39,8 @@ __all__ = ["Branches", "message_index"]
 
 def message_index(session: AgentSession, message_id: str) -> int:
     """Where ``message_id`` is in the session's history (``KeyError`` if nowhere)."""
+    if not isinstance(message_id, str):
+        raise TypeError(f"a message id is a str (Message.id), not {message_id!r}")
     index = session._history.index_of(message_id)
     if index is None:
         raise KeyError(f"session {session.id!r} has no message {message_id!r}")
