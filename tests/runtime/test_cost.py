@@ -536,7 +536,8 @@ def test_a_providers_own_usage_is_checked_as_a_servers_is() -> None:
     """Usage a provider of the user's built itself with a count pydantic let through (by
     assignment or model_construct: NaN, a string, a count beyond any call) is unknown,
     as the same count from a server would be; stored, it reads back as unknown."""
-    for bad in (float("nan"), "100", 10**30, -1):
+    bads: list[Any] = [float("nan"), "100", 10**30, -1]
+    for bad in bads:
         usage = Usage.model_construct(input_tokens=10, output_tokens=bad)
         update = UsageUpdate(usage).checked()
         assert update.usage is None
