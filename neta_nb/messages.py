@@ -251,6 +251,11 @@ Part = Annotated[
 ]
 
 
+MAX_TOKEN_COUNT = 2**53 - 1
+"""The largest token count taken as a count: no call comes near it, it is exact as a
+float and in the widgets' numbers, and its cost at any price is a finite number."""
+
+
 class Usage(_Model):
     """Token usage as the provider reported it (never estimated)."""
 
@@ -281,8 +286,10 @@ class Usage(_Model):
 
 def _known_usage(usage: Usage | None) -> Usage | None:
     """A usage with a negative count (a server's, stored before such reports were
-    refused) is unknown when read back, never a credit."""
-    if usage is None or min(usage.model_dump().values()) >= 0:
+    refused) or one beyond :data:`MAX_TOKEN_COUNT` is unknown when read back, never a
+    credit or an infinite cost."""
+    if usage is None or all(0 <= count <= MAX_TOKEN_COUNT
+                            for count in usage.model_dump().values()):
         return usage
     return None
 

@@ -32,6 +32,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from ..messages import (
+    MAX_TOKEN_COUNT,
     Message,
     Part,
     TextPart,
@@ -103,14 +104,17 @@ class UsageUpdate:
         return cls(None, error.detail)
 
     def checked(self) -> UsageUpdate:
-        """This update, or an unknown one if its usage has a negative count (a provider
-        that built :class:`Usage` without :func:`usage_count`, such as one of the user's)."""
+        """This update, or an unknown one if a count of its usage is not one
+        :func:`usage_count` takes (a provider that built :class:`Usage` itself, such as
+        one of the user's, with a negative or absurd count)."""
         usage = self.usage
         if usage is None:
             return self
         for name, count in usage:
-            if count < 0:
-                return UsageUpdate(None, f"{name}={count!r}")
+            try:
+                usage_count(name, count)
+            except UnusableUsage as error:
+                return UsageUpdate.unknown(error)
         return self
 
 
@@ -124,16 +128,18 @@ class UnusableUsage(ValueError):
 
 def usage_count(name: str, value: object) -> int:
     """One token count of a server's usage report as a number of tokens: ``None`` (not
-    reported) is 0; a whole number ≥ 0 is itself (``12.0`` is 12). Anything else — a
-    negative count, a fraction, a string, a bool, NaN — raises :class:`UnusableUsage`:
+    reported) is 0; a whole number from 0 to :data:`~neta_nb.messages.MAX_TOKEN_COUNT` is
+    itself (``12.0`` is 12). Anything else — a negative count, a count no call reaches
+    (``10**400`` would overflow its cost), a fraction, a string, a bool, NaN — raises
+    :class:`UnusableUsage`:
     the whole report is then unknown. Every provider builds :class:`Usage` from its
     server's counts through this one check."""
     if value is None:
         return 0
     if type(value) is int:
-        if value >= 0:
+        if 0 <= value <= MAX_TOKEN_COUNT:
             return value
-    elif isinstance(value, float) and value.is_integer() and value >= 0:
+    elif isinstance(value, float) and value.is_integer() and 0 <= value <= MAX_TOKEN_COUNT:
         return int(value)
     raise UnusableUsage(name, value)
 

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..providers.base import Provider
 from ..providers.factory import create_provider, default_provider
@@ -310,7 +310,8 @@ class Agent:
                                               f"{at}subagents[{index}]."))
         try:
             return cls(name=stored.name, model=stored.model or None,
-                       provider_settings=stored.provider,
+                       # The stored dict itself (checked above), as it was written.
+                       provider_settings=data["provider"] if stored.provider else None,
                        provider_settings_origin=origin,
                        tools=AgentToolConfig.load(stored.tools or {}, catalog),
                        subagents=subagents, **known)
@@ -337,6 +338,35 @@ class DamagedAgentRecordError(ValueError):
         super().__init__(f"{where}: its stored agent definition is damaged: {problem}")
 
 
+class _StoredProvider(BaseModel):
+    """The provider settings a stored definition gives (:meth:`Provider.settings`), each
+    of the type :meth:`Agent.create_provider` needs; other keys are kept as they are."""
+
+    model_config = ConfigDict(strict=True, extra="allow")
+
+    supplier: str | None = None
+    model: str | None = None
+    base_url: str | None = None
+    base_url_withheld: list[str] | None = None
+    context_window: int | None = Field(default=None, gt=0)
+    request_options: dict[str, Any] | None = None
+    request_options_withheld: list[str] | None = None
+    tool_results_as_user: bool = False
+    price: dict[str, Any] | None = None
+
+    @field_validator("price")
+    @classmethod
+    def _a_price(cls, price: dict[str, Any] | None) -> dict[str, Any] | None:
+        if price is not None:
+            try:
+                ModelPrice(**price)
+            except TypeError:  # a field missing or unknown
+                raise ValueError("not a price (input and output in USD per million "
+                                 "tokens, optionally cache_read, cache_write, "
+                                 "thinking)") from None
+        return price
+
+
 class _StoredAgent(BaseModel):
     """The fields of a stored definition, each of the type :class:`Agent` needs (a
     field left out takes the agent's default; one of another type is damage)."""
@@ -345,7 +375,7 @@ class _StoredAgent(BaseModel):
 
     name: str = "agent"
     model: str | None = None
-    provider: dict[str, Any] | None = None
+    provider: _StoredProvider | None = None
     tools: dict[str, Any] | None = None
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     default_think_level: ThinkLevel | None = None

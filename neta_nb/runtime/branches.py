@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..events import TurnUsage
 from ..messages import MentionPart, Message, valid_conversation
-from ..store.session_store import CompactionRecord
+from ..store.session_store import CompactedView, CompactionRecord
 from ..thinking import THINK_LEVELS, ThinkLevel
 from ..todo import TodoStore
 from .budget import Spend
@@ -42,6 +42,8 @@ __all__ = ["Branches", "message_index"]
 
 def message_index(session: AgentSession, message_id: str) -> int:
     """Where ``message_id`` is in the session's history (``KeyError`` if nowhere)."""
+    if not isinstance(message_id, str):
+        raise TypeError(f"a message id is a str (Message.id), not {message_id!r}")
     index = session._history.index_of(message_id)
     if index is None:
         raise KeyError(f"session {session.id!r} has no message {message_id!r}")
@@ -151,12 +153,30 @@ def _branch(session: AgentSession, messages: Sequence[Message], *,
                            branch_of=(session.id, branch_at))
     for message in messages:
         branch._history.append(message.model_copy(deep=True))
+    history = branch._history
+    # The compactions of what it holds come along with their view (the summaries, then
+    # what they kept) when the latest compaction is among them; an earlier one's view is
+    # gone (a later summary replaced it): the model is then sent the messages themselves.
+    compactions = _compactions_before(session, len(messages))
+    stored: CompactedView | None = None
+    if compactions and len(compactions) == len(session.compactions):
+        copies = {message.id: message for message in history.messages}
+        ours = {message.id for message in session._history.messages}
+        view = [copies[m.id] if m.id in copies else m.model_copy(deep=True)
+                for m in session._history.view if m.id in copies or m.id not in ours]
+        kept = next((m.id for m in view if m.id in copies), None)
+        if kept is not None:
+            history.set_view(view)
+            branch.compactions = list(compactions)
+            stored = CompactedView(prefix=[m for m in view if m.id not in copies],
+                                   kept_from=kept, compactions=branch.compactions)
     # What the model is sent is valid whatever was copied (as after a rewind, or a resume
     # of a damaged history): a call without its result gets an error result.
-    history = branch._history
     history.set_view(valid_conversation(history.view))
     _restore_state(branch)
     branch._save_record(running=False, owner=None, owner_died=False)
+    if stored is not None:
+        branch._saved.view(stored)
     return branch
 
 

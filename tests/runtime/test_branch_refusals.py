@@ -118,6 +118,23 @@ async def test_a_retry_or_edit_at_an_unknown_message_or_without_a_loop_changes_n
     store.close()
 
 
+async def test_a_message_id_that_is_not_a_string_is_refused_by_name(tmp_path: Path) -> None:
+    """An id of another type (a list from a widget's message, an index) is a TypeError
+    saying what is wanted, for every going back, and changes nothing."""
+    session, store, chat = await _two_turns(tmp_path)
+    bads: list[Any] = [["m_x"], 1, None]
+    for bad in bads:
+        for refused in (lambda bad=bad: session.fork(bad),
+                        lambda bad=bad: session.rewind(bad),
+                        lambda bad=bad: session.edit(bad, "x")):
+            _unchanged(session, store, chat, refused, TypeError,
+                       "a message id is a str")
+    _unchanged(session, store, chat, lambda: session.retry(bads[0]), TypeError,
+               "a message id is a str")
+    chat.close()
+    store.close()
+
+
 async def test_a_rewind_retry_or_edit_waits_for_a_compaction(tmp_path: Path) -> None:
     gate = asyncio.Event()
     store = SessionStore(tmp_path / "s.db")

@@ -23,7 +23,7 @@ from neta_nb import (
     ToolCatalog,
     create_provider,
 )
-from neta_nb.messages import Usage
+from neta_nb.messages import Message, Usage
 from neta_nb.providers.anthropic import AnthropicProvider
 from neta_nb.providers.base import ProviderError, StreamDone, TextDelta, UsageUpdate
 from neta_nb.providers.openai import OpenAIProvider
@@ -497,3 +497,53 @@ async def test_a_providers_own_negative_usage_is_unknown_too() -> None:
     assert session.compactions[-1].usage is None and session.compactions[-1].cost_usd is None
     said = [w.params for w in rec.of("warning") if w.code == "usage_unusable"]
     assert said == [{"detail": "output_tokens=-1000000"}]
+
+
+@pytest.mark.parametrize("huge", [10**400, 10**30, 1e308], ids=["1e400", "1e30", "1e308f"])
+async def test_a_count_no_call_reaches_is_unknown_not_a_crash_or_infinity(huge: Any) -> None:
+    """A server reporting a count beyond any call (``10**400`` overflows a float, ``1e308``
+    prices into infinity, neither is exact in the widget's numbers): that call's usage is
+    unknown and said once, the turn goes on, and later valid usage still reaches the
+    budget."""
+    def tool_call(n: int, prompt: int, completion: Any) -> Any:
+        stream = OpenAIStream(model="qwen").tool_call_start(0, f"c{n}", "plus")
+        stream.tool_call_args(0, '{"a": 1, "b": 1}').finish("tool_calls")
+        return stream.usage(prompt, completion).done().response()
+
+    async with SSEServer() as sse:
+        sse.add(tool_call(0, 100, huge),
+                *[tool_call(n, 10_000, 1_000) for n in range(1, 30)])
+        provider = OpenAIProvider("qwen", supplier="openai-compatible", api_key="k",
+                                  base_url=sse.base_url, max_retries=0, context_window=32_000)
+        provider.price = SONNET
+        catalog = ToolCatalog.default()
+        catalog.register(plus)
+        session = AgentSession(Agent("a", model=provider, tools=AgentToolConfig(),
+                                     turn_budget_usd=0.05), catalog)
+        rec = Recorder()
+        session.subscribe(rec)
+        await asyncio.wait_for(session.run("keep adding"), 20)
+        served = len(sse.requests)
+    assert rec.of("done")[-1].stop_reason == "budget"
+    assert served == 3  # two valid calls of $0.045 each crossed the budget
+    answers = [m for m in session.messages if m.role == "assistant"]
+    assert answers[0].metadata.usage is None and answers[0].metadata.cost_usd is None
+    said = [w.params["detail"] for w in rec.of("warning") if w.code == "usage_unusable"]
+    assert len(said) == 1 and said[0].startswith("completion_tokens=")
+
+
+def test_a_providers_own_usage_is_checked_as_a_servers_is() -> None:
+    """Usage a provider of the user's built itself with a count pydantic let through (by
+    assignment or model_construct: NaN, a string, a count beyond any call) is unknown,
+    as the same count from a server would be; stored, it reads back as unknown."""
+    bads: list[Any] = [float("nan"), "100", 10**30, -1]
+    for bad in bads:
+        usage = Usage.model_construct(input_tokens=10, output_tokens=bad)
+        update = UsageUpdate(usage).checked()
+        assert update.usage is None
+        assert update.unusable == f"output_tokens={bad!r}"
+    good = Usage(input_tokens=10, output_tokens=5)
+    assert UsageUpdate(good).checked().usage == good
+    stored = Message.model_validate({"role": "assistant", "parts": [], "metadata": {
+        "usage": {"input_tokens": 10**30}, "cost_usd": 1.0}})
+    assert stored.metadata.usage is None

@@ -26,6 +26,18 @@ DAMAGES: list[tuple[str, Any, str, str]] = [
     ("subagents", [{"name": "helper", "max_model_calls": 0}], "subagents[0].max_model_calls",
      "max_model_calls must be at least 1 (in subagents[0])"),
     ("compact_at", True, "compact_at", "compact_at is True"),
+    ("provider", {"context_window": "big"}, "provider.context_window",
+     "provider.context_window is 'big'"),
+    ("provider", {"context_window": 0}, "provider.context_window",
+     "provider.context_window is 0"),
+    ("provider", {"price": {"input": -1, "output": 1}}, "provider.price",
+     "input must be a number ≥ 0 (usd per million tokens), got -1"),
+    ("provider", {"price": {"input": 1}}, "provider.price", "provider.price is {'input': 1}"),
+    ("provider", {"price": "cheap"}, "provider.price", "provider.price is 'cheap'"),
+    ("provider", {"base_url": 5}, "provider.base_url", "provider.base_url is 5"),
+    ("provider", {"request_options": ["x"]}, "provider.request_options",
+     "provider.request_options is ['x']"),
+    ("provider", "openai", "provider", "provider is 'openai'"),
 ]
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from neta_nb import AgentSession, SessionStore
 from neta_nb.messages import Usage
+from neta_nb.providers.base import StreamDone, TextDelta
 from neta_nb.widgets import SessionSidebar
 
 from ..support.sessions import FakeProvider, answer, calls, make_session
@@ -211,3 +212,30 @@ async def test_a_chat_view_shows_the_rewound_history() -> None:
     session.rewind(session.messages[2].id)
     assert [m["text"] for m in chat.messages] == ["first", "one"]
     chat.close()
+
+
+async def test_a_fork_after_a_compaction_keeps_the_compacted_view(tmp_path: Path) -> None:
+    """The branch is sent the summary and what it kept, as its parent would be (not the
+    whole history again), counts the summary's call, and resumes so."""
+    store = SessionStore(tmp_path / "s.db")
+    session, _, _ = make_session(
+        [answer("one"), answer("two"), answer("three"),
+         [TextDelta("- summary"), StreamDone("end_turn")], answer("four")],
+        agent_options={"keep_recent_turns": 1, "compact_at": None}, store=store)
+    for prompt in "abc":
+        await session.run(prompt)
+    assert await session.compact() is not None
+    await session.run("d")
+    branch = session.fork(session.messages[-1].id)
+    assert len(branch.compactions) == len(session.compactions) == 1
+    assert [m.text for m in branch.model_view] == [m.text for m in session.model_view]
+    assert branch.usage == session.usage  # the summary's call counted too
+    assert branch.flush(10)
+    again = AgentSession.resume(branch.id, store, catalog=session.catalog,
+                                agent=session.agent)
+    assert [m.text for m in again.model_view] == [m.text for m in session.model_view]
+    # At a message before the compaction: the messages themselves, as a rewind there.
+    early = session.fork(session.messages[1].id)
+    assert early.compactions == []
+    assert [m.text for m in early.model_view] == ["a", "one"]
+    store.close()

@@ -157,6 +157,16 @@ class _Router:
         else:
             capture.closed.add(self._name)
 
+    # A stream is its own context manager (``with sys.stdout:`` closes it at the end):
+    # dunder methods are looked up on the type, never through __getattr__.
+    def __enter__(self) -> _Router:
+        if self.closed:
+            raise ValueError("I/O operation on closed file.")
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
     @property
     def closed(self) -> bool:
         capture = _capture_here()

@@ -165,13 +165,21 @@ sys.stdout, sys.stderr = io.StringIO(), io.StringIO()
 print('into its own buffer')
 """
 
+WITH = """
+import sys
+with sys.stdout as out:
+    print('inside', out is sys.stdout)
+print('closed:', sys.stdout.closed, file=sys.stderr)
+"""
+
 
 @pytest.mark.parametrize(("code", "output"), [
     (CLOSES, "before\nclosed: True\nrefused: I/O operation on closed file."),
     (DETACHES, "detach refused: detach: the python tool captures this stream\n"
                "detach refused: detach: the python tool captures this stream\n"
                "buffer offered: False"),
-    (REPLACES, "mine")], ids=["close", "detach", "replace"])
+    (REPLACES, "mine"),
+    (WITH, "inside True\nclosed: True")], ids=["close", "detach", "replace", "with"])
 async def test_code_that_closes_detaches_or_replaces_its_streams_leaves_the_kernels(
         capsys: pytest.CaptureFixture[str], code: str, output: str) -> None:
     await run("pass")  # the routers stand in front of the streams from the first call

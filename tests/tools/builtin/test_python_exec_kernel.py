@@ -120,6 +120,8 @@ for stream in (sys.stdout, sys.stderr):
         stream.detach()
     except io.UnsupportedOperation:
         pass
+with sys.stdout:
+    print('in with')
 sys.stdout.close()
 sys.stderr.close()
 sys.stdout, sys.stderr = io.StringIO(), io.StringIO()
@@ -142,5 +144,5 @@ def test_code_that_closes_detaches_and_replaces_the_streams_leaves_the_kernels()
     later = notebook.cells[2]
     assert [output.output_type for output in later.outputs
             if output.output_type == "error"] == []
-    assert _text(later, "stdout") == "a later cell prints True True\n'Output:\\nmine'\n"
+    assert _text(later, "stdout") == "a later cell prints True True\n'Output:\\nmine\\nin with'\n"
     assert _text(later, "stderr") == "and writes to stderr\n"
