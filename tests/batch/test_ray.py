@@ -330,6 +330,13 @@ def _helping(request: RecordedRequest) -> Any:
     return AnthropicStream().text([label_of(task)]).finish(output_tokens=7).response()
 
 
+def _session_of(store: SessionStore, session_id: str | None) -> Any:
+    assert session_id is not None
+    record = store.get_session(session_id)
+    assert record is not None
+    return record
+
+
 def _stored_agents(store: SessionStore, run_id: str) -> list[Any]:
     """Each row's stored agent definition, and its helper session's, in input order."""
     agents = []
@@ -379,7 +386,11 @@ async def test_provider_objects_with_keys_and_a_sub_agent_run_as_they_do_locally
     assert all(label_of(f"Classify: {text}") in answer
                for text, answer in zip(inputs, on_ray["answer"], strict=True))
     assert list(on_ray["usage"]) == list(local["usage"])
-    assert all(usage.get("cost_usd") for usage in on_ray["usage"])  # the price went along
+    # The price went along: each row's session cost what it did locally, and is known.
+    costs = {run: [_session_of(store, row.session_id).cost_usd
+                   for row in BatchRows(store, run).all()] for run in ("r_local", "r_objects")}
+    assert costs["r_objects"] == costs["r_local"]
+    assert all(cost is not None and cost > 0 for cost in costs["r_objects"])
     assert _stored_agents(store, "r_objects") == _stored_agents(store, "r_local")
     stored_top = _stored_agents(store, "r_objects")[0][0]["provider"]
     assert stored_top["context_window"] == 8192
@@ -387,7 +398,9 @@ async def test_provider_objects_with_keys_and_a_sub_agent_run_as_they_do_locally
     assert len(helper_tools) == 1 and "todo" not in next(iter(helper_tools))
     assert {r.headers.get("authorization") for r in top.requests} == {f"Bearer {OPENAI_KEY}"}
     assert {r.headers.get("x-proxy-token") for r in top.requests} == {HEADER_SECRET}
-    assert {r.headers.get("x-api-key") for r in helper.requests} == {ANTHROPIC_KEY}
+    # The Anthropic SDK sends its key as x-api-key, or (newer versions) as a bearer token.
+    assert {r.headers.get("x-api-key") or r.headers.get("authorization", "").removeprefix(
+        "Bearer ") for r in helper.requests} == {ANTHROPIC_KEY}
     assert _files_holding(tmp_path, SECRETS) == []
     assert _files_holding(_ray_session_dir(), SECRETS) == []
 
