@@ -2,17 +2,19 @@
 127.0.0.1, in this process and in every kernel the tests start) is the plugin
 ``tests/support/offline.py``, registered by the repository's root ``conftest.py`` so that
 it also covers the notebooks nbval collects. Fixtures used by a single module live in that
-module."""
+module; those several directories use live here."""
 
 from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+
+from tests.providers.sse_server import SSEServer
 
 if TYPE_CHECKING:
     from tests.support.postgres_server import PostgresServer
@@ -20,6 +22,14 @@ if TYPE_CHECKING:
 
 def _in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+@pytest.fixture
+async def sse_server() -> AsyncIterator[SSEServer]:
+    """A local server that streams the vendors' SSE answers a test queues
+    (``tests/providers/sse_server.py``), for the real SDKs to talk to; one per test."""
+    async with SSEServer() as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

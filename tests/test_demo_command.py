@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -23,16 +22,11 @@ from .support.demo_command import (
     demo_environment,
     unprivileged_user_missing_reason,
 )
+from .support.ports import free_port
 
 pytestmark = pytest.mark.skipif(
     not (Path(sys.prefix) / "bin" / "activate").is_file(),
     reason="the tests do not run from a virtual environment, which demo.sh needs")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture
@@ -45,7 +39,7 @@ def home() -> Iterator[Path]:
 
 
 def _assert_the_printed_command_starts(home: Path, user: tuple[int, int] | None) -> list[str]:
-    port = _free_port()
+    port = free_port()
     env = demo_environment(home / "jupyter", user)
     args = ["--no-browser", "--port", str(port), "--port-retries=0", "--ip=127.0.0.1"]
     assert "--allow-root" not in args

@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -32,6 +31,7 @@ import pytest
 from neta_nb import Agent, AgentSession, AgentToolConfig, ToolCatalog, tool
 from neta_nb.providers import create_provider
 
+from .support.ports import free_port
 from .support.recording_proxy import RecordingProxy
 from .support.sessions import Recorder
 
@@ -59,19 +59,13 @@ def _model_path() -> Path:
     return path
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def llama_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     for module in ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context"):
         if importlib.util.find_spec(module) is None:
             _missing(f"{module} is not installed (pip install 'llama-cpp-python[server]')")
     model = _model_path()
-    port = _free_port()
+    port = free_port()
     log = tmp_path_factory.mktemp("llama") / "server.log"
     with log.open("wb") as output:
         server = subprocess.Popen(

@@ -1,5 +1,7 @@
-"""Fixtures for browser tests: one JupyterLab server and one Chromium per test session,
-a fresh tab-level state per test, and a failure on any console error."""
+"""Fixtures for browser tests: one JupyterLab server, one Notebook 7 server and one
+Chromium per test session (per worker under ``-n``), a fresh tab-level state per test, and
+a failure on any console error. A file that needs a server set up otherwise (other user
+settings, a server its test starts by a command) starts its own and says why."""
 
 from __future__ import annotations
 
@@ -9,7 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from .harness import JupyterLabServer, LabSession, chromium_missing_reason, launch_chromium
+from .harness import (
+    JupyterLabServer,
+    LabSession,
+    chromium_missing_reason,
+    launch_chromium,
+    notebook7_server,
+)
 
 ARTIFACTS = Path(__file__).parent / "artifacts"
 DOCS_SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
@@ -33,6 +41,29 @@ def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLabS
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def shared_notebook7(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLabServer]:
+    """The Notebook 7 server (``jupyter notebook``) of the test session, started by the
+    first test that asks for :func:`notebook7`."""
+    reason = chromium_missing_reason()
+    if reason:
+        pytest.skip(reason)
+    server = notebook7_server(tmp_path_factory.mktemp("notebook7"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def notebook7(shared_notebook7: JupyterLabServer) -> Iterator[JupyterLabServer]:
+    """The shared Notebook 7 server; the kernels a test left running are shut down after
+    it (the tests open its pages in tabs of their own, and close them)."""
+    yield shared_notebook7
+    shared_notebook7.shut_down_kernels()
 
 
 @pytest.fixture(scope="session")

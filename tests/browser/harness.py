@@ -19,9 +19,9 @@ import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +31,7 @@ from typing import Any
 import nbformat
 
 from ..support.offline import clear_provider_environment, write_kernel_guard
+from ..support.ports import free_port
 from ..support.timing import poll_until
 
 __all__ = [
@@ -78,19 +79,13 @@ def chromium_missing_reason() -> str | None:
     return None
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @dataclass
 class JupyterLabServer:
     """``jupyter lab`` in a temporary home of its own."""
 
     base_dir: Path
     token: str = field(default_factory=lambda: secrets.token_hex(16))
-    port: int = field(default_factory=_free_port)
+    port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
     settings: dict[str, dict[str, Any]] = field(default_factory=lambda: dict(LAB_SETTINGS))
     """User settings files (path under the settings dir → values); :data:`LAB_SETTINGS`
@@ -167,6 +162,23 @@ class JupyterLabServer:
                                                                   timeout=2) as response:
             return bool(response.status == 200)
         return False
+
+    def _api(self, method: str, path: str) -> Any:
+        request = urllib.request.Request(f"{self.url}{path}", method=method,
+                                         headers={"Authorization": f"token {self.token}"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            body = response.read()
+        return json.loads(body) if body else None
+
+    def shut_down_kernels(self) -> None:
+        """End every session and kernel the server runs (a server shared by several test
+        files is left as it started, but for the files those wrote into its root)."""
+        for session in self._api("GET", "/api/sessions"):
+            with contextlib.suppress(urllib.error.HTTPError):  # ended meanwhile
+                self._api("DELETE", f"/api/sessions/{session['id']}")
+        for kernel in self._api("GET", "/api/kernels"):
+            with contextlib.suppress(urllib.error.HTTPError):
+                self._api("DELETE", f"/api/kernels/{kernel['id']}")
 
     def stop(self) -> None:
         if self.process is None or self.process.poll() is not None:

@@ -6,7 +6,6 @@ as the committed run ended (its saved form, once: no line about it above it, no 
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import pytest
 from neta_nb.cli import FIRST_NOTEBOOK, copy_notebooks, demo_notebooks_source
 
 from ..support.demo_command import JupyterLabProcess, demo_dry_run, demo_environment
+from ..support.ports import free_port
 from .harness import LAB_SETTINGS, JupyterLabServer, LabSession
 
 pytestmark = pytest.mark.browser
@@ -56,12 +56,7 @@ def _top_of(lab: LabSession, cell: Any, path: Path, height: int = 640) -> None:
         "width": box["width"] + 24, "height": min(box["height"] + 24, height)})
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
+# A server of its own: the test is that the command `scripts/demo.sh` prints starts it.
 @pytest.fixture
 def printed_url_lab(tmp_path: Path, lab_session: LabSession) -> Iterator[LabSession]:
     """JupyterLab started with the command `bash scripts/demo.sh --dry-run` prints, on a
@@ -72,7 +67,7 @@ def printed_url_lab(tmp_path: Path, lab_session: LabSession) -> Iterator[LabSess
     for relative, values in LAB_SETTINGS.items():
         (settings / relative).parent.mkdir(parents=True, exist_ok=True)
         (settings / relative).write_text(json.dumps(values))
-    port = _free_port()
+    port = free_port()
     env = demo_environment(tmp_path / "jupyter")
     # JupyterLab options go through the demo command unchanged; these keep the server
     # quiet and on 127.0.0.1. No token is given: the printed URL must carry the real one.

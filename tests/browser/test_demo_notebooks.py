@@ -109,6 +109,7 @@ def test_demo_notebook_runs_and_renders_its_widgets(lab: LabSession, name: str) 
         assert "tool_result      delete_file\n" in outputs
 
 
+# A server of its own: the test is that `neta-nb lab` itself starts JupyterLab right.
 @pytest.fixture
 def demo_command_lab(tmp_path: Path, lab_session: LabSession) -> Iterator[LabSession]:
     """A tab on a JupyterLab started by the README's demo command, opened at the URL that

@@ -47,7 +47,7 @@ import nbformat
 import pytest
 
 from ..support.timing import poll_until
-from .harness import JupyterLabServer, LabSession, chromium_missing_reason, notebook7_server
+from .harness import JupyterLabServer, LabSession
 from .test_notebook_bridge import _FIND_PANEL, SAVE_JS, SHOWN_JS, type_at_end, undo_in_editor
 
 pytestmark = pytest.mark.browser
@@ -275,19 +275,6 @@ class Front:
     def save(self) -> bytes:
         assert self.page.evaluate(SAVE_JS, self.path) is False
         return (self.root / self.path).read_bytes()
-
-
-@pytest.fixture(scope="module")
-def notebook7(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLabServer]:
-    reason = chromium_missing_reason()
-    if reason:
-        pytest.skip(reason)
-    server = notebook7_server(tmp_path_factory.mktemp("notebook7-agent"))
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(params=["lab", "notebook7"])

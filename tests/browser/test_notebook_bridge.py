@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,7 @@ import nbformat
 import pytest
 
 from ..support.timing import poll_until
-from .harness import JupyterLabServer, LabSession, chromium_missing_reason, notebook7_server
+from .harness import JupyterLabServer, LabSession
 
 pytestmark = pytest.mark.browser
 
@@ -395,19 +394,6 @@ def test_a_kernel_request_reaches_the_notebook_through_the_chat_view(lab: LabSes
     assert first["ok"] is True and first["result"]["outputs"][0]["text"] == "1\n"
     assert lab.execute(path, "print(counter)").strip() == "1"
     assert replies("k2") == []
-
-
-@pytest.fixture(scope="module")
-def notebook7(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLabServer]:
-    reason = chromium_missing_reason()
-    if reason:
-        pytest.skip(reason)
-    server = notebook7_server(tmp_path_factory.mktemp("notebook7-bridge"))
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def test_the_bridge_in_notebook_7(notebook7: JupyterLabServer, lab: LabSession) -> None:

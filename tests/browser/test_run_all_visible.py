@@ -174,6 +174,7 @@ def long_quickstart(root: Path, name: str) -> str:
     return name
 
 
+# A server of its own: default windowing (see `notebook7` below).
 @pytest.fixture(scope="module")
 def windowed_lab(lab_session: LabSession, tmp_path_factory: pytest.TempPathFactory
                  ) -> Iterator[LabSession]:
@@ -303,6 +304,7 @@ def test_a_turn_reveals_a_collapsed_side_panel_but_not_under_a_typing_user(
     lab.execute(name, "await task")
 
 
+# A server of its own: windowing mode "full" (see `notebook7` below).
 @pytest.fixture(scope="module")
 def full_windowing_lab(lab_session: LabSession, tmp_path_factory: pytest.TempPathFactory
                        ) -> Iterator[LabSession]:
@@ -338,6 +340,9 @@ def test_run_all_in_a_long_notebook_scrolls_the_chat_back_into_view(
     assert not lab.console_errors, lab.console_errors
 
 
+# Its own servers, not the session's: these tests need Lab's and Notebook 7's default
+# windowing, which the shared servers' user settings files turn off (LAB_SETTINGS), and a
+# page reads those files when it loads.
 @pytest.fixture(scope="module")
 def notebook7(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLabServer]:
     server = notebook7_server(tmp_path_factory.mktemp("notebook7-run-all"))

@@ -51,6 +51,8 @@ chat
 RESULT_NOTE = ".neta-tool-sections > .neta-cut-note:not([hidden])"
 
 
+# A server of its own: "Save widget state" on is a user setting, read when the page loads,
+# and the shared server keeps JupyterLab's default (off), which other files check.
 @pytest.fixture(scope="module")
 def saving_lab(lab_session: LabSession, tmp_path_factory: pytest.TempPathFactory
                ) -> Iterator[LabSession]:

@@ -7,7 +7,6 @@ error (an ipywidgets slider's) stays where it is."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ import nbformat
 import pytest
 
 from . import chat_cells
-from .harness import JupyterLabServer, LabSession, notebook7_server
+from .harness import JupyterLabServer, LabSession
 
 pytestmark = pytest.mark.browser
 
@@ -117,16 +116,6 @@ def test_reopened_without_widget_state_shows_the_static_forms_alone(
     # JupyterLab's widget manager logs each missing model itself (console.error).
     lab.console_errors[:] = [e for e in lab.console_errors
                              if not e.text.startswith("Error: widget model not found")]
-
-
-@pytest.fixture(scope="module")
-def notebook7(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLabServer]:
-    server = notebook7_server(tmp_path_factory.mktemp("notebook7-saved"))
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def test_in_notebook_7(notebook7: JupyterLabServer, lab_session: LabSession,

@@ -12,14 +12,13 @@ JupyterLab (and Notebook 7 for the keyboard), light and dark.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from . import chat_cells, gallery
-from .harness import JupyterLabServer, LabSession, chromium_missing_reason, notebook7_server
+from .harness import JupyterLabServer, LabSession
 
 pytestmark = pytest.mark.browser
 
@@ -86,20 +85,6 @@ def _type_into_the_chat(page: Any) -> None:
 def test_shift_enter_is_a_new_line_in_jupyterlab(lab: LabSession) -> None:
     lab.run_notebook("keys_lab.ipynb", [chat_cells.IMPORTS, SCRIPTED_CHAT])
     _type_into_the_chat(lab.page)
-
-
-@pytest.fixture(scope="module")
-def notebook7(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLabServer]:
-    """A Notebook 7 server (``jupyter notebook``), set up like the JupyterLab one."""
-    reason = chromium_missing_reason()
-    if reason:
-        pytest.skip(reason)
-    server = notebook7_server(tmp_path_factory.mktemp("notebook7"))
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def test_shift_enter_is_a_new_line_in_notebook_7(notebook7: JupyterLabServer,

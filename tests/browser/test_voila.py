@@ -18,6 +18,7 @@ import nbformat
 import pytest
 
 from ..support.offline import clear_provider_environment, write_kernel_guard
+from ..support.ports import free_port
 from ..support.timing import poll_until
 
 pytestmark = pytest.mark.browser
@@ -36,12 +37,6 @@ APP_CELLS = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def voila_app(tmp_path: Path) -> Iterator[str]:
     pytest.importorskip("voila", reason="voila is in the test extra: pip install -e '.[test]'")
@@ -50,7 +45,7 @@ def voila_app(tmp_path: Path) -> Iterator[str]:
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                        "language": "python"}
     nbformat.write(notebook, tmp_path / "app.ipynb")
-    port, token = _free_port(), secrets.token_hex(16)
+    port, token = free_port(), secrets.token_hex(16)
     dirs = {name: tmp_path / name for name in ("config", "runtime", "data", "ipython")}
     for path in dirs.values():
         path.mkdir()

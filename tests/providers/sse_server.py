@@ -30,10 +30,11 @@ Anything else — the endpoints a session asks a local server for its context wi
 set for its method and path, every time it is asked, or a 404 as from a server that has no
 such endpoint; it never takes a scripted model response.
 
-Other test modules reuse it as ``from providers.sse_server import SSEServer,
-AnthropicStream`` (``tests/`` is on ``sys.path`` under pytest's default import mode), e.g.
-to point an ``AnthropicProvider(model, api_key="test", base_url=server.base_url)`` at it
-and assert on ``server.requests[i].json`` after each model call of a session.
+A test anywhere under ``tests/`` takes a running one as the ``sse_server`` fixture
+(``tests/conftest.py``), e.g. to point an ``AnthropicProvider(model, api_key="test",
+base_url=sse_server.base_url)`` at it and assert on ``sse_server.requests[i].json`` after
+each model call of a session; the builders are imported from here
+(``from ..providers.sse_server import AnthropicStream``).
 """
 
 from __future__ import annotations

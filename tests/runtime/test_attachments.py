@@ -34,25 +34,19 @@ def png(width: int = 40, height: int = 30, colour: str = "red") -> bytes:
     return buffer.getvalue()
 
 
-@pytest.fixture
-async def server() -> Any:
-    async with SSEServer() as running:
-        yield running
+def anthropic(sse_server: SSEServer, model: str = "claude-sonnet-4-5") -> AnthropicProvider:
+    return AnthropicProvider(model, api_key="k", base_url=sse_server.base_url, max_retries=0)
 
 
-def anthropic(server: SSEServer, model: str = "claude-sonnet-4-5") -> AnthropicProvider:
-    return AnthropicProvider(model, api_key="k", base_url=server.base_url, max_retries=0)
-
-
-async def test_anthropic_gets_image_text_file_and_pdf_blocks(server: SSEServer,
+async def test_anthropic_gets_image_text_file_and_pdf_blocks(sse_server: SSEServer,
                                                              tmp_path: Path) -> None:
     (tmp_path / "chart.png").write_bytes(png())
-    server.add(AnthropicStream().text(["Seen."]).finish().response())
-    session = AgentSession(Agent("a", model=anthropic(server)), ToolCatalog())
+    sse_server.add(AnthropicStream().text(["Seen."]).finish().response())
+    session = AgentSession(Agent("a", model=anthropic(sse_server)), ToolCatalog())
     await session.run("What do these show?", attachments=[
         tmp_path / "chart.png", (CSV, "text/csv", "sales.csv"), (PDF, "application/pdf",
                                                                   "report.pdf")])
-    content = server.requests[0].json["messages"][0]["content"]
+    content = sse_server.requests[0].json["messages"][0]["content"]
     assert [block["type"] for block in content] == ["text", "image", "text", "document"]
     assert content[0] == {"type": "text", "text": "What do these show?"}
     assert content[1]["source"]["media_type"] == "image/png"
@@ -66,13 +60,13 @@ async def test_anthropic_gets_image_text_file_and_pdf_blocks(server: SSEServer,
     assert [type(p) for p in user.attachments] == [ImagePart, FileTextPart, DocumentPart]
 
 
-async def test_openai_gets_image_url_and_text_parts(server: SSEServer) -> None:
-    server.add(OpenAIStream().text(["Ok."]).finish().response())
-    provider = OpenAIProvider("gpt-4o", api_key="k", base_url=server.base_url, max_retries=0)
+async def test_openai_gets_image_url_and_text_parts(sse_server: SSEServer) -> None:
+    sse_server.add(OpenAIStream().text(["Ok."]).finish().response())
+    provider = OpenAIProvider("gpt-4o", api_key="k", base_url=sse_server.base_url, max_retries=0)
     session = AgentSession(Agent("a", model=provider), ToolCatalog())
     await session.run("Look", attachments=[Attachment(png(), "image/png", "a.png"),
                                            (CSV, "text/csv", "sales.csv")])
-    user = server.requests[0].json["messages"][1]
+    user = sse_server.requests[0].json["messages"][1]
     assert user["role"] == "user"
     text, image, csv = user["content"]
     assert text == {"type": "text", "text": "Look"}
@@ -93,31 +87,31 @@ async def test_openai_gets_image_url_and_text_parts(server: SSEServer) -> None:
     ("gpt-4o", "openai", (b"\xff\xfe\x00", "text/csv", "bad.csv"), "bad.csv is not UTF-8"),
 ])
 async def test_refused_before_anything_is_sent_and_the_session_stays_usable(
-        server: SSEServer, model: str, supplier: str, attachment: Any, why: str) -> None:
+        sse_server: SSEServer, model: str, supplier: str, attachment: Any, why: str) -> None:
     provider = OpenAIProvider(model, supplier=supplier, api_key="k",
-                              base_url=server.base_url, max_retries=0)
+                              base_url=sse_server.base_url, max_retries=0)
     store = SessionStore(":memory:")
     session = AgentSession(Agent("a", model=provider), ToolCatalog(), store=store)
     with pytest.raises(AttachmentError) as refused:
         await session.run("Read this", attachments=[attachment])
     assert str(refused.value).startswith(why)
-    assert server.requests == [] and session.messages == []
+    assert sse_server.requests == [] and session.messages == []
     assert not session.running
     with pytest.raises(AttachmentError):
         session.start("Read this", attachments=[attachment])
     assert not session.running
-    server.add(OpenAIStream(model=model).text(["Fine."]).finish().response())
+    sse_server.add(OpenAIStream(model=model).text(["Fine."]).finish().response())
     answer = await session.run("Without it then")
     assert answer is not None and answer.text == "Fine."
     session.flush()
     assert [m.text for m in store.load_messages(session.id)] == ["Without it then", "Fine."]
 
 
-async def test_pil_images_and_large_images_are_downscaled(server: SSEServer) -> None:
-    server.add(AnthropicStream().text(["Ok."]).finish().response())
-    session = AgentSession(Agent("a", model=anthropic(server)), ToolCatalog())
+async def test_pil_images_and_large_images_are_downscaled(sse_server: SSEServer) -> None:
+    sse_server.add(AnthropicStream().text(["Ok."]).finish().response())
+    session = AgentSession(Agent("a", model=anthropic(sse_server)), ToolCatalog())
     await session.run("Big", attachments=[Image.new("RGB", (4000, 1000), "blue")])
-    block = server.requests[0].json["messages"][0]["content"][1]
+    block = sse_server.requests[0].json["messages"][0]["content"][1]
     with Image.open(io.BytesIO(base64.b64decode(block["source"]["data"]))) as sent:
         assert sent.size == (1568, 392)
     with pytest.raises(AttachmentError, match="cannot attach a int"):

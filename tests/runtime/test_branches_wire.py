@@ -27,12 +27,6 @@ from ..support.timing import poll_until
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-async def server() -> Any:
-    async with SSEServer() as running:
-        yield running
-
-
 def _texts(request_json: dict[str, Any]) -> list[tuple[str, str]]:
     """(role, text) of each message a request carried (either wire format)."""
     found = []
@@ -47,34 +41,34 @@ def _texts(request_json: dict[str, Any]) -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize("wire", ["openai", "anthropic"])
 async def test_after_an_edit_the_next_request_is_exactly_the_chosen_branch(
-        server: SSEServer, wire: str) -> None:
+        sse_server: SSEServer, wire: str) -> None:
     def reply(text: str) -> Any:
         if wire == "openai":
             return OpenAIStream(model="gpt-4o").text([text]).finish().response()
         return AnthropicStream().text([text]).finish().response()
 
-    provider: Any = (OpenAIProvider("gpt-4o", api_key="k", base_url=server.base_url,
+    provider: Any = (OpenAIProvider("gpt-4o", api_key="k", base_url=sse_server.base_url,
                                     max_retries=0) if wire == "openai" else
                      AnthropicProvider("claude-sonnet-4-5", api_key="k",
-                                       base_url=server.base_url, max_retries=0))
+                                       base_url=sse_server.base_url, max_retries=0))
     session = AgentSession(Agent("a", model=provider), ToolCatalog(),
                            store=SessionStore(":memory:"))
     for text in ("Cats.", "More cats.", "Dogs.", "Again dogs."):
-        server.add(reply(text))
+        sse_server.add(reply(text))
     await session.run("About cats")
     await session.run("More")
     await session.edit(session.messages[2].id, "About dogs instead")
-    assert _texts(server.requests[-1].json) == [
+    assert _texts(sse_server.requests[-1].json) == [
         ("user", "About cats"), ("assistant", "Cats."), ("user", "About dogs instead")]
     await session.retry()
-    assert _texts(server.requests[-1].json) == _texts(server.requests[-2].json)
+    assert _texts(sse_server.requests[-1].json) == _texts(sse_server.requests[-2].json)
     assert [m.text for m in session.messages] == ["About cats", "Cats.",
                                                   "About dogs instead", "Again dogs."]
 
 
 @pytest.mark.parametrize("wire", ["openai", "anthropic"])
 async def test_a_fork_at_an_answer_with_tool_calls_is_a_history_the_vendor_takes(
-        server: SSEServer, wire: str, tmp_path: Path) -> None:
+        sse_server: SSEServer, wire: str, tmp_path: Path) -> None:
     # The server answers 400 to a call without its result, as the vendors do.
     if wire == "openai":
         calling = (OpenAIStream(model="gpt-4o").text(["Adding."])
@@ -89,16 +83,16 @@ async def test_a_fork_at_an_answer_with_tool_calls_is_a_history_the_vendor_takes
                    .tool_use("c2", "plus", ['{"a": 2, "b": 2}']).finish("tool_use").response())
         def reply(text: str) -> Any:
             return AnthropicStream().text([text]).finish().response()
-    provider: Any = (OpenAIProvider("gpt-4o", api_key="k", base_url=server.base_url,
+    provider: Any = (OpenAIProvider("gpt-4o", api_key="k", base_url=sse_server.base_url,
                                     max_retries=0) if wire == "openai" else
                      AnthropicProvider("claude-sonnet-4-5", api_key="k",
-                                       base_url=server.base_url, max_retries=0))
+                                       base_url=sse_server.base_url, max_retries=0))
     catalog = ToolCatalog.default()
     catalog.register(plus)
     store = SessionStore(tmp_path / "s.db")
     session = AgentSession(Agent("a", model=provider, tools=AgentToolConfig()), catalog,
                            store=store)
-    server.add(calling, reply("Three and four."))
+    sse_server.add(calling, reply("Three and four."))
     await session.run("Add 1 and 2, and 2 and 2")
     answer_with_calls = session.messages[1]
     assert len(answer_with_calls.tool_calls) == 2
@@ -109,10 +103,10 @@ async def test_a_fork_at_an_answer_with_tool_calls_is_a_history_the_vendor_takes
     # Fork is offered on the answer; a result (one call's of two) is checked too.
     for forked_at in (answer_with_calls, session.messages[2]):
         fork = session.fork(forked_at.id)
-        server.add(reply("From the fork."))
+        sse_server.add(reply("From the fork."))
         await fork.run("And now?")
-        sent = server.requests[-1].json
-        assert history_problem(server.requests[-1].path, sent) is None
+        sent = sse_server.requests[-1].json
+        assert history_problem(sse_server.requests[-1].path, sent) is None
         assert fork.messages[-1].text == "From the fork."  # not a 400
         assert _texts(sent)[-1] == ("user", "And now?")
         # The calls' results came with the answer that made them, in the store too.
@@ -122,7 +116,7 @@ async def test_a_fork_at_an_answer_with_tool_calls_is_a_history_the_vendor_takes
         fork.flush()
         again = AgentSession.resume(fork.id, store, catalog=catalog, agent=session.agent)
         assert [m.id for m in again.messages] == [m.id for m in fork.messages]
-    assert server.pending == 0
+    assert sse_server.pending == 0
     store.close()
 
 

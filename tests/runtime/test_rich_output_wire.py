@@ -24,12 +24,6 @@ Image = pytest.importorskip("PIL.Image")
 PLOT = json.dumps({"code": "import matplotlib.pyplot as plt\nplt.plot([1, 4, 9])"})
 
 
-@pytest.fixture
-async def server() -> Any:
-    async with SSEServer() as running:
-        yield running
-
-
 def _session(provider: Any) -> AgentSession:
     agent = Agent("plotter", model=provider, tools=AgentToolConfig(enabled=["python"]))
     return AgentSession(agent, ToolCatalog.default(), namespace={}, approval_policy="allow")
@@ -44,15 +38,15 @@ def _png_size(data: str) -> tuple[int, int]:
 
 
 async def test_anthropic_gets_the_figure_as_an_image_block_in_the_tool_result(
-        server: SSEServer) -> None:
-    server.add(
+        sse_server: SSEServer) -> None:
+    sse_server.add(
         AnthropicStream().tool_use("toolu_1", "python", [PLOT]).finish("tool_use").response(),
         AnthropicStream().text(["A rising curve."]).finish().response())
-    provider = AnthropicProvider("claude-sonnet-4-5", api_key="k", base_url=server.base_url,
+    provider = AnthropicProvider("claude-sonnet-4-5", api_key="k", base_url=sse_server.base_url,
                                  max_retries=0)
     session = _session(provider)
     await session.run("Plot squares")
-    second = server.requests[1].json
+    second = sse_server.requests[1].json
     result = second["messages"][2]["content"][0]
     assert result["type"] == "tool_result" and result["tool_use_id"] == "toolu_1"
     text, image = result["content"]
@@ -67,14 +61,14 @@ async def test_anthropic_gets_the_figure_as_an_image_block_in_the_tool_result(
 
 
 async def test_openai_gets_the_tool_text_then_a_user_message_with_the_image(
-        server: SSEServer) -> None:
-    server.add(
+        sse_server: SSEServer) -> None:
+    sse_server.add(
         OpenAIStream().tool_call_start(0, "call_1", "python", PLOT)
         .finish("tool_calls").done().response(),
         OpenAIStream().text(["Squares."]).finish().done().response())
-    provider = OpenAIProvider("gpt-4o", api_key="k", base_url=server.base_url, max_retries=0)
+    provider = OpenAIProvider("gpt-4o", api_key="k", base_url=sse_server.base_url, max_retries=0)
     await _session(provider).run("Plot squares")
-    messages = server.requests[1].json["messages"]
+    messages = sse_server.requests[1].json["messages"]
     roles = [m["role"] for m in messages]
     assert roles == ["system", "user", "assistant", "tool", "user"]
     tool = messages[3]
@@ -89,36 +83,36 @@ async def test_openai_gets_the_tool_text_then_a_user_message_with_the_image(
 
 
 async def test_a_model_without_vision_reads_a_description_and_gets_no_image(
-        server: SSEServer) -> None:
-    server.add(
+        sse_server: SSEServer) -> None:
+    sse_server.add(
         OpenAIStream(model="deepseek-chat").tool_call_start(0, "call_1", "python", PLOT)
         .finish("tool_calls").done().response(),
         OpenAIStream(model="deepseek-chat").text(["Ok."]).finish()
         .done().response())
     provider = OpenAIProvider("deepseek-chat", supplier="deepseek", api_key="k",
-                              base_url=server.base_url, max_retries=0)
+                              base_url=sse_server.base_url, max_retries=0)
     assert not provider.info.supports("vision")
     await _session(provider).run("Plot squares")
-    body = server.requests[1].body.decode()
-    messages = server.requests[1].json["messages"]
+    body = sse_server.requests[1].body.decode()
+    messages = sse_server.requests[1].json["messages"]
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool"]
     assert "[1 figure, 640×480, not shown to this model]" in messages[3]["content"]
     assert "image_url" not in body and "base64" not in body
 
 
 async def test_anthropic_without_vision_gets_text_only_in_the_tool_result(
-        server: SSEServer) -> None:
+        sse_server: SSEServer) -> None:
     from neta_nb.providers.models import ModelInfo, register_model
 
     register_model(ModelInfo(supplier="anthropic", model="claude-text-only",
                              context_window=100_000, max_output_tokens=4096,
                              capabilities=frozenset({"tools"})))
-    server.add(
+    sse_server.add(
         AnthropicStream().tool_use("toolu_1", "python", [PLOT]).finish("tool_use").response(),
         AnthropicStream().text(["Ok."]).finish().response())
-    provider = AnthropicProvider("claude-text-only", api_key="k", base_url=server.base_url,
+    provider = AnthropicProvider("claude-text-only", api_key="k", base_url=sse_server.base_url,
                                  max_retries=0)
     await _session(provider).run("Plot squares")
-    result = server.requests[1].json["messages"][2]["content"][0]
+    result = sse_server.requests[1].json["messages"][2]["content"][0]
     assert isinstance(result["content"], str)
     assert "[1 figure, 640×480, not shown to this model]" in result["content"]

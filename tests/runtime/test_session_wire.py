@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
-
 from neta_nb import Agent, AgentSession, ToolCatalog
 from neta_nb.providers.anthropic import AnthropicProvider
 from neta_nb.providers.openai import OpenAIProvider
@@ -18,21 +16,15 @@ from ..support.sessions import Recorder
 PLAN = json.dumps({"todos": [{"id": "1", "content": "Think", "status": "in_progress"}]})
 
 
-@pytest.fixture
-async def server() -> Any:
-    async with SSEServer() as running:
-        yield running
-
-
-async def test_level_change_mid_session_changes_the_next_request(server: SSEServer) -> None:
-    server.add(
+async def test_level_change_mid_session_changes_the_next_request(sse_server: SSEServer) -> None:
+    sse_server.add(
         AnthropicStream().thinking(["Plan ", "first."], signature="sig-1")
         .tool_use("toolu_1", "todo", [PLAN[:20], PLAN[20:]]).finish("tool_use").response(),
         AnthropicStream().text(["Done."]).finish().response(),
         AnthropicStream().text(["Again."]).finish().response(),
     )
     provider = AnthropicProvider("claude-sonnet-4-20250514", api_key="test-key",
-                                 base_url=server.base_url, max_retries=0)
+                                 base_url=sse_server.base_url, max_retries=0)
     session = AgentSession(Agent("a", model=provider), ToolCatalog.default())
     session.set_thinking_level("high")
 
@@ -42,11 +34,11 @@ async def test_level_change_mid_session_changes_the_next_request(server: SSEServ
 
     session.subscribe(lower_after_tool)
     await session.run("Plan something")
-    first, second = (r.json for r in server.requests)
+    first, second = (r.json for r in sse_server.requests)
     assert first["thinking"] == {"type": "enabled", "budget_tokens": 16000}
     assert first["max_tokens"] >= 16000 + 4096
     assert second["thinking"] == {"type": "enabled", "budget_tokens": 4000}
-    assert server.requests[0].headers["anthropic-beta"] == "interleaved-thinking-2025-05-14"
+    assert sse_server.requests[0].headers["anthropic-beta"] == "interleaved-thinking-2025-05-14"
     # The signed thinking block goes back unchanged with the tool use.
     assistant = second["messages"][1]
     assert assistant["role"] == "assistant"
@@ -58,17 +50,17 @@ async def test_level_change_mid_session_changes_the_next_request(server: SSEServ
 
     session.set_thinking_level("off")
     await session.run("And again")
-    assert "thinking" not in server.requests[2].json
+    assert "thinking" not in sse_server.requests[2].json
 
 
 async def test_openai_stream_cut_midway_ends_turn_with_error_and_keeps_text(
-        server: SSEServer) -> None:
-    server.add(
+        sse_server: SSEServer) -> None:
+    sse_server.add(
         OpenAIStream().reasoning(["Let me see"]).text(["Half an ", "answer"])
         .response(ending="drop"),
         OpenAIStream().text(["Whole answer"]).finish().usage().done().response(),
     )
-    provider = OpenAIProvider("o3-mini", api_key="test-key", base_url=server.base_url,
+    provider = OpenAIProvider("o3-mini", api_key="test-key", base_url=sse_server.base_url,
                               max_retries=0)
     session = AgentSession(Agent("a", model=provider), ToolCatalog.default())
     rec = Recorder()
@@ -81,12 +73,12 @@ async def test_openai_stream_cut_midway_ends_turn_with_error_and_keeps_text(
     assert partial.metadata.interrupted == "error"
     assert partial.text == "Half an answer"
     assert partial.thinking == "Let me see"
-    assert server.requests[0].json["reasoning_effort"] == "high"
+    assert sse_server.requests[0].json["reasoning_effort"] == "high"
     await session.run("retry")
     assert session.messages[-1].text == "Whole answer"
 
 
-async def test_resume_talks_to_the_same_server_the_same_way(server: SSEServer,
+async def test_resume_talks_to_the_same_server_the_same_way(sse_server: SSEServer,
                                                              tmp_path: Any) -> None:
     # An openai-compatible session (a local llama.cpp or Ollama) with its own window and
     # request options resumes against the same URL with the same options — and no key is
@@ -94,10 +86,10 @@ async def test_resume_talks_to_the_same_server_the_same_way(server: SSEServer,
     from neta_nb import SessionStore
     from neta_nb.providers import create_provider
 
-    server.add(OpenAIStream().text(["first"]).finish().response(),
+    sse_server.add(OpenAIStream().text(["first"]).finish().response(),
                OpenAIStream().text(["second"]).finish().response())
     provider = create_provider("openai-compatible:qwen2.5-0.5b", api_key="sk-never-stored",
-                               base_url=server.base_url, context_window=4096,
+                               base_url=sse_server.base_url, context_window=4096,
                                request_options={"cache_prompt": True, "temperature": 0.2})
     store = SessionStore(tmp_path / "sessions.sqlite3")
     session = AgentSession(Agent("local", model=provider), ToolCatalog.default(), store)
@@ -108,7 +100,7 @@ async def test_resume_talks_to_the_same_server_the_same_way(server: SSEServer,
     assert resumed.provider.settings() == provider.settings()
     assert resumed.provider.info.context_window == 4096
     await resumed.run("again")
-    first, second = (r.json for r in server.requests)
+    first, second = (r.json for r in sse_server.requests)
     for body in (first, second):
         assert body["model"] == "qwen2.5-0.5b"
         assert body["cache_prompt"] is True and body["temperature"] == 0.2
@@ -131,11 +123,11 @@ def test_provider_settings_never_carry_credentials() -> None:
 
 
 async def test_a_local_server_reports_its_window_and_the_meter_uses_it(
-        server: SSEServer) -> None:
-    server.json_route("GET", "/props", {"default_generation_settings": {"n_ctx": 4096}})
-    server.add(OpenAIStream().text(["hi"]).finish().usage(300, 20).done().response())
+        sse_server: SSEServer) -> None:
+    sse_server.json_route("GET", "/props", {"default_generation_settings": {"n_ctx": 4096}})
+    sse_server.add(OpenAIStream().text(["hi"]).finish().usage(300, 20).done().response())
     provider = OpenAIProvider("smollm2", supplier="openai-compatible",
-                              base_url=server.base_url, max_retries=0)
+                              base_url=sse_server.base_url, max_retries=0)
     session = AgentSession(Agent("local", model=provider), ToolCatalog.default())
     assert session.context.window_assumed and session.context.max_tokens == 128_000
     rec = Recorder()
@@ -146,15 +138,15 @@ async def test_a_local_server_reports_its_window_and_the_meter_uses_it(
     (update,) = rec.of("token_update")
     assert update.context.max_tokens == 4096 and not update.context.window_assumed
     assert update.context.percent == round(100 * 320 / 4096, 1)
-    assert [r.path for r in server.requests].count("/props") == 1
+    assert [r.path for r in sse_server.requests].count("/props") == 1
     assert "error" not in rec.types
 
 
 async def test_a_server_that_reports_no_window_keeps_the_default_marked_assumed(
-        server: SSEServer) -> None:
-    server.add(OpenAIStream().text(["hi"]).finish().usage(300, 20).done().response())
+        sse_server: SSEServer) -> None:
+    sse_server.add(OpenAIStream().text(["hi"]).finish().usage(300, 20).done().response())
     provider = OpenAIProvider("smollm2", supplier="openai-compatible",
-                              base_url=server.base_url, max_retries=0)
+                              base_url=sse_server.base_url, max_retries=0)
     session = AgentSession(Agent("local", model=provider), ToolCatalog.default())
     rec = Recorder()
     session.subscribe(rec)
@@ -168,14 +160,14 @@ async def test_a_server_that_reports_no_window_keeps_the_default_marked_assumed(
 
 
 async def test_usage_a_server_does_not_send_is_unknown_and_the_context_estimated(
-        server: SSEServer) -> None:
+        sse_server: SSEServer) -> None:
     plan_call = OpenAIStream(model="m")
     plan_call.tool_call_start(0, "call_1", "todo", PLAN)
-    server.add(plan_call.finish("tool_calls").done().response(),  # no usage chunk
+    sse_server.add(plan_call.finish("tool_calls").done().response(),  # no usage chunk
                OpenAIStream(model="m").text(["Planned."]).finish().done().response(),
                OpenAIStream(model="m").text(["Again."]).finish().usage(900, 10).done()
                .response())
-    provider = OpenAIProvider("m", supplier="openai-compatible", base_url=server.base_url,
+    provider = OpenAIProvider("m", supplier="openai-compatible", base_url=sse_server.base_url,
                               max_retries=0, context_window=4096)
     session = AgentSession(Agent("local", model=provider), ToolCatalog.default())
     rec = Recorder()
@@ -189,7 +181,7 @@ async def test_usage_a_server_does_not_send_is_unknown_and_the_context_estimated
     assert second.current.input_tokens == 0 and second.current.output_tokens == 0
     # The window is estimated from what was sent — system prompt, tool definitions,
     # history — and the update says so.
-    request = server.requests[-1].json
+    request = sse_server.requests[-1].json
     sent = len(json.dumps(request["messages"])) + len(json.dumps(request["tools"]))
     assert second.context.estimate == "unreported"
     assert sent // 8 < second.context.used_tokens < sent // 2

@@ -17,7 +17,6 @@ import pwd
 import re
 import shutil
 import signal
-import socket
 import stat
 import subprocess
 import tempfile
@@ -28,6 +27,8 @@ from pathlib import Path
 import psutil
 import psycopg
 from psycopg import sql
+
+from .ports import free_port
 
 __all__ = ["PostgresNotInstalledError", "PostgresServer", "start_postgres"]
 
@@ -271,18 +272,11 @@ def _initdb(bindir: Path, data_dir: Path, account: pwd.struct_passwd | None) -> 
     raise RuntimeError("initdb failed:\n" + "\n".join(failures))
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 def _start_server(bindir: Path, data_dir: Path, socket_dir: Path,
                   account: pwd.struct_passwd | None) -> PostgresServer:
     """Start the postmaster; another free port if the one picked was taken meanwhile."""
     for attempt in range(3):
-        port = _free_port()
+        port = free_port()
         command = [str(bindir / "postgres"), "-D", str(data_dir), "-p", str(port),
                    "-c", "listen_addresses=127.0.0.1",
                    "-c", f"unix_socket_directories={socket_dir}",

@@ -13,7 +13,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,9 @@ from neta_nb.providers.anthropic import AnthropicProvider
 from neta_nb.tools.mcp import MCPServerError, MCPTool, MCPToolError, ServerStatus
 
 from ..providers.sse_server import AnthropicStream, SSEServer
+from ..support.ports import free_port
 from ..support.sessions import FakeProvider, Recorder, answer, calls
+from ..support.timing import wait_until
 
 TEST_SERVER = Path(__file__).parents[1] / "support" / "mcp_test_server.py"
 EVERYTHING = (Path(__file__).parents[1] / "fixtures" / "mcp_everything" / "node_modules"
@@ -100,9 +102,7 @@ async def test_an_agent_on_the_sse_server_calls_the_time_server_and_the_model_re
 
 @pytest.fixture
 def http_server() -> Iterator[str]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     process = subprocess.Popen([sys.executable, str(TEST_SERVER), "http", str(port)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -260,15 +260,8 @@ async def test_server_everything_long_running_operation_reports_increasing_progr
 
 # --- failures ----------------------------------------------------------------------------
 
-async def _eventually(condition: Callable[[], bool]) -> None:
-    """Wait (at most 20 s) until ``condition()`` holds: for what another process does."""
-    async with asyncio.timeout(20):
-        while not condition():  # noqa: ASYNC110 - the change happens in another process
-            await asyncio.sleep(0.02)
-
-
 async def _wait_for_file(path: Path, text: str) -> None:
-    await _eventually(lambda: path.exists() and path.read_text() == text)
+    await wait_until(lambda: path.exists() and path.read_text() == text, within=20, interval=0.02)
 
 
 async def test_a_server_killed_mid_call_fails_the_call_and_restarts_on_the_next(
@@ -298,7 +291,8 @@ async def test_a_server_that_keeps_failing_is_retried_with_backoff(catalog: Tool
     server = await catalog.add_mcp_server("flaky", command=sys.executable, args=[str(script)])
     script.write_text("import sys\nsys.stderr.write('no licence found')\nsys.exit(3)\n")
     psutil.Process(server.connection.pid).kill()
-    await _eventually(lambda: server.status is ServerStatus.FAILED)  # noticed between calls
+    await wait_until(lambda: server.status is ServerStatus.FAILED,
+                     within=20, interval=0.02)  # noticed between calls
     with pytest.raises(MCPServerError, match=r"failed to start.*no licence found"):
         await catalog["flaky__echo"].invoke({"text": "x"}, _context())
     with pytest.raises(MCPServerError, match="next attempt to start it is in"):
@@ -340,7 +334,7 @@ async def test_a_description_that_changes_after_listing_suspends_the_tool_until_
     assert "t__shifty" in resolve_tools(catalog, config).names
     assert catalog["t__shifty"].description.startswith("<img src=x onerror=")
     await catalog["t__change_description"].invoke({}, _context())
-    await _eventually(lambda: "t__shifty" in server.changed_tools)
+    await wait_until(lambda: "t__shifty" in server.changed_tools, within=20, interval=0.02)
     notice = server.changed_tools["t__shifty"]
     assert notice.old_description.startswith("<img") and "ssh" in notice.new_description
     suspended = resolve_tools(catalog, config)

@@ -28,12 +28,6 @@ pd = pytest.importorskip("pandas")
 MENTIONS = ["@sales", "@big", "@In[2]", "@error", "@file:data/notes.md"]
 
 
-@pytest.fixture
-async def server() -> Any:
-    async with SSEServer() as running:
-        yield running
-
-
 def _ask(chat: ChatView, sent: SentMessages, kind: str, **payload: Any) -> dict[str, Any]:
     request_id = f"r{len(sent)}"
     chat._on_custom_message(chat, {"kind": kind, "id": request_id, **payload}, [])
@@ -70,18 +64,18 @@ async def _send(chat: ChatView, sent: SentMessages, text: str) -> dict[str, Any]
 
 @pytest.mark.parametrize("vendor", ["openai", "anthropic"])
 async def test_the_request_carries_each_chips_rendering_byte_for_byte(
-        vendor: str, server: SSEServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        vendor: str, sse_server: SSEServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         sent: SentMessages) -> None:
     if vendor == "openai":
-        server.add(OpenAIStream().text(["Seen."]).finish().usage().done().response(),
+        sse_server.add(OpenAIStream().text(["Seen."]).finish().usage().done().response(),
                    OpenAIStream().text(["Again."]).finish().usage().done().response())
-        provider: Any = OpenAIProvider("gpt-4.1", api_key="k", base_url=server.base_url,
+        provider: Any = OpenAIProvider("gpt-4.1", api_key="k", base_url=sse_server.base_url,
                                        max_retries=0)
     else:
-        server.add(AnthropicStream().text(["Seen."]).finish().response(),
+        sse_server.add(AnthropicStream().text(["Seen."]).finish().response(),
                    AnthropicStream().text(["Again."]).finish().response())
         provider = AnthropicProvider("claude-sonnet-4-5", api_key="k",
-                                     base_url=server.base_url, max_retries=0)
+                                     base_url=sse_server.base_url, max_retries=0)
     store = SessionStore(tmp_path / "s.db")
     session = AgentSession(Agent("analyst", model=provider), ToolCatalog(), store,
                            namespace=_notebook(tmp_path, monkeypatch), working_dir=tmp_path)
@@ -99,19 +93,19 @@ async def test_the_request_carries_each_chips_rendering_byte_for_byte(
                                  "problem": "no variable named salse in the notebook"}
     refused = await _send(chat, sent, "compare @sales with @salse")
     assert not refused["ok"] and "@salse" in refused["error"]
-    assert server.requests == [] and session.messages == [] and chat.messages == []
+    assert sse_server.requests == [] and session.messages == [] and chat.messages == []
 
     typed = ("Compare @sales with @big, explain @In[2] and @error, read @file:data/notes.md "
              "and mail ops@example.com")
     assert (await _send(chat, sent, typed))["ok"]
-    body = server.requests[0].body
+    body = sse_server.requests[0].body
     for mention, rendering in chips.items():
         # The SDKs write JSON with non-ASCII escaped or not: the rendering is there as the
         # JSON string of exactly these characters, either way.
         escaped = [json.dumps(rendering, ensure_ascii=flag)[1:-1].encode()
                    for flag in (True, False)]
         assert any(form in body for form in escaped), mention
-    prompt = server.requests[0].json["messages"][-1]["content"]
+    prompt = sse_server.requests[0].json["messages"][-1]["content"]
     texts = [prompt] if isinstance(prompt, str) else [block["text"] for block in prompt]
     assert texts[0].startswith(typed)  # the prompt exactly as typed comes first
     assert "ops@example.com" in texts[0] and "<mention name=\"@ops\"" not in body.decode()
@@ -122,8 +116,8 @@ async def test_the_request_carries_each_chips_rendering_byte_for_byte(
     resumed = AgentSession.resume(session.id, store=store, agent=session.agent,
                                   catalog=session.catalog, namespace={})
     await resumed.run("and now?")
-    first = server.requests[0].json["messages"]
-    assert server.requests[1].json["messages"][:len(first)] == first
+    first = sse_server.requests[0].json["messages"]
+    assert sse_server.requests[1].json["messages"][:len(first)] == first
     chat.close()
 
 

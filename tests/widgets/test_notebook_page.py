@@ -15,20 +15,13 @@ from neta_nb.widgets.chat import notebook_page
 from neta_nb.widgets.chat.notebook_page import PageBridge
 
 from ..support.sessions import answer, make_session
+from ..support.timing import wait_until
 from .conftest import SentMessages
 
 
 def _bridge() -> tuple[PageBridge, list[dict[str, Any]]]:
     sent: list[dict[str, Any]] = []
     return PageBridge(sent.append), sent
-
-
-async def _until(condition: Any) -> None:
-    for _ in range(500):
-        if condition():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("not reached in 5 s")
 
 
 async def test_a_request_goes_to_the_newest_view_with_the_extension() -> None:
@@ -38,7 +31,7 @@ async def test_a_request_goes_to_the_newest_view_with_the_extension() -> None:
     bridge.opened("new", True)
     assert bridge.available
     task = asyncio.create_task(bridge.request("read", {}))
-    await _until(lambda: sent)
+    await wait_until(lambda: sent, within=5)
     assert sent[0]["kind"] == "notebook_request" and sent[0]["view_id"] == "new"
     assert bridge.replied({"request_id": sent[0]["id"], "ok": True, "result": {"cells": []}})
     assert await task == {"cells": []}
@@ -51,7 +44,7 @@ async def test_an_unanswered_request_is_sent_again_under_the_same_id(
     bridge, sent = _bridge()
     bridge.opened("v", True)
     task = asyncio.create_task(bridge.request("edit", {"cell_id": "c"}))
-    await _until(lambda: len(sent) >= 3)
+    await wait_until(lambda: len(sent) >= 3, within=5)
     assert len({message["id"] for message in sent}) == 1
     bridge.replied({"request_id": sent[0]["id"], "ok": False,
                     "error": {"code": "changed", "message": "the cell changed"}})
@@ -85,7 +78,7 @@ async def test_a_chat_view_on_a_page_with_the_extension_is_the_sessions_page(
                                    "notebook_bridge": True}, [])
     assert session.notebook_page.available
     task = asyncio.create_task(session.notebook_page.request("read", {}))
-    await _until(lambda: sent.of_kind("notebook_request"))
+    await wait_until(lambda: sent.of_kind("notebook_request"), within=5)
     request = sent.of_kind("notebook_request")[0]
     view._on_custom_message(view, {"kind": "notebook_reply", "id": "r2",
                                    "request_id": request["id"], "ok": True,
@@ -104,15 +97,15 @@ async def test_a_view_in_no_notebook_is_passed_over_and_a_request_stays_with_its
     bridge.opened("cell", True)
     bridge.opened("output-view", True)  # JupyterLab's "New View for Output": no notebook
     task = asyncio.create_task(bridge.request("run", {"cell_id": "c"}))
-    await _until(lambda: sent)
+    await wait_until(lambda: sent, within=5)
     assert sent[0]["view_id"] == "output-view"
     bridge.replied({"request_id": sent[0]["id"], "ok": False,
                     "error": {"code": "no_notebook", "message": "not in a notebook"}})
-    await _until(lambda: any(m["view_id"] == "cell" for m in sent))
+    await wait_until(lambda: any(m["view_id"] == "cell" for m in sent), within=5)
     moved = next(m for m in sent if m["view_id"] == "cell")
     assert moved["id"] != sent[0]["id"]
     bridge.opened("newer", True)  # opens while the run is in flight: the run stays put
-    await _until(lambda: sum(m["id"] == moved["id"] for m in sent) >= 3)
+    await wait_until(lambda: sum(m["id"] == moved["id"] for m in sent) >= 3, within=5)
     assert {m["view_id"] for m in sent if m["id"] == moved["id"]} == {"cell"}
     bridge.replied({"request_id": moved["id"], "ok": True, "result": {"status": "ok"}})
     assert await task == {"status": "ok"}
@@ -126,7 +119,7 @@ async def test_a_view_closing_before_it_answers_is_a_clear_error(
     bridge, sent = _bridge()
     bridge.opened("v", True)
     task = asyncio.create_task(bridge.request("run", {"cell_id": "c"}))
-    await _until(lambda: sent)
+    await wait_until(lambda: sent, within=5)
     bridge.closed("v")
     with pytest.raises(NotebookError) as raised:
         await task
@@ -141,7 +134,7 @@ async def test_a_request_right_after_the_chat_is_made_waits_for_its_first_view(
     await asyncio.sleep(0.1)
     assert not task.done() and not sent
     bridge.opened("v", True)
-    await _until(lambda: sent)
+    await wait_until(lambda: sent, within=5)
     bridge.replied({"request_id": sent[0]["id"], "ok": True, "result": {"cells": []}})
     assert await task == {"cells": []}
     # Past the grace, with no view ever opened (nbclient), it does not wait.

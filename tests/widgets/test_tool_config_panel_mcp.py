@@ -3,7 +3,6 @@ description listed (and its tool off) until the view acknowledges it."""
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -17,6 +16,7 @@ pytest.importorskip("mcp", reason="needs the MCP SDK: pip install 'neta-nb[mcp]'
 from neta_nb.tools import AgentToolConfig, ToolCatalog, ToolContext
 from neta_nb.widgets import ToolConfigPanel
 
+from ..support.timing import wait_until
 from .conftest import SentMessages
 
 TEST_SERVER = Path(__file__).parents[1] / "support" / "mcp_test_server.py"
@@ -39,12 +39,6 @@ def _reply(panel: ToolConfigPanel, sent: SentMessages, kind: str, **payload: Any
     return next(m for m in sent.of_kind("reply") if m["id"] == request_id)
 
 
-async def _eventually(condition: Any) -> None:
-    async with asyncio.timeout(20):
-        while not condition():  # noqa: ASYNC110 - the change happens in another process
-            await asyncio.sleep(0.02)
-
-
 async def test_status_change_and_acknowledgement(catalog: ToolCatalog, sent: SentMessages
                                                  ) -> None:
     config = AgentToolConfig(enabled=["t__shifty"])
@@ -56,7 +50,7 @@ async def test_status_change_and_acknowledgement(catalog: ToolCatalog, sent: Sen
     assert {t["name"] for t in panel.tools if t["category"] == "test server"} >= {"t__shifty"}
 
     await catalog["t__change_description"].invoke({}, ToolContext())
-    await _eventually(lambda: panel.mcp_servers[0]["changed"])
+    await wait_until(lambda: panel.mcp_servers[0]["changed"], within=20, interval=0.02)
     [change] = panel.mcp_servers[0]["changed"]
     assert change["name"] == "t__shifty" and change["old_description"].startswith("<img")
     assert panel.states["t__shifty"]["state"] == "globally_disabled"
@@ -80,6 +74,6 @@ async def test_status_change_and_acknowledgement(catalog: ToolCatalog, sent: Sen
     panel.lang = "zh-CN"
     assert panel.mcp_servers[0]["status_text"] == "MCP 服务 · 已连接"
     psutil.Process(catalog.mcp_servers["t"].connection.pid).kill()
-    await _eventually(lambda: panel.mcp_servers[0]["status"] == "failed")
+    await wait_until(lambda: panel.mcp_servers[0]["status"] == "failed", within=20, interval=0.02)
     assert panel.mcp_servers[0]["status_text"].startswith("MCP 服务 · 连接失败：")
     panel.close()
