@@ -396,32 +396,42 @@ async def test_a_budgeted_session_replays_offline(tmp_path: Path) -> None:
     store.close()
 
 
+def _adding_call(n: int, prompt: Any, completion: Any) -> Any:
+    """One streamed ``plus`` call reporting ``prompt``/``completion`` tokens as given."""
+    stream = OpenAIStream(model="qwen").tool_call_start(0, f"c{n}", "plus")
+    stream.tool_call_args(0, '{"a": 1, "b": 1}').finish("tool_calls")
+    return stream.usage(prompt, completion).done().response()
+
+
+async def _keep_adding(sse: SSEServer) -> tuple[AgentSession, Recorder]:
+    """A turn of ``plus`` calls against ``sse`` (priced as Sonnet, $0.05 a turn) to its
+    end; the session and what it emitted."""
+    provider = OpenAIProvider("qwen", supplier="openai-compatible", api_key="k",
+                              base_url=sse.base_url, max_retries=0, context_window=32_000)
+    provider.price = SONNET
+    catalog = ToolCatalog.default()
+    catalog.register(plus)
+    session = AgentSession(Agent("a", model=provider, tools=AgentToolConfig(),
+                                 turn_budget_usd=0.05), catalog)
+    rec = Recorder()
+    session.subscribe(rec)
+    await asyncio.wait_for(session.run("keep adding"), 20)
+    return session, rec
+
+
 async def test_negative_usage_from_a_server_is_unknown_and_budgets_still_stop() -> None:
     """An OpenAI-compatible server reporting ``completion_tokens: -1000000`` (streamed by
     the real SDK): those calls' usage and cost are unknown, never a credit that keeps the
     budget from stopping; the user is told once; the later calls' valid usage reaches the
     turn budget, which stops the turn."""
-    def tool_call(n: int, prompt: int, completion: int) -> Any:
-        stream = OpenAIStream(model="qwen").tool_call_start(0, f"c{n}", "plus")
-        stream.tool_call_args(0, '{"a": 1, "b": 1}').finish("tool_calls")
-        return stream.usage(prompt, completion).done().response()
-
+    tool_call = _adding_call
     # A valid call: 10 000 in + 1 000 out at $3/$15 per million = $0.045.
     valid = by_hand(Usage(input_tokens=10_000, output_tokens=1_000), SONNET)
     async with SSEServer() as sse:
         sse.add(tool_call(0, 100, -1_000_000), tool_call(1, -5, 40),
                 tool_call(2, 10_000, 1_000), tool_call(3, 10_000, 1_000),
                 *[tool_call(n, 10_000, 1_000) for n in range(4, 30)])
-        provider = OpenAIProvider("qwen", supplier="openai-compatible", api_key="k",
-                                  base_url=sse.base_url, max_retries=0, context_window=32_000)
-        provider.price = SONNET
-        catalog = ToolCatalog.default()
-        catalog.register(plus)
-        session = AgentSession(Agent("a", model=provider, tools=AgentToolConfig(),
-                                     turn_budget_usd=0.05), catalog)
-        rec = Recorder()
-        session.subscribe(rec)
-        await asyncio.wait_for(session.run("keep adding"), 20)
+        session, rec = await _keep_adding(sse)
         served = len(sse.requests)
     assert rec.of("done")[-1].stop_reason == "budget"
     assert served == 4  # the fourth call crossed the budget; none after it
@@ -505,24 +515,11 @@ async def test_a_count_no_call_reaches_is_unknown_not_a_crash_or_infinity(huge: 
     prices into infinity, neither is exact in the widget's numbers): that call's usage is
     unknown and said once, the turn goes on, and later valid usage still reaches the
     budget."""
-    def tool_call(n: int, prompt: int, completion: Any) -> Any:
-        stream = OpenAIStream(model="qwen").tool_call_start(0, f"c{n}", "plus")
-        stream.tool_call_args(0, '{"a": 1, "b": 1}').finish("tool_calls")
-        return stream.usage(prompt, completion).done().response()
-
+    tool_call = _adding_call
     async with SSEServer() as sse:
         sse.add(tool_call(0, 100, huge),
                 *[tool_call(n, 10_000, 1_000) for n in range(1, 30)])
-        provider = OpenAIProvider("qwen", supplier="openai-compatible", api_key="k",
-                                  base_url=sse.base_url, max_retries=0, context_window=32_000)
-        provider.price = SONNET
-        catalog = ToolCatalog.default()
-        catalog.register(plus)
-        session = AgentSession(Agent("a", model=provider, tools=AgentToolConfig(),
-                                     turn_budget_usd=0.05), catalog)
-        rec = Recorder()
-        session.subscribe(rec)
-        await asyncio.wait_for(session.run("keep adding"), 20)
+        session, rec = await _keep_adding(sse)
         served = len(sse.requests)
     assert rec.of("done")[-1].stop_reason == "budget"
     assert served == 3  # two valid calls of $0.045 each crossed the budget
