@@ -50,6 +50,7 @@ except ImportError as exc:  # pragma: no cover - the extra is missing
 from ray import cloudpickle
 
 from ..providers.base import Provider
+from ..providers.endpoints import KEY_VARIABLES, URL_VARIABLES
 from ..providers.portable import rebuild, recipe_of
 from ..tools import ToolCatalog
 from ..tools.resolver import resolve_tools
@@ -59,15 +60,19 @@ from .limiter import Rate, RateLimiter
 if TYPE_CHECKING:
     from ..runtime.agent import Agent
 
-__all__ = ["KERNEL_TOOLS", "RayBackend", "Secrets", "check_portable"]
+__all__ = ["KERNEL_TOOLS", "RayBackend", "Secrets", "check_portable", "environment_secrets"]
 
 log = logging.getLogger(__name__)
 
 KERNEL_TOOLS = frozenset({"python", "list_variables", "read_notebook", "edit_cell",
                           "insert_cell", "run_cell"})
 """Tools that act on the kernel that started the run: a worker elsewhere has none."""
-KEY_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY",
-                 "OPENAI_BASE_URL", "DEEPSEEK_API_KEY", "DEEPSEEK_BASE_URL")
+ENVIRONMENT_VARIABLES = tuple(dict.fromkeys(
+    [*(name for names in KEY_VARIABLES.values() for name in names), *URL_VARIABLES.values()]))
+"""The variables a provider (or its SDK) takes its credential or endpoint from: the
+kernel's are the workers'."""
+_CONFIGURED = ("base_url", "request_options")
+"""Provider settings whose stored form may withhold what the provider needs."""
 PROGRESS_INTERVAL = 0.25
 """Seconds between two progress batches of a worker."""
 WORKER_RESTARTS = 4
@@ -112,6 +117,13 @@ class Secrets(dict[str, Any]):
         return "Secrets(withheld)"
 
 
+def environment_secrets() -> Secrets:
+    """This process's :data:`ENVIRONMENT_VARIABLES` that are set: a worker sets them in
+    its own process."""
+    return Secrets({name: os.environ[name] for name in ENVIRONMENT_VARIABLES
+                    if name in os.environ})
+
+
 def _tree(agent: Agent) -> Iterator[Agent]:
     """``agent`` and its sub-agents, depth first in list order — the order in which
     :meth:`Agent.from_record` rebuilds them (a shared sub-agent comes once per parent)."""
@@ -120,23 +132,61 @@ def _tree(agent: Agent) -> Iterator[Agent]:
         yield from _tree(child)
 
 
-def _portable_models(agent: Agent, secrets: Secrets) -> dict[str, Any]:
+def _records(record: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """A stored definition and its sub-agents' in the order of :func:`_tree`."""
+    yield record
+    for child in record.get("subagents") or ():
+        yield from _records(child)
+
+
+def _portable_models(agent: Agent, record: dict[str, Any], provider: Provider,
+                     secrets: Secrets) -> dict[str, Any]:
     """The provider objects among the models of ``agent``'s tree as a worker rebuilds
     them: ``providers`` (one per object), ``models`` (for each agent of the tree, the
-    number of its provider, or ``None``: its model is a string or its parent's)."""
+    number of its provider, or ``None``: its model is a string or its parent's). For an
+    agent whose model is a string, what its ``record`` withholds of its settings as
+    configured goes to ``secrets["configured"]`` by its place in the tree. ``provider``:
+    the top agent's, as the kernel made it for ``record``."""
     providers: list[dict[str, Any]] = []
     numbers: dict[int, int] = {}
     models: list[int | None] = []
-    for current in _tree(agent):
+    configured: dict[str, dict[str, Any]] = {}
+    for index, (current, stored) in enumerate(zip(_tree(agent), _records(record),
+                                                  strict=True)):
         model = current.model
         if not isinstance(model, Provider):
             models.append(None)
+            withheld = _withheld(current, stored.get("provider"),
+                                 provider if index == 0 else None)
+            if withheld:
+                configured[str(index)] = withheld
             continue
         if id(model) not in numbers:
             numbers[id(model)] = len(providers)
             providers.append(_portable(model, current, secrets, len(providers)))
         models.append(numbers[id(model)])
+    if configured:
+        secrets["configured"] = configured
     return {"providers": providers, "models": models}
+
+
+def _withheld(agent: Agent, stored: Any, provider: Provider | None) -> dict[str, Any]:
+    """``base_url`` / ``request_options`` of ``agent``'s provider as configured, where
+    its ``stored`` settings differ from them (they leave a credential out): the top
+    agent's ``provider`` as made in the kernel (its URL may be the environment's), a
+    sub-agent's own :attr:`Agent.provider_settings`. Settings read from a store are
+    what they are."""
+    if agent.provider_settings_origin is not None:
+        return {}
+    given: dict[str, Any]
+    if provider is not None:
+        given = {"base_url": provider.base_url,
+                 "request_options": dict(provider.request_options)}
+    else:
+        given = dict(agent.provider_settings or {})
+    stored = stored if isinstance(stored, dict) else {}
+    return {name: given[name] for name in _CONFIGURED
+            if given.get(name) is not None and given[name] != stored.get(name)}
 
 
 def _portable(provider: Provider, owner: Agent, secrets: Secrets,
@@ -311,9 +361,14 @@ def _agent_of(spec: dict[str, Any], secrets: Secrets) -> Agent:
         else:
             providers.append(rebuild(sent["settings"], sent["options"],
                                      secrets.get(str(number)) or {}))
-    for current, number in zip(_tree(agent), spec["models"], strict=True):
+    configured = secrets.get("configured") or {}
+    for index, (current, number) in enumerate(zip(_tree(agent), spec["models"],
+                                                  strict=True)):
         if number is not None:
             current.model = providers[number]
+        elif str(index) in configured:
+            current.provider_settings = {**(current.provider_settings or {}),
+                                         **configured[str(index)]}
     return agent
 
 
@@ -335,11 +390,13 @@ class RayBackend:
         # Everything is made ready to send here, before any worker starts: what cannot
         # be sent is refused now.
         self._secrets = Secrets()
+        provider = agent.create_provider()
+        record = agent.to_record(provider)
         self.spec = {"store": store_target, "run_id": run_id, "template": template,
                      "output": _checked_output(output), "max_attempts": max_attempts,
-                     "lease": lease, "agent_record": agent.to_record(agent.create_provider()),
+                     "lease": lease, "agent_record": record,
                      "agent_origins": agent.provider_origins(),
-                     **_portable_models(agent, self._secrets)}
+                     **_portable_models(agent, record, provider, self._secrets)}
         self._actors: list[Any] = []
         self._cancelled = False
 
@@ -358,8 +415,7 @@ class RayBackend:
                                     include_dashboard=False, log_to_driver=False)
         count = self._worker_count()
         limiter = LimiterActor.remote(self.rate)  # type: ignore[attr-defined]
-        secrets = Secrets(self._secrets, environment={
-            name: os.environ[name] for name in KEY_VARIABLES if name in os.environ})
+        secrets = Secrets(self._secrets, environment=environment_secrets())
         options: dict[str, Any] = {"max_restarts": WORKER_RESTARTS,
                                    "max_task_retries": WORKER_RESTARTS,
                                    "max_concurrency": 1000}

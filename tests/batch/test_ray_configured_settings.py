@@ -1,0 +1,92 @@
+"""A Ray worker's providers are configured as the kernel's: what of an agent's own provider
+settings (a model string's ``provider_settings``, the environment's base URL) the stored
+form withholds — a ``user:password@``, a ``?token=``, headers, secret-named options — and
+every variable that gives a supplier its credential reach the worker through its
+:class:`Secrets`, never through the spec. No cluster is started: the worker's own rebuild
+(``_agent_of``) is run on what a pickle round trip of the spec and secrets gives back."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+pytest.importorskip("ray", reason="needs Ray: pip install 'neta-nb[ray]'")
+from ray import cloudpickle
+
+from neta_nb import Agent
+from neta_nb.batch.ray_backend import RayBackend, Secrets, _agent_of, environment_secrets
+from neta_nb.providers.endpoints import KEY_VARIABLES, URL_VARIABLES
+
+SERVER = "http://127.0.0.1:9/v1"
+SECRETS = ("URL-PASS", "URL-TOKEN", "HEADER-SECRET", "OPTION-SECRET")
+
+
+def _backend(agent: Agent) -> RayBackend:
+    return RayBackend(agent=agent, store_target="unused.db", run_id="r", template=None,
+                      output=None, concurrency=1, rate=None, max_attempts=1, lease=60.0,
+                      workers=1, on_change=lambda _row, _state: None)
+
+
+def _sent(backend: RayBackend) -> tuple[dict[str, Any], Secrets, bytes]:
+    """The spec and secrets as a worker receives them, and the spec's bytes."""
+    spec_bytes = bytes(cloudpickle.dumps(backend.spec))  # type: ignore[no-untyped-call]
+    secrets = cloudpickle.loads(cloudpickle.dumps(backend._secrets))  # type: ignore[no-untyped-call]
+    return cloudpickle.loads(spec_bytes), secrets, spec_bytes
+
+
+@pytest.fixture(autouse=True)
+def _no_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    for names in (*KEY_VARIABLES.values(), tuple(URL_VARIABLES.values())):
+        for name in names:
+            monkeypatch.delenv(name, raising=False)
+
+
+def test_a_sub_agents_own_settings_reach_the_worker_as_given() -> None:
+    given = {"base_url": "http://user:URL-PASS@127.0.0.1:9/v1?token=URL-TOKEN",
+             "request_options": {"top_k": 40, "api_key": "OPTION-SECRET",
+                                 "extra_headers": {"X-Proxy": "HEADER-SECRET"}}}
+    agent = Agent("planner", model="scripted",
+                  subagents=[Agent("coder", model="openai-compatible:llama3",
+                                   provider_settings=given)])
+    spec, secrets, spec_bytes = _sent(_backend(agent))
+    for secret in SECRETS:
+        assert secret.encode() not in spec_bytes
+
+    coder = _agent_of(spec, secrets).subagent("coder")
+    assert coder is not None
+    provider = coder.create_provider()
+    assert provider.base_url == given["base_url"]
+    assert dict(provider.request_options) == given["request_options"]
+
+
+def test_the_environments_base_url_reaches_the_worker_whole(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    url = "http://user:URL-PASS@127.0.0.1:9/v1?token=URL-TOKEN"
+    monkeypatch.setenv("OPENAI_BASE_URL", url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-kernel")
+    backend = _backend(Agent("top", model="openai:gpt-5"))
+    spec, secrets, spec_bytes = _sent(backend)
+    environment = environment_secrets()
+    for secret in SECRETS:
+        assert secret.encode() not in spec_bytes
+
+    # The worker's process: the kernel's variables as the worker sets them, no others.
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    monkeypatch.delenv("OPENAI_API_KEY")
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    provider = _agent_of(spec, secrets).create_provider()
+    assert provider.base_url == url
+
+
+def test_every_variable_a_supplier_takes_its_credential_from_reaches_the_workers(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", "bearer-kernel")
+    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-deepseek")
+    environment = environment_secrets()
+    assert isinstance(environment, Secrets) and "bearer-kernel" not in repr(environment)
+    assert environment == {"ANTHROPIC_AUTH_TOKEN": "bearer-kernel",
+                           "DEEPSEEK_API_KEY": "sk-deepseek"}
+    assert not os.environ.get("OPENAI_API_KEY")
