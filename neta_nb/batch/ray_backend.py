@@ -51,7 +51,9 @@ from ray import cloudpickle
 
 from ..providers.base import Provider
 from ..providers.endpoints import KEY_VARIABLES, URL_VARIABLES
+from ..providers.models import register_model, registered_models
 from ..providers.portable import rebuild, recipe_of
+from ..providers.prices import set_price, user_prices
 from ..tools import ToolCatalog
 from ..tools.resolver import resolve_tools
 from .executor import LocalExecutor
@@ -347,9 +349,14 @@ class BatchWorker:
 
 def _agent_of(spec: dict[str, Any], secrets: Secrets) -> Agent:
     """The agent as the kernel sent it: rebuilt from its record, with the provider
-    objects of its tree rebuilt (or unpickled) in their places."""
+    objects of its tree rebuilt (or unpickled) in their places, and the prices and
+    models the kernel set (``set_price``, ``register_model``) set here too."""
     from ..runtime.agent import Agent
 
+    for (supplier, model), price in spec["price_table"].items():
+        set_price(supplier, model, price)
+    for info in spec["model_table"]:
+        register_model(info)
     agent = Agent.from_record(spec["agent_record"], ToolCatalog.default())
     # Settings another user stored (a resumed run, a sub-agent of a resumed session) are
     # checked here as in the kernel: the record alone would make them this process's own.
@@ -396,6 +403,8 @@ class RayBackend:
                      "output": _checked_output(output), "max_attempts": max_attempts,
                      "lease": lease, "agent_record": record,
                      "agent_origins": agent.provider_origins(),
+                     # This process's own tables: a worker's process has only the shipped.
+                     "price_table": user_prices(), "model_table": registered_models(),
                      **_portable_models(agent, record, provider, self._secrets)}
         self._actors: list[Any] = []
         self._cancelled = False

@@ -28,6 +28,7 @@ __all__ = [
     "ModelInfo",
     "get_model_info",
     "register_model",
+    "registered_models",
 ]
 
 Capability = Literal["tools", "vision", "thinking", "pdf"]
@@ -120,6 +121,9 @@ _SEARCH_ORDER: dict[str, tuple[str, ...]] = {
 }
 
 
+_BUILT_IN = dict(_registry)
+
+
 def register_model(info: ModelInfo) -> None:
     """Add ``info`` to the table, replacing any entry for the same supplier and model.
 
@@ -127,6 +131,12 @@ def register_model(info: ModelInfo) -> None:
     ``("openai-compatible", "llama3")`` covers ``llama3:8b`` too.
     """
     _registry[(info.supplier.lower(), info.model.lower())] = info
+
+
+def registered_models() -> list[ModelInfo]:
+    """What :func:`register_model` added or changed in this process: another process (a
+    batch run's Ray worker) registers them again."""
+    return [info for key, info in _registry.items() if _BUILT_IN.get(key) != info]
 
 
 def get_model_info(supplier: str, model: str) -> ModelInfo:

@@ -20,7 +20,7 @@ from typing import Any, Final
 
 from ..messages import Usage
 
-__all__ = ["PRICES_AS_OF", "ModelPrice", "price_of", "set_price"]
+__all__ = ["PRICES_AS_OF", "ModelPrice", "price_of", "set_price", "user_prices"]
 
 PER = 1_000_000
 """Prices are per million tokens."""
@@ -96,6 +96,12 @@ def set_price(supplier: str, model: str, price: ModelPrice | None) -> None:
         _SET.pop(key, None)
     else:
         _SET[key] = price
+
+
+def user_prices() -> dict[tuple[str, str], ModelPrice]:
+    """The prices :func:`set_price` set in this process, by ``(supplier, model)`` as it
+    keeps them: another process (a batch run's Ray worker) sets them again."""
+    return dict(_SET)
 
 
 def price_of(supplier: str, model: str) -> ModelPrice | None:

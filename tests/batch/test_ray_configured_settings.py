@@ -15,9 +15,12 @@ import pytest
 pytest.importorskip("ray", reason="needs Ray: pip install 'neta-nb[ray]'")
 from ray import cloudpickle
 
-from neta_nb import Agent
+from neta_nb import Agent, create_provider
 from neta_nb.batch.ray_backend import RayBackend, Secrets, _agent_of, environment_secrets
+from neta_nb.providers import models, prices
 from neta_nb.providers.endpoints import KEY_VARIABLES, URL_VARIABLES
+from neta_nb.providers.models import ModelInfo, register_model
+from neta_nb.providers.prices import ModelPrice, set_price
 
 SERVER = "http://127.0.0.1:9/v1"
 SECRETS = ("URL-PASS", "URL-TOKEN", "HEADER-SECRET", "OPTION-SECRET")
@@ -90,3 +93,34 @@ def test_every_variable_a_supplier_takes_its_credential_from_reaches_the_workers
     assert environment == {"ANTHROPIC_AUTH_TOKEN": "bearer-kernel",
                            "DEEPSEEK_API_KEY": "sk-deepseek"}
     assert not os.environ.get("OPENAI_API_KEY")
+
+
+def test_prices_and_models_the_kernel_set_hold_in_the_worker(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``set_price`` and ``register_model`` are the kernel process's: a worker is another
+    process, and a run with a budget needs the price there too."""
+    kernel_registry = dict(models._registry)
+    monkeypatch.setattr(models, "_registry", dict(kernel_registry))
+    monkeypatch.setattr(prices, "_SET", {})
+    price = ModelPrice(input=1.5, output=3.0)
+    set_price("openai-compatible", "house-model", price)
+    register_model(ModelInfo(supplier="openai-compatible", model="house-model",
+                             context_window=12_000, max_output_tokens=2_000,
+                             capabilities=frozenset({"tools", "vision"})))
+    agent = Agent("top", model="openai-compatible:house-model-7b", budget_usd=1.0,
+                  provider_settings={"base_url": SERVER},
+                  subagents=[Agent("helper", model=create_provider(
+                      "openai-compatible:house-model-1b", base_url=SERVER))])
+    spec, secrets, _ = _sent(_backend(agent))
+
+    # A worker's process: the shipped tables only.
+    monkeypatch.setattr(models, "_registry", dict(kernel_registry))
+    monkeypatch.setattr(prices, "_SET", {})
+    assert create_provider("openai-compatible:house-model-7b", base_url=SERVER).price is None
+    rebuilt = _agent_of(spec, secrets)
+    helper = rebuilt.subagent("helper")
+    assert helper is not None
+    for provider in (rebuilt.create_provider(), helper.create_provider()):
+        assert provider.price == price
+        assert provider.info.context_window == 12_000
+        assert "vision" in provider.info.capabilities
