@@ -21,11 +21,14 @@
   sub-agent's) as what rebuilds it (:mod:`neta_nb.providers.portable`: its settings, with
   the base URL and request options as configured), or pickled when settings do not
   rebuild it (the offline model, a class of the user's). The output model travels pickled.
+  The prices and models the kernel set (``set_price``, ``register_model``) are set in
+  the worker too.
 * **Keys** — the provider variables of the kernel's environment, the key a provider object
-  was given, credentials in its base URL or request options — travel in the workers'
-  arguments, apart from the rest (:class:`Secrets`), and are set in the worker's process:
-  never in the store, and not in Ray's runtime environment, whose variables Ray's agent
-  writes to its log on every node.
+  was given, credentials in its base URL or request options or in an agent's own
+  ``provider_settings``, a pickled provider whole — travel in the workers' arguments,
+  apart from the rest (:class:`Secrets`), and are set in the worker's process: never in
+  the store, and not in Ray's runtime environment, whose variables Ray's agent writes to
+  its log on every node.
 
 An agent whose tools belong to the kernel (``python``, ``list_variables``) or that needs
 the user's approval for a tool is refused before the run starts, with the reason; so is a
@@ -111,7 +114,8 @@ def _check_one(agent: Agent, catalog: ToolCatalog, *, top: bool) -> None:
 
 class Secrets(dict[str, Any]):
     """What a worker is sent that is secret: the environment's key variables
-    (``environment``) and each provider object's secrets (by the provider's number). A
+    (``environment``), each provider object's secrets or its pickle (by the provider's
+    number), the settings of string models as configured (``configured``). A
     dict that never shows its values — Ray puts an argument it fails to send in its
     error message."""
 
@@ -195,7 +199,9 @@ def _portable(provider: Provider, owner: Agent, secrets: Secrets,
               number: int) -> dict[str, Any]:
     recipe = recipe_of(provider)
     if recipe is None:
-        return {"pickled": _pickled_provider(provider, owner)}
+        # Its key, if it holds one, is in it: the whole of it is a secret.
+        secrets[str(number)] = {"pickled": _pickled_provider(provider, owner)}
+        return {"pickled": True}
     secrets[str(number)] = recipe.secrets
     return {"settings": recipe.settings, "options": recipe.options}
 
@@ -363,11 +369,11 @@ def _agent_of(spec: dict[str, Any], secrets: Secrets) -> Agent:
     agent.set_provider_origins(spec.get("agent_origins") or {})
     providers: list[Provider] = []
     for number, sent in enumerate(spec["providers"]):
-        if "pickled" in sent:
-            providers.append(cloudpickle.loads(sent["pickled"]))
+        own = secrets.get(str(number)) or {}
+        if sent.get("pickled"):
+            providers.append(cloudpickle.loads(own["pickled"]))
         else:
-            providers.append(rebuild(sent["settings"], sent["options"],
-                                     secrets.get(str(number)) or {}))
+            providers.append(rebuild(sent["settings"], sent["options"], own))
     configured = secrets.get("configured") or {}
     for index, (current, number) in enumerate(zip(_tree(agent), spec["models"],
                                                   strict=True)):

@@ -20,6 +20,7 @@ from neta_nb.batch.ray_backend import RayBackend, Secrets, _agent_of, environmen
 from neta_nb.providers import models, prices
 from neta_nb.providers.endpoints import KEY_VARIABLES, URL_VARIABLES
 from neta_nb.providers.models import ModelInfo, register_model
+from neta_nb.providers.openai import OpenAIProvider
 from neta_nb.providers.prices import ModelPrice, set_price
 
 SERVER = "http://127.0.0.1:9/v1"
@@ -124,3 +125,28 @@ def test_prices_and_models_the_kernel_set_hold_in_the_worker(
         assert provider.price == price
         assert provider.info.context_window == 12_000
         assert "vision" in provider.info.capabilities
+
+
+class PicklableOpenAI(OpenAIProvider):
+    """A provider class of the user's that pickles: it travels as itself, its key in it."""
+
+    def __init__(self, model: str, **options: Any) -> None:
+        self.options = {"model": model, **options}
+        super().__init__(model, **options)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return dict(self.options)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(**state)  # type: ignore[misc]
+
+
+def test_a_pickled_provider_travels_with_the_secrets_not_in_the_spec() -> None:
+    provider = PicklableOpenAI("gpt-5", api_key="sk-PICKLED-SECRET")
+    backend = _backend(Agent("top", model=provider))
+    spec, secrets, spec_bytes = _sent(backend)
+    assert b"PICKLED-SECRET" not in spec_bytes
+    assert "PICKLED-SECRET" not in repr(backend.spec)
+    rebuilt = _agent_of(spec, secrets).model
+    assert isinstance(rebuilt, PicklableOpenAI)
+    assert rebuilt._client.api_key == "sk-PICKLED-SECRET"
