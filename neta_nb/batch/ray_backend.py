@@ -202,6 +202,13 @@ def _portable(provider: Provider, owner: Agent, secrets: Secrets,
         # Its key, if it holds one, is in it: the whole of it is a secret.
         secrets[str(number)] = {"pickled": _pickled_provider(provider, owner)}
         return {"pickled": True}
+    try:  # as a worker will: what does not come back is refused before any starts
+        rebuild(recipe.settings, recipe.options, recipe.secrets)
+    except Exception as exc:
+        raise ValueError(
+            f"backend='ray' makes the model of agent {owner.name!r} ({provider.model_id}) "
+            f"again in its workers from its settings, but they do not make it ({exc}): "
+            f"give it a provider from create_provider(...), or use backend='local'") from exc
     secrets[str(number)] = recipe.secrets
     return {"settings": recipe.settings, "options": recipe.options}
 

@@ -150,3 +150,13 @@ def test_a_pickled_provider_travels_with_the_secrets_not_in_the_spec() -> None:
     rebuilt = _agent_of(spec, secrets).model
     assert isinstance(rebuilt, PicklableOpenAI)
     assert rebuilt._client.api_key == "sk-PICKLED-SECRET"
+
+
+def test_a_provider_its_settings_do_not_make_again_is_refused_before_the_run() -> None:
+    """The class takes a window of 0 (the table's window then holds); ``create_provider``,
+    which a worker rebuilds it with, does not: refused in the kernel, not in each worker."""
+    provider = OpenAIProvider("gpt-5", api_key="sk-never-shown", context_window=0)
+    agent = Agent("top", model="scripted", subagents=[Agent("helper", model=provider)])
+    with pytest.raises(ValueError, match=r"agent 'helper'.*context_window") as raised:
+        _backend(agent)
+    assert "sk-never-shown" not in str(raised.value)
