@@ -8,6 +8,7 @@ every variable that gives a supplier its credential reach the worker through its
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,13 +16,15 @@ import pytest
 pytest.importorskip("ray", reason="needs Ray: pip install 'neta-nb[ray]'")
 from ray import cloudpickle
 
-from neta_nb import Agent, create_provider
+from neta_nb import Agent, SessionStore, create_provider
 from neta_nb.batch.ray_backend import RayBackend, Secrets, _agent_of, environment_secrets
 from neta_nb.providers import models, prices
 from neta_nb.providers.endpoints import KEY_VARIABLES, URL_VARIABLES
 from neta_nb.providers.models import ModelInfo, register_model
 from neta_nb.providers.openai import OpenAIProvider
 from neta_nb.providers.prices import ModelPrice, set_price
+
+from ..providers.sse_server import OpenAIStream, SSEServer
 
 SERVER = "http://127.0.0.1:9/v1"
 SECRETS = ("URL-PASS", "URL-TOKEN", "HEADER-SECRET", "OPTION-SECRET")
@@ -160,3 +163,33 @@ def test_a_provider_its_settings_do_not_make_again_is_refused_before_the_run() -
     with pytest.raises(ValueError, match=r"agent 'helper'.*context_window") as raised:
         _backend(agent)
     assert "sk-never-shown" not in str(raised.value)
+
+
+async def test_a_workers_agent_sends_the_credentials_and_stores_none(tmp_path: Path) -> None:
+    """The agent a worker rebuilds, run over rows (as a worker's executor does, here in
+    this process): its own settings' header and secret-named option reach its server,
+    the store's file holds neither."""
+    async with SSEServer() as server:
+        server.responder = lambda _request: (
+            OpenAIStream(model="m").text(["ok"]).finish("stop").usage(5, 1).done().response())
+        given = {"base_url": f"{server.base_url}/v1",
+                 "request_options": {"extra_headers": {"X-Proxy": "HEADER-SECRET"},
+                                     "extra_body": {"session_token": "BODY-SECRET"}}}
+        agent = Agent("top", model="openai-compatible:m", provider_settings=given)
+        spec, secrets, _ = _sent(_backend(agent))
+        store = SessionStore(tmp_path / "s.db")
+        results = await _agent_of(spec, secrets).map(["a", "b"], "Say: {input}", store=store)
+        store.close()
+        requests = [request for request in server.requests
+                    if request.path.endswith("/chat/completions")]
+    assert list(results["status"]) == ["done", "done"], results["error"].tolist()
+    assert requests and all(request.json["session_token"] == "BODY-SECRET"
+                            for request in requests)
+    assert {request.headers.get("x-proxy") for request in requests} == {"HEADER-SECRET"}
+    assert _files_holding(tmp_path, (b"BODY-SECRET", b"HEADER-SECRET")) == []
+
+
+def _files_holding(folder: Path, secrets: tuple[bytes, ...]) -> list[str]:
+    """The files under ``folder`` (the store's, its journal's) holding any of ``secrets``."""
+    return [str(path) for path in folder.rglob("*") if path.is_file()
+            and any(secret in path.read_bytes() for secret in secrets)]
