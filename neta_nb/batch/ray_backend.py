@@ -65,7 +65,8 @@ from .limiter import Rate, RateLimiter
 if TYPE_CHECKING:
     from ..runtime.agent import Agent
 
-__all__ = ["KERNEL_TOOLS", "RayBackend", "Secrets", "check_portable", "environment_secrets"]
+__all__ = ["KERNEL_TOOLS", "RayBackend", "Secrets", "check_portable", "environment_secrets",
+           "set_environment"]
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +129,15 @@ def environment_secrets() -> Secrets:
     its own process."""
     return Secrets({name: os.environ[name] for name in ENVIRONMENT_VARIABLES
                     if name in os.environ})
+
+
+def set_environment(environment: Secrets) -> None:
+    """This process's :data:`ENVIRONMENT_VARIABLES` made the kernel's
+    (:func:`environment_secrets`): those it has set, the others removed — a base URL the
+    worker's node has and the kernel has not would get the kernel's key."""
+    for name in ENVIRONMENT_VARIABLES:
+        os.environ.pop(name, None)
+    os.environ.update(environment)
 
 
 def _tree(agent: Agent) -> Iterator[Agent]:
@@ -302,7 +312,7 @@ class BatchWorker:
 
     def __init__(self, spec: dict[str, Any], secrets: Secrets) -> None:
         # This process is this actor's alone: the SDKs find the keys where they look.
-        os.environ.update(secrets.get("environment") or {})
+        set_environment(secrets.get("environment") or Secrets())
         self.spec = spec
         self._secrets = secrets
         self.pid = os.getpid()

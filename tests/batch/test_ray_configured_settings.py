@@ -17,7 +17,13 @@ pytest.importorskip("ray", reason="needs Ray: pip install 'neta-nb[ray]'")
 from ray import cloudpickle
 
 from neta_nb import Agent, SessionStore, create_provider
-from neta_nb.batch.ray_backend import RayBackend, Secrets, _agent_of, environment_secrets
+from neta_nb.batch.ray_backend import (
+    RayBackend,
+    Secrets,
+    _agent_of,
+    environment_secrets,
+    set_environment,
+)
 from neta_nb.providers import models, prices
 from neta_nb.providers.endpoints import KEY_VARIABLES, URL_VARIABLES
 from neta_nb.providers.models import ModelInfo, register_model
@@ -193,3 +199,24 @@ def _files_holding(folder: Path, secrets: tuple[bytes, ...]) -> list[str]:
     """The files under ``folder`` (the store's, its journal's) holding any of ``secrets``."""
     return [str(path) for path in folder.rglob("*") if path.is_file()
             and any(secret in path.read_bytes() for secret in secrets)]
+
+
+def test_a_worker_has_the_kernels_provider_variables_and_no_others(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A variable the kernel does not set is not the worker's either: a base URL left in
+    the worker's process (its node's, or the kernel's before it was unset) would get the
+    kernel's key, where the local run sends it to the vendor."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-kernel")
+    backend = _backend(Agent("top", model="openai:gpt-5"))
+    spec, secrets, _ = _sent(backend)
+    environment = environment_secrets()
+
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/stale")  # the worker's
+    monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", "node-token")
+    set_environment(environment)
+    # Compared one by one: a failure must not print the whole environment.
+    left = {name: os.environ.get(name) for name in ("OPENAI_BASE_URL", "ANTHROPIC_AUTH_TOKEN",
+                                                    "OPENAI_API_KEY")}
+    assert left == {"OPENAI_BASE_URL": None, "ANTHROPIC_AUTH_TOKEN": None,
+                    "OPENAI_API_KEY": "sk-kernel"}
+    assert _agent_of(spec, secrets).create_provider().base_url is None
