@@ -57,6 +57,7 @@ from ..providers.endpoints import KEY_VARIABLES, URL_VARIABLES
 from ..providers.models import register_model, registered_models
 from ..providers.portable import rebuild, recipe_of
 from ..providers.prices import set_price, user_prices
+from ..providers.scripted import ScriptedProvider
 from ..tools import ToolCatalog
 from ..tools.resolver import resolve_tools
 from .executor import LocalExecutor
@@ -233,11 +234,17 @@ def _pickled_provider(provider: Provider, owner: Agent) -> bytes:
         return bytes(cloudpickle.dumps(sent))  # type: ignore[no-untyped-call]
     except Exception as exc:
         kind = type(provider)
+        if isinstance(provider, ScriptedProvider):  # the package's class: its script
+            change = ("its script holds a value that cannot be pickled "
+                      f"({exc}): let the script's functions use no lock, client or open "
+                      "file")
+        else:
+            change = (f"{kind.__module__}.{kind.__qualname__} cannot be pickled ({exc}): "
+                      "make it picklable (leave its locks and clients out in "
+                      "__getstate__ and make them again in __setstate__)")
         raise ValueError(
             f"backend='ray' sends the model of agent {owner.name!r} to its workers, but "
-            f"{kind.__module__}.{kind.__qualname__} cannot be pickled ({exc}): make it "
-            f"picklable (leave its locks and clients out in __getstate__ and make them "
-            f"again in __setstate__), or give the agent a model string or a provider from "
+            f"{change}, or give the agent a model string or a provider from "
             f"create_provider(...), or use backend='local'") from exc
 
 

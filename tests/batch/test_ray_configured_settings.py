@@ -8,6 +8,7 @@ every variable that gives a supplier its credential reach the worker through its
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from neta_nb.providers.endpoints import KEY_VARIABLES, URL_VARIABLES
 from neta_nb.providers.models import ModelInfo, register_model
 from neta_nb.providers.openai import OpenAIProvider
 from neta_nb.providers.prices import ModelPrice, set_price
+from neta_nb.providers.scripted import ScriptedProvider
 
 from ..providers.sse_server import OpenAIStream, SSEServer
 
@@ -220,3 +222,18 @@ def test_a_worker_has_the_kernels_provider_variables_and_no_others(
     assert left == {"OPENAI_BASE_URL": None, "ANTHROPIC_AUTH_TOKEN": None,
                     "OPENAI_API_KEY": "sk-kernel"}
     assert _agent_of(spec, secrets).create_provider().base_url is None
+
+
+def test_a_scripted_model_whose_script_cannot_be_pickled_is_refused_with_what_to_change(
+        ) -> None:
+    """The class is the package's: the advice is about the script, not ``__getstate__``."""
+    lock = threading.Lock()
+
+    def answer(_messages: list[Any]) -> list[dict[str, Any]]:
+        with lock:
+            return [{"text": "x"}]
+
+    agent = Agent("labeller", model=ScriptedProvider([answer]))
+    with pytest.raises(ValueError, match=r"agent 'labeller'.*its script") as raised:
+        _backend(agent)
+    assert "__getstate__" not in str(raised.value)
