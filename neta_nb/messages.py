@@ -288,8 +288,9 @@ def _known_usage(usage: Usage | None) -> Usage | None:
     """A usage with a negative count (a server's, stored before such reports were
     refused) or one beyond :data:`MAX_TOKEN_COUNT` is unknown when read back, never a
     credit or an infinite cost."""
-    if usage is None or all(0 <= count <= MAX_TOKEN_COUNT
-                            for count in usage.model_dump().values()):
+    # Iterating the model gives its fields as they are (no dump: this runs for every
+    # message made with a usage, on the turn's path).
+    if usage is None or all(0 <= count <= MAX_TOKEN_COUNT for _, count in usage):
         return usage
     return None
 
