@@ -27,7 +27,7 @@ from neta_nb.providers.base import ProviderError
 from neta_nb.store.batch_rows import BatchRows
 from neta_nb.store.rows import SqliteRows
 
-from ..support.batch import RowModel, label_of
+from ..support.batch import RowModel, fail_storing_row, label_of
 from ..support.timing import wait_until
 
 pd: Any = pytest.importorskip("pandas")  # untyped
@@ -163,14 +163,7 @@ async def test_when_await_run_raises_no_worker_of_the_run_keeps_running(
     model = RowModel(delay=0.05)
     run = Agent("a", model=model).map([f"t{i}" for i in range(30)], concurrency=3,
                                       store=store, run_id="r_raise")
-    finish = run.rows.finish
-
-    def failing_finish(idx: int, *args: Any, **kwargs: Any) -> bool:
-        if idx == 1:
-            raise sqlite3.OperationalError("disk I/O error")
-        return finish(idx, *args, **kwargs)
-
-    monkeypatch.setattr(run.rows, "finish", failing_finish)
+    fail_storing_row(run, 1, monkeypatch)
     with contextlib.suppress(sqlite3.OperationalError):
         await run
     after = calls(model)

@@ -21,7 +21,7 @@ from neta_nb.batch import BatchRun, executor
 from neta_nb.batch.inputs import render_prompt
 from neta_nb.store.batch_rows import BatchRows
 
-from ..support.batch import RowModel, label_of
+from ..support.batch import RowModel, fail_storing_row, label_of
 
 pd: Any = pytest.importorskip("pandas")  # untyped
 
@@ -111,14 +111,7 @@ async def test_a_row_whose_result_cannot_be_stored_is_given_back_when_the_run_en
     agent = Agent("a", model=RowModel(delay=0.02))
     run = agent.map([f"t{i}" for i in range(6)], concurrency=2, store=store,
                     run_id="r_store_fails")
-    finish = run.rows.finish
-
-    def failing_finish(idx: int, *args: Any, **kwargs: Any) -> bool:
-        if idx == 1:
-            raise sqlite3.OperationalError("disk I/O error")
-        return finish(idx, *args, **kwargs)
-
-    monkeypatch.setattr(run.rows, "finish", failing_finish)
+    fail_storing_row(run, 1, monkeypatch)
     with pytest.raises(sqlite3.OperationalError):
         await run
     row = BatchRows(store, "r_store_fails").all()[1]

@@ -30,32 +30,28 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
 
 
-@pytest.fixture(scope="session")
-def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLabServer]:
+def _running(server: JupyterLabServer) -> Iterator[JupyterLabServer]:
+    """``server`` started for as long as its fixture lasts (skipped without Chromium)."""
     reason = chromium_missing_reason()
     if reason:
         pytest.skip(reason)
-    server = JupyterLabServer(tmp_path_factory.mktemp("jupyterlab"))
     server.start()
     try:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLabServer]:
+    yield from _running(JupyterLabServer(tmp_path_factory.mktemp("jupyterlab")))
 
 
 @pytest.fixture(scope="session")
 def shared_notebook7(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLabServer]:
     """The Notebook 7 server (``jupyter notebook``) of the test session, started by the
     first test that asks for :func:`notebook7`."""
-    reason = chromium_missing_reason()
-    if reason:
-        pytest.skip(reason)
-    server = notebook7_server(tmp_path_factory.mktemp("notebook7"))
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from _running(notebook7_server(tmp_path_factory.mktemp("notebook7")))
 
 
 @pytest.fixture

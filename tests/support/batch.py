@@ -91,3 +91,18 @@ class LoggedRowModel(RowModel):
 def logged_starts(log: str) -> list[float]:
     with open(log) as file:
         return sorted(float(line) for line in file if line.strip())
+
+
+def fail_storing_row(run: Any, idx: int, monkeypatch: Any) -> None:
+    """Make storing row ``idx``'s result fail as a full or broken disk does
+    (``sqlite3.OperationalError``); the other rows store as usual."""
+    import sqlite3
+
+    finish = run.rows.finish
+
+    def failing_finish(row: int, *args: Any, **kwargs: Any) -> bool:
+        if row == idx:
+            raise sqlite3.OperationalError("disk I/O error")
+        return bool(finish(row, *args, **kwargs))
+
+    monkeypatch.setattr(run.rows, "finish", failing_finish)
