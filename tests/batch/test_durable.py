@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -51,6 +52,30 @@ def _done(store: str | Path, run_id: str) -> int:
         return sum(1 for row in BatchRows(with_store, run_id).all() if row.state == "done")
     finally:
         with_store.close()
+
+
+def _stop_outside_a_write(child: subprocess.Popen[str], store: Path) -> None:
+    """SIGSTOP the child at a moment it holds no SQLite write lock.
+
+    A process stopped inside a write transaction keeps the file's lock, and every other
+    writer of that file waits on it: that is SQLite, not the lease logic this test is about.
+    So the child is stopped, and if the lock is still taken it is let go a moment and
+    stopped again."""
+    for _ in range(200):
+        os.kill(child.pid, signal.SIGSTOP)
+        # The signal is delivered asynchronously: probe once the process shows stopped.
+        poll_until(lambda: Path(f"/proc/{child.pid}/stat").read_text().split(") ")[1][0] == "T",
+                   10, "the worker to stop")
+        probe = sqlite3.connect(store, timeout=0.2, isolation_level=None)
+        try:
+            probe.execute("BEGIN IMMEDIATE")
+            probe.execute("ROLLBACK")
+            return
+        except sqlite3.OperationalError:
+            os.kill(child.pid, signal.SIGCONT)
+        finally:
+            probe.close()
+    raise AssertionError("the worker held the store's write lock at every stop")
 
 
 def test_a_kernel_killed_mid_run_resumes_with_every_row_stored_once(
@@ -105,7 +130,7 @@ def test_a_stalled_worker_stores_nothing_over_a_row_another_finished(tmp_path: P
         store = SessionStore(store_path)
         poll_until(lambda: any(row.session_id for row in BatchRows(store, "r_stall").all()),
                    30, "the first worker to start its rows")
-        os.kill(child.pid, signal.SIGSTOP)
+        _stop_outside_a_write(child, store_path)
         held = {row.idx: row.session_id for row in BatchRows(store, "r_stall").all()
                 if row.state == "running"}
         assert held
