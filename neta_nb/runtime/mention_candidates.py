@@ -10,10 +10,12 @@ would (``brief_description``), and a directory is read only as far as the list n
 
 from __future__ import annotations
 
+import inspect
 import os
 import stat
 from collections.abc import Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Literal, TypedDict
 
 from ..tools.builtin.variables import brief_description, user_variables
@@ -50,7 +52,7 @@ def mention_candidates(prefix: str, *, namespace: dict[str, Any], working_dir: P
     if wanted.startswith("file:"):
         return _files(prefix[len("file:"):], working_dir, limit)
     found: list[MentionCandidate] = []
-    for name in user_variables(namespace):
+    for name in sorted(user_variables(namespace), key=lambda name: _code(namespace[name])):
         if len(found) >= limit:
             return found
         if name.casefold().startswith(wanted):
@@ -65,6 +67,14 @@ def mention_candidates(prefix: str, *, namespace: dict[str, Any], working_dir: P
                   "size": None})
     found.extend(c for c in extra if c["key"].casefold().startswith(wanted))
     return found[:limit]
+
+
+def _code(value: Any) -> bool:
+    """Whether ``value`` is code (a class, a function, a module) rather than data: the
+    popup lists the user's data first, since a DataFrame is what one mentions most, and the
+    classes and functions a notebook imports would otherwise crowd it out of a bare ``@``.
+    The check reads the object's type only: no code of the value runs."""
+    return isinstance(value, type | ModuleType) or inspect.isroutine(value)
 
 
 def _recent_cells(namespace: Mapping[str, Any]) -> list[MentionCandidate]:

@@ -353,6 +353,29 @@ def test_candidates_list_variables_error_cells_and_files(
                                   working_dir=tmp_path)) == 40
 
 
+def test_a_bare_at_lists_the_users_data_before_imported_code(tmp_path: Path) -> None:
+    # Imported classes, functions and modules sort before lowercase data by name; the
+    # popup puts data first, each group by name.
+    import json
+
+    class Frame:
+        pass
+
+    def clean(x: int) -> int:
+        return x
+
+    namespace = {"DataFrame": Frame, "Path": Path, "clean": clean, "json": json,
+                 "sales": [1, 2], "ages": {"a": 1}, "total": 3}
+    kinds = [(c["key"]) for c in mention_candidates("", namespace=namespace,
+                                                     working_dir=tmp_path)
+             if c["kind"] == "variable"]
+    assert kinds[:3] == ["ages", "sales", "total"]
+    assert set(kinds[3:]) == {"DataFrame", "Path", "clean"} | ({"json"} & set(kinds))
+    # Many imports never push the data out of a bounded list.
+    crowded = {f"Import{i}": type(f"Import{i}", (), {}) for i in range(60)} | {"df": [1]}
+    assert mention_candidates("", namespace=crowded, working_dir=tmp_path)[0]["key"] == "df"
+
+
 def test_a_preview_is_the_block_that_is_sent(tmp_path: Path) -> None:
     (tmp_path / "a.csv").write_text("x\n1\n")
     namespace = {"df": [1, 2, 3]}
