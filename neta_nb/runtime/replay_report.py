@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..escaping import static_markdown_html
 from ..messages import Message, Usage
 from ..providers.history_script import StoredTurn
 from ..tools.resolution_steps import ResolutionDiff
@@ -213,14 +214,16 @@ class ReplayReport:
         body = []
         for turn in self.turns:
             before, after = turn.before, turn.after
-            cells = [str(turn.index + 1), turn.prompt, _cut(before.answer, before.error),
-                     _cut(after.answer, after.error), _tools(before), _tools(after),
+            cells = [_esc(str(turn.index + 1)), _esc(turn.prompt),
+                     _answer_html(before.answer, before.error),
+                     _answer_html(after.answer, after.error),
+                     _esc(_tools(before)), _esc(_tools(after)),
                      f"{before.usage.input_tokens:,}/{before.usage.output_tokens:,}",
                      f"{after.usage.input_tokens:,}/{after.usage.output_tokens:,}",
                      _seconds(before.seconds), _seconds(after.seconds),
-                     *[str(turn.checks.get(name, "")) for name in checks]]
+                     *[_esc(str(turn.checks.get(name, ""))) for name in checks]]
             body.append("<tr>" + "".join(f"<td style='text-align:left;vertical-align:top'>"
-                                         f"{_esc(c)}</td>" for c in cells) + "</tr>")
+                                         f"{c}</td>" for c in cells) + "</tr>")
         return (f"<div class='neta-replay-report'>{head}<table><thead><tr>{header}</tr>"
                 f"</thead><tbody>{''.join(body)}</tbody></table></div>")
 
@@ -236,9 +239,14 @@ def _esc(text: str) -> str:
     return html.escape(text, quote=True)
 
 
-def _cut(answer: str, error: str | None) -> str:
+def _answer_html(answer: str, error: str | None) -> str:
+    """An answer's first ``SHOWN_CHARS`` as the chat draws them (headings, lists, code —
+    not the raw ``##`` and ``**``), through the static renderer: the report is shown
+    and saved as a notebook output, where model text must load and run nothing. A
+    failure follows as plain text."""
     text = answer if len(answer) <= SHOWN_CHARS else answer[:SHOWN_CHARS] + " …"
-    return f"{text}\n[error: {error}]" if error else text
+    shown = static_markdown_html(text)
+    return f"{shown}<p>[error: {_esc(error)}]</p>" if error else shown
 
 
 def _tools(figures: TurnFigures) -> str:

@@ -30,7 +30,7 @@ RENDERS = {
     "06_real_providers.ipynb": [],
     "07_mcp_servers.ipynb": [".neta-tool-config", ".neta-chat-view"],
     "08_sub_agents.ipynb": [".neta-chat-view", ".neta-subagent-card"],
-    "09_traces_and_replay.ipynb": [".neta-replay-report"],
+    "09_traces_and_replay.ipynb": [".neta-replay-report", ".neta-chat-view"],
     "10_batch_runs.ipynb": [".neta-batch-grid"],
 }
 COVERED_ELSEWHERE = {
@@ -100,6 +100,17 @@ def test_demo_notebook_runs_and_renders_its_widgets(lab: LabSession, name: str) 
             '.jp-NotebookPanel:not(.lm-mod-hidden) .neta-level-selector .neta-level-select');
           return select !== null && select.value === 'high' && !select.disabled;
         }""", timeout=30_000)
+    if name == "09_traces_and_replay.ipynb":
+        # The notebook says: expand a card in the chat and copy its ids. They are there.
+        card = panel.locator(".neta-chat-view .neta-tool-card", has_text="List files").first
+        card.locator(".neta-tool-header").click()
+        line = card.locator(".neta-trace-line")
+        line.locator("button.neta-trace-copy", has_text="Copy trace ID").wait_for(timeout=30_000)
+        assert len(line.locator(".neta-trace-ids").inner_text().split(" · ")[0]) == 32
+        # The replay report draws the answers, not their markdown source.
+        report = panel.locator(".neta-replay-report")
+        assert report.locator("h2", has_text="Sample data").count() >= 1
+        assert "**" not in report.inner_text()
     if name == "05_custom_tools.ipynb":
         # Allowed in the chat: it ran, the answer says so, and the policy was never asked.
         panel.locator(".neta-chat-view .neta-chat-assistant",

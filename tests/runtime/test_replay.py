@@ -452,3 +452,23 @@ async def test_a_session_with_sub_agents_replays_event_for_event(tmp_path: Path)
     assert _normalised(replayed) == _normalised(original)
     assert report.turns[0].same_answer
     store.close()
+
+
+async def test_the_report_draws_answers_as_markdown_and_runs_none_of_their_html(
+        tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "s.db")
+    answer = ("## Sample data\n\n**Missing values:** `rating` in 13 rows.\n\n"
+              "- first\n- second\n\n<script>alert(1)</script> ![x](http://127.0.0.1:9/leak)")
+    session = AgentSession(Agent("a", model=ScriptedProvider([[{"text": answer}]])),
+                           _catalog(), store)
+    await session.run("Profile it")
+    session.flush()
+    report = await replay(session.id, store=store, catalog=_catalog(),
+                          model=ScriptedProvider([[{"text": "**Fine** now."}]]))
+    html = report._repr_html_()
+    assert "<h2>Sample data</h2>" in html and "<strong>Missing values:</strong>" in html
+    assert "<code>rating</code>" in html and "<li>first</li>" in html
+    assert "<strong>Fine</strong> now." in html
+    assert "##" not in html and "**" not in html
+    assert "<script" not in html and "<img" not in html and "127.0.0.1:9" not in html
+    store.close()
