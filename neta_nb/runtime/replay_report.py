@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import importlib
+import re
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -207,7 +208,7 @@ class ReplayReport:
                 f"{_esc(self.model_before)} → {_esc(self.model_after)} · tools added: "
                 f"{_esc(added)} · removed: {_esc(removed)}</p>")
         checks = sorted({name for turn in self.turns for name in turn.checks})
-        header = "".join(f"<th>{_esc(h)}</th>" for h in (
+        header = "".join(f"<th style='text-align:left'>{_esc(h)}</th>" for h in (
             "#", "prompt", "answer (stored)", "answer (replay)", "tools (stored)",
             "tools (replay)", "tokens in/out (stored)", "tokens in/out (replay)",
             "s (stored)", "s (replay)", *checks))
@@ -244,9 +245,31 @@ def _answer_html(answer: str, error: str | None) -> str:
     not the raw ``##`` and ``**``), through the static renderer: the report is shown
     and saved as a notebook output, where model text must load and run nothing. A
     failure follows as plain text."""
-    text = answer if len(answer) <= SHOWN_CHARS else answer[:SHOWN_CHARS] + " …"
-    shown = static_markdown_html(text)
+    shown = _HEADING.sub(_heading_as_bold, static_markdown_html(_excerpt(answer)))
     return f"{shown}<p>[error: {_esc(error)}]</p>" if error else shown
+
+
+def _excerpt(answer: str) -> str:
+    """At most ``SHOWN_CHARS`` of ``answer``, cut at a line end (else a space) where one is
+    in the second half, so a cut rarely leaves a code span or emphasis open."""
+    if len(answer) <= SHOWN_CHARS:
+        return answer
+    head = answer[:SHOWN_CHARS]
+    for mark in ("\n", " "):
+        at = head.rfind(mark)
+        if at > SHOWN_CHARS // 2:
+            return head[:at].rstrip() + " …"
+    return head + " …"
+
+
+_HEADING = re.compile(r"<(/?)h[1-6]>")
+"""A heading of the static renderer's output (it writes no attributes on one, and raw
+HTML in the text arrives escaped, so each match is the renderer's own)."""
+
+
+def _heading_as_bold(match: re.Match[str]) -> str:
+    # A table cell is no place for a page heading's size: the heading becomes a bold line.
+    return "</strong></p>" if match.group(1) else "<p><strong>"
 
 
 def _tools(figures: TurnFigures) -> str:

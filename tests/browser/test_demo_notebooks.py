@@ -69,7 +69,8 @@ def test_the_demo_notebooks_are_all_listed() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(RENDERS))
-def test_demo_notebook_runs_and_renders_its_widgets(lab: LabSession, name: str) -> None:
+def test_demo_notebook_runs_and_renders_its_widgets(lab: LabSession, name: str,
+                                                    screenshot_dir: Path) -> None:
     shutil.copy(NOTEBOOKS / name, lab.server.root_dir / name)
     shutil.copytree(NOTEBOOKS / "data", lab.server.root_dir / "data", dirs_exist_ok=True)
     lab.open_notebook(name)
@@ -109,8 +110,10 @@ def test_demo_notebook_runs_and_renders_its_widgets(lab: LabSession, name: str) 
         assert len(line.locator(".neta-trace-ids").inner_text().split(" · ")[0]) == 32
         # The replay report draws the answers, not their markdown source.
         report = panel.locator(".neta-replay-report")
-        assert report.locator("h2", has_text="Sample data").count() >= 1
+        assert report.locator("strong", has_text="Sample data").count() >= 1
         assert "**" not in report.inner_text()
+        report.screenshot(path=screenshot_dir / "replay-report.png")
+        card.screenshot(path=screenshot_dir / "replay-trace-ids.png")
     if name == "05_custom_tools.ipynb":
         # Allowed in the chat: it ran, the answer says so, and the policy was never asked.
         panel.locator(".neta-chat-view .neta-chat-assistant",

@@ -387,7 +387,7 @@ async def test_checks_that_exit_or_hang_cost_only_their_verdict(tmp_path: Path) 
     assert report.turns[0].checks == {"exits": "check failed: SystemExit: 1",
                                       "hangs": "check failed: no verdict within 0.2 s",
                                       "7": True}
-    assert "<th>7</th>" in report._repr_html_()
+    assert "'>7</th>" in report._repr_html_()
     store.close()
 
 
@@ -466,9 +466,22 @@ async def test_the_report_draws_answers_as_markdown_and_runs_none_of_their_html(
     report = await replay(session.id, store=store, catalog=_catalog(),
                           model=ScriptedProvider([[{"text": "**Fine** now."}]]))
     html = report._repr_html_()
-    assert "<h2>Sample data</h2>" in html and "<strong>Missing values:</strong>" in html
+    # A heading is a bold line in a table cell, not a page heading.
+    assert "<p><strong>Sample data</strong></p>" in html and "<h2" not in html
+    assert "<strong>Missing values:</strong>" in html
     assert "<code>rating</code>" in html and "<li>first</li>" in html
     assert "<strong>Fine</strong> now." in html
     assert "##" not in html and "**" not in html
     assert "<script" not in html and "<img" not in html and "127.0.0.1:9" not in html
     store.close()
+
+
+def test_a_long_answer_is_cut_at_a_line_end_and_leaves_no_markup_open() -> None:
+    from neta_nb.runtime.replay_report import SHOWN_CHARS, _answer_html
+
+    lines = [f"- `tool_{i}` (`path=\"file_{i}.csv\"`): done" for i in range(40)]
+    html = _answer_html("\n".join(lines), None)
+    assert "`" not in html and html.count("<code>") == html.count("</code>")
+    assert html.rstrip().endswith("…</li>\n</ul>")
+    shown = html.count("<li>")
+    assert 5 < shown < 40 and shown * len(lines[0]) <= SHOWN_CHARS + len(lines[0])
