@@ -18,9 +18,14 @@ export function categoryName(lang: Lang, category: string): string {
   return lang === "en" ? category.charAt(0).toUpperCase() + category.slice(1) : category;
 }
 
-export function matchesFilter(filter: StateFilter, verdict: ToolVerdict | undefined): boolean {
+/**
+ * Whether a tool's row shows under a state filter. "Enabled" means what the summary and
+ * the enabled section count: in the resolver's final set (`final`), not merely switched on
+ * (a switched-on tool the model cannot use is listed apart, as unavailable).
+ */
+export function matchesFilter(filter: StateFilter, verdict: ToolVerdict | undefined, final: boolean): boolean {
   if (!verdict || filter === "all") return true;
-  if (filter === "enabled") return verdict.on;
+  if (filter === "enabled") return final;
   if (filter === "globally_disabled") return verdict.state === "globally_disabled";
   return !verdict.on && verdict.state !== "globally_disabled";
 }

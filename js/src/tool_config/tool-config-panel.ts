@@ -398,10 +398,14 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
     searchInput.setAttribute("aria-label", t(lang, "panel_search"));
     if (searchInput.value !== state.search) searchInput.value = state.search;
     filterGroup.setAttribute("aria-label", t(lang, "panel_filter_label"));
-    const verdicts = state.tools.map((tool) => state.states[tool.name]);
     for (const [filter, { button, text, count }] of filterButtons) {
       text.textContent = t(lang, `panel_filter_${filter}`);
-      count.textContent = String(verdicts.filter((verdict) => verdict && matchesFilter(filter, verdict)).length);
+      count.textContent = String(
+        state.tools.filter((tool) => {
+          const verdict = state.states[tool.name];
+          return verdict && matchesFilter(filter, verdict, final.has(tool.name));
+        }).length,
+      );
       const active = filter === state.state_filter;
       button.classList.toggle("neta-is-active", active);
       button.setAttribute("aria-checked", String(active));
@@ -423,7 +427,7 @@ export function createToolConfigPanel(el: HTMLElement, options: ComponentOptions
       if (!row) continue;
       row.paint(tool, state.states[tool.name], lang, changedByPreview.has(tool.name));
       const visible =
-        matchesFilter(state.state_filter, state.states[tool.name]) &&
+        matchesFilter(state.state_filter, state.states[tool.name], final.has(tool.name)) &&
         (!state.core_only || tool.core) &&
         terms.every((term) => row.haystack.includes(term));
       row.node.hidden = !visible;
