@@ -355,6 +355,9 @@ def test_an_unpriced_model_shows_a_muted_dash_and_says_why(
         _wait_for_cost(lab, "· —")
         cost = page.locator(STATS + " .neta-token-cost")
         assert cost.get_attribute("class") == "neta-token-cost neta-is-unknown"
+        # The dash says on hover, and to a screen reader, that the cost is unknown and why.
+        assert cost.get_attribute("title") == t("cost_unknown_note", "en")
+        assert cost.get_attribute("aria-label") == t("cost_unknown_note", "en")
         _check_line(lab)
 
         panel = _open_details(lab)

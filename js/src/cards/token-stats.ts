@@ -177,7 +177,12 @@ export function createTokenStats(el: HTMLElement, options: ComponentOptions<Toke
       cost.textContent = priced
         ? `· ${formatUsd(current.cost_usd)}${current.session_cost_usd !== undefined && formatUsd(current.session_cost_usd) !== formatUsd(current.cost_usd) ? ` / ${formatUsd(current.session_cost_usd)}` : ""}`
         : "";
-      cost.classList.toggle("neta-is-unknown", priced && (current.cost_usd === null || current.cost_usd === undefined));
+      const unknown = priced && (current.cost_usd === null || current.cost_usd === undefined);
+      cost.classList.toggle("neta-is-unknown", unknown);
+      // A bare dash says nothing: on hover (and to a screen reader) it says the cost is unknown and why.
+      cost.title = unknown ? t(lang, "cost_unknown_note") : "";
+      if (unknown) cost.setAttribute("aria-label", t(lang, "cost_unknown_note"));
+      else cost.removeAttribute("aria-label");
     }
     realtime.classList.toggle("neta-is-unreported", reported !== "all");
     const percent = Number(ctx.percent) || 0;
