@@ -101,8 +101,12 @@ def test_edit_retry_and_fork_from_a_message(lab: LabSession, screenshot_dir: Pat
     page.wait_for_function("() => document.querySelectorAll('.neta-sidebar-branch')"
                            ".length === 3")  # the cats turn, the first dogs answer, the fork
     branch = sidebar.locator(".neta-sidebar-item.neta-is-active .neta-sidebar-branch")
-    assert branch.inner_text() == "branch"
-    assert branch.get_attribute("title") == "A branch of “Tell me about dogs”"  # edited
+    # What it branched from (the edited prompt's session) and when: rows of one title differ.
+    made = lab.execute(path, "import datetime as _d\nprint(_d.datetime.fromtimestamp("
+                       "store.get_session(chat.session.id).created_at).strftime('%H:%M'))")
+    assert branch.inner_text() == f"branch · {made.strip()}"
+    assert branch.get_attribute("title") == (
+        f"A branch of “Tell me about dogs”, made {made.strip()}")  # the edited prompt's
     page.mouse.move(0, 0)
     lab.set_left_area(collapsed=True)
     box = page.locator(".widget-hbox").first

@@ -4,6 +4,7 @@ opening a session in the chat view with its state restored, and "new chat"."""
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,26 @@ async def test_rows_show_title_plan_badge_and_last_message(store: SessionStore) 
     assert sidebar._fallback_text().splitlines()[0] == "Say hello — Hello there"
     with pytest.raises(RequestError, match="no chat view"):
         sidebar.open_session(demo.id)
+
+
+async def test_a_branch_row_says_what_it_branched_from_and_when(store: SessionStore) -> None:
+    session = AgentSession(hello_agent(), store=store)
+    await session.run("Say hello")
+    branch = session.fork(session.messages[-1].id)
+    branch.flush()
+    sidebar = SessionSidebar(store)
+    rows = {row["id"]: row for row in sidebar.sessions}
+    made = datetime.fromtimestamp(rows[branch.id]["created_at"])
+    assert rows[branch.id]["branch_of"] == session.id
+    lines = dict(zip([row["id"] for row in sidebar.sessions],
+                     sidebar._fallback_text().splitlines(), strict=True))
+    # Same title, same last message: the branch row says what it is, of what, and when.
+    assert lines[branch.id] == (f"Say hello (A branch of “Say hello”, made {made:%H:%M})"
+                                " — Hello there")
+    assert lines[session.id] == "Say hello — Hello there"
+    sidebar.lang = "zh-CN"
+    assert f"(“Say hello”的分支，创建于 {made:%H:%M})" in sidebar._fallback_text()
+    sidebar.close()
 
 
 async def test_the_preview_is_what_the_message_reads_as(store: SessionStore) -> None:

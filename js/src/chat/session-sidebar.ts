@@ -32,6 +32,8 @@ export interface SessionRow {
   elsewhere: boolean;
   last_message: string;
   todo: TodoBadge | null;
+  /** When the session (a branch: the fork) was made, in seconds since the epoch. */
+  created_at: number;
   updated_at: number;
   message_count: number;
   /** Sub-agent sessions its turns ran; they are not listed themselves. */
@@ -366,8 +368,16 @@ export function createSessionSidebar(el: HTMLElement, options: SessionSidebarOpt
         }
         if (session.branch_of) {
           const parent = state.sessions.find((other) => other.id === session.branch_of);
-          const branch = element("span", "neta-sidebar-branch", t(lang, "sidebar_branch"));
-          branch.title = parent ? t(lang, "sidebar_branch_of", { title: shownTitle(parent) }) : t(lang, "sidebar_branch");
+          // A branch has its parent's title and, at first, its messages: the row says when
+          // it was made (short, so its last message still shows), its tooltip of what.
+          const when = madeAt(session.created_at, lang);
+          const branch = element("span", "neta-sidebar-branch",
+            when ? t(lang, "sidebar_branch_when", { when }) : t(lang, "sidebar_branch"));
+          branch.title = parent
+            ? when
+              ? t(lang, "sidebar_branch_of_when", { title: shownTitle(parent), when })
+              : t(lang, "sidebar_branch_of", { title: shownTitle(parent) })
+            : t(lang, "sidebar_branch");
           parts.push(branch);
         }
         const children = Math.max(0, Math.floor(Number(session.child_count) || 0));
@@ -429,4 +439,18 @@ export function createSessionSidebar(el: HTMLElement, options: SessionSidebarOpt
       root.remove();
     },
   };
+}
+
+const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+
+/** `14:02` today, `Dec 5 14:02` (`12月5日 14:02`) another day, local time (Python twin:
+ * `_made_at` in session_sidebar.py); "" for no time. */
+export function madeAt(seconds: number, lang: Lang, now: Date = new Date()): string {
+  if (typeof seconds !== "number" || !Number.isFinite(seconds) || seconds <= 0) return "";
+  const made = new Date(seconds * 1000);
+  const pad = (n: number) => String(n).padStart(2, "0");
+  const clock = `${pad(made.getHours())}:${pad(made.getMinutes())}`;
+  if (made.toDateString() === now.toDateString()) return clock;
+  if (lang === "zh-CN") return `${made.getMonth() + 1}月${made.getDate()}日 ${clock}`;
+  return `${MONTHS[made.getMonth()]} ${made.getDate()} ${clock}`;
 }

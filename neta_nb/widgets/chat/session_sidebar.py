@@ -24,6 +24,7 @@ import contextlib
 import html
 import logging
 from collections.abc import Callable, Mapping
+from datetime import datetime
 from typing import Any, Protocol, TypedDict, cast
 
 import traitlets
@@ -103,6 +104,8 @@ class SessionRow(TypedDict):
     """The turn runs in another process (another kernel)."""
     last_message: str
     todo: TodoBadge | None
+    created_at: float
+    """When the session (a branch: the fork) was made, in seconds since the epoch."""
     updated_at: float
     message_count: int
     child_count: int
@@ -162,6 +165,7 @@ def _row(record: SessionRecord) -> SessionRow:
         "last_message": record.last_message,
         "todo": ({"completed": int(summary.get("completed", 0)),
                   "total": int(summary.get("total", 0))} if summary.get("total") else None),
+        "created_at": record.created_at,
         "updated_at": record.updated_at,
         "message_count": record.message_count,
         # Sub-agent sessions this one ran (they are not rows of their own): the badge.
@@ -169,6 +173,23 @@ def _row(record: SessionRecord) -> SessionRow:
         "cost_usd": record.cost_usd,
         "branch_of": record.branch_of,
     }
+
+
+def _made_at(seconds: Any, lang: str) -> str:
+    """``14:02`` today, ``Dec 5 14:02`` (``12月5日 14:02``) another day, in local time, as
+    the live row says it; ``""`` for no time."""
+    if not isinstance(seconds, (int, float)) or seconds <= 0:
+        return ""
+    made = datetime.fromtimestamp(seconds)
+    clock = f"{made.hour:02d}:{made.minute:02d}"
+    if made.date() == datetime.now().date():
+        return clock
+    if lang == "zh-CN":
+        return f"{made.month}月{made.day}日 {clock}"
+    return f"{_MONTHS[made.month - 1]} {made.day} {clock}"
+
+
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
 class SessionSidebar(NetaWidget):
@@ -443,7 +464,10 @@ class SessionSidebar(NetaWidget):
         parent = row.get("branch_of")
         if parent:
             title = titles.get(parent)
-            marks.append(f"({t('sidebar_branch_of', self.lang, title=title)})" if title
+            when = _made_at(row.get("created_at"), self.lang)
+            marks.append(f"({t('sidebar_branch_of_when', self.lang, title=title, when=when)})"
+                         if title and when else
+                         f"({t('sidebar_branch_of', self.lang, title=title)})" if title
                          else f"({t('sidebar_branch', self.lang)})")
         cost = row.get("cost_usd")
         if isinstance(cost, (int, float)) and cost > 0:
