@@ -147,8 +147,26 @@ def test_search_and_rename_sessions(lab: LabSession, screenshot_dir: Path) -> No
     assert lab.execute(path, "print(store.get_session(ids['Draft the quarterly report'])"
                              ".title)").strip() == "Draft the quarterly report"
 
-    # Clicking a row still opens its session.
+    # The pencil that shows on hover renames too, without opening the session (the
+    # double-click above opened the draft; the offsite's row is not the open one now).
+    row = sidebar.locator(f'{ROWS}[data-id="{session_id}"]')
+    row.hover()
+    pencil = row.locator(".neta-sidebar-rename-button")
+    page.wait_for_function("(node) => getComputedStyle(node).opacity === '1'",
+                           arg=pencil.element_handle())
+    assert pencil.get_attribute("aria-label") == "Rename session"
+    assert "double-click" in (pencil.get_attribute("title") or "")
+    _both_themes(lab, box, screenshot_dir, "sidebar-rename-hover")
+    pencil.click()
+    editor = row.locator("input.neta-sidebar-rename")
+    editor.wait_for()
+    assert editor.evaluate("node => node === document.activeElement")
+    assert lab.execute(path, f"print(chat.session_id == {session_id!r})").strip() == "False"
+    editor.press("Escape")
+    assert editor.count() == 0
+
+    # Clicking a row (one not open) still opens its session.
     row.click()
     assert lab.wait_for_kernel_value(
-        path, "chat.session_id == ids['Draft the quarterly report']", "True") == "True"
+        path, f"chat.session_id == {session_id!r}", "True") == "True"
     assert sidebar.locator(".neta-inline-error:not([hidden])").count() == 0

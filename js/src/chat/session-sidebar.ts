@@ -12,7 +12,7 @@
  * neta_nb/widgets/chat/session_sidebar.py.
  */
 import "./session-sidebar.css";
-import { element, makeToggle, suppressNotebookShortcuts } from "../dom";
+import { element, makeToggle, suppressNotebookShortcuts, svgIcon } from "../dom";
 import { normalizeLang, t, type Lang } from "../i18n";
 import { createInlineError, type InlineError } from "../inline-error";
 import type { Component, ComponentOptions } from "../types";
@@ -106,7 +106,10 @@ interface RowView {
   /** The open rename input, if any. */
   editor: HTMLInputElement | null;
   remover: RowDelete;
+  renameButton: HTMLButtonElement | null;
 }
+
+const PENCIL = ["M10.5 2.5l3 3L6 13H3v-3z", "M9 4l3 3"];
 
 export function createSessionSidebar(el: HTMLElement, options: SessionSidebarOptions = {}): Component<SessionSidebarState> {
   const actions = options.actions ?? {};
@@ -187,7 +190,15 @@ export function createSessionSidebar(el: HTMLElement, options: SessionSidebarOpt
     rowRoot.append(title, subtitle, error.root);
     const remover = createRowDelete(rowRoot, subtitle, lang, error, () => actions.delete?.(id) ?? Promise.resolve());
     remover.button.hidden = !actions.delete;
-    rowRoot.append(remover.button);
+    // Rename shows itself on hover beside Delete (double-click and F2 do the same).
+    const renameButton = element("button", "neta-sidebar-rename-button");
+    renameButton.type = "button";
+    renameButton.tabIndex = -1; // the row is the tab stop: F2 on it, or a pointer on this
+    renameButton.append(svgIcon("neta-sidebar-rename-icon", PENCIL));
+    renameButton.hidden = !actions.rename;
+    const tools = element("div", "neta-sidebar-row-tools");
+    tools.append(renameButton, remover.button);
+    rowRoot.append(tools);
     const removeToggle = makeToggle(rowRoot, () => {
       if (view.editor || remover.asking) return; // a click or a key inside the rename input
       if (!state.can_open || id === state.active || rowRoot.classList.contains("neta-is-opening")) return;
@@ -198,7 +209,7 @@ export function createSessionSidebar(el: HTMLElement, options: SessionSidebarOpt
         .catch(error.show)
         .finally(() => rowRoot.classList.remove("neta-is-opening"));
     });
-    const view: RowView = { root: rowRoot, title, subtitle, error, removeToggle, removeRename: () => undefined, signature: "", pendingTitle: null, editor: null, remover };
+    const view: RowView = { root: rowRoot, title, subtitle, error, removeToggle, removeRename: () => undefined, signature: "", pendingTitle: null, editor: null, remover, renameButton: null };
     const onDoubleClick = (event: MouseEvent) => {
       event.preventDefault();
       event.stopPropagation();
@@ -213,10 +224,18 @@ export function createSessionSidebar(el: HTMLElement, options: SessionSidebarOpt
         remover.ask();
       }
     };
+    const onRenameClick = (event: MouseEvent) => {
+      event.preventDefault();
+      event.stopPropagation(); // not a click on the row: that would open the session
+      startRename(id, view);
+    };
     title.addEventListener("dblclick", onDoubleClick);
+    renameButton.addEventListener("click", onRenameClick);
     rowRoot.addEventListener("keydown", onRowKey);
+    view.renameButton = renameButton;
     view.removeRename = () => {
       title.removeEventListener("dblclick", onDoubleClick);
+      renameButton.removeEventListener("click", onRenameClick);
       rowRoot.removeEventListener("keydown", onRowKey);
       remover.destroy();
     };
@@ -353,6 +372,10 @@ export function createSessionSidebar(el: HTMLElement, options: SessionSidebarOpt
       if (signature !== row.signature) {
         row.signature = signature;
         row.remover.setLang();
+        if (row.renameButton) {
+          row.renameButton.title = t(lang, "rename_session_hint");
+          row.renameButton.setAttribute("aria-label", t(lang, "rename_session"));
+        }
         showTitle(session.id, row);
         const title = shownTitle(session);
         row.root.title = session.agent ? `${title} · ${session.agent}` : title;
