@@ -408,6 +408,9 @@ def test_an_accepted_edit_is_undone_by_the_card_and_by_ctrl_z(front: Front,
     undone = front.page.locator(f"{DECIDED}[data-decision=undone]")
     undone.wait_for()
     assert undone.locator(".neta-cell-edit-undo").count() == 0
+    # The cell did not run the accepted code: its outputs (the broken code's error) stay.
+    assert "ValueError" in front.shown()["cells"][CELL_IDS.index("cast")]["output"]
+    assert undone.locator(".neta-cell-edit-outputs-cleared").count() == 0
 
     # Accepted again in a new turn, then taken back with one Ctrl+Z in the cell's editor.
     front.play("Fix it again", [*READ, edit("cast", FIXED)], "Fixed it again.")
@@ -416,6 +419,33 @@ def test_an_accepted_edit_is_undone_by_the_card_and_by_ctrl_z(front: Front,
     front.wait_for_source("cast", FIXED)
     undo_in_editor(front.page, CELL_IDS.index("cast"))
     front.wait_for_source("cast", CAST)
+
+
+def test_an_undo_after_a_run_clears_the_outputs_of_the_accepted_code(
+        front: Front, screenshot_dir: Path) -> None:
+    # Accept a fix, run the fixed cell, Undo: the broken code comes back, and the fixed
+    # code's output must not sit under it as if the broken code had made it.
+    front.open("agent_undo_run.ipynb")
+    run = [{"tool_call": {"name": "run_cell", "args": {"cell_id": "cast"}}}]
+    front.play("Fix the failing cell and run it", [*READ, edit("cast", FIXED), run],
+               "Fixed and ran it.")
+    front.page.locator(f"{PROPOSAL} button[data-decision=accept]").click()
+    front.page.locator(f"{APPROVAL} button[data-decision=allow_once]").click()
+    front.wait_for_text("Fixed and ran it.")
+    cast = CELL_IDS.index("cast")
+    assert front.shown()["cells"][cast]["output"].strip().endswith("2 rated")
+    accepted = front.page.locator(f"{DECIDED}[data-decision=accepted]")
+    accepted.locator(".neta-cell-edit-undo").click()
+    front.wait_for_source("cast", CAST)
+    undone = front.page.locator(f"{DECIDED}[data-decision=undone]")
+    note = undone.locator(".neta-cell-edit-outputs-cleared")
+    note.wait_for()
+    assert note.text_content() == "its outputs, of the accepted code, were cleared"
+    shown = front.shown()["cells"][cast]
+    assert shown["output"] == "" and shown["prompt"] in ("[ ]:", "[]:")
+    if front.kind == "lab":
+        pictures(front.lab, tool_card(front.page, "undone"), screenshot_dir,
+                 "notebook-edit-undone-outputs-cleared", padding=4)
 
 
 def test_run_cell_runs_only_when_allowed(front: Front) -> None:

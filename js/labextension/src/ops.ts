@@ -106,22 +106,44 @@ function read(panel: NotebookPanel, args: Args): unknown {
   return { path: panel.context.path, dirty: panel.context.model.dirty, cells: json };
 }
 
+/** A code cell's execution count when an accepted edit was applied to it, and whether the
+ * bridge ran it since: an undo then knows its outputs are the edited code's. */
+const editedAt = new WeakMap<ICellModel, { count: number | null; ran: boolean }>();
+
 function edit(panel: NotebookPanel, args: Args): unknown {
   const cellId = stringArg(args, "cell_id");
   const source = stringArg(args, "source");
   const { cell } = findCell(panel, cellId);
   expectSource(cell, stringArg(args, "expected"));
   replaceSource(cell, source);
+  if (isCode(cell)) editedAt.set(cell, { count: cell.executionCount ?? null, ran: false });
   return { cell_id: cellId, source: cell.sharedModel.getSource() };
 }
 
+/** Puts back the text an accepted edit replaced. Outputs the edited code made (a run since
+ * the edit, by the bridge or the user) would sit under code that did not make them: they
+ * are cleared with the execution count, and the reply says so. */
 function undo(panel: NotebookPanel, args: Args): unknown {
   const cellId = stringArg(args, "cell_id");
   const before = stringArg(args, "before");
   const { cell } = findCell(panel, cellId);
   expectSource(cell, stringArg(args, "after"));
   replaceSource(cell, before);
-  return { cell_id: cellId, source: cell.sharedModel.getSource() };
+  let outputsCleared = false;
+  const edited = editedAt.get(cell);
+  if (isCode(cell) && edited && (edited.ran || (cell.executionCount ?? null) !== edited.count)) {
+    cell.outputs.clear();
+    cell.executionCount = null;
+    outputsCleared = true;
+  }
+  editedAt.delete(cell);
+  return { cell_id: cellId, source: cell.sharedModel.getSource(), outputs_cleared: outputsCleared };
+}
+
+/** The bridge ran (or wrote the outputs of) a cell: an edit's undo must clear them. */
+function noteRun(cell: ICellModel): void {
+  const edited = editedAt.get(cell);
+  if (edited) edited.ran = true;
 }
 
 function insert(panel: NotebookPanel, args: Args): unknown {
@@ -194,6 +216,7 @@ async function run(panel: NotebookPanel, args: Args, services: OpServices): Prom
     sessionDialogs: services.sessionDialogs ?? undefined,
   };
   let ran: boolean;
+  noteRun(code); // its outputs start to change now, whether or not the run ends well
   try {
     ran = await (services.executor ? services.executor.runCell(options) : runCell(options));
   } catch (error) {
@@ -220,6 +243,7 @@ function setOutputs(panel: NotebookPanel, args: Args): unknown {
   cell.outputs.clear();
   for (const output of outputs as nbformat.IOutput[]) cell.outputs.add(output);
   cell.executionCount = count as number | null;
+  noteRun(cell);
   return ranResult(cellId, cell, outputs.some((o: nbformat.IOutput) => o.output_type === "error") ? "error" : "ok");
 }
 

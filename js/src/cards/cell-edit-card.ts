@@ -201,6 +201,10 @@ export function createCellEditCard(proposal: CellEditProposal, { lang, decide, d
         if (reply.ok) {
           setBadge("undone");
           undo.remove();
+          // The cell had run the accepted code: its outputs went with it.
+          if ((reply.result as { outputs_cleared?: boolean } | undefined)?.outputs_cleared) {
+            head.append(element("span", "neta-cell-edit-note neta-cell-edit-outputs-cleared", t(lang, "cell_edit_outputs_cleared")));
+          }
           return;
         }
         undo.disabled = false;
