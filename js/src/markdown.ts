@@ -16,6 +16,7 @@
  */
 import DOMPurify from "dompurify";
 import { Marked } from "marked";
+import remend from "remend";
 import { addCodeBreaks } from "./dom";
 
 // A private Marked instance: another bundle on the page configuring the global `marked`
@@ -166,6 +167,32 @@ export function renderSanitizedHtml(html: string): DocumentFragment {
     if (fragment.contains(image)) image.replaceWith(imagePlaceholder(image, url));
   }
   return fragment;
+}
+
+/** An image at the very end of a streamed text that has not ended yet: `![alt` or
+ * `![alt](http://host/pa`. */
+const UNFINISHED_IMAGE = /!\[[^\]\n]*(?:\]\([^)\s]*)?$/;
+
+/**
+ * The still-growing end of a streamed answer with the markup it has opened and not yet
+ * closed closed (`**bo` → `**bo**`, `` `pri `` → `` `pri` ``, `~~st` → `~~st~~`), so it
+ * renders as it will once whole instead of showing raw `**` and backticks for a moment.
+ * remend does the healing; what it would show differently from the final rendering is off:
+ * an unfinished link shows its text only (no placeholder URL), an unfinished image stays
+ * text until its `)` arrives (nothing loads early), and no character is escaped that the
+ * whole text will not escape.
+ */
+export function healedTail(text: string): string {
+  // An image still arriving is left out until its `)` (remend would point it at a
+  // placeholder URL, which the sanitizer would then draw as a remote image's stand-in).
+  return remend(text.replace(UNFINISHED_IMAGE, ""), {
+    linkMode: "text-only",
+    images: false,
+    comparisonOperators: false,
+    singleTilde: false,
+    inlineKatex: false,
+    katex: false,
+  });
 }
 
 /** Replace the children of `target` with the sanitized rendering of `text`. */

@@ -10,7 +10,7 @@
  * render right.
  */
 import { element } from "./dom";
-import { renderMarkdown, stableBoundary } from "./markdown";
+import { healedTail, renderMarkdown, stableBoundary } from "./markdown";
 import { RevealPace, wholeCharacters } from "./reveal";
 
 /** The shortest time between two renders of a streaming tail (about 30 per second). */
@@ -132,7 +132,7 @@ export class StreamingMarkdown {
       this.stable.append(renderMarkdown(text.slice(this.stableLength, boundary)));
       this.stableLength = boundary;
     }
-    this.tail.replaceChildren(renderMarkdown(text.slice(this.stableLength)));
+    this.tail.replaceChildren(renderMarkdown(healedTail(text.slice(this.stableLength))));
     cursorHost(this.tail).append(this.cursor);
     this.rendered = text;
   }

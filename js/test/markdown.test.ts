@@ -2,7 +2,7 @@
 // appended, so the chat view and the thinking block render them once.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { stableBoundary } from "../src/markdown";
+import { healedTail, stableBoundary } from "../src/markdown";
 
 test("nothing is stable before a blank line ends a block", () => {
   assert.equal(stableBoundary("", 0), 0);
@@ -55,4 +55,21 @@ test("streaming: the boundary of a prefix never passes that of the whole text", 
     previous = boundary;
   }
   assert.equal(final, text.length - "End.".length);
+});
+
+test("a streaming tail closes what it opened, as the whole text will", () => {
+  assert.equal(healedTail("Missing values: **customer_rat"), "Missing values: **customer_rat**");
+  assert.equal(healedTail("Use `df.dropna"), "Use `df.dropna`");
+  assert.equal(healedTail("- item ~~old"), "- item ~~old~~");
+  assert.equal(healedTail("Done: *almost"), "Done: *almost*");
+  // Nothing that would render unlike the whole text: no placeholder URL, no early image.
+  assert.equal(healedTail("See [the docs](http://127.0.0.1:9/pa"), "See the docs");
+  assert.equal(healedTail("A chart: ![chart](http://127.0.0.1:9/x.pn").trim(), "A chart:");
+  assert.equal(healedTail("A chart: ![cha").trim(), "A chart:");
+  assert.equal(healedTail("![a](data:image/png;base64,AA) done"), "![a](data:image/png;base64,AA) done");
+  assert.equal(healedTail("- > 25 rows"), "- > 25 rows");
+  assert.equal(healedTail("costs $5 and $6"), "costs $5 and $6");
+  // Closed markup and code fences are left as they are.
+  assert.equal(healedTail("**bold** and `code`"), "**bold** and `code`");
+  assert.equal(healedTail("```python\nx = '**'"), "```python\nx = '**'");
 });
