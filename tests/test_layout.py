@@ -4,10 +4,11 @@ was met by cutting classes into files):
 
 1. **No class has more than 45 methods**, counted over the class and its *halves*: the
    in-package base classes that it alone uses as a base (and, through them, their own bases
-   that only they use). A base shared by several classes — ``NetaWidget`` under twenty
-   widgets, ``Provider`` under every vendor — is an abstraction of its own and is not
+   that only they use). A base shared by several classes — ``NetaWidget`` under every
+   widget, ``Provider`` under every vendor — is an abstraction of its own and is not
    counted; a base that exists for one class is that class cut into another file, and its
-   methods are the class's. A method and its overrides or stubs count once.
+   methods are the class's. A method and its overrides count once; a stub under
+   ``if TYPE_CHECKING:`` not at all.
 2. **No class declares its host's attributes or stubs its methods**: a class that is a base
    of another class of the package must not carry class-level annotations without a value
    that neither it nor its own bases ever set (the subclass sets them: they are the
