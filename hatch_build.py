@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -82,27 +83,39 @@ def build_js() -> None:
                            "package.json, install.json or static/remoteEntry.*.js")
 
 
+def build_unless_skipped(say: Callable[[str], None]) -> None:
+    """The JS build of an install: skipped with ``NETA_NB_SKIP_JS=1`` when both outputs
+    exist, refused when there is neither a source nor a built form, else run."""
+    if os.environ.get("NETA_NB_SKIP_JS") == "1" and js_built():
+        say("neta_nb: NETA_NB_SKIP_JS=1, using the existing widget bundle and JupyterLab "
+            "extension")
+        return
+    if not (JS_DIR / "package.json").is_file():
+        # An sdist unpacked without js/ must carry the built JS instead.
+        if js_built():
+            return
+        raise JsBuildError("neta_nb: neither js/ sources nor the built bundle and "
+                           "extension were found")
+    say("neta_nb: building the widget bundle (js/ -> neta_nb/static/) and the JupyterLab "
+        "extension (js/labextension/ -> neta_nb/labextension/)")
+    try:
+        build_js()
+    except subprocess.CalledProcessError as error:
+        raise JsBuildError(
+            f"neta_nb: the widget JS build failed ({' '.join(map(str, error.cmd))} exited "
+            f"with {error.returncode}); see the output above"
+        ) from error
+
+
 class CustomBuildHook(BuildHookInterface):
     PLUGIN_NAME = "custom"
 
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
-        if os.environ.get("NETA_NB_SKIP_JS") == "1" and js_built():
-            self.app.display_info("neta_nb: NETA_NB_SKIP_JS=1, using the existing widget "
-                                  "bundle and JupyterLab extension")
-            return
-        if not (JS_DIR / "package.json").is_file():
-            # An sdist unpacked without js/ must carry the built JS instead.
-            if js_built():
-                return
-            raise JsBuildError("neta_nb: neither js/ sources nor the built bundle and "
-                               "extension were found")
-        self.app.display_info("neta_nb: building the widget bundle (js/ -> neta_nb/static/) "
-                              "and the JupyterLab extension (js/labextension/ -> "
-                              "neta_nb/labextension/)")
-        try:
-            build_js()
-        except subprocess.CalledProcessError as error:
-            raise JsBuildError(
-                f"neta_nb: the widget JS build failed ({' '.join(map(str, error.cmd))} exited "
-                f"with {error.returncode}); see the output above"
-            ) from error
+        build_unless_skipped(self.app.display_info)
+
+
+if __name__ == "__main__":
+    # `python hatch_build.py`: the same build on its own, so that an install script shows
+    # it as a step of its own before pip runs (scripts/_setup.sh), then passes
+    # NETA_NB_SKIP_JS=1 to pip.
+    build_unless_skipped(print)

@@ -453,7 +453,10 @@ class Message(_Model):
         extras += [f"{r.name} result" + (" (error)" if r.is_error else "")
                    for r in self.tool_results]
         if self.metadata.interrupted:
-            extras.append(f"interrupted: {self.metadata.interrupted}")
+            # A failed call's message may have no text at all: what failed is shown, so
+            # the value a cell displays is never taken for an (empty) answer.
+            failure = f" ({self.metadata.error})" if self.metadata.error else ""
+            extras.append(f"interrupted: {self.metadata.interrupted}{failure}")
         tail = "".join(f", {extra}" for extra in extras)
         return f"Message({self.role}, {shown!r}{tail})"
 

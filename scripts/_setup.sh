@@ -15,6 +15,7 @@ as_root() {
 
 _apt_updated=0
 apt_install() {
+  echo "Installing system packages with apt: $*"
   [ "$_apt_updated" = 1 ] || { as_root apt-get update -qq; _apt_updated=1; }
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
 }
@@ -46,17 +47,38 @@ ensure_python() {
 DEMO_EXTRAS="all,lab,notebooks"
 DEMO_KERNEL="neta-nb-demo"
 
+# An install step: one line when it starts (what it does), one when it ends (how long it
+# took). pip and npm work quietly for minutes on a first install; the steps say where it is.
+step() {
+  local name="$1"
+  shift
+  _step_started=$SECONDS
+  echo "[$name] $*"
+}
+step_done() { echo "    done in $((SECONDS - _step_started)) s"; }
+
 # Creates (or reuses) the venv (.venv unless given) and installs the project into it with
-# the given extras.
+# the given extras, in three steps: the venv, the widgets' JS build, the Python packages.
 install_venv() {
-  local venv="${2:-.venv}"
+  local venv="${2:-.venv}" build_backend
   ensure_python
-  echo "Installing neta_nb [$1] into $venv: Python packages, then the widgets' JavaScript" \
-    "build (about a minute the first time; pip works quietly)"
+  step venv "Python virtual environment $venv: python3 -m venv, an up-to-date pip and the" \
+    "build backend"
   python3 -m venv "$venv"
   activate_venv "$venv"
-  python -m pip install -q --upgrade pip
-  python -m pip install -q -e ".[$1]"
+  # The JS build below is hatch_build.py's own, run on its own: it needs the build backend.
+  build_backend="$(python -c 'import tomllib
+print(*tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"])')"
+  # shellcheck disable=SC2086
+  python -m pip install -q --upgrade pip $build_backend
+  step_done
+  step "JS build" "the widgets' JavaScript and the JupyterLab extension: npm ci (the locked" \
+    "packages, first time only), then the bundle and the extension"
+  python hatch_build.py
+  step_done
+  step "Python packages" "neta_nb [$1] and its dependencies (pip works quietly)"
+  NETA_NB_SKIP_JS=1 python -m pip install -q -e ".[$1]"
+  step_done
   echo "Installed neta_nb into $venv"
 }
 

@@ -67,8 +67,10 @@ from .base import (
     ToolCallReady,
     UnusableUsage,
     UsageUpdate,
+    connection_error,
     usage_count,
 )
+from .endpoints import requests_go_to
 
 __all__ = ["AnthropicProvider", "to_anthropic_messages"]
 
@@ -138,7 +140,8 @@ class AnthropicProvider(Provider):
         try:
             stream = await self._client.messages.create(**kwargs, stream=True)
         except (anthropic.AnthropicError, httpx2.HTTPError) as error:
-            raise _provider_error(error, streamed, started=False) from error
+            raise _provider_error(error, streamed, started=False, supplier=self.supplier,
+                                  base_url=self.base_url) from error
 
         reader = _EventReader()
         try:
@@ -148,7 +151,8 @@ class AnthropicProvider(Provider):
                         streamed.events.append(event)
                         yield event
         except (anthropic.AnthropicError, httpx2.HTTPError) as error:
-            raise _provider_error(error, streamed, started=True, usage=reader.usage) from error
+            raise _provider_error(error, streamed, started=True, supplier=self.supplier,
+                                  base_url=self.base_url, usage=reader.usage) from error
         if not reader.finished:
             raise ProviderError("Anthropic stream ended before message_stop",
                                 retryable=True, partial=streamed.parts(),
@@ -281,8 +285,10 @@ def _first(name: str, value: object, fallback: int) -> int:
 
 
 def _provider_error(error: Exception, streamed: StreamedSoFar, *, started: bool,
+                    supplier: str, base_url: str | None,
                     usage: Usage | None = None) -> ProviderError:
-    """The one place SDK and transport exceptions become :class:`ProviderError`."""
+    """The one place SDK and transport exceptions become :class:`ProviderError`
+    (``supplier`` and ``base_url``: the provider's, for where a connection failed)."""
     partial = streamed.parts()
     if isinstance(error, anthropic.APIStatusError):
         detail = error.api_message or error.message
@@ -297,9 +303,9 @@ def _provider_error(error: Exception, streamed: StreamedSoFar, *, started: bool,
                              retryable=error_type is None or error_type in _RETRYABLE_ERROR_TYPES,
                              partial=partial, usage=usage)
     if isinstance(error, anthropic.APIConnectionError | httpx2.TransportError):
-        where = "during the stream" if started else "before a response"
-        return ProviderError(f"Anthropic connection failed {where}: {error}", retryable=True,
-                             partial=partial, usage=usage)
+        address, public = requests_go_to(supplier, base_url)
+        return connection_error("Anthropic", address, error, started=started,
+                                public=public, partial=partial, usage=usage)
     return ProviderError(f"Anthropic request failed: {error}", retryable=False,
                          partial=partial, usage=usage)
 

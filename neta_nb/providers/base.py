@@ -61,6 +61,7 @@ __all__ = [
     "ToolCallReady",
     "UnusableUsage",
     "UsageUpdate",
+    "connection_error",
     "usage_count",
 ]
 
@@ -214,6 +215,41 @@ class ProviderError(Exception):
     def __repr__(self) -> str:
         return (f"ProviderError({self.message!r}, retryable={self.retryable}, "
                 f"status_code={self.status_code})")
+
+
+def connection_error(vendor: str, address: str | None, error: BaseException, *,
+                     started: bool, public: bool = False, partial: list[Part] | None = None,
+                     usage: Usage | None = None) -> ProviderError:
+    """The :class:`ProviderError` for a server that could not be reached, or whose
+    connection broke during the stream (``started``). It names the address (shown as
+    :func:`~neta_nb.providers.endpoints.requests_go_to` gives it: no credentials) and what
+    to check: a local server that is not running, or runs on another port, is the usual
+    cause — the vendor's own API (``public``) is up, so there it is the network."""
+    where = address or "the server"
+    reason = _connection_failure(error)
+    if started:
+        what = f"the connection to {where} broke during the stream ({reason})"
+    else:
+        what = f"could not connect to {where} ({reason})"
+    hint = "is this machine online?" if public else "is the server running?"
+    return ProviderError(f"{vendor} connection failed: {what} — {hint}", retryable=True,
+                         partial=partial, usage=usage)
+
+
+def _connection_failure(error: BaseException) -> str:
+    """What went wrong below an SDK's connection error ("Connection error."): the chain
+    of causes ends in the socket's own error."""
+    chain: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and current not in chain and len(chain) < 12:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    if any(isinstance(cause, ConnectionRefusedError) for cause in chain):
+        return "connection refused"
+    if any(isinstance(cause, TimeoutError) for cause in chain):
+        return "timed out"
+    texts = [str(cause).strip() for cause in chain if str(cause).strip()]
+    return texts[-1] if texts else type(error).__name__
 
 
 class Provider(ABC):

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 from ..stored_urls import storable_url
 
 __all__ = ["KEY_VARIABLES", "URL_VARIABLES", "VENDOR_URLS", "configured_endpoints",
-           "environment_credentials", "same_endpoint"]
+           "environment_credentials", "requests_go_to", "same_endpoint"]
 
 VENDOR_URLS = {"openai": "https://api.openai.com/v1",
                "anthropic": "https://api.anthropic.com",
@@ -54,6 +54,17 @@ def configured_endpoints(supplier: str) -> tuple[str, ...]:
     if value:
         found.append(value)
     return tuple(found)
+
+
+def requests_go_to(supplier: str, base_url: str | None) -> tuple[str | None, bool]:
+    """Where a provider of ``supplier`` with ``base_url`` sends its requests, as it may be
+    shown (without credentials, see :func:`~neta_nb.stored_urls.storable_url`), and
+    whether that is the vendor's own public API (``None``, ``False``: not known)."""
+    vendor = VENDOR_URLS.get(supplier)
+    url = base_url or vendor
+    if url is None:
+        return None, False
+    return storable_url(url).url, vendor is not None and same_endpoint(url, vendor)
 
 
 def same_endpoint(first: str, second: str) -> bool:

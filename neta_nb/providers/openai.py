@@ -72,9 +72,10 @@ from .base import (
     ToolCallReady,
     UnusableUsage,
     UsageUpdate,
+    connection_error,
     usage_count,
 )
-from .endpoints import VENDOR_URLS
+from .endpoints import VENDOR_URLS, requests_go_to
 
 __all__ = ["DEEPSEEK_BASE_URL", "OpenAIProvider", "to_openai_messages"]
 
@@ -85,6 +86,9 @@ LOCAL_SERVER_KEY = "not-needed"
 """Sent to OpenAI-compatible servers given no key: the SDK insists on one, they ignore it."""
 
 _SUPPLIERS = ("openai", "deepseek", "openai-compatible")
+_VENDORS = {"openai": "OpenAI", "deepseek": "DeepSeek",
+            "openai-compatible": "OpenAI-compatible server"}
+"""How an error names who failed."""
 _RETRYABLE_STATUS = frozenset({408, 409, 429})
 _FATAL_STREAM_ERROR_TYPES = frozenset({"invalid_request_error", "authentication_error",
                                        "permission_error", "not_found_error"})
@@ -187,7 +191,8 @@ class OpenAIProvider(Provider):
         try:
             stream = await self._client.chat.completions.create(**kwargs, stream=True)
         except (openai.OpenAIError, httpx2.HTTPError) as error:
-            raise _provider_error(error, streamed, started=False) from error
+            raise _provider_error(error, streamed, started=False, supplier=self.supplier,
+                                  base_url=self.base_url) from error
 
         reader = _ChunkReader()
         try:
@@ -197,7 +202,8 @@ class OpenAIProvider(Provider):
                         streamed.events.append(event)
                         yield event
         except (openai.OpenAIError, httpx2.HTTPError) as error:
-            raise _provider_error(error, streamed, started=True, usage=reader.usage) from error
+            raise _provider_error(error, streamed, started=True, supplier=self.supplier,
+                                  base_url=self.base_url, usage=reader.usage) from error
         if reader.finish_reason is None:
             raise ProviderError("OpenAI-compatible stream ended before a finish_reason",
                                 retryable=True, partial=streamed.parts(),
@@ -344,8 +350,10 @@ def _usage(usage: CompletionUsage) -> Usage:
 
 
 def _provider_error(error: Exception, streamed: StreamedSoFar, *, started: bool,
+                    supplier: str, base_url: str | None,
                     usage: Usage | None = None) -> ProviderError:
-    """The one place SDK and transport exceptions become :class:`ProviderError`."""
+    """The one place SDK and transport exceptions become :class:`ProviderError`
+    (``supplier`` and ``base_url``: the provider's, for where a connection failed)."""
     partial = streamed.parts()
     if isinstance(error, openai.APIStatusError):
         status = error.status_code
@@ -353,9 +361,9 @@ def _provider_error(error: Exception, streamed: StreamedSoFar, *, started: bool,
                              retryable=status in _RETRYABLE_STATUS or status >= 500,
                              status_code=status, partial=partial, usage=usage)
     if isinstance(error, openai.APIConnectionError | httpx2.TransportError):
-        where = "during the stream" if started else "before a response"
-        return ProviderError(f"OpenAI connection failed {where}: {error}", retryable=True,
-                             partial=partial, usage=usage)
+        address, public = requests_go_to(supplier, base_url)
+        return connection_error(_VENDORS.get(supplier, "OpenAI"), address, error, started=started,
+                                public=public, partial=partial, usage=usage)
     if isinstance(error, openai.APIError):
         # An error object inside a 200 stream.
         return ProviderError(f"OpenAI stream error: {error.message}",

@@ -2,7 +2,8 @@
 differently from OpenAI, on the wire, against the local SSE server: tool-call names
 repeated in every chunk, ``content`` of tool-only assistant messages, request options in
 the body (for Anthropic too), tool results for templates that drop ``tool`` messages,
-and each server family's answer to "how large is your context window"."""
+each server family's answer to "how large is your context window", and what a user is
+told when the server is not there (a wrong port, a server not started)."""
 
 from __future__ import annotations
 
@@ -11,13 +12,23 @@ from typing import Any
 
 import pytest
 
+from neta_nb import Agent, AgentSession
 from neta_nb.messages import Message, TextPart, ToolCallPart, ToolDefinition, ToolResultPart
 from neta_nb.providers import create_provider
 from neta_nb.providers.anthropic import AnthropicProvider
-from neta_nb.providers.base import ModelRequest, StreamDone, StreamEvent, ToolCallReady
+from neta_nb.providers.base import (
+    ModelRequest,
+    ProviderError,
+    StreamDone,
+    StreamEvent,
+    ToolCallReady,
+    connection_error,
+)
+from neta_nb.providers.endpoints import requests_go_to
 from neta_nb.providers.openai import OpenAIProvider
 from neta_nb.providers.window_discovery import DiscoveredWindow, discover_context_window
 
+from ..support.ports import free_port
 from .sse_server import AnthropicStream, OpenAIStream, ScriptedHTTPResponse, SSEServer
 
 WEATHER = ToolDefinition(name="get_weather", description="Weather of a city.",
@@ -26,9 +37,12 @@ WEATHER = ToolDefinition(name="get_weather", description="Weather of a city.",
 
 
 def local(server: SSEServer, model: str = "smollm2", **options: Any) -> OpenAIProvider:
+    return local_at(server.base_url, model, **options)
+
+
+def local_at(base_url: str, model: str = "smollm2", **options: Any) -> OpenAIProvider:
     options.setdefault("max_retries", 0)
-    return OpenAIProvider(model, supplier="openai-compatible", base_url=server.base_url,
-                          **options)
+    return OpenAIProvider(model, supplier="openai-compatible", base_url=base_url, **options)
 
 
 def request(*messages: Message, **options: Any) -> ModelRequest:
@@ -293,3 +307,82 @@ def test_tool_results_as_user_is_rebuilt_with_a_resumed_session() -> None:
 
     assert rebuilt is not provider and rebuilt.tool_results_as_user is True
     assert rebuilt.settings() == provider.settings()
+
+
+# --- a server that is not there ------------------------------------------------------------
+
+
+async def test_a_wrong_url_names_the_address_and_asks_if_the_server_runs() -> None:
+    """Nothing listens on the port: the error names the address the requests went to
+    (without the credentials a URL may carry) and what to check."""
+    port = free_port()  # bound and closed again: nothing listens there
+    provider = local_at(f"http://user:secret@127.0.0.1:{port}/v1?api-key=sk-hidden")
+
+    with pytest.raises(ProviderError) as caught:
+        await collect(provider, request())
+
+    assert caught.value.message == (
+        f"OpenAI-compatible server connection failed: could not connect to "
+        f"http://127.0.0.1:{port}/v1 (connection refused) — is the server running?")
+    assert caught.value.retryable is True
+
+
+async def test_a_session_on_a_wrong_url_returns_the_failure_not_an_answer() -> None:
+    """``await session.run()`` returns the failed turn's message: its repr (what a cell
+    shows), its ``error`` and the ``error`` event all say where and what to check."""
+    port = free_port()
+    session = AgentSession(Agent("a", model=local_at(f"http://127.0.0.1:{port}/v1")))
+    errors: list[str] = []
+    session.subscribe(lambda event: errors.append(event.message)
+                      if event.type == "error" else None)
+
+    reply = await session.run("hi")
+
+    assert reply is not None and reply.metadata.interrupted == "error"
+    expected = (f"could not connect to http://127.0.0.1:{port}/v1 (connection refused) — "
+                f"is the server running?")
+    assert errors == [reply.metadata.error] and expected in errors[0]
+    assert expected in repr(reply)
+
+
+async def test_an_anthropic_gateway_that_is_not_there_is_named_too() -> None:
+    port = free_port()
+    provider = AnthropicProvider("claude-sonnet-4-6", api_key="sk-test",
+                                 base_url=f"http://127.0.0.1:{port}", max_retries=0)
+
+    with pytest.raises(ProviderError) as caught:
+        await collect(provider, request())
+
+    assert caught.value.message == (
+        f"Anthropic connection failed: could not connect to http://127.0.0.1:{port} "
+        f"(connection refused) — is the server running?")
+
+
+async def test_a_connection_that_breaks_mid_stream_names_the_server(
+        sse_server: SSEServer) -> None:
+    response = OpenAIStream().text(["Partial", " answer"]).finish().done().response(
+        ending="drop")
+    response.chunks = response.chunks[:3]
+    sse_server.add(response)
+
+    with pytest.raises(ProviderError) as caught:
+        await collect(local(sse_server), request())
+
+    assert caught.value.message.startswith(
+        f"OpenAI-compatible server connection failed: the connection to "
+        f"{sse_server.base_url} broke during the stream (")
+    assert caught.value.message.endswith(") — is the server running?")
+    assert caught.value.partial == [TextPart(text="Partial answer")]
+
+
+def test_the_vendors_own_api_is_named_with_the_network_to_check() -> None:
+    assert requests_go_to("openai", None) == ("https://api.openai.com/v1", True)
+    assert requests_go_to("openai-compatible", None) == (None, False)
+    assert requests_go_to("anthropic", "https://API.anthropic.com/") == (
+        "https://API.anthropic.com/", True)
+    error = connection_error("OpenAI", "https://api.openai.com/v1",
+                             ConnectionError("Connection error."), started=False,
+                             public=True)
+    assert error.message == ("OpenAI connection failed: could not connect to "
+                             "https://api.openai.com/v1 (Connection error.) — is this "
+                             "machine online?")
