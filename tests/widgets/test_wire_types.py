@@ -352,13 +352,16 @@ def typed_dict_fields(value: type, reached: dict[str, type]) -> dict[str, tuple[
 
 
 def python_typed_dicts() -> dict[str, dict[str, tuple[bool, Type]]]:
-    """Every TypedDict defined in ``neta_nb.widgets``, and every one their fields name
-    (wherever defined): field -> (optional, type)."""
+    """Every TypedDict defined in ``neta_nb.widgets`` or exported by one of its modules (a
+    reply the runtime shapes), and every one their fields name (wherever defined): field ->
+    (optional, type)."""
     pending: dict[str, type] = {}
     for info in pkgutil.walk_packages(neta_nb.widgets.__path__, "neta_nb.widgets."):
         module = importlib.import_module(info.name)
+        exported = set(getattr(module, "__all__", ()))
         for name, value in vars(module).items():
-            if typing.is_typeddict(value) and value.__module__ == module.__name__:
+            if typing.is_typeddict(value) and (value.__module__ == module.__name__
+                                               or name in exported):
                 assert pending.setdefault(name, value) is value, (
                     f"two TypedDicts named {name}")
     found: dict[str, dict[str, tuple[bool, Type]]] = {}
