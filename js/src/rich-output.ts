@@ -15,6 +15,10 @@ import { renderSanitizedHtml, setMarkdown } from "./markdown";
 import { CELL_EDIT_TYPE, createCellEditCard, parseProposal } from "./cards/cell-edit-card";
 
 export interface DisplayItem {
+  /** The rest of the dump (Python: `DisplayItemDict`), unused here. */
+  type?: "display";
+  sha256?: string | null;
+  size?: number;
   media_type: string;
   /** Base64 bytes of an image; null when its stored file is missing. */
   data: string | null;

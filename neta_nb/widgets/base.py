@@ -28,7 +28,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar, Generic, Literal, TypedDict, TypeVar, cast, overload
+from typing import Any, ClassVar, Generic, Literal, TypeVar, cast, overload
 
 import anywidget
 import traitlets
@@ -43,6 +43,7 @@ from ..escaping import code_span, escape_markdown, fenced, literal_markdown
 from .background_echo import current_request, echo_after_cell, echo_noted, echoing
 from .bundle import STATIC_DIR, WidgetBundle, loader_source, shared_bundle
 from .static_form import StaticForm, display_view_and_form, short_plain
+from .wire import ErrorReply, OkReply, Reply
 
 __all__ = ["STATIC_DIR", "ErrorReply", "Lang", "NetaWidget", "OkReply", "Reply", "RequestError",
            "RequestHandler", "code_span", "escape_markdown", "fenced", "handles", "html_card",
@@ -57,27 +58,7 @@ class RequestError(Exception):
 
 
 # --- the request protocol -------------------------------------------------------------
-# The replies mirror `Reply<T>` in js/src/anywidget-binding.ts.
-
-class OkReply(TypedDict):
-    """A request that was answered (TS: ``Reply<T>`` with ``ok: true``)."""
-
-    kind: Literal["reply"]
-    id: str
-    ok: Literal[True]
-    result: Mapping[str, object]
-
-
-class ErrorReply(TypedDict):
-    """A request that failed (TS: ``Reply<T>`` with ``ok: false``)."""
-
-    kind: Literal["reply"]
-    id: str
-    ok: Literal[False]
-    error: str
-
-
-Reply = OkReply | ErrorReply
+# The replies (OkReply | ErrorReply, in .wire) mirror `Reply<T>` in js/src/anywidget-binding.ts.
 
 W = TypeVar("W", bound="NetaWidget")
 # A request payload and a reply result: JSON objects on the wire, TypedDicts here.

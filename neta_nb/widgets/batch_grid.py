@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypedDict, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import traitlets
 
@@ -43,6 +43,7 @@ from .chat.stored_session import StoredSession
 from .chat.view import ChatView
 from .static_form import short_plain
 from .streaming import FrameThrottle, Scheduler, call_later_on_running_loop
+from .wire import BatchCounts, BatchFailure, OpenRowReply, OpenRowRequest
 
 if TYPE_CHECKING:
     from ipywidgets import VBox  # type: ignore[import-untyped]
@@ -77,41 +78,6 @@ ERROR_CHARS = 300
 
 CHAT_HEIGHT = "360px"
 """The height of the row's chat view: a row is one prompt and its answer, mostly."""
-
-
-class BatchCounts(TypedDict):
-    """The header's counters (TS: ``BatchCounts``, js/src/batch/batch-grid.ts)."""
-
-    queued: int
-    running: int
-    done: int
-    failed: int
-    retried: int
-    """Attempts made again after a transient failure."""
-    input_tokens: int
-    """Summed over the finished rows' usage, as stored."""
-    output_tokens: int
-
-
-class BatchFailure(TypedDict):
-    """One failed row (TS: ``BatchFailure``)."""
-
-    idx: int
-    error: str
-
-
-class OpenRowRequest(TypedDict):
-    """``open_row``: show row ``idx``'s session under the grid (TS: ``OpenRowRequest``)."""
-
-    idx: int
-
-
-class OpenRowReply(TypedDict):
-    """The row now shown (TS: ``OpenRowReply``)."""
-
-    idx: int
-    session_id: str
-
 
 def update_interval(rows: int) -> float:
     """Seconds between two updates of a grid of ``rows`` rows (see the module note)."""

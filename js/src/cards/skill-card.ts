@@ -8,11 +8,10 @@
  */
 import "./skill-card.css";
 import { characterCount, createCutNote, renderPlainText } from "../cut-text";
-import { createCollapsible, element, setModifier } from "../dom";
+import { createCollapsible, element } from "../dom";
 import { normalizeLang, t, type Lang } from "../i18n";
 import { setMarkdown } from "../markdown";
 import {
-  createStatusIcon,
   normalizeRunStatus,
   RUN_STATUS_LABEL,
   RUN_STATUSES,
@@ -20,6 +19,7 @@ import {
   type RunStatus,
 } from "../status-icon";
 import type { Component, ComponentOptions } from "../types";
+import { createCardFrame } from "./card-frame";
 import { createTraceLine, type TraceIds } from "./trace-line";
 
 export interface SkillCardState {
@@ -61,13 +61,16 @@ export function createSkillCard(el: HTMLElement, options: SkillCardOptions = {})
     lang: normalizeLang(options.lang),
   };
 
-  const root = element("div", "neta-root neta-card neta-skill-card");
-  const header = element("div", "neta-skill-header");
-  const icon = createStatusIcon();
-  const label = element("span", "neta-title neta-skill-label");
   const percentText = element("span", "neta-skill-percent");
   const tag = element("span", "neta-tag neta-skill-tag");
-  header.append(icon.node, label, percentText, tag);
+  const frame = createCardFrame({
+    kind: "skill",
+    statuses: RUN_STATUSES,
+    title: ["span", "neta-skill-label"],
+    extras: [percentText, tag],
+    ruled: true,
+  });
+  const { root, title: label } = frame;
 
   // Progress and the result toggle share one grid cell: swapping them never moves the card.
   const slot = element("div", "neta-skill-slot");
@@ -92,7 +95,7 @@ export function createSkillCard(el: HTMLElement, options: SkillCardOptions = {})
   );
   const traceLine = createTraceLine();
   const resultWrap = createCollapsible("neta-skill-result-wrap neta-is-closed", resultView, resultNote.root, traceLine.root);
-  root.append(header, slot, resultWrap.root);
+  root.append(slot, resultWrap.root);
   el.append(root);
 
   const onToggle = () => {
@@ -108,9 +111,8 @@ export function createSkillCard(el: HTMLElement, options: SkillCardOptions = {})
     const lang = state.lang;
     const running = state.status === "running";
     const hasResult = typeof state.result === "string" && state.result.length > 0;
-    root.lang = lang;
-    setModifier(root, "neta-skill-card-", RUN_STATUSES, state.status);
-    icon.set(state.status);
+    frame.setLang(lang);
+    frame.setStatus(state.status, state.status);
     label.textContent = state.label || state.name;
     label.title = state.name;
     const percent = Math.max(0, Math.min(100, Number(state.percent) || 0));
@@ -176,7 +178,7 @@ export function createSkillCard(el: HTMLElement, options: SkillCardOptions = {})
       resultNote.destroy();
       traceLine.destroy();
       toggle.removeEventListener("click", onToggle);
-      root.remove();
+      frame.destroy();
     },
   };
 }

@@ -16,10 +16,11 @@
 import "./subagent-card.css";
 import { pathKey, Transcript, type Nesting } from "../chat/chat-transcript";
 import type { ChatOp, SubagentPart, SubagentStatus } from "../chat/chat-view-traits";
-import { createCollapsible, element, makeToggle, setModifier } from "../dom";
+import { createCollapsible, element } from "../dom";
 import { normalizeLang, t, type Lang, type MessageKey } from "../i18n";
 import { createInlineError } from "../inline-error";
-import { createStatusIcon, normalizeRunStatus, type RunStatus } from "../status-icon";
+import { normalizeRunStatus, type RunStatus } from "../status-icon";
+import { createCardFrame } from "./card-frame";
 import { formatTokens } from "./token-stats";
 import type { Component } from "../types";
 import { createTraceLine, type TraceIds } from "./trace-line";
@@ -86,14 +87,21 @@ export function createSubagentCard(el: HTMLElement, options: SubagentCardOptions
   const runId = path[path.length - 1] ?? "";
   const lang = () => state.lang;
 
-  const root = element("div", "neta-root neta-card neta-subagent-card");
-  root.dataset.run = runId;
-  const header = element("div", "neta-card-header neta-subagent-header");
-  const icon = createStatusIcon();
-  const agent = element("span", "neta-title neta-subagent-agent");
   const task = element("span", "neta-subagent-task");
-  const chevron = element("span", "neta-chevron");
-  header.append(icon.node, agent, task, chevron);
+  const frame = createCardFrame({
+    kind: "subagent",
+    statuses: SUBAGENT_STATUSES,
+    title: ["span", "neta-subagent-agent"],
+    extras: [task],
+    onToggle: () => {
+      state.expanded = !expanded();
+      render();
+      options.onUserChange?.({ expanded: state.expanded });
+    },
+    ruled: true,
+  });
+  const { root, header, title: agent } = frame;
+  root.dataset.run = runId;
 
   const line = element("div", "neta-subagent-line");
   const statusTag = element("span", "neta-tag neta-subagent-status");
@@ -111,7 +119,7 @@ export function createSubagentCard(el: HTMLElement, options: SubagentCardOptions
   const empty = element("div", "neta-subagent-empty");
   const traceLine = createTraceLine();
   const body = createCollapsible("neta-subagent-body", older, list, liveHost, empty, traceLine.root);
-  root.append(header, line, stopError.root, body.root);
+  root.append(line, stopError.root, body.root);
   el.append(root);
 
   const transcript = new Transcript(list, liveHost, {
@@ -123,11 +131,6 @@ export function createSubagentCard(el: HTMLElement, options: SubagentCardOptions
   });
   const key = pathKey(path);
 
-  const removeToggle = makeToggle(header, () => {
-    state.expanded = !expanded();
-    render();
-    options.onUserChange?.({ expanded: state.expanded });
-  });
 
   let stopping = false;
   const onStop = (event: MouseEvent) => {
@@ -158,17 +161,15 @@ export function createSubagentCard(el: HTMLElement, options: SubagentCardOptions
     const lang = state.lang;
     const part = state.part;
     const current = status();
-    root.lang = lang;
+    frame.setLang(lang);
     traceLine.set(state.trace, lang);
-    setModifier(root, "neta-subagent-card-", SUBAGENT_STATUSES, current);
-    icon.set(STATUS_ICON[current]);
+    frame.setStatus(current, STATUS_ICON[current]);
     agent.textContent = part?.agent || "?";
     task.textContent = part?.task ?? "";
     task.title = part?.task ?? "";
     const open = expanded();
-    header.setAttribute("aria-expanded", String(open));
+    frame.setOpen(open);
     header.setAttribute("aria-label", t(lang, "subagent_title", { agent: part?.agent || "?" }));
-    root.classList.toggle("neta-is-collapsed", !open);
     body.setOpen(open);
 
     const running = current === "running";
@@ -235,9 +236,8 @@ export function createSubagentCard(el: HTMLElement, options: SubagentCardOptions
       if (options.nesting.cards.get(key) === self) options.nesting.cards.delete(key);
       stop.removeEventListener("click", onStop);
       traceLine.destroy();
-      removeToggle();
       transcript.clear();
-      root.remove();
+      frame.destroy();
     },
   };
   options.nesting.cards.set(key, self);

@@ -10,12 +10,11 @@
  */
 import "./tool-card.css";
 import { characterCount, createCutNote, renderPlainText, type FetchWhole } from "../cut-text";
-import { createCollapsible, element, makeToggle, setModifier } from "../dom";
+import { createCollapsible, element } from "../dom";
 import { normalizeLang, t, type Lang } from "../i18n";
 import { setMarkdown } from "../markdown";
 import { createRichOutput, type DisplayItem } from "../rich-output";
 import {
-  createStatusIcon,
   normalizeRunStatus,
   RUN_STATUS_LABEL,
   RUN_STATUSES,
@@ -23,6 +22,7 @@ import {
   type RunStatus,
 } from "../status-icon";
 import type { Component, ComponentOptions } from "../types";
+import { createCardFrame } from "./card-frame";
 import { createTraceLine, type TraceIds } from "./trace-line";
 
 export interface ToolCardState {
@@ -79,14 +79,20 @@ export function createToolCard(el: HTMLElement, options: ToolCardOptions = {}): 
     lang: normalizeLang(options.lang),
   };
 
-  const root = element("div", "neta-root neta-card neta-tool-card");
-  const header = element("div", "neta-card-header neta-tool-header");
-  const icon = createStatusIcon();
-  const label = element("span", "neta-title neta-tool-label");
   const name = element("code", "neta-tool-name");
   const tag = element("span", "neta-tag neta-tool-tag");
-  const chevron = element("span", "neta-chevron");
-  header.append(icon.node, label, name, tag, chevron);
+  const frame = createCardFrame({
+    kind: "tool",
+    statuses: RUN_STATUSES,
+    title: ["span", "neta-tool-label"],
+    extras: [name, tag],
+    onToggle: () => {
+      state.expanded = !state.expanded;
+      render();
+      options.onUserChange?.({ expanded: state.expanded });
+    },
+  });
+  const { root, title: label } = frame;
 
   const body = element("div", "neta-tool-sections");
   const argsTitle = element("div", "neta-tool-section-title");
@@ -111,31 +117,23 @@ export function createToolCard(el: HTMLElement, options: ToolCardOptions = {}): 
   body.append(argsTitle, argsView, argsNote.root, resultTitle, resultView, resultNote.root, traceLine.root);
   const bodyWrap = createCollapsible("neta-tool-body", body);
   const outputs = createRichOutput();
-  root.append(header, outputs.node, bodyWrap.root);
+  root.append(outputs.node, bodyWrap.root);
   el.append(root);
-
-  const removeToggle = makeToggle(header, () => {
-    state.expanded = !state.expanded;
-    render();
-    options.onUserChange?.({ expanded: state.expanded });
-  });
 
   let renderedResult: string | null | undefined;
   let renderedArgs = "";
 
   function render(): void {
     const lang = state.lang;
-    root.lang = lang;
-    setModifier(root, "neta-tool-card-", RUN_STATUSES, state.status);
-    root.classList.toggle("neta-is-collapsed", !state.expanded);
-    icon.set(state.status);
+    frame.setLang(lang);
+    frame.setStatus(state.status, state.status);
+    frame.setOpen(state.expanded);
     label.textContent = state.label || state.name;
     label.title = label.textContent;
     name.textContent = state.name;
     name.hidden = !state.label || state.label === state.name;
     tag.textContent = t(lang, RUN_STATUS_LABEL[state.status]);
     tag.className = `neta-tag neta-tool-tag${runStatusTagClass(state.status)}`;
-    header.setAttribute("aria-expanded", String(state.expanded));
     bodyWrap.setOpen(state.expanded);
     outputs.set(state.outputs, lang);
     traceLine.set(state.trace, lang);
@@ -217,8 +215,7 @@ export function createToolCard(el: HTMLElement, options: ToolCardOptions = {}): 
       argsNote.destroy();
       resultNote.destroy();
       traceLine.destroy();
-      removeToggle();
-      root.remove();
+      frame.destroy();
     },
   };
 }

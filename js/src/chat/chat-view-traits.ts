@@ -46,6 +46,13 @@ export interface SubagentPlan {
 
 export type SubagentStatus = "running" | "done" | "error" | "cancelled" | "interrupted";
 
+/** A sub-agent's token counts so far (Python: `SubagentTokens`). */
+export interface SubagentTokens {
+  input_tokens: number;
+  output_tokens: number;
+  api_calls: number;
+}
+
 /**
  * What a sub-agent card adds to its `delegate` call's card (Python twin: `SubagentPart`).
  * `messages` is null in a streamed update: keep the transcript drawn (it streams as ops
@@ -58,7 +65,7 @@ export interface SubagentPart {
   status: SubagentStatus;
   activity: string | null;
   plan: SubagentPlan | null;
-  tokens: { input_tokens: number; output_tokens: number; api_calls: number };
+  tokens: SubagentTokens;
   messages: ChatItem[] | null;
   has_older: boolean;
   live: LiveSnapshot | null;

@@ -11,6 +11,7 @@
  */
 import type { AnyModel } from "@anywidget/types";
 import { request, type Cleanup } from "../anywidget-binding";
+import type { MentionKind } from "./mention-parse";
 
 /** `mention_candidates`: what can be mentioned whose key starts with `prefix`. */
 export interface MentionCandidatesRequest {
@@ -39,7 +40,7 @@ export interface MentionPreviewRequest {
 /** A chip's content: the block the model reads, or why the mention is unknown. */
 export interface MentionPreview {
   mention?: string;
-  kind?: string;
+  kind?: MentionKind;
   ok?: boolean;
   rendering?: string;
   summary?: string;

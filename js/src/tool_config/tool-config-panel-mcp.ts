@@ -6,6 +6,7 @@
  *
  * Everything here comes from an untrusted server, so it is set with textContent only.
  */
+import "./tool-config-panel-mcp.css";
 import { element } from "../dom";
 import { t, type Lang } from "../i18n";
 import type { MCPServerInfo } from "./tool-config-panel-traits";

@@ -3,6 +3,7 @@
  * closed), names in the config that no tool has (each with a "forget" button), and the
  * resolver's warnings (dismissed together).
  */
+import "./tool-config-panel-notices.css";
 import { element } from "../dom";
 import { t, type Lang } from "../i18n";
 import type { ForgetRequest } from "./tool-config-panel-traits";

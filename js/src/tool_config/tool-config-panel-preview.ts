@@ -4,6 +4,7 @@
  * acted), and — while a preview is active — a notice that cannot be missed, with a reset.
  * The kernel re-resolves; the agent's config never changes.
  */
+import "./tool-config-panel-preview.css";
 import { element, suppressNotebookShortcuts } from "../dom";
 import { t, type Lang } from "../i18n";
 import type { PreviewAs, PreviewAsRequest, PreviewChoice, PreviewOptions } from "./tool-config-panel-traits";

@@ -3,6 +3,7 @@
  * prompt and the tool definitions the agent would be sent. Asked of the kernel when it is
  * opened, and again only when the enabled tools or the language change.
  */
+import "./tool-config-panel-prompt.css";
 import { element } from "../dom";
 import { t, type Lang } from "../i18n";
 import type { PreviewResult } from "./tool-config-panel-traits";

@@ -7,6 +7,7 @@
  * A row is built once per tool and repainted only when what it shows changed; the panel
  * owns the state and decides when to repaint.
  */
+import "./tool-config-panel-row.css";
 import { element } from "../dom";
 import { hasLabel, t, type Lang } from "../i18n";
 import { TOOL_STATES, type StateFilter, type ToolInfo, type ToolVerdict } from "./tool-config-panel-traits";

@@ -20,18 +20,22 @@
  * Split along its seams: `tool-config-panel-traits.ts` (what the kernel sends, trait by
  * trait), `tool-config-panel-row.ts` (one tool's row), `-mcp.ts` (a server's section),
  * `-preview.ts` ("preview as"), `-notices.ts` (unknown names, warnings), `-prompt.ts`
- * (the prompt preview), this file (the panel around them: its state and render pass).
+ * (the prompt preview), this file (the panel around them: its state and render pass),
+ * each with its CSS beside it.
  * Every word comes from the shared label table (`i18n.ts`); reasons and config notes
  * arrive already rendered in the panel's language.
  */
-import "./tool-config-panel.css";
 import { createCollapsible, element, makeToggle, suppressNotebookShortcuts } from "../dom";
 import { normalizeLang, t } from "../i18n";
-import { createErrorLine, createNotices } from "./tool-config-panel-notices";
+// Each part brings its CSS, and the bundle keeps it in the order of these imports: the
+// panel's own rules after "preview as" and the notices (its shared buttons win over them),
+// before the rows, the prompt preview and the MCP sections.
 import { createPreviewAsControl } from "./tool-config-panel-preview";
+import { createErrorLine, createNotices } from "./tool-config-panel-notices";
+import "./tool-config-panel.css";
+import { categoryName, matchesFilter, PanelToolRow } from "./tool-config-panel-row";
 import { createPromptPreview } from "./tool-config-panel-prompt";
 import { McpServerSection } from "./tool-config-panel-mcp";
-import { categoryName, matchesFilter, PanelToolRow } from "./tool-config-panel-row";
 import {
   type AcknowledgeRequest,
   BULK_OPERATIONS,

@@ -16,7 +16,8 @@ from ...labels import t
 from ...messages import RunStatus
 from ..base import NetaWidget, RequestError, handles, html_card
 from ..state_bounds import NOTE_CHARS
-from .tool_card import CardFullText, CardFullTextRequest, result_preview
+from .tool_card import result_preview
+from .wire import CardFullText, CardFullTextRequest
 
 __all__ = ["SkillCard"]
 

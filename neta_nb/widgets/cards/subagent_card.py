@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Callable, Mapping
-from typing import Any, NotRequired, TypedDict, cast
+from typing import Any, cast
 
 import traitlets
 
@@ -30,32 +30,14 @@ from ..chat.batcher import OpBatcher
 from ..chat.render import full_text
 from ..chat.static import static_text
 from ..chat.subagent_parts import run_item, run_part
-from ..chat.wire import ChatItem, FullText, NoReply, SubagentPart
+from ..chat.wire import ChatItem, FullText, NoReply
 from ..streaming import FLUSH_INTERVAL
+from .wire import SubagentFullTextRequest, SubagentSnapshot
 
 __all__ = ["SubagentCard"]
 
 _STATUS_COLOR = {"running": "#1976d2", "done": "#2e7d32", "error": "#d32f2f",
                  "cancelled": "#6e7781", "interrupted": "#6e7781"}
-
-
-class SubagentSnapshot(TypedDict):
-    """The ``sync`` reply (TS: ``SubagentSnapshot``, widgets.ts): the card whole, as of
-    batch ``seq``."""
-
-    seq: int
-    part: SubagentPart
-
-
-class SubagentFullTextRequest(TypedDict):
-    """``full_text`` of a message of the transcript (TS: ``FullTextRequest``)."""
-
-    message_id: str
-    field: str
-    card_id: NotRequired[str]
-    path: NotRequired[list[str]]
-    """The runs the message is nested in, from this card's own (none: the card's)."""
-
 
 class SubagentCard(NetaWidget):
     """One sub-agent run. ``SubagentCard.from_event(subagent_start)``, then

@@ -13,7 +13,7 @@ from __future__ import annotations
 import html
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, Literal, TypedDict
+from typing import Any
 
 import traitlets
 
@@ -21,25 +21,9 @@ from ...events import ThinkingDeltaEvent, ThinkingDoneEvent
 from ...labels import t
 from ..base import NetaWidget, handles
 from ..streaming import FLUSH_INTERVAL, DeltaBatcher
+from .wire import AppendMessage, StreamSnapshot
 
 __all__ = ["AppendMessage", "StreamSnapshot", "ThinkingBlock"]
-
-
-class AppendMessage(TypedDict):
-    """One numbered batch of streamed text (TS: ``AppendMessage``, widgets.ts)."""
-
-    kind: Literal["append"]
-    seq: int
-    text: str
-
-
-class StreamSnapshot(TypedDict):
-    """The ``snapshot`` reply: the text as of batch ``seq`` (TS: ``StreamSnapshot``,
-    widgets.ts)."""
-
-    text: str
-    seq: int
-
 
 class ThinkingBlock(NetaWidget):
     """Thinking text. Live: ``block.append(delta)`` … ``block.done()``; history:

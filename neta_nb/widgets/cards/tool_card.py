@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import html
 import json
-from typing import Any, TypedDict, get_args
+from typing import Any, get_args
 
 import traitlets
 
@@ -19,23 +19,12 @@ from ...messages import RunStatus
 from ..base import NetaWidget, RequestError, handles, html_card
 from ..rich_static import THUMBNAIL_BUDGET, output_html, output_placeholder
 from ..state_bounds import ARGS_CHARS, RESULT_CHARS, args_json, preview_args, preview_text
+from .wire import CardFullText, CardFullTextRequest
 
 __all__ = ["CardFullTextRequest", "ToolCard", "result_preview"]
 
 _STATUS_COLOR = {"waiting": "#b35c00", "running": "#1976d2", "done": "#2e7d32",
                  "error": "#d32f2f", "rejected": "#6e7781", "cancelled": "#6e7781"}
-
-
-class CardFullTextRequest(TypedDict):
-    """``full_text`` of a standalone card: ``field`` is ``result`` (or ``args`` for a tool
-    card) (TS: ``CardFullTextRequest``, tool-card.ts)."""
-
-    field: str
-
-
-class CardFullText(TypedDict):
-    text: str
-
 
 def result_preview(result: str | None) -> tuple[str | None, int]:
     """What a card's state carries of ``result``, and the whole's length when that is a

@@ -22,12 +22,13 @@ box holding it with other widgets.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol, TypedDict
+from typing import TYPE_CHECKING, Protocol
 
 from ...labels import t
 from ..base import NetaWidget, RequestError
 from .session_sidebar import SessionSidebar, SidebarChat
 from .stored_session import StoredSession
+from .wire import OpenPanelReply, OpenPanelRequest, SidePanelModel
 
 if TYPE_CHECKING:
     from ...store.session_store import SessionStore
@@ -36,27 +37,6 @@ if TYPE_CHECKING:
 __all__ = ["HeaderPanels", "OpenPanelReply", "OpenPanelRequest", "SidePanelModel"]
 
 PANELS = ("sessions", "tools")
-
-
-class OpenPanelRequest(TypedDict):
-    """``open_panel``: the widget a header button opens (TS: ``OpenPanelRequest``,
-    chat-view-binding.ts)."""
-
-    panel: str
-
-
-class OpenPanelReply(TypedDict):
-    """The model id of that widget, for the view to draw (TS: ``OpenPanelReply``)."""
-
-    model_id: str
-
-
-class SidePanelModel(TypedDict):
-    """``side_panel``: the widget model a side panel shows (TS: ``SidePanelModel``,
-    chat-view-binding.ts)."""
-
-    model_id: str
-
 
 class PanelsChat(SidebarChat, Protocol):
     """What the header's panels need of their chat: a

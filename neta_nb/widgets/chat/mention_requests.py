@@ -6,34 +6,16 @@ runtime's (``neta_nb.runtime.mentions``, ``mention_candidates``); this is the wi
 
 from __future__ import annotations
 
-from typing import TypedDict
-
-from ...runtime.mention_candidates import MentionCandidate, mention_candidates
+from ...runtime.mention_candidates import mention_candidates
 from ...runtime.mentions import MentionPreview, preview_mention
 from ...runtime.session import AgentSession
 from ..base import RequestError
+from .wire import MentionCandidatesReply, MentionCandidatesRequest, MentionPreviewRequest
 
 __all__ = ["MentionCandidatesReply", "MentionCandidatesRequest", "MentionPreview",
            "MentionPreviewRequest", "candidates_for", "preview_for"]
 
 _MAX_TYPED = 1_000
-
-
-class MentionCandidatesRequest(TypedDict, total=False):
-    """TS twin: ``MentionCandidatesRequest`` in js/src/chat/mention-source.ts."""
-
-    prefix: str
-    """What follows the ``@`` up to the caret."""
-
-
-class MentionCandidatesReply(TypedDict):
-    candidates: list[MentionCandidate]
-
-
-class MentionPreviewRequest(TypedDict, total=False):
-    mention: str
-    """One mention as typed (``@df``, ``@In[5]``, ``@file:"a b.csv"``)."""
-
 
 def candidates_for(session: AgentSession,
                    request: MentionCandidatesRequest) -> MentionCandidatesReply:

@@ -7,13 +7,14 @@ ended (:class:`ReadOnlyMode`, the chat view's read-only mode: made by
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from ...events import TurnUsage
 from ...messages import ToolExecution
 from ...runtime.session import AgentSession
 from ...runtime.stored_endpoint import StoredEndpointError
 from ..base import RequestError
+from ..wire import ContextUsageDict, TodoItemDict, TurnUsageDict
 from .batcher import OpBatcher
 from .live import ChatTraits
 from .render import render_window, stored_run_part
@@ -116,9 +117,11 @@ class ReadOnlyMode:
                                          limit=self._window, subagents=self.part_whole)
         return {"seq": self._batcher.seq, "session_id": stored.id, "messages": items,
                 "has_older": has_older, "live": None, "running": False,
-                "todos": chat.todos, "current": chat.current, "context": chat.context,
+                "todos": cast("list[TodoItemDict]", chat.todos),
+                "current": cast("TurnUsageDict", chat.current),
+                "context": cast("ContextUsageDict", chat.context),
                 "approvals": [], "think_level": chat.think_level, "notice": chat.notice,
-                "notice_tone": chat.notice_tone}
+                "notice_tone": cast("Literal['error', 'warning']", chat.notice_tone)}
 
     def part_whole(self, execution: ToolExecution) -> SubagentPart | None:
         """A sub-agent card with its transcript, as stored."""

@@ -25,7 +25,7 @@ import html
 import logging
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any, Protocol, TypedDict, cast
+from typing import Any, Protocol, cast
 
 import traitlets
 
@@ -40,6 +40,14 @@ from ..base import NetaWidget, RequestError, handles
 from .live import live_session
 from .static import shown_title
 from .stored_session import StoredSession
+from .wire import (
+    DeletedSession,
+    DeleteRequest,
+    OpenRequest,
+    RenameRequest,
+    SessionReply,
+    SessionRow,
+)
 
 __all__ = ["REFRESH_INTERVAL", "UNDO_SECONDS", "DeleteRequest", "DeletedSession",
            "OpenRequest", "RenameRequest", "SessionReply", "SessionRow", "SessionSidebar",
@@ -82,73 +90,6 @@ class SidebarChat(Protocol):
     def new_chat(self) -> AgentSession: ...
 
     def session_renamed(self, record: SessionRecord) -> None: ...
-
-
-class TodoBadge(TypedDict):
-    """The plan badge of a row (TS: ``SessionRow.todo``, session-sidebar.ts)."""
-
-    completed: int
-    total: int
-
-
-class SessionRow(TypedDict):
-    """One row of the list (TS: ``SessionRow``, session-sidebar.ts)."""
-
-    id: str
-    title: str
-    untitled: bool
-    """No title yet (no prompt, no rename): the views show "New chat" in their language."""
-    agent: str
-    running: bool
-    elsewhere: bool
-    """The turn runs in another process (another kernel)."""
-    last_message: str
-    todo: TodoBadge | None
-    created_at: float
-    """When the session (a branch: the fork) was made, in seconds since the epoch."""
-    updated_at: float
-    message_count: int
-    child_count: int
-    """Sub-agent sessions its turns ran (they are not rows themselves)."""
-    cost_usd: float | None
-    """What the session has cost so far in USD, when known."""
-    branch_of: str | None
-    """A branch's: the session it was forked from."""
-
-
-class OpenRequest(TypedDict):
-    """``open``: show this stored session (TS: ``OpenRequest``, session-sidebar.ts)."""
-
-    session_id: str
-
-
-class RenameRequest(TypedDict):
-    """``rename``: give a session the user's title; blank restores the automatic one
-    (TS: ``RenameRequest``, session-sidebar.ts)."""
-
-    session_id: str
-    title: str
-
-
-class DeleteRequest(TypedDict):
-    """``delete``: take a session off the list, to be deleted unless undone (TS:
-    ``DeleteRequest``, session-sidebar.ts)."""
-
-    session_id: str
-
-
-class DeletedSession(TypedDict):
-    """The session the Undo bar offers back (TS: ``DeletedSession``, session-sidebar.ts)."""
-
-    id: str
-    title: str
-
-
-class SessionReply(TypedDict):
-    """The session the chat view shows now (TS: ``SessionReply``, session-sidebar.ts)."""
-
-    session_id: str
-
 
 def _row(record: SessionRecord) -> SessionRow:
     summary = record.todo_summary or {}

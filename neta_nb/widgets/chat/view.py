@@ -40,6 +40,7 @@ from ...store.records import SessionRecord
 from ...store.session_store import CompactionRecord
 from ..base import BUFFERS_KEY, NetaWidget, RequestError, handles
 from ..streaming import FLUSH_INTERVAL
+from ..wire import ContextUsageDict, TodoItemDict, TurnUsageDict
 from .batcher import OpBatcher
 from .header_panels import HeaderPanels, OpenPanelReply, OpenPanelRequest, SidePanelModel
 from .live import LiveFollower, live_session, note
@@ -384,13 +385,13 @@ class ChatView(NetaWidget):
             "has_older": has_older,
             "live": cast("LiveSnapshot", live.snapshot()) if live is not None else None,
             "running": self.running,
-            "todos": self.todos,
-            "current": self.current,
-            "context": self.context,
+            "todos": cast("list[TodoItemDict]", self.todos),
+            "current": cast("TurnUsageDict", self.current),
+            "context": cast("ContextUsageDict", self.context),
             "approvals": cast("list[Approval]", self.approvals),
             "think_level": self.think_level,
             "notice": self.notice,
-            "notice_tone": self.notice_tone,
+            "notice_tone": cast("Literal['error', 'warning']", self.notice_tone),
         }
 
     @handles("full_text")

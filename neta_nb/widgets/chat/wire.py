@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from typing import Any, Literal, NotRequired, Required, TypedDict
 
 from ...messages import RunStatus
+from ...runtime.mention_candidates import MentionCandidate
+from ..wire import ContextUsageDict, DisplayItemDict, NoReply, TodoItemDict, TurnUsageDict
 
 __all__ = [
     "AgentChoice",
@@ -22,28 +24,43 @@ __all__ = [
     "ChatSnapshot",
     "CommandReply",
     "CommandRequest",
+    "DeleteRequest",
+    "DeletedSession",
     "EndOp",
     "FullText",
+    "FullTextField",
     "FullTextRequest",
     "ItemOp",
     "LiveOp",
     "LiveSnapshot",
+    "MentionCandidatesReply",
+    "MentionCandidatesRequest",
+    "MentionPreviewRequest",
     "MessageActionRequest",
     "NoReply",
+    "NotebookBridgeError",
     "NotebookReply",
     "OlderPage",
     "OlderRequest",
+    "OpenPanelReply",
+    "OpenPanelRequest",
+    "OpenRequest",
+    "RenameRequest",
+    "SessionReply",
+    "SessionRow",
+    "SidePanelModel",
     "StreamOp",
     "SubagentPart",
     "SubagentPlan",
+    "SubagentTokens",
     "SwitchAgentReply",
     "SwitchAgentRequest",
     "ThinkingDoneOp",
+    "TodoBadge",
     "TraceIds",
     "ViewRequest",
     "WindowOp",
 ]
-
 
 
 class ChatCard(TypedDict):
@@ -66,7 +83,7 @@ class ChatCard(TypedDict):
     args_chars: NotRequired[int]
     step_chars: NotRequired[int]
     detail_chars: NotRequired[int]
-    outputs: NotRequired[list[dict[str, Any]]]
+    outputs: NotRequired[list[DisplayItemDict]]
     """What the tool displayed (:class:`~neta_nb.messages.DisplayItem` dumps)."""
     subagent: NotRequired[SubagentPart]
     trace: NotRequired[TraceIds]
@@ -87,6 +104,14 @@ class SubagentPlan(TypedDict):
     total: int
 
 
+class SubagentTokens(TypedDict):
+    """A sub-agent's token counts so far (TS: ``SubagentTokens``, chat-view-traits.ts)."""
+
+    input_tokens: int
+    output_tokens: int
+    api_calls: int
+
+
 class SubagentPart(TypedDict):
     """What a sub-agent card adds to its ``delegate`` call's card (TS: ``SubagentPart``,
     chat-view-traits.ts): the child's name and task, how its run stands, what it is doing
@@ -100,7 +125,7 @@ class SubagentPart(TypedDict):
     status: Literal["running", "done", "error", "cancelled", "interrupted"]
     activity: str | None
     plan: SubagentPlan | None
-    tokens: dict[str, int]
+    tokens: SubagentTokens
     messages: list[ChatItem] | None
     has_older: bool
     live: LiveSnapshot | None
@@ -183,13 +208,15 @@ class ChatSnapshot(TypedDict):
     has_older: bool
     live: LiveSnapshot | None
     running: bool
-    todos: list[dict[str, Any]]
-    current: dict[str, Any]
-    context: dict[str, Any]
+    todos: list[TodoItemDict]
+    current: TurnUsageDict
+    """``{}`` before a session is bound (the trait's default), where TS reads ``null``."""
+    context: ContextUsageDict
+    """``{}`` before a session is bound and in a read-only chat, where TS reads ``null``."""
     approvals: list[Approval]
     think_level: str
     notice: str
-    notice_tone: str
+    notice_tone: Literal["error", "warning"]
 
 
 class ViewRequest(TypedDict, total=False):
@@ -207,8 +234,20 @@ class NotebookReply(TypedDict, total=False):
 
     request_id: Required[str]
     ok: Required[bool]
-    result: dict[str, Any]
-    error: dict[str, Any]
+    result: Any
+    error: NotebookBridgeError
+
+
+class NotebookBridgeError(TypedDict):
+    """Why a notebook request failed (TS: ``NotebookBridgeError``, notebook-bridge.ts)."""
+
+    code: str
+    message: str
+
+
+FullTextField = Literal["text", "thinking", "error", "result", "args", "step", "detail"]
+"""The fields ``full_text`` gives whole: a message's ``text``, ``thinking`` or ``error``, a
+card's ``result``, ``args``, ``step`` or ``detail``."""
 
 
 class FullTextRequest(TypedDict):
@@ -219,7 +258,7 @@ class FullTextRequest(TypedDict):
 
     message_id: str
     card_id: NotRequired[str]
-    field: str
+    field: FullTextField
     path: NotRequired[list[str]]
     """Set for a message of a sub-agent's transcript: the runs it is nested in."""
 
@@ -229,11 +268,6 @@ class FullText(TypedDict):
     indented JSON."""
 
     text: str
-
-
-class NoReply(TypedDict):
-    """A request answered with nothing but success."""
-
 
 class OlderRequest(TypedDict):
     """``older``: the page before message index ``before`` (TS: ``OlderRequest``,
@@ -339,4 +373,122 @@ class BatchMessage(TypedDict):
     seq: int
     ops: list[ChatOp | WindowOp]
 
+
+
+
+# --- the chat input's mention requests (mention-source.ts; see .mention_requests) --------
+class MentionCandidatesRequest(TypedDict, total=False):
+    """TS twin: ``MentionCandidatesRequest`` in js/src/chat/mention-source.ts."""
+
+    prefix: str
+    """What follows the ``@`` up to the caret."""
+
+
+
+class MentionCandidatesReply(TypedDict):
+    candidates: list[MentionCandidate]
+
+
+
+class MentionPreviewRequest(TypedDict, total=False):
+    mention: str
+    """One mention as typed (``@df``, ``@In[5]``, ``@file:"a b.csv"``)."""
+
+
+
+# --- the session sidebar (session-sidebar.ts, sidebar-delete.ts; see .session_sidebar) ---
+class TodoBadge(TypedDict):
+    """The plan badge of a row (TS: ``SessionRow.todo``, session-sidebar.ts)."""
+
+    completed: int
+    total: int
+
+
+
+class SessionRow(TypedDict):
+    """One row of the list (TS: ``SessionRow``, session-sidebar.ts)."""
+
+    id: str
+    title: str
+    untitled: bool
+    """No title yet (no prompt, no rename): the views show "New chat" in their language."""
+    agent: str
+    running: bool
+    elsewhere: bool
+    """The turn runs in another process (another kernel)."""
+    last_message: str
+    todo: TodoBadge | None
+    created_at: float
+    """When the session (a branch: the fork) was made, in seconds since the epoch."""
+    updated_at: float
+    message_count: int
+    child_count: int
+    """Sub-agent sessions its turns ran (they are not rows themselves)."""
+    cost_usd: float | None
+    """What the session has cost so far in USD, when known."""
+    branch_of: str | None
+    """A branch's: the session it was forked from."""
+
+
+
+class OpenRequest(TypedDict):
+    """``open``: show this stored session (TS: ``OpenRequest``, session-sidebar.ts)."""
+
+    session_id: str
+
+
+
+class RenameRequest(TypedDict):
+    """``rename``: give a session the user's title; blank restores the automatic one
+    (TS: ``RenameRequest``, session-sidebar.ts)."""
+
+    session_id: str
+    title: str
+
+
+
+class DeleteRequest(TypedDict):
+    """``delete``: take a session off the list, to be deleted unless undone (TS:
+    ``DeleteRequest``, session-sidebar.ts)."""
+
+    session_id: str
+
+
+
+class DeletedSession(TypedDict):
+    """The session the Undo bar offers back (TS: ``DeletedSession``, session-sidebar.ts)."""
+
+    id: str
+    title: str
+
+
+
+class SessionReply(TypedDict):
+    """The session the chat view shows now (TS: ``SessionReply``, session-sidebar.ts)."""
+
+    session_id: str
+
+
+
+# --- the header's panels (chat-view-binding.ts; see .header_panels) ----------------------
+class OpenPanelRequest(TypedDict):
+    """``open_panel``: the widget a header button opens (TS: ``OpenPanelRequest``,
+    chat-view-binding.ts)."""
+
+    panel: Literal["sessions", "tools"]
+
+
+
+class OpenPanelReply(TypedDict):
+    """The model id of that widget, for the view to draw (TS: ``OpenPanelReply``)."""
+
+    model_id: str
+
+
+
+class SidePanelModel(TypedDict):
+    """``side_panel``: the widget model a side panel shows (TS: ``SidePanelModel``,
+    chat-view-binding.ts)."""
+
+    model_id: str
 

@@ -60,7 +60,7 @@ def mcp_server_rows(catalog: ToolCatalog, lang: str) -> list[MCPServerInfo]:
         if server.reason:
             text = t("panel_mcp_status_reason", lang, status=text, reason=server.reason)
         servers.append({
-            "name": server.name, "category": server.category, "status": status,
+            "name": server.name, "category": server.category, "status": server.status,
             "status_text": text, "refused": dict(server.refused),
             "changed": [{"name": notice.tool, "old_description": notice.old_description,
                          "new_description": notice.new_description,

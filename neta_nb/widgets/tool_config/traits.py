@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from typing import Any, Literal, TypedDict
 
+from ...tools import ToolState
+from ...tools.mcp import ServerStatus
+from ..wire import NoReply
+
 __all__ = ["AcknowledgeRequest", "BulkReply", "BulkRequest", "CategoryCount", "ForgetReply",
            "ForgetRequest", "MCPServerInfo", "MCPToolChange", "NoReply", "PreviewAs",
            "PreviewAsReply", "PreviewAsRequest", "PreviewChoice", "PreviewOptions",
@@ -32,7 +36,7 @@ class ToolInfo(TypedDict):
 class ToolVerdict(TypedDict):
     """The resolver's verdict on one tool for this agent (TS: ``ToolVerdict``)."""
 
-    state: str
+    state: ToolState
     on: bool
     available: bool
     reason: str | None
@@ -58,8 +62,7 @@ class MCPServerInfo(TypedDict):
 
     name: str
     category: str
-    status: str
-    """``connecting`` / ``connected`` / ``reconnecting`` / ``failed`` / ``closed``."""
+    status: ServerStatus
     status_text: str
     """The status line in the panel's language, with the reason when there is one."""
     changed: list[MCPToolChange]
@@ -193,6 +196,3 @@ class PreviewAsReply(TypedDict):
     preview_as: PreviewAs | None
     enabled_tools: list[str]
 
-
-class NoReply(TypedDict):
-    """A request answered with nothing but success."""
