@@ -5,6 +5,7 @@ badges, branches, costs) — after a resume too."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -119,7 +120,7 @@ async def test_titles_branches_and_costs_survive_a_resume(store: SessionStore) -
 
 async def test_the_saved_list_draws_titles_badges_branches_and_costs(
         store: SessionStore) -> None:
-    parent, _ = await parent_and_branch(store)
+    parent, branch = await parent_and_branch(store)
     empty = AgentSession(Agent("a", model=ScriptedProvider()), store=store)
     empty.flush()
     sidebar = SessionSidebar(store, lang="zh-CN")
@@ -130,8 +131,10 @@ async def test_the_saved_list_draws_titles_badges_branches_and_costs(
     assert "“What stands out?”的分支" in rich
     assert rich.count("$0.0045") == 2  # the parent's and the branch's (its history's)
     lines = plain.splitlines()
-    assert any(line.startswith("What stands out? (“What stands out?”的分支) $0.0045")
-               for line in lines), lines
+    # What it branched from, and when (the fork's time, as the live row shows it).
+    made = datetime.fromtimestamp(rows[branch.id]["created_at"])
+    assert any(line.startswith(f"What stands out? (“What stands out?”的分支，创建于 "
+                               f"{made:%H:%M}) $0.0045") for line in lines), lines
     sidebar.close()
 
 
