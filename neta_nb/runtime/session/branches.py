@@ -29,7 +29,7 @@ from ...store.session_store import CompactedView, CompactionRecord
 from ...thinking import THINK_LEVELS, ThinkLevel
 from ..mentions import is_from_mention
 from .deps import TurnDeps
-from .runner import TurnRunner, think_level
+from .runner import TurnRunner, next_think_level
 from .spending import Spend
 from .state import SessionState
 
@@ -175,7 +175,7 @@ def ask_again(state: SessionState, runner: TurnRunner, prompt: Message, text: st
     asyncio.get_running_loop()  # a turn needs one (RuntimeError without), before the rewind
     rewind_to(prompt.id)
     # The level the prompt ran at, which the rewind brought back.
-    message.metadata.think_level = think_level(state, runner.deps)
+    message.metadata.think_level = next_think_level(state, runner.deps)
     return runner.start(message)
 
 

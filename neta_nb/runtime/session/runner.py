@@ -46,12 +46,12 @@ from .state import SessionState
 from .tool_limits import ToolLimits
 from .turn import Turn
 
-__all__ = ["TurnRunner", "think_level"]
+__all__ = ["TurnRunner", "next_think_level"]
 
 log = logging.getLogger(__name__)
 
 
-def think_level(state: SessionState, deps: TurnDeps) -> ThinkLevel:
+def next_think_level(state: SessionState, deps: TurnDeps) -> ThinkLevel:
     """The level the next model call will use (session choice → agent default → model
     default, falling back where the model does not support a level)."""
     place = deps.workspace
@@ -91,7 +91,7 @@ class TurnRunner:
         state.spending.before_turn(agent, provider, deps.crew.turn_usage, paid)
         agent.check_subagents()
         message = Message.user(encodable(prompt))
-        message.metadata.think_level = think_level(state, deps)
+        message.metadata.think_level = next_think_level(state, deps)
         if attachments or mentions or "@" in prompt:
             message.parts.extend(prompt_parts(
                 message.text, attachments, mentions, namespace=place.namespace,
@@ -254,7 +254,7 @@ class TurnRunner:
                                    # costs no pass over a long history; providers never
                                    # mutate it.
                                    messages=history.view, tools=preview.tools,
-                                   think_level=think_level(state, deps))
+                                   think_level=next_think_level(state, deps))
             message = await self._model_call(turn, request)
             if message is None:
                 return turn.message  # the call failed: said, and the history closed

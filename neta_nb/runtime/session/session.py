@@ -46,7 +46,7 @@ from ..approvals import ApprovalPolicy
 from . import branches
 from .deps import CallGate, TurnDeps
 from .resume import resume_session
-from .runner import TurnRunner, think_level
+from .runner import TurnRunner, next_think_level
 from .state import SessionState
 from .subagents import CrewLink
 from .turn import Turn, shown_as_one_line
@@ -236,7 +236,7 @@ class AgentSession:
     def think_level(self) -> ThinkLevel:
         """The level the next model call will use (session choice → agent default →
         model default, falling back where the model does not support a level)."""
-        return think_level(self.state, self.deps)
+        return next_think_level(self.state, self.deps)
 
     def set_thinking_level(self, level: ThinkLevel | str) -> None:
         """Choose the thinking level; it applies from the next model call, even mid-turn."""

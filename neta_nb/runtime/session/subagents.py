@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -100,7 +100,7 @@ class ChildSession(Protocol):
     @property
     def messages(self) -> list[Message]: ...
     @property
-    def subagents(self) -> dict[str, Any]: ...
+    def subagents(self) -> Mapping[str, ChildSession]: ...
 
     async def run(self, prompt: str, *, mentions: Sequence[Any] | None = None
                   ) -> Message | None: ...
@@ -433,7 +433,7 @@ def _status(stop_reason: str | None) -> SubagentStatus:
 def subagent_history(session: ChildSession, session_id: str) -> list[Message] | None:
     """The messages of the sub-agent session ``session_id`` if ``session`` holds it (the
     children of its current or latest turn, at any depth)."""
-    stack = list(session.subagents.values())
+    stack: list[ChildSession] = list(session.subagents.values())
     while stack:
         child = stack.pop()
         if child.id == session_id:

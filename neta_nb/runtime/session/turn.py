@@ -27,8 +27,8 @@ from ...providers.base import (
     ToolCallReady,
 )
 from ...tools.resolver import ToolResolution
-from .spending import Spend
 from ..tracing import UNTRACED, CallSpan, TurnTracer
+from .spending import Spend
 
 __all__ = ["DRAFT_INTERVAL", "INTERRUPTED_LINE", "Turn", "shown_as_one_line"]
 
