@@ -8,12 +8,12 @@ from .providers import ScriptedProvider, create_provider
 from .providers.prices import ModelPrice
 from .runtime.agent import DamagedAgentRecordError
 from .runtime.attachments import Attachment, AttachmentError
-from .runtime.budget import BudgetExceededError
 from .runtime.mentions import MentionError
 from .runtime.replay import llm_judge, replay, replay_all
 from .runtime.replay_report import ReplayReport
-from .runtime.resume import SessionNotOwnedError
 from .runtime.session import Agent, AgentSession
+from .runtime.session.resume import SessionNotOwnedError
+from .runtime.session.spending import BudgetExceededError
 from .runtime.stored_endpoint import StoredEndpointError
 from .runtime.tracing import configure_tracing
 from .store.process_owner import SessionBusyError

@@ -11,6 +11,7 @@ recurse forever.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -23,13 +24,13 @@ from ..providers.prices import ModelPrice
 from ..stored_urls import storable_options, storable_url, withheld_names
 from ..thinking import ThinkLevel
 from ..tools import AgentToolConfig, ToolCatalog
-from .budget import check_budget_value
 from .stored_endpoint import StoredOrigin, check_stored_endpoint
 
 if TYPE_CHECKING:
     from ..batch.run import BatchRun
 
-__all__ = ["DEFAULT_SYSTEM_PROMPT", "Agent", "DamagedAgentRecordError", "subagent_cycle"]
+__all__ = ["DEFAULT_SYSTEM_PROMPT", "Agent", "DamagedAgentRecordError", "check_budget_value",
+           "subagent_cycle"]
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a capable assistant working inside a Jupyter notebook. For a task of three "
@@ -400,6 +401,15 @@ _SETTINGS = frozenset({"system_prompt", "default_think_level", "scene", "max_mod
                        "max_subagent_depth", "budget_usd", "turn_budget_usd",
                        "accept_notebook_edits"})
 """The stored fields that are :class:`Agent`'s own arguments, as they are."""
+
+
+def check_budget_value(name: str, budget: object) -> None:
+    """A budget is a positive, finite number of USD (``None``: none)."""
+    if budget is None:
+        return
+    if (isinstance(budget, bool) or not isinstance(budget, (int, float))
+            or not math.isfinite(budget) or budget <= 0):
+        raise ValueError(f"{name} is USD and must be a number more than 0, got {budget!r}")
 
 
 def subagent_cycle(agent: Agent) -> list[Agent] | None:

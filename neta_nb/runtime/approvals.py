@@ -54,7 +54,12 @@ class Approvals:
         self._parent = parent
         self._children: weakref.WeakSet[Approvals] = weakref.WeakSet()
         if parent is not None:
-            parent._children.add(self)
+            parent.adopt(self)
+
+    def adopt(self, child: Approvals) -> None:
+        """``child`` (a sub-agent's approvals) waits for this session's approvers: when
+        the last one leaves, its pending requests fall to its policy too."""
+        self._children.add(child)
 
     @property
     def attached(self) -> bool:

@@ -1,4 +1,4 @@
-"""UsageMeter: a session's token figures — spend so far and how full the context window
+"""UsageMeter: a session's token figures — tokens so far and how full the context window
 is — from what the provider reported; an estimate only where nothing was reported, and
 then marked as one.
 
@@ -22,9 +22,8 @@ from ..events import ContextUsage, TurnUsage
 from ..messages import Message, ToolDefinition, Usage, count_characters
 from ..providers.prices import ModelPrice
 from ..store.session_store import CompactionRecord
-from .budget import Spend
 
-__all__ = ["UsageMeter", "estimate_request_tokens"]
+__all__ = ["UsageMeter", "add_usage", "estimate_request_tokens"]
 
 CHARS_PER_TOKEN = 4
 """The rough ratio estimates use: English text and JSON run at about 4 characters a
@@ -43,7 +42,8 @@ def estimate_request_tokens(system_prompt: str, tools: Sequence[ToolDefinition],
 
 
 class UsageMeter:
-    """Spend and context figures of one session."""
+    """Token and context figures of one session (what they cost is its
+    :class:`~neta_nb.runtime.session.spending.Spending`'s)."""
 
     def __init__(self, context_window: int, *, window_assumed: bool = False) -> None:
         self._window = context_window
@@ -55,52 +55,6 @@ class UsageMeter:
         self.last_turn = TurnUsage()
         """The figures of the latest turn, as its last ``token_update`` showed them."""
         self._chars_since_usage = 0
-        self.price: ModelPrice | None = None
-        """The model's price (the provider's), or ``None``: costs unknown."""
-        self.spent = Spend()
-        """What this session's own calls cost (summaries included; not its sub-agents')."""
-        self.children = Spend()
-        """What its sub-agents cost in the turns before the current one (the current
-        turn's are the crew's until the next turn begins: :meth:`add_children`)."""
-        self.rewound = Spend()
-        """What the session paid for the calls of turns it went back over (retry, edit,
-        rewind: :meth:`set_aside`), each counted once — no longer in its history or its
-        figures, but paid, so counted against its budget (:meth:`paid`). A restore keeps
-        it; a new session (a fork) starts without."""
-        self.last_call_cost: float | None = None
-        """The cost of the latest call recorded (kept on its message)."""
-
-    def add_children(self, usage: TurnUsage) -> None:
-        """A finished turn's sub-agents' figures join :attr:`children`."""
-        self.children.add_turn(usage)
-
-    def session_spend(self, running_children: TurnUsage) -> Spend:
-        """The session's spend so far: its own calls, its sub-agents' of earlier turns and
-        ``running_children`` (the current turn's); what is known, and whether some calls'
-        cost is not."""
-        spent = self.spent.plus(self.children)
-        spent.add(running_children.cost_usd or 0.0, running_children.api_calls)
-        spent.unknown |= bool(running_children.api_calls and running_children.cost_usd is None)
-        return spent
-
-    def paid(self, running_children: TurnUsage) -> Spend:
-        """All the session has paid: :meth:`session_spend` (its history's calls) and
-        :attr:`rewound` (those of turns it went back over) — what its budget counts."""
-        return self.session_spend(running_children).plus(self.rewound)
-
-    def set_aside(self, messages: Sequence[Message],
-                  compactions: Sequence[CompactionRecord]) -> None:
-        """``messages`` and ``compactions`` leave the session's history (a rewind drops
-        them): what their calls cost joins :attr:`rewound`. Each call is held by one
-        message or compaction, which leaves the history once, so it is counted once."""
-        _total, own, children = self._count(messages, compactions)
-        self.rewound.include(own)
-        self.rewound.include(children)
-
-    def cost_of(self, usage: Usage | None) -> float | None:
-        """What a call that used ``usage`` cost, or ``None`` (no price, no usage)."""
-        price = self.price
-        return price.cost(usage) if price is not None and usage is not None else None
 
     def set_window(self, context_window: int, *, assumed: bool) -> None:
         """The window became known (the server reported it): the figures follow."""
@@ -119,19 +73,18 @@ class UsageMeter:
         """Prompt text was added to the model's view (a user message, a tool result)."""
         self._chars_since_usage += characters
 
-    def record_call(self, turn: TurnUsage, usage: Usage | None, *,
+    def record_call(self, turn: TurnUsage, usage: Usage | None, price: ModelPrice | None, *,
                     estimated_tokens: int | None = None) -> TurnUsage:
-        """Count one model call; returns the turn's new figures. ``estimated_tokens`` is
-        what the request and its answer occupy by :func:`estimate_request_tokens`: the
-        context figure when the response reported no usage."""
+        """Count one model call; returns the turn's new figures (priced at ``price``).
+        ``estimated_tokens`` is what the request and its answer occupy by
+        :func:`estimate_request_tokens`: the context figure when the response reported no
+        usage."""
         if usage is None:
             # A server that reports no usage (some local ones): the call counts, its
             # tokens are unknown; the window is estimated from the text, and says so.
             if estimated_tokens is not None:
                 self.context = self.context_of(estimated_tokens, "unreported")
                 self._chars_since_usage = 0
-            self.last_call_cost = None
-            self.spent.add(None)
             self.last_turn = _add(turn, Usage(), None, reported=False)
             return self.last_turn
         # What this call put in the window: its prompt (cached or not) plus its answer,
@@ -139,20 +92,17 @@ class UsageMeter:
         self.context = self.context_of(usage.context_tokens + usage.output_tokens)
         self._chars_since_usage = 0
         self.total = self.total + usage
-        cost = self.last_call_cost = self.cost_of(usage)
-        self.spent.add(cost)
-        self.last_turn = _add(turn, usage, self.price)
+        self.last_turn = _add(turn, usage, price)
         return self.last_turn
 
     def record_summary(self, turn: TurnUsage | None, usage: Usage | None,
-                       tokens_after: int) -> TurnUsage:
-        """Count a compaction's summarising call (real spend) and set the window to the
-        compacted view's estimate; returns the figures the ``token_update`` shows."""
-        self.spent.add(self.cost_of(usage))
+                       price: ModelPrice | None, tokens_after: int) -> TurnUsage:
+        """Count a compaction's summarising call and set the window to the compacted
+        view's estimate; returns the figures the ``token_update`` shows."""
         if usage is not None:
             self.total = self.total + usage
             if turn is not None:
-                turn = self.last_turn = _add(turn, usage, self.price)
+                turn = self.last_turn = _add(turn, usage, price)
         elif turn is not None:
             turn = self.last_turn = _add(turn, Usage(), None, reported=False)
         self.context = self.context_of(tokens_after, "compaction")
@@ -180,12 +130,11 @@ class UsageMeter:
                 compactions: Sequence[CompactionRecord]) -> None:
         """The figures ``messages`` and ``compactions`` give — a resumed session's, a
         branch's, a rewound one's — in place of any there were: every call's usage and
-        cost (summaries and sub-agent runs included) and the window after the latest call
-        or, if later, the latest compaction. Nothing counted before is kept: each call is
-        counted once, from the message that holds it. What was paid for turns gone back
-        over (:attr:`rewound`) is not the history's and stays."""
-        self.total, self.spent, self.children = self._count(messages, compactions)
-        self.context, self.last_turn, self.last_call_cost = self.context_of(0), TurnUsage(), None
+        the window after the latest call or, if later, the latest compaction. Nothing
+        counted before is kept: each call is counted once, from the message that holds
+        it."""
+        self.total = _total(messages, compactions)
+        self.context, self.last_turn = self.context_of(0), TurnUsage()
         last_index, last_usage = -1, None
         for index, message in enumerate(messages):
             if message.role == "assistant" and message.metadata.usage is not None:
@@ -204,27 +153,41 @@ class UsageMeter:
         self._chars_since_usage = count_characters(
             [m for m in since if m.parts and (m.role != "assistant" or m.metadata.usage is None)])
 
-    def _count(self, messages: Sequence[Message], compactions: Sequence[CompactionRecord]
-               ) -> tuple[Usage, Spend, Spend]:
-        """The usage of the calls ``messages`` and ``compactions`` hold, what the
-        session's own cost (summaries included) and what its sub-agents' runs cost."""
-        total, own, children = Usage(), Spend(), Spend()
-        for message in messages:
-            if message.metadata.usage is not None:
-                total = total + message.metadata.usage
-            if message.role == "assistant":  # every model call, as it was counted live
-                own.add(message.metadata.cost_usd)
-            for execution in message.metadata.tool_executions:
-                run = execution.subagent
-                if run is not None and run.api_calls:
-                    children.add(run.cost_usd, run.api_calls)
-        for compaction in compactions:
-            if compaction.usage is not None:
-                total = total + compaction.usage
-            # Its stored cost; a row from before costs were kept: the price now.
-            own.add(compaction.cost_usd if "cost_usd" in compaction.model_fields_set
-                    else self.cost_of(compaction.usage))
-        return total, own, children
+
+def _total(messages: Sequence[Message], compactions: Sequence[CompactionRecord]) -> Usage:
+    """The usage of the calls ``messages`` and ``compactions`` hold."""
+    total = Usage()
+    for message in messages:
+        if message.metadata.usage is not None:
+            total = total + message.metadata.usage
+    for compaction in compactions:
+        if compaction.usage is not None:
+            total = total + compaction.usage
+    return total
+
+
+def add_usage(first: TurnUsage, second: TurnUsage, *,
+              second_is_children: bool = False) -> TurnUsage:
+    """Two turn figures added up (children's, or a parent's own calls and its children's:
+    ``second_is_children``, whose cost then shows as ``subagents`` in the split). The
+    cost is unknown once either side's is."""
+    calls = first.api_calls + second.api_calls
+    known = all(side.api_calls == 0 or side.cost_usd is not None for side in (first, second))
+    cost = split = None
+    if known and calls:
+        cost = (first.cost_usd or 0.0) + (second.cost_usd or 0.0)
+        split = dict(first.cost_split or {})
+        if second_is_children:
+            split["subagents"] = split.get("subagents", 0.0) + (second.cost_usd or 0.0)
+        else:
+            for kind, usd in (second.cost_split or {}).items():
+                split[kind] = split.get(kind, 0.0) + usd
+    return TurnUsage(input_tokens=first.input_tokens + second.input_tokens,
+                     output_tokens=first.output_tokens + second.output_tokens,
+                     total_tokens=first.total_tokens + second.total_tokens,
+                     api_calls=calls,
+                     unreported_calls=first.unreported_calls + second.unreported_calls,
+                     cost_usd=cost, cost_split=split)
 
 
 def _add(current: TurnUsage, usage: Usage, price: ModelPrice | None, *,

@@ -74,6 +74,11 @@ class SessionPersistence:
         """The store's record of the session was deleted (here or by another kernel)
         after it had been stored: nothing of the session is written any more."""
 
+    @property
+    def record_stored(self) -> bool:
+        """The session's record is in the store (a write of it committed)."""
+        return self._record_stored
+
     # --- writes -------------------------------------------------------------------------
     def _submit(self, what: str, apply: Callable[[Rows], None],
                 key: str | None = None, *, notify: bool = True, durable: bool = True) -> None:
@@ -116,7 +121,7 @@ class SessionPersistence:
         stored as an orphan): its record, once stored, is missing now."""
         parent = self._parent
         return parent is not None and (parent.deleted or (
-            parent._record_stored and not rows.session_exists(parent.session_id)))
+            parent.record_stored and not rows.session_exists(parent.session_id)))
 
     def message(self, message: Message, *, replaces_draft: bool = False) -> None:
         """Insert or update one message (a message is saved again whenever its cards

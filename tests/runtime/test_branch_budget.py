@@ -87,11 +87,11 @@ async def test_rewinds_over_overlapping_turns_count_each_call_once() -> None:
     session.rewind(p2.id)
     assert [m.text for m in session.messages] == ["p1", "a1"]
     assert (session.cost_usd, session.spent_usd) == pytest.approx((PER_CALL, 5 * PER_CALL))
-    assert session._meter.rewound.calls == 4
+    assert session.state.spending.rewound.calls == 4
     await session.run("p2 again")  # a2b
     await session.retry()  # a2b dropped, a2c
     assert [m.text for m in session.messages] == ["p1", "a1", "p2 again", "a2c"]
-    assert session._meter.rewound.calls == 5  # a2, a3, a4, a3b, a2b
+    assert session.state.spending.rewound.calls == 5  # a2, a3, a4, a3b, a2b
     assert (session.cost_usd, session.spent_usd) == pytest.approx((2 * PER_CALL, 7 * PER_CALL))
 
 
@@ -200,7 +200,7 @@ async def test_a_rewind_to_before_a_compaction_counts_its_summary_as_paid() -> N
     session.rewind(session.messages[4].id)  # p3: a3 and the summary of p1..a3 go
     assert session.compactions == []
     assert (session.cost_usd, session.spent_usd) == pytest.approx((2 * PER_CALL, 4 * PER_CALL))
-    assert session._meter.rewound.calls == 2
+    assert session.state.spending.rewound.calls == 2
 
 
 def test_a_damaged_stored_rewound_sum_is_unknown_never_a_credit() -> None:

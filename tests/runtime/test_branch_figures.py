@@ -14,6 +14,7 @@ from neta_nb import Agent, AgentSession, AgentToolConfig, SessionStore
 from neta_nb.messages import Message, Usage
 from neta_nb.providers.prices import ModelPrice
 from neta_nb.runtime.budget import BudgetExceededError
+from neta_nb.runtime.session.spending import Spending
 from neta_nb.runtime.usage_meter import UsageMeter
 
 from ..support.delegation import crew_catalog, delegations
@@ -45,10 +46,11 @@ def _stored_cost(store: SessionStore, session: AgentSession) -> float | None:
 
 def _only(messages: list[Message]) -> tuple[float | None, Usage]:
     """The figures of a session that ran only ``messages``."""
-    meter = UsageMeter(10_000)
-    meter.price = PRICE
+    meter, spending = UsageMeter(10_000), Spending(lambda _event: None)
+    spending.price = PRICE
     meter.restore(messages, [])
-    return meter.spent.value, meter.total
+    spending.restore(messages, [])
+    return spending.spent.value, meter.total
 
 
 async def test_a_rewind_leaves_the_cost_and_tokens_of_the_kept_history(tmp_path: Path) -> None:

@@ -124,11 +124,11 @@ KILLED_FORK = textwrap.dedent("""
     import os, sys, asyncio
     sys.path.insert(0, {root!r})
     from neta_nb import Agent, AgentSession, ScriptedProvider, SessionStore
-    from neta_nb.runtime import branches
+    from neta_nb.runtime.session.state import TodoStore
 
     store = SessionStore({db!r})
     session = AgentSession.resume({session_id!r}, store)
-    real = branches.TodoStore.hydrate_from_history
+    real = TodoStore.hydrate_from_history
 
     def stop_here(messages):  # the branch's messages are queued: some stored, then killed
         session_copy = real(messages)
@@ -137,7 +137,7 @@ KILLED_FORK = textwrap.dedent("""
         import time; time.sleep(60)
         return session_copy
 
-    branches.TodoStore.hydrate_from_history = stop_here
+    TodoStore.hydrate_from_history = stop_here
     session.fork(session.messages[-1].id)
 """)
 

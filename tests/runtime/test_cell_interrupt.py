@@ -14,7 +14,7 @@ import pytest
 from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.manager import KernelManager, start_new_kernel
 
-from neta_nb.runtime.turn import INTERRUPTED_LINE
+from neta_nb.runtime.session.turn import INTERRUPTED_LINE
 from tests.support.sessions import make_session
 from tests.support.timing import poll_until
 

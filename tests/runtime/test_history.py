@@ -121,12 +121,12 @@ async def test_the_view_size_is_kept_as_it_grows_and_after_a_compaction() -> Non
         agent_options={"keep_recent_turns": 1})
     for prompt in ("one", "two", "three"):
         await session.run(prompt)
-        history = session._history
+        history = session.state.history
         assert history.view_characters == count_characters(session.model_view)
     assert await session.compact() is not None
-    assert session._history.view_characters == count_characters(session.model_view)
+    assert session.state.history.view_characters == count_characters(session.model_view)
     await session.run("four")
-    assert session._history.view_characters == count_characters(session.model_view)
+    assert session.state.history.view_characters == count_characters(session.model_view)
 
 
 async def test_a_server_without_usage_gets_an_estimate_from_the_running_count() -> None:

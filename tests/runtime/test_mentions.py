@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from neta_nb.messages import FileTextPart, MentionPart, TextPart
-from neta_nb.runtime import session as session_module
 from neta_nb.runtime.attachments import AttachmentError
 from neta_nb.runtime.mention_candidates import mention_candidates
 from neta_nb.runtime.mentions import (
@@ -23,6 +22,7 @@ from neta_nb.runtime.mentions import (
     preview_mention,
     prompt_parts,
 )
+from neta_nb.runtime.session import runner as session_module
 from neta_nb.tools.notebook.kernel import kernel_history
 
 from ..support.sessions import answer, make_session

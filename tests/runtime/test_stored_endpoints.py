@@ -248,7 +248,7 @@ async def test_a_sub_agent_on_a_stored_server_is_named_at_resume_and_never_reach
     monkeypatch.setenv("OPENAI_API_KEY", "sk-alice-env-3333")
     planner = FakeProvider([calls(("c1", "delegate", {"agent": "coder", "task": "Sum it."})),
                             answer("Could not delegate.")])
-    with caplog.at_level(logging.WARNING, logger="neta_nb.runtime.resume"):
+    with caplog.at_level(logging.WARNING, logger="neta_nb.runtime.session.resume"):
         resumed = AgentSession.resume(session.id, store, provider=planner)
     assert any("sub-agent 'coder' cannot be delegated to" in r.getMessage()
                and repr(server.base_url) in r.getMessage() for r in caplog.records)

@@ -68,7 +68,7 @@ async def test_another_users_stored_mcp_command_never_runs_on_replay_or_resume(
 
     caplog.clear()
     catalog = ToolCatalog.default()
-    with caplog.at_level(logging.WARNING, logger="neta_nb.runtime.resume"):
+    with caplog.at_level(logging.WARNING, logger="neta_nb.runtime.session.resume"):
         resumed = AgentSession.resume(session_id, store, catalog=catalog,
                                       provider=_caller())
     assert "evil" not in catalog.mcp_servers and "evil__run" not in catalog

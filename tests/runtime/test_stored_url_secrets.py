@@ -65,7 +65,7 @@ def test_resume_says_what_to_give_again_and_keeps_saying_it(
 
     for _ in range(2):  # the resumed session's own save keeps the note
         caplog.clear()
-        with caplog.at_level(logging.WARNING, logger="neta_nb.runtime.resume"):
+        with caplog.at_level(logging.WARNING, logger="neta_nb.runtime.session.resume"):
             resumed = AgentSession.resume(session.id, SessionStore(store.path))
         assert resumed.flush(30)
         warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
@@ -90,10 +90,10 @@ def test_a_resume_given_the_provider_again_does_not_ask_for_it(
     session = AgentSession(Agent("solo", model=provider), ToolCatalog.default(), store)
     assert session.flush(30)
     assert b"KEY-TOP-1111" not in _database_bytes(tmp_path)
-    with caplog.at_level(logging.WARNING, logger="neta_nb.runtime.resume"):
+    with caplog.at_level(logging.WARNING, logger="neta_nb.runtime.session.resume"):
         AgentSession.resume(session.id, store, provider=provider)
     assert not [r for r in caplog.records if "base_url" in r.getMessage()]
-    with caplog.at_level(logging.WARNING, logger="neta_nb.runtime.resume"):
+    with caplog.at_level(logging.WARNING, logger="neta_nb.runtime.session.resume"):
         AgentSession.resume(session.id, store)
     assert any("agent 'solo'" in r.getMessage() and "parameter api-key" in r.getMessage()
                for r in caplog.records)
@@ -107,7 +107,7 @@ def test_a_password_alone_is_named_too(tmp_path: Path,
     session = AgentSession(Agent("local", model=provider), ToolCatalog.default(), store)
     assert session.flush(30)
     assert b"PASS-TOP-3333" not in _database_bytes(tmp_path)
-    with caplog.at_level(logging.WARNING, logger="neta_nb.runtime.resume"):
+    with caplog.at_level(logging.WARNING, logger="neta_nb.runtime.session.resume"):
         AgentSession.resume(session.id, store)
     assert any("base_url was stored without user:password (" in r.getMessage()
                for r in caplog.records)
@@ -137,7 +137,7 @@ def test_secrets_in_request_options_are_not_stored_and_resume_names_them(
                                                "metadata": {"team": "data"}, "top_p": 0.9}
         assert settings["request_options_withheld"] == [
             "extra_headers", "extra_query.api-key", "metadata.user_token"]
-    with caplog.at_level(logging.WARNING, logger="neta_nb.runtime.resume"):
+    with caplog.at_level(logging.WARNING, logger="neta_nb.runtime.session.resume"):
         AgentSession.resume(session.id, SessionStore(store.path))
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     top = next(w for w in warnings if "agent 'planner'" in w)

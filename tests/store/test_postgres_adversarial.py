@@ -410,7 +410,7 @@ def test_writes_after_the_store_is_closed_are_kept_as_on_sqlite(
     session = AgentSession(Agent("a", model=ScriptedProvider()), ToolCatalog(), store=store)
     assert session.flush(10)
     store.close()
-    session._saved.message(Message.user("written after close"))
+    session.state.saved.message(Message.user("written after close"))
     assert session.flush(10) and session.store_failure is None
     assert [m.text for m in SessionStore(store_target).load_messages(session.id)] == [
         "written after close"]

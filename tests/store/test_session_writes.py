@@ -66,7 +66,7 @@ def writes_stalled(store: SessionStore) -> Iterator[None]:
 
 def waits_for_its_writes(session: AgentSession) -> bool:
     """The session's turn is over and its end waits for the store (``settled()``)."""
-    writer = session._saved._writer
+    writer = session.state.saved._writer
     return writer is not None and bool(writer._waiters)
 
 

@@ -140,14 +140,14 @@ def unbounded_store_waits(monkeypatch: pytest.MonkeyPatch) -> None:
     the test lets go of it: one that ends while the lock is still held did not wait —
     whatever the machine's speed. The session writer's own attempts keep their short
     timeout: it is off the caller's thread, and says promptly that it is behind."""
-    import neta_nb.runtime.resume
+    import neta_nb.runtime.session.resume
     import neta_nb.store.session_writes
     import neta_nb.store.sqlite
     import neta_nb.store.writer
 
     monkeypatch.setattr(neta_nb.store.sqlite, "BUSY_TIMEOUT_MS", int(HOURS * 1000))
     monkeypatch.setattr(neta_nb.store.session_writes, "LOAD_FLUSH_LIMIT", HOURS)
-    monkeypatch.setattr(neta_nb.runtime.resume, "LOAD_FLUSH_LIMIT", HOURS)
+    monkeypatch.setattr(neta_nb.runtime.session.resume, "LOAD_FLUSH_LIMIT", HOURS)
     monkeypatch.setattr(neta_nb.store.writer, "SETTLE_LIMIT", HOURS)
 
 
@@ -353,8 +353,8 @@ def test_resume_reads_this_process_pending_writes_of_the_session(store_target: s
     store = SessionStore(db)
     session, _, _ = make_session([], store=store)
     with write_lock_held(db):
-        session._saved.message(Message.user("queued behind the lock"))
-        assert session._saved.pending >= 1
+        session.state.saved.message(Message.user("queued behind the lock"))
+        assert session.state.saved.pending >= 1
     resumed = AgentSession.resume(session.id, store=SessionStore(db), agent=session.agent,
                                   catalog=session.catalog)
     assert [m.text for m in resumed.messages] == ["queued behind the lock"]
@@ -435,7 +435,7 @@ def test_reading_while_another_program_holds_the_lock_never_waits_on_it(
     db = store_target
     store = SessionStore(db)
     session, _, _ = make_session([], store=store)
-    session._saved.draft(Message.assistant([]))
+    session.state.saved.draft(Message.assistant([]))
     me = ProcessOwner.current()
     store.update_session(session.id, running=True,
                          owner=me.model_copy(update={"started": me.started - 3600}))

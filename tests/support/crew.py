@@ -280,7 +280,7 @@ class CrewStandIn:
             assert stand_in.session is not None, "install() the stand-in on its session"
             script = stand_in.children[agent]
             run_id = ctx.tool_call_id
-            hub = stand_in.session._events  # the session's own hub: what the runtime emits on
+            hub = stand_in.session.state.events  # the session's own hub: what the runtime emits on
             stand_in.running[run_id] = script
             hub.emit(SubagentStartEvent(id=run_id, agent=agent, task=task))
 

@@ -61,7 +61,7 @@ async def test_an_mcp_url_token_is_never_stored_and_resume_asks_for_it(
 
     for _ in range(2):  # the resumed session's own save keeps the note
         caplog.clear()
-        with caplog.at_level(logging.WARNING, logger="neta_nb.runtime.resume"):
+        with caplog.at_level(logging.WARNING, logger="neta_nb.runtime.session.resume"):
             resumed = AgentSession.resume(session.id, SessionStore(store.path), catalog=fresh)
         assert resumed.flush(30)
         (warning,) = [r.getMessage() for r in caplog.records
@@ -74,7 +74,7 @@ async def test_an_mcp_url_token_is_never_stored_and_resume_asks_for_it(
     # Added again (with its token) before resuming: nothing to ask for.
     await fresh.add_mcp_server("web", url=url)
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="neta_nb.runtime.resume"):
+    with caplog.at_level(logging.WARNING, logger="neta_nb.runtime.session.resume"):
         again = AgentSession.resume(session.id, SessionStore(store.path), catalog=fresh)
     assert not [r for r in caplog.records if "MCP server" in r.getMessage()]
     assert again.flush(30)

@@ -213,7 +213,7 @@ async def test_a_direct_run_runs_ipython_syntax_as_the_cell_would(
                              page)
     session.namespace["get_ipython"] = lambda: shell
     session.approval_policy = "allow"
-    monkeypatch.setattr(session._notebook, "in_cell", lambda: True)
+    monkeypatch.setattr(session.deps.workspace.notebook, "in_cell", lambda: True)
     await session.run("run it")
     assert session.namespace["z"] == 42
     assert shell.calls == [("line", "matplotlib", "inline"), ("system", "pip list")]
@@ -344,7 +344,7 @@ async def test_a_direct_run_writes_the_outputs_a_cell_shows(
     session, _, _ = _session([calls(("r", "run_cell", {"cell_id": "c1"})), answer("ok")],
                              page)
     session.approval_policy = "allow"
-    monkeypatch.setattr(session._notebook, "in_cell", lambda: True)
+    monkeypatch.setattr(session.deps.workspace.notebook, "in_cell", lambda: True)
     await session.run("run it")
     assert page.cell("c1")["outputs"] == expected
 
@@ -355,7 +355,7 @@ async def test_a_direct_run_that_raises_writes_an_error_output(
     session, _, _ = _session([calls(("r", "run_cell", {"cell_id": "c1"}),
                                     ("n", "read_notebook", {})), answer("ok")], page)
     session.approval_policy = "allow"
-    monkeypatch.setattr(session._notebook, "in_cell", lambda: True)
+    monkeypatch.setattr(session.deps.workspace.notebook, "in_cell", lambda: True)
     await session.run("run it")
     stream, error = page.cell("c1")["outputs"]
     assert stream == {"output_type": "stream", "name": "stdout", "text": "before\n"}
@@ -492,7 +492,7 @@ async def test_a_kernel_interrupt_during_a_direct_run_stops_the_turn_not_the_ker
     session, rec, provider = _session(
         [calls(("r", "run_cell", {"cell_id": "c1"})), answer("next")], page)
     session.approval_policy = "allow"
-    monkeypatch.setattr(session._notebook, "in_cell", lambda: True)
+    monkeypatch.setattr(session.deps.workspace.notebook, "in_cell", lambda: True)
     await session.run("run it")
     assert rec.of("done")[-1].stop_reason == "interrupted"
     assert _result(session, "r").is_error and page.cell("c1")["outputs"] == []

@@ -263,7 +263,8 @@ async def test_run_cell_inside_a_busy_cell_runs_in_the_kernel_and_writes_the_out
     session, _, _ = _session([calls(("r", "run_cell", {"cell_id": "c1"})), answer("ok")],
                              page)
     session.approval_policy = "allow"
-    monkeypatch.setattr(session._notebook, "in_cell", lambda: True)  # a turn in a cell
+    notebook = session.deps.workspace.notebook
+    monkeypatch.setattr(notebook, "in_cell", lambda: True)  # a turn in a cell
     await session.run("run it")
     assert ("run", {"cell_id": "c1"}) not in page.requests  # never asked of the page
     assert session.namespace["z"] == 42

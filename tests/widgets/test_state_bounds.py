@@ -118,7 +118,7 @@ def test_long_texts_and_arguments_are_previews_with_their_length() -> None:
     history = history_message(0, text_chars=300_000, args_chars=FIVE_MB)
     history[0] = Message.user("u" * 100_000)
     session = AgentSession(Agent("a", model=FakeProvider([])), ToolCatalog())
-    session._history.load(history, history)
+    session.state.history.load(history, history)
     chat = ChatView(session)
     user, assistant = chat.messages
     assert len(user["text"]) == TEXT_CHARS and user["text_chars"] == 100_000
@@ -137,7 +137,7 @@ def test_long_texts_and_arguments_are_previews_with_their_length() -> None:
 def test_a_window_of_big_messages_fits_the_budget_and_the_rest_loads_as_older() -> None:
     history = [m for n in range(50) for m in history_message(n, text_chars=60_000, cards=3)]
     session = AgentSession(Agent("a", model=FakeProvider([])), ToolCatalog())
-    session._history.load(history, history)
+    session.state.history.load(history, history)
     chat = ChatView(session)
     assert state_bytes(chat) < STATE_LIMIT
     assert chat.has_older is True and 0 < len(chat.messages) < 100
@@ -149,7 +149,7 @@ def test_a_window_of_big_messages_fits_the_budget_and_the_rest_loads_as_older() 
 def test_one_message_with_hundreds_of_calls_keeps_its_cards_without_previews() -> None:
     history = history_message(0, cards=600)
     session = AgentSession(Agent("a", model=FakeProvider([])), ToolCatalog())
-    session._history.load(history, history)
+    session.state.history.load(history, history)
     chat = ChatView(session)
     assert state_bytes(chat) < STATE_LIMIT
     cards = chat.messages[-1]["cards"]
@@ -182,7 +182,7 @@ async def test_static_fallbacks_are_bounded_and_say_what_was_cut() -> None:
     assert len(chat._fallback_html()) < 64 * 1024
     history = [m for n in range(50) for m in history_message(n, text_chars=30_000)]
     session = AgentSession(Agent("a", model=FakeProvider([])), ToolCatalog())
-    session._history.load(history, history)
+    session.state.history.load(history, history)
     big = ChatView(session)
     for form in (big._fallback_text(), big._fallback_html()):
         assert len(form) < 64 * 1024

@@ -55,7 +55,7 @@ def test_a_new_model_or_scene_shows_at_the_next_event(session: AgentSession) -> 
     panel = ToolConfigPanel.for_session(session)
     session.provider = create_provider("openai:gpt-4o", api_key="sk-test-never-used")
     # Attributes have no change notification: the session's next event brings it in.
-    session._emit(DoneEvent(stop_reason="end_turn"))
+    session.state.emit(DoneEvent(stop_reason="end_turn"))
     assert "describe_image" in panel.enabled_tools
     assert panel.enabled_tools == session.preview().tool_names
     session.agent.scene = "chat"
@@ -93,7 +93,7 @@ def test_closing_stops_following(session: AgentSession) -> None:
     shown = list(panel.enabled_tools)
     panel.close()
     session.agent.tools.set_tool("word_count", False, session.catalog)
-    session._emit(DoneEvent(stop_reason="end_turn"))
+    session.state.emit(DoneEvent(stop_reason="end_turn"))
     assert panel.enabled_tools == shown
 
 
@@ -103,7 +103,7 @@ def test_a_sub_agents_events_do_not_refresh_the_panel(session: AgentSession) -> 
     panel = ToolConfigPanel.for_session(session)
     session.provider = create_provider("openai:gpt-4o", api_key="sk-test-never-used")
     for inner in (TokenEvent(text="x"), DoneEvent(stop_reason="end_turn")):
-        session._emit(SubagentEvent(id="d1", event=inner))
+        session.state.emit(SubagentEvent(id="d1", event=inner))
     assert "describe_image" not in panel.enabled_tools  # not refreshed
-    session._emit(DoneEvent(stop_reason="end_turn"))  # the session's own event
+    session.state.emit(DoneEvent(stop_reason="end_turn"))  # the session's own event
     assert "describe_image" in panel.enabled_tools

@@ -12,10 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..encodable import encodable, encodable_value
-from ..events import Event, ThinkingDoneEvent, TurnUsage, thinking_delta_event, token_event
-from ..messages import Message
-from ..providers.base import (
+from ...encodable import encodable, encodable_value
+from ...events import Event, ThinkingDoneEvent, TurnUsage, thinking_delta_event, token_event
+from ...messages import Message
+from ...providers.base import (
     ModelRequest,
     Provider,
     ProviderError,
@@ -26,9 +26,9 @@ from ..providers.base import (
     ThinkingEnd,
     ToolCallReady,
 )
-from ..tools.resolver import ToolResolution
-from .budget import Spend
-from .tracing import UNTRACED, CallSpan, TurnTracer
+from ...tools.resolver import ToolResolution
+from ..tracing import UNTRACED, CallSpan, TurnTracer
+from .spending import Spend
 
 __all__ = ["DRAFT_INTERVAL", "INTERRUPTED_LINE", "Turn", "shown_as_one_line"]
 

@@ -23,16 +23,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..encodable import encodable
-from ..events import (
-    Event,
+from ...encodable import encodable
+from ...events import (
     ProgressEvent,
     SkillEndEvent,
     SkillStartEvent,
     ToolCallEvent,
     ToolResultEvent,
 )
-from ..messages import (
+from ...messages import (
     Message,
     RunStatus,
     SkillExecution,
@@ -40,41 +39,19 @@ from ..messages import (
     ToolExecution,
     TraceRef,
 )
-from ..tools import Tool, ToolArgumentError, ToolContext
-from ..tools.base import ProgressCallback, ToolFailure
-from ..tools.resolver import ToolResolution
-from ..tools.rich import RichResult
-from .approvals import Approvals
-from .tracing import NO_SPAN as _NO_SPAN
-from .tracing import UNTRACED, CallSpan, TurnTracer
+from ...tools import Tool, ToolArgumentError
+from ...tools.base import ProgressCallback, ToolFailure
+from ...tools.resolver import ToolResolution
+from ...tools.rich import RichResult
+from ..tracing import NO_SPAN as _NO_SPAN
+from ..tracing import UNTRACED, CallSpan, TurnTracer
+from .state import SessionState
+from .tool_limits import ToolLimits, bound_result
+from .toolbox import Toolbox
 
-__all__ = ["INTERRUPTED_TEXT", "ContextFactory", "ToolLimits", "ToolRunner", "bound_result"]
+__all__ = ["INTERRUPTED_TEXT", "ToolLimits", "ToolRunner", "bound_result"]
 
 log = logging.getLogger(__name__)
-
-ContextFactory = Callable[[str, ProgressCallback], ToolContext]
-"""Builds the :class:`ToolContext` of one call from its id and its progress callback."""
-
-
-
-@dataclass(frozen=True, slots=True)
-class ToolLimits:
-    """What bounds the calls of one response (from the agent's definition)."""
-
-    timeout: float
-    """Seconds a tool may run, unless the tool sets its own."""
-    max_result_chars: int
-    """Longest result the model reads; see :func:`bound_result`."""
-
-
-def bound_result(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters, saying so, so the model knows it saw a part
-    and how to see more."""
-    if len(text) <= limit:
-        return text
-    return (f"{text[:limit]}\n\n[Result cut: the first {limit:,} of {len(text):,} "
-            "characters are shown. Ask for less at a time (a range, a filter, a summary) "
-            "to see the rest.]")
 
 
 Outcome = Literal["done", "error", "rejected"]
@@ -116,24 +93,19 @@ def _as_skill(record: ToolExecution) -> SkillExecution:
 
 
 class ToolRunner:
-    """Runs tool calls for one session. It owns no history: finished results go to
-    ``append``, and the assistant message whose calls run (its card records) is saved
-    through ``persist`` whenever a card changes."""
+    """Runs tool calls for one session. Finished results go to the state's history, and
+    the assistant message whose calls run (its card records) is saved whenever a card
+    changes; ``toolbox`` gives the tools as they are now and each call's context."""
 
-    def __init__(self, *, emit: Callable[[Event], None],
-                 append: Callable[[Message], None], persist: Callable[[Message], None],
-                 approvals: Approvals, make_context: ContextFactory,
-                 resolve: Callable[[], ToolResolution],
-                 on_todo_written: Callable[[], None],
-                 on_interrupt: Callable[[], None]) -> None:
-        self._emit = emit
-        self._append = append
-        self._persist = persist
-        self._approvals = approvals
-        self._make_context = make_context
-        self._resolve = resolve
-        self._on_todo_written = on_todo_written
-        self._on_interrupt = on_interrupt
+    def __init__(self, state: SessionState, toolbox: Toolbox) -> None:
+        self._state = state
+        # Bound once: every card and result of every call goes through these.
+        self._emit = state.emit
+        self._append = state.history.append
+        self._persist = state.history.changed
+        self._approvals = state.approvals
+        self._make_context = toolbox.tool_context
+        self._resolve = toolbox.resolution
         self._tracer = UNTRACED
         self._finished: dict[str, Message] = {}
         """Results of calls that finished after a Stop left the wait for an earlier one:
@@ -257,7 +229,7 @@ class ToolRunner:
             # event loop, and with it the kernel; instead the call is closed and the turn
             # stops as if Stop had been pressed.
             content, outcome = INTERRUPTED_TEXT, "error"
-            self._on_interrupt()
+            self._state.interrupt()
         except BaseException as exc:  # SystemExit, GeneratorExit...: an error, as above
             log.error("tool call %s (%s) failed outside its handler: %r", call.id, call.name,
                       exc)
@@ -290,7 +262,7 @@ class ToolRunner:
             self._emit(SkillEndEvent(id=call.id, name=call.name,
                                      status="error" if is_error else "done", result=content))
         if call.name == "todo" and tool is not None and not is_error:
-            self._on_todo_written()
+            self._state.todo_written()
         if tool_record is not None or skill_record is not None:
             self._persist(message)
         images = rich.images() if rich is not None else []

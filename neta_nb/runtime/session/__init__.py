@@ -1,0 +1,16 @@
+"""The session: one conversation with an agent (:class:`AgentSession`, its public face)
+and the parts with a job of their own — its state and its money (``state``,
+``spending``), what a turn runs with and the runner of turns (``deps``, ``runner``,
+``turn``), tools and sub-agents (``workspace``, ``toolbox``, ``tool_runner``,
+``subagents``), branching and resuming (``branches``, ``resume``)."""
+
+from ..agent import Agent
+from ..approvals import ApprovalPolicy
+from .deps import TurnDeps
+from .runner import TurnRunner
+from .session import AgentSession
+from .spending import BudgetExceededError, Spending
+from .state import SessionState
+
+__all__ = ["Agent", "AgentSession", "ApprovalPolicy", "BudgetExceededError", "SessionState",
+           "Spending", "TurnDeps", "TurnRunner"]
