@@ -71,20 +71,26 @@ minute or so without one)."""
 PAGE_WAIT = 5.0
 """Seconds a new client's first call waits for its review view to open on the page."""
 SERVER_NAME = "neta-notebook"
+TOKEN_VARIABLE = "NETA_NOTEBOOK_MCP_TOKEN"
+"""The environment variable the Codex setup reads the token from."""
 _T = TypeVar("_T")
 
 
 def setup_lines(url: str, token: str, name: str = SERVER_NAME) -> dict[str, str]:
-    """What adds the server to each client: a command or a configuration entry."""
+    """What adds the server to each client: a command or a configuration entry. Codex
+    reads the token from an environment variable (it takes none written in its file)."""
     header = f"Bearer {token}"
     return {
         "Claude Code": (f'claude mcp add --transport http {name} {url} '
                         f'--header "Authorization: {header}"'),
-        "Codex (~/.codex/config.toml)": (f'[mcp_servers.{name}]\nurl = "{url}"\n'
-                                         f'http_headers = {{ "Authorization" = "{header}" }}'),
+        "Codex (~/.codex/config.toml)": (
+            f"# in the shell that starts codex:\nexport {TOKEN_VARIABLE}={token}\n"
+            f'# in ~/.codex/config.toml:\n[mcp_servers.{name}]\nurl = "{url}"\n'
+            f'bearer_token_env_var = "{TOKEN_VARIABLE}"'),
         "Gemini CLI (~/.gemini/settings.json)": json.dumps(
-            {"mcpServers": {name: {"httpUrl": url, "headers": {"Authorization": header}}}},
-            indent=2),
+            # A call waits for the user's decision: an hour, not the default ten minutes.
+            {"mcpServers": {name: {"httpUrl": url, "headers": {"Authorization": header},
+                                   "timeout": 3_600_000}}}, indent=2),
         "Cursor (~/.cursor/mcp.json)": json.dumps(
             {"mcpServers": {name: {"url": url, "headers": {"Authorization": header}}}},
             indent=2),

@@ -49,6 +49,7 @@ async def test_each_client_gets_its_review_view_and_the_page_tools_need_the_page
         setup = shown[0].children[0].value
         assert "claude mcp add --transport http" in setup and "t" * 24 in setup
         assert "[mcp_servers.neta-notebook]" in setup and "&quot;httpUrl&quot;" in setup
+        assert 'bearer_token_env_var = &quot;NETA_NOTEBOOK_MCP_TOKEN&quot;' in setup
         review = shown[0].children[1]
         async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {server.token}"},
                                       timeout=60) as http, \
