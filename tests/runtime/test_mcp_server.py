@@ -300,3 +300,61 @@ async def test_two_servers_edit_their_own_notebooks() -> None:
     assert pages[1].cell("c1")["source"] == "two 9"
     assert all(a["source"].startswith("one") for op, a in pages[0].requests if op == "edit")
     assert all(a["source"].startswith("two") for op, a in pages[1].requests if op == "edit")
+
+
+class SlowPage(FakeNotebookPage):
+    """A page whose runs take ``seconds``."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(CELLS)
+        self.seconds = seconds
+
+    async def request(self, op: str, args: dict[str, Any], *,
+                      wait: float | None = None) -> dict[str, Any]:
+        if op == "run":
+            await asyncio.sleep(self.seconds)
+        return await super().request(op, args, wait=wait)
+
+
+async def test_a_long_run_keeps_the_call_alive_and_its_outputs_are_bounded(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(mcp_server, "PROGRESS_EVERY", 0.2)
+    user = User()
+    page = SlowPage(1.5)
+    page.run_outputs["c1"] = [{"output_type": "stream", "name": "stdout",
+                               "text": "row\n" * 200_000}]
+    seen: list[str | None] = []
+
+    class OnProgress:
+        async def __call__(self, progress: float, total: float | None,
+                           message: str | None) -> None:
+            seen.append(message)
+
+    async with served(user, page_for=lambda _name: page) as server, \
+            connected(server) as client:
+        result = await client.call_tool("run_cell", {"cell_id": "c1"},
+                                        progress_callback=OnProgress())
+    assert not result.is_error, text_of(result)
+    assert len(seen) >= 3
+    text = text_of(result)
+    assert "execution count 1" in text
+    assert len(text) < 120_000  # the session's bound on a result (Agent.max_tool_result_chars)
+
+
+async def test_mention_targets_are_resources_as_the_grants_allow() -> None:
+    user = User()
+    async with served(user) as server, connected(server) as client:
+        uris = {str(r.uri) for r in (await client.list_resources()).resources}
+        frame = await client.read_resource("notebook://variable/frame")
+        session = user.sessions["claude-code"]
+        with pytest.raises(Exception, match="@nothing_here: no variable named nothing_here"):
+            await client.read_resource("notebook://variable/nothing_here")
+        session.agent.tools.set_tool("list_variables", False, session.catalog)
+        after = {str(r.uri) for r in (await client.list_resources()).resources}
+        with pytest.raises(Exception, match="switched off"):
+            await client.read_resource("notebook://variable/frame")
+    assert "notebook://variable/frame" in uris
+    [content] = frame.contents
+    assert isinstance(content, types.TextResourceContents)
+    assert content.text.startswith('<mention name="@frame">') and "list" in content.text
+    assert "notebook://variable/frame" not in after
