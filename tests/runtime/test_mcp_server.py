@@ -292,12 +292,13 @@ async def test_two_servers_edit_their_own_notebooks() -> None:
     async with served(users[0], page_for=lambda _n: pages[0]) as one, \
             served(users[1], page_for=lambda _n: pages[1]) as two, \
             connected(one) as first, connected(two) as second:
-        for n in range(10):
+        for n in range(50):  # 100 edits, interleaved
             await asyncio.gather(
                 first.call_tool("edit_cell", {"cell_id": "c1", "source": f"one {n}"}),
                 second.call_tool("edit_cell", {"cell_id": "c1", "source": f"two {n}"}))
-    assert pages[0].cell("c1")["source"] == "one 9"
-    assert pages[1].cell("c1")["source"] == "two 9"
+    assert pages[0].cell("c1")["source"] == "one 49"
+    assert pages[1].cell("c1")["source"] == "two 49"
+    assert len([op for op, _ in pages[0].requests if op == "edit"]) == 50
     assert all(a["source"].startswith("one") for op, a in pages[0].requests if op == "edit")
     assert all(a["source"].startswith("two") for op, a in pages[1].requests if op == "edit")
 
