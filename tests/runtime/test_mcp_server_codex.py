@@ -4,9 +4,9 @@ stand-in for the Responses API that answers with the calls a test scripts, so no
 leaves 127.0.0.1.
 
 The notebook page is unavailable here: the client's session gets a stand-in page
-(tests/support/notebook_page.py) and a stand-in user who accepts what is proposed. Codex
-is found as ``$NETA_NB_CODEX`` or ``codex`` on the PATH (``npm install -g @openai/codex``);
-without it the test is skipped, saying so.
+(tests/support/notebook_page.py) and a stand-in user who accepts what is proposed. Codex:
+the run's copy is locked in tests/fixtures/codex_cli (``npm ci`` there: scripts/test.sh
+does); ``$NETA_NB_CODEX`` names another. Without one the test is skipped, saying so.
 """
 
 from __future__ import annotations
@@ -34,9 +34,11 @@ from neta_nb.runtime.mcp_server import TOKEN_VARIABLE, NotebookMCPServer
 from ..support.notebook_page import FakeNotebookPage
 from .test_mcp_server import User
 
-CODEX = os.environ.get("NETA_NB_CODEX") or shutil.which("codex")
-pytestmark = pytest.mark.skipif(CODEX is None, reason="the Codex CLI is not installed "
-                                "(npm install -g @openai/codex, or set NETA_NB_CODEX)")
+LOCKED = (Path(__file__).parents[1] / "fixtures" / "codex_cli" / "node_modules" / ".bin"
+          / "codex")
+CODEX = os.environ.get("NETA_NB_CODEX") or (str(LOCKED) if LOCKED.exists() else None)
+pytestmark = pytest.mark.skipif(CODEX is None or shutil.which("node") is None,
+                                reason="run `npm ci` in tests/fixtures/codex_cli first")
 NAMESPACE = "mcp__neta_notebook"
 """How Codex offers the tools of the server named ``neta-notebook`` to its model."""
 
