@@ -98,6 +98,15 @@ class Client:
         self.thread.join(10)
 
 
+def pictures(lab: LabSession, locator: Any, directory: Path, name: str) -> None:
+    """``name``-light.png and ``name``-dark.png of ``locator``."""
+    for dark in (False, True):
+        lab.set_theme(dark=dark)
+        lab.wait_for_transitions(locator)
+        lab.screenshot(locator, directory / f"{name}-{'dark' if dark else 'light'}.png")
+    lab.set_theme(dark=False)
+
+
 def text_of(result: types.CallToolResult) -> str:
     return "\n".join(item.text for item in result.content if isinstance(item, types.TextContent))
 
@@ -131,7 +140,8 @@ def wait_for_source(lab: LabSession, path: str, cell_id: str, text: str) -> None
                                arg=[path, CELL_IDS.index(cell_id), text])
 
 
-def test_an_outside_client_reads_and_edits_under_review(lab: LabSession) -> None:
+def test_an_outside_client_reads_and_edits_under_review(lab: LabSession,
+                                                         screenshot_dir: Path) -> None:
     path = "mcp_served.ipynb"
     with served(lab, path) as client:
         # 1. The page's text, typed and not saved, and the cell's error.
@@ -152,6 +162,8 @@ def test_an_outside_client_reads_and_edits_under_review(lab: LabSession) -> None
         card.wait_for(timeout=30_000)
         assert card.locator(".neta-cell-edit").get_attribute("data-decision") == "pending"
         assert not waiting.done()
+        pictures(lab, lab.page.locator(".neta-chat-view").first, screenshot_dir,
+                 "mcp-client-edit-pending")
         card.locator("button[data-decision=reject]").click()
         rejected = text_of(waiting.result(60))
         assert "rejected" in rejected
@@ -166,9 +178,17 @@ def test_an_outside_client_reads_and_edits_under_review(lab: LabSession) -> None
         undo_in_editor(lab.page, CELL_IDS.index("cast"))
         wait_for_source(lab, path, "cast", CAST)
 
-        # 6. Switched off for this client: gone from the list, refused when called.
-        lab.execute(path, "s = srv.clients['claude-code']\n"
-                          "s.agent.tools.set_tool('edit_cell', False, s.catalog)")
+        # 6. Switched off for this client in its tool panel (the chat view's header):
+        # gone from the list, refused when called.
+        chat = lab.page.locator(".neta-chat-view").first
+        chat.locator(".neta-chat-header-tools").click()
+        drawer = chat.locator(".neta-chat-drawer")
+        drawer.locator(".neta-tool-config").wait_for()
+        pictures(lab, chat, screenshot_dir, "mcp-client-panel")
+        drawer.locator(".neta-tc-tool[data-name='edit_cell'] .neta-switch").click()
+        assert lab.wait_for_kernel_value(
+            path, "'edit_cell' in srv.clients['claude-code'].agent.tools.enabled",
+            "False") == "False"
         poll_until(lambda: any(isinstance(n, types.ToolListChangedNotification)
                                for n in client.notifications),
                    within=20, what="notifications/tools/list_changed")
