@@ -359,3 +359,39 @@ async def test_mention_targets_are_resources_as_the_grants_allow() -> None:
     assert isinstance(content, types.TextResourceContents)
     assert content.text.startswith('<mention name="@frame">') and "list" in content.text
     assert "notebook://variable/frame" not in after
+
+
+def test_the_setup_lines_are_what_each_client_reads() -> None:
+    import json
+    import shlex
+    import tomllib
+
+    url, token = "http://127.0.0.1:8765/mcp", "secret-token-0123456789"
+    lines = mcp_server.setup_lines(url, token)
+    claude = shlex.split(lines["Claude Code"])
+    assert claude[:5] == ["claude", "mcp", "add", "--transport", "http"]
+    assert claude[5:] == ["neta-notebook", url, "--header", f"Authorization: Bearer {token}"]
+    codex = lines["Codex (~/.codex/config.toml)"]
+    assert f"export {mcp_server.TOKEN_VARIABLE}={token}" in codex
+    toml = tomllib.loads(codex.split("# in ~/.codex/config.toml:\n")[1])
+    assert toml == {"mcp_servers": {"neta-notebook": {
+        "url": url, "bearer_token_env_var": mcp_server.TOKEN_VARIABLE}}}
+    gemini = json.loads(lines["Gemini CLI (~/.gemini/settings.json)"])["mcpServers"]
+    assert gemini["neta-notebook"]["httpUrl"] == url
+    assert gemini["neta-notebook"]["headers"] == {"Authorization": f"Bearer {token}"}
+    cursor = json.loads(lines["Cursor (~/.cursor/mcp.json)"])["mcpServers"]
+    assert cursor == {"neta-notebook": {"url": url,
+                                        "headers": {"Authorization": f"Bearer {token}"}}}
+
+
+def test_bad_addresses_ports_and_tokens_are_refused_clearly() -> None:
+    loop = asyncio.new_event_loop()
+    try:
+        cases: list[tuple[dict[str, Any], str]] = [
+            ({"host": "0.0.0.0"}, "loopback address only"), ({"port": 70000}, "port must be 0"),
+            ({"token": "short"}, "at least 16 printable")]
+        for options, message in cases:
+            with pytest.raises(ValueError, match=message):
+                NotebookMCPServer(kernel_loop=loop, show_client=lambda _s: None, **options)
+    finally:
+        loop.close()
