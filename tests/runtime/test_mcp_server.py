@@ -395,3 +395,15 @@ def test_bad_addresses_ports_and_tokens_are_refused_clearly() -> None:
                 NotebookMCPServer(kernel_loop=loop, show_client=lambda _s: None, **options)
     finally:
         loop.close()
+
+
+async def test_a_client_whose_edits_the_user_accepts_automatically_is_not_asked() -> None:
+    user = User()
+    async with served(user) as server, connected(server) as client:
+        await client.list_tools()
+        server.clients["claude-code"].agent.accept_notebook_edits = True
+        result = await client.call_tool("edit_cell", {"cell_id": "c2", "source": "y = 2"})
+        page = user.pages["claude-code"]
+    assert "accepted without asking" in text_of(result)
+    assert page.cell("c2")["source"] == "y = 2"
+    assert user.requests == []
