@@ -317,7 +317,9 @@ class NotebookMCPServer:
             self._thread.join(5)
         for client in self._clients.values():
             if client.session.running:
-                self._kernel_loop.call_soon_threadsafe(client.session.cancel)
+                # At the kernel's exit (atexit) its loop may be closed already: nothing runs.
+                with contextlib.suppress(RuntimeError):
+                    self._kernel_loop.call_soon_threadsafe(client.session.cancel)
 
     @property
     def serving(self) -> bool:

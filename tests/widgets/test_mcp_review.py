@@ -5,6 +5,7 @@ real page is driven by tests/browser/test_mcp_server.py."""
 from __future__ import annotations
 
 import asyncio
+import atexit
 from typing import Any
 
 import httpx2
@@ -43,8 +44,11 @@ async def test_each_client_gets_its_review_view_and_the_page_tools_need_the_page
     monkeypatch.setattr(mcp_review, "get_ipython", lambda: Kernel())
     shown: list[Any] = []
     monkeypatch.setattr(mcp_review, "display", shown.append)
+    at_exit: list[Any] = []
+    monkeypatch.setattr(atexit, "register", at_exit.append)
     server = neta_nb.serve_notebook_mcp(token="t" * 24)
     try:
+        assert at_exit == [server.stop]  # it stops with the kernel
         assert server.token == "t" * 24 and server.url.endswith("/mcp")
         setup = shown[0].children[0].value
         assert "claude mcp add --transport http" in setup and "t" * 24 in setup
@@ -68,3 +72,6 @@ async def test_each_client_gets_its_review_view_and_the_page_tools_need_the_page
     finally:
         await asyncio.to_thread(server.stop)
     assert not server.serving
+    server.stop()  # twice: nothing more
+    with pytest.raises(httpx2.ConnectError):
+        await httpx2.AsyncClient().post(server.url)
