@@ -201,3 +201,30 @@ def test_an_outside_client_reads_and_edits_under_review(lab: LabSession,
         answer = httpx2.post(client.url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
                              headers={"Accept": "application/json, text/event-stream"})
         assert answer.status_code == 401
+
+
+def test_two_notebooks_two_servers_interleaved_edits_land_each_in_its_own(
+        lab: LabSession) -> None:
+    """Two notebooks open in one JupyterLab, a server in each and a client of each: 100
+    edits, made in turn, land each in its own notebook and its own client's session."""
+    paths = ["mcp_one.ipynb", "mcp_two.ipynb"]
+    with served(lab, paths[0]) as first, served(lab, paths[1]) as second:
+        clients = [first, second]
+        for client in clients:
+            assert "read_notebook" in client.listed()  # each is an agent from here on
+        # Both clients' edits are accepted as made (the user's grant), so 100 can run.
+        for path in paths:
+            lab.execute(path, "srv.clients['claude-code'].agent.accept_notebook_edits = True")
+        for n in range(50):
+            calls = [client.call("edit_cell", {"cell_id": "load", "source": f"{tag} {n}"})
+                     for client, tag in zip(clients, ("one", "two"), strict=True)]
+            for call in calls:
+                result = call.result(60)
+                assert not result.is_error, text_of(result)
+        wait_for_source(lab, paths[0], "load", "one 49")
+        wait_for_source(lab, paths[1], "load", "two 49")
+        for path, tag in zip(paths, ("one", "two"), strict=True):
+            made = lab.execute(path, "s = srv.clients['claude-code']\nprint(sum("
+                                     "p.type == 'tool_call' for m in s.messages "
+                                     "for p in m.parts))")
+            assert made.strip() == "50", (path, tag)
