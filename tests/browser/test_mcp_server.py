@@ -8,8 +8,10 @@ thread's loop):
    "rejected".
 4. Accept changes the cell; one Ctrl+Z in the cell's editor takes it back.
 5. No token: 401.
-6. A tool switched off for the client is missing from ``tools/list`` (after
-   ``notifications/tools/list_changed``) and refused when called.
+6. A tool switched off for the client in its tool panel is missing from ``tools/list``
+   (after ``notifications/tools/list_changed``) and refused when called.
+7. Two notebooks, a server in each: 100 interleaved edits land each in its own.
+8. A 60 s ``run_cell`` runs once allowed and keeps the call alive with progress.
 """
 
 from __future__ import annotations
@@ -45,9 +47,12 @@ import sys
 sys.path.insert(0, {str(ROOT)!r})
 from neta_nb import serve_notebook_mcp
 srv = serve_notebook_mcp(token={TOKEN!r})
+SLEEP = 0
 """.strip()
-CELL_IDS = ["load", "cast", "serve"]
+SLOW = 'import time\ntime.sleep(SLEEP)\nprint("slept", SLEEP)'
+CELL_IDS = ["load", "cast", "serve", "slow"]
 PROPOSAL = ".neta-chat-approval.neta-is-proposal"
+APPROVAL = ".neta-chat-approval:not(.neta-is-proposal)"
 _T = TypeVar("_T")
 
 
@@ -88,6 +93,15 @@ class Client:
             types.CallToolResult]:
         return self.submit(self.session.call_tool(name, args))
 
+    def call_with_progress(self, name: str, args: dict[str, Any], seen: list[str | None]
+                           ) -> concurrent.futures.Future[types.CallToolResult]:
+        class OnProgress:  # the SDK's callback protocol names its parameters
+            async def __call__(self, progress: float, total: float | None,
+                               message: str | None) -> None:
+                seen.append(message)
+
+        return self.submit(self.session.call_tool(name, args, progress_callback=OnProgress()))
+
     def listed(self) -> set[str]:
         return {tool.name for tool in self.run(self.session.list_tools()).tools}
 
@@ -115,7 +129,7 @@ def text_of(result: types.CallToolResult) -> str:
 def served(lab: LabSession, name: str) -> Iterator[Client]:
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [nbformat.v4.new_code_cell(source, id=cell_id)
-                      for cell_id, source in zip(CELL_IDS, [LOAD, CAST, SERVE], strict=True)]
+                      for cell_id, source in zip(CELL_IDS, [LOAD, CAST, SERVE, SLOW], strict=True)]
     notebook.cells[CELL_IDS.index("cast")].metadata["tags"] = ["raises-exception"]
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                        "language": "python"}
@@ -228,3 +242,19 @@ def test_two_notebooks_two_servers_interleaved_edits_land_each_in_its_own(
                                      "p.type == 'tool_call' for m in s.messages "
                                      "for p in m.parts))")
             assert made.strip() == "50", (path, tag)
+
+
+def test_a_long_run_asks_first_and_keeps_the_call_alive(lab: LabSession) -> None:
+    """A 60 s ``run_cell``: it runs once the user allows it, the client hears progress
+    all along (a notification every 10 s) and reads the cell's outputs at the end."""
+    path = "mcp_long_run.ipynb"
+    with served(lab, path) as client:
+        lab.execute(path, "SLEEP = 60")
+        seen: list[str | None] = []
+        running = client.call_with_progress("run_cell", {"cell_id": "slow"}, seen)
+        lab.page.locator(f"{APPROVAL} button[data-decision=allow_once]").click(
+            timeout=60_000)
+        result = running.result(150)
+    assert not result.is_error, text_of(result)
+    assert "slept 60" in text_of(result)
+    assert len(seen) >= 5 and all(m and "waiting" in m for m in seen)
