@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 
 from ..messages import ToolResultPart
 from ..store.session_store import SessionStore
-from ..tools import AgentToolConfig, ToolCatalog, resolve_tools
+from ..tools import AgentToolConfig, ToolCatalog, ToolResolution, resolve_tools
 from ..tools.builtin.variables import list_variables
 from ..tools.notebook import notebook_tools
 from .agent import Agent
@@ -131,7 +131,7 @@ class ClientAgent:
                            description=item.description, input_schema=item.parameters)
                 for item in self._resolution().tools]
 
-    def _resolution(self) -> Any:
+    def _resolution(self) -> ToolResolution:
         session = self.session
         # Not narrowed by whether the page answers right now: a call made while it does
         # not is refused with that reason by the session, like a model's.
