@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import shlex
+import tomllib
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -19,13 +22,19 @@ import mcp_types as types
 import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from neta_nb.events import ApprovalRequestEvent, Event
 from neta_nb.messages import ToolCallPart
 from neta_nb.runtime import mcp_server
 from neta_nb.runtime.mcp_server import NotebookMCPServer
 from neta_nb.runtime.session import AgentSession
+from neta_nb.runtime.tracing import configure_tracing
 from neta_nb.store.session_store import SessionStore
+from neta_nb.tools.notebook import notebook_tools
+from neta_nb.tools.notebook.reading import UNTRUSTED
 from tests.support.notebook_page import FakeNotebookPage
 
 CELLS = [{"id": "c1", "source": "x = 1\nprint(x)"}, {"id": "c2", "source": "y = x + 1"}]
@@ -100,7 +109,6 @@ def text_of(result: types.CallToolResult) -> str:
 
 
 async def test_the_notebook_tools_are_listed_with_their_own_schemas() -> None:
-    from neta_nb.tools.notebook import notebook_tools
     user = User()
     async with served(user) as server, connected(server) as client:
         listed = {tool.name: tool for tool in (await client.list_tools()).tools}
@@ -117,7 +125,6 @@ async def test_read_notebook_returns_the_pages_text_framed_as_untrusted() -> Non
     assert not result.is_error
     text = text_of(result)
     assert "x = 1" in text and "c2" in text
-    from neta_nb.tools.notebook.reading import UNTRUSTED
     assert UNTRUSTED.splitlines()[0] in text
 
 
@@ -362,10 +369,6 @@ async def test_mention_targets_are_resources_as_the_grants_allow() -> None:
 
 
 def test_the_setup_lines_are_what_each_client_reads() -> None:
-    import json
-    import shlex
-    import tomllib
-
     url, token = "http://127.0.0.1:8765/mcp", "secret-token-0123456789"
     lines = mcp_server.setup_lines(url, token)
     claude = shlex.split(lines["Claude Code"])
@@ -407,3 +410,19 @@ async def test_a_client_whose_edits_the_user_accepts_automatically_is_not_asked(
     assert "accepted without asking" in text_of(result)
     assert page.cell("c2")["source"] == "y = 2"
     assert user.requests == []
+
+
+async def test_a_clients_call_is_traced_as_a_turn_of_its_agent() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    configure_tracing(tracer_provider=provider)
+    try:
+        user = User()
+        async with served(user) as server, connected(server) as client:
+            await client.call_tool("read_notebook", {})
+    finally:
+        configure_tracing(tracer_provider=None, capture_content=None)
+    names = [span.name for span in exporter.get_finished_spans()]
+    assert "invoke_agent claude-code" in names
+    assert "execute_tool read_notebook" in names
