@@ -248,7 +248,7 @@ async def test_a_tool_switched_off_is_not_listed_refused_and_announced() -> None
     assert user.requests == [] and page.cell("c2")["source"] == "y = x + 1"
 
 
-async def test_no_token_is_401_and_a_foreign_origin_is_403() -> None:
+async def test_no_token_is_401_a_foreign_origin_403_a_foreign_host_421() -> None:
     user = User()
     async with served(user) as server, httpx2.AsyncClient(timeout=30) as http:
         body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -261,12 +261,16 @@ async def test_no_token_is_401_and_a_foreign_origin_is_403() -> None:
         foreign = await http.post(server.url, json=body, headers={
             **accept, "Authorization": f"Bearer {server.token}",
             "Origin": "http://localhost:8888"})
+        rebound = await http.post(server.url, json=body, headers={
+            **accept, "Authorization": f"Bearer {server.token}",
+            "Host": "attacker.example"})
         own = await http.post(server.url, json=body, headers={
             **accept, "Authorization": f"Bearer {server.token}",
             "Origin": server.url.rsplit("/", 1)[0]})
     assert none.status_code == 401 and wrong.status_code == 401
     assert none.headers["www-authenticate"].startswith("Bearer")
     assert foreign.status_code == 403
+    assert rebound.status_code == 421  # DNS rebinding: a name other than the server's
     assert own.status_code == 200
     assert server.token not in repr(server)
 
