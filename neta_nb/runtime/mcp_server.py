@@ -207,7 +207,13 @@ class ClientAgent:
             except Exception as error:  # a busy session, a budget: said to the client
                 return ToolResultPart(tool_call_id=call.id, name=name, is_error=True,
                                       content=f"The call could not run: {error}")
-            if not call.result.done():
+            finally:
+                # A turn that ended without the result (Stop, an error) ends the call:
+                # the client's next call is a call of its own.
+                ended = not call.result.done()
+                if ended:
+                    call.result.cancel()
+            if ended:
                 return ToolResultPart(tool_call_id=call.id, name=name, is_error=True,
                                       content="The call was stopped in the notebook.")
             return call.result.result()

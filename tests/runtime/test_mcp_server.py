@@ -430,3 +430,19 @@ async def test_a_clients_call_is_traced_as_a_turn_of_its_agent() -> None:
     names = [span.name for span in exporter.get_finished_spans()]
     assert "invoke_agent claude-code" in names
     assert "execute_tool read_notebook" in names
+
+
+async def test_stop_in_the_notebook_ends_the_clients_waiting_call() -> None:
+    user = User()
+    user.answer = None
+    async with served(user) as server, connected(server) as client:
+        call = asyncio.create_task(
+            client.call_tool("edit_cell", {"cell_id": "c2", "source": "y = 2"}))
+        await asyncio.wait_for(user.asked.wait(), 30)
+        assert user.sessions["claude-code"].cancel()  # the chat view's Stop
+        result = await asyncio.wait_for(call, 30)
+        page = user.pages["claude-code"]
+        after = await client.call_tool("read_notebook", {})  # the client goes on
+    assert result.is_error and "stopped in the notebook" in text_of(result)
+    assert page.cell("c2")["source"] == "y = x + 1"
+    assert not after.is_error
