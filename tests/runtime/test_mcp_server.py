@@ -446,3 +446,24 @@ async def test_stop_in_the_notebook_ends_the_clients_waiting_call() -> None:
     assert result.is_error and "stopped in the notebook" in text_of(result)
     assert page.cell("c2")["source"] == "y = x + 1"
     assert not after.is_error
+
+
+async def test_a_call_the_client_gives_up_stops_its_turn() -> None:
+    user = User()
+    user.answer = None
+    async with served(user) as server, connected(server) as client:
+        call = asyncio.create_task(
+            client.call_tool("edit_cell", {"cell_id": "c2", "source": "y = 2"}))
+        await asyncio.wait_for(user.asked.wait(), 30)
+        call.cancel()  # the client cancels its request
+        with contextlib.suppress(asyncio.CancelledError):
+            await call
+        session = user.sessions["claude-code"]
+        for _ in range(100):
+            if not session.running:
+                break
+            await asyncio.sleep(0.1)
+        assert not session.running  # the turn waiting for the user ended with it
+        after = await client.call_tool("read_notebook", {})
+    assert not after.is_error, text_of(after)
+    assert user.pages["claude-code"].cell("c2")["source"] == "y = x + 1"
