@@ -3,6 +3,9 @@
 The public surface is the names in ``__all__``; everything else is internal.
 """
 
+import typing
+
+from .ipython_extension import load_ipython_extension
 from .messages import Message, Usage
 from .providers import ScriptedProvider, create_provider
 from .providers.prices import ModelPrice
@@ -70,12 +73,25 @@ __all__ = [
     "create_provider",
     "get_model_thinking_capability",
     "llm_judge",
+    "load_ipython_extension",
     "preview_prompt",
     "replay",
     "replay_all",
     "resolve_think_level",
     "resolve_tools",
+    "serve_notebook_mcp",
     "tool",
 ]
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> typing.Any:
+    # The notebook's MCP server needs the widgets and the `mcp` extra: both are imported
+    # when it is first asked for, so `import neta_nb` in a script loads neither.
+    if name == "serve_notebook_mcp":
+        from .widgets.mcp_review import serve_notebook_mcp
+
+        return serve_notebook_mcp
+    raise AttributeError(f"module 'neta_nb' has no attribute {name!r}")
+

@@ -36,6 +36,9 @@ lint-imports
 (cd js && npm run lint)
 # The reference MCP server the MCP tests start (locked; tests/tools/test_mcp.py).
 (cd tests/fixtures/mcp_everything && npm ci --no-audit --no-fund)
+# The Codex CLI, a real outside client of the notebook's MCP server (locked;
+# tests/runtime/test_mcp_server_codex.py).
+(cd tests/fixtures/codex_cli && npm ci --no-audit --no-fund)
 # What an HTML export with widget state loads from the web (the widget manager, require.js,
 # anywidget's frontend), served locally by tests/browser/test_export_widgets.py (locked).
 (cd tests/fixtures/html_manager && npm ci --no-audit --no-fund)

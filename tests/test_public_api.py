@@ -54,6 +54,8 @@ CORE_EXTRAS = {
     "DamagedAgentRecordError": "what resume and replay raise for a damaged stored agent",
     "StoredEndpointError": "what resume, replay and BatchRun.resume raise for a stored "
                            "base_url the reader did not configure",
+    "serve_notebook_mcp": "issue 49: the notebook served to outside MCP clients",
+    "load_ipython_extension": "`%load_ext neta_nb` (the `%neta_mcp serve` magic)",
 }
 WIDGETS_EXTRAS: dict[str, str] = {
     "BatchGrid": "what a BatchRun (agent.map) shows in a cell: counters and a tile per row",

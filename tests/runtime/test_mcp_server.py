@@ -1,0 +1,469 @@
+"""The notebook's MCP server, driven by the official ``mcp`` Python client over real HTTP
+on 127.0.0.1.
+
+The notebook page is unavailable here: each client's session gets a stand-in page
+(tests/support/notebook_page.py) and a stand-in user who answers its approval requests,
+where the widget layer would show the client's review view. The real page — JupyterLab
+with the extension — is driven by tests/browser/test_mcp_server.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import shlex
+import tomllib
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import httpx2
+import mcp_types as types
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from neta_nb.events import ApprovalRequestEvent, Event
+from neta_nb.messages import ToolCallPart
+from neta_nb.runtime import mcp_server
+from neta_nb.runtime.mcp_server import NotebookMCPServer
+from neta_nb.runtime.session import AgentSession
+from neta_nb.runtime.tracing import configure_tracing
+from neta_nb.store.session_store import SessionStore
+from neta_nb.tools.notebook import notebook_tools
+from neta_nb.tools.notebook.reading import UNTRUSTED
+from tests.support.notebook_page import FakeNotebookPage
+
+CELLS = [{"id": "c1", "source": "x = 1\nprint(x)"}, {"id": "c2", "source": "y = x + 1"}]
+
+
+class User:
+    """Answers each client's approval requests as a test says (``answer``: the decision,
+    and the text accepted instead of the proposal); keeps every request it saw."""
+
+    def __init__(self) -> None:
+        self.answer: tuple[str, str | None] | None = ("allow_once", None)
+        self.requests: list[tuple[str, ApprovalRequestEvent]] = []
+        self.asked = asyncio.Event()
+        self.sessions: dict[str, AgentSession] = {}
+        self.pages: dict[str, FakeNotebookPage] = {}
+
+    def show(self, page_for: Callable[[str], FakeNotebookPage]) -> Callable[[AgentSession],
+                                                                          None]:
+        def show(session: AgentSession) -> None:
+            name = session.agent.name
+            self.sessions[name] = session
+            session.notebook_page = self.pages[name] = page_for(name)
+            session.attach_approver()
+
+            def on_event(event: Event) -> None:
+                if isinstance(event, ApprovalRequestEvent):
+                    self.requests.append((name, event))
+                    self.asked.set()
+                    if self.answer is not None:
+                        decision, text = self.answer
+                        session.approve(event.id, decision, text=text)  # type: ignore[arg-type]
+
+            session.subscribe(on_event)
+        return show
+
+
+@contextlib.asynccontextmanager
+async def served(user: User, *, page_for: Callable[[str], FakeNotebookPage] | None = None,
+                 store: SessionStore | None = None) -> AsyncIterator[NotebookMCPServer]:
+    shared = FakeNotebookPage(CELLS)
+    server = NotebookMCPServer(kernel_loop=asyncio.get_running_loop(),
+                               show_client=user.show(page_for or (lambda _name: shared)),
+                               store=store, namespace={"frame": [1, 2, 3]})
+    await asyncio.to_thread(server.start)
+    try:
+        yield server
+    finally:
+        await asyncio.to_thread(server.stop)
+
+
+@contextlib.asynccontextmanager
+async def connected(server: NotebookMCPServer, name: str = "claude-code", *,
+                    token: str | None = None,
+                    on_message: Callable[[Any], None] | None = None
+                    ) -> AsyncIterator[ClientSession]:
+    headers = {"Authorization": f"Bearer {token or server.token}"}
+
+    async def handler(message: Any) -> None:
+        if on_message is not None:
+            on_message(message)
+
+    async with httpx2.AsyncClient(headers=headers, timeout=60) as http, \
+            streamable_http_client(server.url, http_client=http) as (read, write, *_), \
+            ClientSession(read, write, message_handler=handler,
+                          client_info=types.Implementation(name=name, version="1")) as client:
+        await client.initialize()
+        yield client
+
+
+def text_of(result: types.CallToolResult) -> str:
+    return "\n".join(item.text for item in result.content if isinstance(item, types.TextContent))
+
+
+async def test_the_notebook_tools_are_listed_with_their_own_schemas() -> None:
+    user = User()
+    async with served(user) as server, connected(server) as client:
+        listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+    assert set(listed) == set(mcp_server.MCP_TOOL_NAMES)
+    own = {tool.name: tool for tool in notebook_tools()}
+    assert listed["edit_cell"].input_schema == own["edit_cell"].parameters
+    assert listed["edit_cell"].description == own["edit_cell"].description
+
+
+async def test_read_notebook_returns_the_pages_text_framed_as_untrusted() -> None:
+    user = User()
+    async with served(user) as server, connected(server) as client:
+        result = await client.call_tool("read_notebook", {})
+    assert not result.is_error
+    text = text_of(result)
+    assert "x = 1" in text and "c2" in text
+    assert UNTRUSTED.splitlines()[0] in text
+
+
+async def test_an_accepted_edit_changes_the_cell_and_the_client_reads_so() -> None:
+    user = User()
+    async with served(user) as server, connected(server) as client:
+        result = await client.call_tool("edit_cell", {"cell_id": "c2", "source": "y = 2"})
+        page = user.pages["claude-code"]
+    assert "accepted" in text_of(result)
+    assert page.cell("c2")["source"] == "y = 2"
+    name, request = user.requests[0]
+    assert name == "claude-code" and request.proposal is not None
+    assert request.proposal["before"] == "y = x + 1"
+
+
+async def test_a_rejected_edit_leaves_the_cell_and_the_client_reads_rejected() -> None:
+    user = User()
+    user.answer = ("reject", None)
+    async with served(user) as server, connected(server) as client:
+        result = await client.call_tool("edit_cell", {"cell_id": "c2", "source": "y = 2"})
+        page = user.pages["claude-code"]
+    assert "rejected" in text_of(result)
+    assert page.cell("c2")["source"] == "y = x + 1"
+    assert [op for op, _ in page.requests if op == "edit"] == []
+
+
+async def test_an_edit_accepted_with_the_users_text_says_that_text() -> None:
+    user = User()
+    user.answer = ("allow_once", "y = 3")
+    async with served(user) as server, connected(server) as client:
+        result = await client.call_tool("edit_cell", {"cell_id": "c2", "source": "y = 2"})
+        page = user.pages["claude-code"]
+    assert "y = 3" in text_of(result)
+    assert page.cell("c2")["source"] == "y = 3"
+
+
+async def test_a_cell_changed_while_the_user_decides_is_not_overwritten() -> None:
+    user = User()
+    user.answer = None
+    async with served(user) as server, connected(server) as client:
+        call = asyncio.create_task(
+            client.call_tool("edit_cell", {"cell_id": "c2", "source": "y = 2"}))
+        await asyncio.wait_for(user.asked.wait(), 30)
+        page = user.pages["claude-code"]
+        page.cell("c2")["source"] = "y = 'typed meanwhile'"
+        name, request = user.requests[0]
+        user.sessions[name].approve(request.id, "allow_once")
+        result = await asyncio.wait_for(call, 30)
+    assert result.is_error
+    assert "changed while they were deciding" in text_of(result)
+    assert page.cell("c2")["source"] == "y = 'typed meanwhile'"
+
+
+async def test_the_call_waits_for_the_decision_with_progress(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(mcp_server, "PROGRESS_EVERY", 0.2)
+    user = User()
+    user.answer = None
+    seen: list[str | None] = []
+
+    class OnProgress:  # the SDK's callback protocol names its parameters
+        async def __call__(self, progress: float, total: float | None,
+                           message: str | None) -> None:
+            seen.append(message)
+
+    async with served(user) as server, connected(server) as client:
+        call = asyncio.create_task(client.call_tool(
+            "edit_cell", {"cell_id": "c1", "source": "x = 2"}, progress_callback=OnProgress()))
+        await asyncio.wait_for(user.asked.wait(), 30)
+        await asyncio.sleep(1.0)
+        assert not call.done()  # the client waits for the user
+        name, request = user.requests[0]
+        user.sessions[name].approve(request.id, "reject")
+        result = await asyncio.wait_for(call, 30)
+    assert "rejected" in text_of(result)
+    assert len(seen) >= 2
+    assert all(message and "waiting" in message for message in seen)
+
+
+async def test_run_cell_needs_approval_and_returns_its_outputs() -> None:
+    user = User()
+    async with served(user) as server, connected(server) as client:
+        result = await client.call_tool("run_cell", {"cell_id": "c1"})
+        page = user.pages["claude-code"]
+    assert not result.is_error, text_of(result)
+    assert "execution count 1" in text_of(result)
+    assert user.requests[0][1].name == "run_cell"
+    assert page.cell("c1")["execution_count"] == 1
+
+
+async def test_a_refused_run_does_not_run() -> None:
+    user = User()
+    user.answer = ("reject", None)
+    async with served(user) as server, connected(server) as client:
+        result = await client.call_tool("run_cell", {"cell_id": "c1"})
+        page = user.pages["claude-code"]
+    assert result.is_error
+    assert "did not allow" in text_of(result)
+    assert [op for op, _ in page.requests if op == "run"] == []
+
+
+async def test_a_tool_switched_off_is_not_listed_refused_and_announced() -> None:
+    user = User()
+    changed = asyncio.Event()
+
+    def on_message(message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            changed.set()
+
+    async with served(user) as server, connected(server, on_message=on_message) as client:
+        await client.list_tools()
+        session = user.sessions["claude-code"]
+        session.agent.tools.set_tool("edit_cell", False, session.catalog)
+        await asyncio.wait_for(changed.wait(), 30)
+        names = {tool.name for tool in (await client.list_tools()).tools}
+        result = await client.call_tool("edit_cell", {"cell_id": "c2", "source": "y = 2"})
+        page = user.pages["claude-code"]
+    assert "edit_cell" not in names and "read_notebook" in names
+    assert result.is_error
+    assert "switched off" in text_of(result)
+    assert user.requests == [] and page.cell("c2")["source"] == "y = x + 1"
+
+
+async def test_no_token_is_401_a_foreign_origin_403_a_foreign_host_421() -> None:
+    user = User()
+    async with served(user) as server, httpx2.AsyncClient(timeout=30) as http:
+        body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "x", "version": "1"}}}
+        accept = {"Accept": "application/json, text/event-stream"}
+        none = await http.post(server.url, json=body, headers=accept)
+        wrong = await http.post(server.url, json=body,
+                                headers={**accept, "Authorization": "Bearer nope"})
+        foreign = await http.post(server.url, json=body, headers={
+            **accept, "Authorization": f"Bearer {server.token}",
+            "Origin": "http://localhost:8888"})
+        rebound = await http.post(server.url, json=body, headers={
+            **accept, "Authorization": f"Bearer {server.token}",
+            "Host": "attacker.example"})
+        own = await http.post(server.url, json=body, headers={
+            **accept, "Authorization": f"Bearer {server.token}",
+            "Origin": server.url.rsplit("/", 1)[0]})
+    assert none.status_code == 401 and wrong.status_code == 401
+    assert none.headers["www-authenticate"].startswith("Bearer")
+    assert foreign.status_code == 403
+    assert rebound.status_code == 421  # DNS rebinding: a name other than the server's
+    assert own.status_code == 200
+    assert server.token not in repr(server)
+
+
+async def test_two_clients_are_two_agents_with_their_own_sessions(tmp_path: Any) -> None:
+    user = User()
+    store = SessionStore(tmp_path / "calls.db")
+    async with served(user, store=store) as server, \
+            connected(server, "claude-code") as first, connected(server, "gemini-cli") as second:
+        results = await asyncio.gather(
+            first.call_tool("insert_cell", {"source": "a = 1"}),
+            second.call_tool("insert_cell", {"source": "b = 2"}))
+        sessions = dict(server.clients)
+    assert all(not r.is_error for r in results), [text_of(r) for r in results]
+    assert set(sessions) == {"claude-code", "gemini-cli"}
+    assert {name for name, _ in user.requests} == {"claude-code", "gemini-cli"}
+    for name, session in sessions.items():
+        session.flush(10)
+        messages = store.load_messages(session.id)
+        calls = [part.name for message in messages for part in message.parts
+                 if isinstance(part, ToolCallPart)]
+        assert calls == ["insert_cell"], name
+        record = store.get_session(session.id)
+        assert record is not None and record.agent["name"] == name
+
+
+async def test_two_servers_edit_their_own_notebooks() -> None:
+    users = User(), User()
+    pages = FakeNotebookPage(CELLS, path="one.ipynb"), FakeNotebookPage(CELLS, path="two.ipynb")
+    async with served(users[0], page_for=lambda _n: pages[0]) as one, \
+            served(users[1], page_for=lambda _n: pages[1]) as two, \
+            connected(one) as first, connected(two) as second:
+        for n in range(50):  # 100 edits, interleaved
+            await asyncio.gather(
+                first.call_tool("edit_cell", {"cell_id": "c1", "source": f"one {n}"}),
+                second.call_tool("edit_cell", {"cell_id": "c1", "source": f"two {n}"}))
+    assert pages[0].cell("c1")["source"] == "one 49"
+    assert pages[1].cell("c1")["source"] == "two 49"
+    assert len([op for op, _ in pages[0].requests if op == "edit"]) == 50
+    assert all(a["source"].startswith("one") for op, a in pages[0].requests if op == "edit")
+    assert all(a["source"].startswith("two") for op, a in pages[1].requests if op == "edit")
+
+
+class SlowPage(FakeNotebookPage):
+    """A page whose runs take ``seconds``."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(CELLS)
+        self.seconds = seconds
+
+    async def request(self, op: str, args: dict[str, Any], *,
+                      wait: float | None = None) -> dict[str, Any]:
+        if op == "run":
+            await asyncio.sleep(self.seconds)
+        return await super().request(op, args, wait=wait)
+
+
+async def test_a_long_run_keeps_the_call_alive_and_its_outputs_are_bounded(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(mcp_server, "PROGRESS_EVERY", 0.2)
+    user = User()
+    page = SlowPage(1.5)
+    page.run_outputs["c1"] = [{"output_type": "stream", "name": "stdout",
+                               "text": "row\n" * 200_000}]
+    seen: list[str | None] = []
+
+    class OnProgress:
+        async def __call__(self, progress: float, total: float | None,
+                           message: str | None) -> None:
+            seen.append(message)
+
+    async with served(user, page_for=lambda _name: page) as server, \
+            connected(server) as client:
+        result = await client.call_tool("run_cell", {"cell_id": "c1"},
+                                        progress_callback=OnProgress())
+    assert not result.is_error, text_of(result)
+    assert len(seen) >= 3
+    text = text_of(result)
+    assert "execution count 1" in text
+    assert len(text) < 120_000  # the session's bound on a result (Agent.max_tool_result_chars)
+
+
+async def test_mention_targets_are_resources_as_the_grants_allow() -> None:
+    user = User()
+    async with served(user) as server, connected(server) as client:
+        uris = {str(r.uri) for r in (await client.list_resources()).resources}
+        frame = await client.read_resource("notebook://variable/frame")
+        session = user.sessions["claude-code"]
+        with pytest.raises(Exception, match="@nothing_here: no variable named nothing_here"):
+            await client.read_resource("notebook://variable/nothing_here")
+        session.agent.tools.set_tool("list_variables", False, session.catalog)
+        after = {str(r.uri) for r in (await client.list_resources()).resources}
+        with pytest.raises(Exception, match="switched off"):
+            await client.read_resource("notebook://variable/frame")
+    assert "notebook://variable/frame" in uris
+    [content] = frame.contents
+    assert isinstance(content, types.TextResourceContents)
+    assert content.text.startswith('<mention name="@frame">') and "list" in content.text
+    assert "notebook://variable/frame" not in after
+
+
+def test_the_setup_lines_are_what_each_client_reads() -> None:
+    url, token = "http://127.0.0.1:8765/mcp", "secret-token-0123456789"
+    lines = mcp_server.setup_lines(url, token)
+    claude = shlex.split(lines["Claude Code"])
+    assert claude[:5] == ["claude", "mcp", "add", "--transport", "http"]
+    assert claude[5:] == ["neta-notebook", url, "--header", f"Authorization: Bearer {token}"]
+    codex = lines["Codex (~/.codex/config.toml)"]
+    assert f"export {mcp_server.TOKEN_VARIABLE}={token}" in codex
+    toml = tomllib.loads(codex.split("# in ~/.codex/config.toml:\n")[1])
+    assert toml == {"mcp_servers": {"neta-notebook": {
+        "url": url, "bearer_token_env_var": mcp_server.TOKEN_VARIABLE}}}
+    gemini = json.loads(lines["Gemini CLI (~/.gemini/settings.json)"])["mcpServers"]
+    assert gemini["neta-notebook"]["httpUrl"] == url
+    assert gemini["neta-notebook"]["headers"] == {"Authorization": f"Bearer {token}"}
+    cursor = json.loads(lines["Cursor (~/.cursor/mcp.json)"])["mcpServers"]
+    assert cursor == {"neta-notebook": {"url": url,
+                                        "headers": {"Authorization": f"Bearer {token}"}}}
+
+
+def test_bad_addresses_ports_and_tokens_are_refused_clearly() -> None:
+    loop = asyncio.new_event_loop()
+    try:
+        cases: list[tuple[dict[str, Any], str]] = [
+            ({"host": "0.0.0.0"}, "loopback address only"), ({"port": 70000}, "port must be 0"),
+            ({"token": "short"}, "at least 16 printable")]
+        for options, message in cases:
+            with pytest.raises(ValueError, match=message):
+                NotebookMCPServer(kernel_loop=loop, show_client=lambda _s: None, **options)
+    finally:
+        loop.close()
+
+
+async def test_a_client_whose_edits_the_user_accepts_automatically_is_not_asked() -> None:
+    user = User()
+    async with served(user) as server, connected(server) as client:
+        await client.list_tools()
+        server.clients["claude-code"].agent.accept_notebook_edits = True
+        result = await client.call_tool("edit_cell", {"cell_id": "c2", "source": "y = 2"})
+        page = user.pages["claude-code"]
+    assert "accepted without asking" in text_of(result)
+    assert page.cell("c2")["source"] == "y = 2"
+    assert user.requests == []
+
+
+async def test_a_clients_call_is_traced_as_a_turn_of_its_agent() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    configure_tracing(tracer_provider=provider)
+    try:
+        user = User()
+        async with served(user) as server, connected(server) as client:
+            await client.call_tool("read_notebook", {})
+    finally:
+        configure_tracing(tracer_provider=None, capture_content=None)
+    names = [span.name for span in exporter.get_finished_spans()]
+    assert "invoke_agent claude-code" in names
+    assert "execute_tool read_notebook" in names
+
+
+async def test_stop_in_the_notebook_ends_the_clients_waiting_call() -> None:
+    user = User()
+    user.answer = None
+    async with served(user) as server, connected(server) as client:
+        call = asyncio.create_task(
+            client.call_tool("edit_cell", {"cell_id": "c2", "source": "y = 2"}))
+        await asyncio.wait_for(user.asked.wait(), 30)
+        assert user.sessions["claude-code"].cancel()  # the chat view's Stop
+        result = await asyncio.wait_for(call, 30)
+        page = user.pages["claude-code"]
+        after = await client.call_tool("read_notebook", {})  # the client goes on
+    assert result.is_error and "stopped in the notebook" in text_of(result)
+    assert page.cell("c2")["source"] == "y = x + 1"
+    assert not after.is_error
+
+
+async def test_a_call_the_client_gives_up_stops_its_turn() -> None:
+    user = User()
+    user.answer = None
+    async with served(user) as server, connected(server) as client:
+        call = asyncio.create_task(
+            client.call_tool("edit_cell", {"cell_id": "c2", "source": "y = 2"}))
+        await asyncio.wait_for(user.asked.wait(), 30)
+        call.cancel()  # the client cancels its request
+        with contextlib.suppress(asyncio.CancelledError):
+            await call
+        session = user.sessions["claude-code"]
+        for _ in range(100):
+            if not session.running:
+                break
+            await asyncio.sleep(0.1)
+        assert not session.running  # the turn waiting for the user ended with it
+        after = await client.call_tool("read_notebook", {})
+    assert not after.is_error, text_of(after)
+    assert user.pages["claude-code"].cell("c2")["source"] == "y = x + 1"

@@ -1,0 +1,174 @@
+"""A real outside client: the Codex CLI (``codex exec``), configured with the notebook's MCP
+server as docs/mcp-server.md says, lists its tools and calls them. Its model is a local
+stand-in for the Responses API that answers with the calls a test scripts, so nothing
+leaves 127.0.0.1.
+
+The notebook page is unavailable here: the client's session gets a stand-in page
+(tests/support/notebook_page.py) and a stand-in user who accepts what is proposed. Codex:
+the run's copy is locked in tests/fixtures/codex_cli (``npm ci`` there: scripts/test.sh
+does); ``$NETA_NB_CODEX`` names another. Without one the test is skipped, saying so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import socket
+import threading
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from neta_nb.messages import ToolCallPart
+from neta_nb.runtime.mcp_server import TOKEN_VARIABLE, NotebookMCPServer
+
+from ..support.notebook_page import FakeNotebookPage
+from .test_mcp_server import User
+
+LOCKED = (Path(__file__).parents[1] / "fixtures" / "codex_cli" / "node_modules" / ".bin"
+          / "codex")
+CODEX = os.environ.get("NETA_NB_CODEX") or (str(LOCKED) if LOCKED.exists() else None)
+pytestmark = pytest.mark.skipif(CODEX is None or shutil.which("node") is None,
+                                reason="run `npm ci` in tests/fixtures/codex_cli first")
+NAMESPACE = "mcp__neta_notebook"
+"""How Codex offers the tools of the server named ``neta-notebook`` to its model."""
+
+
+class ResponsesModel:
+    """The Responses API as Codex streams it: each request is answered by the next of
+    ``turns`` (a function call of the server's tools, or text); every request is kept."""
+
+    def __init__(self, turns: list[dict[str, Any]]) -> None:
+        self.turns = list(turns)
+        self.requests: list[dict[str, Any]] = []
+        self.port = 0
+
+    async def respond(self, request: Request) -> Response:
+        body = await request.json()
+        self.requests.append(body)
+        turn = self.turns.pop(0) if self.turns else {"text": "Nothing more."}
+        number = len(self.requests)
+        if "call" in turn:
+            item: dict[str, Any] = {
+                "type": "function_call", "id": f"fc_{number}", "call_id": f"call_{number}",
+                "namespace": NAMESPACE, "name": turn["call"],
+                "arguments": json.dumps(turn.get("args", {}))}
+        else:
+            item = {"type": "message", "role": "assistant", "id": f"msg_{number}",
+                    "content": [{"type": "output_text", "text": turn["text"]}]}
+        events: list[dict[str, Any]] = [
+            {"type": "response.created", "response": {"id": f"resp_{number}"}},
+            {"type": "response.output_item.done", "output_index": 0, "item": item},
+            {"type": "response.completed", "response": {
+                "id": f"resp_{number}",
+                "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}}}]
+
+        async def stream() -> AsyncIterator[str]:
+            for event in events:
+                yield f"event: {event['type']}\ndata: {json.dumps(event)}\n\n"
+
+        return StreamingResponse(stream(), media_type="text/event-stream")
+
+    def tools(self) -> list[str]:
+        """The names of the server's tools in Codex's first request."""
+        for tool in self.requests[0].get("tools", []):
+            if tool.get("name") == NAMESPACE:
+                return [str(inner["name"]) for inner in tool.get("tools", [])]
+        return []
+
+    def outputs(self) -> list[str]:
+        """The text of every tool result Codex sent back to its model, in order."""
+        last = self.requests[-1].get("input", [])
+        return ["\n".join(part.get("text", "") for part in item.get("output", []))
+                if isinstance(item.get("output"), list) else str(item.get("output"))
+                for item in last if item.get("type") == "function_call_output"]
+
+
+@pytest.fixture
+def model_server() -> Iterator[ResponsesModel]:
+    model = ResponsesModel([])
+    app = Starlette(routes=[
+        Route("/v1/responses", model.respond, methods=["POST"]),
+        Route("/v1/models", lambda _r: JSONResponse({"object": "list", "data": []}))])
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    model.port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=lambda: server.run(sockets=[sock]), daemon=True)
+    thread.start()
+    try:
+        yield model
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
+
+
+def codex_home(path: Path, model_port: int, url: str) -> Path:
+    path.mkdir()
+    (path / "config.toml").write_text(f"""
+model = "stand-in"
+model_provider = "stand-in"
+approval_policy = "never"
+check_for_update_on_startup = false
+
+[model_providers.stand-in]
+name = "stand-in"
+base_url = "http://127.0.0.1:{model_port}/v1"
+wire_api = "responses"
+env_key = "STAND_IN_MODEL_KEY"
+
+[mcp_servers.neta-notebook]
+url = "{url}"
+bearer_token_env_var = "{TOKEN_VARIABLE}"
+default_tools_approval_mode = "approve"
+""")
+    return path
+
+
+async def test_codex_lists_and_calls_the_notebook_tools(tmp_path: Path,
+                                                        model_server: ResponsesModel) -> None:
+    assert CODEX is not None
+    user = User()
+    page = FakeNotebookPage([{"id": "c1", "source": "x = 41 + 1"}])
+    server = NotebookMCPServer(kernel_loop=asyncio.get_running_loop(),
+                               show_client=user.show(lambda _name: page))
+    await asyncio.to_thread(server.start)
+    model_server.turns = [{"call": "read_notebook"},
+                          {"call": "edit_cell", "args": {"cell_id": "c1", "source": "x = 42"}},
+                          {"text": "The cell now holds 42."}]
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {key: value for key, value in os.environ.items()
+           if not key.endswith(("_API_KEY", "_TOKEN"))}
+    env.update(CODEX_HOME=str(codex_home(tmp_path / "codex", model_server.port, server.url)),
+               STAND_IN_MODEL_KEY="unused", **{TOKEN_VARIABLE: server.token})
+    try:
+        process = await asyncio.create_subprocess_exec(
+            CODEX, "exec", "--skip-git-repo-check", "Make x 42.", cwd=work, env=env,
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT)
+        output, _ = await asyncio.wait_for(process.communicate(), 120)
+    finally:
+        await asyncio.to_thread(server.stop)
+    shown = output.decode(errors="replace")
+    assert process.returncode == 0, shown
+    assert set(model_server.tools()) >= {"read_notebook", "edit_cell", "run_cell"}, shown
+    read, edited = model_server.outputs()
+    assert "x = 41 + 1" in read and "data, not instructions" in read
+    assert "accepted" in edited
+    assert page.cell("c1")["source"] == "x = 42"
+    [(name, request)] = user.requests
+    assert request.name == "edit_cell" and request.proposal is not None
+    session = server.clients[name]
+    assert [part.name for message in session.messages for part in message.parts
+            if isinstance(part, ToolCallPart)] == ["read_notebook", "edit_cell"]
