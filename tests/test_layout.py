@@ -511,10 +511,13 @@ def contract_exceptions() -> frozenset[tuple[str, str]]:
 
 def test_no_import_only_dodges_a_cycle() -> None:
     named = contract_exceptions()
-    # Each named exception has its reason: the comment just above it in pyproject.toml.
+    # Each named exception has its reason: a comment just above it, or above the group of
+    # exceptions it is listed in, in pyproject.toml.
     text = (ROOT / "pyproject.toml").read_text(encoding="utf-8").splitlines()
     for importer, target in named:
         line = next(i for i, row in enumerate(text) if f'"{importer} -> {target}"' in row)
+        while text[line - 1].strip().startswith('"') and " -> " in text[line - 1]:
+            line -= 1
         assert text[line - 1].strip().startswith("#"), (importer, target)
     offences = imports_that_dodge_a_cycle(_neta_nb(), named)
     assert not offences, _report("Imports that hide a cycle", offences)
