@@ -22,6 +22,7 @@ from typing import Any
 from ..encodable import encodable
 from ..events import (
     ApprovalDecision,
+    ApprovalRequestEvent,
     ApproveCommand,
     Command,
     ContextUsage,
@@ -313,6 +314,11 @@ class AgentSession(TurnLoop, Branches):
         one is attached, calls needing approval wait for :meth:`approve`; otherwise
         :attr:`approval_policy` decides. Returns a function that detaches."""
         return self._approvals.attach()
+
+    def pending_approvals(self) -> list[ApprovalRequestEvent]:
+        """This session's approval requests still waiting for an answer, in the order
+        asked (a sub-agent's are its own session's: see :attr:`subagents`)."""
+        return self._approvals.pending()
 
     # --- commands from a UI -----------------------------------------------------------
     def handle_command(self, command: Command | dict[str, Any],
