@@ -75,7 +75,8 @@ def projection_state(chat: ChatView, shown: Any) -> dict[str, Any]:
 def view_state(chat: ChatView) -> dict[str, Any]:
     """What the views receive: the traits, and the snapshot a view asks for."""
     snapshot = chat._sync({})
-    for key in ("seq", "current", "context"):  # the token line: not shown read-only
+    # The token line and the thinking-level selector: the input bar's, not shown read-only.
+    for key in ("seq", "current", "context", "think_level"):
         snapshot.pop(key)  # type: ignore[misc]
     return {"messages": chat.messages, "has_older": chat.has_older, "todos": chat.todos,
             "running": chat.running, "approvals": chat.approvals,
