@@ -5,9 +5,12 @@ the history (messages by id, compaction markers), the response streaming now, wh
 turn runs, the plan, the token figures, the approvals waiting for an answer and, for each
 sub-agent run, the same projection of the child's own events (they arrive wrapped in
 ``subagent_event``), by path — so a child is described exactly like a parent. Built from
-a stored history instead (:meth:`~ConversationProjection.from_history`) or from a live
-session (:meth:`~ConversationProjection.of_session`), it holds the same; a test checks
-that the two agree.
+a stored history instead (:meth:`~ConversationProjection.from_history`: the plan from the
+history's ``todo`` results; a sub-agent run nobody followed with
+:meth:`~ConversationProjection.of_run`, its status and figures from the parent's record of
+it) or from a live session (:meth:`~ConversationProjection.of_session`, the approvals
+waiting from the sessions that asked), it holds the same; tests check that the two agree,
+and that a chat drawn from either is the same.
 
 The history events (``message_appended``, ``message_updated``) carry the session's own
 :class:`~neta_nb.messages.Message` objects, so a projection shares them and costs no copy;
@@ -479,7 +482,6 @@ class ConversationProjection:
         message_id = self._owner.get(call_id)
         if message_id is not None:
             sink.upsert(message_id, self.path)
-
 
 
 def _waiting_calls(session: AgentSession, path: list[str],

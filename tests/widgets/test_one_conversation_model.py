@@ -159,9 +159,9 @@ def test_the_running_trait_has_one_writer() -> None:
     for path in sorted(chat.glob("*.py")):
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
-            targets = (node.targets if isinstance(node, ast.Assign)
-                       else [node.target] if isinstance(node, ast.AugAssign | ast.AnnAssign)
-                       else [])
+            if not isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
+                continue
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             writers += [f"{path.name}:{node.lineno}" for target in targets
                         if isinstance(target, ast.Attribute) and target.attr == "running"]
     assert len(writers) == 1, writers

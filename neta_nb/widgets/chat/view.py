@@ -8,9 +8,9 @@ holds the traits and answers the requests; its collaborators own the rest: the l
 follower, the read-only mode of a stored session (:mod:`~neta_nb.widgets.chat.read_only`),
 the traits of the turn's state both write (:class:`~neta_nb.widgets.chat.live.TurnTraits`),
 the message actions (:mod:`~neta_nb.widgets.chat.message_actions`) and the widgets its
-header opens
-(:mod:`~neta_nb.widgets.chat.header_panels`). Live or stored, what it draws is one
-:class:`~neta_nb.runtime.projection.ConversationProjection`. What a user asks of it:
+header opens (:mod:`~neta_nb.widgets.chat.header_panels`). Live or stored, what it draws
+is one :class:`~neta_nb.runtime.projection.ConversationProjection`. What a user asks of
+it:
 
 * **Requests** (``{kind, id}`` with a reply) are the actions: ``command`` (the session's
   ``send``/``stop``/``set_thinking_level``/``approve``), ``older`` (the previous page of
