@@ -47,6 +47,7 @@ class Approvals:
         self._emit = emit
         self._approvers = 0
         self._pending: dict[str, asyncio.Future[str]] = {}
+        self._asked: dict[str, ApprovalRequestEvent] = {}  # what each pending call asked
         self._texts: dict[str, str] = {}  # what the user accepted instead of a proposal
         self._always_allowed: set[str] = set()
         # A sub-agent's approvals: the parent's UI answers them (the request travels in a
@@ -76,6 +77,23 @@ class Approvals:
                 future.set_result(_BY_POLICY)
         for child in list(self._children):
             child._release_pending()
+
+    def pending(self) -> list[ApprovalRequestEvent]:
+        """The requests still waiting for the user's answer, in the order asked (a view
+        shown mid-turn draws them from here)."""
+        return [request for call_id, request in self._asked.items()
+                if not self._pending[call_id].done()]
+
+    def _waiting(self, request: ApprovalRequestEvent) -> asyncio.Future[str]:
+        """The answer to ``request``, to come (the request is pending from now on)."""
+        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._pending[request.id] = future
+        self._asked[request.id] = request
+        return future
+
+    def _asked_done(self, call_id: str) -> None:
+        self._pending.pop(call_id, None)
+        self._asked.pop(call_id, None)
 
     def attach(self) -> Callable[[], None]:
         """Declare that a UI will answer approval requests; returns a function that
@@ -126,14 +144,14 @@ class Approvals:
         if not self.attached:
             allowed, _ = await self._by_policy(call, "")
             return EditDecision(allowed, None, "policy")
-        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        self._pending[call.id] = future
-        self._emit(ApprovalRequestEvent(id=call.id, name=call.name, args=call.args,
-                                        proposal=proposal))
+        request = ApprovalRequestEvent(id=call.id, name=call.name, args=call.args,
+                                       proposal=proposal)
+        future = self._waiting(request)
+        self._emit(request)
         try:
             decision = await future
         finally:
-            self._pending.pop(call.id, None)
+            self._asked_done(call.id)
             text = self._texts.pop(call.id, None)
         if decision == _BY_POLICY:
             allowed, _ = await self._by_policy(call, "")
@@ -150,15 +168,15 @@ class Approvals:
             return True, ""
         rejected = f"The user did not allow '{call.name}' to run."
         if self.attached:
-            future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-            self._pending[call.id] = future
+            request = ApprovalRequestEvent(id=call.id, name=call.name, args=call.args)
+            future = self._waiting(request)
             if on_waiting is not None:
                 on_waiting()
-            self._emit(ApprovalRequestEvent(id=call.id, name=call.name, args=call.args))
+            self._emit(request)
             try:
                 decision = await future
             finally:
-                self._pending.pop(call.id, None)
+                self._asked_done(call.id)
                 # A text answered with a call's approval is no edit's: a later edit under
                 # the same id (ids may repeat across responses) must not find it.
                 self._texts.pop(call.id, None)

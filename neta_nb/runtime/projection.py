@@ -5,9 +5,12 @@ the history (messages by id, compaction markers), the response streaming now, wh
 turn runs, the plan, the token figures, the approvals waiting for an answer and, for each
 sub-agent run, the same projection of the child's own events (they arrive wrapped in
 ``subagent_event``), by path — so a child is described exactly like a parent. Built from
-a stored history instead (:meth:`~ConversationProjection.from_history`) or from a live
-session (:meth:`~ConversationProjection.of_session`), it holds the same; a test checks
-that the two agree.
+a stored history instead (:meth:`~ConversationProjection.from_history`: the plan from the
+history's ``todo`` results; a sub-agent run nobody followed with
+:meth:`~ConversationProjection.of_run`, its status and figures from the parent's record of
+it) or from a live session (:meth:`~ConversationProjection.of_session`, the approvals
+waiting from the sessions that asked), it holds the same; tests check that the two agree,
+and that a chat drawn from either is the same.
 
 The history events (``message_appended``, ``message_updated``) carry the session's own
 :class:`~neta_nb.messages.Message` objects, so a projection shares them and costs no copy;
@@ -49,8 +52,9 @@ from ..events import (
     is_delta,
     unwrap,
 )
-from ..messages import Message, SubagentStatus, new_id
+from ..messages import Message, SubagentRun, SubagentStatus, new_id
 from ..store.records import CompactionRecord
+from ..todo import TodoStore, TodoSummary
 from .projection_sink import NullSink, ProjectionSink
 
 if TYPE_CHECKING:
@@ -151,6 +155,23 @@ class ConversationProjection:
         for message in messages:
             projection._add(message)
         projection.compactions = list(compactions)
+        plan = TodoStore.hydrate_from_history(projection.messages)
+        projection._show_plan([item.model_dump() for item in plan.read()], plan.summary())
+        return projection
+
+    @classmethod
+    def of_run(cls, run: SubagentRun, messages: Iterable[Message], *,
+               path: tuple[str, ...]) -> ConversationProjection:
+        """A sub-agent run this projection did not follow, at ``path``: its child
+        session's history (``messages``) with the status and figures of the parent's
+        record of the run (``run``, on the ``delegate`` call's execution)."""
+        projection = cls.from_history(messages, path=path, agent=run.agent, task=run.task)
+        projection.session_id = run.session_id
+        projection.status = run.status
+        projection.usage = TurnUsage(input_tokens=run.input_tokens,
+                                     output_tokens=run.output_tokens,
+                                     total_tokens=run.input_tokens + run.output_tokens,
+                                     api_calls=run.api_calls, cost_usd=run.cost_usd)
         return projection
 
     @classmethod
@@ -164,9 +185,8 @@ class ConversationProjection:
 
     def _take_state_of(self, session: AgentSession) -> None:
         self.running = session.running
-        self.todos = [item.model_dump() for item in session.todo.read()]
-        summary = session.todo.summary()
-        self.plan = (summary.completed, summary.total) if summary.total else None
+        self._show_plan([item.model_dump() for item in session.todo.read()],
+                        session.todo.summary())
         self.context = session.context
         partial = session.streaming_message if session.running else None
         if partial is not None and partial.parts:
@@ -188,21 +208,12 @@ class ConversationProjection:
                 self.children[call_id] = projection
                 self._link(projection, child.id)
         if session.running and not self._nested:
-            # Made while calls wait for the user: their cards say so.
-            self.approvals = self._waiting_calls([])
+            # Made while calls wait for the user: the sessions that asked say which.
+            self.approvals = _waiting_calls(session, [], None)
 
-    def _waiting_calls(self, path: list[str]) -> list[PendingApproval]:
-        agent = self.agent if path else None
-        waiting = [PendingApproval(e.id, e.name, dict(e.args), path, agent)
-                   for m in self.messages for e in m.metadata.tool_executions
-                   if e.status == "waiting"]
-        waiting += [PendingApproval(e.id, e.name, {}, path, agent)
-                    for m in self.messages for e in m.metadata.skill_executions
-                    if e.status == "waiting"]
-        for call_id, child in self.children.items():
-            if child.status == "running":
-                waiting += child._waiting_calls([*path, call_id])
-        return waiting
+    def _show_plan(self, todos: list[dict[str, Any]], summary: TodoSummary) -> None:
+        self.todos = todos
+        self.plan = (summary.completed, summary.total) if summary.total else None
 
     # --- reading ------------------------------------------------------------------------
     def message(self, message_id: str) -> Message | None:
@@ -356,9 +367,9 @@ class ConversationProjection:
                 self.approvals.append(PendingApproval(event.id, event.name, dict(event.args),
                                                       proposal=event.proposal))
         elif isinstance(event, TodoUpdateEvent):
-            self.todos = list(event.todos)
             summary = event.summary
-            self.plan = (int(summary.get("completed", 0)), int(summary.get("total", 0)))
+            self._show_plan(list(event.todos), TodoSummary(
+                completed=int(summary.get("completed", 0)), total=int(summary.get("total", 0))))
         elif isinstance(event, CompactionEvent):
             self.compactions.append(CompactionRecord(
                 after_message=len(self.messages), tokens_before=event.tokens_before,
@@ -472,3 +483,15 @@ class ConversationProjection:
         if message_id is not None:
             sink.upsert(message_id, self.path)
 
+
+def _waiting_calls(session: AgentSession, path: list[str],
+                   agent: str | None) -> list[PendingApproval]:
+    """The approvals ``session`` and its running sub-agents wait for, as their owners
+    (each session's ``Approvals``) hold them; ``path``: the runs ``session`` is nested in."""
+    waiting = [PendingApproval(request.id, request.name, dict(request.args), path, agent,
+                               proposal=request.proposal)
+               for request in session.pending_approvals()]
+    for call_id, child in session.subagents.items():
+        if child.running:
+            waiting += _waiting_calls(child, [*path, call_id], child.agent.name)
+    return waiting

@@ -190,7 +190,7 @@ async def test_an_approval_asked_in_the_background_waits_for_the_user_to_come_ba
     await task
     assert ran == ["guarded_op 1"]
     # Its turn over, nothing holds it: a closed view leaves later turns to the policy.
-    assert session.id not in chat._background
+    assert session.id not in chat._live.background
     sidebar.close()
     chat.close()
 

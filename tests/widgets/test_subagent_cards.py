@@ -29,6 +29,7 @@ from neta_nb.events import (
     ToolResultEvent,
 )
 from neta_nb.messages import Message, SubagentRun, TextPart, ToolCallPart, ToolExecution
+from neta_nb.runtime.projection import ConversationProjection
 from neta_nb.widgets import ChatView, SubagentCard
 from neta_nb.widgets.base import RequestError
 from neta_nb.widgets.chat.batcher import OpBatcher
@@ -490,9 +491,11 @@ async def test_a_huge_task_is_bounded_in_the_card_at_every_stage(sent: SentMessa
     chat = ChatView(session)
     await session.run("go")
     execution = session.messages[1].metadata.tool_executions[0]
-    parts = [chat._part_whole(execution), chat._stored_part(execution)]
+    stored = chat._live.subagents  # a card drawn from no followed run: as stored
+    parts = [chat._live.part_whole(execution), stored.part(ConversationProjection(), execution)]
     execution.subagent = None
-    parts.append(chat._stored_part(execution))  # from the call's arguments alone
+    # from the call's arguments alone:
+    parts.append(stored.part(ConversationProjection(), execution))
     for part in parts:
         assert part is not None and len(part["task"]) <= TASK_CHARS + 1
         assert part["task"].startswith("ttt")

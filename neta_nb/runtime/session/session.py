@@ -21,6 +21,7 @@ from typing import Any
 
 from ...events import (
     ApprovalDecision,
+    ApprovalRequestEvent,
     ApproveCommand,
     Command,
     CompactionEvent,
@@ -286,6 +287,11 @@ class AgentSession:
         one is attached, calls needing approval wait for :meth:`approve`; otherwise
         :attr:`approval_policy` decides. Returns a function that detaches."""
         return self.state.approvals.attach()
+
+    def pending_approvals(self) -> list[ApprovalRequestEvent]:
+        """This session's approval requests still waiting for an answer, in the order
+        asked (a sub-agent's are its own session's: see :attr:`subagents`)."""
+        return self.state.approvals.pending()
 
     # --- commands from a UI -----------------------------------------------------------
     def handle_command(self, command: Command | dict[str, Any],

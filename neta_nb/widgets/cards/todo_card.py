@@ -1,10 +1,12 @@
 """``TodoCard``: the agent's plan as a card (seed 002 §6).
 
 ``TodoCard(session)`` follows a session's plan live — every successful write shows at
-once — and its turns: once a turn ends, a step still in progress stops spinning
-(``paused``). ``TodoCard(store)`` follows a bare :class:`~neta_nb.todo.TodoStore` (nothing
-works on it, so nothing pauses unless :attr:`TodoCard.working` is set);
-``TodoCard(todos=[...])`` shows a fixed list.
+once — and its turns, as the session's
+:class:`~neta_nb.runtime.projection.ConversationProjection` (the chat's model of the
+conversation, followed here for its state alone) says: once a turn ends, a step still in
+progress stops spinning (``paused``). ``TodoCard(store)`` follows a bare
+:class:`~neta_nb.todo.TodoStore` (nothing works on it, so nothing pauses unless
+:attr:`TodoCard.working` is set); ``TodoCard(todos=[...])`` shows a fixed list.
 """
 
 from __future__ import annotations
@@ -15,14 +17,16 @@ from typing import Any
 
 import traitlets
 
-from ...events import DoneEvent, Event, TodoUpdateEvent, TurnStartEvent
+from ...events import Event, TodoUpdateEvent
 from ...labels import t
+from ...runtime.projection import ConversationProjection, NullSink
 from ...runtime.session import AgentSession
 from ...todo import TodoItem, TodoStore, TodoSummary
 from ..base import NetaWidget, html_card
 
 __all__ = ["TodoCard", "plan_html", "plan_text"]
 
+_DROPPED = NullSink()  # the card draws no conversation: the projection's changes go nowhere
 _TEXT_MARK = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]", "cancelled": "[-]"}
 _HTML_MARK = {"pending": "○", "in_progress": "◐", "completed": "✓", "cancelled": "✕"}
 
@@ -51,12 +55,14 @@ class TodoCard(NetaWidget):
         self._unsubscribe_session: Callable[[], None] | None = None
         self._store: TodoStore | None = None
         self._working: bool | None = None
+        self._turns: ConversationProjection | None = None
+        """The session's conversation, followed for whether a turn runs."""
         if store is not None and todos is not None:
             raise TypeError("pass either a TodoStore (or a session) or todos=[...], not both")
         session = store if isinstance(store, AgentSession) else None
         plan = session.todo if session is not None else store
         if session is not None:
-            self._working = session.running
+            self._turns = ConversationProjection.of_session(session)
         # The first state goes with the widget's opening, not as updates right after it.
         if isinstance(plan, TodoStore):
             kwargs.update(self._state_of(plan))
@@ -71,12 +77,15 @@ class TodoCard(NetaWidget):
     @property
     def working(self) -> bool | None:
         """Whether something works on the plan now: the session's turn runs (``None``:
-        no session drives this card). When it is ``False``, a step in progress shows as
-        paused, not spinning."""
-        return self._working
+        no session drives this card and none was set). When it is ``False``, a step in
+        progress shows as paused, not spinning."""
+        return self._turns.running if self._turns is not None else self._working
 
     @working.setter
     def working(self, value: bool | None) -> None:
+        if self._turns is not None:
+            raise AttributeError("this card follows a session: its turns say whether "
+                                 "something works on the plan")
         self._working = value
         if self._store is not None:
             self._on_store_write(self._store)
@@ -98,11 +107,12 @@ class TodoCard(NetaWidget):
         self._unsubscribe_store = self._unsubscribe_session = None
 
     def _on_session_event(self, event: Event) -> None:
-        # Only the turn's two ends: kinds told by type (every streamed delta comes here).
-        if type(event) is TurnStartEvent:
-            self.working = True
-        elif type(event) is DoneEvent:
-            self.working = False
+        turns = self._turns
+        assert turns is not None  # subscribed only with a session
+        working = turns.running
+        turns.apply(event, _DROPPED)
+        if turns.running != working and self._store is not None:
+            self._on_store_write(self._store)  # a turn started or ended
 
     def _on_store_write(self, store: TodoStore) -> None:
         with self.hold_sync():
@@ -114,7 +124,7 @@ class TodoCard(NetaWidget):
         # Only a step in progress shows it, so a plan without one never sends a change of
         # ``paused`` (two messages a turn otherwise).
         return {"todos": todos,
-                "paused": self._working is False
+                "paused": self.working is False
                 and any(item["status"] == "in_progress" for item in todos)}
 
     def apply(self, event: TodoUpdateEvent) -> None:

@@ -28,7 +28,7 @@ ItemSource = Callable[[str], ChatItem | None]
 
 NestedItemSource = Callable[[tuple[str, ...], str], ChatItem | None]
 """Renders the item with this id of the sub-agent transcript at ``path`` (the ids of the
-``delegate`` calls from the top, see ``neta_nb.widgets.chat.subagent_transcript``)."""
+``delegate`` calls from the top, see ``neta_nb.widgets.chat.subagent_parts``)."""
 
 
 class OpBatcher(FrameThrottle):

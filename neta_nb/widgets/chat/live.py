@@ -15,16 +15,23 @@ How state travels (DESIGN §5):
 
 The follower reads no history of the session: what it draws is the projection's, built
 from the session once at :meth:`LiveFollower.bind` and followed with its events from then
-on. It owns what following takes (the session, its projection, the subscriptions, the
-sessions kept running in the background) and is given what it writes to: the view's
-public traits (:class:`ChatTraits`), its batcher and notebook page, and hooks for the
-view's own state (the batch number its traits reflect, its static form).
+on — the sub-agent cards too, through :class:`~neta_nb.widgets.chat.subagent_parts.SubagentRuns`.
+It owns what following takes (the session, its projection, the subscriptions, the
+sessions kept running in the background, the turns started from the input box) and is
+given what it writes to: the view's public traits (:class:`ChatTraits`), of which the
+turn's state goes through the view's :class:`TurnTraits` (shared with the read-only mode,
+the one writer of ``running``, ``todos`` and ``approvals``), its batcher and notebook page,
+its :class:`QuietWindow`, and hooks for the view's own state (the batch number its traits
+reflect, its static form).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
 from types import MappingProxyType
 from typing import Any, Literal, Protocol, cast
@@ -60,13 +67,15 @@ from .render import (
     render_marker,
     render_message,
     render_window,
-    stored_run_part,
 )
-from .subagent_parts import StoredSubagents, followed_run, run_item, run_part
+from .subagent_parts import SubagentRuns, run_item
 from .view_presence import ViewPresence
 from .wire import AgentChoice, ChatItem, SubagentPart
 
-__all__ = ["ChatTraits", "LiveFollower", "approval_item", "live_session", "note"]
+__all__ = ["ChatTraits", "LiveFollower", "QuietWindow", "TurnTraits", "approval_item",
+           "live_session", "note"]
+
+log = logging.getLogger(__name__)
 
 # Sessions bound to a chat view in this kernel, by id. The sidebar reopens these objects
 # instead of resuming them from the store: resuming a session whose turn is running here
@@ -110,6 +119,7 @@ class ChatTraits(Protocol):
 
     lang: str
     session_id: str
+    rewinds: int
     agent: dict[str, Any]
     agents: list[dict[str, Any]]
     messages: list[dict[str, Any]]
@@ -134,6 +144,68 @@ class ChatTraits(Protocol):
         ...
 
 
+class TurnTraits:
+    """The chat view's traits that say where the shown conversation's turn is — whether
+    one runs (``running``), the plan (``todos``), the approvals waiting (``approvals``) —
+    written here only, from the projection shown (live or stored): one writer each."""
+
+    def __init__(self, chat: ChatTraits, batcher: OpBatcher) -> None:
+        self._chat = chat
+        self._batcher = batcher
+        self._approvals: list[PendingApproval] = []  # what the trait holds
+
+    def show(self, projection: ConversationProjection) -> None:
+        """All three, as ``projection`` has them (a conversation shown anew)."""
+        chat = self._chat
+        with chat.hold_sync():
+            self.running(projection)
+            self.plan(projection)
+            # Set whatever the trait held: the conversation shown before may have had some.
+            self._approvals = list(projection.approvals)
+            chat.approvals = [approval_item(a) for a in projection.approvals]
+
+    def running(self, projection: ConversationProjection) -> None:
+        """Whether a turn runs (a turn's start and end)."""
+        self._chat.running = projection.running
+
+    def plan(self, projection: ConversationProjection) -> None:
+        self._chat.todos = list(projection.todos)
+
+    def approvals(self, projection: ConversationProjection, *, flush: bool = False) -> None:
+        """The waiting approvals, when they changed; ``flush``: the card that asks goes
+        first."""
+        pending = projection.approvals
+        if pending == self._approvals:
+            return
+        self._approvals = list(pending)
+        if flush:
+            self._batcher.flush()
+        self._chat.approvals = [approval_item(a) for a in pending]
+
+
+class QuietWindow:
+    """The drawn window set in the traits without sending it while a view is open: the
+    views set ``messages`` themselves from the window's ids (see
+    :meth:`LiveFollower._publish_window`). The chat view asks :meth:`holds` of each
+    property it would send."""
+
+    def __init__(self, presence: ViewPresence) -> None:
+        self._presence = presence
+        self._quiet = False
+
+    @contextlib.contextmanager
+    def setting(self) -> Iterator[None]:
+        """Set ``messages`` and ``has_older`` inside: sent only with no view open."""
+        self._quiet = self._presence.views > 0
+        try:
+            yield
+        finally:
+            self._quiet = False
+
+    def holds(self, key: str) -> bool:
+        return self._quiet and key in ("messages", "has_older")
+
+
 def warning_text(event: WarningEvent, lang: str) -> str:
     """A warning in the view's language when its code is a label, else its message."""
     if event.code is not None and event.code in LABELS["en"]:
@@ -144,35 +216,37 @@ def warning_text(event: WarningEvent, lang: str) -> str:
 class LiveFollower:
     """The chat view's follower of the live session it shows (see the module's docstring).
 
-    ``chat``: the traits it writes; ``batcher``: where the projection's changes go;
-    ``page``: the view's notebook page, handed to the session shown. The hooks are the
-    view's: ``rebind(session)`` shows a rewound session again, ``show_window(items,
-    has_older)`` sets the drawn window, ``shown_through(seq)`` records the last batch the
-    traits reflect, ``turn_ended()`` draws the static form as the turn ended.
+    ``chat``: the traits it writes (the turn's state through ``turn``); ``batcher``:
+    where the projection's changes go; ``page``: the view's notebook page, handed to the
+    session shown; ``quiet``: how the drawn window is set. The hooks are the view's:
+    ``rebind(session)`` shows a session again (a rewound one), ``shown_through(seq)``
+    records the last batch the traits reflect, ``turn_ended()`` draws the static form as
+    the turn ended.
     """
 
     def __init__(self, chat: ChatTraits, batcher: OpBatcher, page: PageBridge, *,
-                 window: int, agents: Sequence[Agent],
+                 turn: TurnTraits, quiet: QuietWindow, window: int, agents: Sequence[Agent],
                  rebind: Callable[[AgentSession], None],
-                 show_window: Callable[[list[ChatItem], bool], None],
                  shown_through: Callable[[int], None],
                  turn_ended: Callable[[], None]) -> None:
         self._chat = chat
         self._batcher = batcher
         self.page = page
         """The notebook tools' way to the notebook, through the view's page."""
+        self._turn = turn
+        self._quiet = quiet
         self._window = window
         self.other_agents = list(agents)
         """The agents the selector offers besides the session's."""
         self._rebind = rebind
-        self._show_window = show_window
         self._shown_through = shown_through
         self._turn_ended = turn_ended
         self.projection = ConversationProjection()
         """What the bound session's events made of it (empty while none is bound)."""
-        self._approvals_shown: list[PendingApproval] = []  # what the trait holds
-        self.subagents = StoredSubagents(None)
-        """The stored transcripts of the bound session's sub-agents."""
+        self.subagents = SubagentRuns()
+        """The runs of the bound session's sub-agent cards (see ``subagent_parts``)."""
+        self._tasks: set[asyncio.Task[Any]] = set()
+        """The turns started from the input box (see :meth:`track`)."""
         self._session: AgentSession | None = None
         self._previous: AgentSession | None = None
         self._unfollow: list[Callable[[], None]] = []
@@ -208,7 +282,7 @@ class LiveFollower:
         # (an answer streamed before a switch away and back is drawn from its preview).
         projection = self.projection = ConversationProjection.of_session(session)
         batcher.forget_items()
-        self.subagents = StoredSubagents(session.store, live=partial(subagent_history, session))
+        self.subagents = SubagentRuns(session.store, live=partial(subagent_history, session))
         items, has_older = render_window(projection.messages, projection.compactions,
                                          limit=self._window, subagents=self.part_whole)
         last = projection.last_assistant
@@ -221,16 +295,12 @@ class LiveFollower:
             chat.agents = cast("list[dict[str, Any]]", self._agent_choices(session))
             chat.messages = cast("list[dict[str, Any]]", items)
             chat.has_older = has_older
-            chat.todos = list(projection.todos)
             chat.current = TurnUsage().model_dump()
             chat.context = session.context.model_dump()
-            chat.running = projection.running
+            self._turn.show(projection)
             chat.levels = list(get_model_thinking_capability(
                 session.provider.supplier, session.provider.model).levels)
             chat.think_level = session.think_level
-            # Set whatever the trait held: the session shown before may have had some.
-            self._approvals_shown = list(projection.approvals)
-            chat.approvals = [approval_item(a) for a in projection.approvals]
             chat.notice = ""
             chat.read_only = {}
             failure = session.store_failure
@@ -243,7 +313,7 @@ class LiveFollower:
         self._unfollow = [
             session.subscribe(self._on_event),
             # A rewind (retry, edit) changes the history behind the events: drawn again.
-            session.on_rewind(lambda: self._rebind(session)),
+            session.on_rewind(partial(self._rewound, session)),
             # A level chosen from code shows at once (one from the selector is shown).
             session.on_thinking_level(self._level_chosen),
         ]
@@ -275,10 +345,13 @@ class LiveFollower:
                 others[-1] if others else None)
         self._batcher.cancel()
         self.projection = ConversationProjection()
-        self._approvals_shown = []
         if session is not None:
             self._previous = session
         self._session = None
+
+    def _rewound(self, session: AgentSession) -> None:
+        self._rebind(session)
+        self._chat.rewinds += 1  # the views draw everything again
 
     def _level_chosen(self, level: str) -> None:
         self._chat.think_level = level
@@ -308,6 +381,21 @@ class LiveFollower:
         for release in list(self._background.values()):
             release()
 
+    def track(self, task: asyncio.Task[Any]) -> None:
+        """Keep a turn started from the input box until it ends; what it raises is shown
+        as the notice (the session reports provider failures as events: anything else
+        would vanish with the task)."""
+        self._tasks.add(task)
+
+        def finished(done: asyncio.Task[Any]) -> None:
+            self._tasks.discard(done)
+            if not done.cancelled() and done.exception() is not None:
+                log.error("chat turn failed", exc_info=done.exception())
+                self._chat.show_notice(note(f"{type(done.exception()).__name__}: "
+                                            f"{done.exception()}"))
+
+        task.add_done_callback(finished)
+
     def _agent_choices(self, session: AgentSession) -> list[AgentChoice]:
         choices: list[AgentChoice] = [{"name": session.agent.name,
                                        "model": session.provider.model_id}]
@@ -334,7 +422,7 @@ class LiveFollower:
         if kind is TurnStartEvent:
             self._begin_turn()
         elif kind is TodoUpdateEvent:
-            chat.todos = list(projection.todos)
+            self._turn.plan(projection)
         elif kind is TokenUpdateEvent:
             assert isinstance(event, TokenUpdateEvent)
             with chat.hold_sync():
@@ -358,13 +446,7 @@ class LiveFollower:
     def show_approvals(self, *, flush: bool = False) -> None:
         """The trait follows the projection's waiting approvals when they changed;
         ``flush``: the card that asks goes first."""
-        pending = self.projection.approvals
-        if pending == self._approvals_shown:
-            return
-        self._approvals_shown = list(pending)
-        if flush:
-            self._batcher.flush()
-        self._chat.approvals = [approval_item(a) for a in pending]
+        self._turn.approvals(self.projection, flush=flush)
 
     def _on_warning(self, event: WarningEvent) -> None:
         chat = self._chat
@@ -387,7 +469,7 @@ class LiveFollower:
         last = self.projection.last_assistant
         self._batcher.forget_items(keep=last.id if last is not None else None)
         with chat.hold_sync():
-            chat.running = True
+            self._turn.running(self.projection)
             chat.notice = ""
             chat.current = TurnUsage().model_dump()
 
@@ -407,9 +489,11 @@ class LiveFollower:
         self._batcher.flush()
         session = self._session
         with chat.hold_sync():
-            self._show_window(items, has_older)
+            with self._quiet.setting():
+                chat.messages = cast("list[dict[str, Any]]", items)
+                chat.has_older = has_older
             if turn_ended:
-                chat.running = False
+                self._turn.running(projection)
                 self.show_approvals()
                 if session is not None:
                     chat.think_level = session.think_level
@@ -438,21 +522,13 @@ class LiveFollower:
     def nested_item(self, path: tuple[str, ...], item_id: str) -> ChatItem | None:
         """The drawn item ``item_id`` of the sub-agent run at ``path``."""
         run = self.projection.find(path)
-        return run_item(run, item_id) if run is not None else None
+        return run_item(run, item_id, self.subagents) if run is not None else None
 
     def _part_streamed(self, execution: ToolExecution) -> SubagentPart | None:
-        """A sub-agent card in a streamed update: its transcript streams on its own."""
-        run = followed_run(self.projection, execution)
-        return run_part(run, whole=False) if run is not None else self.stored_part(execution)
+        """A sub-agent card in a streamed update: a followed run's transcript streams on
+        its own."""
+        return self.subagents.part(self.projection, execution, whole=False)
 
     def part_whole(self, execution: ToolExecution) -> SubagentPart | None:
         """A sub-agent card with its transcript (traits, snapshots, older pages)."""
-        run = followed_run(self.projection, execution)
-        return run_part(run, whole=True) if run is not None else self.stored_part(execution)
-
-    def stored_part(self, execution: ToolExecution) -> SubagentPart | None:
-        """A sub-agent card drawn from what is stored of it (or from the call alone)."""
-        if execution.subagent is not None:
-            return self.subagents.part(execution)
-        return stored_run_part(execution)
-
+        return self.subagents.part(self.projection, execution)

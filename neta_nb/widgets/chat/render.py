@@ -69,7 +69,7 @@ def renderable(message: Message) -> bool:
 SubagentSource = Callable[[ToolExecution], "SubagentPart | None"]
 """The sub-agent part of a ``delegate`` call's card (``None``: draw a plain tool card):
 the live transcript the chat view follows, or the child session from the store (see
-``neta_nb.widgets.chat.subagent_transcript``)."""
+``neta_nb.widgets.chat.subagent_parts``)."""
 
 
 DELEGATE_TOOL = "delegate"

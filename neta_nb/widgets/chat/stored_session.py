@@ -20,7 +20,6 @@ from typing import Any
 
 from ...messages import Message
 from ...store.session_store import CompactionRecord, SessionRecord, SessionStore
-from ...todo import TodoStore
 
 __all__ = ["StoredSession", "StoredSessionFollower"]
 
@@ -77,10 +76,6 @@ class StoredSession:
         """``{name, model}`` of the session's agent, as stored."""
         data: dict[str, Any] = self.record.agent
         return {"name": str(data.get("name", "")), "model": str(data.get("model") or "")}
-
-    def todos(self) -> list[dict[str, Any]]:
-        """The plan as the stored history leaves it."""
-        return [item.model_dump() for item in TodoStore.hydrate_from_history(self.messages).read()]
 
     @property
     def _stored_count(self) -> int:

@@ -1,6 +1,7 @@
 """A sub-agent's run as the parent's chat view draws it inside its ``delegate`` card:
-from the run's :class:`~neta_nb.runtime.projection.ConversationProjection` while the view
-follows it, or from the child session the store holds once it is over.
+always from a :class:`~neta_nb.runtime.projection.ConversationProjection` of the run —
+the one the view's projection followed, or one made from the child session once the run
+is not followed (:meth:`~neta_nb.runtime.projection.ConversationProjection.of_run`).
 
 The parent's stream carries the child's events unchanged, wrapped in ``subagent_event``
 (DESIGN §8), and the parent's projection follows each run with a projection of its own:
@@ -11,10 +12,10 @@ resume alike. Its deltas go to the batcher with the run's ``path`` (the ids of t
 ``delegate`` calls from the top), so the child streams through the parent's batches, and a
 view resynced from a snapshot gets the child's state inside the card.
 
-:class:`StoredSubagents` draws a child this view did not follow from its stored session
-(the ``subagent`` record on the parent's ``delegate`` execution names it), for a resumed
-session, a page reload after the turn or a second view — or from the child session itself
-while the parent still holds it (a view bound after the child started).
+:class:`SubagentRuns` finds the run of a card: followed, else from its stored session (the
+``subagent`` record on the parent's ``delegate`` execution names it) — a resumed session,
+a page reload after the turn, a second view, a session shown read-only — or from the child
+session itself while the parent still holds it (a view bound after the child started).
 """
 
 from __future__ import annotations
@@ -24,12 +25,11 @@ from collections.abc import Callable, Sequence
 from ...messages import Message, ToolExecution
 from ...runtime.projection import ConversationProjection
 from ...store.session_store import SessionStore
-from ...todo import TodoStore
 from ..state_bounds import SUBAGENT_BYTES, SUBAGENT_ITEMS, fit_window, task_preview
-from .render import keep_streamed, render_message, renderable
+from .render import keep_streamed, render_message, stored_run_part
 from .wire import ChatItem, SubagentPart, SubagentPlan
 
-__all__ = ["StoredSubagents", "followed_run", "run_item", "run_part"]
+__all__ = ["SubagentRuns", "followed_run", "run_item", "run_part"]
 
 MAX_STORED_DEPTH = 4
 """Nested children drawn from the store (the runtime's own limit is 2 by default)."""
@@ -42,15 +42,19 @@ def followed_run(projection: ConversationProjection,
     return projection.run_for(execution.id, run.session_id if run is not None else None)
 
 
-def run_part(run: ConversationProjection, *, whole: bool) -> SubagentPart:
+def run_part(run: ConversationProjection, *, whole: bool,
+             runs: SubagentRuns | None = None) -> SubagentPart:
     """The card's sub-agent part; ``whole``: with the run's transcript (a snapshot, the
-    traits), else without it (the transcript streams as nested operations)."""
+    traits), else without it (the transcript streams as nested operations). ``runs``
+    finds the runs of its own ``delegate`` cards (by default: the ones it followed, else
+    their records)."""
     messages: list[ChatItem] | None = None
     has_older = False
     if whole:
+        found = runs if runs is not None else SubagentRuns()
+
         def nested(execution: ToolExecution) -> SubagentPart | None:
-            child = followed_run(run, execution)
-            return run_part(child, whole=True) if child is not None else None
+            return found.part(run, execution)
         items = [render_message(m, i, nested) for i, m in enumerate(run.messages)
                  if run.shown(m)]
         messages, has_older = bound_transcript(items)
@@ -66,17 +70,18 @@ def run_part(run: ConversationProjection, *, whole: bool) -> SubagentPart:
             else None}
 
 
-def run_item(run: ConversationProjection, message_id: str) -> ChatItem | None:
-    """A message of the run as a streamed update draws it (its own sub-agent cards
-    without their transcripts: those stream on their own)."""
+def run_item(run: ConversationProjection, message_id: str,
+             runs: SubagentRuns | None = None) -> ChatItem | None:
+    """A message of the run as a streamed update draws it (its own followed sub-agent
+    cards without their transcripts: those stream on their own)."""
     index = run.index_of(message_id)
     if index is None:
         return None
     message = run.messages[index]
+    found = runs if runs is not None else SubagentRuns()
 
     def streamed(execution: ToolExecution) -> SubagentPart | None:
-        child = followed_run(run, execution)
-        return run_part(child, whole=False) if child is not None else None
+        return found.part(run, execution, whole=False)
 
     return keep_streamed(render_message(message, index, streamed), message,
                          run.streamed.get(message_id))
@@ -91,12 +96,13 @@ def bound_transcript(items: list[ChatItem]) -> tuple[list[ChatItem], bool]:
     return fitted, cut or len(kept) < len(items)
 
 
-class StoredSubagents:
-    """Sub-agent cards drawn from the child sessions a store holds: the ``subagent``
-    record of a ``delegate`` execution names the child session, whose messages are read
-    once and kept while the child is over (a running one is read again)."""
+class SubagentRuns:
+    """The runs of the ``delegate`` cards a chat draws (see the module's docstring). A
+    child session's messages are read once and kept while the child is over (a running
+    one is read again); with no store and no ``live``, a run not followed is its record
+    alone."""
 
-    def __init__(self, store: SessionStore | None,
+    def __init__(self, store: SessionStore | None = None,
                  live: Callable[[str], list[Message] | None] | None = None) -> None:
         self._store = store
         self._live = live
@@ -123,32 +129,46 @@ class StoredSubagents:
             self._cache[session_id] = messages
         return messages
 
-    def part(self, execution: ToolExecution, depth: int = 0) -> SubagentPart | None:
-        run = execution.subagent
-        if run is None:
-            return None
-        messages = (self.messages(run.session_id, final=run.status != "running")
-                    if depth < MAX_STORED_DEPTH else [])
-        def nested(inner: ToolExecution) -> SubagentPart | None:
-            return self.part(inner, depth + 1)
-        items = [render_message(m, i, nested) for i, m in enumerate(messages)
-                 if renderable(m) and m.role == "assistant"]
-        bounded, has_older = bound_transcript(items)
-        todo = TodoStore()
-        todo.hydrate_from_history(messages)
-        summary = todo.summary()
-        plan: SubagentPlan | None = ({"done": summary.completed, "total": summary.total}
-                                     if summary.total else None)
-        return {"agent": run.agent, "task": task_preview(run.task), "status": run.status,
-                "activity": None, "plan": plan,
-                "tokens": {"input_tokens": run.input_tokens,
-                           "output_tokens": run.output_tokens, "api_calls": run.api_calls},
-                "messages": bounded, "has_older": has_older, "live": None}
+    def run(self, parent: ConversationProjection,
+            execution: ToolExecution) -> ConversationProjection | None:
+        """The run of the ``delegate`` call ``execution`` of ``parent``: the one ``parent``
+        followed, else the one its record names (``None``: no run recorded)."""
+        followed = followed_run(parent, execution)
+        return followed if followed is not None else self._recorded(parent, execution)
 
-    def find_messages(self, root: Sequence[Message], path: Sequence[str]) -> list[Message]:
-        """The stored child's messages at ``path`` (ids of ``delegate`` calls from the
-        top), or ``LookupError``."""
-        messages: Sequence[Message] = root
+    def _recorded(self, parent: ConversationProjection,
+                  execution: ToolExecution) -> ConversationProjection | None:
+        record = execution.subagent
+        if record is None:
+            return None
+        messages = (self.messages(record.session_id, final=record.status != "running")
+                    if len(parent.path) < MAX_STORED_DEPTH else [])
+        return ConversationProjection.of_run(record, messages,
+                                             path=(*parent.path, execution.id))
+
+    def part(self, parent: ConversationProjection, execution: ToolExecution, *,
+             whole: bool = True) -> SubagentPart | None:
+        """The sub-agent part of ``execution``'s card in ``parent`` (``None``: a plain
+        tool card). ``whole``: with the transcript of a run ``parent`` follows (one not
+        followed is drawn whole: it does not stream); a call whose run has not started
+        is drawn from its arguments (one node from its first frame)."""
+        followed = followed_run(parent, execution)
+        if followed is not None:
+            return run_part(followed, whole=whole, runs=self)
+        recorded = self._recorded(parent, execution)
+        if recorded is None:
+            return stored_run_part(execution)
+        return run_part(recorded, whole=True, runs=self)
+
+    def transcript(self, root: ConversationProjection, path: Sequence[str],
+                   message_id: str) -> list[Message]:
+        """The messages of the run at ``path`` (ids of ``delegate`` calls from ``root``)
+        that holds ``message_id``: a run followed (call ids repeat across turns: an
+        earlier run of the same ids too), else the stored child; or ``LookupError``."""
+        followed = root.run_with(path, message_id)
+        if followed is not None:
+            return followed.messages
+        messages: Sequence[Message] = root.messages
         for run_id in path:
             execution = next((e for m in reversed(messages)
                               for e in m.metadata.tool_executions if e.id == run_id), None)
@@ -157,4 +177,3 @@ class StoredSubagents:
             messages = self.messages(execution.subagent.session_id,
                                      final=execution.subagent.status != "running")
         return list(messages)
-

@@ -5,9 +5,12 @@ The view follows an :class:`~neta_nb.runtime.session.AgentSession` through its e
 the session knows nothing of widgets, so a session started from a cell with
 ``session.start(...)`` shows here the same way as one sent from the input box. The view
 holds the traits and answers the requests; its collaborators own the rest: the live
-follower, the read-only mode of a stored session (:mod:`~neta_nb.widgets.chat.read_only`)
-and the widgets its header opens (:mod:`~neta_nb.widgets.chat.header_panels`). What a
-user asks of it:
+follower, the read-only mode of a stored session (:mod:`~neta_nb.widgets.chat.read_only`),
+the traits of the turn's state both write (:class:`~neta_nb.widgets.chat.live.TurnTraits`),
+the message actions (:mod:`~neta_nb.widgets.chat.message_actions`) and the widgets its
+header opens (:mod:`~neta_nb.widgets.chat.header_panels`). Live or stored, what it draws
+is one :class:`~neta_nb.runtime.projection.ConversationProjection`. What a user asks of
+it:
 
 * **Requests** (``{kind, id}`` with a reply) are the actions: ``command`` (the session's
   ``send``/``stop``/``set_thinking_level``/``approve``), ``older`` (the previous page of
@@ -21,29 +24,27 @@ user asks of it:
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
-import logging
 import uuid
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, cast
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 import traitlets
 
 from ...labels import t
-from ...messages import Message, ToolExecution
+from ...messages import ToolExecution
 from ...runtime.attachments import DEFAULT_ATTACHMENT_LIMITS, Attachment, guess_media_type
+from ...runtime.projection import ConversationProjection
 from ...runtime.session import Agent, AgentSession
 from ...store.process_owner import SessionBusyError
 from ...store.records import SessionRecord
-from ...store.session_store import CompactionRecord
 from ..base import BUFFERS_KEY, NetaWidget, RequestError, handles
 from ..streaming import FLUSH_INTERVAL
 from ..wire import ContextUsageDict, TodoItemDict, TurnUsageDict
 from .batcher import OpBatcher
 from .header_panels import HeaderPanels, OpenPanelReply, OpenPanelRequest, SidePanelModel
-from .live import LiveFollower, live_session, note
+from .live import LiveFollower, QuietWindow, TurnTraits, live_session
 from .mention_requests import (
     MentionCandidatesReply,
     MentionCandidatesRequest,
@@ -52,13 +53,14 @@ from .mention_requests import (
     candidates_for,
     preview_for,
 )
+from .message_actions import message_action
 from .notebook_page import PageBridge
 from .read_only import READ_ONLY_REFRESH_INTERVAL, ReadOnlyMode, ResumeStored
 from .render import WINDOW, full_text, render_window
 from .session_names import SessionNames, read_names, static_heading
 from .session_sidebar import SessionSidebar
 from .static import static_html, static_summary, static_text
-from .subagent_parts import StoredSubagents
+from .subagent_parts import SubagentRuns
 from .view_presence import ViewPresence
 from .wire import (
     Approval,
@@ -86,7 +88,14 @@ if TYPE_CHECKING:
 
 __all__ = ["READ_ONLY_REFRESH_INTERVAL", "ChatView", "live_session"]
 
-log = logging.getLogger(__name__)
+
+class Shown(Protocol):
+    """What the view shows: the live follower's conversation or the read-only one's."""
+
+    projection: ConversationProjection
+    subagents: SubagentRuns
+
+    def part_whole(self, execution: ToolExecution) -> SubagentPart | None: ...
 
 
 class ChatView(NetaWidget):
@@ -141,32 +150,33 @@ class ChatView(NetaWidget):
              "turn started) builds from them instead of asking for a snapshot "
              "(js/src/received-batches.ts).").tag(sync=True)
 
-    @traitlets.default("_key")
-    def _default_key(self) -> str:
-        return uuid.uuid4().hex
-
     def __init__(self, session: AgentSession | None = None, *,
                  agents: Sequence[Agent] = (), window: int = WINDOW,
                  flush_interval: float = FLUSH_INTERVAL, **kwargs: Any) -> None:
         # Beside a sidebar in an HBox the view takes the remaining width, and a long line
         # never makes it grow past that.
         kwargs.setdefault("layout", {"flex": "1 1 auto", "min_width": "0"})
-        self._quiet_window = False
+        kwargs.setdefault("_key", uuid.uuid4().hex)
+        self._quiet: QuietWindow | None = None  # traits set before it is made are sent
         super().__init__(**kwargs)
         self._window = window
-        self._batcher = OpBatcher(self.send, self._item, nested_source=self._nested_item,
+        self._batcher = OpBatcher(self.send, self._item,
+                                  nested_source=lambda path, item_id:
+                                  self._live.nested_item(path, item_id),
                                   interval=flush_interval)
         self._presence = ViewPresence(lambda: self._kernel_loop)
+        self._quiet = QuietWindow(self._presence)
         self._page = PageBridge(self.send)  # the notebook tools' way to the notebook
-        self._live = LiveFollower(self, self._batcher, self._page, window=window,
-                                  agents=agents, rebind=self._rewound,
-                                  show_window=self._show_window,
-                                  shown_through=self._shown_through,
+        turn = TurnTraits(self, self._batcher)
+        self._live = LiveFollower(self, self._batcher, self._page, turn=turn,
+                                  quiet=self._quiet, window=window, agents=agents,
+                                  rebind=self.bind, shown_through=self._shown_through,
                                   turn_ended=self._static_form.refresh_now)
         # A session of another kernel shown read-only (see show_stored).
-        self._read_only: ReadOnlyMode | None = None
+        self._read_only = ReadOnlyMode(self, self._batcher, turn, window=window,
+                                       shown_through=self._shown_through,
+                                       shown=self._static_form.refresh)
         self._panels = HeaderPanels(self)
-        self._tasks: set[asyncio.Task[Any]] = set()
         self._names: SessionNames | None = None
         """The shown session's names as the store had them (read once, see session_names)."""
         if session is not None:
@@ -190,7 +200,7 @@ class ChatView(NetaWidget):
         """Show ``session`` (replacing the one shown) and follow its events. One shown
         mid-turn before goes on running in the background (see :meth:`unbind`)."""
         self.unbind()
-        self._leave_stored()
+        self._read_only.leave()
         self._live.bind(session, self._presence)
         self._static_form.refresh()
 
@@ -206,32 +216,13 @@ class ChatView(NetaWidget):
         approval goes to their approval policy (this view is closing)."""
         self._live.release_background()
 
-    @property
-    def _background(self) -> Mapping[str, Callable[[], None]]:
-        """The sessions kept running in the background, by id (the live follower's)."""
-        return self._live.background
-
-    def _rewound(self, session: AgentSession) -> None:
-        self.bind(session)
-        self.rewinds += 1
-
     def show_notice(self, text: str, *, tone: Literal["error", "warning"] = "error") -> None:
         """Show ``text`` under the conversation (an error, or a ``"warning"``)."""
         with self.hold_sync():  # the tone first: an observer of the notice sees its own
             self.notice_tone = tone
             self.notice = text
 
-    # Hooks of the live follower and the read-only mode: this widget's own state.
-    def _show_window(self, items: list[ChatItem], has_older: bool) -> None:
-        # The views set `messages` themselves from the window's ids (see LiveFollower):
-        # sent only with no view open.
-        self._quiet_window = self._presence.views > 0
-        try:
-            self.messages = cast("list[dict[str, Any]]", items)
-            self.has_older = has_older
-        finally:
-            self._quiet_window = False
-
+    # A hook of the live follower and the read-only mode: this widget's own state.
     def _shown_through(self, seq: int) -> None:
         self._seq = seq
 
@@ -239,7 +230,7 @@ class ChatView(NetaWidget):
         return self._presence.views == 0
 
     def _should_send_property(self, key: str, value: Any) -> bool:
-        if self._quiet_window and key in ("messages", "has_older"):
+        if self._quiet is not None and self._quiet.holds(key):
             return False
         return bool(super()._should_send_property(key, value))
 
@@ -247,12 +238,12 @@ class ChatView(NetaWidget):
     @property
     def stored(self) -> StoredSession | None:
         """The stored session shown read-only, if any (see :meth:`show_stored`)."""
-        return self._read_only.stored if self._read_only is not None else None
+        return self._read_only.stored
 
     @property
     def _follower(self) -> StoredSessionFollower | None:
         """What rereads the stored session shown read-only, if any."""
-        return self._read_only.follower if self._read_only is not None else None
+        return self._read_only.follower
 
     def show_stored(self, stored: StoredSession, *, resume: ResumeStored | None = None,
                     batch_row: int | None = None) -> None:
@@ -262,31 +253,18 @@ class ChatView(NetaWidget):
         session's catalog. ``batch_row``: the session is that row's of a batch run — the
         bar says so and offers no "Continue here"."""
         self.unbind()  # a running turn goes on in the background
-        self._leave_stored()
-        self._read_only = ReadOnlyMode(self, self._batcher, stored, window=self._window,
-                                       shown_through=self._shown_through,
-                                       shown=self._static_form.refresh, resume=resume,
-                                       batch_row=batch_row)
+        self._read_only.show(stored, resume=resume, batch_row=batch_row)
 
     def refresh(self) -> bool:
         """Read the session shown read-only again; True when something changed."""
-        if self._read_only is None:
-            return False
         return self._read_only.refresh()
 
     def take_over(self) -> AgentSession:
         """Resume the session shown read-only here, now that its turn has ended
         elsewhere (``SessionBusyError`` if it still runs)."""
-        if self._read_only is None:
-            raise RequestError("this chat view is not showing a read-only session")
         session = self._read_only.resume_here(self.previous_session)
         self.bind(session)
         return session
-
-    def _leave_stored(self) -> None:
-        if self._read_only is not None:
-            self._read_only.close()
-            self._read_only = None
 
     # --- what the header opens --------------------------------------------------------
     def sessions_panel(self) -> SessionSidebar:
@@ -310,24 +288,13 @@ class ChatView(NetaWidget):
     def _item(self, item_id: str) -> ChatItem | None:
         return self._live.item(item_id)
 
-    def _nested_item(self, path: tuple[str, ...], item_id: str) -> ChatItem | None:
-        return self._live.nested_item(path, item_id)
-
-    def _part_whole(self, execution: ToolExecution) -> SubagentPart | None:
-        """A sub-agent card with its transcript, of the session shown."""
-        if self._read_only is not None:
-            return self._read_only.part_whole(execution)
-        return self._live.part_whole(execution)
-
-    def _stored_part(self, execution: ToolExecution) -> SubagentPart | None:
-        """A sub-agent card as stored, of the session shown."""
-        if self._read_only is not None:
-            return self._read_only.part_whole(execution)
-        return self._live.stored_part(execution)
-
-    def _stored_subagents(self) -> StoredSubagents:
-        shown = self._read_only
-        return shown.subagents if shown is not None else self._live.subagents
+    def _shown(self) -> Shown:
+        """The conversation shown: the stored one read-only, else the live session's
+        (``RequestError`` when neither is)."""
+        if self._read_only.stored is not None:
+            return self._read_only
+        self._require_session()
+        return self._live
 
     def new_chat(self, agent: Agent | None = None) -> AgentSession:
         """Start a new, empty session with ``agent`` (default: the current one), with the
@@ -342,7 +309,7 @@ class ChatView(NetaWidget):
     def close(self) -> None:
         self.unbind()
         self.release_background()
-        self._leave_stored()
+        self._read_only.leave()
         self._panels.close()
         super().close()
 
@@ -356,31 +323,20 @@ class ChatView(NetaWidget):
             raise RequestError("no session is bound to this chat view")
         return session
 
-    def _history(self) -> tuple[Sequence[Message], Sequence[CompactionRecord]]:
-        """The messages and compaction markers shown: the live session's or the stored."""
-        stored = self.stored
-        if stored is not None:
-            return stored.messages, stored.compactions
-        self._require_session()
-        projection = self._live.projection
-        return projection.messages, projection.compactions
-
     # --- requests from views ----------------------------------------------------------
     @handles("sync")
     def _sync(self, _request: Mapping[str, object]) -> ChatSnapshot:
         """Everything a view needs to draw the present: sent after any pending batch, with
         the number of the last batch it includes."""
         self._batcher.flush()
-        if self._read_only is not None:
-            return self._read_only.snapshot()
-        session = self._require_session()
-        projection = self._live.projection
+        shown = self._shown()
+        projection = shown.projection
         items, has_older = render_window(projection.messages, projection.compactions,
-                                         limit=self._window, subagents=self._part_whole)
+                                         limit=self._window, subagents=shown.part_whole)
         live = projection.live
         return {
             "seq": self._batcher.seq,
-            "session_id": session.id,
+            "session_id": self.session_id,
             "messages": items,
             "has_older": has_older,
             "live": cast("LiveSnapshot", live.snapshot()) if live is not None else None,
@@ -407,13 +363,11 @@ class ChatView(NetaWidget):
         if path is not None and not (isinstance(path, list) and path
                                      and all(isinstance(p, str) for p in path)):
             raise RequestError("full_text's 'path' must be a list of sub-agent run ids")
-        messages, _ = self._history()
+        shown = self._shown()
+        messages = shown.projection.messages
         try:
             if path:
-                run = (self._live.projection.run_with(path, message_id) if self.stored is None
-                       else None)
-                messages = (run.messages if run is not None
-                            else self._stored_subagents().find_messages(messages, path))
+                messages = shown.subagents.transcript(shown.projection, path, message_id)
             return {"text": full_text(messages, message_id, field_name, card_id)}
         except LookupError as exc:
             raise RequestError(str(exc.args[0])) from exc
@@ -455,12 +409,14 @@ class ChatView(NetaWidget):
     @handles("older")
     def _older(self, request: OlderRequest) -> OlderPage:
         """The page of drawn messages before message index ``before``."""
-        messages, compactions = self._history()
+        shown = self._shown()
         before = request.get("before")
         if not isinstance(before, int) or isinstance(before, bool):
             raise RequestError("older needs an integer 'before'")
-        items, has_older = render_window(messages, compactions, before=before,
-                                         limit=self._window, subagents=self._part_whole)
+        projection = shown.projection
+        items, has_older = render_window(projection.messages, projection.compactions,
+                                         before=before, limit=self._window,
+                                         subagents=shown.part_whole)
         return {"session_id": self.session_id, "messages": items, "has_older": has_older}
 
     @handles("command")
@@ -483,7 +439,7 @@ class ChatView(NetaWidget):
             except Exception as exc:
                 raise RequestError(str(exc)) from exc
             if task is not None:
-                self._track(task)
+                self._live.track(task)
             return {"running": True}
         if kind == "stop" and command.get("subagent") is not None:
             run_id = command.get("subagent")
@@ -500,20 +456,6 @@ class ChatView(NetaWidget):
             self._live.show_approvals()
         return {"think_level": session.think_level, "running": session.running}
 
-    def _track(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.add(task)
-
-        def finished(done: asyncio.Task[Any]) -> None:
-            self._tasks.discard(done)
-            if not done.cancelled() and done.exception() is not None:
-                # The session reports provider failures as events; anything else would
-                # vanish with the task, so it is shown where the user looks.
-                log.error("chat turn failed", exc_info=done.exception())
-                self.show_notice(note(f"{type(done.exception()).__name__}: "
-                                      f"{done.exception()}"))
-
-        task.add_done_callback(finished)
-
     @handles("switch_agent")
     def _switch_agent(self, request: SwitchAgentRequest) -> SwitchAgentReply:
         name = request.get("name")
@@ -529,28 +471,9 @@ class ChatView(NetaWidget):
     def _message_action(self, request: MessageActionRequest) -> SwitchAgentReply:
         """Retry (an answer's prompt again), edit, rewind or fork at a message; a fork is
         shown here at once (the session list shows it as a branch)."""
-        session = self._require_session()
-        action, message_id = request.get("action"), request.get("message_id")
-        if not isinstance(message_id, str) or action not in ("retry", "edit", "rewind",
-                                                             "fork"):
-            raise RequestError("message_action needs an 'action' (retry, edit, rewind or "
-                               "fork) and a 'message_id'")
-        try:
-            if action == "fork":
-                branch = session.fork(message_id)
-                self.bind(branch)
-                return {"session_id": branch.id}
-            if action == "rewind":
-                session.rewind(message_id)
-            elif action == "edit":
-                text = request.get("text")
-                if not isinstance(text, str) or not text.strip():
-                    raise RequestError("an edit needs the prompt's new 'text'")
-                session.edit(message_id, text)
-            else:
-                session.retry(message_id)
-        except (RuntimeError, KeyError, ValueError) as exc:
-            raise RequestError(str(exc.args[0]) if exc.args else str(exc)) from exc
+        session = message_action(self._require_session(), request)
+        if session is not self.session:
+            self.bind(session)  # a fork
         return {"session_id": session.id}
 
     @handles("mention_candidates")
@@ -566,22 +489,22 @@ class ChatView(NetaWidget):
     # --- representation ---------------------------------------------------------------
     def _view_text(self) -> str:
         # What to do, not a status line of a run long gone: the form below shows the run.
-        return self._not_running_text()
+        return t("chat_not_running", self.lang, agent=_agent_name(self.agent))
 
     def __repr__(self) -> str:
-        state = ("read-only" if self._read_only is not None
+        state = ("read-only" if self.stored is not None
                  else "running" if self.running else "idle")
         agent = self.agent.get("name", "")
         return f"ChatView({agent!r}, {len(self.messages)} messages shown, {state})"
 
     def _fallback_text(self) -> str:
-        return static_text(self._agent_name(), self.messages, self.lang) or repr(self)
+        return static_text(_agent_name(self.agent), self.messages, self.lang) or repr(self)
 
     # A chat with nothing drawn yet shows, where a viewer without the live widget draws it
     # (a notebook opened for the first time, GitHub, nbconvert), how to get the chat
     # instead of a status line that stopped being true once the cell ran.
     def _fallback_html(self) -> str:
-        return static_html(self._agent_name(), self.messages, empty=self._not_running_text(),
+        return static_html(_agent_name(self.agent), self.messages, empty=self._view_text(),
                            todos=self.todos, current=self.current, context=self.context,
                            heading=self._static_heading(), lang=self.lang)
 
@@ -605,15 +528,14 @@ class ChatView(NetaWidget):
             self.refresh_static_form()
 
     def _static_parts(self) -> tuple[str, str]:
-        plain = (static_summary(self._agent_name(), self.messages, self.lang)
-                 if self.messages else self._not_running_text())
+        plain = (static_summary(_agent_name(self.agent), self.messages, self.lang)
+                 if self.messages else self._view_text())
         return self._fallback_html(), plain
 
-    def _not_running_text(self) -> str:
-        return t("chat_not_running", self.lang, agent=self._agent_name())
 
-    def _agent_name(self) -> str:
-        return str(self.agent.get("name", "assistant"))
+def _agent_name(agent: Mapping[str, Any]) -> str:
+    """The name of the agent shown (the ``agent`` trait)."""
+    return str(agent.get("name", "assistant"))
 
 
 def _view_id(request: ViewRequest) -> str:
