@@ -23,10 +23,11 @@ BUNDLE = ("widgets.js", "widgets.css", "loader.js")
 EXTENSION = "neta-nb-notebook-bridge"
 LABEXTENSIONS = f"neta_nb-0.1.0.data/data/share/jupyter/labextensions/{EXTENSION}/"
 # Not part of a source tree someone would build from: caches, environments, build output.
+# (`.venv*`: the test command's environments, the demo's too — half a gigabyte each.)
 _NOT_SOURCES = shutil.ignore_patterns(
-    ".git", ".venv", "node_modules", "__pycache__", "*.egg-info", ".mypy_cache",
-    ".pytest_cache", ".ruff_cache", ".hypothesis", "artifacts", "dist", "build",
-    ".ipynb_checkpoints")
+    ".git", ".venv*", "node_modules", "__pycache__", "*.egg-info", ".mypy_cache",
+    ".pytest_cache", ".ruff_cache", ".import_linter_cache", ".hypothesis", "artifacts",
+    "dist", "build", ".ipynb_checkpoints")
 
 
 @pytest.fixture(scope="module")
