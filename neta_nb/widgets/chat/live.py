@@ -106,6 +106,8 @@ def approval_item(pending: PendingApproval) -> dict[str, Any]:
                                 "args": dict(pending.args)}
     if pending.proposal is not None:
         approval["proposal"] = pending.proposal
+    if pending.preview is not None:
+        approval["preview"] = pending.preview.model_dump()
     if pending.path:
         approval["agent"], approval["path"] = pending.agent, list(pending.path)
     preview_args(approval)  # the call's card has the full arguments on demand
