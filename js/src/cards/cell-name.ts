@@ -8,7 +8,17 @@
 import "./cell-name.css";
 import { element } from "../dom";
 import { t, type Lang, type MessageKey } from "../i18n";
-import { askNotebook } from "./cell-edit-card";
+
+type NotebookReply = { ok: boolean; result?: unknown; error?: { code?: string; message?: string } };
+
+/** Ask the notebook extension on this page (it handles `neta-nb-notebook` events). */
+export function askNotebook(from: Element, op: string, args: Record<string, unknown>): Promise<NotebookReply> {
+  return new Promise((resolve) => {
+    const detail = { op, args, handled: false, respond: (reply: NotebookReply) => resolve(reply) };
+    from.dispatchEvent(new CustomEvent("neta-nb-notebook", { bubbles: true, composed: true, detail }));
+    if (!detail.handled) resolve({ ok: false, error: { code: "no_bridge" } });
+  });
+}
 
 /** Where the page says the cell is: its 1-based position and its execution count. */
 export interface CellPlace {
