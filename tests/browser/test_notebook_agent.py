@@ -504,6 +504,10 @@ def test_a_run_approval_shows_the_code_and_names_cells_as_the_notebook_does(
     front.play("Run the cast cell", run, "Not run.")
     approval = front.page.locator(APPROVAL)
     approval.wait_for()
+    # One card before the decision: the call's tool card ("waiting") is the approval's.
+    front.page.locator(".neta-chat-card.neta-is-asked .neta-tool-card").wait_for(
+        state="attached")
+    assert front.page.locator(".neta-tool-card:visible").count() == 0
     code = approval.locator("pre.neta-chat-approval-code")
     assert code.text_content() == CAST
     assert "cell_id" not in (approval.text_content() or "")  # no arguments' JSON
@@ -518,6 +522,7 @@ def test_a_run_approval_shows_the_code_and_names_cells_as_the_notebook_does(
                                  arg=front.path)
     approval.locator("button[data-decision=reject]").click()
     front.wait_for_text("Not run.")
+    assert front.page.locator(".neta-tool-card:visible").count() == 1  # back, decided
     # The run's card names the cell too.
     card_name = front.page.locator(".neta-tool-card .neta-tool-cell .neta-cell-name").last
     card_name.wait_for()

@@ -316,6 +316,18 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
   // --- chrome ---------------------------------------------------------------------------
   function renderApprovals(): void {
     approvalsHost.replaceChildren(...state.approvals.map((approval) => createApprovalCard(approval, { lang, label, approve: actions.approve })));
+    hideAskedCards();
+  }
+
+  /** A call waiting for the user's decision is shown once, as its approval card (which
+   * says what it will run): its tool card, "waiting" in the answer above, comes back with
+   * the decision. */
+  function hideAskedCards(): void {
+    const asked = new Set(state.approvals.map((approval) => approval.id));
+    for (const host of Array.from(content.querySelectorAll<HTMLElement>(".neta-chat-card[data-call-id]"))) {
+      const hide = host.dataset.status === "waiting" && asked.has(host.dataset.callId ?? "");
+      host.classList.toggle("neta-is-asked", hide);
+    }
   }
 
   function renderChrome(): void {
@@ -426,6 +438,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
       if (patch.notice !== undefined) state.notice = patch.notice;
       if (patch.notice_tone !== undefined) state.notice_tone = patch.notice_tone === "warning" ? "warning" : "error";
       if (patch.store_warning !== undefined) state.store_warning = patch.store_warning;
+      if (state.approvals.length > 0) hideAskedCards();
       mergeThinking();
       renderChrome();
     },
@@ -442,6 +455,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
         }
       }
       if (topLevel) mergeThinking();
+      if (state.approvals.length > 0) hideAskedCards();
       return complete;
     },
     applySnapshot(snapshot) {
