@@ -169,7 +169,10 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
   // Failed requests show next to what the user clicked (see inline-error.ts).
   const olderError = createInlineError(lang, "neta-chat-older-error");
   const inputError = createInlineError(lang);
-  content.append(olderIndicator, olderError.root, empty, list, todoHost, liveHost, approvalsHost, working, notice);
+  // The plan follows everything drawn of the conversation, the live response and the
+  // approvals included: a response that settles into the list moves nothing, where a plan
+  // between the list and the live response jumped below each response as it settled.
+  content.append(olderIndicator, olderError.root, empty, list, liveHost, approvalsHost, todoHost, working, notice);
   scroller.append(content);
 
   const input = createInputBar({
