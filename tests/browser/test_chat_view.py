@@ -78,8 +78,8 @@ def test_a_scripted_turn_streams_and_cards_update_live(lab: LabSession) -> None:
     assert skill.evaluate("n => n.dataset.marker") == "first"
     page.wait_for_function(IDLE, timeout=60_000)
     assert page.locator(".neta-chat-todo .neta-todo-count").text_content() == "3/3 done"
-    frames, below = page.evaluate("() => { window.__netaWatch.stop = true;"
-                                  " return [window.__netaWatch.frames, window.__netaWatch.below]; }")
+    frames, below = page.evaluate("() => { const watch = window.__netaWatch; watch.stop = true;"
+                                  " return [watch.frames, watch.below]; }")
     assert frames > 10 and below == [], below
     # Cards stay after the turn (done no longer clears them).
     assert page.locator(".neta-skill-card.neta-skill-card-done").count() == 1
