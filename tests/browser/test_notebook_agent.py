@@ -517,6 +517,12 @@ def test_a_run_approval_shows_the_code_and_names_cells_as_the_notebook_does(
     assert approval.locator(".neta-chat-approval-what").text_content() == (
         f"It runs cell {shown_name}:")
     pictures(front.lab, approval, screenshot_dir, "notebook-run-approval")
+    # As narrow as a side panel: the code wraps, nothing to scroll sideways.
+    view = front.page.locator(".neta-chat-view")
+    view.evaluate("n => { n.style.maxWidth = '380px'; }")
+    assert code.evaluate("n => n.scrollWidth <= n.clientWidth")
+    pictures(front.lab, approval, screenshot_dir, "notebook-run-approval-380")
+    view.evaluate("n => { n.style.maxWidth = ''; }")
     name.click()
     front.page.wait_for_function(f"(path) => ({_ACTIVE_CELL_JS})(path) === 'cast'",
                                  arg=front.path)
