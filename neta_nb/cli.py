@@ -18,13 +18,13 @@ import shlex
 import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import platformdirs
 
-__all__ = ["copy_notebooks", "demo_notebooks_source", "jupyterlab_command", "main",
-           "notebooks_to_copy", "parse_arguments"]
+__all__ = ["DEMO_LAB_CONFIG", "copy_notebooks", "demo_notebooks_source", "jupyterlab_command",
+           "lab_environment", "main", "notebooks_to_copy", "parse_arguments"]
 
 _PACKAGE = Path(__file__).resolve().parent
 FIRST_NOTEBOOK = "01_quickstart.ipynb"
@@ -93,6 +93,23 @@ def jupyterlab_command(folder: Path, port: int, *, open_browser: bool,
     return command
 
 
+DEMO_LAB_CONFIG = _PACKAGE / "demo_lab"
+"""A Jupyter config directory ``neta-nb lab`` puts first on ``JUPYTER_CONFIG_PATH``: its
+``labconfig/page_config.json`` turns JupyterLab's announcements off, whose "Would you like
+to get notified about official Jupyter news?" toast (asked while the ``fetchNews`` setting
+is unset, whatever ``news_url`` says) would cover the chat of a first visit."""
+
+
+def lab_environment(base: Mapping[str, str]) -> dict[str, str]:
+    """The environment JupyterLab runs in: ``base`` with :data:`DEMO_LAB_CONFIG` first on
+    ``JUPYTER_CONFIG_PATH`` (the directories already there stay, after it)."""
+    env = dict(base)
+    paths = [str(DEMO_LAB_CONFIG), *filter(None, env.get("JUPYTER_CONFIG_PATH", "")
+                                           .split(os.pathsep))]
+    env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(paths)
+    return env
+
+
 def _lab(args: argparse.Namespace) -> int:
     if not _jupyterlab_available():
         print("neta-nb lab needs JupyterLab, which is not installed in this environment.\n"
@@ -120,7 +137,7 @@ def _lab(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(shlex.join(command))
         return 0
-    return subprocess.call(command, cwd=folder, env=os.environ.copy())
+    return subprocess.call(command, cwd=folder, env=lab_environment(os.environ))
 
 
 def _notebooks(args: argparse.Namespace) -> int:

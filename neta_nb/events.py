@@ -30,6 +30,7 @@ from .messages import Message
 __all__ = [
     "HISTORY_EVENTS",
     "ApprovalDecision",
+    "ApprovalPreview",
     "ApprovalRequestEvent",
     "ApproveCommand",
     "Command",
@@ -238,6 +239,38 @@ class TokenUpdateEvent(_Event):
     context: ContextUsage
 
 
+class ApprovalPreview(BaseModel):
+    """What a call waiting for approval will do, as its tool describes it to the user
+    (``Tool.approval_preview``): the code it will run and, for a notebook cell, which cell
+    (its id, and its name as the notebook shows it: ``[2]``, or its position ``3``
+    before it ran).
+    ``code`` is at most :data:`PREVIEW_CHARS` long; ``cut`` counts the characters left
+    out."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    code: str = ""
+    language: str = "python"
+    cell_id: str | None = None
+    cell_label: str | None = None
+    cut: int = 0
+
+    def bounded(self) -> ApprovalPreview:
+        """This preview with its code cut to :data:`PREVIEW_CHARS` (and its labels to a
+        line)."""
+        code, cut = self.code, self.cut
+        if len(code) > PREVIEW_CHARS:
+            code, cut = code[:PREVIEW_CHARS], cut + len(code) - PREVIEW_CHARS
+        return self.model_copy(update={
+            "code": code, "cut": cut, "language": self.language[:40],
+            "cell_id": None if self.cell_id is None else self.cell_id[:200],
+            "cell_label": None if self.cell_label is None else self.cell_label[:80]})
+
+
+PREVIEW_CHARS = 20_000
+"""The most of a call's code an approval request carries (a cell may be very long)."""
+
+
 class ApprovalRequestEvent(_Event):
     type: Literal["approval_request"] = "approval_request"
     id: str
@@ -246,6 +279,9 @@ class ApprovalRequestEvent(_Event):
     proposal: dict[str, Any] | None = None
     """A proposed notebook edit to accept or reject (``neta_nb.tools.notebook``): the
     cell, its text before and after and their diff. ``None``: a call waiting to run."""
+    preview: ApprovalPreview | None = None
+    """What the call will do, as its tool shows it (the code it runs); ``None``: its
+    arguments say it."""
 
 
 class CompactionEvent(_Event):

@@ -3,6 +3,7 @@ JupyterLab command it runs, and the message when JupyterLab is missing."""
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import subprocess
@@ -177,3 +178,28 @@ def test_the_opening_line_reaches_a_pipe_before_jupyterlab_writes() -> None:
     lines = done.stdout.splitlines()
     assert lines[-1] == "JUPYTERLAB RUNNING", lines
     assert lines[-2].startswith("Opening JupyterLab on "), lines
+
+
+def test_lab_turns_the_jupyter_news_question_off(monkeypatch: pytest.MonkeyPatch,
+                                                 tmp_path: Path) -> None:
+    """The "official Jupyter news?" toast is asked while the fetchNews setting is unset,
+    whatever news_url says: JupyterLab starts with its announcements plugin disabled, as
+    JupyterLab itself reads its page config in the environment ``neta-nb lab`` gives it."""
+    started: list[dict[str, str]] = []
+
+    def call(command: list[str], **options: Any) -> int:
+        started.append(options["env"])
+        return 0
+
+    monkeypatch.setattr(subprocess, "call", call)
+    monkeypatch.setenv("JUPYTER_CONFIG_PATH", "/somewhere/of/the/user")
+    assert cli.main(["lab", "--dir", str(tmp_path), "--no-browser"]) == 0
+    [env] = started
+    assert env["JUPYTER_CONFIG_PATH"].split(os.pathsep) == [
+        str(cli.DEMO_LAB_CONFIG), "/somewhere/of/the/user"]  # the user's config stays
+    read = ("from jupyterlab_server.config import get_static_page_config\n"
+            "print(json.dumps(get_static_page_config(level='all')))")
+    page = subprocess.run([sys.executable, "-c", f"import json\n{read}"], env=env,
+                          capture_output=True, text=True, check=True, timeout=60)
+    disabled = json.loads(page.stdout).get("disabledExtensions", {})
+    assert disabled.get("@jupyterlab/apputils-extension:announcements") is True

@@ -63,7 +63,9 @@ EVENT_EXAMPLES: dict[str, dict[str, Any]] = {
     "approval_request": {"type": "approval_request", "id": "c2", "name": "shell",
                          "args": {"cmd": "ls"},
                          "proposal": {"kind": "edit", "cell_id": "a1", "before": "x = 1",
-                                      "after": "x = 2", "diff": ["-x = 1", "+x = 2"]}},
+                                      "after": "x = 2", "diff": ["-x = 1", "+x = 2"]},
+                         "preview": {"code": "ls", "language": "shell", "cell_id": None,
+                                     "cell_label": None, "cut": 0}},
     "compaction": {"type": "compaction", "tokens_before": 150000, "tokens_after": 20000,
                    "messages_folded": 40},
     "done": {"type": "done", "stop_reason": "end_turn"},
@@ -116,8 +118,9 @@ DESIGN_FIELDS: dict[str, set[str]] = {
 # still parses (see test_an_event_of_the_design_shape_parses).
 EXTENSION_FIELDS: dict[str, set[str]] = {
     "warning": {"code", "params", "cleared"},
-    # A proposed notebook edit waiting for the user's decision (the notebook tools).
-    "approval_request": {"proposal"},
+    # A proposed notebook edit waiting for the user's decision (the notebook tools), and
+    # what a call will run as its tool shows it (Tool.approval_preview).
+    "approval_request": {"proposal", "preview"},
 }
 
 COMMAND_EXAMPLES: dict[str, dict[str, Any]] = {

@@ -87,6 +87,8 @@ def test_the_wheel_ships_the_notebooks_without_checkpoints(project: Path,
     assert {"01_quickstart.ipynb", "data/sales.csv"} <= shipped
     assert {f"neta_nb/static/{name}" for name in BUNDLE} <= set(names)
     assert "neta_nb/cli.py" in names and "neta_nb/labels.json" in names
+    # `neta-nb lab`'s JupyterLab page config (no news toast), installed from a wheel too.
+    assert "neta_nb/demo_lab/labconfig/page_config.json" in names
     assert not [name for name in names if name.startswith(("notebooks/", "tests/", "js/"))]
 
 

@@ -19,7 +19,7 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal, get_args
 
-from ..events import ApprovalDecision, ApprovalRequestEvent, Event
+from ..events import ApprovalDecision, ApprovalPreview, ApprovalRequestEvent, Event
 from ..messages import ToolCallPart
 from ..tools.notebook.page import EditDecision
 
@@ -160,15 +160,20 @@ class Approvals:
         return EditDecision(accepted, text if accepted else None, "user")
 
     async def decide(self, call: ToolCallPart, *,
-                     on_waiting: Callable[[], None] | None = None) -> tuple[bool, str]:
+                     on_waiting: Callable[[], None] | None = None,
+                     preview: Callable[[], Awaitable[ApprovalPreview | None]] | None = None,
+                     ) -> tuple[bool, str]:
         """Whether ``call`` may run, and if not, the error text the model reads.
         ``on_waiting`` is called just before the request goes to the user (only then:
-        a grant or the policy decides at once)."""
+        a grant or the policy decides at once); ``preview`` says what the call will do,
+        asked only when the request goes to the user (``tools.base.preview_call``)."""
         if call.name in self._always_allowed:
             return True, ""
         rejected = f"The user did not allow '{call.name}' to run."
         if self.attached:
-            request = ApprovalRequestEvent(id=call.id, name=call.name, args=call.args)
+            shown = await preview() if preview is not None else None
+            request = ApprovalRequestEvent(id=call.id, name=call.name, args=call.args,
+                                           preview=shown)
             future = self._waiting(request)
             if on_waiting is not None:
                 on_waiting()

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..events import (
+    ApprovalPreview,
     ApprovalRequestEvent,
     CompactionEvent,
     ContextUsage,
@@ -91,6 +92,8 @@ class PendingApproval:
     agent: str | None = None
     proposal: dict[str, Any] | None = None
     """A proposed notebook edit to accept or reject (see ``ApprovalRequestEvent``)."""
+    preview: ApprovalPreview | None = None
+    """What the call will do, as its tool shows it (see ``ApprovalRequestEvent``)."""
 
 
 def shown(message: Message, *, nested: bool = False) -> bool:
@@ -365,7 +368,8 @@ class ConversationProjection:
         elif isinstance(event, ApprovalRequestEvent):
             if not self._nested:
                 self.approvals.append(PendingApproval(event.id, event.name, dict(event.args),
-                                                      proposal=event.proposal))
+                                                      proposal=event.proposal,
+                                                      preview=event.preview))
         elif isinstance(event, TodoUpdateEvent):
             summary = event.summary
             self._show_plan(list(event.todos), TodoSummary(
@@ -410,7 +414,7 @@ class ConversationProjection:
                 self.approvals.append(PendingApproval(
                     innermost.id, innermost.name, dict(innermost.args), path=ids,
                     agent=asking.agent if asking is not None else child.agent,
-                    proposal=innermost.proposal))
+                    proposal=innermost.proposal, preview=innermost.preview))
         child.apply(event.event, sink)
         self._changed_call(event.id, sink)
 
@@ -489,7 +493,7 @@ def _waiting_calls(session: AgentSession, path: list[str],
     """The approvals ``session`` and its running sub-agents wait for, as their owners
     (each session's ``Approvals``) hold them; ``path``: the runs ``session`` is nested in."""
     waiting = [PendingApproval(request.id, request.name, dict(request.args), path, agent,
-                               proposal=request.proposal)
+                               proposal=request.proposal, preview=request.preview)
                for request in session.pending_approvals()]
     for call_id, child in session.subagents.items():
         if child.running:

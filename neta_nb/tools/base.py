@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import re
 import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import InitVar, dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args, overload
@@ -26,12 +27,15 @@ import docstring_parser
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
+from ..events import ApprovalPreview
 from ..messages import ToolDefinition
 from ..todo import TodoStore
 from .rich import RichResult
 from .threads import ToolThreads
 
 __all__ = [
+    "PREVIEW_WAIT",
+    "ApprovalPreviewer",
     "ProgressCallback",
     "Tool",
     "ToolArgumentError",
@@ -39,13 +43,23 @@ __all__ = [
     "ToolFailure",
     "ToolVisibility",
     "humanise_name",
+    "preview_call",
     "tool",
 ]
+
+log = logging.getLogger(__name__)
 
 ToolVisibility = Literal["internal", "tool", "skill"]
 _VISIBILITIES: tuple[str, ...] = get_args(ToolVisibility)
 
 ProgressCallback = Callable[[float, "str | None", "str | None"], None]
+
+ApprovalPreviewer = Callable[["ToolContext", dict[str, Any]], Awaitable[ApprovalPreview | None]]
+"""``Tool.approval_preview``: a call's context and arguments -> what it will do."""
+
+PREVIEW_WAIT = 5.0
+"""Seconds a tool may take to describe a call waiting for approval before the request goes
+out without its preview."""
 
 # The name rule Anthropic and OpenAI both enforce for function tools; checking it here
 # turns a provider-side 400 in the middle of a turn into an error at definition time.
@@ -177,6 +191,11 @@ class Tool:
     needs_notebook_page: bool = False
     """Offered only where a notebook page answers (the notebook edit and run tools): see
     ``resolve_tools``."""
+    approval_preview: ApprovalPreviewer | None = field(default=None, repr=False)
+    """For a tool that needs approval: what a call will do, shown to the user who decides
+    (the code ``python`` runs, the cell ``run_cell`` runs). Asked just before the request
+    goes out, through :func:`preview_call`: bounded, and a failure or a slow answer only
+    leaves the preview out (the arguments are shown)."""
     argument_descriptions: InitVar[dict[str, str] | None] = None
     """Per-argument descriptions for the generated schema (``@tool`` reads them from the
     docstring's ``Args:`` section)."""
@@ -420,7 +439,9 @@ def tool(*, name: str | None = None, description: str | None = None,
          capabilities: Iterable[str] = (), core: bool = False, label: str | None = None,
          requires_approval: bool = False, timeout: float | None = None,
          scenes: Iterable[str] | None = None, runs_on_main_thread: bool = False,
-         parameters: dict[str, Any] | None = None) -> Callable[[Callable[..., Any]], Tool]: ...
+         parameters: dict[str, Any] | None = None,
+         approval_preview: ApprovalPreviewer | None = None,
+         ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
 def tool(function: Callable[..., Any] | None = None, /, *, name: str | None = None,
@@ -429,6 +450,7 @@ def tool(function: Callable[..., Any] | None = None, /, *, name: str | None = No
          label: str | None = None, requires_approval: bool = False,
          timeout: float | None = None, scenes: Iterable[str] | None = None,
          runs_on_main_thread: bool = False, parameters: dict[str, Any] | None = None,
+         approval_preview: ApprovalPreviewer | None = None,
          ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a typed function (sync or async) into a :class:`Tool`. Use bare (``@tool``)
     or with options (``@tool(visibility="skill", category="skill")``).
@@ -443,9 +465,30 @@ def tool(function: Callable[..., Any] | None = None, /, *, name: str | None = No
             visibility=visibility, category=category, capabilities=frozenset(capabilities),
             core=core, label=label or "", requires_approval=requires_approval,
             timeout=timeout, scenes=None if scenes is None else frozenset(scenes),
-            runs_on_main_thread=runs_on_main_thread)
+            runs_on_main_thread=runs_on_main_thread, approval_preview=approval_preview)
 
     if function is not None:
         return build(function)
     return build
 
+
+async def preview_call(tool: Tool, ctx: ToolContext,
+                       args: dict[str, Any]) -> ApprovalPreview | None:
+    """What a call of ``tool`` waiting for approval will do (``Tool.approval_preview``),
+    bounded; ``None`` when the tool has no preview, or its preview failed or took longer
+    than :data:`PREVIEW_WAIT` seconds: the approval is asked all the same."""
+    if tool.approval_preview is None:
+        return None
+    try:
+        async with asyncio.timeout(PREVIEW_WAIT):
+            preview = await tool.approval_preview(ctx, dict(args))
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise  # the turn is being stopped
+        return None
+    except Exception:
+        log.warning("tool %r could not describe a call for its approval", tool.name,
+                    exc_info=True)
+        return None
+    return preview.bounded() if isinstance(preview, ApprovalPreview) else None

@@ -75,9 +75,12 @@ def test_approval_picture(lab: LabSession, screenshot_dir: Path) -> None:
     page.locator(".neta-chat-send").click()
     page.locator(".neta-chat-approval").wait_for()
     # The call waits for the user: its card says so, and nothing spins (it has not run).
+    # One card asks: the call's own card stays hidden behind its approval card until the
+    # decision.
     card = page.locator(".neta-tool-card.neta-tool-card-waiting", has_text="Delete file")
-    card.wait_for()
+    card.wait_for(state="attached")
     assert card.locator(".neta-tool-tag").text_content() == "Waiting for your approval"
+    assert card.is_hidden() and page.locator(".neta-chat-approval").is_visible()
     assert page.locator(".neta-chat-view .neta-spinner").count() == 0
     lab.wait_for_transitions()  # the approval card has come in
     for dark in (False, True):

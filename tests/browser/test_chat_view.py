@@ -21,6 +21,26 @@ def _send(lab: LabSession, text: str) -> None:
     page.locator(".neta-chat-send").click()
 
 
+# Each frame: the messages drawn after the plan card (a response there moves the plan when
+# it settles into the list above it).
+_WATCH_PLAN = """() => {
+  const watch = window.__netaWatch = { frames: 0, below: [], stop: false };
+  const plan = document.querySelector('.neta-chat-todo');
+  const frame = () => {
+    if (watch.stop) return;
+    watch.frames += 1;
+    for (const message of document.querySelectorAll('.neta-chat-view .neta-chat-msg')) {
+      if (message.offsetParent !== null
+          && plan.compareDocumentPosition(message) & Node.DOCUMENT_POSITION_FOLLOWING) {
+        watch.below.push(message.textContent.slice(0, 40));
+      }
+    }
+    requestAnimationFrame(frame);
+  };
+  requestAnimationFrame(frame);
+}"""
+
+
 def test_a_scripted_turn_streams_and_cards_update_live(lab: LabSession) -> None:
     path = lab.run_notebook("chat_stream.ipynb", [
         chat_cells.IMPORTS, "CPS = 250", chat_cells.RECORDING_DEMO])
@@ -43,8 +63,11 @@ def test_a_scripted_turn_streams_and_cards_update_live(lab: LabSession) -> None:
       return text.includes('Let me plan') && block.classList.contains('neta-is-collapsed')
         && !block.classList.contains('neta-is-streaming');
     }""", timeout=30_000)
-    # The plan appears and updates in place.
+    # The plan appears and updates in place, below everything drawn of the conversation
+    # (the live response too), so a response settling into the list never makes it jump:
+    # every frame from now on, no message is drawn after it.
     page.locator(".neta-chat-todo .neta-todo-row").first.wait_for()
+    page.evaluate(_WATCH_PLAN)
     page.locator(".neta-tool-card.neta-tool-card-done", has_text="List files").wait_for(
         timeout=30_000)
     # The skill card: one DOM node from running to done.
@@ -55,6 +78,9 @@ def test_a_scripted_turn_streams_and_cards_update_live(lab: LabSession) -> None:
     assert skill.evaluate("n => n.dataset.marker") == "first"
     page.wait_for_function(IDLE, timeout=60_000)
     assert page.locator(".neta-chat-todo .neta-todo-count").text_content() == "3/3 done"
+    frames, below = page.evaluate("() => { const watch = window.__netaWatch; watch.stop = true;"
+                                  " return [watch.frames, watch.below]; }")
+    assert frames > 10 and below == [], below
     # Cards stay after the turn (done no longer clears them).
     assert page.locator(".neta-skill-card.neta-skill-card-done").count() == 1
     assert page.locator(".neta-chat-list h2", has_text="Sample data: first look").count() == 1

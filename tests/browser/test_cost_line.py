@@ -441,3 +441,47 @@ def test_a_turn_budget_warns_then_stops_the_turn(lab: LabSession, screenshot_dir
     finally:
         lab.set_theme(dark=False)
         lab.set_left_area(collapsed=False)
+
+
+# One call, a whole answer, that costs $0.0045 of a $0.004 turn budget: reached, nothing cut.
+ANSWERED_BUDGET = """
+provider = ScriptedProvider([[{"text": "The report has 160 rows in 4 pages."},
+                              {"usage": {"input_tokens": 1000, "output_tokens": 100}}]],
+                            chars_per_second=4000)
+provider.price = PRICE
+agent = Agent("analyst", model=provider, turn_budget_usd=0.004)
+session = AgentSession(agent, ToolCatalog())
+events = record(session)
+chat = ChatView(session, height="360px")
+chat.layout.width = "800px"
+chat
+""".strip()
+
+
+def test_a_budget_reached_by_a_whole_answer_is_a_warning_not_a_stop(
+        lab: LabSession, screenshot_dir: Path) -> None:
+    """The answer is complete: the notice says the budget was reached and nothing was
+    cut, in the theme's warning colour — not a red "Stopped"."""
+    path = lab.run_notebook("cost_line_answered.ipynb",
+                            [chat_cells.IMPORTS, SETUP, ANSWERED_BUDGET])
+    page = lab.page
+    view = page.locator(VIEW)
+    view.wait_for()
+    notice = page.locator(".neta-chat-notice")
+    lab.execute(path, "task = asyncio.ensure_future(session.run('How long is the report?'))")
+    page.locator(".neta-chat-notice", has_text="nothing was cut").wait_for(timeout=30_000)
+    page.wait_for_function(IDLE, timeout=30_000)
+    [[code, params]] = json.loads(lab.execute(path, WARNINGS))
+    assert code == "budget_reached_turn_answered"
+    assert notice.inner_text() == t(code, "en", **params)
+    assert "Stopped" not in notice.inner_text()
+    assert notice.evaluate("n => n.classList.contains('neta-is-warning')")
+    assert page.locator(".neta-chat-stopped").count() == 0
+    try:
+        for dark in (False, True):
+            lab.set_theme(dark=dark)
+            lab.wait_for_transitions()
+            lab.screenshot(view, screenshot_dir /
+                           f"cost-line-budget-answered-{'dark' if dark else 'light'}.png")
+    finally:
+        lab.set_theme(dark=False)

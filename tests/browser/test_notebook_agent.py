@@ -356,7 +356,11 @@ def test_a_rejected_edit_changes_nothing(front: Front, screenshot_dir: Path) -> 
     card = front.page.locator(PROPOSAL)
     card.wait_for()
     assert card.locator(".neta-cell-edit").get_attribute("data-decision") == "pending"
-    assert card.locator(".neta-cell-edit-title").text_content() == "Edit of cell cast"
+    title = card.locator(".neta-cell-edit-title")
+    front.page.wait_for_function("(el) => el.textContent.includes('[')",
+                                 arg=title.element_handle())
+    cast_prompt = front.shown()["cells"][CELL_IDS.index("cast")]["prompt"].rstrip(":")
+    assert title.text_content() == f"Edit of cell {cast_prompt}"
     assert diff_lines(front.page, PROPOSAL) == unified(CAST, FIXED, "cast")
     for decision in ("accept", "edit", "reject"):
         assert card.locator(f"button[data-decision={decision}]").is_visible()
@@ -377,7 +381,8 @@ def test_a_rejected_edit_changes_nothing(front: Front, screenshot_dir: Path) -> 
     rejected = front.page.locator(f"{DECIDED}[data-decision=rejected]")
     assert rejected.locator(".neta-cell-edit-badge").text_content() == "Rejected"
     assert diff_lines(front.page, DECIDED) == unified(CAST, FIXED, "cast")
-    assert rejected.locator("button").count() == 0
+    # No action left (the cell's name, a link to the cell, is the one button).
+    assert rejected.locator("button:not(.neta-cell-name)").count() == 0
     if front.kind == "lab":
         # A tool card follows the answer's text closely: little room around it.
         pictures(front.lab, tool_card(front.page, "rejected"), screenshot_dir,
@@ -476,6 +481,73 @@ def test_run_cell_runs_only_when_allowed(front: Front) -> None:
         "print(json.dumps(results('run_cell', model.requests[-1].messages)))"))
     assert sent[-1].startswith(f"Cell write ran (execution count {write['prompt'][1:-2]})")
     assert sent[-1].rstrip().endswith("wrote 3")
+
+
+_ACTIVE_CELL_JS = f"""
+(path) => {{
+  const panel = {_FIND_PANEL}(path);
+  return panel.content.activeCell?.model.id ?? null;
+}}
+"""
+
+
+def test_a_run_approval_shows_the_code_and_names_cells_as_the_notebook_does(
+        lab: LabSession, screenshot_dir: Path) -> None:
+    """The run approval shows the cell's code as a code block (not its arguments' JSON),
+    the cell named by its prompt (``[3]``) with its id in the tooltip; a click on the name
+    selects the cell in the notebook. The edit card's title names the cell the same way."""
+    front = Front("lab", lab, lab.server)
+    front.open("agent_names.ipynb")
+    cast = front.shown()["cells"][CELL_IDS.index("cast")]["prompt"]  # "[3]:"
+    shown_name = cast.rstrip(":")
+    assert shown_name[1:-1].isdigit()
+    run = [[{"tool_call": {"name": "run_cell", "args": {"cell_id": "cast"}}}]]
+    front.play("Run the cast cell", run, "Not run.")
+    approval = front.page.locator(APPROVAL)
+    approval.wait_for()
+    # One card before the decision: the call's tool card ("waiting") is the approval's.
+    front.page.locator(".neta-chat-card.neta-is-asked .neta-tool-card").wait_for(
+        state="attached")
+    assert front.page.locator(".neta-tool-card:visible").count() == 0
+    code = approval.locator("pre.neta-chat-approval-code")
+    assert code.text_content() == CAST
+    assert "cell_id" not in (approval.text_content() or "")  # no arguments' JSON
+    name = approval.locator(".neta-cell-name")
+    assert name.text_content() == shown_name
+    assert "cast" in (name.get_attribute("title") or "")
+    assert approval.locator(".neta-chat-approval-what").text_content() == (
+        f"It runs cell {shown_name}:")
+    pictures(front.lab, approval, screenshot_dir, "notebook-run-approval")
+    # As narrow as a side panel: the code wraps, nothing to scroll sideways.
+    view = front.page.locator(".neta-chat-view")
+    view.evaluate("n => { n.style.maxWidth = '380px'; }")
+    assert code.evaluate("n => n.scrollWidth <= n.clientWidth")
+    pictures(front.lab, approval, screenshot_dir, "notebook-run-approval-380")
+    view.evaluate("n => { n.style.maxWidth = ''; }")
+    name.click()
+    front.page.wait_for_function(f"(path) => ({_ACTIVE_CELL_JS})(path) === 'cast'",
+                                 arg=front.path)
+    approval.locator("button[data-decision=reject]").click()
+    front.wait_for_text("Not run.")
+    assert front.page.locator(".neta-tool-card:visible").count() == 1  # back, decided
+    # The run's card names the cell too.
+    card_name = front.page.locator(".neta-tool-card .neta-tool-cell .neta-cell-name").last
+    card_name.wait_for()
+    front.page.wait_for_function("(el) => el.textContent.startsWith('[')",
+                                 arg=card_name.element_handle())
+    assert card_name.text_content() == shown_name
+
+    front.play("Fix the failing cell", [edit("cast", FIXED)], "Left as it was.")
+    card = front.page.locator(PROPOSAL)
+    card.wait_for()
+    title = card.locator(".neta-cell-edit-title")
+    front.page.wait_for_function("(el) => el.textContent.includes('[')",
+                                 arg=title.element_handle())
+    assert title.text_content() == f"Edit of cell {shown_name}"
+    assert "cast" in (title.locator(".neta-cell-name").get_attribute("title") or "")
+    pictures(front.lab, card, screenshot_dir, "notebook-edit-cell-name")
+    card.locator("button[data-decision=reject]").click()
+    front.wait_for_text("Left as it was.")
 
 
 _FLAG = "() => window.__netaInjected ?? null"

@@ -243,8 +243,11 @@ def test_a_childs_approval_shows_in_the_parents_approvals_with_its_name(
     approval.wait_for(timeout=30_000)
     assert approval.locator(".neta-chat-approval-title").text_content() == (
         "coder asks: allow write_file to run?")
-    page.locator(_card("d1") + " .neta-tool-card.neta-tool-card-waiting",
-                 has_text="Write file").wait_for()
+    # The child's call waits: its card is behind the approval card until the decision.
+    waiting = page.locator(_card("d1") + " .neta-tool-card.neta-tool-card-waiting",
+                           has_text="Write file")
+    waiting.wait_for(state="attached")
+    assert waiting.is_hidden()
     for dark in (False, True):
         lab.set_theme(dark=dark)
         lab.screenshot(page.locator(".neta-chat-view"),

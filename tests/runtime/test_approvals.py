@@ -5,9 +5,24 @@ never hangs."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any
 
-from ..support.sessions import answer, assert_valid_history, calls, make_session, ran
+import pytest
+
+from neta_nb import AgentToolConfig
+from neta_nb.events import PREVIEW_CHARS, ApprovalPreview
+from neta_nb.tools import base
+from neta_nb.tools.base import ToolContext
+
+from ..support.sessions import (
+    answer,
+    assert_valid_history,
+    calls,
+    guarded_op,
+    make_session,
+    ran,
+)
 
 
 async def test_approval_policy_that_raises_gives_an_error_result() -> None:
@@ -67,3 +82,43 @@ async def test_an_unknown_approval_decision_is_refused_not_taken_as_allow() -> N
     assert ran == []
     assert len(refused) == 1
     assert session.messages[2].tool_results[0].is_error
+
+
+async def test_a_python_call_asks_with_its_code_as_the_preview() -> None:
+    """The approval shows the code that will run (``Tool.approval_preview``), bounded."""
+    code = "print('hi')\n" + "x = 1\n" * 10_000
+    session, rec, _ = make_session([calls(("p", "python", {"code": code})), answer("ok")],
+                                   agent_options={"tools": AgentToolConfig(enabled=["python"])})
+    session.attach_approver()
+    session.subscribe(lambda event: session.approve(event.id, "reject")
+                      if event.type == "approval_request" else None)
+    await asyncio.wait_for(session.run("x"), 5)
+    preview = rec.of("approval_request")[0].preview
+    assert preview is not None and preview.language == "python"
+    assert preview.code == code[:PREVIEW_CHARS] and preview.cut == len(code) - PREVIEW_CHARS
+
+
+@pytest.mark.parametrize("how", ["raises", "hangs", "not a preview"])
+async def test_a_failing_preview_never_blocks_the_approval(
+        how: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tool's preview is its own code: when it raises, takes too long or answers
+    nonsense, the request goes out without one and the decision is the user's as ever."""
+    ran.clear()
+
+    async def preview(_: ToolContext, args: dict[str, Any]) -> ApprovalPreview | None:
+        if how == "raises":
+            raise RuntimeError("preview bug")
+        if how == "hangs":
+            await asyncio.sleep(60)
+        return "code"  # type: ignore[return-value]
+
+    monkeypatch.setattr(base, "PREVIEW_WAIT", 0.2)
+    previewed = dataclasses.replace(guarded_op, name="previewed_op", approval_preview=preview)
+    session, rec, _ = make_session([calls(("g", "previewed_op", {"x": 1})), answer("ok")],
+                                   extra=[previewed])
+    session.attach_approver()
+    session.subscribe(lambda event: session.approve(event.id, "allow_once")
+                      if event.type == "approval_request" else None)
+    await asyncio.wait_for(session.run("x"), 5)
+    assert rec.of("approval_request")[0].preview is None
+    assert ran == ["guarded_op 1"]

@@ -181,10 +181,11 @@ async def test_the_warning_and_the_stop_say_what_was_paid_for_turns_gone_back_ov
         ("budget_warning_session_rewound",
          "This session has used 80% of its budget: $0.0240 of $0.0300, counting $0.0060 "
          "paid for turns it went back over (retry, edit, rewind), which stays spent."),
-        ("budget_reached_session_rewound",
-         "Stopped: this session reached its budget ($0.0300 of $0.0300, counting $0.0060 "
-         "paid for turns it went back over: retry, edit, rewind). Raise agent.budget_usd "
-         "or start a new session to go on.")]
+        ("budget_reached_session_answered_rewound",
+         "This session reached its budget ($0.0300 of $0.0300, counting $0.0060 "
+         "paid for turns it went back over: retry, edit, rewind) with this answer: the "
+         "answer is complete, nothing was cut. Raise agent.budget_usd or start a new "
+         "session to go on.")]
     assert warnings[0].params["rewound"] == "$0.0060"
     assert session.cost_usd == pytest.approx(4 * PER_CALL)
 

@@ -155,7 +155,8 @@ async def test_a_rewind_gives_back_no_budget_and_warns_no_more() -> None:
     await session.run("second")  # 91 % of the budget: warned
     assert [w.code for w in rec.of("warning")] == ["budget_warning_session"]
     session.rewind(session.messages[2].id)  # still 91 % paid: no new warning
-    await session.run("second, again")  # 136 %: stopped, saying what went back
+    await session.run("second, again")  # 136 %: reached, saying what went back
+    # (The answer that crossed it is whole: the warning says nothing was cut.)
     assert [w.code for w in rec.of("warning")] == ["budget_warning_session",
-                                                   "budget_reached_session_rewound"]
+                                                   "budget_reached_session_answered_rewound"]
     assert rec.of("done")[-1].stop_reason == "budget"

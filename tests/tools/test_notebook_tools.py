@@ -318,3 +318,22 @@ async def test_a_resumed_session_shows_each_diff_card_with_its_decision_and_undo
     assert edit["after"] == "x = 2" and edit["cell_id"] == "c1"  # what Undo puts back where
     assert insert["decision"] == "accepted" and insert["cell_id"] == "new-1"
     assert insert["after"] == "y = 3"
+
+
+async def test_run_cell_approval_shows_the_cells_code_and_its_name_on_the_page() -> None:
+    """The user decides on the code that will run, not on a cell id: the request carries
+    the cell's source as the page has it now and its name as the notebook shows it."""
+    page = FakeNotebookPage(CELLS)
+    session, rec, _ = _session([calls(("r", "run_cell", {"cell_id": "c2"}),
+                                      ("s", "run_cell", {"cell_id": "c1"})),
+                                answer("ok")], page)
+    session.attach_approver()
+    session.subscribe(lambda event: session.approve(event.id, "reject")
+                      if event.type == "approval_request" else None)
+    await session.run("run them")
+    asked = {event.id: event.preview for event in rec.of("approval_request")}
+    assert asked["r"] is not None and asked["s"] is not None
+    assert asked["r"].code == "df['price'] / df['qty']"
+    assert (asked["r"].cell_id, asked["r"].cell_label) == ("c2", "[2]")  # it ran: [2]
+    assert asked["s"].cell_label == "1"  # never ran: its position
+    assert "pd.read_csv" in asked["s"].code

@@ -600,6 +600,25 @@ async def test_a_budget_warning_is_drawn_as_a_warning_and_its_stop_as_an_error()
     chat.close()
 
 
+async def test_a_budget_reached_by_a_whole_answer_is_a_warning_that_nothing_was_cut(
+        ) -> None:
+    """The call that crossed the budget gave the turn's complete answer: nothing was
+    stopped, so the notice says the budget was reached and nothing was cut, in the
+    warning's colour, not a red "Stopped"."""
+    price = ModelPrice(input=3.0, output=15.0)  # a call of 100 in, 20 out: $0.0006
+    session, provider = make_session([answer("All done.", usage=Usage(input_tokens=100,
+                                                                       output_tokens=20))])
+    session.agent.turn_budget_usd = 0.0005
+    provider.price = price
+    chat = ChatView(session)
+    shown: list[tuple[str, str]] = []
+    chat.observe(lambda _: shown.append((chat.notice_tone, chat.notice)), names="notice")
+    assert (await session.run("finish")).text == "All done."
+    assert shown == [("warning", "This turn reached its budget ($0.0006 of $0.0005) with "
+                      "its answer: the answer is complete, nothing was cut.")]
+    chat.close()
+
+
 async def test_approval_requests_show_until_answered() -> None:
     ran.clear()
     session, _ = make_session([calls(("g1", "guarded", {"x": 1})), answer("ok"),

@@ -40,6 +40,7 @@ TWINS = {
     "TurnUsageDict": "TurnUsage",
     "ContextUsageDict": "ContextUsage",
     "DisplayItemDict": "DisplayItem",
+    "ApprovalPreviewDict": "ApprovalPreview",
 }
 REPLIES = ("OkReply", "ErrorReply")
 """TS reads both as one ``Reply<T>`` (``ok`` says which): checked against its union."""
@@ -52,6 +53,7 @@ DUMPS: dict[str, type[pydantic.BaseModel]] = {
     "TurnUsageDict": neta_nb.events.TurnUsage,
     "ContextUsageDict": neta_nb.events.ContextUsage,
     "DisplayItemDict": neta_nb.messages.DisplayItem,
+    "ApprovalPreviewDict": neta_nb.events.ApprovalPreview,
 }
 """TypedDicts that describe a core model's ``model_dump()``: the same fields, value types
 and literals as the model. A field the widgets add (``omitted``) is optional; a field the

@@ -247,8 +247,29 @@ function setOutputs(panel: NotebookPanel, args: Args): unknown {
   return ranResult(cellId, cell, outputs.some((o: nbformat.IOutput) => o.output_type === "error") ? "error" : "ok");
 }
 
+/** Where a cell is, as the notebook shows it: its position (1 the first) and execution
+ * count — a card names the cell so (`[2]`) instead of by its id. */
+function locate(panel: NotebookPanel, args: Args): unknown {
+  const { cell, index } = findCell(panel, stringArg(args, "cell_id"));
+  return { position: index + 1, execution_count: isCode(cell) ? (cell.executionCount ?? null) : null };
+}
+
+/** Scrolls the notebook to a cell and selects it (a click on a cell's name in a card). */
+async function focus(panel: NotebookPanel, args: Args): Promise<unknown> {
+  const place = locate(panel, args) as { position: number };
+  const notebook = panel.content;
+  const index = place.position - 1;
+  notebook.mode = "command";
+  notebook.activeCellIndex = index;
+  notebook.deselectAll();
+  await notebook.scrollToItem(index, "center");
+  return place;
+}
+
 export const OPS: Record<string, Op> = {
   read,
+  locate,
+  focus,
   edit,
   insert,
   delete: remove,

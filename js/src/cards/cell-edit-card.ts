@@ -14,6 +14,7 @@ import "./cell-edit-card.css";
 import { appendCodeText, element } from "../dom";
 import { t, type Lang } from "../i18n";
 import { createInlineError } from "../inline-error";
+import { askNotebook, createCellName, labelAround } from "./cell-name";
 import type { ProposalDraft } from "./proposal-drafts";
 
 export const CELL_EDIT_TYPE = "application/vnd.neta-nb.cell-edit+json";
@@ -73,12 +74,13 @@ export function diffLineKind(line: string): "add" | "del" | "hunk" | "meta" | "s
   return "same";
 }
 
-function title(proposal: CellEditProposal, lang: Lang): string {
-  if (proposal.kind === "edit") return t(lang, "cell_edit_title", { id: proposal.cell_id });
+/** The card's title, the cell named as the notebook shows it (a click shows the cell). */
+function title(proposal: CellEditProposal, lang: Lang): Node[] {
+  if (proposal.kind === "edit") return labelAround(lang, "cell_edit_title", "id", createCellName(proposal.cell_id, lang));
   const type = proposal.cell_type ?? "code";
   return proposal.after_cell_id
-    ? t(lang, "cell_insert_after", { type, id: proposal.after_cell_id })
-    : t(lang, "cell_insert_end", { type });
+    ? labelAround(lang, "cell_insert_after", "id", createCellName(proposal.after_cell_id, lang), { type })
+    : [document.createTextNode(t(lang, "cell_insert_end", { type }))];
 }
 
 function diffBlock(proposal: CellEditProposal, lang: Lang): HTMLElement {
@@ -95,17 +97,6 @@ function diffBlock(proposal: CellEditProposal, lang: Lang): HTMLElement {
   return block;
 }
 
-type NotebookReply = { ok: boolean; result?: unknown; error?: { code?: string; message?: string } };
-
-/** Ask the notebook extension on this page (it handles `neta-nb-notebook` events). */
-export function askNotebook(from: Element, op: string, args: Record<string, unknown>): Promise<NotebookReply> {
-  return new Promise((resolve) => {
-    const detail = { op, args, handled: false, respond: (reply: NotebookReply) => resolve(reply) };
-    from.dispatchEvent(new CustomEvent("neta-nb-notebook", { bubbles: true, composed: true, detail }));
-    if (!detail.handled) resolve({ ok: false, error: { code: "no_bridge" } });
-  });
-}
-
 export function createCellEditCard(proposal: CellEditProposal, { lang, decide, draft }: CellEditCardOptions): HTMLElement {
   const card = element("div", "neta-cell-edit");
   card.dataset.decision = proposal.decision;
@@ -118,7 +109,10 @@ export function createCellEditCard(proposal: CellEditProposal, { lang, decide, d
     badge.textContent = t(lang, key);
   };
   setBadge(proposal.decision);
-  head.append(element("span", "neta-cell-edit-title", title(proposal, lang)), badge);
+  const heading = element("span", "neta-cell-edit-title");
+  heading.append(...title(proposal, lang));
+  heading.title = heading.textContent ?? "";
+  head.append(heading, badge);
   if (proposal.changed_by_user) head.append(element("span", "neta-cell-edit-note", t(lang, "cell_edit_changed_by_user")));
   card.append(head, diffBlock(proposal, lang));
   const buttons = element("div", "neta-cell-edit-buttons");

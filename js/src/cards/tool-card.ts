@@ -23,6 +23,7 @@ import {
 } from "../status-icon";
 import type { Component, ComponentOptions } from "../types";
 import { createCardFrame } from "./card-frame";
+import { createCellName, labelAround } from "./cell-name";
 import { createTraceLine, type TraceIds } from "./trace-line";
 
 export interface ToolCardState {
@@ -64,6 +65,9 @@ function asJson(text: string): string | null {
   }
 }
 
+/** The notebook tools whose `cell_id` argument names a cell of the page. */
+const CELL_TOOLS = new Set(["read_notebook", "run_cell", "edit_cell", "insert_cell"]);
+
 export function createToolCard(el: HTMLElement, options: ToolCardOptions = {}): Component<ToolCardState> {
   const state: ToolCardState = {
     name: "",
@@ -81,11 +85,13 @@ export function createToolCard(el: HTMLElement, options: ToolCardOptions = {}): 
 
   const name = element("code", "neta-tool-name");
   const tag = element("span", "neta-tag neta-tool-tag");
+  // The notebook cell a notebook tool's call is about, named as the notebook shows it.
+  const cell = element("span", "neta-tool-cell");
   const frame = createCardFrame({
     kind: "tool",
     statuses: RUN_STATUSES,
     title: ["span", "neta-tool-label"],
-    extras: [name, tag],
+    extras: [cell, name, tag],
     onToggle: () => {
       state.expanded = !state.expanded;
       render();
@@ -132,6 +138,13 @@ export function createToolCard(el: HTMLElement, options: ToolCardOptions = {}): 
     label.title = label.textContent;
     name.textContent = state.name;
     name.hidden = !state.label || state.label === state.name;
+    const cellId = CELL_TOOLS.has(state.name) && typeof state.args?.cell_id === "string" ? state.args.cell_id : null;
+    if ((cellId ?? "") !== (cell.dataset.cellId ?? "") || (cellId && cell.dataset.lang !== lang)) {
+      cell.dataset.cellId = cellId ?? "";
+      cell.dataset.lang = lang;
+      cell.replaceChildren(...(cellId ? labelAround(lang, "tool_cell", "cell", createCellName(cellId, lang)) : []));
+    }
+    cell.hidden = !cellId;
     tag.textContent = t(lang, RUN_STATUS_LABEL[state.status]);
     tag.className = `neta-tag neta-tool-tag${runStatusTagClass(state.status)}`;
     bodyWrap.setOpen(state.expanded);

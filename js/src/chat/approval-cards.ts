@@ -1,15 +1,37 @@
 /**
  * A tool call waiting for the user's decision, as a card of the chat view: who asks (the
- * agent, or one of its sub-agents), the call's arguments, and Allow once / Allow always /
- * Reject. A click disables the buttons until the kernel answered; a failure shows beside
+ * agent, or one of its sub-agents), what the call will run (its tool's preview: the code,
+ * and the cell by the name the notebook shows) or else its arguments, and Allow once /
+ * Allow always / Reject. A click disables the buttons until the kernel answered; a failure shows beside
  * them and gives the buttons back.
  */
-import type { Approval } from "./chat-view-traits";
-import { element } from "../dom";
-import type { Lang, MessageKey } from "../i18n";
+import type { Approval, ApprovalPreview } from "./chat-view-traits";
+import { appendCodeText, element } from "../dom";
+import { t, type Lang, type MessageKey } from "../i18n";
+import { createCellName, labelAround } from "../cards/cell-name";
 import { createInlineError } from "../inline-error";
 import { createCellEditCard, parseProposal } from "../cards/cell-edit-card";
 import { draftKey, proposalDrafts } from "../cards/proposal-drafts";
+
+/** The code a call will run (its tool's preview), with the cell it runs named as the
+ * notebook shows it: a code block, never its arguments' JSON. */
+function previewBlock(preview: ApprovalPreview, lang: Lang): HTMLElement {
+  const block = element("div", "neta-chat-approval-preview");
+  const what = element("div", "neta-chat-approval-what");
+  if (preview.cell_id) {
+    what.append(...labelAround(lang, "approval_runs_cell", "cell", createCellName(preview.cell_id, lang, preview.cell_label)));
+  } else {
+    what.textContent = t(lang, "approval_runs_code");
+  }
+  const code = element("pre", "neta-chat-approval-args neta-chat-approval-code");
+  code.dataset.language = preview.language;
+  const inner = element("code");
+  appendCodeText(inner, preview.code);
+  code.append(inner);
+  block.append(what, code);
+  if (preview.cut > 0) block.append(element("div", "neta-chat-approval-cut", t(lang, "approval_code_cut", { count: preview.cut.toLocaleString() })));
+  return block;
+}
 
 export type Decision = "allow_once" | "allow_always" | "reject";
 
@@ -54,7 +76,8 @@ export function createApprovalCard(approval: Approval, { lang, label, approve }:
   title.append(element("span", "neta-chat-approval-icon"), element("span", undefined, asking));
   if (approval.agent) card.classList.add("neta-is-subagent");
   const hint = element("div", "neta-chat-approval-hint", label("approval_hint"));
-  const args = element("pre", "neta-chat-approval-args", JSON.stringify(approval.args ?? {}, null, 2));
+  // What it will run, as its tool shows it (the code, the cell); otherwise its arguments.
+  const args = approval.preview ? previewBlock(approval.preview, lang()) : element("pre", "neta-chat-approval-args", JSON.stringify(approval.args ?? {}, null, 2));
   const buttons = element("div", "neta-chat-approval-buttons");
   const cardError = createInlineError(lang);
   const decisions: [Decision, MessageKey, string][] = [

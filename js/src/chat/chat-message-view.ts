@@ -375,6 +375,9 @@ export class MessageView {
         view = { kind: card.kind, host: cardHost, component, signature: "" };
         this.cards.set(card.id, view);
       }
+      // The chat view hides a call waiting for approval here: its approval card shows it.
+      view.host.dataset.callId = card.id;
+      view.host.dataset.status = card.status;
       const signature = JSON.stringify(card);
       if (signature !== view.signature) {
         view.signature = signature;

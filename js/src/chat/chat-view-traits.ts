@@ -114,6 +114,18 @@ export interface Approval {
   path?: string[];
   /** A proposed notebook edit to accept or reject (cards/cell-edit-card.ts). */
   proposal?: Record<string, unknown>;
+  /** What the call will do, as its tool shows it (the code it runs, the cell). */
+  preview?: ApprovalPreview;
+}
+
+/** What a call waiting for approval will run (neta_nb.events.ApprovalPreview): `code`
+ * (`cut` characters left out), and for a notebook cell its id and shown name (`[2]`). */
+export interface ApprovalPreview {
+  code: string;
+  language: string;
+  cell_id: string | null;
+  cell_label: string | null;
+  cut: number;
 }
 
 export interface AgentChoice {

@@ -169,7 +169,10 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
   // Failed requests show next to what the user clicked (see inline-error.ts).
   const olderError = createInlineError(lang, "neta-chat-older-error");
   const inputError = createInlineError(lang);
-  content.append(olderIndicator, olderError.root, empty, list, todoHost, liveHost, approvalsHost, working, notice);
+  // The plan follows everything drawn of the conversation, the live response and the
+  // approvals included: a response that settles into the list moves nothing, where a plan
+  // between the list and the live response jumped below each response as it settled.
+  content.append(olderIndicator, olderError.root, empty, list, liveHost, approvalsHost, todoHost, working, notice);
   scroller.append(content);
 
   const input = createInputBar({
@@ -316,6 +319,18 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
   // --- chrome ---------------------------------------------------------------------------
   function renderApprovals(): void {
     approvalsHost.replaceChildren(...state.approvals.map((approval) => createApprovalCard(approval, { lang, label, approve: actions.approve })));
+    hideAskedCards();
+  }
+
+  /** A call waiting for the user's decision is shown once, as its approval card (which
+   * says what it will run): its tool card, "waiting" in the answer above, comes back with
+   * the decision. */
+  function hideAskedCards(): void {
+    const asked = new Set(state.approvals.map((approval) => approval.id));
+    for (const host of Array.from(content.querySelectorAll<HTMLElement>(".neta-chat-card[data-call-id]"))) {
+      const hide = host.dataset.status === "waiting" && asked.has(host.dataset.callId ?? "");
+      host.classList.toggle("neta-is-asked", hide);
+    }
   }
 
   function renderChrome(): void {
@@ -426,6 +441,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
       if (patch.notice !== undefined) state.notice = patch.notice;
       if (patch.notice_tone !== undefined) state.notice_tone = patch.notice_tone === "warning" ? "warning" : "error";
       if (patch.store_warning !== undefined) state.store_warning = patch.store_warning;
+      if (state.approvals.length > 0) hideAskedCards();
       mergeThinking();
       renderChrome();
     },
@@ -442,6 +458,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
         }
       }
       if (topLevel) mergeThinking();
+      if (state.approvals.length > 0) hideAskedCards();
       return complete;
     },
     applySnapshot(snapshot) {

@@ -258,7 +258,7 @@ class TurnRunner:
             message = await self._model_call(turn, request)
             if message is None:
                 return turn.message  # the call failed: said, and the history closed
-            if self._over_budget(turn):
+            if self._over_budget(turn, answered=not message.tool_calls):
                 # Like a Stop after this call: its calls do not run, the history stays
                 # valid, the answer so far is kept.
                 turn.stop_reason = "budget"
@@ -370,11 +370,13 @@ class TurnRunner:
         return self.state.spending.turn_total(own, crew.turn_usage if crew.runs else None,
                                               self.deps.workspace.provider.price)
 
-    def _over_budget(self, turn: Turn) -> bool:
+    def _over_budget(self, turn: Turn, *, answered: bool = False) -> bool:
         """The budgets after a call (:meth:`Spending.over_budget`); True once one is
-        reached, which marks the turn to end with ``stop_reason="budget"``."""
+        reached, which marks the turn to end with ``stop_reason="budget"``. ``answered``:
+        the call gave the turn's whole answer, so nothing is cut."""
         if not self.state.spending.over_budget(self.deps.workspace.agent, turn.spend,
-                                               self.deps.crew.turn_usage):
+                                               self.deps.crew.turn_usage,
+                                               answered=answered):
             return False
         turn.budget_stop = True
         return True

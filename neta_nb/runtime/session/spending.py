@@ -245,7 +245,8 @@ class Spending:
         """The turn's budget warning starts afresh."""
         self._warned.pop("turn", None)
 
-    def over_budget(self, agent: Agent, turn_spend: Spend, running: TurnUsage) -> bool:
+    def over_budget(self, agent: Agent, turn_spend: Spend, running: TurnUsage, *,
+                    answered: bool = False) -> bool:
         """Check the budgets after a call (warning at 80 %); True once one is reached
         (the turn then ends with ``stop_reason="budget"``). ``turn_spend``: what this
         session's own calls of the turn cost. A call whose cost is unknown counts for
@@ -257,15 +258,17 @@ class Spending:
         unknown = (paid.unknown or turn_spend.unknown
                    or bool(running.api_calls and running.cost_usd is None))
         return self.check(agent, turn_spent, paid.usd, unknown=unknown,
-                          rewound=self.rewound.usd) is not None
+                          rewound=self.rewound.usd, answered=answered) is not None
 
     def check(self, agent: Agent, turn_spent: float, session_spent: float, *,
-              unknown: bool, rewound: float = 0.0) -> Scope | None:
+              unknown: bool, rewound: float = 0.0, answered: bool = False) -> Scope | None:
         """The scope whose budget is reached (session first), after warning at 80 %.
         ``session_spent`` is all the session paid, of which ``rewound`` for turns it went
         back over (the session's warnings then say so). The spend is what is known: when
         some calls' cost is not (no price, no usage reported), the budget still holds for
-        the rest, and the user is told once."""
+        the rest, and the user is told once. ``answered``: the call that reached it gave
+        the turn's whole answer (no tool call left to cut), which the warning says
+        (``budget_reached_*_answered``: nothing was cut)."""
         if unknown and not self._unknown_said:
             self._unknown_said = True
             self._emit(WarningEvent(message=t("budget_partly_unknown", "en"),
@@ -278,7 +281,8 @@ class Spending:
                 continue
             paid_back = rewound if scope == "session" else 0.0
             if reached(spent, budget):
-                self._emit(_warning(f"budget_reached_{scope}", spent, budget, paid_back))
+                code = f"budget_reached_{scope}" + ("_answered" if answered else "")
+                self._emit(_warning(code, spent, budget, paid_back))
                 return scope
             if spent >= WARN_AT * budget and self._warned.get(scope) != budget:
                 self._warned[scope] = budget

@@ -40,7 +40,7 @@ from ...messages import (
     TraceRef,
 )
 from ...tools import Tool, ToolArgumentError
-from ...tools.base import ProgressCallback, ToolFailure
+from ...tools.base import ProgressCallback, ToolContext, ToolFailure, preview_call
 from ...tools.resolver import ToolResolution
 from ...tools.rich import RichResult
 from ..tracing import NO_SPAN as _NO_SPAN
@@ -344,7 +344,7 @@ class ToolRunner:
         self._persist(last_assistant)
 
     async def _authorise(self, call: ToolCallPart, set_status: Callable[[RunStatus], None],
-                         span: CallSpan) -> Tool | _Refused:
+                         span: CallSpan, ctx: ToolContext) -> Tool | _Refused:
         """The tool to run, or why it may not run. Authorisation is checked again now:
         the tool may have been switched off (globally or for the agent) while the
         response streamed or while the user decided on an approval."""
@@ -361,7 +361,10 @@ class ToolRunner:
                 set_status("waiting")
 
             asked = time.monotonic()
-            allowed, why = await self._approvals.decide(call, on_waiting=on_waiting)
+            asking = tool
+            allowed, why = await self._approvals.decide(
+                call, on_waiting=on_waiting,
+                preview=lambda: preview_call(asking, ctx, call.args))
             self._tracer.approval(span, allowed, time.monotonic() - asked)
             if not allowed:
                 return _Refused(why, rejected=True)
@@ -395,10 +398,10 @@ class ToolRunner:
         if call.raw_args is not None:
             return (f"The arguments for '{call.name}' were not a JSON object: "
                     f"{call.raw_args[:500]!r}. Call the tool again with valid JSON."), "error"
-        tool = await self._authorise(call, set_status, span)
+        ctx = self._make_context(call.id, on_progress)
+        tool = await self._authorise(call, set_status, span, ctx)
         if isinstance(tool, _Refused):
             return tool.text, "rejected" if tool.rejected else "error"
-        ctx = self._make_context(call.id, on_progress)
         timeout = tool.timeout or default_timeout
         deadline = asyncio.timeout(timeout)
         try:

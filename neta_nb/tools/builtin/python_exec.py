@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from types import CodeType
 from typing import Any
 
+from ...events import ApprovalPreview
 from ..base import ToolContext, tool
 from ..rich import (
     DEFAULT_LIMITS,
@@ -54,7 +55,14 @@ MAX_OUTPUT_CHARS = 20_000
 _FILENAME = "<python tool>"
 
 
-@tool(name="python", category="base", requires_approval=True, label="Python")
+async def _code_preview(_: ToolContext, args: dict[str, Any]) -> ApprovalPreview | None:
+    """The code a ``python`` call will run, for its approval."""
+    code = args.get("code")
+    return ApprovalPreview(code=code) if isinstance(code, str) else None
+
+
+@tool(name="python", category="base", requires_approval=True, label="Python",
+      approval_preview=_code_preview)
 async def python(ctx: ToolContext, code: str) -> RichResult:
     """Run Python code in the notebook's namespace and return what it printed, the value
     of its last expression and any error.

@@ -39,6 +39,7 @@ __all__ = [
     "notebook_cells",
     "render_notebook",
     "render_outputs",
+    "shown_name",
 ]
 
 READ_CHARS = 20_000
@@ -151,6 +152,15 @@ def notebook_cells(notebook: dict[str, Any]) -> list[dict[str, Any]]:
     """The cells of a page's (or the kernel's) answer; anything malformed is left out."""
     listed = notebook.get("cells")
     return [cell for cell in listed if isinstance(cell, dict)] if isinstance(listed, list) else []
+
+
+def shown_name(cell: dict[str, Any], position: int) -> str:
+    """A cell's name as the notebook shows it: its prompt's execution count (``[2]``) once
+    it ran, otherwise its position (``3``, 1 the first), to follow the word "cell"."""
+    count = cell.get("execution_count")
+    if isinstance(count, int) and not isinstance(count, bool):
+        return f"[{count}]"
+    return str(position)
 
 
 def cell_outputs(cell: dict[str, Any]) -> list[Any]:

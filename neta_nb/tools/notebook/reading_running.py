@@ -18,14 +18,23 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from ...events import ApprovalPreview
 from ...messages import DisplayItem
 from ..base import ToolContext, ToolFailure, tool
 from ..builtin.python_exec import CodeRun, run_python_parts
 from ..rich import MODEL_IMAGE_TYPES, RichResult
 from . import kernel
 from .editing import cell_source, find_cell, live_page
-from .page import NotebookError
-from .reading import UNTRUSTED, CellRange, model_images, render_notebook, render_outputs
+from .page import NotebookAccess, NotebookError
+from .reading import (
+    UNTRUSTED,
+    CellRange,
+    model_images,
+    notebook_cells,
+    render_notebook,
+    render_outputs,
+    shown_name,
+)
 
 __all__ = ["read_notebook", "run_cell"]
 
@@ -82,7 +91,24 @@ def _answer(notebook: dict[str, Any], chosen: CellRange) -> RichResult:
     return RichResult(text=text, items=model_images(notebook, chosen, set(shown)))
 
 
-@tool(category="notebook", label="Run cell", requires_approval=True, timeout=RUN_WAIT)
+async def _cell_preview(ctx: ToolContext, args: dict[str, Any]) -> ApprovalPreview | None:
+    """The cell a ``run_cell`` call will run, for its approval: its code as it is now on
+    the page, and its name as the notebook shows it."""
+    cell_id = args.get("cell_id")
+    access = ctx.notebook
+    if not isinstance(cell_id, str) or not isinstance(access, NotebookAccess) \
+            or access.page is None:
+        return None
+    notebook = await access.page.request("read", {"cell_id": cell_id})
+    for position, cell in enumerate(notebook_cells(notebook), start=1):
+        if cell.get("id") == cell_id:
+            return ApprovalPreview(code=cell_source(cell), cell_id=cell_id,
+                                   cell_label=shown_name(cell, position))
+    return None
+
+
+@tool(category="notebook", label="Run cell", requires_approval=True, timeout=RUN_WAIT,
+      approval_preview=_cell_preview)
 async def run_cell(ctx: ToolContext, cell_id: str) -> RichResult:
     """Run a code cell of the notebook, as the user would, and return its outputs.
 

@@ -106,6 +106,8 @@ def approval_item(pending: PendingApproval) -> dict[str, Any]:
                                 "args": dict(pending.args)}
     if pending.proposal is not None:
         approval["proposal"] = pending.proposal
+    if pending.preview is not None:
+        approval["preview"] = pending.preview.model_dump()
     if pending.path:
         approval["agent"], approval["path"] = pending.agent, list(pending.path)
     preview_args(approval)  # the call's card has the full arguments on demand
@@ -454,11 +456,12 @@ class LiveFollower:
             # Not a turn boundary: the store can fall behind, or catch up, between turns.
             chat.store_warning = "" if event.cleared else warning_text(event, chat.lang)
             return
-        # A budget 80 % used (or some costs unknown), usage a server reported wrong: a
-        # warning; a turn the budget stopped is an error.
+        # A budget 80 % used (or some costs unknown), usage a server reported wrong, a
+        # budget reached by a whole answer (nothing cut): a warning; a turn the budget
+        # stopped short is an error.
         code = event.code or ""
-        chat.show_notice(warning_text(event, chat.lang), tone="error"
-                         if code.startswith("budget_reached") else "warning")
+        stopped = code.startswith("budget_reached") and "_answered" not in code
+        chat.show_notice(warning_text(event, chat.lang), tone="error" if stopped else "warning")
 
     def _begin_turn(self) -> None:
         chat = self._chat

@@ -16,6 +16,7 @@ from ..wire import ContextUsageDict, DisplayItemDict, NoReply, TodoItemDict, Tur
 __all__ = [
     "AgentChoice",
     "Approval",
+    "ApprovalPreviewDict",
     "BatchMessage",
     "ChatAttachment",
     "ChatCard",
@@ -180,6 +181,19 @@ class Approval(TypedDict):
     agent: NotRequired[str]
     path: NotRequired[list[str]]
     proposal: NotRequired[dict[str, Any]]
+    preview: NotRequired[ApprovalPreviewDict]
+    """What the call will do, as its tool shows it (``neta_nb.events.ApprovalPreview``)."""
+
+
+class ApprovalPreviewDict(TypedDict):
+    """An :class:`~neta_nb.events.ApprovalPreview`'s dump (TS: ``ApprovalPreview``,
+    chat-view-traits.ts): the code a call waiting for approval will run, and its cell."""
+
+    code: str
+    language: str
+    cell_id: str | None
+    cell_label: str | None
+    cut: int
 
 
 class AgentChoice(TypedDict):
