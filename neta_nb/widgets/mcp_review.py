@@ -92,12 +92,21 @@ def _kernel_loop() -> asyncio.AbstractEventLoop:
                            "cell (the kernel's event loop is not running here).") from None
 
 
+class _SetupView(ipywidgets.HTML):  # type: ignore[misc]
+    """The setup lines, token included, shown in the widget only: its ``repr`` — the
+    ``text/plain`` a notebook saves with every widget output, read by nbconvert and any
+    viewer without the widget — names no token."""
+
+    def __repr__(self) -> str:
+        return "MCP server setup lines (the token is shown in the live widget only)"
+
+
 def _setup_view(server: NotebookMCPServer) -> ipywidgets.HTML:
     blocks = "".join(
         f"<div style='margin:4px 0'><b>{html.escape(client)}</b>"
         f"<pre style='margin:2px 0;white-space:pre-wrap'>{html.escape(lines)}</pre></div>"
         for client, lines in server.setup_lines().items())
-    return ipywidgets.HTML(
+    return _SetupView(
         f"<div><b>This notebook serves its tools over MCP at</b> "
         f"<code>{html.escape(server.url)}</code>. Add it to a client with one of these "
         f"(the token is shown only here; keep it private):{blocks}</div>")
