@@ -5,12 +5,18 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import neta_nb
-from neta_nb.widgets import mcp_review
+from neta_nb import Agent, AgentSession, ScriptedProvider, SessionStore
+from neta_nb.messages import Message
+from neta_nb.runtime.mcp_relay import RelayProvider
+from neta_nb.runtime.session.resume import SessionNotResumableError
+from neta_nb.tools import ToolCatalog
+from neta_nb.widgets import ChatView, SessionSidebar, mcp_review
 
 from .conftest import SentMessages
 
@@ -38,3 +44,33 @@ async def test_the_token_is_in_no_text_the_notebook_saves(
         assert token not in repr(output) and token not in repr(server)
     finally:
         await asyncio.to_thread(server.stop)
+
+
+def _client_session(store: SessionStore) -> str:
+    """A stored session of an outside client's calls, as a kernel that served it left it."""
+    relay = RelayProvider("claude-code")
+    session = AgentSession(Agent(name="claude-code", model=relay), ToolCatalog([]), store)
+    store.append_message(session.id, Message.user("claude-code calls read_notebook"))
+    assert session.flush(10)
+    return session.id
+
+
+def test_a_stored_client_session_opens_read_only_and_says_why_it_cannot_go_on(
+        tmp_path: Path, sent: SentMessages) -> None:
+    store = SessionStore(tmp_path / "calls.db")
+    stored_id = _client_session(store)
+    # The kernel restarted: the client's session is not live here any more.
+    with pytest.raises(SessionNotResumableError,
+                       match="outside MCP client 'claude-code'.*read-only"):
+        AgentSession.resume(stored_id, store)
+    chat = ChatView(AgentSession(Agent(name="mine", model=ScriptedProvider([])), store=store))
+    sidebar = SessionSidebar(store, chat=chat)
+    try:
+        assert sidebar.open_session(stored_id) is None
+        assert chat.session is None and chat.stored is not None
+        assert [m["text"] for m in chat.messages] == ["claude-code calls read_notebook"]
+        reply = chat._reply("take_over", "r", {})  # the read-only bar's "Continue here"
+        assert reply["ok"] is False and "not connected to this kernel" in reply["error"]
+        assert chat.session is None and chat.stored is not None
+    finally:
+        sidebar.close()
