@@ -81,6 +81,9 @@ _RESOURCE_KINDS = {"variable": "list_variables", "cell": "read_notebook",
                    "error": "read_notebook"}
 """Each kind of resource is offered while the tool that reads the same is granted."""
 _INVALID_PARAMS = -32602
+MAX_REQUEST_BYTES = 16_000_000
+"""The largest request body the server reads (413 beyond it): a cell's text is far
+smaller, and a client — even one holding the token — cannot make the kernel hold more."""
 TOKEN_VARIABLE = "NETA_NOTEBOOK_MCP_TOKEN"
 """The environment variable the Codex setup reads the token from."""
 _T = TypeVar("_T")
@@ -514,7 +517,48 @@ class _Guard:
                               "(Authorization: Bearer <token>, as shown where it started).",
                               bearer=True)
                 return
+            if scope.get("method") == "POST":
+                read = await _bounded_body(headers.get("content-length"), receive)
+                if read is None:
+                    return  # the client went away
+                if isinstance(read, str):
+                    await _refuse(send, 413, read)
+                    return
+                receive = _replay(read, receive)
         await self._app(scope, receive, send)
+
+
+async def _bounded_body(length: bytes | None, receive: Receive) -> bytes | str | None:
+    """A request's body, read up to :data:`MAX_REQUEST_BYTES`; the refusal's text beyond
+    it (before reading what a Content-Length announces), ``None`` if the client left."""
+    limit = MAX_REQUEST_BYTES
+    too_big = (f"The request's body is larger than the {limit} bytes this server reads.")
+    if length is not None and (not length.isdigit() or int(length) > limit):
+        return too_big
+    body = bytearray()
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        body += message.get("body", b"")
+        if len(body) > limit:
+            return too_big
+        if not message.get("more_body", False):
+            return bytes(body)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """``receive`` that gives ``body`` (read already) first, then what comes after it (a
+    disconnect)."""
+    given = False
+
+    async def replayed() -> Any:
+        nonlocal given
+        if not given:
+            given = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+    return replayed
 
 
 async def _refuse(send: Send, status: int, text: str, *, bearer: bool = False) -> None:

@@ -1,0 +1,91 @@
+"""The notebook's MCP server against hostile and careless clients: bad requests, bad
+arguments, two connections under one name, connections that go away, a server stopped
+while calls wait. Driven as tests/runtime/test_mcp_server.py drives it (the official
+client over real HTTP, a stand-in page and user)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+import httpx2
+import mcp_types as types
+import pytest
+
+from neta_nb.runtime import mcp_server
+from tests.runtime.test_mcp_server import User, connected, served, text_of
+
+ACCEPT = {"Accept": "application/json, text/event-stream",
+          "Content-Type": "application/json"}
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {},
+    "clientInfo": {"name": "raw", "version": "1"}}}
+
+
+async def test_bad_arguments_are_a_clear_error_and_the_client_goes_on() -> None:
+    user = User()
+    async with served(user) as server, connected(server) as client:
+        wrong = await client.call_tool("edit_cell", {"cell_id": 5, "source": ["x"]})
+        missing = await client.call_tool("edit_cell", {})
+        unknown = await client.call_tool("shell", {"command": "rm -rf /"})
+        after = await client.call_tool("read_notebook", {})
+        page = user.pages["claude-code"]
+    assert wrong.is_error and "cell_id" in text_of(wrong), text_of(wrong)
+    assert missing.is_error and "cell_id" in text_of(missing), text_of(missing)
+    assert unknown.is_error and "no such tool" in text_of(unknown)
+    assert not after.is_error and "x = 1" in text_of(after)
+    assert user.requests == [] and [op for op, _ in page.requests if op == "edit"] == []
+
+
+async def test_a_wrong_empty_or_odd_authorization_is_401() -> None:
+    user = User()
+    async with served(user) as server, httpx2.AsyncClient(timeout=30) as http:
+        token = server.token
+        answers = [await http.post(server.url, json=INITIALIZE,
+                                   headers={**ACCEPT, "Authorization": value})
+                   for value in ("", "Bearer", "bearer", f"Basic {token}", f"Bearer {token}x",
+                                 f"Bearer {token[:-1]}", f"{token}")]
+        query = await http.post(f"{server.url}?token={token}", json=INITIALIZE,
+                                headers=ACCEPT)
+    assert [a.status_code for a in answers] == [401] * len(answers)
+    assert query.status_code == 401  # a token in the URL is no token
+    assert all(token not in a.text for a in [*answers, query])
+
+
+async def test_malformed_requests_are_refused_and_the_server_goes_on() -> None:
+    user = User()
+    async with served(user) as server:
+        auth = {**ACCEPT, "Authorization": f"Bearer {server.token}"}
+        async with httpx2.AsyncClient(timeout=30) as http:
+            garbage = await http.post(server.url, content=b"{not json", headers=auth)
+            not_rpc = await http.post(server.url, json={"hello": 1}, headers=auth)
+            array = await http.post(server.url, json=[1, 2, 3], headers=auth)
+        async with connected(server) as client:
+            after = await client.call_tool("read_notebook", {})
+    assert garbage.status_code == 400 and not_rpc.status_code == 400
+    assert array.status_code == 400
+    assert not after.is_error
+
+
+async def test_a_huge_body_is_refused_before_it_is_read(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(mcp_server, "MAX_REQUEST_BYTES", 100_000)
+    user = User()
+    async with served(user) as server:
+        auth = {**ACCEPT, "Authorization": f"Bearer {server.token}"}
+        huge = b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "pad": "' + b"x" * 300_000
+        huge += b'"}'
+
+        async def chunks() -> Any:  # no Content-Length: the body is counted as it comes
+            for start in range(0, len(huge), 10_000):
+                yield huge[start:start + 10_000]
+
+        async with httpx2.AsyncClient(timeout=30) as http:
+            sized = await http.post(server.url, content=huge, headers=auth)
+            streamed = await http.post(server.url, content=chunks(), headers=auth)
+        async with connected(server) as client:
+            after = await client.call_tool("read_notebook", {})
+    assert sized.status_code == 413 and streamed.status_code == 413
+    assert "100000 bytes" in sized.text
+    assert not after.is_error
