@@ -254,6 +254,8 @@ class NotebookMCPServer:
         self._thread: threading.Thread | None = None
         self._uvicorn: uvicorn.Server | None = None
         self._server_loop: asyncio.AbstractEventLoop | None = None
+        self._stopping: asyncio.Event | None = None
+        """Set (on the server's loop) by :meth:`stop`: the calls waiting end first."""
         self._stopped = False
 
     def __repr__(self) -> str:  # never the token: reprs end up in notebooks and logs
@@ -294,6 +296,7 @@ class NotebookMCPServer:
 
         async def serve() -> None:
             self._server_loop = asyncio.get_running_loop()
+            self._stopping = asyncio.Event()
             ready.set()
             await server.serve(sockets=[sock])
 
@@ -320,6 +323,10 @@ class NotebookMCPServer:
         if self._stopped:
             return
         self._stopped = True
+        loop, stopping = self._server_loop, self._stopping
+        if loop is not None and stopping is not None:
+            with contextlib.suppress(RuntimeError):  # its loop ended already
+                loop.call_soon_threadsafe(stopping.set)
         if self._uvicorn is not None:
             self._uvicorn.should_exit = True
         if self._thread is not None and self._thread is not threading.current_thread():
@@ -383,21 +390,29 @@ class NotebookMCPServer:
         name, args = params.name, dict(params.arguments or {})
         running = asyncio.run_coroutine_threadsafe(client.call(name, args), self._kernel_loop)
         waited = asyncio.wrap_future(running)
+        assert self._stopping is not None
+        stopping = asyncio.ensure_future(self._stopping.wait())
         beats = 0
         try:
             while True:
-                try:
-                    part = await asyncio.wait_for(asyncio.shield(waited), PROGRESS_EVERY)
-                    break
-                except TimeoutError:
-                    beats += 1
-                    await ctx.session.report_progress(
-                        beats, None, f"{name}: waiting in the notebook (for the user's "
-                        "decision, or for the cell to finish)")
+                done, _ = await asyncio.wait({waited, stopping}, timeout=PROGRESS_EVERY,
+                                             return_when=asyncio.FIRST_COMPLETED)
+                if waited in done:
+                    return _call_result(waited.result())
+                if stopping in done:  # answered before the connection closes
+                    running.cancel()
+                    return types.CallToolResult(is_error=True, content=[types.TextContent(
+                        text=f"The call of {name} was stopped: the notebook's MCP server "
+                        "was stopped while it waited (its card in the notebook is closed).")])
+                beats += 1
+                await ctx.session.report_progress(
+                    beats, None, f"{name}: waiting in the notebook (for the user's "
+                    "decision, or for the cell to finish)")
         except asyncio.CancelledError:
             running.cancel()
             raise
-        return _call_result(part)
+        finally:
+            stopping.cancel()
 
     async def _client(self, ctx: ServerRequestContext[Any]) -> ClientAgent:
         params = ctx.session.client_params

@@ -89,3 +89,96 @@ async def test_a_huge_body_is_refused_before_it_is_read(
     assert sized.status_code == 413 and streamed.status_code == 413
     assert "100000 bytes" in sized.text
     assert not after.is_error
+
+
+class OnProgress:
+    """Records the progress notifications of one call."""
+
+    def __init__(self) -> None:
+        self.seen: list[str | None] = []
+
+    async def __call__(self, progress: float, total: float | None,
+                       message: str | None) -> None:
+        self.seen.append(message)
+
+
+async def _until(check: Any, seconds: float = 30) -> None:
+    for _ in range(int(seconds * 20)):
+        if check():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("not reached")
+
+
+async def test_two_connections_under_one_name_queue_and_neither_cancels_the_other(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(mcp_server, "PROGRESS_EVERY", 0.2)
+    user = User()
+    user.answer = None
+    async with served(user) as server, connected(server, "cursor") as first, \
+            connected(server, "cursor") as second:
+        waiting = asyncio.create_task(
+            first.call_tool("edit_cell", {"cell_id": "c2", "source": "y = 2"}))
+        await asyncio.wait_for(user.asked.wait(), 30)
+        behind = OnProgress()
+        queued = asyncio.create_task(second.call_tool(
+            "insert_cell", {"source": "z = 3"}, progress_callback=behind))
+        await _until(lambda: len(behind.seen) >= 2)  # kept alive while it waits its turn
+        assert not queued.done()
+        waiting.cancel()  # the first connection gives up its call
+        with contextlib.suppress(asyncio.CancelledError):
+            await waiting
+        user.asked.clear()
+        await asyncio.wait_for(user.asked.wait(), 30)  # the second's card comes up
+        name, request = user.requests[-1]
+        assert name == "cursor" and request.name == "insert_cell"
+        user.sessions["cursor"].approve(request.id, "allow_once")
+        result = await asyncio.wait_for(queued, 30)
+        page = user.pages["cursor"]
+    assert not result.is_error, text_of(result)
+    assert page.cell("c2")["source"] == "y = x + 1"  # the call given up did nothing
+    assert [a["source"] for op, a in page.requests if op == "insert"] == ["z = 3"]
+    assert list(server.clients) == ["cursor"]
+
+
+async def test_a_client_that_disconnects_mid_call_leaves_the_session_usable() -> None:
+    user = User()
+    user.answer = None
+    async with served(user) as server:
+        async def call_and_vanish() -> None:
+            async with connected(server, "gemini-cli") as client:
+                await client.call_tool("edit_cell", {"cell_id": "c2", "source": "y = 2"})
+
+        gone = asyncio.create_task(call_and_vanish())
+        await asyncio.wait_for(user.asked.wait(), 30)
+        gone.cancel()  # the client process dies: its connection closes
+        with contextlib.suppress(asyncio.CancelledError):
+            await gone
+        session = user.sessions["gemini-cli"]
+        await _until(lambda: not session.running)  # its card is closed, not left pending
+        user.answer = ("allow_once", None)
+        async with connected(server, "gemini-cli") as again:
+            result = await again.call_tool("edit_cell", {"cell_id": "c2", "source": "y = 5"})
+        page = user.pages["gemini-cli"]
+    assert not result.is_error, text_of(result)
+    assert page.cell("c2")["source"] == "y = 5"
+    assert len(user.requests) == 2
+
+
+async def test_stopping_the_server_ends_waiting_calls_and_closes_their_cards() -> None:
+    user = User()
+    user.answer = None
+    async with served(user) as server, connected(server) as client:
+        call = asyncio.create_task(
+            client.call_tool("edit_cell", {"cell_id": "c2", "source": "y = 2"}))
+        await asyncio.wait_for(user.asked.wait(), 30)
+        session = user.sessions["claude-code"]
+        await asyncio.to_thread(server.stop)
+        # Answered before the connection closes: the client reads why, not a broken stream.
+        result = await asyncio.wait_for(call, 30)
+        await _until(lambda: not session.running)  # the card waiting for the user closed
+        await asyncio.to_thread(server.stop)  # twice: nothing more
+        page = user.pages["claude-code"]
+    assert result.is_error and "MCP server was stopped while it waited" in text_of(result)
+    assert page.cell("c2")["source"] == "y = x + 1"
+    assert not server.serving
