@@ -127,12 +127,26 @@ class ClientAgent:
         self._lock = asyncio.Lock()
         self.connections: dict[str, ServerSession] = {}
         """The client's MCP connections (by their session id), told of changed grants."""
+        self.visible = self.visible_names()
+        """The tools ``tools/list`` showed as of the last announcement."""
 
     def granted(self) -> list[types.Tool]:
         """The tools this client's grants allow now, as ``tools/list`` shows them."""
         return [types.Tool(name=item.name, title=item.label or None,
                            description=item.description, input_schema=item.parameters)
                 for item in self._resolution().tools]
+
+    def visible_names(self) -> tuple[str, ...]:
+        return tuple(self._resolution().names)
+
+    def list_changed(self) -> bool:
+        """Whether the tools ``tools/list`` shows changed since the last time this said so
+        (a change of the grants or of the catalog that leaves them is no change)."""
+        visible = self.visible_names()
+        if visible == self.visible:
+            return False
+        self.visible = visible
+        return True
 
     def _resolution(self) -> ToolResolution:
         session = self.session
@@ -483,9 +497,10 @@ class NotebookMCPServer:
             await asyncio.sleep(0.1)
 
     def _grants_changed(self, client: ClientAgent) -> None:
-        """The panel changed a client's grants: each of its connections is told."""
+        """The panel changed a client's grants: each of its connections is told, if the
+        tools it is shown changed."""
         loop = self._server_loop
-        if loop is None or self._stopped:
+        if loop is None or self._stopped or not client.list_changed():
             return
         for key, connection in list(client.connections.items()):
             async def tell(connection: ServerSession = connection, key: str = key) -> None:

@@ -14,6 +14,7 @@ import mcp_types as types
 import pytest
 
 from neta_nb.runtime import mcp_server
+from neta_nb.tools import tool
 from tests.runtime.test_mcp_server import User, connected, served, text_of
 
 ACCEPT = {"Accept": "application/json, text/event-stream",
@@ -89,6 +90,12 @@ async def test_a_huge_body_is_refused_before_it_is_read(
     assert sized.status_code == 413 and streamed.status_code == 413
     assert "100000 bytes" in sized.text
     assert not after.is_error
+
+
+@tool
+def sorted_tool(values: list[int]) -> list[int]:
+    """Sort numbers (a tool of the catalog no client is granted)."""
+    return sorted(values)
 
 
 class OnProgress:
@@ -182,3 +189,33 @@ async def test_stopping_the_server_ends_waiting_calls_and_closes_their_cards() -
     assert result.is_error and "MCP server was stopped while it waited" in text_of(result)
     assert page.cell("c2")["source"] == "y = x + 1"
     assert not server.serving
+
+
+async def test_list_changed_is_sent_exactly_when_the_visible_list_changes() -> None:
+    user = User()
+    announced: list[Any] = []
+
+    def on_message(message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            announced.append(message)
+
+    async with served(user) as server, connected(server, on_message=on_message) as client:
+        await client.list_tools()
+        session = user.sessions["claude-code"]
+        config, catalog = session.agent.tools, session.catalog
+        # Changes that leave the client's list as it was: nothing is announced.
+        catalog.register(sorted_tool)  # a tool of the catalog it is not granted
+        config.set_inherit_core_tools(True)
+        catalog.disable(sorted_tool.name)
+        await client.list_tools()
+        await asyncio.sleep(0.5)
+        assert announced == []
+        config.set_tool("edit_cell", False, catalog)  # the list changes: said once
+        await _until(lambda: len(announced) == 1)
+        catalog.enable(sorted_tool.name)
+        config.set_tool("run_cell", True, catalog)  # on already
+        await client.list_tools()
+        await asyncio.sleep(0.5)
+        names = {tool.name for tool in (await client.list_tools()).tools}
+    assert len(announced) == 1
+    assert "edit_cell" not in names and "run_cell" in names
