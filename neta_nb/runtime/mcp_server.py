@@ -81,6 +81,7 @@ _RESOURCE_KINDS = {"variable": "list_variables", "cell": "read_notebook",
                    "error": "read_notebook"}
 """Each kind of resource is offered while the tool that reads the same is granted."""
 _INVALID_PARAMS = -32602
+_MAX_URI = 1_000
 MAX_REQUEST_BYTES = 16_000_000
 """The largest request body the server reads (413 beyond it): a cell's text is far
 smaller, and a client — even one holding the token — cannot make the kernel hold more."""
@@ -178,6 +179,10 @@ class ClientAgent:
 
     def read_resource(self, uri: str) -> str:
         """What ``@`` would send of a target: the same block, bounded and framed."""
+        if len(uri) > _MAX_URI:  # no name is that long; the refusal does not echo it
+            raise MCPError(_INVALID_PARAMS, f"a resource URI of {len(uri)} characters "
+                           f"({uri[:60]!r}…) is no resource of this notebook (at most "
+                           f"{_MAX_URI} characters)")
         scheme, _, rest = uri.partition("://")
         kind, _, target = rest.partition("/")
         if scheme != RESOURCE_SCHEME or kind not in _RESOURCE_KINDS or (

@@ -14,6 +14,7 @@ import mcp_types as types
 import pytest
 
 from neta_nb.runtime import mcp_server
+from neta_nb.runtime.mcp_server import NotebookMCPServer
 from neta_nb.tools import tool
 from tests.runtime.test_mcp_server import User, connected, served, text_of
 
@@ -219,3 +220,46 @@ async def test_list_changed_is_sent_exactly_when_the_visible_list_changes() -> N
         names = {tool.name for tool in (await client.list_tools()).tools}
     assert len(announced) == 1
     assert "edit_cell" not in names and "run_cell" in names
+
+
+async def test_hostile_resource_names_are_refused_clearly() -> None:
+    user = User()
+    async with served(user) as server, connected(server) as client:
+        refused: dict[str, str] = {}
+        for uri in ("notebook://variable/__import__('os').system('id')",
+                    "notebook://variable/frame/../../etc/passwd", "notebook://variable/",
+                    "notebook://cell/-1", "notebook://cell/\u00b2", "notebook://cell/1e9",
+                    "notebook://cell/99999999999999999999999", "notebook://error/x",
+                    "file:///etc/passwd", "notebook://variable/" + "a" * 100_000,
+                    "notebook://variable/frame%00"):
+            with pytest.raises(Exception) as caught:
+                await client.read_resource(uri)
+            refused[uri] = str(caught.value)
+        after = await client.read_resource("notebook://variable/frame")
+    for uri, message in refused.items():
+        assert "Traceback" not in message and len(message) < 2_000, (uri, message)
+    assert all(message for message in refused.values())
+    assert after.contents
+
+
+async def test_foreign_hosts_are_refused_and_a_taken_port_is_said() -> None:
+    user = User()
+    async with served(user) as server, httpx2.AsyncClient(timeout=30) as http:
+        auth = {**ACCEPT, "Authorization": f"Bearer {server.token}"}
+        port = server.url.rsplit(":", 1)[1].split("/")[0]
+        statuses = {}
+        for host in (f"127.0.0.1.evil.example:{port}", "127.0.0.1", f"localhost:{port}9",
+                     f"evil.example:{port}", f"localhost:{port}"):
+            answer = await http.post(server.url, json=INITIALIZE,
+                                     headers={**auth, "Host": host})
+            statuses[host] = answer.status_code
+        second = NotebookMCPServer(kernel_loop=asyncio.get_running_loop(),
+                                   show_client=lambda _s: None, port=int(port))
+        with pytest.raises(OSError, match=f"cannot listen on 127.0.0.1:{port}"):
+            second.start()
+        second.stop()
+        ok = await http.post(server.url, json=INITIALIZE, headers=auth)
+    assert statuses == {f"127.0.0.1.evil.example:{port}": 421, "127.0.0.1": 421,
+                        f"localhost:{port}9": 421, f"evil.example:{port}": 421,
+                        f"localhost:{port}": 200}
+    assert ok.status_code == 200
