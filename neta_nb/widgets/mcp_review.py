@@ -85,11 +85,28 @@ def _kernel_loop() -> asyncio.AbstractEventLoop:
         raise RuntimeError(f"serve_notebook_mcp {PAGE_NEEDED}: it serves the notebook "
                            "shown on that page, and this is no notebook kernel (plain "
                            "Python or IPython).")
+    if not _run_from_a_page(shell.kernel):
+        raise RuntimeError(f"serve_notebook_mcp {PAGE_NEEDED}: this cell was not run from "
+                           "a notebook page (nbclient, papermill, a console or another "
+                           "frontend ran it), so no one would see or decide what the "
+                           "clients propose. Run it in the notebook open in JupyterLab "
+                           "or Notebook 7.")
     try:
         return asyncio.get_running_loop()
     except RuntimeError:
         raise RuntimeError(f"serve_notebook_mcp {PAGE_NEEDED}: call it in a notebook "
                            "cell (the kernel's event loop is not running here).") from None
+
+
+def _run_from_a_page(kernel: Any) -> bool:
+    """Whether a notebook page ran the current cell: JupyterLab and Notebook 7 send the
+    cell's id in the execute request's metadata (``cellId``); nbclient (papermill,
+    nbconvert), a console and ``kernel.requestExecute`` send none. The page's own
+    handshake cannot be waited for here: the kernel reads it only after this cell ends."""
+    get_parent = getattr(kernel, "get_parent", None)
+    parent = get_parent() if callable(get_parent) else None
+    metadata = parent.get("metadata") if isinstance(parent, dict) else None
+    return isinstance(metadata, dict) and bool(metadata.get("cellId"))
 
 
 class _SetupView(ipywidgets.HTML):  # type: ignore[misc]

@@ -8,7 +8,9 @@ import atexit
 from pathlib import Path
 from typing import Any
 
+import nbformat
 import pytest
+from nbclient import NotebookClient
 
 import neta_nb
 from neta_nb import Agent, AgentSession, ScriptedProvider, SessionStore
@@ -16,15 +18,20 @@ from neta_nb.messages import Message
 from neta_nb.runtime.mcp_relay import RelayProvider
 from neta_nb.runtime.session.resume import SessionNotResumableError
 from neta_nb.tools import ToolCatalog
+from neta_nb.tools.notebook import PAGE_NEEDED
 from neta_nb.widgets import ChatView, SessionSidebar, mcp_review
 
 from .conftest import SentMessages
 
 
 class Kernel:
-    """What the server asks of IPython: a shell with a kernel."""
+    """What the server asks of IPython: a shell with a kernel, running a cell a notebook
+    page sent."""
 
-    kernel = object()
+    class kernel:  # noqa: N801 - the shell's attribute
+        @staticmethod
+        def get_parent() -> dict[str, Any]:
+            return {"metadata": {"cellId": "serve"}}
 
 
 async def test_the_token_is_in_no_text_the_notebook_saves(
@@ -74,3 +81,40 @@ def test_a_stored_client_session_opens_read_only_and_says_why_it_cannot_go_on(
         assert chat.session is None and chat.stored is not None
     finally:
         sidebar.close()
+
+
+def test_under_nbclient_it_refuses_to_start_with_the_reason() -> None:
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in (
+        "from neta_nb import serve_notebook_mcp\nsrv = serve_notebook_mcp()",
+        "%load_ext neta_nb\n%neta_mcp serve")]
+    for cell in notebook.cells:
+        cell.metadata["tags"] = ["raises-exception"]
+    NotebookClient(notebook, kernel_name="python3", timeout=120, allow_errors=True,
+                   resources={"metadata": {"path": "."}}).execute()
+    for cell in notebook.cells:
+        [error] = [output for output in cell.outputs if output.output_type == "error"]
+        assert error.ename == "RuntimeError", error
+        assert PAGE_NEEDED in error.evalue and "not run from a notebook page" in error.evalue
+
+
+class PageRun:
+    """A kernel whose current cell a page (or something else) ran: its request's
+    metadata."""
+
+    def __init__(self, metadata: dict[str, Any] | None) -> None:
+        self.metadata = metadata
+
+    def get_parent(self) -> dict[str, Any]:
+        return {} if self.metadata is None else {"metadata": self.metadata}
+
+
+@pytest.mark.parametrize("metadata", [None, {}, {"cellId": ""}, {"deletedCells": []}])
+def test_a_cell_no_page_ran_is_refused(monkeypatch: pytest.MonkeyPatch,
+                                       metadata: dict[str, Any] | None) -> None:
+    class Shell:
+        kernel = PageRun(metadata)
+
+    monkeypatch.setattr(mcp_review, "get_ipython", lambda: Shell())
+    with pytest.raises(RuntimeError, match="not run from a notebook page"):
+        neta_nb.serve_notebook_mcp()
