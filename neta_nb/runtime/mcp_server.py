@@ -435,8 +435,7 @@ class NotebookMCPServer:
 
     async def _client(self, ctx: ServerRequestContext[Any]) -> ClientAgent:
         params = ctx.session.client_params
-        name = (params.client_info.name if params is not None else "") or "MCP client"
-        name = name.strip()[:80] or "MCP client"
+        name = _client_name(params.client_info.name if params is not None else "")
         client = await self._on_kernel(self._client_on_kernel(name))
         request = ctx.request
         headers = getattr(request, "headers", None)
@@ -515,6 +514,14 @@ class NotebookMCPServer:
                     client.connections.pop(key, None)
             with contextlib.suppress(RuntimeError):  # the server's loop closed meanwhile
                 asyncio.run_coroutine_threadsafe(tell(), loop)
+
+
+def _client_name(given: str) -> str:
+    """The agent name of a client's ``clientInfo.name``: printable (no control character
+    reaches a log, a title or the store — PostgreSQL takes no NUL), one line, at most 80
+    characters; "MCP client" for none."""
+    printable = "".join(char if char.isprintable() else " " for char in given or "")
+    return " ".join(printable.split())[:80].strip() or "MCP client"
 
 
 async def _async(function: Callable[[], _T]) -> _T:

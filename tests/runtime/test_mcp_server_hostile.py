@@ -263,3 +263,17 @@ async def test_foreign_hosts_are_refused_and_a_taken_port_is_said() -> None:
                         f"localhost:{port}9": 421, f"evil.example:{port}": 421,
                         f"localhost:{port}": 200}
     assert ok.status_code == 200
+
+
+@pytest.mark.parametrize(("name", "agent"), [
+    ("<img src=x onerror=alert(1)>", "<img src=x onerror=alert(1)>"),
+    ("a\nb\tc", "a b c"), ("\x00\x1b[31mred", "[31mred"), ("     ", "MCP client"),
+    ("x" * 1000, "x" * 80), ("../../etc/passwd", "../../etc/passwd"), ("名前 🚀", "名前 🚀")])
+async def test_a_hostile_client_name_is_an_agent_like_any(name: str, agent: str) -> None:
+    user = User()
+    async with served(user) as server, connected(server, name) as client:
+        tools = (await client.list_tools()).tools
+        result = await client.call_tool("read_notebook", {})
+        names = list(server.clients)
+    assert tools and not result.is_error, text_of(result)
+    assert names == [agent]  # printable, one line: no control character reaches the store
