@@ -150,7 +150,9 @@ def neta_mcp_magic(line: str) -> NotebookMCPServer | None:
     rest = words[1:]
     while rest:
         if len(rest) < 2 or rest[0] not in ("--port", "--token"):
-            raise ValueError(f"{' '.join(rest)!r} is not understood; {_MAGIC_USAGE}")
+            # Only the word not understood: what follows it may be a token, and an error
+            # is saved with the cell's output.
+            raise ValueError(f"{rest[0]!r} is not understood; {_MAGIC_USAGE}")
         flag, value, rest = rest[0], rest[1], rest[2:]
         if flag == "--port":
             if not value.isdigit():

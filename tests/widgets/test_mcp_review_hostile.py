@@ -118,3 +118,12 @@ def test_a_cell_no_page_ran_is_refused(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setattr(mcp_review, "get_ipython", lambda: Shell())
     with pytest.raises(RuntimeError, match="not run from a notebook page"):
         neta_nb.serve_notebook_mcp()
+
+
+def test_a_mistyped_magic_does_not_echo_what_may_be_a_token() -> None:
+    secret = "mistyped-flag-token-0123456789"
+    for line in (f"serve --tokn {secret}", f"serve --port 1 --Token {secret}",
+                 f"serve --token"):
+        with pytest.raises(ValueError, match="is not understood") as caught:
+            mcp_review.neta_mcp_magic(line)
+        assert secret not in str(caught.value)
