@@ -82,6 +82,9 @@ _RESOURCE_KINDS = {"variable": "list_variables", "cell": "read_notebook",
 """Each kind of resource is offered while the tool that reads the same is granted."""
 _INVALID_PARAMS = -32602
 _MAX_URI = 1_000
+_GONE = "neta_nb.connection_gone"
+"""The key of the ASGI scope under which :class:`_Guard` keeps a POST's "its connection
+closed" event."""
 MAX_REQUEST_BYTES = 16_000_000
 """The largest request body the server reads (413 beyond it): a cell's text is far
 smaller, and a client — even one holding the token — cannot make the kernel hold more."""
@@ -411,27 +414,37 @@ class NotebookMCPServer:
         waited = asyncio.wrap_future(running)
         assert self._stopping is not None
         stopping = asyncio.ensure_future(self._stopping.wait())
+        # The client's connection for this call closing (the SDK keeps a call running for
+        # a client that may come back; this one is not waited for: its card closes).
+        gone_event = _gone_event(ctx.request)
+        gone = asyncio.ensure_future(gone_event.wait()) if gone_event is not None else None
+        ends = {waited, stopping, *([gone] if gone is not None else [])}
         beats = 0
         try:
             while True:
-                done, _ = await asyncio.wait({waited, stopping}, timeout=PROGRESS_EVERY,
+                done, _ = await asyncio.wait(ends, timeout=PROGRESS_EVERY,
                                              return_when=asyncio.FIRST_COMPLETED)
                 if waited in done:
                     return _call_result(waited.result())
                 if stopping in done:  # answered before the connection closes
-                    running.cancel()
                     return types.CallToolResult(is_error=True, content=[types.TextContent(
                         text=f"The call of {name} was stopped: the notebook's MCP server "
                         "was stopped while it waited (its card in the notebook is closed).")])
+                if gone is not None and gone in done:
+                    return types.CallToolResult(is_error=True, content=[types.TextContent(
+                        text=f"The call of {name} was stopped: its connection closed.")])
                 beats += 1
                 await ctx.session.report_progress(
                     beats, None, f"{name}: waiting in the notebook (for the user's "
                     "decision, or for the cell to finish)")
-        except asyncio.CancelledError:
-            running.cancel()
-            raise
         finally:
+            # However it ends here — given up, stopped, the connection gone, a progress
+            # notification that failed — a turn still running in the notebook ends too.
+            if not running.done():
+                running.cancel()
             stopping.cancel()
+            if gone is not None:
+                gone.cancel()
 
     async def _client(self, ctx: ServerRequestContext[Any]) -> ClientAgent:
         params = ctx.session.client_params
@@ -566,7 +579,9 @@ class _Guard:
                 if isinstance(read, str):
                     await _refuse(send, 413, read)
                     return
-                receive = _replay(read, receive)
+                gone = asyncio.Event()
+                scope[_GONE] = gone
+                receive = _replay(read, receive, gone)
         await self._app(scope, receive, send)
 
 
@@ -589,9 +604,9 @@ async def _bounded_body(length: bytes | None, receive: Receive) -> bytes | str |
             return bytes(body)
 
 
-def _replay(body: bytes, receive: Receive) -> Receive:
-    """``receive`` that gives ``body`` (read already) first, then what comes after it (a
-    disconnect)."""
+def _replay(body: bytes, receive: Receive, gone: asyncio.Event) -> Receive:
+    """``receive`` that gives ``body`` (read already) first, then what comes after it: a
+    disconnect, which also sets ``gone``."""
     given = False
 
     async def replayed() -> Any:
@@ -599,8 +614,18 @@ def _replay(body: bytes, receive: Receive) -> Receive:
         if not given:
             given = True
             return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            gone.set()
+        return message
     return replayed
+
+
+def _gone_event(request: object) -> asyncio.Event | None:
+    """What :class:`_Guard` sets when the connection of ``request`` (a POST) closes."""
+    scope = getattr(request, "scope", None)
+    event = scope.get(_GONE) if isinstance(scope, dict) else None
+    return event if isinstance(event, asyncio.Event) else None
 
 
 async def _refuse(send: Send, status: int, text: str, *, bearer: bool = False) -> None:

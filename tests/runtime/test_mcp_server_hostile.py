@@ -277,3 +277,49 @@ async def test_a_hostile_client_name_is_an_agent_like_any(name: str, agent: str)
         names = list(server.clients)
     assert tools and not result.is_error, text_of(result)
     assert names == [agent]  # printable, one line: no control character reaches the store
+
+
+@pytest.mark.parametrize("progress", [True, False])
+async def test_a_connection_that_drops_mid_call_closes_its_card(
+        monkeypatch: pytest.MonkeyPatch, progress: bool) -> None:
+    """The client process dies: its connection closes with no word (no cancellation, no
+    DELETE of its session). Its card closes; its next connection is served at once."""
+    monkeypatch.setattr(mcp_server, "PROGRESS_EVERY", 0.2)
+    user = User()
+    user.answer = None
+    async with served(user) as server:
+        auth = {**ACCEPT, "Authorization": f"Bearer {server.token}"}
+        http = httpx2.AsyncClient(timeout=30)
+        opened = await http.post(server.url, json=INITIALIZE, headers=auth)
+        headers = {**auth, "mcp-session-id": opened.headers["mcp-session-id"],
+                   "mcp-protocol-version": "2025-06-18"}
+        await http.post(server.url, headers=headers, json={
+            "jsonrpc": "2.0", "method": "notifications/initialized"})
+        params: dict[str, Any] = {"name": "edit_cell",
+                                  "arguments": {"cell_id": "c2", "source": "y = 2"}}
+        if progress:
+            params["_meta"] = {"progressToken": 7}
+
+        async def call() -> None:
+            async with http.stream("POST", server.url, headers=headers, json={
+                    "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                    "params": params}) as answer:
+                async for _ in answer.aiter_bytes():
+                    pass
+
+        calling = asyncio.create_task(call())
+        await asyncio.wait_for(user.asked.wait(), 30)
+        await http.aclose()  # the connection closes under the waiting call
+        calling.cancel()
+        with contextlib.suppress(BaseException):
+            await calling
+        session = user.sessions["raw"]
+        await _until(lambda: not session.running, 10)
+        user.answer = ("allow_once", None)
+        async with connected(server, "raw") as again:
+            result = await asyncio.wait_for(
+                again.call_tool("edit_cell", {"cell_id": "c2", "source": "y = 5"}), 10)
+        page = user.pages["raw"]
+    assert not result.is_error, text_of(result)
+    assert page.cell("c2")["source"] == "y = 5"
+    assert [op for op, _ in page.requests if op == "edit"] == [("edit")]
