@@ -323,3 +323,29 @@ async def test_a_connection_that_drops_mid_call_closes_its_card(
     assert not result.is_error, text_of(result)
     assert page.cell("c2")["source"] == "y = 5"
     assert [op for op, _ in page.requests if op == "edit"] == [("edit")]
+
+
+async def test_a_queued_call_given_up_leaves_the_waiting_one_of_the_same_name() -> None:
+    user = User()
+    user.answer = None
+    async with served(user) as server, connected(server, "cursor") as first, \
+            connected(server, "cursor") as second:
+        waiting = asyncio.create_task(
+            first.call_tool("edit_cell", {"cell_id": "c2", "source": "y = 2"}))
+        await asyncio.wait_for(user.asked.wait(), 30)
+        queued = asyncio.create_task(second.call_tool("insert_cell", {"source": "z = 3"}))
+        await asyncio.sleep(0.5)
+        queued.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await queued
+        await asyncio.sleep(0.5)
+        session = user.sessions["cursor"]
+        assert session.running and not waiting.done()  # the first still waits for the user
+        [(_, request)] = user.requests
+        session.approve(request.id, "allow_once")
+        result = await asyncio.wait_for(waiting, 30)
+        after = await second.call_tool("read_notebook", {})
+        page = user.pages["cursor"]
+    assert "accepted" in text_of(result) and page.cell("c2")["source"] == "y = 2"
+    assert [op for op, _ in page.requests if op == "insert"] == []
+    assert not after.is_error and len(user.requests) == 1
