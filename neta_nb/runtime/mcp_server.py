@@ -380,7 +380,8 @@ class NotebookMCPServer:
             enable_dns_rebinding_protection=True, allowed_hosts=own,
             allowed_origins=[f"http://{host}" for host in own])
         app = mcp.streamable_http_app(transport_security=security, host=self._host)
-        return _Guard(app, self.token, {f"http://{host}" for host in own})
+        return _Guard(app, self.token, {f"http://{host}" for host in own},
+                      lambda: self._stopping)
 
     # --- MCP handlers (on the server's loop) -----------------------------------------
     async def _list_tools(self, ctx: ServerRequestContext[Any],
@@ -552,10 +553,12 @@ def _call_result(part: ToolResultPart) -> types.CallToolResult:
 class _Guard:
     """The token and origin checks, before anything of the SDK's sees a request."""
 
-    def __init__(self, app: ASGIApp, token: str, origins: set[str]) -> None:
+    def __init__(self, app: ASGIApp, token: str, origins: set[str],
+                 stopping: Callable[[], asyncio.Event | None]) -> None:
         self._app = app
         self._expected = f"Bearer {token}".encode()
         self._origins = origins
+        self._stopping = stopping
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -582,7 +585,40 @@ class _Guard:
                 gone = asyncio.Event()
                 scope[_GONE] = gone
                 receive = _replay(read, receive, gone)
+            elif scope.get("method") == "GET":  # a client's stream of notifications
+                await self._until_stopped(scope, receive, send)
+                return
         await self._app(scope, receive, send)
+
+    async def _until_stopped(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve a request that streams until its client leaves — or until the server
+        stops: then its stream ends, so that stopping waits for no one."""
+        stopping = self._stopping()
+        if stopping is None:
+            await self._app(scope, receive, send)
+            return
+        started = False
+
+        async def sending(message: Any) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        serving = asyncio.ensure_future(self._app(scope, receive, sending))
+        stopped = asyncio.ensure_future(stopping.wait())
+        try:
+            await asyncio.wait({serving, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopped.cancel()
+        if serving.done():
+            serving.result()
+            return
+        serving.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await serving
+        if started:
+            with contextlib.suppress(Exception):  # the client may be gone already
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 async def _bounded_body(length: bytes | None, receive: Receive) -> bytes | str | None:

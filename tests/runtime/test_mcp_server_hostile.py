@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from typing import Any
 
 import httpx2
@@ -349,3 +350,27 @@ async def test_a_queued_call_given_up_leaves_the_waiting_one_of_the_same_name() 
     assert "accepted" in text_of(result) and page.cell("c2")["source"] == "y = 2"
     assert [op for op, _ in page.requests if op == "insert"] == []
     assert not after.is_error and len(user.requests) == 1
+
+
+async def test_stop_in_a_cell_answers_at_once_and_logs_no_error(
+        capfd: pytest.CaptureFixture[str]) -> None:
+    """``srv.stop()`` in a cell runs on the kernel's own thread, its loop held meanwhile:
+    a client's open stream of notifications must not make it wait (nor print errors into
+    the cell's output)."""
+    user = User()
+    user.answer = None
+    async with served(user) as server, connected(server) as client:
+        call = asyncio.create_task(
+            client.call_tool("edit_cell", {"cell_id": "c2", "source": "y = 2"}))
+        await asyncio.wait_for(user.asked.wait(), 30)
+        session = user.sessions["claude-code"]
+        capfd.readouterr()
+        started = time.monotonic()
+        server.stop()  # on this loop's thread, as a cell calls it
+        took = time.monotonic() - started
+        result = await asyncio.wait_for(call, 30)
+        await _until(lambda: not session.running)
+    printed = capfd.readouterr()
+    assert took < 1.5, took
+    assert "ERROR" not in printed.err and "Traceback" not in printed.err, printed.err
+    assert result.is_error and "MCP server was stopped" in text_of(result)
