@@ -419,7 +419,9 @@ class NotebookMCPServer:
         # a client that may come back; this one is not waited for: its card closes).
         gone_event = _gone_event(ctx.request)
         gone = asyncio.ensure_future(gone_event.wait()) if gone_event is not None else None
-        ends = {waited, stopping, *([gone] if gone is not None else [])}
+        ends: set[asyncio.Future[Any]] = {waited, stopping}
+        if gone is not None:
+            ends.add(gone)
         beats = 0
         try:
             while True:

@@ -13,6 +13,7 @@ from typing import Any
 import httpx2
 import mcp_types as types
 import pytest
+from mcp.shared.exceptions import MCPError
 
 from neta_nb.runtime import mcp_server
 from neta_nb.runtime.mcp_server import NotebookMCPServer
@@ -233,7 +234,7 @@ async def test_hostile_resource_names_are_refused_clearly() -> None:
                     "notebook://cell/99999999999999999999999", "notebook://error/x",
                     "file:///etc/passwd", "notebook://variable/" + "a" * 100_000,
                     "notebook://variable/frame%00"):
-            with pytest.raises(Exception) as caught:
+            with pytest.raises(MCPError) as caught:
                 await client.read_resource(uri)
             refused[uri] = str(caught.value)
         after = await client.read_resource("notebook://variable/frame")

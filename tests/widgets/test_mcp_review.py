@@ -26,7 +26,7 @@ class Kernel:
     """What the server asks of IPython: a shell with a kernel, running a cell a notebook
     page sent (JupyterLab's ``cellId`` in the request's metadata)."""
 
-    class kernel:  # noqa: N801 - the shell's attribute
+    class kernel:
         @staticmethod
         def get_parent() -> dict[str, Any]:
             return {"metadata": {"cellId": "serve"}}

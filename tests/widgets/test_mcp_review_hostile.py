@@ -28,7 +28,7 @@ class Kernel:
     """What the server asks of IPython: a shell with a kernel, running a cell a notebook
     page sent."""
 
-    class kernel:  # noqa: N801 - the shell's attribute
+    class kernel:
         @staticmethod
         def get_parent() -> dict[str, Any]:
             return {"metadata": {"cellId": "serve"}}
@@ -68,7 +68,7 @@ def test_a_stored_client_session_opens_read_only_and_says_why_it_cannot_go_on(
     stored_id = _client_session(store)
     # The kernel restarted: the client's session is not live here any more.
     with pytest.raises(SessionNotResumableError,
-                       match="outside MCP client 'claude-code'.*read-only"):
+                       match=r"outside MCP client 'claude-code'.*read-only"):
         AgentSession.resume(stored_id, store)
     chat = ChatView(AgentSession(Agent(name="mine", model=ScriptedProvider([])), store=store))
     sidebar = SessionSidebar(store, chat=chat)
@@ -123,7 +123,7 @@ def test_a_cell_no_page_ran_is_refused(monkeypatch: pytest.MonkeyPatch,
 def test_a_mistyped_magic_does_not_echo_what_may_be_a_token() -> None:
     secret = "mistyped-flag-token-0123456789"
     for line in (f"serve --tokn {secret}", f"serve --port 1 --Token {secret}",
-                 f"serve --token"):
+                 "serve --token"):
         with pytest.raises(ValueError, match="is not understood") as caught:
             mcp_review.neta_mcp_magic(line)
         assert secret not in str(caught.value)

@@ -32,8 +32,8 @@ import traitlets
 from ...labels import t
 from ...runtime.budget import format_usd
 from ...runtime.resume import SessionNotOwnedError
-from ...runtime.session.resume import SessionNotResumableError
 from ...runtime.session import AgentSession
+from ...runtime.session.resume import SessionNotResumableError
 from ...runtime.stored_endpoint import StoredEndpointError
 from ...store.process_owner import SessionBusyError
 from ...store.session_store import SessionRecord, SessionStore
