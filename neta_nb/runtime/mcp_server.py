@@ -6,7 +6,7 @@ read and work in the notebook through the same review as neta_nb's own agents.
 with the official ``mcp`` SDK, on a loopback address, in a thread with its own event loop
 (the kernel never blocks). Every request needs the server's bearer token (401 without
 it), and one a browser sends from another origin than the server's own is refused (403:
-no web page the user visits can reach it, DNS rebinding included).
+no web page the user visits can reach it, DNS rebinding included) — :mod:`.mcp_guard`.
 
 Each client, named by its ``clientInfo``, is an agent of its own: an
 :class:`~neta_nb.runtime.session.AgentSession` whose calls are the client's
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import json
 import logging
 import secrets
@@ -55,7 +54,9 @@ try:
     from mcp.server.session import ServerSession
     from mcp.server.transport_security import TransportSecuritySettings
     from mcp.shared.exceptions import MCPError
-    from starlette.types import ASGIApp, Receive, Scope, Send
+    from starlette.types import ASGIApp
+
+    from .mcp_guard import Guard, connection_gone  # the SDK's web stack, as above
 except ImportError as error:  # pragma: no cover - exercised only without the extra
     raise ImportError("The notebook's MCP server needs the official MCP SDK: "
                       "pip install 'neta-nb[mcp]'") from error
@@ -82,12 +83,6 @@ _RESOURCE_KINDS = {"variable": "list_variables", "cell": "read_notebook",
 """Each kind of resource is offered while the tool that reads the same is granted."""
 _INVALID_PARAMS = -32602
 _MAX_URI = 1_000
-_GONE = "neta_nb.connection_gone"
-"""The key of the ASGI scope under which :class:`_Guard` keeps a POST's "its connection
-closed" event."""
-MAX_REQUEST_BYTES = 16_000_000
-"""The largest request body the server reads (413 beyond it): a cell's text is far
-smaller, and a client — even one holding the token — cannot make the kernel hold more."""
 TOKEN_VARIABLE = "NETA_NOTEBOOK_MCP_TOKEN"
 """The environment variable the Codex setup reads the token from."""
 _T = TypeVar("_T")
@@ -380,7 +375,7 @@ class NotebookMCPServer:
             enable_dns_rebinding_protection=True, allowed_hosts=own,
             allowed_origins=[f"http://{host}" for host in own])
         app = mcp.streamable_http_app(transport_security=security, host=self._host)
-        return _Guard(app, self.token, {f"http://{host}" for host in own},
+        return Guard(app, self.token, {f"http://{host}" for host in own},
                       lambda: self._stopping)
 
     # --- MCP handlers (on the server's loop) -----------------------------------------
@@ -417,7 +412,7 @@ class NotebookMCPServer:
         stopping = asyncio.ensure_future(self._stopping.wait())
         # The client's connection for this call closing (the SDK keeps a call running for
         # a client that may come back; this one is not waited for: its card closes).
-        gone_event = _gone_event(ctx.request)
+        gone_event = connection_gone(ctx.request)
         gone = asyncio.ensure_future(gone_event.wait()) if gone_event is not None else None
         ends: set[asyncio.Future[Any]] = {waited, stopping}
         if gone is not None:
@@ -550,127 +545,3 @@ def _call_result(part: ToolResultPart) -> types.CallToolResult:
         if image.data:
             content.append(types.ImageContent(data=image.data, mime_type=image.media_type))
     return types.CallToolResult(content=content, is_error=part.is_error)
-
-
-class _Guard:
-    """The token and origin checks, before anything of the SDK's sees a request."""
-
-    def __init__(self, app: ASGIApp, token: str, origins: set[str],
-                 stopping: Callable[[], asyncio.Event | None]) -> None:
-        self._app = app
-        self._expected = f"Bearer {token}".encode()
-        self._origins = origins
-        self._stopping = stopping
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            headers = {key.decode("latin-1").lower(): value
-                       for key, value in scope.get("headers", [])}
-            origin = headers.get("origin")
-            if origin is not None and origin.decode("latin-1") not in self._origins:
-                await _refuse(send, 403, "This server answers no web page: the request's "
-                              "Origin is not the server's own.")
-                return
-            given = headers.get("authorization", b"")
-            if not hmac.compare_digest(given, self._expected):
-                await _refuse(send, 401, "The notebook's MCP server needs its bearer token "
-                              "(Authorization: Bearer <token>, as shown where it started).",
-                              bearer=True)
-                return
-            if scope.get("method") == "POST":
-                read = await _bounded_body(headers.get("content-length"), receive)
-                if read is None:
-                    return  # the client went away
-                if isinstance(read, str):
-                    await _refuse(send, 413, read)
-                    return
-                gone = asyncio.Event()
-                scope[_GONE] = gone
-                receive = _replay(read, receive, gone)
-            elif scope.get("method") == "GET":  # a client's stream of notifications
-                await self._until_stopped(scope, receive, send)
-                return
-        await self._app(scope, receive, send)
-
-    async def _until_stopped(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Serve a request that streams until its client leaves — or until the server
-        stops: then its stream ends, so that stopping waits for no one."""
-        stopping = self._stopping()
-        if stopping is None:
-            await self._app(scope, receive, send)
-            return
-        started = False
-
-        async def sending(message: Any) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
-        serving = asyncio.ensure_future(self._app(scope, receive, sending))
-        stopped = asyncio.ensure_future(stopping.wait())
-        try:
-            await asyncio.wait({serving, stopped}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            stopped.cancel()
-        if serving.done():
-            serving.result()
-            return
-        serving.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await serving
-        if started:
-            with contextlib.suppress(Exception):  # the client may be gone already
-                await send({"type": "http.response.body", "body": b"", "more_body": False})
-
-
-async def _bounded_body(length: bytes | None, receive: Receive) -> bytes | str | None:
-    """A request's body, read up to :data:`MAX_REQUEST_BYTES`; the refusal's text beyond
-    it (before reading what a Content-Length announces), ``None`` if the client left."""
-    limit = MAX_REQUEST_BYTES
-    too_big = (f"The request's body is larger than the {limit} bytes this server reads.")
-    if length is not None and (not length.isdigit() or int(length) > limit):
-        return too_big
-    body = bytearray()
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return None
-        body += message.get("body", b"")
-        if len(body) > limit:
-            return too_big
-        if not message.get("more_body", False):
-            return bytes(body)
-
-
-def _replay(body: bytes, receive: Receive, gone: asyncio.Event) -> Receive:
-    """``receive`` that gives ``body`` (read already) first, then what comes after it: a
-    disconnect, which also sets ``gone``."""
-    given = False
-
-    async def replayed() -> Any:
-        nonlocal given
-        if not given:
-            given = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            gone.set()
-        return message
-    return replayed
-
-
-def _gone_event(request: object) -> asyncio.Event | None:
-    """What :class:`_Guard` sets when the connection of ``request`` (a POST) closes."""
-    scope = getattr(request, "scope", None)
-    event = scope.get(_GONE) if isinstance(scope, dict) else None
-    return event if isinstance(event, asyncio.Event) else None
-
-
-async def _refuse(send: Send, status: int, text: str, *, bearer: bool = False) -> None:
-    body = text.encode()
-    headers = [(b"content-type", b"text/plain; charset=utf-8"),
-               (b"content-length", str(len(body)).encode())]
-    if bearer:
-        headers.append((b"www-authenticate", b'Bearer realm="neta-notebook"'))
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})

@@ -15,7 +15,7 @@ import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from neta_nb.runtime import mcp_server
+from neta_nb.runtime import mcp_guard, mcp_server
 from neta_nb.runtime.mcp_server import NotebookMCPServer
 from neta_nb.tools import tool
 from tests.runtime.test_mcp_server import User, connected, served, text_of
@@ -74,7 +74,7 @@ async def test_malformed_requests_are_refused_and_the_server_goes_on() -> None:
 
 async def test_a_huge_body_is_refused_before_it_is_read(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(mcp_server, "MAX_REQUEST_BYTES", 100_000)
+    monkeypatch.setattr(mcp_guard, "MAX_REQUEST_BYTES", 100_000)
     user = User()
     async with served(user) as server:
         auth = {**ACCEPT, "Authorization": f"Bearer {server.token}"}
