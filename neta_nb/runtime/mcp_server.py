@@ -6,7 +6,7 @@ read and work in the notebook through the same review as neta_nb's own agents.
 with the official ``mcp`` SDK, on a loopback address, in a thread with its own event loop
 (the kernel never blocks). Every request needs the server's bearer token (401 without
 it), and one a browser sends from another origin than the server's own is refused (403:
-no web page the user visits can reach it, DNS rebinding included).
+no web page the user visits can reach it, DNS rebinding included) — :mod:`.mcp_guard`.
 
 Each client, named by its ``clientInfo``, is an agent of its own: an
 :class:`~neta_nb.runtime.session.AgentSession` whose calls are the client's
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import json
 import logging
 import secrets
@@ -55,7 +54,9 @@ try:
     from mcp.server.session import ServerSession
     from mcp.server.transport_security import TransportSecuritySettings
     from mcp.shared.exceptions import MCPError
-    from starlette.types import ASGIApp, Receive, Scope, Send
+    from starlette.types import ASGIApp
+
+    from .mcp_guard import Guard, connection_gone  # the SDK's web stack, as above
 except ImportError as error:  # pragma: no cover - exercised only without the extra
     raise ImportError("The notebook's MCP server needs the official MCP SDK: "
                       "pip install 'neta-nb[mcp]'") from error
@@ -81,6 +82,7 @@ _RESOURCE_KINDS = {"variable": "list_variables", "cell": "read_notebook",
                    "error": "read_notebook"}
 """Each kind of resource is offered while the tool that reads the same is granted."""
 _INVALID_PARAMS = -32602
+_MAX_URI = 1_000
 TOKEN_VARIABLE = "NETA_NOTEBOOK_MCP_TOKEN"
 """The environment variable the Codex setup reads the token from."""
 _T = TypeVar("_T")
@@ -124,12 +126,26 @@ class ClientAgent:
         self._lock = asyncio.Lock()
         self.connections: dict[str, ServerSession] = {}
         """The client's MCP connections (by their session id), told of changed grants."""
+        self.visible = self.visible_names()
+        """The tools ``tools/list`` showed as of the last announcement."""
 
     def granted(self) -> list[types.Tool]:
         """The tools this client's grants allow now, as ``tools/list`` shows them."""
         return [types.Tool(name=item.name, title=item.label or None,
                            description=item.description, input_schema=item.parameters)
                 for item in self._resolution().tools]
+
+    def visible_names(self) -> tuple[str, ...]:
+        return tuple(self._resolution().names)
+
+    def list_changed(self) -> bool:
+        """Whether the tools ``tools/list`` shows changed since the last time this said so
+        (a change of the grants or of the catalog that leaves them is no change)."""
+        visible = self.visible_names()
+        if visible == self.visible:
+            return False
+        self.visible = visible
+        return True
 
     def _resolution(self) -> ToolResolution:
         session = self.session
@@ -161,6 +177,10 @@ class ClientAgent:
 
     def read_resource(self, uri: str) -> str:
         """What ``@`` would send of a target: the same block, bounded and framed."""
+        if len(uri) > _MAX_URI:  # no name is that long; the refusal does not echo it
+            raise MCPError(_INVALID_PARAMS, f"a resource URI of {len(uri)} characters "
+                           f"({uri[:60]!r}…) is no resource of this notebook (at most "
+                           f"{_MAX_URI} characters)")
         scheme, _, rest = uri.partition("://")
         kind, _, target = rest.partition("/")
         if scheme != RESOURCE_SCHEME or kind not in _RESOURCE_KINDS or (
@@ -251,6 +271,8 @@ class NotebookMCPServer:
         self._thread: threading.Thread | None = None
         self._uvicorn: uvicorn.Server | None = None
         self._server_loop: asyncio.AbstractEventLoop | None = None
+        self._stopping: asyncio.Event | None = None
+        """Set (on the server's loop) by :meth:`stop`: the calls waiting end first."""
         self._stopped = False
 
     def __repr__(self) -> str:  # never the token: reprs end up in notebooks and logs
@@ -291,6 +313,7 @@ class NotebookMCPServer:
 
         async def serve() -> None:
             self._server_loop = asyncio.get_running_loop()
+            self._stopping = asyncio.Event()
             ready.set()
             await server.serve(sockets=[sock])
 
@@ -317,6 +340,10 @@ class NotebookMCPServer:
         if self._stopped:
             return
         self._stopped = True
+        loop, stopping = self._server_loop, self._stopping
+        if loop is not None and stopping is not None:
+            with contextlib.suppress(RuntimeError):  # its loop ended already
+                loop.call_soon_threadsafe(stopping.set)
         if self._uvicorn is not None:
             self._uvicorn.should_exit = True
         if self._thread is not None and self._thread is not threading.current_thread():
@@ -348,7 +375,8 @@ class NotebookMCPServer:
             enable_dns_rebinding_protection=True, allowed_hosts=own,
             allowed_origins=[f"http://{host}" for host in own])
         app = mcp.streamable_http_app(transport_security=security, host=self._host)
-        return _Guard(app, self.token, {f"http://{host}" for host in own})
+        return Guard(app, self.token, {f"http://{host}" for host in own},
+                      lambda: self._stopping)
 
     # --- MCP handlers (on the server's loop) -----------------------------------------
     async def _list_tools(self, ctx: ServerRequestContext[Any],
@@ -380,26 +408,45 @@ class NotebookMCPServer:
         name, args = params.name, dict(params.arguments or {})
         running = asyncio.run_coroutine_threadsafe(client.call(name, args), self._kernel_loop)
         waited = asyncio.wrap_future(running)
+        assert self._stopping is not None
+        stopping = asyncio.ensure_future(self._stopping.wait())
+        # The client's connection for this call closing (the SDK keeps a call running for
+        # a client that may come back; this one is not waited for: its card closes).
+        gone_event = connection_gone(ctx.request)
+        gone = asyncio.ensure_future(gone_event.wait()) if gone_event is not None else None
+        ends: set[asyncio.Future[Any]] = {waited, stopping}
+        if gone is not None:
+            ends.add(gone)
         beats = 0
         try:
             while True:
-                try:
-                    part = await asyncio.wait_for(asyncio.shield(waited), PROGRESS_EVERY)
-                    break
-                except TimeoutError:
-                    beats += 1
-                    await ctx.session.report_progress(
-                        beats, None, f"{name}: waiting in the notebook (for the user's "
-                        "decision, or for the cell to finish)")
-        except asyncio.CancelledError:
-            running.cancel()
-            raise
-        return _call_result(part)
+                done, _ = await asyncio.wait(ends, timeout=PROGRESS_EVERY,
+                                             return_when=asyncio.FIRST_COMPLETED)
+                if waited in done:
+                    return _call_result(waited.result())
+                if stopping in done:  # answered before the connection closes
+                    return types.CallToolResult(is_error=True, content=[types.TextContent(
+                        text=f"The call of {name} was stopped: the notebook's MCP server "
+                        "was stopped while it waited (its card in the notebook is closed).")])
+                if gone is not None and gone in done:
+                    return types.CallToolResult(is_error=True, content=[types.TextContent(
+                        text=f"The call of {name} was stopped: its connection closed.")])
+                beats += 1
+                await ctx.session.report_progress(
+                    beats, None, f"{name}: waiting in the notebook (for the user's "
+                    "decision, or for the cell to finish)")
+        finally:
+            # However it ends here — given up, stopped, the connection gone, a progress
+            # notification that failed — a turn still running in the notebook ends too.
+            if not running.done():
+                running.cancel()
+            stopping.cancel()
+            if gone is not None:
+                gone.cancel()
 
     async def _client(self, ctx: ServerRequestContext[Any]) -> ClientAgent:
         params = ctx.session.client_params
-        name = (params.client_info.name if params is not None else "") or "MCP client"
-        name = name.strip()[:80] or "MCP client"
+        name = _client_name(params.client_info.name if params is not None else "")
         client = await self._on_kernel(self._client_on_kernel(name))
         request = ctx.request
         headers = getattr(request, "headers", None)
@@ -465,9 +512,10 @@ class NotebookMCPServer:
             await asyncio.sleep(0.1)
 
     def _grants_changed(self, client: ClientAgent) -> None:
-        """The panel changed a client's grants: each of its connections is told."""
+        """The panel changed a client's grants: each of its connections is told, if the
+        tools it is shown changed."""
         loop = self._server_loop
-        if loop is None or self._stopped:
+        if loop is None or self._stopped or not client.list_changed():
             return
         for key, connection in list(client.connections.items()):
             async def tell(connection: ServerSession = connection, key: str = key) -> None:
@@ -477,6 +525,14 @@ class NotebookMCPServer:
                     client.connections.pop(key, None)
             with contextlib.suppress(RuntimeError):  # the server's loop closed meanwhile
                 asyncio.run_coroutine_threadsafe(tell(), loop)
+
+
+def _client_name(given: str) -> str:
+    """The agent name of a client's ``clientInfo.name``: printable (no control character
+    reaches a log, a title or the store — PostgreSQL takes no NUL), one line, at most 80
+    characters; "MCP client" for none."""
+    printable = "".join(char if char.isprintable() else " " for char in given or "")
+    return " ".join(printable.split())[:80].strip() or "MCP client"
 
 
 async def _async(function: Callable[[], _T]) -> _T:
@@ -489,39 +545,3 @@ def _call_result(part: ToolResultPart) -> types.CallToolResult:
         if image.data:
             content.append(types.ImageContent(data=image.data, mime_type=image.media_type))
     return types.CallToolResult(content=content, is_error=part.is_error)
-
-
-class _Guard:
-    """The token and origin checks, before anything of the SDK's sees a request."""
-
-    def __init__(self, app: ASGIApp, token: str, origins: set[str]) -> None:
-        self._app = app
-        self._expected = f"Bearer {token}".encode()
-        self._origins = origins
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            headers = {key.decode("latin-1").lower(): value
-                       for key, value in scope.get("headers", [])}
-            origin = headers.get("origin")
-            if origin is not None and origin.decode("latin-1") not in self._origins:
-                await _refuse(send, 403, "This server answers no web page: the request's "
-                              "Origin is not the server's own.")
-                return
-            given = headers.get("authorization", b"")
-            if not hmac.compare_digest(given, self._expected):
-                await _refuse(send, 401, "The notebook's MCP server needs its bearer token "
-                              "(Authorization: Bearer <token>, as shown where it started).",
-                              bearer=True)
-                return
-        await self._app(scope, receive, send)
-
-
-async def _refuse(send: Send, status: int, text: str, *, bearer: bool = False) -> None:
-    body = text.encode()
-    headers = [(b"content-type", b"text/plain; charset=utf-8"),
-               (b"content-length", str(len(body)).encode())]
-    if bearer:
-        headers.append((b"www-authenticate", b'Bearer realm="neta-notebook"'))
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})

@@ -85,6 +85,12 @@ def _kernel_loop() -> asyncio.AbstractEventLoop:
         raise RuntimeError(f"serve_notebook_mcp {PAGE_NEEDED}: it serves the notebook "
                            "shown on that page, and this is no notebook kernel (plain "
                            "Python or IPython).")
+    if not _run_from_a_page(shell.kernel):
+        raise RuntimeError(f"serve_notebook_mcp {PAGE_NEEDED}: this cell was not run from "
+                           "a notebook page (nbclient, papermill, a console or another "
+                           "frontend ran it), so no one would see or decide what the "
+                           "clients propose. Run it in the notebook open in JupyterLab "
+                           "or Notebook 7.")
     try:
         return asyncio.get_running_loop()
     except RuntimeError:
@@ -92,12 +98,32 @@ def _kernel_loop() -> asyncio.AbstractEventLoop:
                            "cell (the kernel's event loop is not running here).") from None
 
 
+def _run_from_a_page(kernel: Any) -> bool:
+    """Whether a notebook page ran the current cell: JupyterLab and Notebook 7 send the
+    cell's id in the execute request's metadata (``cellId``); nbclient (papermill,
+    nbconvert), a console and ``kernel.requestExecute`` send none. The page's own
+    handshake cannot be waited for here: the kernel reads it only after this cell ends."""
+    get_parent = getattr(kernel, "get_parent", None)
+    parent = get_parent() if callable(get_parent) else None
+    metadata = parent.get("metadata") if isinstance(parent, dict) else None
+    return isinstance(metadata, dict) and bool(metadata.get("cellId"))
+
+
+class _SetupView(ipywidgets.HTML):  # type: ignore[misc]
+    """The setup lines, token included, shown in the widget only: its ``repr`` — the
+    ``text/plain`` a notebook saves with every widget output, read by nbconvert and any
+    viewer without the widget — names no token."""
+
+    def __repr__(self) -> str:
+        return "MCP server setup lines (the token is shown in the live widget only)"
+
+
 def _setup_view(server: NotebookMCPServer) -> ipywidgets.HTML:
     blocks = "".join(
         f"<div style='margin:4px 0'><b>{html.escape(client)}</b>"
         f"<pre style='margin:2px 0;white-space:pre-wrap'>{html.escape(lines)}</pre></div>"
         for client, lines in server.setup_lines().items())
-    return ipywidgets.HTML(
+    return _SetupView(
         f"<div><b>This notebook serves its tools over MCP at</b> "
         f"<code>{html.escape(server.url)}</code>. Add it to a client with one of these "
         f"(the token is shown only here; keep it private):{blocks}</div>")
@@ -124,7 +150,9 @@ def neta_mcp_magic(line: str) -> NotebookMCPServer | None:
     rest = words[1:]
     while rest:
         if len(rest) < 2 or rest[0] not in ("--port", "--token"):
-            raise ValueError(f"{' '.join(rest)!r} is not understood; {_MAGIC_USAGE}")
+            # Only the word not understood: what follows it may be a token, and an error
+            # is saved with the cell's output.
+            raise ValueError(f"{rest[0]!r} is not understood; {_MAGIC_USAGE}")
         flag, value, rest = rest[0], rest[1], rest[2:]
         if flag == "--port":
             if not value.isdigit():

@@ -1,6 +1,7 @@
 """``serve_notebook_mcp`` and its review view, with no frontend: the widgets' messages go
-nowhere (tests/widgets/conftest.py) and no notebook page answers, as under nbclient. The
-real page is driven by tests/browser/test_mcp_server.py."""
+nowhere (tests/widgets/conftest.py) and no notebook page answers (a page ran the cell,
+but no view of the server opened on it). The real page is driven by
+tests/browser/test_mcp_server.py; nbclient by tests/widgets/test_mcp_review_hostile.py."""
 
 from __future__ import annotations
 
@@ -22,9 +23,13 @@ from .conftest import SentMessages
 
 
 class Kernel:
-    """What the server asks of IPython: a shell with a kernel."""
+    """What the server asks of IPython: a shell with a kernel, running a cell a notebook
+    page sent (JupyterLab's ``cellId`` in the request's metadata)."""
 
-    kernel = object()
+    class kernel:
+        @staticmethod
+        def get_parent() -> dict[str, Any]:
+            return {"metadata": {"cellId": "serve"}}
 
 
 def test_it_refuses_to_start_outside_a_notebook_kernel() -> None:
@@ -64,7 +69,8 @@ async def test_each_client_gets_its_review_view_and_the_page_tools_need_the_page
             await client.list_tools()
             view = review.views["codex"]
             assert isinstance(view, ChatView) and view.session is server.clients["codex"]
-            # No view of it opened on a page (nbclient): the page tools refuse, saying why.
+            # No view of it opened on the page (closed since): the page tools refuse,
+            # saying why.
             result = await client.call_tool("edit_cell", {"cell_id": "c", "source": "x"})
         assert result.is_error
         assert any(PAGE_NEEDED in item.text for item in result.content

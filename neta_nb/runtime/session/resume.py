@@ -23,12 +23,14 @@ from ...stored_urls import describe_withheld, withheld_names
 from ...thinking import THINK_LEVELS
 from ...tools import ToolCatalog
 from ..agent import Agent
+from ..mcp_relay import RELAY_SUPPLIER
 from ..stored_endpoint import StoredEndpointError, StoredOrigin, admitted_mcp_servers
 from .deps import TurnDeps
 from .spending import Spend
 from .state import SessionState
 
-__all__ = ["Resumable", "SessionNotOwnedError", "check_owned", "resume_session"]
+__all__ = ["Resumable", "SessionNotOwnedError", "SessionNotResumableError", "check_owned",
+           "check_resumable", "resume_session"]
 
 
 class SessionNotOwnedError(PermissionError):
@@ -44,6 +46,27 @@ def check_owned(record: SessionRecord) -> None:
         raise SessionNotOwnedError(
             f"session {record.id!r} belongs to {record.user}, not to {me}: it can be "
             f"viewed (read-only) but only its owner's kernels continue it")
+
+
+class SessionNotResumableError(RuntimeError):
+    """The session has no model to continue with: the calls of an outside MCP client,
+    whose "model" was the client itself. It can be read (a read-only view), not resumed."""
+
+
+def check_resumable(record: SessionRecord) -> None:
+    """Raise :class:`SessionNotResumableError` for a session whose stored model is an
+    outside MCP client's relay (:mod:`~neta_nb.runtime.mcp_relay`)."""
+    provider = record.agent.get("provider")
+    supplier = (provider.get("supplier") if isinstance(provider, dict)
+                else str(record.agent.get("model") or "").partition(":")[0])
+    if supplier == RELAY_SUPPLIER:
+        client = provider.get("model") if isinstance(provider, dict) else None
+        raise SessionNotResumableError(
+            f"session {record.id!r} holds the calls of the outside MCP client "
+            f"{client or record.agent.get('name')!r}: its model was that client, which "
+            f"is not connected to this kernel, so nothing can continue it. It can be "
+            f"viewed (read-only); a client that connects again starts a new session.")
+
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +111,8 @@ def resume_session(cls: Callable[..., S], session_id: str, store: SessionStore, 
         raise busy_error(session_id, record.owner)
     if store.shared:
         check_owned(record)
+    if agent is None and options.get("provider") is None:
+        check_resumable(record)  # before anything of it is restored
     catalog = catalog if catalog is not None else ToolCatalog.default()
     origin = StoredOrigin(f"session {session_id!r}", record.user)
     # MCP servers come back before the agent, so its config finds their tools; another

@@ -33,6 +33,7 @@ from ...labels import t
 from ...runtime.budget import format_usd
 from ...runtime.resume import SessionNotOwnedError
 from ...runtime.session import AgentSession
+from ...runtime.session.resume import SessionNotResumableError
 from ...runtime.stored_endpoint import StoredEndpointError
 from ...store.process_owner import SessionBusyError
 from ...store.session_store import SessionRecord, SessionStore
@@ -240,8 +241,9 @@ class SessionSidebar(NetaWidget):
         if session is None:
             try:
                 session = self._resume_here(session_id)
-            except (SessionBusyError, SessionNotOwnedError):
-                # Running elsewhere, or another user's: shown as it is, not taken over.
+            except (SessionBusyError, SessionNotOwnedError, SessionNotResumableError):
+                # Running elsewhere, another user's, or an outside MCP client's (no model
+                # to continue with): shown as it is, not taken over.
                 try:
                     stored = StoredSession.read(self.store, session_id)
                 except KeyError as exc:
