@@ -15,7 +15,7 @@ from .runtime.mentions import MentionError
 from .runtime.replay import llm_judge, replay, replay_all
 from .runtime.replay_report import ReplayReport
 from .runtime.session import Agent, AgentSession
-from .runtime.session.resume import SessionNotOwnedError
+from .runtime.session.resume import SessionNotOwnedError, SessionNotResumableError
 from .runtime.session.spending import BudgetExceededError
 from .runtime.stored_endpoint import StoredEndpointError
 from .runtime.tracing import configure_tracing
@@ -56,6 +56,7 @@ __all__ = [
     "ScriptedProvider",
     "SessionBusyError",
     "SessionNotOwnedError",
+    "SessionNotResumableError",
     "SessionStore",
     "StoredEndpointError",
     "TodoItem",

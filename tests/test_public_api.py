@@ -52,6 +52,8 @@ CORE_EXTRAS = {
     "BudgetExceededError": "what run/start raise when the session's budget is spent",
     "SessionNotOwnedError": "what resume raises for another user's session of a shared store",
     "DamagedAgentRecordError": "what resume and replay raise for a damaged stored agent",
+    "SessionNotResumableError": "what resume raises for a stored session with no model to "
+                                "go on with (an outside MCP client's)",
     "StoredEndpointError": "what resume, replay and BatchRun.resume raise for a stored "
                            "base_url the reader did not configure",
     "serve_notebook_mcp": "issue 49: the notebook served to outside MCP clients",
