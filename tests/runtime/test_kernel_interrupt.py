@@ -58,7 +58,7 @@ def test_an_interrupt_stops_a_turn_no_cell_awaits(
     _stdout(client, "import json")
 
     def ended() -> bool:
-        return json.loads(_stdout(client, report)) == [True, False]
+        return bool(json.loads(_stdout(client, report)) == [True, False])
 
     poll_until(ended, 20, "the interrupt to end the turn")
     # Closed as an interrupted awaited run is: what streamed kept, marked, one plain line.
