@@ -1,7 +1,7 @@
 """Message actions in real JupyterLab: hovering a prompt shows Edit, Rewind and Fork, an
 answer Retry and Fork; Edit turns the bubble into an editor whose Enter sends the new text
-(the old turn is kept as a branch); Retry asks again; Fork opens the branch in the same
-view; Tab reaches the buttons; nothing of it shows while a turn runs."""
+(the old turn is kept as a branch); Rewind puts its prompt back into the input; Retry
+asks again; Fork opens the branch in the same view; Tab reaches the buttons; nothing of it shows while a turn runs."""
 
 from __future__ import annotations
 
@@ -179,6 +179,9 @@ def test_a_rewind_shows_the_plan_cards_figures_and_level_of_that_moment(
     page.wait_for_function("(want) => document.querySelector('.neta-level-select')"
                            ".value === want", arg=before["level"])
     assert page.evaluate(SNAPSHOT_JS) == before
+    # The rewound prompt is back in the input, to send again or change.
+    page.wait_for_function("() => document.querySelector('.neta-chat-view "
+                           ".neta-chat-textarea').value === 'Now again, with more detail.'")
     # The replaced turn is kept: a branch holding both prompts.
     kept = ("[sum(m.role == 'user' for m in store.load_messages(r.id)) "
             "for r in store.list_sessions() if r.branch_of == session.id]")

@@ -232,7 +232,12 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     stop: actions.stopSubagent,
     fetchWhole: actions.fetchWhole,
     messageActions: actions.messageAction && !saved
-      ? { lang, act: actions.messageAction, onError: (error: unknown) => inputError.show(error) }
+      ? {
+          lang,
+          act: actions.messageAction,
+          onError: (error: unknown) => inputError.show(error),
+          onRewound: (text: string) => input.putBack(text),
+        }
       : undefined,
   };
   const transcript = new Transcript(list, liveHost, {

@@ -2,7 +2,7 @@
  * The actions on a message of the chat view (Python: `ChatView` handles
  * `message_action`): on a prompt, Edit (the bubble becomes an editor: Enter or "Send"
  * resends it, Escape cancels), Rewind (back to just before it) and Fork; on an answer,
- * Retry (its prompt again) and Fork. Nothing is lost: what a retry, an edit or a rewind
+ * Retry (its prompt again) and Fork; a rewound prompt goes back into the input. Nothing is lost: what a retry, an edit or a rewind
  * replaces stays in the store as a branch. The bar shows on hover and while a button in it
  * has the focus (its buttons are in the tab order), and not while a turn runs. Only the
  * session's own messages have it, not a sub-agent's.
@@ -24,6 +24,8 @@ export interface MessageActionsOptions {
   lang: () => Lang;
   act(request: MessageActionRequest): Promise<unknown>;
   onError(error: unknown): void;
+  /** A rewind is done: its prompt's text, which the input takes back. */
+  onRewound?(text: string): void;
 }
 
 const LABEL: Record<MessageAction, [MessageKey, MessageKey]> = {
@@ -70,7 +72,12 @@ export function addMessageActions(
   root.append(bar);
 
   function run(request: MessageActionRequest, button: HTMLButtonElement | null): void {
-    whileBusy(button ? [button] : [], () => options.act(request), options.onError);
+    // Read before the action: a rewind takes this prompt out of the transcript.
+    const prompt = request.action === "rewind" ? text() : null;
+    whileBusy(button ? [button] : [], async () => {
+      await options.act(request);
+      if (prompt !== null) options.onRewound?.(prompt);
+    }, options.onError);
   }
 
   function startEdit(): void {
