@@ -115,3 +115,15 @@ def test_an_unknown_panel_or_no_session_is_refused(sent: SentMessages) -> None:
     assert "sessions, tools" in _ask(chat, sent, panel="files")["error"]
     assert _ask(chat, sent, panel="tools")["error"] == "no session is bound to this chat view"
     assert _ask(chat, sent, panel="sessions")["result"]["empty"] == t("sessions_need_store", "en")
+
+
+def test_the_views_know_whether_the_chat_shown_keeps_branches(store: SessionStore) -> None:
+    # Without a store the message actions ask before they drop what follows.
+    kept_in_memory = AgentSession(_agent())
+    chat = ChatView(kept_in_memory)
+    assert chat.keeps_branches is False
+    chat.bind(AgentSession(_agent(), store=store))
+    assert chat.keeps_branches is True
+    chat.bind(kept_in_memory)
+    assert chat.keeps_branches is False
+    chat.close()

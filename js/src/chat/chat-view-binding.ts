@@ -89,6 +89,7 @@ const CHAT_TRAITS: readonly (keyof ChatViewState & string)[] = [
   "lang",
   "session_id",
   "rewinds",
+  "keeps_branches",
   "agent",
   "agents",
   "height",

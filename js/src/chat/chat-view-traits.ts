@@ -126,6 +126,9 @@ export interface ChatViewState {
   /** Rewinds of the shown session so far (Python: `ChatView.rewinds`): when it changes the
    * history behind the items changed, and everything is drawn again. */
   rewinds: number;
+  /** The session shown has a store, which keeps what a rewind, retry or edit replaces as a
+   * branch (Python: `ChatView.keeps_branches`); without one the message actions ask first. */
+  keeps_branches: boolean;
   agent: AgentChoice;
   agents: AgentChoice[];
   messages: ChatItem[];

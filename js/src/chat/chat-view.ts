@@ -109,6 +109,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
   const state: ChatViewState = {
     session_id: "",
     rewinds: 0,
+    keeps_branches: true,
     agent: { name: "", model: "" },
     agents: [],
     messages: [],
@@ -237,6 +238,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
           act: actions.messageAction,
           onError: (error: unknown) => inputError.show(error),
           onRewound: (text: string) => input.putBack(text),
+          keepsBranches: () => state.keeps_branches,
         }
       : undefined,
   };
@@ -374,6 +376,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
         state.rewinds = Number(patch.rewinds) || 0;
         stuck = true;
       }
+      if (patch.keeps_branches !== undefined) state.keeps_branches = patch.keeps_branches !== false;
       if (patch.agent !== undefined && patch.agent) state.agent = patch.agent;
       if (patch.agents !== undefined) state.agents = Array.isArray(patch.agents) ? patch.agents : [];
       if (patch.height !== undefined) state.height = patch.height;

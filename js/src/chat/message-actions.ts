@@ -26,6 +26,9 @@ export interface MessageActionsOptions {
   onError(error: unknown): void;
   /** A rewind is done: its prompt's text, which the input takes back. */
   onRewound?(text: string): void;
+  /** What a rewind, retry or edit replaces is kept as a branch (the session has a store);
+   * when not, they — and a fork, which leaves this chat unreachable here — ask first. */
+  keepsBranches?(): boolean;
 }
 
 const LABEL: Record<MessageAction, [MessageKey, MessageKey]> = {
@@ -71,7 +74,49 @@ export function addMessageActions(
   });
   root.append(bar);
 
+  /** Without a store nothing is kept: say what the action will drop, and go on only when
+   * the user confirms (Escape or Cancel leaves everything as it was). */
   function run(request: MessageActionRequest, button: HTMLButtonElement | null): void {
+    if (options.keepsBranches?.() !== false) {
+      act(request, button);
+      return;
+    }
+    root.querySelector(":scope > .neta-msg-confirm")?.remove();
+    const lang = options.lang();
+    const box = element("div", "neta-msg-confirm");
+    box.setAttribute("role", "alertdialog");
+    const warning = element("div", "neta-msg-confirm-text",
+      t(lang, request.action === "fork" ? "message_fork_unkept" : "message_drop_unkept"));
+    box.setAttribute("aria-label", warning.textContent ?? "");
+    const go = element("button", "neta-chat-button neta-chat-button-primary neta-msg-confirm-go",
+      t(lang, request.action === "edit" ? "message_edit_send" : LABEL[request.action][0]));
+    go.type = "button";
+    const cancel = element("button", "neta-chat-button neta-msg-confirm-cancel", t(lang, "cancel"));
+    cancel.type = "button";
+    const row = element("div", "neta-msg-editor-buttons");
+    row.append(cancel, go);
+    box.append(warning, row);
+    root.append(box);
+    const back = () => {
+      box.remove();
+      buttons[0]?.focus();
+    };
+    go.addEventListener("click", () => {
+      box.remove();
+      act(request, button);
+    });
+    cancel.addEventListener("click", back);
+    box.addEventListener("keydown", (event) => {
+      event.stopPropagation(); // not the notebook's shortcuts
+      if (event.key === "Escape") {
+        event.preventDefault();
+        back();
+      }
+    });
+    go.focus();
+  }
+
+  function act(request: MessageActionRequest, button: HTMLButtonElement | null): void {
     // Read before the action: a rewind takes this prompt out of the transcript.
     const prompt = request.action === "rewind" ? text() : null;
     whileBusy(button ? [button] : [], async () => {

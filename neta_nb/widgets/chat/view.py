@@ -111,6 +111,9 @@ class ChatView(NetaWidget):
     session_id = traitlets.Unicode("", help="Id of the bound session.").tag(sync=True)
     rewinds = traitlets.Int(0, help="Rewinds of the shown session so far: when it changes "
                             "the views draw everything again.").tag(sync=True)
+    keeps_branches = traitlets.Bool(True, help="The session shown has a store, which keeps "
+                                    "as a branch what a rewind, retry or edit replaces; "
+                                    "without one the views ask first.").tag(sync=True)
     agent = traitlets.Dict(help="{name, model} of the bound session's agent.").tag(sync=True)
     agents = traitlets.List(traitlets.Dict(), help="Agents the selector offers.").tag(sync=True)
     messages = traitlets.List(traitlets.Dict(),
@@ -201,6 +204,7 @@ class ChatView(NetaWidget):
         mid-turn before goes on running in the background (see :meth:`unbind`)."""
         self.unbind()
         self._read_only.leave()
+        self.keeps_branches = session.store is not None
         self._live.bind(session, self._presence)
         self._static_form.refresh()
 
