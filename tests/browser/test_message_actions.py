@@ -227,3 +227,31 @@ def test_a_chat_without_a_store_asks_before_it_drops_what_follows(
     assert lab.wait_for_kernel_value(path, "len(session.messages)", "0") == "0"
     page.wait_for_function("() => document.querySelector('.neta-chat-view "
                            ".neta-chat-textarea').value === 'Tell me about cats'")
+
+
+def test_a_fork_is_marked_as_one_with_a_way_back(lab: LabSession, screenshot_dir: Path) -> None:
+    path = lab.run_notebook("message_fork_back.ipynb", [chat_cells.IMPORTS, MEMORY_SESSION])
+    page = lab.page
+    chat = page.locator(".neta-chat-view")
+    bar = chat.locator(".neta-chat-fork-bar")
+    first = chat.locator(".neta-chat-user", has_text="Tell me about cats")
+    first.wait_for()
+    assert bar.is_hidden()
+    first.locator(".neta-msg-action-fork").focus()
+    page.keyboard.press("Enter")
+    # No store: it says the original is reachable from Python only, then forks.
+    confirm = first.locator(".neta-msg-confirm")
+    assert "Python only" in confirm.inner_text()
+    confirm.locator(".neta-msg-confirm-go").click()
+    bar.wait_for()
+    assert "A fork" in bar.inner_text()
+    assert chat.locator(".neta-chat-user").count() == 1  # up to the message forked at
+    assert lab.execute(path, "print(chat.session is not session)").strip() == "True"
+    for theme in ("light", "dark"):
+        lab.set_theme(dark=theme == "dark")
+        lab.screenshot(chat, screenshot_dir / f"chat-fork-marker-{theme}.png")
+    lab.set_theme(dark=False)
+    bar.locator(".neta-chat-fork-back").click()
+    bar.wait_for(state="hidden")
+    chat.locator(".neta-chat-user", has_text="And dogs?").wait_for()
+    assert lab.execute(path, "print(chat.session is session)").strip() == "True"

@@ -127,3 +127,27 @@ def test_the_views_know_whether_the_chat_shown_keeps_branches(store: SessionStor
     chat.bind(kept_in_memory)
     assert chat.keeps_branches is False
     chat.close()
+
+
+async def test_a_fork_made_here_is_marked_with_a_way_back(sent: SentMessages) -> None:
+    original = AgentSession(_agent())  # no store: the original lives in this view only
+    await original.run("Say hello")
+    chat = ChatView(original)
+    prompt_id = original.messages[0].id
+
+    def ask(kind: str, **payload: Any) -> dict[str, Any]:
+        request_id = f"r{len(sent)}"
+        chat._on_custom_message(chat, {"kind": kind, "id": request_id, **payload}, [])
+        (reply,) = [m for m in sent.of_kind("reply") if m["id"] == request_id]
+        return reply
+
+    assert chat.fork_of == ""
+    reply = ask("message_action", action="fork", message_id=prompt_id)
+    fork = chat.session
+    assert fork is not None and fork is not original
+    assert reply["result"] == {"session_id": fork.id} and chat.fork_of == original.id
+    back = ask("back_from_fork")
+    assert back["result"] == {"session_id": original.id}
+    assert chat.session is original and chat.fork_of == ""
+    assert "not a fork" in ask("back_from_fork")["error"]
+    chat.close()

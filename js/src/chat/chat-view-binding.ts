@@ -90,6 +90,7 @@ const CHAT_TRAITS: readonly (keyof ChatViewState & string)[] = [
   "session_id",
   "rewinds",
   "keeps_branches",
+  "fork_of",
   "agent",
   "agents",
   "height",
@@ -142,6 +143,7 @@ export function renderChatView({ model: anyModel, el, kernel = true }: RendererP
       fetchWhole: (wanted) => fetchWholeText(model, el, { ...wanted }),
       refresh: () => requestShowingErrors(model, "refresh"),
       takeOver: () => requestShowingErrors<SessionReply>(model, "take_over"),
+      backFromFork: () => requestShowingErrors<SessionReply>(model, "back_from_fork"),
       messageAction: (request) => requestShowingErrors<SessionReply>(model, "message_action", { ...request }),
       openDrawer: async (name, host, signal) => {
         const reply = await requestShowingErrors<OpenPanelReply>(model, "open_panel", { panel: name } satisfies OpenPanelRequest, { signal });
