@@ -87,8 +87,11 @@ class KernelInterrupt:
             if current is signal.SIG_IGN:
                 signal.signal(signal.SIGINT, self._handler)
                 self._installed = True
-        elif current is self._handler:
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        elif current is self._handler or current is signal.SIG_IGN:
+            # Ours taken back, or ignored again by someone else: nothing to wait for. (Any
+            # other handler may be a cell's, which puts ours back when it ends.)
+            if current is self._handler:
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
             self._installed = False
         self._timer = (loop.call_later(RECHECK_SECONDS, self._check, loop)
                        if self._turns or self._installed else None)
