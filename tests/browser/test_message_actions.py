@@ -207,7 +207,9 @@ def test_a_chat_without_a_store_asks_before_it_drops_what_follows(
     chat = page.locator(".neta-chat-view")
     first = chat.locator(".neta-chat-user", has_text="Tell me about cats")
     first.wait_for()
-    first.locator(".neta-msg-action-rewind").focus()
+    rewind = first.locator(".neta-msg-action-rewind")
+    assert "no store" in (rewind.get_attribute("title") or "")  # its hint says so too
+    rewind.focus()
     page.keyboard.press("Enter")
     confirm = first.locator(".neta-msg-confirm")
     confirm.wait_for()
@@ -237,12 +239,9 @@ def test_a_fork_is_marked_as_one_with_a_way_back(lab: LabSession, screenshot_dir
     first = chat.locator(".neta-chat-user", has_text="Tell me about cats")
     first.wait_for()
     assert bar.is_hidden()
+    # A fork drops nothing: no store, and still no question; the original is a click away.
     first.locator(".neta-msg-action-fork").focus()
     page.keyboard.press("Enter")
-    # No store: it says the original is reachable from Python only, then forks.
-    confirm = first.locator(".neta-msg-confirm")
-    assert "Python only" in confirm.inner_text()
-    confirm.locator(".neta-msg-confirm-go").click()
     bar.wait_for()
     assert "A fork" in bar.inner_text()
     assert chat.locator(".neta-chat-user").count() == 1  # up to the message forked at

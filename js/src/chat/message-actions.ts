@@ -27,7 +27,7 @@ export interface MessageActionsOptions {
   /** A rewind is done: its prompt's text, which the input takes back. */
   onRewound?(text: string): void;
   /** What a rewind, retry or edit replaces is kept as a branch (the session has a store);
-   * when not, they — and a fork, which leaves this chat unreachable here — ask first. */
+   * when not, they ask first. */
   keepsBranches?(): boolean;
 }
 
@@ -36,6 +36,14 @@ const LABEL: Record<MessageAction, [MessageKey, MessageKey]> = {
   edit: ["message_edit", "message_edit_hint"],
   rewind: ["message_rewind", "message_rewind_hint"],
   fork: ["message_fork", "message_fork_hint"],
+};
+
+/** The hints of a chat without a store, which keeps no branch (the action asks first). */
+const UNKEPT_HINT: Record<MessageAction, MessageKey> = {
+  retry: "message_retry_hint_unkept",
+  edit: "message_edit_hint_unkept",
+  rewind: "message_rewind_hint_unkept",
+  fork: "message_fork_hint_unkept",
 };
 
 const ACTIONS: Record<"user" | "assistant", readonly MessageAction[]> = {
@@ -77,7 +85,8 @@ export function addMessageActions(
   /** Without a store nothing is kept: say what the action will drop, and go on only when
    * the user confirms (Escape or Cancel leaves everything as it was). */
   function run(request: MessageActionRequest, button: HTMLButtonElement | null): void {
-    if (options.keepsBranches?.() !== false) {
+    // A fork drops nothing, and the view shows it with Back to the original.
+    if (request.action === "fork" || options.keepsBranches?.() !== false) {
       act(request, button);
       return;
     }
@@ -85,8 +94,7 @@ export function addMessageActions(
     const lang = options.lang();
     const box = element("div", "neta-msg-confirm");
     box.setAttribute("role", "alertdialog");
-    const warning = element("div", "neta-msg-confirm-text",
-      t(lang, request.action === "fork" ? "message_fork_unkept" : "message_drop_unkept"));
+    const warning = element("div", "neta-msg-confirm-text", t(lang, "message_drop_unkept"));
     box.setAttribute("aria-label", warning.textContent ?? "");
     const go = element("button", "neta-chat-button neta-chat-button-primary neta-msg-confirm-go",
       t(lang, request.action === "edit" ? "message_edit_send" : LABEL[request.action][0]));
@@ -176,10 +184,12 @@ export function addMessageActions(
   function setLang(): void {
     const lang = options.lang();
     bar.setAttribute("aria-label", t(lang, "message_actions"));
+    const unkept = options.keepsBranches?.() === false;
     for (const button of buttons) {
-      const [label, hint] = LABEL[button.dataset.action as MessageAction];
+      const action = button.dataset.action as MessageAction;
+      const [label, hint] = LABEL[action];
       button.textContent = t(lang, label);
-      button.title = t(lang, hint);
+      button.title = t(lang, unkept ? UNKEPT_HINT[action] : hint);
     }
   }
   setLang();
