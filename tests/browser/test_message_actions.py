@@ -1,7 +1,8 @@
 """Message actions in real JupyterLab: hovering a prompt shows Edit, Rewind and Fork, an
 answer Retry and Fork; Edit turns the bubble into an editor whose Enter sends the new text
-(the old turn is kept as a branch); Retry asks again; Fork opens the branch in the same
-view; Tab reaches the buttons; nothing of it shows while a turn runs."""
+(the old turn is kept as a branch); Rewind puts its prompt back into the input; Retry
+asks again; Fork opens the branch in the same view; Tab reaches the buttons; nothing of it
+shows while a turn runs; a chat without a store asks before it drops what follows."""
 
 from __future__ import annotations
 
@@ -179,8 +180,77 @@ def test_a_rewind_shows_the_plan_cards_figures_and_level_of_that_moment(
     page.wait_for_function("(want) => document.querySelector('.neta-level-select')"
                            ".value === want", arg=before["level"])
     assert page.evaluate(SNAPSHOT_JS) == before
+    # The rewound prompt is back in the input, to send again or change.
+    page.wait_for_function("() => document.querySelector('.neta-chat-view "
+                           ".neta-chat-textarea').value === 'Now again, with more detail.'")
     # The replaced turn is kept: a branch holding both prompts.
     kept = ("[sum(m.role == 'user' for m in store.load_messages(r.id)) "
             "for r in store.list_sessions() if r.branch_of == session.id]")
     assert lab.wait_for_kernel_value(path, kept, "[2]") == "[2]"
     lab.screenshot(chat, screenshot_dir / "message-rewind-light.png")
+
+
+MEMORY_SESSION = """
+session = AgentSession(Agent("analyst", model=ScriptedProvider(
+    [[{"text": "Cats sleep sixteen hours a day."}], [{"text": "Dogs came from wolves."}]])))
+await session.run("Tell me about cats")
+await session.run("And dogs?")
+chat = ChatView(session, height="460px")
+chat
+""".strip()
+
+
+def test_a_chat_without_a_store_asks_before_it_drops_what_follows(
+        lab: LabSession, screenshot_dir: Path) -> None:
+    path = lab.run_notebook("message_memory.ipynb", [chat_cells.IMPORTS, MEMORY_SESSION])
+    page = lab.page
+    chat = page.locator(".neta-chat-view")
+    first = chat.locator(".neta-chat-user", has_text="Tell me about cats")
+    first.wait_for()
+    rewind = first.locator(".neta-msg-action-rewind")
+    assert "no store" in (rewind.get_attribute("title") or "")  # its hint says so too
+    rewind.focus()
+    page.keyboard.press("Enter")
+    confirm = first.locator(".neta-msg-confirm")
+    confirm.wait_for()
+    assert "gone for good" in confirm.inner_text()
+    for theme in ("light", "dark"):
+        lab.set_theme(dark=theme == "dark")
+        lab.screenshot(first, screenshot_dir / f"message-confirm-memory-{theme}.png")
+    lab.set_theme(dark=False)
+    # Cancel leaves everything as it was.
+    confirm.locator(".neta-msg-confirm-cancel").click()
+    confirm.wait_for(state="detached")
+    assert lab.execute(path, "print(len(session.messages))").strip() == "4"
+    # Confirmed, the rewind runs: the prompt goes back into the input.
+    first.locator(".neta-msg-action-rewind").focus()
+    page.keyboard.press("Enter")
+    confirm.locator(".neta-msg-confirm-go").click()
+    assert lab.wait_for_kernel_value(path, "len(session.messages)", "0") == "0"
+    page.wait_for_function("() => document.querySelector('.neta-chat-view "
+                           ".neta-chat-textarea').value === 'Tell me about cats'")
+
+
+def test_a_fork_is_marked_as_one_with_a_way_back(lab: LabSession, screenshot_dir: Path) -> None:
+    path = lab.run_notebook("message_fork_back.ipynb", [chat_cells.IMPORTS, MEMORY_SESSION])
+    page = lab.page
+    chat = page.locator(".neta-chat-view")
+    bar = chat.locator(".neta-chat-fork-bar")
+    first = chat.locator(".neta-chat-user", has_text="Tell me about cats")
+    first.wait_for()
+    assert bar.is_hidden()
+    # A fork drops nothing: no store, and still no question; the original is a click away.
+    first.locator(".neta-msg-action-fork").focus()
+    page.keyboard.press("Enter")
+    bar.wait_for()
+    assert "A fork" in bar.inner_text()
+    assert chat.locator(".neta-chat-user").count() == 1  # up to the message forked at
+    assert lab.execute(path, "print(chat.session is not session)").strip() == "True"
+    for theme in ("light", "dark"):
+        lab.set_theme(dark=theme == "dark")
+        lab.screenshot(chat, screenshot_dir / f"chat-fork-marker-{theme}.png")
+    lab.set_theme(dark=False)
+    bar.locator(".neta-chat-fork-back").click()
+    bar.wait_for(state="hidden")
+    chat.locator(".neta-chat-user", has_text="And dogs?").wait_for()
+    assert lab.execute(path, "print(chat.session is session)").strip() == "True"

@@ -205,7 +205,8 @@ def test_the_header_opens_the_list_of_chats_and_the_tool_panel(
     assert header.locator(".neta-chat-header-tools").get_attribute("aria-expanded") == "false"
 
 
-def test_a_chat_kept_in_memory_says_how_to_get_a_list(lab: LabSession) -> None:
+def test_a_chat_kept_in_memory_says_how_to_get_a_list(lab: LabSession,
+                                                      screenshot_dir: Path) -> None:
     cells = [chat_cells.IMPORTS, "chat = ChatView(AgentSession(Agent('analyst', "
                                  "model=ScriptedProvider())), lang='zh-CN')\nchat"]
     lab.run_notebook("header_memory.ipynb", cells, timeout=120)
@@ -214,6 +215,14 @@ def test_a_chat_kept_in_memory_says_how_to_get_a_list(lab: LabSession) -> None:
     button = chat.locator(".neta-chat-header-sessions")
     assert button.get_attribute("aria-label") == "对话"
     button.click()
-    error = chat.locator(".neta-chat-drawer .neta-chat-drawer-error")
-    error.wait_for()
-    assert "AgentSession(agent, store=SessionStore())" in error.inner_text()
+    # A normal state, drawn as an empty state, not an error.
+    empty = chat.locator(".neta-chat-drawer .neta-chat-drawer-empty")
+    empty.wait_for()
+    assert "AgentSession(agent, store=SessionStore())" in empty.inner_text()
+    assert chat.locator(".neta-chat-drawer .neta-chat-drawer-error").is_hidden()
+    drawer = chat.locator(".neta-chat-drawer")
+    assert not drawer.evaluate("n => n.classList.contains('neta-is-loading')")
+    for theme in ("light", "dark"):
+        lab.set_theme(dark=theme == "dark")
+        lab.screenshot(chat, screenshot_dir / f"chat-header-chats-memory-{theme}.png")
+    lab.set_theme(dark=False)

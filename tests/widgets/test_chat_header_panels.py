@@ -65,11 +65,12 @@ async def test_the_list_of_chats_is_the_stores_attached_to_the_chat(
 
 
 def test_a_chat_kept_in_memory_has_no_list_and_says_how_to_get_one(sent: SentMessages) -> None:
+    # A normal state, not a failure: no widget, the text the drawer shows in its place.
     chat = ChatView(AgentSession(_agent()), lang="zh-CN")
     reply = _ask(chat, sent, panel="sessions")
-    assert reply["ok"] is False
-    assert reply["error"] == t("sessions_need_store", "zh-CN")
-    assert "store=SessionStore()" in reply["error"]
+    assert reply["ok"] is True
+    assert reply["result"] == {"model_id": "", "empty": t("sessions_need_store", "zh-CN")}
+    assert "store=SessionStore()" in reply["result"]["empty"]
 
 
 def test_the_tool_panel_is_the_sessions_and_follows_the_session_shown(
@@ -113,4 +114,40 @@ def test_an_unknown_panel_or_no_session_is_refused(sent: SentMessages) -> None:
     chat = ChatView()
     assert "sessions, tools" in _ask(chat, sent, panel="files")["error"]
     assert _ask(chat, sent, panel="tools")["error"] == "no session is bound to this chat view"
-    assert _ask(chat, sent, panel="sessions")["error"] == t("sessions_need_store", "en")
+    assert _ask(chat, sent, panel="sessions")["result"]["empty"] == t("sessions_need_store", "en")
+
+
+def test_the_views_know_whether_the_chat_shown_keeps_branches(store: SessionStore) -> None:
+    # Without a store the message actions ask before they drop what follows.
+    kept_in_memory = AgentSession(_agent())
+    chat = ChatView(kept_in_memory)
+    assert chat.keeps_branches is False
+    chat.bind(AgentSession(_agent(), store=store))
+    assert chat.keeps_branches is True
+    chat.bind(kept_in_memory)
+    assert chat.keeps_branches is False
+    chat.close()
+
+
+async def test_a_fork_made_here_is_marked_with_a_way_back(sent: SentMessages) -> None:
+    original = AgentSession(_agent())  # no store: the original lives in this view only
+    await original.run("Say hello")
+    chat = ChatView(original)
+    prompt_id = original.messages[0].id
+
+    def ask(kind: str, **payload: Any) -> dict[str, Any]:
+        request_id = f"r{len(sent)}"
+        chat._on_custom_message(chat, {"kind": kind, "id": request_id, **payload}, [])
+        (reply,) = [m for m in sent.of_kind("reply") if m["id"] == request_id]
+        return reply
+
+    assert chat.fork_of == ""
+    reply = ask("message_action", action="fork", message_id=prompt_id)
+    fork = chat.session
+    assert fork is not None and fork is not original
+    assert reply["result"] == {"session_id": fork.id} and chat.fork_of == original.id
+    back = ask("back_from_fork")
+    assert back["result"] == {"session_id": original.id}
+    assert chat.session is original and chat.fork_of == ""
+    assert "not a fork" in ask("back_from_fork")["error"]
+    chat.close()

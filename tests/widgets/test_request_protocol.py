@@ -133,7 +133,8 @@ def test_handlers_are_registered_per_class() -> None:
     assert set(ChatView._request_handlers) == {"sync", "older", "command", "switch_agent",
                                                "view_opened", "view_closed", "full_text",
                                                "refresh", "take_over", "message_action",
-                                               "notebook_reply", "mention_candidates",
+                                               "back_from_fork", "notebook_reply",
+                                               "mention_candidates",
                                                "mention_preview", "open_panel", "side_panel"}
     assert set(ToolCard._request_handlers) == {"full_text"}
     assert set(SkillCard._request_handlers) == {"full_text"}

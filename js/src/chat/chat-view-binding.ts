@@ -12,6 +12,7 @@
  */
 import type { AnyModel, RenderProps } from "@anywidget/types";
 import { fetchWholeText, readTraits, request, requestShowingErrors, writeBack, type Cleanup, type RendererProps } from "../anywidget-binding";
+import { element } from "../dom";
 import type { DrawerName } from "./chat-header";
 import { createChatView, type ChatActions, type ChatOp, type ChatSnapshot, type ChatViewState, type OlderPage } from "./chat-view";
 import { drawWidget } from "./drawn-widget";
@@ -62,6 +63,9 @@ export interface OpenPanelRequest {
 
 export interface OpenPanelReply {
   model_id: string;
+  /** With `model_id` empty: the text the drawer shows in its place (a chat kept in memory
+   * has no list of chats — a normal state, said as one). */
+  empty?: string;
 }
 
 /** `side_panel`: the chat's own widget model, which the side panel shows (./side-panel.ts). */
@@ -85,6 +89,8 @@ const CHAT_TRAITS: readonly (keyof ChatViewState & string)[] = [
   "lang",
   "session_id",
   "rewinds",
+  "keeps_branches",
+  "fork_of",
   "agent",
   "agents",
   "height",
@@ -137,9 +143,15 @@ export function renderChatView({ model: anyModel, el, kernel = true }: RendererP
       fetchWhole: (wanted) => fetchWholeText(model, el, { ...wanted }),
       refresh: () => requestShowingErrors(model, "refresh"),
       takeOver: () => requestShowingErrors<SessionReply>(model, "take_over"),
+      backFromFork: () => requestShowingErrors<SessionReply>(model, "back_from_fork"),
       messageAction: (request) => requestShowingErrors<SessionReply>(model, "message_action", { ...request }),
       openDrawer: async (name, host, signal) => {
         const reply = await requestShowingErrors<OpenPanelReply>(model, "open_panel", { panel: name } satisfies OpenPanelRequest, { signal });
+        if (!reply.model_id) {
+          const empty = element("div", "neta-chat-drawer-empty", reply.empty ?? "");
+          host.append(empty);
+          return () => empty.remove();
+        }
         return drawWidget(model, reply.model_id, host, signal);
       },
       sidePanelModel: async () => (await requestShowingErrors<SidePanelModel>(model, "side_panel")).model_id,

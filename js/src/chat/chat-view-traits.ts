@@ -138,6 +138,12 @@ export interface ChatViewState {
   /** Rewinds of the shown session so far (Python: `ChatView.rewinds`): when it changes the
    * history behind the items changed, and everything is drawn again. */
   rewinds: number;
+  /** The session shown has a store, which keeps what a rewind, retry or edit replaces as a
+   * branch (Python: `ChatView.keeps_branches`); without one the message actions ask first. */
+  keeps_branches: boolean;
+  /** The session shown is a fork made in this view: the id of the chat it came from, which
+   * Back shows again (Python: `ChatView.fork_of`); "" otherwise. */
+  fork_of: string;
   agent: AgentChoice;
   agents: AgentChoice[];
   messages: ChatItem[];

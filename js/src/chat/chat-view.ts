@@ -65,6 +65,8 @@ export interface ChatActions {
   /** Read a session shown read-only again / continue it here once its turn has ended. */
   refresh(): Promise<unknown>;
   takeOver(): Promise<unknown>;
+  /** Show again the chat the fork shown was made from. */
+  backFromFork(): Promise<unknown>;
   /** Retry, edit, rewind or fork at a message (./message-actions.ts). */
   messageAction(request: MessageActionRequest): Promise<unknown>;
   /** Draw the list of chats or the agent's tool panel in `host` (the header's drawer). */
@@ -109,6 +111,8 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
   const state: ChatViewState = {
     session_id: "",
     rewinds: 0,
+    keeps_branches: true,
+    fork_of: "",
     agent: { name: "", model: "" },
     agents: [],
     messages: [],
@@ -164,6 +168,18 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
   working.append(element("span", "neta-chat-dots"), workingText);
   const notice = element("div", "neta-chat-notice");
   // Above the input, not in the scrolling transcript: it concerns everything shown.
+  // A fork made here says so, with the way back to the chat it came from.
+  const forkBar = element("div", "neta-chat-fork-bar");
+  forkBar.setAttribute("role", "status");
+  const forkText = element("span", "neta-chat-fork-text");
+  const forkBack = element("button", "neta-chat-button neta-chat-fork-back");
+  forkBack.type = "button";
+  forkBar.append(forkText, forkBack);
+  const onForkBack = () => {
+    const back = actions.backFromFork;
+    if (back) whileBusy([forkBack], back, (error: unknown) => inputError.show(error));
+  };
+  forkBack.addEventListener("click", onForkBack);
   const storeWarning = element("div", "neta-chat-store-warning");
   storeWarning.setAttribute("role", "status");
   // Failed requests show next to what the user clicked (see inline-error.ts).
@@ -194,7 +210,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     refresh: actions.refresh,
     takeOver: actions.takeOver,
   });
-  root.append(header.root, scroller, storeWarning, inputBar, readOnlyBar.root, drawer.root);
+  root.append(header.root, forkBar, scroller, storeWarning, inputBar, readOnlyBar.root, drawer.root);
   el.append(root);
 
   function toggleDrawer(name: DrawerName): void {
@@ -235,7 +251,13 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     stop: actions.stopSubagent,
     fetchWhole: actions.fetchWhole,
     messageActions: actions.messageAction && !saved
-      ? { lang, act: actions.messageAction, onError: (error: unknown) => inputError.show(error) }
+      ? {
+          lang,
+          act: actions.messageAction,
+          onError: (error: unknown) => inputError.show(error),
+          onRewound: (text: string) => input.putBack(text),
+          keepsBranches: () => state.keeps_branches,
+        }
       : undefined,
   };
   const transcript = new Transcript(list, liveHost, {
@@ -349,6 +371,9 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     notice.textContent = state.notice;
     notice.classList.toggle("neta-is-warning", state.notice_tone === "warning");
     storeWarning.hidden = !state.store_warning;
+    forkBar.hidden = saved || !state.fork_of || !actions.backFromFork;
+    forkText.textContent = label("fork_marker");
+    forkBack.textContent = label("fork_back");
     storeWarning.textContent = state.store_warning;
     input.render();
     header.render({ name: agentName(), model: state.agent?.model ?? "" });
@@ -384,6 +409,8 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
         state.rewinds = Number(patch.rewinds) || 0;
         stuck = true;
       }
+      if (patch.keeps_branches !== undefined) state.keeps_branches = patch.keeps_branches !== false;
+      if (patch.fork_of !== undefined) state.fork_of = String(patch.fork_of ?? "");
       if (patch.agent !== undefined && patch.agent) state.agent = patch.agent;
       if (patch.agents !== undefined) state.agents = Array.isArray(patch.agents) ? patch.agents : [];
       if (patch.height !== undefined) state.height = patch.height;
@@ -479,6 +506,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
       drawer.destroy();
       header.destroy();
       scroller.removeEventListener("scroll", onScroll);
+      forkBack.removeEventListener("click", onForkBack);
       for (const type of ["wheel", "touchmove", "keydown", "pointerdown"]) scroller.removeEventListener(type, byHand);
       scroller.removeEventListener("pointermove", onPointerMove);
       resizeObserver.disconnect();

@@ -44,6 +44,8 @@ export interface InputBar {
   attachments: AttachmentTray;
   /** Labels, the send button's state and the agent choices, from the view's state. */
   render(): void;
+  /** A rewound prompt back in the input (when nothing is being typed there). */
+  putBack(text: string): void;
   destroy(): void;
 }
 
@@ -214,6 +216,15 @@ export function createInputBar(options: InputBarOptions): InputBar {
       attachments.render();
       mentions.render();
       renderAgents();
+    },
+    /** A rewound prompt back in the input, to send again or change (not over text being
+     * typed: that is kept). */
+    putBack(text: string) {
+      if (saved || textarea.value.trim() !== "") return;
+      textarea.value = text;
+      autosize();
+      onChange();
+      textarea.focus();
     },
     destroy() {
       textarea.removeEventListener("keydown", onKeyDown);

@@ -2,7 +2,7 @@
  * The actions on a message of the chat view (Python: `ChatView` handles
  * `message_action`): on a prompt, Edit (the bubble becomes an editor: Enter or "Send"
  * resends it, Escape cancels), Rewind (back to just before it) and Fork; on an answer,
- * Retry (its prompt again) and Fork. Nothing is lost: what a retry, an edit or a rewind
+ * Retry (its prompt again) and Fork; a rewound prompt goes back into the input. Nothing is lost: what a retry, an edit or a rewind
  * replaces stays in the store as a branch. The bar shows on hover and while a button in it
  * has the focus (its buttons are in the tab order), and not while a turn runs. Only the
  * session's own messages have it, not a sub-agent's.
@@ -24,6 +24,11 @@ export interface MessageActionsOptions {
   lang: () => Lang;
   act(request: MessageActionRequest): Promise<unknown>;
   onError(error: unknown): void;
+  /** A rewind is done: its prompt's text, which the input takes back. */
+  onRewound?(text: string): void;
+  /** What a rewind, retry or edit replaces is kept as a branch (the session has a store);
+   * when not, they ask first. */
+  keepsBranches?(): boolean;
 }
 
 const LABEL: Record<MessageAction, [MessageKey, MessageKey]> = {
@@ -31,6 +36,14 @@ const LABEL: Record<MessageAction, [MessageKey, MessageKey]> = {
   edit: ["message_edit", "message_edit_hint"],
   rewind: ["message_rewind", "message_rewind_hint"],
   fork: ["message_fork", "message_fork_hint"],
+};
+
+/** The hints of a chat without a store, which keeps no branch (the action asks first). */
+const UNKEPT_HINT: Record<MessageAction, MessageKey> = {
+  retry: "message_retry_hint_unkept",
+  edit: "message_edit_hint_unkept",
+  rewind: "message_rewind_hint_unkept",
+  fork: "message_fork_hint_unkept",
 };
 
 const ACTIONS: Record<"user" | "assistant", readonly MessageAction[]> = {
@@ -69,8 +82,55 @@ export function addMessageActions(
   });
   root.append(bar);
 
+  /** Without a store nothing is kept: say what the action will drop, and go on only when
+   * the user confirms (Escape or Cancel leaves everything as it was). */
   function run(request: MessageActionRequest, button: HTMLButtonElement | null): void {
-    whileBusy(button ? [button] : [], () => options.act(request), options.onError);
+    // A fork drops nothing, and the view shows it with Back to the original.
+    if (request.action === "fork" || options.keepsBranches?.() !== false) {
+      act(request, button);
+      return;
+    }
+    root.querySelector(":scope > .neta-msg-confirm")?.remove();
+    const lang = options.lang();
+    const box = element("div", "neta-msg-confirm");
+    box.setAttribute("role", "alertdialog");
+    const warning = element("div", "neta-msg-confirm-text", t(lang, "message_drop_unkept"));
+    box.setAttribute("aria-label", warning.textContent ?? "");
+    const go = element("button", "neta-chat-button neta-chat-button-primary neta-msg-confirm-go",
+      t(lang, request.action === "edit" ? "message_edit_send" : LABEL[request.action][0]));
+    go.type = "button";
+    const cancel = element("button", "neta-chat-button neta-msg-confirm-cancel", t(lang, "cancel"));
+    cancel.type = "button";
+    const row = element("div", "neta-msg-editor-buttons");
+    row.append(cancel, go);
+    box.append(warning, row);
+    root.append(box);
+    const back = () => {
+      box.remove();
+      buttons[0]?.focus();
+    };
+    go.addEventListener("click", () => {
+      box.remove();
+      act(request, button);
+    });
+    cancel.addEventListener("click", back);
+    box.addEventListener("keydown", (event) => {
+      event.stopPropagation(); // not the notebook's shortcuts
+      if (event.key === "Escape") {
+        event.preventDefault();
+        back();
+      }
+    });
+    go.focus();
+  }
+
+  function act(request: MessageActionRequest, button: HTMLButtonElement | null): void {
+    // Read before the action: a rewind takes this prompt out of the transcript.
+    const prompt = request.action === "rewind" ? text() : null;
+    whileBusy(button ? [button] : [], async () => {
+      await options.act(request);
+      if (prompt !== null) options.onRewound?.(prompt);
+    }, options.onError);
   }
 
   function startEdit(): void {
@@ -124,10 +184,12 @@ export function addMessageActions(
   function setLang(): void {
     const lang = options.lang();
     bar.setAttribute("aria-label", t(lang, "message_actions"));
+    const unkept = options.keepsBranches?.() === false;
     for (const button of buttons) {
-      const [label, hint] = LABEL[button.dataset.action as MessageAction];
+      const action = button.dataset.action as MessageAction;
+      const [label, hint] = LABEL[action];
       button.textContent = t(lang, label);
-      button.title = t(lang, hint);
+      button.title = t(lang, unkept ? UNKEPT_HINT[action] : hint);
     }
   }
   setLang();

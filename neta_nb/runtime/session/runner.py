@@ -41,6 +41,7 @@ from ..mentions import prompt_parts
 from ..tracing import CallSpan
 from ..usage_meter import estimate_request_tokens
 from .deps import TurnDeps
+from .kernel_interrupt import interrupted_warning, interrupts
 from .spending import Spend
 from .state import SessionState
 from .tool_limits import ToolLimits
@@ -122,18 +123,31 @@ class TurnRunner:
     # --- the turn ---------------------------------------------------------------------
     async def run(self, prompt_message: Message, turn: Turn) -> Message | None:
         """Run the turn ``turn`` of ``prompt_message`` to its ``done``."""
-        state, place = self.state, self.deps.workspace
-        turn.tracer = self.deps.tracer()
+        state, deps = self.state, self.deps
+        place = deps.workspace
+        turn.tracer = deps.tracer()
+        top_level = deps.crew.depth == 0
+        if top_level:  # Kernel ▸ Interrupt stops it even when no cell awaits it
+            interrupts.add(turn, lambda: self._interrupt(turn))
         try:
             with turn.tracer.turn(place.agent.name, state.id, place.provider):
                 return await self._run_turn(prompt_message, turn)
         finally:
+            if top_level:
+                interrupts.discard(turn)
             # Last, whatever ended the wait, and outside the turn's span: a subscriber
             # that starts the next turn from its handler starts a trace of its own. The
             # session is running until `done` (no second turn can start inside this one),
             # and a subscriber reacting to `done` sees an idle session.
             state.turn = None
             state.emit(DoneEvent(stop_reason=turn.stop_reason))
+
+    def _interrupt(self, turn: Turn) -> None:
+        """A kernel interrupt reached the turn ``turn`` outside a cell: Stop, and the
+        one plain line an interrupted cell shows."""
+        state = self.state
+        if state.turn is turn and not turn.cancel_requested and state.cancel(self.deps.crew):
+            state.emit(interrupted_warning())
 
     async def _run_turn(self, prompt_message: Message, turn: Turn) -> Message | None:
         state, deps = self.state, self.deps

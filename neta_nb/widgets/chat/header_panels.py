@@ -9,7 +9,8 @@ page's widget manager, from the model id in the reply:
 
 * ``sessions``: a :class:`SessionSidebar` of the store the chat's session is saved in,
   attached to this chat (clicking a row opens that chat here; "New chat" starts one). A
-  session kept in memory only has no list: the reply says how to give it a store.
+  session kept in memory only has no list — a normal state, not a failure: the reply has
+  no widget, only the ``empty`` text the drawer shows, which says how to keep chats.
 * ``tools``: :meth:`ToolConfigPanel.for_session` of the session shown; made anew when the
   chat shows another session. A chat shown read-only (its turn runs in another kernel)
   has no tool panel here.
@@ -60,15 +61,19 @@ class HeaderPanels:
         self._tools_panel: ToolConfigPanel | None = None
 
     def open(self, request: OpenPanelRequest) -> OpenPanelReply:
-        """The ``open_panel`` request: the model id of the widget a header button opens."""
+        """The ``open_panel`` request: the model id of the widget a header button opens,
+        or the ``empty`` text the drawer shows instead."""
         name = request.get("panel")
+        chat = self._chat
         if name == "sessions":
+            if self._shown_store() is None:
+                return {"model_id": "", "empty": t("sessions_need_store", chat.lang)}
             widget: NetaWidget = self.sessions_panel()
         elif name == "tools":
             widget = self.tools_panel()
         else:
             raise RequestError(f"open_panel needs 'panel': one of {', '.join(PANELS)}")
-        widget.lang = self._chat.lang
+        widget.lang = chat.lang
         return {"model_id": str(widget.model_id)}
 
     def _shown_store(self) -> SessionStore | None:

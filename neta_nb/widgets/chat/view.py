@@ -111,6 +111,12 @@ class ChatView(NetaWidget):
     session_id = traitlets.Unicode("", help="Id of the bound session.").tag(sync=True)
     rewinds = traitlets.Int(0, help="Rewinds of the shown session so far: when it changes "
                             "the views draw everything again.").tag(sync=True)
+    keeps_branches = traitlets.Bool(True, help="The session shown has a store, which keeps "
+                                    "as a branch what a rewind, retry or edit replaces; "
+                                    "without one the views ask first.").tag(sync=True)
+    fork_of = traitlets.Unicode("", help="The session shown is a fork made in this view: the "
+                                "id of the chat it was forked from, which Back shows again; "
+                                "empty otherwise.").tag(sync=True)
     agent = traitlets.Dict(help="{name, model} of the bound session's agent.").tag(sync=True)
     agents = traitlets.List(traitlets.Dict(), help="Agents the selector offers.").tag(sync=True)
     messages = traitlets.List(traitlets.Dict(),
@@ -179,6 +185,8 @@ class ChatView(NetaWidget):
         self._panels = HeaderPanels(self)
         self._names: SessionNames | None = None
         """The shown session's names as the store had them (read once, see session_names)."""
+        self._fork_origin: AgentSession | None = None
+        """The chat the session shown was forked from in this view (see ``fork_of``)."""
         if session is not None:
             self.bind(session)
 
@@ -201,6 +209,7 @@ class ChatView(NetaWidget):
         mid-turn before goes on running in the background (see :meth:`unbind`)."""
         self.unbind()
         self._read_only.leave()
+        self.keeps_branches = session.store is not None
         self._live.bind(session, self._presence)
         self._static_form.refresh()
 
@@ -210,6 +219,8 @@ class ChatView(NetaWidget):
         tool call waiting for approval waits for the user to come back to it (through the
         sidebar, which shows it running) rather than going to the approval policy."""
         self._live.unbind(self._presence)
+        self._fork_origin = None
+        self.fork_of = ""
 
     def release_background(self) -> None:
         """Let go of every session running in the background: what they have pending for
@@ -471,10 +482,22 @@ class ChatView(NetaWidget):
     def _message_action(self, request: MessageActionRequest) -> SwitchAgentReply:
         """Retry (an answer's prompt again), edit, rewind or fork at a message; a fork is
         shown here at once (the session list shows it as a branch)."""
-        session = message_action(self._require_session(), request)
-        if session is not self.session:
-            self.bind(session)  # a fork
+        origin = self._require_session()
+        session = message_action(origin, request)
+        if session is not origin:  # a fork: marked as one, with a way back to the original
+            self.bind(session)
+            self._fork_origin = origin
+            self.fork_of = origin.id
         return {"session_id": session.id}
+
+    @handles("back_from_fork")
+    def _back_from_fork(self, _request: Mapping[str, object]) -> SwitchAgentReply:
+        """Show again the chat the fork shown was made from (kept in memory, store or not)."""
+        origin = self._fork_origin
+        if origin is None:
+            raise RequestError("the chat shown is not a fork made in this view")
+        self.bind(origin)
+        return {"session_id": origin.id}
 
     @handles("mention_candidates")
     def _mention_candidates(self, request: MentionCandidatesRequest) -> MentionCandidatesReply:

@@ -494,9 +494,12 @@ class OpenPanelRequest(TypedDict):
 
 
 class OpenPanelReply(TypedDict):
-    """The model id of that widget, for the view to draw (TS: ``OpenPanelReply``)."""
+    """The model id of that widget, for the view to draw (TS: ``OpenPanelReply``); or,
+    with ``model_id`` empty, the ``empty`` text the drawer shows in its place (a chat kept
+    in memory has no list of chats)."""
 
     model_id: str
+    empty: NotRequired[str]
 
 
 
