@@ -613,7 +613,8 @@ async def test_a_budget_reached_by_a_whole_answer_is_a_warning_that_nothing_was_
     chat = ChatView(session)
     shown: list[tuple[str, str]] = []
     chat.observe(lambda _: shown.append((chat.notice_tone, chat.notice)), names="notice")
-    assert (await session.run("finish")).text == "All done."
+    reply = await session.run("finish")
+    assert reply is not None and reply.text == "All done."
     assert shown == [("warning", "This turn reached its budget ($0.0006 of $0.0005) with "
                       "its answer: the answer is complete, nothing was cut.")]
     chat.close()
