@@ -18,7 +18,7 @@ from .runtime.session import Agent, AgentSession
 from .runtime.session.resume import SessionNotOwnedError
 from .runtime.session.spending import BudgetExceededError
 from .runtime.stored_endpoint import StoredEndpointError
-from .runtime.tracing import configure_tracing
+from .runtime.tracing.tracing import configure_tracing
 from .store.process_owner import SessionBusyError
 from .store.session_store import SessionStore
 from .thinking import build_thinking_params, get_model_thinking_capability, resolve_think_level

@@ -314,7 +314,7 @@ RunStatus = Literal["waiting", "running", "done", "error", "rejected", "cancelle
 
 class TraceRef(_Model):
     """Where a call is in the user's traces: the OpenTelemetry span it ran in (hex ids),
-    kept with its card so the card can copy it (see ``neta_nb.runtime.tracing``)."""
+    kept with its card so the card can copy it (see ``neta_nb.runtime.tracing.tracing``)."""
 
     trace_id: str
     span_id: str

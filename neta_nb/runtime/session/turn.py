@@ -27,7 +27,7 @@ from ...providers.base import (
     ToolCallReady,
 )
 from ...tools.resolver import ToolResolution
-from ..tracing import UNTRACED, CallSpan, TurnTracer
+from ..tracing.tracing import UNTRACED, CallSpan, TurnTracer
 from .spending import Spend
 
 __all__ = ["DRAFT_INTERVAL", "INTERRUPTED_LINE", "Turn", "shown_as_one_line"]

@@ -16,7 +16,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace as otel
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer, TracerProvider
 
-from ..messages import (
+from ...messages import (
     Message,
     Part,
     TextPart,
@@ -29,8 +29,8 @@ from ..messages import (
 from .spans import NO_SPAN, UNTRACED, CallSpan, TurnTracer
 
 if TYPE_CHECKING:
-    from ..providers.base import ModelRequest, Provider, StreamEvent
-    from ..tools import Tool
+    from ...providers.base import ModelRequest, Provider, StreamEvent
+    from ...tools import Tool
 
 __all__ = ["tracer_for"]
 

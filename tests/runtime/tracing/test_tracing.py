@@ -22,13 +22,13 @@ from opentelemetry.trace import SpanKind, StatusCode
 from neta_nb import Agent, AgentSession, AgentToolConfig, SessionStore, ToolCatalog
 from neta_nb.messages import SkillExecution, ToolExecution, Usage
 from neta_nb.providers.base import ProviderError, StreamDone, TextDelta, UsageUpdate
-from neta_nb.runtime import tracing
-from neta_nb.runtime.tracing import UNTRACED, configure_tracing, turn_tracer
+from neta_nb.runtime.tracing import tracing
+from neta_nb.runtime.tracing.tracing import UNTRACED, configure_tracing, turn_tracer
 
-from ..support.delegation import crew_catalog, delegations
-from ..support.sessions import FakeProvider, answer, calls, make_session, ran
+from ...support.delegation import crew_catalog, delegations
+from ...support.sessions import FakeProvider, answer, calls, make_session, ran
 
-TEST_SERVER = Path(__file__).parents[1] / "support" / "mcp_test_server.py"
+TEST_SERVER = Path(__file__).parents[2] / "support" / "mcp_test_server.py"
 
 
 @pytest.fixture
@@ -329,7 +329,7 @@ def test_a_session_nobody_traces_never_imports_opentelemetry() -> None:
         print(sorted(name for name in sys.modules if name.startswith("opentelemetry")))
     """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=120, cwd=Path(__file__).parents[2])
+                          timeout=120, cwd=Path(__file__).parents[3])
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[]"
 
@@ -419,7 +419,7 @@ async def test_the_span_tree_of_a_full_turn_maps_one_to_one_onto_its_events(
     each card of the event log has its span (by call id), each model call its chat span,
     the child's turn sits under its delegate call and the MCP call under its tool call;
     every standard-looking attribute is a GenAI (or MCP, error) convention name."""
-    from ..support.sessions import Recorder, count_up, guarded_op, plus
+    from ...support.sessions import Recorder, count_up, guarded_op, plus
 
     catalog = crew_catalog()
     catalog.register(count_up)

@@ -1,7 +1,7 @@
 """What the session loop reports its spans to: :class:`TurnTracer`, whose base class is
 :data:`UNTRACED` (every method does nothing), and :class:`CallSpan`, one call's span.
 OpenTelemetry's spans (:mod:`.otel_spans`, made only once an application uses
-OpenTelemetry) subclass these; :func:`~neta_nb.runtime.tracing.turn_tracer` says which a
+OpenTelemetry) subclass these; :func:`~neta_nb.runtime.tracing.tracing.turn_tracer` says which a
 turn gets."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..messages import Message, TraceRef, Usage
+from ...messages import Message, TraceRef, Usage
 
 if TYPE_CHECKING:
-    from ..providers.base import ModelRequest, Provider, StreamEvent
-    from ..tools import Tool
+    from ...providers.base import ModelRequest, Provider, StreamEvent
+    from ...tools import Tool
 
 __all__ = ["NO_SPAN", "NO_SPAN_CONTEXT", "UNTRACED", "CallSpan", "TurnTracer"]
 
