@@ -10,8 +10,8 @@ from .messages import Message, Usage
 from .providers import ScriptedProvider, create_provider
 from .providers.prices import ModelPrice
 from .runtime.agent import DamagedAgentRecordError
-from .runtime.attachments import Attachment, AttachmentError
-from .runtime.mentions import MentionError
+from .runtime.mentions.attachments import Attachment, AttachmentError
+from .runtime.mentions.mentions import MentionError
 from .runtime.replay import llm_judge, replay, replay_all
 from .runtime.replay_report import ReplayReport
 from .runtime.session import Agent, AgentSession

@@ -185,7 +185,7 @@ class FileTextPart(_Model):
 
 class MentionPart(_Model):
     """What an ``@`` mention in a prompt (``@df``, ``@In[5]``, ``@error``) referred to when
-    the prompt was sent (``neta_nb.runtime.mentions``): sent to the model as a text block
+    the prompt was sent (``neta_nb.runtime.mentions.mentions``): sent to the model as a text block
     after the prompt, and again with the history, so a resumed session sends the same
     request. Not part of :attr:`Message.text`, which is what the user typed."""
 

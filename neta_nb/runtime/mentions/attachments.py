@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..messages import DocumentPart, FileTextPart, ImagePart
+from ...messages import DocumentPart, FileTextPart, ImagePart
 
 __all__ = [
     "Attachment",

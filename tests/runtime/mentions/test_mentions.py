@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from neta_nb.messages import FileTextPart, MentionPart, TextPart
-from neta_nb.runtime.attachments import AttachmentError
-from neta_nb.runtime.mention_candidates import mention_candidates
-from neta_nb.runtime.mentions import (
+from neta_nb.runtime.mentions.attachments import AttachmentError
+from neta_nb.runtime.mentions.mention_candidates import mention_candidates
+from neta_nb.runtime.mentions.mentions import (
     MAX_MENTION_BYTES,
     MentionError,
     find_mentions,
@@ -25,10 +25,10 @@ from neta_nb.runtime.mentions import (
 from neta_nb.runtime.session import runner as session_module
 from neta_nb.tools.notebook.kernel import kernel_history
 
-from ..support.sessions import answer, make_session
-from ..support.timing import wait_until
+from ...support.sessions import answer, make_session
+from ...support.timing import wait_until
 
-VECTORS = json.loads((Path(__file__).parents[1] / "fixtures" / "mention_vectors.json")
+VECTORS = json.loads((Path(__file__).parents[2] / "fixtures" / "mention_vectors.json")
                      .read_text("utf-8"))["vectors"]
 
 

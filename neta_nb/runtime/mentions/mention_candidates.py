@@ -3,7 +3,7 @@ their type, the cells run lately, ``error`` when there is one, files under the w
 directory — those whose key starts with what was typed, a bounded list.
 
 A candidate's ``key`` is what follows the ``@`` (``df``, ``In[5]``, ``error``,
-``file:data/x.csv``); ``mention`` is what choosing it writes (``neta_nb.runtime.mentions``
+``file:data/x.csv``); ``mention`` is what choosing it writes (``neta_nb.runtime.mentions.mentions``
 parses it back). Nothing here runs a notebook object's code beyond what ``list_variables``
 would (``brief_description``), and a directory is read only as far as the list needs.
 """
@@ -18,9 +18,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal, TypedDict
 
-from ..tools.builtin.variables import brief_description, user_variables
-from ..tools.builtin.workspace import display_path, resolve_inside
-from ..tools.notebook.texts import last_exception
+from ...tools.builtin.variables import brief_description, user_variables
+from ...tools.builtin.workspace import display_path, resolve_inside
+from ...tools.notebook.texts import last_exception
 
 __all__ = ["MAX_CANDIDATES", "MentionCandidate", "mention_candidates"]
 

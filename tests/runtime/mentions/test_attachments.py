@@ -20,7 +20,7 @@ from neta_nb.providers.anthropic import AnthropicProvider
 from neta_nb.providers.openai import OpenAIProvider
 from neta_nb.providers.scripted import ScriptedProvider
 
-from ..providers.sse_server import AnthropicStream, OpenAIStream, SSEServer
+from ...providers.sse_server import AnthropicStream, OpenAIStream, SSEServer
 
 Image = pytest.importorskip("PIL.Image")
 

@@ -22,7 +22,7 @@ one as text), and anything between a run of backticks and the next run of the sa
   IPython, or by Python for an uncaught one) with its traceback; it means that even where
   a variable is named ``error``.
 * ``@file:path`` — a file under the working directory, sent as an attachment is and by the
-  same rules (:func:`~neta_nb.runtime.attachments.attachment_parts`: text files, images
+  same rules (:func:`~neta_nb.runtime.mentions.attachments.attachment_parts`: text files, images
   for models with vision, PDFs for models that read them), named by its path. The path
   runs to the next whitespace, without trailing sentence punctuation or closing brackets;
   ``@file:"a name with spaces.csv"`` quotes.
@@ -56,16 +56,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, TypedDict
 
-from ..labels import t
-from ..messages import DocumentPart, FileTextPart, ImagePart, MentionPart, Part
-from ..tools.builtin.variables import brief_description
-from ..tools.builtin.workspace import (
+from ...labels import t
+from ...messages import DocumentPart, FileTextPart, ImagePart, MentionPart, Part
+from ...tools.builtin.variables import brief_description
+from ...tools.builtin.workspace import (
     OutsideWorkingDirError,
     SymlinkLoopError,
     display_path,
     resolve_inside,
 )
-from ..tools.notebook.texts import cell_text, error_text, last_exception, variable_text
+from ...tools.notebook.texts import cell_text, error_text, last_exception, variable_text
 from .attachments import DEFAULT_ATTACHMENT_LIMITS, Attachment, AttachmentError, attachment_parts
 
 __all__ = [
