@@ -12,8 +12,8 @@ from .providers.prices import ModelPrice
 from .runtime.agent import DamagedAgentRecordError
 from .runtime.mentions.attachments import Attachment, AttachmentError
 from .runtime.mentions.mentions import MentionError
-from .runtime.replay import llm_judge, replay, replay_all
-from .runtime.replay_report import ReplayReport
+from .runtime.replay.replay import llm_judge, replay, replay_all
+from .runtime.replay.replay_report import ReplayReport
 from .runtime.session import Agent, AgentSession
 from .runtime.session.resume import SessionNotOwnedError
 from .runtime.session.spending import BudgetExceededError

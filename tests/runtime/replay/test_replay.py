@@ -26,9 +26,9 @@ from neta_nb import (
     resolve_tools,
     tool,
 )
-from neta_nb.runtime.replay_report import ReplayTurn
+from neta_nb.runtime.replay.replay_report import ReplayTurn
 
-from ..support.timing import wait_until
+from ...support.timing import wait_until
 
 ran: list[str] = []
 
@@ -403,7 +403,7 @@ async def test_the_judge_reads_its_verdict_through_markdown(reply: str, verdict:
 
 def _figures(answer: str) -> Any:
     from neta_nb.messages import Usage
-    from neta_nb.runtime.replay_report import TurnFigures
+    from neta_nb.runtime.replay.replay_report import TurnFigures
     return TurnFigures(answer=answer, tools=[], usage=Usage(), model_calls=1, seconds=None)
 
 
@@ -477,7 +477,7 @@ async def test_the_report_draws_answers_as_markdown_and_runs_none_of_their_html(
 
 
 def test_a_long_answer_is_cut_at_a_line_end_and_leaves_no_markup_open() -> None:
-    from neta_nb.runtime.replay_report import SHOWN_CHARS, _answer_html
+    from neta_nb.runtime.replay.replay_report import SHOWN_CHARS, _answer_html
 
     lines = [f"- `tool_{i}` (`path=\"file_{i}.csv\"`): done" for i in range(40)]
     html = _answer_html("\n".join(lines), None)

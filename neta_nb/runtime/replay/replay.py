@@ -1,6 +1,6 @@
 """Replaying a stored session as an evaluation: the same user prompts, in order, run again
 under another model, prompt or tool set (and, when asked, with the stored tool results
-fixed), compared turn by turn in a :class:`~neta_nb.runtime.replay_report.ReplayReport`.
+fixed), compared turn by turn in a :class:`~neta_nb.runtime.replay.replay_report.ReplayReport`.
 
 ``await replay(session, store=store, model="openai:gpt-5")`` — ``session`` is a stored
 session's id or record, or a live :class:`AgentSession`. The replay is a new session (kept
@@ -26,23 +26,23 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..events import Event
-from ..messages import DocumentPart, FileTextPart, ImagePart, Message
-from ..providers.base import ModelRequest, Provider, TextDelta
-from ..providers.factory import create_provider
-from ..providers.history_script import StoredTurn, split_turns
-from ..providers.scripted import ScriptedProvider
-from ..store.session_store import SessionRecord, SessionStore
-from ..tools import AgentToolConfig, Tool, ToolCatalog, ToolContext, ToolResolution, resolve_tools
-from ..tools.base import ToolFailure
-from .agent import Agent
-from .approvals import ApprovalPolicy
+from ...events import Event
+from ...messages import DocumentPart, FileTextPart, ImagePart, Message
+from ...providers.base import ModelRequest, Provider, TextDelta
+from ...providers.factory import create_provider
+from ...providers.history_script import StoredTurn, split_turns
+from ...providers.scripted import ScriptedProvider
+from ...store.session_store import SessionRecord, SessionStore
+from ...tools import AgentToolConfig, Tool, ToolCatalog, ToolContext, ToolResolution, resolve_tools
+from ...tools.base import ToolFailure
+from ..agent import Agent
+from ..approvals import ApprovalPolicy
+from ..session import AgentSession
+from ..stored_endpoint import StoredOrigin, admitted_mcp_servers
 from .replay_report import Check, ReplayReport, ReplayTurn, TurnFigures
-from .session import AgentSession
-from .stored_endpoint import StoredOrigin, admitted_mcp_servers
 
 if TYPE_CHECKING:
-    from ..thinking import ThinkLevel
+    from ...thinking import ThinkLevel
 
 __all__ = ["llm_judge", "replay", "replay_all"]
 

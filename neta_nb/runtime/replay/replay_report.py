@@ -16,11 +16,11 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..escaping import static_markdown_html
-from ..messages import Message, Usage
-from ..providers.history_script import StoredTurn
-from ..tools.resolution_steps import ResolutionDiff
-from ..tools.resolver import ToolResolution
+from ...escaping import static_markdown_html
+from ...messages import Message, Usage
+from ...providers.history_script import StoredTurn
+from ...tools.resolution_steps import ResolutionDiff
+from ...tools.resolver import ToolResolution
 
 __all__ = ["Check", "ReplayReport", "ReplayTurn", "TurnFigures", "usage_of"]
 
