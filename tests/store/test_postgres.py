@@ -23,7 +23,7 @@ import pytest
 from neta_nb import Agent, AgentSession, SessionStore, ToolCatalog
 from neta_nb.messages import FileTextPart, ImagePart, Message, TextPart
 from neta_nb.providers.base import TextDelta
-from neta_nb.runtime.resume import SessionNotOwnedError
+from neta_nb.runtime.session.resume import SessionNotOwnedError
 from neta_nb.store.postgres import MIGRATIONS, POOL_SIZE, PostgresDatabase
 from neta_nb.store.postgres_rows import failure_of
 from neta_nb.store.records import SessionRecord
