@@ -1,5 +1,5 @@
 """The offline model's crew demo: a planner that hands two tasks to two sub-agents at
-once, and the scripts those sub-agents play (see :func:`neta_nb.runtime.demo_crew.demo_crew`).
+once, and the scripts those sub-agents play (see :func:`neta_nb.demos.crew.demo_crew`).
 
 As in the single-agent demo (:mod:`.demo_script`), only the wording of the thinking is
 canned: what each sub-agent reports is read from its own tool results, and the planner's

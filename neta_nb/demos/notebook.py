@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from ..providers.demo_notebook_script import FIX_PROMPT, NOTEBOOK_FIX_SCRIPT
 from ..providers.scripted import ScriptedProvider
+from ..runtime.agent import Agent
 from ..tools import AgentToolConfig
-from .agent import Agent
 
 __all__ = ["FIX_PROMPT", "demo_notebook_agent"]
 

@@ -17,8 +17,8 @@ from ..providers.demo_crew_script import (
 )
 from ..providers.script_format import Script
 from ..providers.scripted import ScriptedProvider
+from ..runtime.agent import Agent
 from ..tools import AgentToolConfig
-from .agent import Agent
 
 __all__ = ["CREW_PROMPT", "demo_crew"]
 

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from neta_nb import AgentSession, SessionStore
-from neta_nb.runtime.demo_crew import CREW_PROMPT, demo_crew
+from neta_nb.demos.crew import CREW_PROMPT, demo_crew
 
 from ..support.sessions import Recorder, assert_valid_history
 
