@@ -9,14 +9,14 @@ gets ``delegate`` because it has sub-agents.
 
 from __future__ import annotations
 
-from ..providers.demo_crew_script import (
+from ..providers.scripted.demo_crew_script import (
     ANALYST_SCRIPT,
     CREW_PLANNER_SCRIPT,
     CREW_PROMPT,
     RESEARCHER_SCRIPT,
 )
-from ..providers.script_format import Script
-from ..providers.scripted import ScriptedProvider
+from ..providers.scripted.script_format import Script
+from ..providers.scripted.scripted import ScriptedProvider
 from ..runtime.agent import Agent
 from ..tools import AgentToolConfig
 

@@ -6,8 +6,8 @@ user hit, proposes a fix as a diff the user accepts or rejects, and runs the fix
 
 from __future__ import annotations
 
-from ..providers.demo_notebook_script import FIX_PROMPT, NOTEBOOK_FIX_SCRIPT
-from ..providers.scripted import ScriptedProvider
+from ..providers.scripted.demo_notebook_script import FIX_PROMPT, NOTEBOOK_FIX_SCRIPT
+from ..providers.scripted.scripted import ScriptedProvider
 from ..runtime.agent import Agent
 from ..tools import AgentToolConfig
 

@@ -15,7 +15,7 @@ import pytest
 
 from neta_nb import AgentSession
 from neta_nb.demos.notebook import FIX_PROMPT, demo_notebook_agent
-from neta_nb.providers.demo_notebook_script import failing_cell, proposed_fix
+from neta_nb.providers.scripted.demo_notebook_script import failing_cell, proposed_fix
 from neta_nb.tools.notebook import kernel
 from neta_nb.tools.notebook.reading import CellRange, render_notebook
 

@@ -192,7 +192,7 @@ def test_a_session_id_no_database_stores_alike_is_refused_on_both(
     4000 random ones the btree index row. Refused on both backends, before anything is
     written, with the rule in the message (``AgentSession(session_id=...)`` is public)."""
     from neta_nb import Agent, AgentSession, ToolCatalog
-    from neta_nb.providers.scripted import ScriptedProvider
+    from neta_nb.providers.scripted.scripted import ScriptedProvider
 
     store = SessionStore(store_target)
     with pytest.raises(ValueError, match="no NUL character and at most 1000 characters"):
@@ -404,7 +404,7 @@ def test_writes_after_the_store_is_closed_are_kept_as_on_sqlite(
     (``PoolClosed`` → "could not be saved and is dropped" in the log), while
     ``flush()`` returns True and ``store_failure`` stays None."""
     from neta_nb import Agent, AgentSession, ToolCatalog
-    from neta_nb.providers.scripted import ScriptedProvider
+    from neta_nb.providers.scripted.scripted import ScriptedProvider
 
     store = SessionStore(store_target)
     session = AgentSession(Agent("a", model=ScriptedProvider()), ToolCatalog(), store=store)
@@ -424,7 +424,7 @@ def test_a_sqlite_file_lists_and_resumes_its_sessions_whatever_jupyterhub_user_s
     e.g. ``jovyan``) vanishes from the kernel's sidebar (``alice``) and cannot be continued
     (``SessionNotOwnedError``) — before this change every session of the file was listed."""
     from neta_nb import Agent, AgentSession, ToolCatalog
-    from neta_nb.providers.scripted import ScriptedProvider
+    from neta_nb.providers.scripted.scripted import ScriptedProvider
 
     monkeypatch.delenv("JUPYTERHUB_USER", raising=False)
     store = SessionStore(tmp_path / "s.db")

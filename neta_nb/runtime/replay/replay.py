@@ -30,8 +30,8 @@ from ...events import Event
 from ...messages import DocumentPart, FileTextPart, ImagePart, Message
 from ...providers.base import ModelRequest, Provider, TextDelta
 from ...providers.factory import create_provider
-from ...providers.history_script import StoredTurn, split_turns
-from ...providers.scripted import ScriptedProvider
+from ...providers.scripted.history_script import StoredTurn, split_turns
+from ...providers.scripted.scripted import ScriptedProvider
 from ...store.session_store import SessionRecord, SessionStore
 from ...tools import AgentToolConfig, Tool, ToolCatalog, ToolContext, ToolResolution, resolve_tools
 from ...tools.base import ToolFailure

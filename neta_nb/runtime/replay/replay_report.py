@@ -18,7 +18,7 @@ from typing import Any
 
 from ...escaping import static_markdown_html
 from ...messages import Message, Usage
-from ...providers.history_script import StoredTurn
+from ...providers.scripted.history_script import StoredTurn
 from ...tools.resolution_steps import ResolutionDiff
 from ...tools.resolver import ToolResolution
 

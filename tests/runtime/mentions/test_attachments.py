@@ -18,7 +18,7 @@ from neta_nb import Agent, AgentSession, Attachment, AttachmentError, SessionSto
 from neta_nb.messages import DocumentPart, FileTextPart, ImagePart
 from neta_nb.providers.anthropic import AnthropicProvider
 from neta_nb.providers.openai import OpenAIProvider
-from neta_nb.providers.scripted import ScriptedProvider
+from neta_nb.providers.scripted.scripted import ScriptedProvider
 
 from ...providers.sse_server import AnthropicStream, OpenAIStream, SSEServer
 

@@ -273,7 +273,7 @@ def test_the_global_provider_is_used_when_the_application_sets_one(tmp_path: Pat
         from opentelemetry.sdk.trace.export import SimpleSpanProcessor
         from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
         from neta_nb import Agent, AgentSession, ToolCatalog
-        from neta_nb.providers.scripted import ScriptedProvider
+        from neta_nb.providers import ScriptedProvider
 
         session = AgentSession(Agent("demo", model=ScriptedProvider()), ToolCatalog.default())
         asyncio.run(session.run("before"))  # nobody listens yet
@@ -322,7 +322,7 @@ def test_a_session_nobody_traces_never_imports_opentelemetry() -> None:
     script = textwrap.dedent("""
         import asyncio, sys
         from neta_nb import Agent, AgentSession, ToolCatalog
-        from neta_nb.providers.scripted import ScriptedProvider
+        from neta_nb.providers.scripted.scripted import ScriptedProvider
         session = AgentSession(Agent("demo", model=ScriptedProvider()), ToolCatalog.demo(),
                                working_dir="notebooks/data")
         asyncio.run(session.run("go"))

@@ -1,4 +1,4 @@
-"""The script format of the offline model (:class:`~neta_nb.providers.scripted.ScriptedProvider`):
+"""The script format of the offline model (:class:`~neta_nb.providers.ScriptedProvider`):
 a script is a list of responses, each a list of steps — thinking, text, a tool call, a
 usage override or an error — written as plain dicts or these models; a response may
 also be a function of the conversation. The built-in demos are written in it."""
@@ -10,7 +10,7 @@ from typing import Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..messages import Message
+from ...messages import Message
 
 __all__ = ["ErrorStep", "ResponseBuilder", "Script", "ScriptError", "ScriptToolCall",
            "ScriptedResponse", "Step", "TextStep", "ThinkingStep", "ToolCallStep",

@@ -22,8 +22,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ..escaping import code_span, escape_markdown, fenced, markdown_cell
-from ..messages import Message, ToolResultPart
+from ...escaping import code_span, escape_markdown, fenced, markdown_cell
+from ...messages import Message, ToolResultPart
 from .script_format import (
     Script,
     ScriptedResponse,

@@ -1,7 +1,7 @@
 """A stored conversation as a script for the offline model: each model call of each turn
 answers as the stored one did — its thinking, text and tool calls (with their ids), its
 reported usage, its stop reason, and a failure where the call failed — so a session
-replayed through :class:`~neta_nb.providers.scripted.ScriptedProvider` streams what the
+replayed through :class:`~neta_nb.providers.scripted.scripted.ScriptedProvider` streams what the
 stored one streamed (``ScriptedProvider.from_history``).
 
 A call is found by the prompt of the turn it answers — the n-th turn with that prompt
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..messages import Message, TextPart, ThinkingPart, ToolCallPart
+from ...messages import Message, TextPart, ThinkingPart, ToolCallPart
 from .script_format import (
     ErrorStep,
     Script,

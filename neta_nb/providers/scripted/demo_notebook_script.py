@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ..escaping import unquoted
-from ..messages import Message, ToolResultPart
+from ...escaping import unquoted
+from ...messages import Message, ToolResultPart
 from .demo_script import _turn_results
 from .script_format import (
     Script,

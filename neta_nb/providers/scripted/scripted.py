@@ -46,12 +46,12 @@ import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
-from ..messages import (
+from ...messages import (
     Message,
     Usage,
     count_characters,
 )
-from .base import (
+from ..base import (
     ModelRequest,
     Provider,
     ProviderError,
@@ -116,7 +116,7 @@ def estimate_tokens(characters: int) -> int:
 
 class ScriptedProvider(Provider):
     """The offline model. ``script=None`` plays the built-in demo,
-    :data:`~neta_nb.providers.demo_script.DEMO_SCRIPT`."""
+    :data:`~neta_nb.providers.scripted.demo_script.DEMO_SCRIPT`."""
 
     supplier = "scripted"
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..escaping import code_span
-from ..messages import Message
+from ...escaping import code_span
+from ...messages import Message
 from .demo_script import _gist, _turn_results
 from .script_format import (
     Script,

@@ -23,7 +23,7 @@ from neta_nb.providers.base import (
     ToolCallReady,
     UsageUpdate,
 )
-from neta_nb.providers.scripted import Script, ScriptedProvider, estimate_tokens
+from neta_nb.providers.scripted.scripted import Script, ScriptedProvider, estimate_tokens
 
 
 async def respond(provider: ScriptedProvider, messages: list[Message],

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from neta_nb import Agent, AgentSession, ScriptedProvider
-from neta_nb.providers.demo_script import DEMO_PROMPT, REAL_MODEL_HINT
+from neta_nb.providers.scripted.demo_script import DEMO_PROMPT, REAL_MODEL_HINT
 from neta_nb.tools.builtin.profile import profile_columns
 
 ORDERS = "order,city,amount\n1,Lyon,12.5\n2,,7\n3,Oslo,\n"
-NOTEBOOK_DATA = Path(__file__).resolve().parents[2] / "notebooks" / "data"
+NOTEBOOK_DATA = Path(__file__).resolve().parents[3] / "notebooks" / "data"
 OFFLINE_NOTICE = "This is the offline demo model."
 
 
@@ -130,7 +130,7 @@ async def test_the_demo_prompt_is_recognised_however_it_is_spaced(
 
 def test_the_quickstart_asks_the_demo_prompt() -> None:
     # Its first answer is the demo's, without the notice for a question of one's own.
-    quickstart = Path(__file__).resolve().parents[2] / "notebooks" / "01_quickstart.ipynb"
+    quickstart = Path(__file__).resolve().parents[3] / "notebooks" / "01_quickstart.ipynb"
     sources = ["".join(cell["source"]) for cell in json.loads(quickstart.read_text())["cells"]]
     asked = f"await session.run({DEMO_PROMPT!r})".replace("'", '"')
     assert any(source.endswith(asked) for source in sources), asked
