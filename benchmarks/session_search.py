@@ -19,7 +19,7 @@ from recorded import append_result
 
 from neta_nb.messages import Message, TextPart
 from neta_nb.store.records import SessionRecord
-from neta_nb.store.rows import put_message, put_session
+from neta_nb.store.sqlite.rows import put_message, put_session
 from neta_nb.store.session_store import SessionStore
 
 WORDS = ["revenue", "forecast", "churn", "cohort", "pipeline", "margin", "region", "quarter",

@@ -1,5 +1,5 @@
 """What :class:`~neta_nb.store.session_store.SessionStore` needs of a database, so one
-store behaves the same on SQLite (a file per user, :mod:`neta_nb.store.sqlite`) and on
+store behaves the same on SQLite (a file per user, :mod:`neta_nb.store.sqlite.sqlite`) and on
 PostgreSQL (a team's server, :mod:`neta_nb.store.postgres`): the statements that write
 one row each (:class:`Rows`, inside a transaction), the reads the store makes, the
 connection a session's writer thread writes with, and the claim a running turn holds.

@@ -1,6 +1,6 @@
 """SessionStore: where sessions and their messages are kept (DESIGN §6), the same on
 SQLite (a path: one file per user) and on PostgreSQL (a ``postgresql://`` URL: a team's
-server) — what differs lives in :mod:`neta_nb.store.sqlite` and
+server) — what differs lives in :mod:`neta_nb.store.sqlite.sqlite` and
 :mod:`neta_nb.store.postgres` behind :class:`~neta_nb.store.database.Database`.
 
 Messages are written at each message boundary; the assistant message being streamed is
@@ -32,7 +32,7 @@ from ..messages import Message
 from .database import Action, Database, Rows, SessionRow, TurnClaimHandle, WriterConnection
 from .process_owner import busy_error, current_user
 from .records import CompactedView, CompactionRecord, SessionRecord, automatic_title
-from .sqlite import SqliteDatabase
+from .sqlite.sqlite import SqliteDatabase
 from .writer import writers_of
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ import pytest
 
 from neta_nb import AgentSession, SessionBusyError, SessionStore
 from neta_nb.events import DoneEvent, TokenEvent
-from neta_nb.store.sqlite import SqliteDatabase
+from neta_nb.store.sqlite.sqlite import SqliteDatabase
 from tests.support.owner_child import start_owner
 
 from ..support.sessions import answer, make_session

@@ -12,7 +12,7 @@ from neta_nb.encodable import MAX_NESTING
 from neta_nb.messages import Message, ToolCallPart
 from neta_nb.store.session_store import SessionRecord
 
-from ..support.sessions import answer, assert_valid_history, calls, make_session
+from ...support.sessions import answer, assert_valid_history, calls, make_session
 
 
 def raw(db: str | Path, sql: str, *params: object) -> None:

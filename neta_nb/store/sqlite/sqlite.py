@@ -1,6 +1,6 @@
 """The SQLite database of a :class:`~neta_nb.store.session_store.SessionStore`: one file
 (WAL mode) per user, blobs in a folder beside it, turn claims as ``flock`` files beside it
-(:mod:`neta_nb.store.turn_claims`). A write takes the database-wide write lock
+(:mod:`neta_nb.store.sqlite.turn_claims`). A write takes the database-wide write lock
 (``BEGIN IMMEDIATE``), so a read-then-write never deadlocks against another writer.
 """
 
@@ -14,15 +14,15 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext, supp
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .blobs import BlobFiles, EncodedMessage
-from .bounded_calls import BoundedThreads
-from .database import Action, Database, Rows, SessionRow, StoreFailure, escape_like
+from ..blobs import BlobFiles, EncodedMessage
+from ..bounded_calls import BoundedThreads
+from ..database import Action, Database, Rows, SessionRow, StoreFailure, escape_like
 from .rows import SCHEMA, SqliteRows, decode_text, migrate, read_session_row, row_text
 from .turn_claims import TurnClaim
 
 if TYPE_CHECKING:
-    from ..messages import Message
-    from .records import SessionRecord
+    from ...messages import Message
+    from ..records import SessionRecord
 
 __all__ = ["BUSY_TIMEOUT_MS", "WRITER_BUSY_TIMEOUT", "SqliteDatabase"]
 

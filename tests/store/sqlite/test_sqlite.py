@@ -16,8 +16,8 @@ from neta_nb import Agent, AgentSession, AgentToolConfig, SessionStore, ToolCata
 from neta_nb.messages import Message, TextPart, ThinkingPart
 from neta_nb.providers.base import TextDelta, ThinkingDelta
 
-from ..support.sessions import FakeProvider, Recorder, answer, calls
-from ..support.timing import poll_until
+from ...support.sessions import FakeProvider, Recorder, answer, calls
+from ...support.timing import poll_until
 
 PLAN = {"todos": [{"id": "1", "content": "Read", "status": "completed"},
                   {"id": "2", "content": "Write", "status": "in_progress"}]}
@@ -178,7 +178,7 @@ def has_draft(db: str | Path, session_id: str) -> bool:
 
 def test_killed_process_loses_no_completed_message(store_target: str | Path) -> None:
     db = store_target
-    root = str(Path(__file__).resolve().parents[1])
+    root = str(Path(__file__).resolve().parents[3])
     code = CHILD.format(root=root, plan=PLAN, db=str(db))
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
                              text=True, start_new_session=True)

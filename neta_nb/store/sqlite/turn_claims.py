@@ -22,7 +22,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from .process_owner import ProcessOwner, busy_error
+from ..process_owner import ProcessOwner, busy_error
 
 try:
     import fcntl

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from neta_nb import SessionBusyError
-from neta_nb.store.turn_claims import TurnClaim
+from neta_nb.store.sqlite.turn_claims import TurnClaim
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="flock")
 

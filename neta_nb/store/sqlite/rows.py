@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from .blobs import BlobFiles, EncodedMessage
+    from ..blobs import BlobFiles, EncodedMessage
 
 __all__ = ["SCHEMA", "SqliteRows", "decode_text", "migrate", "put_draft", "put_message",
            "put_session", "put_view", "read_session_row", "row_text", "session_exists"]
