@@ -124,7 +124,8 @@ async def test_resuming_a_session_whose_writes_wait_here_loses_and_reorders_noth
         store_target: str | Path, monkeypatch: pytest.MonkeyPatch) -> None:
     unbounded_store_waits(monkeypatch)
     if not isinstance(store_target, Path):  # PostgreSQL: the store's own lock waits too
-        monkeypatch.setattr("neta_nb.store.postgres.STORE_LOCK_TIMEOUT_MS", int(HOURS * 1000))
+        monkeypatch.setattr("neta_nb.store.postgres.postgres.STORE_LOCK_TIMEOUT_MS",
+                            int(HOURS * 1000))
     db = store_target
     store = SessionStore(db)
     session, _, _ = make_session([answer("one"), answer("two")], store=store)

@@ -26,8 +26,8 @@ from typing import Any, ClassVar
 import psycopg
 from psycopg.conninfo import make_conninfo
 
-from .bounded_calls import BoundedThreads, CallTimeout
-from .process_owner import ProcessOwner, busy_error
+from ..bounded_calls import BoundedThreads, CallTimeout
+from ..process_owner import ProcessOwner, busy_error
 
 __all__ = ["ClaimsConnection", "PostgresClaim", "claim_key"]
 

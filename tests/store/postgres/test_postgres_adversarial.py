@@ -29,18 +29,19 @@ import pytest
 
 from neta_nb import SessionStore
 from neta_nb.messages import ImagePart, Message, TextPart
-from neta_nb.store import bounded_calls, postgres, postgres_answers, postgres_claims
-from neta_nb.store.postgres import PostgresDatabase
-from neta_nb.store.postgres_claims import ClaimsConnection
+from neta_nb.store import bounded_calls
+from neta_nb.store.postgres import postgres, postgres_answers, postgres_claims
+from neta_nb.store.postgres.postgres import PostgresDatabase
+from neta_nb.store.postgres.postgres_claims import ClaimsConnection
 from neta_nb.store.process_owner import SessionBusyError
 from neta_nb.store.records import SessionRecord
 from tests.support.postgres_server import PostgresServer
 
-from ..support.sessions import answer, make_session
-from ..support.timing import poll_until
-from .test_blobs_hostile import noise_png
+from ...support.sessions import answer, make_session
+from ...support.timing import poll_until
+from ..test_blobs_hostile import noise_png
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 def _record(session_id: str, title: str = "t") -> SessionRecord:
     now = time.time()
@@ -206,7 +207,7 @@ def test_a_session_id_no_database_stores_alike_is_refused_on_both(
 def test_a_write_that_can_never_succeed_is_not_retried_for_ever(postgres_url: str) -> None:
     """A permanent error (here SQLSTATE 54000, an index row too large, made by a raw row)
     is dropped and logged, not retried with every later write waiting behind it."""
-    from neta_nb.store.postgres_rows import failure_of
+    from neta_nb.store.postgres.postgres_rows import failure_of
 
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         SessionStore(postgres_url).close()
@@ -339,7 +340,7 @@ def test_a_role_without_create_privilege_opens_an_existing_store(
         store.save_session(_record("s"))
         store.close()
     finally:
-        from neta_nb.store.postgres import close_databases
+        from neta_nb.store.postgres.postgres import close_databases
         close_databases(postgres_url.replace("neta@", f"{role}@"))
         with psycopg.connect(postgres_url, autocommit=True) as admin:
             admin.execute(f"DROP OWNED BY {role}")

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 import psycopg
 import psycopg_pool
 
-from .bounded_calls import BoundedThreads, CallTimeout
+from ..bounded_calls import BoundedThreads, CallTimeout
 
 __all__ = ["ANSWER_LIMIT", "CANCEL_LIMIT", "answered", "read"]
 

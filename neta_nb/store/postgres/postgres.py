@@ -14,12 +14,12 @@ What differs from SQLite, and why:
 * **Blobs in a table**, with a row per session that names each, so a deletion finds the
   unused ones without scanning any text.
 * **Claims across hosts.** A running turn holds a session-level advisory lock on one
-  connection per process (:mod:`neta_nb.store.postgres_claims`); the server releases it the
+  connection per process (:mod:`.postgres_claims`); the server releases it the
   moment that process dies, on whatever host.
-* **Other processes' changes** arrive by LISTEN/NOTIFY (:mod:`neta_nb.store.postgres_notify`).
+* **Other processes' changes** arrive by LISTEN/NOTIFY (:mod:`.postgres_notify`).
 * **Failures** are told apart by SQLSTATE and reported with the same codes as SQLite's.
 * **Bounded waits.** Reads and the store's own changes are made from the kernel's loop;
-  each fails after a bound when the server hangs (:mod:`neta_nb.store.postgres_answers`;
+  each fails after a bound when the server hangs (:mod:`neta_nb.store.postgres.postgres_answers`;
   SQLite's file never hangs).
 """
 
@@ -44,9 +44,10 @@ except ImportError as exc:  # pragma: no cover - the extra is missing
     raise ImportError("a PostgreSQL session store needs psycopg 3 and its pool: "
                       "pip install 'neta-nb[postgres]'") from exc
 
-from .blobs import BlobTable, EncodedMessage
-from .bounded_calls import BoundedThreads
-from .database import Action, Database, Rows, SessionRow, StoreFailure, escape_like
+from ..blobs import BlobTable, EncodedMessage
+from ..bounded_calls import BoundedThreads
+from ..database import Action, Database, Rows, SessionRow, StoreFailure, escape_like
+from ..process_owner import ProcessOwner, busy_error
 from .postgres_answers import answered, read
 from .postgres_claims import KEEPALIVE, ClaimsConnection, claim_key
 from .postgres_notify import Listener
@@ -57,11 +58,10 @@ from .postgres_rows import (
     failure_of,
     write_key,
 )
-from .process_owner import ProcessOwner, busy_error
 
 if TYPE_CHECKING:
-    from ..messages import Message
-    from .records import SessionRecord
+    from ...messages import Message
+    from ..records import SessionRecord
 
 __all__ = ["MIGRATIONS", "POOL_SIZE", "PostgresDatabase", "close_databases"]
 

@@ -13,7 +13,7 @@ import pytest
 
 from tests.support.postgres_server import PostgresServer
 
-from ..support.timing import poll_until
+from ...support.timing import poll_until
 
 
 def test_the_server_listens_on_loopback_only_and_not_as_root(

@@ -13,8 +13,8 @@ from typing import Any, Literal
 import psycopg
 import psycopg_pool
 
-from .blobs import BlobTable, EncodedMessage
-from .database import Rows, StoreFailure
+from ..blobs import BlobTable, EncodedMessage
+from ..database import Rows, StoreFailure
 from .postgres_notify import CHANNEL, notification
 
 __all__ = ["PostgresRows", "PostgresWriterConnection", "drop_unreferenced_blobs", "failure_of",

@@ -24,17 +24,17 @@ from neta_nb import Agent, AgentSession, SessionStore, ToolCatalog
 from neta_nb.messages import FileTextPart, ImagePart, Message, TextPart
 from neta_nb.providers.base import TextDelta
 from neta_nb.runtime.session.resume import SessionNotOwnedError
-from neta_nb.store.postgres import MIGRATIONS, POOL_SIZE, PostgresDatabase
-from neta_nb.store.postgres_rows import failure_of
+from neta_nb.store.postgres.postgres import MIGRATIONS, POOL_SIZE, PostgresDatabase
+from neta_nb.store.postgres.postgres_rows import failure_of
 from neta_nb.store.records import SessionRecord
 from neta_nb.widgets.chat.session_sidebar import SessionSidebar
 from tests.support.postgres_server import PostgresServer
 
-from ..support.sessions import FakeProvider, answer, make_session
-from ..support.timing import poll_until, wait_until
-from .test_blobs_hostile import noise_png
+from ...support.sessions import FakeProvider, answer, make_session
+from ...support.timing import poll_until, wait_until
+from ..test_blobs_hostile import noise_png
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _database(url: str) -> str:
@@ -237,7 +237,7 @@ async def test_a_full_disk_on_the_server_holds_writes_until_space_returns(
         postgres_url: str, tiny_tablespace: Path) -> None:
     from neta_nb.events import WarningEvent
 
-    from .test_writer import _fill
+    from ..test_writer import _fill
 
     big = os.urandom(200_000).hex()  # what compression cannot shrink below the free space
     session, recorder, _ = make_session(
