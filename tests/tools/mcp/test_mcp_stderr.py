@@ -17,10 +17,10 @@ import pytest
 pytest.importorskip("mcp", reason="needs the MCP SDK: pip install 'neta-nb[mcp]'")
 
 from neta_nb import ToolCatalog, ToolContext
-from neta_nb.tools.mcp import MCPServerError, ServerStatus
-from neta_nb.tools.mcp_stderr import TAIL_BYTES, StderrTail
+from neta_nb.tools.mcp.mcp import MCPServerError, ServerStatus
+from neta_nb.tools.mcp.mcp_stderr import TAIL_BYTES, StderrTail
 
-HOSTILE = Path(__file__).parents[1] / "support" / "mcp_hostile_server.py"
+HOSTILE = Path(__file__).parents[2] / "support" / "mcp_hostile_server.py"
 LAST_WORDS = "fatal: the licence server is unreachable"
 MB = 1_000_000
 FDS = Path("/dev/fd")

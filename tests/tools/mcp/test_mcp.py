@@ -24,15 +24,15 @@ pytest.importorskip("mcp", reason="needs the MCP SDK: pip install 'neta-nb[mcp]'
 
 from neta_nb import Agent, AgentSession, AgentToolConfig, ToolCatalog, ToolContext, resolve_tools
 from neta_nb.providers.anthropic import AnthropicProvider
-from neta_nb.tools.mcp import MCPServerError, MCPTool, MCPToolError, ServerStatus
+from neta_nb.tools.mcp.mcp import MCPServerError, MCPTool, MCPToolError, ServerStatus
 
-from ..providers.sse_server import AnthropicStream, SSEServer
-from ..support.ports import free_port
-from ..support.sessions import FakeProvider, Recorder, answer, calls
-from ..support.timing import wait_until
+from ...providers.sse_server import AnthropicStream, SSEServer
+from ...support.ports import free_port
+from ...support.sessions import FakeProvider, Recorder, answer, calls
+from ...support.timing import wait_until
 
-TEST_SERVER = Path(__file__).parents[1] / "support" / "mcp_test_server.py"
-EVERYTHING = (Path(__file__).parents[1] / "fixtures" / "mcp_everything" / "node_modules"
+TEST_SERVER = Path(__file__).parents[2] / "support" / "mcp_test_server.py"
+EVERYTHING = (Path(__file__).parents[2] / "fixtures" / "mcp_everything" / "node_modules"
               / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js")
 
 
@@ -167,12 +167,12 @@ async def test_arguments_are_checked_against_the_servers_schema(catalog: ToolCat
 async def test_without_the_sdk_the_import_error_names_the_extra(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "mcp", None)
-    monkeypatch.delitem(sys.modules, "neta_nb.tools.mcp_connection")
-    monkeypatch.delitem(sys.modules, "neta_nb.tools.mcp")
+    monkeypatch.delitem(sys.modules, "neta_nb.tools.mcp.mcp_connection")
+    monkeypatch.delitem(sys.modules, "neta_nb.tools.mcp.mcp")
     with pytest.raises(ImportError, match=r"pip install 'neta-nb\[mcp\]'"):
         await ToolCatalog().add_mcp_server("x", command="never-started")
     monkeypatch.undo()
-    importlib.import_module("neta_nb.tools.mcp")
+    importlib.import_module("neta_nb.tools.mcp.mcp")
 
 
 # --- same rules as every tool --------------------------------------------------------------
@@ -427,7 +427,7 @@ def test_servers_still_running_at_interpreter_exit_are_ended(tmp_path: Path) -> 
         "loop.run_until_complete(main())\n"
         "sys.exit(0)\n")
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          timeout=120, cwd=Path(__file__).parents[2])
+                          timeout=120, cwd=Path(__file__).parents[3])
     pid = int(done.stdout.split()[0])
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
 

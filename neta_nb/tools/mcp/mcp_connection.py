@@ -17,9 +17,9 @@ in the registries speaks today, and on it ``tools/list_changed`` and progress ar
 notifications (the 2026 protocol needs a ``subscriptions/listen`` stream for the former).
 
 Stdio servers run in their own process session (the SDK does that): the connection records
-each server's process, and :mod:`neta_nb.tools.mcp_processes` ends what is still alive when
+each server's process, and :mod:`neta_nb.tools.mcp.mcp_processes` ends what is still alive when
 the kernel exits. What it wraps around the SDK's transport is in
-:mod:`neta_nb.tools.mcp_transport`.
+:mod:`neta_nb.tools.mcp.mcp_transport`.
 """
 
 from __future__ import annotations

@@ -45,8 +45,8 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
     raise ImportError("MCP servers need the official MCP SDK: "
                       "pip install 'neta-nb[mcp]'") from error
 
-from ..stored_urls import storable_url, withheld_names
-from .base import (
+from ...stored_urls import storable_url, withheld_names
+from ..base import (
     _TOOL_NAME,
     _VISIBILITIES,
     Tool,

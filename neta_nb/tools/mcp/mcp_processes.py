@@ -1,7 +1,7 @@
 """The processes of stdio MCP servers: which child a connection spawned, ending every one
 still alive when the kernel exits (``atexit``, and on SIGTERM, which skips ``atexit``),
 and what a dead server's process says about why it ended (its stderr:
-:mod:`neta_nb.tools.mcp_stderr`)."""
+:mod:`neta_nb.tools.mcp.mcp_stderr`)."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import pydantic
 
-from ..encodable import encodable_value
+from ...encodable import encodable_value
 
 try:
     import mcp_types

@@ -23,13 +23,13 @@ pytest.importorskip("mcp", reason="needs the MCP SDK: pip install 'neta-nb[mcp]'
 
 from neta_nb import Agent, AgentSession, AgentToolConfig, ToolCatalog, ToolContext, resolve_tools
 from neta_nb.messages import SkillExecution, ToolExecution
-from neta_nb.tools.mcp import MCPServerError, MCPTool, ServerStatus
-from neta_nb.tools.mcp_connection import MCPConnection
+from neta_nb.tools.mcp.mcp import MCPServerError, MCPTool, ServerStatus
+from neta_nb.tools.mcp.mcp_connection import MCPConnection
 
-from ..support.sessions import FakeProvider, Recorder, answer, calls
-from ..support.timing import wait_until
+from ...support.sessions import FakeProvider, Recorder, answer, calls
+from ...support.timing import wait_until
 
-SUPPORT = Path(__file__).parents[1] / "support"
+SUPPORT = Path(__file__).parents[2] / "support"
 HOSTILE = SUPPORT / "mcp_hostile_server.py"
 TEST_SERVER = SUPPORT / "mcp_test_server.py"
 
@@ -427,7 +427,7 @@ def _leave_running(tmp_path: Path, mode: str) -> subprocess.Popen[str]:
         "        await asyncio.sleep(1)\n"
         "asyncio.run(main())\n")
     return subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
-                            cwd=Path(__file__).parents[2])
+                            cwd=Path(__file__).parents[3])
 
 
 @pytest.mark.parametrize("signal_number", [signal.SIGTERM, signal.SIGINT])

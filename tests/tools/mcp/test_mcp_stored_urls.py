@@ -15,7 +15,7 @@ pytest.importorskip("mcp", reason="needs the MCP SDK: pip install 'neta-nb[mcp]'
 
 from neta_nb import Agent, AgentSession, AgentToolConfig, SessionStore, ToolCatalog
 
-from ..support.sessions import FakeProvider, answer
+from ...support.sessions import FakeProvider, answer
 from .test_mcp import http_server
 
 __all__ = ["http_server"]  # the fixture, shared with the MCP tests
