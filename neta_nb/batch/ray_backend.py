@@ -59,7 +59,7 @@ from ..providers.portable import rebuild, recipe_of
 from ..providers.prices import set_price, user_prices
 from ..providers.scripted.scripted import ScriptedProvider
 from ..tools import ToolCatalog
-from ..tools.resolver import resolve_tools
+from ..tools.resolution.resolver import resolve_tools
 from .executor import LocalExecutor
 from .limiter import Rate, RateLimiter
 

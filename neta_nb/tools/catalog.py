@@ -3,7 +3,7 @@
 The catalog is what "tool management" administers: which tools exist, how they group
 into categories, which are core (on by default for every agent) and which are disabled
 globally. Per-agent choices live in :class:`~neta_nb.tools.config.AgentToolConfig`; the
-two meet only in :func:`~neta_nb.tools.resolver.resolve_tools`.
+two meet only in :func:`~neta_nb.tools.resolution.resolver.resolve_tools`.
 """
 
 from __future__ import annotations

@@ -19,8 +19,8 @@ from typing import Any
 from ...escaping import static_markdown_html
 from ...messages import Message, Usage
 from ...providers.scripted.history_script import StoredTurn
-from ...tools.resolution_steps import ResolutionDiff
-from ...tools.resolver import ToolResolution
+from ...tools.resolution.resolution_steps import ResolutionDiff
+from ...tools.resolution.resolver import ToolResolution
 
 __all__ = ["Check", "ReplayReport", "ReplayTurn", "TurnFigures", "usage_of"]
 

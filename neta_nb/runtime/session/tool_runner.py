@@ -41,7 +41,7 @@ from ...messages import (
 )
 from ...tools import Tool, ToolArgumentError
 from ...tools.base import ProgressCallback, ToolFailure
-from ...tools.resolver import ToolResolution
+from ...tools.resolution.resolver import ToolResolution
 from ...tools.rich import RichResult
 from ..tracing.tracing import NO_SPAN as _NO_SPAN
 from ..tracing.tracing import UNTRACED, CallSpan, TurnTracer

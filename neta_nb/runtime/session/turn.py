@@ -26,7 +26,7 @@ from ...providers.base import (
     ThinkingEnd,
     ToolCallReady,
 )
-from ...tools.resolver import ToolResolution
+from ...tools.resolution.resolver import ToolResolution
 from ..tracing.tracing import UNTRACED, CallSpan, TurnTracer
 from .spending import Spend
 

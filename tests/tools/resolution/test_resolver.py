@@ -6,7 +6,7 @@ import pytest
 
 from neta_nb.tools import AgentToolConfig, ToolCatalog, ToolResolution, ToolState, resolve_tools
 
-from ..support.tools import make_tool
+from ...support.tools import make_tool
 
 S = ToolState
 

@@ -27,20 +27,20 @@ from dataclasses import dataclass, field
 from functools import cached_property, partial
 from typing import NamedTuple
 
-from ..labels import Notice, t
-from ..messages import ToolDefinition
-from .base import Tool
-from .catalog import ToolCatalog
-from .catalog_index import CatalogIndex, index_of
-from .config import AgentToolConfig
-from .displayable import Displayable
-from .resolution_steps import ChangeKind, ResolutionDiff, ResolutionSteps, ToolChange, trace
-from .rules import (
+from ...labels import Notice, t
+from ...messages import ToolDefinition
+from ..base import Tool
+from ..catalog import ToolCatalog
+from ..catalog_index import CatalogIndex, index_of
+from ..config import AgentToolConfig
+from ..displayable import Displayable
+from ..rules import (
     REASON_AGENT_DISABLED,
     ToolState,
     filter_by_model,
     grants,
 )
+from .resolution_steps import ChangeKind, ResolutionDiff, ResolutionSteps, ToolChange, trace
 
 __all__ = ["ToolResolution", "ToolState", "resolve_tools"]
 

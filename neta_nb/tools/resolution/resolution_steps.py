@@ -1,9 +1,9 @@
 """How a resolution came about, and how two resolutions differ: explanations as data.
 
-:attr:`ToolResolution.steps <neta_nb.tools.resolver.ToolResolution.steps>` replays the
+:attr:`ToolResolution.steps <neta_nb.tools.resolution.resolver.ToolResolution.steps>` replays the
 seed's fixed order (001 §6) one rule at a time, so "why does this agent have these tools"
 has an answer a user can follow; :meth:`ToolResolution.diff
-<neta_nb.tools.resolver.ToolResolution.diff>` answers "what if" (another model, another
+<neta_nb.tools.resolution.resolver.ToolResolution.diff>` answers "what if" (another model, another
 scene, one tool toggled, a legacy config migrated) by comparing two resolutions; its
 answer is a :class:`ResolutionDiff`.
 
@@ -21,10 +21,10 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import overload
 
-from ..labels import Notice
-from .catalog_index import CatalogIndex
-from .displayable import Displayable
-from .rules import REASON_AGENT_DISABLED, ToolState, filter_by_model, grants
+from ...labels import Notice
+from ..catalog_index import CatalogIndex
+from ..displayable import Displayable
+from ..rules import REASON_AGENT_DISABLED, ToolState, filter_by_model, grants
 
 __all__ = ["ChangeKind", "ResolutionDiff", "ResolutionStep", "ResolutionSteps", "StepRule",
            "ToolChange"]

@@ -9,8 +9,8 @@ really changed.
 
 from __future__ import annotations
 
-from .catalog import ToolCatalog
-from .config import AgentToolConfig
+from ..catalog import ToolCatalog
+from ..config import AgentToolConfig
 from .resolver import ToolResolution
 
 __all__ = ["ResolutionCache"]

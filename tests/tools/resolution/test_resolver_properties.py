@@ -17,7 +17,7 @@ from neta_nb.tools import (
     resolve_tools,
 )
 
-from ..support.tools import make_tool
+from ...support.tools import make_tool
 
 NAMES = [f"t{i}" for i in range(12)]
 UNKNOWN = ["ghost", "phantom"]
