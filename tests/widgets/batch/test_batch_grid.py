@@ -18,7 +18,7 @@ from neta_nb import Agent, SessionStore
 from neta_nb.batch import BatchRun
 from neta_nb.providers.base import ProviderError
 from neta_nb.widgets import BatchGrid, ChatView
-from neta_nb.widgets.batch_grid import (
+from neta_nb.widgets.batch.batch_grid import (
     FAILURES_SHOWN,
     GRID_INTERVAL,
     STATE_CHARS,
@@ -28,7 +28,7 @@ from neta_nb.widgets.chat.stored_session import StoredSession
 from tests.support.batch import RowModel, label_of
 from tests.support.timing import ManualClock, ManualScheduler, wait_until
 
-from .conftest import SentMessages
+from ..conftest import SentMessages
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 PROMPT = "Classify: {input}"

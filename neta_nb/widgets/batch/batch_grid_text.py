@@ -1,6 +1,6 @@
 """What a batch run's grid says in words, without JS: its plain-text representation and
 the static HTML form a saved notebook shows without its kernel (a bar of the rows by state,
-the counters, the first failures) — for :class:`~neta_nb.widgets.batch_grid.BatchGrid`.
+the counters, the first failures) — for :class:`~neta_nb.widgets.batch.batch_grid.BatchGrid`.
 
 The words come from a :class:`BatchFigures`, the few values they need (the grid takes one
 from its traits and its run); nothing here reads the grid itself.
@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..labels import t
-from .cards.token_stats import format_tokens
+from ...labels import t
+from ..cards.token_stats import format_tokens
 
 __all__ = ["BatchFigures", "batch_html"]
 

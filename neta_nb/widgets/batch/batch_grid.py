@@ -36,20 +36,20 @@ from typing import TYPE_CHECKING, Any, cast
 
 import traitlets
 
-from ..labels import t
-from .base import NetaWidget, RequestError, handles
+from ...labels import t
+from ..base import NetaWidget, RequestError, handles
+from ..chat.stored_session import StoredSession
+from ..chat.view import ChatView
+from ..static_form import short_plain
+from ..streaming import FrameThrottle, Scheduler, call_later_on_running_loop
+from ..wire import BatchCounts, BatchFailure, OpenRowReply, OpenRowRequest
 from .batch_grid_text import BatchFigures, batch_html
-from .chat.stored_session import StoredSession
-from .chat.view import ChatView
-from .static_form import short_plain
-from .streaming import FrameThrottle, Scheduler, call_later_on_running_loop
-from .wire import BatchCounts, BatchFailure, OpenRowReply, OpenRowRequest
 
 if TYPE_CHECKING:
     from ipywidgets import VBox  # type: ignore[import-untyped]
 
-    from ..batch.run import BatchRun
-    from ..runtime.session import AgentSession
+    from ...batch.run import BatchRun
+    from ...runtime.session import AgentSession
 
 __all__ = ["DETAILS_INTERVAL", "FAILURES_SHOWN", "GRID_INTERVAL", "STATE_CHARS",
            "BatchCounts", "BatchFailure", "BatchGrid", "OpenRowReply", "OpenRowRequest",
