@@ -126,7 +126,7 @@ def main() -> None:
 
             ray.shutdown()
         if server is not None:
-            from neta_nb.store.postgres import close_databases
+            from neta_nb.store.postgres.postgres import close_databases
 
             for target in targets.values():
                 if target and target.startswith("postgresql"):

@@ -19,8 +19,8 @@ from recorded import append_result
 
 from neta_nb.messages import Message, TextPart
 from neta_nb.store.records import SessionRecord
-from neta_nb.store.rows import put_message, put_session
 from neta_nb.store.session_store import SessionStore
+from neta_nb.store.sqlite.rows import put_message, put_session
 
 WORDS = ["revenue", "forecast", "churn", "cohort", "pipeline", "margin", "region", "quarter",
          "retention", "campaign", "budget", "invoice", "supplier", "shipment", "warehouse"]

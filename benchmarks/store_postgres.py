@@ -76,7 +76,7 @@ from store_behind import Ticker  # noqa: E402
 
 from neta_nb import AgentSession, SessionStore  # noqa: E402
 from neta_nb.providers.base import TextDelta  # noqa: E402
-from neta_nb.store.postgres import POOL_SIZE, close_databases  # noqa: E402
+from neta_nb.store.postgres.postgres import POOL_SIZE, close_databases  # noqa: E402
 from neta_nb.store.writer import IDLE_EXIT  # noqa: E402
 from tests.support.postgres_server import PostgresServer, start_postgres  # noqa: E402
 from tests.support.sessions import answer, make_session  # noqa: E402

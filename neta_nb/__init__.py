@@ -10,15 +10,15 @@ from .messages import Message, Usage
 from .providers import ScriptedProvider, create_provider
 from .providers.prices import ModelPrice
 from .runtime.agent import DamagedAgentRecordError
-from .runtime.attachments import Attachment, AttachmentError
-from .runtime.mentions import MentionError
-from .runtime.replay import llm_judge, replay, replay_all
-from .runtime.replay_report import ReplayReport
+from .runtime.mentions.attachments import Attachment, AttachmentError
+from .runtime.mentions.mentions import MentionError
+from .runtime.replay.replay import llm_judge, replay, replay_all
+from .runtime.replay.replay_report import ReplayReport
 from .runtime.session import Agent, AgentSession
 from .runtime.session.resume import SessionNotOwnedError, SessionNotResumableError
 from .runtime.session.spending import BudgetExceededError
 from .runtime.stored_endpoint import StoredEndpointError
-from .runtime.tracing import configure_tracing
+from .runtime.tracing.tracing import configure_tracing
 from .store.process_owner import SessionBusyError
 from .store.session_store import SessionStore
 from .thinking import build_thinking_params, get_model_thinking_capability, resolve_think_level

@@ -185,7 +185,7 @@ class FileTextPart(_Model):
 
 class MentionPart(_Model):
     """What an ``@`` mention in a prompt (``@df``, ``@In[5]``, ``@error``) referred to when
-    the prompt was sent (``neta_nb.runtime.mentions``): sent to the model as a text block
+    the prompt was sent (``neta_nb.runtime.mentions.mentions``): sent to the model as a text block
     after the prompt, and again with the history, so a resumed session sends the same
     request. Not part of :attr:`Message.text`, which is what the user typed."""
 
@@ -314,7 +314,7 @@ RunStatus = Literal["waiting", "running", "done", "error", "rejected", "cancelle
 
 class TraceRef(_Model):
     """Where a call is in the user's traces: the OpenTelemetry span it ran in (hex ids),
-    kept with its card so the card can copy it (see ``neta_nb.runtime.tracing``)."""
+    kept with its card so the card can copy it (see ``neta_nb.runtime.tracing.tracing``)."""
 
     trace_id: str
     span_id: str

@@ -34,7 +34,7 @@ lint-imports
 (cd js && npm test)
 # ...and a linter (biome, locked in js/package-lock.json) over the TS sources.
 (cd js && npm run lint)
-# The reference MCP server the MCP tests start (locked; tests/tools/test_mcp.py).
+# The reference MCP server the MCP tests start (locked; tests/tools/mcp/test_mcp.py).
 (cd tests/fixtures/mcp_everything && npm ci --no-audit --no-fund)
 # The Codex CLI, a real outside client of the notebook's MCP server (locked;
 # tests/runtime/test_mcp_server_codex.py).

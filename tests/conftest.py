@@ -78,6 +78,6 @@ def store_target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
         return
     url = request.getfixturevalue("postgres_url")
     yield url
-    from neta_nb.store.postgres import close_databases
+    from neta_nb.store.postgres.postgres import close_databases
 
     close_databases(url)  # pools and listeners a test left open, before the drop

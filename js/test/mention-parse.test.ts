@@ -1,5 +1,5 @@
 // The `@` mention parser finds what the kernel's finds: the same vectors as
-// tests/runtime/test_mentions.py (tests/fixtures/mention_vectors.json), and the mention
+// tests/runtime/mentions/test_mentions.py (tests/fixtures/mention_vectors.json), and the mention
 // being typed at the caret, for the popup.
 import assert from "node:assert/strict";
 import { test } from "node:test";

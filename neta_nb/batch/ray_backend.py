@@ -57,9 +57,9 @@ from ..providers.endpoints import KEY_VARIABLES, URL_VARIABLES
 from ..providers.models import register_model, registered_models
 from ..providers.portable import rebuild, recipe_of
 from ..providers.prices import set_price, user_prices
-from ..providers.scripted import ScriptedProvider
+from ..providers.scripted.scripted import ScriptedProvider
 from ..tools import ToolCatalog
-from ..tools.resolver import resolve_tools
+from ..tools.resolution.resolver import resolve_tools
 from .executor import LocalExecutor
 from .limiter import Rate, RateLimiter
 

@@ -45,7 +45,7 @@ from .rows import RowsStore
 
 if TYPE_CHECKING:
     from ..store.session_store import SessionStore
-    from ..widgets.batch_grid import BatchGrid
+    from ..widgets.batch.batch_grid import BatchGrid
     from .ray_backend import RayBackend
 
 __all__ = ["BatchRun"]
@@ -366,7 +366,7 @@ class BatchRun:
     def widget(self) -> BatchGrid:
         """The live grid of this run (made on first use)."""
         if self._widget is None:
-            from ..widgets.batch_grid import BatchGrid
+            from ..widgets.batch.batch_grid import BatchGrid
 
             self._widget = BatchGrid(self)
         return self._widget

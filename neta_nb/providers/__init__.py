@@ -22,10 +22,10 @@ from .base import (
     ToolCallReady,
     UsageUpdate,
 )
-from .demo_script import DEMO_SCRIPT
 from .factory import create_provider, default_provider
 from .models import ModelInfo, get_model_info, register_model
-from .scripted import Script, ScriptedProvider
+from .scripted.demo_script import DEMO_SCRIPT
+from .scripted.scripted import Script, ScriptedProvider
 
 if TYPE_CHECKING:
     from .anthropic import AnthropicProvider

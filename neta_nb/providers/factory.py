@@ -20,7 +20,7 @@ from typing import Any
 
 from .base import Provider
 from .prices import ModelPrice
-from .scripted import ScriptedProvider
+from .scripted.scripted import ScriptedProvider
 
 __all__ = ["DEFAULT_MODELS", "SUPPLIERS", "create_provider", "default_provider",
            "provider_from_settings"]

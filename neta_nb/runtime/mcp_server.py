@@ -42,8 +42,8 @@ from ..tools.builtin.variables import list_variables
 from ..tools.notebook import notebook_tools
 from .agent import Agent
 from .mcp_relay import RelayProvider
-from .mention_candidates import mention_candidates
-from .mentions import MentionError, find_mentions, resolve_mention
+from .mentions.mention_candidates import mention_candidates
+from .mentions.mentions import MentionError, find_mentions, resolve_mention
 from .session import AgentSession
 
 try:

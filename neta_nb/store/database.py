@@ -1,6 +1,6 @@
 """What :class:`~neta_nb.store.session_store.SessionStore` needs of a database, so one
-store behaves the same on SQLite (a file per user, :mod:`neta_nb.store.sqlite`) and on
-PostgreSQL (a team's server, :mod:`neta_nb.store.postgres`): the statements that write
+store behaves the same on SQLite (a file per user, :mod:`neta_nb.store.sqlite.sqlite`) and on
+PostgreSQL (a team's server, :mod:`neta_nb.store.postgres.postgres`): the statements that write
 one row each (:class:`Rows`, inside a transaction), the reads the store makes, the
 connection a session's writer thread writes with, and the claim a running turn holds.
 
@@ -78,7 +78,7 @@ class StoreFailure:
     @classmethod
     def of(cls, exc: sqlite3.Error) -> StoreFailure:
         """A SQLite error's reason (a PostgreSQL error's:
-        :func:`~neta_nb.store.postgres_rows.failure_of`)."""
+        :func:`~neta_nb.store.postgres.postgres_rows.failure_of`)."""
         code = getattr(exc, "sqlite_errorcode", None)
         primary = code & 0xFF if isinstance(code, int) else None
         text = str(exc) or type(exc).__name__

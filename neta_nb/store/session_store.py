@@ -1,7 +1,7 @@
 """SessionStore: where sessions and their messages are kept (DESIGN §6), the same on
 SQLite (a path: one file per user) and on PostgreSQL (a ``postgresql://`` URL: a team's
-server) — what differs lives in :mod:`neta_nb.store.sqlite` and
-:mod:`neta_nb.store.postgres` behind :class:`~neta_nb.store.database.Database`.
+server) — what differs lives in :mod:`neta_nb.store.sqlite.sqlite` and
+:mod:`neta_nb.store.postgres.postgres` behind :class:`~neta_nb.store.database.Database`.
 
 Messages are written at each message boundary; the assistant message being streamed is
 checkpointed as a *draft* a few times a second, so a kernel that dies mid-turn loses at
@@ -32,7 +32,7 @@ from ..messages import Message
 from .database import Action, Database, Rows, SessionRow, TurnClaimHandle, WriterConnection
 from .process_owner import busy_error, current_user
 from .records import CompactedView, CompactionRecord, SessionRecord, automatic_title
-from .sqlite import SqliteDatabase
+from .sqlite.sqlite import SqliteDatabase
 from .writer import writers_of
 
 log = logging.getLogger(__name__)
@@ -107,7 +107,7 @@ class SessionStore:
         self.database: Database
         url = database_url(path)
         if url is not None:
-            from .postgres import PostgresDatabase  # psycopg only for those who use it
+            from .postgres.postgres import PostgresDatabase  # psycopg only for those who use it
 
             self.database = PostgresDatabase(url)
         else:

@@ -19,7 +19,7 @@ from .catalog import SEED_CATEGORIES, ToolCatalog, demo_catalog
 from .config import AgentToolConfig, LoadReport, ToolConfigError
 from .display import Display
 from .preview import PromptPreview, preview_prompt
-from .resolution_steps import (
+from .resolution.resolution_steps import (
     ChangeKind,
     ResolutionDiff,
     ResolutionStep,
@@ -27,7 +27,7 @@ from .resolution_steps import (
     StepRule,
     ToolChange,
 )
-from .resolver import ToolResolution, ToolState, resolve_tools
+from .resolution.resolver import ToolResolution, ToolState, resolve_tools
 from .rich import RichLimits, RichResult
 
 __all__ = [

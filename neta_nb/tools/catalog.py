@@ -3,7 +3,7 @@
 The catalog is what "tool management" administers: which tools exist, how they group
 into categories, which are core (on by default for every agent) and which are disabled
 globally. Per-agent choices live in :class:`~neta_nb.tools.config.AgentToolConfig`; the
-two meet only in :func:`~neta_nb.tools.resolver.resolve_tools`.
+two meet only in :func:`~neta_nb.tools.resolution.resolver.resolve_tools`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from .displayable import Displayable
 
 if TYPE_CHECKING:
     # Types only: .mcp never imports this module (it works against its ToolHost protocol).
-    from .mcp import MCPToolServer
+    from .mcp.mcp import MCPToolServer
 
 __all__ = ["SEED_CATEGORIES", "MCPServerRegistry", "ToolCatalog", "demo_catalog"]
 
@@ -36,7 +36,7 @@ CatalogListener = Callable[["ToolCatalog"], None]
 class MCPServerRegistry(Mapping[str, "MCPToolServer"]):
     """The MCP servers of one catalog, by name (``catalog.mcp_servers``): read it as a
     mapping. A server adds itself while it connects or is restored
-    (:mod:`neta_nb.tools.mcp`); :meth:`ToolCatalog.remove_mcp_server` takes it out."""
+    (:mod:`neta_nb.tools.mcp.mcp`); :meth:`ToolCatalog.remove_mcp_server` takes it out."""
 
     def __init__(self, changed: Callable[[], None]) -> None:
         self._servers: dict[str, MCPToolServer] = {}
@@ -273,7 +273,7 @@ class ToolCatalog(Displayable):
         need it. ``timeout`` bounds connecting and listing. Needs ``neta-nb[mcp]``.
 
         The server runs until :meth:`remove_mcp_server` or the interpreter exits."""
-        from .mcp import connect_mcp_server
+        from .mcp.mcp import connect_mcp_server
 
         return await connect_mcp_server(
             self, name, command=command, args=args, env=env, cwd=cwd, url=url,
@@ -322,7 +322,7 @@ class ToolCatalog(Displayable):
         return [server.spec() for server in self._mcp_servers.values()]
 
     def restore_mcp_servers(self, specs: Iterable[Mapping[str, object]]) -> list[str]:
-        """Bring back stored servers (see :func:`neta_nb.tools.mcp.restore_mcp_server`):
+        """Bring back stored servers (see :func:`neta_nb.tools.mcp.mcp.restore_mcp_server`):
         their tools at once, each server started on its first call. Servers already in
         the catalog are kept as they are. Returns why any could not be restored, or lacks
         what its stored URL was stored without (credentials, query parameters)."""
@@ -331,7 +331,7 @@ class ToolCatalog(Displayable):
         if not specs:
             return problems
         try:
-            from .mcp import restore_mcp_server
+            from .mcp.mcp import restore_mcp_server
         except ImportError as error:
             return [str(error)]
         for spec in specs:

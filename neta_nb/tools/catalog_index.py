@@ -2,7 +2,7 @@
 globally enabled pool, the core set) and every tool's state and reason for a config with no
 overrides — cached per catalog version, so a resolution costs what its config holds, not
 what the catalog holds. The resolver (:func:`~neta_nb.tools.resolve_tools`) and its step
-trace (:mod:`neta_nb.tools.resolution_steps`) both read it."""
+trace (:mod:`neta_nb.tools.resolution.resolution_steps`) both read it."""
 
 from __future__ import annotations
 

@@ -28,11 +28,11 @@ from .base import Tool
 from .catalog import ToolCatalog
 from .config import AgentToolConfig, LoadReport
 from .displayable import Display, renders
-from .resolution_steps import ResolutionDiff, ResolutionSteps
-from .resolver import ToolResolution
+from .resolution.resolution_steps import ResolutionDiff, ResolutionSteps
+from .resolution.resolver import ToolResolution
 
 if TYPE_CHECKING:
-    from .resolver import ToolState
+    from .resolution.resolver import ToolState
 
 __all__ = ["Display", "render_catalog", "render_config", "render_diff", "render_load_report",
            "render_resolution", "render_steps"]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from ..messages import ToolDefinition
 from .catalog import ToolCatalog
 from .config import AgentToolConfig
-from .resolver import ToolResolution, resolve_tools
+from .resolution.resolver import ToolResolution, resolve_tools
 
 __all__ = ["PromptPreview", "preview_prompt"]
 

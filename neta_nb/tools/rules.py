@@ -2,7 +2,7 @@
 them: rules 3–4 (the agent's grants, :func:`grants`), rule 5 (the capability/scene
 filter, :func:`filter_by_model`) and the reasons a tool is left out that need no
 parameters. Rules 1–2 are the catalog index's pool and core set. One statement of each,
-imported by both, so the trace (:mod:`neta_nb.tools.resolution_steps`) and
+imported by both, so the trace (:mod:`neta_nb.tools.resolution.resolution_steps`) and
 :func:`~neta_nb.tools.resolve_tools` cannot decide differently."""
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 kernel through a shared model (``neta_nb.widgets.bundle``); the chat view composes the same
 components."""
 
-from .batch_grid import BatchGrid
+from .batch.batch_grid import BatchGrid
 from .cards.skill_card import SkillCard
 from .cards.subagent_card import SubagentCard
 from .cards.thinking_block import ThinkingBlock

@@ -25,7 +25,7 @@ from neta_nb import Agent, AgentToolConfig, SessionStore
 from neta_nb.batch import BatchRun, parse_rate
 from neta_nb.providers.base import ProviderError
 from neta_nb.store.batch_rows import BatchRows
-from neta_nb.store.rows import SqliteRows
+from neta_nb.store.sqlite.rows import SqliteRows
 
 from ..support.batch import RowModel, fail_storing_row, label_of
 from ..support.timing import wait_until

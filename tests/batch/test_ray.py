@@ -28,7 +28,7 @@ from neta_nb.batch import BatchRun
 from neta_nb.messages import Message
 from neta_nb.providers.base import Provider
 from neta_nb.providers.prices import ModelPrice
-from neta_nb.providers.scripted import ScriptedProvider
+from neta_nb.providers.scripted.scripted import ScriptedProvider
 from neta_nb.store.batch_rows import BatchRows
 
 from ..providers.sse_server import (

@@ -30,7 +30,7 @@ from neta_nb.providers.endpoints import KEY_VARIABLES, URL_VARIABLES
 from neta_nb.providers.models import ModelInfo, register_model
 from neta_nb.providers.openai import OpenAIProvider
 from neta_nb.providers.prices import ModelPrice, set_price
-from neta_nb.providers.scripted import ScriptedProvider
+from neta_nb.providers.scripted.scripted import ScriptedProvider
 
 from ..providers.sse_server import OpenAIStream, SSEServer
 

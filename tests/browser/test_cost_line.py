@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from neta_nb.labels import t
-from neta_nb.runtime.budget import format_usd
+from neta_nb.runtime.session.spending import format_usd
 
 from . import chat_cells
 from .harness import LabSession

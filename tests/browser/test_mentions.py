@@ -117,7 +117,7 @@ def test_the_popup_lists_notebook_variables_and_chips_show_what_is_sent(
     block = chat.locator(".neta-mention-block-text")
     block.wait_for()
     expected = lab.execute(path, (
-        "from neta_nb.runtime.mentions import preview_mention\n"
+        "from neta_nb.runtime.mentions.mentions import preview_mention\n"
         "print(preview_mention('@sales', namespace=session.namespace, working_dir="
         "session.working_dir, capabilities=frozenset(), model='m')['rendering'], end='')"))
     assert block.text_content() == expected
@@ -144,7 +144,7 @@ def test_the_popup_lists_notebook_variables_and_chips_show_what_is_sent(
     assert sent.strip() == '["@sales", "@error", "notes.md"]'
     for name in shown:
         assert lab.execute(path, (
-            f"from neta_nb.runtime.mentions import preview_mention\n"
+            f"from neta_nb.runtime.mentions.mentions import preview_mention\n"
             f"p = preview_mention({name!r}, namespace=session.namespace, working_dir="
             "session.working_dir, capabilities=frozenset(), model='m')['rendering']\n"
             "sent = [q.prompt_text() for q in provider.requests[0].messages[-1].parts[1:]]\n"

@@ -61,7 +61,7 @@ CHAT = f"""
 import json, sys
 sys.path.insert(0, {str(ROOT)!r})
 from neta_nb import Agent, AgentSession, AgentToolConfig, ScriptedProvider
-from neta_nb.providers.script_format import Script
+from neta_nb.providers.scripted.script_format import Script
 from neta_nb.widgets import ChatView
 
 class Model(ScriptedProvider):

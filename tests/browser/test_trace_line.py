@@ -24,7 +24,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from neta_nb import configure_tracing
-from neta_nb.runtime.tracing import UNTRACED, turn_tracer
+from neta_nb.runtime.tracing.tracing import UNTRACED, turn_tracer
 
 exporter = InMemorySpanExporter()
 tracer_provider = TracerProvider()

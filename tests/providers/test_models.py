@@ -8,7 +8,7 @@ import pytest
 
 from neta_nb.providers import models
 from neta_nb.providers.models import DEFAULT_MODEL_INFO, ModelInfo, get_model_info, register_model
-from neta_nb.providers.scripted import ScriptedProvider
+from neta_nb.providers.scripted.scripted import ScriptedProvider
 
 
 @pytest.fixture(autouse=True)

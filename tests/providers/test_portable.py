@@ -10,7 +10,7 @@ from neta_nb.providers.anthropic import AnthropicProvider
 from neta_nb.providers.openai import OpenAIProvider
 from neta_nb.providers.portable import rebuild, recipe_of
 from neta_nb.providers.prices import ModelPrice
-from neta_nb.providers.scripted import ScriptedProvider
+from neta_nb.providers.scripted.scripted import ScriptedProvider
 
 
 class TunedOpenAI(OpenAIProvider):

@@ -15,7 +15,7 @@ from neta_nb import AgentSession, SessionStore
 from neta_nb.messages import Usage
 from neta_nb.providers.base import StreamDone, TextDelta
 from neta_nb.providers.prices import ModelPrice
-from neta_nb.runtime.budget import BudgetExceededError
+from neta_nb.runtime.session.spending import BudgetExceededError
 from neta_nb.store.records import RewoundSpend, SessionRecord
 
 from ..support.sessions import FakeProvider, Recorder, answer, make_session

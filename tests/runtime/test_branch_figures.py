@@ -13,8 +13,7 @@ import pytest
 from neta_nb import Agent, AgentSession, AgentToolConfig, SessionStore
 from neta_nb.messages import Message, Usage
 from neta_nb.providers.prices import ModelPrice
-from neta_nb.runtime.budget import BudgetExceededError
-from neta_nb.runtime.session.spending import Spending
+from neta_nb.runtime.session.spending import BudgetExceededError, Spending
 from neta_nb.runtime.usage_meter import UsageMeter
 
 from ..support.delegation import crew_catalog, delegations

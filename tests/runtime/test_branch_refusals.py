@@ -15,8 +15,8 @@ import pytest
 from neta_nb import AgentSession, SessionStore
 from neta_nb.messages import Usage
 from neta_nb.providers.prices import ModelPrice
-from neta_nb.runtime.budget import BudgetExceededError
-from neta_nb.runtime.mentions import MentionError
+from neta_nb.runtime.mentions.mentions import MentionError
+from neta_nb.runtime.session.spending import BudgetExceededError
 from neta_nb.widgets import ChatView
 
 from ..support.sessions import answer, make_session

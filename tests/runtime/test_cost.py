@@ -28,7 +28,7 @@ from neta_nb.providers.anthropic import AnthropicProvider
 from neta_nb.providers.base import ProviderError, StreamDone, TextDelta, UsageUpdate
 from neta_nb.providers.openai import OpenAIProvider
 from neta_nb.providers.prices import PRICES_AS_OF, price_of, set_price
-from neta_nb.runtime.budget import BudgetExceededError
+from neta_nb.runtime.session.spending import BudgetExceededError
 
 from ..providers.sse_server import AnthropicStream, OpenAIStream, SSEServer
 from ..support.delegation import crew_catalog, delegations

@@ -14,7 +14,7 @@ import pytest
 
 from neta_nb import Agent, AgentSession, DamagedAgentRecordError, SessionStore, replay
 from neta_nb.batch import BatchRun
-from neta_nb.providers.scripted import ScriptedProvider
+from neta_nb.providers.scripted.scripted import ScriptedProvider
 
 DAMAGES: list[tuple[str, Any, str, str]] = [
     ("max_model_calls", "many", "max_model_calls", "max_model_calls is 'many'"),

@@ -31,7 +31,7 @@ from neta_nb.messages import ToolCallPart
 from neta_nb.runtime import mcp_server
 from neta_nb.runtime.mcp_server import NotebookMCPServer
 from neta_nb.runtime.session import AgentSession
-from neta_nb.runtime.tracing import configure_tracing
+from neta_nb.runtime.tracing.tracing import configure_tracing
 from neta_nb.store.session_store import SessionStore
 from neta_nb.tools.notebook import notebook_tools
 from neta_nb.tools.notebook.reading import UNTRUSTED

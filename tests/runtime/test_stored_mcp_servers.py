@@ -18,7 +18,7 @@ import pytest
 pytest.importorskip("mcp", reason="needs the MCP SDK: pip install 'neta-nb[mcp]'")
 
 from neta_nb import Agent, AgentSession, AgentToolConfig, SessionStore, ToolCatalog, replay
-from neta_nb.tools.mcp import restore_mcp_server
+from neta_nb.tools.mcp.mcp import restore_mcp_server
 
 from ..support.sessions import FakeProvider, answer, calls
 

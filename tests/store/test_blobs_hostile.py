@@ -17,8 +17,8 @@ import pytest
 
 from neta_nb import Agent, AgentSession, AttachmentError, SessionStore, ToolCatalog
 from neta_nb.messages import DisplayItem, FileTextPart, ImagePart, Message, TextPart
-from neta_nb.providers.scripted import ScriptedProvider
-from neta_nb.runtime.attachments import attachment_parts
+from neta_nb.providers.scripted.scripted import ScriptedProvider
+from neta_nb.runtime.mentions.attachments import attachment_parts
 from neta_nb.tools.rich import image_item
 from neta_nb.widgets.rich_static import output_html
 

@@ -15,7 +15,7 @@ import pytest
 
 from neta_nb import AgentSession, SessionBusyError, SessionStore
 from neta_nb.events import DoneEvent, TokenEvent
-from neta_nb.store.sqlite import SqliteDatabase
+from neta_nb.store.sqlite.sqlite import SqliteDatabase
 from tests.support.owner_child import start_owner
 
 from ..support.sessions import answer, make_session
@@ -124,7 +124,8 @@ async def test_resuming_a_session_whose_writes_wait_here_loses_and_reorders_noth
         store_target: str | Path, monkeypatch: pytest.MonkeyPatch) -> None:
     unbounded_store_waits(monkeypatch)
     if not isinstance(store_target, Path):  # PostgreSQL: the store's own lock waits too
-        monkeypatch.setattr("neta_nb.store.postgres.STORE_LOCK_TIMEOUT_MS", int(HOURS * 1000))
+        monkeypatch.setattr("neta_nb.store.postgres.postgres.STORE_LOCK_TIMEOUT_MS",
+                            int(HOURS * 1000))
     db = store_target
     store = SessionStore(db)
     session, _, _ = make_session([answer("one"), answer("two")], store=store)

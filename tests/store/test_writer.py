@@ -142,10 +142,10 @@ def unbounded_store_waits(monkeypatch: pytest.MonkeyPatch) -> None:
     timeout: it is off the caller's thread, and says promptly that it is behind."""
     import neta_nb.runtime.session.resume
     import neta_nb.store.session_writes
-    import neta_nb.store.sqlite
+    import neta_nb.store.sqlite.sqlite
     import neta_nb.store.writer
 
-    monkeypatch.setattr(neta_nb.store.sqlite, "BUSY_TIMEOUT_MS", int(HOURS * 1000))
+    monkeypatch.setattr(neta_nb.store.sqlite.sqlite, "BUSY_TIMEOUT_MS", int(HOURS * 1000))
     monkeypatch.setattr(neta_nb.store.session_writes, "LOAD_FLUSH_LIMIT", HOURS)
     monkeypatch.setattr(neta_nb.runtime.session.resume, "LOAD_FLUSH_LIMIT", HOURS)
     monkeypatch.setattr(neta_nb.store.writer, "SETTLE_LIMIT", HOURS)

@@ -1,5 +1,5 @@
 """A misbehaving MCP server speaking raw JSON-RPC over stdio, for the hostile-server tests
-(``tests/tools/test_mcp_hostile.py``). The SDK's own server cannot be made to break the
+(``tests/tools/mcp/test_mcp_hostile.py``). The SDK's own server cannot be made to break the
 protocol, so this one writes the lines itself.
 
 Run: ``python mcp_hostile_server.py MODE [ARG]``. Modes:

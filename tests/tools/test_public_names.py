@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import neta_nb
 import neta_nb.tools
-from neta_nb.tools import base, catalog, config, preview, resolver
+from neta_nb.tools import base, catalog, config, preview
+from neta_nb.tools.resolution import resolver
 
 DEFINED_IN = {
     "Tool": base, "tool": base, "ToolContext": base, "ToolArgumentError": base,

@@ -1,5 +1,5 @@
 /**
- * A batch run as a grid (Python: `BatchGrid`, neta_nb/widgets/batch_grid.py): a header of
+ * A batch run as a grid (Python: `BatchGrid`, neta_nb/widgets/batch/batch_grid.py): a header of
  * counters — rows done, failed, running, queued, retries, tokens — then one tile per row,
  * coloured by its state (queued grey, running blue and pulsing, done green, failed red),
  * binned past `MAX_TILES` rows (batch-tiles.ts). Tiles are buttons: a click, Enter or Space
@@ -10,7 +10,7 @@
  *
  * The kernel sends at most a few updates a second; each redraws only the tiles whose
  * rows changed. Knows nothing of anywidget. The wire shapes have Python twins (TypedDicts
- * of the same names) in neta_nb/widgets/batch_grid.py.
+ * of the same names) in neta_nb/widgets/batch/batch_grid.py.
  */
 import "./batch-grid.css";
 import { formatTokens } from "../cards/token-stats";

@@ -1,6 +1,6 @@
 /**
  * The line under a traced call's card: where the call is in the user's traces (its
- * OpenTelemetry trace and span ids, neta_nb/runtime/tracing.py), with buttons that copy
+ * OpenTelemetry trace and span ids, neta_nb/runtime/tracing/tracing.py), with buttons that copy
  * either id to paste into Jaeger, Tempo, Honeycomb, Logfire or Langfuse. Hidden when the
  * call was not traced.
  */

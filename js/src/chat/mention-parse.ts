@@ -1,6 +1,6 @@
 /**
  * `@` mentions in the chat input: the parser, twin of `find_mentions` in
- * neta_nb/runtime/mentions.py (the rules are written out there) and tested with the same
+ * neta_nb/runtime/mentions/mentions.py (the rules are written out there) and tested with the same
  * vectors (tests/fixtures/mention_vectors.json). The kernel decides what a mention refers
  * to; this finds where mentions are, for the chips, and the one being typed, for the popup.
  *

@@ -1,7 +1,7 @@
 /**
  * How the chat input asks the kernel about `@` mentions: `mention_candidates {prefix}` for
  * the popup and `mention_preview {mention}` for a chip (Python twins in
- * neta_nb/widgets/chat/mention_requests.py and neta_nb/runtime/mentions.py).
+ * neta_nb/widgets/chat/mention_requests.py and neta_nb/runtime/mentions/mentions.py).
  *
  * The input knows nothing of the widget's model: it dispatches a `neta-mention-request`
  * event that bubbles to the view's element, where the renderer answers it with a request
@@ -18,7 +18,7 @@ export interface MentionCandidatesRequest {
   prefix?: string;
 }
 
-/** One row of the popup (Python: `MentionCandidate`, neta_nb/runtime/mention_candidates.py). */
+/** One row of the popup (Python: `MentionCandidate`, neta_nb/runtime/mentions/mention_candidates.py). */
 export interface MentionCandidate {
   /** What follows the `@`: `df`, `In[5]`, `error`, `file:data/x.csv`. */
   key: string;

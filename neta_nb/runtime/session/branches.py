@@ -27,7 +27,7 @@ from typing import Any
 from ...messages import MentionPart, Message, valid_conversation
 from ...store.session_store import CompactedView, CompactionRecord
 from ...thinking import THINK_LEVELS, ThinkLevel
-from ..mentions import is_from_mention
+from ..mentions.mentions import is_from_mention
 from .deps import TurnDeps
 from .runner import TurnRunner, next_think_level
 from .spending import Spend

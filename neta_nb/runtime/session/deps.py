@@ -8,7 +8,7 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
-from ..tracing import TurnTracer, turn_tracer
+from ..tracing.tracing import TurnTracer, turn_tracer
 from .state import SessionState
 from .subagents import Crew, NewSession
 from .tool_runner import ToolRunner

@@ -37,8 +37,8 @@ from ...store.database import TurnClaimHandle
 from ...store.process_owner import ProcessOwner
 from ...thinking import ThinkLevel, resolve_think_level
 from ..compaction import CompactionError, compact_view
-from ..mentions import prompt_parts
-from ..tracing import CallSpan
+from ..mentions.mentions import prompt_parts
+from ..tracing.tracing import CallSpan
 from ..usage_meter import estimate_request_tokens
 from .deps import TurnDeps
 from .kernel_interrupt import interrupted_warning, interrupts

@@ -358,10 +358,10 @@ class AgentSession:
         failures are reported as an ``error`` event, not raised.
 
         ``attachments``: files for the model — paths, ``(bytes, media_type)``, PIL images
-        or :class:`~neta_nb.runtime.attachments.Attachment` (see
-        :mod:`neta_nb.runtime.attachments`). One the model cannot take raises
+        or :class:`~neta_nb.runtime.mentions.attachments.Attachment` (see
+        :mod:`neta_nb.runtime.mentions.attachments`). One the model cannot take raises
         :class:`AttachmentError` before anything is sent or stored; so does a ``@`` mention
-        that does not resolve (``MentionError``, :mod:`neta_nb.runtime.mentions`).
+        that does not resolve (``MentionError``, :mod:`neta_nb.runtime.mentions.mentions`).
         ``mentions``: blocks sent instead of resolving them (``()``: ``@`` is text)."""
         runner = self._runner
         prompt_message = runner.ready(prompt, attachments, mentions)

@@ -19,7 +19,7 @@ from ...store.session_store import CompactionRecord, SessionStore
 from ...store.session_writes import SessionPersistence, deleted_warning, store_warning
 from ...thinking import ThinkLevel, check_think_level
 from ...todo import TodoStore
-from ...tools.resolution_cache import ResolutionCache
+from ...tools.resolution.resolution_cache import ResolutionCache
 from ..approvals import ApprovalPolicy, Approvals
 from ..event_hub import EventHub
 from ..history import History

@@ -41,10 +41,10 @@ from ...messages import (
 )
 from ...tools import Tool, ToolArgumentError
 from ...tools.base import ProgressCallback, ToolContext, ToolFailure, preview_call
-from ...tools.resolver import ToolResolution
+from ...tools.resolution.resolver import ToolResolution
 from ...tools.rich import RichResult
-from ..tracing import NO_SPAN as _NO_SPAN
-from ..tracing import UNTRACED, CallSpan, TurnTracer
+from ..tracing.tracing import NO_SPAN as _NO_SPAN
+from ..tracing.tracing import UNTRACED, CallSpan, TurnTracer
 from .state import SessionState
 from .tool_limits import ToolLimits, bound_result
 from .toolbox import Toolbox

@@ -8,8 +8,8 @@ import dataclasses
 
 from ...tools import PromptPreview, ToolContext, preview_prompt, resolve_tools
 from ...tools.base import ProgressCallback
-from ...tools.resolution_cache import ResolutionCache
-from ...tools.resolver import ToolResolution
+from ...tools.resolution.resolution_cache import ResolutionCache
+from ...tools.resolution.resolver import ToolResolution
 from .state import SessionState
 from .subagents import Crew
 from .workspace import Workspace

@@ -26,8 +26,8 @@ from ...providers.base import (
     ThinkingEnd,
     ToolCallReady,
 )
-from ...tools.resolver import ToolResolution
-from ..tracing import UNTRACED, CallSpan, TurnTracer
+from ...tools.resolution.resolver import ToolResolution
+from ..tracing.tracing import UNTRACED, CallSpan, TurnTracer
 from .spending import Spend
 
 __all__ = ["DRAFT_INTERVAL", "INTERRUPTED_LINE", "Turn", "shown_as_one_line"]

@@ -1,11 +1,12 @@
 """``delegate``: hand a task to one of the agent's sub-agents (category ``crew``).
 
 The tool is the same for every agent; what it can reach is the calling session's crew
-(:class:`neta_nb.runtime.subagents.Crew`, given to the call as ``ToolContext.crew``). The session
-shows each model a copy of the schema whose ``agent`` argument lists that agent's own
-sub-agents by name, with their descriptions. It is offered only to an agent that may
-delegate (it has sub-agents and is within the nesting limit), and several calls of one
-response run at the same time (the crew bounds how many).
+(:class:`neta_nb.runtime.session.subagents.Crew`, given to the call as
+``ToolContext.crew``). The session shows each model a copy of the schema whose ``agent``
+argument lists that agent's own sub-agents by name, with their descriptions. It is
+offered only to an agent that may delegate (it has sub-agents and is within the nesting
+limit), and several calls of one response run at the same time (the crew bounds how
+many).
 """
 
 from __future__ import annotations

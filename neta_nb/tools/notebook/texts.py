@@ -1,7 +1,7 @@
 """The notebook's things as text: a variable, a cell, the last exception — plain text,
 bounded, made without running code of a class the notebook defined (the rules of
 ``list_variables``, whose describer this reuses). An ``@`` mention
-(:mod:`neta_nb.runtime.mentions`) and ``read_notebook``'s kernel history (:mod:`.kernel`)
+(:mod:`neta_nb.runtime.mentions.mentions`) and ``read_notebook``'s kernel history (:mod:`.kernel`)
 are made of them, so both read the notebook alike.
 
 ``mentions`` cuts each whole block to its byte limit; the bounds here keep each piece in

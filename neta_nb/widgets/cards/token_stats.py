@@ -14,7 +14,7 @@ import traitlets
 
 from ...events import ContextUsage, TokenUpdateEvent, TurnUsage
 from ...labels import t
-from ...runtime.budget import format_usd
+from ...runtime.session.spending import format_usd
 from ..base import NetaWidget
 
 __all__ = ["TokenStats", "context_level", "format_context_share", "format_reported",

@@ -1,13 +1,13 @@
 """The chat input's two requests about ``@`` mentions, answered for a live session: the
 popup's ``mention_candidates {prefix}`` and a chip's ``mention_preview {mention}`` (the
 exact block the model will read, or why the mention is unknown). The rules are the
-runtime's (``neta_nb.runtime.mentions``, ``mention_candidates``); this is the wire.
+runtime's (``neta_nb.runtime.mentions.mentions``, ``mention_candidates``); this is the wire.
 """
 
 from __future__ import annotations
 
-from ...runtime.mention_candidates import mention_candidates
-from ...runtime.mentions import MentionPreview, preview_mention
+from ...runtime.mentions.mention_candidates import mention_candidates
+from ...runtime.mentions.mentions import MentionPreview, preview_mention
 from ...runtime.session import AgentSession
 from ..base import RequestError
 from .wire import MentionCandidatesReply, MentionCandidatesRequest, MentionPreviewRequest

@@ -13,8 +13,8 @@ import logging
 from dataclasses import dataclass
 
 from ...labels import t
-from ...runtime.budget import format_usd
 from ...runtime.session import AgentSession
+from ...runtime.session.spending import format_usd
 from ...store.records import UNTITLED, SessionRecord, automatic_title
 from .static import shown_title
 

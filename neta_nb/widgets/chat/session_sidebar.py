@@ -30,10 +30,9 @@ from typing import Any, Protocol, cast
 import traitlets
 
 from ...labels import t
-from ...runtime.budget import format_usd
-from ...runtime.resume import SessionNotOwnedError
 from ...runtime.session import AgentSession
-from ...runtime.session.resume import SessionNotResumableError
+from ...runtime.session.resume import SessionNotOwnedError, SessionNotResumableError
+from ...runtime.session.spending import format_usd
 from ...runtime.stored_endpoint import StoredEndpointError
 from ...store.process_owner import SessionBusyError
 from ...store.session_store import SessionRecord, SessionStore

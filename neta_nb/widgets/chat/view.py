@@ -34,7 +34,7 @@ import traitlets
 
 from ...labels import t
 from ...messages import ToolExecution
-from ...runtime.attachments import DEFAULT_ATTACHMENT_LIMITS, Attachment, guess_media_type
+from ...runtime.mentions.attachments import DEFAULT_ATTACHMENT_LIMITS, Attachment, guess_media_type
 from ...runtime.projection import ConversationProjection
 from ...runtime.session import Agent, AgentSession
 from ...store.process_owner import SessionBusyError

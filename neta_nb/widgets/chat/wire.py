@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any, Literal, NotRequired, Required, TypedDict
 
 from ...messages import RunStatus
-from ...runtime.mention_candidates import MentionCandidate
+from ...runtime.mentions.mention_candidates import MentionCandidate
 from ..wire import ContextUsageDict, DisplayItemDict, NoReply, TodoItemDict, TurnUsageDict
 
 __all__ = [

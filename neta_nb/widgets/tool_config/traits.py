@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Literal, TypedDict
 
 from ...tools import ToolState
-from ...tools.mcp import ServerStatus
+from ...tools.mcp.mcp import ServerStatus
 from ..wire import NoReply
 
 __all__ = ["AcknowledgeRequest", "BulkReply", "BulkRequest", "CategoryCount", "ForgetReply",

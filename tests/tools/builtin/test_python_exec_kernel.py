@@ -14,8 +14,8 @@ from nbclient import NotebookClient
 SETUP = r'''
 import json
 from neta_nb import Agent, AgentSession, AgentToolConfig
-from neta_nb.providers.script_format import ScriptedResponse, TextStep
-from neta_nb.providers.scripted import ScriptedProvider
+from neta_nb.providers.scripted.script_format import ScriptedResponse, TextStep
+from neta_nb.providers.scripted.scripted import ScriptedProvider
 
 def code(name):
     # Interleaves with the other child: awaits between prints, a thread of its own, stderr.

@@ -1,0 +1,97 @@
+"""The offline notebook demo plays its loop from what the tools returned: the failing cell
+and its text come from read_notebook, the decision from edit_cell, the output from
+run_cell — and where no page answers, it says so and shows the fix instead."""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pandas as pd  # type: ignore[import-untyped]
+import pytest
+
+from neta_nb import AgentSession
+from neta_nb.demos.notebook import FIX_PROMPT, demo_notebook_agent
+from neta_nb.providers.scripted.demo_notebook_script import failing_cell, proposed_fix
+from neta_nb.tools.notebook import kernel
+from neta_nb.tools.notebook.reading import CellRange, render_notebook
+
+from ..support.notebook_page import FakeNotebookPage
+
+DATA = Path(__file__).parents[2] / "notebooks" / "data" / "sales.csv"
+CAST = 'ratings = sales["customer_rating"].astype(int)\nratings.value_counts().sort_index()'
+
+
+def _error_of(source: str) -> dict[str, Any]:
+    try:
+        exec(source, {"sales": pd.read_csv(DATA)})
+    except Exception as error:
+        return {"output_type": "error", "ename": type(error).__name__, "evalue": str(error),
+                "traceback": traceback.format_exception(error)}
+    raise AssertionError("the demo cell is meant to fail")
+
+
+def _page() -> FakeNotebookPage:
+    page = FakeNotebookPage([
+        {"id": "load", "source": "import pandas as pd\nsales = pd.read_csv('data/sales.csv')"},
+        {"id": "cast", "source": CAST, "outputs": [_error_of(CAST)], "execution_count": 2},
+        {"id": "notes", "cell_type": "markdown", "source": "Ratings"},
+    ])
+    page.run_outputs["cast"] = [{"output_type": "execute_result",
+                                 "data": {"text/plain": "customer_rating\n1    9\n5    7"}}]
+    return page
+
+
+def test_the_failing_cell_and_its_fix_are_read_from_the_notebook() -> None:
+    page = _page()
+    read = render_notebook({"cells": page.cells}, CellRange())
+    cell_id, source, error = failing_cell(read) or ("", "", "")
+    assert (cell_id, source) == ("cast", CAST)
+    assert error.startswith("IntCastingNaNError: Cannot convert non-finite values")
+    fixed = proposed_fix(source)
+    assert fixed == CAST.replace(".astype(int)", ".dropna().astype(int)")
+    exec(fixed, {"sales": pd.read_csv(DATA)})
+    assert proposed_fix("x = 1") is None
+    assert failing_cell(render_notebook({"cells": page.cells[:1]}, CellRange())) is None
+
+
+async def test_accepted_the_fix_lands_and_the_cell_runs() -> None:
+    page = _page()
+    session = AgentSession(demo_notebook_agent(), approval_policy="allow")
+    session.notebook_page = page
+    await session.run(FIX_PROMPT)
+    assert page.cell("cast")["source"] == proposed_fix(CAST)
+    assert ("run", {"cell_id": "cast"}) in page.requests
+    assert "It runs now" in session.messages[-1].text and "1    9" in session.messages[-1].text
+
+
+async def test_rejected_nothing_changes_and_the_agent_says_so() -> None:
+    page = _page()
+    session = AgentSession(demo_notebook_agent())  # no one to ask: the policy rejects
+    session.notebook_page = page
+    await session.run(FIX_PROMPT)
+    assert page.cell("cast")["source"] == CAST
+    assert {op for op, _ in page.requests} == {"read"}  # read, never edited or run
+    assert "stays as it was" in session.messages[-1].text
+
+
+async def test_without_a_page_the_demo_reads_the_kernel_history_and_shows_the_fix(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    session = AgentSession(demo_notebook_agent(), approval_policy="allow")
+    session.namespace.update({"In": ["", "sales = ...", CAST], "Out": {}})
+    # As IPython runs cell 2: its compiler maps the cell's file name to its number.
+    cell_file = "/tmp/ipykernel_1/2.py"
+    shell = SimpleNamespace(compile=SimpleNamespace(_filename_map={cell_file: 2}))
+    monkeypatch.setattr(kernel, "_shell", lambda: shell)
+    try:
+        exec(compile(CAST, cell_file, "exec"), {"sales": pd.read_csv(DATA)})
+    except Exception as raised:  # as IPython records the last error
+        monkeypatch.setattr(sys, "last_value", raised, raising=False)
+        monkeypatch.setattr(sys, "last_exc", raised, raising=False)
+    await session.run(FIX_PROMPT)
+    answer = session.messages[-1].text
+    assert "could not change the notebook" in answer
+    assert ".dropna().astype(int)" in answer

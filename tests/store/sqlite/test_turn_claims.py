@@ -1,0 +1,43 @@
+"""TurnClaim: the OS lock a process holds while it runs a session's turn, so another
+kernel cannot take the turn over even while the store cannot record its owner."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from neta_nb import SessionBusyError
+from neta_nb.store.sqlite.turn_claims import TurnClaim
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="flock")
+
+
+def test_a_claimed_turn_is_refused_until_it_is_released(tmp_path: Path) -> None:
+    db = tmp_path / "sessions.sqlite3"
+    claim = TurnClaim.take(db, "s/../odd id")  # any id is one plain file name
+    assert claim is not None
+    assert [p.parent.name for p in (tmp_path / "sessions.sqlite3.turns").iterdir()] == [
+        "sessions.sqlite3.turns"]
+    with pytest.raises(SessionBusyError, match="this kernel"):
+        TurnClaim.check(db, "s/../odd id")
+    with pytest.raises(SessionBusyError, match="this kernel"):
+        TurnClaim.take(db, "s/../odd id")
+    TurnClaim.check(db, "another session")  # claims are per session
+    claim.release()
+    TurnClaim.check(db, "s/../odd id")
+    again = TurnClaim.take(db, "s/../odd id")
+    assert again is not None
+    again.release()
+
+
+def test_an_in_memory_store_needs_no_claim() -> None:
+    assert TurnClaim.take(Path(":memory:"), "s") is None
+    TurnClaim.check(Path(":memory:"), "s")
+
+
+def test_a_directory_that_cannot_hold_the_claim_leaves_the_record_as_the_guard(
+        tmp_path: Path) -> None:
+    (tmp_path / "sessions.sqlite3.turns").write_text("a file where the folder would be")
+    assert TurnClaim.take(tmp_path / "sessions.sqlite3", "s") is None
