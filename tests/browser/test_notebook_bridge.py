@@ -252,7 +252,8 @@ def test_edit_is_one_undo_step_and_a_stale_edit_changes_nothing(lab: LabSession)
                                                   "after": "x = 6"})) == "changed"
     undone = result(bridge(page, path, "undo", {"cell_id": x_id, "before": "x = 1",
                                                 "after": "x = 5"}))
-    assert undone == {"cell_id": x_id, "source": "x = 1"}
+    # The cell did not run since the edit: its outputs are the old code's and stay.
+    assert undone == {"cell_id": x_id, "source": "x = 1", "outputs_cleared": False}
     assert error_code(bridge(page, path, "edit", {"cell_id": "nope", "source": "",
                                                   "expected": ""})) == "no_cell"
 
