@@ -111,7 +111,7 @@ def _parser() -> MarkdownIt:
 
 
 @cache
-def _static_renderer() -> MarkdownIt:
+def _static_renderer(headings: bool = True) -> MarkdownIt:
     # Raw HTML off (written as text); links only where markdown-it's own check allows
     # them (no javascript:, vbscript:, file: or data: other than images); images are
     # their alt text — a static page loads an image on sight, so model text could
@@ -130,6 +130,16 @@ def _static_renderer() -> MarkdownIt:
 
     renderer.add_render_rule("image", image)
     renderer.add_render_rule("link_open", link_open)
+    if not headings:
+        # In a table cell a page heading's size is out of place: a heading is a bold line.
+        def heading_open(*_args: object) -> str:
+            return "<p><strong>"
+
+        def heading_close(*_args: object) -> str:
+            return "</strong></p>\n"
+
+        renderer.add_render_rule("heading_open", heading_open)
+        renderer.add_render_rule("heading_close", heading_close)
     return renderer
 
 
@@ -138,11 +148,12 @@ def _escape_html(text: str) -> str:
             .replace('"', "&quot;"))
 
 
-def static_markdown_html(markdown: str) -> str:
+def static_markdown_html(markdown: str, *, headings: bool = True) -> str:
     """Model text (markdown) as HTML for a static page: headings, lists, tables, code and
     emphasis drawn; no raw HTML, no image loaded, no script-carrying link. For the
-    notebook's saved form, which viewers show without sanitizing."""
-    return str(_static_renderer().render(markdown))
+    notebook's saved form, which viewers show without sanitizing. ``headings=False``
+    draws a heading as a bold line (for text set inside a table cell)."""
+    return str(_static_renderer(headings).render(markdown))
 
 
 def plain_text(markdown: str) -> str:

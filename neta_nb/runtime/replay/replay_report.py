@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import html
 import importlib
-import re
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -245,7 +244,7 @@ def _answer_html(answer: str, error: str | None) -> str:
     not the raw ``##`` and ``**``), through the static renderer: the report is shown
     and saved as a notebook output, where model text must load and run nothing. A
     failure follows as plain text."""
-    shown = _HEADING.sub(_heading_as_bold, static_markdown_html(_excerpt(answer)))
+    shown = static_markdown_html(_excerpt(answer), headings=False)
     return f"{shown}<p>[error: {_esc(error)}]</p>" if error else shown
 
 
@@ -260,16 +259,6 @@ def _excerpt(answer: str) -> str:
         if at > SHOWN_CHARS // 2:
             return head[:at].rstrip() + " …"
     return head + " …"
-
-
-_HEADING = re.compile(r"<(/?)h[1-6]>")
-"""A heading of the static renderer's output (it writes no attributes on one, and raw
-HTML in the text arrives escaped, so each match is the renderer's own)."""
-
-
-def _heading_as_bold(match: re.Match[str]) -> str:
-    # A table cell is no place for a page heading's size: the heading becomes a bold line.
-    return "</strong></p>" if match.group(1) else "<p><strong>"
 
 
 def _tools(figures: TurnFigures) -> str:
