@@ -14,6 +14,7 @@ import mcp_types as types
 import pytest
 
 import neta_nb
+from neta_nb.runtime import mcp_server
 from neta_nb.tools.notebook import PAGE_NEEDED
 from neta_nb.widgets import ChatView, mcp_review
 
@@ -36,6 +37,9 @@ def test_the_magic_says_how_it_is_used() -> None:
 async def test_each_client_gets_its_review_view_and_the_page_tools_need_the_page(
         monkeypatch: pytest.MonkeyPatch, sent: SentMessages) -> None:
     monkeypatch.setattr(mcp_review, "get_ipython", lambda: Kernel())
+    # No frontend here: the client's review view never opens on a page, so its first
+    # request need not give it the usual moment.
+    monkeypatch.setattr(mcp_server, "PAGE_WAIT", 0.1)
     shown: list[Any] = []
     monkeypatch.setattr(mcp_review, "display", shown.append)
     at_exit: list[Any] = []
