@@ -29,8 +29,8 @@ import mcp_types as types
 import nbformat
 import pytest
 from mcp.client.session import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 
+from ..support.notebook_mcp import OnProgress, connected, text_of
 from ..support.timing import poll_until
 from .harness import LabSession
 from .test_notebook_bridge import SAVE_JS, SHOWN_JS, type_at_end, undo_in_editor
@@ -61,6 +61,7 @@ class Client:
 
     def __init__(self, url: str, name: str = "claude-code") -> None:
         self.url = url
+        self.token = TOKEN
         self.name = name
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
@@ -76,18 +77,8 @@ class Client:
         return asyncio.run_coroutine_threadsafe(work, self.loop)
 
     async def _open(self) -> ClientSession:
-        async def handler(message: Any) -> None:
-            self.notifications.append(message)
-
-        http = await self._stack.enter_async_context(httpx2.AsyncClient(
-            headers={"Authorization": f"Bearer {TOKEN}"}, timeout=120))
-        read, write, *_ = await self._stack.enter_async_context(
-            streamable_http_client(self.url, http_client=http))
-        session = await self._stack.enter_async_context(ClientSession(
-            read, write, message_handler=handler,
-            client_info=types.Implementation(name=self.name, version="1")))
-        await session.initialize()
-        return session
+        return await self._stack.enter_async_context(connected(
+            self, self.name, on_message=self.notifications.append, http_timeout=120))
 
     def call(self, name: str, args: dict[str, Any]) -> concurrent.futures.Future[
             types.CallToolResult]:
@@ -95,12 +86,8 @@ class Client:
 
     def call_with_progress(self, name: str, args: dict[str, Any], seen: list[str | None]
                            ) -> concurrent.futures.Future[types.CallToolResult]:
-        class OnProgress:  # the SDK's callback protocol names its parameters
-            async def __call__(self, progress: float, total: float | None,
-                               message: str | None) -> None:
-                seen.append(message)
-
-        return self.submit(self.session.call_tool(name, args, progress_callback=OnProgress()))
+        return self.submit(self.session.call_tool(name, args,
+                                                  progress_callback=OnProgress(seen)))
 
     def listed(self) -> set[str]:
         return {tool.name for tool in self.run(self.session.list_tools()).tools}
@@ -119,10 +106,6 @@ def pictures(lab: LabSession, locator: Any, directory: Path, name: str) -> None:
         lab.wait_for_transitions(locator)
         lab.screenshot(locator, directory / f"{name}-{'dark' if dark else 'light'}.png")
     lab.set_theme(dark=False)
-
-
-def text_of(result: types.CallToolResult) -> str:
-    return "\n".join(item.text for item in result.content if isinstance(item, types.TextContent))
 
 
 @contextlib.contextmanager

@@ -1,10 +1,5 @@
 """The notebook's MCP server, driven by the official ``mcp`` Python client over real HTTP
-on 127.0.0.1.
-
-The notebook page is unavailable here: each client's session gets a stand-in page
-(tests/support/notebook_page.py) and a stand-in user who answers its approval requests,
-where the widget layer would show the client's review view. The real page — JupyterLab
-with the extension — is driven by tests/browser/test_mcp_server.py.
+on 127.0.0.1, with a stand-in page and user (tests/support/notebook_mcp.py).
 """
 
 from __future__ import annotations
@@ -14,98 +9,33 @@ import contextlib
 import json
 import shlex
 import tomllib
-from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx2
 import mcp_types as types
 import pytest
-from mcp.client.session import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from neta_nb.events import ApprovalRequestEvent, Event
 from neta_nb.messages import ToolCallPart
 from neta_nb.runtime import mcp_server
 from neta_nb.runtime.mcp_server import NotebookMCPServer
-from neta_nb.runtime.session import AgentSession
 from neta_nb.runtime.tracing.tracing import configure_tracing
 from neta_nb.store.session_store import SessionStore
 from neta_nb.tools.notebook import notebook_tools
 from neta_nb.tools.notebook.reading import UNTRUSTED
+from tests.support.notebook_mcp import (
+    CELLS,
+    OnProgress,
+    User,
+    connected,
+    served,
+    text_of,
+    waiting_edit,
+)
 from tests.support.notebook_page import FakeNotebookPage
-
-CELLS = [{"id": "c1", "source": "x = 1\nprint(x)"}, {"id": "c2", "source": "y = x + 1"}]
-
-
-class User:
-    """Answers each client's approval requests as a test says (``answer``: the decision,
-    and the text accepted instead of the proposal); keeps every request it saw."""
-
-    def __init__(self) -> None:
-        self.answer: tuple[str, str | None] | None = ("allow_once", None)
-        self.requests: list[tuple[str, ApprovalRequestEvent]] = []
-        self.asked = asyncio.Event()
-        self.sessions: dict[str, AgentSession] = {}
-        self.pages: dict[str, FakeNotebookPage] = {}
-
-    def show(self, page_for: Callable[[str], FakeNotebookPage]) -> Callable[[AgentSession],
-                                                                          None]:
-        def show(session: AgentSession) -> None:
-            name = session.agent.name
-            self.sessions[name] = session
-            session.notebook_page = self.pages[name] = page_for(name)
-            session.attach_approver()
-
-            def on_event(event: Event) -> None:
-                if isinstance(event, ApprovalRequestEvent):
-                    self.requests.append((name, event))
-                    self.asked.set()
-                    if self.answer is not None:
-                        decision, text = self.answer
-                        session.approve(event.id, decision, text=text)  # type: ignore[arg-type]
-
-            session.subscribe(on_event)
-        return show
-
-
-@contextlib.asynccontextmanager
-async def served(user: User, *, page_for: Callable[[str], FakeNotebookPage] | None = None,
-                 store: SessionStore | None = None) -> AsyncIterator[NotebookMCPServer]:
-    shared = FakeNotebookPage(CELLS)
-    server = NotebookMCPServer(kernel_loop=asyncio.get_running_loop(),
-                               show_client=user.show(page_for or (lambda _name: shared)),
-                               store=store, namespace={"frame": [1, 2, 3]})
-    await asyncio.to_thread(server.start)
-    try:
-        yield server
-    finally:
-        await asyncio.to_thread(server.stop)
-
-
-@contextlib.asynccontextmanager
-async def connected(server: NotebookMCPServer, name: str = "claude-code", *,
-                    token: str | None = None,
-                    on_message: Callable[[Any], None] | None = None
-                    ) -> AsyncIterator[ClientSession]:
-    headers = {"Authorization": f"Bearer {token or server.token}"}
-
-    async def handler(message: Any) -> None:
-        if on_message is not None:
-            on_message(message)
-
-    async with httpx2.AsyncClient(headers=headers, timeout=60) as http, \
-            streamable_http_client(server.url, http_client=http) as (read, write, *_), \
-            ClientSession(read, write, message_handler=handler,
-                          client_info=types.Implementation(name=name, version="1")) as client:
-        await client.initialize()
-        yield client
-
-
-def text_of(result: types.CallToolResult) -> str:
-    return "\n".join(item.text for item in result.content if isinstance(item, types.TextContent))
+from tests.support.timing import wait_until
 
 
 async def test_the_notebook_tools_are_listed_with_their_own_schemas() -> None:
@@ -165,9 +95,7 @@ async def test_a_cell_changed_while_the_user_decides_is_not_overwritten() -> Non
     user = User()
     user.answer = None
     async with served(user) as server, connected(server) as client:
-        call = asyncio.create_task(
-            client.call_tool("edit_cell", {"cell_id": "c2", "source": "y = 2"}))
-        await asyncio.wait_for(user.asked.wait(), 30)
+        call = await waiting_edit(client, user)
         page = user.pages["claude-code"]
         page.cell("c2")["source"] = "y = 'typed meanwhile'"
         name, request = user.requests[0]
@@ -185,14 +113,9 @@ async def test_the_call_waits_for_the_decision_with_progress(
     user.answer = None
     seen: list[str | None] = []
 
-    class OnProgress:  # the SDK's callback protocol names its parameters
-        async def __call__(self, progress: float, total: float | None,
-                           message: str | None) -> None:
-            seen.append(message)
-
     async with served(user) as server, connected(server) as client:
         call = asyncio.create_task(client.call_tool(
-            "edit_cell", {"cell_id": "c1", "source": "x = 2"}, progress_callback=OnProgress()))
+            "edit_cell", {"cell_id": "c1", "source": "x = 2"}, progress_callback=OnProgress(seen)))
         await asyncio.wait_for(user.asked.wait(), 30)
         await asyncio.sleep(1.0)
         assert not call.done()  # the client waits for the user
@@ -337,15 +260,10 @@ async def test_a_long_run_keeps_the_call_alive_and_its_outputs_are_bounded(
                                "text": "row\n" * 200_000}]
     seen: list[str | None] = []
 
-    class OnProgress:
-        async def __call__(self, progress: float, total: float | None,
-                           message: str | None) -> None:
-            seen.append(message)
-
     async with served(user, page_for=lambda _name: page) as server, \
             connected(server) as client:
         result = await client.call_tool("run_cell", {"cell_id": "c1"},
-                                        progress_callback=OnProgress())
+                                        progress_callback=OnProgress(seen))
     assert not result.is_error, text_of(result)
     assert len(seen) >= 3
     text = text_of(result)
@@ -436,9 +354,7 @@ async def test_stop_in_the_notebook_ends_the_clients_waiting_call() -> None:
     user = User()
     user.answer = None
     async with served(user) as server, connected(server) as client:
-        call = asyncio.create_task(
-            client.call_tool("edit_cell", {"cell_id": "c2", "source": "y = 2"}))
-        await asyncio.wait_for(user.asked.wait(), 30)
+        call = await waiting_edit(client, user)
         assert user.sessions["claude-code"].cancel()  # the chat view's Stop
         result = await asyncio.wait_for(call, 30)
         page = user.pages["claude-code"]
@@ -452,17 +368,12 @@ async def test_a_call_the_client_gives_up_stops_its_turn() -> None:
     user = User()
     user.answer = None
     async with served(user) as server, connected(server) as client:
-        call = asyncio.create_task(
-            client.call_tool("edit_cell", {"cell_id": "c2", "source": "y = 2"}))
-        await asyncio.wait_for(user.asked.wait(), 30)
+        call = await waiting_edit(client, user)
         call.cancel()  # the client cancels its request
         with contextlib.suppress(asyncio.CancelledError):
             await call
         session = user.sessions["claude-code"]
-        for _ in range(100):
-            if not session.running:
-                break
-            await asyncio.sleep(0.1)
+        await wait_until(lambda: not session.running, 10)
         assert not session.running  # the turn waiting for the user ended with it
         after = await client.call_tool("read_notebook", {})
     assert not after.is_error, text_of(after)

@@ -31,8 +31,8 @@ from starlette.routing import Route
 from neta_nb.messages import ToolCallPart
 from neta_nb.runtime.mcp_server import TOKEN_VARIABLE, NotebookMCPServer
 
+from ..support.notebook_mcp import User
 from ..support.notebook_page import FakeNotebookPage
-from .test_mcp_server import User
 
 LOCKED = (Path(__file__).parents[1] / "fixtures" / "codex_cli" / "node_modules" / ".bin"
           / "codex")

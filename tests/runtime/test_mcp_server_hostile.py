@@ -1,7 +1,7 @@
 """The notebook's MCP server against hostile and careless clients: bad requests, bad
 arguments, two connections under one name, connections that go away, a server stopped
 while calls wait. Driven as tests/runtime/test_mcp_server.py drives it (the official
-client over real HTTP, a stand-in page and user)."""
+client over real HTTP, a stand-in page and user: tests/support/notebook_mcp.py)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,15 @@ from mcp.shared.exceptions import MCPError
 from neta_nb.runtime import mcp_guard, mcp_server
 from neta_nb.runtime.mcp_server import NotebookMCPServer
 from neta_nb.tools import tool
-from tests.runtime.test_mcp_server import User, connected, served, text_of
+from tests.support.notebook_mcp import (
+    OnProgress,
+    User,
+    connected,
+    served,
+    text_of,
+    waiting_edit,
+)
+from tests.support.timing import wait_until
 
 ACCEPT = {"Accept": "application/json, text/event-stream",
           "Content-Type": "application/json"}
@@ -101,25 +109,6 @@ def sorted_tool(values: list[int]) -> list[int]:
     return sorted(values)
 
 
-class OnProgress:
-    """Records the progress notifications of one call."""
-
-    def __init__(self) -> None:
-        self.seen: list[str | None] = []
-
-    async def __call__(self, progress: float, total: float | None,
-                       message: str | None) -> None:
-        self.seen.append(message)
-
-
-async def _until(check: Any, seconds: float = 30) -> None:
-    for _ in range(int(seconds * 20)):
-        if check():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("not reached")
-
-
 async def test_two_connections_under_one_name_queue_and_neither_cancels_the_other(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(mcp_server, "PROGRESS_EVERY", 0.2)
@@ -127,13 +116,11 @@ async def test_two_connections_under_one_name_queue_and_neither_cancels_the_othe
     user.answer = None
     async with served(user) as server, connected(server, "cursor") as first, \
             connected(server, "cursor") as second:
-        waiting = asyncio.create_task(
-            first.call_tool("edit_cell", {"cell_id": "c2", "source": "y = 2"}))
-        await asyncio.wait_for(user.asked.wait(), 30)
+        waiting = await waiting_edit(first, user)
         behind = OnProgress()
         queued = asyncio.create_task(second.call_tool(
             "insert_cell", {"source": "z = 3"}, progress_callback=behind))
-        await _until(lambda: len(behind.seen) >= 2)  # kept alive while it waits its turn
+        await wait_until(lambda: len(behind.seen) >= 2, 30)  # kept alive while it waits its turn
         assert not queued.done()
         waiting.cancel()  # the first connection gives up its call
         with contextlib.suppress(asyncio.CancelledError):
@@ -165,7 +152,7 @@ async def test_a_client_that_disconnects_mid_call_leaves_the_session_usable() ->
         with contextlib.suppress(asyncio.CancelledError):
             await gone
         session = user.sessions["gemini-cli"]
-        await _until(lambda: not session.running)  # its card is closed, not left pending
+        await wait_until(lambda: not session.running, 30)  # its card is closed, not left pending
         user.answer = ("allow_once", None)
         async with connected(server, "gemini-cli") as again:
             result = await again.call_tool("edit_cell", {"cell_id": "c2", "source": "y = 5"})
@@ -179,14 +166,12 @@ async def test_stopping_the_server_ends_waiting_calls_and_closes_their_cards() -
     user = User()
     user.answer = None
     async with served(user) as server, connected(server) as client:
-        call = asyncio.create_task(
-            client.call_tool("edit_cell", {"cell_id": "c2", "source": "y = 2"}))
-        await asyncio.wait_for(user.asked.wait(), 30)
+        call = await waiting_edit(client, user)
         session = user.sessions["claude-code"]
         await asyncio.to_thread(server.stop)
         # Answered before the connection closes: the client reads why, not a broken stream.
         result = await asyncio.wait_for(call, 30)
-        await _until(lambda: not session.running)  # the card waiting for the user closed
+        await wait_until(lambda: not session.running, 30)  # the card waiting for the user closed
         await asyncio.to_thread(server.stop)  # twice: nothing more
         page = user.pages["claude-code"]
     assert result.is_error and "MCP server was stopped while it waited" in text_of(result)
@@ -214,7 +199,7 @@ async def test_list_changed_is_sent_exactly_when_the_visible_list_changes() -> N
         await asyncio.sleep(0.5)
         assert announced == []
         config.set_tool("edit_cell", False, catalog)  # the list changes: said once
-        await _until(lambda: len(announced) == 1)
+        await wait_until(lambda: len(announced) == 1, 30)
         catalog.enable(sorted_tool.name)
         config.set_tool("run_cell", True, catalog)  # on already
         await client.list_tools()
@@ -316,7 +301,7 @@ async def test_a_connection_that_drops_mid_call_closes_its_card(
         with contextlib.suppress(BaseException):
             await calling
         session = user.sessions["raw"]
-        await _until(lambda: not session.running, 10)
+        await wait_until(lambda: not session.running, 10)
         user.answer = ("allow_once", None)
         async with connected(server, "raw") as again:
             result = await asyncio.wait_for(
@@ -332,9 +317,7 @@ async def test_a_queued_call_given_up_leaves_the_waiting_one_of_the_same_name() 
     user.answer = None
     async with served(user) as server, connected(server, "cursor") as first, \
             connected(server, "cursor") as second:
-        waiting = asyncio.create_task(
-            first.call_tool("edit_cell", {"cell_id": "c2", "source": "y = 2"}))
-        await asyncio.wait_for(user.asked.wait(), 30)
+        waiting = await waiting_edit(first, user)
         queued = asyncio.create_task(second.call_tool("insert_cell", {"source": "z = 3"}))
         await asyncio.sleep(0.5)
         queued.cancel()
@@ -361,16 +344,14 @@ async def test_stop_in_a_cell_answers_at_once_and_logs_no_error(
     user = User()
     user.answer = None
     async with served(user) as server, connected(server) as client:
-        call = asyncio.create_task(
-            client.call_tool("edit_cell", {"cell_id": "c2", "source": "y = 2"}))
-        await asyncio.wait_for(user.asked.wait(), 30)
+        call = await waiting_edit(client, user)
         session = user.sessions["claude-code"]
         capfd.readouterr()
         started = time.monotonic()
         server.stop()  # on this loop's thread, as a cell calls it
         took = time.monotonic() - started
         result = await asyncio.wait_for(call, 30)
-        await _until(lambda: not session.running)
+        await wait_until(lambda: not session.running, 30)
     printed = capfd.readouterr()
     assert took < 1.5, took
     assert "ERROR" not in printed.err and "Traceback" not in printed.err, printed.err

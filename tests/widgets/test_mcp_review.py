@@ -12,24 +12,14 @@ from typing import Any
 import httpx2
 import mcp_types as types
 import pytest
-from mcp.client.session import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 
 import neta_nb
+from neta_nb.runtime import mcp_server
 from neta_nb.tools.notebook import PAGE_NEEDED
 from neta_nb.widgets import ChatView, mcp_review
 
+from ..support.notebook_mcp import Kernel, connected
 from .conftest import SentMessages
-
-
-class Kernel:
-    """What the server asks of IPython: a shell with a kernel, running a cell a notebook
-    page sent (JupyterLab's ``cellId`` in the request's metadata)."""
-
-    class kernel:
-        @staticmethod
-        def get_parent() -> dict[str, Any]:
-            return {"metadata": {"cellId": "serve"}}
 
 
 def test_it_refuses_to_start_outside_a_notebook_kernel() -> None:
@@ -47,6 +37,9 @@ def test_the_magic_says_how_it_is_used() -> None:
 async def test_each_client_gets_its_review_view_and_the_page_tools_need_the_page(
         monkeypatch: pytest.MonkeyPatch, sent: SentMessages) -> None:
     monkeypatch.setattr(mcp_review, "get_ipython", lambda: Kernel())
+    # No frontend here: the client's review view never opens on a page, so its first
+    # request need not give it the usual moment.
+    monkeypatch.setattr(mcp_server, "PAGE_WAIT", 0.1)
     shown: list[Any] = []
     monkeypatch.setattr(mcp_review, "display", shown.append)
     at_exit: list[Any] = []
@@ -60,12 +53,7 @@ async def test_each_client_gets_its_review_view_and_the_page_tools_need_the_page
         assert "[mcp_servers.neta-notebook]" in setup and "&quot;httpUrl&quot;" in setup
         assert 'bearer_token_env_var = &quot;NETA_NOTEBOOK_MCP_TOKEN&quot;' in setup
         review = shown[0].children[1]
-        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {server.token}"},
-                                      timeout=60) as http, \
-                streamable_http_client(server.url, http_client=http) as (read, write, *_), \
-                ClientSession(read, write, client_info=types.Implementation(
-                    name="codex", version="1")) as client:
-            await client.initialize()
+        async with connected(server, "codex") as client:
             await client.list_tools()
             view = review.views["codex"]
             assert isinstance(view, ChatView) and view.session is server.clients["codex"]

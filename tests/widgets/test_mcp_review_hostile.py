@@ -21,17 +21,8 @@ from neta_nb.tools import ToolCatalog
 from neta_nb.tools.notebook import PAGE_NEEDED
 from neta_nb.widgets import ChatView, SessionSidebar, mcp_review
 
+from ..support.notebook_mcp import Kernel
 from .conftest import SentMessages
-
-
-class Kernel:
-    """What the server asks of IPython: a shell with a kernel, running a cell a notebook
-    page sent."""
-
-    class kernel:
-        @staticmethod
-        def get_parent() -> dict[str, Any]:
-            return {"metadata": {"cellId": "serve"}}
 
 
 async def test_the_token_is_in_no_text_the_notebook_saves(
