@@ -75,7 +75,7 @@ from .base import (
     connection_error,
     usage_count,
 )
-from .endpoints import VENDOR_URLS, requests_go_to
+from .endpoints import VENDOR_URLS
 
 __all__ = ["DEEPSEEK_BASE_URL", "OpenAIProvider", "to_openai_messages"]
 
@@ -361,9 +361,9 @@ def _provider_error(error: Exception, streamed: StreamedSoFar, *, started: bool,
                              retryable=status in _RETRYABLE_STATUS or status >= 500,
                              status_code=status, partial=partial, usage=usage)
     if isinstance(error, openai.APIConnectionError | httpx2.TransportError):
-        address, public = requests_go_to(supplier, base_url)
-        return connection_error(_VENDORS.get(supplier, "OpenAI"), address, error, started=started,
-                                public=public, partial=partial, usage=usage)
+        return connection_error(_VENDORS.get(supplier, "OpenAI"), error, supplier=supplier,
+                                base_url=base_url, started=started, partial=partial,
+                                usage=usage)
     if isinstance(error, openai.APIError):
         # An error object inside a 200 stream.
         return ProviderError(f"OpenAI stream error: {error.message}",
