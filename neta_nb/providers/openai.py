@@ -85,10 +85,10 @@ DEEPSEEK_BASE_URL = VENDOR_URLS["deepseek"]
 LOCAL_SERVER_KEY = "not-needed"
 """Sent to OpenAI-compatible servers given no key: the SDK insists on one, they ignore it."""
 
-_SUPPLIERS = ("openai", "deepseek", "openai-compatible")
 _VENDORS = {"openai": "OpenAI", "deepseek": "DeepSeek",
             "openai-compatible": "OpenAI-compatible server"}
-"""How an error names who failed."""
+"""The suppliers this provider serves, each with how an error names who failed."""
+_SUPPLIERS = tuple(_VENDORS)
 _RETRYABLE_STATUS = frozenset({408, 409, 429})
 _FATAL_STREAM_ERROR_TYPES = frozenset({"invalid_request_error", "authentication_error",
                                        "permission_error", "not_found_error"})
@@ -361,7 +361,7 @@ def _provider_error(error: Exception, streamed: StreamedSoFar, *, started: bool,
                              retryable=status in _RETRYABLE_STATUS or status >= 500,
                              status_code=status, partial=partial, usage=usage)
     if isinstance(error, openai.APIConnectionError | httpx2.TransportError):
-        return connection_error(_VENDORS.get(supplier, "OpenAI"), error, supplier=supplier,
+        return connection_error(_VENDORS[supplier], error, supplier=supplier,
                                 base_url=base_url, started=started, partial=partial,
                                 usage=usage)
     if isinstance(error, openai.APIError):
