@@ -534,8 +534,9 @@ def test_no_class_declares_its_hosts_attributes_or_stubs_its_methods() -> None:
 
 
 def contract_exceptions() -> frozenset[tuple[str, str]]:
-    """The upward imports the layers contract names as deliberate (``ignore_imports`` in
-    pyproject.toml): each there with a comment that gives its reason."""
+    """The imports the import-linter contracts name as deliberate (every contract's
+    ``ignore_imports`` in pyproject.toml: the layers' upward ones, the widgets imported
+    when first shown): each there with a comment that gives its reason."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     named = set()
     for contract in config["tool"]["importlinter"]["contracts"]:

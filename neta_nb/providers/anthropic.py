@@ -70,7 +70,6 @@ from .base import (
     connection_error,
     usage_count,
 )
-from .endpoints import requests_go_to
 
 __all__ = ["AnthropicProvider", "to_anthropic_messages"]
 
@@ -303,9 +302,8 @@ def _provider_error(error: Exception, streamed: StreamedSoFar, *, started: bool,
                              retryable=error_type is None or error_type in _RETRYABLE_ERROR_TYPES,
                              partial=partial, usage=usage)
     if isinstance(error, anthropic.APIConnectionError | httpx2.TransportError):
-        address, public = requests_go_to(supplier, base_url)
-        return connection_error("Anthropic", address, error, started=started,
-                                public=public, partial=partial, usage=usage)
+        return connection_error("Anthropic", error, supplier=supplier, base_url=base_url,
+                                started=started, partial=partial, usage=usage)
     return ProviderError(f"Anthropic request failed: {error}", retryable=False,
                          partial=partial, usage=usage)
 

@@ -42,6 +42,7 @@ from ..messages import (
     Usage,
 )
 from ..stored_urls import storable_options, storable_url
+from .endpoints import requests_go_to
 from .prices import ModelPrice, price_of
 
 if TYPE_CHECKING:
@@ -217,14 +218,16 @@ class ProviderError(Exception):
                 f"status_code={self.status_code})")
 
 
-def connection_error(vendor: str, address: str | None, error: BaseException, *,
-                     started: bool, public: bool = False, partial: list[Part] | None = None,
+def connection_error(vendor: str, error: BaseException, *, supplier: str,
+                     base_url: str | None, started: bool, partial: list[Part] | None = None,
                      usage: Usage | None = None) -> ProviderError:
     """The :class:`ProviderError` for a server that could not be reached, or whose
-    connection broke during the stream (``started``). It names the address (shown as
+    connection broke during the stream (``started``). It names the address a provider of
+    ``supplier`` with ``base_url`` sends to (as
     :func:`~neta_nb.providers.endpoints.requests_go_to` gives it: no credentials) and what
     to check: a local server that is not running, or runs on another port, is the usual
-    cause — the vendor's own API (``public``) is up, so there it is the network."""
+    cause — the vendor's own API is up, so there it is the network."""
+    address, public = requests_go_to(supplier, base_url)
     where = address or "the server"
     reason = _connection_failure(error)
     if started:

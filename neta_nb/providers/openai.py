@@ -75,7 +75,7 @@ from .base import (
     connection_error,
     usage_count,
 )
-from .endpoints import VENDOR_URLS, requests_go_to
+from .endpoints import VENDOR_URLS
 
 __all__ = ["DEEPSEEK_BASE_URL", "OpenAIProvider", "to_openai_messages"]
 
@@ -85,10 +85,10 @@ DEEPSEEK_BASE_URL = VENDOR_URLS["deepseek"]
 LOCAL_SERVER_KEY = "not-needed"
 """Sent to OpenAI-compatible servers given no key: the SDK insists on one, they ignore it."""
 
-_SUPPLIERS = ("openai", "deepseek", "openai-compatible")
 _VENDORS = {"openai": "OpenAI", "deepseek": "DeepSeek",
             "openai-compatible": "OpenAI-compatible server"}
-"""How an error names who failed."""
+"""The suppliers this provider serves, each with how an error names who failed."""
+_SUPPLIERS = tuple(_VENDORS)
 _RETRYABLE_STATUS = frozenset({408, 409, 429})
 _FATAL_STREAM_ERROR_TYPES = frozenset({"invalid_request_error", "authentication_error",
                                        "permission_error", "not_found_error"})
@@ -361,9 +361,9 @@ def _provider_error(error: Exception, streamed: StreamedSoFar, *, started: bool,
                              retryable=status in _RETRYABLE_STATUS or status >= 500,
                              status_code=status, partial=partial, usage=usage)
     if isinstance(error, openai.APIConnectionError | httpx2.TransportError):
-        address, public = requests_go_to(supplier, base_url)
-        return connection_error(_VENDORS.get(supplier, "OpenAI"), address, error, started=started,
-                                public=public, partial=partial, usage=usage)
+        return connection_error(_VENDORS[supplier], error, supplier=supplier,
+                                base_url=base_url, started=started, partial=partial,
+                                usage=usage)
     if isinstance(error, openai.APIError):
         # An error object inside a 200 stream.
         return ProviderError(f"OpenAI stream error: {error.message}",

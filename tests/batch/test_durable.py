@@ -11,6 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 from neta_nb import Agent, AgentSession, SessionStore
@@ -73,6 +74,8 @@ def _stop_outside_a_write(child: subprocess.Popen[str], store: Path) -> None:
             return
         except sqlite3.OperationalError:
             os.kill(child.pid, signal.SIGCONT)
+            # The moment: stopped again at once, the worker would not have run at all.
+            time.sleep(0.05)
         finally:
             probe.close()
     raise AssertionError("the worker held the store's write lock at every stop")

@@ -380,9 +380,8 @@ def test_the_vendors_own_api_is_named_with_the_network_to_check() -> None:
     assert requests_go_to("openai-compatible", None) == (None, False)
     assert requests_go_to("anthropic", "https://API.anthropic.com/") == (
         "https://API.anthropic.com/", True)
-    error = connection_error("OpenAI", "https://api.openai.com/v1",
-                             ConnectionError("Connection error."), started=False,
-                             public=True)
+    error = connection_error("OpenAI", ConnectionError("Connection error."),
+                             supplier="openai", base_url=None, started=False)
     assert error.message == ("OpenAI connection failed: could not connect to "
                              "https://api.openai.com/v1 (Connection error.) — is this "
                              "machine online?")

@@ -23,10 +23,8 @@ class CardFullTextRequest(TypedDict):
     field: str
 
 
-
 class CardFullText(TypedDict):
     text: str
-
 
 
 # --- the thinking block (cards/thinking-block.ts) -----------------------------------------
@@ -38,14 +36,12 @@ class AppendMessage(TypedDict):
     text: str
 
 
-
 class StreamSnapshot(TypedDict):
     """The ``snapshot`` reply: the text as of batch ``seq`` (TS: ``StreamSnapshot``,
     widgets.ts)."""
 
     text: str
     seq: int
-
 
 
 # --- the sub-agent card (cards/subagent-card.ts) ------------------------------------------
@@ -55,7 +51,6 @@ class SubagentSnapshot(TypedDict):
 
     seq: int
     part: SubagentPart
-
 
 
 class SubagentFullTextRequest(TypedDict):
