@@ -273,6 +273,9 @@ class Provider(ABC):
     tool_results_as_user: bool = False
     """Send tool results as user messages, for servers whose chat template drops
     ``tool`` messages (only the OpenAI-compatible provider has such servers)."""
+    not_resumable: str | None = None
+    """Why a stored session of this provider cannot be continued in another kernel
+    (``None``: it can): stored with the settings, so that ``resume`` says it."""
     _price: ModelPrice | None = None
 
     @property
@@ -365,6 +368,8 @@ class Provider(ABC):
             settings["request_options_withheld"] = list(options_withheld)
         if self._price is not None:  # a price the user gave comes back on resume
             settings["price"] = asdict(self._price)
+        if self.not_resumable is not None:
+            settings["not_resumable"] = self.not_resumable
         return settings
 
     def rebuild_options(self) -> dict[str, Any] | None:

@@ -51,6 +51,12 @@ class RelayProvider(Provider):
 
     def __init__(self, client_name: str) -> None:
         self.model = client_name
+        # The "model" was the client itself: another kernel has nothing to continue with.
+        self.not_resumable = (
+            f"it holds the calls of the outside MCP client {client_name!r}: its model was "
+            f"that client, which is not connected to this kernel, so nothing can continue "
+            f"it. It can be viewed (read-only); a client that connects again starts a new "
+            f"session.")
         self._call: RelayCall | None = None
         self._asked = False
 

@@ -23,7 +23,6 @@ from ...stored_urls import describe_withheld, withheld_names
 from ...thinking import THINK_LEVELS
 from ...tools import ToolCatalog
 from ..agent import Agent
-from ..mcp_relay import RELAY_SUPPLIER
 from ..stored_endpoint import StoredEndpointError, StoredOrigin, admitted_mcp_servers
 from .deps import TurnDeps
 from .spending import Spend
@@ -49,23 +48,18 @@ def check_owned(record: SessionRecord) -> None:
 
 
 class SessionNotResumableError(RuntimeError):
-    """The session has no model to continue with: the calls of an outside MCP client,
-    whose "model" was the client itself. It can be read (a read-only view), not resumed."""
+    """The session has no model to continue with — e.g. the calls of an outside MCP
+    client, whose "model" was the client itself. It can be read (a read-only view), not
+    resumed."""
 
 
 def check_resumable(record: SessionRecord) -> None:
-    """Raise :class:`SessionNotResumableError` for a session whose stored model is an
-    outside MCP client's relay (:mod:`~neta_nb.runtime.mcp_relay`)."""
+    """Raise :class:`SessionNotResumableError` for a session whose stored provider said it
+    cannot be continued elsewhere (:attr:`~neta_nb.providers.base.Provider.not_resumable`)."""
     provider = record.agent.get("provider")
-    supplier = (provider.get("supplier") if isinstance(provider, dict)
-                else str(record.agent.get("model") or "").partition(":")[0])
-    if supplier == RELAY_SUPPLIER:
-        client = provider.get("model") if isinstance(provider, dict) else None
-        raise SessionNotResumableError(
-            f"session {record.id!r} holds the calls of the outside MCP client "
-            f"{client or record.agent.get('name')!r}: its model was that client, which "
-            f"is not connected to this kernel, so nothing can continue it. It can be "
-            f"viewed (read-only); a client that connects again starts a new session.")
+    why = provider.get("not_resumable") if isinstance(provider, dict) else None
+    if why:
+        raise SessionNotResumableError(f"session {record.id!r} cannot be resumed: {why}")
 
 
 log = logging.getLogger(__name__)
