@@ -210,6 +210,8 @@ def test_a_chat_without_a_store_asks_before_it_drops_what_follows(
     confirm = first.locator(".neta-msg-confirm")
     confirm.wait_for()
     assert "gone for good" in confirm.inner_text()
+    # The focus is on Cancel, as the session list's delete asks: a second Enter drops nothing.
+    assert confirm.locator(".neta-msg-confirm-cancel").evaluate("b => b === document.activeElement")
     lab.screenshot_themes(first, screenshot_dir, "message-confirm-memory")
     # Cancel leaves everything as it was.
     confirm.locator(".neta-msg-confirm-cancel").click()
