@@ -556,5 +556,15 @@ class LabSession:
         }, animations="disabled")
         return path
 
+    def screenshot_themes(self, locator: Any, directory: Path, name: str) -> list[Path]:
+        """``<name>-light.png`` and ``<name>-dark.png`` of ``locator`` in ``directory``
+        (see :meth:`screenshot`), the light theme set again after."""
+        paths = []
+        for theme in ("light", "dark"):
+            self.set_theme(dark=theme == "dark")
+            paths.append(self.screenshot(locator, directory / f"{name}-{theme}.png"))
+        self.set_theme(dark=False)
+        return paths
+
     def close(self) -> None:
         self.page.close()

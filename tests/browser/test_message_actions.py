@@ -111,11 +111,7 @@ def test_edit_retry_and_fork_from_a_message(lab: LabSession, screenshot_dir: Pat
     page.mouse.move(0, 0)
     lab.set_left_area(collapsed=True)
     box = page.locator(".widget-hbox").first
-    for dark in (False, True):
-        lab.set_theme(dark=dark)
-        lab.screenshot(box, screenshot_dir /
-                       f"message-actions-branches-{'dark' if dark else 'light'}.png")
-    lab.set_theme(dark=False)
+    lab.screenshot_themes(box, screenshot_dir, "message-actions-branches")
     lab.set_left_area(collapsed=False)
 
 
@@ -214,10 +210,9 @@ def test_a_chat_without_a_store_asks_before_it_drops_what_follows(
     confirm = first.locator(".neta-msg-confirm")
     confirm.wait_for()
     assert "gone for good" in confirm.inner_text()
-    for theme in ("light", "dark"):
-        lab.set_theme(dark=theme == "dark")
-        lab.screenshot(first, screenshot_dir / f"message-confirm-memory-{theme}.png")
-    lab.set_theme(dark=False)
+    # The focus is on Cancel, as the session list's delete asks: a second Enter drops nothing.
+    assert confirm.locator(".neta-msg-confirm-cancel").evaluate("b => b === document.activeElement")
+    lab.screenshot_themes(first, screenshot_dir, "message-confirm-memory")
     # Cancel leaves everything as it was.
     confirm.locator(".neta-msg-confirm-cancel").click()
     confirm.wait_for(state="detached")
@@ -246,10 +241,7 @@ def test_a_fork_is_marked_as_one_with_a_way_back(lab: LabSession, screenshot_dir
     assert "A fork" in bar.inner_text()
     assert chat.locator(".neta-chat-user").count() == 1  # up to the message forked at
     assert lab.execute(path, "print(chat.session is not session)").strip() == "True"
-    for theme in ("light", "dark"):
-        lab.set_theme(dark=theme == "dark")
-        lab.screenshot(chat, screenshot_dir / f"chat-fork-marker-{theme}.png")
-    lab.set_theme(dark=False)
+    lab.screenshot_themes(chat, screenshot_dir, "chat-fork-marker")
     bar.locator(".neta-chat-fork-back").click()
     bar.wait_for(state="hidden")
     chat.locator(".neta-chat-user", has_text="And dogs?").wait_for()

@@ -182,10 +182,7 @@ def test_the_header_opens_the_list_of_chats_and_the_tool_panel(
     rows.nth(1).wait_for()
     assert rows.count() == 2
     assert header.locator(".neta-chat-header-sessions").get_attribute("aria-expanded") == "true"
-    for theme in ("light", "dark"):
-        lab.set_theme(dark=theme == "dark")
-        lab.screenshot(chat, screenshot_dir / f"chat-header-chats-{theme}.png")
-    lab.set_theme(dark=False)
+    lab.screenshot_themes(chat, screenshot_dir, "chat-header-chats")
     rows.filter(has_text="Profile the sample sales data").click()
     # The chat shows that session, and the drawer makes way for it.
     chat.get_by_text("What the tools returned").first.wait_for()
@@ -195,10 +192,7 @@ def test_the_header_opens_the_list_of_chats_and_the_tool_panel(
     # Tools: the agent's tool panel; Escape closes it.
     header.locator(".neta-chat-header-tools").click()
     drawer.locator(".neta-tool-config").wait_for()
-    for theme in ("light", "dark"):
-        lab.set_theme(dark=theme == "dark")
-        lab.screenshot(chat, screenshot_dir / f"chat-header-tools-{theme}.png")
-    lab.set_theme(dark=False)
+    lab.screenshot_themes(chat, screenshot_dir, "chat-header-tools")
     drawer.locator(".neta-chat-drawer-close").focus()
     page.keyboard.press("Escape")
     drawer.wait_for(state="hidden")
@@ -222,7 +216,4 @@ def test_a_chat_kept_in_memory_says_how_to_get_a_list(lab: LabSession,
     assert chat.locator(".neta-chat-drawer .neta-chat-drawer-error").is_hidden()
     drawer = chat.locator(".neta-chat-drawer")
     assert not drawer.evaluate("n => n.classList.contains('neta-is-loading')")
-    for theme in ("light", "dark"):
-        lab.set_theme(dark=theme == "dark")
-        lab.screenshot(chat, screenshot_dir / f"chat-header-chats-memory-{theme}.png")
-    lab.set_theme(dark=False)
+    lab.screenshot_themes(chat, screenshot_dir, "chat-header-chats-memory")

@@ -37,6 +37,17 @@ def _opened(view: ChatView, view_id: str) -> None:
                                    "view_id": view_id, "notebook_bridge": True}, [])
 
 
+def cell_fixing_crew() -> AgentSession:
+    """A planner that delegates "fix c1" (call ``d1``) to a fixer whose edit of ``c1``
+    (call ``e``, ``x = 1``) waits for the user's decision, then answers "done"."""
+    fixer = Agent("fixer", model=FakeProvider([
+        calls(("e", "edit_cell", {"cell_id": "c1", "source": "x = 1"})), answer("fixed")]),
+        description="fixes cells", tools=NOTEBOOK_TOOLS)
+    planner = Agent("planner", model=FakeProvider([delegations(("d1", "fixer", "fix c1")),
+                                                   answer("done")]), subagents=[fixer])
+    return AgentSession(planner, crew_catalog())
+
+
 async def test_a_view_off_the_page_for_a_moment_answers_again_once_back(
         monkeypatch: pytest.MonkeyPatch) -> None:
     # JupyterLab's windowed notebook detaches a cell scrolled out of view: its chat view
@@ -119,12 +130,7 @@ async def test_two_chats_of_one_session_one_switching_away_leaves_the_page_to_th
 async def test_a_subagents_proposal_is_decided_from_the_parents_chat(
         sent: SentMessages) -> None:
     page = FakeNotebookPage(CELLS)
-    fixer = Agent("fixer", model=FakeProvider([
-        calls(("e", "edit_cell", {"cell_id": "c1", "source": "x = 1"})), answer("fixed")]),
-        description="fixes cells", tools=NOTEBOOK_TOOLS)
-    planner = Agent("planner", model=FakeProvider([delegations(("d1", "fixer", "fix c1")),
-                                                   answer("done")]), subagents=[fixer])
-    session = AgentSession(planner, crew_catalog())
+    session = cell_fixing_crew()
     view = ChatView(session)
     session.notebook_page = page  # the page the view is on
     view._presence.opened("v")  # a view is shown: it answers the approvals

@@ -24,8 +24,9 @@ from ..support.delegation import crew_catalog, delegations
 from ..support.notebook_page import FakeNotebookPage
 from ..support.sessions import FakeProvider, answer, calls, make_session
 from ..support.timing import wait_until
-from ..tools.test_notebook_tools import CELLS, NOTEBOOK_TOOLS
+from ..tools.test_notebook_tools import CELLS
 from .conftest import SentMessages
+from .test_notebook_page_hostile import cell_fixing_crew
 
 PLAN = {"todos": [{"id": "1", "content": "Add", "status": "completed"},
                   {"id": "2", "content": "Count", "status": "in_progress"}]}
@@ -121,12 +122,7 @@ async def test_a_view_bound_mid_turn_shows_the_approvals_their_sessions_wait_for
     and comes back: the approval it shows again is the one the child's session holds,
     with its proposal, its path and the agent that asks."""
     page = FakeNotebookPage(CELLS)
-    fixer = Agent("fixer", model=FakeProvider([
-        calls(("e", "edit_cell", {"cell_id": "c1", "source": "x = 1"})), answer("fixed")]),
-        description="fixes cells", tools=NOTEBOOK_TOOLS)
-    planner = Agent("planner", model=FakeProvider([delegations(("d1", "fixer", "fix c1")),
-                                                   answer("done")]), subagents=[fixer])
-    session = AgentSession(planner, crew_catalog())
+    session = cell_fixing_crew()
     other, _, _ = make_session([])
     view = ChatView(session)
     session.notebook_page = page

@@ -121,7 +121,7 @@ export function addMessageActions(
         back();
       }
     });
-    go.focus();
+    cancel.focus(); // the safe answer under the keyboard: Enter twice drops nothing
   }
 
   function act(request: MessageActionRequest, button: HTMLButtonElement | null): void {
