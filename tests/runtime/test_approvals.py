@@ -12,6 +12,7 @@ import pytest
 
 from neta_nb import AgentToolConfig
 from neta_nb.events import PREVIEW_CHARS, ApprovalPreview
+from neta_nb.runtime.session.toolbox import Toolbox
 from neta_nb.tools import base
 from neta_nb.tools.base import ToolContext
 
@@ -128,3 +129,22 @@ async def test_a_failing_preview_never_blocks_the_approval(
     await asyncio.wait_for(session.run("x"), 5)
     assert rec.of("approval_request")[0].preview is None
     assert ran == ["guarded_op 1"]
+
+
+async def test_a_refused_call_builds_no_context(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A call's context is made once it may run (a preview makes its own, only when the
+    request goes to the user): a call the policy refuses costs none."""
+    ran.clear()
+    made: list[str] = []
+    build = Toolbox.tool_context
+
+    def counting(self: Toolbox, call_id: str, on_progress: base.ProgressCallback,
+                 ) -> ToolContext:
+        made.append(call_id)
+        return build(self, call_id, on_progress)
+
+    monkeypatch.setattr(Toolbox, "tool_context", counting)
+    session, _, _ = make_session([calls(("g", "guarded_op", {"x": 1})), answer("ok")])
+    await asyncio.wait_for(session.run("x"), 5)  # no approver: the policy rejects
+    assert ran == [] and made == []
+    assert session.messages[2].tool_results[0].is_error
