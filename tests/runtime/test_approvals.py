@@ -18,6 +18,7 @@ from neta_nb.tools.base import ToolContext
 
 from ..support.sessions import (
     answer,
+    answer_approvals,
     assert_valid_history,
     calls,
     guarded_op,
@@ -91,11 +92,7 @@ async def test_a_python_call_asks_with_its_code_as_the_preview() -> None:
     session, rec, _ = make_session([calls(("p", "python", {"code": code})), answer("ok")],
                                    agent_options={"tools": AgentToolConfig(enabled=["python"])})
     session.attach_approver()
-    def reject(event: Any) -> None:
-        if event.type == "approval_request":
-            session.approve(event.id, "reject")
-
-    session.subscribe(reject)
+    answer_approvals(session, "reject")
     await asyncio.wait_for(session.run("x"), 5)
     preview = rec.of("approval_request")[0].preview
     assert preview is not None and preview.language == "python"
@@ -121,11 +118,7 @@ async def test_a_failing_preview_never_blocks_the_approval(
     session, rec, _ = make_session([calls(("g", "previewed_op", {"x": 1})), answer("ok")],
                                    extra=[previewed])
     session.attach_approver()
-    def allow(event: Any) -> None:
-        if event.type == "approval_request":
-            session.approve(event.id, "allow_once")
-
-    session.subscribe(allow)
+    answer_approvals(session, "allow_once")
     await asyncio.wait_for(session.run("x"), 5)
     assert rec.of("approval_request")[0].preview is None
     assert ran == ["guarded_op 1"]
