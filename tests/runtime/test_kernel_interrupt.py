@@ -122,3 +122,14 @@ async def test_outside_a_kernel_ctrl_c_is_untouched() -> None:
     assert signal.getsignal(signal.SIGINT) is before
     watch.discard("one")
     assert signal.getsignal(signal.SIGINT) is before
+    # Even where SIGINT is ignored (a script started under nohup): not a kernel's idle
+    # SIG_IGN, so no handler is put in its place, then or at a later look.
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        watch.add("two", lambda: None)
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        await asyncio.sleep(kernel_interrupt.RECHECK_SECONDS * 2)
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        watch.discard("two")
+    finally:
+        signal.signal(signal.SIGINT, previous)
