@@ -170,8 +170,10 @@ class Approvals:
         if call.name in self._always_allowed:
             return True, ""
         rejected = f"The user did not allow '{call.name}' to run."
+        shown = await preview() if preview is not None and self.attached else None
+        # Checked after the preview, which may take a while: an approver that left
+        # meanwhile answers nothing, and the policy decides (no request left waiting).
         if self.attached:
-            shown = await preview() if preview is not None else None
             request = ApprovalRequestEvent(id=call.id, name=call.name, args=call.args,
                                            preview=shown)
             future = self._waiting(request)

@@ -141,3 +141,24 @@ async def test_a_refused_call_builds_no_context(monkeypatch: pytest.MonkeyPatch)
     await asyncio.wait_for(session.run("x"), 5)  # no approver: the policy rejects
     assert ran == [] and made == []
     assert session.messages[2].tool_results[0].is_error
+
+
+async def test_an_approver_leaving_while_the_preview_is_made_leaves_it_to_the_policy(
+        ) -> None:
+    """The chat view closes while the tool describes the call: nobody will answer the
+    request, so the policy decides instead of the turn waiting forever."""
+    ran.clear()
+    detach: list[Any] = []
+
+    async def preview(_: ToolContext, args: dict[str, Any]) -> ApprovalPreview | None:
+        detach[0]()
+        await asyncio.sleep(0)
+        return ApprovalPreview(code=f"guarded_op({args['x']})")
+
+    previewed = dataclasses.replace(guarded_op, name="previewed_op", approval_preview=preview)
+    session, rec, _ = make_session([calls(("g", "previewed_op", {"x": 1})), answer("ok")],
+                                   extra=[previewed])
+    detach.append(session.attach_approver())
+    await asyncio.wait_for(session.run("x"), 5)
+    assert ran == [] and "approval_request" not in rec.types
+    assert "needs the user's approval" in session.messages[2].tool_results[0].content
