@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,18 +13,11 @@ from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.manager import KernelManager
 
 from neta_nb.runtime.session.turn import INTERRUPTED_LINE
-from tests.support.kernels import STREAMING_SESSION, outputs, started_kernel, stdout
+from tests.support.kernels import STREAMING_SESSION, outputs, stdout
 from tests.support.sessions import make_session
 from tests.support.timing import poll_until
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
-
-
-
-@pytest.fixture
-def kernel() -> Iterator[tuple[KernelManager, BlockingKernelClient]]:
-    with started_kernel() as started:
-        yield started
 
 
 def test_an_interrupt_of_the_awaiting_cell_shows_one_plain_line(

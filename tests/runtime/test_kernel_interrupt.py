@@ -18,7 +18,7 @@ from jupyter_client.manager import KernelManager
 from neta_nb.runtime.session import kernel_interrupt
 from neta_nb.runtime.session.kernel_interrupt import KernelInterrupt
 from neta_nb.runtime.session.turn import INTERRUPTED_LINE
-from tests.support.kernels import STREAMING_SESSION, outputs, started_kernel, stdout
+from tests.support.kernels import STREAMING_SESSION, outputs, stdout
 from tests.support.timing import poll_until
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
@@ -27,12 +27,6 @@ SETUP = STREAMING_SESSION + """
 warnings = []
 session.subscribe(lambda event: event.type == "warning" and warnings.append(event.message))
 """
-
-
-@pytest.fixture
-def kernel() -> Iterator[tuple[KernelManager, BlockingKernelClient]]:
-    with started_kernel() as started:
-        yield started
 
 
 def test_an_interrupt_stops_a_turn_no_cell_awaits(

@@ -1,14 +1,12 @@
-"""A real ipykernel for the Kernel ▸ Interrupt tests: started and shut down around a
-test, a session in it that streams a long answer, and what one execution printed."""
+"""Talking to a real ipykernel (the Kernel ▸ Interrupt tests; the ``kernel`` fixture of
+``tests/runtime/conftest.py`` starts one): a session in it that streams a long answer,
+one execution's messages and what it printed."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 from jupyter_client.blocking.client import BlockingKernelClient
-from jupyter_client.manager import KernelManager, start_new_kernel
 
 STREAMING_SESSION = """
 from pathlib import Path
@@ -20,17 +18,6 @@ session.subscribe(lambda event: event.type == "token" and marker.touch())
 """
 """Kernel code (to ``format`` with ``marker``): ``session`` streams a long answer slowly,
 touching the file ``marker`` at its first token."""
-
-
-@contextlib.contextmanager
-def started_kernel() -> Iterator[tuple[KernelManager, BlockingKernelClient]]:
-    """A python3 kernel and its client, shut down at the end."""
-    manager, client = start_new_kernel(kernel_name="python3")
-    try:
-        yield manager, client
-    finally:
-        client.stop_channels()
-        manager.shutdown_kernel(now=True)
 
 
 def outputs(client: BlockingKernelClient, msg_id: str) -> list[dict[str, Any]]:
