@@ -46,8 +46,8 @@ class Approvals:
         self.policy: ApprovalPolicy = policy
         self._emit = emit
         self._approvers = 0
-        self._pending: dict[str, asyncio.Future[str]] = {}
-        self._asked: dict[str, ApprovalRequestEvent] = {}  # what each pending call asked
+        # Each pending call's request and the answer to come, in the order asked.
+        self._pending: dict[str, tuple[ApprovalRequestEvent, asyncio.Future[str]]] = {}
         self._texts: dict[str, str] = {}  # what the user accepted instead of a proposal
         self._always_allowed: set[str] = set()
         # A sub-agent's approvals: the parent's UI answers them (the request travels in a
@@ -72,7 +72,7 @@ class Approvals:
         chat view must not leave a turn — or a child's — waiting forever)."""
         if self.attached:
             return
-        for future in list(self._pending.values()):
+        for _request, future in list(self._pending.values()):
             if not future.done():
                 future.set_result(_BY_POLICY)
         for child in list(self._children):
@@ -81,19 +81,13 @@ class Approvals:
     def pending(self) -> list[ApprovalRequestEvent]:
         """The requests still waiting for the user's answer, in the order asked (a view
         shown mid-turn draws them from here)."""
-        return [request for call_id, request in self._asked.items()
-                if not self._pending[call_id].done()]
+        return [request for request, future in self._pending.values() if not future.done()]
 
     def _waiting(self, request: ApprovalRequestEvent) -> asyncio.Future[str]:
         """The answer to ``request``, to come (the request is pending from now on)."""
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        self._pending[request.id] = future
-        self._asked[request.id] = request
+        self._pending[request.id] = (request, future)
         return future
-
-    def _asked_done(self, call_id: str) -> None:
-        self._pending.pop(call_id, None)
-        self._asked.pop(call_id, None)
 
     def attach(self) -> Callable[[], None]:
         """Declare that a UI will answer approval requests; returns a function that
@@ -121,12 +115,12 @@ class Approvals:
                              f"choose one of {', '.join(DECISIONS)}")
         if text is not None and not isinstance(text, str):
             raise ValueError("an accepted edit's text must be a string")
-        future = self._pending.get(call_id)
-        if future is None or future.done():
+        waiting = self._pending.get(call_id)
+        if waiting is None or waiting[1].done():
             return False
         if text is not None and decision != "reject":
             self._texts[call_id] = text
-        future.set_result(decision)
+        waiting[1].set_result(decision)
         return True
 
     async def decide_edit(self, call_id: str, name: str, args: dict[str, Any],
@@ -151,7 +145,7 @@ class Approvals:
         try:
             decision = await future
         finally:
-            self._asked_done(call.id)
+            self._pending.pop(call.id, None)
             text = self._texts.pop(call.id, None)
         if decision == _BY_POLICY:
             allowed, _ = await self._by_policy(call, "")
@@ -170,8 +164,10 @@ class Approvals:
         if call.name in self._always_allowed:
             return True, ""
         rejected = f"The user did not allow '{call.name}' to run."
+        shown = await preview() if preview is not None and self.attached else None
+        # Checked after the preview, which may take a while: an approver that left
+        # meanwhile answers nothing, and the policy decides (no request left waiting).
         if self.attached:
-            shown = await preview() if preview is not None else None
             request = ApprovalRequestEvent(id=call.id, name=call.name, args=call.args,
                                            preview=shown)
             future = self._waiting(request)
@@ -181,7 +177,7 @@ class Approvals:
             try:
                 decision = await future
             finally:
-                self._asked_done(call.id)
+                self._pending.pop(call.id, None)
                 # A text answered with a call's approval is no edit's: a later edit under
                 # the same id (ids may repeat across responses) must not find it.
                 self._texts.pop(call.id, None)

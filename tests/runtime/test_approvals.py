@@ -12,11 +12,13 @@ import pytest
 
 from neta_nb import AgentToolConfig
 from neta_nb.events import PREVIEW_CHARS, ApprovalPreview
+from neta_nb.runtime.session.toolbox import Toolbox
 from neta_nb.tools import base
 from neta_nb.tools.base import ToolContext
 
 from ..support.sessions import (
     answer,
+    answer_approvals,
     assert_valid_history,
     calls,
     guarded_op,
@@ -90,11 +92,7 @@ async def test_a_python_call_asks_with_its_code_as_the_preview() -> None:
     session, rec, _ = make_session([calls(("p", "python", {"code": code})), answer("ok")],
                                    agent_options={"tools": AgentToolConfig(enabled=["python"])})
     session.attach_approver()
-    def reject(event: Any) -> None:
-        if event.type == "approval_request":
-            session.approve(event.id, "reject")
-
-    session.subscribe(reject)
+    answer_approvals(session, "reject")
     await asyncio.wait_for(session.run("x"), 5)
     preview = rec.of("approval_request")[0].preview
     assert preview is not None and preview.language == "python"
@@ -120,11 +118,47 @@ async def test_a_failing_preview_never_blocks_the_approval(
     session, rec, _ = make_session([calls(("g", "previewed_op", {"x": 1})), answer("ok")],
                                    extra=[previewed])
     session.attach_approver()
-    def allow(event: Any) -> None:
-        if event.type == "approval_request":
-            session.approve(event.id, "allow_once")
-
-    session.subscribe(allow)
+    answer_approvals(session, "allow_once")
     await asyncio.wait_for(session.run("x"), 5)
     assert rec.of("approval_request")[0].preview is None
     assert ran == ["guarded_op 1"]
+
+
+async def test_a_refused_call_builds_no_context(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A call's context is made once it may run (a preview makes its own, only when the
+    request goes to the user): a call the policy refuses costs none."""
+    ran.clear()
+    made: list[str] = []
+    build = Toolbox.tool_context
+
+    def counting(self: Toolbox, call_id: str, on_progress: base.ProgressCallback,
+                 ) -> ToolContext:
+        made.append(call_id)
+        return build(self, call_id, on_progress)
+
+    monkeypatch.setattr(Toolbox, "tool_context", counting)
+    session, _, _ = make_session([calls(("g", "guarded_op", {"x": 1})), answer("ok")])
+    await asyncio.wait_for(session.run("x"), 5)  # no approver: the policy rejects
+    assert ran == [] and made == []
+    assert session.messages[2].tool_results[0].is_error
+
+
+async def test_an_approver_leaving_while_the_preview_is_made_leaves_it_to_the_policy(
+        ) -> None:
+    """The chat view closes while the tool describes the call: nobody will answer the
+    request, so the policy decides instead of the turn waiting forever."""
+    ran.clear()
+    detach: list[Any] = []
+
+    async def preview(_: ToolContext, args: dict[str, Any]) -> ApprovalPreview | None:
+        detach[0]()
+        await asyncio.sleep(0)
+        return ApprovalPreview(code=f"guarded_op({args['x']})")
+
+    previewed = dataclasses.replace(guarded_op, name="previewed_op", approval_preview=preview)
+    session, rec, _ = make_session([calls(("g", "previewed_op", {"x": 1})), answer("ok")],
+                                   extra=[previewed])
+    detach.append(session.attach_approver())
+    await asyncio.wait_for(session.run("x"), 5)
+    assert ran == [] and "approval_request" not in rec.types
+    assert "needs the user's approval" in session.messages[2].tool_results[0].content

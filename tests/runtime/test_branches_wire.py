@@ -124,7 +124,7 @@ KILLED_FORK = textwrap.dedent("""
     import os, sys, asyncio
     sys.path.insert(0, {root!r})
     from neta_nb import Agent, AgentSession, ScriptedProvider, SessionStore
-    from neta_nb.runtime.session.state import TodoStore
+    from neta_nb.todo import TodoStore
 
     store = SessionStore({db!r})
     session = AgentSession.resume({session_id!r}, store)

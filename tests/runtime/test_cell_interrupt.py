@@ -6,77 +6,38 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from jupyter_client.blocking.client import BlockingKernelClient
-from jupyter_client.manager import KernelManager, start_new_kernel
+from jupyter_client.manager import KernelManager
 
 from neta_nb.runtime.session.turn import INTERRUPTED_LINE
+from tests.support.kernels import STREAMING_SESSION, outputs, stdout
 from tests.support.sessions import make_session
 from tests.support.timing import poll_until
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
-
-SETUP = """
-from pathlib import Path
-from neta_nb import Agent, AgentSession, ScriptedProvider
-session = AgentSession(Agent("a", model=ScriptedProvider(
-    [[{{"text": "word " * 5000}}]], chars_per_second=400)))
-marker = Path({marker!r})
-session.subscribe(lambda event: event.type == "token" and marker.touch())
-"""
-
-
-@pytest.fixture
-def kernel() -> Iterator[tuple[KernelManager, BlockingKernelClient]]:
-    manager, client = start_new_kernel(kernel_name="python3")
-    try:
-        yield manager, client
-    finally:
-        client.stop_channels()
-        manager.shutdown_kernel(now=True)
-
-
-def _outputs(client: BlockingKernelClient, msg_id: str) -> list[dict[str, Any]]:
-    """The iopub messages of one execution, until the kernel is idle again."""
-    seen: list[dict[str, Any]] = []
-    while True:
-        message = client.get_iopub_msg(timeout=60)
-        if message["parent_header"].get("msg_id") != msg_id:
-            continue
-        if (message["msg_type"] == "status"
-                and message["content"]["execution_state"] == "idle"):
-            return seen
-        seen.append(message)
-
-
-def _stdout(client: BlockingKernelClient, code: str) -> str:
-    outputs = _outputs(client, client.execute(code))
-    return "".join(m["content"]["text"] for m in outputs
-                   if m["msg_type"] == "stream" and m["content"]["name"] == "stdout")
 
 
 def test_an_interrupt_of_the_awaiting_cell_shows_one_plain_line(
         kernel: tuple[KernelManager, BlockingKernelClient], tmp_path: Path) -> None:
     manager, client = kernel
     marker = tmp_path / "streaming"
-    _outputs(client, client.execute(SETUP.format(marker=str(marker))))
+    outputs(client, client.execute(STREAMING_SESSION.format(marker=str(marker))))
     running = client.execute("await session.run('write a lot')")
     poll_until(marker.exists, 60, "the answer to stream")
     manager.interrupt_kernel()
-    outputs = _outputs(client, running)
-    (error,) = [m["content"] for m in outputs if m["msg_type"] == "error"]
+    messages = outputs(client, running)
+    (error,) = [m["content"] for m in messages if m["msg_type"] == "error"]
     assert error["ename"] == "CancelledError"
     assert error["traceback"] == [INTERRUPTED_LINE]
     # The turn was closed with what streamed, and the session takes the next one.
-    assert _stdout(client, "m = session.messages[-1]\n"
-                           "print(m.metadata.interrupted, m.text.startswith('word'))"
-                   ) == "cancelled True\n"
-    assert _stdout(client, "session.provider = ScriptedProvider([[{'text': 'Ready again.'}]])\n"
-                           "print((await session.run('again')).text)") == "Ready again.\n"
+    assert stdout(client, "m = session.messages[-1]\n"
+                          "print(m.metadata.interrupted, m.text.startswith('word'))"
+                  ) == "cancelled True\n"
+    assert stdout(client, "session.provider = ScriptedProvider([[{'text': 'Ready again.'}]])\n"
+                          "print((await session.run('again')).text)") == "Ready again.\n"
 
 
 # --- cancelled from outside by asyncio: the same exception, so asyncio knows it ------------

@@ -13,68 +13,52 @@ from pathlib import Path
 
 import pytest
 from jupyter_client.blocking.client import BlockingKernelClient
-from jupyter_client.manager import KernelManager, start_new_kernel
+from jupyter_client.manager import KernelManager
 
 from neta_nb.runtime.session import kernel_interrupt
 from neta_nb.runtime.session.kernel_interrupt import KernelInterrupt
 from neta_nb.runtime.session.turn import INTERRUPTED_LINE
-from tests.runtime.test_cell_interrupt import _outputs, _stdout
+from tests.support.kernels import STREAMING_SESSION, outputs, stdout
 from tests.support.timing import poll_until
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
-SETUP = """
-from pathlib import Path
-from neta_nb import Agent, AgentSession, ScriptedProvider
-session = AgentSession(Agent("a", model=ScriptedProvider(
-    [[{{"text": "word " * 5000}}]], chars_per_second=400)))
-marker = Path({marker!r})
+SETUP = STREAMING_SESSION + """
 warnings = []
-session.subscribe(lambda event: event.type == "token" and marker.touch())
 session.subscribe(lambda event: event.type == "warning" and warnings.append(event.message))
 """
-
-
-@pytest.fixture
-def kernel() -> Iterator[tuple[KernelManager, BlockingKernelClient]]:
-    manager, client = start_new_kernel(kernel_name="python3")
-    try:
-        yield manager, client
-    finally:
-        client.stop_channels()
-        manager.shutdown_kernel(now=True)
 
 
 def test_an_interrupt_stops_a_turn_no_cell_awaits(
         kernel: tuple[KernelManager, BlockingKernelClient], tmp_path: Path) -> None:
     manager, client = kernel
     marker = tmp_path / "streaming"
-    _outputs(client, client.execute(SETUP.format(marker=str(marker))))
+    outputs(client, client.execute(SETUP.format(marker=str(marker))))
     # As the chat's Send does: the turn runs on the kernel's loop, the cell has ended.
-    _outputs(client, client.execute("task = session.start('write a lot')"))
+    outputs(client, client.execute("task = session.start('write a lot')"))
     poll_until(marker.exists, 60, "the answer to stream")
     manager.interrupt_kernel()
     report = "print(json.dumps([task.done(), session.running]))"
-    _stdout(client, "import json")
+    stdout(client, "import json")
 
     def ended() -> bool:
-        return bool(json.loads(_stdout(client, report)) == [True, False])
+        return bool(json.loads(stdout(client, report)) == [True, False])
 
     poll_until(ended, 20, "the interrupt to end the turn")
     # Closed as an interrupted awaited run is: what streamed kept, marked, one plain line.
-    state = json.loads(_stdout(client, (
+    state = json.loads(stdout(client, (
         "m = session.messages[-1]\n"
         "print(json.dumps([m.metadata.interrupted, m.text.startswith('word'), "
         "len(m.text) < 25000, warnings]))")))
     assert state == ["cancelled", True, True, [INTERRUPTED_LINE]]
     # SIGINT is ignored again while idle (what ipykernel puts back after this cell)...
     time.sleep(kernel_interrupt.RECHECK_SECONDS * 3)
-    assert _stdout(client, "import signal\n"
-                           "print(get_ipython().kernel.saved_sigint_handler is signal.SIG_IGN)"
-                   ) == "True\n"
+    assert stdout(client, "import signal\n"
+                          "print(get_ipython().kernel.saved_sigint_handler is signal.SIG_IGN)"
+                  ) == "True\n"
     # ...and the session takes the next turn.
-    assert _stdout(client, "session.provider = ScriptedProvider([[{'text': 'Ready again.'}]])\n"
-                           "print((await session.run('again')).text)") == "Ready again.\n"
+    assert stdout(client, "session.provider = ScriptedProvider([[{'text': 'Ready again.'}]])\n"
+                          "print((await session.run('again')).text)") == "Ready again.\n"
 
 
 # --- whose handler the watch may replace ----------------------------------------------
@@ -132,3 +116,14 @@ async def test_outside_a_kernel_ctrl_c_is_untouched() -> None:
     assert signal.getsignal(signal.SIGINT) is before
     watch.discard("one")
     assert signal.getsignal(signal.SIGINT) is before
+    # Even where SIGINT is ignored (a script started under nohup): not a kernel's idle
+    # SIG_IGN, so no handler is put in its place, then or at a later look.
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        watch.add("two", lambda: None)
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        await asyncio.sleep(kernel_interrupt.RECHECK_SECONDS * 2)
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        watch.discard("two")
+    finally:
+        signal.signal(signal.SIGINT, previous)

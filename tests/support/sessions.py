@@ -24,7 +24,7 @@ from neta_nb import (
     ToolContext,
     tool,
 )
-from neta_nb.events import HISTORY_EVENTS
+from neta_nb.events import HISTORY_EVENTS, ApprovalDecision
 from neta_nb.messages import Message, Usage
 from neta_nb.providers.base import (
     ModelRequest,
@@ -187,6 +187,17 @@ def make_session(responses: list[list[Any]], *, extra: Sequence[Any] = (),
     recorder = Recorder()
     session.subscribe(recorder)
     return session, recorder, provider
+
+
+def answer_approvals(session: AgentSession, decision: ApprovalDecision) -> None:
+    """Subscribe to ``session`` an approver that answers every request with
+    ``decision`` (the approver must be attached too)."""
+
+    def decide(event: Any) -> None:
+        if event.type == "approval_request":
+            session.approve(event.id, decision)
+
+    session.subscribe(decide)
 
 
 def assert_valid_history(messages: Sequence[Message]) -> None:

@@ -62,10 +62,10 @@ class KernelInterrupt:
         self._turns: dict[object, tuple[Callable[[], None], asyncio.AbstractEventLoop]] = {}
         self._timer: asyncio.TimerHandle | None = None
         self._installed = False
-        self._handler = self._on_sigint
-        """Bound once: the handler in place is known by its identity."""
         """The handler was put in place of ``SIG_IGN`` and not taken back yet (ipykernel
         may hold it during a cell, to restore it afterwards)."""
+        self._handler = self._on_sigint
+        """Bound once: the handler in place is known by its identity."""
 
     def add(self, key: object, stop: Callable[[], None]) -> None:
         """Watch the turn ``key`` (on the running loop) until :meth:`discard`; an

@@ -40,7 +40,7 @@ from ...messages import (
     TraceRef,
 )
 from ...tools import Tool, ToolArgumentError
-from ...tools.base import ProgressCallback, ToolContext, ToolFailure, preview_call
+from ...tools.base import ProgressCallback, ToolFailure, preview_call
 from ...tools.resolution.resolver import ToolResolution
 from ...tools.rich import RichResult
 from ..tracing.tracing import NO_SPAN as _NO_SPAN
@@ -344,10 +344,11 @@ class ToolRunner:
         self._persist(last_assistant)
 
     async def _authorise(self, call: ToolCallPart, set_status: Callable[[RunStatus], None],
-                         span: CallSpan, ctx: ToolContext) -> Tool | _Refused:
+                         span: CallSpan, on_progress: ProgressCallback) -> Tool | _Refused:
         """The tool to run, or why it may not run. Authorisation is checked again now:
         the tool may have been switched off (globally or for the agent) while the
-        response streamed or while the user decided on an approval."""
+        response streamed or while the user decided on an approval. A preview of the call
+        (its own context) is made only when the request goes to the user."""
         resolution = self._resolve()
         tool = resolution.get(call.name)
         if tool is None:
@@ -364,7 +365,8 @@ class ToolRunner:
             asking = tool
             allowed, why = await self._approvals.decide(
                 call, on_waiting=on_waiting,
-                preview=lambda: preview_call(asking, ctx, call.args))
+                preview=lambda: preview_call(
+                    asking, self._make_context(call.id, on_progress), call.args))
             self._tracer.approval(span, allowed, time.monotonic() - asked)
             if not allowed:
                 return _Refused(why, rejected=True)
@@ -398,10 +400,10 @@ class ToolRunner:
         if call.raw_args is not None:
             return (f"The arguments for '{call.name}' were not a JSON object: "
                     f"{call.raw_args[:500]!r}. Call the tool again with valid JSON."), "error"
-        ctx = self._make_context(call.id, on_progress)
-        tool = await self._authorise(call, set_status, span, ctx)
+        tool = await self._authorise(call, set_status, span, on_progress)
         if isinstance(tool, _Refused):
             return tool.text, "rejected" if tool.rejected else "error"
+        ctx = self._make_context(call.id, on_progress)
         timeout = tool.timeout or default_timeout
         deadline = asyncio.timeout(timeout)
         try:
