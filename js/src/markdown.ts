@@ -185,7 +185,7 @@ const UNFINISHED_IMAGE = /!\[[^\]\n]*(?:\]\([^)\s]*)?$/;
 export function healedTail(text: string): string {
   // An image still arriving is left out until its `)` (remend would point it at a
   // placeholder URL, which the sanitizer would then draw as a remote image's stand-in).
-  return remend(text.replace(UNFINISHED_IMAGE, ""), {
+  const healed = remend(text.replace(UNFINISHED_IMAGE, ""), {
     linkMode: "text-only",
     images: false,
     comparisonOperators: false,
@@ -193,6 +193,22 @@ export function healedTail(text: string): string {
     inlineKatex: false,
     katex: false,
   });
+  // A marker that has just arrived with nothing after it yet (`the **`, `the ~~`, a lone
+  // backtick) cannot be closed around anything, and remend leaves it raw: it is held back
+  // until its first character comes. Inside an open code fence every character is code.
+  return insideOpenFence(healed) ? healed : healed.replace(DANGLING_MARKER, "$1");
+}
+
+/** A run of emphasis, strikethrough or code markers at the very end, opening nothing yet. */
+const DANGLING_MARKER = /(^|\s)[*_~`]+[ \t]*$/;
+
+/** Whether `text` ends inside a ``` or ~~~ fence that has not been closed. */
+function insideOpenFence(text: string): boolean {
+  let open = false;
+  for (const line of text.split("\n")) {
+    if (/^\s{0,3}(```|~~~)/.test(line)) open = !open;
+  }
+  return open;
 }
 
 /** Replace the children of `target` with the sanitized rendering of `text`. */

@@ -73,3 +73,15 @@ test("a streaming tail closes what it opened, as the whole text will", () => {
   assert.equal(healedTail("**bold** and `code`"), "**bold** and `code`");
   assert.equal(healedTail("```python\nx = '**'"), "```python\nx = '**'");
 });
+
+test("a marker with nothing after it yet is held back until its first character", () => {
+  assert.equal(healedTail("the old advice is ~~"), "the old advice is ");
+  assert.equal(healedTail("Missing values: **"), "Missing values: ");
+  assert.equal(healedTail("run `"), "run ");
+  assert.equal(healedTail("the ~"), "the ");
+  assert.equal(healedTail("* "), "");
+  // A closing marker, a list bullet with its text, and code inside a fence stay.
+  assert.equal(healedTail("**bold**"), "**bold**");
+  assert.equal(healedTail("* item"), "* item");
+  assert.equal(healedTail("```python\nx = a *"), "```python\nx = a *");
+});
