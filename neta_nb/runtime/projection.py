@@ -57,6 +57,7 @@ from ..messages import Message, SubagentRun, SubagentStatus, new_id
 from ..store.records import CompactionRecord
 from ..todo import TodoStore, TodoSummary
 from .projection_sink import NullSink, ProjectionSink
+from .usage_meter import turn_figures
 
 if TYPE_CHECKING:
     from .session import AgentSession
@@ -158,6 +159,7 @@ class ConversationProjection:
         for message in messages:
             projection._add(message)
         projection.compactions = list(compactions)
+        projection.usage = turn_figures(projection.messages, projection.compactions)
         plan = TodoStore.hydrate_from_history(projection.messages)
         projection._show_plan([item.model_dump() for item in plan.read()], plan.summary())
         return projection

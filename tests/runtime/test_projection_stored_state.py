@@ -8,7 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from neta_nb import Agent, AgentSession, SessionStore
+from neta_nb.events import TokenUpdateEvent
+from neta_nb.messages import Message, Usage
+from neta_nb.providers.prices import ModelPrice
 from neta_nb.runtime.projection import ConversationProjection
 
 from ..support.delegation import crew_catalog, delegations, start_until_a_child_asks
@@ -66,3 +71,43 @@ async def test_a_projection_made_mid_turn_takes_the_approvals_from_their_session
     detach()
     assert session.subagents["c1"].pending_approvals() == []
     assert ConversationProjection.of_session(session).approvals == []
+
+
+async def test_the_stored_figures_are_the_last_turns_as_its_token_update_said(
+        tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "s.db")
+    kid_model = FakeProvider([answer("Looked.", usage=Usage(input_tokens=40, output_tokens=9))])
+    kid_model.price = ModelPrice(input=2.0, output=8.0)
+    top = FakeProvider([answer("first"),
+                        delegations(("c1", "kid", "look")),
+                        answer("done", usage=Usage(input_tokens=300, output_tokens=50))])
+    top.price = ModelPrice(input=3.0, output=15.0)
+    session = AgentSession(Agent("top", model=top, subagents=[Agent("kid", model=kid_model)]),
+                           crew_catalog(), store)
+    await session.run("one")
+    events = Recorder(history=True)
+    session.subscribe(events)
+    await session.run("two")
+    session.flush()
+    said = [e for e in events.events if isinstance(e, TokenUpdateEvent)][-1].current
+    assert said.api_calls == 3 and said.cost_usd  # two own calls and the kid's one
+
+    for messages, compactions in ((store.load_messages(session.id), ()),
+                                  (session.messages, session.compactions)):
+        shown = ConversationProjection.from_history(messages, compactions).usage
+        assert (shown.input_tokens, shown.output_tokens, shown.total_tokens,
+                shown.api_calls, shown.unreported_calls) == (
+            said.input_tokens, said.output_tokens, said.total_tokens, said.api_calls,
+            said.unreported_calls)
+        assert shown.cost_usd == pytest.approx(said.cost_usd)
+        assert shown.session_cost_usd == pytest.approx(said.session_cost_usd)
+        assert shown.cost_split == pytest.approx({"subagents": kid_model.price.input * 40e-6
+                                                  + kid_model.price.output * 9e-6})
+
+
+def test_a_call_without_a_price_leaves_the_stored_costs_unknown() -> None:
+    unpriced = Message.assistant([], usage=Usage(input_tokens=5, output_tokens=1), model="m")
+    shown = ConversationProjection.from_history([Message.user("hi"), unpriced]).usage
+    assert (shown.api_calls, shown.input_tokens, shown.cost_usd, shown.session_cost_usd) == (
+        1, 5, None, None)
+    assert ConversationProjection.from_history([Message.user("hi")]).usage.api_calls == 0

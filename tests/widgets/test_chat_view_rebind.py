@@ -25,3 +25,20 @@ async def test_a_pending_approval_survives_switching_away_and_back(sent: SentMes
     chat._command({"command": {"type": "approve", "id": "g", "decision": "allow_once"}})
     assert chat.approvals == []
     assert (await task) is not None and asking.messages[-1].text == "ok"
+
+
+async def test_a_view_bound_after_a_turn_shows_that_turns_figures() -> None:
+    session, _, _ = make_session([calls(("t", "todo", {"todos": []})), answer("ok")])
+    earlier = ChatView(session)
+    await session.run("go")
+    said = earlier.current
+    assert said["api_calls"] == 2
+    later = ChatView(session)  # a second view, or the first one bound again
+    assert {key: later.current[key] for key in ("input_tokens", "output_tokens",
+                                                 "total_tokens", "api_calls")} == {
+        key: said[key] for key in ("input_tokens", "output_tokens", "total_tokens",
+                                   "api_calls")}
+    earlier.bind(make_session([])[0])
+    assert earlier.current["api_calls"] == 0  # a session with no turn: nothing to show
+    earlier.bind(session)
+    assert earlier.current["api_calls"] == 2

@@ -297,7 +297,7 @@ class LiveFollower:
             chat.agents = cast("list[dict[str, Any]]", self._agent_choices(session))
             chat.messages = cast("list[dict[str, Any]]", items)
             chat.has_older = has_older
-            chat.current = TurnUsage().model_dump()
+            chat.current = projection.usage.model_dump()
             chat.context = session.context.model_dump()
             self._turn.show(projection)
             chat.levels = list(get_model_thinking_capability(

@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, cast
 
-from ...events import TurnUsage
 from ...messages import ToolExecution
 from ...runtime.projection import ConversationProjection
 from ...runtime.session import AgentSession
@@ -94,7 +93,7 @@ class ReadOnlyMode:
             chat.agents = [stored.agent]
             chat.messages = cast("list[dict[str, Any]]", items)
             chat.has_older = has_older
-            chat.current = TurnUsage().model_dump()
+            chat.current = projection.usage.model_dump()
             chat.context = {}
             self._turn.show(projection)  # no turn runs here, nothing to approve
             chat.levels = []
