@@ -7,8 +7,10 @@ its own, in the output of the cell that started the server. That view is the cli
 page bridge (the notebook tools reach this notebook through it), shows its calls as
 cards — a proposed edit as the diff card with Accept / Edit / Reject and Undo, a run
 with Allow / Deny — and its header opens the client's tool panel, where its grants are
-switched (``tools/list`` follows). The setup lines, with the token, are shown once, in a
-widget (not in the cell's saved text).
+switched (``tools/list`` follows). What a client waits for is also shown in every other
+live chat view of the notebook, where the user may be working (:mod:`.outside_reviews`).
+The setup lines, with the token, are shown once, in a widget (not in the cell's saved
+text).
 """
 
 from __future__ import annotations
@@ -16,17 +18,20 @@ from __future__ import annotations
 import asyncio
 import atexit
 import html
+from collections.abc import Sequence
 from typing import Any
 
 import ipywidgets  # type: ignore[import-untyped]
 from IPython import get_ipython
 from IPython.display import display
 
+from ..events import ApprovalDecision
 from ..runtime.mcp_server import NotebookMCPServer
 from ..runtime.session import AgentSession
 from ..store.session_store import SessionStore
 from ..tools.notebook import PAGE_NEEDED
 from .chat.view import ChatView
+from .outside_reviews import outside_reviews
 
 __all__ = ["McpReview", "neta_mcp_magic", "register_magics", "serve_notebook_mcp"]
 
@@ -46,8 +51,22 @@ class McpReview(ipywidgets.VBox):  # type: ignore[misc]
     def show(self, session: AgentSession) -> None:
         """A new client's session, in a chat view of its own (the server calls this on
         the kernel's loop)."""
+        name = session.agent.name
+
+        def decide(call_id: str, decision: ApprovalDecision, path: Sequence[str],
+                   text: str | None) -> bool:
+            return view.approve(call_id, decision, subagent=list(path), text=text)
+
+        def waiting(_change: object = None) -> None:
+            outside_reviews.publish(session.id, name, view.approvals, decide)
+
+        # Known as a client's session before its view is made: that view shows no other
+        # client's requests (each has its own view here).
+        outside_reviews.publish(session.id, name, [], decide)
         view = ChatView(session)
-        self.views[session.agent.name] = view
+        view.observe(waiting, names="approvals")
+        waiting()
+        self.views[name] = view
         title = ipywidgets.HTML(f"<b>{html.escape(session.agent.name)}</b> "
                                 "<span style='opacity:0.7'>(outside MCP client)</span>")
         self._shown += [title, view]

@@ -109,10 +109,14 @@ def pictures(lab: LabSession, locator: Any, directory: Path, name: str) -> None:
 
 
 @contextlib.contextmanager
-def served(lab: LabSession, name: str) -> Iterator[Client]:
+def served(lab: LabSession, name: str, *, after: str | None = None) -> Iterator[Client]:
+    """The notebook of :data:`CELL_IDS` open and run, its server's client connected;
+    ``after``: one more cell's source, at the end."""
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [nbformat.v4.new_code_cell(source, id=cell_id)
                       for cell_id, source in zip(CELL_IDS, [LOAD, CAST, SERVE, SLOW], strict=True)]
+    if after is not None:
+        notebook.cells.append(nbformat.v4.new_code_cell(after, id="after"))
     notebook.cells[CELL_IDS.index("cast")].metadata["tags"] = ["raises-exception"]
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                        "language": "python"}
@@ -198,6 +202,55 @@ def test_an_outside_client_reads_and_edits_under_review(lab: LabSession,
         answer = httpx2.post(client.url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
                              headers={"Accept": "application/json, text/event-stream"})
         assert answer.status_code == 401
+
+
+USER_CHAT = """
+from neta_nb import Agent, AgentSession, ScriptedProvider
+from neta_nb.widgets import ChatView
+ChatView(AgentSession(Agent("analyst", model=ScriptedProvider())))
+""".strip()
+
+
+def in_viewport(lab: LabSession, locator: Any) -> bool:
+    box = locator.bounding_box()
+    size = lab.page.viewport_size
+    return bool(box and size and box["y"] >= 0 and box["y"] + box["height"] <= size["height"])
+
+
+def test_a_clients_edit_is_decided_in_the_chat_the_user_has_open(lab: LabSession,
+                                                                   screenshot_dir: Path) -> None:
+    """The user works in a chat of their own (the last cell's): an outside client's
+    proposed edit shows there too, marked as the client's, and Accept there applies it —
+    the client reads "accepted" and the card leaves both chats."""
+    path = "mcp_user_chat.ipynb"
+    with served(lab, path, after=USER_CHAT) as client:
+        assert "edit_cell" in client.listed()
+        chats = lab.page.locator(".neta-chat-view")
+        poll_until(lambda: chats.count() == 2, within=30, what="both chat views")
+        review, mine = chats.nth(0), chats.nth(1)
+        # The user looks at their chat (the notebook scrolled to it, no hand on the page).
+        mine.evaluate("node => node.scrollIntoView({block: 'center'})")
+        lab.wait_for_frames()
+        assert in_viewport(lab, mine)
+        waiting = client.call("edit_cell", {"cell_id": "cast", "source": FIXED})
+        card = mine.locator(f"{PROPOSAL}.neta-is-outside")
+        card.wait_for(timeout=30_000)
+        review.locator(PROPOSAL).wait_for()  # and in the client's own view, unmarked
+        assert review.locator(".neta-is-outside").count() == 0
+        assert card.locator(".neta-chat-approval-from").inner_text() == (
+            "From claude-code, an outside MCP client of this notebook")
+        assert not waiting.done()
+        # The page stays on the user's chat: the client's turn does not pull its own view
+        # on screen while a chat that shows its request is there.
+        for _ in range(3):  # the turn's reveal checks run over its first seconds
+            lab.page.wait_for_timeout(700)
+            assert in_viewport(lab, mine), "the page left the user's chat"
+        pictures(lab, card, screenshot_dir, "mcp-client-edit-in-user-chat")
+        card.locator("button[data-decision=accept]").click()
+        assert "accepted" in text_of(waiting.result(60))
+        wait_for_source(lab, path, "cast", FIXED)
+        card.wait_for(state="detached")
+        review.locator(f"{PROPOSAL}").wait_for(state="detached")
 
 
 def test_two_notebooks_two_servers_interleaved_edits_land_each_in_its_own(

@@ -38,11 +38,23 @@ export type Decision = "allow_once" | "allow_always" | "reject";
 export interface ApprovalCardOptions {
   lang: () => Lang;
   label: (key: MessageKey, params?: Record<string, string | number>) => string;
-  /** `path`: the sub-agent runs the request came through (`[]`: the session's own). */
-  approve?: (id: string, decision: Decision, path: string[], text?: string) => Promise<unknown>;
+  /** `path`: the sub-agent runs the request came through (`[]`: the session's own);
+   * `client`: the outside MCP client whose request it is (shown in this chat too). */
+  approve?: (id: string, decision: Decision, path: string[], text?: string, client?: string) => Promise<unknown>;
 }
 
-export function createApprovalCard(approval: Approval, { lang, label, approve }: ApprovalCardOptions): HTMLElement {
+export function createApprovalCard(approval: Approval, options: ApprovalCardOptions): HTMLElement {
+  const card = createCard(approval, options);
+  if (approval.client) {
+    // Another party's request, in the chat the user is looking at: whose it is, first.
+    card.classList.add("neta-is-outside");
+    card.prepend(element("div", "neta-chat-approval-from", options.label("approval_from_client", { client: approval.client })));
+  }
+  return card;
+}
+
+function createCard(approval: Approval, { lang, label, approve: answer }: ApprovalCardOptions): HTMLElement {
+  const approve = answer && ((id: string, decision: Decision, path: string[], text?: string) => answer(id, decision, path, text, approval.client));
   const card = element("div", "neta-card neta-chat-approval");
   card.dataset.id = approval.id;
   const proposal = parseProposal(approval.proposal);
@@ -70,8 +82,9 @@ export function createApprovalCard(approval: Approval, { lang, label, approve }:
     return card;
   }
   const title = element("div", "neta-chat-approval-title");
-  const asking = approval.agent
-    ? label("approval_title_subagent", { name: approval.name, agent: approval.agent })
+  const who = approval.agent ?? approval.client;
+  const asking = who
+    ? label("approval_title_subagent", { name: approval.name, agent: who })
     : label("approval_title", { name: approval.name });
   title.append(element("span", "neta-chat-approval-icon"), element("span", undefined, asking));
   if (approval.agent) card.classList.add("neta-is-subagent");

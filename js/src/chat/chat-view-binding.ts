@@ -91,6 +91,7 @@ const CHAT_TRAITS: readonly (keyof ChatViewState & string)[] = [
   "rewinds",
   "keeps_branches",
   "fork_of",
+  "hosts_outside",
   "agent",
   "agents",
   "height",
@@ -135,8 +136,8 @@ export function renderChatView({ model: anyModel, el, kernel = true }: RendererP
       send: (text, files) => sendWithFiles(text, files),
       stop: () => command({ type: "stop" }),
       setLevel: (level) => command({ type: "set_thinking_level", level }),
-      approve: (id, decision, path, text) =>
-        command({ type: "approve", id, decision, subagent: path, ...(text === undefined ? {} : { text }) }),
+      approve: (id, decision, path, text, client) =>
+        command({ type: "approve", id, decision, subagent: path, ...(text === undefined ? {} : { text }), ...(client === undefined ? {} : { client }) }),
       stopSubagent: (runId) => command({ type: "stop", subagent: runId }),
       loadOlder: (before) => requestShowingErrors<OlderPage>(model, "older", { before } satisfies OlderRequest),
       switchAgent: (name) => requestShowingErrors<SessionReply>(model, "switch_agent", { name } satisfies SwitchAgentRequest),

@@ -116,6 +116,9 @@ export interface Approval {
   proposal?: Record<string, unknown>;
   /** What the call will do, as its tool shows it (the code it runs, the cell). */
   preview?: ApprovalPreview;
+  /** An outside MCP client's request, shown in this chat too: the client's name (the
+   * decision is sent with it). */
+  client?: string;
 }
 
 /** What a call waiting for approval will run (neta_nb.events.ApprovalPreview): `code`
@@ -144,6 +147,9 @@ export interface ChatViewState {
   /** The session shown is a fork made in this view: the id of the chat it came from, which
    * Back shows again (Python: `ChatView.fork_of`); "" otherwise. */
   fork_of: string;
+  /** This chat also shows the requests outside MCP clients wait for (Python:
+   * `ChatView.hosts_outside`): false in a client's own review view. */
+  hosts_outside: boolean;
   agent: AgentChoice;
   agents: AgentChoice[];
   messages: ChatItem[];

@@ -55,7 +55,7 @@ export interface ChatActions {
   setLevel(level: string): Promise<unknown>;
   /** `path`: the sub-agent runs the request came through (`[]`: the session's own); two
    * children's calls can share an id, the path says whose call is answered. */
-  approve(id: string, decision: "allow_once" | "allow_always" | "reject", path: string[], text?: string): Promise<unknown>;
+  approve(id: string, decision: "allow_once" | "allow_always" | "reject", path: string[], text?: string, client?: string): Promise<unknown>;
   /** Stop only this sub-agent (its run id: the `delegate` call's), the parent goes on. */
   stopSubagent(runId: string): Promise<unknown>;
   loadOlder(before: number): Promise<OlderPage>;
@@ -113,6 +113,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     rewinds: 0,
     keeps_branches: true,
     fork_of: "",
+    hosts_outside: true,
     agent: { name: "", model: "" },
     agents: [],
     messages: [],
@@ -227,6 +228,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
   const turns = saved ? null : watchTurns({
     session: () => state.session_id,
     running: () => state.running,
+    hostsOutside: () => state.hosts_outside,
     root,
     transcript: scroller,
   });
@@ -348,7 +350,8 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
    * says what it will run): its tool card, "waiting" in the answer above, comes back with
    * the decision. */
   function hideAskedCards(): void {
-    const asked = new Set(state.approvals.map((approval) => approval.id));
+    // An outside client's request has no card in this chat's answers to stand for.
+    const asked = new Set(state.approvals.filter((approval) => !approval.client).map((approval) => approval.id));
     for (const host of Array.from(content.querySelectorAll<HTMLElement>(".neta-chat-card[data-call-id]"))) {
       const hide = host.dataset.status === "waiting" && asked.has(host.dataset.callId ?? "");
       host.classList.toggle("neta-is-asked", hide);
@@ -411,6 +414,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
       }
       if (patch.keeps_branches !== undefined) state.keeps_branches = patch.keeps_branches !== false;
       if (patch.fork_of !== undefined) state.fork_of = String(patch.fork_of ?? "");
+      if (patch.hosts_outside !== undefined) state.hosts_outside = patch.hosts_outside !== false;
       if (patch.agent !== undefined && patch.agent) state.agent = patch.agent;
       if (patch.agents !== undefined) state.agents = Array.isArray(patch.agents) ? patch.agents : [];
       if (patch.height !== undefined) state.height = patch.height;

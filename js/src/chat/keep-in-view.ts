@@ -9,6 +9,8 @@
  * that session's running turn:
  *
  * - one shows enough of its conversation on screen: nothing happens;
+ * - it is an outside MCP client's turn (its review views only show it) and a chat that
+ *   shows that client's requests as well is on screen: nothing happens;
  * - the user is typing in one of them or in a cell, or has scrolled, clicked or typed
  *   since the turn started: nothing happens (never scroll under the user's hands);
  * - one is in a side panel (the JupyterLab / Notebook 7 extension's, ./side-panel.ts):
@@ -70,6 +72,9 @@ export interface TurnView {
    * widget of the same session — a chat cell run again — is not a view of this turn). */
   session(): string;
   running(): boolean;
+  /** It also shows what outside MCP clients wait for (a chat the user works in); false
+   * for a client's own review view (widgets/outside_reviews.py). */
+  hostsOutside?(): boolean;
   /** The view's root element and the conversation's scroller in it. */
   readonly root: HTMLElement;
   readonly transcript: HTMLElement;
@@ -196,6 +201,9 @@ function handleTurn(reg: Registry, session: string, since: number): () => void {
     if (stopped || reg.actedAt > since) return false; // over, or the user acts
     const views = Array.from(reg.views).filter((view) => view.session() === session && view.running());
     if (views.length === 0 || views.some(onScreen)) return false;
+    // An outside client's turn (only its review views show it), while the user has a chat
+    // on screen that shows that client's requests too: the page stays where the user is.
+    if (views.every((view) => view.hostsOutside?.() === false) && Array.from(reg.views).some((view) => view.hostsOutside?.() === true && view.root.isConnected && onScreen(view))) return false;
     const active = document.activeElement;
     if (views.some((view) => view.root.contains(active)) || editing(active)) return false;
     if (reveals >= MAX_REVEALS) return false;

@@ -154,7 +154,9 @@ class TurnTraits:
     def __init__(self, chat: ChatTraits, batcher: OpBatcher) -> None:
         self._chat = chat
         self._batcher = batcher
-        self._approvals: list[PendingApproval] = []  # what the trait holds
+        self._approvals: list[PendingApproval] = []  # the shown session's, in the trait
+        self._own: list[dict[str, Any]] = []  # ...as its items
+        self._outside: list[dict[str, Any]] = []  # outside clients' (see outside_reviews)
 
     def show(self, projection: ConversationProjection) -> None:
         """All three, as ``projection`` has them (a conversation shown anew)."""
@@ -164,7 +166,8 @@ class TurnTraits:
             self.plan(projection)
             # Set whatever the trait held: the conversation shown before may have had some.
             self._approvals = list(projection.approvals)
-            chat.approvals = [approval_item(a) for a in projection.approvals]
+            self._own = [approval_item(a) for a in projection.approvals]
+            chat.approvals = self._own + self._outside
 
     def running(self, projection: ConversationProjection) -> None:
         """Whether a turn runs (a turn's start and end)."""
@@ -182,7 +185,16 @@ class TurnTraits:
         self._approvals = list(pending)
         if flush:
             self._batcher.flush()
-        self._chat.approvals = [approval_item(a) for a in pending]
+        self._own = [approval_item(a) for a in pending]
+        self._chat.approvals = self._own + self._outside
+
+    def outside(self, items: list[dict[str, Any]]) -> None:
+        """The outside clients' waiting requests shown after the session's own, when
+        they changed (see :mod:`..outside_reviews`)."""
+        if items == self._outside:
+            return
+        self._outside = items
+        self._chat.approvals = self._own + items
 
 
 class QuietWindow:

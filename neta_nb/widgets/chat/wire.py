@@ -183,6 +183,9 @@ class Approval(TypedDict):
     proposal: NotRequired[dict[str, Any]]
     preview: NotRequired[ApprovalPreviewDict]
     """What the call will do, as its tool shows it (``neta_nb.events.ApprovalPreview``)."""
+    client: NotRequired[str]
+    """An outside MCP client's request, shown in this chat too: the client's name
+    (``neta_nb.widgets.outside_reviews``); the decision is sent with it."""
 
 
 class ApprovalPreviewDict(TypedDict):
