@@ -54,7 +54,7 @@ from ...labels import LABELS, t
 from ...messages import ToolExecution
 from ...runtime.projection import ConversationProjection, PendingApproval
 from ...runtime.session import Agent, AgentSession
-from ...runtime.session.subagents import subagent_history
+from ...runtime.session.tool_calls.subagents import subagent_history
 from ...store.session_store import SessionStore
 from ...store.session_writes import store_warning
 from ...thinking import get_model_thinking_capability
