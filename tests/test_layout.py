@@ -46,8 +46,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "neta_nb"
 MAX_METHODS = 45
