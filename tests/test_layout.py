@@ -46,8 +46,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "neta_nb"
 MAX_METHODS = 45
@@ -560,20 +558,8 @@ def test_no_import_only_dodges_a_cycle() -> None:
     assert not offences, _report("Imports that hide a cycle", offences)
 
 
-# Being split by the work on the session's state and on the chat view's edges.
-SPLIT_ELSEWHERE = ("neta_nb/runtime/session/", "neta_nb/widgets/chat/")
-
-
-@pytest.mark.xfail(strict=True, reason="runtime/session/ (14 modules) and widgets/chat/ "
-                   "(16) are split by the work on them (issue 46, items 1 and 2)")
 def test_no_folder_holds_more_than_12_modules() -> None:
     offences = folders_over_module_limit(_neta_nb())
-    assert not offences, _report("Folders over 12 modules", offences)
-
-
-def test_no_other_folder_holds_more_than_12_modules() -> None:
-    offences = [offence for offence in folders_over_module_limit(_neta_nb())
-                if offence.path not in SPLIT_ELSEWHERE]
     assert not offences, _report("Folders over 12 modules", offences)
 
 

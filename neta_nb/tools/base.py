@@ -114,8 +114,9 @@ class ToolContext:
         self.threads = threads
         """Where sync handlers run (the session's pool); ``None``: asyncio's default."""
         self.crew = crew
-        """The session's sub-agents (a :class:`neta_nb.runtime.session.subagents.Crew`) when
-        its agent may delegate; ``None`` otherwise."""
+        """The session's sub-agents (a
+        :class:`neta_nb.runtime.session.tool_calls.subagents.Crew`) when its agent may
+        delegate; ``None`` otherwise."""
         self.notebook = notebook
         """The notebook the session's chat is on (a
         :class:`neta_nb.tools.notebook.NotebookAccess`), for the notebook tools."""

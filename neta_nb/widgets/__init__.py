@@ -11,7 +11,7 @@ from .cards.thinking_level_selector import ThinkingLevelSelector
 from .cards.todo_card import TodoCard
 from .cards.token_stats import TokenStats
 from .cards.tool_card import ToolCard
-from .chat.session_sidebar import SessionSidebar
+from .chat.panels.session_sidebar import SessionSidebar
 from .chat.view import ChatView
 from .layout import SideBySide
 from .tool_config.panel import ToolConfigPanel

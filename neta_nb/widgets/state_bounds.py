@@ -67,8 +67,8 @@ WINDOW_BYTES = 120_000
 characters) and the rest of the traits, a chat view's state stays under 256 KB; older
 messages load from the kernel on scroll as before. (The widgets' code, the JS and CSS
 bundle of some 230 KB, is one shared model per kernel, see ``neta_nb.widgets.bundle``; a saved
-output carries one static form, see ``neta_nb.widgets.chat.static``: a saved notebook with one chat
-view stays under 512 KB.)"""
+output carries one static form, see ``neta_nb.widgets.chat.drawing.static``: a saved
+notebook with one chat view stays under 512 KB.)"""
 
 SUBAGENT_ITEMS = 30
 """A sub-agent's transcript inside its card in state: its newest responses (a child that

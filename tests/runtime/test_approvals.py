@@ -12,7 +12,7 @@ import pytest
 
 from neta_nb import AgentToolConfig
 from neta_nb.events import PREVIEW_CHARS, ApprovalPreview
-from neta_nb.runtime.session.toolbox import Toolbox
+from neta_nb.runtime.session.tool_calls.toolbox import Toolbox
 from neta_nb.tools import base
 from neta_nb.tools.base import ToolContext
 

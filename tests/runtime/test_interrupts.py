@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from neta_nb.runtime.session.tool_runner import INTERRUPTED_TEXT
+from neta_nb.runtime.session.tool_calls.tool_runner import INTERRUPTED_TEXT
 
 ROOT = Path(__file__).resolve().parent.parent
 

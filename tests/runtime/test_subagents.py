@@ -24,7 +24,7 @@ from neta_nb.events import (
 )
 from neta_nb.messages import Message, Usage
 from neta_nb.providers.base import ProviderError, TextDelta
-from neta_nb.runtime.session.subagents import wrap_event
+from neta_nb.runtime.session.tool_calls.subagents import wrap_event
 from neta_nb.store.session_store import SessionRecord
 from neta_nb.tools import resolve_tools
 

@@ -24,8 +24,8 @@ from neta_nb.providers.base import (
 from neta_nb.store.session_store import CompactionRecord
 from neta_nb.widgets import ChatView
 from neta_nb.widgets.base import RequestError
-from neta_nb.widgets.chat.batcher import OpBatcher
-from neta_nb.widgets.chat.render import render_message, render_window
+from neta_nb.widgets.chat.drawing.batcher import OpBatcher
+from neta_nb.widgets.chat.drawing.render import render_message, render_window
 from neta_nb.widgets.chat.view_presence import ViewPresence
 from neta_nb.widgets.chat.wire import BatchMessage
 from neta_nb.widgets.streaming import TEXT_BATCH_CHARS

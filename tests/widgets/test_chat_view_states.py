@@ -12,7 +12,7 @@ import pytest
 from neta_nb import Agent, AgentSession, ScriptedProvider, ToolCatalog, tool
 from neta_nb.events import ProgressEvent
 from neta_nb.widgets import ChatView
-from neta_nb.widgets.chat.render import render_window
+from neta_nb.widgets.chat.drawing.render import render_window
 
 from ..support.sessions import FakeProvider, answer, calls
 from ..support.timing import wait_until

@@ -113,7 +113,7 @@ async def test_tool_cards_carry_outputs_and_their_static_forms_are_bounded() -> 
 
 
 def test_card_outputs_in_widget_state_are_bounded() -> None:
-    from neta_nb.widgets.chat.render import OUTPUT_STATE_CHARS, bounded_outputs
+    from neta_nb.widgets.chat.drawing.render import OUTPUT_STATE_CHARS, bounded_outputs
 
     big = {"media_type": "image/png", "data": "A" * (OUTPUT_STATE_CHARS // 2 + 1), "text": None}
     table = {"media_type": "text/html", "data": None, "text": "<table></table>"}

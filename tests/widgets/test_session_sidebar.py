@@ -325,7 +325,7 @@ async def test_a_deleted_session_leaves_the_list_at_once_and_undo_brings_it_back
 
 async def test_the_store_deletes_it_once_the_undo_is_no_longer_offered(
         store: SessionStore, monkeypatch: pytest.MonkeyPatch) -> None:
-    import neta_nb.widgets.chat.session_sidebar as sidebar_module
+    import neta_nb.widgets.chat.panels.session_sidebar as sidebar_module
 
     monkeypatch.setattr(sidebar_module, "UNDO_SECONDS", 0.05)
     sessions = []
@@ -352,7 +352,7 @@ async def test_a_store_that_fails_in_the_background_leaves_the_list_and_says_so(
     """A refresh after another kernel's change, the search box, and the deletion once
     the undo runs out happen where no request waits for an answer: a store whose server
     is down or hung must not lose the deletion unsaid, nor leave a traceback in the loop."""
-    import neta_nb.widgets.chat.session_sidebar as sidebar_module
+    import neta_nb.widgets.chat.panels.session_sidebar as sidebar_module
 
     monkeypatch.setattr(sidebar_module, "UNDO_SECONDS", 0.05)
     monkeypatch.setattr(sidebar_module, "REFRESH_INTERVAL", 0.05)

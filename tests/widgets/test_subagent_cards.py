@@ -32,8 +32,8 @@ from neta_nb.messages import Message, SubagentRun, TextPart, ToolCallPart, ToolE
 from neta_nb.runtime.projection import ConversationProjection
 from neta_nb.widgets import ChatView, SubagentCard
 from neta_nb.widgets.base import RequestError
-from neta_nb.widgets.chat.batcher import OpBatcher
-from neta_nb.widgets.chat.render import render_message
+from neta_nb.widgets.chat.drawing.batcher import OpBatcher
+from neta_nb.widgets.chat.drawing.render import render_message
 from neta_nb.widgets.chat.wire import BatchMessage, ChatItem
 from neta_nb.widgets.state_bounds import SUBAGENT_BYTES, SUBAGENT_ITEMS, item_bytes
 

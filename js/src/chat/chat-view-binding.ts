@@ -8,7 +8,7 @@
  * Actions are `{kind, id}` requests (`request()`: they always settle, with a timeout); a
  * failure reaches the view as an `Error` whose message is ready to show in its language.
  * The request and reply shapes have Python twins (TypedDicts of the same names) in
- * neta_nb/widgets/chat/wire.py and session_sidebar.py.
+ * neta_nb/widgets/chat/wire.py and panels/session_sidebar.py.
  */
 import type { AnyModel, RenderProps } from "@anywidget/types";
 import { fetchWholeText, readTraits, request, requestShowingErrors, writeBack, type Cleanup, type RendererProps } from "../anywidget-binding";

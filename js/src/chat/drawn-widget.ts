@@ -1,7 +1,7 @@
 /**
  * Another widget of the same kernel drawn inside a view: the chat's drawer shows the list
  * of chats or the tool panel the kernel made for it (`open_panel`, neta_nb/widgets/chat/
- * header_panels.py) with the page's widget manager, as a cell's output would show it.
+ * panels/header_panels.py) with the page's widget manager, as a cell's output would show it.
  */
 import type { AnyModel } from "@anywidget/types";
 import type { Cleanup } from "../anywidget-binding";

@@ -9,7 +9,7 @@
  * the Delete key) asks in the row, then `delete`s it, and an Undo bar offers it back
  * (./sidebar-delete.ts). Knows nothing of anywidget.
  * The wire shapes have Python twins (TypedDicts of the same names) in
- * neta_nb/widgets/chat/session_sidebar.py.
+ * neta_nb/widgets/chat/panels/session_sidebar.py.
  */
 import "./session-sidebar.css";
 import { element, makeToggle, suppressNotebookShortcuts, svgIcon } from "../dom";

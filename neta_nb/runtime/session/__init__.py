@@ -1,8 +1,8 @@
 """The session: one conversation with an agent (:class:`AgentSession`, its public face)
 and the parts with a job of their own — its state and its money (``state``,
-``spending``), what a turn runs with and the runner of turns (``deps``, ``runner``,
-``turn``), tools and sub-agents (``workspace``, ``toolbox``, ``tool_runner``,
-``subagents``), branching and resuming (``branches``, ``resume``)."""
+``spending``), what a turn runs with and the runner of turns (``workspace``, ``deps``,
+``runner``, ``turn``, ``kernel_interrupt``), branching and resuming (``branches``,
+``resume``); a turn's tool calls and sub-agents are the subpackage ``tool_calls``."""
 
 from ..agent import Agent
 from ..approvals import ApprovalPolicy

@@ -10,9 +10,9 @@ from typing import Protocol
 
 from ..tracing.tracing import TurnTracer, turn_tracer
 from .state import SessionState
-from .subagents import Crew, NewSession
-from .tool_runner import ToolRunner
-from .toolbox import Toolbox
+from .tool_calls.subagents import Crew, NewSession
+from .tool_calls.tool_runner import ToolRunner
+from .tool_calls.toolbox import Toolbox
 from .workspace import Workspace
 
 __all__ = ["CallGate", "TurnDeps"]

@@ -44,7 +44,7 @@ from .deps import TurnDeps
 from .kernel_interrupt import interrupted_warning, interrupts
 from .spending import Spend
 from .state import SessionState
-from .tool_limits import ToolLimits
+from .tool_calls.tool_limits import ToolLimits
 from .turn import Turn
 
 __all__ = ["TurnRunner", "next_think_level"]

@@ -49,7 +49,7 @@ from .deps import CallGate, TurnDeps
 from .resume import resume_session
 from .runner import TurnRunner, next_think_level
 from .state import SessionState
-from .subagents import CrewLink
+from .tool_calls.subagents import CrewLink
 from .turn import Turn, shown_as_one_line
 from .workspace import Workspace
 

@@ -32,8 +32,8 @@ __all__ = ["ParentLink", "SessionState"]
 
 class ParentLink(Protocol):
     """What a child session takes from its parent (see
-    :class:`~.subagents.CrewLink`): its approvals (the parent's UI answers the child's
-    requests) and its writes (a child of a deleted parent stores nothing)."""
+    :class:`~.tool_calls.subagents.CrewLink`): its approvals (the parent's UI answers the
+    child's requests) and its writes (a child of a deleted parent stores nothing)."""
 
     @property
     def approvals(self) -> Approvals: ...

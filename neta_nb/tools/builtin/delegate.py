@@ -1,7 +1,7 @@
 """``delegate``: hand a task to one of the agent's sub-agents (category ``crew``).
 
 The tool is the same for every agent; what it can reach is the calling session's crew
-(:class:`neta_nb.runtime.session.subagents.Crew`, given to the call as
+(:class:`neta_nb.runtime.session.tool_calls.subagents.Crew`, given to the call as
 ``ToolContext.crew``). The session shows each model a copy of the schema whose ``agent``
 argument lists that agent's own sub-agents by name, with their descriptions. It is
 offered only to an agent that may delegate (it has sub-agents and is within the nesting

@@ -10,7 +10,7 @@ shows one run on its own, fed with the parent's events::
 
 The transcript streams like the chat view's: numbered batches of ops, at most one per
 frame, from the run's :class:`~neta_nb.runtime.projection.ConversationProjection` (see
-``neta_nb.widgets.chat.subagent_parts``), and the traits hold it whole once the run is
+``neta_nb.widgets.chat.drawing.subagent_parts``), and the traits hold it whole once the run is
 over (so a saved notebook shows it); a view opened mid-run asks for ``sync``.
 """
 
@@ -26,10 +26,10 @@ from ...events import Event, SubagentEndEvent, SubagentEvent, SubagentStartEvent
 from ...labels import t
 from ...runtime.projection import ConversationProjection
 from ..base import NetaWidget, RequestError, handles, html_card
-from ..chat.batcher import OpBatcher
-from ..chat.render import full_text
-from ..chat.static import static_text
-from ..chat.subagent_parts import run_item, run_part
+from ..chat.drawing.batcher import OpBatcher
+from ..chat.drawing.render import full_text
+from ..chat.drawing.static import static_text
+from ..chat.drawing.subagent_parts import run_item, run_part
 from ..chat.wire import ChatItem, FullText, NoReply
 from ..streaming import FLUSH_INTERVAL
 from .wire import SubagentFullTextRequest, SubagentSnapshot

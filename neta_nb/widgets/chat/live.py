@@ -5,7 +5,7 @@ batcher and on to the views; the view's traits follow the projection at turn bou
 How state travels (DESIGN §5):
 
 * **Traits** hold the conversation at turn boundaries — the last
-  :data:`~neta_nb.widgets.chat.render.WINDOW` drawn messages, the plan, token usage, the
+  :data:`~neta_nb.widgets.chat.drawing.render.WINDOW` drawn messages, the plan, token usage, the
   thinking level, pending approvals — so a saved notebook reopens showing it and a new
   view (a second output, a page reload) renders it at once.
 * **Batches** carry everything in between: streamed text and thinking, cards as they
@@ -15,14 +15,14 @@ How state travels (DESIGN §5):
 
 The follower reads no history of the session: what it draws is the projection's, built
 from the session once at :meth:`LiveFollower.bind` and followed with its events from then
-on — the sub-agent cards too, through :class:`~neta_nb.widgets.chat.subagent_parts.SubagentRuns`.
-It owns what following takes (the session, its projection, the subscriptions, the
-sessions kept running in the background, the turns started from the input box) and is
-given what it writes to: the view's public traits (:class:`ChatTraits`), of which the
-turn's state goes through the view's :class:`TurnTraits` (shared with the read-only mode,
-the one writer of ``running``, ``todos`` and ``approvals``), its batcher and notebook page,
-its :class:`QuietWindow`, and hooks for the view's own state (the batch number its traits
-reflect, its static form).
+on — the sub-agent cards too, through
+:class:`~neta_nb.widgets.chat.drawing.subagent_parts.SubagentRuns`. It owns what following
+takes (the session, its projection, the subscriptions, the sessions kept running in the
+background, the turns started from the input box) and is given what it writes to: the
+view's public traits (:class:`ChatTraits`), of which the turn's state goes through the
+view's :class:`TurnTraits` (shared with the read-only mode, the one writer of ``running``,
+``todos`` and ``approvals``), its batcher and notebook page, its :class:`QuietWindow`, and
+hooks for the view's own state (the batch number its traits reflect, its static form).
 """
 
 from __future__ import annotations
@@ -54,21 +54,21 @@ from ...labels import LABELS, t
 from ...messages import ToolExecution
 from ...runtime.projection import ConversationProjection, PendingApproval
 from ...runtime.session import Agent, AgentSession
-from ...runtime.session.subagents import subagent_history
+from ...runtime.session.tool_calls.subagents import subagent_history
 from ...store.session_store import SessionStore
 from ...store.session_writes import store_warning
 from ...thinking import get_model_thinking_capability
 from ...tools.notebook.kernel import watch_cells
 from ..state_bounds import NOTE_CHARS, preview_args
-from .batcher import OpBatcher
-from .notebook_page import PageBridge
-from .render import (
+from .drawing.batcher import OpBatcher
+from .drawing.render import (
     keep_streamed,
     render_marker,
     render_message,
     render_window,
 )
-from .subagent_parts import SubagentRuns, run_item
+from .drawing.subagent_parts import SubagentRuns, run_item
+from .notebook_page import PageBridge
 from .view_presence import ViewPresence
 from .wire import AgentChoice, ChatItem, SubagentPart
 

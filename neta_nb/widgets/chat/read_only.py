@@ -6,7 +6,7 @@ shows a session in it, and it lets go when the view shows something else).
 
 What it draws is a :class:`~neta_nb.runtime.projection.ConversationProjection` of the
 stored history — the one model of a conversation the live view draws too, its plan and
-its sub-agent cards (:class:`~neta_nb.widgets.chat.subagent_parts.SubagentRuns`) included.
+its sub-agent cards (:class:`~neta_nb.widgets.chat.drawing.subagent_parts.SubagentRuns`) included.
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ from ...runtime.projection import ConversationProjection
 from ...runtime.session import AgentSession
 from ...runtime.stored_endpoint import StoredEndpointError
 from ..base import RequestError
-from .batcher import OpBatcher
+from .drawing.batcher import OpBatcher
+from .drawing.render import render_window
+from .drawing.subagent_parts import SubagentRuns
 from .live import ChatTraits, TurnTraits
-from .render import render_window
 from .stored_session import StoredSession, StoredSessionFollower
-from .subagent_parts import SubagentRuns
 from .wire import SubagentPart
 
 __all__ = ["READ_ONLY_REFRESH_INTERVAL", "ReadOnlyMode", "ResumeStored"]

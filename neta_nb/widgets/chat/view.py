@@ -8,7 +8,7 @@ holds the traits and answers the requests; its collaborators own the rest: the l
 follower, the read-only mode of a stored session (:mod:`~neta_nb.widgets.chat.read_only`),
 the traits of the turn's state both write (:class:`~neta_nb.widgets.chat.live.TurnTraits`),
 the message actions (:mod:`~neta_nb.widgets.chat.message_actions`) and the widgets its
-header opens (:mod:`~neta_nb.widgets.chat.header_panels`). Live or stored, what it draws
+header opens (:mod:`~neta_nb.widgets.chat.panels.header_panels`). Live or stored, what it draws
 is one :class:`~neta_nb.runtime.projection.ConversationProjection`. What a user asks of
 it:
 
@@ -44,8 +44,11 @@ from ..base import BUFFERS_KEY, NetaWidget, RequestError, handles
 from ..outside_reviews import outside_reviews
 from ..streaming import FLUSH_INTERVAL
 from ..wire import ContextUsageDict, TodoItemDict, TurnUsageDict
-from .batcher import OpBatcher
-from .header_panels import HeaderPanels, OpenPanelReply, OpenPanelRequest, SidePanelModel
+from .drawing.batcher import OpBatcher
+from .drawing.render import WINDOW, full_text, render_window
+from .drawing.session_names import SessionNames, read_names, static_heading
+from .drawing.static import static_html, static_summary, static_text
+from .drawing.subagent_parts import SubagentRuns
 from .live import LiveFollower, QuietWindow, TurnTraits, live_session
 from .mention_requests import (
     MentionCandidatesReply,
@@ -57,12 +60,9 @@ from .mention_requests import (
 )
 from .message_actions import message_action
 from .notebook_page import PageBridge
+from .panels.header_panels import HeaderPanels, OpenPanelReply, OpenPanelRequest, SidePanelModel
+from .panels.session_sidebar import SessionSidebar
 from .read_only import READ_ONLY_REFRESH_INTERVAL, ReadOnlyMode, ResumeStored
-from .render import WINDOW, full_text, render_window
-from .session_names import SessionNames, read_names, static_heading
-from .session_sidebar import SessionSidebar
-from .static import static_html, static_summary, static_text
-from .subagent_parts import SubagentRuns
 from .view_presence import ViewPresence
 from .wire import (
     Approval,

@@ -155,7 +155,7 @@ async def test_a_tool_figure_comes_back_on_resume_and_a_lost_one_is_a_placeholde
         tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     from neta_nb import AgentToolConfig
-    from neta_nb.widgets.chat.render import render_message
+    from neta_nb.widgets.chat.drawing.render import render_message
 
     code = ("import matplotlib.pyplot as plt\n"
             "plt.scatter(range(300), [i * 7 % 31 for i in range(300)])")

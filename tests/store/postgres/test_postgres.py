@@ -27,7 +27,7 @@ from neta_nb.runtime.session.resume import SessionNotOwnedError
 from neta_nb.store.postgres.postgres import MIGRATIONS, POOL_SIZE, PostgresDatabase
 from neta_nb.store.postgres.postgres_rows import failure_of
 from neta_nb.store.records import SessionRecord
-from neta_nb.widgets.chat.session_sidebar import SessionSidebar
+from neta_nb.widgets.chat.panels.session_sidebar import SessionSidebar
 from tests.support.postgres_server import PostgresServer
 
 from ...support.sessions import FakeProvider, answer, make_session

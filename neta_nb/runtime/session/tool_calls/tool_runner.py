@@ -23,15 +23,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ...encodable import encodable
-from ...events import (
+from ....encodable import encodable
+from ....events import (
     ProgressEvent,
     SkillEndEvent,
     SkillStartEvent,
     ToolCallEvent,
     ToolResultEvent,
 )
-from ...messages import (
+from ....messages import (
     Message,
     RunStatus,
     SkillExecution,
@@ -39,13 +39,13 @@ from ...messages import (
     ToolExecution,
     TraceRef,
 )
-from ...tools import Tool, ToolArgumentError
-from ...tools.base import ProgressCallback, ToolFailure, preview_call
-from ...tools.resolution.resolver import ToolResolution
-from ...tools.rich import RichResult
-from ..tracing.tracing import NO_SPAN as _NO_SPAN
-from ..tracing.tracing import UNTRACED, CallSpan, TurnTracer
-from .state import SessionState
+from ....tools import Tool, ToolArgumentError
+from ....tools.base import ProgressCallback, ToolFailure, preview_call
+from ....tools.resolution.resolver import ToolResolution
+from ....tools.rich import RichResult
+from ...tracing.tracing import NO_SPAN as _NO_SPAN
+from ...tracing.tracing import UNTRACED, CallSpan, TurnTracer
+from ..state import SessionState
 from .tool_limits import ToolLimits, bound_result
 from .toolbox import Toolbox
 

@@ -25,15 +25,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from ...labels import t
-from ..base import NetaWidget, RequestError
+from ....labels import t
+from ...base import NetaWidget, RequestError
+from ..stored_session import StoredSession
+from ..wire import OpenPanelReply, OpenPanelRequest, SidePanelModel
 from .session_sidebar import SessionSidebar, SidebarChat
-from .stored_session import StoredSession
-from .wire import OpenPanelReply, OpenPanelRequest, SidePanelModel
 
 if TYPE_CHECKING:
-    from ...store.session_store import SessionStore
-    from ..tool_config.panel import ToolConfigPanel
+    from ....store.session_store import SessionStore
+    from ...tool_config.panel import ToolConfigPanel
 
 __all__ = ["HeaderPanels", "OpenPanelReply", "OpenPanelRequest", "SidePanelModel"]
 
@@ -103,7 +103,7 @@ class HeaderPanels:
 
     def tools_panel(self) -> ToolConfigPanel:
         """The tool panel of the session shown (made anew for another session)."""
-        from ..tool_config.panel import ToolConfigPanel
+        from ...tool_config.panel import ToolConfigPanel
 
         chat = self._chat
         session = chat.session

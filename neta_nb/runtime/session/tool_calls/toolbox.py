@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import dataclasses
 
-from ...tools import PromptPreview, ToolContext, preview_prompt, resolve_tools
-from ...tools.base import ProgressCallback
-from ...tools.resolution.resolution_cache import ResolutionCache
-from ...tools.resolution.resolver import ToolResolution
-from .state import SessionState
+from ....tools import PromptPreview, ToolContext, preview_prompt, resolve_tools
+from ....tools.base import ProgressCallback
+from ....tools.resolution.resolution_cache import ResolutionCache
+from ....tools.resolution.resolver import ToolResolution
+from ..state import SessionState
+from ..workspace import Workspace
 from .subagents import Crew
-from .workspace import Workspace
 
 __all__ = ["Toolbox"]
 

@@ -16,12 +16,12 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...escaping import static_markdown_html
-from ...labels import LABELS, t
-from ...tools.rich import CELL_EDIT_TYPE
-from ..cards.todo_card import plan_html
-from ..cards.token_stats import usage_html
-from ..rich_static import attachment_placeholder, output_placeholder, proposal_html
+from ....escaping import static_markdown_html
+from ....labels import LABELS, t
+from ....tools.rich import CELL_EDIT_TYPE
+from ...cards.todo_card import plan_html
+from ...cards.token_stats import usage_html
+from ...rich_static import attachment_placeholder, output_placeholder, proposal_html
 
 __all__ = ["CARD_RESULT_CHARS", "STATIC_CHARS", "shown_title", "static_html", "static_summary",
            "static_text", "transcript"]

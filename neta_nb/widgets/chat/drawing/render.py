@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, cast
 
-from ...messages import (
+from ....messages import (
     DocumentPart,
     FileTextPart,
     ImagePart,
@@ -19,8 +19,8 @@ from ...messages import (
     SkillExecution,
     ToolExecution,
 )
-from ...store.records import CompactionRecord
-from ..state_bounds import (
+from ....store.records import CompactionRecord
+from ...state_bounds import (
     NOTE_CHARS,
     RESULT_CHARS,
     TEXT_CHARS,
@@ -31,7 +31,7 @@ from ..state_bounds import (
     preview_text,
     task_preview,
 )
-from .wire import ChatAttachment, ChatCard, ChatItem, SubagentPart
+from ..wire import ChatAttachment, ChatCard, ChatItem, SubagentPart
 
 __all__ = [
     "CARD_FIELDS",
@@ -69,7 +69,7 @@ def renderable(message: Message) -> bool:
 SubagentSource = Callable[[ToolExecution], "SubagentPart | None"]
 """The sub-agent part of a ``delegate`` call's card (``None``: draw a plain tool card):
 the live transcript the chat view follows, or the child session from the store (see
-``neta_nb.widgets.chat.subagent_parts``)."""
+``neta_nb.widgets.chat.drawing.subagent_parts``)."""
 
 
 DELEGATE_TOOL = "delegate"

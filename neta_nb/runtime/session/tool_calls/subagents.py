@@ -39,7 +39,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
-from ...events import (
+from ....events import (
     ApprovalDecision,
     ApprovalRequestEvent,
     DoneEvent,
@@ -52,20 +52,20 @@ from ...events import (
     TurnUsage,
     prevalidated,
 )
-from ...messages import Message, SubagentRun, SubagentStatus, ToolDefinition
-from ...providers.base import Provider
-from ...store.session_store import SessionStore
-from ...store.session_writes import SessionPersistence
-from ...tools import ToolCatalog
-from ...tools.base import ToolFailure
-from ...tools.builtin.delegate import delegate_definition
-from ...tools.notebook.page import NotebookPage
-from ..agent import Agent
-from ..approvals import ApprovalPolicy, Approvals
-from ..usage_meter import add_usage
-from .state import SessionState
+from ....messages import Message, SubagentRun, SubagentStatus, ToolDefinition
+from ....providers.base import Provider
+from ....store.session_store import SessionStore
+from ....store.session_writes import SessionPersistence
+from ....tools import ToolCatalog
+from ....tools.base import ToolFailure
+from ....tools.builtin.delegate import delegate_definition
+from ....tools.notebook.page import NotebookPage
+from ...agent import Agent
+from ...approvals import ApprovalPolicy, Approvals
+from ...usage_meter import add_usage
+from ..state import SessionState
+from ..workspace import Workspace
 from .tool_limits import bound_result
-from .workspace import Workspace
 
 __all__ = ["STOP_WAIT", "ChildRun", "ChildSession", "Crew", "CrewLink", "NewSession",
            "add_usage", "subagent_history", "wrap_event"]

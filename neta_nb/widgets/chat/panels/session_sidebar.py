@@ -29,18 +29,18 @@ from typing import Any, Protocol, cast
 
 import traitlets
 
-from ...labels import t
-from ...runtime.session import AgentSession
-from ...runtime.session.resume import SessionNotOwnedError, SessionNotResumableError
-from ...runtime.session.spending import format_usd
-from ...runtime.stored_endpoint import StoredEndpointError
-from ...store.process_owner import SessionBusyError
-from ...store.session_store import SessionRecord, SessionStore
-from ..base import NetaWidget, RequestError, handles
-from .live import live_session
-from .static import shown_title
-from .stored_session import StoredSession
-from .wire import (
+from ....labels import t
+from ....runtime.session import AgentSession
+from ....runtime.session.resume import SessionNotOwnedError, SessionNotResumableError
+from ....runtime.session.spending import format_usd
+from ....runtime.stored_endpoint import StoredEndpointError
+from ....store.process_owner import SessionBusyError
+from ....store.session_store import SessionRecord, SessionStore
+from ...base import NetaWidget, RequestError, handles
+from ..drawing.static import shown_title
+from ..live import live_session
+from ..stored_session import StoredSession
+from ..wire import (
     DeletedSession,
     DeleteRequest,
     OpenRequest,

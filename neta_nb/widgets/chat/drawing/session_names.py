@@ -12,10 +12,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from ...labels import t
-from ...runtime.session import AgentSession
-from ...runtime.session.spending import format_usd
-from ...store.records import UNTITLED, SessionRecord, automatic_title
+from ....labels import t
+from ....runtime.session import AgentSession
+from ....runtime.session.spending import format_usd
+from ....store.records import UNTITLED, SessionRecord, automatic_title
 from .static import shown_title
 
 __all__ = ["SessionNames", "read_names", "static_heading"]

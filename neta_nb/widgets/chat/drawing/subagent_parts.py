@@ -7,7 +7,7 @@ The parent's stream carries the child's events unchanged, wrapped in ``subagent_
 (DESIGN §8), and the parent's projection follows each run with a projection of its own:
 the child's real messages (its ``message_*`` events), its live response, plan, figures and
 status. So a nested card is drawn by the same
-:func:`~neta_nb.widgets.chat.render.render_message` as the top level, live and after a
+:func:`~neta_nb.widgets.chat.drawing.render.render_message` as the top level, live and after a
 resume alike. Its deltas go to the batcher with the run's ``path`` (the ids of the
 ``delegate`` calls from the top), so the child streams through the parent's batches, and a
 view resynced from a snapshot gets the child's state inside the card.
@@ -22,12 +22,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ...messages import Message, ToolExecution
-from ...runtime.projection import ConversationProjection
-from ...store.session_store import SessionStore
-from ..state_bounds import SUBAGENT_BYTES, SUBAGENT_ITEMS, fit_window, task_preview
+from ....messages import Message, ToolExecution
+from ....runtime.projection import ConversationProjection
+from ....store.session_store import SessionStore
+from ...state_bounds import SUBAGENT_BYTES, SUBAGENT_ITEMS, fit_window, task_preview
+from ..wire import ChatItem, SubagentPart, SubagentPlan
 from .render import keep_streamed, render_message, stored_run_part
-from .wire import ChatItem, SubagentPart, SubagentPlan
 
 __all__ = ["SubagentRuns", "followed_run", "run_item", "run_part"]
 

@@ -17,8 +17,8 @@ import time
 from collections.abc import Callable
 from typing import Any, cast
 
-from ..streaming import FLUSH_INTERVAL, FrameThrottle, Scheduler, call_later_on_running_loop
-from .wire import BatchMessage, ChatItem, ChatOp, WindowOp
+from ...streaming import FLUSH_INTERVAL, FrameThrottle, Scheduler, call_later_on_running_loop
+from ..wire import BatchMessage, ChatItem, ChatOp, WindowOp
 
 __all__ = ["ItemSource", "NestedItemSource", "OpBatcher"]
 
@@ -28,7 +28,7 @@ ItemSource = Callable[[str], ChatItem | None]
 
 NestedItemSource = Callable[[tuple[str, ...], str], ChatItem | None]
 """Renders the item with this id of the sub-agent transcript at ``path`` (the ids of the
-``delegate`` calls from the top, see ``neta_nb.widgets.chat.subagent_parts``)."""
+``delegate`` calls from the top, see ``neta_nb.widgets.chat.drawing.subagent_parts``)."""
 
 
 class OpBatcher(FrameThrottle):
