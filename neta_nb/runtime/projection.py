@@ -360,11 +360,15 @@ class ConversationProjection:
         elif isinstance(event, TokenUpdateEvent):
             self.usage, self.context = event.current, event.context
         elif isinstance(event, ProgressEvent):
+            if self.approvals:
+                self.answered(event.id, [])  # allowed: it runs (however it was answered)
             self._changed_call(event.id, sink)
         elif isinstance(event, ToolCallEvent | SkillStartEvent):
             self._running_calls[event.id] = event.label or event.name
             self._changed_call(event.id, sink)
         elif isinstance(event, ToolResultEvent | SkillEndEvent):
+            if self.approvals:
+                self.answered(event.id, [])  # rejected, or over
             self._running_calls.pop(event.id, None)
             self._changed_call(event.id, sink)
         elif isinstance(event, ApprovalRequestEvent):
@@ -417,6 +421,9 @@ class ConversationProjection:
                     innermost.id, innermost.name, dict(innermost.args), path=ids,
                     agent=asking.agent if asking is not None else child.agent,
                     proposal=innermost.proposal, preview=innermost.preview))
+            elif self.approvals and isinstance(innermost, ProgressEvent | ToolResultEvent
+                                               | SkillEndEvent):
+                self.answered(innermost.id, ids)  # a child's call that waited goes on
         child.apply(event.event, sink)
         self._changed_call(event.id, sink)
 

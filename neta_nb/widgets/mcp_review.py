@@ -55,7 +55,8 @@ class McpReview(ipywidgets.VBox):  # type: ignore[misc]
 
         def decide(call_id: str, decision: ApprovalDecision, path: Sequence[str],
                    text: str | None) -> bool:
-            return view.approve(call_id, decision, subagent=list(path), text=text)
+            # Answered in the session: every view's card goes with the call's next event.
+            return session.approve(call_id, decision, subagent=list(path), text=text)
 
         def waiting(_change: object = None) -> None:
             outside_reviews.publish(session.id, name, view.approvals, decide)

@@ -4,6 +4,9 @@ ever — the view is the session's approver."""
 
 from __future__ import annotations
 
+import asyncio
+
+from neta_nb import AgentToolConfig, tool
 from neta_nb.widgets import ChatView
 
 from ..support.sessions import answer, calls, make_session
@@ -42,3 +45,32 @@ async def test_a_view_bound_after_a_turn_shows_that_turns_figures() -> None:
     assert earlier.current["api_calls"] == 0  # a session with no turn: nothing to show
     earlier.bind(session)
     assert earlier.current["api_calls"] == 2
+
+
+released = asyncio.Event()
+
+
+@tool(requires_approval=True)
+async def gated_wait(x: int) -> str:
+    """Needs the user's approval, then runs until the test lets it end."""
+    await released.wait()
+    return f"waited {x}"
+
+
+async def test_an_approval_answered_elsewhere_leaves_the_view(sent: SentMessages) -> None:
+    """Answered from a cell (or another view), not by this view's buttons: the card goes
+    when the call goes on, while it still runs — not at the turn's end."""
+    released.clear()
+    session, _, _ = make_session([calls(("g", "gated_wait", {"x": 1})), answer("ok")],
+                                 extra=[gated_wait],
+                                 agent_options={"tools": AgentToolConfig(
+                                     enabled=["gated_wait"])})
+    chat = ChatView(session)
+    chat._view_opened({"view_id": "v"})
+    task = session.start("go")
+    await wait_until(lambda: bool(chat.approvals))
+    assert session.approve("g", "allow_once")
+    await wait_until(lambda: not chat.approvals)
+    assert session.running  # the call runs on: only its approval is over
+    released.set()
+    await task

@@ -42,10 +42,13 @@ from ...events import (
     DoneEvent,
     ErrorEvent,
     Event,
+    ProgressEvent,
+    SkillEndEvent,
     SubagentEndEvent,
     SubagentEvent,
     TodoUpdateEvent,
     TokenUpdateEvent,
+    ToolResultEvent,
     TurnStartEvent,
     TurnUsage,
     WarningEvent,
@@ -113,6 +116,12 @@ def approval_item(pending: PendingApproval) -> dict[str, Any]:
     preview_args(approval)  # the call's card has the full arguments on demand
     return approval
 
+
+
+_ASKING = frozenset({ApprovalRequestEvent, SubagentEvent, SubagentEndEvent})
+"""Events after which the waiting approvals may have changed (a request; a child's)."""
+_GOING_ON = frozenset({ProgressEvent, ToolResultEvent, SkillEndEvent})
+"""Events of a call that may have waited for an answer and no longer does."""
 
 
 class ChatTraits(Protocol):
@@ -187,6 +196,11 @@ class TurnTraits:
             self._batcher.flush()
         self._own = [approval_item(a) for a in pending]
         self._chat.approvals = self._own + self._outside
+
+    @property
+    def holds_approvals(self) -> bool:
+        """The shown session's approvals in the trait are not none."""
+        return bool(self._approvals)
 
     def outside(self, items: list[dict[str, Any]]) -> None:
         """The outside clients' waiting requests shown after the session's own, when
@@ -454,8 +468,16 @@ class LiveFollower:
         elif kind is DoneEvent:
             self._publish_window(turn_ended=True)
             return
-        if kind is ApprovalRequestEvent or kind is SubagentEvent or kind is SubagentEndEvent:
+        self._approvals_after(kind)
+
+    def _approvals_after(self, kind: type[Event]) -> None:
+        """The waiting approvals after an event of ``kind``: a request adds one (its card
+        goes first); a call that may have waited goes on or is refused — however it was
+        answered (this view, another one, a cell), its approval card goes."""
+        if kind in _ASKING:
             self.show_approvals(flush=True)
+        elif kind in _GOING_ON and self._turn.holds_approvals:
+            self.show_approvals()
 
     def show_approvals(self, *, flush: bool = False) -> None:
         """The trait follows the projection's waiting approvals when they changed;

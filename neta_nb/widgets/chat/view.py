@@ -24,6 +24,7 @@ it:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import uuid
@@ -32,7 +33,6 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 import traitlets
 
-from ...events import ApprovalDecision
 from ...labels import t
 from ...messages import ToolExecution
 from ...runtime.mentions.attachments import DEFAULT_ATTACHMENT_LIMITS, Attachment, guess_media_type
@@ -41,7 +41,6 @@ from ...runtime.session import Agent, AgentSession
 from ...store.process_owner import SessionBusyError
 from ...store.records import SessionRecord
 from ..base import BUFFERS_KEY, NetaWidget, RequestError, handles
-from ..outside_reviews import outside_reviews
 from ..streaming import FLUSH_INTERVAL
 from ..wire import ContextUsageDict, TodoItemDict, TurnUsageDict
 from .drawing.batcher import OpBatcher
@@ -60,6 +59,7 @@ from .mention_requests import (
 )
 from .message_actions import message_action
 from .notebook_page import PageBridge
+from .outside_requests import OutsideRequests
 from .panels.header_panels import HeaderPanels, OpenPanelReply, OpenPanelRequest, SidePanelModel
 from .panels.session_sidebar import SessionSidebar
 from .read_only import READ_ONLY_REFRESH_INTERVAL, ReadOnlyMode, ResumeStored
@@ -178,7 +178,7 @@ class ChatView(NetaWidget):
         self._presence = ViewPresence(lambda: self._kernel_loop)
         self._quiet = QuietWindow(self._presence)
         self._page = PageBridge(self.send)  # the notebook tools' way to the notebook
-        turn = self._turn = TurnTraits(self, self._batcher)
+        turn = TurnTraits(self, self._batcher)
         self._live = LiveFollower(self, self._batcher, self._page, turn=turn,
                                   quiet=self._quiet, window=window, agents=agents,
                                   rebind=self.bind, shown_through=self._shown_through,
@@ -193,19 +193,11 @@ class ChatView(NetaWidget):
         self._fork_origin: AgentSession | None = None
         """The chat the session shown was forked from in this view (see ``fork_of``)."""
         # The outside clients' waiting requests, shown after the session's own.
-        self._stop_outside = outside_reviews.listen(self._outside_changed)
+        self._outside = OutsideRequests(self, turn)
         if session is not None:
             self.bind(session)
-        self._outside_changed()
-
-    @traitlets.observe("session_id")
-    def _outside_for_session(self, _change: Any) -> None:
-        if hasattr(self, "_turn"):  # not while the widget is being made
-            self._outside_changed()
-
-    def _outside_changed(self) -> None:
-        self.hosts_outside = not outside_reviews.is_client(self.session_id)
-        self._turn.outside(outside_reviews.items(self.session_id))
+        self._outside.changed()
+        self.observe(lambda _change: self._outside.changed(), names="session_id")
 
     # --- binding ----------------------------------------------------------------------
     @property
@@ -335,7 +327,7 @@ class ChatView(NetaWidget):
         return session
 
     def close(self) -> None:
-        self._stop_outside()
+        self._outside.close()
         self.unbind()
         self.release_background()
         self._read_only.leave()
@@ -453,26 +445,13 @@ class ChatView(NetaWidget):
         command = request.get("command")
         if not isinstance(command, Mapping):
             raise RequestError("command needs a 'command' object")
-        if command.get("type") == "approve" and command.get("client") is not None:
-            return self._decide_outside(command)
-        return self._session_command(self._require_session(), command,
-                                     cast(Mapping[str, Any], request).get(BUFFERS_KEY))
-
-    def _session_command(self, session: AgentSession, command: Mapping[str, Any],
-                         buffers: Any) -> CommandReply:
         kind = command.get("type")
+        if kind == "approve" and command.get("client") is not None:
+            self._outside.decide(command)  # an outside client's request shown here
+            return {"running": self.running}
+        session = self._require_session()
         if kind == "send":
-            text = str(command.get("text", "")).strip()
-            attachments = _sent_files(command, buffers)
-            if not text and not attachments:
-                raise RequestError("nothing to send")
-            if session.running:
-                raise RequestError("a turn is already running; stop it first")
-            try:
-                task = session.handle_command({"type": "send", "text": text},
-                                              attachments=attachments)
-            except Exception as exc:
-                raise RequestError(str(exc)) from exc
+            task = _send(session, command, cast(Mapping[str, Any], request).get(BUFFERS_KEY))
             if task is not None:
                 self._live.track(task)
             return {"running": True}
@@ -490,35 +469,6 @@ class ChatView(NetaWidget):
             self._live.projection.answered(str(command.get("id")), command.get("subagent"))
             self._live.show_approvals()
         return {"think_level": session.think_level, "running": session.running}
-
-    def approve(self, call_id: str, decision: ApprovalDecision, *,
-                subagent: Sequence[str] | None = None, text: str | None = None) -> bool:
-        """Answer an approval this view shows, as its buttons do (``text``: a proposed
-        edit accepted with the user's text, or a rejection's reason); False when it no
-        longer waits."""
-        session = self._require_session()
-        answered = session.approve(call_id, decision, subagent=subagent, text=text)
-        self._live.projection.answered(call_id, subagent)
-        self._live.show_approvals()
-        return answered
-
-    def _decide_outside(self, command: Mapping[str, Any]) -> CommandReply:
-        """An outside client's request decided in this view (see outside_reviews)."""
-        client, call_id = command.get("client"), command.get("id")
-        decision, text = command.get("decision"), command.get("text")
-        path = command.get("subagent") or []
-        if not isinstance(client, str) or not isinstance(call_id, str):
-            raise RequestError("approve needs a 'client' and an 'id'")
-        if decision not in ("allow_once", "allow_always", "reject"):
-            raise RequestError(f"unknown decision {decision!r}")
-        if text is not None and not isinstance(text, str):
-            raise RequestError("'text' must be a string")
-        if not isinstance(path, list) or not all(isinstance(p, str) for p in path):
-            raise RequestError("'subagent' must be a list of run ids")
-        if not outside_reviews.decide(client, call_id, decision, path, text):
-            raise RequestError(f"{client}'s request is no longer waiting for a decision")
-        session = self.session
-        return {"running": session.running if session is not None else False}
 
     @handles("switch_agent")
     def _switch_agent(self, request: SwitchAgentRequest) -> SwitchAgentReply:
@@ -619,6 +569,21 @@ def _view_id(request: ViewRequest) -> str:
     if not isinstance(view_id, str) or not view_id:
         raise RequestError("view_opened and view_closed need a 'view_id' string")
     return view_id
+
+
+def _send(session: AgentSession, command: Mapping[str, Any],
+          buffers: Any) -> asyncio.Task[Any] | None:
+    """A view's ``send``: the prompt and the files it carries, as a turn of ``session``."""
+    text = str(command.get("text", "")).strip()
+    attachments = _sent_files(command, buffers)
+    if not text and not attachments:
+        raise RequestError("nothing to send")
+    if session.running:
+        raise RequestError("a turn is already running; stop it first")
+    try:
+        return session.handle_command({"type": "send", "text": text}, attachments=attachments)
+    except Exception as exc:
+        raise RequestError(str(exc)) from exc
 
 
 def _sent_files(command: Mapping[str, Any], buffers: Any) -> list[Attachment]:
