@@ -37,6 +37,14 @@ priced_model = ScriptedProvider([
     [{"text": "This answer is never reached."}]])
 priced_model.price = ModelPrice(input=1.0, output=1.0)
 priced = Agent("priced", model=priced_model)
+
+def _echo_mentions(messages):
+    mentions = [part.text for part in messages[-1].parts if part.type == "mention"]
+    return [{"text": "I read: " + " | ".join(mentions)}]
+
+
+echo = Agent("echo", model=ScriptedProvider({"responses": [_echo_mentions],
+                                             "on_exhausted": "cycle"}))
 failing = Agent("failing", model=ScriptedProvider([[{"error": {
     "message": "The server said no.", "retryable": False}}]]))
 """
@@ -55,20 +63,18 @@ print(json.dumps({"sessions": [[r.id, r.branch_of] for r in records],
 """
 
 
-def _run(cells: list[str], tmp_path: Path, *, repeat: int | None = None
+def _run(cells: list[str], tmp_path: Path, *, order: list[int] | None = None
          ) -> nbformat.NotebookNode:
-    """Execute ``cells`` in a real kernel (store: a file in ``tmp_path``), running cell
-    ``repeat`` a second time right after its first run."""
+    """Execute ``cells`` in a real kernel (store: a file in ``tmp_path``) in ``order``
+    (indices; ``None``: each once, top to bottom)."""
     notebook: nbformat.NotebookNode = nbformat.v4.new_notebook()
     notebook.cells = [nbformat.v4.new_code_cell(source) for source in cells]
     client = NotebookClient(notebook, kernel_name="python3", timeout=180,
                             resources={"metadata": {"path": str(tmp_path)}})
     env = {"NETA_NB_STORE_URL": str(tmp_path / "sessions.db"), "PYTHONPATH": str(ROOT)}
     with client.setup_kernel(env=env):
-        for index, cell in enumerate(notebook.cells):
-            client.execute_cell(cell, index)
-            if index == repeat:
-                client.execute_cell(cell, index)
+        for index in range(len(cells)) if order is None else order:
+            client.execute_cell(notebook.cells[index], index)
     return notebook
 
 
@@ -85,7 +91,8 @@ def _html(cell: Any) -> str:
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> nbformat.NotebookNode:
     tmp_path = tmp_path_factory.mktemp("agent_cell")
-    return _run(["%load_ext neta_nb", SETUP, AGENT_CELL, STORED], tmp_path, repeat=2)
+    return _run(["%load_ext neta_nb", SETUP, AGENT_CELL, STORED], tmp_path,
+                order=[0, 1, 2, 2, 3])
 
 
 def test_the_kernel_runs_this_tree(demo: nbformat.NotebookNode) -> None:
@@ -164,3 +171,14 @@ def test_a_bad_option_is_a_cell_error_and_runs_nothing(tmp_path: Path) -> None:
         _run(["%load_ext neta_nb", SETUP, "%%agent -a nobody\nHello?"], tmp_path)
     assert not (tmp_path / "sessions.db").exists() or "s_" not in (
         tmp_path / "sessions.db").read_bytes().decode("latin-1")
+
+
+
+def test_mentions_in_the_body_send_what_they_name_at_each_run(tmp_path: Path) -> None:
+    cells = ["%load_ext neta_nb", SETUP, "numbers = [3, 1, 4]",
+             "%%agent -a echo -o seen\nWhat is the sum of @numbers?", "print(seen)",
+             "numbers.append(1_592)", "print(seen)"]
+    notebook = _run(cells, tmp_path, order=[0, 1, 2, 3, 4, 5, 3, 6])
+    assert _text(notebook.cells[4]).strip() == "I read: numbers: list, len 3 = [3, 1, 4]"
+    # Run again after the variable changed, the mention sends its value now.
+    assert _text(notebook.cells[6]).strip() == "I read: numbers: list, len 4 = [3, 1, 4, 1592]"

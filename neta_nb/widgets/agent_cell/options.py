@@ -128,8 +128,8 @@ def _variable(namespace: Mapping[str, Any], flag: str, name: str, kind: type,
                                   f"notebook (it takes the name of a variable holding {what})")
     value = namespace[name]
     if not isinstance(value, kind):
-        raise AgentCellUsageError(f"{flag} {name}: {name!r} is a {type(value).__name__}, "
-                                  f"not {what}")
+        raise AgentCellUsageError(f"{flag} {name}: {name!r} is of type "
+                                  f"{type(value).__name__}, not {what}")
     return value
 
 
@@ -163,7 +163,7 @@ def resolve(options: CellOptions, namespace: Mapping[str, Any]) -> CellSetup:
                            "a policy: reject, allow or a function (tool_name, args) -> bool")
         if not callable(policy):
             raise AgentCellUsageError(
-                f"--approve {options.approve}: {options.approve!r} is a "
+                f"--approve {options.approve}: {options.approve!r} is of type "
                 f"{type(policy).__name__}, not a function (tool_name, args) -> bool; "
                 f"or write --approve reject / --approve allow")
     return CellSetup(options=options, agent=agent, catalog=catalog, session=session,
