@@ -37,7 +37,9 @@ from ...events import Event
 from ...runtime.session import Agent, AgentSession
 from ...store.session_store import SessionStore
 from ...tools import ToolCatalog
+from ..chat.view import ChatView
 from ..static_form import StaticForm
+from .cell_metadata import CellSession, read_cell_session, write_cell_session
 from .form import cell_form
 from .options import USAGE, AgentCellUsageError, CellOptions, CellSetup, parse_line, resolve
 
@@ -75,6 +77,23 @@ class _CellTurn:
     prompt_id: str | None = None
     """The cell's prompt in the session (``None`` until its turn has begun)."""
     task: asyncio.Task[Any] | None = None
+
+    def note_prompt(self, before: int) -> None:
+        """The turn begun at message ``before`` has its prompt in the session now."""
+        messages = self.session.messages
+        if self.prompt_id is None and len(messages) > before:
+            self.prompt_id = messages[before].id
+
+
+@dataclass
+class _Started:
+    """A cell's turn, started."""
+
+    task: asyncio.Task[Any]
+    before: int
+    """How many messages the session had before it (its prompt is the next)."""
+    restore: Callable[[], None]
+    """Gives the session back the approval policy and budget it had."""
 
 
 @dataclass
@@ -130,6 +149,7 @@ class AgentCells:
         self._open_store = store
         self._store: SessionStore | None = None
         self._cells: dict[str, _CellTurn] = {}
+        self._background: set[asyncio.Future[Any]] = set()  # kept until done
 
     @property
     def store(self) -> SessionStore:
@@ -145,33 +165,18 @@ class AgentCells:
         prompt = _prompt(options, body)
         setup = resolve(options, self._shell.user_ns)
         cell_id = page_cell_id(self._shell)
-        key = cell_id or "text:" + hashlib.sha256(f"{line}\n{body}".encode()).hexdigest()
-        cell = await self._cell_turn(key, setup)
-        session = cell.session
-        await _stopped(cell)
-        if cell.prompt_id is not None and any(message.id == cell.prompt_id
-                                              for message in session.messages):
-            session.rewind(cell.prompt_id)  # kept as a branch (see the module docstring)
-        cell.prompt_id = None
-        before = len(session.messages)
-        restore = _for_this_turn(session, setup)
-        try:
-            task = session.start(prompt)
-        except BaseException:
-            restore()
-            raise
-        cell.task = task
-
-        def begun() -> None:
-            if cell.prompt_id is None and len(session.messages) > before:
-                cell.prompt_id = session.messages[before].id
-
-        if cell_id is not None:
-            self._run_on_page(cell, task, before, setup, restore, begun)
+        if cell_id is None:
+            key = "text:" + hashlib.sha256(f"{line}\n{body}".encode()).hexdigest()
+            cell = self._cell_turn(key, setup)
+            await self._run_headless(cell, await self._begin(cell, prompt, setup), setup)
+        elif cell_id not in self._cells and setup.session is None and setup.session_id is None:
+            self._first_page_run(cell_id, setup, prompt)
         else:
-            await self._run_headless(cell, task, before, setup, restore, begun)
+            cell = self._cell_turn(cell_id, setup)
+            display(ChatView(cell.session))  # type: ignore[no-untyped-call]
+            self._follow_on_page(cell, await self._begin(cell, prompt, setup), setup, cell_id)
 
-    async def _cell_turn(self, key: str, setup: CellSetup) -> _CellTurn:
+    def _cell_turn(self, key: str, setup: CellSetup) -> _CellTurn:
         known = self._cells.get(key)
         if setup.session is not None:
             if known is None or known.session is not setup.session:
@@ -182,12 +187,65 @@ class AgentCells:
         elif known is None or known.agent is not setup.agent or known.catalog is not setup.catalog:
             # A cell run with another agent or catalog starts a session for it; the
             # earlier one stays in the store.
-            agent = (dataclasses.replace(setup.agent) if setup.agent is not None
-                     else Agent(DEFAULT_AGENT_NAME))
-            known = _CellTurn(AgentSession(agent, setup.catalog, self.store),
+            known = _CellTurn(AgentSession(_own_agent(setup), setup.catalog, self.store),
                               setup.agent, setup.catalog)
         self._cells[key] = known
         return known
+
+    async def _begin(self, cell: _CellTurn, prompt: str, setup: CellSetup) -> _Started:
+        """Start the cell's turn: its earlier one stopped if it still runs, and rewound
+        (kept as a branch) if the session still has it."""
+        session = cell.session
+        await _stopped(cell)
+        if cell.prompt_id is not None and any(message.id == cell.prompt_id
+                                              for message in session.messages):
+            session.rewind(cell.prompt_id)  # kept as a branch (see the module docstring)
+        cell.prompt_id = None
+        before = len(session.messages)
+        restore = _for_this_turn(session, setup)
+        try:
+            cell.task = session.start(prompt)
+        except BaseException:
+            restore()
+            raise
+        return _Started(cell.task, before, restore)
+
+    def _first_page_run(self, cell_id: str, setup: CellSetup, prompt: str) -> None:
+        """The first run of a cell in this kernel, from a page: the cell's metadata may
+        name its session (a notebook reopened). The page answers through the cell's chat
+        view, which is shown first — bound to a session stored nowhere until the answer
+        says which session the cell goes on with — and answers only after the cell has
+        returned, so the turn starts in the background."""
+        agent = _own_agent(setup)
+        view = ChatView(AgentSession(agent, setup.catalog, None))
+        display(view)  # type: ignore[no-untyped-call]
+        task = asyncio.ensure_future(self._reopen(cell_id, view, agent, setup, prompt))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _reopen(self, cell_id: str, view: ChatView, agent: Agent, setup: CellSetup,
+                      prompt: str) -> None:
+        placeholder = view.session
+        kept = await read_cell_session(placeholder.notebook_page if placeholder else None,
+                                       cell_id)
+        session: AgentSession | None = None
+        if kept is not None and self.store.get_session(kept.session_id) is not None:
+            try:
+                session = _resumed(kept.session_id, self.store, setup)
+            except Exception as exc:  # busy elsewhere, damaged: the cell starts anew
+                view.show_notice(f"This cell's session {kept.session_id} could not be "
+                                 f"resumed ({exc}); a new session starts.", tone="warning")
+        cell = _CellTurn(session or AgentSession(agent, setup.catalog, self.store),
+                         setup.agent, setup.catalog,
+                         prompt_id=kept.prompt_id if session is not None and kept else None)
+        self._cells[cell_id] = cell
+        view.bind(cell.session)
+        try:
+            started = await self._begin(cell, prompt, setup)
+        except Exception as exc:  # a mention that does not resolve: said where it shows
+            view.show_notice(str(exc))
+            return
+        self._follow_on_page(cell, started, setup, cell_id)
 
     def _stored(self, setup: CellSetup) -> AgentSession:
         session_id = setup.session_id
@@ -195,54 +253,54 @@ class AgentCells:
         for cell in self._cells.values():
             if cell.session.id == session_id:
                 return cell.session
-        agent = dataclasses.replace(setup.agent) if setup.agent is not None else None
         if self.store.get_session(session_id) is not None:
-            return AgentSession.resume(session_id, self.store, agent=agent,
-                                       catalog=setup.catalog)
+            return _resumed(session_id, self.store, setup)
         try:
-            return AgentSession(agent or Agent(DEFAULT_AGENT_NAME), setup.catalog,
-                                self.store, session_id=session_id)
+            return AgentSession(_own_agent(setup), setup.catalog, self.store,
+                                session_id=session_id)
         except ValueError as exc:
             raise AgentCellUsageError(f"-s {session_id}: {exc}\n{USAGE}") from None
 
-    def _run_on_page(self, cell: _CellTurn, task: asyncio.Task[Any], before: int,
-                     setup: CellSetup, restore: Callable[[], None],
-                     begun: Callable[[], None]) -> None:
-        from ..chat.view import ChatView  # the live widget, only where a page draws it
-
+    def _follow_on_page(self, cell: _CellTurn, started: _Started, setup: CellSetup,
+                        cell_id: str) -> None:
+        """A page's cell has returned: when its turn ends, set ``-o`` and keep the session
+        in the cell's metadata."""
         session = cell.session
-        unsubscribe = session.subscribe(lambda _event: begun())
-        display(ChatView(session))  # type: ignore[no-untyped-call]
+        unsubscribe = session.subscribe(lambda _event: cell.note_prompt(started.before))
 
         def ended(_task: asyncio.Task[Any]) -> None:
             unsubscribe()
-            restore()
-            begun()
+            started.restore()
+            cell.note_prompt(started.before)
             if setup.options.output:
-                self._shell.user_ns[setup.options.output] = _answer(session, before)
+                self._shell.user_ns[setup.options.output] = _answer(session, started.before)
+            kept = CellSession(session.id, cell.prompt_id)
+            write = asyncio.ensure_future(write_cell_session(session.notebook_page, cell_id,
+                                                             kept))
+            self._background.add(write)
+            write.add_done_callback(self._background.discard)
 
-        task.add_done_callback(ended)
+        started.task.add_done_callback(ended)
 
-    async def _run_headless(self, cell: _CellTurn, task: asyncio.Task[Any], before: int,
-                            setup: CellSetup, restore: Callable[[], None],
-                            begun: Callable[[], None]) -> None:
-        session = cell.session
+    async def _run_headless(self, cell: _CellTurn, started: _Started,
+                            setup: CellSetup) -> None:
+        session, before = cell.session, started.before
         outcome = _Outcome()
         form = StaticForm(lambda: cell_form(session, before))
 
         def heard(event: Event) -> None:
-            begun()
+            cell.note_prompt(before)
             outcome.hear(event)
             form.refresh()
 
         unsubscribe = session.subscribe(heard)
         form.display()
         try:
-            await task
+            await started.task
         finally:
             unsubscribe()
-            restore()
-            begun()
+            started.restore()
+            cell.note_prompt(before)
             form.cancel()
         form.refresh_now()
         if setup.options.output:
@@ -254,6 +312,19 @@ class AgentCells:
             if setup.options.raise_errors:
                 raise AgentCellError(failure)
             print(failure)
+
+
+def _resumed(session_id: str, store: SessionStore, setup: CellSetup) -> AgentSession:
+    """A stored session, with ``-a``'s agent (a copy) when given, else its own."""
+    agent = dataclasses.replace(setup.agent) if setup.agent is not None else None
+    return AgentSession.resume(session_id, store, agent=agent, catalog=setup.catalog)
+
+
+def _own_agent(setup: CellSetup) -> Agent:
+    """The agent of a session the cell makes: a copy of ``-a``'s (the cell's budget is set
+    on it, never on the user's), or the default one."""
+    return (dataclasses.replace(setup.agent) if setup.agent is not None
+            else Agent(DEFAULT_AGENT_NAME))
 
 
 def _prompt(options: CellOptions, body: str | None) -> str:
