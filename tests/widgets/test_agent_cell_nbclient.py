@@ -30,7 +30,7 @@ from neta_nb.providers.prices import ModelPrice
 print(neta_nb.__file__)
 gated = Agent("gated", model=ScriptedProvider([
     [{"tool_call": {"name": "python", "args": {"code": "open('ran.txt', 'w')"}}}],
-    [{"text": "Carried on without python."}]]), tools=AgentToolConfig(enabled=["python"]))
+    [{"text": "The turn went on."}]]), tools=AgentToolConfig(enabled=["python"]))
 priced_model = ScriptedProvider([
     [{"usage": {"input_tokens": 1_000_000, "output_tokens": 0}},
      {"tool_call": {"name": "list_files", "args": {}}}],
@@ -137,14 +137,16 @@ def test_an_approval_is_refused_headless_with_a_line_and_the_turn_goes_on(
     printed = _text(notebook.cells[2])
     assert ("Refused 'python': it needs approval and there is no page here to ask on; "
             "the turn goes on without it") in printed
-    assert _text(notebook.cells[3]).strip() == "Carried on without python."
-    assert "Carried on without python." in _html(notebook.cells[2])
+    assert _text(notebook.cells[3]).strip() == "The turn went on."
+    assert "The turn went on." in _html(notebook.cells[2])
     assert not (tmp_path / "ran.txt").exists()
 
 
-def test_an_approval_policy_allows(tmp_path: Path) -> None:
+def test_an_approval_policy_allows_and_agent_takes_one_line(tmp_path: Path) -> None:
     notebook = _run(["%load_ext neta_nb", SETUP,
-                     "%%agent -a gated --approve allow\nRun some code."], tmp_path)
+                     "%agent -a gated --approve allow -o said Run some code.",
+                     "print(said)"], tmp_path)
+    assert _text(notebook.cells[3]).strip() == "The turn went on."
     assert "Allowed 'python' without asking (--approve allow)." in _text(notebook.cells[2])
     assert (tmp_path / "ran.txt").exists()
 
