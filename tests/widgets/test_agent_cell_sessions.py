@@ -5,6 +5,7 @@ cell's turn."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -88,3 +89,24 @@ async def test_a_policy_function_decides_and_the_session_gets_its_settings_back(
     assert "Allowed 'python' without asking (--approve judge)." in capsys.readouterr().out
     assert chat.approval_policy == "reject"  # the session's own, back
     assert agent.turn_budget_usd is None
+
+
+async def test_an_interrupted_cell_stops_its_turn(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "sessions.db")
+    slow = Agent("slow", model=ScriptedProvider({"responses": [_echo],
+                                                 "on_exhausted": "cycle"}, chars_per_second=5))
+    chat = AgentSession(slow, store=store)
+    cell = asyncio.ensure_future(AgentCells(_Shell({"chat": chat}), store=lambda: store).run(
+        "-s chat", "A question that takes a while to answer"))
+    for _ in range(300):
+        if chat.running:
+            break
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.3)
+    cell.cancel()  # what an interrupt of the awaiting cell does
+    with pytest.raises(asyncio.CancelledError):
+        await cell
+    await asyncio.sleep(0.05)
+    assert not chat.running
+    assert chat.messages[-1].role == "assistant"
+    assert chat.messages[-1].metadata.interrupted == "cancelled"
