@@ -112,9 +112,10 @@ def test_a_refused_cell_runs_nothing_and_opens_no_store(line: str, body: str,
 
 @pytest.mark.parametrize(("cell", "rewritten"), [
     ("%%agent -o x\nWhat is in @df?\n",
-     "await __neta_nb_agent_cells__.run('-o x', 'What is in @df?\\n')\n"),
-    ("\n%%agent\nHi\n", "await __neta_nb_agent_cells__.run('', 'Hi\\n')\n"),
-    ("%agent -o x What's up?\n", "await __neta_nb_agent_cells__.run(\"-o x What's up?\", None)\n"),
+     "await get_ipython().neta_nb_agent_cells.run('-o x', 'What is in @df?\\n')\n"),
+    ("\n%%agent\nHi\n", "await get_ipython().neta_nb_agent_cells.run('', 'Hi\\n')\n"),
+    ("%agent -o x What's up?\n",
+     "await get_ipython().neta_nb_agent_cells.run(\"-o x What's up?\", None)\n"),
 ])
 def test_an_agent_cell_is_rewritten_to_await_its_turn(cell: str, rewritten: str) -> None:
     assert rewrite_agent_cell(cell.splitlines(keepends=True)) == [rewritten]

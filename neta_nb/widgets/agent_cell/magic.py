@@ -23,9 +23,10 @@ __all__ = ["register_magics", "rewrite_agent_cell"]
 
 _CELL = re.compile(r"%%agent(?:\s|$)")
 _LINE = re.compile(r"%agent(?:\s|$)")
-_RUNNER = "__neta_nb_agent_cells__"
-"""The name the rewritten cell finds the kernel's :class:`AgentCells` under (hidden from
-``%who`` and the variable tools)."""
+_RUNNER = "neta_nb_agent_cells"
+"""The attribute of the shell the rewritten cell finds the kernel's :class:`AgentCells`
+under (on the shell, not among the notebook's variables: ``%reset`` keeps it, and
+``%who`` and the variable tools do not list it)."""
 
 
 def rewrite_agent_cell(lines: list[str]) -> list[str]:
@@ -40,7 +41,7 @@ def rewrite_agent_cell(lines: list[str]) -> list[str]:
         line, cell_body = stripped.strip()[len("%agent"):].strip(), None
     else:
         return lines
-    return [f"await {_RUNNER}.run({line!r}, {cell_body!r})\n"]
+    return [f"await get_ipython().{_RUNNER}.run({line!r}, {cell_body!r})\n"]
 
 
 def _elsewhere(line: str, cell: str | None = None) -> None:
@@ -51,9 +52,8 @@ def _elsewhere(line: str, cell: str | None = None) -> None:
 
 def register_magics(shell: Any) -> None:
     """What ``%load_ext neta_nb`` does for ``%%agent`` (loading it again changes nothing)."""
-    if not isinstance(shell.user_ns.get(_RUNNER), AgentCells):
-        shell.user_ns[_RUNNER] = AgentCells(shell)
-        shell.user_ns_hidden[_RUNNER] = shell.user_ns[_RUNNER]
+    if not isinstance(getattr(shell, _RUNNER, None), AgentCells):
+        setattr(shell, _RUNNER, AgentCells(shell))
     transforms = shell.input_transformers_cleanup
     if rewrite_agent_cell not in transforms:
         transforms.append(rewrite_agent_cell)
