@@ -120,10 +120,11 @@ async def test_a_page_cell_shows_its_chat_keeps_its_session_and_a_rerun_is_a_ret
                                           "prompt_id": session.messages[0].id}
     assert the_page.metadata["cell-1"]["neta_nb"]["other"] == 1  # the rest is kept
 
-    # The same cell again, its text edited: the same session asks anew.
+    # The same cell again, its text edited: the same session asks anew, in the same chat
+    # view shown again.
     await cells.run("-a analyst -o answer", "Hello again")
     assert await _answer(shell, "answer") == "You said: Hello again"
-    assert shown[1].session is session
+    assert shown[1] is shown[0] and shown[1].session is session
     assert _prompts(session) == ["Hello again"]
     assert _kept(the_page, "cell-1")["prompt_id"] == session.messages[0].id
     session.flush(10)
@@ -190,3 +191,30 @@ async def test_a_rerun_while_the_turn_runs_stops_it_first(
     await cells.run("-a slow -o answer", "Short")
     assert await _answer(shell, "answer") == "You said: Short"
     assert _prompts(session) == ["Short"]
+
+
+async def test_the_real_chat_view_with_no_view_open_on_the_page(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The chat view itself (not the fake above): no view of it opens here, so its bridge
+    # gives up after its grace and the cell starts a session of its own; a rerun shows the
+    # same widget again.
+    from neta_nb.widgets.chat.view import ChatView
+
+    shown: list[Any] = []
+    monkeypatch.setattr("neta_nb.widgets.agent_cell.cell.display", shown.append)
+    store = SessionStore(tmp_path / "sessions.db")
+    shell = _Shell()
+    cells = AgentCells(shell, store=lambda: store)
+    await cells.run("-a analyst -o answer", "Hello")
+    for _ in range(1500):
+        if "answer" in shell.user_ns:
+            break
+        await asyncio.sleep(0.01)
+    assert shell.user_ns.pop("answer") == "You said: Hello"
+    (view,) = shown
+    assert isinstance(view, ChatView) and view.session is not None
+    assert view.session.store is store
+    await cells.run("-a analyst -o answer", "Again")
+    assert await _answer(shell, "answer") == "You said: Again"
+    assert shown == [view, view]
+    view.close()

@@ -77,6 +77,17 @@ class _CellTurn:
     prompt_id: str | None = None
     """The cell's prompt in the session (``None`` until its turn has begun)."""
     task: asyncio.Task[Any] | None = None
+    view: ChatView | None = None
+    """The cell's chat view on the page, shown again by each run (one widget per cell:
+    a view per run would stay bound to the session after its output was replaced)."""
+
+    def shown_in(self) -> ChatView:
+        """The cell's chat view, showing its session."""
+        if self.view is None:
+            self.view = ChatView(self.session)
+        elif self.view.session is not self.session:
+            self.view.bind(self.session)
+        return self.view
 
     def note_prompt(self, before: int) -> None:
         """The turn begun at message ``before`` has its prompt in the session now."""
@@ -173,7 +184,7 @@ class AgentCells:
             self._first_page_run(cell_id, setup, prompt)
         else:
             cell = self._cell_turn(cell_id, setup)
-            display(ChatView(cell.session))  # type: ignore[no-untyped-call]
+            display(cell.shown_in())  # type: ignore[no-untyped-call]
             self._follow_on_page(cell, await self._begin(cell, prompt, setup), setup, cell_id)
 
     def _cell_turn(self, key: str, setup: CellSetup) -> _CellTurn:
@@ -237,9 +248,10 @@ class AgentCells:
                                  f"resumed ({exc}); a new session starts.", tone="warning")
         cell = _CellTurn(session or AgentSession(agent, setup.catalog, self.store),
                          setup.agent, setup.catalog,
-                         prompt_id=kept.prompt_id if session is not None and kept else None)
+                         prompt_id=kept.prompt_id if session is not None and kept else None,
+                         view=view)
         self._cells[cell_id] = cell
-        view.bind(cell.session)
+        cell.shown_in()
         try:
             started = await self._begin(cell, prompt, setup)
         except Exception as exc:  # a mention that does not resolve: said where it shows
