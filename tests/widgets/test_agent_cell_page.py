@@ -18,6 +18,7 @@ from neta_nb import Agent, AgentSession, ScriptedProvider, SessionStore
 from neta_nb.messages import Message
 from neta_nb.tools.notebook.page import NotebookError
 from neta_nb.widgets.agent_cell import AgentCells
+from neta_nb.widgets.chat.view import ChatView
 
 
 def _echo(messages: Sequence[Message]) -> list[dict[str, str]]:
@@ -198,8 +199,6 @@ async def test_the_real_chat_view_with_no_view_open_on_the_page(
     # The chat view itself (not the fake above): no view of it opens here, so its bridge
     # gives up after its grace and the cell starts a session of its own; a rerun shows the
     # same widget again.
-    from neta_nb.widgets.chat.view import ChatView
-
     shown: list[Any] = []
     monkeypatch.setattr("neta_nb.widgets.agent_cell.cell.display", shown.append)
     store = SessionStore(tmp_path / "sessions.db")
