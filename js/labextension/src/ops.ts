@@ -247,6 +247,20 @@ function setOutputs(panel: NotebookPanel, args: Args): unknown {
   return ranResult(cellId, cell, outputs.some((o: nbformat.IOutput) => o.output_type === "error") ? "error" : "ok");
 }
 
+/** The kernel's own entry in one cell's metadata, read — and written, when the request
+ * carries `value` (`null` removes it). The key must start with `neta_nb` (the kernel keeps
+ * an `%%agent` cell's session id there): no other metadata of a cell is read or changed. */
+function cellMetadata(panel: NotebookPanel, args: Args): unknown {
+  const key = stringArg(args, "key");
+  if (!/^neta_nb(\.[a-z_]+)?$/.test(key)) throw new BridgeFailure("bad_request", `'key' must be neta_nb or neta_nb.<name>, not ${JSON.stringify(key)}`);
+  const { cell } = findCell(panel, stringArg(args, "cell_id"));
+  if (Object.hasOwn(args, "value")) {
+    if (args.value === null) cell.deleteMetadata(key);
+    else cell.setMetadata(key, args.value);
+  }
+  return { value: cell.getMetadata(key) ?? null };
+}
+
 /** Where a cell is, as the notebook shows it: its position (1 the first) and execution
  * count — a card names the cell so (`[2]`) instead of by its id. */
 function locate(panel: NotebookPanel, args: Args): unknown {
@@ -276,4 +290,5 @@ export const OPS: Record<string, Op> = {
   undo,
   run,
   set_outputs: setOutputs,
+  cell_metadata: cellMetadata,
 };
