@@ -1,6 +1,6 @@
 """The static form of an ``%%agent`` cell's turn: the plan, the prompt, a card per tool or
 skill call, the answer and the token figures, as one HTML block and a short text — the
-chat view's static form (:mod:`neta_nb.widgets.chat.static`) of the cell's part of its
+chat view's static form (:mod:`neta_nb.widgets.chat.drawing.static`) of the cell's part of its
 session. A run without a page (nbclient, nbconvert, papermill) has no widget to draw, so
 this form is the cell's output itself, kept current while the turn runs."""
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from ...runtime.projection import ConversationProjection
 from ...runtime.session import AgentSession
-from ..chat.render import render_window
-from ..chat.static import static_html, static_summary
+from ..chat.drawing.render import render_window
+from ..chat.drawing.static import static_html, static_summary
 
 __all__ = ["cell_form"]
 
