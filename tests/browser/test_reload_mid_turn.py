@@ -1,0 +1,113 @@
+"""A page reloaded while its kernel runs keeps the saved transcript true (issue 48, item 5).
+
+* A chat's static form is updated by display id, which only the page that ran the cell
+  maps. A turn that ends after a reload still reaches the saved notebook: saved then, its
+  static form ends with the last answer.
+"""
+
+from __future__ import annotations
+
+from html.parser import HTMLParser
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from . import chat_cells
+from .harness import LabSession
+
+pytestmark = pytest.mark.browser
+
+GATED_CHAT = """
+gate = asyncio.Event()
+provider = FakeProvider([[TextDelta("Reading the table first. "), gate.wait,
+                          TextDelta("The busiest month was March, with 412 orders."),
+                          StreamDone("end_turn")]], context_window=200_000)
+session = AgentSession(Agent("analyst", model=provider))
+chat = ChatView(session, height="360px")
+chat
+""".strip()
+LAST_ANSWER = "Reading the table first. The busiest month was March, with 412 orders."
+RUNNING = "() => document.querySelector('.neta-chat-view')?.classList.contains('neta-is-running')"
+IDLE = ("() => { const view = document.querySelector('.neta-chat-view');"
+        " return view && !view.classList.contains('neta-is-running'); }")
+SAVE = "async () => { await window.jupyterapp.commands.execute('docmanager:save'); }"
+
+
+def _reload(lab: LabSession) -> None:
+    page = lab.page
+    page.reload(wait_until="domcontentloaded")
+    page.wait_for_function("window.jupyterapp !== undefined", timeout=60_000)
+    page.evaluate("async () => { await window.jupyterapp.started; "
+                  "await window.jupyterapp.restored; }")
+
+
+class _Messages(HTMLParser):
+    """The words of each message of a static form (``neta-static-user`` and
+    ``neta-static-assistant`` blocks), in order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.messages: list[tuple[str, list[str]]] = []
+        self._depth = 0  # open tags inside the message being read
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if self._depth:
+            self._depth += 1
+            return
+        classes = (dict(attrs).get("class") or "").split()
+        role = next((c[len("neta-static-"):] for c in classes
+                     if c in ("neta-static-user", "neta-static-assistant")), None)
+        if role:
+            self.messages.append((role, []))
+            self._depth = 1
+
+    def handle_endtag(self, tag: str) -> None:
+        if self._depth:
+            self._depth -= 1
+
+    def handle_data(self, data: str) -> None:
+        if self._depth:
+            self.messages[-1][1].append(data)
+
+
+def _messages(html: str) -> list[tuple[str, str]]:
+    parser = _Messages()
+    parser.feed(html)
+    return [(role, " ".join(" ".join(parts).split())) for role, parts in parser.messages]
+
+
+def _saved_messages(lab: LabSession, path: str) -> list[tuple[str, str]]:
+    """The messages of the chat's static form in the saved file: (role, words)."""
+    notebook = nbformat.read(lab.server.root_dir / path, as_version=4)
+    forms = [output["data"]["text/html"] for cell in notebook.cells if cell.cell_type == "code"
+             for output in cell.outputs
+             if "neta-static-form" in output.get("data", {}).get("text/html", "")]
+    assert len(forms) == 1, forms
+    return _messages(forms[0])
+
+
+def test_a_turn_that_ends_after_a_reload_reaches_the_saved_form(
+        lab: LabSession, screenshot_dir: Path) -> None:
+    path = lab.run_notebook("reload_mid_turn.ipynb", [chat_cells.IMPORTS, GATED_CHAT])
+    page = lab.page
+    page.locator(".neta-chat-textarea").fill("Which month was busiest?")
+    page.locator(".neta-chat-send").click()
+    page.locator(".neta-chat-text", has_text="Reading the table first.").wait_for()
+    page.wait_for_function(RUNNING)
+    page.evaluate(SAVE)
+
+    _reload(lab)
+    view = page.locator(".neta-chat-view")
+    view.locator(".neta-chat-text", has_text="Reading the table first.").wait_for(timeout=60_000)
+    lab.execute(path, "gate.set()")
+    view.locator(".neta-chat-text", has_text="412 orders").wait_for(timeout=30_000)
+    page.wait_for_function(IDLE)
+    lab.wait_for_kernel_value(path, "session.messages[-1].text.endswith('412 orders.')", "True")
+    # The form follows the turn's end on the reloaded page too: saved, it ends with it.
+    page.wait_for_function(
+        "() => document.querySelector('.neta-static-form')?.textContent.includes('412 orders')",
+        timeout=10_000)
+    page.evaluate(SAVE)
+    assert _saved_messages(lab, path) == [("user", "You Which month was busiest?"),
+                                          ("assistant", f"analyst {LAST_ANSWER}")]
