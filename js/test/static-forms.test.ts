@@ -3,6 +3,7 @@
 // the id names, and only where that output is a static form whose data differ.
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { liveModelFor } from "../labextension/src/reattach";
 import { formViewModel, writeForm } from "../labextension/src/static-forms";
 
 const VIEW = "application/vnd.jupyter.widget-view+json";
@@ -59,4 +60,15 @@ test("an output after the view that is no static form is left alone", () => {
     assert.equal(writeForm(model, "a", form("new").data, {}), 0);
     assert.deepEqual(sets, []);
   }
+});
+
+test("a cell's live chat is the last model that names it", () => {
+  const registry = new Map([
+    ["older", ["cell-1", "cell-2"]],
+    ["newer", ["cell-2"]],
+  ]);
+  assert.equal(liveModelFor("cell-2", registry), "newer");
+  assert.equal(liveModelFor("cell-1", registry), "older");
+  assert.equal(liveModelFor("cell-3", registry), null);
+  assert.equal(liveModelFor("cell-1", undefined), null); // no neta_nb widget on the page
 });

@@ -42,7 +42,7 @@ from ..encodable import encodable_value
 from ..escaping import code_span, escape_markdown, fenced, literal_markdown
 from .background_echo import current_request, echo_after_cell, echo_noted, echoing
 from .bundle import STATIC_DIR, WidgetBundle, loader_source, shared_bundle
-from .static_form import StaticForm, display_view_and_form, short_plain
+from .static_form import StaticForm, display_view_and_form, running_cell_id, short_plain
 from .wire import ErrorReply, OkReply, Reply
 
 __all__ = ["STATIC_DIR", "ErrorReply", "Lang", "NetaWidget", "OkReply", "Reply", "RequestError",
@@ -106,6 +106,9 @@ class RequestHandler(Generic[W, Req, Res]):
 BUFFERS_KEY = "__buffers__"
 """Where a request's binary buffers are in the payload a handler gets (a key no view sends)."""
 
+SHOWN_CELLS = 8
+"""Cells a widget names as having displayed it (``NetaWidget._shown_in``), the newest."""
+
 
 def handles(kind: str) -> Callable[[Callable[[W, Req], Res]], RequestHandler[W, Req, Res]]:
     """Register the decorated method as the answer to requests of ``kind``. Its payload
@@ -154,6 +157,12 @@ class NetaWidget(anywidget.AnyWidget):
     layout = InstanceDict(Layout, allow_none=True).tag(sync=True, **widget_serialization)
 
     _component = traitlets.Unicode("").tag(sync=True)
+    _shown_in = traitlets.Dict(
+        help="{model_id, cells}: this widget's model id and the notebook cells that displayed "
+             "it, newest last (empty until a cell displays it). A page reloaded from a "
+             "notebook saved before those runs shows there what was saved, the model it "
+             "names being gone; the notebook bridge then offers this live widget in its place "
+             "(js/labextension/src/reattach.ts).").tag(sync=True)
     lang = traitlets.Enum(("en", "zh-CN"), default_value="en",
                           help="Label language: 'en' or 'zh-CN'.").tag(sync=True)
 
@@ -385,6 +394,10 @@ class NetaWidget(anywidget.AnyWidget):
     def _ipython_display_(self) -> None:
         """Displayed in a cell: the widget view, then its static form as an output of its
         own that is kept current (see ``neta_nb.widgets.static_form``)."""
+        cell = running_cell_id()
+        if cell is not None:
+            cells = [c for c in self._shown_in.get("cells", []) if c != cell]
+            self._shown_in = {"model_id": self.model_id, "cells": [*cells, cell][-SHOWN_CELLS:]}
         display_view_and_form(self._repr_mimebundle_(), self._static_form)
 
     def close(self) -> None:

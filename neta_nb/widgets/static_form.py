@@ -44,7 +44,8 @@ from .background_echo import echo_after_cell
 from .streaming import FrameThrottle, Scheduler, call_later_on_running_loop
 
 __all__ = ["FORM_DISPLAY_PREFIX", "PLAIN_CHARS", "REFRESH_INTERVAL", "StaticForm",
-           "display_view_and_form", "form_display_id", "send_update", "short_plain"]
+           "display_view_and_form", "form_display_id", "running_cell_id", "send_update",
+           "short_plain"]
 
 REFRESH_INTERVAL = 1.0
 """Seconds between two updates of one static form: it is the whole form each time (a card
@@ -81,6 +82,21 @@ def form_display_id(view_model_id: str | None) -> str:
     follows (a bare unique id where it follows none)."""
     unique = uuid.uuid4().hex
     return f"{FORM_DISPLAY_PREFIX}{view_model_id}:{unique}" if view_model_id else unique
+
+
+def running_cell_id() -> str | None:
+    """The id of the notebook cell whose run is going on (JupyterLab and Notebook 7 name it
+    in each execute request's metadata), or ``None`` (no kernel, no such id)."""
+    try:
+        from ipykernel.kernelbase import Kernel
+    except ImportError:  # pragma: no cover - ipykernel is a dependency of the widgets
+        return None
+    if not Kernel.initialized():
+        return None
+    parent = Kernel.instance().get_parent()  # type: ignore[no-untyped-call]
+    metadata = parent.get("metadata") if isinstance(parent, dict) else None
+    cell = metadata.get("cellId") if isinstance(metadata, dict) else None
+    return cell if isinstance(cell, str) and cell else None
 
 
 def short_plain(text: str, limit: int = PLAIN_CHARS) -> str:

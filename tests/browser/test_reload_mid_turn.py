@@ -3,6 +3,9 @@
 * A chat's static form is updated by display id, which only the page that ran the cell
   maps. A turn that ends after a reload still reaches the saved notebook: saved then, its
   static form ends with the last answer.
+* A notebook saved, then run again in a new kernel and reloaded unsaved, shows the chat as
+  saved (its model is gone). The cell's live chat is offered above it; taken, the cell
+  shows the live chat, and saved, the notebook holds it.
 """
 
 from __future__ import annotations
@@ -31,7 +34,19 @@ LAST_ANSWER = "Reading the table first. The busiest month was March, with 412 or
 RUNNING = "() => document.querySelector('.neta-chat-view')?.classList.contains('neta-is-running')"
 IDLE = ("() => { const view = document.querySelector('.neta-chat-view');"
         " return view && !view.classList.contains('neta-is-running'); }")
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 SAVE = "async () => { await window.jupyterapp.commands.execute('docmanager:save'); }"
+
+
+TWO_KERNELS_CHAT = """
+import os
+provider = ScriptedProvider([[{"text": f"Answer from kernel {os.getpid()}."}]])
+session = AgentSession(Agent("analyst", model=provider))
+chat = ChatView(session, height="300px")
+chat
+""".strip()
+OFFER = ".neta-nb-reattach"
+MODEL_NOT_FOUND = "widget model not found"
 
 
 def _reload(lab: LabSession) -> None:
@@ -111,3 +126,70 @@ def test_a_turn_that_ends_after_a_reload_reaches_the_saved_form(
     page.evaluate(SAVE)
     assert _saved_messages(lab, path) == [("user", "You Which month was busiest?"),
                                           ("assistant", f"analyst {LAST_ANSWER}")]
+
+
+def _send_and_wait(lab: LabSession, text: str) -> None:
+    page = lab.page
+    page.locator(".neta-chat-textarea").fill(text)
+    page.locator(".neta-chat-send").click()
+    page.locator(".neta-chat-bubble", has_text=text).wait_for()
+    page.wait_for_function(IDLE)
+
+
+def _saved_view_model(lab: LabSession, path: str) -> str:
+    notebook = nbformat.read(lab.server.root_dir / path, as_version=4)
+    (model_id,) = [output["data"][WIDGET_VIEW]["model_id"] for cell in notebook.cells
+                   if cell.cell_type == "code" for output in cell.outputs
+                   if WIDGET_VIEW in output.get("data", {})]
+    return str(model_id)
+
+
+def test_a_reloaded_unsaved_notebook_offers_the_live_chat_in_place_of_the_saved_one(
+        lab: LabSession, screenshot_dir: Path) -> None:
+    path = lab.run_notebook("reattach.ipynb", [chat_cells.IMPORTS, TWO_KERNELS_CHAT])
+    page = lab.page
+    _send_and_wait(lab, "First question")
+    saved_answer = lab.execute(path, "print(session.messages[-1].text)").strip()
+    page.evaluate(SAVE)
+    lab.close_all()  # the kernel that held the saved chat ends
+
+    # Run again in a new kernel and chatted on, but not saved; then the page reloads.
+    lab.open_notebook(path)
+    lab.run_all(path)
+    _send_and_wait(lab, "Second question")
+    live_answer = lab.execute(path, "print(session.messages[-1].text)").strip()
+    live_model = lab.execute(path, "print(chat.model_id)").strip()
+    assert live_answer != saved_answer
+    _reload(lab)
+
+    # The saved chat shows (its model is gone), with the live one offered above it.
+    form = page.locator(".jp-OutputArea-child:has(.neta-static-form)")
+    offer = form.locator(OFFER)
+    offer.wait_for(timeout=60_000)
+    assert saved_answer in (form.text_content() or "")
+    assert page.locator(".neta-chat-view").count() == 0
+    assert "The kernel still has the live chat" in (offer.text_content() or "")
+    assert not page.evaluate("() => window.jupyterapp.shell.currentWidget.context.model.dirty")
+    cell = page.locator(".jp-CodeCell").nth(1)
+    lab.set_left_area(collapsed=True)
+    for width, name in ((800, "reattach-offer-800"), (380, "reattach-offer-380")):
+        lab.set_viewport_size({"width": width, "height": 900})
+        lab.screenshot_themes(cell, screenshot_dir, name)
+
+    # Taken: the cell shows the live chat, and its form follows it.
+    lab.set_viewport_size({"width": 800, "height": 900})
+    offer.locator("button", has_text="Show the live chat").click()
+    view = page.locator(".neta-chat-view")
+    view.locator(".neta-chat-text", has_text=live_answer).wait_for(timeout=30_000)
+    assert page.locator(OFFER).count() == 0
+    page.wait_for_function(
+        "(answer) => document.querySelector('.neta-static-form')?.textContent.includes(answer)",
+        arg=live_answer, timeout=10_000)
+    lab.screenshot_themes(cell, screenshot_dir, "reattached-800")
+    page.evaluate(SAVE)
+    assert _saved_view_model(lab, path) == live_model
+    assert _saved_messages(lab, path)[-1] == ("assistant", f"analyst {live_answer}")
+    # The widget manager logged that it could not draw the saved model: the expected
+    # outcome for a model the kernel no longer has, not an error of the page.
+    lab.console_errors[:] = [error for error in lab.console_errors
+                             if MODEL_NOT_FOUND not in error.text]

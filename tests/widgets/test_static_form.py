@@ -97,6 +97,27 @@ async def test_a_chat_view_opened_on_a_page_with_the_bridge_sends_its_form_again
     chat.close()
 
 
+def test_a_widget_names_the_cells_that_displayed_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A page reloaded from a notebook saved before these cells ran offers this live chat
+    # where the cell shows the saved one (js/labextension/src/reattach.ts).
+    from neta_nb.widgets import ChatView
+
+    monkeypatch.setattr("IPython.display.display", lambda data, **options: None)
+    cells = iter(["cell-a", "cell-b", "cell-a", None])
+    monkeypatch.setattr("neta_nb.widgets.base.running_cell_id", lambda: next(cells))
+    chat = ChatView()
+    assert chat._shown_in == {}
+    chat._ipython_display_()
+    chat._ipython_display_()
+    assert chat._shown_in == {"model_id": chat.model_id, "cells": ["cell-a", "cell-b"]}
+    chat._ipython_display_()  # shown by cell-a again: the newest last
+    assert chat._shown_in["cells"] == ["cell-b", "cell-a"]
+    chat._ipython_display_()  # displayed outside a cell run: nothing to name
+    assert chat._shown_in["cells"] == ["cell-b", "cell-a"]
+    assert chat.get_state()["_shown_in"] == chat._shown_in  # on the page with the model
+    chat.close()
+
+
 def test_a_card_updates_its_form_when_it_settles_at_most_once_per_interval(
         updates: list[tuple[dict[str, str], str]]) -> None:
     card = TodoCard(todos=[{"id": "1", "content": "Load", "status": "in_progress"}])

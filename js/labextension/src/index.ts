@@ -3,7 +3,8 @@
  * edit the notebook that holds it (protocol: ./protocol.ts; operations: ./ops.ts), open
  * the chat in a side panel (./side-panel.ts), shows a saved neta_nb widget's static
  * form alone where the widget's model is gone (./missing-widgets.ts), and keeps static
- * forms current on a page that reloaded while the kernel ran (./static-forms.ts).
+ * forms current on a page that reloaded while the kernel ran (./static-forms.ts), where it
+ * offers the live chat in place of a saved one (./reattach.ts).
  *
  * Active, it marks the page (`document.body.dataset.netaNbNotebookBridge = version`,
  * `netaNbSidePanel` likewise) and answers `neta-nb-notebook` events dispatched from inside
@@ -25,6 +26,7 @@ import {
   SIDE_PANEL_EVENT,
   type SidePanelRequestDetail,
 } from "./protocol";
+import { followLiveChats } from "./reattach";
 import { SidePanels } from "./side-panel";
 import { followStaticForms } from "./static-forms";
 
@@ -140,6 +142,7 @@ function activate(
   const watch = (panel: NotebookPanel) => {
     hideMissingWidgetErrors(panel);
     followStaticForms(panel);
+    followLiveChats(panel);
   };
   tracker.widgetAdded.connect((_, panel) => watch(panel));
   tracker.forEach(watch);
