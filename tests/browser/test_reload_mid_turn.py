@@ -2,7 +2,7 @@
 
 * A chat's static form is updated by display id, which only the page that ran the cell
   maps. A turn that ends after a reload still reaches the saved notebook: saved then, its
-  static form ends with the last answer.
+  static form ends with the last answer. So does one that ends while no page is open.
 * A notebook saved, then run again in a new kernel and reloaded unsaved, shows the chat as
   saved (its model is gone). The cell's live chat is offered above it; taken, the cell
   shows the live chat, and saved, the notebook holds it.
@@ -120,6 +120,35 @@ def test_a_turn_that_ends_after_a_reload_reaches_the_saved_form(
     page.wait_for_function(IDLE)
     lab.wait_for_kernel_value(path, "session.messages[-1].text.endswith('412 orders.')", "True")
     # The form follows the turn's end on the reloaded page too: saved, it ends with it.
+    page.wait_for_function(
+        "() => document.querySelector('.neta-static-form')?.textContent.includes('412 orders')",
+        timeout=10_000)
+    page.evaluate(SAVE)
+    assert _saved_messages(lab, path) == [("user", "You Which month was busiest?"),
+                                          ("assistant", f"analyst {LAST_ANSWER}")]
+
+
+def test_a_turn_that_ends_while_no_page_is_open_reaches_the_saved_form(
+        lab: LabSession) -> None:
+    path = lab.run_notebook("page_away.ipynb", [chat_cells.IMPORTS, GATED_CHAT])
+    page = lab.page
+    page.locator(".neta-chat-textarea").fill("Which month was busiest?")
+    page.locator(".neta-chat-send").click()
+    page.locator(".neta-chat-text", has_text="Reading the table first.").wait_for()
+    page.evaluate(SAVE)
+    # The turn ends while the page is away: nothing hears its form then.
+    lab.execute(path, "asyncio.get_running_loop().call_later(0.5, gate.set)")
+    page.goto("about:blank")
+    page.wait_for_timeout(2_000)
+    page.goto(lab.server.lab_url(), wait_until="domcontentloaded")
+    page.wait_for_function("window.jupyterapp !== undefined", timeout=60_000)
+    page.evaluate("async () => { await window.jupyterapp.started; "
+                  "await window.jupyterapp.restored; }")
+    lab.open_notebook(path)  # restored by the workspace: waits for its kernel
+    assert lab.execute(path, "print(session.messages[-1].text)").strip().endswith("412 orders.")
+    # The view drawn anew sends the form again, and the page writes it after the view.
+    page.locator(".neta-chat-view .neta-chat-text", has_text="412 orders").wait_for(
+        timeout=60_000)
     page.wait_for_function(
         "() => document.querySelector('.neta-static-form')?.textContent.includes('412 orders')",
         timeout=10_000)
