@@ -5,10 +5,11 @@
  * where the file was saved before a cell ran again, an older chat whose model the kernel
  * no longer has — its static form, the saved transcript, alone. The kernel's chat that
  * cell displayed lives on, and the widget manager brings its model onto the page without
- * drawing it anywhere. Its `_shown_in` trait (`{model_id, cells}`, Python:
- * `NetaWidget._shown_in`) names the cells; the loader (./loader.ts, bound to every model from
- * its first moment) keeps it in a registry on `globalThis` under
- * `Symbol.for("neta_nb.shown_in")` (model id → cell ids) and dispatches `neta-nb-shown-in`
+ * drawing it anywhere. Its `_shown_in` trait (`{model_id, cells: {cell id: run}}`, Python:
+ * `NetaWidget._shown_in`) names the cells and the runs that displayed it; the loader
+ * (./loader.ts, bound to every model from its first moment) keeps it in a registry on
+ * `globalThis` under `Symbol.for("neta_nb.shown_in")` (model id → {cell id: run}) and
+ * dispatches `neta-nb-shown-in`
  * on `document`, so that the notebook bridge (js/labextension/src/reattach.ts) can offer
  * the live chat where the cell shows the saved one. A model that closes leaves the
  * registry.
@@ -24,18 +25,23 @@ interface ShownInModel {
   off(name: string, callback: () => void): void;
 }
 
-/** Model id → the cells that displayed it, newest last. */
-export function shownIn(): Map<string, string[]> {
-  const global = globalThis as { [REGISTRY]?: Map<string, string[]> };
+/** A cell's id → the number of the (latest) run of it that displayed the widget; a later
+ * run of any cell has a higher number. */
+export type CellRuns = Record<string, number>;
+
+/** Model id → the cells that displayed it. */
+export function shownIn(): Map<string, CellRuns> {
+  const global = globalThis as { [REGISTRY]?: Map<string, CellRuns> };
   global[REGISTRY] ??= new Map();
   return global[REGISTRY];
 }
 
-function read(value: unknown): { modelId: string; cells: string[] } | null {
+function read(value: unknown): { modelId: string; cells: CellRuns } | null {
   if (typeof value !== "object" || value === null) return null;
   const { model_id: modelId, cells } = value as { model_id?: unknown; cells?: unknown };
-  if (typeof modelId !== "string" || !modelId || !Array.isArray(cells)) return null;
-  return { modelId, cells: cells.filter((cell): cell is string => typeof cell === "string") };
+  if (typeof modelId !== "string" || !modelId || typeof cells !== "object" || cells === null) return null;
+  const runs = Object.entries(cells).filter((entry): entry is [string, number] => typeof entry[1] === "number");
+  return { modelId, cells: Object.fromEntries(runs) };
 }
 
 /** Keep `model`'s cells in the registry while it lives; returns what removes them. */

@@ -21,13 +21,16 @@ test("a displayed widget's cells are on the page until its model closes", () => 
   (globalThis as { document?: EventTarget }).document = page;
   const heard: unknown[] = [];
   page.addEventListener(SHOWN_IN_EVENT, (event) => heard.push((event as CustomEvent).detail));
-  const model = fakeModel({ _shown_in: { model_id: "m1", cells: ["c1"] } });
+  const model = fakeModel({ _shown_in: { model_id: "m1", cells: { c1: 3 } } });
   const forget = announceShownIn(model);
-  assert.deepEqual(shownIn().get("m1"), ["c1"]);
-  model.state._shown_in = { model_id: "m1", cells: ["c1", "c2"] };
+  assert.deepEqual(shownIn().get("m1"), { c1: 3 });
+  model.state._shown_in = { model_id: "m1", cells: { c1: 3, c2: 5 } };
   model.fire("change:_shown_in");
-  assert.deepEqual(shownIn().get("m1"), ["c1", "c2"]);
-  assert.deepEqual(heard, [{ model_id: "m1", cells: ["c1"] }, { model_id: "m1", cells: ["c1", "c2"] }]);
+  assert.deepEqual(shownIn().get("m1"), { c1: 3, c2: 5 });
+  assert.deepEqual(heard, [
+    { model_id: "m1", cells: { c1: 3 } },
+    { model_id: "m1", cells: { c1: 3, c2: 5 } },
+  ]);
   forget();
   assert.equal(shownIn().has("m1"), false);
   assert.equal(model.listeners.size, 0);

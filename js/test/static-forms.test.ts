@@ -3,7 +3,7 @@
 // the id names, and only where that output is a static form whose data differ.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { liveModelFor } from "../labextension/src/reattach";
+import { liveModelFor, olderThan } from "../labextension/src/reattach";
 import { formViewModel, writeForm } from "../labextension/src/static-forms";
 
 const VIEW = "application/vnd.jupyter.widget-view+json";
@@ -62,13 +62,19 @@ test("an output after the view that is no static form is left alone", () => {
   }
 });
 
-test("a cell's live chat is the last model that names it", () => {
+test("a cell's live widget is the one its latest run displayed", () => {
   const registry = new Map([
-    ["older", ["cell-1", "cell-2"]],
-    ["newer", ["cell-2"]],
+    ["older", { "cell-1": 2, "cell-2": 3 }],
+    ["newer", { "cell-2": 5 }],
+    ["twin-a", { "cell-3": 6 }],
+    ["twin-b", { "cell-3": 6 }],
   ]);
   assert.equal(liveModelFor("cell-2", registry), "newer");
   assert.equal(liveModelFor("cell-1", registry), "older");
-  assert.equal(liveModelFor("cell-3", registry), null);
+  assert.equal(liveModelFor("cell-3", registry), null); // one run, two widgets: which is which?
+  assert.equal(liveModelFor("cell-4", registry), null);
   assert.equal(liveModelFor("cell-1", undefined), null); // no neta_nb widget on the page
+  assert.equal(olderThan("older", "newer", "cell-2", registry), true);
+  assert.equal(olderThan("newer", "newer", "cell-2", registry), false);
+  assert.equal(olderThan("gone", "newer", "cell-2", registry), false); // not live: no view
 });

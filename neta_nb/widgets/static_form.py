@@ -34,6 +34,8 @@ it; nbclient and other frontends use the display id as any other.
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import time
 import uuid
 import weakref
@@ -43,8 +45,8 @@ from typing import Any
 from .background_echo import echo_after_cell
 from .streaming import FrameThrottle, Scheduler, call_later_on_running_loop
 
-__all__ = ["FORM_DISPLAY_PREFIX", "PLAIN_CHARS", "REFRESH_INTERVAL", "StaticForm",
-           "display_view_and_form", "form_display_id", "running_cell_id", "send_update",
+__all__ = ["FORM_DISPLAY_PREFIX", "PLAIN_CHARS", "REFRESH_INTERVAL", "CellRun", "StaticForm",
+           "display_view_and_form", "form_display_id", "running_cell", "send_update",
            "short_plain"]
 
 REFRESH_INTERVAL = 1.0
@@ -84,9 +86,23 @@ def form_display_id(view_model_id: str | None) -> str:
     return f"{FORM_DISPLAY_PREFIX}{view_model_id}:{unique}" if view_model_id else unique
 
 
-def running_cell_id() -> str | None:
-    """The id of the notebook cell whose run is going on (JupyterLab and Notebook 7 name it
-    in each execute request's metadata), or ``None`` (no kernel, no such id)."""
+@dataclasses.dataclass(frozen=True)
+class CellRun:
+    """A notebook cell's run: the cell's id and the run's number in this kernel (every
+    widget one run displays shares it; a later run has a higher one)."""
+
+    cell: str
+    run: int
+
+
+_run_numbers: dict[str, int] = {}  # execute request id -> its run's number
+_next_run = itertools.count(1)
+_KEEP_RUNS = 256
+
+
+def running_cell() -> CellRun | None:
+    """The notebook cell whose run is going on (JupyterLab and Notebook 7 name it in each
+    execute request's metadata), or ``None`` (no kernel, no cell named)."""
     try:
         from ipykernel.kernelbase import Kernel
     except ImportError:  # pragma: no cover - ipykernel is a dependency of the widgets
@@ -94,9 +110,19 @@ def running_cell_id() -> str | None:
     if not Kernel.initialized():
         return None
     parent = Kernel.instance().get_parent()  # type: ignore[no-untyped-call]
-    metadata = parent.get("metadata") if isinstance(parent, dict) else None
+    if not isinstance(parent, dict):
+        return None
+    metadata, header = parent.get("metadata"), parent.get("header")
     cell = metadata.get("cellId") if isinstance(metadata, dict) else None
-    return cell if isinstance(cell, str) and cell else None
+    request = header.get("msg_id") if isinstance(header, dict) else None
+    if not isinstance(cell, str) or not cell or not isinstance(request, str):
+        return None
+    number = _run_numbers.get(request)
+    if number is None:
+        number = _run_numbers[request] = next(_next_run)
+        while len(_run_numbers) > _KEEP_RUNS:
+            del _run_numbers[next(iter(_run_numbers))]
+    return CellRun(cell, number)
 
 
 def short_plain(text: str, limit: int = PLAIN_CHARS) -> str:

@@ -5,7 +5,8 @@
   static form ends with the last answer. So does one that ends while no page is open.
 * A notebook saved, then run again in a new kernel and reloaded unsaved, shows the chat as
   saved (its model is gone). The cell's live chat is offered above it; taken, the cell
-  shows the live chat, and saved, the notebook holds it.
+  shows the live chat, and saved, the notebook holds it. Run again in the same kernel, the
+  older chat shows live, with the newer one offered above it.
 """
 
 from __future__ import annotations
@@ -38,9 +39,10 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 SAVE = "async () => { await window.jupyterapp.commands.execute('docmanager:save'); }"
 
 
-TWO_KERNELS_CHAT = """
+RUN_CHAT = """
 import os
-provider = ScriptedProvider([[{"text": f"Answer from kernel {os.getpid()}."}]])
+RUN = globals().get("RUN", 0) + 1
+provider = ScriptedProvider([[{"text": f"Answer from kernel {os.getpid()}, run {RUN}."}]])
 session = AgentSession(Agent("analyst", model=provider))
 chat = ChatView(session, height="300px")
 chat
@@ -175,7 +177,7 @@ def _saved_view_model(lab: LabSession, path: str) -> str:
 
 def test_a_reloaded_unsaved_notebook_offers_the_live_chat_in_place_of_the_saved_one(
         lab: LabSession, screenshot_dir: Path) -> None:
-    path = lab.run_notebook("reattach.ipynb", [chat_cells.IMPORTS, TWO_KERNELS_CHAT])
+    path = lab.run_notebook("reattach.ipynb", [chat_cells.IMPORTS, RUN_CHAT])
     page = lab.page
     _send_and_wait(lab, "First question")
     saved_answer = lab.execute(path, "print(session.messages[-1].text)").strip()
@@ -222,3 +224,48 @@ def test_a_reloaded_unsaved_notebook_offers_the_live_chat_in_place_of_the_saved_
     # outcome for a model the kernel no longer has, not an error of the page.
     lab.console_errors[:] = [error for error in lab.console_errors
                              if MODEL_NOT_FOUND not in error.text]
+
+
+def test_a_reloaded_unsaved_notebook_offers_the_newer_chat_over_an_older_live_one(
+        lab: LabSession, screenshot_dir: Path) -> None:
+    path = lab.run_notebook("newer_chat.ipynb", [chat_cells.IMPORTS, RUN_CHAT])
+    page = lab.page
+    _send_and_wait(lab, "First question")
+    older_model = lab.execute(path, "print(chat.model_id)").strip()
+    page.evaluate(SAVE)
+    # The chat cell runs again in the same kernel (the older chat lives on there), and the
+    # newer chat is used; then the page reloads unsaved.
+    lab.run_all(path)
+    assert lab.wait_for_kernel_value(path, f"chat.model_id != {older_model!r}", "True") == "True"
+    page.wait_for_function("() => document.querySelectorAll('.neta-chat-view').length === 1"
+                           " && !document.querySelector('.neta-chat-bubble')")
+    _send_and_wait(lab, "Second question")
+    newer_answer = lab.execute(path, "print(session.messages[-1].text)").strip()
+    newer_model = lab.execute(path, "print(chat.model_id)").strip()
+    assert newer_answer.endswith("run 2.")
+    _reload(lab)
+
+    # The file's chat is the older one, live; the newer one is offered above it.
+    view = page.locator(".neta-chat-view")
+    view.locator(".neta-chat-text", has_text="run 1.").wait_for(timeout=60_000)
+    offer = page.locator(OFFER)
+    offer.wait_for(timeout=30_000)
+    assert "This cell showed a newer chat since" in (offer.text_content() or "")
+    assert not page.evaluate("() => window.jupyterapp.shell.currentWidget.context.model.dirty")
+    cell = page.locator(".jp-CodeCell").nth(1)
+    lab.set_left_area(collapsed=True)
+    for width, name in ((800, "newer-chat-offer-800"), (380, "newer-chat-offer-380")):
+        lab.set_viewport_size({"width": width, "height": 900})
+        lab.screenshot_themes(cell, screenshot_dir, name)
+
+    lab.set_viewport_size({"width": 800, "height": 900})
+    offer.locator("button", has_text="Show the newer chat").click()
+    view.locator(".neta-chat-text", has_text=newer_answer).wait_for(timeout=30_000)
+    assert view.locator(".neta-chat-text", has_text="run 1.").count() == 0
+    assert page.locator(OFFER).count() == 0
+    page.wait_for_function(
+        "(answer) => document.querySelector('.neta-static-form')?.textContent.includes(answer)",
+        arg=newer_answer, timeout=10_000)
+    page.evaluate(SAVE)
+    assert _saved_view_model(lab, path) == newer_model
+    assert _saved_messages(lab, path)[-1] == ("assistant", f"analyst {newer_answer}")

@@ -98,24 +98,45 @@ async def test_a_chat_view_opened_on_a_page_with_the_bridge_sends_its_form_again
 
 
 def test_a_widget_names_the_cells_that_displayed_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    # A page reloaded from a notebook saved before these cells ran offers this live chat
-    # where the cell shows the saved one (js/labextension/src/reattach.ts).
+    # A page reloaded from a notebook saved before these runs offers this live chat where
+    # the cell shows the saved one, or an older one (js/labextension/src/reattach.ts).
     from neta_nb.widgets import ChatView
+    from neta_nb.widgets.static_form import CellRun
 
     monkeypatch.setattr("IPython.display.display", lambda data, **options: None)
-    cells = iter(["cell-a", "cell-b", "cell-a", None])
-    monkeypatch.setattr("neta_nb.widgets.base.running_cell_id", lambda: next(cells))
+    runs = iter([CellRun("cell-a", 3), CellRun("cell-b", 4), CellRun("cell-a", 7), None])
+    monkeypatch.setattr("neta_nb.widgets.base.running_cell", lambda: next(runs))
     chat = ChatView()
     assert chat._shown_in == {}
     chat._ipython_display_()
     chat._ipython_display_()
-    assert chat._shown_in == {"model_id": chat.model_id, "cells": ["cell-a", "cell-b"]}
-    chat._ipython_display_()  # shown by cell-a again: the newest last
-    assert chat._shown_in["cells"] == ["cell-b", "cell-a"]
+    assert chat._shown_in == {"model_id": chat.model_id, "cells": {"cell-a": 3, "cell-b": 4}}
+    chat._ipython_display_()  # cell-a ran again: its newest run counts
+    assert chat._shown_in["cells"] == {"cell-b": 4, "cell-a": 7}
     chat._ipython_display_()  # displayed outside a cell run: nothing to name
-    assert chat._shown_in["cells"] == ["cell-b", "cell-a"]
+    assert chat._shown_in["cells"] == {"cell-b": 4, "cell-a": 7}
     assert chat.get_state()["_shown_in"] == chat._shown_in  # on the page with the model
     chat.close()
+
+
+def test_a_run_is_numbered_once_for_all_it_displays(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ipykernel.kernelbase import Kernel
+
+    from neta_nb.widgets.static_form import running_cell
+
+    assert running_cell() is None  # no kernel here
+    parents = iter([("c1", "r1"), ("c1", "r1"), ("c2", "r2"), ("c1", "r3")])
+
+    class FakeKernel:
+        def get_parent(self) -> dict[str, Any]:
+            cell, request = next(parents)
+            return {"header": {"msg_id": request}, "metadata": {"cellId": cell}}
+
+    monkeypatch.setattr(Kernel, "initialized", classmethod(lambda cls: True))
+    monkeypatch.setattr(Kernel, "instance", classmethod(lambda cls: FakeKernel()))
+    first, again, other, later = (running_cell() for _ in range(4))
+    assert first == again and first is not None and other is not None and later is not None
+    assert first.cell == "c1" and first.run < other.run < later.run and later.cell == "c1"
 
 
 def test_a_card_updates_its_form_when_it_settles_at_most_once_per_interval(
