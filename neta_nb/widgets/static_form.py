@@ -62,7 +62,7 @@ FORM_DISPLAY_PREFIX = "neta-form:"
 """How the display id of a static form that follows a widget view begins (the notebook
 bridge reads it: ``js/labextension/src/static-forms.ts``)."""
 
-WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
+_WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 _KEEP_DISPLAYS = 8
 """Displays of one widget kept current (a widget shown again and again in a loop keeps
@@ -142,7 +142,7 @@ def display_view_and_form(bundle: Any, form: StaticForm) -> None:
         data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
         display({**data, "text/plain": ""}, metadata=metadata,  # type: ignore[no-untyped-call]
                 raw=True)
-        view = data.get(WIDGET_VIEW_MIME)
+        view = data.get(_WIDGET_VIEW)
         view_model_id = view.get("model_id") if isinstance(view, dict) else None
     form.display(view_model_id if isinstance(view_model_id, str) else None)
 
