@@ -22,6 +22,7 @@
 import type { AnyModel, RenderProps } from "@anywidget/types";
 import { inflate, type Packed } from "./inflate";
 import { recordReceived } from "./received-batches";
+import { announceShownIn } from "./shown-in";
 
 /** anywidget's render props, and whether a kernel backs the widget. */
 export type LoadedRenderProps = RenderProps & { kernel: boolean };
@@ -127,9 +128,15 @@ async function render(props: RenderProps): Promise<unknown> {
 }
 
 /** Bound to the model as soon as it exists (before any view): keep the numbered batches
- * it receives, for a view drawn mid-turn (./received-batches.ts). */
+ * it receives, for a view drawn mid-turn (./received-batches.ts), and tell the page which
+ * cells displayed it (./shown-in.ts). */
 function initialize({ model }: { model: AnyModel }): () => void {
-  return recordReceived(model as unknown as Parameters<typeof recordReceived>[0]);
+  const forgetBatches = recordReceived(model as unknown as Parameters<typeof recordReceived>[0]);
+  const forgetCells = announceShownIn(model as unknown as Parameters<typeof announceShownIn>[0]);
+  return () => {
+    forgetBatches();
+    forgetCells();
+  };
 }
 
 export default { initialize, render };

@@ -42,7 +42,7 @@ from ..encodable import encodable_value
 from ..escaping import code_span, escape_markdown, fenced, literal_markdown
 from .background_echo import current_request, echo_after_cell, echo_noted, echoing
 from .bundle import STATIC_DIR, WidgetBundle, loader_source, shared_bundle
-from .static_form import StaticForm, display_view_and_form, short_plain
+from .static_form import StaticForm, display_view_and_form, running_cell, short_plain
 from .wire import ErrorReply, OkReply, Reply
 
 __all__ = ["STATIC_DIR", "ErrorReply", "Lang", "NetaWidget", "OkReply", "Reply", "RequestError",
@@ -106,6 +106,10 @@ class RequestHandler(Generic[W, Req, Res]):
 BUFFERS_KEY = "__buffers__"
 """Where a request's binary buffers are in the payload a handler gets (a key no view sends)."""
 
+SHOWN_CELLS = 8
+"""Cells a widget names as having displayed it (``NetaWidget._shown_in``): those of the
+newest runs."""
+
 
 def handles(kind: str) -> Callable[[Callable[[W, Req], Res]], RequestHandler[W, Req, Res]]:
     """Register the decorated method as the answer to requests of ``kind``. Its payload
@@ -154,6 +158,13 @@ class NetaWidget(anywidget.AnyWidget):
     layout = InstanceDict(Layout, allow_none=True).tag(sync=True, **widget_serialization)
 
     _component = traitlets.Unicode("").tag(sync=True)
+    _shown_in = traitlets.Dict(
+        help="{model_id, cells: {cell id: run}}: this widget's model id, and the notebook "
+             "cells that displayed it with the number of the run that did (see "
+             "static_form.running_cell); empty until a cell displays it. A page reloaded from "
+             "a notebook saved before that run shows there what was saved (or an older "
+             "widget); the notebook bridge then offers this live widget in its place "
+             "(js/labextension/src/reattach.ts).").tag(sync=True)
     lang = traitlets.Enum(("en", "zh-CN"), default_value="en",
                           help="Label language: 'en' or 'zh-CN'.").tag(sync=True)
 
@@ -385,6 +396,11 @@ class NetaWidget(anywidget.AnyWidget):
     def _ipython_display_(self) -> None:
         """Displayed in a cell: the widget view, then its static form as an output of its
         own that is kept current (see ``neta_nb.widgets.static_form``)."""
+        shown = running_cell()
+        if shown is not None:
+            cells = {**self._shown_in.get("cells", {}), shown.cell: shown.run}
+            newest = sorted(cells.items(), key=lambda item: item[1])[-SHOWN_CELLS:]
+            self._shown_in = {"model_id": self.model_id, "cells": dict(newest)}
         display_view_and_form(self._repr_mimebundle_(), self._static_form)
 
     def close(self) -> None:

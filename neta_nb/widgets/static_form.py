@@ -22,10 +22,20 @@ holding a ``neta-static-form``), so the page never shows both; where no view ren
 kernel and no widget state, an export opened offline) nothing hides the form. The form's
 HTML is the same for the same state (no ids in it), so an executed notebook compares
 equal under nbval.
+
+A display id is mapped to its output only by the page that ran the cell (JupyterLab keeps
+the map with the cell's request, in memory): a page reloaded, or the notebook closed and
+opened again while the kernel runs, drops every update. So the display id also names the
+widget view the form follows (:func:`form_display_id`: ``neta-form:<model id>:<unique>``),
+and the notebook bridge (``js/labextension/src/static-forms.ts``) writes an update its
+page did not map into the output after that view. The update goes out once, whoever maps
+it; nbclient and other frontends use the display id as any other.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import time
 import uuid
 import weakref
@@ -35,8 +45,9 @@ from typing import Any
 from .background_echo import echo_after_cell
 from .streaming import FrameThrottle, Scheduler, call_later_on_running_loop
 
-__all__ = ["PLAIN_CHARS", "REFRESH_INTERVAL", "StaticForm", "display_view_and_form",
-           "send_update", "short_plain"]
+__all__ = ["FORM_DISPLAY_PREFIX", "PLAIN_CHARS", "REFRESH_INTERVAL", "CellRun", "StaticForm",
+           "display_view_and_form", "form_display_id", "running_cell", "send_update",
+           "short_plain"]
 
 REFRESH_INTERVAL = 1.0
 """Seconds between two updates of one static form: it is the whole form each time (a card
@@ -46,6 +57,12 @@ held back longer than that)."""
 PLAIN_CHARS = 400
 """The ``text/plain`` of a static form: a line or two, for viewers that show nothing
 richer (the rich form is the HTML)."""
+
+FORM_DISPLAY_PREFIX = "neta-form:"
+"""How the display id of a static form that follows a widget view begins (the notebook
+bridge reads it: ``js/labextension/src/static-forms.ts``)."""
+
+_WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 _KEEP_DISPLAYS = 8
 """Displays of one widget kept current (a widget shown again and again in a loop keeps
@@ -62,6 +79,52 @@ def send_update(bundle: dict[str, str], display_id: str) -> None:
         update_display(bundle, raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
 
 
+def form_display_id(view_model_id: str | None) -> str:
+    """A new display id for a static form, naming the widget model whose view the form
+    follows (a bare unique id where it follows none)."""
+    unique = uuid.uuid4().hex
+    return f"{FORM_DISPLAY_PREFIX}{view_model_id}:{unique}" if view_model_id else unique
+
+
+@dataclasses.dataclass(frozen=True)
+class CellRun:
+    """A notebook cell's run: the cell's id and the run's number in this kernel (every
+    widget one run displays shares it; a later run has a higher one)."""
+
+    cell: str
+    run: int
+
+
+_run_numbers: dict[str, int] = {}  # execute request id -> its run's number
+_next_run = itertools.count(1)
+_KEEP_RUNS = 256
+
+
+def running_cell() -> CellRun | None:
+    """The notebook cell whose run is going on (JupyterLab and Notebook 7 name it in each
+    execute request's metadata), or ``None`` (no kernel, no cell named)."""
+    try:
+        from ipykernel.kernelbase import Kernel
+    except ImportError:  # pragma: no cover - ipykernel is a dependency of the widgets
+        return None
+    if not Kernel.initialized():
+        return None
+    parent = Kernel.instance().get_parent()  # type: ignore[no-untyped-call]
+    if not isinstance(parent, dict):
+        return None
+    metadata, header = parent.get("metadata"), parent.get("header")
+    cell = metadata.get("cellId") if isinstance(metadata, dict) else None
+    request = header.get("msg_id") if isinstance(header, dict) else None
+    if not isinstance(cell, str) or not cell or not isinstance(request, str):
+        return None
+    number = _run_numbers.get(request)
+    if number is None:
+        number = _run_numbers[request] = next(_next_run)
+        while len(_run_numbers) > _KEEP_RUNS:
+            del _run_numbers[next(iter(_run_numbers))]
+    return CellRun(cell, number)
+
+
 def short_plain(text: str, limit: int = PLAIN_CHARS) -> str:
     """``text`` cut to ``limit`` characters, saying so."""
     return text if len(text) <= limit else text[:limit].rstrip() + "…"
@@ -74,11 +137,14 @@ def display_view_and_form(bundle: Any, form: StaticForm) -> None:
     a notebook reopened without widget state) shows them once — then ``form``."""
     from IPython.display import display
 
+    view_model_id = None
     if bundle is not None:
         data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
         display({**data, "text/plain": ""}, metadata=metadata,  # type: ignore[no-untyped-call]
                 raw=True)
-    form.display()
+        view = data.get(_WIDGET_VIEW)
+        view_model_id = view.get("model_id") if isinstance(view, dict) else None
+    form.display(view_model_id if isinstance(view_model_id, str) else None)
 
 
 class StaticForm(FrameThrottle):
@@ -118,11 +184,12 @@ class StaticForm(FrameThrottle):
         return {"text/html": f'<div class="neta-static-form">{rich}</div>',
                 "text/plain": short_plain(plain)}
 
-    def display(self) -> None:
-        """Show the static form as a new output of the running cell."""
+    def display(self, view_model_id: str | None = None) -> None:
+        """Show the static form as a new output of the running cell, after the view of the
+        widget model ``view_model_id`` (see :func:`form_display_id`)."""
         from IPython.display import display
 
-        display_id = uuid.uuid4().hex
+        display_id = form_display_id(view_model_id)
         display(self.bundle(), raw=True, display_id=display_id)  # type: ignore[no-untyped-call]
         self.display_ids = [*self.display_ids, display_id][-_KEEP_DISPLAYS:]
 

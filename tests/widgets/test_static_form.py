@@ -10,7 +10,7 @@ import pytest
 
 from neta_nb.widgets import TodoCard, ToolCard
 from neta_nb.widgets.bundle import WidgetBundle, shared_bundle
-from neta_nb.widgets.static_form import PLAIN_CHARS, StaticForm
+from neta_nb.widgets.static_form import PLAIN_CHARS, StaticForm, form_display_id
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
@@ -56,6 +56,87 @@ def test_displaying_a_widget_makes_its_view_and_one_static_form(
     assert "&lt;b&gt;3 hits&lt;/b&gt;" in form["text/html"] and "<b>3 hits" not in form["text/html"]
     # The form's HTML holds nothing random: an executed notebook compares equal (nbval).
     assert form == card._static_form.bundle()
+
+
+def test_a_forms_display_id_names_the_view_it_follows(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A page that lost its display ids (reloaded while the kernel ran) finds the form's
+    # output by the view before it (js/labextension/src/static-forms.ts).
+    shown: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    monkeypatch.setattr("IPython.display.display",
+                        lambda data, **options: shown.append((data, options)))
+    card = ToolCard(name="search", status="done")
+    card._ipython_display_()
+    card._ipython_display_()
+    (view, _), (_, first), (_, _), (_, second) = shown
+    assert view[WIDGET_VIEW]["model_id"] == card.model_id
+    for options in (first, second):
+        assert options["display_id"].startswith(f"neta-form:{card.model_id}:")
+    assert first["display_id"] != second["display_id"]
+    assert card._static_form.display_ids == [first["display_id"], second["display_id"]]
+    # A form shown after no view names none.
+    assert ":" not in form_display_id(None)
+
+
+async def test_a_chat_view_opened_on_a_page_with_the_bridge_sends_its_form_again(
+        updates: list[tuple[dict[str, str], str]]) -> None:
+    from neta_nb import Agent, AgentSession, ScriptedProvider
+    from neta_nb.widgets import ChatView
+
+    session = AgentSession(Agent("analyst", model=ScriptedProvider([[{"text": "Hi."}]])))
+    await session.run("Hello")
+    chat = ChatView(session)
+    chat._static_form.display_ids = ["d1"]  # as _ipython_display_ leaves it
+    chat._view_opened({"view_id": "v1"})  # a page without the bridge: nothing to write it
+    chat._static_form.flush()
+    assert updates == []
+    # A view drawn on a reloaded page: its form goes out again, for the bridge to write.
+    chat._view_opened({"view_id": "v2", "notebook_bridge": True})
+    chat._static_form.flush()
+    assert [display_id for _, display_id in updates] == ["d1"]
+    assert "Hi." in updates[0][0]["text/html"]
+    chat.close()
+
+
+def test_a_widget_names_the_cells_that_displayed_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A page reloaded from a notebook saved before these runs offers this live chat where
+    # the cell shows the saved one, or an older one (js/labextension/src/reattach.ts).
+    from neta_nb.widgets import ChatView
+    from neta_nb.widgets.static_form import CellRun
+
+    monkeypatch.setattr("IPython.display.display", lambda data, **options: None)
+    runs = iter([CellRun("cell-a", 3), CellRun("cell-b", 4), CellRun("cell-a", 7), None])
+    monkeypatch.setattr("neta_nb.widgets.base.running_cell", lambda: next(runs))
+    chat = ChatView()
+    assert chat._shown_in == {}
+    chat._ipython_display_()
+    chat._ipython_display_()
+    assert chat._shown_in == {"model_id": chat.model_id, "cells": {"cell-a": 3, "cell-b": 4}}
+    chat._ipython_display_()  # cell-a ran again: its newest run counts
+    assert chat._shown_in["cells"] == {"cell-b": 4, "cell-a": 7}
+    chat._ipython_display_()  # displayed outside a cell run: nothing to name
+    assert chat._shown_in["cells"] == {"cell-b": 4, "cell-a": 7}
+    assert chat.get_state()["_shown_in"] == chat._shown_in  # on the page with the model
+    chat.close()
+
+
+def test_a_run_is_numbered_once_for_all_it_displays(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ipykernel.kernelbase import Kernel
+
+    from neta_nb.widgets.static_form import running_cell
+
+    assert running_cell() is None  # no kernel here
+    parents = iter([("c1", "r1"), ("c1", "r1"), ("c2", "r2"), ("c1", "r3")])
+
+    class FakeKernel:
+        def get_parent(self) -> dict[str, Any]:
+            cell, request = next(parents)
+            return {"header": {"msg_id": request}, "metadata": {"cellId": cell}}
+
+    monkeypatch.setattr(Kernel, "initialized", classmethod(lambda cls: True))
+    monkeypatch.setattr(Kernel, "instance", classmethod(lambda cls: FakeKernel()))
+    first, again, other, later = (running_cell() for _ in range(4))
+    assert first == again and first is not None and other is not None and later is not None
+    assert first.cell == "c1" and first.run < other.run < later.run and later.cell == "c1"
 
 
 def test_a_card_updates_its_form_when_it_settles_at_most_once_per_interval(

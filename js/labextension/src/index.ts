@@ -1,8 +1,10 @@
 /**
  * neta-nb-notebook-bridge: lets a chat view on a JupyterLab or Notebook 7 page read and
  * edit the notebook that holds it (protocol: ./protocol.ts; operations: ./ops.ts), open
- * the chat in a side panel (./side-panel.ts), and shows a saved neta_nb widget's static
- * form alone where the widget's model is gone (./missing-widgets.ts).
+ * the chat in a side panel (./side-panel.ts), shows a saved neta_nb widget's static
+ * form alone where the widget's model is gone (./missing-widgets.ts), and keeps static
+ * forms current on a page that reloaded while the kernel ran (./static-forms.ts), where it
+ * offers the live chat in place of a saved one (./reattach.ts).
  *
  * Active, it marks the page (`document.body.dataset.netaNbNotebookBridge = version`,
  * `netaNbSidePanel` likewise) and answers `neta-nb-notebook` events dispatched from inside
@@ -24,7 +26,9 @@ import {
   SIDE_PANEL_EVENT,
   type SidePanelRequestDetail,
 } from "./protocol";
+import { followLiveChats } from "./reattach";
 import { SidePanels } from "./side-panel";
+import { followStaticForms } from "./static-forms";
 
 function isRequest(detail: unknown): detail is BridgeRequestDetail {
   const d = detail as Partial<BridgeRequestDetail> | null;
@@ -135,10 +139,13 @@ function activate(
       (error: unknown) => answer(SIDE_PANEL_EVENT, detail.action, detail.respond, failure(error)),
     );
   });
-  tracker.widgetAdded.connect((_, panel) => hideMissingWidgetErrors(panel));
-  tracker.forEach((panel) => {
+  const watch = (panel: NotebookPanel) => {
     hideMissingWidgetErrors(panel);
-  });
+    followStaticForms(panel);
+    followLiveChats(panel);
+  };
+  tracker.widgetAdded.connect((_, panel) => watch(panel));
+  tracker.forEach(watch);
   document.body.dataset.netaNbNotebookBridge = BRIDGE_VERSION;
   document.body.dataset.netaNbSidePanel = BRIDGE_VERSION;
 }

@@ -412,7 +412,12 @@ class ChatView(NetaWidget):
     @handles("view_opened")
     def _view_opened(self, request: ViewRequest) -> NoReply:
         self._presence.opened(_view_id(request))
-        self._page.opened(_view_id(request), request.get("notebook_bridge") is True)
+        bridge = request.get("notebook_bridge") is True
+        self._page.opened(_view_id(request), bridge)
+        if bridge:
+            # A page that draws a view anew may have lost the form's display id (reloaded
+            # while the kernel ran on): sent again, the bridge writes it after the view.
+            self._static_form.refresh()
         return {}
 
     @handles("view_closed")
