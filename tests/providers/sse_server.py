@@ -189,16 +189,17 @@ class SSEServer:
         body = await reader.readexactly(length) if length else b""
         self.requests.append(RecordedRequest(method, path, headers, body, time.monotonic()))
 
-        routed = self._routes.get((method.upper(), path.split("?", 1)[0]))
+        bare_path = path.split("?", 1)[0]  # Claude Code asks for /v1/messages?beta=true
+        routed = self._routes.get((method.upper(), bare_path))
         if routed is not None:
             response = routed
-        elif not (method == "POST" and path.endswith(("/chat/completions", "/messages"))):
+        elif not (method == "POST" and bare_path.endswith(("/chat/completions", "/messages"))):
             response = error_response(404, {"error": {"type": "not_found",
                                                       "message": f"no route {path}"}})
         elif self.check_history and (problem := history_problem(
-                path, self.requests[-1].json)) is not None:
+                bare_path, self.requests[-1].json)) is not None:
             response = error_response(400, anthropic_error_body("invalid_request_error", problem)
-                                      if path.endswith("/messages") else
+                                      if bare_path.endswith("/messages") else
                                       openai_error_body("invalid_request_error", problem))
         elif self._queue:
             response = self._queue.pop(0)
