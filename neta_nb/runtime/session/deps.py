@@ -1,6 +1,6 @@
 """TurnDeps: what a turn runs with besides the session's state — the agent and its
 provider (the workspace), the tool runner, the sub-agents, the prompt preview, the call
-gate and the tracer."""
+gate, the tracer, and an outside agent's turns."""
 
 from __future__ import annotations
 
@@ -42,3 +42,6 @@ class TurnDeps:
         """What each model call waits for before it starts (a batch run's limiter)."""
         self.tracer = tracer
         """Makes each turn's tracer (spans when tracing is configured)."""
+        self.outside = workspace.agent.outside_turns(state, workspace.working_dir)
+        """What runs the turns when the agent runs its own loop in another process (an
+        outside agent); ``None``: the turn runner calls the model and runs the tools."""

@@ -1,0 +1,227 @@
+"""AcpConnection: one outside agent's process and the Agent Client Protocol spoken with it
+(the ``agent-client-protocol`` SDK, extra ``neta-nb[acp]``) — start and initialize it,
+open or load a session, send a prompt, cancel, end it. What the agent asks of the client
+(its session updates, its permission requests) goes to a :class:`Listener`.
+
+The client offers no file system and no terminal: the agent reads and writes files and
+runs commands itself, in its working directory, so what the session shows is what
+happened there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol, cast
+
+from ...providers.base import ProviderError
+from .process import AgentProcess, AgentStartError
+
+try:
+    import acp
+    from acp.schema import (
+        AllowedOutcome,
+        ClientCapabilities,
+        DeniedOutcome,
+        Implementation,
+        PermissionOption,
+        PromptResponse,
+        RequestPermissionResponse,
+        TextContentBlock,
+        ToolCallUpdate,
+    )
+except ImportError as error:  # pragma: no cover - exercised only without the extra
+    raise ImportError("Outside agents (AcpAgent) need the Agent Client Protocol SDK: "
+                      "pip install 'neta-nb[acp]'") from error
+
+__all__ = ["AcpConnection", "Listener", "cancelled_outcome", "chosen_outcome"]
+
+_START_TIMEOUT = 60.0
+"""Seconds the agent gets to start and answer ``initialize`` (a first ``npx`` run may
+install it)."""
+
+
+class Listener(Protocol):
+    """Who hears what the agent sends."""
+
+    def on_update(self, session_id: str, update: Any) -> None:
+        """A ``session/update`` notification's update."""
+
+    async def on_permission(self, session_id: str, tool_call: ToolCallUpdate,
+                            options: list[PermissionOption]) -> RequestPermissionResponse:
+        """A ``session/request_permission`` request; its answer."""
+        ...
+
+
+def cancelled_outcome() -> RequestPermissionResponse:
+    """The answer to a permission request that will not be decided (the turn stopped)."""
+    return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+
+
+def chosen_outcome(option_id: str) -> RequestPermissionResponse:
+    """The answer to a permission request: the agent's option ``option_id``."""
+    return RequestPermissionResponse(
+        outcome=AllowedOutcome(option_id=option_id, outcome="selected"))
+
+
+class _Client:
+    """The client side the SDK calls: updates and permission requests to the listener;
+    nothing else is offered (see the module)."""
+
+    def __init__(self, listener: Listener) -> None:
+        self._listener = listener
+
+    async def session_update(self, session_id: str, update: Any, **_: Any) -> None:
+        self._listener.on_update(session_id, update)
+
+    async def request_permission(self, session_id: str, tool_call: ToolCallUpdate,
+                                 options: list[PermissionOption],
+                                 **_: Any) -> RequestPermissionResponse:
+        return await self._listener.on_permission(session_id, tool_call, options)
+
+    def on_connect(self, conn: Any) -> None:
+        return None
+
+
+class AcpConnection:
+    """A started agent (see the module). ``agent_name`` names it in errors."""
+
+    def __init__(self, agent_name: str, command: Sequence[str], *,
+                 env: Mapping[str, str] | None, cwd: Path, listener: Listener) -> None:
+        self.agent_name = agent_name
+        self.process = AgentProcess(command, env=env, cwd=cwd)
+        self._listener = listener
+        self._conn: Any = None
+        self.can_load = False
+        """The agent offers ``session/load`` (a session continues in a new process)."""
+        self.modes: list[str] = []
+        """The session modes the agent offered for the latest session."""
+
+    @property
+    def alive(self) -> bool:
+        return self._conn is not None and self.process.running
+
+    async def open(self) -> None:
+        """Start the agent and initialize the protocol."""
+        try:
+            stdin, stdout = await self.process.start()
+        except AgentStartError as error:
+            raise ProviderError(f"{self.agent_name}: {error}") from error
+        # The SDK answers "method not found" for what the client does not offer (files,
+        # terminals): _Client has only the methods it answers.
+        self._conn = acp.connect_to_agent(cast("acp.Client", _Client(self._listener)), stdin,
+                                          stdout)
+        init = await self._call(self._conn.initialize(
+            protocol_version=acp.PROTOCOL_VERSION,
+            client_capabilities=ClientCapabilities(),
+            client_info=Implementation(name="neta-nb", version="0.1")), _START_TIMEOUT)
+        capabilities = init.agent_capabilities
+        self.can_load = bool(capabilities is not None and capabilities.load_session)
+
+    async def new_session(self, cwd: Path, mode: str | None) -> str:
+        response = await self._call(self._conn.new_session(cwd=str(cwd), mcp_servers=[]),
+                                    _START_TIMEOUT)
+        self._take_modes(response.modes)
+        session_id: str = response.session_id
+        if mode is not None:
+            await self.set_mode(session_id, mode)
+        return session_id
+
+    async def load_session(self, session_id: str, cwd: Path, mode: str | None) -> None:
+        """Continue ``session_id`` in this process (the agent replays its history as
+        updates, which the listener is expected to ignore)."""
+        response = await self._call(self._conn.load_session(
+            cwd=str(cwd), session_id=session_id, mcp_servers=[]), _START_TIMEOUT)
+        self._take_modes(getattr(response, "modes", None))
+        if mode is not None:
+            await self.set_mode(session_id, mode)
+
+    def _take_modes(self, modes: Any) -> None:
+        self.modes = [m.id for m in modes.available_modes] if modes is not None else []
+
+    async def set_mode(self, session_id: str, mode: str) -> None:
+        if self.modes and mode not in self.modes:
+            raise ProviderError(f"{self.agent_name} has no mode {mode!r}; its modes: "
+                                f"{', '.join(self.modes)}")
+        await self._call(self._conn.set_session_mode(session_id=session_id, mode_id=mode),
+                         _START_TIMEOUT)
+
+    async def prompt(self, session_id: str, text: str) -> PromptResponse:
+        """Send a prompt and wait for the agent's answer to it (its updates arrive at
+        the listener meanwhile)."""
+        response: PromptResponse = await self._call(self._conn.prompt(
+            session_id=session_id, prompt=[TextContentBlock(type="text", text=text)]), None)
+        return response
+
+    async def cancel(self, session_id: str) -> None:
+        """``session/cancel`` (a notification: nothing is awaited but the write)."""
+        if self.alive:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._conn.cancel(session_id=session_id), 2)
+
+    async def _call(self, request: Any, within: float | None) -> Any:
+        """``request`` answered, or a :class:`ProviderError` saying how the agent failed:
+        its process ended (with the last lines it wrote to stderr), it refused, or it
+        did not answer ``within`` seconds."""
+        call = asyncio.ensure_future(request)
+        exited = asyncio.ensure_future(self.process.wait())
+        try:
+            done, _ = await asyncio.wait([call, exited], timeout=within,
+                                         return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            call.cancel()
+            raise
+        finally:
+            exited.cancel()
+        if call in done and call.exception() is None:
+            return call.result()
+        call.cancel()
+        if not done:
+            raise ProviderError(f"{self.agent_name} did not answer within {within or 0:g} s.",
+                                retryable=True)
+        if not self.process.running:
+            await self.close()
+            raise ProviderError(self.crash_text(), retryable=True)
+        raise ProviderError(f"{self.agent_name} refused: {_error_text(call.exception())}")
+
+    def crash_text(self) -> str:
+        code = self.process.returncode
+        tail = self.process.stderr_tail()
+        said = ("; its last words on stderr:\n" + "\n".join(tail)) if tail else \
+            " without a word on stderr."
+        return (f"{self.agent_name} stopped (exit status {code}) in the middle of the turn"
+                f"{said}\nThe next message starts it again.")
+
+    def kill(self) -> None:
+        """End the agent's process group and the protocol's tasks (never waits: the
+        tasks end on the running loop, if there is one)."""
+        self.process.kill()
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(RuntimeError):  # no running loop: nothing to end
+                closing = asyncio.get_running_loop().create_task(conn.close())
+                _closing.add(closing)
+                closing.add_done_callback(_closing.discard)
+
+    async def close(self) -> None:
+        """:meth:`kill`, and wait until the process is reaped and the tasks ended."""
+        conn, self._conn = self._conn, None
+        self.process.kill()
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                await conn.close()
+        await self.process.close()
+
+
+_closing: set[asyncio.Task[None]] = set()
+"""Connections being closed (kept so their tasks are not collected half-way)."""
+
+
+def _error_text(error: BaseException | None) -> str:
+    if error is None:
+        return "no reason given"
+    data = getattr(error, "data", None)
+    text = str(error) or type(error).__name__
+    return f"{text} ({data})" if data else text

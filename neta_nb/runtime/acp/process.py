@@ -1,0 +1,142 @@
+"""AgentProcess: an outside agent's process — started in a process group of its own, its
+stderr drained into a bounded tail, and ended by killing that whole group and every
+descendant (the agent and whatever it started: a shell command, an MCP server, Codex's
+native binary, which ignores the end of its stdin).
+
+Every live group is known to this module, so the kernel's exit ends them too: no agent
+outlives the process that started it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import os
+import signal
+from collections import deque
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import psutil
+
+__all__ = ["STDERR_LINES", "STDOUT_LINE_LIMIT", "AgentProcess", "AgentStartError"]
+
+STDERR_LINES = 200
+"""Lines of the agent's stderr kept (the latest); a crash shows the last few."""
+_STDERR_LINE_CHARS = 1_000
+STDOUT_LINE_LIMIT = 64 * 1024 * 1024
+"""The longest JSON-RPC line read from the agent (a file's whole text travels in one; the
+SDK's default of 64 KiB cuts it)."""
+_SHOWN_LINES = 12
+"""Lines of stderr a crash report quotes."""
+
+_live: dict[int, AgentProcess] = {}
+"""The running agents by pid, ended at the interpreter's exit."""
+
+
+class AgentStartError(RuntimeError):
+    """The agent's command could not be started (not found, not executable)."""
+
+
+class AgentProcess:
+    """One run of an outside agent's command (see the module)."""
+
+    def __init__(self, command: Sequence[str], *, env: Mapping[str, str] | None,
+                 cwd: Path) -> None:
+        self.command = list(command)
+        self._env = env
+        self._cwd = cwd
+        self._process: asyncio.subprocess.Process | None = None
+        self._stderr: deque[str] = deque(maxlen=STDERR_LINES)
+        self._drain: asyncio.Task[None] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.returncode is None
+
+    @property
+    def returncode(self) -> int | None:
+        return self._process.returncode if self._process is not None else None
+
+    async def start(self) -> tuple[asyncio.StreamWriter, asyncio.StreamReader]:
+        """Start the command; its stdin and stdout, for the protocol."""
+        environment = dict(os.environ)
+        if self._env:
+            environment.update(self._env)
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *self.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, env=environment, cwd=str(self._cwd),
+                limit=STDOUT_LINE_LIMIT, start_new_session=True)
+        except OSError as error:
+            raise AgentStartError(f"could not start {self.command[0]!r}: "
+                                  f"{error.strerror or error}") from error
+        self._process = process
+        _live[process.pid] = self
+        assert process.stdin is not None
+        assert process.stdout is not None
+        self._drain = asyncio.get_running_loop().create_task(
+            self._drain_stderr(process.stderr), name=f"neta_nb agent stderr {process.pid}")
+        return process.stdin, process.stdout
+
+    async def _drain_stderr(self, stream: asyncio.StreamReader | None) -> None:
+        if stream is None:
+            return
+        with contextlib.suppress(Exception):
+            while True:
+                line = await stream.readline()
+                if not line:
+                    return
+                self._stderr.append(line.decode("utf-8", "replace").rstrip()[:_STDERR_LINE_CHARS])
+
+    async def wait(self) -> int:
+        """Until the process exits; its exit status."""
+        assert self._process is not None
+        return await self._process.wait()
+
+    def stderr_tail(self, lines: int = _SHOWN_LINES) -> list[str]:
+        """The last ``lines`` non-empty lines the agent wrote to stderr."""
+        kept = [line for line in self._stderr if line.strip()]
+        return kept[-lines:]
+
+    def kill(self) -> None:
+        """End the process and its whole group at once (never waits)."""
+        process = self._process
+        if process is None:
+            return
+        _live.pop(process.pid, None)
+        # Its descendants first, found while the tree is whole: one that started a
+        # session of its own (a detached shell) is not in the group.
+        try:
+            descendants = psutil.Process(process.pid).children(recursive=True)
+        except psutil.Error:
+            descendants = []
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        for child in descendants:
+            with contextlib.suppress(psutil.Error):
+                child.kill()
+        if process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+        if self._drain is not None:
+            self._drain.cancel()
+
+    async def close(self) -> None:
+        """:meth:`kill`, then wait for the process to be reaped."""
+        self.kill()
+        process = self._process
+        if process is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(process.wait(), 5)
+
+
+@atexit.register
+def _end_all() -> None:
+    for agent in list(_live.values()):
+        agent.kill()
