@@ -181,6 +181,12 @@ class AcpTurns:
         if self._connection is not None:
             self._connection.kill()
 
+    async def aclose(self) -> None:
+        """:meth:`close`, and wait until the process is reaped."""
+        self.close()
+        if self._connection is not None:
+            await self._connection.close()
+
     # --- what the agent sends -----------------------------------------------------------
     def on_update(self, session_id: str, update: Any) -> None:
         turn = self._turn
