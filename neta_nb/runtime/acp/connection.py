@@ -41,6 +41,8 @@ __all__ = ["AcpConnection", "Listener", "cancelled_outcome", "chosen_outcome"]
 _START_TIMEOUT = 60.0
 """Seconds the agent gets to start and answer ``initialize`` (a first ``npx`` run may
 install it)."""
+_EXIT_WAIT = 2.0
+"""Seconds a closed connection waits for the process's exit status."""
 
 
 class Listener(Protocol):
@@ -178,6 +180,10 @@ class AcpConnection:
         if call in done and call.exception() is None:
             return call.result()
         call.cancel()
+        if call in done and isinstance(call.exception(), ConnectionError):
+            # The pipe closed: the process is ending, its exit status comes a moment later.
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.process.wait(), _EXIT_WAIT)
         if not done:
             raise ProviderError(f"{self.agent_name} did not answer within {within or 0:g} s.",
                                 retryable=True)

@@ -25,7 +25,7 @@ import psutil
 import pytest
 
 from neta_nb import AcpAgent, AgentSession
-from neta_nb.events import Event
+from neta_nb.events import ApprovalDecision, Event
 from neta_nb.runtime.acp.turns import AcpTurns
 from neta_nb.runtime.projection import ConversationProjection, NullSink
 
@@ -158,7 +158,8 @@ def _gone(pid: int, within: float = 3.0) -> bool:
 class Recorder:
     """A session's events, with approvals answered as the test says."""
 
-    def __init__(self, session: AgentSession, decision: str = "allow_once") -> None:
+    def __init__(self, session: AgentSession,
+                 decision: ApprovalDecision | None = "allow_once") -> None:
         self.events: list[Event] = []
         self.decision = decision
         self.session = session
@@ -170,9 +171,10 @@ class Recorder:
         self.events.append(event)
         if event.type == "approval_request":
             self.asked.set()
-            if self.decision:
+            decision = self.decision
+            if decision is not None:
                 asyncio.get_running_loop().call_soon(
-                    self.session.approve, event.id, self.decision)
+                    lambda: self.session.approve(event.id, decision))
 
     def of(self, kind: str) -> list[Any]:
         return [e for e in self.events if e.type == kind]

@@ -1,0 +1,99 @@
+"""AcpAgent's definition, its presets, and what a session does when the agent's process
+fails: started on first use, a crash ends the turn with the agent's last words on stderr,
+the next turn starts it again, and what it was given in its environment is never
+stored. The failing agents are small Node.js scripts (no outside agent needed)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from neta_nb import AcpAgent, AgentSession, SessionStore
+from neta_nb.events import Event
+from neta_nb.runtime.acp import AgentNotInstalledError
+from neta_nb.runtime.acp.turns import AcpTurns
+
+needs_node = pytest.mark.skipif(shutil.which("node") is None and not os.environ.get("CI"),
+                                reason="needs Node.js")
+
+
+def test_command_must_be_a_list_of_strings() -> None:
+    with pytest.raises(TypeError, match="non-empty list of strings"):
+        AcpAgent("x", "claude-agent-acp")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="non-empty list of strings"):
+        AcpAgent("x", [])
+    with pytest.raises(TypeError, match="env must map names to strings"):
+        AcpAgent("x", ["a"], env={"KEY": 1})  # type: ignore[dict-item]
+
+
+@pytest.mark.parametrize(("preset", "package", "reads"), [
+    (AcpAgent.claude_code, "@zed-industries/claude-agent-acp@0.23.1", "ANTHROPIC_API_KEY"),
+    (AcpAgent.codex, "@zed-industries/codex-acp@0.16.0", "OPENAI_API_KEY"),
+    (AcpAgent.gemini, "@google/gemini-cli@0.61.0", "GEMINI_API_KEY"),
+])
+def test_a_preset_not_installed_says_how_to_install_it(preset: object, package: str,
+                                                       reads: str, tmp_path: Path) -> None:
+    with pytest.raises(AgentNotInstalledError) as raised:
+        preset(search=tmp_path)  # type: ignore[operator]
+    assert f"npm install -g {package}" in str(raised.value)
+    assert reads in str(raised.value)
+
+
+def test_a_preset_finds_its_program_and_gemini_speaks_acp(tmp_path: Path) -> None:
+    program = tmp_path / "gemini"
+    program.write_text("#!/bin/sh\n")
+    program.chmod(0o755)
+    agent = AcpAgent.gemini(search=tmp_path)
+    assert agent.command == [str(program), "--acp"]
+    assert agent.name == "Gemini CLI"
+
+
+def test_the_environment_is_never_shown_nor_stored(tmp_path: Path) -> None:
+    agent = AcpAgent("secretive", ["node", "agent.js"], env={"ANTHROPIC_API_KEY": "sk-123"})
+    assert "sk-123" not in repr(agent)
+    store = SessionStore(tmp_path / "s.db")
+    session = AgentSession(agent, store=store)
+    assert session.flush(10)
+    record = store.get_session(session.id)
+    assert record is not None
+    assert "sk-123" not in str(record.model_dump())
+    assert record.agent["provider"]["command"] == ["node", "agent.js"]
+    store.close()
+
+
+CRASHING = ("process.stderr.write('starting\\nno API key found: set ANTHROPIC_API_KEY\\n');"
+            "process.exit(3);")
+
+
+@needs_node
+async def test_a_crashed_agent_ends_the_turn_in_plain_words_and_starts_again() -> None:
+    session = AgentSession(AcpAgent("broken", ["node", "-e", CRASHING]))
+    events: list[Event] = []
+    session.subscribe(events.append)
+    outside = session.deps.outside
+    assert isinstance(outside, AcpTurns)
+    assert outside.pid is None  # not started before its first turn
+    for _ in range(2):
+        events.clear()
+        assert await session.run("hello") is None
+        [error] = [e for e in events if e.type == "error"]
+        assert "broken stopped (exit status 3)" in error.message
+        assert "no API key found: set ANTHROPIC_API_KEY" in error.message
+        assert events[-1].type == "done"
+        assert events[-1].stop_reason == "error"  # type: ignore[union-attr]
+        assert not session.running
+    assert [m.role for m in session.messages] == ["user", "user"]
+    await outside.aclose()
+
+
+@needs_node
+async def test_an_agent_that_cannot_start_says_so() -> None:
+    session = AgentSession(AcpAgent("missing", ["/nonexistent/agent-acp"]))
+    events: list[Event] = []
+    session.subscribe(events.append)
+    await session.run("hello")
+    [error] = [e for e in events if e.type == "error"]
+    assert "could not start '/nonexistent/agent-acp'" in error.message
