@@ -22,7 +22,7 @@ needs_node = pytest.mark.skipif(shutil.which("node") is None and not os.environ.
 
 def test_command_must_be_a_list_of_strings() -> None:
     with pytest.raises(TypeError, match="non-empty list of strings"):
-        AcpAgent("x", "claude-agent-acp")  # type: ignore[arg-type]
+        AcpAgent("x", "claude-agent-acp")
     with pytest.raises(TypeError, match="non-empty list of strings"):
         AcpAgent("x", [])
     with pytest.raises(TypeError, match="env must map names to strings"):
@@ -83,7 +83,7 @@ async def test_a_crashed_agent_ends_the_turn_in_plain_words_and_starts_again() -
         assert "broken stopped (exit status 3)" in error.message
         assert "no API key found: set ANTHROPIC_API_KEY" in error.message
         assert events[-1].type == "done"
-        assert events[-1].stop_reason == "error"  # type: ignore[union-attr]
+        assert events[-1].stop_reason == "error"
         assert not session.running
     assert [m.role for m in session.messages] == ["user", "user"]
     await outside.aclose()
