@@ -24,14 +24,10 @@ from ..providers.prices import ModelPrice
 from ..stored_urls import storable_options, storable_url, withheld_names
 from ..thinking import ThinkLevel
 from ..tools import AgentToolConfig, ToolCatalog
-from .outside_turns import OutsideTurns
 from .stored_endpoint import StoredOrigin, check_stored_endpoint
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from ..batch.run import BatchRun
-    from .session.state import SessionState
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "Agent", "DamagedAgentRecordError", "check_budget_value",
            "subagent_cycle"]
@@ -167,12 +163,6 @@ class Agent:
             check_stored_endpoint(provider, self.provider_settings_origin, self.name)
             return provider
         return default_provider()
-
-    def outside_turns(self, state: SessionState, working_dir: Path) -> OutsideTurns | None:
-        """What runs the turns of a session of this agent when the agent runs its own loop
-        elsewhere (an outside agent: :class:`~neta_nb.runtime.acp.AcpAgent`); ``None``,
-        here: the session calls the model and runs the tools itself."""
-        return None
 
     def map(self, inputs: Any, prompt: str | None = None, **options: Any) -> BatchRun:
         """Run this agent over many inputs — a pandas DataFrame (a row's columns fill

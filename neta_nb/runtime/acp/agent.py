@@ -11,15 +11,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...providers.base import ModelRequest, Provider, ProviderError, StreamEvent
 from ..agent import Agent
-from ..outside_turns import OutsideTurns
+from ..session.deps import OutsideTurns
+from ..session.state import SessionState
 from .presets import CLAUDE_CODE, CODEX, GEMINI, Preset, find_command
-
-if TYPE_CHECKING:
-    from ..session.state import SessionState
 
 __all__ = ["ACP_SUPPLIER", "AcpAgent", "AcpModel"]
 

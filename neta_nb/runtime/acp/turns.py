@@ -47,15 +47,15 @@ from ...events import (
 )
 from ...messages import Message, ToolCallPart, ToolExecution, Usage
 from ...providers.base import ProviderError, ResponseAssembler, TextDelta, ThinkingDelta
-from ..outside_turns import CountUsage
+from ..session.deps import CountUsage
+from ..session.state import SessionState
 from ..session.tool_limits import bound_result
+from ..session.turn import Turn
 from .connection import AcpConnection, cancelled_outcome, chosen_outcome
 
 if TYPE_CHECKING:
     from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpdate
 
-    from ..session.state import SessionState
-    from ..session.turn import Turn
     from .agent import AcpAgent
 
 __all__ = ["STOP_GRACE", "AcpTurns"]
