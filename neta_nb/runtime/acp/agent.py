@@ -36,8 +36,10 @@ class AcpModel(Provider):
         self.model = name
         self.command = list(command)
         self.not_resumable = (
-            f"it is a session of the outside agent {name!r}, and continuing one in another "
-            f"kernel is not supported yet. It can be viewed (read-only).")
+            f"it is a session of the outside agent {name!r}, whose environment (its keys) "
+            f"is never stored: give the agent again, "
+            f"AgentSession.resume(id, store, agent=AcpAgent(...)), and the agent continues "
+            f"its own session. It can be viewed (read-only).")
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         raise ProviderError(f"{self.model} is an outside agent: it answers its own turns, "

@@ -212,13 +212,13 @@ class AcpConnection:
                 closing.add_done_callback(_closing.discard)
 
     async def close(self) -> None:
-        """:meth:`kill`, and wait until the process is reaped and the tasks ended."""
+        """End the agent gently, then surely (:meth:`AgentProcess.close`), and the
+        protocol's tasks; wait until the process is reaped."""
         conn, self._conn = self._conn, None
-        self.process.kill()
+        await self.process.close()
         if conn is not None:
             with contextlib.suppress(Exception):
                 await conn.close()
-        await self.process.close()
 
 
 _closing: set[asyncio.Task[None]] = set()

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import psutil
 
-__all__ = ["STDERR_LINES", "STDOUT_LINE_LIMIT", "AgentProcess", "AgentStartError"]
+__all__ = ["CLOSE_GRACE", "STDERR_LINES", "STDOUT_LINE_LIMIT", "AgentProcess", "AgentStartError"]
 
 STDERR_LINES = 200
 """Lines of the agent's stderr kept (the latest); a crash shows the last few."""
@@ -28,6 +28,8 @@ _STDERR_LINE_CHARS = 1_000
 STDOUT_LINE_LIMIT = 64 * 1024 * 1024
 """The longest JSON-RPC line read from the agent (a file's whole text travels in one; the
 SDK's default of 64 KiB cuts it)."""
+CLOSE_GRACE = 1.5
+"""Seconds an agent gets to exit by itself once its stdin is closed (Codex never does)."""
 _SHOWN_LINES = 12
 """Lines of stderr a crash report quotes."""
 
@@ -104,18 +106,25 @@ class AgentProcess:
         kept = [line for line in self._stderr if line.strip()]
         return kept[-lines:]
 
-    def kill(self) -> None:
-        """End the process and its whole group at once (never waits)."""
+    def _descendants(self) -> list[psutil.Process]:
+        process = self._process
+        if process is None:
+            return []
+        try:
+            return psutil.Process(process.pid).children(recursive=True)
+        except psutil.Error:
+            return []
+
+    def kill(self, descendants: list[psutil.Process] | None = None) -> None:
+        """End the process and its whole group at once (never waits). Its descendants
+        are found first, while the tree is whole (or given: found earlier): one that
+        started a session of its own (a detached shell) is not in the group."""
         process = self._process
         if process is None:
             return
         _live.pop(process.pid, None)
-        # Its descendants first, found while the tree is whole: one that started a
-        # session of its own (a detached shell) is not in the group.
-        try:
-            descendants = psutil.Process(process.pid).children(recursive=True)
-        except psutil.Error:
-            descendants = []
+        if descendants is None:
+            descendants = self._descendants()
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGKILL)
         for child in descendants:
@@ -127,13 +136,22 @@ class AgentProcess:
         if self._drain is not None:
             self._drain.cancel()
 
-    async def close(self) -> None:
-        """:meth:`kill`, then wait for the process to be reaped."""
-        self.kill()
+    async def close(self, grace: float = CLOSE_GRACE) -> None:
+        """End the process gently, then surely: its stdin is closed (an agent writes what
+        it keeps of its session, then exits), and after ``grace`` seconds whatever is
+        left of it and all it started is killed (:meth:`kill`); then it is reaped."""
         process = self._process
-        if process is not None:
+        if process is None:
+            return
+        descendants = self._descendants()
+        if process.returncode is None and process.stdin is not None:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(process.wait(), 5)
+                process.stdin.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(process.wait(), grace)
+        self.kill(descendants)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(process.wait(), 5)
 
 
 @atexit.register

@@ -10,7 +10,8 @@ What the agent sends becomes what a native turn makes, through the same calls:
   :class:`~neta_nb.messages.ToolExecution` with its title, input, status and output;
   a ``diff`` as a unified diff), and its result in the history when it ends — the agent
   ran it, the session's tool runner never does;
-* ``plan`` → the session's plan (``todo_update``, one card updated in place);
+* ``plan`` → the session's plan (``todo_update``, one card updated in place), kept in
+  the history as a native plan is (an internal ``todo`` call and its result);
 * ``session/request_permission`` → the session's approval (``approval_request``,
   answered with ``session.approve``); the agent's own option is picked by its kind;
 * the prompt's usage → the turn's figures (``token_update``); ``usage_update`` → the
@@ -33,6 +34,7 @@ import asyncio
 import contextlib
 import difflib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -69,6 +71,10 @@ _CANCELLED_TEXT = "This call did not finish: the user cancelled the turn."
 _ENDED_TEXT = "This call did not finish: the agent ended its turn without saying."
 
 
+_closing: set[asyncio.Task[None]] = set()
+"""Agents being ended (kept so their tasks are not collected half-way)."""
+
+
 @dataclass(eq=False)
 class _Call:
     """One of the agent's tool calls: its card, and what the agent reported of it."""
@@ -97,6 +103,7 @@ class AcpTurns:
         self._turn: Turn | None = None
         self._calls: dict[str, _Call] = {}
         self._asking: set[asyncio.Future[Any]] = set()
+        self._plans = 0
 
     @property
     def pid(self) -> int | None:
@@ -176,14 +183,25 @@ class AcpTurns:
         await connection.close()
 
     def close(self) -> None:
+        """End the agent: gently on a running loop (it keeps its session to continue;
+        see :meth:`AgentProcess.close`), else at once."""
         for asking in list(self._asking):
             asking.cancel()
-        if self._connection is not None:
-            self._connection.kill()
+        connection = self._connection
+        if connection is None:
+            return
+        try:
+            closing = asyncio.get_running_loop().create_task(connection.close())
+        except RuntimeError:  # no loop runs: nothing can wait for it to exit
+            connection.kill()
+            return
+        _closing.add(closing)
+        closing.add_done_callback(_closing.discard)
 
     async def aclose(self) -> None:
-        """:meth:`close`, and wait until the process is reaped."""
-        self.close()
+        """End the agent (gently, then surely) and wait until its process is reaped."""
+        for asking in list(self._asking):
+            asking.cancel()
         if self._connection is not None:
             await self._connection.close()
 
@@ -202,7 +220,7 @@ class AcpTurns:
         elif kind == "tool_call_update":
             self._call_changed(turn, update)
         elif kind == "plan":
-            self._plan(update.entries)
+            self._plan(turn, update.entries)
         elif kind == "usage_update":
             size = getattr(update, "size", None)
             if isinstance(size, int) and size > 0:
@@ -331,11 +349,34 @@ class AcpTurns:
             if not call.ended:
                 self._end(call, failed=True, text=text, cancelled=cancelled)
 
-    def _plan(self, entries: list[Any]) -> None:
+    def _plan(self, turn: Turn, entries: list[Any]) -> None:
+        """The agent's plan as the session's: written, said (``todo_update``) and kept in
+        the history as a ``todo`` call and its result, as a native plan is — so a resume
+        and a view built from the stored history show it (the call is internal: no card)."""
         state = self._state
-        state.todo.write([{"id": str(n), "content": encodable(entry.content),
-                           "status": entry.status} for n, entry in enumerate(entries, 1)])
+        items = state.todo.write([{"id": str(n), "content": encodable(entry.content),
+                                   "status": entry.status}
+                                  for n, entry in enumerate(entries, 1)])
         state.todo_written()
+        message = self._message_for_call(turn)
+        self._plans += 1
+        todos = [item.model_dump() for item in items]
+        part = ToolCallPart(id=f"acp_plan_{self._plans}", name="todo", args={"todos": todos})
+        message.parts.append(part)
+        self._calls[part.id] = _Call(message, part, ToolExecution(
+            id=part.id, name="todo", label="todo", status="done"), ended=True)
+        state.history.changed(message)
+        state.history.append(Message.tool_result(part.id, "todo", json.dumps(
+            {"todos": todos, "summary": state.todo.summary().model_dump()})))
+
+    # --- what the store keeps -------------------------------------------------------------
+    def stored(self) -> dict[str, Any]:
+        return {"protocol": "acp", "session_id": self.session_id}
+
+    def restore(self, stored: Mapping[str, Any]) -> None:
+        session_id = stored.get("session_id")
+        if isinstance(session_id, str) and session_id:
+            self.session_id = session_id
 
     async def on_permission(self, session_id: str, tool_call: ToolCallUpdate,
                             options: list[PermissionOption]) -> RequestPermissionResponse:

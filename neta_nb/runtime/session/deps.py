@@ -4,10 +4,10 @@ gate, the tracer, and an outside agent's turns."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from ...messages import Message, Usage
 from ..tracing.tracing import TurnTracer, turn_tracer
@@ -54,6 +54,15 @@ class OutsideTurns(Protocol):
 
     def close(self) -> None:
         """End the agent's process and all it started; a next turn starts it again."""
+        ...
+
+    def stored(self) -> dict[str, Any]:
+        """What the store keeps to continue the agent's own session (its id; never a
+        key): the session record holds it as ``agent["outside"]``."""
+        ...
+
+    def restore(self, stored: Mapping[str, Any]) -> None:
+        """Continue the agent's session that :meth:`stored` described (a resume)."""
         ...
 
 

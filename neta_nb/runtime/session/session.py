@@ -492,7 +492,11 @@ def _record_fields(session: AgentSession) -> dict[str, Any]:
     """The record fields only the session knows (see SessionPersistence.record)."""
     state = session.state
     todo = state.todo
-    return {"agent": session.agent.to_record(session.provider),
+    agent = session.agent.to_record(session.provider)
+    outside = session.deps.outside
+    if outside is not None:  # how to continue the outside agent's own session
+        agent["outside"] = outside.stored()
+    return {"agent": agent,
             "think_level": state.think_level,
             "todo_summary": todo.summary().model_dump() if todo.has_items() else None,
             "mcp_servers": session.catalog.mcp_server_specs(),

@@ -24,7 +24,7 @@ from typing import Any
 import psutil
 import pytest
 
-from neta_nb import AcpAgent, AgentSession
+from neta_nb import AcpAgent, AgentSession, SessionNotResumableError, SessionStore
 from neta_nb.events import ApprovalDecision, Event
 from neta_nb.runtime.acp.turns import AcpTurns
 from neta_nb.runtime.projection import ConversationProjection, NullSink
@@ -215,6 +215,10 @@ async def test_a_plan_is_one_todo_card_updated_in_place(
     view = projected(recorder.events)
     assert [t["status"] for t in view.todos] == ["completed", "in_progress", "pending"]
     assert view.plan == (1, 3)
+    # The history keeps the plan as a native one: a view of the stored history shows it.
+    stored = ConversationProjection.from_history(session.messages)
+    assert stored.todos == view.todos
+    assert not any(m.metadata.tool_executions for m in session.messages)
     assert recorder.of("done")[-1].stop_reason == "end_turn"
 
 
@@ -375,3 +379,40 @@ async def test_two_sessions_at_once_never_cross(
     assert [e.text for e in two.of("token")] == ["Beta ", "answer."]
     assert [m.text for m in first.messages] == ["SCRIPT:alpha First.", "Alpha answer."]
     assert [m.text for m in second.messages] == ["SCRIPT:beta Second.", "Beta answer."]
+
+
+async def test_the_session_is_stored_and_resumes_through_the_agent(
+        model: tuple[SSEServer, ModelScript], claude: Callable[[], AcpAgent],
+        tmp_path: Path) -> None:
+    server, script = model
+    script.scripts["first"] = [text("First ", "answer.")]
+    script.scripts["second"] = [text("Second ", "answer.")]
+    store = SessionStore(tmp_path / "sessions.db")
+    session = AgentSession(claude(), store=store)
+    outside = session.deps.outside
+    assert isinstance(outside, AcpTurns)
+    await session.run("SCRIPT:first Begin.")
+    assert session.flush(10)
+    await outside.aclose()
+    record = store.get_session(session.id)
+    assert record is not None
+    assert record.agent["outside"] == {"protocol": "acp", "session_id": outside.session_id}
+    assert record.agent["provider"]["command"] == [str(BIN / "claude-agent-acp")]
+    assert "test-key" not in json.dumps(record.model_dump(mode="json"))
+    with pytest.raises(SessionNotResumableError, match=r"agent=AcpAgent"):
+        AgentSession.resume(session.id, store)
+
+    resumed = AgentSession.resume(session.id, store, agent=claude())
+    again = resumed.deps.outside
+    assert isinstance(again, AcpTurns)
+    try:
+        assert [m.text for m in resumed.messages] == ["SCRIPT:first Begin.", "First answer."]
+        answer = await resumed.run("SCRIPT:second Go on.")
+        assert answer is not None and answer.text == "Second answer."
+        # The agent continued its own session (session/load): the model read the first turn.
+        assert again.session_id == outside.session_id
+        assert "First answer." in json.dumps(server.requests[-1].json["messages"])
+    finally:
+        await again.aclose()
+        assert resumed.flush(10)
+        store.close()
