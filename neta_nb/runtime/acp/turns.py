@@ -157,10 +157,9 @@ class AcpTurns:
             if self.session_id is not None and connection.can_load:
                 self._loading = True
                 try:
+                    # The replayed history's updates are read (and ignored) before the
+                    # answer to the load is: the connection hands them over in order.
                     await connection.load_session(self.session_id, self._cwd, agent.mode)
-                    # The replayed history's updates are handled before the prompt.
-                    for _ in range(5):
-                        await asyncio.sleep(0)
                 finally:
                     self._loading = False
             else:
@@ -206,12 +205,17 @@ class AcpTurns:
             await self._connection.close()
 
     # --- what the agent sends -----------------------------------------------------------
+    def on_chunk(self, session_id: str, text: str, *, thinking: bool) -> None:
+        turn = self._turn
+        if turn is not None and not self._loading and session_id == self.session_id:
+            self._stream(turn, text, thinking=thinking)
+
     def on_update(self, session_id: str, update: Any) -> None:
         turn = self._turn
         if turn is None or self._loading or session_id != self.session_id:
             return  # a replayed history (session/load), or a late word after the turn
         kind = getattr(update, "session_update", None)
-        if kind == "agent_message_chunk":
+        if kind == "agent_message_chunk":  # not text (an image…): nothing to show yet
             self._stream(turn, _text_of(update.content), thinking=False)
         elif kind == "agent_thought_chunk":
             self._stream(turn, _text_of(update.content), thinking=True)
