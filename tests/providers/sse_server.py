@@ -24,7 +24,8 @@ Every connection is answered with ``Connection: close`` so each request is one s
 response, whatever the client's pooling does. A request that finds the queue empty gets a
 500 (which the SDKs retry), so a test that scripts too few responses fails loudly.
 
-The queue answers the model calls (``POST …/chat/completions``, ``POST …/messages``).
+The queue answers the model calls (``POST …/chat/completions``, ``POST …/messages``,
+``POST …:streamGenerateContent`` — Gemini's, for Gemini CLI).
 Anything else — the endpoints a session asks a local server for its context window
 (``GET /props``, ``GET /models``, ``POST /api/show``) — gets what :meth:`SSEServer.route`
 set for its method and path, every time it is asked, or a 404 as from a server that has no
@@ -193,7 +194,8 @@ class SSEServer:
         routed = self._routes.get((method.upper(), bare_path))
         if routed is not None:
             response = routed
-        elif not (method == "POST" and bare_path.endswith(("/chat/completions", "/messages"))):
+        elif not (method == "POST" and (bare_path.endswith(("/chat/completions", "/messages"))
+                                         or bare_path.endswith(":streamGenerateContent"))):
             response = error_response(404, {"error": {"type": "not_found",
                                                       "message": f"no route {path}"}})
         elif self.check_history and (problem := history_problem(
