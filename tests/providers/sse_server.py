@@ -63,6 +63,8 @@ __all__ = [
 ]
 
 Ending = Literal["complete", "drop", "drop_before_headers"]
+_MODEL_CALLS = ("/chat/completions", "/messages", ":streamGenerateContent")
+"""How the paths of model calls end (OpenAI's, Anthropic's, Gemini's)."""
 
 
 @dataclass
@@ -194,8 +196,7 @@ class SSEServer:
         routed = self._routes.get((method.upper(), bare_path))
         if routed is not None:
             response = routed
-        elif not (method == "POST" and (bare_path.endswith(("/chat/completions", "/messages"))
-                                         or bare_path.endswith(":streamGenerateContent"))):
+        elif not (method == "POST" and bare_path.endswith(_MODEL_CALLS)):
             response = error_response(404, {"error": {"type": "not_found",
                                                       "message": f"no route {path}"}})
         elif self.check_history and (problem := history_problem(
