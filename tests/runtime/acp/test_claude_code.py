@@ -109,7 +109,7 @@ async def model() -> AsyncIterator[tuple[SSEServer, ModelScript]]:
 
 @pytest.fixture
 def claude(model: tuple[SSEServer, ModelScript], tmp_path: Path,
-           monkeypatch: pytest.MonkeyPatch) -> Callable[[], AcpAgent]:
+           monkeypatch: pytest.MonkeyPatch) -> Callable[..., AcpAgent]:
     """Makes Claude Code agents that talk to the local model and work in ``tmp_path/work``."""
     # Claude Code refuses to open a session when IS_SANDBOX is set (as in some containers).
     monkeypatch.delenv("IS_SANDBOX", raising=False)
@@ -120,17 +120,19 @@ def claude(model: tuple[SSEServer, ModelScript], tmp_path: Path,
     env = {"ANTHROPIC_BASE_URL": server.base_url, "ANTHROPIC_API_KEY": "test-key",
            "HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude"),
            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"}
-    return lambda: AcpAgent.claude_code(search=BIN, env=env, cwd=tmp_path / "work")
+    return lambda mode=None: AcpAgent.claude_code(search=BIN, env=env, cwd=tmp_path / "work",
+                                                  mode=mode)
 
 
 @pytest.fixture
-async def sessions(claude: Callable[[], AcpAgent]) -> AsyncIterator[Callable[[], AgentSession]]:
+async def sessions(claude: Callable[..., AcpAgent]
+                   ) -> AsyncIterator[Callable[..., AgentSession]]:
     """Makes sessions of Claude Code agents; each agent's process is ended and reaped
     after the test."""
     made: list[AgentSession] = []
 
-    def make() -> AgentSession:
-        session = AgentSession(claude())
+    def make(mode: str | None = None) -> AgentSession:
+        session = AgentSession(claude(mode))
         made.append(session)
         return session
 
@@ -382,7 +384,7 @@ async def test_two_sessions_at_once_never_cross(
 
 
 async def test_the_session_is_stored_and_resumes_through_the_agent(
-        model: tuple[SSEServer, ModelScript], claude: Callable[[], AcpAgent],
+        model: tuple[SSEServer, ModelScript], claude: Callable[..., AcpAgent],
         tmp_path: Path) -> None:
     server, script = model
     script.scripts["first"] = [text("First ", "answer.")]
@@ -416,3 +418,24 @@ async def test_the_session_is_stored_and_resumes_through_the_agent(
         await again.aclose()
         assert resumed.flush(10)
         store.close()
+
+
+async def test_a_mode_of_the_agent_is_set_for_its_session(
+        model: tuple[SSEServer, ModelScript], sessions: Callable[..., AgentSession],
+        tmp_path: Path) -> None:
+    _, script = model
+    target = tmp_path / "work" / "auto.txt"
+    script.scripts["auto"] = [
+        tool_use("tu_a", "Write", {"file_path": str(target), "content": "auto\n"}),
+        text("Done.")]
+    session = sessions("acceptEdits")
+    recorder = Recorder(session, None)  # nobody answers: the mode must not ask
+    await asyncio.wait_for(session.run("SCRIPT:auto Write it."), 60)
+    assert target.read_text() == "auto\n"
+    assert not recorder.of("approval_request")
+
+    wrong = sessions("yolo")
+    failed = Recorder(wrong)
+    await wrong.run("SCRIPT:auto Write it.")
+    [error] = failed.of("error")
+    assert "has no mode 'yolo'" in error.message and "acceptEdits" in error.message
