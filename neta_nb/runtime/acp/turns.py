@@ -247,6 +247,9 @@ class AcpTurns:
             assembler.feed(TextDelta(text))
             turn.close_thinking(emit)
             emit(token_event(text))
+        if turn.draft_timer is None and self._state.saved.store is not None:
+            # A dying kernel keeps what streamed (a checkpoint every half second at most).
+            turn.checkpoint_soon(self._state.saved.draft)
 
     def _close_response(self) -> Message | None:
         """The response streamed so far as a message in the history (``None``: nothing
@@ -260,7 +263,8 @@ class AcpTurns:
         message = Message.assistant(assembler.snapshot(), model=self._model_id)
         turn.assembler = None
         turn.message = message
-        self._state.history.append(message)
+        turn.stop_draft_timer()
+        self._state.history.append(message, replaces_draft=True)
         return message
 
     def _message_for_call(self, turn: Turn) -> Message:

@@ -131,8 +131,8 @@ async def sessions(claude: Callable[..., AcpAgent]
     after the test."""
     made: list[AgentSession] = []
 
-    def make(mode: str | None = None) -> AgentSession:
-        session = AgentSession(claude(mode))
+    def make(mode: str | None = None, store: SessionStore | None = None) -> AgentSession:
+        session = AgentSession(claude(mode), store=store)
         made.append(session)
         return session
 
@@ -336,8 +336,8 @@ async def test_stop_ends_the_turn_cancelled_and_leaves_no_process(
 
 
 async def test_stop_keeps_the_partial_answer(
-        model: tuple[SSEServer, ModelScript],
-        sessions: Callable[[], AgentSession]) -> None:
+        model: tuple[SSEServer, ModelScript], sessions: Callable[..., AgentSession],
+        tmp_path: Path) -> None:
     _, script = model
     hold = asyncio.Event()
 
@@ -347,7 +347,8 @@ async def test_stop_keeps_the_partial_answer(
         return response
 
     script.scripts["partial"] = [partial]
-    session = sessions()
+    store = SessionStore(tmp_path / "sessions.db")
+    session = sessions(store=store)
     recorder = Recorder(session)
     try:
         task = session.start("SCRIPT:partial Say something long.")
@@ -355,10 +356,18 @@ async def test_stop_keeps_the_partial_answer(
         while len(recorder.of("token")) < 2:
             assert time.monotonic() < deadline and not task.done(), recorder.events
             await asyncio.sleep(0.05)
+        # What streamed is checkpointed as it streams: a dying kernel would keep it.
+        while (draft := store.load_draft(session.id)) is None:
+            assert time.monotonic() < deadline, "no checkpoint of the streamed answer"
+            await asyncio.sleep(0.1)
+        assert draft.text.startswith("Half an")
         session.cancel()
         await asyncio.wait_for(task, 10)
     finally:
         hold.set()
+    assert session.flush(10)
+    assert store.load_draft(session.id) is None  # the answer is a message now
+    store.close()
     assert recorder.of("done")[-1].stop_reason == "cancelled"
     last = session.messages[-1]
     assert last.role == "assistant"
