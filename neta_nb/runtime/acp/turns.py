@@ -298,6 +298,8 @@ class AcpTurns:
         call = self._calls[call_id] = _Call(message, part, execution)
         if update.content:
             call.content = list(update.content)
+        if getattr(update, "raw_output", None) is not None:
+            call.raw_output = update.raw_output
         self._state.history.changed(message)
         self._state.emit(ToolCallEvent(id=call_id, name=name, label=execution.label,
                                        args=args))
