@@ -219,9 +219,7 @@ class AcpTurns:
             self._stream(turn, _text_of(update.content), thinking=False)
         elif kind == "agent_thought_chunk":
             self._stream(turn, _text_of(update.content), thinking=True)
-        elif kind == "tool_call":
-            self._call_started(turn, update)
-        elif kind == "tool_call_update":
+        elif kind in ("tool_call", "tool_call_update"):  # a call may start finished
             self._call_changed(turn, update)
         elif kind == "plan":
             self._plan(turn, update.entries)
@@ -307,7 +305,7 @@ class AcpTurns:
 
     def _call_changed(self, turn: Turn, update: Any) -> None:
         call = self._calls.get(encodable(str(update.tool_call_id)))
-        if call is None:  # an agent that reports a call by its updates alone
+        if call is None:  # a tool_call, or a call reported by its updates alone
             call = self._call_started(turn, update)
         else:
             self._apply(call, update)

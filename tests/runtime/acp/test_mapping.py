@@ -17,6 +17,7 @@ from neta_nb import AcpAgent, AgentSession, SessionStore
 from neta_nb.events import ApprovalDecision, Event
 from neta_nb.runtime.acp.turns import AcpTurns
 from neta_nb.runtime.projection import ConversationProjection, NullSink
+from neta_nb.widgets import ChatView
 from neta_nb.widgets.chat.render import render_message
 
 AGENT = Path(__file__).with_name("scripted_agent.py")
@@ -197,3 +198,25 @@ async def test_with_no_one_to_ask_the_policy_decides(tmp_path: Path, policy: str
         await outside.aclose()
     assert answers(tmp_path) == [{"outcome": "selected",
                                   "optionId": "a1" if policy == "allow" else "r1"}]
+
+
+async def test_a_chat_view_shows_an_outside_agents_session(tmp_path: Path) -> None:
+    steps = [text("agent_message_chunk", "Hi there."),
+             {"update": {"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "Edit a.py",
+                         "kind": "edit", "status": "completed"}}]
+    session = AgentSession(scripted(tmp_path, steps))
+    view = ChatView(session)
+    outside = session.deps.outside
+    assert isinstance(outside, AcpTurns)
+    try:
+        await asyncio.wait_for(session.run("go"), 30)
+    finally:
+        await outside.aclose()
+    state = view.get_state()
+    assert state["agent"] == {"name": "scripted", "model": "acp:scripted"}
+    assert state["levels"] == ["off"]  # no thinking levels to choose for an outside agent
+    [message] = [m for m in session.messages if m.metadata.tool_executions]
+    drawn = render_message(message, session.messages.index(message))
+    assert drawn["text"] == "Hi there."
+    assert [(c["name"], c["label"], c["status"]) for c in drawn["cards"]] == [
+        ("edit", "Edit a.py", "done")]
