@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ...providers.base import ModelRequest, Provider, ProviderError, StreamEvent
+from ...providers.prices import ModelPrice
 from ..agent import Agent
 from ..session.deps import OutsideTurns
 from ..session.state import SessionState
@@ -56,14 +57,16 @@ class AcpAgent(Agent):
     ``command``: the program and its arguments (``["claude-agent-acp"]``); ``env``: what
     is added to this process's environment for it (keys: never stored); ``cwd``: where
     it works (default: the session's working directory); ``mode``: the session mode to
-    set (an id the agent offers, e.g. ``"acceptEdits"`` for Claude Code). The presets
-    :meth:`claude_code`, :meth:`codex` and :meth:`gemini` find an installed agent.
+    set (an id the agent offers, e.g. ``"acceptEdits"`` for Claude Code); ``price``: what
+    the agent's model costs (USD per million tokens), for the cost of the usage it
+    reports. The presets :meth:`claude_code`, :meth:`codex` and :meth:`gemini` find an
+    installed agent.
     """
 
     def __init__(self, name: str, command: Sequence[str], *,
                  env: Mapping[str, str] | None = None, cwd: str | Path | None = None,
                  mode: str | None = None, description: str | None = None,
-                 budget_usd: float | None = None,
+                 price: ModelPrice | None = None, budget_usd: float | None = None,
                  turn_budget_usd: float | None = None) -> None:
         if isinstance(command, str) or not isinstance(command, Sequence) or not command \
                 or not all(isinstance(part, str) and part for part in command):
@@ -78,7 +81,9 @@ class AcpAgent(Agent):
         self.env = dict(env) if env is not None else None
         self.cwd = Path(cwd) if cwd is not None else None
         self.mode = mode
-        super().__init__(name=name, model=AcpModel(name, command), system_prompt="",
+        model = AcpModel(name, command)
+        model.price = price  # checked there
+        super().__init__(name=name, model=model, system_prompt="",
                          compact_at=None, description=description, budget_usd=budget_usd,
                          turn_budget_usd=turn_budget_usd)
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from neta_nb import AcpAgent, AgentSession, SessionStore
+from neta_nb import AcpAgent, AgentSession, ModelPrice, SessionStore
 from neta_nb.events import ApprovalDecision, Event
 from neta_nb.runtime.acp.turns import AcpTurns
 from neta_nb.runtime.projection import ConversationProjection, NullSink
@@ -220,3 +220,24 @@ async def test_a_chat_view_shows_an_outside_agents_session(tmp_path: Path) -> No
     assert drawn["text"] == "Hi there."
     assert [(c["name"], c["label"], c["status"]) for c in drawn["cards"]] == [
         ("edit", "Edit a.py", "done")]
+
+
+async def test_with_a_price_the_reported_usage_has_a_cost(tmp_path: Path) -> None:
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps({"steps": [text("agent_message_chunk", "Hi.")], "usage": {
+        "totalTokens": 3_000_000, "inputTokens": 2_000_000, "outputTokens": 1_000_000}}))
+    agent = AcpAgent("priced", [sys.executable, str(AGENT), str(path)], cwd=tmp_path,
+                     price=ModelPrice(input=3.0, output=15.0))
+    session = AgentSession(agent)
+    events: list[Event] = []
+    session.subscribe(events.append)
+    outside = session.deps.outside
+    assert isinstance(outside, AcpTurns)
+    try:
+        await asyncio.wait_for(session.run("go"), 30)
+    finally:
+        await outside.aclose()
+    [update] = [e for e in events if e.type == "token_update"]
+    assert update.current.cost_usd == pytest.approx(2 * 3.0 + 15.0)
+    assert session.cost_usd == pytest.approx(21.0)
+    assert session.messages[-1].metadata.cost_usd == pytest.approx(21.0)
