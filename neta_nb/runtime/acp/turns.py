@@ -44,6 +44,7 @@ from ...events import (
     ProgressEvent,
     ToolCallEvent,
     ToolResultEvent,
+    WarningEvent,
     thinking_delta_event,
     token_event,
 )
@@ -154,24 +155,45 @@ class AcpTurns:
             agent.name, agent.command, env=agent.env, cwd=self._cwd, listener=self)
         try:
             await connection.open()
-            if self.session_id is not None and connection.can_load:
-                self._loading = True
-                try:
-                    # The replayed history's updates are read (and ignored) before the
-                    # answer to the load is: the connection hands them over in order.
-                    await connection.load_session(self.session_id, self._cwd, agent.mode)
-                finally:
-                    self._loading = False
-            else:
+            if not await self._continued(connection):
                 self.session_id = await connection.new_session(self._cwd, agent.mode)
         except BaseException:
             await connection.close()
             raise
-        return connection, self.session_id
+        session_id = self.session_id
+        assert session_id is not None  # continued or new
+        return connection, session_id
+
+    async def _continued(self, connection: AcpConnection) -> bool:
+        """Whether the agent's session went on in ``connection`` (``session/load``). One
+        the agent cannot load (it died before keeping it) is said, and a new one opened:
+        the agent no longer remembers the earlier turns, the chat still shows them."""
+        if self.session_id is None:
+            return False
+        why = "it does not offer to continue a session (session/load)"
+        if connection.can_load:
+            self._loading = True
+            try:
+                # The replayed history's updates are read (and ignored) before the answer
+                # to the load is: the connection hands them over in order.
+                await connection.load_session(self.session_id, self._cwd, self._agent.mode)
+                return True
+            except ProviderError as error:
+                if not connection.alive:
+                    raise
+                why = error.message
+            finally:
+                self._loading = False
+        self._state.emit(WarningEvent(message=encodable(
+            f"{self._agent.name} started afresh: it could not continue its session ({why}), "
+            f"so it does not remember the earlier turns of this chat.")))
+        return False
 
     async def _stop(self, connection: AcpConnection, session_id: str,
                     asked: asyncio.Future[Any]) -> None:
-        """Stop: see the module's docstring."""
+        """Stop: see the module's docstring. What the agent sends from now on is not
+        shown: the turn is over."""
+        self._turn = None
         for asking in list(self._asking):
             asking.cancel()
         await connection.cancel(session_id)

@@ -10,7 +10,10 @@ the steps in order:
 * ``{"sleep": seconds}``.
 
 Then it answers the prompt with the stop reason and usage. ``session/cancel`` ends the
-steps and answers ``cancelled``.
+steps and answers ``cancelled``. ``"by_prompt": {text: steps}`` gives each prompt text
+steps of its own. ``"can_load": true`` offers ``session/load``, which fails (the session
+is unknown). Every method it is called with is written as a line to
+``SCRIPT.json.calls``.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any
 script_path = Path(sys.argv[1])
 script = json.loads(script_path.read_text())
 answers = script_path.with_suffix(".json.answers")
+calls = script_path.with_suffix(".json.calls")
 lock = threading.Lock()
 waiting: dict[int, threading.Event] = {}
 replies: dict[int, Any] = {}
@@ -37,8 +41,9 @@ def send(message: dict[str, Any]) -> None:
         sys.stdout.flush()
 
 
-def play(number: int, session_id: str) -> None:
-    for index, step in enumerate(script["steps"]):
+def play(number: int, session_id: str, prompt: str) -> None:
+    steps = script["by_prompt"][prompt] if "by_prompt" in script else script["steps"]
+    for index, step in enumerate(steps):
         if cancelled.is_set():
             break
         if "update" in step:
@@ -64,17 +69,26 @@ def play(number: int, session_id: str) -> None:
 for line in sys.stdin:
     message = json.loads(line)
     method, number = message.get("method"), message.get("id")
+    if method is not None:
+        with calls.open("a") as file:
+            file.write(method + "\n")
     if method is None and number in waiting:  # an answer to a permission request
         replies[number] = message.get("result") or {}
         waiting[number].set()
     elif method == "initialize":
         send({"jsonrpc": "2.0", "id": number, "result": {
-            "protocolVersion": 1, "agentCapabilities": {}, "authMethods": []}})
+            "protocolVersion": 1, "authMethods": [],
+            "agentCapabilities": {"loadSession": bool(script.get("can_load"))}}})
+    elif method == "session/load":
+        send({"jsonrpc": "2.0", "id": number,
+              "error": {"code": -32002, "message": "Resource not found"}})
     elif method == "session/new":
         send({"jsonrpc": "2.0", "id": number, "result": {"sessionId": "scripted-1"}})
     elif method == "session/prompt":
         cancelled.clear()
-        threading.Thread(target=play, args=(number, message["params"]["sessionId"]),
+        params = message["params"]
+        text = "".join(block.get("text", "") for block in params["prompt"])
+        threading.Thread(target=play, args=(number, params["sessionId"], text),
                          daemon=True).start()
     elif method == "session/cancel":
         cancelled.set()

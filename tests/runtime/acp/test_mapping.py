@@ -241,3 +241,35 @@ async def test_with_a_price_the_reported_usage_has_a_cost(tmp_path: Path) -> Non
     assert update.current.cost_usd == pytest.approx(2 * 3.0 + 15.0)
     assert session.cost_usd == pytest.approx(21.0)
     assert session.messages[-1].metadata.cost_usd == pytest.approx(21.0)
+
+
+async def test_an_agent_that_cannot_continue_its_session_starts_afresh_saying_so(
+        tmp_path: Path) -> None:
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps({"can_load": True, "by_prompt": {
+        "first": [text("agent_message_chunk", "Working."), {"sleep": 30}],
+        "second": [text("agent_message_chunk", "Fresh.")]}}))
+    session = AgentSession(AcpAgent("forgetful", [sys.executable, str(AGENT), str(path)],
+                                    cwd=tmp_path))
+    events: list[Event] = []
+    session.subscribe(events.append)
+    outside = session.deps.outside
+    assert isinstance(outside, AcpTurns)
+    try:
+        task = session.start("first")
+        for _ in range(300):
+            if any(e.type == "token" for e in events):
+                break
+            await asyncio.sleep(0.05)
+        session.cancel()  # the agent's process ends: the next turn starts it again
+        await asyncio.wait_for(task, 10)
+        events.clear()
+        answer = await asyncio.wait_for(session.run("second"), 30)
+    finally:
+        await outside.aclose()
+    assert answer is not None and answer.text == "Fresh."
+    [warning] = [e for e in events if e.type == "warning"]
+    assert "forgetful started afresh" in warning.message
+    assert "Resource not found" in warning.message
+    methods = (tmp_path / "script.json.calls").read_text().split()
+    assert methods.count("session/new") == 2 and methods.count("session/load") == 1
