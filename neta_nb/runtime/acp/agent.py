@@ -19,6 +19,7 @@ from ..agent import Agent
 from ..session.deps import OutsideTurns
 from ..session.state import SessionState
 from .presets import CLAUDE_CODE, CODEX, GEMINI, Preset, find_command
+from .servers import mcp_server_specs
 
 __all__ = ["ACP_SUPPLIER", "AcpAgent", "AcpModel"]
 
@@ -59,14 +60,17 @@ class AcpAgent(Agent):
     it works (default: the session's working directory); ``mode``: the session mode to
     set (an id the agent offers, e.g. ``"acceptEdits"`` for Claude Code); ``price``: what
     the agent's model costs (USD per million tokens), for the cost of the usage it
-    reports. The presets :meth:`claude_code`, :meth:`codex` and :meth:`gemini` find an
-    installed agent.
+    reports; ``mcp_servers``: MCP servers the agent is given for its session (dicts, or
+    ``serve_notebook_mcp()``'s object: see :func:`~.servers.mcp_server_specs`). The
+    presets :meth:`claude_code`, :meth:`codex` and :meth:`gemini` find an installed
+    agent.
     """
 
     def __init__(self, name: str, command: Sequence[str], *,
                  env: Mapping[str, str] | None = None, cwd: str | Path | None = None,
                  mode: str | None = None, description: str | None = None,
-                 price: ModelPrice | None = None, budget_usd: float | None = None,
+                 price: ModelPrice | None = None, mcp_servers: Sequence[Any] = (),
+                 budget_usd: float | None = None,
                  turn_budget_usd: float | None = None) -> None:
         if isinstance(command, str) or not isinstance(command, Sequence) or not command \
                 or not all(isinstance(part, str) and part for part in command):
@@ -81,6 +85,7 @@ class AcpAgent(Agent):
         self.env = dict(env) if env is not None else None
         self.cwd = Path(cwd) if cwd is not None else None
         self.mode = mode
+        self.mcp_servers = mcp_server_specs(mcp_servers)
         model = AcpModel(name, command)
         model.price = price  # checked there
         super().__init__(name=name, model=model, system_prompt="",

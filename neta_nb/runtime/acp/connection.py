@@ -27,6 +27,7 @@ from typing import Any, Protocol, cast
 
 from ...providers.base import ProviderError
 from .process import STDOUT_LINE_LIMIT, AgentProcess, AgentStartError
+from .servers import McpServerSpec
 
 try:
     import acp
@@ -34,7 +35,11 @@ try:
         AllowedOutcome,
         ClientCapabilities,
         DeniedOutcome,
+        EnvVariable,
+        HttpHeader,
+        HttpMcpServer,
         Implementation,
+        McpServerStdio,
         PermissionOption,
         PromptResponse,
         RequestPermissionResponse,
@@ -164,8 +169,13 @@ class AcpConnection:
     """A started agent (see the module). ``agent_name`` names it in errors."""
 
     def __init__(self, agent_name: str, command: Sequence[str], *,
-                 env: Mapping[str, str] | None, cwd: Path, listener: Listener) -> None:
+                 env: Mapping[str, str] | None, cwd: Path, listener: Listener,
+                 mcp_servers: Sequence[McpServerSpec] = ()) -> None:
         self.agent_name = agent_name
+        self._mcp_servers = list(mcp_servers)
+        self.left_out: list[str] = []
+        """Why MCP servers were not given to the agent (it cannot reach them)."""
+        self._http = False
         self.process = AgentProcess(command, env=env, cwd=cwd)
         self._listener = listener
         self._conn: Any = None
@@ -198,10 +208,34 @@ class AcpConnection:
             client_info=Implementation(name="neta-nb", version="0.1")), _START_TIMEOUT)
         capabilities = init.agent_capabilities
         self.can_load = bool(capabilities is not None and capabilities.load_session)
+        mcp = capabilities.mcp_capabilities if capabilities is not None else None
+        self._http = bool(mcp is not None and mcp.http)
+
+    def _servers(self) -> list[Any]:
+        """The MCP servers in the protocol's shape; an HTTP one only if the agent takes
+        HTTP servers (else said in :attr:`left_out`)."""
+        servers: list[Any] = []
+        self.left_out = []
+        for spec in self._mcp_servers:
+            if spec.url is not None:
+                if not self._http:
+                    self.left_out.append(f"{spec.name} (the agent takes no MCP server "
+                                         f"over HTTP)")
+                    continue
+                servers.append(HttpMcpServer(type="http", name=spec.name, url=spec.url,
+                                             headers=[HttpHeader(name=k, value=v)
+                                                      for k, v in spec.headers.items()]))
+            else:
+                assert spec.command is not None
+                servers.append(McpServerStdio(name=spec.name, command=spec.command,
+                                              args=list(spec.args),
+                                              env=[EnvVariable(name=k, value=v)
+                                                   for k, v in spec.env.items()]))
+        return servers
 
     async def new_session(self, cwd: Path, mode: str | None) -> str:
-        response = await self._call(self._conn.new_session(cwd=str(cwd), mcp_servers=[]),
-                                    _START_TIMEOUT)
+        response = await self._call(self._conn.new_session(
+            cwd=str(cwd), mcp_servers=self._servers()), _START_TIMEOUT)
         self._take_modes(response.modes)
         session_id: str = response.session_id
         if mode is not None:
@@ -212,7 +246,8 @@ class AcpConnection:
         """Continue ``session_id`` in this process (the agent replays its history as
         updates, which the listener is expected to ignore)."""
         response = await self._call(self._conn.load_session(
-            cwd=str(cwd), session_id=session_id, mcp_servers=[]), _START_TIMEOUT)
+            cwd=str(cwd), session_id=session_id, mcp_servers=self._servers()),
+            _START_TIMEOUT)
         self._take_modes(getattr(response, "modes", None))
         if mode is not None:
             await self.set_mode(session_id, mode)

@@ -152,7 +152,8 @@ class AcpTurns:
             await connection.close()
         agent = self._agent
         connection = self._connection = AcpConnection(
-            agent.name, agent.command, env=agent.env, cwd=self._cwd, listener=self)
+            agent.name, agent.command, env=agent.env, cwd=self._cwd, listener=self,
+            mcp_servers=agent.mcp_servers)
         try:
             await connection.open()
             if not await self._continued(connection):
@@ -160,6 +161,9 @@ class AcpTurns:
         except BaseException:
             await connection.close()
             raise
+        for why in connection.left_out:
+            self._state.emit(WarningEvent(message=encodable(
+                f"{agent.name} was not given the MCP server {why}.")))
         session_id = self.session_id
         assert session_id is not None  # continued or new
         return connection, session_id

@@ -12,8 +12,9 @@ the steps in order:
 Then it answers the prompt with the stop reason and usage. ``session/cancel`` ends the
 steps and answers ``cancelled``. ``"by_prompt": {text: steps}`` gives each prompt text
 steps of its own. ``"can_load": true`` offers ``session/load``, which fails (the session
-is unknown). Every method it is called with is written as a line to
-``SCRIPT.json.calls``.
+is unknown); ``"mcp_http": true`` takes MCP servers over HTTP. Every method it is called
+with is written as a line to ``SCRIPT.json.calls``, the parameters of ``session/new`` to
+``SCRIPT.json.new``.
 """
 
 from __future__ import annotations
@@ -78,11 +79,13 @@ for line in sys.stdin:
     elif method == "initialize":
         send({"jsonrpc": "2.0", "id": number, "result": {
             "protocolVersion": 1, "authMethods": [],
-            "agentCapabilities": {"loadSession": bool(script.get("can_load"))}}})
+            "agentCapabilities": {"loadSession": bool(script.get("can_load")),
+                                  "mcpCapabilities": {"http": bool(script.get("mcp_http"))}}}})
     elif method == "session/load":
         send({"jsonrpc": "2.0", "id": number,
               "error": {"code": -32002, "message": "Resource not found"}})
     elif method == "session/new":
+        script_path.with_suffix(".json.new").write_text(json.dumps(message["params"]))
         send({"jsonrpc": "2.0", "id": number, "result": {"sessionId": "scripted-1"}})
     elif method == "session/prompt":
         cancelled.clear()

@@ -5,8 +5,11 @@ stored. The failing agents are small Node.js scripts (no outside agent needed)."
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +19,7 @@ from neta_nb.events import Event
 from neta_nb.runtime.acp import AgentNotInstalledError
 from neta_nb.runtime.acp.turns import AcpTurns
 
+SCRIPTED = Path(__file__).with_name("scripted_agent.py")
 needs_node = pytest.mark.skipif(shutil.which("node") is None and not os.environ.get("CI"),
                                 reason="needs Node.js")
 
@@ -97,3 +101,73 @@ async def test_an_agent_that_cannot_start_says_so() -> None:
     await session.run("hello")
     [error] = [e for e in events if e.type == "error"]
     assert "could not start '/nonexistent/agent-acp'" in error.message
+
+
+class _Served:
+    """What serve_notebook_mcp() returns, as far as an agent needs it."""
+
+    url = "http://127.0.0.1:8765/mcp"
+    token = "tok-notebook"
+
+
+MCP_SERVERS = [{"name": "time", "command": "mcp-server-time", "args": ["--local-timezone",
+                                                                      "UTC"],
+                "env": {"TIME_KEY": "k-env"}},
+               {"name": "docs", "url": "http://127.0.0.1:9/mcp",
+                "headers": {"Authorization": "Bearer s3cret"}},
+               _Served()]
+
+
+def test_mcp_servers_are_checked_and_never_shown(tmp_path: Path) -> None:
+    for bad, problem in [({"url": "http://x"}, "needs a name"),
+                         ({"name": "a"}, "a url or a command"),
+                         ({"name": "a", "url": "ftp://x"}, "http"),
+                         ({"name": "a", "command": "x", "cwd": "/"}, "unknown keys: cwd"),
+                         ({"name": "a", "command": "x", "args": "y"}, "args is a list"),
+                         (object(), "is no MCP server")]:
+        with pytest.raises(TypeError, match=problem):
+            AcpAgent("x", ["a"], mcp_servers=[bad])
+    with pytest.raises(TypeError, match="repeated: a"):
+        AcpAgent("x", ["a"], mcp_servers=[{"name": "a", "command": "x"},
+                                         {"name": "a", "url": "http://y"}])
+    agent = AcpAgent("x", ["a"], mcp_servers=MCP_SERVERS)
+    shown = repr(agent.mcp_servers)
+    assert "s3cret" not in shown and "k-env" not in shown and "tok-notebook" not in shown
+    store = SessionStore(tmp_path / "s.db")
+    session = AgentSession(agent, store=store)
+    assert session.flush(10)
+    record = store.get_session(session.id)
+    assert record is not None
+    dumped = str(record.model_dump())
+    assert "s3cret" not in dumped and "k-env" not in dumped and "tok-notebook" not in dumped
+    store.close()
+
+
+@pytest.mark.parametrize("http", [True, False])
+async def test_the_agent_is_given_its_mcp_servers(tmp_path: Path, http: bool) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"steps": [], "mcp_http": http}))
+    agent = AcpAgent("served", [sys.executable, str(SCRIPTED), str(script)], cwd=tmp_path,
+                     mcp_servers=MCP_SERVERS)
+    session = AgentSession(agent)
+    events: list[Event] = []
+    session.subscribe(events.append)
+    outside = session.deps.outside
+    assert isinstance(outside, AcpTurns)
+    try:
+        await asyncio.wait_for(session.run("go"), 30)
+    finally:
+        await outside.aclose()
+    given = json.loads((tmp_path / "script.json.new").read_text())["mcpServers"]
+    stdio = {"name": "time", "command": "mcp-server-time",
+             "args": ["--local-timezone", "UTC"], "env": [{"name": "TIME_KEY", "value": "k-env"}]}
+    over_http = [{"type": "http", "name": "docs", "url": "http://127.0.0.1:9/mcp",
+                  "headers": [{"name": "Authorization", "value": "Bearer s3cret"}]},
+                 {"type": "http", "name": "neta-notebook", "url": "http://127.0.0.1:8765/mcp",
+                  "headers": [{"name": "Authorization", "value": "Bearer tok-notebook"}]}]
+    assert given == ([stdio, *over_http] if http else [stdio])
+    warnings = [e.message for e in events if e.type == "warning"]
+    assert warnings == ([] if http else [
+        "served was not given the MCP server docs (the agent takes no MCP server over HTTP).",
+        "served was not given the MCP server neta-notebook (the agent takes no MCP server "
+        "over HTTP)."])
