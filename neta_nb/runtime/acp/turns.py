@@ -105,6 +105,8 @@ class AcpTurns:
         self._calls: dict[str, _Call] = {}
         self._asking: set[asyncio.Future[Any]] = set()
         self._plans = 0
+        self._why_new = "it has no session of this chat to continue"
+        state.rewind_listeners.append(self._rewound)
 
     @property
     def pid(self) -> int | None:
@@ -156,8 +158,13 @@ class AcpTurns:
             mcp_servers=agent.mcp_servers)
         try:
             await connection.open()
-            if not await self._continued(connection):
+            why = await self._continued(connection)
+            if why is not None:
                 self.session_id = await connection.new_session(self._cwd, agent.mode)
+                if len(self._state.history.messages) > 1:  # earlier turns than this one
+                    self._state.emit(WarningEvent(message=encodable(
+                        f"{agent.name} started a new session of its own ({why}): it does "
+                        f"not remember the earlier turns of this chat.")))
         except BaseException:
             await connection.close()
             raise
@@ -168,30 +175,34 @@ class AcpTurns:
         assert session_id is not None  # continued or new
         return connection, session_id
 
-    async def _continued(self, connection: AcpConnection) -> bool:
-        """Whether the agent's session went on in ``connection`` (``session/load``). One
-        the agent cannot load (it died before keeping it) is said, and a new one opened:
-        the agent no longer remembers the earlier turns, the chat still shows them."""
+    async def _continued(self, connection: AcpConnection) -> str | None:
+        """Continue the agent's session in ``connection`` (``session/load``); ``None``
+        when it went on, else why it could not (the agent died before keeping it, it
+        does not offer to, the chat went back to an earlier message)."""
         if self.session_id is None:
-            return False
-        why = "it does not offer to continue a session (session/load)"
-        if connection.can_load:
-            self._loading = True
-            try:
-                # The replayed history's updates are read (and ignored) before the answer
-                # to the load is: the connection hands them over in order.
-                await connection.load_session(self.session_id, self._cwd, self._agent.mode)
-                return True
-            except ProviderError as error:
-                if not connection.alive:
-                    raise
-                why = error.message
-            finally:
-                self._loading = False
-        self._state.emit(WarningEvent(message=encodable(
-            f"{self._agent.name} started afresh: it could not continue its session ({why}), "
-            f"so it does not remember the earlier turns of this chat.")))
-        return False
+            return self._why_new
+        if not connection.can_load:
+            return "it does not offer to continue a session (session/load)"
+        self._loading = True
+        try:
+            # The replayed history's updates are read (and ignored) before the answer to
+            # the load is: the connection hands them over in order.
+            await connection.load_session(self.session_id, self._cwd, self._agent.mode)
+            return None
+        except ProviderError as error:
+            if not connection.alive:
+                raise
+            return f"it could not continue its session: {error.message}"
+        finally:
+            self._loading = False
+
+    def _rewound(self) -> None:
+        """The chat went back to an earlier message (rewind, retry, edit): the agent
+        cannot go back with it, so its next turn starts a session of its own."""
+        if self.session_id is not None:
+            self.session_id = None
+            self._why_new = "this chat went back to an earlier message"
+            self.close()
 
     async def _stop(self, connection: AcpConnection, session_id: str,
                     asked: asyncio.Future[Any]) -> None:

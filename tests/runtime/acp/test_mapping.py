@@ -269,7 +269,38 @@ async def test_an_agent_that_cannot_continue_its_session_starts_afresh_saying_so
         await outside.aclose()
     assert answer is not None and answer.text == "Fresh."
     [warning] = [e for e in events if e.type == "warning"]
-    assert "forgetful started afresh" in warning.message
+    assert warning.message.startswith("forgetful started a new session of its own (it could "
+                                      "not continue its session:")
     assert "Resource not found" in warning.message
+    assert warning.message.endswith("does not remember the earlier turns of this chat.")
     methods = (tmp_path / "script.json.calls").read_text().split()
     assert methods.count("session/new") == 2 and methods.count("session/load") == 1
+
+
+async def test_after_a_rewind_the_agent_starts_a_session_of_its_own(tmp_path: Path) -> None:
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps({"can_load": True, "by_prompt": {
+        "one": [text("agent_message_chunk", "First.")],
+        "two": [text("agent_message_chunk", "Second.")],
+        "three": [text("agent_message_chunk", "Third.")]}}))
+    session = AgentSession(AcpAgent("scripted", [sys.executable, str(AGENT), str(path)],
+                                    cwd=tmp_path))
+    events: list[Event] = []
+    session.subscribe(events.append)
+    outside = session.deps.outside
+    assert isinstance(outside, AcpTurns)
+    try:
+        await session.run("one")
+        await session.run("two")
+        assert not [e for e in events if e.type == "warning"]
+        second = next(m for m in session.messages if m.text == "two")
+        session.rewind(second.id)
+        events.clear()
+        answer = await asyncio.wait_for(session.run("three"), 30)
+    finally:
+        await outside.aclose()
+    assert answer is not None and answer.text == "Third."
+    [warning] = [e for e in events if e.type == "warning"]
+    assert "(this chat went back to an earlier message)" in warning.message
+    methods = (tmp_path / "script.json.calls").read_text().split()
+    assert methods.count("session/new") == 2 and "session/load" not in methods
