@@ -14,7 +14,9 @@ steps and answers ``cancelled``. ``"by_prompt": {text: steps}`` gives each promp
 steps of its own. ``"can_load": true`` offers ``session/load``, which fails (the session
 is unknown); ``"mcp_http": true`` takes MCP servers over HTTP. Every method it is called
 with is written as a line to ``SCRIPT.json.calls``, the parameters of ``session/new`` to
-``SCRIPT.json.new``.
+``SCRIPT.json.new``. ``"linger": true``: it does not end when its input does (as Codex's
+native program); ``"child": true``: it starts a child process that outlives it unless
+killed (its pid in ``SCRIPT.json.child``).
 """
 
 from __future__ import annotations
@@ -34,6 +36,11 @@ lock = threading.Lock()
 waiting: dict[int, threading.Event] = {}
 replies: dict[int, Any] = {}
 cancelled = threading.Event()
+if script.get("child"):
+    import subprocess
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    script_path.with_suffix(".json.child").write_text(str(child.pid))
 
 
 def send(message: dict[str, Any]) -> None:
@@ -96,3 +103,6 @@ for line in sys.stdin:
     elif method == "session/cancel":
         cancelled.set()
         time.sleep(0)
+
+if script.get("linger"):
+    threading.Event().wait(120)

@@ -9,9 +9,11 @@ import asyncio
 import json
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
+import psutil
 import pytest
 
 from neta_nb import AcpAgent, AgentSession, SessionStore
@@ -171,3 +173,49 @@ async def test_the_agent_is_given_its_mcp_servers(tmp_path: Path, http: bool) ->
         "served was not given the MCP server docs (the agent takes no MCP server over HTTP).",
         "served was not given the MCP server neta-notebook (the agent takes no MCP server "
         "over HTTP)."])
+
+
+EXITING = """
+import asyncio, sys
+from pathlib import Path
+from neta_nb import AcpAgent, AgentSession
+
+async def started():
+    script = Path(sys.argv[1])
+    session = AgentSession(AcpAgent("lingering", [sys.executable, sys.argv[2], str(script)],
+                                    cwd=script.parent))
+    session.start("go")
+    for _ in range(200):
+        if session.deps.outside.pid is not None:
+            break
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.5)
+    return session.deps.outside.pid
+
+# The loop is left as a dying kernel leaves it: the turn still running, nothing closed.
+print(asyncio.new_event_loop().run_until_complete(started()), flush=True)
+"""
+
+
+def test_the_process_that_started_an_agent_ends_it_when_it_exits(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"steps": [{"sleep": 60}], "linger": True, "child": True}))
+    program = tmp_path / "exiting.py"
+    program.write_text(EXITING)
+    root = Path(__file__).parents[3]
+    done = subprocess.run([sys.executable, str(program), str(script), str(SCRIPTED)],
+                          capture_output=True, text=True, timeout=60, cwd=root,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    assert done.returncode == 0, done.stderr
+    agent = int(done.stdout.split()[0])
+    child = int((tmp_path / "script.json.child").read_text())
+    left = []
+    for pid in (agent, child):  # the agent and what it started
+        try:
+            process = psutil.Process(pid)
+            if process.status() != psutil.STATUS_ZOMBIE:
+                left.append(pid)
+                process.kill()
+        except psutil.NoSuchProcess:
+            pass
+    assert not left, "these outlived the process that started the agent"
