@@ -15,7 +15,8 @@ What the agent sends becomes what a native turn makes, through the same calls:
 * ``session/request_permission`` → the session's approval (``approval_request``,
   answered with ``session.approve``); the agent's own option is picked by its kind;
 * the prompt's usage → the turn's figures (``token_update``); ``usage_update`` → the
-  context window the agent reported.
+  context window the agent reported; ``available_commands_update`` and
+  ``current_mode_update`` → :attr:`AcpTurns.commands` and :attr:`AcpTurns.mode`.
 
 Responses are cut where a native turn's are: text and thinking collect until the agent
 calls a tool; the message (with that call and any made beside it) is then appended, and
@@ -105,6 +106,10 @@ class AcpTurns:
         self._calls: dict[str, _Call] = {}
         self._asking: set[asyncio.Future[Any]] = set()
         self._plans = 0
+        self.commands: dict[str, str] = {}
+        """The agent's ``/`` commands (name → description), as it last said them."""
+        self.mode: str | None = agent.mode
+        """The session mode the agent is in, as far as it said (or was asked)."""
         self._why_new = "it has no session of this chat to continue"
         state.rewind_listeners.append(self._rewound)
 
@@ -248,10 +253,20 @@ class AcpTurns:
             self._stream(turn, text, thinking=thinking)
 
     def on_update(self, session_id: str, update: Any) -> None:
-        turn = self._turn
-        if turn is None or self._loading or session_id != self.session_id:
-            return  # a replayed history (session/load), or a late word after the turn
+        if session_id != self.session_id:
+            return
         kind = getattr(update, "session_update", None)
+        # Of the session, not of a turn (sent as it opens, too).
+        if kind == "available_commands_update":
+            self.commands = {encodable(c.name): encodable(c.description or "")
+                             for c in update.available_commands}
+            return
+        if kind == "current_mode_update":
+            self.mode = encodable(update.current_mode_id)
+            return
+        turn = self._turn
+        if turn is None or self._loading:
+            return  # a replayed history (session/load), or a late word after the turn
         if kind == "agent_message_chunk":  # not text (an image…): nothing to show yet
             self._stream(turn, _text_of(update.content), thinking=False)
         elif kind == "agent_thought_chunk":

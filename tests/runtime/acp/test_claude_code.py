@@ -263,6 +263,10 @@ async def test_thinking_streams_and_a_write_changes_the_file_on_its_card(
     figures = recorder.of("token_update")[-1].current
     assert (figures.input_tokens, figures.output_tokens) == (2 * 25, 2 * 42)
     assert session.usage.input_tokens == 50
+    # The commands Claude Code offers as the session opens are known.
+    outside = session.deps.outside
+    assert isinstance(outside, AcpTurns)
+    assert "init" in outside.commands
 
 
 async def test_a_rejected_command_never_runs(

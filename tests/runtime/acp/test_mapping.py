@@ -62,6 +62,10 @@ class Follower:
 
 
 STEPS: list[dict[str, Any]] = [
+    {"update": {"sessionUpdate": "available_commands_update", "availableCommands": [
+        {"name": "review", "description": "Review the changes"},
+        {"name": "init", "description": "Write AGENTS.md"}]}},
+    {"update": {"sessionUpdate": "current_mode_update", "currentModeId": "plan"}},
     text("agent_thought_chunk", "I should "),
     text("agent_thought_chunk", "plan."),
     {"update": {"sessionUpdate": "plan", "entries": [
@@ -111,6 +115,8 @@ async def test_every_update_becomes_the_sessions_own(tmp_path: Path) -> None:
     finally:
         await outside.aclose()
     assert answer is not None and answer.text == "Done."
+    assert outside.commands == {"review": "Review the changes", "init": "Write AGENTS.md"}
+    assert outside.mode == "plan"
     # Options chosen by kind, never by position or id.
     assert answers(tmp_path) == [{"outcome": "selected", "optionId": "a2"},
                                  {"outcome": "selected", "optionId": "r1"}]
