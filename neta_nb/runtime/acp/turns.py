@@ -253,10 +253,9 @@ class AcpTurns:
             self._stream(turn, text, thinking=thinking)
 
     def on_update(self, session_id: str, update: Any) -> None:
-        if session_id != self.session_id:
-            return
         kind = getattr(update, "session_update", None)
-        # Of the session, not of a turn (sent as it opens, too).
+        # Of the agent's session, not of a turn: sent as the session opens too, maybe
+        # before the answer that names it has been read (one session per process).
         if kind == "available_commands_update":
             self.commands = {encodable(c.name): encodable(c.description or "")
                              for c in update.available_commands}
@@ -265,7 +264,7 @@ class AcpTurns:
             self.mode = encodable(update.current_mode_id)
             return
         turn = self._turn
-        if turn is None or self._loading:
+        if turn is None or self._loading or session_id != self.session_id:
             return  # a replayed history (session/load), or a late word after the turn
         if kind == "agent_message_chunk":  # not text (an image…): nothing to show yet
             self._stream(turn, _text_of(update.content), thinking=False)

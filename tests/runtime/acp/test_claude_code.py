@@ -263,10 +263,13 @@ async def test_thinking_streams_and_a_write_changes_the_file_on_its_card(
     figures = recorder.of("token_update")[-1].current
     assert (figures.input_tokens, figures.output_tokens) == (2 * 25, 2 * 42)
     assert session.usage.input_tokens == 50
-    # The commands Claude Code offers as the session opens are known.
+    # The commands Claude Code announces (once it has asked its own engine) are known.
     outside = session.deps.outside
     assert isinstance(outside, AcpTurns)
-    assert "init" in outside.commands
+    deadline = time.monotonic() + 10
+    while "init" not in outside.commands:
+        assert time.monotonic() < deadline, outside.commands
+        await asyncio.sleep(0.05)
 
 
 async def test_a_rejected_command_never_runs(
