@@ -237,9 +237,11 @@ async def test_thinking_streams_and_a_write_changes_the_file_on_its_card(
     recorder = Recorder(session, "allow_once")
     answer = await session.run("SCRIPT:write Write hello.py.")
     assert target.read_text() == "print('hi')\n"
-    assert [e.text for e in recorder.of("thinking_delta")] == ["Let me ", "write ", "it."]
+    # Streamed as it came (the agent may join pieces that arrive together).
+    thought = [e.text for e in recorder.of("thinking_delta")]
+    assert "".join(thought) == "Let me write it." and len(thought) >= 2
     assert recorder.of("thinking_done")
-    assert [e.text for e in recorder.of("token")] == ["Written ", "it."]
+    assert "".join(e.text for e in recorder.of("token")) == "Written it."
     assert answer is not None and answer.text == "Written it."
     # The call is a tool card the user approved, with the diff and the agent's output.
     [call] = recorder.of("tool_call")
@@ -360,7 +362,7 @@ async def test_stop_keeps_the_partial_answer(
     try:
         task = session.start("SCRIPT:partial Say something long.")
         deadline = time.monotonic() + 60
-        while len(recorder.of("token")) < 2:
+        while not "".join(e.text for e in recorder.of("token")).startswith("Half an"):
             assert time.monotonic() < deadline and not task.done(), recorder.events
             await asyncio.sleep(0.05)
         # What streamed is checkpointed as it streams: a dying kernel would keep it.
@@ -393,8 +395,8 @@ async def test_two_sessions_at_once_never_cross(
     answers = await asyncio.gather(first.run("SCRIPT:alpha First."),
                                    second.run("SCRIPT:beta Second."))
     assert [a.text if a else None for a in answers] == ["Alpha answer.", "Beta answer."]
-    assert [e.text for e in one.of("token")] == ["Alpha ", "answer."]
-    assert [e.text for e in two.of("token")] == ["Beta ", "answer."]
+    assert "".join(e.text for e in one.of("token")) == "Alpha answer."
+    assert "".join(e.text for e in two.of("token")) == "Beta answer."
     assert [m.text for m in first.messages] == ["SCRIPT:alpha First.", "Alpha answer."]
     assert [m.text for m in second.messages] == ["SCRIPT:beta Second.", "Beta answer."]
 
