@@ -56,7 +56,8 @@ class AcpAgent(Agent):
     """An outside agent over the Agent Client Protocol.
 
     ``command``: the program and its arguments (``["claude-agent-acp"]``); ``env``: what
-    is added to this process's environment for it (keys: never stored); ``cwd``: where
+    is added to this process's environment for it (keys: never stored; a name mapped to
+    ``None`` is left out of it); ``cwd``: where
     it works (default: the session's working directory); ``mode``: the session mode to
     set (an id the agent offers, e.g. ``"acceptEdits"`` for Claude Code); ``price``: what
     the agent's model costs (USD per million tokens), for the cost of the usage it
@@ -67,7 +68,7 @@ class AcpAgent(Agent):
     """
 
     def __init__(self, name: str, command: Sequence[str], *,
-                 env: Mapping[str, str] | None = None, cwd: str | Path | None = None,
+                 env: Mapping[str, str | None] | None = None, cwd: str | Path | None = None,
                  mode: str | None = None, description: str | None = None,
                  price: ModelPrice | None = None, mcp_servers: Sequence[Any] = (),
                  budget_usd: float | None = None,
@@ -76,9 +77,9 @@ class AcpAgent(Agent):
                 or not all(isinstance(part, str) and part for part in command):
             raise TypeError("command must be a non-empty list of strings: the program and "
                             f"its arguments, e.g. ['claude-agent-acp']; got {command!r}")
-        if env is not None and not all(isinstance(k, str) and isinstance(v, str)
+        if env is not None and not all(isinstance(k, str) and (v is None or isinstance(v, str))
                                        for k, v in dict(env).items()):
-            raise TypeError("env must map names to strings")
+            raise TypeError("env must map names to strings (or to None: left out)")
         if mode is not None and (not isinstance(mode, str) or not mode):
             raise TypeError(f"mode must be the id of one of the agent's modes, got {mode!r}")
         self.command = list(command)
@@ -114,7 +115,8 @@ class AcpAgent(Agent):
 
     @classmethod
     def claude_code(cls, *, name: str | None = None, command: Sequence[str] | None = None,
-                    search: str | Path | None = None, env: Mapping[str, str] | None = None,
+                    search: str | Path | None = None,
+                    env: Mapping[str, str | None] | None = None,
                     cwd: str | Path | None = None, mode: str | None = None) -> AcpAgent:
         """Claude Code (``@zed-industries/claude-agent-acp`` 0.23.1); it reads
         ``ANTHROPIC_API_KEY`` and ``ANTHROPIC_BASE_URL``. ``search``: the folder its
@@ -123,7 +125,7 @@ class AcpAgent(Agent):
 
     @classmethod
     def codex(cls, *, name: str | None = None, command: Sequence[str] | None = None,
-              search: str | Path | None = None, env: Mapping[str, str] | None = None,
+              search: str | Path | None = None, env: Mapping[str, str | None] | None = None,
               cwd: str | Path | None = None, mode: str | None = None) -> AcpAgent:
         """Codex (``@zed-industries/codex-acp`` 0.16.0); it reads ``OPENAI_API_KEY`` and
         ``$CODEX_HOME/config.toml``."""
@@ -131,7 +133,7 @@ class AcpAgent(Agent):
 
     @classmethod
     def gemini(cls, *, name: str | None = None, command: Sequence[str] | None = None,
-               search: str | Path | None = None, env: Mapping[str, str] | None = None,
+               search: str | Path | None = None, env: Mapping[str, str | None] | None = None,
                cwd: str | Path | None = None, mode: str | None = None) -> AcpAgent:
         """Gemini CLI (``@google/gemini-cli`` 0.61.0, ``--acp``); it reads
         ``GEMINI_API_KEY`` and ``GOOGLE_GEMINI_BASE_URL``."""

@@ -169,7 +169,7 @@ class AcpConnection:
     """A started agent (see the module). ``agent_name`` names it in errors."""
 
     def __init__(self, agent_name: str, command: Sequence[str], *,
-                 env: Mapping[str, str] | None, cwd: Path, listener: Listener,
+                 env: Mapping[str, str | None] | None, cwd: Path, listener: Listener,
                  mcp_servers: Sequence[McpServerSpec] = ()) -> None:
         self.agent_name = agent_name
         self._mcp_servers = list(mcp_servers)

@@ -44,7 +44,7 @@ class AgentStartError(RuntimeError):
 class AgentProcess:
     """One run of an outside agent's command (see the module)."""
 
-    def __init__(self, command: Sequence[str], *, env: Mapping[str, str] | None,
+    def __init__(self, command: Sequence[str], *, env: Mapping[str, str | None] | None,
                  cwd: Path) -> None:
         self.command = list(command)
         self._env = env
@@ -68,8 +68,11 @@ class AgentProcess:
     async def start(self) -> tuple[asyncio.StreamWriter, asyncio.StreamReader]:
         """Start the command; its stdin and stdout, for the protocol."""
         environment = dict(os.environ)
-        if self._env:
-            environment.update(self._env)
+        for name, value in (self._env or {}).items():
+            if value is None:
+                environment.pop(name, None)
+            else:
+                environment[name] = value
         try:
             process = await asyncio.create_subprocess_exec(
                 *self.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,

@@ -219,3 +219,19 @@ def test_the_process_that_started_an_agent_ends_it_when_it_exits(tmp_path: Path)
         except psutil.NoSuchProcess:
             pass
     assert not left, "these outlived the process that started the agent"
+
+
+async def test_a_name_mapped_to_none_is_left_out_of_the_agents_environment(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NETA_NB_GONE", "here")
+    monkeypatch.setenv("NETA_NB_KEPT", "kept")
+    telling = ("import os, sys; sys.stderr.write(repr(os.environ.get('NETA_NB_GONE')) + ' ' "
+               "+ os.environ['NETA_NB_KEPT'] + ' ' + os.environ['NETA_NB_ADDED'] + '\\n'); "
+               "sys.exit(3)")
+    session = AgentSession(AcpAgent("env", [sys.executable, "-c", telling],
+                                    env={"NETA_NB_GONE": None, "NETA_NB_ADDED": "added"}))
+    events: list[Event] = []
+    session.subscribe(events.append)
+    await session.run("go")
+    [error] = [e for e in events if e.type == "error"]
+    assert "None kept added" in error.message

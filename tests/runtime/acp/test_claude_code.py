@@ -108,18 +108,19 @@ async def model() -> AsyncIterator[tuple[SSEServer, ModelScript]]:
 
 
 @pytest.fixture
-def claude(model: tuple[SSEServer, ModelScript], tmp_path: Path,
-           monkeypatch: pytest.MonkeyPatch) -> Callable[..., AcpAgent]:
+def claude(model: tuple[SSEServer, ModelScript], tmp_path: Path) -> Callable[..., AcpAgent]:
     """Makes Claude Code agents that talk to the local model and work in ``tmp_path/work``."""
-    # Claude Code refuses to open a session when IS_SANDBOX is set (as in some containers).
-    monkeypatch.delenv("IS_SANDBOX", raising=False)
     server, _ = model
     home = tmp_path / "home"
     home.mkdir()
     (tmp_path / "work").mkdir()
-    env = {"ANTHROPIC_BASE_URL": server.base_url, "ANTHROPIC_API_KEY": "test-key",
-           "HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude"),
-           "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"}
+    # Claude Code fails to open a session when IS_SANDBOX is set (as in some containers):
+    # left out of its environment.
+    env: dict[str, str | None] = {
+        "IS_SANDBOX": None,
+        "ANTHROPIC_BASE_URL": server.base_url, "ANTHROPIC_API_KEY": "test-key",
+        "HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"}
     return lambda mode=None: AcpAgent.claude_code(search=BIN, env=env, cwd=tmp_path / "work",
                                                   mode=mode)
 
