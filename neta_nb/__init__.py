@@ -9,6 +9,7 @@ from .ipython_extension import load_ipython_extension
 from .messages import Message, Usage
 from .providers import ScriptedProvider, create_provider
 from .providers.prices import ModelPrice
+from .runtime.acp import AcpAgent
 from .runtime.agent import DamagedAgentRecordError
 from .runtime.mentions.attachments import Attachment, AttachmentError
 from .runtime.mentions.mentions import MentionError
@@ -40,6 +41,7 @@ from .tools import (
 
 # Kept sorted by hand (tests/test_public_api.py checks it), so a diff shows what changed.
 __all__ = [
+    "AcpAgent",
     "Agent",
     "AgentSession",
     "AgentToolConfig",

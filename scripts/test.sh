@@ -39,6 +39,9 @@ lint-imports
 # The Codex CLI, a real outside client of the notebook's MCP server (locked;
 # tests/runtime/test_mcp_server_codex.py).
 (cd tests/fixtures/codex_cli && npm ci --no-audit --no-fund)
+# Outside agents over the Agent Client Protocol — Claude Code, Codex, Gemini CLI — that
+# AcpAgent's tests drive offline (locked; tests/runtime/acp/).
+(cd tests/fixtures/acp_agents && npm ci --no-audit --no-fund)
 # What an HTML export with widget state loads from the web (the widget manager, require.js,
 # anywidget's frontend), served locally by tests/browser/test_export_widgets.py (locked).
 (cd tests/fixtures/html_manager && npm ci --no-audit --no-fund)

@@ -24,6 +24,7 @@ CORE_CONTRACT = {
     "SessionBusyError",
     "create_provider",  # DESIGN §9
     "ModelPrice",  # DESIGN §9
+    "AcpAgent",  # DESIGN §10
 }
 # DESIGN §5 and §8: the widget components.
 WIDGETS_CONTRACT = {

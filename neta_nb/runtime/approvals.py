@@ -105,6 +105,10 @@ class Approvals:
 
         return detach
 
+    def allows_always(self, name: str) -> bool:
+        """The user answered "allow always" for the tool ``name`` in this session."""
+        return name in self._always_allowed
+
     def answer(self, call_id: str, decision: ApprovalDecision, *,
                text: str | None = None) -> bool:
         """Resolve a pending request. False when it is no longer pending (the turn was

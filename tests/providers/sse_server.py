@@ -24,7 +24,8 @@ Every connection is answered with ``Connection: close`` so each request is one s
 response, whatever the client's pooling does. A request that finds the queue empty gets a
 500 (which the SDKs retry), so a test that scripts too few responses fails loudly.
 
-The queue answers the model calls (``POST …/chat/completions``, ``POST …/messages``).
+The queue answers the model calls (``POST …/chat/completions``, ``POST …/messages``,
+``POST …:streamGenerateContent`` — Gemini's, for Gemini CLI).
 Anything else — the endpoints a session asks a local server for its context window
 (``GET /props``, ``GET /models``, ``POST /api/show``) — gets what :meth:`SSEServer.route`
 set for its method and path, every time it is asked, or a 404 as from a server that has no
@@ -62,6 +63,8 @@ __all__ = [
 ]
 
 Ending = Literal["complete", "drop", "drop_before_headers"]
+_MODEL_CALLS = ("/chat/completions", "/messages", ":streamGenerateContent")
+"""How the paths of model calls end (OpenAI's, Anthropic's, Gemini's)."""
 
 
 @dataclass
@@ -189,16 +192,17 @@ class SSEServer:
         body = await reader.readexactly(length) if length else b""
         self.requests.append(RecordedRequest(method, path, headers, body, time.monotonic()))
 
-        routed = self._routes.get((method.upper(), path.split("?", 1)[0]))
+        bare_path = path.split("?", 1)[0]  # Claude Code asks for /v1/messages?beta=true
+        routed = self._routes.get((method.upper(), bare_path))
         if routed is not None:
             response = routed
-        elif not (method == "POST" and path.endswith(("/chat/completions", "/messages"))):
+        elif not (method == "POST" and bare_path.endswith(_MODEL_CALLS)):
             response = error_response(404, {"error": {"type": "not_found",
                                                       "message": f"no route {path}"}})
         elif self.check_history and (problem := history_problem(
-                path, self.requests[-1].json)) is not None:
+                bare_path, self.requests[-1].json)) is not None:
             response = error_response(400, anthropic_error_body("invalid_request_error", problem)
-                                      if path.endswith("/messages") else
+                                      if bare_path.endswith("/messages") else
                                       openai_error_body("invalid_request_error", problem))
         elif self._queue:
             response = self._queue.pop(0)

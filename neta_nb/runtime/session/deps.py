@@ -1,21 +1,24 @@
 """TurnDeps: what a turn runs with besides the session's state — the agent and its
 provider (the workspace), the tool runner, the sub-agents, the prompt preview, the call
-gate and the tracer."""
+gate, the tracer, and an outside agent's turns."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
-from typing import Protocol
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
 
+from ...messages import Message, Usage
 from ..tracing.tracing import TurnTracer, turn_tracer
 from .state import SessionState
 from .tool_calls.subagents import Crew, NewSession
 from .tool_calls.tool_runner import ToolRunner
 from .tool_calls.toolbox import Toolbox
+from .turn import Turn
 from .workspace import Workspace
 
-__all__ = ["CallGate", "TurnDeps"]
+__all__ = ["CallGate", "CountUsage", "OutsideAgent", "OutsideTurns", "TurnDeps"]
 
 
 class CallGate(Protocol):
@@ -23,6 +26,52 @@ class CallGate(Protocol):
     limiter: see :mod:`neta_nb.batch.limiter`)."""
 
     def call(self) -> AbstractAsyncContextManager[None]: ...
+
+
+CountUsage = Callable[[Turn, Usage | None], None]
+"""What counts a model's usage into the turn's figures (and says ``token_update``)."""
+
+
+class OutsideTurns(Protocol):
+    """The turns of an agent that runs its own loop in another process (an outside agent,
+    such as Claude Code over the Agent Client Protocol: :mod:`neta_nb.runtime.acp`).
+
+    Such an agent calls its own model and runs its own tools; the session follows what
+    it reports. The turn runner hands it a turn instead of calling a model, and keeps
+    everything around it — the turn's start and ``done``, Stop, the store's claim and
+    record, a failure's ``error``, the partial answer kept — so an outside agent's turn
+    closes exactly as a native one does. The driver writes what the agent reports into
+    the session's state (history, cards, plan, approvals, figures) with the calls the
+    native turn uses, so views, projection, static form and store need no case of their
+    own."""
+
+    async def run(self, turn: Turn, prompt: Message, count_usage: CountUsage) -> Message | None:
+        """Run ``turn`` of ``prompt`` (already in the history) to its end; its last
+        assistant message. Raises :class:`~neta_nb.providers.base.ProviderError` when
+        the agent failed (the runner closes the turn with an ``error``); a Stop cancels
+        the awaiting task, and the driver stops the agent before it re-raises."""
+        ...
+
+    def close(self) -> None:
+        """End the agent's process and all it started; a next turn starts it again."""
+        ...
+
+    def stored(self) -> dict[str, Any]:
+        """What the store keeps to continue the agent's own session (its id; never a
+        key): the session record holds it as ``agent["outside"]``."""
+        ...
+
+    def restore(self, stored: Mapping[str, Any]) -> None:
+        """Continue the agent's session that :meth:`stored` described (a resume)."""
+        ...
+
+
+@runtime_checkable
+class OutsideAgent(Protocol):
+    """An agent that runs its own loop elsewhere (:class:`~neta_nb.runtime.acp.AcpAgent`):
+    it gives each of its sessions the driver of their turns."""
+
+    def outside_turns(self, state: SessionState, working_dir: Path) -> OutsideTurns: ...
 
 
 class TurnDeps:
@@ -42,3 +91,8 @@ class TurnDeps:
         """What each model call waits for before it starts (a batch run's limiter)."""
         self.tracer = tracer
         """Makes each turn's tracer (spans when tracing is configured)."""
+        agent = workspace.agent
+        self.outside = (agent.outside_turns(state, workspace.working_dir)
+                        if isinstance(agent, OutsideAgent) else None)
+        """What runs the turns when the agent runs its own loop in another process (an
+        outside agent); ``None``: the turn runner calls the model and runs the tools."""

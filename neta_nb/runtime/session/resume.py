@@ -135,6 +135,7 @@ def resume_session(cls: Callable[..., S], session_id: str, store: SessionStore, 
     history.load(stored.messages, stored.view)
     state.compactions = stored.compactions
     state.restore_figures(deps.workspace.provider.price)
+    _continue_outside(deps, record)
     # What it paid for turns it went back over is in no message: its record keeps it.
     state.spending.rewound = Spend(**record.rewound.model_dump())
     draft = stored.draft
@@ -157,6 +158,13 @@ def resume_session(cls: Callable[..., S], session_id: str, store: SessionStore, 
     history.set_view(valid_conversation(history.view))
     state.save_record(running=False, owner=None, owner_died=False)
     return session
+
+
+def _continue_outside(deps: TurnDeps, record: SessionRecord) -> None:
+    """An outside agent continues its own session, as the record describes it."""
+    stored = record.agent.get("outside")
+    if deps.outside is not None and isinstance(stored, dict):
+        deps.outside.restore(stored)
 
 
 class _Flushable(Protocol):

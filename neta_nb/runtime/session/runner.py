@@ -173,6 +173,8 @@ class TurnRunner:
                 turn.stop_reason = "cancelled"
                 return None
             state.save_record(running=True, owner=ProcessOwner.current())
+            if deps.outside is not None:
+                return await self._outside_turn(turn, prompt_message)
             return await self._loop_turn(turn)
         except asyncio.CancelledError:
             # Children close their histories first (their cancelled `delegate` calls
@@ -290,6 +292,22 @@ class TurnRunner:
                             limits=limits, tracer=turn.tracer)
         turn.stop_reason = "max_model_calls"
         return turn.message
+
+    async def _outside_turn(self, turn: Turn, prompt_message: Message) -> Message | None:
+        """The turn of an outside agent, which runs its own loop (``deps.outside``); its
+        failure is said and closed like a failed model call's."""
+        outside = self.deps.outside
+        assert outside is not None
+        try:
+            return await outside.run(turn, prompt_message, self._count_usage)
+        except ProviderError as error:
+            text = encodable(error.message)
+            self._finish_interrupted(turn, "error", text, error.usage)
+            if error.usage is not None:
+                self._count_usage(turn, error.usage)
+            self.state.emit(ErrorEvent(message=text, retryable=error.retryable))
+            turn.stop_reason = "error"
+            return None
 
     async def _model_call(self, turn: Turn, request: ModelRequest) -> Message | None:
         """One model call, in its span when traced; ``None`` when it failed — the error

@@ -352,6 +352,15 @@ class AgentSession:
         partial answer is kept marked ``cancelled``. Returns False if nothing was running."""
         return self.state.cancel(self.deps.crew)
 
+    def close(self) -> None:
+        """Stop the turn in flight (as :meth:`cancel`) and end what the session keeps
+        running outside this process — an outside agent's process and its children. The
+        session stays usable: a next turn starts such an agent again."""
+        self.cancel()
+        outside = self.deps.outside
+        if outside is not None:
+            outside.close()
+
     async def run(self, prompt: str, attachments: Sequence[Any] | None = None, *,
                   mentions: Sequence[MentionPart] | None = None) -> Message | None:
         """Run one turn to its end and return the last assistant message. Provider
@@ -483,7 +492,11 @@ def _record_fields(session: AgentSession) -> dict[str, Any]:
     """The record fields only the session knows (see SessionPersistence.record)."""
     state = session.state
     todo = state.todo
-    return {"agent": session.agent.to_record(session.provider),
+    agent = session.agent.to_record(session.provider)
+    outside = session.deps.outside
+    if outside is not None:  # how to continue the outside agent's own session
+        agent["outside"] = outside.stored()
+    return {"agent": agent,
             "think_level": state.think_level,
             "todo_summary": todo.summary().model_dump() if todo.has_items() else None,
             "mcp_servers": session.catalog.mcp_server_specs(),

@@ -152,6 +152,14 @@ class Turn:
                                 usage=assembler.usage)
         return assembler
 
+    def checkpoint_soon(self, checkpoint: Callable[[Message], None]) -> None:
+        """Give ``checkpoint`` the answer streamed so far within :data:`DRAFT_INTERVAL`
+        (unless one is due already): what :meth:`stream` does as deltas arrive, for a
+        turn whose answer streams from elsewhere (an outside agent's)."""
+        if self.draft_timer is None:
+            self.draft_timer = asyncio.get_running_loop().call_later(
+                DRAFT_INTERVAL, self._checkpoint, checkpoint)
+
     def _checkpoint(self, checkpoint: Callable[[Message], None]) -> None:
         self.draft_timer = None
         if self.assembler is not None:

@@ -1,0 +1,9 @@
+"""Outside agents over the Agent Client Protocol: :class:`AcpAgent` (the agent's
+definition and presets), ``presets`` (finding an installed agent), ``process`` (its
+process), ``connection`` (the protocol, through the ``agent-client-protocol`` SDK) and
+``turns`` (what it reports, as the session's own events and history)."""
+
+from .agent import AcpAgent
+from .presets import AgentNotInstalledError
+
+__all__ = ["AcpAgent", "AgentNotInstalledError"]

@@ -1,0 +1,349 @@
+"""AcpConnection: one outside agent's process and the Agent Client Protocol spoken with it
+(the ``agent-client-protocol`` SDK, extra ``neta-nb[acp]``) — start and initialize it,
+open or load a session, send a prompt, cancel, end it. What the agent asks of the client
+(its session updates, its permission requests) goes to a :class:`Listener`.
+
+The client offers no file system and no terminal: the agent reads and writes files and
+runs commands itself, in its working directory, so what the session shows is what
+happened there.
+
+The agent's ``session/update`` notifications do not go through the SDK: the SDK handles
+each message as a task of its own, with a telemetry span, its router and an update
+tracker around it — some 40 µs a chunk, against 1 µs for a native model's delta
+(benchmarks/acp_stream.py). :class:`_Updates` reads the agent's output first and hands
+the updates to the listener itself, in the order they came (a text chunk without even a
+model of it); requests and responses go on to the SDK.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol, cast
+
+from ...providers.base import ProviderError
+from .process import STDOUT_LINE_LIMIT, AgentProcess, AgentStartError
+from .servers import McpServerSpec
+
+try:
+    import acp
+    from acp.schema import (
+        AllowedOutcome,
+        ClientCapabilities,
+        DeniedOutcome,
+        EnvVariable,
+        HttpHeader,
+        HttpMcpServer,
+        Implementation,
+        McpServerStdio,
+        PermissionOption,
+        PromptResponse,
+        RequestPermissionResponse,
+        SessionNotification,
+        TextContentBlock,
+        ToolCallUpdate,
+    )
+except ImportError as error:  # pragma: no cover - exercised only without the extra
+    raise ImportError("Outside agents (AcpAgent) need the Agent Client Protocol SDK: "
+                      "pip install 'neta-nb[acp]'") from error
+
+__all__ = ["AcpConnection", "Listener", "cancelled_outcome", "chosen_outcome"]
+
+log = logging.getLogger(__name__)
+
+_START_TIMEOUT = 60.0
+"""Seconds the agent gets to start and answer ``initialize`` (a first ``npx`` run may
+install it)."""
+_EXIT_WAIT = 2.0
+"""Seconds a closed connection waits for the process's exit status."""
+
+
+class Listener(Protocol):
+    """Who hears what the agent sends."""
+
+    def on_update(self, session_id: str, update: Any) -> None:
+        """A ``session/update`` notification's update (the SDK's model of it)."""
+
+    def on_chunk(self, session_id: str, text: str, *, thinking: bool) -> None:
+        """An ``agent_message_chunk`` (or, ``thinking``, ``agent_thought_chunk``) of
+        text."""
+
+    async def on_permission(self, session_id: str, tool_call: ToolCallUpdate,
+                            options: list[PermissionOption]) -> RequestPermissionResponse:
+        """A ``session/request_permission`` request; its answer."""
+        ...
+
+
+def cancelled_outcome() -> RequestPermissionResponse:
+    """The answer to a permission request that will not be decided (the turn stopped)."""
+    return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+
+
+def chosen_outcome(option_id: str) -> RequestPermissionResponse:
+    """The answer to a permission request: the agent's option ``option_id``."""
+    return RequestPermissionResponse(
+        outcome=AllowedOutcome(option_id=option_id, outcome="selected"))
+
+
+_CHUNKS = {"agent_message_chunk": False, "agent_thought_chunk": True}
+"""The updates that stream text, and whether they are thinking."""
+
+
+class _Updates:
+    """The agent's output, read before the SDK: see the module."""
+
+    def __init__(self, source: asyncio.StreamReader, listener: Listener) -> None:
+        self._source = source
+        self._listener = listener
+        self.sdk_reader = asyncio.StreamReader(limit=STDOUT_LINE_LIMIT)
+        """What the SDK reads: every line but the updates."""
+
+    async def pump(self) -> None:
+        try:
+            while True:
+                line = await self._source.readline()
+                if not line:
+                    return
+                if b'"session/update"' not in line or not self._handled(line):
+                    self.sdk_reader.feed_data(line)
+        except (ValueError, ConnectionError) as error:  # a line over the limit; a broken pipe
+            log.warning("reading the agent's output failed: %s", error)
+        finally:
+            self.sdk_reader.feed_eof()
+
+    def _handled(self, line: bytes) -> bool:
+        """Hand ``line`` to the listener if it is an update; whether it was one."""
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return False
+        if not isinstance(message, dict) or message.get("method") != "session/update" \
+                or "id" in message:
+            return False
+        params = message.get("params")
+        if not isinstance(params, dict):
+            return True  # a broken notification: nobody answers a notification
+        try:
+            update = params.get("update")
+            if not isinstance(update, dict):
+                update = {}
+            kind = update.get("sessionUpdate")
+            thinking = _CHUNKS.get(kind) if isinstance(kind, str) else None
+            content = update.get("content") if thinking is not None else None
+            if isinstance(content, dict) and content.get("type") == "text" \
+                    and isinstance(content.get("text"), str):
+                self._listener.on_chunk(str(params.get("sessionId")), content["text"],
+                                        thinking=bool(thinking))
+                return True
+            notification = SessionNotification.model_validate(params)
+            self._listener.on_update(notification.session_id, notification.update)
+        except Exception:  # a listener's bug or an update the SDK cannot read: not fatal
+            log.exception("an update from the agent could not be shown")
+        return True
+
+
+class _Client:
+    """The client side the SDK calls: updates and permission requests to the listener;
+    nothing else is offered (see the module)."""
+
+    def __init__(self, listener: Listener) -> None:
+        self._listener = listener
+
+    async def session_update(self, session_id: str, update: Any, **_: Any) -> None:
+        self._listener.on_update(session_id, update)
+
+    async def request_permission(self, session_id: str, tool_call: ToolCallUpdate,
+                                 options: list[PermissionOption],
+                                 **_: Any) -> RequestPermissionResponse:
+        return await self._listener.on_permission(session_id, tool_call, options)
+
+    def on_connect(self, conn: Any) -> None:
+        return None
+
+
+class AcpConnection:
+    """A started agent (see the module). ``agent_name`` names it in errors."""
+
+    def __init__(self, agent_name: str, command: Sequence[str], *,
+                 env: Mapping[str, str | None] | None, cwd: Path, listener: Listener,
+                 mcp_servers: Sequence[McpServerSpec] = ()) -> None:
+        self.agent_name = agent_name
+        self._mcp_servers = list(mcp_servers)
+        self.left_out: list[str] = []
+        """Why MCP servers were not given to the agent (it cannot reach them)."""
+        self._http = False
+        self.process = AgentProcess(command, env=env, cwd=cwd)
+        self._listener = listener
+        self._conn: Any = None
+        self._pump: asyncio.Task[None] | None = None
+        self.can_load = False
+        """The agent offers ``session/load`` (a session continues in a new process)."""
+        self.modes: list[str] = []
+        """The session modes the agent offered for the latest session."""
+
+    @property
+    def alive(self) -> bool:
+        return self._conn is not None and self.process.running
+
+    async def open(self) -> None:
+        """Start the agent and initialize the protocol."""
+        try:
+            stdin, stdout = await self.process.start()
+        except AgentStartError as error:
+            raise ProviderError(f"{self.agent_name}: {error}") from error
+        updates = _Updates(stdout, self._listener)
+        self._pump = asyncio.get_running_loop().create_task(
+            updates.pump(), name=f"neta_nb agent output {self.process.pid}")
+        # The SDK answers "method not found" for what the client does not offer (files,
+        # terminals): _Client has only the methods it answers.
+        self._conn = acp.connect_to_agent(cast("acp.Client", _Client(self._listener)), stdin,
+                                          updates.sdk_reader)
+        init = await self._call(self._conn.initialize(
+            protocol_version=acp.PROTOCOL_VERSION,
+            client_capabilities=ClientCapabilities(),
+            client_info=Implementation(name="neta-nb", version="0.1")), _START_TIMEOUT)
+        capabilities = init.agent_capabilities
+        self.can_load = bool(capabilities is not None and capabilities.load_session)
+        mcp = capabilities.mcp_capabilities if capabilities is not None else None
+        self._http = bool(mcp is not None and mcp.http)
+
+    def _servers(self) -> list[Any]:
+        """The MCP servers in the protocol's shape; an HTTP one only if the agent takes
+        HTTP servers (else said in :attr:`left_out`)."""
+        servers: list[Any] = []
+        self.left_out = []
+        for spec in self._mcp_servers:
+            if spec.url is not None:
+                if not self._http:
+                    self.left_out.append(f"{spec.name} (the agent takes no MCP server "
+                                         f"over HTTP)")
+                    continue
+                servers.append(HttpMcpServer(type="http", name=spec.name, url=spec.url,
+                                             headers=[HttpHeader(name=k, value=v)
+                                                      for k, v in spec.headers.items()]))
+            else:
+                assert spec.command is not None
+                servers.append(McpServerStdio(name=spec.name, command=spec.command,
+                                              args=list(spec.args),
+                                              env=[EnvVariable(name=k, value=v)
+                                                   for k, v in spec.env.items()]))
+        return servers
+
+    async def new_session(self, cwd: Path, mode: str | None) -> str:
+        response = await self._call(self._conn.new_session(
+            cwd=str(cwd), mcp_servers=self._servers()), _START_TIMEOUT)
+        self._take_modes(response.modes)
+        session_id: str = response.session_id
+        if mode is not None:
+            await self.set_mode(session_id, mode)
+        return session_id
+
+    async def load_session(self, session_id: str, cwd: Path, mode: str | None) -> None:
+        """Continue ``session_id`` in this process (the agent replays its history as
+        updates, which the listener is expected to ignore)."""
+        response = await self._call(self._conn.load_session(
+            cwd=str(cwd), session_id=session_id, mcp_servers=self._servers()),
+            _START_TIMEOUT)
+        self._take_modes(getattr(response, "modes", None))
+        if mode is not None:
+            await self.set_mode(session_id, mode)
+
+    def _take_modes(self, modes: Any) -> None:
+        self.modes = [m.id for m in modes.available_modes] if modes is not None else []
+
+    async def set_mode(self, session_id: str, mode: str) -> None:
+        if self.modes and mode not in self.modes:
+            raise ProviderError(f"{self.agent_name} has no mode {mode!r}; its modes: "
+                                f"{', '.join(self.modes)}")
+        await self._call(self._conn.set_session_mode(session_id=session_id, mode_id=mode),
+                         _START_TIMEOUT)
+
+    async def prompt(self, session_id: str, text: str) -> PromptResponse:
+        """Send a prompt and wait for the agent's answer to it (its updates arrive at
+        the listener meanwhile)."""
+        response: PromptResponse = await self._call(self._conn.prompt(
+            session_id=session_id, prompt=[TextContentBlock(type="text", text=text)]), None)
+        return response
+
+    async def cancel(self, session_id: str) -> None:
+        """``session/cancel`` (a notification: nothing is awaited but the write)."""
+        if self.alive:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._conn.cancel(session_id=session_id), 2)
+
+    async def _call(self, request: Any, within: float | None) -> Any:
+        """``request`` answered, or a :class:`ProviderError` saying how the agent failed:
+        its process ended (with the last lines it wrote to stderr), it refused, or it
+        did not answer ``within`` seconds."""
+        call = asyncio.ensure_future(request)
+        exited = asyncio.ensure_future(self.process.wait())
+        try:
+            done, _ = await asyncio.wait([call, exited], timeout=within,
+                                         return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            call.cancel()
+            raise
+        finally:
+            exited.cancel()
+        if call in done and call.exception() is None:
+            return call.result()
+        call.cancel()
+        if call in done and isinstance(call.exception(), ConnectionError):
+            # The pipe closed: the process is ending, its exit status comes a moment later.
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.process.wait(), _EXIT_WAIT)
+        if not done:
+            raise ProviderError(f"{self.agent_name} did not answer within {within or 0:g} s.",
+                                retryable=True)
+        if not self.process.running:
+            await self.close()
+            raise ProviderError(self.crash_text(), retryable=True)
+        raise ProviderError(f"{self.agent_name} refused: {_error_text(call.exception())}")
+
+    def crash_text(self) -> str:
+        code = self.process.returncode
+        tail = self.process.stderr_tail()
+        said = ("; its last words on stderr:\n" + "\n".join(tail)) if tail else \
+            " without a word on stderr."
+        return (f"{self.agent_name} stopped (exit status {code}) in the middle of the turn"
+                f"{said}\nThe next message starts it again.")
+
+    def kill(self) -> None:
+        """End the agent's process group and the protocol's tasks (never waits: the
+        tasks end on the running loop, if there is one)."""
+        self.process.kill()
+        if self._pump is not None:
+            self._pump.cancel()
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(RuntimeError):  # no running loop: nothing to end
+                closing = asyncio.get_running_loop().create_task(conn.close())
+                _closing.add(closing)
+                closing.add_done_callback(_closing.discard)
+
+    async def close(self) -> None:
+        """End the agent gently, then surely (:meth:`AgentProcess.close`), and the
+        protocol's tasks; wait until the process is reaped."""
+        conn, self._conn = self._conn, None
+        await self.process.close()
+        if self._pump is not None:
+            self._pump.cancel()
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                await conn.close()
+
+
+_closing: set[asyncio.Task[None]] = set()
+"""Connections being closed (kept so their tasks are not collected half-way)."""
+
+
+def _error_text(error: BaseException | None) -> str:
+    if error is None:
+        return "no reason given"
+    data = getattr(error, "data", None)
+    text = str(error) or type(error).__name__
+    return f"{text} ({data})" if data else text

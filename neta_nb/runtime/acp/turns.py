@@ -1,0 +1,539 @@
+"""AcpTurns: the turns of a session whose agent is an outside agent over the Agent Client
+Protocol, written into the session's own state as the agent reports them.
+
+What the agent sends becomes what a native turn makes, through the same calls:
+
+* ``agent_message_chunk`` → the answer's text (``token``), ``agent_thought_chunk`` → its
+  thinking (``thinking_delta``, ``thinking_done``), both streamed into the turn's response
+  as a model's are (``turn.assembler``: what a Stop keeps);
+* ``tool_call`` / ``tool_call_update`` → a tool card on the assistant message (a
+  :class:`~neta_nb.messages.ToolExecution` with its title, input, status and output;
+  a ``diff`` as a unified diff), and its result in the history when it ends — the agent
+  ran it, the session's tool runner never does;
+* ``plan`` → the session's plan (``todo_update``, one card updated in place), kept in
+  the history as a native plan is (an internal ``todo`` call and its result);
+* ``session/request_permission`` → the session's approval (``approval_request``,
+  answered with ``session.approve``); the agent's own option is picked by its kind;
+* the prompt's usage → the turn's figures (``token_update``); ``usage_update`` → the
+  context window the agent reported; ``available_commands_update`` and
+  ``current_mode_update`` → :attr:`AcpTurns.commands` and :attr:`AcpTurns.mode`.
+
+Responses are cut where a native turn's are: text and thinking collect until the agent
+calls a tool; the message (with that call and any made beside it) is then appended, and
+what the agent says after its tools ran starts the next one.
+
+Stop sends ``session/cancel``, answers the permission requests still open as cancelled,
+gives the agent a moment to end its prompt, then ends its process (and everything it
+started): the next turn starts it again and continues the same agent session through
+``session/load`` when the agent offers it (claude-agent-acp answers the prompt after a
+cancel at once, so a session is never reused across a Stop in the same process).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import difflib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ...encodable import encodable, encodable_value
+from ...events import (
+    ProgressEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    WarningEvent,
+    thinking_delta_event,
+    token_event,
+)
+from ...messages import Message, ToolCallPart, ToolExecution, Usage
+from ...providers.base import ProviderError, ResponseAssembler, TextDelta, ThinkingDelta
+from ..session.deps import CountUsage
+from ..session.state import SessionState
+from ..session.tool_calls.tool_limits import bound_result
+from ..session.turn import Turn
+from .connection import AcpConnection, cancelled_outcome, chosen_outcome
+
+if TYPE_CHECKING:
+    from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpdate
+
+    from .agent import AcpAgent
+
+__all__ = ["STOP_GRACE", "AcpTurns"]
+
+STOP_GRACE = 2.0
+"""Seconds the agent gets after ``session/cancel`` to end its prompt before its process
+is ended."""
+
+_RESULT_CHARS = 100_000
+_CANCELLED_TEXT = "This call did not finish: the user cancelled the turn."
+_ENDED_TEXT = "This call did not finish: the agent ended its turn without saying."
+
+
+_closing: set[asyncio.Task[None]] = set()
+"""Agents being ended (kept so their tasks are not collected half-way)."""
+
+
+@dataclass(eq=False)
+class _Call:
+    """One of the agent's tool calls: its card, and what the agent reported of it."""
+
+    message: Message
+    part: ToolCallPart
+    execution: ToolExecution
+    content: list[Any] = field(default_factory=list)
+    raw_output: Any = None
+    rejected: bool = False
+    ended: bool = False
+
+
+class AcpTurns:
+    """The turns of one session of ``agent`` (see the module)."""
+
+    def __init__(self, agent: AcpAgent, state: SessionState, working_dir: Path) -> None:
+        self._agent = agent
+        self._state = state
+        self._cwd = Path(agent.cwd) if agent.cwd is not None else working_dir
+        self._model_id = f"acp:{agent.name}"
+        self._connection: AcpConnection | None = None
+        self.session_id: str | None = None
+        """The agent's own session id (``session/new``), kept across its restarts."""
+        self._loading = False
+        self._turn: Turn | None = None
+        self._calls: dict[str, _Call] = {}
+        self._asking: set[asyncio.Future[Any]] = set()
+        self._plans = 0
+        self.commands: dict[str, str] = {}
+        """The agent's ``/`` commands (name → description), as it last said them."""
+        self.mode: str | None = agent.mode
+        """The session mode the agent is in, as far as it said (or was asked)."""
+        self._why_new = "it has no session of this chat to continue"
+        state.rewind_listeners.append(self._rewound)
+
+    @property
+    def pid(self) -> int | None:
+        """The agent's process id while it runs."""
+        connection = self._connection
+        return connection.process.pid if connection is not None and connection.alive else None
+
+    # --- the turn -----------------------------------------------------------------------
+    async def run(self, turn: Turn, prompt: Message, count_usage: CountUsage) -> Message | None:
+        self._turn, self._calls = turn, {}
+        try:
+            connection, session_id = await self._ready()
+            asked = asyncio.ensure_future(connection.prompt(session_id, prompt.text))
+            try:
+                response = await asyncio.shield(asked)
+            except asyncio.CancelledError:
+                await self._stop(connection, session_id, asked)
+                raise
+            except ProviderError:
+                self._close_open_calls(_ENDED_TEXT)
+                raise
+            self._close_response()
+            self._close_open_calls(_ENDED_TEXT)
+            usage = _usage(response.usage)
+            last = turn.message
+            if last is not None:
+                last.metadata.stop_reason = response.stop_reason
+                if usage is not None:
+                    last.metadata.usage = usage
+                    last.metadata.cost_usd = self._state.spending.cost_of(usage)
+                self._state.history.changed(last)
+            count_usage(turn, usage)
+            turn.stop_reason = response.stop_reason
+            return last
+        finally:
+            self._turn = None
+
+    async def _ready(self) -> tuple[AcpConnection, str]:
+        """The running agent and its session: started (and the session continued, or a
+        new one opened) when it is not running."""
+        connection = self._connection
+        if connection is not None and connection.alive and self.session_id is not None:
+            return connection, self.session_id
+        if connection is not None:
+            await connection.close()
+        agent = self._agent
+        connection = self._connection = AcpConnection(
+            agent.name, agent.command, env=agent.env, cwd=self._cwd, listener=self,
+            mcp_servers=agent.mcp_servers)
+        try:
+            await connection.open()
+            why = await self._continued(connection)
+            if why is not None:
+                self.session_id = await connection.new_session(self._cwd, agent.mode)
+                if len(self._state.history.messages) > 1:  # earlier turns than this one
+                    self._state.emit(WarningEvent(message=encodable(
+                        f"{agent.name} started a new session of its own ({why}): it does "
+                        f"not remember the earlier turns of this chat.")))
+        except BaseException:
+            await connection.close()
+            raise
+        for why in connection.left_out:
+            self._state.emit(WarningEvent(message=encodable(
+                f"{agent.name} was not given the MCP server {why}.")))
+        session_id = self.session_id
+        assert session_id is not None  # continued or new
+        return connection, session_id
+
+    async def _continued(self, connection: AcpConnection) -> str | None:
+        """Continue the agent's session in ``connection`` (``session/load``); ``None``
+        when it went on, else why it could not (the agent died before keeping it, it
+        does not offer to, the chat went back to an earlier message)."""
+        if self.session_id is None:
+            return self._why_new
+        if not connection.can_load:
+            return "it does not offer to continue a session (session/load)"
+        self._loading = True
+        try:
+            # The replayed history's updates are read (and ignored) before the answer to
+            # the load is: the connection hands them over in order.
+            await connection.load_session(self.session_id, self._cwd, self._agent.mode)
+            return None
+        except ProviderError as error:
+            if not connection.alive:
+                raise
+            return f"it could not continue its session: {error.message}"
+        finally:
+            self._loading = False
+
+    def _rewound(self) -> None:
+        """The chat went back to an earlier message (rewind, retry, edit): the agent
+        cannot go back with it, so its next turn starts a session of its own."""
+        if self.session_id is not None:
+            self.session_id = None
+            self._why_new = "this chat went back to an earlier message"
+            self.close()
+
+    async def _stop(self, connection: AcpConnection, session_id: str,
+                    asked: asyncio.Future[Any]) -> None:
+        """Stop: see the module's docstring. What the agent sends from now on is not
+        shown: the turn is over."""
+        self._turn = None
+        for asking in list(self._asking):
+            asking.cancel()
+        await connection.cancel(session_id)
+        with contextlib.suppress(BaseException):
+            await asyncio.wait([asked], timeout=STOP_GRACE)
+        asked.cancel()
+        self._close_open_calls(_CANCELLED_TEXT, cancelled=True)
+        await connection.close()
+
+    def close(self) -> None:
+        """End the agent: gently on a running loop (it keeps its session to continue;
+        see :meth:`AgentProcess.close`), else at once."""
+        for asking in list(self._asking):
+            asking.cancel()
+        connection = self._connection
+        if connection is None:
+            return
+        try:
+            closing = asyncio.get_running_loop().create_task(connection.close())
+        except RuntimeError:  # no loop runs: nothing can wait for it to exit
+            connection.kill()
+            return
+        _closing.add(closing)
+        closing.add_done_callback(_closing.discard)
+
+    async def aclose(self) -> None:
+        """End the agent (gently, then surely) and wait until its process is reaped."""
+        for asking in list(self._asking):
+            asking.cancel()
+        if self._connection is not None:
+            await self._connection.close()
+
+    # --- what the agent sends -----------------------------------------------------------
+    def on_chunk(self, session_id: str, text: str, *, thinking: bool) -> None:
+        turn = self._turn
+        if turn is not None and not self._loading and session_id == self.session_id:
+            self._stream(turn, text, thinking=thinking)
+
+    def on_update(self, session_id: str, update: Any) -> None:
+        kind = getattr(update, "session_update", None)
+        # Of the agent's session, not of a turn: sent as the session opens too, maybe
+        # before the answer that names it has been read (one session per process).
+        if kind == "available_commands_update":
+            self.commands = {encodable(c.name): encodable(c.description or "")
+                             for c in update.available_commands}
+            return
+        if kind == "current_mode_update":
+            self.mode = encodable(update.current_mode_id)
+            return
+        turn = self._turn
+        if turn is None or self._loading or session_id != self.session_id:
+            return  # a replayed history (session/load), or a late word after the turn
+        if kind == "agent_message_chunk":  # not text (an image…): nothing to show yet
+            self._stream(turn, _text_of(update.content), thinking=False)
+        elif kind == "agent_thought_chunk":
+            self._stream(turn, _text_of(update.content), thinking=True)
+        elif kind in ("tool_call", "tool_call_update"):  # a call may start finished
+            self._call_changed(turn, update)
+        elif kind == "plan":
+            self._plan(turn, update.entries)
+        elif kind == "usage_update":
+            size = getattr(update, "size", None)
+            if isinstance(size, int) and size > 0:
+                self._state.meter.set_window(size, assumed=False)
+
+    def _stream(self, turn: Turn, text: str, *, thinking: bool) -> None:
+        if not text:
+            return
+        text = encodable(text)
+        emit = self._state.emit
+        assembler = turn.assembler
+        if assembler is None:
+            assembler = turn.assembler = ResponseAssembler()
+            turn.message = None
+        if thinking:
+            assembler.feed(ThinkingDelta(text))
+            turn.thinking_open = True
+            emit(thinking_delta_event(text))
+        else:
+            assembler.feed(TextDelta(text))
+            turn.close_thinking(emit)
+            emit(token_event(text))
+        if turn.draft_timer is None and self._state.saved.store is not None:
+            # A dying kernel keeps what streamed (a checkpoint every half second at most).
+            turn.checkpoint_soon(self._state.saved.draft)
+
+    def _close_response(self) -> Message | None:
+        """The response streamed so far as a message in the history (``None``: nothing
+        streamed since the last one)."""
+        turn = self._turn
+        assert turn is not None
+        turn.close_thinking(self._state.emit)
+        assembler = turn.assembler
+        if assembler is None:
+            return None
+        message = Message.assistant(assembler.snapshot(), model=self._model_id)
+        turn.assembler = None
+        turn.message = message
+        turn.stop_draft_timer()
+        self._state.history.append(message, replaces_draft=True)
+        return message
+
+    def _message_for_call(self, turn: Turn) -> Message:
+        """The assistant message a new call belongs to: the response streamed so far, or
+        the last one while its calls run (calls made side by side), else a new one."""
+        message = self._close_response()
+        if message is not None:
+            return message
+        last = turn.message
+        if last is not None and not any(
+                call.ended for call in self._calls.values() if call.message is last):
+            return last
+        message = turn.message = Message.assistant([], model=self._model_id)
+        self._state.history.append(message)
+        return message
+
+    def _call_started(self, turn: Turn, update: Any) -> _Call:
+        call_id = encodable(str(update.tool_call_id))
+        known = self._calls.get(call_id)
+        if known is not None:
+            self._apply(known, update)
+            return known
+        message = self._message_for_call(turn)
+        name = _tool_name(update)
+        args = _args(update.raw_input)
+        part = ToolCallPart(id=call_id, name=name, args=args)
+        execution = ToolExecution(id=call_id, name=name, label=encodable(update.title or name),
+                                  args=args)
+        message.parts.append(part)
+        message.metadata.tool_executions.append(execution)
+        call = self._calls[call_id] = _Call(message, part, execution)
+        if update.content:
+            call.content = list(update.content)
+        if getattr(update, "raw_output", None) is not None:
+            call.raw_output = update.raw_output
+        self._state.history.changed(message)
+        self._state.emit(ToolCallEvent(id=call_id, name=name, label=execution.label,
+                                       args=args))
+        return call
+
+    def _call_changed(self, turn: Turn, update: Any) -> None:
+        call = self._calls.get(encodable(str(update.tool_call_id)))
+        if call is None:  # a tool_call, or a call reported by its updates alone
+            call = self._call_started(turn, update)
+        else:
+            self._apply(call, update)
+        if update.status in ("completed", "failed"):
+            self._end(call, failed=update.status == "failed")
+        elif update.status == "in_progress" and call.execution.status == "waiting":
+            self._running(call)
+
+    def _apply(self, call: _Call, update: Any) -> None:
+        """What an update changes of a call's card (fields it leaves out stay)."""
+        execution = call.execution
+        if update.title:
+            execution.label = encodable(update.title)
+        if update.raw_input is not None:
+            execution.args = call.part.args = _args(update.raw_input)
+        if update.content is not None:
+            call.content = list(update.content)
+        if getattr(update, "raw_output", None) is not None:
+            call.raw_output = update.raw_output
+        if not call.ended:
+            self._state.history.changed(call.message)
+
+    def _running(self, call: _Call) -> None:
+        call.execution.status = "running"
+        self._state.history.changed(call.message)
+        # The card leaves "waiting" now (the views redraw a card on its progress).
+        self._state.emit(ProgressEvent(id=call.part.id, percent=0.0))
+
+    def _end(self, call: _Call, *, failed: bool, text: str | None = None,
+             cancelled: bool = False) -> None:
+        if call.ended:
+            return
+        call.ended = True
+        execution = call.execution
+        result = bound_result(encodable(text if text is not None else _result_text(call)),
+                              _RESULT_CHARS)
+        execution.status = ("cancelled" if cancelled else "rejected" if call.rejected
+                            else "error" if failed else "done")
+        execution.result = result
+        state = self._state
+        state.emit(ToolResultEvent(id=call.part.id, name=call.part.name, result=result,
+                                   is_error=failed))
+        state.history.changed(call.message)
+        state.history.append(Message.tool_result(call.part.id, call.part.name, result,
+                                                 is_error=failed))
+
+    def _close_open_calls(self, text: str, *, cancelled: bool = False) -> None:
+        for call in list(self._calls.values()):
+            if not call.ended:
+                self._end(call, failed=True, text=text, cancelled=cancelled)
+
+    def _plan(self, turn: Turn, entries: list[Any]) -> None:
+        """The agent's plan as the session's: written, said (``todo_update``) and kept in
+        the history as a ``todo`` call and its result, as a native plan is — so a resume
+        and a view built from the stored history show it (the call is internal: no card)."""
+        state = self._state
+        items = state.todo.write([{"id": str(n), "content": encodable(entry.content),
+                                   "status": entry.status}
+                                  for n, entry in enumerate(entries, 1)])
+        state.todo_written()
+        message = self._message_for_call(turn)
+        self._plans += 1
+        todos = [item.model_dump() for item in items]
+        part = ToolCallPart(id=f"acp_plan_{self._plans}", name="todo", args={"todos": todos})
+        message.parts.append(part)
+        self._calls[part.id] = _Call(message, part, ToolExecution(
+            id=part.id, name="todo", label="todo", status="done"), ended=True)
+        state.history.changed(message)
+        state.history.append(Message.tool_result(part.id, "todo", json.dumps(
+            {"todos": todos, "summary": state.todo.summary().model_dump()})))
+
+    # --- what the store keeps -------------------------------------------------------------
+    def stored(self) -> dict[str, Any]:
+        return {"protocol": "acp", "session_id": self.session_id}
+
+    def restore(self, stored: Mapping[str, Any]) -> None:
+        session_id = stored.get("session_id")
+        if isinstance(session_id, str) and session_id:
+            self.session_id = session_id
+
+    async def on_permission(self, session_id: str, tool_call: ToolCallUpdate,
+                            options: list[PermissionOption]) -> RequestPermissionResponse:
+        turn = self._turn
+        if turn is None or self._loading or session_id != self.session_id:
+            return cancelled_outcome()
+        # A card from the request itself when no tool_call came first (Gemini CLI).
+        call = self._call_started(turn, tool_call)
+        execution = call.execution
+        state = self._state
+
+        def waiting() -> None:
+            execution.status = "waiting"
+            state.history.changed(call.message)
+
+        asking = asyncio.ensure_future(state.approvals.decide(
+            ToolCallPart(id=call.part.id, name=call.part.name, args=execution.args),
+            on_waiting=waiting))
+        self._asking.add(asking)
+        try:
+            allowed, _ = await asking
+        except asyncio.CancelledError:
+            return cancelled_outcome()
+        finally:
+            self._asking.discard(asking)
+        if self._turn is not turn:
+            return cancelled_outcome()
+        if allowed:
+            kinds = (("allow_always", "allow_once")
+                     if state.approvals.allows_always(call.part.name)
+                     else ("allow_once", "allow_always"))
+            if execution.status == "waiting":
+                self._running(call)
+        else:
+            call.rejected = True
+            kinds = ("reject_once", "reject_always")
+        option = next((o for kind in kinds for o in options if o.kind == kind), None)
+        if option is None:
+            return cancelled_outcome()
+        return chosen_outcome(option.option_id)
+
+
+# --- the agent's words as ours ----------------------------------------------------------
+def _text_of(content: Any) -> str:
+    text = getattr(content, "text", None)
+    return text if isinstance(text, str) else ""
+
+
+def _tool_name(update: Any) -> str:
+    """The tool's own name when the agent says it (claude-agent-acp: ``_meta``), else its
+    kind (``edit``, ``execute``, ``read``…)."""
+    meta = update.field_meta or {}
+    for value in meta.values():
+        if isinstance(value, dict) and isinstance(value.get("toolName"), str):
+            return encodable(value["toolName"])
+    kind = getattr(update, "kind", None)
+    return encodable(str(kind)) if kind else "tool"
+
+
+def _args(raw_input: Any) -> dict[str, Any]:
+    if raw_input is None:
+        return {}
+    value = encodable_value(raw_input)
+    return value if isinstance(value, dict) else {"input": value}
+
+
+def _result_text(call: _Call) -> str:
+    """A call's output as its card shows it: its text content, its diffs (unified) and
+    what else it returned."""
+    pieces: list[str] = []
+    for item in call.content:
+        kind = getattr(item, "type", None)
+        if kind == "diff":
+            pieces.append(_diff_text(item.path, item.old_text, item.new_text))
+        elif kind == "content":
+            text = _text_of(item.content)
+            if text:
+                pieces.append(text)
+        elif kind == "terminal":
+            pieces.append(f"(terminal {item.terminal_id})")
+    output = call.raw_output
+    if output is not None and not any(not p.startswith("```diff") for p in pieces):
+        pieces.append(output if isinstance(output, str) else
+                      json.dumps(output, ensure_ascii=False, default=str))
+    return "\n\n".join(pieces)
+
+
+def _diff_text(path: str, old: str | None, new: str) -> str:
+    lines = difflib.unified_diff((old or "").splitlines(), new.splitlines(),
+                                 fromfile=path if old is not None else "/dev/null",
+                                 tofile=path, lineterm="")
+    return "```diff\n" + "\n".join(lines) + "\n```"
+
+
+def _usage(usage: Any) -> Usage | None:
+    if usage is None:
+        return None
+    return Usage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+                 cache_read_tokens=usage.cached_read_tokens or 0,
+                 cache_write_tokens=usage.cached_write_tokens or 0,
+                 thinking_tokens=usage.thought_tokens or 0)

@@ -1,0 +1,108 @@
+"""A scripted agent that speaks the Agent Client Protocol's JSON-RPC over stdio (no SDK, no
+model): ``python scripted_agent.py SCRIPT.json``. The script is
+``{"steps": [...], "stop_reason": "end_turn", "usage": {...} | null}``; each prompt plays
+the steps in order:
+
+* ``{"update": {...}}`` — a ``session/update`` notification with that update;
+* ``{"permission": {"toolCall": {...}, "options": [...]}}`` — a
+  ``session/request_permission`` request; the answer's outcome is written as a line to
+  ``SCRIPT.json.answers``;
+* ``{"sleep": seconds}``.
+
+Then it answers the prompt with the stop reason and usage. ``session/cancel`` ends the
+steps and answers ``cancelled``. ``"by_prompt": {text: steps}`` gives each prompt text
+steps of its own. ``"can_load": true`` offers ``session/load``, which fails (the session
+is unknown); ``"mcp_http": true`` takes MCP servers over HTTP. Every method it is called
+with is written as a line to ``SCRIPT.json.calls``, the parameters of ``session/new`` to
+``SCRIPT.json.new``. ``"linger": true``: it does not end when its input does (as Codex's
+native program); ``"child": true``: it starts a child process that outlives it unless
+killed (its pid in ``SCRIPT.json.child``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+script_path = Path(sys.argv[1])
+script = json.loads(script_path.read_text())
+answers = script_path.with_suffix(".json.answers")
+calls = script_path.with_suffix(".json.calls")
+lock = threading.Lock()
+waiting: dict[int, threading.Event] = {}
+replies: dict[int, Any] = {}
+cancelled = threading.Event()
+if script.get("child"):
+    import subprocess
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    script_path.with_suffix(".json.child").write_text(str(child.pid))
+
+
+def send(message: dict[str, Any]) -> None:
+    with lock:
+        sys.stdout.write(json.dumps(message) + "\n")
+        sys.stdout.flush()
+
+
+def play(number: int, session_id: str, prompt: str) -> None:
+    steps = script["by_prompt"][prompt] if "by_prompt" in script else script["steps"]
+    for index, step in enumerate(steps):
+        if cancelled.is_set():
+            break
+        if "update" in step:
+            send({"jsonrpc": "2.0", "method": "session/update",
+                  "params": {"sessionId": session_id, "update": step["update"]}})
+        elif "permission" in step:
+            asked = 1000 + index
+            waiting[asked] = threading.Event()
+            send({"jsonrpc": "2.0", "id": asked, "method": "session/request_permission",
+                  "params": {"sessionId": session_id, **step["permission"]}})
+            waiting[asked].wait()
+            with answers.open("a") as file:
+                file.write(json.dumps(replies[asked].get("outcome")) + "\n")
+        elif "sleep" in step:
+            cancelled.wait(step["sleep"])
+    result: dict[str, Any] = {"stopReason": "cancelled" if cancelled.is_set()
+                              else script.get("stop_reason", "end_turn")}
+    if script.get("usage"):
+        result["usage"] = script["usage"]
+    send({"jsonrpc": "2.0", "id": number, "result": result})
+
+
+for line in sys.stdin:
+    message = json.loads(line)
+    method, number = message.get("method"), message.get("id")
+    if method is not None:
+        with calls.open("a") as file:
+            file.write(method + "\n")
+    if method is None and number in waiting:  # an answer to a permission request
+        replies[number] = message.get("result") or {}
+        waiting[number].set()
+    elif method == "initialize":
+        send({"jsonrpc": "2.0", "id": number, "result": {
+            "protocolVersion": 1, "authMethods": [],
+            "agentCapabilities": {"loadSession": bool(script.get("can_load")),
+                                  "mcpCapabilities": {"http": bool(script.get("mcp_http"))}}}})
+    elif method == "session/load":
+        send({"jsonrpc": "2.0", "id": number,
+              "error": {"code": -32002, "message": "Resource not found"}})
+    elif method == "session/new":
+        script_path.with_suffix(".json.new").write_text(json.dumps(message["params"]))
+        send({"jsonrpc": "2.0", "id": number, "result": {"sessionId": "scripted-1"}})
+    elif method == "session/prompt":
+        cancelled.clear()
+        params = message["params"]
+        text = "".join(block.get("text", "") for block in params["prompt"])
+        threading.Thread(target=play, args=(number, params["sessionId"], text),
+                         daemon=True).start()
+    elif method == "session/cancel":
+        cancelled.set()
+        time.sleep(0)
+
+if script.get("linger"):
+    threading.Event().wait(120)

@@ -1,0 +1,460 @@
+"""A real outside agent: Claude Code over the Agent Client Protocol
+(``@zed-industries/claude-agent-acp``, locked in tests/fixtures/acp_agents: ``npm ci``
+there, as scripts/test.sh does), driven by ``AgentSession(AcpAgent(...))``. Its model is
+the local stand-in for the Messages API (tests/providers/sse_server.py) answering with
+what each test scripts — a plan, thinking, a file written, a command — so nothing leaves
+127.0.0.1 and the agent really runs its own tools in a temporary folder.
+
+Without the locked agent (or Node.js) the tests skip, saying so; under ``CI`` they fail
+instead: the CI installs the fixture, so they must run there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from neta_nb import AcpAgent, AgentSession, SessionNotResumableError, SessionStore
+from neta_nb.events import ApprovalDecision, Event
+from neta_nb.runtime.acp.turns import AcpTurns
+from neta_nb.runtime.projection import ConversationProjection, NullSink
+
+from ...providers.sse_server import (
+    AnthropicStream,
+    RecordedRequest,
+    ScriptedHTTPResponse,
+    SSEServer,
+)
+
+BIN = Path(__file__).parents[2] / "fixtures" / "acp_agents" / "node_modules" / ".bin"
+CLAUDE = BIN / "claude-agent-acp"
+_MISSING = ("the locked Claude Code agent is not installed: run `npm ci` in "
+            "tests/fixtures/acp_agents (scripts/test.sh does)")
+
+
+@pytest.fixture(autouse=True)
+def _installed() -> None:
+    if not CLAUDE.exists() or shutil.which("node") is None:
+        if os.environ.get("CI"):
+            pytest.fail(_MISSING, pytrace=False)
+        pytest.skip(_MISSING)
+
+
+# --- the model's script -----------------------------------------------------------------
+Step = Callable[[], ScriptedHTTPResponse]
+"""One model response of a script."""
+
+
+def _script_of(request: RecordedRequest) -> tuple[str | None, int]:
+    """The script a model call belongs to (``SCRIPT:name`` in the latest prompt that
+    names one: a continued session holds the earlier ones) and its step: how many tool
+    results came since that prompt."""
+    messages = request.json.get("messages", [])
+    for index in range(len(messages) - 1, -1, -1):
+        found = re.findall(r"SCRIPT:(\w+)", json.dumps(messages[index]))
+        if found and messages[index].get("role") == "user":
+            results = sum(1 for m in messages[index:] if isinstance(m.get("content"), list)
+                          for block in m["content"] if block.get("type") == "tool_result")
+            return found[-1], results
+    return None, 0
+
+
+class ModelScript:
+    """Answers each model call from the script its conversation names; a call of no
+    script (a title, a check) gets a short text."""
+
+    def __init__(self) -> None:
+        self.scripts: dict[str, list[Step]] = {}
+
+    def __call__(self, request: RecordedRequest) -> ScriptedHTTPResponse:
+        name, step = _script_of(request)
+        steps = self.scripts.get(name or "", [])
+        if step < len(steps):
+            return steps[step]()
+        return AnthropicStream().text(["ok"]).finish().response()
+
+
+def tool_use(tool_id: str, name: str, args: dict[str, Any], *,
+             thinking: list[str] | None = None) -> Step:
+    def step() -> ScriptedHTTPResponse:
+        stream = AnthropicStream()
+        if thinking:
+            stream.thinking(thinking)
+        return stream.tool_use(tool_id, name, [json.dumps(args)]).finish("tool_use").response()
+    return step
+
+
+def text(*pieces: str) -> Step:
+    return lambda: AnthropicStream().text(list(pieces)).finish().response()
+
+
+@pytest.fixture
+async def model() -> AsyncIterator[tuple[SSEServer, ModelScript]]:
+    script = ModelScript()
+    async with SSEServer() as server:
+        server.responder = script
+        server.check_history = False  # the agent's own history, not ours
+        yield server, script
+
+
+@pytest.fixture
+def claude(model: tuple[SSEServer, ModelScript], tmp_path: Path) -> Callable[..., AcpAgent]:
+    """Makes Claude Code agents that talk to the local model and work in ``tmp_path/work``."""
+    server, _ = model
+    home = tmp_path / "home"
+    home.mkdir()
+    (tmp_path / "work").mkdir()
+    # Claude Code fails to open a session when IS_SANDBOX is set (as in some containers):
+    # left out of its environment.
+    env: dict[str, str | None] = {
+        "IS_SANDBOX": None,
+        "ANTHROPIC_BASE_URL": server.base_url, "ANTHROPIC_API_KEY": "test-key",
+        "HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"}
+    return lambda mode=None: AcpAgent.claude_code(search=BIN, env=env, cwd=tmp_path / "work",
+                                                  mode=mode)
+
+
+@pytest.fixture
+async def sessions(claude: Callable[..., AcpAgent]
+                   ) -> AsyncIterator[Callable[..., AgentSession]]:
+    """Makes sessions of Claude Code agents; each agent's process is ended and reaped
+    after the test."""
+    made: list[AgentSession] = []
+
+    def make(mode: str | None = None, store: SessionStore | None = None) -> AgentSession:
+        session = AgentSession(claude(mode), store=store)
+        made.append(session)
+        return session
+
+    yield make
+    for session in made:
+        session.close()
+        outside = session.deps.outside
+        assert isinstance(outside, AcpTurns)
+        await outside.aclose()
+
+
+def _gone(pid: int, within: float = 3.0) -> bool:
+    """The process ``pid`` ended (a zombie waiting for its parent's ``wait`` has ended)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+class Recorder:
+    """A session's events, with approvals answered as the test says."""
+
+    def __init__(self, session: AgentSession,
+                 decision: ApprovalDecision | None = "allow_once") -> None:
+        self.events: list[Event] = []
+        self.decision = decision
+        self.session = session
+        self.asked = asyncio.Event()
+        session.attach_approver()
+        session.subscribe(self._on_event)
+
+    def _on_event(self, event: Event) -> None:
+        self.events.append(event)
+        if event.type == "approval_request":
+            self.asked.set()
+            decision = self.decision
+            if decision is not None:
+                asyncio.get_running_loop().call_soon(
+                    lambda: self.session.approve(event.id, decision))
+
+    def of(self, kind: str) -> list[Any]:
+        return [e for e in self.events if e.type == kind]
+
+
+def projected(events: list[Event]) -> ConversationProjection:
+    projection = ConversationProjection()
+    for event in events:
+        projection.apply(event, NullSink())
+    return projection
+
+
+# --- the tests ----------------------------------------------------------------------------
+async def test_a_plan_is_one_todo_card_updated_in_place(
+        model: tuple[SSEServer, ModelScript],
+        sessions: Callable[[], AgentSession]) -> None:
+    _, script = model
+    todos = [{"content": "Read the data", "activeForm": "Reading", "status": "in_progress"},
+             {"content": "Fit the model", "activeForm": "Fitting", "status": "pending"},
+             {"content": "Plot it", "activeForm": "Plotting", "status": "pending"}]
+    later = [dict(todos[0], status="completed"), dict(todos[1], status="in_progress"),
+             todos[2]]
+    script.scripts["plan"] = [tool_use("tu_plan1", "TodoWrite", {"todos": todos}),
+                              tool_use("tu_plan2", "TodoWrite", {"todos": later}),
+                              text("Planned.")]
+    session = sessions()
+    recorder = Recorder(session)
+    answer = await session.run("SCRIPT:plan Make a plan.")
+    assert answer is not None and answer.text == "Planned."
+    updates = recorder.of("todo_update")
+    assert [[t["status"] for t in u.todos] for u in updates] == [
+        ["in_progress", "pending", "pending"], ["completed", "in_progress", "pending"]]
+    assert [t["content"] for t in updates[-1].todos] == ["Read the data", "Fit the model",
+                                                         "Plot it"]
+    assert [t.status for t in session.todo.read()] == ["completed", "in_progress", "pending"]
+    # One plan, changed in place: the plan is no tool card.
+    assert not recorder.of("tool_call")
+    view = projected(recorder.events)
+    assert [t["status"] for t in view.todos] == ["completed", "in_progress", "pending"]
+    assert view.plan == (1, 3)
+    # The history keeps the plan as a native one: a view of the stored history shows it.
+    stored = ConversationProjection.from_history(session.messages)
+    assert stored.todos == view.todos
+    assert not any(m.metadata.tool_executions for m in session.messages)
+    assert recorder.of("done")[-1].stop_reason == "end_turn"
+
+
+async def test_thinking_streams_and_a_write_changes_the_file_on_its_card(
+        model: tuple[SSEServer, ModelScript], sessions: Callable[[], AgentSession],
+        tmp_path: Path) -> None:
+    _, script = model
+    target = tmp_path / "work" / "hello.py"
+    script.scripts["write"] = [
+        tool_use("tu_w", "Write", {"file_path": str(target), "content": "print('hi')\n"},
+                 thinking=["Let me ", "write ", "it."]),
+        text("Written ", "it.")]
+    session = sessions()
+    recorder = Recorder(session, "allow_once")
+    answer = await session.run("SCRIPT:write Write hello.py.")
+    assert target.read_text() == "print('hi')\n"
+    # Streamed as it came (the agent may join pieces that arrive together).
+    thought = [e.text for e in recorder.of("thinking_delta")]
+    assert "".join(thought) == "Let me write it." and len(thought) >= 2
+    assert recorder.of("thinking_done")
+    assert "".join(e.text for e in recorder.of("token")) == "Written it."
+    assert answer is not None and answer.text == "Written it."
+    # The call is a tool card the user approved, with the diff and the agent's output.
+    [call] = recorder.of("tool_call")
+    assert call.name == "Write"
+    [asked] = recorder.of("approval_request")
+    assert asked.id == call.id
+    assert asked.args == {"file_path": str(target), "content": "print('hi')\n"}
+    [result] = recorder.of("tool_result")
+    assert not result.is_error
+    assert f"+++ {target}" in result.result and "+print('hi')" in result.result
+    card_message = next(m for m in session.messages if m.tool_calls)
+    assert card_message.thinking == "Let me write it."
+    [card] = card_message.metadata.tool_executions
+    assert card.status == "done"
+    assert card.label == "Write hello.py"
+    assert card.args["file_path"] == str(target)
+    # The history is valid: the call has its result right after its message.
+    index = session.messages.index(card_message)
+    assert session.messages[index + 1].tool_results[0].tool_call_id == call.id
+    # Usage reached the token line: two model calls, as the server reported them.
+    figures = recorder.of("token_update")[-1].current
+    assert (figures.input_tokens, figures.output_tokens) == (2 * 25, 2 * 42)
+    assert session.usage.input_tokens == 50
+    # The commands Claude Code announces (once it has asked its own engine) are known.
+    outside = session.deps.outside
+    assert isinstance(outside, AcpTurns)
+    deadline = time.monotonic() + 10
+    while "init" not in outside.commands:
+        assert time.monotonic() < deadline, outside.commands
+        await asyncio.sleep(0.05)
+
+
+async def test_a_rejected_command_never_runs(
+        model: tuple[SSEServer, ModelScript], sessions: Callable[[], AgentSession],
+        tmp_path: Path) -> None:
+    _, script = model
+    marker = tmp_path / "work" / "ran"
+    script.scripts["reject"] = [
+        tool_use("tu_b", "Bash", {"command": f"touch {marker}", "description": "Touch"}),
+        text("Understood.")]
+    session = sessions()
+    recorder = Recorder(session, "reject")
+    await session.run("SCRIPT:reject Touch the file.")
+    assert recorder.of("approval_request")
+    assert not marker.exists()
+    [result] = recorder.of("tool_result")
+    assert result.is_error
+    card = next(e for m in session.messages for e in m.metadata.tool_executions)
+    assert card.status == "rejected"
+    assert recorder.of("done")[-1].stop_reason == "end_turn"
+
+
+def _sleeping(pid: int) -> list[psutil.Process]:
+    try:
+        return [p for p in psutil.Process(pid).children(recursive=True)
+                if "sleep" in " ".join(p.cmdline())]
+    except psutil.Error:
+        return []
+
+
+async def test_stop_ends_the_turn_cancelled_and_leaves_no_process(
+        model: tuple[SSEServer, ModelScript],
+        sessions: Callable[[], AgentSession]) -> None:
+    server, script = model
+    script.scripts["stop"] = [
+        tool_use("tu_s", "Bash", {"command": "sleep 120", "description": "Wait"},
+                 thinking=["Waiting."]),
+        text("Never.")]
+    script.scripts["after"] = [text("Back again.")]
+    session = sessions()
+    recorder = Recorder(session, "allow_once")
+    outside = session.deps.outside
+    assert isinstance(outside, AcpTurns)
+    task = session.start("SCRIPT:stop Wait a while.")
+    deadline = time.monotonic() + 60
+    while not (outside.pid and _sleeping(outside.pid)):
+        assert time.monotonic() < deadline, "the command never started"
+        assert not task.done(), recorder.events
+        await asyncio.sleep(0.1)
+    agent_pid = outside.pid
+    assert agent_pid is not None
+    sleeper = _sleeping(agent_pid)[0]
+    stopped = time.monotonic()
+    assert session.cancel()
+    await asyncio.wait_for(task, 10)
+    assert time.monotonic() - stopped < 5
+    assert recorder.of("done")[-1].stop_reason == "cancelled"
+    assert _gone(agent_pid)
+    assert _gone(sleeper.pid)
+    card = next(e for m in session.messages for e in m.metadata.tool_executions)
+    assert card.status == "cancelled"
+    # The thinking that streamed is kept; the history is valid for the next turn.
+    assert any(m.thinking == "Waiting." for m in session.messages)
+    assert not session.running
+    # The next turn starts the agent again.
+    answer = await asyncio.wait_for(session.run("SCRIPT:after And now?"), 60)
+    assert answer is not None and answer.text == "Back again."
+    assert outside.pid not in (None, agent_pid)
+    # It continued the agent's own session (session/load): the model read the first turn.
+    assert "SCRIPT:stop" in json.dumps(server.requests[-1].json["messages"])
+
+
+async def test_stop_keeps_the_partial_answer(
+        model: tuple[SSEServer, ModelScript], sessions: Callable[..., AgentSession],
+        tmp_path: Path) -> None:
+    _, script = model
+    hold = asyncio.Event()
+
+    def partial() -> ScriptedHTTPResponse:
+        response = AnthropicStream().text(["Half ", "an ", "answer"]).finish().response()
+        response.hold_open = hold  # the stream stops before its end until the test says
+        return response
+
+    script.scripts["partial"] = [partial]
+    store = SessionStore(tmp_path / "sessions.db")
+    session = sessions(store=store)
+    recorder = Recorder(session)
+    try:
+        task = session.start("SCRIPT:partial Say something long.")
+        deadline = time.monotonic() + 60
+        while not "".join(e.text for e in recorder.of("token")).startswith("Half an"):
+            assert time.monotonic() < deadline and not task.done(), recorder.events
+            await asyncio.sleep(0.05)
+        # What streamed is checkpointed as it streams: a dying kernel would keep it.
+        while (draft := store.load_draft(session.id)) is None:
+            assert time.monotonic() < deadline, "no checkpoint of the streamed answer"
+            await asyncio.sleep(0.1)
+        assert draft.text.startswith("Half an")
+        session.cancel()
+        await asyncio.wait_for(task, 10)
+    finally:
+        hold.set()
+    assert session.flush(10)
+    assert store.load_draft(session.id) is None  # the answer is a message now
+    store.close()
+    assert recorder.of("done")[-1].stop_reason == "cancelled"
+    last = session.messages[-1]
+    assert last.role == "assistant"
+    assert last.text.startswith("Half an")
+    assert last.metadata.interrupted == "cancelled"
+
+
+async def test_two_sessions_at_once_never_cross(
+        model: tuple[SSEServer, ModelScript],
+        sessions: Callable[[], AgentSession]) -> None:
+    _, script = model
+    script.scripts["alpha"] = [text("Alpha ", "answer.")]
+    script.scripts["beta"] = [text("Beta ", "answer.")]
+    first, second = sessions(), sessions()
+    one, two = Recorder(first), Recorder(second)
+    answers = await asyncio.gather(first.run("SCRIPT:alpha First."),
+                                   second.run("SCRIPT:beta Second."))
+    assert [a.text if a else None for a in answers] == ["Alpha answer.", "Beta answer."]
+    assert "".join(e.text for e in one.of("token")) == "Alpha answer."
+    assert "".join(e.text for e in two.of("token")) == "Beta answer."
+    assert [m.text for m in first.messages] == ["SCRIPT:alpha First.", "Alpha answer."]
+    assert [m.text for m in second.messages] == ["SCRIPT:beta Second.", "Beta answer."]
+
+
+async def test_the_session_is_stored_and_resumes_through_the_agent(
+        model: tuple[SSEServer, ModelScript], claude: Callable[..., AcpAgent],
+        tmp_path: Path) -> None:
+    server, script = model
+    script.scripts["first"] = [text("First ", "answer.")]
+    script.scripts["second"] = [text("Second ", "answer.")]
+    store = SessionStore(tmp_path / "sessions.db")
+    session = AgentSession(claude(), store=store)
+    outside = session.deps.outside
+    assert isinstance(outside, AcpTurns)
+    await session.run("SCRIPT:first Begin.")
+    assert session.flush(10)
+    await outside.aclose()
+    record = store.get_session(session.id)
+    assert record is not None
+    assert record.agent["outside"] == {"protocol": "acp", "session_id": outside.session_id}
+    assert record.agent["provider"]["command"] == [str(BIN / "claude-agent-acp")]
+    assert "test-key" not in json.dumps(record.model_dump(mode="json"))
+    with pytest.raises(SessionNotResumableError, match=r"agent=AcpAgent"):
+        AgentSession.resume(session.id, store)
+
+    resumed = AgentSession.resume(session.id, store, agent=claude())
+    again = resumed.deps.outside
+    assert isinstance(again, AcpTurns)
+    try:
+        assert [m.text for m in resumed.messages] == ["SCRIPT:first Begin.", "First answer."]
+        answer = await resumed.run("SCRIPT:second Go on.")
+        assert answer is not None and answer.text == "Second answer."
+        # The agent continued its own session (session/load): the model read the first turn.
+        assert again.session_id == outside.session_id
+        assert "First answer." in json.dumps(server.requests[-1].json["messages"])
+    finally:
+        await again.aclose()
+        assert resumed.flush(10)
+        store.close()
+
+
+async def test_a_mode_of_the_agent_is_set_for_its_session(
+        model: tuple[SSEServer, ModelScript], sessions: Callable[..., AgentSession],
+        tmp_path: Path) -> None:
+    _, script = model
+    target = tmp_path / "work" / "auto.txt"
+    script.scripts["auto"] = [
+        tool_use("tu_a", "Write", {"file_path": str(target), "content": "auto\n"}),
+        text("Done.")]
+    session = sessions("acceptEdits")
+    recorder = Recorder(session, None)  # nobody answers: the mode must not ask
+    await asyncio.wait_for(session.run("SCRIPT:auto Write it."), 60)
+    assert target.read_text() == "auto\n"
+    assert not recorder.of("approval_request")
+
+    wrong = sessions("yolo")
+    failed = Recorder(wrong)
+    await wrong.run("SCRIPT:auto Write it.")
+    [error] = failed.of("error")
+    assert "has no mode 'yolo'" in error.message and "acceptEdits" in error.message
