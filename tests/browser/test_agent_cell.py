@@ -1,0 +1,225 @@
+"""An ``%%agent`` cell on a real JupyterLab page, its agent an offline scripted one (the
+built-in demo) given by ``-a``, its sessions in a store file of the test's own:
+
+1. Run, the cell's output is its session's chat view, with the turn's cards (plan, tool,
+   skill) and answer; ``-o result`` holds the answer once the turn has ended; the saved
+   ``.ipynb`` names the session in the cell's metadata (``neta_nb.agent_cell``).
+2. Run again, the cell asks again: one session in the store, the first turn kept as its
+   one branch, and one chat view in the cell. So after Run All too, which defines the
+   cell's agent anew.
+3. After a kernel restart, the cell's first run resumes that session (same id, the branch
+   kept).
+4. Saved and reopened with no kernel, the cell shows the turn's static form.
+
+Pictures (Light and Dark) of the cell's output in ``artifacts/screenshots`` (or
+``docs/screenshots``: see ``conftest.py``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+
+from neta_nb.providers.scripted.demo_script import DEMO_PROMPT
+
+from .harness import LabSession
+from .test_notebook_bridge import _FIND_PANEL, SAVE_JS
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[2]
+ANSWER = "Sample data: first look"
+CELL = "agent-cell"
+KERNEL_LESS_WIDGET_MANAGER = "Cannot read properties of null (reading 'kernel')"
+
+
+def _setup(store: Path) -> str:
+    return f"""
+import json, os, sys
+sys.path.insert(0, {str(ROOT)!r})
+os.environ["NETA_NB_STORE_URL"] = {str(store)!r}
+from neta_nb import Agent, ScriptedProvider, SessionStore
+%load_ext neta_nb
+analyst = Agent("analyst", model=ScriptedProvider(chars_per_second=3000))
+""".strip()
+
+
+# The store as the kernel reads it: each session's id and what it is a branch of.
+STORED = """print(json.dumps([[r.id, r.branch_of] for r in SessionStore().list_sessions()]))"""
+
+# Runs one cell of the notebook at `path` (by its id) and resolves once the kernel has
+# run it (its execution count changed).
+RUN_CELL_JS = """
+async ([path, cellId]) => {
+  const app = window.jupyterapp;
+  const panel = FIND_PANEL(path);
+  app.shell.activateById(panel.id);
+  const notebook = panel.content;
+  const index = notebook.widgets.findIndex((cell) => cell.model.id === cellId);
+  const before = notebook.widgets[index].model.executionCount;
+  notebook.activeCellIndex = index;
+  notebook.deselectAll();
+  await app.commands.execute('notebook:run-cell');
+  return before;
+}
+""".replace("FIND_PANEL", _FIND_PANEL)
+
+# The cell's metadata entry of neta_nb as the page's model has it (null: none).
+METADATA_JS = """
+([path, cellId]) => {
+  const panel = FIND_PANEL(path);
+  const cell = panel.content.widgets.find((c) => c.model.id === cellId);
+  return cell.model.getMetadata('neta_nb') ?? null;
+}
+""".replace("FIND_PANEL", _FIND_PANEL)
+
+# Saves the notebook, shuts its kernel down and closes it.
+SAVE_AND_CLOSE_JS = """async (path) => {
+  const panel = FIND_PANEL(path);
+  await panel.context.save();
+  await panel.sessionContext.shutdown();
+  panel.dispose();
+  return true;
+}""".replace("FIND_PANEL", _FIND_PANEL)
+
+# Opens the notebook without starting a kernel.
+OPEN_WITHOUT_KERNEL_JS = """async (path) => {
+  const app = window.jupyterapp;
+  const widget = await app.commands.execute('docmanager:open', {
+    path, factory: 'Notebook', kernelPreference: { shouldStart: false, canStart: false }});
+  await widget.context.ready;
+  await widget.revealed;
+  return widget.sessionContext.session?.kernel?.id ?? null;
+}"""
+
+
+def _write(lab: LabSession, name: str, store: Path) -> str:
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(_setup(store), id="setup"),
+                      nbformat.v4.new_code_cell(f"%%agent -a analyst -o result\n{DEMO_PROMPT}",
+                                                id=CELL)]
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                       "language": "python"}
+    nbformat.write(notebook, lab.server.root_dir / name)
+    return name
+
+
+def _cell(lab: LabSession) -> Any:
+    return lab.page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell").nth(1)
+
+
+def _stored(lab: LabSession, path: str) -> list[list[str | None]]:
+    return list(json.loads(lab.execute(path, STORED)))
+
+
+def _wait_for_answer(lab: LabSession, path: str) -> None:
+    """The turn has ended: the answer is in the cell's chat view and in ``result``."""
+    view = _cell(lab).locator(".neta-chat-view")
+    view.get_by_text(ANSWER).first.wait_for(timeout=60_000)
+    assert lab.wait_for_kernel_value(
+        path, "str(globals().get('result')).startswith('## " + ANSWER + "')", "True",
+        timeout=60) == "True"
+
+
+def _kept(lab: LabSession, path: str) -> dict[str, Any]:
+    """The cell's session as the page's model keeps it, once written."""
+    lab.page.wait_for_function(f"(args) => ({METADATA_JS})(args)?.agent_cell?.session_id",
+                               arg=[path, CELL], timeout=30_000)
+    return dict(lab.page.evaluate(METADATA_JS, [path, CELL])["agent_cell"])
+
+
+def _run_cell(lab: LabSession, path: str) -> None:
+    before = lab.page.evaluate(RUN_CELL_JS, [path, CELL])
+    lab.page.wait_for_function(
+        f"([path, id, before]) => {{ const p = ({_FIND_PANEL})(path);"
+        " const c = p.content.widgets.find((w) => w.model.id === id);"
+        " return c.model.executionCount !== null && c.model.executionCount !== before; }",
+        arg=[path, CELL, before], timeout=60_000)
+
+
+def test_an_agent_cell_on_a_page(lab: LabSession, tmp_path: Path, screenshot_dir: Path) -> None:
+    store = tmp_path / "sessions.db"
+    path = _write(lab, "agent_cell.ipynb", store)
+    lab.open_notebook(path)
+    lab.run_all(path)
+
+    # 1. The chat view is the cell's output, with the turn's cards and answer.
+    cell = _cell(lab)
+    _wait_for_answer(lab, path)
+    view = cell.locator(".neta-chat-view")
+    assert view.count() == 1
+    assert view.locator(".neta-todo-card").count() >= 1
+    assert view.locator(".neta-tool-card").count() >= 1
+    assert view.locator(".neta-skill-card").count() >= 1
+    # Its static form follows, hidden while the view is drawn.
+    assert cell.locator(".neta-static-form").count() == 1
+    assert not cell.locator(".neta-static-form").is_visible()
+
+    (session,) = _stored(lab, path)
+    session_id = session[0]
+    assert session[1] is None
+    kept = _kept(lab, path)
+    assert kept["session_id"] == session_id
+    assert lab.page.evaluate(SAVE_JS, path) is False
+    saved = nbformat.read(lab.server.root_dir / path, as_version=4)
+    assert saved.cells[1].metadata["neta_nb"]["agent_cell"] == kept
+
+    lab.screenshot_themes(view, screenshot_dir / "agent_cell", "agent-cell")
+
+    # 2. Run again: a retry in the same session, the first turn its one branch; one view.
+    lab.execute(path, "del result")
+    _run_cell(lab, path)
+    _wait_for_answer(lab, path)
+    stored = _stored(lab, path)
+    assert len(stored) == 2, stored
+    assert [s[0] for s in stored if s[1] is None] == [session_id]
+    assert [s[1] for s in stored].count(session_id) == 1
+    assert cell.locator(".neta-chat-view").count() == 1
+    assert cell.locator(".jp-OutputArea-output").count() == 2  # the view and its form
+    assert _kept(lab, path)["session_id"] == session_id
+
+    # Run All: the agent is defined anew, and the cell still asks again in its session.
+    lab.execute(path, "del result")
+    lab.run_all(path)
+    _wait_for_answer(lab, path)
+    stored = _stored(lab, path)
+    assert [s[0] for s in stored if s[1] is None] == [session_id]
+    assert [s[1] for s in stored].count(session_id) == 2
+    assert cell.locator(".neta-chat-view").count() == 1
+
+    # 3. A new kernel: the cell's first run resumes its session, the branches kept.
+    lab.restart_kernel()
+    lab.run_all(path)
+    _wait_for_answer(lab, path)
+    stored = _stored(lab, path)
+    assert [s[0] for s in stored if s[1] is None] == [session_id]
+    assert [s[1] for s in stored].count(session_id) == 3  # each earlier run's turn
+    assert cell.locator(".neta-chat-view").count() == 1
+    assert _kept(lab, path)["session_id"] == session_id
+
+    # 4. Saved and reopened without a kernel: the turn's static form.
+    lab.page.evaluate(SAVE_AND_CLOSE_JS, path)
+    saved = nbformat.read(lab.server.root_dir / path, as_version=4)
+    forms = [o.data["text/html"] for o in saved.cells[1].outputs
+             if "text/html" in o.get("data", {})]
+    assert len(forms) == 1 and ANSWER in forms[0]
+    assert saved.cells[1].metadata["neta_nb"]["agent_cell"]["session_id"] == session_id
+    before = len(lab.console_errors)
+    assert lab.page.evaluate(OPEN_WITHOUT_KERNEL_JS, path) is None
+    form = _cell(lab).locator(".neta-static-form")
+    form.get_by_text(ANSWER).first.wait_for(timeout=30_000)
+    assert form.is_visible()
+    lab.set_viewport_size({"width": 1200, "height": 2000})  # the whole form in the picture
+    try:
+        lab.screenshot_themes(form, screenshot_dir / "agent_cell", "agent-cell-saved")
+    finally:
+        lab.set_viewport_size({"width": 1200, "height": 1100})
+    # JupyterLab's widget manager, not neta_nb, on a notebook opened without a kernel:
+    # it logs each widget model it cannot find, and fails reading the kernel it has not.
+    lab.console_errors[before:] = [e for e in lab.console_errors[before:]
+                                   if not e.text.startswith("Error: widget model not found")
+                                   and e.text != KERNEL_LESS_WIDGET_MANAGER]
