@@ -125,6 +125,14 @@ def _wait_for_answer(lab: LabSession, path: str) -> None:
         timeout=60) == "True"
 
 
+def _one_view_one_prompt(lab: LabSession) -> None:
+    """The cell shows one chat view, with its prompt once (an earlier turn was rewound)."""
+    view = _cell(lab).locator(".neta-chat-view")
+    assert view.count() == 1
+    assert view.locator(".neta-chat-user").count() == 1
+    assert view.locator(".neta-chat-user .neta-chat-bubble").inner_text().strip() == DEMO_PROMPT
+
+
 def _kept(lab: LabSession, path: str) -> dict[str, Any]:
     """The cell's session as the page's model keeps it, once written."""
     lab.page.wait_for_function(f"(args) => ({METADATA_JS})(args)?.agent_cell?.session_id",
@@ -151,7 +159,7 @@ def test_an_agent_cell_on_a_page(lab: LabSession, tmp_path: Path, screenshot_dir
     cell = _cell(lab)
     _wait_for_answer(lab, path)
     view = cell.locator(".neta-chat-view")
-    assert view.count() == 1
+    _one_view_one_prompt(lab)
     assert view.locator(".neta-todo-card").count() >= 1
     assert view.locator(".neta-tool-card").count() >= 1
     assert view.locator(".neta-skill-card").count() >= 1
@@ -178,7 +186,7 @@ def test_an_agent_cell_on_a_page(lab: LabSession, tmp_path: Path, screenshot_dir
     assert len(stored) == 2, stored
     assert [s[0] for s in stored if s[1] is None] == [session_id]
     assert [s[1] for s in stored].count(session_id) == 1
-    assert cell.locator(".neta-chat-view").count() == 1
+    _one_view_one_prompt(lab)
     assert cell.locator(".jp-OutputArea-output").count() == 2  # the view and its form
     assert _kept(lab, path)["session_id"] == session_id
 
@@ -189,7 +197,7 @@ def test_an_agent_cell_on_a_page(lab: LabSession, tmp_path: Path, screenshot_dir
     stored = _stored(lab, path)
     assert [s[0] for s in stored if s[1] is None] == [session_id]
     assert [s[1] for s in stored].count(session_id) == 2
-    assert cell.locator(".neta-chat-view").count() == 1
+    _one_view_one_prompt(lab)
 
     # 3. A new kernel: the cell's first run resumes its session, the branches kept.
     lab.restart_kernel()
@@ -198,7 +206,7 @@ def test_an_agent_cell_on_a_page(lab: LabSession, tmp_path: Path, screenshot_dir
     stored = _stored(lab, path)
     assert [s[0] for s in stored if s[1] is None] == [session_id]
     assert [s[1] for s in stored].count(session_id) == 3  # each earlier run's turn
-    assert cell.locator(".neta-chat-view").count() == 1
+    _one_view_one_prompt(lab)
     assert _kept(lab, path)["session_id"] == session_id
 
     # 4. Saved and reopened without a kernel: the turn's static form.
