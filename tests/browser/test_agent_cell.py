@@ -10,6 +10,8 @@ built-in demo) given by ``-a``, its sessions in a store file of the test's own:
 3. After a kernel restart, the cell's first run resumes that session (same id, the branch
    kept).
 4. Saved and reopened with no kernel, the cell shows the turn's static form.
+5. A call that needs approval waits for the card's buttons (the cell has returned, its
+   turn going on): Allow runs it, and ``-o`` gets the answer after.
 
 Pictures (Light and Dark) of the cell's output in ``artifacts/screenshots`` (or
 ``docs/screenshots``: see ``conftest.py``).
@@ -231,3 +233,41 @@ def test_an_agent_cell_on_a_page(lab: LabSession, tmp_path: Path, screenshot_dir
     lab.console_errors[before:] = [e for e in lab.console_errors[before:]
                                    if not e.text.startswith("Error: widget model not found")
                                    and e.text != KERNEL_LESS_WIDGET_MANAGER]
+
+
+GATED = """
+from neta_nb import AgentToolConfig
+gated = Agent("gated", model=ScriptedProvider([
+    [{"tool_call": {"name": "python", "args": {"code": "open('ran.txt', 'w').close()"}}}],
+    [{"text": "The code ran."}]]), tools=AgentToolConfig(enabled=["python"]))
+""".strip()
+
+
+def test_a_call_that_needs_approval_waits_for_the_pages_answer(
+        lab: LabSession, tmp_path: Path, screenshot_dir: Path) -> None:
+    # On a page the cell has returned while its turn goes on, so the approval card's
+    # buttons answer (no policy decides, no refusal line is printed).
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(_setup(tmp_path / "sessions.db") + "\n" + GATED),
+                      nbformat.v4.new_code_cell("%%agent -a gated -o said\nRun some code.",
+                                                id=CELL)]
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                       "language": "python"}
+    path = "agent_cell_approval.ipynb"
+    nbformat.write(notebook, lab.server.root_dir / path)
+    ran = lab.server.root_dir / "ran.txt"
+    ran.unlink(missing_ok=True)
+    lab.open_notebook(path)
+    lab.run_all(path)
+    cell = _cell(lab)
+    allow = cell.locator(".neta-chat-approval button[data-decision='allow_once']")
+    allow.wait_for(timeout=60_000)
+    assert not ran.exists()
+    lab.screenshot_themes(cell.locator(".neta-chat-view"), screenshot_dir / "agent_cell",
+                          "agent-cell-approval")
+    allow.click()
+    assert lab.wait_for_kernel_value(path, "globals().get('said')", "The code ran.",
+                                     timeout=60) == "The code ran."
+    assert ran.exists()
+    assert "Refused" not in cell.locator(".jp-OutputArea").inner_text()
+    ran.unlink()
