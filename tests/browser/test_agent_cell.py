@@ -12,6 +12,8 @@ built-in demo) given by ``-a``, its sessions in a store file of the test's own:
 4. Saved and reopened with no kernel, the cell shows the turn's static form.
 5. A call that needs approval waits for the card's buttons (the cell has returned, its
    turn going on): Allow runs it, and ``-o`` gets the answer after.
+6. Run again while its turn streams, the cell stops that turn and asks again; stopped
+   with the chat's Stop, the turn leaves ``-o`` None (what streamed is no answer).
 
 Pictures (Light and Dark) of the cell's output in ``artifacts/screenshots`` (or
 ``docs/screenshots``: see ``conftest.py``).
@@ -127,12 +129,12 @@ def _wait_for_answer(lab: LabSession, path: str) -> None:
         timeout=60) == "True"
 
 
-def _one_view_one_prompt(lab: LabSession) -> None:
+def _one_view_one_prompt(lab: LabSession, prompt: str = DEMO_PROMPT) -> None:
     """The cell shows one chat view, with its prompt once (an earlier turn was rewound)."""
     view = _cell(lab).locator(".neta-chat-view")
     assert view.count() == 1
     assert view.locator(".neta-chat-user").count() == 1
-    assert view.locator(".neta-chat-user .neta-chat-bubble").inner_text().strip() == DEMO_PROMPT
+    assert view.locator(".neta-chat-user .neta-chat-bubble").inner_text().strip() == prompt
 
 
 def _kept(lab: LabSession, path: str) -> dict[str, Any]:
@@ -271,3 +273,40 @@ def test_a_call_that_needs_approval_waits_for_the_pages_answer(
     assert ran.exists()
     assert "Refused" not in cell.locator(".jp-OutputArea").inner_text()
     ran.unlink()
+
+
+SLOW = """
+long_text = " ".join(f"word{i}" for i in range(400))
+slow = Agent("slow", model=ScriptedProvider({"responses": [[{"text": long_text}]],
+                                             "on_exhausted": "cycle"}, chars_per_second=60))
+""".strip()
+
+
+def test_a_turn_rerun_or_stopped_on_the_page(lab: LabSession, tmp_path: Path) -> None:
+    # Run again while its turn streams, the cell stops that turn and asks again; stopped
+    # with the chat's Stop, its turn ends without an answer: -o is None.
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(_setup(tmp_path / "sessions.db") + "\n" + SLOW),
+                      nbformat.v4.new_code_cell("%%agent -a slow -o said\nWrite at length.",
+                                                id=CELL)]
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                       "language": "python"}
+    path = "agent_cell_stop.ipynb"
+    nbformat.write(notebook, lab.server.root_dir / path)
+    lab.open_notebook(path)
+    lab.run_all(path)
+    view = _cell(lab).locator(".neta-chat-view")
+    streaming = view.locator(".neta-chat-assistant", has_text="word3 ")
+    streaming.first.wait_for(timeout=60_000)
+
+    _run_cell(lab, path)
+    view.locator(".neta-chat-assistant", has_text="word3 ").first.wait_for(timeout=60_000)
+    _one_view_one_prompt(lab, "Write at length.")
+    assert view.locator(".neta-chat-stopped").count() == 0
+    stored = _stored(lab, path)
+    assert len(stored) == 2 and [s[1] for s in stored].count(None) == 1, stored
+
+    view.locator(".neta-chat-send.neta-is-stop").click()
+    view.locator(".neta-chat-stopped").wait_for(timeout=30_000)
+    assert lab.wait_for_kernel_value(path, "repr(globals().get('said', 'unset'))", "None",
+                                     timeout=30) == "None"

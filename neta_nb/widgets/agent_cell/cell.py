@@ -399,8 +399,13 @@ async def _stopped(cell: _CellTurn) -> None:
 
 
 def _answer(session: AgentSession, before: int) -> str | None:
-    """The cell's answer: the text of the last assistant message of its turn."""
-    for message in reversed(session.messages[before:]):
-        if message.role == "assistant" and message.text.strip():
+    """The cell's answer: the text of the last assistant message of its turn — none when
+    the turn was cut short (stopped, failed, killed): what had streamed is kept in the
+    chat, but it is no answer."""
+    replies = [message for message in session.messages[before:] if message.role == "assistant"]
+    if replies and replies[-1].metadata.interrupted:
+        return None
+    for message in reversed(replies):
+        if message.text.strip():
             return message.text
     return None
