@@ -10,6 +10,8 @@ built-in demo) given by ``-a``, its sessions in a store file of the test's own:
 3. After a kernel restart, the cell's first run resumes that session (same id, the branch
    kept).
 4. Saved and reopened with no kernel, the cell shows the turn's static form.
+In Notebook 7 too: 1 and 2.
+
 5. A call that needs approval waits for the card's buttons (the cell has returned, its
    turn going on): Allow runs it, and ``-o`` gets the answer after.
 6. Run again while its turn streams, the cell stops that turn and asks again; stopped
@@ -30,7 +32,7 @@ import pytest
 
 from neta_nb.providers.scripted.demo_script import DEMO_PROMPT
 
-from .harness import LabSession
+from .harness import JupyterLabServer, LabSession
 from .test_notebook_bridge import _FIND_PANEL, SAVE_JS
 
 pytestmark = pytest.mark.browser
@@ -101,14 +103,14 @@ OPEN_WITHOUT_KERNEL_JS = """async (path) => {
 }"""
 
 
-def _write(lab: LabSession, name: str, store: Path) -> str:
+def _write(root: Path, name: str, store: Path) -> str:
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [nbformat.v4.new_code_cell(_setup(store), id="setup"),
                       nbformat.v4.new_code_cell(f"%%agent -a analyst -o result\n{DEMO_PROMPT}",
                                                 id=CELL)]
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                        "language": "python"}
-    nbformat.write(notebook, lab.server.root_dir / name)
+    nbformat.write(notebook, root / name)
     return name
 
 
@@ -155,7 +157,7 @@ def _run_cell(lab: LabSession, path: str) -> None:
 
 def test_an_agent_cell_on_a_page(lab: LabSession, tmp_path: Path, screenshot_dir: Path) -> None:
     store = tmp_path / "sessions.db"
-    path = _write(lab, "agent_cell.ipynb", store)
+    path = _write(lab.server.root_dir, "agent_cell.ipynb", store)
     lab.open_notebook(path)
     lab.run_all(path)
 
@@ -310,3 +312,48 @@ def test_a_turn_rerun_or_stopped_on_the_page(lab: LabSession, tmp_path: Path) ->
     view.locator(".neta-chat-stopped").wait_for(timeout=30_000)
     assert lab.wait_for_kernel_value(path, "repr(globals().get('said', 'unset'))", "None",
                                      timeout=30) == "None"
+
+
+OPENED_JS = """async (path) => {
+  const panel = FIND_PANEL(path);
+  await panel.context.ready;
+  await panel.sessionContext.ready;
+  return true;
+}""".replace("FIND_PANEL", _FIND_PANEL)
+
+
+def test_in_notebook_7(notebook7: JupyterLabServer, lab_session: LabSession,
+                       tmp_path: Path) -> None:
+    path = "agent_cell_nb7.ipynb"
+    url = f"{notebook7.url}/notebooks/{path}?token={notebook7.token}"
+    _write(notebook7.root_dir, path, tmp_path / "sessions.db")
+    tab = LabSession(notebook7, lab_session.page.context, url=url)
+    try:
+        tab.page.wait_for_function(f"(path) => Boolean({_FIND_PANEL}(path))", arg=path,
+                                   timeout=60_000)
+        tab.page.evaluate(OPENED_JS, path)
+        assert tab.page.evaluate("() => window.jupyterapp.name") == "Jupyter Notebook"
+        tab.run_all(path)
+        _wait_for_answer(tab, path)
+        _one_view_one_prompt(tab)
+        (session,) = _stored(tab, path)
+        kept = _kept(tab, path)
+        assert kept["session_id"] == session[0]
+        assert tab.page.evaluate(SAVE_JS, path) is False
+        saved = nbformat.read(notebook7.root_dir / path, as_version=4)
+        assert saved.cells[1].metadata["neta_nb"]["agent_cell"] == kept
+
+        tab.execute(path, "del result")
+        _run_cell(tab, path)
+        _wait_for_answer(tab, path)
+        _one_view_one_prompt(tab)
+        stored = _stored(tab, path)
+        assert [s[0] for s in stored if s[1] is None] == [session[0]]
+        assert [s[1] for s in stored].count(session[0]) == 1
+        errors = [e.text for e in tab.console_errors if e.type == "error"]
+        assert not errors, errors
+    finally:
+        tab.page.evaluate("async () => { const p = window.jupyterapp.shell.currentWidget;"
+                          " p.context.model.dirty = false;"
+                          " await p.sessionContext.shutdown(); }")
+        tab.close()
