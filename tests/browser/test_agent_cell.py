@@ -17,8 +17,10 @@ In Notebook 7 too: 1 and 2.
 6. Run again while its turn streams, the cell stops that turn and asks again; stopped
    with the chat's Stop, the turn leaves ``-o`` None (what streamed is no answer).
 
-Pictures (Light and Dark) of the cell's output in ``artifacts/screenshots`` (or
-``docs/screenshots``: see ``conftest.py``).
+Pictures (Light and Dark) of the cell's output — its chat view at the end of the turn
+(``agent-cell-*.png``), waiting for an approval (``agent-cell-approval-*.png``) and the
+saved notebook's static form (``agent-cell-saved-*.png``) — in ``artifacts/screenshots``
+(or ``docs/screenshots``: see ``conftest.py``).
 """
 
 from __future__ import annotations
@@ -182,7 +184,7 @@ def test_an_agent_cell_on_a_page(lab: LabSession, tmp_path: Path, screenshot_dir
     saved = nbformat.read(lab.server.root_dir / path, as_version=4)
     assert saved.cells[1].metadata["neta_nb"]["agent_cell"] == kept
 
-    lab.screenshot_themes(view, screenshot_dir / "agent_cell", "agent-cell")
+    lab.screenshot_themes(view, screenshot_dir, "agent-cell")
 
     # 2. Run again: a retry in the same session, the first turn its one branch; one view.
     lab.execute(path, "del result")
@@ -229,7 +231,10 @@ def test_an_agent_cell_on_a_page(lab: LabSession, tmp_path: Path, screenshot_dir
     assert form.is_visible()
     lab.set_viewport_size({"width": 1200, "height": 2000})  # the whole form in the picture
     try:
-        lab.screenshot_themes(form, screenshot_dir / "agent_cell", "agent-cell-saved")
+        for theme in ("light", "dark"):
+            lab.set_theme(dark=theme == "dark")
+            lab.screenshot(form, screenshot_dir / f"agent-cell-saved-{theme}.png", padding=4)
+        lab.set_theme(dark=False)
     finally:
         lab.set_viewport_size({"width": 1200, "height": 1100})
     # JupyterLab's widget manager, not neta_nb, on a notebook opened without a kernel:
@@ -267,7 +272,7 @@ def test_a_call_that_needs_approval_waits_for_the_pages_answer(
     allow = cell.locator(".neta-chat-approval button[data-decision='allow_once']")
     allow.wait_for(timeout=60_000)
     assert not ran.exists()
-    lab.screenshot_themes(cell.locator(".neta-chat-view"), screenshot_dir / "agent_cell",
+    lab.screenshot_themes(cell.locator(".neta-chat-view"), screenshot_dir,
                           "agent-cell-approval")
     allow.click()
     assert lab.wait_for_kernel_value(path, "globals().get('said')", "The code ran.",
