@@ -198,7 +198,8 @@ class AgentCells:
                 known = _CellTurn(setup.session, None, None)
         elif setup.session_id is not None:
             if known is None or known.session.id != setup.session_id:
-                known = _CellTurn(self._stored(setup), setup.agent, setup.catalog)
+                known = _CellTurn(self._stored(setup), setup.agent, setup.catalog,
+                                  _names(setup))
         elif known is None or known.names != _names(setup):
             # A cell run with another agent or catalog starts a session for it; the
             # earlier one stays in the store.
