@@ -217,3 +217,22 @@ async def test_the_real_chat_view_with_no_view_open_on_the_page(
     assert await _answer(shell, "answer") == "You said: Again"
     assert shown == [view, view]
     view.close()
+
+
+async def test_a_turn_stopped_on_the_page_sets_no_answer(
+        tmp_path: Path, page: tuple[_Page, list[Any]]) -> None:
+    # The chat's Stop mid-answer: what streamed is kept in the chat, but it is no answer.
+    _, shown = page
+    store = SessionStore(tmp_path / "sessions.db")
+    shell = _Shell()
+    await AgentCells(shell, store=lambda: store).run("-a slow -o answer", "A long question")
+    for _ in range(500):
+        session = shown[0].session
+        if session.streaming_message is not None and session.streaming_message.text:
+            break
+        await asyncio.sleep(0.01)
+    assert session.streaming_message is not None and session.streaming_message.text
+    session.cancel()
+    assert await _answer(shell, "answer") is None
+    assert session.messages[-1].metadata.interrupted == "cancelled"
+    assert session.messages[-1].text  # kept in the chat

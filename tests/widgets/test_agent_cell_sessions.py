@@ -110,3 +110,26 @@ async def test_an_interrupted_cell_stops_its_turn(tmp_path: Path) -> None:
     assert not chat.running
     assert chat.messages[-1].role == "assistant"
     assert chat.messages[-1].metadata.interrupted == "cancelled"
+
+
+async def test_a_cell_run_again_after_its_agent_was_defined_anew_goes_on_in_its_session(
+        tmp_path: Path) -> None:
+    # Run All runs the cell that makes the agent again: the same -a name holds a new
+    # Agent. The cell asks again in its session (with the agent as now defined), as it
+    # does in a reopened notebook; only another name starts a session of its own.
+    store = SessionStore(tmp_path / "sessions.db")
+    shell = _Shell({"echo": _agent()})
+    cells = AgentCells(shell, store=lambda: store)
+    await cells.run("-a echo -o x", "Hello")
+    shell.user_ns["echo"] = Agent("echo", model=ScriptedProvider(
+        {"responses": [[{"text": "Defined anew."}]], "on_exhausted": "cycle"}))
+    await cells.run("-a echo -o x", "Hello")
+    assert shell.user_ns["x"] == "Defined anew."
+    records = store.list_sessions()
+    (main,) = [r for r in records if r.branch_of is None]
+    assert [r.branch_of for r in records if r.branch_of is not None] == [main.id]
+    assert [m.text for m in store.load_messages(main.id)] == ["Hello", "Defined anew."]
+
+    shell.user_ns["other"] = _agent("other")
+    await cells.run("-a other -o x", "Hello")
+    assert len([r for r in store.list_sessions() if r.branch_of is None]) == 2

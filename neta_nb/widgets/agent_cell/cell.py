@@ -5,8 +5,9 @@ does, and what the cell shows and leaves behind.
 the default store, ``SessionStore()``: ``$NETA_NB_STORE_URL`` when set) — or uses the one
 ``-s`` names. Run again, it asks again: its earlier turn is rewound, kept in the store as a
 branch of the session, and the prompt (as the cell now reads) is sent anew — never a second
-session. A cell is known by the id the notebook page sends with each run; run without a
-page (nbclient, nbconvert, papermill send none), by its text.
+session; an agent ``-a`` names that was made anew (Run All) is the one it goes on with.
+A cell is known by the id the notebook page sends with each run; run without a page
+(nbclient, nbconvert, papermill send none), by its text.
 
 **With a page** (JupyterLab, Notebook 7) the cell shows the chat view of its session —
 the cards live, its static form below for a saved notebook — and returns at once, the
@@ -74,6 +75,9 @@ class _CellTurn:
     agent: Agent | None
     """The ``-a`` agent the cell's session was made for (``None``: the default)."""
     catalog: ToolCatalog | None
+    names: tuple[str | None, str | None] = (None, None)
+    """The variables ``-a`` and ``-c`` named (what tells one agent of a cell from
+    another: the objects they hold change when the cell that makes them runs again)."""
     prompt_id: str | None = None
     """The cell's prompt in the session (``None`` until its turn has begun)."""
     task: asyncio.Task[Any] | None = None
@@ -178,28 +182,39 @@ class AgentCells:
         cell_id = page_cell_id(self._shell)
         if cell_id is None:
             key = "text:" + hashlib.sha256(f"{line}\n{body}".encode()).hexdigest()
-            cell = self._cell_turn(key, setup)
+            cell = await self._cell_turn(key, setup)
             await self._run_headless(cell, await self._begin(cell, prompt, setup), setup)
         elif cell_id not in self._cells and setup.session is None and setup.session_id is None:
             self._first_page_run(cell_id, setup, prompt)
         else:
-            cell = self._cell_turn(cell_id, setup)
+            cell = await self._cell_turn(cell_id, setup)
             display(cell.shown_in())  # type: ignore[no-untyped-call]
             self._follow_on_page(cell, await self._begin(cell, prompt, setup), setup, cell_id)
 
-    def _cell_turn(self, key: str, setup: CellSetup) -> _CellTurn:
+    async def _cell_turn(self, key: str, setup: CellSetup) -> _CellTurn:
         known = self._cells.get(key)
         if setup.session is not None:
             if known is None or known.session is not setup.session:
                 known = _CellTurn(setup.session, None, None)
         elif setup.session_id is not None:
             if known is None or known.session.id != setup.session_id:
-                known = _CellTurn(self._stored(setup), setup.agent, setup.catalog)
-        elif known is None or known.agent is not setup.agent or known.catalog is not setup.catalog:
+                known = _CellTurn(self._stored(setup), setup.agent, setup.catalog,
+                                  _names(setup))
+        elif known is None or known.names != _names(setup):
             # A cell run with another agent or catalog starts a session for it; the
             # earlier one stays in the store.
             known = _CellTurn(AgentSession(_own_agent(setup), setup.catalog, self.store),
-                              setup.agent, setup.catalog)
+                              setup.agent, setup.catalog, _names(setup))
+        elif known.agent is not setup.agent or known.catalog is not setup.catalog:
+            # The same names, made anew (the notebook run again: Run All): the cell's
+            # session goes on with what they hold now, as a reopened notebook's does.
+            await _stopped(known)
+            try:
+                session = _resumed(known.session.id, self.store, setup)
+            except KeyError:  # nothing of it was stored (its turn never began)
+                session = AgentSession(_own_agent(setup), setup.catalog, self.store)
+            known = dataclasses.replace(known, session=session, agent=setup.agent,
+                                        catalog=setup.catalog, task=None)
         self._cells[key] = known
         return known
 
@@ -247,7 +262,7 @@ class AgentCells:
                 view.show_notice(f"This cell's session {kept.session_id} could not be "
                                  f"resumed ({exc}); a new session starts.", tone="warning")
         cell = _CellTurn(session or AgentSession(agent, setup.catalog, self.store),
-                         setup.agent, setup.catalog,
+                         setup.agent, setup.catalog, _names(setup),
                          prompt_id=kept.prompt_id if session is not None and kept else None,
                          view=view)
         self._cells[cell_id] = cell
@@ -339,6 +354,10 @@ def _own_agent(setup: CellSetup) -> Agent:
             else Agent(DEFAULT_AGENT_NAME))
 
 
+def _names(setup: CellSetup) -> tuple[str | None, str | None]:
+    return setup.options.agent, setup.options.catalog
+
+
 def _prompt(options: CellOptions, body: str | None) -> str:
     if body is None:
         prompt = options.prompt
@@ -381,8 +400,13 @@ async def _stopped(cell: _CellTurn) -> None:
 
 
 def _answer(session: AgentSession, before: int) -> str | None:
-    """The cell's answer: the text of the last assistant message of its turn."""
-    for message in reversed(session.messages[before:]):
-        if message.role == "assistant" and message.text.strip():
+    """The cell's answer: the text of the last assistant message of its turn — none when
+    the turn was cut short (stopped, failed, killed): what had streamed is kept in the
+    chat, but it is no answer."""
+    replies = [message for message in session.messages[before:] if message.role == "assistant"]
+    if replies and replies[-1].metadata.interrupted:
+        return None
+    for message in reversed(replies):
+        if message.text.strip():
             return message.text
     return None
