@@ -380,3 +380,18 @@ async def test_an_allowed_restart_is_asked_of_the_page_after_the_result_is_out()
     assert page.restarts == [RESTART_DELAY_MS]
     text = _result(session, "k").content
     assert "The kernel (id k-1) restarts in 1.5 s" in text and "no variables" in text
+
+
+async def test_a_saved_chat_shows_the_delete_and_move_cards_with_their_decisions() -> None:
+    from neta_nb.widgets import ChatView
+
+    page = FakeNotebookPage(CELLS)
+    session, _, _ = _session(
+        [calls(("d", "delete_cell", {"cell_id": "m1"})),
+         calls(("m", "move_cell", {"cell_id": "c3", "to_index": 1})), answer("ok")],
+        page, accept_notebook_edits=True)
+    await session.run("tidy")
+    form = ChatView(session)._fallback_html()
+    assert "Delete cell m1 · Accepted" in form and "-# Notes" in form
+    assert "Move cell c3 from position 3 to 1 · Accepted" in form
+    assert "[Delete cell m1 · Accepted]" in ChatView(session)._fallback_text()
