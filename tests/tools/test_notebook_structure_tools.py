@@ -136,7 +136,7 @@ async def test_an_accepted_delete_removes_the_cell_as_it_was_shown() -> None:
     assert ("delete", {"cell_id": "m1", "expected": "# Notes"}) in page.requests
     text = _result(session, "d").content
     assert "accepted the deletion; cell m1 (markdown, position 2) was deleted" in text
-    assert "Ctrl+Z in the notebook restores it" in text
+    assert "Undo Cell Operation (Z in command mode) restores it" in text
     card = _card(session, "d")
     assert card["decision"] == "accepted" and card["kind"] == "delete"
 
@@ -193,7 +193,7 @@ async def test_an_accepted_move_puts_the_cell_where_the_model_said() -> None:
                      "to_index": 0}) in page.requests
     text = _result(session, "m").content
     assert "cell c3 moved from position 4 to position 1" in text
-    assert "Ctrl+Z in the notebook moves it back" in text
+    assert "Undo Cell Operation (Z in command mode) moves it back" in text
 
 
 async def test_a_rejected_move_changes_nothing_and_the_model_is_told() -> None:

@@ -13,7 +13,8 @@
  * A deletion (`kind: "delete"`) shows the cell's whole text as removed lines; a move
  * (`kind: "move"`) the cell, unchanged, and from which position to which. Neither has
  * "Edit first". An accepted move's Undo moves it back; an accepted deletion is undone in
- * the notebook (Ctrl+Z there restores the cell, outputs and all), and its card says so.
+ * the notebook (its Undo Cell Operation, Z in command mode, restores the cell, outputs
+ * and all), and its card says so.
  */
 import "./cell-edit-card.css";
 import { appendCodeText, element } from "../dom";

@@ -3,7 +3,8 @@
 A delete and a move are proposals, as an edit is (:mod:`.editing`): the card shows the
 cell (a delete its whole text, removed; a move the cell and from where to where), the
 user accepts or rejects it, and an accepted one reaches the page as one step of the
-notebook's undo history — Ctrl+Z in the notebook puts the cell back. The page makes it
+notebook's undo history — the notebook's Undo Cell Operation (Z in command mode;
+Ctrl+Z there undoes the active cell's text) puts the cell back. The page makes it
 only if the cell is still as the proposal showed it (its text; for a move its place), so
 a user's change made while they decided is never overwritten.
 
@@ -72,7 +73,8 @@ def preview_cells(cells: list[tuple[int, dict[str, Any]]]) -> list[PreviewCell]:
 async def delete_cell(ctx: ToolContext, cell_id: str) -> RichResult:
     """Propose deleting a notebook cell. The user sees the cell's text and accepts or
     rejects the deletion; the result says which. An accepted deletion is one step of the
-    notebook's undo history (Ctrl+Z in the notebook restores the cell).
+    notebook's undo history (the notebook's Undo Cell Operation, Z in command mode,
+    restores the cell).
 
     Args:
         cell_id: The cell's id, as read_notebook shows it.
@@ -99,7 +101,8 @@ async def delete_cell(ctx: ToolContext, cell_id: str) -> RichResult:
             f"{index + 1}) was deleted." if decision.by == "user"
             else f"{who_decided(decision)}; cell {cell_id} was deleted.")
     return proposal_result(proposed, "accepted",
-                           f"{text} Ctrl+Z in the notebook restores it.")
+                           f"{text} The notebook's Undo Cell Operation (Z in command "
+                           "mode) restores it.")
 
 
 @tool(category="notebook", label="Move cell", timeout=_DECISION_WAIT)
@@ -146,7 +149,8 @@ async def move_cell(ctx: ToolContext, cell_id: str, to_index: int) -> RichResult
             if decision.by == "user"
             else f"{who_decided(decision)}; cell {cell_id} moved {where}.")
     return proposal_result(proposed, "accepted",
-                           f"{text} Ctrl+Z in the notebook moves it back.")
+                           f"{text} The notebook's Undo Cell Operation (Z in command "
+                           "mode) moves it back.")
 
 
 def _not_applied(what: str, cell_id: str, error: NotebookError) -> str:
