@@ -10,7 +10,7 @@ the kernel's restart and Run All asked for with approvals that say what they do.
 3. ``restart_kernel`` refused at its approval (which names the variables lost) leaves the
    kernel's id and a variable as they were.
 4. ``run_all``'s approval lists the code cells it would run, in order, by the names the
-   notebook shows; refused, nothing runs.
+   notebook shows (not the chat's own cell); refused, nothing runs.
 
 The kernel side is test_notebook_agent.py's (a scripted model the test sets before each
 turn), with the tools of this file switched on. Pictures (Light and Dark): the delete
@@ -254,14 +254,15 @@ def test_the_run_all_approval_lists_the_cells_in_order(lab: LabSession,
     approval = notebook.page.locator(APPROVAL)
     approval.wait_for()
     what = approval.locator(".neta-chat-approval-what").text_content() or ""
-    assert what.startswith("It runs 4 code cells, in this order")
+    # The chat's own cell is left out: run again, it would make a new chat mid-turn.
+    assert what.startswith("It runs 3 code cells (not cell chat, which shows this chat), "
+                           "in this order")
     rows = approval.locator(".neta-chat-approval-cell")
     names = [name.strip() for name in rows.locator(".neta-cell-name").all_text_contents()]
     lines = rows.locator(".neta-chat-approval-cell-line").all_text_contents()
-    code = [i for i, cell_id in enumerate(CELL_IDS) if cell_id != "notes"]
+    code = [CELL_IDS.index(cell_id) for cell_id in ("setup", "doomed", "last")]
     assert names == [counts[i].rstrip(":") for i in code]
-    assert lines == ["import json, sys", "answer = 41 + 1", 'doomed = "this cell goes"',
-                     "print(answer * 2)"]
+    assert lines == ["answer = 41 + 1", 'doomed = "this cell goes"', "print(answer * 2)"]
     pictures(lab, approval, screenshot_dir, "run-all-approval")
 
     approval.locator("button[data-decision=reject]").click()

@@ -26,6 +26,7 @@ class FakeNotebookPage:
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.run_outputs: dict[str, list[dict[str, Any]]] = {}
         self.executing: list[str] = []
+        self.chat_cell_id: str | None = None
         self.kernel_id = "k-1"
         self.restarts: list[int] = []
         self.interrupts = 0
@@ -50,7 +51,8 @@ class FakeNotebookPage:
         return answer
 
     async def _op_read(self, args: dict[str, Any]) -> dict[str, Any]:
-        return {"path": self.path, "dirty": self.dirty, "cells": copy.deepcopy(self.cells)}
+        return {"path": self.path, "dirty": self.dirty, "cells": copy.deepcopy(self.cells),
+                "chat_cell_id": self.chat_cell_id}
 
     async def _op_edit(self, args: dict[str, Any]) -> dict[str, Any]:
         cell = self.cell(args["cell_id"])

@@ -395,3 +395,16 @@ async def test_a_saved_chat_shows_the_delete_and_move_cards_with_their_decisions
     assert "Delete cell m1 · Accepted" in form and "-# Notes" in form
     assert "Move cell c3 from position 3 to 1 · Accepted" in form
     assert "[Delete cell m1 · Accepted]" in ChatView(session)._fallback_text()
+
+
+async def test_run_all_leaves_out_the_cell_that_shows_the_chat() -> None:
+    page = FakeNotebookPage([{"id": "chat", "source": "ChatView(session)"}, *CELLS])
+    page.chat_cell_id = "chat"  # running it again would make a new chat mid-turn
+    session, rec, _ = _session([calls(("r", "run_all", {})), answer("ok")], page)
+    request = await _decide(session, rec, ("r", "run_all", {}), "allow_once")
+    assert [c.cell_id for c in request.preview.cells] == ["c1", "c2", "c3"]
+    assert "3 code cells (not cell chat, which shows this chat)" in request.preview.summary
+    assert [a["cell_ids"] for op, a in page.requests if op == "run_all"] == [
+        ["c1", "c2", "c3"]]
+    assert page.cell("chat")["execution_count"] is None
+    assert "Ran 3 of 3 code cells in order (not cell chat" in _result(session, "r").content

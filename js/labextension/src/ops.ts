@@ -18,7 +18,8 @@ export interface OpServices {
 }
 
 type Args = Record<string, unknown>;
-type Op = (panel: NotebookPanel, args: Args, services: OpServices) => unknown;
+/** `target`: the element the request came from (the chat view's own). */
+type Op = (panel: NotebookPanel, args: Args, services: OpServices, target?: EventTarget | null) => unknown;
 
 const CELL_TYPES = ["code", "markdown", "raw"] as const;
 
@@ -96,14 +97,22 @@ function cellJson(cell: ICellModel, budget: Budget): Record<string, unknown> {
   return base;
 }
 
+/** The id of the cell whose output shows the element a request came from (the chat view
+ * asking), or null (a chat in a side panel). */
+function chatCellId(panel: NotebookPanel, target: EventTarget | null | undefined): string | null {
+  if (!(target instanceof Node)) return null;
+  return panel.content.widgets.find((cell: Cell) => cell.node.contains(target))?.model.id ?? null;
+}
+
 /** The notebook's cells in order; their outputs charged to the budget the asked-for cells
- * first (`args`: read_notebook's start, end and cell_id). */
-function read(panel: NotebookPanel, args: Args): unknown {
+ * first (`args`: read_notebook's start, end and cell_id); and the cell that shows the chat
+ * asking (`chat_cell_id`: run_all leaves it out). */
+function read(panel: NotebookPanel, args: Args, _services?: OpServices, target?: EventTarget | null): unknown {
   const budget = newBudget();
   const all = cells(panel);
   const json: Record<string, unknown>[] = new Array(all.length);
   for (const index of chargeOrder(all.map((cell) => cell.id), args as ReadFocus)) json[index] = cellJson(all[index], budget);
-  return { path: panel.context.path, dirty: panel.context.model.dirty, cells: json };
+  return { path: panel.context.path, dirty: panel.context.model.dirty, cells: json, chat_cell_id: chatCellId(panel, target) };
 }
 
 /** A code cell's execution count when an accepted edit was applied to it, and whether the

@@ -50,8 +50,18 @@ def _page(ctx: ToolContext) -> NotebookAccess | None:
 
 
 def _code_cells(notebook: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    """The code cells ``run_all`` runs: all but the one that shows this chat (the page
+    names it, ``chat_cell_id``), which would make a new chat in the middle of this turn."""
+    chat = notebook.get("chat_cell_id")
     return [(position, cell) for position, cell in enumerate(notebook_cells(notebook), 1)
-            if cell.get("cell_type", "code") == "code"]
+            if cell.get("cell_type", "code") == "code" and (chat is None
+                                                           or cell.get("id") != chat)]
+
+
+def _left_out(notebook: dict[str, Any]) -> str:
+    chat = notebook.get("chat_cell_id")
+    return (f" (not cell {chat}, which shows this chat)" if isinstance(chat, str)
+            and any(cell.get("id") == chat for cell in notebook_cells(notebook)) else "")
 
 
 # --- run_all -------------------------------------------------------------------------
@@ -61,9 +71,11 @@ async def _run_all_preview(ctx: ToolContext, _: dict[str, Any]) -> ApprovalPrevi
     if access is None:
         return None
     assert access.page is not None
-    code = _code_cells(await access.page.request("read", {}))
-    summary = (f"It runs {len(code)} code cell{'s' if len(code) != 1 else ''}, in this "
-               "order, and stops at the first that raises an error:")
+    notebook = await access.page.request("read", {})
+    code = _code_cells(notebook)
+    summary = (f"It runs {len(code)} code cell{'s' if len(code) != 1 else ''}"
+               f"{_left_out(notebook)}, in this order, and stops at the first that raises "
+               "an error:")
     return ApprovalPreview(summary=summary, cells=preview_cells(code))
 
 
@@ -71,7 +83,8 @@ async def _run_all_preview(ctx: ToolContext, _: dict[str, Any]) -> ApprovalPrevi
       approval_preview=_run_all_preview)
 async def run_all(ctx: ToolContext) -> RichResult:
     """Run every code cell of the notebook in order, as the user's Run All does, stopping
-    at the first that raises an error. Needs the user's approval, which lists the cells.
+    at the first that raises an error (not the cell that shows this chat). Needs the
+    user's approval, which lists the cells.
     Returns what became of each cell and the error, if one was raised; read_notebook
     shows the outputs.
     """
@@ -82,15 +95,15 @@ async def run_all(ctx: ToolContext) -> RichResult:
                           "cannot run cells until it ends. run_cell runs one cell at a "
                           "time in the kernel directly.")
     try:
-        code = _code_cells(await access.page.request("read", {}))
-        ids = [str(cell.get("id", "")) for _, cell in code]
+        notebook = await access.page.request("read", {})
+        ids = [str(cell.get("id", "")) for _, cell in _code_cells(notebook)]
         answer = await access.page.request("run_all", {"cell_ids": ids}, wait=RUN_WAIT)
     except NotebookError as error:
         raise ToolFailure(f"The cells could not be run: {error}") from error
     results = answer.get("results")
     ran = [item for item in results if isinstance(item, dict)] if isinstance(results,
                                                                               list) else []
-    lines = [f"Ran {len(ran)} of {len(ids)} code cells in order:"]
+    lines = [f"Ran {len(ran)} of {len(ids)} code cells in order{_left_out(notebook)}:"]
     failed: dict[str, Any] | None = None
     for item in ran:
         status = "raised an error" if item.get("status") == "error" else "ran"
