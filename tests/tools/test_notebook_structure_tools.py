@@ -403,8 +403,8 @@ async def test_run_all_leaves_out_the_cell_that_shows_the_chat() -> None:
     session, rec, _ = _session([calls(("r", "run_all", {})), answer("ok")], page)
     request = await _decide(session, rec, ("r", "run_all", {}), "allow_once")
     assert [c.cell_id for c in request.preview.cells] == ["c1", "c2", "c3"]
-    assert "3 code cells (not cell chat, which shows this chat)" in request.preview.summary
+    assert "3 code cells (not cell 1, which shows this chat)" in request.preview.summary
     assert [a["cell_ids"] for op, a in page.requests if op == "run_all"] == [
         ["c1", "c2", "c3"]]
     assert page.cell("chat")["execution_count"] is None
-    assert "Ran 3 of 3 code cells in order (not cell chat" in _result(session, "r").content
+    assert "Ran 3 of 3 code cells in order (not cell 1, which" in _result(session, "r").content

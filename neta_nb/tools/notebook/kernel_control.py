@@ -29,7 +29,7 @@ from ..rich import RichResult
 from . import kernel
 from .editing import live_page
 from .page import NotebookAccess, NotebookError
-from .reading import UNTRUSTED, notebook_cells, render_outputs
+from .reading import UNTRUSTED, notebook_cells, render_outputs, shown_name
 from .reading_running import RUN_WAIT
 from .structure import preview_cells
 
@@ -59,9 +59,12 @@ def _code_cells(notebook: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
 
 
 def _left_out(notebook: dict[str, Any]) -> str:
+    """Which cell ``run_all`` leaves out, named as the notebook shows it (``[1]``)."""
     chat = notebook.get("chat_cell_id")
-    return (f" (not cell {chat}, which shows this chat)" if isinstance(chat, str)
-            and any(cell.get("id") == chat for cell in notebook_cells(notebook)) else "")
+    for position, cell in enumerate(notebook_cells(notebook), 1):
+        if isinstance(chat, str) and cell.get("id") == chat:
+            return f" (not cell {shown_name(cell, position)}, which shows this chat)"
+    return ""
 
 
 # --- run_all -------------------------------------------------------------------------
