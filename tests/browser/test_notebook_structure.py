@@ -26,6 +26,8 @@ from typing import Any
 import nbformat
 import pytest
 
+from neta_nb import SessionStore
+
 from ..support.timing import poll_until
 from .harness import LabSession
 from .test_notebook_agent import CHAT, IDLE, TOOLS, cells_but_the_chat_outputs, diff_lines
@@ -69,9 +71,9 @@ _RAN_JS = f"""
 """
 
 
-def structure_notebook() -> Any:
+def structure_notebook(chat: str = STRUCTURE_CHAT) -> Any:
     notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_code_cell(STRUCTURE_CHAT, id="chat"),
+    notebook.cells = [nbformat.v4.new_code_cell(chat, id="chat"),
                       nbformat.v4.new_code_cell(SETUP, id="setup"),
                       nbformat.v4.new_code_cell(DOOMED, id="doomed"),
                       nbformat.v4.new_markdown_cell(NOTES, id="notes"),
@@ -84,12 +86,12 @@ def structure_notebook() -> Any:
 class Notebook:
     """The test notebook, open and run in JupyterLab, its chat bound to the page."""
 
-    def __init__(self, lab: LabSession, name: str) -> None:
+    def __init__(self, lab: LabSession, name: str, *, chat: str = STRUCTURE_CHAT) -> None:
         self.lab = lab
         self.page = lab.page
         self.path = name
         self.root = lab.server.root_dir
-        nbformat.write(structure_notebook(), self.root / name)
+        nbformat.write(structure_notebook(chat), self.root / name)
         lab.open_notebook(name)
         self.page.evaluate(_RUN_ALL_JS, name)
         self.page.wait_for_function(_RAN_JS, arg=name, timeout=60_000, polling=100)
@@ -269,3 +271,32 @@ def test_the_run_all_approval_lists_the_cells_in_order(lab: LabSession,
     approval.locator("button[data-decision=reject]").click()
     notebook.wait_for_text("Ran nothing.")
     assert [cell["prompt"] for cell in notebook.shown()["cells"]] == counts
+
+
+def test_an_allowed_restart_restarts_the_kernel_once_its_result_is_stored(
+        lab: LabSession) -> None:
+    # A store of its own, in the server's root, read here after the kernel has gone.
+    stored = STRUCTURE_CHAT.replace(
+        "session = AgentSession(agent)",
+        "from neta_nb import SessionStore\n"
+        "session = AgentSession(agent, store=SessionStore('restart.sqlite3'))")
+    assert stored != STRUCTURE_CHAT
+    notebook = Notebook(lab, "structure_restart_allowed.ipynb", chat=stored)
+    session_id = notebook.execute("print(session.id)")
+    assert notebook.execute("print(answer)") == "42"
+    notebook.play("Restart the kernel", [{"name": "restart_kernel", "args": {}}],
+                  "Restarting now.")
+    notebook.page.locator(f"{APPROVAL} button[data-decision=allow_once]").click()
+    poll_until(lambda: notebook.execute("print('answer' in dir())") == "False", within=60,
+               what="the kernel restarted")
+    store = SessionStore(notebook.root / "restart.sqlite3")
+    try:
+        messages = [*store.load_messages(session_id)]
+        draft = store.load_draft(session_id)
+        if draft is not None:
+            messages.append(draft)
+    finally:
+        store.close()
+    results = [part.content for message in messages for part in message.parts
+               if part.type == "tool_result" and part.name == "restart_kernel"]
+    assert len(results) == 1 and "restarts in 1.5 s" in results[0], messages
