@@ -50,6 +50,19 @@ APPROVAL = ".neta-chat-approval:not(.neta-is-proposal)"
 DECIDED = ".neta-tool-card .neta-cell-edit"
 
 _KERNEL_ID_JS = f"(path) => {_FIND_PANEL}(path).sessionContext.session?.kernel?.id ?? null"
+_WATCH_RESTART_JS = f"""
+(path) => {{
+  const context = {_FIND_PANEL}(path).sessionContext;
+  window.__netaRestarted = false;
+  context.statusChanged.connect((_, status) => {{
+    if (status === 'restarting') window.__netaRestarted = true;
+  }});
+}}
+"""
+_RESTARTED_JS = f"""
+(path) => window.__netaRestarted
+  && {_FIND_PANEL}(path).sessionContext.session?.kernel?.status === 'idle'
+"""
 _RUN_ALL_JS = f"""
 async (path) => {{
   const app = window.jupyterapp;
@@ -286,9 +299,11 @@ def test_an_allowed_restart_restarts_the_kernel_once_its_result_is_stored(
     assert notebook.execute("print(answer)") == "42"
     notebook.play("Restart the kernel", [{"name": "restart_kernel", "args": {}}],
                   "Restarting now.")
+    notebook.page.evaluate(_WATCH_RESTART_JS, notebook.path)
     notebook.page.locator(f"{APPROVAL} button[data-decision=allow_once]").click()
-    poll_until(lambda: notebook.execute("print('answer' in dir())") == "False", within=60,
-               what="the kernel restarted")
+    # Waited for on the page: a snippet run meanwhile would be cut by the restart.
+    notebook.page.wait_for_function(_RESTARTED_JS, arg=notebook.path, timeout=60_000)
+    assert notebook.execute("print('answer' in dir())") == "False"
     store = SessionStore(notebook.root / "restart.sqlite3")
     try:
         messages = [*store.load_messages(session_id)]
