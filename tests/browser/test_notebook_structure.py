@@ -1,6 +1,7 @@
-"""The notebook's structure and kernel as tools, on a real JupyterLab page: a deletion and
-a move as proposals with their cards, undone by the notebook's own undo once accepted;
-the kernel's restart and Run All asked for with approvals that say what they do.
+"""The notebook's structure and kernel as tools, on a real JupyterLab page (the deletion in
+Notebook 7 too): a deletion and a move as proposals with their cards, undone by the
+notebook's own undo once accepted; the kernel's restart and Run All asked for with
+approvals that say what they do.
 
 1. A rejected ``delete_cell`` leaves the live cell and the saved file byte for byte as
    they were; an accepted one removes the cell, and one Undo Cell Operation (Z in command
@@ -29,7 +30,7 @@ import pytest
 from neta_nb import SessionStore
 
 from ..support.timing import poll_until
-from .harness import LabSession
+from .harness import JupyterLabServer, LabSession
 from .test_notebook_agent import CHAT, IDLE, TOOLS, cells_but_the_chat_outputs, diff_lines
 from .test_notebook_bridge import _FIND_PANEL, SAVE_JS, SHOWN_JS
 
@@ -99,13 +100,22 @@ def structure_notebook(chat: str = STRUCTURE_CHAT) -> Any:
 class Notebook:
     """The test notebook, open and run in JupyterLab, its chat bound to the page."""
 
-    def __init__(self, lab: LabSession, name: str, *, chat: str = STRUCTURE_CHAT) -> None:
-        self.lab = lab
-        self.page = lab.page
+    def __init__(self, lab: LabSession, name: str, *, chat: str = STRUCTURE_CHAT,
+                 notebook7: JupyterLabServer | None = None) -> None:
+        """In JupyterLab (``lab``'s page), or in a tab of its own on ``notebook7``."""
+        server = notebook7 or lab.server
+        self.root = server.root_dir
         self.path = name
-        self.root = lab.server.root_dir
         nbformat.write(structure_notebook(chat), self.root / name)
-        lab.open_notebook(name)
+        if notebook7 is None:
+            self.lab = lab
+            lab.open_notebook(name)
+        else:
+            url = f"{server.url}/notebooks/{name}?token={server.token}"
+            self.lab = LabSession(server, lab.page.context, url=url)
+            self.lab.page.wait_for_function(f"(path) => Boolean({_FIND_PANEL}(path))",
+                                            arg=name, timeout=60_000)
+        self.page = self.lab.page
         self.page.evaluate(_RUN_ALL_JS, name)
         self.page.wait_for_function(_RAN_JS, arg=name, timeout=60_000, polling=100)
         self.page.locator(".neta-chat-view").wait_for()
@@ -114,6 +124,16 @@ class Notebook:
 
     def execute(self, code: str) -> str:
         return self.lab.execute(self.path, code).strip()
+
+    def close_tab(self) -> None:
+        """Notebook 7: shut its kernel down and close its tab (JupyterLab's notebooks are
+        closed by the ``lab`` fixture); no error on the page but Notebook 7's own."""
+        self.page.evaluate("async () => { const p = window.jupyterapp.shell.currentWidget;"
+                           " p.context.model.dirty = false;"
+                           " await p.sessionContext.shutdown(); }")
+        errors = [e.text for e in self.lab.console_errors if e.type == "error"]
+        self.lab.close()
+        assert not errors, "errors on the page:\n" + "\n".join(errors)
 
     def play(self, prompt: str, calls: list[dict[str, Any]], done: str) -> None:
         script = [[{"tool_call": call} for call in calls], [{"text": done}]]
@@ -169,9 +189,23 @@ def pictures(lab: LabSession, locator: Any, directory: Path, name: str) -> None:
     lab.screenshot_themes(locator, directory, f"notebook-{name}")
 
 
+@pytest.mark.parametrize("front", ["lab", "notebook7"])
 def test_a_rejected_delete_changes_nothing_and_an_accepted_one_is_undone_in_the_notebook(
-        lab: LabSession, screenshot_dir: Path) -> None:
-    notebook = Notebook(lab, "structure_delete.ipynb")
+        front: str, lab: LabSession, screenshot_dir: Path,
+        request: pytest.FixtureRequest) -> None:
+    if front == "lab":
+        notebook = Notebook(lab, "structure_delete.ipynb")
+        _delete_and_undo(notebook, lab, screenshot_dir)
+        return
+    notebook = Notebook(lab, "structure_delete7.ipynb",
+                        notebook7=request.getfixturevalue("notebook7"))
+    try:
+        _delete_and_undo(notebook, None, screenshot_dir)
+    finally:
+        notebook.close_tab()
+
+
+def _delete_and_undo(notebook: Notebook, lab: LabSession | None, screenshot_dir: Path) -> None:
     saved = notebook.save()
     delete = {"name": "delete_cell", "args": {"cell_id": "doomed"}}
     notebook.play("Remove the doomed cell", [delete], "Left it.")
@@ -186,7 +220,8 @@ def test_a_rejected_delete_changes_nothing_and_an_accepted_one_is_undone_in_the_
     assert card.locator("button[data-decision=reject]").is_visible()
     assert card.locator("button[data-decision=edit]").is_hidden()  # no text to change
     assert notebook.shown()["dirty"] is False  # asking changed nothing
-    pictures(lab, card, screenshot_dir, "delete-card")
+    if lab is not None:
+        pictures(lab, card, screenshot_dir, "delete-card")
 
     card.locator("button[data-decision=reject]").click()
     notebook.wait_for_text("Left it.")
