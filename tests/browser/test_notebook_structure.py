@@ -350,3 +350,20 @@ def test_an_allowed_restart_restarts_the_kernel_once_its_result_is_stored(
     results = [part.content for message in messages for part in message.parts
                if part.type == "tool_result" and part.name == "restart_kernel"]
     assert len(results) == 1 and "restarts in 1.5 s" in results[0], messages
+
+
+def test_clear_outputs_clears_every_code_cell_but_the_chat(lab: LabSession) -> None:
+    notebook = Notebook(lab, "structure_clear.ipynb")
+    notebook.play("Clear the outputs", [{"name": "clear_outputs", "args": {}}], "Cleared.")
+    approval = notebook.page.locator(APPROVAL)
+    approval.wait_for()
+    names = approval.locator(".neta-chat-approval-cell .neta-cell-name").all_text_contents()
+    assert len(names) == 3  # setup, doomed, last: not the chat's cell
+    approval.locator("button[data-decision=allow_once]").click()
+    notebook.wait_for_text("Cleared.")
+    cells = notebook.shown()["cells"]
+    for index in (1, 2, 4):
+        assert cells[index]["output"] == "" and cells[index]["prompt"] in ("[ ]:", "[]:")
+    assert notebook.page.locator(".neta-chat-view").is_visible()
+    assert "(not the cell that shows this chat) were cleared (3 cells)" in notebook.results(
+        "clear_outputs")[0]

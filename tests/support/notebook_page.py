@@ -106,7 +106,8 @@ class FakeNotebookPage:
 
     async def _op_clear_outputs(self, args: dict[str, Any]) -> dict[str, Any]:
         chosen = ([self.cell(args["cell_id"])] if args.get("cell_id") is not None
-                  else [c for c in self.cells if c["cell_type"] == "code"])
+                  else [c for c in self.cells
+                        if c["cell_type"] == "code" and c["id"] != self.chat_cell_id])
         for cell in chosen:
             cell["outputs"], cell["execution_count"] = [], None
         return {"cleared": [cell["id"] for cell in chosen]}

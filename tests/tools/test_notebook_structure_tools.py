@@ -408,3 +408,21 @@ async def test_run_all_leaves_out_the_cell_that_shows_the_chat() -> None:
         ["c1", "c2", "c3"]]
     assert page.cell("chat")["execution_count"] is None
     assert "Ran 3 of 3 code cells in order (not cell 1, which" in _result(session, "r").content
+
+
+async def test_clear_outputs_leaves_the_chat_alone() -> None:
+    chat = {"id": "chat", "source": "ChatView(session)", "execution_count": 3,
+            "outputs": [{"output_type": "display_data", "data": {"text/plain": "chat"}}]}
+    page = FakeNotebookPage([chat, *CELLS])
+    page.chat_cell_id = "chat"  # its output is the chat: cleared, the chat would close
+    session, rec, _ = _session([calls(("c", "clear_outputs", {})), answer("ok")], page)
+    request = await _decide(session, rec, ("c", "clear_outputs", {}), "allow_once")
+    assert [c.cell_id for c in request.preview.cells] == ["c1"]
+    assert page.cell("chat")["outputs"] and page.cell("c1")["outputs"] == []
+    assert "(not the cell that shows this chat)" in _result(session, "c").content
+    named, _, _ = _session([calls(("c", "clear_outputs", {"cell_id": "chat"})),
+                            answer("ok")], page)
+    named.approval_policy = "allow"
+    await named.run("go")
+    assert "Cell chat's output is this chat" in _result(named, "c").content
+    assert page.cell("chat")["outputs"]

@@ -302,11 +302,14 @@ function move(panel: NotebookPanel, args: Args): unknown {
 }
 
 /** Clears the outputs and execution count of one code cell (`cell_id`) or of all, as the
- * notebook's Clear Outputs does: not a step of the undo history (outputs never are). */
-function clearOutputs(panel: NotebookPanel, args: Args): unknown {
+ * notebook's Clear Outputs does: not a step of the undo history (outputs never are). The
+ * cell that shows the chat asking is left alone (its output is the chat). */
+function clearOutputs(panel: NotebookPanel, args: Args, _services?: OpServices, target?: EventTarget | null): unknown {
   const cellId = args.cell_id ?? null;
   if (cellId !== null && typeof cellId !== "string") throw new BridgeFailure("bad_request", "'cell_id' must be a string or null");
-  const chosen = cellId === null ? cells(panel).filter(isCode) : [requireCode(findCell(panel, cellId).cell)];
+  const chat = chatCellId(panel, target);
+  if (cellId !== null && cellId === chat) throw new BridgeFailure("bad_request", `cell ${cellId} shows this chat: its output is the chat`);
+  const chosen = cellId === null ? cells(panel).filter(isCode).filter((cell) => cell.id !== chat) : [requireCode(findCell(panel, cellId).cell)];
   for (const cell of chosen) cell.sharedModel.transact(() => cell.clearExecution(), false);
   return { cleared: chosen.map((cell) => cell.id) };
 }

@@ -37,12 +37,16 @@ _DECISION_WAIT = 24 * 3600.0
 """A proposal waits for the user like an approval does; the tool's timeout is no limit."""
 
 
-async def _cells(access: NotebookAccess) -> list[dict[str, Any]]:
+async def _notebook(access: NotebookAccess) -> dict[str, Any]:
     assert access.page is not None
     try:
-        return notebook_cells(await access.page.request("read", {}))
+        return await access.page.request("read", {})
     except NotebookError as error:
         raise ToolFailure(f"The notebook could not be read: {error}") from error
+
+
+async def _cells(access: NotebookAccess) -> list[dict[str, Any]]:
+    return notebook_cells(await _notebook(access))
 
 
 def _position(cells: list[dict[str, Any]], cell_id: str) -> int:
@@ -161,15 +165,18 @@ def _not_applied(what: str, cell_id: str, error: NotebookError) -> str:
     return f"The user accepted the {what} of cell {cell_id}, but it could not be made: {error}"
 
 
-def _with_outputs(cells: list[dict[str, Any]], cell_id: str | None
+def _with_outputs(notebook: dict[str, Any], cell_id: str | None
                   ) -> list[tuple[int, dict[str, Any]]]:
     """The code cells ``clear_outputs`` clears (with their positions): the one named,
-    or every one with outputs or an execution count."""
+    or every one with outputs or an execution count but the one whose output is this
+    chat (the page names it, ``chat_cell_id``)."""
+    cells = notebook_cells(notebook)
     if cell_id is not None:
         index = _position(cells, cell_id)
         return [(index + 1, cells[index])]
+    chat = notebook.get("chat_cell_id")
     return [(position, cell) for position, cell in enumerate(cells, start=1)
-            if cell.get("cell_type", "code") == "code"
+            if cell.get("cell_type", "code") == "code" and cell.get("id") != chat
             and (cell.get("outputs") or cell.get("execution_count") is not None)]
 
 
@@ -180,8 +187,7 @@ async def _clear_preview(ctx: ToolContext, args: dict[str, Any]) -> ApprovalPrev
             or not (cell_id is None or isinstance(cell_id, str)):
         return None
     try:
-        chosen = _with_outputs(notebook_cells(await access.page.request("read", {})),
-                               cell_id)
+        chosen = _with_outputs(await access.page.request("read", {}), cell_id)
     except ToolFailure:
         return None  # no such cell: the call says so once allowed
     summary = (f"It clears the outputs and execution count of {len(chosen)} "
@@ -200,12 +206,16 @@ async def clear_outputs(ctx: ToolContext, cell_id: str | None = None) -> RichRes
         cell_id: The cell's id, as read_notebook shows it; none: every code cell.
     """
     access = live_page(ctx)
-    cells = await _cells(access)
+    notebook = await _notebook(access)
+    cells = notebook_cells(notebook)
     if cell_id is not None:
         index = _position(cells, cell_id)
         if cells[index].get("cell_type", "code") != "code":
             raise ToolFailure(f"Cell {cell_id} is a {cells[index].get('cell_type')} cell; "
                               "only code cells have outputs.")
+        if cell_id == notebook.get("chat_cell_id"):
+            raise ToolFailure(f"Cell {cell_id}'s output is this chat; its outputs are not "
+                              "cleared.")
     assert access.page is not None
     try:
         answer = await access.page.request("clear_outputs", {"cell_id": cell_id})
@@ -215,4 +225,7 @@ async def clear_outputs(ctx: ToolContext, cell_id: str | None = None) -> RichRes
     count = len(cleared) if isinstance(cleared, list) else 0
     if cell_id is not None:
         return RichResult(text=f"The outputs of cell {cell_id} were cleared.")
-    return RichResult(text=f"The outputs of all code cells were cleared ({count} cells).")
+    kept = (" (not the cell that shows this chat)"
+            if notebook.get("chat_cell_id") is not None else "")
+    return RichResult(text=f"The outputs of all code cells{kept} were cleared ({count} "
+                           "cells).")
