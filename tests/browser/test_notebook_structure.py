@@ -367,3 +367,50 @@ def test_clear_outputs_clears_every_code_cell_but_the_chat(lab: LabSession) -> N
     assert notebook.page.locator(".neta-chat-view").is_visible()
     assert "(not the cell that shows this chat) were cleared (3 cells)" in notebook.results(
         "clear_outputs")[0]
+
+
+_RUN_CELL_JS = f"""
+([path, index, source]) => {{
+  const panel = {_FIND_PANEL}(path);
+  panel.content.model.cells.get(index).sharedModel.setSource(source);
+  panel.content.activeCellIndex = index;
+  void window.jupyterapp.commands.execute('notebook:run-cell');
+  return true;
+}}
+"""
+
+
+def test_interrupt_kernel_stops_the_running_cell_and_not_the_turn(lab: LabSession) -> None:
+    notebook = Notebook(lab, "structure_interrupt.ipynb")
+    script = [[{"tool_call": {"name": "interrupt_kernel", "args": {}}}],
+              [{"text": "Interrupted it."}]]
+    notebook.execute(f"model.script = Script.coerce(json.loads({json.dumps(script)!r}))")
+    # A long cell runs on the page; the turn starts from the chat's Send meanwhile.
+    notebook.page.evaluate(_RUN_CELL_JS, [notebook.path, 4,
+                                          "import asyncio\nawait asyncio.sleep(60)\n"
+                                          "print('sl' + 'ept')"])
+    notebook.page.wait_for_function(
+        f"(path) => ({SHOWN_JS})(path).cells[4].prompt === '[*]:'", arg=notebook.path)
+    notebook.page.locator(".neta-chat-textarea").fill("Stop the running cell")
+    notebook.page.locator(".neta-chat-send").click()
+    approval = notebook.page.locator(APPROVAL)
+    approval.wait_for(timeout=30_000)
+    assert approval.locator(".neta-chat-approval-cell-line").all_text_contents() == [
+        "import asyncio"]
+    approval.locator("button[data-decision=allow_once]").click()
+    notebook.wait_for_text("Interrupted it.")  # the turn went on after the interrupt
+    assert notebook.results("interrupt_kernel") == [
+        "The kernel was interrupted. Cells executing then: last. read_notebook shows where "
+        "the cell stopped."]
+    stopped = notebook.shown()["cells"][4]
+    assert "slept" not in stopped["output"]  # stopped in the sleep, never printed
+    assert "CancelledError" in stopped["output"] or "KeyboardInterrupt" in stopped["output"]
+
+    # Nothing executes now: refused, before anyone is asked, and the turn goes on.
+    notebook.play("Interrupt again", [{"name": "interrupt_kernel", "args": {}}],
+                  "Nothing to stop.")
+    approval.wait_for()
+    approval.locator("button[data-decision=allow_once]").click()
+    notebook.wait_for_text("Nothing to stop.")
+    assert notebook.results("interrupt_kernel")[-1].startswith(
+        "No cell is executing: there is nothing to interrupt")
