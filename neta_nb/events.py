@@ -41,6 +41,7 @@ __all__ = [
     "Event",
     "MessageAppendedEvent",
     "MessageUpdatedEvent",
+    "PreviewCell",
     "ProgressEvent",
     "SendCommand",
     "SetThinkingLevelCommand",
@@ -239,13 +240,27 @@ class TokenUpdateEvent(_Event):
     context: ContextUsage
 
 
+class PreviewCell(BaseModel):
+    """One cell an approval names (the cells ``run_all`` runs, in order): its id, its
+    name as the notebook shows it (``[2]``, or its position ``3``) and its first line."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    cell_id: str
+    cell_label: str = ""
+    first_line: str = ""
+
+
 class ApprovalPreview(BaseModel):
     """What a call waiting for approval will do, as its tool describes it to the user
     (``Tool.approval_preview``): the code it will run and, for a notebook cell, which cell
     (its id, and its name as the notebook shows it: ``[2]``, or its position ``3``
     before it ran).
     ``code`` is at most :data:`PREVIEW_CHARS` long; ``cut`` counts the characters left
-    out."""
+    out. A call that runs no code of its own says what it does in ``summary`` (shown in
+    place of "It runs this code"; what a restart loses) and names the cells it acts on
+    in ``cells``, in order (at most :data:`PREVIEW_CELLS`; ``cells_left_out`` counts the
+    rest)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -254,21 +269,31 @@ class ApprovalPreview(BaseModel):
     cell_id: str | None = None
     cell_label: str | None = None
     cut: int = 0
+    summary: str = ""
+    cells: list[PreviewCell] = []
+    cells_left_out: int = 0
 
     def bounded(self) -> ApprovalPreview:
         """This preview with its code cut to :data:`PREVIEW_CHARS` (and its labels to a
-        line)."""
+        line, its cells to :data:`PREVIEW_CELLS`)."""
         code, cut = self.code, self.cut
         if len(code) > PREVIEW_CHARS:
             code, cut = code[:PREVIEW_CHARS], cut + len(code) - PREVIEW_CHARS
+        cells = [cell.model_copy(update={
+            "cell_id": cell.cell_id[:200], "cell_label": cell.cell_label[:80],
+            "first_line": cell.first_line[:200]}) for cell in self.cells[:PREVIEW_CELLS]]
         return self.model_copy(update={
             "code": code, "cut": cut, "language": self.language[:40],
             "cell_id": None if self.cell_id is None else self.cell_id[:200],
-            "cell_label": None if self.cell_label is None else self.cell_label[:80]})
+            "cell_label": None if self.cell_label is None else self.cell_label[:80],
+            "summary": self.summary[:PREVIEW_CHARS], "cells": cells,
+            "cells_left_out": self.cells_left_out + len(self.cells) - len(cells)})
 
 
 PREVIEW_CHARS = 20_000
 """The most of a call's code an approval request carries (a cell may be very long)."""
+PREVIEW_CELLS = 200
+"""The most cells an approval request names."""
 
 
 class ApprovalRequestEvent(_Event):

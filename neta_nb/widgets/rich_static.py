@@ -74,7 +74,13 @@ def _proposal(item: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def _proposal_title(proposal: Mapping[str, Any], lang: str) -> str:
-    if proposal.get("kind") == "insert":
+    name = str(proposal.get("cell_id", ""))
+    if proposal.get("kind") == "delete":
+        title = t("cell_delete_title", lang, id=name)
+    elif proposal.get("kind") == "move":
+        title = t("cell_move_title", lang, id=name, **{"from": str(proposal.get("from_index")),
+                                                      "to": str(proposal.get("to_index"))})
+    elif proposal.get("kind") == "insert":
         kind = str(proposal.get("cell_type") or "code")
         after = proposal.get("after_cell_id")
         title = (t("cell_insert_after", lang, type=kind, id=str(after)) if after

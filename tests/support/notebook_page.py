@@ -25,6 +25,11 @@ class FakeNotebookPage:
         self.dirty = False
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.run_outputs: dict[str, list[dict[str, Any]]] = {}
+        self.executing: list[str] = []
+        self.chat_cell_id: str | None = None
+        self.kernel_id = "k-1"
+        self.restarts: list[int] = []
+        self.interrupts = 0
         self._ids = (f"new-{n}" for n in itertools.count(1))
         self._count = itertools.count(1)
 
@@ -39,33 +44,92 @@ class FakeNotebookPage:
         if not self.available:
             raise NotebookError("no_bridge", "no chat view on a notebook page")
         self.requests.append((op, copy.deepcopy(args)))
-        if op == "read":
-            return {"path": self.path, "dirty": self.dirty, "cells": copy.deepcopy(self.cells)}
-        if op == "edit":
-            cell = self.cell(args["cell_id"])
-            if cell["source"] != args["expected"]:
-                raise NotebookError("changed", "the cell changed")
-            cell["source"] = args["source"]
-            self.dirty = True
-            return {"cell_id": cell["id"], "source": cell["source"]}
-        if op == "insert":
-            new = {"id": next(self._ids), "cell_type": args["cell_type"],
-                   "source": args["source"], "outputs": [], "execution_count": None}
-            after = args.get("after_cell_id")
-            index = (len(self.cells) if after is None
-                     else self.cells.index(self.cell(after)) + 1)
-            self.cells.insert(index, new)
-            self.dirty = True
-            return {"cell_id": new["id"]}
-        if op == "run":
-            cell = self.cell(args["cell_id"])
-            cell["execution_count"] = next(self._count)
-            cell["outputs"] = self.run_outputs.get(cell["id"], [])
-            return {"cell_id": cell["id"], "execution_count": cell["execution_count"],
-                    "outputs": cell["outputs"], "status": "ok"}
-        if op == "set_outputs":
-            cell = self.cell(args["cell_id"])
-            cell["outputs"] = args["outputs"]
-            cell["execution_count"] = args["execution_count"]
-            return {}
-        raise NotebookError("unknown_op", op)
+        handler = getattr(self, f"_op_{op}", None)
+        if handler is None:
+            raise NotebookError("unknown_op", op)
+        answer: dict[str, Any] = await handler(args)
+        return answer
+
+    async def _op_read(self, args: dict[str, Any]) -> dict[str, Any]:
+        return {"path": self.path, "dirty": self.dirty, "cells": copy.deepcopy(self.cells),
+                "chat_cell_id": self.chat_cell_id}
+
+    async def _op_edit(self, args: dict[str, Any]) -> dict[str, Any]:
+        cell = self.cell(args["cell_id"])
+        if cell["source"] != args["expected"]:
+            raise NotebookError("changed", "the cell changed")
+        cell["source"] = args["source"]
+        self.dirty = True
+        return {"cell_id": cell["id"], "source": cell["source"]}
+
+    async def _op_insert(self, args: dict[str, Any]) -> dict[str, Any]:
+        new = {"id": next(self._ids), "cell_type": args["cell_type"],
+               "source": args["source"], "outputs": [], "execution_count": None}
+        after = args.get("after_cell_id")
+        index = (len(self.cells) if after is None
+                 else self.cells.index(self.cell(after)) + 1)
+        self.cells.insert(index, new)
+        self.dirty = True
+        return {"cell_id": new["id"]}
+
+    async def _op_run(self, args: dict[str, Any]) -> dict[str, Any]:
+        cell = self.cell(args["cell_id"])
+        cell["execution_count"] = next(self._count)
+        cell["outputs"] = self.run_outputs.get(cell["id"], [])
+        return {"cell_id": cell["id"], "execution_count": cell["execution_count"],
+                "outputs": cell["outputs"], "status": "ok"}
+
+    async def _op_set_outputs(self, args: dict[str, Any]) -> dict[str, Any]:
+        cell = self.cell(args["cell_id"])
+        cell["outputs"] = args["outputs"]
+        cell["execution_count"] = args["execution_count"]
+        return {}
+
+    async def _op_delete(self, args: dict[str, Any]) -> dict[str, Any]:
+        cell = self.cell(args["cell_id"])
+        if cell["source"] != args["expected"]:
+            raise NotebookError("changed", "the cell changed")
+        self.cells.remove(cell)
+        self.dirty = True
+        return {"cell_id": cell["id"]}
+
+    async def _op_move(self, args: dict[str, Any]) -> dict[str, Any]:
+        cell = self.cell(args["cell_id"])
+        if cell["source"] != args["expected"] or self.cells.index(cell) != args["from_index"]:
+            raise NotebookError("changed", "the cell changed or moved")
+        if not 0 <= args["to_index"] < len(self.cells):
+            raise NotebookError("bad_request", "'to_index' is out of range")
+        self.cells.remove(cell)
+        self.cells.insert(args["to_index"], cell)
+        self.dirty = True
+        return {"cell_id": cell["id"]}
+
+    async def _op_clear_outputs(self, args: dict[str, Any]) -> dict[str, Any]:
+        chosen = ([self.cell(args["cell_id"])] if args.get("cell_id") is not None
+                  else [c for c in self.cells
+                        if c["cell_type"] == "code" and c["id"] != self.chat_cell_id])
+        for cell in chosen:
+            cell["outputs"], cell["execution_count"] = [], None
+        return {"cleared": [cell["id"] for cell in chosen]}
+
+    async def _op_run_all(self, args: dict[str, Any]) -> dict[str, Any]:
+        results = []
+        for cell_id in args["cell_ids"]:
+            result = await self._op_run({"cell_id": cell_id})
+            failed = any(o.get("output_type") == "error" for o in result["outputs"])
+            results.append({**result, "status": "error" if failed else "ok"})
+            if failed:
+                break
+        return {"results": results}
+
+    async def _op_kernel(self, args: dict[str, Any]) -> dict[str, Any]:
+        return {"kernel_id": self.kernel_id, "status": "busy" if self.executing else "idle",
+                "executing": list(self.executing)}
+
+    async def _op_interrupt(self, args: dict[str, Any]) -> dict[str, Any]:
+        self.interrupts += 1
+        return {"kernel_id": self.kernel_id, "executing": list(self.executing)}
+
+    async def _op_restart(self, args: dict[str, Any]) -> dict[str, Any]:
+        self.restarts.append(args["after_ms"])
+        return {"kernel_id": self.kernel_id}

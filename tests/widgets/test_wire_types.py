@@ -41,6 +41,7 @@ TWINS = {
     "ContextUsageDict": "ContextUsage",
     "DisplayItemDict": "DisplayItem",
     "ApprovalPreviewDict": "ApprovalPreview",
+    "PreviewCellDict": "PreviewCell",
 }
 REPLIES = ("OkReply", "ErrorReply")
 """TS reads both as one ``Reply<T>`` (``ok`` says which): checked against its union."""
@@ -54,6 +55,7 @@ DUMPS: dict[str, type[pydantic.BaseModel]] = {
     "ContextUsageDict": neta_nb.events.ContextUsage,
     "DisplayItemDict": neta_nb.messages.DisplayItem,
     "ApprovalPreviewDict": neta_nb.events.ApprovalPreview,
+    "PreviewCellDict": neta_nb.events.PreviewCell,
 }
 """TypedDicts that describe a core model's ``model_dump()``: the same fields, value types
 and literals as the model. A field the widgets add (``omitted``) is optional; a field the
@@ -338,6 +340,9 @@ def py_type(hint: object, reached: dict[str, type]) -> Type:
     if isinstance(hint, type) and typing.is_typeddict(hint):
         reached[hint.__name__] = hint
         return frozenset({("ref", TWINS.get(hint.__name__, hint.__name__))})
+    dumped_as = next((name for name, model in DUMPS.items() if model is hint), None)
+    if dumped_as is not None:  # a core model inside another's dump: its TypedDict
+        return frozenset({("ref", TWINS.get(dumped_as, dumped_as))})
     raise AssertionError(f"no wire type for the annotation {hint!r}")
 
 

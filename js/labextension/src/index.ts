@@ -73,7 +73,7 @@ async function perform(
   if (!panel) return { ok: false, error: { code: "no_notebook", message: "the chat is not inside an open notebook" } };
   await panel.context.ready;
   const args = typeof detail.args === "object" && detail.args !== null ? detail.args : {};
-  return { ok: true, result: await op(panel, args, services) };
+  return { ok: true, result: await op(panel, args, services, target) };
 }
 
 function isSideRequest(detail: unknown): detail is SidePanelRequestDetail {

@@ -18,7 +18,8 @@ export interface OpServices {
 }
 
 type Args = Record<string, unknown>;
-type Op = (panel: NotebookPanel, args: Args, services: OpServices) => unknown;
+/** `target`: the element the request came from (the chat view's own). */
+type Op = (panel: NotebookPanel, args: Args, services: OpServices, target?: EventTarget | null) => unknown;
 
 const CELL_TYPES = ["code", "markdown", "raw"] as const;
 
@@ -96,14 +97,22 @@ function cellJson(cell: ICellModel, budget: Budget): Record<string, unknown> {
   return base;
 }
 
+/** The id of the cell whose output shows the element a request came from (the chat view
+ * asking), or null (a chat in a side panel). */
+function chatCellId(panel: NotebookPanel, target: EventTarget | null | undefined): string | null {
+  if (!(target instanceof Node)) return null;
+  return panel.content.widgets.find((cell: Cell) => cell.node.contains(target))?.model.id ?? null;
+}
+
 /** The notebook's cells in order; their outputs charged to the budget the asked-for cells
- * first (`args`: read_notebook's start, end and cell_id). */
-function read(panel: NotebookPanel, args: Args): unknown {
+ * first (`args`: read_notebook's start, end and cell_id); and the cell that shows the chat
+ * asking (`chat_cell_id`: run_all leaves it out). */
+function read(panel: NotebookPanel, args: Args, _services?: OpServices, target?: EventTarget | null): unknown {
   const budget = newBudget();
   const all = cells(panel);
   const json: Record<string, unknown>[] = new Array(all.length);
   for (const index of chargeOrder(all.map((cell) => cell.id), args as ReadFocus)) json[index] = cellJson(all[index], budget);
-  return { path: panel.context.path, dirty: panel.context.model.dirty, cells: json };
+  return { path: panel.context.path, dirty: panel.context.model.dirty, cells: json, chat_cell_id: chatCellId(panel, target) };
 }
 
 /** A code cell's execution count when an accepted edit was applied to it, and whether the
@@ -280,6 +289,108 @@ async function focus(panel: NotebookPanel, args: Args): Promise<unknown> {
   return place;
 }
 
+function integerArg(args: Args, name: string): number {
+  const value = args[name];
+  if (typeof value !== "number" || !Number.isInteger(value)) throw new BridgeFailure("bad_request", `'${name}' must be an integer`);
+  return value;
+}
+
+/** Moves a cell as the user's drag would: one step of the notebook's undo history (Ctrl+Z
+ * in the notebook moves it back). Made only while the cell is where, and as, the proposal
+ * showed it (`from_index`, `expected`); `to_index` counts from 0. */
+function move(panel: NotebookPanel, args: Args): unknown {
+  const cellId = stringArg(args, "cell_id");
+  const to = integerArg(args, "to_index");
+  const { cell, index } = findCell(panel, cellId);
+  expectSource(cell, stringArg(args, "expected"));
+  if (index !== integerArg(args, "from_index")) {
+    throw new BridgeFailure("changed", `cell ${cellId} moved since it was read; read the notebook again`);
+  }
+  const notebook = panel.content.model;
+  if (!notebook) throw new BridgeFailure("failed", "the notebook has no model (it is closing)");
+  if (to < 0 || to >= notebook.cells.length) {
+    throw new BridgeFailure("bad_request", `'to_index' ${to} is out of range (the notebook has ${notebook.cells.length} cells)`);
+  }
+  oneUndoStep(undoManagerOf(notebook.sharedModel), () => notebook.sharedModel.moveCell(index, to));
+  return { cell_id: cellId, from_index: index, to_index: to };
+}
+
+/** Clears the outputs and execution count of one code cell (`cell_id`) or of all, as the
+ * notebook's Clear Outputs does: not a step of the undo history (outputs never are). The
+ * cell that shows the chat asking is left alone (its output is the chat). */
+function clearOutputs(panel: NotebookPanel, args: Args, _services?: OpServices, target?: EventTarget | null): unknown {
+  const cellId = args.cell_id ?? null;
+  if (cellId !== null && typeof cellId !== "string") throw new BridgeFailure("bad_request", "'cell_id' must be a string or null");
+  const chat = chatCellId(panel, target);
+  if (cellId !== null && cellId === chat) throw new BridgeFailure("bad_request", `cell ${cellId} shows this chat: its output is the chat`);
+  const chosen = cellId === null ? cells(panel).filter(isCode).filter((cell) => cell.id !== chat) : [requireCode(findCell(panel, cellId).cell)];
+  for (const cell of chosen) cell.sharedModel.transact(() => cell.clearExecution(), false);
+  return { cleared: chosen.map((cell) => cell.id) };
+}
+
+/** Runs the code cells named (`cell_ids`), in that order, each as `run` does, and stops
+ * at the first that raises an error. Each cell's result carries its outputs only when it
+ * failed (the model reads the notebook for the rest). */
+async function runAll(panel: NotebookPanel, args: Args, services: OpServices): Promise<unknown> {
+  const ids = args.cell_ids;
+  if (!Array.isArray(ids) || !ids.every((id) => typeof id === "string")) {
+    throw new BridgeFailure("bad_request", "'cell_ids' must be a list of strings");
+  }
+  const results: Record<string, unknown>[] = [];
+  for (const cellId of ids as string[]) {
+    const result = (await run(panel, { cell_id: cellId }, services)) as Record<string, unknown>;
+    const failed = result.status === "error";
+    results.push(failed ? result : { ...result, outputs: undefined });
+    if (failed) break;
+  }
+  return { results };
+}
+
+/** A code cell the kernel executes now (or has queued): its prompt shows `[*]`. */
+function executing(cell: ICellModel): boolean {
+  return isCode(cell) && (cell as ICodeCellModel & { executionState?: string }).executionState === "running";
+}
+
+function kernelOf(panel: NotebookPanel): { id: string; name: string; status: string; interrupt(): Promise<void> } {
+  const kernel = panel.sessionContext.session?.kernel;
+  if (!kernel) throw new BridgeFailure("failed", `${panel.context.path} has no kernel`);
+  return kernel;
+}
+
+/** The notebook's kernel: its id, name, status and the cells it executes now. */
+function kernelStatus(panel: NotebookPanel): unknown {
+  const kernel = kernelOf(panel);
+  return {
+    kernel_id: kernel.id,
+    name: kernel.name,
+    status: kernel.status,
+    executing: cells(panel).filter(executing).map((cell) => cell.id),
+  };
+}
+
+/** Kernel ▸ Interrupt, without its menu. */
+async function interrupt(panel: NotebookPanel): Promise<unknown> {
+  const kernel = kernelOf(panel);
+  const running = cells(panel).filter(executing).map((cell) => cell.id);
+  await kernel.interrupt();
+  return { kernel_id: kernel.id, executing: running };
+}
+
+/** Kernel ▸ Restart, without its dialog (the user approved it in the chat), `after_ms`
+ * milliseconds after the answer: the kernel that asked gets it before it goes. */
+function restart(panel: NotebookPanel, args: Args): unknown {
+  const kernel = kernelOf(panel);
+  const delay = args.after_ms ?? 0;
+  if (typeof delay !== "number" || !(delay >= 0 && delay <= 60_000)) {
+    throw new BridgeFailure("bad_request", "'after_ms' must be a number of milliseconds, 0 to 60000");
+  }
+  const context = panel.sessionContext;
+  setTimeout(() => {
+    context.restartKernel().catch((error: unknown) => console.warn("neta-nb: the kernel could not be restarted", error));
+  }, delay);
+  return { kernel_id: kernel.id };
+}
+
 export const OPS: Record<string, Op> = {
   read,
   locate,
@@ -291,4 +402,10 @@ export const OPS: Record<string, Op> = {
   run,
   set_outputs: setOutputs,
   cell_metadata: cellMetadata,
+  move,
+  clear_outputs: clearOutputs,
+  run_all: runAll,
+  kernel: kernelStatus,
+  interrupt,
+  restart,
 };

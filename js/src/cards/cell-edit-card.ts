@@ -9,6 +9,12 @@
  *   Rejected; an accepted one offers Undo, which asks the notebook extension on the page
  *   to put the text back — refused, with a message, when the cell changed since. A card
  *   whose texts were too large to keep (`undo: false`) shows its diff and decision only.
+ *
+ * A deletion (`kind: "delete"`) shows the cell's whole text as removed lines; a move
+ * (`kind: "move"`) the cell, unchanged, and from which position to which. Neither has
+ * "Edit first". An accepted move's Undo moves it back; an accepted deletion is undone in
+ * the notebook (its Undo Cell Operation, Z in command mode, restores the cell, outputs
+ * and all), and its card says so.
  */
 import "./cell-edit-card.css";
 import { appendCodeText, element } from "../dom";
@@ -19,8 +25,10 @@ import type { ProposalDraft } from "./proposal-drafts";
 
 export const CELL_EDIT_TYPE = "application/vnd.neta-nb.cell-edit+json";
 
+export const PROPOSAL_KINDS = ["edit", "insert", "delete", "move"] as const;
+
 export interface CellEditProposal {
-  kind: "edit" | "insert";
+  kind: (typeof PROPOSAL_KINDS)[number];
   cell_id: string;
   before: string;
   after: string;
@@ -30,6 +38,11 @@ export interface CellEditProposal {
   cell_type?: string;
   after_cell_id?: string | null;
   changed_by_user?: boolean;
+  /** A deletion's or move's cell as the notebook showed it then (`[2]`, or its position). */
+  cell_label?: string;
+  /** A move: the cell's position before and after (1 the first). */
+  from_index?: number;
+  to_index?: number;
   /** `false`: the texts did not fit the card (only its diff and decision are kept), so
    * there is nothing to put back and no Undo. */
   undo?: boolean;
@@ -57,7 +70,7 @@ export function parseProposal(value: unknown): CellEditProposal | null {
   if (!data || typeof data !== "object") return null;
   const proposal = data as CellEditProposal;
   const ok =
-    (proposal.kind === "edit" || proposal.kind === "insert") &&
+    PROPOSAL_KINDS.includes(proposal.kind) &&
     typeof proposal.cell_id === "string" &&
     typeof proposal.before === "string" &&
     typeof proposal.after === "string" &&
@@ -77,6 +90,13 @@ export function diffLineKind(line: string): "add" | "del" | "hunk" | "meta" | "s
 /** The card's title, the cell named as the notebook shows it (a click shows the cell). */
 function title(proposal: CellEditProposal, lang: Lang): Node[] {
   if (proposal.kind === "edit") return labelAround(lang, "cell_edit_title", "id", createCellName(proposal.cell_id, lang));
+  if (proposal.kind === "delete") return labelAround(lang, "cell_delete_title", "id", createCellName(proposal.cell_id, lang, proposal.cell_label));
+  if (proposal.kind === "move") {
+    return labelAround(lang, "cell_move_title", "id", createCellName(proposal.cell_id, lang, proposal.cell_label), {
+      from: proposal.from_index ?? "?",
+      to: proposal.to_index ?? "?",
+    });
+  }
   const type = proposal.cell_type ?? "code";
   return proposal.after_cell_id
     ? labelAround(lang, "cell_insert_after", "id", createCellName(proposal.after_cell_id, lang), { type })
@@ -95,6 +115,16 @@ function diffBlock(proposal: CellEditProposal, lang: Lang): HTMLElement {
   const more = proposal.diff_left_out ?? 0;
   if (more > 0) block.append(element("span", "neta-diff-line neta-diff-meta", t(lang, "cell_edit_more_lines", { n: more })));
   return block;
+}
+
+/** What the card's Undo asks of the page: the edit's text put back, the inserted cell
+ * deleted, the moved cell moved back (each refused when the cell changed since). */
+export function undoRequest(proposal: CellEditProposal): [string, Record<string, unknown>] {
+  if (proposal.kind === "edit") return ["undo", { cell_id: proposal.cell_id, before: proposal.before, after: proposal.after }];
+  if (proposal.kind === "move") {
+    return ["move", { cell_id: proposal.cell_id, expected: proposal.after, from_index: (proposal.to_index ?? 0) - 1, to_index: (proposal.from_index ?? 0) - 1 }];
+  }
+  return ["delete", { cell_id: proposal.cell_id, expected: proposal.after }];
 }
 
 export function createCellEditCard(proposal: CellEditProposal, { lang, decide, draft }: CellEditCardOptions): HTMLElement {
@@ -133,6 +163,8 @@ export function createCellEditCard(proposal: CellEditProposal, { lang, decide, d
     const accept = button("cell_edit_accept", "neta-chat-button-primary");
     const edit = button("cell_edit_edit", "");
     const reject = button("cell_edit_reject", "neta-chat-button-danger");
+    // A deletion or a move has no text of its own to change first.
+    edit.hidden = proposal.kind === "delete" || proposal.kind === "move";
     accept.dataset.decision = "accept";
     reject.dataset.decision = "reject";
     edit.dataset.decision = "edit";
@@ -181,17 +213,16 @@ export function createCellEditCard(proposal: CellEditProposal, { lang, decide, d
       }
     }
     card.append(editor);
+  } else if (proposal.decision === "accepted" && proposal.kind === "delete") {
+    head.append(element("span", "neta-cell-edit-note neta-cell-edit-undo-hint", t(lang, "cell_delete_undo_hint")));
   } else if (proposal.decision === "accepted" && proposal.undo !== false) {
     const undo = element("button", "neta-chat-button neta-cell-edit-undo", t(lang, "cell_edit_undo"));
     undo.type = "button";
     undo.addEventListener("click", () => {
       undo.disabled = true;
       error.clear();
-      const [op, args] =
-        proposal.kind === "edit"
-          ? ["undo", { cell_id: proposal.cell_id, before: proposal.before, after: proposal.after }]
-          : ["delete", { cell_id: proposal.cell_id, expected: proposal.after }];
-      void askNotebook(card, op as string, args as Record<string, unknown>).then((reply) => {
+      const [op, args] = undoRequest(proposal);
+      void askNotebook(card, op, args).then((reply) => {
         if (reply.ok) {
           setBadge("undone");
           undo.remove();

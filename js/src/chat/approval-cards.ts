@@ -18,7 +18,27 @@ import { draftKey, proposalDrafts } from "../cards/proposal-drafts";
 function previewBlock(preview: ApprovalPreview, lang: Lang): HTMLElement {
   const block = element("div", "neta-chat-approval-preview");
   const what = element("div", "neta-chat-approval-what");
-  if (preview.cell_id) {
+  if (preview.summary) {
+    // A call that runs no code of its own (run_all, a restart): what it does, in words,
+    // and the cells it acts on, in order, each by the name the notebook shows.
+    what.textContent = preview.summary;
+    block.append(what);
+    const cells = preview.cells ?? [];
+    if (cells.length) {
+      const list = element("ol", "neta-chat-approval-cells");
+      for (const cell of cells) {
+        const row = element("li", "neta-chat-approval-cell");
+        const line = element("code", "neta-chat-approval-cell-line");
+        appendCodeText(line, cell.first_line);
+        row.append(createCellName(cell.cell_id, lang, cell.cell_label), line);
+        list.append(row);
+      }
+      block.append(list);
+    }
+    const more = preview.cells_left_out ?? 0;
+    if (more > 0) block.append(element("div", "neta-chat-approval-cut", t(lang, "approval_cells_more", { count: more.toLocaleString() })));
+    if (!preview.code) return block;
+  } else if (preview.cell_id) {
     what.append(...labelAround(lang, "approval_runs_cell", "cell", createCellName(preview.cell_id, lang, preview.cell_label)));
   } else {
     what.textContent = t(lang, "approval_runs_code");
@@ -28,7 +48,8 @@ function previewBlock(preview: ApprovalPreview, lang: Lang): HTMLElement {
   const inner = element("code");
   appendCodeText(inner, preview.code);
   code.append(inner);
-  block.append(what, code);
+  if (what.parentNode !== block) block.append(what);
+  block.append(code);
   if (preview.cut > 0) block.append(element("div", "neta-chat-approval-cut", t(lang, "approval_code_cut", { count: preview.cut.toLocaleString() })));
   return block;
 }

@@ -122,13 +122,25 @@ export interface Approval {
 }
 
 /** What a call waiting for approval will run (neta_nb.events.ApprovalPreview): `code`
- * (`cut` characters left out), and for a notebook cell its id and shown name (`[2]`). */
+ * (`cut` characters left out), and for a notebook cell its id and shown name (`[2]`). A
+ * call that runs no code of its own says what it does in `summary` and names the cells
+ * it acts on, in order, in `cells` (`cells_left_out` more not named). */
 export interface ApprovalPreview {
   code: string;
   language: string;
   cell_id: string | null;
   cell_label: string | null;
   cut: number;
+  summary?: string;
+  cells?: PreviewCell[];
+  cells_left_out?: number;
+}
+
+/** A cell an approval names (neta_nb.events.PreviewCell). */
+export interface PreviewCell {
+  cell_id: string;
+  cell_label: string;
+  first_line: string;
 }
 
 export interface AgentChoice {

@@ -6,11 +6,16 @@ in, proposes edits the user accepts or rejects, and runs cells with approval.
 * ``edit_cell``, ``insert_cell`` — proposals shown as diff cards; applied only when the
   user accepts, as one undoable edit
 * ``run_cell`` — runs a cell where the user sees it (needs approval)
+* ``delete_cell``, ``move_cell`` — proposals with a card, as edits are; an accepted one
+  is one step of the notebook's undo history (:mod:`.structure`)
+* ``clear_outputs`` — one cell's outputs or all (needs approval)
+* ``run_all``, ``interrupt_kernel``, ``restart_kernel`` — the kernel, as the user's Run
+  All, Interrupt and Restart (need approval; :mod:`.kernel_control`)
 
-The edit and run tools need a JupyterLab or Notebook 7 page with the chat open on it
-(:mod:`.page`); elsewhere the resolver leaves them out with that reason. All four are
-off by default: switch them on per agent (``AgentToolConfig(enabled=[...])``) or in the
-tool panel.
+All but ``read_notebook`` need a JupyterLab or Notebook 7 page with the chat open on it
+(:mod:`.page`); elsewhere the resolver leaves them out with that reason. All are off by
+default: switch them on per agent (``AgentToolConfig(enabled=[...])``) or in the tool
+panel.
 """
 
 from __future__ import annotations
@@ -19,19 +24,24 @@ import dataclasses
 
 from ..base import Tool
 from .editing import edit_cell, insert_cell
+from .kernel_control import interrupt_kernel, restart_kernel, run_all
 from .page import PAGE_NEEDED, NotebookAccess, NotebookError, NotebookPage
 from .reading_running import read_notebook, run_cell
+from .structure import clear_outputs, delete_cell, move_cell
 
 __all__ = ["NOTEBOOK_TOOL_NAMES", "PAGE_NEEDED", "NotebookAccess", "NotebookError",
            "NotebookPage", "notebook_tools"]
 
-NOTEBOOK_TOOL_NAMES = ("read_notebook", "edit_cell", "insert_cell", "run_cell")
+NOTEBOOK_TOOL_NAMES = ("read_notebook", "edit_cell", "insert_cell", "run_cell",
+                       "delete_cell", "move_cell", "clear_outputs", "run_all",
+                       "interrupt_kernel", "restart_kernel")
 
 
 def notebook_tools() -> list[Tool]:
-    """The four tools, the page-bound ones marked so (``Tool.needs_notebook_page``). Their
+    """The notebook tools, the page-bound ones marked so (``Tool.needs_notebook_page``). Their
     calls of one response run in the order written (``Tool.sequence``): a run written
     after an edit runs the edited cell, a read after them sees both."""
     return [dataclasses.replace(read_notebook, sequence="notebook"),
             *(dataclasses.replace(item, needs_notebook_page=True, sequence="notebook")
-              for item in (edit_cell, insert_cell, run_cell))]
+              for item in (edit_cell, insert_cell, run_cell, delete_cell, move_cell,
+                           clear_outputs, run_all, interrupt_kernel, restart_kernel))]

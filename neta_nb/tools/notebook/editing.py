@@ -24,8 +24,9 @@ from ..rich import CELL_EDIT_CHARS, CELL_EDIT_TYPE, RichResult
 from .page import PAGE_NEEDED, EditDecision, NotebookAccess, NotebookError
 from .reading import cell_label, notebook_cells
 
-__all__ = ["MAX_CELL_CHARS", "cell_diff", "cell_source", "edit_cell", "find_cell",
-           "insert_cell", "live_page", "proposal_item"]
+__all__ = ["MAX_CELL_CHARS", "ProposalKind", "cell_diff", "cell_source", "decided",
+           "edit_cell", "find_cell", "insert_cell", "live_page", "proposal", "proposal_item",
+           "proposal_result", "who_decided"]
 
 MAX_CELL_CHARS = 200_000
 """The longest cell text a proposal may carry (before or after)."""
@@ -55,13 +56,18 @@ def cell_diff(before: str, after: str, cell_id: str) -> list[str]:
         *lines, fromfile=f"cell {cell_id}", tofile=f"cell {cell_id}", lineterm="")]
 
 
-def proposal(kind: Literal["edit", "insert"], cell_id: str, before: str, after: str,
+ProposalKind = Literal["edit", "insert", "delete", "move"]
+
+
+def proposal(kind: ProposalKind, cell_id: str, before: str, after: str,
              **extra: Any) -> dict[str, Any]:
     """The proposal the user decides on and its card draws. Its texts are made encodable
     (a page's text may hold a lone surrogate no JSON encoder writes); the edit itself is
-    made against the cell's real text."""
+    made against the cell's real text. A move changes no text: its "diff" is the cell's
+    lines, unchanged, so the card shows which cell moves."""
     before, after = encodable(before), encodable(after)
-    lines = cell_diff(before, after, cell_id)
+    lines = ([f" {line}" for line in before.splitlines()] if kind == "move"
+             else cell_diff(before, after, cell_id))
     shown: list[str] = []
     used = 0
     for line in lines[:_DIFF_LINES]:
@@ -118,7 +124,7 @@ def cell_source(cell: dict[str, Any]) -> str:
     return "".join(value) if isinstance(value, list) else str(value)
 
 
-async def _decided(ctx: ToolContext, access: NotebookAccess, name: str,
+async def decided(ctx: ToolContext, access: NotebookAccess, name: str,
                    args: dict[str, Any], proposed: dict[str, Any]
                    ) -> tuple[EditDecision, str]:
     decision = await access.decide_edit(ctx.tool_call_id, name, args,
@@ -128,7 +134,7 @@ async def _decided(ctx: ToolContext, access: NotebookAccess, name: str,
     return decision, final
 
 
-def _who(decision: EditDecision) -> str:
+def who_decided(decision: EditDecision) -> str:
     """Who decided, as the model reads it."""
     if decision.by == "agent":
         return "It was accepted without asking (this agent's edits are accepted as made)"
@@ -156,12 +162,12 @@ async def edit_cell(ctx: ToolContext, cell_id: str, source: str) -> RichResult:
     if before == source:
         return RichResult(text=f"Cell {cell_id} already holds this text; nothing to change.")
     proposed = proposal("edit", cell_id, before, source)
-    decision, final = await _decided(ctx, access, "edit_cell",
+    decision, final = await decided(ctx, access, "edit_cell",
                                      {"cell_id": cell_id, "source": source}, proposed)
     if not decision.accepted:
         rejected = (f"The user rejected the edit of cell {cell_id}" if decision.by == "user"
-                    else f"{_who(decision)}. The edit of cell {cell_id} was not made")
-        return _result(proposed, "rejected", f"{rejected}; the cell is unchanged.")
+                    else f"{who_decided(decision)}. The edit of cell {cell_id} was not made")
+        return proposal_result(proposed, "rejected", f"{rejected}; the cell is unchanged.")
     assert access.page is not None
     try:
         await access.page.request("edit", {"cell_id": cell_id, "source": final,
@@ -170,8 +176,8 @@ async def edit_cell(ctx: ToolContext, cell_id: str, source: str) -> RichResult:
         raise ToolFailure(_not_applied(cell_id, error)) from error
     text = _accepted_text(cell_id, proposed["after"], final)
     if decision.by != "user":
-        text = f"{_who(decision)}; cell {cell_id} now holds the proposed text."
-    return _result(proposed, "accepted", text, final=final)
+        text = f"{who_decided(decision)}; cell {cell_id} now holds the proposed text."
+    return proposal_result(proposed, "accepted", text, final=final)
 
 
 @tool(category="notebook", label="Insert cell", timeout=_DECISION_WAIT)
@@ -193,15 +199,15 @@ async def insert_cell(ctx: ToolContext, source: str,
     where = f"after cell {after_cell_id}" if after_cell_id else "at the end"
     proposed = proposal("insert", after_cell_id or "end", "", source,
                         cell_type=cell_type, after_cell_id=after_cell_id)
-    decision, final = await _decided(
+    decision, final = await decided(
         ctx, access, "insert_cell",
         {"source": source, "cell_type": cell_type, "after_cell_id": after_cell_id},
         proposed)
     if not decision.accepted:
         rejected = (f"The user rejected the new {cell_type} cell {where}"
                     if decision.by == "user"
-                    else f"{_who(decision)}. The new {cell_type} cell {where} was not added")
-        return _result(proposed, "rejected", f"{rejected}; the notebook is unchanged.")
+                    else f"{who_decided(decision)}. The new {cell_type} cell {where} was not added")
+        return proposal_result(proposed, "rejected", f"{rejected}; the notebook is unchanged.")
     assert access.page is not None
     try:
         answer = await access.page.request("insert", {"source": final,
@@ -215,11 +221,11 @@ async def insert_cell(ctx: ToolContext, source: str,
         text = (f"The user accepted the new {cell_type} cell; it was added {where} with "
                 f"the id {new_id}.")
     else:
-        text = (f"{_who(decision)}. The new {cell_type} cell was added {where} with the id "
+        text = (f"{who_decided(decision)}. The new {cell_type} cell was added {where} with the id "
                 f"{new_id}.")
     if final != source:
         text += f" They changed it before accepting; it holds:\n{final}"
-    return _result({**proposed, "cell_id": new_id}, "accepted", text, final=final)
+    return proposal_result({**proposed, "cell_id": new_id}, "accepted", text, final=final)
 
 
 def _accepted_text(cell_id: str, proposed: str, final: str) -> str:
@@ -236,8 +242,8 @@ def _not_applied(cell_id: str, error: NotebookError) -> str:
     return f"The user accepted the edit, but it could not be applied: {error}"
 
 
-def _result(proposed: dict[str, Any], decision: Literal["accepted", "rejected"], text: str, *,
-            final: str | None = None) -> RichResult:
+def proposal_result(proposed: dict[str, Any], decision: Literal["accepted", "rejected"],
+                    text: str, *, final: str | None = None) -> RichResult:
     """The tool's result: ``text`` for the model, the proposal with its decision for the
     card (its diff redone when the user changed the text before accepting)."""
     decided = {**proposed, "decision": decision}

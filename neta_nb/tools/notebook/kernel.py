@@ -12,6 +12,7 @@ waits for it. :func:`cell_running` tells the tools when that is the case.
 
 from __future__ import annotations
 
+import contextvars
 import os
 import sys
 import threading
@@ -24,7 +25,8 @@ from ...daemon_threads import DaemonThreads
 from ..builtin.variables import type_name
 from .texts import error_text, last_exception, variable_text
 
-__all__ = ["DESCRIBE_WAIT", "cell_code", "cell_running", "kernel_history", "watch_cells"]
+__all__ = ["DESCRIBE_WAIT", "cell_code", "cell_running", "kernel_history",
+           "started_in_running_cell", "watch_cells"]
 
 DESCRIBE_WAIT = 10.0
 """Seconds one read of the history waits, in all, for the descriptions of the values it
@@ -33,15 +35,25 @@ _DESCRIBE_GRACE = 0.2
 """Seconds a description is waited for even past :data:`DESCRIBE_WAIT` (one that never
 ends costs the values after it no more than this each)."""
 
-_state = {"running": False, "watched": None}
+_state: dict[str, Any] = {"running": False, "watched": None, "cell": None}
+
+_started_in: contextvars.ContextVar[object | None] = contextvars.ContextVar(
+    "neta_nb_started_in_cell", default=None)
+"""The run of a cell the current code started in: set when the cell begins, in the
+cell's own context, so a task the cell's code creates (a turn awaited there) inherits it,
+and a task started elsewhere (the chat's Send) does not."""
 
 
 def _pre_run(*_: Any) -> None:
+    run = object()  # this run of a cell, and no other
     _state["running"] = True
+    _state["cell"] = run
+    _started_in.set(run)
 
 
 def _post_run(*_: Any) -> None:
     _state["running"] = False
+    _state["cell"] = None
 
 
 def watch_cells() -> None:
@@ -53,12 +65,21 @@ def watch_cells() -> None:
     shell.events.register("pre_run_cell", _pre_run)
     shell.events.register("post_run_cell", _post_run)
     _state["watched"] = shell
-    _state["running"] = True
+    _pre_run()  # the cell calling this is running, and was not seen beginning
 
 
 def cell_running() -> bool:
     """The kernel is executing a cell now (as far as :func:`watch_cells` has seen)."""
     return bool(_state["running"]) and _state["watched"] is not None
+
+
+def started_in_running_cell() -> bool:
+    """The code asking was started by the cell executing now: a turn awaited in a cell
+    (``await session.run(...)``), whose cell an interrupt or a restart would stop. A turn
+    started from the chat, or by ``session.start`` in a cell that has since ended, was
+    not."""
+    run = _state["cell"]
+    return run is not None and _started_in.get() is run and cell_running()
 
 
 def cell_code(source: str) -> str:

@@ -46,6 +46,7 @@ __all__ = [
     "OpenPanelReply",
     "OpenPanelRequest",
     "OpenRequest",
+    "PreviewCellDict",
     "RenameRequest",
     "SessionReply",
     "SessionRow",
@@ -197,6 +198,18 @@ class ApprovalPreviewDict(TypedDict):
     cell_id: str | None
     cell_label: str | None
     cut: int
+    summary: NotRequired[str]
+    cells: NotRequired[list[PreviewCellDict]]
+    cells_left_out: NotRequired[int]
+
+
+class PreviewCellDict(TypedDict):
+    """A :class:`~neta_nb.events.PreviewCell`'s dump (TS: ``PreviewCell``,
+    chat-view-traits.ts): a cell an approval names."""
+
+    cell_id: str
+    cell_label: str
+    first_line: str
 
 
 class AgentChoice(TypedDict):
