@@ -199,7 +199,7 @@ class ConversationProjection:
             self.live = LiveResponse(id=new_id("live_"),
                                      thinking=[partial.thinking] if partial.thinking else [],
                                      text=[partial.text] if partial.text else [],
-                                     thinking_open=session.thinking_streaming)
+                                     thinking_open=_thinking_open(session))
         if session.running:
             for call_id, child in session.subagents.items():
                 run = next((e.subagent for m in reversed(self.messages)
@@ -495,6 +495,12 @@ class ConversationProjection:
         message_id = self._owner.get(call_id)
         if message_id is not None:
             sink.upsert(message_id, self.path)
+
+
+def _thinking_open(session: AgentSession) -> bool:
+    """A thinking block of the turn in flight is streaming now."""
+    turn = session.state.turn
+    return turn is not None and turn.thinking_open
 
 
 def _waiting_calls(session: AgentSession, path: list[str],

@@ -876,7 +876,8 @@ async def test_a_view_bound_mid_answer_starts_from_what_already_streamed() -> No
     task = session.start("hi")
     await asyncio.wait_for(seen.wait(), 5)
     assert session.streaming_message is not None
-    assert session.streaming_message.text == "Hello " and not session.thinking_streaming
+    turn = session.state.turn
+    assert session.streaming_message.text == "Hello " and turn and not turn.thinking_open
     chat = ChatView(session)  # a second view, opened mid-answer
     live = chat._sync({})["live"]
     assert live is not None

@@ -180,12 +180,6 @@ class AgentSession:
         return turn.streaming if turn is not None else None
 
     @property
-    def thinking_streaming(self) -> bool:
-        """True while a thinking block is streaming."""
-        turn = self.state.turn
-        return turn is not None and turn.thinking_open
-
-    @property
     def usage(self) -> Usage:
         """Usage of every model call in this session, as the provider reported it."""
         return self.state.meter.total
