@@ -37,11 +37,18 @@ NOTEBOOK_TOOL_NAMES = ("read_notebook", "edit_cell", "insert_cell", "run_cell",
                        "interrupt_kernel", "restart_kernel")
 
 
+_NOTEBOOK_TOOLS = (
+    dataclasses.replace(read_notebook, sequence="notebook"),
+    *(dataclasses.replace(item, needs_notebook_page=True, sequence="notebook")
+      for item in (edit_cell, insert_cell, run_cell, delete_cell, move_cell,
+                   clear_outputs, run_all, interrupt_kernel, restart_kernel)),
+)
+"""Made once: a tool is frozen, and making one builds its arguments' model (~1 ms), which
+every new session's default catalog would pay again."""
+
+
 def notebook_tools() -> list[Tool]:
     """The notebook tools, the page-bound ones marked so (``Tool.needs_notebook_page``). Their
     calls of one response run in the order written (``Tool.sequence``): a run written
     after an edit runs the edited cell, a read after them sees both."""
-    return [dataclasses.replace(read_notebook, sequence="notebook"),
-            *(dataclasses.replace(item, needs_notebook_page=True, sequence="notebook")
-              for item in (edit_cell, insert_cell, run_cell, delete_cell, move_cell,
-                           clear_outputs, run_all, interrupt_kernel, restart_kernel))]
+    return list(_NOTEBOOK_TOOLS)
