@@ -59,13 +59,17 @@ class McpReview(ipywidgets.VBox):  # type: ignore[misc]
             return session.approve(call_id, decision, subagent=list(path), text=text)
 
         def waiting(_change: object = None) -> None:
-            outside_reviews.publish(session.id, name, view.approvals, decide)
+            # The client's own requests only: the view may show another chat meanwhile
+            # (its header opens others), and then hosts every client's requests itself.
+            own = ([item for item in view.approvals if "client" not in item]
+                   if view.session is session else [])
+            outside_reviews.publish(session.id, name, own, decide)
 
         # Known as a client's session before its view is made: that view shows no other
         # client's requests (each has its own view here).
         outside_reviews.publish(session.id, name, [], decide)
         view = ChatView(session)
-        view.observe(waiting, names="approvals")
+        view.observe(waiting, names=["approvals", "session_id"])
         waiting()
         self.views[name] = view
         title = ipywidgets.HTML(f"<b>{html.escape(session.agent.name)}</b> "
