@@ -59,11 +59,13 @@ class McpReview(ipywidgets.VBox):  # type: ignore[misc]
             return session.approve(call_id, decision, subagent=list(path), text=text)
 
         def waiting(_change: object = None) -> None:
-            # The client's own requests only: the view may show another chat meanwhile
-            # (its header opens others), and then hosts every client's requests itself.
-            own = ([item for item in view.approvals if "client" not in item]
-                   if view.session is session else [])
-            outside_reviews.publish(session.id, name, own, decide)
+            # The client's own requests only, as its view shows them. The view may show
+            # another chat meanwhile (its header opens others): then it hosts every
+            # client's requests itself, and those published last stay until it is back
+            # (one answered meanwhile is refused there as no longer waiting).
+            if view.session is session:
+                own = [item for item in view.approvals if "client" not in item]
+                outside_reviews.publish(session.id, name, own, decide)
 
         # Known as a client's session before its view is made: that view shows no other
         # client's requests (each has its own view here).

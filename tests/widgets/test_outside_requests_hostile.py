@@ -1,11 +1,17 @@
-"""Outside requests when a client's review view is turned to another session."""
+"""Outside clients' requests in the chats of the notebook, as a careless or crafted use
+meets them: a client's review view turned to another chat, a command naming a client
+that waits for nothing, one id for a client's request and the chat's own."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from neta_nb.widgets import ChatView
 from neta_nb.widgets.mcp_review import McpReview
 from neta_nb.widgets.outside_reviews import outside_reviews
 
-from ..support.sessions import make_session
+from ..support.sessions import answer, calls, make_session
+from ..support.timing import wait_until
 from .conftest import SentMessages
 
 
@@ -25,3 +31,71 @@ def test_a_review_view_turned_to_another_chat_publishes_no_one_elses_request(
         outside_reviews.publish("s_gemini", "gemini", [], lambda *_: True)
         outside_reviews.publish(client.id, client.agent.name, [], lambda *_: True)
         view.close()
+
+
+
+async def test_a_clients_request_and_the_users_own_with_one_id_are_answered_apart(
+        sent: SentMessages) -> None:
+    """A card names its client; a command naming one answers that client's request only,
+    never the chat's own with the same id, and a client that waits for nothing is an
+    error that answers nothing."""
+    asking, _, _ = make_session([calls(("g", "guarded_op", {"x": 1})), answer("ok")])
+    chat = ChatView(asking)
+    chat._view_opened({"view_id": "v"})
+    task = asking.start("go")
+    answered: list[tuple[str, str]] = []
+
+    def decide(call_id: str, decision: Any, _path: Any, _text: Any) -> bool:
+        answered.append((call_id, decision))
+        return True
+
+    outside_reviews.publish("s_codex", "codex", [{"id": "g", "name": "run_cell", "args": {}}],
+                            decide)
+    try:
+        await wait_until(lambda: len(chat.approvals) == 2)
+        assert [a.get("client") for a in chat.approvals] == [None, "codex"]
+
+        def command(**extra: Any) -> dict[str, Any]:
+            sent = {"type": "approve", "id": "g", "decision": "reject", **extra}
+            return dict(chat._reply("command", "r", {"command": sent}))
+
+        assert "gemini's request is no longer waiting" in command(client="gemini")["error"]
+        assert "'subagent' must be a list" in command(client="codex", subagent="g")["error"]
+        assert answered == []
+        assert command(client="codex")["ok"] is True
+        assert answered == [("g", "reject")] and asking.running  # its own still waits
+        assert command(decision="allow_once")["ok"] is True
+        assert (await task) is not None and asking.messages[-1].text == "ok"
+        assert answered == [("g", "reject")]
+    finally:
+        outside_reviews.publish("s_codex", "codex", [], decide)
+        chat.close()
+
+
+async def test_a_clients_request_stays_in_the_users_chat_while_its_view_shows_another(
+        sent: SentMessages) -> None:
+    client, _, _ = make_session([calls(("g", "guarded_op", {"x": 1})), answer("ok")])
+    review = McpReview()
+    review.show(client)
+    view = review.views[client.agent.name]
+    view._view_opened({"view_id": "v"})
+    chat = ChatView(make_session([])[0])
+    task = client.start("go")
+    try:
+        await wait_until(lambda: bool(chat.approvals))
+        [item] = chat.approvals
+        view.bind(make_session([])[0])
+        assert chat.approvals == [item]
+        assert [a["client"] for a in view.approvals] == [client.agent.name]  # hosted there
+        view.bind(client)
+        assert chat.approvals == [item] and view.approvals == [
+            {k: v for k, v in item.items() if k != "client"}]
+        command = {"type": "approve", "id": "g", "decision": "allow_once",
+                   "client": client.agent.name}
+        assert chat._reply("command", "r", {"command": command})["ok"] is True
+        assert (await task) is not None and client.messages[-1].text == "ok"
+        await wait_until(lambda: not chat.approvals)
+    finally:
+        outside_reviews.publish(client.id, client.agent.name, [], lambda *_: True)
+        view.close()
+        chat.close()
