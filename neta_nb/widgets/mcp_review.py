@@ -67,10 +67,11 @@ class McpReview(ipywidgets.VBox):  # type: ignore[misc]
                 own = [item for item in view.approvals if "client" not in item]
                 outside_reviews.publish(session.id, name, own, decide)
 
-        # Known as a client's session before its view is made: that view shows no other
-        # client's requests (each has its own view here).
+        # A client's review view shows no other client's requests (each has its own
+        # view here).
         outside_reviews.publish(session.id, name, [], decide)
         view = ChatView(session)
+        outside_reviews.add_review(view)
         view.observe(waiting, names=["approvals", "session_id"])
         waiting()
         self.views[name] = view

@@ -6,8 +6,10 @@ the user there — out of sight when the user works in another chat of the noteb
 or in the side panel). So every live chat view of the kernel also shows, after its own,
 the approvals the clients' sessions wait for: the same cards (the diff with Accept / Edit
 first / Reject, Allow / Reject for a run), marked with the client's name, and a decision
-taken there is the one the client's own view would take. A client's own view shows no
-other client's requests (they have views of their own beside it).
+taken there is the one the client's own view would take. A client's own review view shows
+no other client's requests (they have views of their own beside it); any other chat that
+shows a client's session (the user bound it there) shows that client's requests as its
+own, and every other client's after them.
 
 :data:`outside_reviews` is the kernel's one registry: the review publishes each client's
 waiting approvals as its view shows them, and chat views listen.
@@ -42,6 +44,7 @@ class OutsideReviews:
     def __init__(self) -> None:
         self._clients: dict[str, _Client] = {}
         self._listeners: list[weakref.WeakMethod[Callable[[], None]]] = []
+        self._reviews: weakref.WeakSet[object] = weakref.WeakSet()
 
     def publish(self, session_id: str, client: str, items: Sequence[dict[str, Any]],
                 decide: Decide) -> None:
@@ -57,12 +60,20 @@ class OutsideReviews:
         """Whether ``session_id`` is an outside client's session."""
         return session_id in self._clients
 
+    def add_review(self, view: object) -> None:
+        """``view`` is a client's own review view: it shows no one else's requests."""
+        self._reviews.add(view)
+        self._changed()
+
+    def is_review(self, view: object) -> bool:
+        """Whether ``view`` is a client's own review view."""
+        return view in self._reviews
+
     def items(self, shown_session: str) -> list[dict[str, Any]]:
-        """What a chat view showing ``shown_session`` shows of the clients' requests: all
-        of them, unless it is a client's own view."""
-        if self.is_client(shown_session):
-            return []
-        return [item for client in self._clients.values() for item in client.items]
+        """What a chat view (not a review view) showing ``shown_session`` shows of the
+        clients' requests: every client's but the shown session's (its own there)."""
+        return [item for session_id, client in self._clients.items()
+                if session_id != shown_session for item in client.items]
 
     def decide(self, client: str, call_id: str, decision: ApprovalDecision,
                path: Sequence[str] = (), text: str | None = None) -> bool:

@@ -86,7 +86,7 @@ async def test_a_clients_request_stays_in_the_users_chat_while_its_view_shows_an
         [item] = chat.approvals
         view.bind(make_session([])[0])
         assert chat.approvals == [item]
-        assert [a["client"] for a in view.approvals] == [client.agent.name]  # hosted there
+        assert view.approvals == []  # a review view shows no one else's, even now
         view.bind(client)
         assert chat.approvals == [item] and view.approvals == [
             {k: v for k, v in item.items() if k != "client"}]
@@ -96,6 +96,36 @@ async def test_a_clients_request_stays_in_the_users_chat_while_its_view_shows_an
         assert (await task) is not None and client.messages[-1].text == "ok"
         await wait_until(lambda: not chat.approvals)
     finally:
+        outside_reviews.publish(client.id, client.agent.name, [], lambda *_: True)
+        view.close()
+        chat.close()
+
+
+async def test_a_chat_the_user_turns_to_a_clients_session_still_shows_the_others(
+        sent: SentMessages) -> None:
+    """``chat.bind(server.clients["codex"])`` in the user's chat: codex's requests are its
+    own there (once, unmarked), and the other clients' still show and are decided there;
+    only the clients' review views show no one else's."""
+    client, _, _ = make_session([calls(("g", "guarded_op", {"x": 1})), answer("ok")])
+    review = McpReview()
+    review.show(client)
+    view = review.views[client.agent.name]
+    view._view_opened({"view_id": "v"})
+    chat = ChatView(make_session([])[0])
+    task = client.start("go")
+    other = {"id": "call_o", "name": "run_cell", "args": {}}
+    outside_reviews.publish("s_gemini", "gemini", [other], lambda *_: True)
+    try:
+        await wait_until(lambda: len(chat.approvals) == 2)
+        chat.bind(client)
+        assert [(a["id"], a.get("client")) for a in chat.approvals] == [
+            ("g", None), ("call_o", "gemini")]
+        assert chat.hosts_outside is True
+        assert [a["id"] for a in view.approvals] == ["g"] and view.hosts_outside is False
+        chat._command({"command": {"type": "approve", "id": "g", "decision": "allow_once"}})
+        assert (await task) is not None and client.messages[-1].text == "ok"
+    finally:
+        outside_reviews.publish("s_gemini", "gemini", [], lambda *_: True)
         outside_reviews.publish(client.id, client.agent.name, [], lambda *_: True)
         view.close()
         chat.close()

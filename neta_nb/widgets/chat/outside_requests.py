@@ -1,10 +1,10 @@
 """OutsideRequests: what outside MCP clients wait for, in one chat view.
 
 A chat view shows, after its own session's waiting approvals, those of every outside
-client of the notebook (:mod:`..outside_reviews`) — unless it is a client's own review
-view — and takes the user's decision on them: the same decision the client's own view
-would take (the client's session is answered; its card goes from every view by the
-call's next event).
+client of the notebook (:mod:`..outside_reviews`) — but the shown session's, its own
+there, and none in a client's own review view — and takes the user's decision on them:
+the same decision the client's own view would take (the client's session is answered;
+its card goes from every view by the call's next event).
 """
 
 from __future__ import annotations
@@ -37,9 +37,9 @@ class OutsideRequests:
 
     def changed(self) -> None:
         """The registry changed, or the chat shows another session."""
-        session_id = self._chat.session_id
-        self._chat.hosts_outside = not outside_reviews.is_client(session_id)
-        self._turn.outside(outside_reviews.items(session_id))
+        review = outside_reviews.is_review(self._chat)
+        self._chat.hosts_outside = not review
+        self._turn.outside([] if review else outside_reviews.items(self._chat.session_id))
 
     def decide(self, command: Mapping[str, Any]) -> None:
         """Answer a client's request as ``command`` (an ``approve`` with its ``client``)
