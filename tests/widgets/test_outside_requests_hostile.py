@@ -60,7 +60,9 @@ async def test_a_clients_request_and_the_users_own_with_one_id_are_answered_apar
             return dict(chat._reply("command", "r", {"command": sent}))
 
         assert "gemini's request is no longer waiting" in command(client="gemini")["error"]
-        assert "'subagent' must be a list" in command(client="codex", subagent="g")["error"]
+        for path in ("g", "", 0, {}):
+            assert "'subagent' must be a list" in command(client="codex",
+                                                         subagent=path)["error"]
         assert answered == []
         assert command(client="codex")["ok"] is True
         assert answered == [("g", "reject")] and asking.running  # its own still waits

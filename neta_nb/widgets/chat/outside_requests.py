@@ -46,7 +46,8 @@ class OutsideRequests:
         says; a request that no longer waits, or a malformed command, is an error."""
         client, call_id = command.get("client"), command.get("id")
         decision, text = command.get("decision"), command.get("text")
-        path = command.get("subagent") or []
+        path = command.get("subagent")
+        path = [] if path is None else path
         if not isinstance(client, str) or not isinstance(call_id, str):
             raise RequestError("approve needs a 'client' and an 'id'")
         if decision not in _DECISIONS:
