@@ -73,6 +73,14 @@ class McpReview(ipywidgets.VBox):  # type: ignore[misc]
         view = ChatView(session)
         outside_reviews.add_review(view)
         view.observe(waiting, names=["approvals", "session_id"])
+
+        def closed(change: dict[str, Any]) -> None:
+            # Closed, the view no longer answers for the client (its requests go to the
+            # session's policy): no other chat keeps a card of them.
+            if change["new"] is None:
+                outside_reviews.publish(session.id, name, [], decide)
+
+        view.observe(closed, names="comm")
         waiting()
         self.views[name] = view
         title = ipywidgets.HTML(f"<b>{html.escape(session.agent.name)}</b> "

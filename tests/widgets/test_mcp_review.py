@@ -129,6 +129,14 @@ async def test_a_clients_request_shows_in_the_users_chat_and_is_decided_there(
             assert isinstance(page, FakeNotebookPage) and page.cell("c2")["source"] == "y = x + 3"
             await wait_until(lambda: not chat.approvals)
             assert mine.messages == []  # nothing of it reached the user's own session
+
+            # The client's review view closed while a run waits: no chat keeps its card.
+            asked = asyncio.ensure_future(codex.call_tool("run_cell", {"cell_id": "c1"}))
+            await wait_until(lambda: bool(chat.approvals))
+            review.views["codex"].close()
+            assert chat.approvals == []
+            result = await asyncio.wait_for(asked, 10)
+            assert result.is_error  # the session's policy answered: no view asks for it
     finally:
         await asyncio.to_thread(server.stop)
         chat.close()

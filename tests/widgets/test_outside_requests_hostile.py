@@ -60,7 +60,8 @@ async def test_a_clients_request_and_the_users_own_with_one_id_are_answered_apar
             return dict(chat._reply("command", "r", {"command": sent}))
 
         assert "gemini's request is no longer waiting" in command(client="gemini")["error"]
-        for path in ("g", "", 0, {}):
+        crafted: list[object] = ["g", "", 0, {}]
+        for path in crafted:
             assert "'subagent' must be a list" in command(client="codex",
                                                          subagent=path)["error"]
         assert answered == []
