@@ -48,6 +48,23 @@ chat = ChatView(session, height="300px")
 chat
 """.strip()
 OFFER = ".neta-nb-reattach"
+# The first widget view output of the notebook drawn again by its own renderer (what the
+# widget manager's renderer does when the kernel's models are restored after it waited).
+REDRAW_VIEW = f"""async () => {{
+  const panel = window.jupyterapp.shell.currentWidget;
+  for (const cell of panel.content.widgets) {{
+    if (cell.model.type !== "code") continue;
+    const outputs = cell.model.outputs;
+    for (let index = 0; index < outputs.length; index++) {{
+      if (!("{WIDGET_VIEW}" in outputs.get(index).data)) continue;
+      const renderer = cell.outputArea.widgets[index].widgets
+        .find((widget) => widget.node.classList.contains("jp-OutputArea-output"));
+      await renderer.renderModel(outputs.get(index));
+      return;
+    }}
+  }}
+  throw new Error("no widget view output");
+}}"""
 MODEL_NOT_FOUND = "widget model not found"
 
 
@@ -251,6 +268,12 @@ def test_a_reloaded_unsaved_notebook_offers_the_newer_chat_over_an_older_live_on
     offer = page.locator(OFFER)
     offer.wait_for(timeout=30_000)
     assert "This cell showed a newer chat since" in (offer.text_content() or "")
+    # The widget manager draws the view anew (as it does once the kernel's models are
+    # restored, which may come after the offer): its renderer empties the output, and the
+    # offer stands again above the view drawn.
+    page.evaluate(REDRAW_VIEW)
+    view.locator(".neta-chat-text", has_text="run 1.").wait_for(timeout=30_000)
+    offer.wait_for(timeout=10_000)
     assert not page.evaluate("() => window.jupyterapp.shell.currentWidget.context.model.dirty")
     cell = page.locator(".jp-CodeCell").nth(1)
     lab.set_left_area(collapsed=True)
