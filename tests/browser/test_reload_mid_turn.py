@@ -48,6 +48,28 @@ chat = ChatView(session, height="300px")
 chat
 """.strip()
 OFFER = ".neta-nb-reattach"
+# The first widget view output of the notebook drawn again as the widget manager's renderer
+# draws it once it has the view (after its model came, or the kernel's models were
+# restored): it empties the output node and adds the view.
+REDRAW_VIEW = f"""async () => {{
+  const panel = window.jupyterapp.shell.currentWidget;
+  for (const cell of panel.content.widgets) {{
+    if (cell.model.type !== "code") continue;
+    const outputs = cell.model.outputs;
+    for (let index = 0; index < outputs.length; index++) {{
+      const data = outputs.get(index).data["{WIDGET_VIEW}"];
+      if (!data) continue;
+      const renderer = cell.outputArea.widgets[index].widgets
+        .find((widget) => widget.node.classList.contains("jp-OutputArea-output"));
+      const manager = await renderer._manager.promise;
+      const view = await manager.create_view(await manager.get_model(data.model_id));
+      renderer.node.textContent = "";
+      renderer.addWidget(view.luminoWidget);
+      return;
+    }}
+  }}
+  throw new Error("no widget view output");
+}}"""
 MODEL_NOT_FOUND = "widget model not found"
 
 
@@ -251,6 +273,12 @@ def test_a_reloaded_unsaved_notebook_offers_the_newer_chat_over_an_older_live_on
     offer = page.locator(OFFER)
     offer.wait_for(timeout=30_000)
     assert "This cell showed a newer chat since" in (offer.text_content() or "")
+    # The widget manager draws the view after the offer was made (its model, or the
+    # kernel's models restored, came later): its renderer empties the output, and the
+    # offer stands again above the view drawn.
+    page.evaluate(REDRAW_VIEW)
+    view.locator(".neta-chat-text", has_text="run 1.").wait_for(timeout=30_000)
+    offer.wait_for(timeout=10_000)
     assert not page.evaluate("() => window.jupyterapp.shell.currentWidget.context.model.dirty")
     cell = page.locator(".jp-CodeCell").nth(1)
     lab.set_left_area(collapsed=True)

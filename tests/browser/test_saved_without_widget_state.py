@@ -3,7 +3,8 @@ reopened (a new kernel, which has none of the widgets), the widget manager has n
 for a widget output and writes "Error displaying widget: model not found" in it. Before a
 neta_nb widget's static form (the output after its view) the extension hides that error,
 so the form shows alone, drawn (js/labextension/src/missing-widgets.ts); another widget's
-error (an ipywidgets slider's) stays where it is."""
+error (an ipywidgets slider's) stays where it is. Opened with no kernel, the widget manager
+writes "Loading widget..." there for good: hidden the same way before a static form."""
 
 from __future__ import annotations
 
@@ -76,6 +77,28 @@ def saved_and_reopened(lab: LabSession, name: str) -> None:
     lab.open_notebook(path)
 
 
+# Opens the notebook without starting a kernel.
+OPEN_WITHOUT_KERNEL_JS = """async (path) => {
+  const widget = await window.jupyterapp.commands.execute('docmanager:open', {
+    path, factory: 'Notebook', kernelPreference: { shouldStart: false, canStart: false }});
+  await widget.context.ready;
+  await widget.sessionContext.ready;
+  await widget.revealed;
+  return widget.sessionContext.session?.kernel?.id ?? null;
+}"""
+LOADING = "Loading widget..."
+# Whether each of the widget manager's waiting lines shows.
+LOADING_JS = f"""() => {{
+  const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
+  return Array.from(panel?.querySelectorAll('.jp-OutputArea-output') ?? [])
+    .filter((n) => n.textContent.trim() === '{LOADING}')
+    .map((n) => n.getClientRects().length > 0);
+}}"""
+# JupyterLab's widget manager on a notebook opened without a kernel: it fails reading the
+# kernel it has not (an uncaught error), not neta_nb.
+KERNEL_LESS_WIDGET_MANAGER = "Cannot read properties of null (reading 'kernel')"
+
+
 def wait_for_errors(page: Any, count: int) -> dict[str, Any]:
     """Wait until the widget manager has given up on `count` widget outputs."""
     page.wait_for_function(
@@ -116,6 +139,33 @@ def test_reopened_without_widget_state_shows_the_static_forms_alone(
     # JupyterLab's widget manager logs each missing model itself (console.error).
     lab.console_errors[:] = [e for e in lab.console_errors
                              if not e.text.startswith("Error: widget model not found")]
+
+
+def test_opened_without_a_kernel_shows_the_static_forms_alone(
+        lab: LabSession, screenshot_dir: Path) -> None:
+    page = lab.page
+    path = lab.run_notebook("saved_no_kernel.ipynb", CELLS, timeout=120)
+    page.locator(".neta-chat-view").wait_for()
+    page.evaluate(SAVE_AND_CLOSE_JS, path)
+    assert page.evaluate(OPEN_WITHOUT_KERNEL_JS, path) is None
+    # The chat's and the todo card's waiting lines are hidden, the slider's is not.
+    page.wait_for_function(f"() => JSON.stringify(({LOADING_JS})()) === "
+                           "JSON.stringify([false, false, true])", timeout=30_000)
+    page.wait_for_timeout(1_000)  # and they stay so
+    assert page.evaluate(LOADING_JS) == [False, False, True]
+    shown = page.evaluate(SHOWN_JS)
+    assert len(shown["forms"]) == 2 and all(f["visible"] and f["height"] > 40
+                                            for f in shown["forms"]), shown
+    panel = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
+    assert panel.locator(".jp-Notebook").inner_text().count(LOADING) == 1  # the slider's
+    for theme in ("light", "dark"):
+        lab.set_theme(dark=theme == "dark")
+        notebook_top(page, screenshot_dir / f"saved-no-kernel-{theme}.png")
+    lab.set_theme(dark=False)
+    # JupyterLab's widget manager, not neta_nb, on a notebook opened without a kernel.
+    lab.console_errors[:] = [e for e in lab.console_errors
+                             if not e.text.startswith("Error: widget model not found")
+                             and e.text != KERNEL_LESS_WIDGET_MANAGER]
 
 
 def test_in_notebook_7(notebook7: JupyterLabServer, lab_session: LabSession,

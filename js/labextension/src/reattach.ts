@@ -155,9 +155,13 @@ export function offerLiveChats(panel: NotebookPanel): number {
 
 /** Whether a change in the notebook's DOM may change an offer: an output area child
  * shown or hidden, an output or a static form drawn (not our own line, nor the many
- * changes inside a live view). */
+ * changes inside a live view), or a line of ours taken away. The widget manager's
+ * renderer empties its output node whenever it draws the view there (`textContent = ""`,
+ * after the model came, and again when it draws anew once the kernel's models are
+ * restored): a line offered above the view before that is gone, and is offered again. */
 function matters(record: MutationRecord): boolean {
   if (record.type === "attributes") return (record.target as Element).classList?.contains(OUTPUT_CHILD) ?? false;
+  if ([...record.removedNodes].some((node) => node instanceof Element && node.classList.contains(REATTACH_CLASS))) return true;
   return [...record.addedNodes].some(
     (node) => node instanceof Element && !node.classList.contains(REATTACH_CLASS) && (node.matches(OUTPUT_PARTS) || node.querySelector(OUTPUT_PARTS) !== null),
   );
