@@ -16,7 +16,6 @@ import asyncio
 import json
 import os
 import shutil
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -25,9 +24,9 @@ from neta_nb.messages import ToolCallPart
 from neta_nb.runtime.mcp_server import NotebookMCPServer
 
 from ..providers.sse_server import SSEServer
+from ..support.claude_script import ModelScript, text, tool_use
 from ..support.notebook_mcp import User
 from ..support.notebook_page import FakeNotebookPage
-from .acp.test_claude_code import ModelScript, text, tool_use
 
 CLI = (Path(__file__).parents[1] / "fixtures" / "acp_agents" / "node_modules"
        / "@anthropic-ai" / "claude-agent-sdk" / "cli.js")
@@ -43,15 +42,6 @@ def _installed() -> None:
         if os.environ.get("CI"):
             pytest.fail(_MISSING, pytrace=False)
         pytest.skip(_MISSING)
-
-
-@pytest.fixture
-async def model() -> AsyncIterator[tuple[SSEServer, ModelScript]]:
-    script = ModelScript()
-    async with SSEServer() as server:
-        server.responder = script
-        server.check_history = False  # Claude Code's own history, not ours
-        yield server, script
 
 
 async def claude(args: list[str], env: dict[str, str], cwd: Path) -> tuple[int, str]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import shutil
 import time
 from collections.abc import AsyncIterator, Callable
@@ -31,10 +30,10 @@ from neta_nb.runtime.projection import ConversationProjection, NullSink
 
 from ...providers.sse_server import (
     AnthropicStream,
-    RecordedRequest,
     ScriptedHTTPResponse,
     SSEServer,
 )
+from ...support.claude_script import ModelScript, text, tool_use
 
 BIN = Path(__file__).parents[2] / "fixtures" / "acp_agents" / "node_modules" / ".bin"
 CLAUDE = BIN / "claude-agent-acp"
@@ -48,63 +47,6 @@ def _installed() -> None:
         if os.environ.get("CI"):
             pytest.fail(_MISSING, pytrace=False)
         pytest.skip(_MISSING)
-
-
-# --- the model's script -----------------------------------------------------------------
-Step = Callable[[], ScriptedHTTPResponse]
-"""One model response of a script."""
-
-
-def _script_of(request: RecordedRequest) -> tuple[str | None, int]:
-    """The script a model call belongs to (``SCRIPT:name`` in the latest prompt that
-    names one: a continued session holds the earlier ones) and its step: how many tool
-    results came since that prompt."""
-    messages = request.json.get("messages", [])
-    for index in range(len(messages) - 1, -1, -1):
-        found = re.findall(r"SCRIPT:(\w+)", json.dumps(messages[index]))
-        if found and messages[index].get("role") == "user":
-            results = sum(1 for m in messages[index:] if isinstance(m.get("content"), list)
-                          for block in m["content"] if block.get("type") == "tool_result")
-            return found[-1], results
-    return None, 0
-
-
-class ModelScript:
-    """Answers each model call from the script its conversation names; a call of no
-    script (a title, a check) gets a short text."""
-
-    def __init__(self) -> None:
-        self.scripts: dict[str, list[Step]] = {}
-
-    def __call__(self, request: RecordedRequest) -> ScriptedHTTPResponse:
-        name, step = _script_of(request)
-        steps = self.scripts.get(name or "", [])
-        if step < len(steps):
-            return steps[step]()
-        return AnthropicStream().text(["ok"]).finish().response()
-
-
-def tool_use(tool_id: str, name: str, args: dict[str, Any], *,
-             thinking: list[str] | None = None) -> Step:
-    def step() -> ScriptedHTTPResponse:
-        stream = AnthropicStream()
-        if thinking:
-            stream.thinking(thinking)
-        return stream.tool_use(tool_id, name, [json.dumps(args)]).finish("tool_use").response()
-    return step
-
-
-def text(*pieces: str) -> Step:
-    return lambda: AnthropicStream().text(list(pieces)).finish().response()
-
-
-@pytest.fixture
-async def model() -> AsyncIterator[tuple[SSEServer, ModelScript]]:
-    script = ModelScript()
-    async with SSEServer() as server:
-        server.responder = script
-        server.check_history = False  # the agent's own history, not ours
-        yield server, script
 
 
 @pytest.fixture
