@@ -11,7 +11,7 @@ widget library to get them.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache
 
 from markdown_it import MarkdownIt
@@ -110,6 +110,10 @@ def _parser() -> MarkdownIt:
     return MarkdownIt("commonmark").enable(["table", "strikethrough"])
 
 
+_CODE_BOX = ("margin:6px 0;padding:6px 10px;border:1px solid rgba(128,128,128,.4);"
+             "border-radius:6px;overflow-x:auto")
+
+
 @cache
 def _static_renderer(headings: bool = True) -> MarkdownIt:
     # Raw HTML off (written as text); links only where markdown-it's own check allows
@@ -130,6 +134,10 @@ def _static_renderer(headings: bool = True) -> MarkdownIt:
 
     renderer.add_render_rule("image", image)
     renderer.add_render_rule("link_open", link_open)
+    # A code block in a saved page has no stylesheet of ours: boxed and set apart by
+    # inline style (a neutral border, seen on light and dark pages alike).
+    for kind in ("fence", "code_block"):
+        renderer.add_render_rule(kind, _boxed(getattr(renderer.renderer, kind)))
     if not headings:
         # In a table cell a page heading's size is out of place: a heading is a bold line.
         def heading_open(*_args: object) -> str:
@@ -141,6 +149,14 @@ def _static_renderer(headings: bool = True) -> MarkdownIt:
         renderer.add_render_rule("heading_open", heading_open)
         renderer.add_render_rule("heading_close", heading_close)
     return renderer
+
+
+def _boxed(draw: Callable[..., str]) -> Callable[..., str]:
+    """A render rule that draws as ``draw`` does, inside a :data:`_CODE_BOX`."""
+    def rule(_renderer: object, tokens: Sequence[Token], index: int, options: object,
+             env: object) -> str:
+        return f'<div style="{_CODE_BOX}">{draw(tokens, index, options, env)}</div>\n'
+    return rule
 
 
 def _escape_html(text: str) -> str:

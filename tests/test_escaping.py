@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from neta_nb.escaping import plain_text
@@ -43,3 +45,5 @@ def test_static_markdown_html_draws_the_markup_and_nothing_that_runs_or_loads() 
     assert "<script" not in drawn and "&lt;script&gt;" in drawn
     assert 'href="javascript' not in drawn
     assert "<pre><code>&lt;b&gt;code&lt;/b&gt;" in drawn
+    # A code block is set apart in a box of its own: a saved page has no stylesheet.
+    assert re.search(r'<div style="[^"]*border:1px solid[^"]*"><pre><code>&lt;b&gt;', drawn)
