@@ -159,7 +159,7 @@ class ConversationProjection:
         for message in messages:
             projection._add(message)
         projection.compactions = list(compactions)
-        projection.usage = turn_figures(projection.messages, projection.compactions)
+        projection.usage = turn_figures(projection.messages)
         plan = TodoStore.hydrate_from_history(projection.messages)
         projection._show_plan([item.model_dump() for item in plan.read()], plan.summary())
         return projection
@@ -190,6 +190,9 @@ class ConversationProjection:
 
     def _take_state_of(self, session: AgentSession) -> None:
         self.running = session.running
+        if self.usage.api_calls and session.provider.price is not None:
+            # The session's cost from its owner, as its token_update says it.
+            self.usage = self.usage.model_copy(update={"session_cost_usd": session.cost_usd})
         self._show_plan([item.model_dump() for item in session.todo.read()],
                         session.todo.summary())
         self.context = session.context

@@ -166,49 +166,37 @@ def _total(messages: Sequence[Message], compactions: Sequence[CompactionRecord])
     return total
 
 
-def turn_figures(messages: Sequence[Message],
-                 compactions: Sequence[CompactionRecord] = ()) -> TurnUsage:
+def turn_figures(messages: Sequence[Message]) -> TurnUsage:
     """The latest turn's figures as the stored messages give them — every model call
-    since the last prompt, its sub-agents' runs included, each call's cost as stored —
-    with the session's cost, known when every call's is: what the token line shows for
-    a conversation opened from history (a stored chat, a resumed session) until its next
-    turn reports its own. A call is an assistant message that names its model (an
-    interrupted one too: it was made, its usage maybe unknown)."""
+    since the last prompt, each call's cost as stored, its sub-agents' runs included:
+    what the token line shows for a conversation opened from history (a stored chat, a
+    resumed session) until its next turn reports its own. A call is an assistant message
+    that names its model (an interrupted one too: it was made, its usage maybe unknown).
+    The session's cost is not summed here: its owner keeps it (``Spending``, the stored
+    record's ``cost_usd``)."""
     start = 0
     for index in range(len(messages) - 1, -1, -1):
         if messages[index].role == "user" and not messages[index].metadata.compacted:
             start = index + 1
             break
     turn = children = TurnUsage()
-    session = children_session = TurnUsage()
-    for index, message in enumerate(messages):
+    for message in messages[start:]:
         meta = message.metadata
         if message.role != "assistant" or meta.compacted or (
                 meta.model is None and meta.usage is None):
             continue
         call = _add(TurnUsage(), meta.usage or Usage(), None, reported=meta.usage is not None)
-        call = call.model_copy(update={"cost_usd": meta.cost_usd})
-        runs = [TurnUsage(input_tokens=run.input_tokens, output_tokens=run.output_tokens,
-                          total_tokens=run.input_tokens + run.output_tokens,
-                          api_calls=run.api_calls, cost_usd=run.cost_usd)
-                for run in (execution.subagent for execution in meta.tool_executions)
-                if run is not None and run.api_calls]
-        session = add_usage(session, call)
-        for run in runs:
-            children_session = add_usage(children_session, run)
-        if index >= start:
-            turn = add_usage(turn, call)
-            for run in runs:
-                children = add_usage(children, run)
-    for compaction in compactions:
-        session = add_usage(session, TurnUsage(api_calls=1, cost_usd=compaction.cost_usd))
+        turn = add_usage(turn, call.model_copy(update={"cost_usd": meta.cost_usd}))
+        for execution in meta.tool_executions:
+            run = execution.subagent
+            if run is not None and run.api_calls:
+                children = add_usage(children, TurnUsage(
+                    input_tokens=run.input_tokens, output_tokens=run.output_tokens,
+                    total_tokens=run.input_tokens + run.output_tokens,
+                    api_calls=run.api_calls, cost_usd=run.cost_usd))
     if children.api_calls:
         turn = add_usage(turn, children, second_is_children=True)
-    if children_session.api_calls:
-        session = add_usage(session, children_session)
-    return turn.model_copy(update={
-        "cost_split": turn.cost_split or None,
-        "session_cost_usd": session.cost_usd if turn.api_calls else None})
+    return turn.model_copy(update={"cost_split": turn.cost_split or None})
 
 
 def add_usage(first: TurnUsage, second: TurnUsage, *,

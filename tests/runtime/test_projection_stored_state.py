@@ -92,9 +92,15 @@ async def test_the_stored_figures_are_the_last_turns_as_its_token_update_said(
     said = [e for e in events.events if isinstance(e, TokenUpdateEvent)][-1].current
     assert said.api_calls == 3 and said.cost_usd  # two own calls and the kid's one
 
-    for messages, compactions in ((store.load_messages(session.id), ()),
-                                  (session.messages, session.compactions)):
+    record = store.get_session(session.id)
+    assert record is not None
+    # The session's cost comes from its owner: the stored record, the live session.
+    live = ConversationProjection.of_session(session).usage.session_cost_usd
+    for messages, compactions, session_cost in (
+            (store.load_messages(session.id), (), record.cost_usd),
+            (session.messages, session.compactions, live)):
         shown = ConversationProjection.from_history(messages, compactions).usage
+        shown = shown.model_copy(update={"session_cost_usd": session_cost})
         assert (shown.input_tokens, shown.output_tokens, shown.total_tokens,
                 shown.api_calls, shown.unreported_calls) == (
             said.input_tokens, said.output_tokens, said.total_tokens, said.api_calls,

@@ -93,7 +93,10 @@ class ReadOnlyMode:
             chat.agents = [stored.agent]
             chat.messages = cast("list[dict[str, Any]]", items)
             chat.has_older = has_older
-            chat.current = projection.usage.model_dump()
+            usage = projection.usage
+            if usage.api_calls:  # the session's cost as its record keeps it
+                usage = usage.model_copy(update={"session_cost_usd": stored.record.cost_usd})
+            chat.current = usage.model_dump()
             chat.context = {}
             self._turn.show(projection)  # no turn runs here, nothing to approve
             chat.levels = []
