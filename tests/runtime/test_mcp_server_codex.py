@@ -15,14 +15,11 @@ import asyncio
 import json
 import os
 import shutil
-import socket
-import threading
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -31,6 +28,7 @@ from starlette.routing import Route
 from neta_nb.messages import ToolCallPart
 from neta_nb.runtime.mcp_server import TOKEN_VARIABLE, NotebookMCPServer
 
+from ..support.asgi_server import served
 from ..support.notebook_mcp import User
 from ..support.notebook_page import FakeNotebookPage
 
@@ -99,18 +97,8 @@ def model_server() -> Iterator[ResponsesModel]:
     app = Starlette(routes=[
         Route("/v1/responses", model.respond, methods=["POST"]),
         Route("/v1/models", lambda _r: JSONResponse({"object": "list", "data": []}))])
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    model.port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=lambda: server.run(sockets=[sock]), daemon=True)
-    thread.start()
-    try:
+    with served(app) as model.port:
         yield model
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
 
 
 def codex_home(path: Path, model_port: int, url: str) -> Path:

@@ -11,19 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
-import shutil
-import socket
-import threading
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import psutil
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -33,17 +27,13 @@ from neta_nb import AcpAgent, AgentSession
 from neta_nb.events import Event
 from neta_nb.runtime.acp.turns import AcpTurns
 
-BIN = Path(__file__).parents[2] / "fixtures" / "acp_agents" / "node_modules" / ".bin"
-_MISSING = ("the locked Codex agent is not installed: run `npm ci` in "
-            "tests/fixtures/acp_agents (scripts/test.sh does)")
+from ...support.asgi_server import served
+from ...support.locked_agents import BIN, gone, require_locked
 
 
 @pytest.fixture(autouse=True)
 def _installed() -> None:
-    if not (BIN / "codex-acp").exists() or shutil.which("node") is None:
-        if os.environ.get("CI"):
-            pytest.fail(_MISSING, pytrace=False)
-        pytest.skip(_MISSING)
+    require_locked(BIN / "codex-acp", "the locked Codex agent")
 
 
 class Responses:
@@ -93,18 +83,8 @@ def responses() -> Iterator[Responses]:
     app = Starlette(routes=[
         Route("/v1/responses", model.respond, methods=["POST"]),
         Route("/v1/models", lambda _r: JSONResponse({"object": "list", "data": []}))])
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    model.port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=lambda: server.run(sockets=[sock]), daemon=True)
-    thread.start()
-    try:
+    with served(app) as model.port:
         yield model
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
 
 
 @pytest.fixture
@@ -126,18 +106,6 @@ env_key = "STAND_IN_MODEL_KEY"
     work.mkdir()
     return AcpAgent.codex(search=BIN, cwd=work,
                           env={"CODEX_HOME": str(home), "STAND_IN_MODEL_KEY": "test-key"})
-
-
-def _gone(pid: int, within: float = 5.0) -> bool:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                return True
-        except psutil.NoSuchProcess:
-            return True
-        time.sleep(0.05)
-    return False
 
 
 async def test_codex_plans_answers_and_leaves_no_process(responses: Responses,
@@ -171,4 +139,4 @@ async def test_codex_plans_answers_and_leaves_no_process(responses: Responses,
         assert len(tree) >= 2
     finally:
         await outside.aclose()
-    assert all(_gone(member) for member in tree)
+    assert all(gone(member, 5.0) for member in tree)

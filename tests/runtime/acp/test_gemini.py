@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -25,18 +23,12 @@ from neta_nb.events import Event
 from neta_nb.runtime.acp.turns import AcpTurns
 
 from ...providers.sse_server import RecordedRequest, ScriptedHTTPResponse, SSEServer
-
-BIN = Path(__file__).parents[2] / "fixtures" / "acp_agents" / "node_modules" / ".bin"
-_MISSING = ("the locked Gemini CLI is not installed: run `npm ci` in "
-            "tests/fixtures/acp_agents (scripts/test.sh does)")
+from ...support.locked_agents import BIN, require_locked
 
 
 @pytest.fixture(autouse=True)
 def _installed() -> None:
-    if not (BIN / "gemini").exists() or shutil.which("node") is None:
-        if os.environ.get("CI"):
-            pytest.fail(_MISSING, pytrace=False)
-        pytest.skip(_MISSING)
+    require_locked(BIN / "gemini", "the locked Gemini CLI")
 
 
 def _gemini(parts: list[dict[str, Any]]) -> ScriptedHTTPResponse:
