@@ -24,9 +24,9 @@ from neta_nb.runtime.mcp_server import NotebookMCPServer
 
 from ..providers.sse_server import SSEServer
 from ..support.claude_script import ModelScript, text, tool_use
-from ..support.locked_agents import MODULES, require_locked
 from ..support.notebook_mcp import User
 from ..support.notebook_page import FakeNotebookPage
+from ..support.outside_agents import MODULES, require_locked
 
 CLI = MODULES / "@anthropic-ai" / "claude-agent-sdk" / "cli.js"
 SERVER = "neta-notebook"

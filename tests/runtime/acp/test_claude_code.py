@@ -32,7 +32,7 @@ from ...providers.sse_server import (
     SSEServer,
 )
 from ...support.claude_script import ModelScript, text, tool_use
-from ...support.locked_agents import BIN, gone, require_locked
+from ...support.outside_agents import BIN, gone, require_locked
 
 CLAUDE = BIN / "claude-agent-acp"
 

@@ -25,10 +25,9 @@ from starlette.routing import Route
 
 from neta_nb import AcpAgent, AgentSession
 from neta_nb.events import Event
-from neta_nb.runtime.acp.turns import AcpTurns
 
 from ...support.asgi_server import served
-from ...support.locked_agents import BIN, gone, require_locked
+from ...support.outside_agents import BIN, driven, gone, require_locked
 
 
 @pytest.fixture(autouse=True)
@@ -118,9 +117,7 @@ async def test_codex_plans_answers_and_leaves_no_process(responses: Responses,
     session = AgentSession(codex)
     events: list[Event] = []
     session.subscribe(events.append)
-    outside = session.deps.outside
-    assert isinstance(outside, AcpTurns)
-    try:
+    async with driven(session) as outside:
         answer = await asyncio.wait_for(session.run("Make a plan."), 120)
         assert answer is not None
         assert answer.text == "Planned and done."
@@ -137,6 +134,4 @@ async def test_codex_plans_answers_and_leaves_no_process(responses: Responses,
         assert pid is not None
         tree = [pid, *(p.pid for p in psutil.Process(pid).children(recursive=True))]
         assert len(tree) >= 2
-    finally:
-        await outside.aclose()
     assert all(gone(member, 5.0) for member in tree)

@@ -20,10 +20,9 @@ import pytest
 
 from neta_nb import AcpAgent, AgentSession
 from neta_nb.events import Event
-from neta_nb.runtime.acp.turns import AcpTurns
 
 from ...providers.sse_server import RecordedRequest, ScriptedHTTPResponse, SSEServer
-from ...support.locked_agents import BIN, require_locked
+from ...support.outside_agents import BIN, driven, require_locked
 
 
 @pytest.fixture(autouse=True)
@@ -85,12 +84,8 @@ async def test_gemini_writes_a_file_after_the_users_approval(server: SSEServer,
                 lambda: session.approve(call_id, "allow_once"))
 
     session.subscribe(follow)
-    outside = session.deps.outside
-    assert isinstance(outside, AcpTurns)
-    try:
+    async with driven(session):
         answer = await asyncio.wait_for(session.run("SCRIPT:write Write x.py."), 120)
-    finally:
-        await outside.aclose()
     assert target.read_text() == "x = 1\n"
     assert answer is not None and answer.text.endswith("Written.")
     [asked] = [e for e in events if e.type == "approval_request"]

@@ -1,18 +1,24 @@
-"""The outside agents the tests run for real, locked in tests/fixtures/acp_agents (``npm ci``
-there, as scripts/test.sh does): where their programs are, the skip (or, under ``CI``, the
-failure) when they are missing, and whether a process they started has ended."""
+"""Outside agents in the tests: where the ones run for real are (locked in
+tests/fixtures/acp_agents: ``npm ci`` there, as scripts/test.sh does), the skip (or, under
+``CI``, the failure) when they are missing, a session's agent ended after its test, and
+whether a process they started has ended."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import psutil
 import pytest
 
-__all__ = ["BIN", "MODULES", "gone", "require_locked"]
+from neta_nb import AgentSession
+from neta_nb.runtime.acp.turns import AcpTurns
+
+__all__ = ["BIN", "MODULES", "driven", "gone", "require_locked"]
 
 MODULES = Path(__file__).parents[1] / "fixtures" / "acp_agents" / "node_modules"
 BIN = MODULES / ".bin"
@@ -43,3 +49,15 @@ def gone(pid: int, within: float = 3.0) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+@contextlib.asynccontextmanager
+async def driven(session: AgentSession) -> AsyncIterator[AcpTurns]:
+    """The driver of ``session``'s outside agent; the agent's process is ended and reaped
+    when the block ends."""
+    outside = session.deps.outside
+    assert isinstance(outside, AcpTurns)
+    try:
+        yield outside
+    finally:
+        await outside.aclose()
