@@ -10,24 +10,18 @@ instead: the CI installs the fixture, so they must run there.
 from __future__ import annotations
 
 import asyncio
-import json
-import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import psutil
 import pytest
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Route
 
 from neta_nb import AcpAgent, AgentSession
 from neta_nb.events import Event
 
 from ...support.asgi_server import served
 from ...support.outside_agents import BIN, driven, gone, require_locked
+from ...support.responses_model import ResponsesModel
 
 
 @pytest.fixture(autouse=True)
@@ -35,59 +29,15 @@ def _installed() -> None:
     require_locked(BIN / "codex-acp", "the locked Codex agent")
 
 
-class Responses:
-    """The Responses API as Codex streams it: each request gets the next of ``turns`` —
-    ``{"call": name, "args": {...}}`` or ``{"text": ...}`` — streamed in pieces."""
-
-    def __init__(self) -> None:
-        self.turns: list[dict[str, Any]] = []
-        self.requests: list[dict[str, Any]] = []
-        self.port = 0
-
-    async def respond(self, request: Request) -> Response:
-        body = await request.json()
-        self.requests.append(body)
-        turn = self.turns.pop(0) if self.turns else {"text": "Nothing more."}
-        number = len(self.requests)
-        events: list[dict[str, Any]] = [
-            {"type": "response.created", "response": {"id": f"resp_{number}"}}]
-        if "call" in turn:
-            item: dict[str, Any] = {
-                "type": "function_call", "id": f"fc_{number}", "call_id": f"call_{number}",
-                "name": turn["call"], "arguments": json.dumps(turn.get("args", {}))}
-        else:
-            item = {"type": "message", "role": "assistant", "id": f"msg_{number}",
-                    "content": [{"type": "output_text", "text": turn["text"]}]}
-            events += [{"type": "response.output_item.added", "output_index": 0,
-                        "item": {**item, "content": []}}]
-            events += [{"type": "response.output_text.delta", "item_id": item["id"],
-                        "output_index": 0, "content_index": 0, "delta": piece}
-                       for piece in re.findall(r"\S+\s*", turn["text"])]
-        events += [
-            {"type": "response.output_item.done", "output_index": 0, "item": item},
-            {"type": "response.completed", "response": {
-                "id": f"resp_{number}",
-                "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}}}]
-
-        async def stream() -> AsyncIterator[str]:
-            for event in events:
-                yield f"event: {event['type']}\ndata: {json.dumps(event)}\n\n"
-
-        return StreamingResponse(stream(), media_type="text/event-stream")
-
-
 @pytest.fixture
-def responses() -> Iterator[Responses]:
-    model = Responses()
-    app = Starlette(routes=[
-        Route("/v1/responses", model.respond, methods=["POST"]),
-        Route("/v1/models", lambda _r: JSONResponse({"object": "list", "data": []}))])
-    with served(app) as model.port:
+def responses() -> Iterator[ResponsesModel]:
+    model = ResponsesModel()
+    with served(model.app()) as model.port:
         yield model
 
 
 @pytest.fixture
-def codex(responses: Responses, tmp_path: Path) -> AcpAgent:
+def codex(responses: ResponsesModel, tmp_path: Path) -> AcpAgent:
     home = tmp_path / "codex"
     home.mkdir()
     (home / "config.toml").write_text(f"""
@@ -107,7 +57,7 @@ env_key = "STAND_IN_MODEL_KEY"
                           env={"CODEX_HOME": str(home), "STAND_IN_MODEL_KEY": "test-key"})
 
 
-async def test_codex_plans_answers_and_leaves_no_process(responses: Responses,
+async def test_codex_plans_answers_and_leaves_no_process(responses: ResponsesModel,
                                                         codex: AcpAgent) -> None:
     plan = [{"step": "Read the data", "status": "completed"},
             {"step": "Fit the model", "status": "in_progress"},
