@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -27,21 +26,16 @@ from ..providers.sse_server import SSEServer
 from ..support.claude_script import ModelScript, text, tool_use
 from ..support.notebook_mcp import User
 from ..support.notebook_page import FakeNotebookPage
+from ..support.outside_agents import MODULES, require_locked
 
-CLI = (Path(__file__).parents[1] / "fixtures" / "acp_agents" / "node_modules"
-       / "@anthropic-ai" / "claude-agent-sdk" / "cli.js")
-_MISSING = ("the locked Claude Code is not installed: run `npm ci` in "
-            "tests/fixtures/acp_agents (scripts/test.sh does)")
+CLI = MODULES / "@anthropic-ai" / "claude-agent-sdk" / "cli.js"
 SERVER = "neta-notebook"
 """The name docs/mcp-server.md gives the server in Claude Code's configuration."""
 
 
 @pytest.fixture(autouse=True)
 def _installed() -> None:
-    if not CLI.exists() or shutil.which("node") is None:
-        if os.environ.get("CI"):
-            pytest.fail(_MISSING, pytrace=False)
-        pytest.skip(_MISSING)
+    require_locked(CLI, "the locked Claude Code")
 
 
 async def claude(args: list[str], env: dict[str, str], cwd: Path) -> tuple[int, str]:

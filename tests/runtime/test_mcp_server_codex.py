@@ -12,27 +12,20 @@ does); ``$NETA_NB_CODEX`` names another. Without one the test is skipped, saying
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import shutil
-import socket
-import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-import uvicorn
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Route
 
 from neta_nb.messages import ToolCallPart
 from neta_nb.runtime.mcp_server import TOKEN_VARIABLE, NotebookMCPServer
 
+from ..support.asgi_server import served
 from ..support.notebook_mcp import User
 from ..support.notebook_page import FakeNotebookPage
+from ..support.responses_model import ResponsesModel
 
 LOCKED = (Path(__file__).parents[1] / "fixtures" / "codex_cli" / "node_modules" / ".bin"
           / "codex")
@@ -43,74 +36,11 @@ NAMESPACE = "mcp__neta_notebook"
 """How Codex offers the tools of the server named ``neta-notebook`` to its model."""
 
 
-class ResponsesModel:
-    """The Responses API as Codex streams it: each request is answered by the next of
-    ``turns`` (a function call of the server's tools, or text); every request is kept."""
-
-    def __init__(self, turns: list[dict[str, Any]]) -> None:
-        self.turns = list(turns)
-        self.requests: list[dict[str, Any]] = []
-        self.port = 0
-
-    async def respond(self, request: Request) -> Response:
-        body = await request.json()
-        self.requests.append(body)
-        turn = self.turns.pop(0) if self.turns else {"text": "Nothing more."}
-        number = len(self.requests)
-        if "call" in turn:
-            item: dict[str, Any] = {
-                "type": "function_call", "id": f"fc_{number}", "call_id": f"call_{number}",
-                "namespace": NAMESPACE, "name": turn["call"],
-                "arguments": json.dumps(turn.get("args", {}))}
-        else:
-            item = {"type": "message", "role": "assistant", "id": f"msg_{number}",
-                    "content": [{"type": "output_text", "text": turn["text"]}]}
-        events: list[dict[str, Any]] = [
-            {"type": "response.created", "response": {"id": f"resp_{number}"}},
-            {"type": "response.output_item.done", "output_index": 0, "item": item},
-            {"type": "response.completed", "response": {
-                "id": f"resp_{number}",
-                "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}}}]
-
-        async def stream() -> AsyncIterator[str]:
-            for event in events:
-                yield f"event: {event['type']}\ndata: {json.dumps(event)}\n\n"
-
-        return StreamingResponse(stream(), media_type="text/event-stream")
-
-    def tools(self) -> list[str]:
-        """The names of the server's tools in Codex's first request."""
-        for tool in self.requests[0].get("tools", []):
-            if tool.get("name") == NAMESPACE:
-                return [str(inner["name"]) for inner in tool.get("tools", [])]
-        return []
-
-    def outputs(self) -> list[str]:
-        """The text of every tool result Codex sent back to its model, in order."""
-        last = self.requests[-1].get("input", [])
-        return ["\n".join(part.get("text", "") for part in item.get("output", []))
-                if isinstance(item.get("output"), list) else str(item.get("output"))
-                for item in last if item.get("type") == "function_call_output"]
-
-
 @pytest.fixture
 def model_server() -> Iterator[ResponsesModel]:
-    model = ResponsesModel([])
-    app = Starlette(routes=[
-        Route("/v1/responses", model.respond, methods=["POST"]),
-        Route("/v1/models", lambda _r: JSONResponse({"object": "list", "data": []}))])
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    model.port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=lambda: server.run(sockets=[sock]), daemon=True)
-    thread.start()
-    try:
+    model = ResponsesModel(namespace=NAMESPACE)
+    with served(model.app()) as model.port:
         yield model
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
 
 
 def codex_home(path: Path, model_port: int, url: str) -> Path:

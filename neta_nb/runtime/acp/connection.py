@@ -321,9 +321,15 @@ class AcpConnection:
         conn, self._conn = self._conn, None
         if conn is not None:
             with contextlib.suppress(RuntimeError):  # no running loop: nothing to end
-                closing = asyncio.get_running_loop().create_task(conn.close())
-                _closing.add(closing)
-                closing.add_done_callback(_closing.discard)
+                _keep(asyncio.get_running_loop().create_task(conn.close()))
+
+    def close_soon(self) -> None:
+        """:meth:`close` on the running loop, not waited for; without a running loop
+        (nothing could wait for the process to exit), :meth:`kill`."""
+        try:
+            _keep(asyncio.get_running_loop().create_task(self.close()))
+        except RuntimeError:
+            self.kill()
 
     async def close(self) -> None:
         """End the agent gently, then surely (:meth:`AgentProcess.close`), and the
@@ -339,6 +345,12 @@ class AcpConnection:
 
 _closing: set[asyncio.Task[None]] = set()
 """Connections being closed (kept so their tasks are not collected half-way)."""
+
+
+def _keep(closing: asyncio.Task[None]) -> None:
+    """Hold ``closing`` until it is done."""
+    _closing.add(closing)
+    closing.add_done_callback(_closing.discard)
 
 
 def _error_text(error: BaseException | None) -> str:

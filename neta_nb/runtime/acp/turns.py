@@ -73,10 +73,6 @@ _CANCELLED_TEXT = "This call did not finish: the user cancelled the turn."
 _ENDED_TEXT = "This call did not finish: the agent ended its turn without saying."
 
 
-_closing: set[asyncio.Task[None]] = set()
-"""Agents being ended (kept so their tasks are not collected half-way)."""
-
-
 @dataclass(eq=False)
 class _Call:
     """One of the agent's tool calls: its card, and what the agent reported of it."""
@@ -228,16 +224,8 @@ class AcpTurns:
         see :meth:`AgentProcess.close`), else at once."""
         for asking in list(self._asking):
             asking.cancel()
-        connection = self._connection
-        if connection is None:
-            return
-        try:
-            closing = asyncio.get_running_loop().create_task(connection.close())
-        except RuntimeError:  # no loop runs: nothing can wait for it to exit
-            connection.kill()
-            return
-        _closing.add(closing)
-        closing.add_done_callback(_closing.discard)
+        if self._connection is not None:
+            self._connection.close_soon()
 
     async def aclose(self) -> None:
         """End the agent (gently, then surely) and wait until its process is reaped."""

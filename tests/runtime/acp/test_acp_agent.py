@@ -21,6 +21,8 @@ from neta_nb.events import Event
 from neta_nb.runtime.acp import AgentNotInstalledError
 from neta_nb.runtime.acp.turns import AcpTurns
 
+from ...support.outside_agents import driven
+
 SCRIPTED = Path(__file__).with_name("scripted_agent.py")
 needs_node = pytest.mark.skipif(shutil.which("node") is None and not os.environ.get("CI"),
                                 reason="needs Node.js")
@@ -154,12 +156,8 @@ async def test_the_agent_is_given_its_mcp_servers(tmp_path: Path, http: bool) ->
     session = AgentSession(agent)
     events: list[Event] = []
     session.subscribe(events.append)
-    outside = session.deps.outside
-    assert isinstance(outside, AcpTurns)
-    try:
+    async with driven(session):
         await asyncio.wait_for(session.run("go"), 30)
-    finally:
-        await outside.aclose()
     given = json.loads((tmp_path / "script.json.new").read_text())["mcpServers"]
     stdio = {"name": "time", "command": "mcp-server-time",
              "args": ["--local-timezone", "UTC"], "env": [{"name": "TIME_KEY", "value": "k-env"}]}

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import shutil
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -34,19 +32,14 @@ from ...providers.sse_server import (
     SSEServer,
 )
 from ...support.claude_script import ModelScript, text, tool_use
+from ...support.outside_agents import BIN, gone, require_locked
 
-BIN = Path(__file__).parents[2] / "fixtures" / "acp_agents" / "node_modules" / ".bin"
 CLAUDE = BIN / "claude-agent-acp"
-_MISSING = ("the locked Claude Code agent is not installed: run `npm ci` in "
-            "tests/fixtures/acp_agents (scripts/test.sh does)")
 
 
 @pytest.fixture(autouse=True)
 def _installed() -> None:
-    if not CLAUDE.exists() or shutil.which("node") is None:
-        if os.environ.get("CI"):
-            pytest.fail(_MISSING, pytrace=False)
-        pytest.skip(_MISSING)
+    require_locked(CLAUDE, "the locked Claude Code agent")
 
 
 @pytest.fixture
@@ -85,19 +78,6 @@ async def sessions(claude: Callable[..., AcpAgent]
         outside = session.deps.outside
         assert isinstance(outside, AcpTurns)
         await outside.aclose()
-
-
-def _gone(pid: int, within: float = 3.0) -> bool:
-    """The process ``pid`` ended (a zombie waiting for its parent's ``wait`` has ended)."""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                return True
-        except psutil.NoSuchProcess:
-            return True
-        time.sleep(0.05)
-    return False
 
 
 class Recorder:
@@ -272,8 +252,8 @@ async def test_stop_ends_the_turn_cancelled_and_leaves_no_process(
     await asyncio.wait_for(task, 10)
     assert time.monotonic() - stopped < 5
     assert recorder.of("done")[-1].stop_reason == "cancelled"
-    assert _gone(agent_pid)
-    assert _gone(sleeper.pid)
+    assert gone(agent_pid)
+    assert gone(sleeper.pid)
     card = next(e for m in session.messages for e in m.metadata.tool_executions)
     assert card.status == "cancelled"
     # The thinking that streamed is kept; the history is valid for the next turn.

@@ -10,105 +10,34 @@ instead: the CI installs the fixture, so they must run there.
 from __future__ import annotations
 
 import asyncio
-import json
-import os
-import re
-import shutil
-import socket
-import threading
-import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import psutil
 import pytest
-import uvicorn
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Route
 
 from neta_nb import AcpAgent, AgentSession
 from neta_nb.events import Event
-from neta_nb.runtime.acp.turns import AcpTurns
 
-BIN = Path(__file__).parents[2] / "fixtures" / "acp_agents" / "node_modules" / ".bin"
-_MISSING = ("the locked Codex agent is not installed: run `npm ci` in "
-            "tests/fixtures/acp_agents (scripts/test.sh does)")
+from ...support.asgi_server import served
+from ...support.outside_agents import BIN, driven, gone, require_locked
+from ...support.responses_model import ResponsesModel
 
 
 @pytest.fixture(autouse=True)
 def _installed() -> None:
-    if not (BIN / "codex-acp").exists() or shutil.which("node") is None:
-        if os.environ.get("CI"):
-            pytest.fail(_MISSING, pytrace=False)
-        pytest.skip(_MISSING)
-
-
-class Responses:
-    """The Responses API as Codex streams it: each request gets the next of ``turns`` —
-    ``{"call": name, "args": {...}}`` or ``{"text": ...}`` — streamed in pieces."""
-
-    def __init__(self) -> None:
-        self.turns: list[dict[str, Any]] = []
-        self.requests: list[dict[str, Any]] = []
-        self.port = 0
-
-    async def respond(self, request: Request) -> Response:
-        body = await request.json()
-        self.requests.append(body)
-        turn = self.turns.pop(0) if self.turns else {"text": "Nothing more."}
-        number = len(self.requests)
-        events: list[dict[str, Any]] = [
-            {"type": "response.created", "response": {"id": f"resp_{number}"}}]
-        if "call" in turn:
-            item: dict[str, Any] = {
-                "type": "function_call", "id": f"fc_{number}", "call_id": f"call_{number}",
-                "name": turn["call"], "arguments": json.dumps(turn.get("args", {}))}
-        else:
-            item = {"type": "message", "role": "assistant", "id": f"msg_{number}",
-                    "content": [{"type": "output_text", "text": turn["text"]}]}
-            events += [{"type": "response.output_item.added", "output_index": 0,
-                        "item": {**item, "content": []}}]
-            events += [{"type": "response.output_text.delta", "item_id": item["id"],
-                        "output_index": 0, "content_index": 0, "delta": piece}
-                       for piece in re.findall(r"\S+\s*", turn["text"])]
-        events += [
-            {"type": "response.output_item.done", "output_index": 0, "item": item},
-            {"type": "response.completed", "response": {
-                "id": f"resp_{number}",
-                "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}}}]
-
-        async def stream() -> AsyncIterator[str]:
-            for event in events:
-                yield f"event: {event['type']}\ndata: {json.dumps(event)}\n\n"
-
-        return StreamingResponse(stream(), media_type="text/event-stream")
+    require_locked(BIN / "codex-acp", "the locked Codex agent")
 
 
 @pytest.fixture
-def responses() -> Iterator[Responses]:
-    model = Responses()
-    app = Starlette(routes=[
-        Route("/v1/responses", model.respond, methods=["POST"]),
-        Route("/v1/models", lambda _r: JSONResponse({"object": "list", "data": []}))])
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    model.port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=lambda: server.run(sockets=[sock]), daemon=True)
-    thread.start()
-    try:
+def responses() -> Iterator[ResponsesModel]:
+    model = ResponsesModel()
+    with served(model.app()) as model.port:
         yield model
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
 
 
 @pytest.fixture
-def codex(responses: Responses, tmp_path: Path) -> AcpAgent:
+def codex(responses: ResponsesModel, tmp_path: Path) -> AcpAgent:
     home = tmp_path / "codex"
     home.mkdir()
     (home / "config.toml").write_text(f"""
@@ -128,19 +57,7 @@ env_key = "STAND_IN_MODEL_KEY"
                           env={"CODEX_HOME": str(home), "STAND_IN_MODEL_KEY": "test-key"})
 
 
-def _gone(pid: int, within: float = 5.0) -> bool:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                return True
-        except psutil.NoSuchProcess:
-            return True
-        time.sleep(0.05)
-    return False
-
-
-async def test_codex_plans_answers_and_leaves_no_process(responses: Responses,
+async def test_codex_plans_answers_and_leaves_no_process(responses: ResponsesModel,
                                                         codex: AcpAgent) -> None:
     plan = [{"step": "Read the data", "status": "completed"},
             {"step": "Fit the model", "status": "in_progress"},
@@ -150,9 +67,7 @@ async def test_codex_plans_answers_and_leaves_no_process(responses: Responses,
     session = AgentSession(codex)
     events: list[Event] = []
     session.subscribe(events.append)
-    outside = session.deps.outside
-    assert isinstance(outside, AcpTurns)
-    try:
+    async with driven(session) as outside:
         answer = await asyncio.wait_for(session.run("Make a plan."), 120)
         assert answer is not None
         assert answer.text == "Planned and done."
@@ -169,6 +84,4 @@ async def test_codex_plans_answers_and_leaves_no_process(responses: Responses,
         assert pid is not None
         tree = [pid, *(p.pid for p in psutil.Process(pid).children(recursive=True))]
         assert len(tree) >= 2
-    finally:
-        await outside.aclose()
-    assert all(_gone(member) for member in tree)
+    assert all(gone(member, 5.0) for member in tree)

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -22,21 +20,14 @@ import pytest
 
 from neta_nb import AcpAgent, AgentSession
 from neta_nb.events import Event
-from neta_nb.runtime.acp.turns import AcpTurns
 
 from ...providers.sse_server import RecordedRequest, ScriptedHTTPResponse, SSEServer
-
-BIN = Path(__file__).parents[2] / "fixtures" / "acp_agents" / "node_modules" / ".bin"
-_MISSING = ("the locked Gemini CLI is not installed: run `npm ci` in "
-            "tests/fixtures/acp_agents (scripts/test.sh does)")
+from ...support.outside_agents import BIN, driven, require_locked
 
 
 @pytest.fixture(autouse=True)
 def _installed() -> None:
-    if not (BIN / "gemini").exists() or shutil.which("node") is None:
-        if os.environ.get("CI"):
-            pytest.fail(_MISSING, pytrace=False)
-        pytest.skip(_MISSING)
+    require_locked(BIN / "gemini", "the locked Gemini CLI")
 
 
 def _gemini(parts: list[dict[str, Any]]) -> ScriptedHTTPResponse:
@@ -93,12 +84,8 @@ async def test_gemini_writes_a_file_after_the_users_approval(server: SSEServer,
                 lambda: session.approve(call_id, "allow_once"))
 
     session.subscribe(follow)
-    outside = session.deps.outside
-    assert isinstance(outside, AcpTurns)
-    try:
+    async with driven(session):
         answer = await asyncio.wait_for(session.run("SCRIPT:write Write x.py."), 120)
-    finally:
-        await outside.aclose()
     assert target.read_text() == "x = 1\n"
     assert answer is not None and answer.text.endswith("Written.")
     [asked] = [e for e in events if e.type == "approval_request"]

@@ -20,6 +20,8 @@ from neta_nb.runtime.projection import ConversationProjection, NullSink
 from neta_nb.widgets import ChatView
 from neta_nb.widgets.chat.drawing.render import render_message
 
+from ...support.outside_agents import driven
+
 AGENT = Path(__file__).with_name("scripted_agent.py")
 OPTIONS = [{"optionId": "a1", "name": "Allow", "kind": "allow_once"},
            {"optionId": "a2", "name": "Always", "kind": "allow_always"},
@@ -108,12 +110,8 @@ async def test_every_update_becomes_the_sessions_own(tmp_path: Path) -> None:
         "totalTokens": 150, "inputTokens": 100, "outputTokens": 50,
         "cachedReadTokens": 20}), store=store)
     follower = Follower(session, {"t1": "allow_always", "t2": "reject"})
-    outside = session.deps.outside
-    assert isinstance(outside, AcpTurns)
-    try:
+    async with driven(session) as outside:
         answer = await asyncio.wait_for(session.run("go"), 30)
-    finally:
-        await outside.aclose()
     assert answer is not None and answer.text == "Done."
     assert outside.commands == {"review": "Review the changes", "init": "Write AGENTS.md"}
     assert outside.mode == "plan"
@@ -196,12 +194,8 @@ async def test_with_no_one_to_ask_the_policy_decides(tmp_path: Path, policy: str
     steps = [{"permission": {"toolCall": {"toolCallId": "t1", "title": "Write"},
                              "options": OPTIONS}}]
     session = AgentSession(scripted(tmp_path, steps), approval_policy=policy)  # type: ignore[arg-type]
-    outside = session.deps.outside
-    assert isinstance(outside, AcpTurns)
-    try:
+    async with driven(session):
         await asyncio.wait_for(session.run("go"), 30)
-    finally:
-        await outside.aclose()
     assert answers(tmp_path) == [{"outcome": "selected",
                                   "optionId": "a1" if policy == "allow" else "r1"}]
 
@@ -212,12 +206,8 @@ async def test_a_chat_view_shows_an_outside_agents_session(tmp_path: Path) -> No
                          "kind": "edit", "status": "completed"}}]
     session = AgentSession(scripted(tmp_path, steps))
     view = ChatView(session)
-    outside = session.deps.outside
-    assert isinstance(outside, AcpTurns)
-    try:
+    async with driven(session):
         await asyncio.wait_for(session.run("go"), 30)
-    finally:
-        await outside.aclose()
     state = view.get_state()
     assert state["agent"] == {"name": "scripted", "model": "acp:scripted"}
     assert state["levels"] == ["off"]  # no thinking levels to choose for an outside agent
@@ -237,12 +227,8 @@ async def test_with_a_price_the_reported_usage_has_a_cost(tmp_path: Path) -> Non
     session = AgentSession(agent)
     events: list[Event] = []
     session.subscribe(events.append)
-    outside = session.deps.outside
-    assert isinstance(outside, AcpTurns)
-    try:
+    async with driven(session):
         await asyncio.wait_for(session.run("go"), 30)
-    finally:
-        await outside.aclose()
     [update] = [e for e in events if e.type == "token_update"]
     assert update.current.cost_usd == pytest.approx(2 * 3.0 + 15.0)
     assert session.cost_usd == pytest.approx(21.0)
@@ -259,9 +245,7 @@ async def test_an_agent_that_cannot_continue_its_session_starts_afresh_saying_so
                                     cwd=tmp_path))
     events: list[Event] = []
     session.subscribe(events.append)
-    outside = session.deps.outside
-    assert isinstance(outside, AcpTurns)
-    try:
+    async with driven(session):
         task = session.start("first")
         for _ in range(300):
             if any(e.type == "token" for e in events):
@@ -271,8 +255,6 @@ async def test_an_agent_that_cannot_continue_its_session_starts_afresh_saying_so
         await asyncio.wait_for(task, 10)
         events.clear()
         answer = await asyncio.wait_for(session.run("second"), 30)
-    finally:
-        await outside.aclose()
     assert answer is not None and answer.text == "Fresh."
     [warning] = [e for e in events if e.type == "warning"]
     assert warning.message.startswith("forgetful started a new session of its own (it could "
@@ -293,9 +275,7 @@ async def test_after_a_rewind_the_agent_starts_a_session_of_its_own(tmp_path: Pa
                                     cwd=tmp_path))
     events: list[Event] = []
     session.subscribe(events.append)
-    outside = session.deps.outside
-    assert isinstance(outside, AcpTurns)
-    try:
+    async with driven(session):
         await session.run("one")
         await session.run("two")
         assert not [e for e in events if e.type == "warning"]
@@ -303,8 +283,6 @@ async def test_after_a_rewind_the_agent_starts_a_session_of_its_own(tmp_path: Pa
         session.rewind(second.id)
         events.clear()
         answer = await asyncio.wait_for(session.run("three"), 30)
-    finally:
-        await outside.aclose()
     assert answer is not None and answer.text == "Third."
     [warning] = [e for e in events if e.type == "warning"]
     assert "(this chat went back to an earlier message)" in warning.message
