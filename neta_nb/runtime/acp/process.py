@@ -3,14 +3,13 @@ stderr drained into a bounded tail, and ended by killing that whole group and ev
 descendant (the agent and whatever it started: a shell command, an MCP server, Codex's
 native binary, which ignores the end of its stdin).
 
-Every live group is known to this module, so the kernel's exit ends them too: no agent
-outlives the process that started it.
+Every live group is known to this module, so the kernel's exit ends them too, SIGTERM
+included (:mod:`neta_nb.process_exit`): no agent outlives the process that started it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import atexit
 import contextlib
 import os
 import signal
@@ -19,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import psutil
+
+from ...process_exit import end_at_exit
 
 __all__ = ["CLOSE_GRACE", "STDERR_LINES", "STDOUT_LINE_LIMIT", "AgentProcess", "AgentStartError"]
 
@@ -83,6 +84,7 @@ class AgentProcess:
                                   f"{error.strerror or error}") from error
         self._process = process
         _live[process.pid] = self
+        end_at_exit(_end_all)  # at exit, and on SIGTERM where this is the main thread
         assert process.stdin is not None
         assert process.stdout is not None
         self._drain = asyncio.get_running_loop().create_task(
@@ -157,7 +159,6 @@ class AgentProcess:
             await asyncio.wait_for(process.wait(), 5)
 
 
-@atexit.register
 def _end_all() -> None:
     for agent in list(_live.values()):
         agent.kill()

@@ -33,10 +33,11 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from ...process_exit import end_at_exit
 from .mcp_processes import (
     LIVE_PIDS,
     child_pids,
-    end_servers_on_sigterm,
+    end_live_servers,
     exit_reason,
     new_server_pid,
 )
@@ -247,7 +248,7 @@ class MCPConnection:
                 self._pid = new_server_pid(before) if self.parameters.command else None
                 if self._pid is not None:
                     LIVE_PIDS.add(self._pid)
-                    end_servers_on_sigterm()
+                    end_at_exit(end_live_servers)  # SIGTERM taken, if on the main thread
                 if not ready.done():
                     ready.set_result(client)
                 await stop.wait()

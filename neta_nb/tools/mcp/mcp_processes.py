@@ -1,21 +1,19 @@
 """The processes of stdio MCP servers: which child a connection spawned, ending every one
-still alive when the kernel exits (``atexit``, and on SIGTERM, which skips ``atexit``),
+still alive when the kernel exits (:mod:`neta_nb.process_exit`: at exit and on SIGTERM),
 and what a dead server's process says about why it ended (its stderr:
 :mod:`neta_nb.tools.mcp.mcp_stderr`)."""
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import os
-import signal
-import threading
 from collections.abc import Sequence
 
 import psutil
 
-__all__ = ["LIVE_PIDS", "child_pids", "end_live_servers", "end_servers_on_sigterm",
-           "exit_reason", "new_server_pid"]
+from ...process_exit import end_at_exit
+
+__all__ = ["LIVE_PIDS", "child_pids", "end_live_servers", "exit_reason", "new_server_pid"]
 
 LIVE_PIDS: set[int] = set()
 
@@ -56,25 +54,7 @@ def end_live_servers(pids: Sequence[int] | None = None) -> None:
                 member.kill()
 
 
-atexit.register(end_live_servers)
-
-
-def end_servers_on_sigterm() -> None:
-    """Python's default SIGTERM ends the interpreter without running ``atexit``, and a
-    Jupyter kernel that does not stop when asked is sent one: end the servers first, then
-    die of the signal as before. Only where nobody else handles SIGTERM (their handler
-    decides how the interpreter ends) and only from the main thread (the only one that
-    may set handlers)."""
-    if threading.current_thread() is not threading.main_thread() \
-            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-        return
-
-    def on_sigterm(signum: int, _frame: object) -> None:
-        end_live_servers()
-        signal.signal(signum, signal.SIG_DFL)
-        os.kill(os.getpid(), signum)
-
-    signal.signal(signal.SIGTERM, on_sigterm)
+end_at_exit(end_live_servers)
 
 
 def exit_reason(pid: int | None) -> str:

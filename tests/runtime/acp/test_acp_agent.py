@@ -9,6 +9,7 @@ import asyncio
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -195,17 +196,25 @@ print(asyncio.new_event_loop().run_until_complete(started()), flush=True)
 """
 
 
-def test_the_process_that_started_an_agent_ends_it_when_it_exits(tmp_path: Path) -> None:
+@pytest.mark.parametrize("ending", ["exit", "SIGTERM"])
+def test_the_process_that_started_an_agent_ends_it_when_it_exits(tmp_path: Path,
+                                                                  ending: str) -> None:
+    """A normal exit runs ``atexit``; SIGTERM (a kernel that did not stop when asked)
+    skips it, and must end the agent all the same."""
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"steps": [{"sleep": 60}], "linger": True, "child": True}))
     program = tmp_path / "exiting.py"
-    program.write_text(EXITING)
+    program.write_text(EXITING if ending == "exit" else EXITING + "\nimport time\ntime.sleep(60)\n")
     root = Path(__file__).parents[3]
-    done = subprocess.run([sys.executable, str(program), str(script), str(SCRIPTED)],
-                          capture_output=True, text=True, timeout=60, cwd=root,
-                          env={**os.environ, "PYTHONPATH": str(root)})
-    assert done.returncode == 0, done.stderr
-    agent = int(done.stdout.split()[0])
+    starter = subprocess.Popen([sys.executable, str(program), str(script), str(SCRIPTED)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
+    assert starter.stdout is not None
+    agent = int(starter.stdout.readline().split()[0])
+    if ending == "SIGTERM":
+        starter.send_signal(signal.SIGTERM)
+    _, errors = starter.communicate(timeout=60)
+    assert starter.returncode == (0 if ending == "exit" else -signal.SIGTERM), errors
     child = int((tmp_path / "script.json.child").read_text())
     left = []
     for pid in (agent, child):  # the agent and what it started
