@@ -26,6 +26,7 @@ from .editing import (
     live_page,
     proposal,
     proposal_result,
+    rejected_result,
     who_decided,
 )
 from .page import NotebookAccess, NotebookError
@@ -93,9 +94,8 @@ async def delete_cell(ctx: ToolContext, cell_id: str) -> RichResult:
                         position=index + 1, cell_label=shown_name(cell, index + 1))
     decision, _ = await decided(ctx, access, "delete_cell", {"cell_id": cell_id}, proposed)
     if not decision.accepted:
-        rejected = (f"The user rejected the deletion of cell {cell_id}" if decision.by == "user"
-                    else f"{who_decided(decision)}. Cell {cell_id} was not deleted")
-        return proposal_result(proposed, "rejected", f"{rejected}; the notebook is unchanged.")
+        return rejected_result(proposed, decision, f"the deletion of cell {cell_id}",
+                               f"Cell {cell_id} was not deleted")
     assert access.page is not None
     try:
         await access.page.request("delete", {"cell_id": cell_id, "expected": source})
@@ -139,10 +139,8 @@ async def move_cell(ctx: ToolContext, cell_id: str, to_index: int) -> RichResult
                                 {"cell_id": cell_id, "to_index": to_index}, proposed)
     where = f"from position {index + 1} to position {to_index}"
     if not decision.accepted:
-        rejected = (f"The user rejected moving cell {cell_id} {where}"
-                    if decision.by == "user"
-                    else f"{who_decided(decision)}. Cell {cell_id} was not moved")
-        return proposal_result(proposed, "rejected", f"{rejected}; the notebook is unchanged.")
+        return rejected_result(proposed, decision, f"moving cell {cell_id} {where}",
+                               f"Cell {cell_id} was not moved")
     assert access.page is not None
     try:
         await access.page.request("move", {"cell_id": cell_id, "expected": source,
