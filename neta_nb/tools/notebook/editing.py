@@ -21,12 +21,12 @@ from ...encodable import encodable
 from ...messages import DisplayItem
 from ..base import ToolContext, ToolFailure, tool
 from ..rich import CELL_EDIT_CHARS, CELL_EDIT_TYPE, RichResult
-from .page import PAGE_NEEDED, EditDecision, NotebookAccess, NotebookError
+from .page import PAGE_NEEDED, EditDecision, NotebookAccess, NotebookError, NotebookPage
 from .reading import cell_label, notebook_cells
 
 __all__ = ["MAX_CELL_CHARS", "ProposalKind", "cell_diff", "cell_source", "decided",
-           "edit_cell", "find_cell", "insert_cell", "live_page", "proposal", "proposal_item",
-           "proposal_result", "rejected_result", "who_decided"]
+           "edit_cell", "find_cell", "insert_cell", "live_page", "preview_page", "proposal",
+           "proposal_item", "proposal_result", "rejected_result", "who_decided"]
 
 MAX_CELL_CHARS = 200_000
 """The longest cell text a proposal may carry (before or after)."""
@@ -100,6 +100,13 @@ def live_page(ctx: ToolContext) -> NotebookAccess:
         raise ToolFailure(f"This tool {PAGE_NEEDED} with the chat open on it; the notebook "
                           "cannot be changed from here.")
     return access
+
+
+def preview_page(ctx: ToolContext) -> NotebookPage | None:
+    """The page an approval's preview reads (``None``: no page, and the approval shows
+    no preview)."""
+    access = ctx.notebook
+    return access.page if isinstance(access, NotebookAccess) else None
 
 
 def _checked_text(name: str, text: str) -> None:

@@ -27,7 +27,7 @@ from ..base import ToolContext, ToolFailure, tool
 from ..builtin.variables import user_variables
 from ..rich import RichResult
 from . import kernel
-from .editing import live_page
+from .editing import live_page, preview_page
 from .page import NotebookAccess, NotebookError
 from .reading import UNTRUSTED, notebook_cells, render_outputs, shown_name
 from .reading_running import RUN_WAIT
@@ -40,13 +40,6 @@ RESTART_DELAY_MS = 1500
 time for the result to reach the model's history and the store."""
 _NAMED_VARIABLES = 12
 """Variables a restart's approval names (the rest are counted)."""
-
-
-def _page(ctx: ToolContext) -> NotebookAccess | None:
-    access = ctx.notebook
-    if not isinstance(access, NotebookAccess) or access.page is None:
-        return None
-    return access
 
 
 def _code_cells(notebook: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
@@ -70,11 +63,10 @@ def _left_out(notebook: dict[str, Any]) -> str:
 # --- run_all -------------------------------------------------------------------------
 
 async def _run_all_preview(ctx: ToolContext, _: dict[str, Any]) -> ApprovalPreview | None:
-    access = _page(ctx)
-    if access is None:
+    page = preview_page(ctx)
+    if page is None:
         return None
-    assert access.page is not None
-    notebook = await access.page.request("read", {})
+    notebook = await page.request("read", {})
     code = _code_cells(notebook)
     summary = (f"It runs {len(code)} code cell{'s' if len(code) != 1 else ''}"
                f"{_left_out(notebook)}, in this order, and stops at the first that raises "
@@ -140,15 +132,14 @@ def _interrupt_refusal(access: NotebookAccess) -> str | None:
 
 
 async def _interrupt_preview(ctx: ToolContext, _: dict[str, Any]) -> ApprovalPreview | None:
-    access = _page(ctx)
-    if access is None:
+    page = preview_page(ctx)
+    if page is None:
         return None
-    assert access.page is not None
-    status = await access.page.request("kernel", {})
+    status = await page.request("kernel", {})
     executing = status.get("executing")
     running = set(executing) if isinstance(executing, list) else set()
     cells = [(position, cell) for position, cell in
-             enumerate(notebook_cells(await access.page.request("read", {})), 1)
+             enumerate(notebook_cells(await page.request("read", {})), 1)
              if cell.get("id") in running]
     summary = ("It interrupts the kernel: the cell executing now stops (KeyboardInterrupt) "
                "and cells queued after it do not run. What it computed and did not keep "

@@ -24,6 +24,7 @@ from .editing import (
     cell_source,
     decided,
     live_page,
+    preview_page,
     proposal,
     proposal_result,
     rejected_result,
@@ -179,13 +180,12 @@ def _with_outputs(notebook: dict[str, Any], cell_id: str | None
 
 
 async def _clear_preview(ctx: ToolContext, args: dict[str, Any]) -> ApprovalPreview | None:
-    access = ctx.notebook
+    page = preview_page(ctx)
     cell_id = args.get("cell_id")
-    if not isinstance(access, NotebookAccess) or access.page is None \
-            or not (cell_id is None or isinstance(cell_id, str)):
+    if page is None or not (cell_id is None or isinstance(cell_id, str)):
         return None
     try:
-        chosen = _with_outputs(await access.page.request("read", {}), cell_id)
+        chosen = _with_outputs(await page.request("read", {}), cell_id)
     except ToolFailure:
         return None  # no such cell: the call says so once allowed
     summary = (f"It clears the outputs and execution count of {len(chosen)} "
