@@ -31,7 +31,7 @@ from .editing import live_page, preview_page
 from .page import NotebookAccess, NotebookError
 from .reading import UNTRUSTED, notebook_cells, render_outputs, shown_name
 from .reading_running import RUN_WAIT
-from .structure import preview_cells
+from .structure import code_cells, preview_cells
 
 __all__ = ["RESTART_DELAY_MS", "interrupt_kernel", "restart_kernel", "run_all"]
 
@@ -40,15 +40,6 @@ RESTART_DELAY_MS = 1500
 time for the result to reach the model's history and the store."""
 _NAMED_VARIABLES = 12
 """Variables a restart's approval names (the rest are counted)."""
-
-
-def _code_cells(notebook: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
-    """The code cells ``run_all`` runs: all but the one that shows this chat (the page
-    names it, ``chat_cell_id``), which would make a new chat in the middle of this turn."""
-    chat = notebook.get("chat_cell_id")
-    return [(position, cell) for position, cell in enumerate(notebook_cells(notebook), 1)
-            if cell.get("cell_type", "code") == "code" and (chat is None
-                                                           or cell.get("id") != chat)]
 
 
 def _left_out(notebook: dict[str, Any]) -> str:
@@ -67,7 +58,7 @@ async def _run_all_preview(ctx: ToolContext, _: dict[str, Any]) -> ApprovalPrevi
     if page is None:
         return None
     notebook = await page.request("read", {})
-    code = _code_cells(notebook)
+    code = code_cells(notebook)
     summary = (f"It runs {len(code)} code cell{'s' if len(code) != 1 else ''}"
                f"{_left_out(notebook)}, in this order, and stops at the first that raises "
                "an error:")
@@ -91,7 +82,7 @@ async def run_all(ctx: ToolContext) -> RichResult:
                           "time in the kernel directly.")
     try:
         notebook = await access.page.request("read", {})
-        ids = [str(cell.get("id", "")) for _, cell in _code_cells(notebook)]
+        ids = [str(cell.get("id", "")) for _, cell in code_cells(notebook)]
         answer = await access.page.request("run_all", {"cell_ids": ids}, wait=RUN_WAIT)
     except NotebookError as error:
         raise ToolFailure(f"The cells could not be run: {error}") from error

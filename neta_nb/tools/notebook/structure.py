@@ -33,7 +33,7 @@ from .editing import (
 from .page import NotebookAccess, NotebookError
 from .reading import cell_label, notebook_cells, shown_name
 
-__all__ = ["clear_outputs", "delete_cell", "first_line", "move_cell", "preview_cells"]
+__all__ = ["clear_outputs", "code_cells", "delete_cell", "first_line", "move_cell", "preview_cells"]
 
 _DECISION_WAIT = 24 * 3600.0
 """A proposal waits for the user like an approval does; the tool's timeout is no limit."""
@@ -169,14 +169,22 @@ def _with_outputs(notebook: dict[str, Any], cell_id: str | None
     """The code cells ``clear_outputs`` clears (with their positions): the one named,
     or every one with outputs or an execution count but the one whose output is this
     chat (the page names it, ``chat_cell_id``)."""
-    cells = notebook_cells(notebook)
     if cell_id is not None:
+        cells = notebook_cells(notebook)
         index = _position(cells, cell_id)
         return [(index + 1, cells[index])]
+    return [(position, cell) for position, cell in code_cells(notebook)
+            if cell.get("outputs") or cell.get("execution_count") is not None]
+
+
+def code_cells(notebook: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    """The notebook's code cells with their positions (1 the first), but the one that shows
+    the chat asking (the page names it, ``chat_cell_id``): its output is the chat, and
+    running it would make a new chat in the middle of this turn."""
     chat = notebook.get("chat_cell_id")
-    return [(position, cell) for position, cell in enumerate(cells, start=1)
-            if cell.get("cell_type", "code") == "code" and cell.get("id") != chat
-            and (cell.get("outputs") or cell.get("execution_count") is not None)]
+    return [(position, cell) for position, cell in enumerate(notebook_cells(notebook), 1)
+            if cell.get("cell_type", "code") == "code" and (chat is None
+                                                           or cell.get("id") != chat)]
 
 
 async def _clear_preview(ctx: ToolContext, args: dict[str, Any]) -> ApprovalPreview | None:
