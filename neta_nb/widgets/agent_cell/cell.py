@@ -112,15 +112,12 @@ class _Outcome:
 
     errors: list[str] = field(default_factory=list)
     budget: str | None = None
-    stop_reason: str | None = None
 
     def hear(self, event: Event) -> None:
         if event.type == "error":
             self.errors.append(event.message)
         elif event.type == "warning" and (event.code or "").startswith("budget_reached"):
             self.budget = event.message
-        elif event.type == "done":
-            self.stop_reason = event.stop_reason
 
 
 Policy = Callable[[str, dict[str, Any]], Awaitable[bool]]
