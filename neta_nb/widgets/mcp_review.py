@@ -32,6 +32,7 @@ from ..store.session_store import SessionStore
 from ..tools.notebook import PAGE_NEEDED
 from .chat.view import ChatView
 from .outside_reviews import outside_reviews
+from .static_form import requested_cell
 
 __all__ = ["McpReview", "neta_mcp_magic", "register_magics", "serve_notebook_mcp"]
 
@@ -138,10 +139,7 @@ def _run_from_a_page(kernel: Any) -> bool:
     cell's id in the execute request's metadata (``cellId``); nbclient (papermill,
     nbconvert), a console and ``kernel.requestExecute`` send none. The page's own
     handshake cannot be waited for here: the kernel reads it only after this cell ends."""
-    get_parent = getattr(kernel, "get_parent", None)
-    parent = get_parent() if callable(get_parent) else None
-    metadata = parent.get("metadata") if isinstance(parent, dict) else None
-    return isinstance(metadata, dict) and bool(metadata.get("cellId"))
+    return requested_cell(kernel) is not None
 
 
 class _SetupView(ipywidgets.HTML):  # type: ignore[misc]

@@ -46,8 +46,8 @@ from .background_echo import echo_after_cell
 from .streaming import FrameThrottle, Scheduler, call_later_on_running_loop
 
 __all__ = ["FORM_DISPLAY_PREFIX", "PLAIN_CHARS", "REFRESH_INTERVAL", "CellRun", "StaticForm",
-           "display_view_and_form", "form_display_id", "running_cell", "send_update",
-           "short_plain"]
+           "display_view_and_form", "form_display_id", "requested_cell", "running_cell",
+           "send_update", "short_plain"]
 
 REFRESH_INTERVAL = 1.0
 """Seconds between two updates of one static form: it is the whole form each time (a card
@@ -110,12 +110,10 @@ def running_cell() -> CellRun | None:
     if not Kernel.initialized():
         return None
     parent = Kernel.instance().get_parent()  # type: ignore[no-untyped-call]
-    if not isinstance(parent, dict):
-        return None
-    metadata, header = parent.get("metadata"), parent.get("header")
-    cell = metadata.get("cellId") if isinstance(metadata, dict) else None
+    cell = _cell_id(parent)
+    header = parent.get("header") if isinstance(parent, dict) else None
     request = header.get("msg_id") if isinstance(header, dict) else None
-    if not isinstance(cell, str) or not cell or not isinstance(request, str):
+    if cell is None or not isinstance(request, str):
         return None
     number = _run_numbers.get(request)
     if number is None:
@@ -123,6 +121,21 @@ def running_cell() -> CellRun | None:
         while len(_run_numbers) > _KEEP_RUNS:
             del _run_numbers[next(iter(_run_numbers))]
     return CellRun(cell, number)
+
+
+def requested_cell(kernel: Any) -> str | None:
+    """The id of the notebook cell ``kernel``'s current execute request runs, when a
+    notebook page sent it: JupyterLab and Notebook 7 name it in the request's metadata
+    (``cellId``); nbclient (papermill, nbconvert), a console and
+    ``kernel.requestExecute`` name none (``None``, as for no kernel)."""
+    get_parent = getattr(kernel, "get_parent", None)
+    return _cell_id(get_parent() if callable(get_parent) else None)
+
+
+def _cell_id(parent: Any) -> str | None:
+    metadata = parent.get("metadata") if isinstance(parent, dict) else None
+    cell = metadata.get("cellId") if isinstance(metadata, dict) else None
+    return cell if isinstance(cell, str) and cell else None
 
 
 def short_plain(text: str, limit: int = PLAIN_CHARS) -> str:

@@ -105,11 +105,14 @@ OPEN_WITHOUT_KERNEL_JS = """async (path) => {
 }"""
 
 
-def _write(root: Path, name: str, store: Path) -> str:
+def _write(root: Path, name: str, store: Path, *, agents: str = "",
+           cell: str = f"%%agent -a analyst -o result\n{DEMO_PROMPT}") -> str:
+    """The test notebook: a cell that sets up (with ``agents`` defined after the demo's),
+    then the ``%%agent`` cell."""
     notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_code_cell(_setup(store), id="setup"),
-                      nbformat.v4.new_code_cell(f"%%agent -a analyst -o result\n{DEMO_PROMPT}",
-                                                id=CELL)]
+    setup = _setup(store) + (f"\n{agents}" if agents else "")
+    notebook.cells = [nbformat.v4.new_code_cell(setup, id="setup"),
+                      nbformat.v4.new_code_cell(cell, id=CELL)]
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                        "language": "python"}
     nbformat.write(notebook, root / name)
@@ -256,14 +259,8 @@ def test_a_call_that_needs_approval_waits_for_the_pages_answer(
         lab: LabSession, tmp_path: Path, screenshot_dir: Path) -> None:
     # On a page the cell has returned while its turn goes on, so the approval card's
     # buttons answer (no policy decides, no refusal line is printed).
-    notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_code_cell(_setup(tmp_path / "sessions.db") + "\n" + GATED),
-                      nbformat.v4.new_code_cell("%%agent -a gated -o said\nRun some code.",
-                                                id=CELL)]
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                       "language": "python"}
-    path = "agent_cell_approval.ipynb"
-    nbformat.write(notebook, lab.server.root_dir / path)
+    path = _write(lab.server.root_dir, "agent_cell_approval.ipynb", tmp_path / "sessions.db",
+                  agents=GATED, cell="%%agent -a gated -o said\nRun some code.")
     ran = lab.server.root_dir / "ran.txt"
     ran.unlink(missing_ok=True)
     lab.open_notebook(path)
@@ -292,14 +289,8 @@ slow = Agent("slow", model=ScriptedProvider({"responses": [[{"text": long_text}]
 def test_a_turn_rerun_or_stopped_on_the_page(lab: LabSession, tmp_path: Path) -> None:
     # Run again while its turn streams, the cell stops that turn and asks again; stopped
     # with the chat's Stop, its turn ends without an answer: -o is None.
-    notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_code_cell(_setup(tmp_path / "sessions.db") + "\n" + SLOW),
-                      nbformat.v4.new_code_cell("%%agent -a slow -o said\nWrite at length.",
-                                                id=CELL)]
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                       "language": "python"}
-    path = "agent_cell_stop.ipynb"
-    nbformat.write(notebook, lab.server.root_dir / path)
+    path = _write(lab.server.root_dir, "agent_cell_stop.ipynb", tmp_path / "sessions.db",
+                  agents=SLOW, cell="%%agent -a slow -o said\nWrite at length.")
     lab.open_notebook(path)
     lab.run_all(path)
     view = _cell(lab).locator(".neta-chat-view")

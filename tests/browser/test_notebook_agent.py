@@ -161,7 +161,58 @@ APPROVAL = ".neta-chat-approval:not(.neta-is-proposal)"
 DECIDED = ".neta-tool-card .neta-cell-edit"
 
 
-class Front:
+class ChatNotebook:
+    """A test notebook open on a page, its chat bound to the page: its kernel and what the
+    page and the saved file show. (``page``, ``root``, ``path`` and ``execute`` are the
+    subclass's.)"""
+
+    path: str
+
+    @property
+    def page(self) -> Any:
+        raise NotImplementedError
+
+    @property
+    def root(self) -> Path:
+        raise NotImplementedError
+
+    def execute(self, code: str) -> str:
+        raise NotImplementedError
+
+    def wait_for_text(self, text: str) -> None:
+        """The chat shows ``text`` in an answer and the turn has ended. (Waited for on the
+        page: a snippet run in the kernel meanwhile would count as a cell running, and a
+        run_cell would then run its code in the kernel instead of on the page.)"""
+        self.page.locator(".neta-chat-view .neta-chat-text", has_text=text).wait_for(
+            timeout=30_000)
+        self.page.wait_for_function(IDLE)
+
+    def results(self, name: str) -> list[str]:
+        return list(json.loads(self.execute(f"print(json.dumps(results({name!r})))")))
+
+    def shown(self) -> dict[str, Any]:
+        return dict(self.page.evaluate(SHOWN_JS, self.path))
+
+    def live_cells(self) -> list[dict[str, Any]]:
+        """The cells of the page's notebook as nbformat reads them from a file, but for
+        the chat cell's outputs."""
+        model = self.page.evaluate(f"(path) => {_FIND_PANEL}(path).context.model.toJSON()",
+                                   self.path)
+        for cell in model["cells"]:
+            if cell.get("attachments", {}) is None:
+                del cell["attachments"]  # the page's markdown cell says none so; the file, not
+        return cells_but_the_chat_outputs(nbformat.reads(json.dumps(model), as_version=4))
+
+    def saved_cells(self) -> list[dict[str, Any]]:
+        """The same of the saved file."""
+        return cells_but_the_chat_outputs(nbformat.read(self.root / self.path, as_version=4))
+
+    def save(self) -> bytes:
+        assert self.page.evaluate(SAVE_JS, self.path) is False
+        return (self.root / self.path).read_bytes()
+
+
+class Front(ChatNotebook):
     """One frontend (JupyterLab or Notebook 7) with one test notebook open on it."""
 
     def __init__(self, kind: str, lab: LabSession, server: JupyterLabServer) -> None:
@@ -236,21 +287,7 @@ class Front:
         script = [*responses, [{"text": done}]]
         self.execute(f"play({prompt!r}, json.loads({json.dumps(script)!r}))")
 
-    def wait_for_text(self, text: str) -> None:
-        """The chat shows ``text`` in an answer and the turn has ended. (Waited for on the
-        page: a snippet run in the kernel meanwhile would count as a cell running, and a
-        run_cell would then run its code in the kernel instead of on the page.)"""
-        self.page.locator(".neta-chat-view .neta-chat-text", has_text=text).wait_for(
-            timeout=30_000)
-        self.page.wait_for_function(IDLE)
-
-    def results(self, name: str) -> list[str]:
-        return list(json.loads(self.execute(f"print(json.dumps(results({name!r})))")))
-
     # --- the page ----------------------------------------------------------------------
-
-    def shown(self) -> dict[str, Any]:
-        return dict(self.page.evaluate(SHOWN_JS, self.path))
 
     def source(self, cell_id: str) -> str:
         cells = self.shown()["cells"]
@@ -260,21 +297,6 @@ class Front:
         self.page.wait_for_function(
             f"([path, i, s]) => ({SHOWN_JS})(path).cells[i].source === s",
             arg=[self.path, CELL_IDS.index(cell_id), source])
-
-    def live_cells(self) -> list[dict[str, Any]]:
-        """The cells of the page's notebook as nbformat reads them from a file, but for
-        the chat cell's outputs."""
-        model = self.page.evaluate(f"(path) => {_FIND_PANEL}(path).context.model.toJSON()",
-                                   self.path)
-        return cells_but_the_chat_outputs(nbformat.reads(json.dumps(model), as_version=4))
-
-    def saved_cells(self) -> list[dict[str, Any]]:
-        """The same of the saved file."""
-        return cells_but_the_chat_outputs(nbformat.read(self.root / self.path, as_version=4))
-
-    def save(self) -> bytes:
-        assert self.page.evaluate(SAVE_JS, self.path) is False
-        return (self.root / self.path).read_bytes()
 
 
 @pytest.fixture(params=["lab", "notebook7"])

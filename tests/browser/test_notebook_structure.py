@@ -31,8 +31,16 @@ from neta_nb import SessionStore
 
 from ..support.timing import poll_until
 from .harness import JupyterLabServer, LabSession
-from .test_notebook_agent import CHAT, IDLE, TOOLS, cells_but_the_chat_outputs, diff_lines
-from .test_notebook_bridge import _FIND_PANEL, SAVE_JS, SHOWN_JS
+from .test_notebook_agent import (
+    APPROVAL,
+    CHAT,
+    DECIDED,
+    PROPOSAL,
+    TOOLS,
+    ChatNotebook,
+    diff_lines,
+)
+from .test_notebook_bridge import _FIND_PANEL, SHOWN_JS
 
 pytestmark = pytest.mark.browser
 
@@ -46,9 +54,6 @@ DOOMED = 'doomed = "this cell goes"\nprint(doomed)'
 NOTES = "# Notes\nWhat the numbers mean."
 LAST = "print(answer * 2)"
 CELL_IDS = ["chat", "setup", "doomed", "notes", "last"]
-PROPOSAL = ".neta-chat-approval.neta-is-proposal"
-APPROVAL = ".neta-chat-approval:not(.neta-is-proposal)"
-DECIDED = ".neta-tool-card .neta-cell-edit"
 
 _KERNEL_ID_JS = f"(path) => {_FIND_PANEL}(path).sessionContext.session?.kernel?.id ?? null"
 _WATCH_RESTART_JS = f"""
@@ -97,14 +102,14 @@ def structure_notebook(chat: str = STRUCTURE_CHAT) -> Any:
     return notebook
 
 
-class Notebook:
+class Notebook(ChatNotebook):
     """The test notebook, open and run in JupyterLab, its chat bound to the page."""
 
     def __init__(self, lab: LabSession, name: str, *, chat: str = STRUCTURE_CHAT,
                  notebook7: JupyterLabServer | None = None) -> None:
         """In JupyterLab (``lab``'s page), or in a tab of its own on ``notebook7``."""
         server = notebook7 or lab.server
-        self.root = server.root_dir
+        self.server = server
         self.path = name
         nbformat.write(structure_notebook(chat), self.root / name)
         if notebook7 is None:
@@ -115,12 +120,19 @@ class Notebook:
             self.lab = LabSession(server, lab.page.context, url=url)
             self.lab.page.wait_for_function(f"(path) => Boolean({_FIND_PANEL}(path))",
                                             arg=name, timeout=60_000)
-        self.page = self.lab.page
         self.page.evaluate(_RUN_ALL_JS, name)
         self.page.wait_for_function(_RAN_JS, arg=name, timeout=60_000, polling=100)
         self.page.locator(".neta-chat-view").wait_for()
         poll_until(lambda: self.execute("print(session.notebook_page.available)") == "True",
                    within=20, what="the chat view found the notebook bridge")
+
+    @property
+    def page(self) -> Any:
+        return self.lab.page
+
+    @property
+    def root(self) -> Path:
+        return self.server.root_dir
 
     def execute(self, code: str) -> str:
         return self.lab.execute(self.path, code).strip()
@@ -139,17 +151,6 @@ class Notebook:
         script = [[{"tool_call": call} for call in calls], [{"text": done}]]
         self.execute(f"play({prompt!r}, json.loads({json.dumps(script)!r}))")
 
-    def wait_for_text(self, text: str) -> None:
-        self.page.locator(".neta-chat-view .neta-chat-text", has_text=text).wait_for(
-            timeout=30_000)
-        self.page.wait_for_function(IDLE)
-
-    def results(self, name: str) -> list[str]:
-        return list(json.loads(self.execute(f"print(json.dumps(results({name!r})))")))
-
-    def shown(self) -> dict[str, Any]:
-        return dict(self.page.evaluate(SHOWN_JS, self.path))
-
     def ids(self) -> list[str]:
         return [str(cell["id"]) for cell in self.shown()["cells"]]
 
@@ -157,21 +158,6 @@ class Notebook:
         self.page.wait_for_function(
             f"([path, ids]) => JSON.stringify(({SHOWN_JS})(path).cells.map((c) => c.id))"
             " === JSON.stringify(ids)", arg=[self.path, ids])
-
-    def save(self) -> bytes:
-        assert self.page.evaluate(SAVE_JS, self.path) is False
-        return (self.root / self.path).read_bytes()
-
-    def live_cells(self) -> list[dict[str, Any]]:
-        model = self.page.evaluate(f"(path) => {_FIND_PANEL}(path).context.model.toJSON()",
-                                   self.path)
-        for cell in model["cells"]:
-            if cell.get("attachments", {}) is None:
-                del cell["attachments"]  # the page's markdown cell says none so; the file, not
-        return cells_but_the_chat_outputs(nbformat.reads(json.dumps(model), as_version=4))
-
-    def saved_cells(self) -> list[dict[str, Any]]:
-        return cells_but_the_chat_outputs(nbformat.read(self.root / self.path, as_version=4))
 
     def undo_in_the_notebook(self) -> None:
         """The user presses Z with the notebook in command mode (not in a cell's editor):

@@ -20,6 +20,8 @@ from neta_nb.tools.notebook.page import NotebookError
 from neta_nb.widgets.agent_cell import AgentCells
 from neta_nb.widgets.chat.view import ChatView
 
+from ..support.timing import wait_until
+
 
 def _echo(messages: Sequence[Message]) -> list[dict[str, str]]:
     return [{"text": f"You said: {messages[-1].text}"}]
@@ -86,12 +88,9 @@ def page(monkeypatch: pytest.MonkeyPatch) -> tuple[_Page, list[Any]]:
 
 
 async def _answer(shell: _Shell, name: str) -> Any:
-    for _ in range(500):
-        if name in shell.user_ns:
-            await asyncio.sleep(0.05)  # the metadata is written just after
-            return shell.user_ns.pop(name)
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"{name} was never set")
+    await wait_until(lambda: name in shell.user_ns, within=20)
+    await asyncio.sleep(0.05)  # the metadata is written just after
+    return shell.user_ns.pop(name)
 
 
 def _kept(page: _Page, cell_id: str) -> dict[str, Any]:
@@ -183,11 +182,8 @@ async def test_a_rerun_while_the_turn_runs_stops_it_first(
     shell = _Shell()
     cells = AgentCells(shell, store=lambda: store)
     await cells.run("-a slow", "A long question")
-    for _ in range(200):
-        session = shown[0].session
-        if session.running:
-            break
-        await asyncio.sleep(0.01)
+    await wait_until(lambda: shown[0].session.running, within=10)
+    session = shown[0].session
     assert session.running
     await cells.run("-a slow -o answer", "Short")
     assert await _answer(shell, "answer") == "You said: Short"
@@ -205,10 +201,7 @@ async def test_the_real_chat_view_with_no_view_open_on_the_page(
     shell = _Shell()
     cells = AgentCells(shell, store=lambda: store)
     await cells.run("-a analyst -o answer", "Hello")
-    for _ in range(1500):
-        if "answer" in shell.user_ns:
-            break
-        await asyncio.sleep(0.01)
+    await wait_until(lambda: "answer" in shell.user_ns, within=30)
     assert shell.user_ns.pop("answer") == "You said: Hello"
     (view,) = shown
     assert isinstance(view, ChatView) and view.session is not None
@@ -226,11 +219,9 @@ async def test_a_turn_stopped_on_the_page_sets_no_answer(
     store = SessionStore(tmp_path / "sessions.db")
     shell = _Shell()
     await AgentCells(shell, store=lambda: store).run("-a slow -o answer", "A long question")
-    for _ in range(500):
-        session = shown[0].session
-        if session.streaming_message is not None and session.streaming_message.text:
-            break
-        await asyncio.sleep(0.01)
+    await wait_until(lambda: (shown[0].session.streaming_message is not None
+                              and shown[0].session.streaming_message.text), within=20)
+    session = shown[0].session
     assert session.streaming_message is not None and session.streaming_message.text
     session.cancel()
     assert await _answer(shell, "answer") is None

@@ -17,6 +17,8 @@ from neta_nb.messages import Message
 from neta_nb.providers.prices import ModelPrice
 from neta_nb.widgets.agent_cell import AgentCells
 
+from ..support.timing import wait_until
+
 
 def _echo(messages: Sequence[Message]) -> list[dict[str, str]]:
     return [{"text": f"You said: {messages[-1].text}"}]
@@ -98,10 +100,7 @@ async def test_an_interrupted_cell_stops_its_turn(tmp_path: Path) -> None:
     chat = AgentSession(slow, store=store)
     cell = asyncio.ensure_future(AgentCells(_Shell({"chat": chat}), store=lambda: store).run(
         "-s chat", "A question that takes a while to answer"))
-    for _ in range(300):
-        if chat.running:
-            break
-        await asyncio.sleep(0.01)
+    await wait_until(lambda: chat.running, within=10)
     await asyncio.sleep(0.3)
     cell.cancel()  # what an interrupt of the awaiting cell does
     with pytest.raises(asyncio.CancelledError):

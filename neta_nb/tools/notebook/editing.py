@@ -21,12 +21,12 @@ from ...encodable import encodable
 from ...messages import DisplayItem
 from ..base import ToolContext, ToolFailure, tool
 from ..rich import CELL_EDIT_CHARS, CELL_EDIT_TYPE, RichResult
-from .page import PAGE_NEEDED, EditDecision, NotebookAccess, NotebookError
+from .page import PAGE_NEEDED, EditDecision, NotebookAccess, NotebookError, NotebookPage
 from .reading import cell_label, notebook_cells
 
 __all__ = ["MAX_CELL_CHARS", "ProposalKind", "cell_diff", "cell_source", "decided",
-           "edit_cell", "find_cell", "insert_cell", "live_page", "proposal", "proposal_item",
-           "proposal_result", "who_decided"]
+           "edit_cell", "find_cell", "insert_cell", "live_page", "preview_page", "proposal",
+           "proposal_item", "proposal_result", "rejected_result", "who_decided"]
 
 MAX_CELL_CHARS = 200_000
 """The longest cell text a proposal may carry (before or after)."""
@@ -102,6 +102,13 @@ def live_page(ctx: ToolContext) -> NotebookAccess:
     return access
 
 
+def preview_page(ctx: ToolContext) -> NotebookPage | None:
+    """The page an approval's preview reads (``None``: no page, and the approval shows
+    no preview)."""
+    access = ctx.notebook
+    return access.page if isinstance(access, NotebookAccess) else None
+
+
 def _checked_text(name: str, text: str) -> None:
     if len(text) > MAX_CELL_CHARS:
         raise ToolFailure(f"{name} is {len(text):,} characters; a cell proposal holds at "
@@ -165,9 +172,8 @@ async def edit_cell(ctx: ToolContext, cell_id: str, source: str) -> RichResult:
     decision, final = await decided(ctx, access, "edit_cell",
                                      {"cell_id": cell_id, "source": source}, proposed)
     if not decision.accepted:
-        rejected = (f"The user rejected the edit of cell {cell_id}" if decision.by == "user"
-                    else f"{who_decided(decision)}. The edit of cell {cell_id} was not made")
-        return proposal_result(proposed, "rejected", f"{rejected}; the cell is unchanged.")
+        return rejected_result(proposed, decision, f"the edit of cell {cell_id}",
+                               f"The edit of cell {cell_id} was not made", "the cell")
     assert access.page is not None
     try:
         await access.page.request("edit", {"cell_id": cell_id, "source": final,
@@ -204,10 +210,8 @@ async def insert_cell(ctx: ToolContext, source: str,
         {"source": source, "cell_type": cell_type, "after_cell_id": after_cell_id},
         proposed)
     if not decision.accepted:
-        rejected = (f"The user rejected the new {cell_type} cell {where}"
-                    if decision.by == "user"
-                    else f"{who_decided(decision)}. The new {cell_type} cell {where} was not added")
-        return proposal_result(proposed, "rejected", f"{rejected}; the notebook is unchanged.")
+        return rejected_result(proposed, decision, f"the new {cell_type} cell {where}",
+                               f"The new {cell_type} cell {where} was not added")
     assert access.page is not None
     try:
         answer = await access.page.request("insert", {"source": final,
@@ -240,6 +244,15 @@ def _not_applied(cell_id: str, error: NotebookError) -> str:
         return (f"The user accepted the edit, but cell {cell_id} changed while they were "
                 f"deciding, so it was not applied. Read the cell again before proposing.")
     return f"The user accepted the edit, but it could not be applied: {error}"
+
+
+def rejected_result(proposed: dict[str, Any], decision: EditDecision, what: str,
+                    not_done: str, unchanged: str = "the notebook") -> RichResult:
+    """The tool's result when ``proposed`` was not accepted: the user rejected ``what``,
+    or who decided instead and that it (``not_done``) was not done."""
+    text = (f"The user rejected {what}" if decision.by == "user"
+            else f"{who_decided(decision)}. {not_done}")
+    return proposal_result(proposed, "rejected", f"{text}; {unchanged} is unchanged.")
 
 
 def proposal_result(proposed: dict[str, Any], decision: Literal["accepted", "rejected"],

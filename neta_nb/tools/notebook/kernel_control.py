@@ -27,11 +27,11 @@ from ..base import ToolContext, ToolFailure, tool
 from ..builtin.variables import user_variables
 from ..rich import RichResult
 from . import kernel
-from .editing import live_page
+from .editing import live_page, preview_page
 from .page import NotebookAccess, NotebookError
 from .reading import UNTRUSTED, notebook_cells, render_outputs, shown_name
 from .reading_running import RUN_WAIT
-from .structure import preview_cells
+from .structure import code_cells, preview_cells
 
 __all__ = ["RESTART_DELAY_MS", "interrupt_kernel", "restart_kernel", "run_all"]
 
@@ -40,22 +40,6 @@ RESTART_DELAY_MS = 1500
 time for the result to reach the model's history and the store."""
 _NAMED_VARIABLES = 12
 """Variables a restart's approval names (the rest are counted)."""
-
-
-def _page(ctx: ToolContext) -> NotebookAccess | None:
-    access = ctx.notebook
-    if not isinstance(access, NotebookAccess) or access.page is None:
-        return None
-    return access
-
-
-def _code_cells(notebook: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
-    """The code cells ``run_all`` runs: all but the one that shows this chat (the page
-    names it, ``chat_cell_id``), which would make a new chat in the middle of this turn."""
-    chat = notebook.get("chat_cell_id")
-    return [(position, cell) for position, cell in enumerate(notebook_cells(notebook), 1)
-            if cell.get("cell_type", "code") == "code" and (chat is None
-                                                           or cell.get("id") != chat)]
 
 
 def _left_out(notebook: dict[str, Any]) -> str:
@@ -70,12 +54,11 @@ def _left_out(notebook: dict[str, Any]) -> str:
 # --- run_all -------------------------------------------------------------------------
 
 async def _run_all_preview(ctx: ToolContext, _: dict[str, Any]) -> ApprovalPreview | None:
-    access = _page(ctx)
-    if access is None:
+    page = preview_page(ctx)
+    if page is None:
         return None
-    assert access.page is not None
-    notebook = await access.page.request("read", {})
-    code = _code_cells(notebook)
+    notebook = await page.request("read", {})
+    code = code_cells(notebook)
     summary = (f"It runs {len(code)} code cell{'s' if len(code) != 1 else ''}"
                f"{_left_out(notebook)}, in this order, and stops at the first that raises "
                "an error:")
@@ -99,7 +82,7 @@ async def run_all(ctx: ToolContext) -> RichResult:
                           "time in the kernel directly.")
     try:
         notebook = await access.page.request("read", {})
-        ids = [str(cell.get("id", "")) for _, cell in _code_cells(notebook)]
+        ids = [str(cell.get("id", "")) for _, cell in code_cells(notebook)]
         answer = await access.page.request("run_all", {"cell_ids": ids}, wait=RUN_WAIT)
     except NotebookError as error:
         raise ToolFailure(f"The cells could not be run: {error}") from error
@@ -140,15 +123,14 @@ def _interrupt_refusal(access: NotebookAccess) -> str | None:
 
 
 async def _interrupt_preview(ctx: ToolContext, _: dict[str, Any]) -> ApprovalPreview | None:
-    access = _page(ctx)
-    if access is None:
+    page = preview_page(ctx)
+    if page is None:
         return None
-    assert access.page is not None
-    status = await access.page.request("kernel", {})
+    status = await page.request("kernel", {})
     executing = status.get("executing")
     running = set(executing) if isinstance(executing, list) else set()
     cells = [(position, cell) for position, cell in
-             enumerate(notebook_cells(await access.page.request("read", {})), 1)
+             enumerate(notebook_cells(await page.request("read", {})), 1)
              if cell.get("id") in running]
     summary = ("It interrupts the kernel: the cell executing now stops (KeyboardInterrupt) "
                "and cells queued after it do not run. What it computed and did not keep "

@@ -24,8 +24,8 @@ from ..base import ToolContext, ToolFailure, tool
 from ..builtin.python_exec import CodeRun, run_python_parts
 from ..rich import MODEL_IMAGE_TYPES, RichResult
 from . import kernel
-from .editing import cell_source, find_cell, live_page
-from .page import NotebookAccess, NotebookError
+from .editing import cell_source, find_cell, live_page, preview_page
+from .page import NotebookError
 from .reading import (
     UNTRUSTED,
     CellRange,
@@ -95,11 +95,10 @@ async def _cell_preview(ctx: ToolContext, args: dict[str, Any]) -> ApprovalPrevi
     """The cell a ``run_cell`` call will run, for its approval: its code as it is now on
     the page, and its name as the notebook shows it."""
     cell_id = args.get("cell_id")
-    access = ctx.notebook
-    if not isinstance(cell_id, str) or not isinstance(access, NotebookAccess) \
-            or access.page is None:
+    page = preview_page(ctx)
+    if not isinstance(cell_id, str) or page is None:
         return None
-    notebook = await access.page.request("read", {"cell_id": cell_id})
+    notebook = await page.request("read", {"cell_id": cell_id})
     for position, cell in enumerate(notebook_cells(notebook), start=1):
         if cell.get("id") == cell_id:
             return ApprovalPreview(code=cell_source(cell), cell_id=cell_id,

@@ -24,14 +24,16 @@ from .editing import (
     cell_source,
     decided,
     live_page,
+    preview_page,
     proposal,
     proposal_result,
+    rejected_result,
     who_decided,
 )
 from .page import NotebookAccess, NotebookError
 from .reading import cell_label, notebook_cells, shown_name
 
-__all__ = ["clear_outputs", "delete_cell", "first_line", "move_cell", "preview_cells"]
+__all__ = ["clear_outputs", "code_cells", "delete_cell", "first_line", "move_cell", "preview_cells"]
 
 _DECISION_WAIT = 24 * 3600.0
 """A proposal waits for the user like an approval does; the tool's timeout is no limit."""
@@ -93,9 +95,8 @@ async def delete_cell(ctx: ToolContext, cell_id: str) -> RichResult:
                         position=index + 1, cell_label=shown_name(cell, index + 1))
     decision, _ = await decided(ctx, access, "delete_cell", {"cell_id": cell_id}, proposed)
     if not decision.accepted:
-        rejected = (f"The user rejected the deletion of cell {cell_id}" if decision.by == "user"
-                    else f"{who_decided(decision)}. Cell {cell_id} was not deleted")
-        return proposal_result(proposed, "rejected", f"{rejected}; the notebook is unchanged.")
+        return rejected_result(proposed, decision, f"the deletion of cell {cell_id}",
+                               f"Cell {cell_id} was not deleted")
     assert access.page is not None
     try:
         await access.page.request("delete", {"cell_id": cell_id, "expected": source})
@@ -139,10 +140,8 @@ async def move_cell(ctx: ToolContext, cell_id: str, to_index: int) -> RichResult
                                 {"cell_id": cell_id, "to_index": to_index}, proposed)
     where = f"from position {index + 1} to position {to_index}"
     if not decision.accepted:
-        rejected = (f"The user rejected moving cell {cell_id} {where}"
-                    if decision.by == "user"
-                    else f"{who_decided(decision)}. Cell {cell_id} was not moved")
-        return proposal_result(proposed, "rejected", f"{rejected}; the notebook is unchanged.")
+        return rejected_result(proposed, decision, f"moving cell {cell_id} {where}",
+                               f"Cell {cell_id} was not moved")
     assert access.page is not None
     try:
         await access.page.request("move", {"cell_id": cell_id, "expected": source,
@@ -170,24 +169,31 @@ def _with_outputs(notebook: dict[str, Any], cell_id: str | None
     """The code cells ``clear_outputs`` clears (with their positions): the one named,
     or every one with outputs or an execution count but the one whose output is this
     chat (the page names it, ``chat_cell_id``)."""
-    cells = notebook_cells(notebook)
     if cell_id is not None:
+        cells = notebook_cells(notebook)
         index = _position(cells, cell_id)
         return [(index + 1, cells[index])]
+    return [(position, cell) for position, cell in code_cells(notebook)
+            if cell.get("outputs") or cell.get("execution_count") is not None]
+
+
+def code_cells(notebook: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    """The notebook's code cells with their positions (1 the first), but the one that shows
+    the chat asking (the page names it, ``chat_cell_id``): its output is the chat, and
+    running it would make a new chat in the middle of this turn."""
     chat = notebook.get("chat_cell_id")
-    return [(position, cell) for position, cell in enumerate(cells, start=1)
-            if cell.get("cell_type", "code") == "code" and cell.get("id") != chat
-            and (cell.get("outputs") or cell.get("execution_count") is not None)]
+    return [(position, cell) for position, cell in enumerate(notebook_cells(notebook), 1)
+            if cell.get("cell_type", "code") == "code" and (chat is None
+                                                           or cell.get("id") != chat)]
 
 
 async def _clear_preview(ctx: ToolContext, args: dict[str, Any]) -> ApprovalPreview | None:
-    access = ctx.notebook
+    page = preview_page(ctx)
     cell_id = args.get("cell_id")
-    if not isinstance(access, NotebookAccess) or access.page is None \
-            or not (cell_id is None or isinstance(cell_id, str)):
+    if page is None or not (cell_id is None or isinstance(cell_id, str)):
         return None
     try:
-        chosen = _with_outputs(await access.page.request("read", {}), cell_id)
+        chosen = _with_outputs(await page.request("read", {}), cell_id)
     except ToolFailure:
         return None  # no such cell: the call says so once allowed
     summary = (f"It clears the outputs and execution count of {len(chosen)} "

@@ -39,7 +39,7 @@ from ...runtime.session import Agent, AgentSession
 from ...store.session_store import SessionStore
 from ...tools import ToolCatalog
 from ..chat.view import ChatView
-from ..static_form import StaticForm
+from ..static_form import StaticForm, requested_cell
 from .cell_metadata import CellSession, read_cell_session, write_cell_session
 from .form import cell_form
 from .options import USAGE, AgentCellUsageError, CellOptions, CellSetup, parse_line, resolve
@@ -59,12 +59,7 @@ def page_cell_id(shell: Any) -> str | None:
     """The id of the notebook cell being run, when a notebook page runs it: JupyterLab and
     Notebook 7 send it in the execute request's metadata (``cellId``); nbclient (papermill,
     nbconvert), a console and ``kernel.requestExecute`` send none."""
-    kernel = getattr(shell, "kernel", None)
-    get_parent = getattr(kernel, "get_parent", None)
-    parent = get_parent() if callable(get_parent) else None
-    metadata = parent.get("metadata") if isinstance(parent, dict) else None
-    cell_id = metadata.get("cellId") if isinstance(metadata, dict) else None
-    return cell_id if isinstance(cell_id, str) and cell_id else None
+    return requested_cell(getattr(shell, "kernel", None))
 
 
 @dataclass
@@ -117,15 +112,12 @@ class _Outcome:
 
     errors: list[str] = field(default_factory=list)
     budget: str | None = None
-    stop_reason: str | None = None
 
     def hear(self, event: Event) -> None:
         if event.type == "error":
             self.errors.append(event.message)
         elif event.type == "warning" and (event.code or "").startswith("budget_reached"):
             self.budget = event.message
-        elif event.type == "done":
-            self.stop_reason = event.stop_reason
 
 
 Policy = Callable[[str, dict[str, Any]], Awaitable[bool]]
