@@ -56,10 +56,6 @@ class OutsideReviews:
         if known is None or known.items != marked:
             self._changed()
 
-    def is_client(self, session_id: str) -> bool:
-        """Whether ``session_id`` is an outside client's session."""
-        return session_id in self._clients
-
     def add_review(self, view: object) -> None:
         """``view`` is a client's own review view: it shows no one else's requests."""
         self._reviews.add(view)
