@@ -49,11 +49,15 @@ class OutsideReviews:
     def publish(self, session_id: str, client: str, items: Sequence[dict[str, Any]],
                 decide: Decide) -> None:
         """``client``'s session ``session_id`` waits for ``items`` now (its view's
-        ``approvals``; none: nothing waits), answered through ``decide``."""
+        ``approvals``; none: nothing waits, and the registry lets go of the session),
+        answered through ``decide``."""
         marked = [{**item, "client": client} for item in items]
         known = self._clients.get(session_id)
-        self._clients[session_id] = _Client(client, marked, decide)
-        if known is None or known.items != marked:
+        if marked:
+            self._clients[session_id] = _Client(client, marked, decide)
+        else:
+            self._clients.pop(session_id, None)
+        if (known.items if known is not None else []) != marked:
             self._changed()
 
     def add_review(self, view: object) -> None:

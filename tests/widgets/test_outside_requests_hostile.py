@@ -4,6 +4,8 @@ that waits for nothing, one id for a client's request and the chat's own."""
 
 from __future__ import annotations
 
+import gc
+import weakref
 from typing import Any
 
 from neta_nb.widgets import ChatView
@@ -132,3 +134,23 @@ async def test_a_chat_the_user_turns_to_a_clients_session_still_shows_the_others
         outside_reviews.publish(client.id, client.agent.name, [], lambda *_: True)
         view.close()
         chat.close()
+
+
+def test_a_client_that_waits_for_nothing_is_let_go() -> None:
+    """A client whose requests were all answered (its view closed, its server stopped)
+    is not kept alive by the registry: its ``decide`` holds its whole session."""
+
+    class Decide:
+        def __call__(self, *_: Any) -> bool:
+            return True
+
+    decide = Decide()
+    held = weakref.ref(decide)
+    outside_reviews.publish("s_gone", "gone", [{"id": "x", "name": "run_cell", "args": {}}],
+                            decide)
+    assert [item["client"] for item in outside_reviews.items("s_user")] == ["gone"]
+    outside_reviews.publish("s_gone", "gone", [], decide)
+    del decide
+    gc.collect()
+    assert held() is None
+    assert outside_reviews.items("s_user") == []
