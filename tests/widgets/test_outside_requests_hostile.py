@@ -8,6 +8,7 @@ import gc
 import weakref
 from typing import Any
 
+from neta_nb.runtime.session import AgentSession
 from neta_nb.widgets import ChatView
 from neta_nb.widgets.mcp_review import McpReview
 from neta_nb.widgets.outside_reviews import outside_reviews
@@ -15,6 +16,17 @@ from neta_nb.widgets.outside_reviews import outside_reviews
 from ..support.sessions import answer, calls, make_session
 from ..support.timing import wait_until
 from .conftest import SentMessages
+
+
+def _client_with_its_review() -> tuple[AgentSession, ChatView]:
+    """A client's session that will ask to run ``guarded_op`` (then answers "ok"), and its
+    review view, open on a page."""
+    client, _, _ = make_session([calls(("g", "guarded_op", {"x": 1})), answer("ok")])
+    review = McpReview()
+    review.show(client)
+    view = review.views[client.agent.name]
+    view._view_opened({"view_id": "v"})
+    return client, view
 
 
 def test_a_review_view_turned_to_another_chat_publishes_no_one_elses_request(
@@ -79,11 +91,7 @@ async def test_a_clients_request_and_the_users_own_with_one_id_are_answered_apar
 
 async def test_a_clients_request_stays_in_the_users_chat_while_its_view_shows_another(
         sent: SentMessages) -> None:
-    client, _, _ = make_session([calls(("g", "guarded_op", {"x": 1})), answer("ok")])
-    review = McpReview()
-    review.show(client)
-    view = review.views[client.agent.name]
-    view._view_opened({"view_id": "v"})
+    client, view = _client_with_its_review()
     chat = ChatView(make_session([])[0])
     task = client.start("go")
     try:
@@ -111,11 +119,7 @@ async def test_a_chat_the_user_turns_to_a_clients_session_still_shows_the_others
     """``chat.bind(server.clients["codex"])`` in the user's chat: codex's requests are its
     own there (once, unmarked), and the other clients' still show and are decided there;
     only the clients' review views show no one else's."""
-    client, _, _ = make_session([calls(("g", "guarded_op", {"x": 1})), answer("ok")])
-    review = McpReview()
-    review.show(client)
-    view = review.views[client.agent.name]
-    view._view_opened({"view_id": "v"})
+    client, view = _client_with_its_review()
     chat = ChatView(make_session([])[0])
     task = client.start("go")
     other = {"id": "call_o", "name": "run_cell", "args": {}}
