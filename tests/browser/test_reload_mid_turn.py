@@ -73,14 +73,6 @@ REDRAW_VIEW = f"""async () => {{
 MODEL_NOT_FOUND = "widget model not found"
 
 
-def _reload(lab: LabSession) -> None:
-    page = lab.page
-    page.reload(wait_until="domcontentloaded")
-    page.wait_for_function("window.jupyterapp !== undefined", timeout=60_000)
-    page.evaluate("async () => { await window.jupyterapp.started; "
-                  "await window.jupyterapp.restored; }")
-
-
 class _Messages(HTMLParser):
     """The words of each message of a static form (``neta-static-user`` and
     ``neta-static-assistant`` blocks), in order."""
@@ -130,13 +122,12 @@ def test_a_turn_that_ends_after_a_reload_reaches_the_saved_form(
         lab: LabSession, screenshot_dir: Path) -> None:
     path = lab.run_notebook("reload_mid_turn.ipynb", [chat_cells.IMPORTS, GATED_CHAT])
     page = lab.page
-    page.locator(".neta-chat-textarea").fill("Which month was busiest?")
-    page.locator(".neta-chat-send").click()
+    lab.send_in_chat("Which month was busiest?")
     page.locator(".neta-chat-text", has_text="Reading the table first.").wait_for()
     page.wait_for_function(RUNNING)
     page.evaluate(SAVE)
 
-    _reload(lab)
+    lab.reload()
     view = page.locator(".neta-chat-view")
     view.locator(".neta-chat-text", has_text="Reading the table first.").wait_for(timeout=60_000)
     lab.execute(path, "gate.set()")
@@ -156,18 +147,14 @@ def test_a_turn_that_ends_while_no_page_is_open_reaches_the_saved_form(
         lab: LabSession) -> None:
     path = lab.run_notebook("page_away.ipynb", [chat_cells.IMPORTS, GATED_CHAT])
     page = lab.page
-    page.locator(".neta-chat-textarea").fill("Which month was busiest?")
-    page.locator(".neta-chat-send").click()
+    lab.send_in_chat("Which month was busiest?")
     page.locator(".neta-chat-text", has_text="Reading the table first.").wait_for()
     page.evaluate(SAVE)
     # The turn ends while the page is away: nothing hears its form then.
     lab.execute(path, "asyncio.get_running_loop().call_later(0.5, gate.set)")
     page.goto("about:blank")
     page.wait_for_timeout(2_000)
-    page.goto(lab.server.lab_url(), wait_until="domcontentloaded")
-    page.wait_for_function("window.jupyterapp !== undefined", timeout=60_000)
-    page.evaluate("async () => { await window.jupyterapp.started; "
-                  "await window.jupyterapp.restored; }")
+    lab.goto()
     lab.open_notebook(path)  # restored by the workspace: waits for its kernel
     assert lab.execute(path, "print(session.messages[-1].text)").strip().endswith("412 orders.")
     # The view drawn anew sends the form again, and the page writes it after the view.
@@ -182,11 +169,9 @@ def test_a_turn_that_ends_while_no_page_is_open_reaches_the_saved_form(
 
 
 def _send_and_wait(lab: LabSession, text: str) -> None:
-    page = lab.page
-    page.locator(".neta-chat-textarea").fill(text)
-    page.locator(".neta-chat-send").click()
-    page.locator(".neta-chat-bubble", has_text=text).wait_for()
-    page.wait_for_function(IDLE)
+    lab.send_in_chat(text)
+    lab.page.locator(".neta-chat-bubble", has_text=text).wait_for()
+    lab.page.wait_for_function(IDLE)
 
 
 def _saved_view_model(lab: LabSession, path: str) -> str:
@@ -213,7 +198,7 @@ def test_a_reloaded_unsaved_notebook_offers_the_live_chat_in_place_of_the_saved_
     live_answer = lab.execute(path, "print(session.messages[-1].text)").strip()
     live_model = lab.execute(path, "print(chat.model_id)").strip()
     assert live_answer != saved_answer
-    _reload(lab)
+    lab.reload()
 
     # The saved chat shows (its model is gone), with the live one offered above it.
     form = page.locator(".jp-OutputArea-child:has(.neta-static-form)")
@@ -265,7 +250,7 @@ def test_a_reloaded_unsaved_notebook_offers_the_newer_chat_over_an_older_live_on
     newer_answer = lab.execute(path, "print(session.messages[-1].text)").strip()
     newer_model = lab.execute(path, "print(chat.model_id)").strip()
     assert newer_answer.endswith("run 2.")
-    _reload(lab)
+    lab.reload()
 
     # The file's chat is the older one, live; the newer one is offered above it.
     view = page.locator(".neta-chat-view")
