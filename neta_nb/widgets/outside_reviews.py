@@ -97,13 +97,13 @@ class OutsideReviews:
         return stop
 
     def _changed(self) -> None:
-        alive = []
-        for reference in self._listeners:
+        # Over a copy: a listener may stop another one (or itself), or add one, meanwhile.
+        for reference in list(self._listeners):
             callback = reference()
-            if callback is not None:
-                alive.append(reference)
+            if callback is None:
+                self._listeners.remove(reference)  # its view is gone
+            elif reference in self._listeners:
                 callback()
-        self._listeners[:] = alive
 
 
 outside_reviews = OutsideReviews()

@@ -158,3 +158,32 @@ def test_a_client_that_waits_for_nothing_is_let_go() -> None:
     gc.collect()
     assert held() is None
     assert outside_reviews.items("s_user") == []
+
+
+def test_a_listener_stopped_by_another_is_not_called_again() -> None:
+    """A chat that closes while the registry tells of a change (another chat's answer to
+    it closed it) stops listening for good: not called later in that change, nor after."""
+    called: list[str] = []
+    stops: dict[str, Any] = {}
+
+    class Chat:
+        def __init__(self, name: str, closes: str | None = None) -> None:
+            self.name, self.closes = name, closes
+
+        def changed(self) -> None:
+            called.append(self.name)
+            if self.closes is not None:
+                stops[self.closes]()
+
+    first, second, third = Chat("first"), Chat("second", closes="first"), Chat("third")
+    fourth = Chat("fourth", closes="third")
+    for chat in (first, second, third, fourth):
+        stops[chat.name] = outside_reviews.listen(chat.changed)
+    waiting = [{"id": "x", "name": "run_cell", "args": {}}]
+    try:
+        outside_reviews.publish("s_one", "one", waiting, lambda *_: True)
+        outside_reviews.publish("s_one", "one", [], lambda *_: True)
+    finally:
+        for stop in stops.values():
+            stop()
+    assert called == ["first", "second", "third", "fourth", "second", "fourth"]
