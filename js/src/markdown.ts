@@ -196,17 +196,21 @@ export function healedTail(text: string): string {
   // A marker that has just arrived with nothing after it yet (`the **`, `the ~~`, a lone
   // backtick) cannot be closed around anything, and remend leaves it raw: it is held back
   // until its first character comes. Inside an open code fence every character is code.
-  return insideOpenFence(healed) ? healed : healed.replace(DANGLING_MARKER, "$1");
+  // (The fence is looked for only when such a marker ends the text: not on every frame.)
+  return DANGLING_MARKER.test(healed) && !insideOpenFence(healed) ? healed.replace(DANGLING_MARKER, "$1") : healed;
 }
 
 /** A run of emphasis, strikethrough or code markers at the very end, opening nothing yet. */
 const DANGLING_MARKER = /(^|\s)[*_~`]+[ \t]*$/;
 
+/** A line that opens or closes a code fence. */
+const FENCE_LINE = /^\s{0,3}(```|~~~)/;
+
 /** Whether `text` ends inside a ``` or ~~~ fence that has not been closed. */
 function insideOpenFence(text: string): boolean {
   let open = false;
   for (const line of text.split("\n")) {
-    if (/^\s{0,3}(```|~~~)/.test(line)) open = !open;
+    if (FENCE_LINE.test(line)) open = !open;
   }
   return open;
 }
@@ -230,7 +234,7 @@ export function stableBoundary(text: string, start: number): number {
     const newline = text.indexOf("\n", lineStart);
     if (newline === -1) break; // the last line may still grow
     const line = text.slice(lineStart, newline);
-    if (/^\s{0,3}(```|~~~)/.test(line)) inFence = !inFence;
+    if (FENCE_LINE.test(line)) inFence = !inFence;
     const blank = line.trim() === "";
     if (blank && !inFence && !previousBlank && lineStart > start) boundary = newline + 1;
     previousBlank = blank;

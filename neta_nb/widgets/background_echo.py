@@ -24,7 +24,7 @@ import logging
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["current_request", "echo_after_cell", "echo_noted", "echoing"]
+__all__ = ["current_request", "echo_after_cell", "echo_noted", "echoing", "kernel_parent"]
 
 log = logging.getLogger(__name__)
 
@@ -35,9 +35,9 @@ _hooked: list[Any] = []  # the IPython shell whose post_run_cell calls _after_ce
 _echoing = False
 
 
-def current_request() -> str | None:
-    """The id of the kernel request that messages sent now would name as their parent
-    (``None`` outside a kernel)."""
+def kernel_parent() -> dict[str, Any] | None:
+    """The kernel request that messages sent now would name as their parent (its header,
+    metadata...), or ``None`` outside a kernel."""
     try:
         from ipykernel.kernelbase import Kernel
     except ImportError:  # pragma: no cover - ipykernel is a dependency of the widgets
@@ -45,7 +45,14 @@ def current_request() -> str | None:
     if not Kernel.initialized():
         return None
     parent = Kernel.instance().get_parent()  # type: ignore[no-untyped-call]
-    header = parent.get("header") if isinstance(parent, dict) else None
+    return parent if isinstance(parent, dict) else None
+
+
+def current_request() -> str | None:
+    """The id of the kernel request that messages sent now would name as their parent
+    (``None`` outside a kernel)."""
+    parent = kernel_parent()
+    header = parent.get("header") if parent is not None else None
     request = header.get("msg_id") if isinstance(header, dict) else None
     return request if isinstance(request, str) and request else None
 

@@ -61,16 +61,14 @@ class McpReview(ipywidgets.VBox):  # type: ignore[misc]
 
         def waiting(_change: object = None) -> None:
             # The client's own requests only, as its view shows them. The view may show
-            # another chat meanwhile (its header opens others): then it hosts every
-            # client's requests itself, and those published last stay until it is back
-            # (one answered meanwhile is refused there as no longer waiting).
+            # another chat meanwhile (its header opens others): those published last
+            # stay until it is back (one answered meanwhile is refused as no longer
+            # waiting). A review view shows no other client's requests (each has its own
+            # view here), whatever it shows.
             if view.session is session:
                 own = [item for item in view.approvals if "client" not in item]
                 outside_reviews.publish(session.id, name, own, decide)
 
-        # A client's review view shows no other client's requests (each has its own
-        # view here).
-        outside_reviews.publish(session.id, name, [], decide)
         view = ChatView(session)
         outside_reviews.add_review(view)
         view.observe(waiting, names=["approvals", "session_id"])

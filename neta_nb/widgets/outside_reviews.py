@@ -49,16 +49,16 @@ class OutsideReviews:
     def publish(self, session_id: str, client: str, items: Sequence[dict[str, Any]],
                 decide: Decide) -> None:
         """``client``'s session ``session_id`` waits for ``items`` now (its view's
-        ``approvals``; none: nothing waits), answered through ``decide``."""
+        ``approvals``; none: nothing waits, and the registry lets go of the session),
+        answered through ``decide``."""
         marked = [{**item, "client": client} for item in items]
         known = self._clients.get(session_id)
-        self._clients[session_id] = _Client(client, marked, decide)
-        if known is None or known.items != marked:
+        if marked:
+            self._clients[session_id] = _Client(client, marked, decide)
+        else:
+            self._clients.pop(session_id, None)
+        if (known.items if known is not None else []) != marked:
             self._changed()
-
-    def is_client(self, session_id: str) -> bool:
-        """Whether ``session_id`` is an outside client's session."""
-        return session_id in self._clients
 
     def add_review(self, view: object) -> None:
         """``view`` is a client's own review view: it shows no one else's requests."""
@@ -97,13 +97,13 @@ class OutsideReviews:
         return stop
 
     def _changed(self) -> None:
-        alive = []
-        for reference in self._listeners:
+        # Over a copy: a listener may stop another one (or itself), or add one, meanwhile.
+        for reference in list(self._listeners):
             callback = reference()
-            if callback is not None:
-                alive.append(reference)
+            if callback is None:
+                self._listeners.remove(reference)  # its view is gone
+            elif reference in self._listeners:
                 callback()
-        self._listeners[:] = alive
 
 
 outside_reviews = OutsideReviews()

@@ -42,7 +42,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .background_echo import echo_after_cell
+from .background_echo import echo_after_cell, kernel_parent
 from .streaming import FrameThrottle, Scheduler, call_later_on_running_loop
 
 __all__ = ["FORM_DISPLAY_PREFIX", "PLAIN_CHARS", "REFRESH_INTERVAL", "CellRun", "StaticForm",
@@ -103,15 +103,11 @@ _KEEP_RUNS = 256
 def running_cell() -> CellRun | None:
     """The notebook cell whose run is going on (JupyterLab and Notebook 7 name it in each
     execute request's metadata), or ``None`` (no kernel, no cell named)."""
-    try:
-        from ipykernel.kernelbase import Kernel
-    except ImportError:  # pragma: no cover - ipykernel is a dependency of the widgets
+    parent = kernel_parent()
+    if parent is None:
         return None
-    if not Kernel.initialized():
-        return None
-    parent = Kernel.instance().get_parent()  # type: ignore[no-untyped-call]
     cell = _cell_id(parent)
-    header = parent.get("header") if isinstance(parent, dict) else None
+    header = parent.get("header")
     request = header.get("msg_id") if isinstance(header, dict) else None
     if cell is None or not isinstance(request, str):
         return None

@@ -394,10 +394,29 @@ class LabSession:
         self.page.on("console", self._on_console)
         self._kernel_restarted = False
         self.page.on("pageerror", self._on_page_error)
-        self.page.goto(url or server.lab_url(), wait_until="domcontentloaded")
+        self.goto(url)
+
+    def goto(self, url: str | None = None) -> None:
+        """Load JupyterLab at ``url`` (the lab's root by default) and wait until it has
+        started and restored its workspace."""
+        self.page.goto(url or self.server.lab_url(), wait_until="domcontentloaded")
+        self._wait_for_lab()
+
+    def reload(self) -> None:
+        """Reload the page, as a user does, and wait until JupyterLab has started and
+        restored its workspace."""
+        self.page.reload(wait_until="domcontentloaded")
+        self._wait_for_lab()
+
+    def _wait_for_lab(self) -> None:
         self.page.wait_for_function("window.jupyterapp !== undefined", timeout=60_000)
         self.page.evaluate("async () => { await window.jupyterapp.started; "
                            "await window.jupyterapp.restored; }")
+
+    def send_in_chat(self, text: str) -> None:
+        """Type ``text`` in the page's chat input box and send it (one chat view shown)."""
+        self.page.locator(".neta-chat-textarea").fill(text)
+        self.page.locator(".neta-chat-send").click()
 
     def _on_console(self, message: Any) -> None:
         if message.type != "error":

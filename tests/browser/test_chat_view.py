@@ -16,9 +16,7 @@ IDLE = "() => !document.querySelector('.neta-chat-view').classList.contains('net
 
 
 def _send(lab: LabSession, text: str) -> None:
-    page = lab.page
-    page.locator(".neta-chat-textarea").fill(text)
-    page.locator(".neta-chat-send").click()
+    lab.send_in_chat(text)
 
 
 # Each frame: the messages drawn after the plan card (a response there moves the plan when

@@ -51,8 +51,7 @@ def test_real_children_stream_side_by_side_and_one_stops_alone(
         lab: LabSession, screenshot_dir: Path) -> None:
     path = lab.run_notebook("crew_live.ipynb", [chat_cells.IMPORTS, CREW])
     page = lab.page
-    page.locator(".neta-chat-textarea").fill("Read the folder and profile the sales table")
-    page.locator(".neta-chat-send").click()
+    lab.send_in_chat("Read the folder and profile the sales table")
     reader = page.locator(".neta-subagent-card", has=page.locator(
         ".neta-subagent-agent", has_text="reader"))
     profiler = page.locator(".neta-subagent-card", has=page.locator(

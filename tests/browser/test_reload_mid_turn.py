@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
@@ -73,12 +74,26 @@ REDRAW_VIEW = f"""async () => {{
 MODEL_NOT_FOUND = "widget model not found"
 
 
-def _reload(lab: LabSession) -> None:
-    page = lab.page
-    page.reload(wait_until="domcontentloaded")
-    page.wait_for_function("window.jupyterapp !== undefined", timeout=60_000)
-    page.evaluate("async () => { await window.jupyterapp.started; "
-                  "await window.jupyterapp.restored; }")
+def _form_shows(lab: LabSession, words: str) -> None:
+    """Wait until the page's static form holds ``words``."""
+    lab.page.wait_for_function(
+        "(words) => document.querySelector('.neta-static-form')?.textContent.includes(words)",
+        arg=words, timeout=10_000)
+
+
+def _offer_unchanged_at_two_widths(lab: LabSession, screenshot_dir: Path, name: str) -> Any:
+    """An offer stands and has not changed the notebook: the chat cell, shot at 800 and
+    380 pixels (``<name>-800``, ``<name>-380``), then back at 800; returns the cell's
+    locator."""
+    assert not lab.page.evaluate(
+        "() => window.jupyterapp.shell.currentWidget.context.model.dirty")
+    cell = lab.page.locator(".jp-CodeCell").nth(1)
+    lab.set_left_area(collapsed=True)
+    for width in (800, 380):
+        lab.set_viewport_size({"width": width, "height": 900})
+        lab.screenshot_themes(cell, screenshot_dir, f"{name}-{width}")
+    lab.set_viewport_size({"width": 800, "height": 900})
+    return cell
 
 
 class _Messages(HTMLParser):
@@ -130,13 +145,12 @@ def test_a_turn_that_ends_after_a_reload_reaches_the_saved_form(
         lab: LabSession, screenshot_dir: Path) -> None:
     path = lab.run_notebook("reload_mid_turn.ipynb", [chat_cells.IMPORTS, GATED_CHAT])
     page = lab.page
-    page.locator(".neta-chat-textarea").fill("Which month was busiest?")
-    page.locator(".neta-chat-send").click()
+    lab.send_in_chat("Which month was busiest?")
     page.locator(".neta-chat-text", has_text="Reading the table first.").wait_for()
     page.wait_for_function(RUNNING)
     page.evaluate(SAVE)
 
-    _reload(lab)
+    lab.reload()
     view = page.locator(".neta-chat-view")
     view.locator(".neta-chat-text", has_text="Reading the table first.").wait_for(timeout=60_000)
     lab.execute(path, "gate.set()")
@@ -144,9 +158,7 @@ def test_a_turn_that_ends_after_a_reload_reaches_the_saved_form(
     page.wait_for_function(IDLE)
     lab.wait_for_kernel_value(path, "session.messages[-1].text.endswith('412 orders.')", "True")
     # The form follows the turn's end on the reloaded page too: saved, it ends with it.
-    page.wait_for_function(
-        "() => document.querySelector('.neta-static-form')?.textContent.includes('412 orders')",
-        timeout=10_000)
+    _form_shows(lab, "412 orders")
     page.evaluate(SAVE)
     assert _saved_messages(lab, path) == [("user", "You Which month was busiest?"),
                                           ("assistant", f"analyst {LAST_ANSWER}")]
@@ -156,37 +168,29 @@ def test_a_turn_that_ends_while_no_page_is_open_reaches_the_saved_form(
         lab: LabSession) -> None:
     path = lab.run_notebook("page_away.ipynb", [chat_cells.IMPORTS, GATED_CHAT])
     page = lab.page
-    page.locator(".neta-chat-textarea").fill("Which month was busiest?")
-    page.locator(".neta-chat-send").click()
+    lab.send_in_chat("Which month was busiest?")
     page.locator(".neta-chat-text", has_text="Reading the table first.").wait_for()
     page.evaluate(SAVE)
     # The turn ends while the page is away: nothing hears its form then.
     lab.execute(path, "asyncio.get_running_loop().call_later(0.5, gate.set)")
     page.goto("about:blank")
     page.wait_for_timeout(2_000)
-    page.goto(lab.server.lab_url(), wait_until="domcontentloaded")
-    page.wait_for_function("window.jupyterapp !== undefined", timeout=60_000)
-    page.evaluate("async () => { await window.jupyterapp.started; "
-                  "await window.jupyterapp.restored; }")
+    lab.goto()
     lab.open_notebook(path)  # restored by the workspace: waits for its kernel
     assert lab.execute(path, "print(session.messages[-1].text)").strip().endswith("412 orders.")
     # The view drawn anew sends the form again, and the page writes it after the view.
     page.locator(".neta-chat-view .neta-chat-text", has_text="412 orders").wait_for(
         timeout=60_000)
-    page.wait_for_function(
-        "() => document.querySelector('.neta-static-form')?.textContent.includes('412 orders')",
-        timeout=10_000)
+    _form_shows(lab, "412 orders")
     page.evaluate(SAVE)
     assert _saved_messages(lab, path) == [("user", "You Which month was busiest?"),
                                           ("assistant", f"analyst {LAST_ANSWER}")]
 
 
 def _send_and_wait(lab: LabSession, text: str) -> None:
-    page = lab.page
-    page.locator(".neta-chat-textarea").fill(text)
-    page.locator(".neta-chat-send").click()
-    page.locator(".neta-chat-bubble", has_text=text).wait_for()
-    page.wait_for_function(IDLE)
+    lab.send_in_chat(text)
+    lab.page.locator(".neta-chat-bubble", has_text=text).wait_for()
+    lab.page.wait_for_function(IDLE)
 
 
 def _saved_view_model(lab: LabSession, path: str) -> str:
@@ -213,7 +217,7 @@ def test_a_reloaded_unsaved_notebook_offers_the_live_chat_in_place_of_the_saved_
     live_answer = lab.execute(path, "print(session.messages[-1].text)").strip()
     live_model = lab.execute(path, "print(chat.model_id)").strip()
     assert live_answer != saved_answer
-    _reload(lab)
+    lab.reload()
 
     # The saved chat shows (its model is gone), with the live one offered above it.
     form = page.locator(".jp-OutputArea-child:has(.neta-static-form)")
@@ -222,22 +226,14 @@ def test_a_reloaded_unsaved_notebook_offers_the_live_chat_in_place_of_the_saved_
     assert saved_answer in (form.text_content() or "")
     assert page.locator(".neta-chat-view").count() == 0
     assert "The kernel still has the live chat" in (offer.text_content() or "")
-    assert not page.evaluate("() => window.jupyterapp.shell.currentWidget.context.model.dirty")
-    cell = page.locator(".jp-CodeCell").nth(1)
-    lab.set_left_area(collapsed=True)
-    for width, name in ((800, "reattach-offer-800"), (380, "reattach-offer-380")):
-        lab.set_viewport_size({"width": width, "height": 900})
-        lab.screenshot_themes(cell, screenshot_dir, name)
+    cell = _offer_unchanged_at_two_widths(lab, screenshot_dir, "reattach-offer")
 
     # Taken: the cell shows the live chat, and its form follows it.
-    lab.set_viewport_size({"width": 800, "height": 900})
     offer.locator("button", has_text="Show the live chat").click()
     view = page.locator(".neta-chat-view")
     view.locator(".neta-chat-text", has_text=live_answer).wait_for(timeout=30_000)
     assert page.locator(OFFER).count() == 0
-    page.wait_for_function(
-        "(answer) => document.querySelector('.neta-static-form')?.textContent.includes(answer)",
-        arg=live_answer, timeout=10_000)
+    _form_shows(lab, live_answer)
     lab.screenshot_themes(cell, screenshot_dir, "reattached-800")
     page.evaluate(SAVE)
     assert _saved_view_model(lab, path) == live_model
@@ -265,7 +261,7 @@ def test_a_reloaded_unsaved_notebook_offers_the_newer_chat_over_an_older_live_on
     newer_answer = lab.execute(path, "print(session.messages[-1].text)").strip()
     newer_model = lab.execute(path, "print(chat.model_id)").strip()
     assert newer_answer.endswith("run 2.")
-    _reload(lab)
+    lab.reload()
 
     # The file's chat is the older one, live; the newer one is offered above it.
     view = page.locator(".neta-chat-view")
@@ -279,21 +275,13 @@ def test_a_reloaded_unsaved_notebook_offers_the_newer_chat_over_an_older_live_on
     page.evaluate(REDRAW_VIEW)
     view.locator(".neta-chat-text", has_text="run 1.").wait_for(timeout=30_000)
     offer.wait_for(timeout=10_000)
-    assert not page.evaluate("() => window.jupyterapp.shell.currentWidget.context.model.dirty")
-    cell = page.locator(".jp-CodeCell").nth(1)
-    lab.set_left_area(collapsed=True)
-    for width, name in ((800, "newer-chat-offer-800"), (380, "newer-chat-offer-380")):
-        lab.set_viewport_size({"width": width, "height": 900})
-        lab.screenshot_themes(cell, screenshot_dir, name)
+    _offer_unchanged_at_two_widths(lab, screenshot_dir, "newer-chat-offer")
 
-    lab.set_viewport_size({"width": 800, "height": 900})
     offer.locator("button", has_text="Show the newer chat").click()
     view.locator(".neta-chat-text", has_text=newer_answer).wait_for(timeout=30_000)
     assert view.locator(".neta-chat-text", has_text="run 1.").count() == 0
     assert page.locator(OFFER).count() == 0
-    page.wait_for_function(
-        "(answer) => document.querySelector('.neta-static-form')?.textContent.includes(answer)",
-        arg=newer_answer, timeout=10_000)
+    _form_shows(lab, newer_answer)
     page.evaluate(SAVE)
     assert _saved_view_model(lab, path) == newer_model
     assert _saved_messages(lab, path)[-1] == ("assistant", f"analyst {newer_answer}")

@@ -235,8 +235,7 @@ def test_a_long_answer_streamed_here_stays_whole_and_a_reload_fetches_it(
         lab: LabSession, screenshot_dir: Path) -> None:
     path = lab.run_notebook("long_answer.ipynb", [chat_cells.IMPORTS, LONG_ANSWER])
     page = lab.page
-    page.locator(".neta-chat-textarea").fill("Write a lot")
-    page.locator(".neta-chat-send").click()
+    lab.send_in_chat("Write a lot")
     view = page.locator(".neta-chat-view")
     view.locator(".neta-chat-text", has_text="word4999").wait_for()
     page.wait_for_function("() => !document.querySelector('.neta-chat-view')"
@@ -246,10 +245,7 @@ def test_a_long_answer_streamed_here_stays_whole_and_a_reload_fetches_it(
     # A reload draws from the kernel's state, which holds a preview. (Saved first, so the
     # notebook reopens with its output; the model comes from the live kernel.)
     page.evaluate("async () => { await window.jupyterapp.commands.execute('docmanager:save'); }")
-    page.reload(wait_until="domcontentloaded")
-    page.wait_for_function("window.jupyterapp !== undefined", timeout=60_000)
-    page.evaluate("async () => { await window.jupyterapp.started; "
-                  "await window.jupyterapp.restored; }")
+    lab.reload()
     note = view.locator(".neta-cut-note:not([hidden])")
     note.wait_for(timeout=60_000)
     total = int(lab.execute(path, "print(len(WORDS))"))

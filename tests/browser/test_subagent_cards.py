@@ -89,8 +89,7 @@ def test_nested_cards_stream_stop_per_child_and_stay_one_node(
     path = lab.run_notebook("crew_cards.ipynb", [
         chat_cells.IMPORTS, "WAIT_AT_TEXT = False\nHOLD_SEARCH = True", CREW])
     page = lab.page
-    page.locator(".neta-chat-textarea").fill("Survey agent crews and tabulate them")
-    page.locator(".neta-chat-send").click()
+    lab.send_in_chat("Survey agent crews and tabulate them")
     researcher = page.locator(_card("d1"))
     researcher.wait_for(timeout=30_000)
     # In the parent's message, where the delegate call is, and open while it works.
@@ -237,8 +236,7 @@ def test_a_childs_approval_shows_in_the_parents_approvals_with_its_name(
         lab: LabSession, screenshot_dir: Path) -> None:
     path = lab.run_notebook("crew_approval.ipynb", [chat_cells.IMPORTS, APPROVING_CHILD])
     page = lab.page
-    page.locator(".neta-chat-textarea").fill("Write the notes")
-    page.locator(".neta-chat-send").click()
+    lab.send_in_chat("Write the notes")
     approval = page.locator(".neta-chat-approval.neta-is-subagent")
     approval.wait_for(timeout=30_000)
     assert approval.locator(".neta-chat-approval-title").text_content() == (

@@ -25,6 +25,24 @@ from ..support.sessions import make_session
 from ..support.timing import wait_until
 from .conftest import SentMessages
 
+Served = tuple[list[Any], list[Any]]
+"""What a served notebook displayed, and what it registered to run at the kernel's exit."""
+
+
+@pytest.fixture
+def served(monkeypatch: pytest.MonkeyPatch) -> Served:
+    """``serve_notebook_mcp`` as a notebook kernel runs it, what it displays and registers
+    at exit kept."""
+    monkeypatch.setattr(mcp_review, "get_ipython", lambda: Kernel())
+    # No frontend here: the client's review view never opens on a page, so its first
+    # request need not give it the usual moment.
+    monkeypatch.setattr(mcp_server, "PAGE_WAIT", 0.1)
+    shown: list[Any] = []
+    monkeypatch.setattr(mcp_review, "display", shown.append)
+    at_exit: list[Any] = []
+    monkeypatch.setattr(atexit, "register", at_exit.append)
+    return shown, at_exit
+
 
 def test_it_refuses_to_start_outside_a_notebook_kernel() -> None:
     with pytest.raises(RuntimeError, match=PAGE_NEEDED):
@@ -39,15 +57,8 @@ def test_the_magic_says_how_it_is_used() -> None:
 
 
 async def test_each_client_gets_its_review_view_and_the_page_tools_need_the_page(
-        monkeypatch: pytest.MonkeyPatch, sent: SentMessages) -> None:
-    monkeypatch.setattr(mcp_review, "get_ipython", lambda: Kernel())
-    # No frontend here: the client's review view never opens on a page, so its first
-    # request need not give it the usual moment.
-    monkeypatch.setattr(mcp_server, "PAGE_WAIT", 0.1)
-    shown: list[Any] = []
-    monkeypatch.setattr(mcp_review, "display", shown.append)
-    at_exit: list[Any] = []
-    monkeypatch.setattr(atexit, "register", at_exit.append)
+        served: Served, sent: SentMessages) -> None:
+    shown, at_exit = served
     server = neta_nb.serve_notebook_mcp(token="t" * 24)
     try:
         assert at_exit == [server.stop]  # it stops with the kernel
@@ -76,12 +87,8 @@ async def test_each_client_gets_its_review_view_and_the_page_tools_need_the_page
 
 
 async def test_a_clients_request_shows_in_the_users_chat_and_is_decided_there(
-        monkeypatch: pytest.MonkeyPatch, sent: SentMessages) -> None:
-    monkeypatch.setattr(mcp_review, "get_ipython", lambda: Kernel())
-    monkeypatch.setattr(mcp_server, "PAGE_WAIT", 0.1)
-    shown: list[Any] = []
-    monkeypatch.setattr(mcp_review, "display", shown.append)
-    monkeypatch.setattr(atexit, "register", lambda _stop: None)
+        served: Served, sent: SentMessages) -> None:
+    shown, _ = served
     mine, _, _ = make_session([])
     chat = ChatView(mine)  # the chat the user works in
     server = neta_nb.serve_notebook_mcp(token="t" * 24)

@@ -4,8 +4,11 @@ that waits for nothing, one id for a client's request and the chat's own."""
 
 from __future__ import annotations
 
+import gc
+import weakref
 from typing import Any
 
+from neta_nb.runtime.session import AgentSession
 from neta_nb.widgets import ChatView
 from neta_nb.widgets.mcp_review import McpReview
 from neta_nb.widgets.outside_reviews import outside_reviews
@@ -13,6 +16,17 @@ from neta_nb.widgets.outside_reviews import outside_reviews
 from ..support.sessions import answer, calls, make_session
 from ..support.timing import wait_until
 from .conftest import SentMessages
+
+
+def _client_with_its_review() -> tuple[AgentSession, ChatView]:
+    """A client's session that will ask to run ``guarded_op`` (then answers "ok"), and its
+    review view, open on a page."""
+    client, _, _ = make_session([calls(("g", "guarded_op", {"x": 1})), answer("ok")])
+    review = McpReview()
+    review.show(client)
+    view = review.views[client.agent.name]
+    view._view_opened({"view_id": "v"})
+    return client, view
 
 
 def test_a_review_view_turned_to_another_chat_publishes_no_one_elses_request(
@@ -77,11 +91,7 @@ async def test_a_clients_request_and_the_users_own_with_one_id_are_answered_apar
 
 async def test_a_clients_request_stays_in_the_users_chat_while_its_view_shows_another(
         sent: SentMessages) -> None:
-    client, _, _ = make_session([calls(("g", "guarded_op", {"x": 1})), answer("ok")])
-    review = McpReview()
-    review.show(client)
-    view = review.views[client.agent.name]
-    view._view_opened({"view_id": "v"})
+    client, view = _client_with_its_review()
     chat = ChatView(make_session([])[0])
     task = client.start("go")
     try:
@@ -109,11 +119,7 @@ async def test_a_chat_the_user_turns_to_a_clients_session_still_shows_the_others
     """``chat.bind(server.clients["codex"])`` in the user's chat: codex's requests are its
     own there (once, unmarked), and the other clients' still show and are decided there;
     only the clients' review views show no one else's."""
-    client, _, _ = make_session([calls(("g", "guarded_op", {"x": 1})), answer("ok")])
-    review = McpReview()
-    review.show(client)
-    view = review.views[client.agent.name]
-    view._view_opened({"view_id": "v"})
+    client, view = _client_with_its_review()
     chat = ChatView(make_session([])[0])
     task = client.start("go")
     other = {"id": "call_o", "name": "run_cell", "args": {}}
@@ -132,3 +138,52 @@ async def test_a_chat_the_user_turns_to_a_clients_session_still_shows_the_others
         outside_reviews.publish(client.id, client.agent.name, [], lambda *_: True)
         view.close()
         chat.close()
+
+
+def test_a_client_that_waits_for_nothing_is_let_go() -> None:
+    """A client whose requests were all answered (its view closed, its server stopped)
+    is not kept alive by the registry: its ``decide`` holds its whole session."""
+
+    class Decide:
+        def __call__(self, *_: Any) -> bool:
+            return True
+
+    decide = Decide()
+    held = weakref.ref(decide)
+    outside_reviews.publish("s_gone", "gone", [{"id": "x", "name": "run_cell", "args": {}}],
+                            decide)
+    assert [item["client"] for item in outside_reviews.items("s_user")] == ["gone"]
+    outside_reviews.publish("s_gone", "gone", [], decide)
+    del decide
+    gc.collect()
+    assert held() is None
+    assert outside_reviews.items("s_user") == []
+
+
+def test_a_listener_stopped_by_another_is_not_called_again() -> None:
+    """A chat that closes while the registry tells of a change (another chat's answer to
+    it closed it) stops listening for good: not called later in that change, nor after."""
+    called: list[str] = []
+    stops: dict[str, Any] = {}
+
+    class Chat:
+        def __init__(self, name: str, closes: str | None = None) -> None:
+            self.name, self.closes = name, closes
+
+        def changed(self) -> None:
+            called.append(self.name)
+            if self.closes is not None:
+                stops[self.closes]()
+
+    first, second, third = Chat("first"), Chat("second", closes="first"), Chat("third")
+    fourth = Chat("fourth", closes="third")
+    for chat in (first, second, third, fourth):
+        stops[chat.name] = outside_reviews.listen(chat.changed)
+    waiting = [{"id": "x", "name": "run_cell", "args": {}}]
+    try:
+        outside_reviews.publish("s_one", "one", waiting, lambda *_: True)
+        outside_reviews.publish("s_one", "one", [], lambda *_: True)
+    finally:
+        for stop in stops.values():
+            stop()
+    assert called == ["first", "second", "third", "fourth", "second", "fourth"]
