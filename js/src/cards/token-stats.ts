@@ -121,9 +121,8 @@ export function createTokenStats(el: HTMLElement, options: ComponentOptions<Toke
   root.append(realtime, divider, context);
   el.append(root);
 
-  function openDetails(): void {
+  function place(): void {
     const rect = root.getBoundingClientRect();
-    document.body.append(details);
     const width = details.offsetWidth;
     const height = details.offsetHeight;
     details.style.left = `${Math.max(4, Math.min(rect.left, window.innerWidth - width - 4))}px`;
@@ -132,18 +131,34 @@ export function createTokenStats(el: HTMLElement, options: ComponentOptions<Toke
     const below = rect.bottom + 6;
     const fitsBelow = below + height <= window.innerHeight - 4 || rect.top - 6 - height < 4;
     details.style.top = `${fitsBelow ? below : rect.top - 6 - height}px`;
+  }
+  function openDetails(): void {
+    document.body.append(details);
+    place();
     details.classList.add("neta-is-open");
   }
   function closeDetails(): void {
     details.classList.remove("neta-is-open");
     details.remove();
   }
-  const closeOnScroll = () => closeDetails();
+  // The details are placed once, where the figures are: a scroll that moves the figures
+  // (the page's, or an ancestor's) places them again while the pointer or the focus stays
+  // on the figures, and closes them otherwise. A scroll that does not move the figures —
+  // the chat's conversation following its answer above its input bar — leaves them alone:
+  // it closed them under a still pointer, which never entered again to reopen them.
+  const onScroll = (event: Event) => {
+    if (!details.isConnected) return;
+    const target = event.target;
+    const moves = !(target instanceof Node) || target.contains(root);
+    if (!moves) return;
+    if (root.matches(":hover") || document.activeElement === root) place();
+    else closeDetails();
+  };
   root.addEventListener("mouseenter", openDetails);
   root.addEventListener("focus", openDetails);
   root.addEventListener("mouseleave", closeDetails);
   root.addEventListener("blur", closeDetails);
-  window.addEventListener("scroll", closeOnScroll, true);
+  window.addEventListener("scroll", onScroll, true);
 
   function detailRow(label: string, value: string): HTMLDivElement {
     const row = element("div", "neta-token-detail-row");
@@ -266,7 +281,7 @@ export function createTokenStats(el: HTMLElement, options: ComponentOptions<Toke
       root.removeEventListener("focus", openDetails);
       root.removeEventListener("mouseleave", closeDetails);
       root.removeEventListener("blur", closeDetails);
-      window.removeEventListener("scroll", closeOnScroll, true);
+      window.removeEventListener("scroll", onScroll, true);
       closeDetails();
       root.remove();
     },
