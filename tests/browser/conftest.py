@@ -67,6 +67,7 @@ def lab_session(lab_server: JupyterLabServer,
                 tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabSession]:
     with launch_chromium(tmp_path_factory.mktemp("chromium-profile")) as context:
         session = LabSession(lab_server, context)
+        session.remember_layout()
         yield session
         session.close()
 
@@ -74,12 +75,14 @@ def lab_session(lab_server: JupyterLabServer,
 @pytest.fixture
 def lab(lab_session: LabSession) -> Iterator[LabSession]:
     """The shared tab; the test fails on console errors, and its notebooks are closed
-    (kernels shut down) afterwards."""
+    (kernels shut down), the light theme and the tab's first size and side areas are put
+    back afterwards."""
     lab_session.console_errors.clear()
     yield lab_session
     errors = list(lab_session.console_errors)
     lab_session.close_all()
     lab_session.set_theme(dark=False)
+    lab_session.restore_layout()
     assert not errors, "console errors:\n" + "\n".join(f"{e.type}: {e.text}" for e in errors)
 
 

@@ -395,6 +395,35 @@ class LabSession:
         self._kernel_restarted = False
         self.page.on("pageerror", self._on_page_error)
         self.goto(url)
+        self._layout: dict[str, Any] | None = None
+
+    def remember_layout(self) -> None:
+        """Note the tab's size and JupyterLab's side areas, for :meth:`restore_layout`."""
+        self._layout = self._current_layout()
+
+    def _current_layout(self) -> dict[str, Any]:
+        return {"viewport": dict(self.page.viewport_size or {}),
+                "left_collapsed": bool(self.page.evaluate("() => window.jupyterapp.shell"
+                                                          ".leftCollapsed")),
+                "right_collapsed": bool(self.page.evaluate("() => window.jupyterapp.shell"
+                                                           ".rightCollapsed"))}
+
+    def restore_layout(self) -> None:
+        """Put the tab back as it opened: its size and JupyterLab's side areas. A test that
+        narrowed the window or collapsed an area leaves it so otherwise, and the next test
+        on this tab meets a notebook squeezed between the areas (at 800 pixels with both
+        open, the main area is 100 pixels wide and a chat's words have no width)."""
+        if self._layout is None:
+            return
+        now = self._current_layout()
+        if now["viewport"] != self._layout["viewport"]:
+            self.set_viewport_size(self._layout["viewport"])
+        if now["left_collapsed"] != self._layout["left_collapsed"]:
+            self.set_left_area(collapsed=self._layout["left_collapsed"])
+        if now["right_collapsed"] != self._layout["right_collapsed"]:
+            self.page.evaluate("(collapsed) => collapsed ? window.jupyterapp.shell"
+                               ".collapseRight() : window.jupyterapp.shell.expandRight()",
+                               self._layout["right_collapsed"])
 
     def goto(self, url: str | None = None) -> None:
         """Load JupyterLab at ``url`` (the lab's root by default) and wait until it has
