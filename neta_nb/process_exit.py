@@ -1,7 +1,12 @@
 """What must end with this process: the programs it started and left running (stdio MCP
 servers, outside agents over ACP) are ended when the interpreter exits — ``atexit`` — and
 when it is sent SIGTERM, which skips ``atexit``: a Jupyter kernel that does not stop when
-asked is sent one, and would otherwise leave them orphaned."""
+asked is sent one, and would otherwise leave them orphaned.
+
+A death that runs no code at all (SIGKILL, the out-of-memory killer) is covered by a
+watchdog: :func:`end_with_this_process` names a process group to a small program
+(:mod:`neta_nb.orphan_reaper`) that sees this process die through the end of a pipe and
+kills the group then."""
 
 from __future__ import annotations
 
@@ -9,12 +14,20 @@ import atexit
 import contextlib
 import os
 import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
+from pathlib import Path
 
-__all__ = ["end_at_exit"]
+__all__ = ["end_at_exit", "end_with_this_process", "release"]
 
 _ENDINGS: list[Callable[[], None]] = []
+_REAPER = Path(__file__).with_name("orphan_reaper.py")
+_reaper: subprocess.Popen[bytes] | None = None
+_reaper_pid_of: int | None = None
+"""The process that started the reaper: a forked child has no reaper of its own."""
+_reaper_lock = threading.Lock()
 
 
 def end_at_exit(ending: Callable[[], None]) -> None:
@@ -38,3 +51,49 @@ def _on_sigterm(signum: int, _frame: object) -> None:
             ending()
     signal.signal(signum, signal.SIG_DFL)
     os.kill(os.getpid(), signum)
+
+
+def end_with_this_process(pid: int) -> None:
+    """Have the process group led by ``pid`` killed, with its descendants, if this process
+    dies without running any code (SIGKILL); :func:`release` once it has ended. Where no
+    watchdog can be started, this does nothing: exit and SIGTERM still end the group
+    (:func:`end_at_exit`)."""
+    try:
+        import psutil
+
+        started = psutil.Process(pid).create_time()
+    except Exception:  # gone already, or no psutil: the group alone
+        started = 0.0
+    _tell(f"+{pid} {started}\n")
+
+
+def release(pid: int) -> None:
+    """The group led by ``pid`` has ended: the watchdog forgets it (its pid may be
+    reused)."""
+    _tell(f"-{pid}\n", start=False)
+
+
+def _tell(line: str, *, start: bool = True) -> None:
+    global _reaper, _reaper_pid_of
+    with _reaper_lock:
+        if _reaper is None or _reaper_pid_of != os.getpid():
+            if not start or sys.platform == "win32":
+                return
+            try:
+                # A session of its own: a signal sent to the kernel's group (Ctrl+C in the
+                # server's terminal) does not reach it. Its stdin's write end stays here
+                # only (not inherited by the programs started later).
+                _reaper = subprocess.Popen([sys.executable, "-I", str(_REAPER)],
+                                           stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                           stderr=subprocess.DEVNULL, start_new_session=True,
+                                           close_fds=True)
+            except OSError:
+                _reaper = None
+                return
+            _reaper_pid_of = os.getpid()
+        assert _reaper.stdin is not None
+        try:
+            _reaper.stdin.write(line.encode())
+            _reaper.stdin.flush()
+        except (OSError, ValueError):  # the watchdog is gone: the next call starts one
+            _reaper = None

@@ -4,7 +4,8 @@ descendant (the agent and whatever it started: a shell command, an MCP server, C
 native binary, which ignores the end of its stdin).
 
 Every live group is known to this module, so the kernel's exit ends them too, SIGTERM
-included (:mod:`neta_nb.process_exit`): no agent outlives the process that started it.
+included, and a watchdog ends them when the kernel is SIGKILLed
+(:mod:`neta_nb.process_exit`): no agent outlives the process that started it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import psutil
 
-from ...process_exit import end_at_exit
+from ...process_exit import end_at_exit, end_with_this_process, release
 
 __all__ = ["CLOSE_GRACE", "STDERR_LINES", "STDOUT_LINE_LIMIT", "AgentProcess", "AgentStartError"]
 
@@ -85,6 +86,7 @@ class AgentProcess:
         self._process = process
         _live[process.pid] = self
         end_at_exit(_end_all)  # at exit, and on SIGTERM where this is the main thread
+        end_with_this_process(process.pid)  # and when this process is SIGKILLed
         assert process.stdin is not None
         assert process.stdout is not None
         self._drain = asyncio.get_running_loop().create_task(
@@ -135,6 +137,7 @@ class AgentProcess:
         for child in descendants:
             with contextlib.suppress(psutil.Error):
                 child.kill()
+        release(process.pid)
         if process.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 process.kill()

@@ -33,7 +33,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from ...process_exit import end_at_exit
+from ...process_exit import end_at_exit, end_with_this_process, release
 from .mcp_processes import (
     LIVE_PIDS,
     child_pids,
@@ -249,6 +249,7 @@ class MCPConnection:
                 if self._pid is not None:
                     LIVE_PIDS.add(self._pid)
                     end_at_exit(end_live_servers)  # SIGTERM taken, if on the main thread
+                    end_with_this_process(self._pid)  # and a SIGKILLed kernel
                 if not ready.done():
                     ready.set_result(client)
                 await stop.wait()
@@ -272,6 +273,7 @@ class MCPConnection:
             lost.set()
             if self._pid is not None:
                 LIVE_PIDS.discard(self._pid)
+                release(self._pid)
                 self._pid = None
 
     def _client_for(self, parameters: MCPServerParameters, on_end: Callable[[], None]

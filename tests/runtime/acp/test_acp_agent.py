@@ -12,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import psutil
@@ -196,11 +197,13 @@ print(asyncio.new_event_loop().run_until_complete(started()), flush=True)
 """
 
 
-@pytest.mark.parametrize("ending", ["exit", "SIGTERM"])
+@pytest.mark.parametrize("ending", ["exit", "SIGTERM", "SIGKILL"])
 def test_the_process_that_started_an_agent_ends_it_when_it_exits(tmp_path: Path,
                                                                   ending: str) -> None:
     """A normal exit runs ``atexit``; SIGTERM (a kernel that did not stop when asked)
-    skips it, and must end the agent all the same."""
+    skips it, and must end the agent all the same; SIGKILL (the out-of-memory killer, a
+    kernel killed by its manager) runs nothing of the process at all: a watchdog ends the
+    agent and what it started."""
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"steps": [{"sleep": 60}], "linger": True, "child": True}))
     program = tmp_path / "exiting.py"
@@ -211,20 +214,25 @@ def test_the_process_that_started_an_agent_ends_it_when_it_exits(tmp_path: Path,
                                cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
     assert starter.stdout is not None
     agent = int(starter.stdout.readline().split()[0])
-    if ending == "SIGTERM":
-        starter.send_signal(signal.SIGTERM)
+    if ending != "exit":
+        starter.send_signal(getattr(signal, ending))
     _, errors = starter.communicate(timeout=60)
-    assert starter.returncode == (0 if ending == "exit" else -signal.SIGTERM), errors
+    assert starter.returncode == (0 if ending == "exit" else -getattr(signal, ending)), errors
     child = int((tmp_path / "script.json.child").read_text())
-    left = []
-    for pid in (agent, child):  # the agent and what it started
+
+    def alive(pid: int) -> bool:
         try:
-            process = psutil.Process(pid)
-            if process.status() != psutil.STATUS_ZOMBIE:
-                left.append(pid)
-                process.kill()
+            return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
         except psutil.NoSuchProcess:
-            pass
+            return False
+
+    # The watchdog acts once it sees the pipe close: a moment after the kill.
+    deadline = time.monotonic() + (10 if ending == "SIGKILL" else 0)
+    while any(alive(pid) for pid in (agent, child)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = [pid for pid in (agent, child) if alive(pid)]  # the agent and what it started
+    for pid in left:
+        psutil.Process(pid).kill()
     assert not left, "these outlived the process that started the agent"
 
 

@@ -430,7 +430,7 @@ def _leave_running(tmp_path: Path, mode: str) -> subprocess.Popen[str]:
                             cwd=Path(__file__).parents[3])
 
 
-@pytest.mark.parametrize("signal_number", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("signal_number", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL])
 def test_a_kernel_ended_by_a_signal_leaves_no_server_that_ignores_its_input(
         tmp_path: Path, signal_number: int) -> None:
     process = _leave_running(tmp_path, "deaf")
