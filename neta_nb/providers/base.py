@@ -460,6 +460,16 @@ class ResponseAssembler:
             self._close()
             self.stop_reason = event.stop_reason
 
+    def add_text(self, text: str, *, thinking: bool = False) -> None:
+        """What ``feed(TextDelta(text))`` (``ThinkingDelta`` when ``thinking``) does,
+        without an event made for it: for a stream whose pieces come as plain text (an
+        outside agent's chunks)."""
+        kind = "thinking" if thinking else "text"
+        if self._kind != kind:
+            self._close()
+            self._kind = kind
+        self._chunks.append(text)
+
     @property
     def in_thinking(self) -> bool:
         return self._kind == "thinking"

@@ -50,7 +50,7 @@ from ...events import (
     token_event,
 )
 from ...messages import Message, ToolCallPart, ToolExecution, Usage
-from ...providers.base import ProviderError, ResponseAssembler, TextDelta, ThinkingDelta
+from ...providers.base import ProviderError, ResponseAssembler
 from ..session.deps import CountUsage
 from ..session.state import SessionState
 from ..session.tool_calls.tool_limits import bound_result
@@ -270,19 +270,21 @@ class AcpTurns:
     def _stream(self, turn: Turn, text: str, *, thinking: bool) -> None:
         if not text:
             return
-        text = encodable(text)
+        if not text.isascii():  # ASCII, the common case, cannot hold a lone surrogate
+            text = encodable(text)
         emit = self._state.emit
         assembler = turn.assembler
         if assembler is None:
             assembler = turn.assembler = ResponseAssembler()
             turn.message = None
         if thinking:
-            assembler.feed(ThinkingDelta(text))
+            assembler.add_text(text, thinking=True)
             turn.thinking_open = True
             emit(thinking_delta_event(text))
         else:
-            assembler.feed(TextDelta(text))
-            turn.close_thinking(emit)
+            assembler.add_text(text)
+            if turn.thinking_open:
+                turn.close_thinking(emit)
             emit(token_event(text))
         if turn.draft_timer is None and self._state.saved.store is not None:
             # A dying kernel keeps what streamed (a checkpoint every half second at most).
