@@ -107,6 +107,11 @@ function bar(onPress: (action: Action, note: HTMLElement, buttons: HTMLButtonEle
       onPress(button.dataset.action as Action, note, buttons);
     });
   }
+  // Enter and Space press a focused button; they are not the notebook's shortcuts (Enter
+  // would put the cell into edit mode instead).
+  line.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" || event.key === " ") event.stopPropagation();
+  });
   line.append(note, ...buttons);
   return line;
 }
