@@ -134,3 +134,71 @@ def test_fix_on_an_error_ends_in_a_diff_card_and_reject_changes_nothing(
     }}""", arg=path, timeout=30_000)
     lab.wait_for_frames()
     assert page.locator(BUTTONS).count() == 0
+
+
+# Holds every model call until `gate` is set: a turn that runs as long as the test wants.
+GATE = """
+import asyncio
+gate = asyncio.Event()
+_stream = Model.stream
+async def _held(self, request):
+    await gate.wait()
+    async for event in _stream(self, request):
+        yield event
+Model.stream = _held
+""".strip()
+
+# Records where each press was dispatched from: a side panel's chat view, or not.
+SPY_JS = """() => {
+  window.__netaPressedIn = [];
+  document.addEventListener('neta-nb-error-action', (event) => {
+    window.__netaPressedIn.push(Boolean(event.target.closest('.neta-nb-side-panel')));
+  }, true);
+}"""
+
+
+def test_explain_goes_to_the_side_panel_and_a_busy_chat_refuses(lab: LabSession) -> None:
+    root = lab.server.root_dir
+    path = _write(root, "explain_error.ipynb", [("chat", CHAT), ("divide", DIVIDE)])
+    lab.open_notebook(path)
+    lab.run_all(path)
+    page = lab.page
+    inline = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea "
+                          ".neta-chat-view")
+    inline.wait_for()
+    inline.locator(".neta-chat-header-side").click()
+    side = page.locator(".neta-nb-side-panel .neta-chat-view")
+    side.wait_for()
+    buttons = _cell(page, path, 1).locator(BUTTONS)
+    buttons.wait_for()
+    explain = buttons.locator("button[data-action=explain]")
+    note = buttons.locator(".neta-nb-error-actions-note")
+    page.evaluate(SPY_JS)
+
+    # A turn is running: the press is refused, and says why; nothing is sent.
+    lab.execute(path, GATE)
+    lab.execute(path, "play('Hold on', [[{'text': 'Held.'}]])")
+    page.wait_for_function("() => document.querySelector('.neta-chat-view')"
+                           ".classList.contains('neta-is-running')")
+    explain.click()
+    page.wait_for_function("(el) => el.textContent.startsWith('The chat is answering')",
+                           arg=note.element_handle())
+    assert "neta-nb-error-actions-refused" in (note.get_attribute("class") or "")
+    assert explain.is_enabled()
+    lab.execute(path, "gate.set()")
+    side.locator(".neta-chat-text", has_text="Held.").wait_for(timeout=30_000)
+    page.wait_for_function(IDLE)
+
+    lab.execute(path, "model.script = Script.coerce([[{'text': 'It divides by zero.'}]])")
+    explain.click()
+    side.locator(".neta-chat-text", has_text="It divides by zero.").wait_for(timeout=30_000)
+    page.wait_for_function(IDLE)
+    assert note.text_content() == "Sent to the chat."
+    assert page.evaluate("() => window.__netaPressedIn") == [True, True]
+    sent = json.loads(lab.execute(path, "print(json.dumps([m.text for m in session.messages"
+                                  " if m.role == 'user']))"))
+    assert sent[0] == "Hold on" and len(sent) == 2
+    assert sent[1].startswith("Cell `divide` (In[2]) of this notebook failed with "
+                              "ZeroDivisionError: division by zero.\n@In[2] @error")
+    assert "Explain what this error means" in sent[1] and "edit_cell" not in sent[1]
+    assert page.locator(PROPOSAL).count() == 0
