@@ -17,8 +17,10 @@ from typing import Any
 import pytest
 
 from neta_nb.messages import MentionPart
+from neta_nb.runtime.mentions.mentions import find_mentions
 from neta_nb.tools.notebook import kernel
 from neta_nb.widgets import ChatView
+from neta_nb.widgets.base import RequestError
 from neta_nb.widgets.chat.error_actions import error_prompt
 
 from ..support.sessions import answer, make_session
@@ -101,7 +103,6 @@ def test_a_cell_edited_or_from_another_kernel_is_named_by_id_with_its_text() -> 
     assert "In[2]" not in prompt.split("\n")[0] and "@In[2]" not in prompt
     assert "The cell's text now:\n```\nx = `@df` @error\n```" in prompt
     # Quoted as code: nothing in the cell's text or the traceback is a mention.
-    from neta_nb.runtime.mentions.mentions import find_mentions
     assert find_mentions(prompt) == []
     no_run = error_prompt(_request(execution_count=None), _namespace())
     assert "@In[" not in no_run and "The cell's text now:" in no_run
@@ -117,7 +118,6 @@ def test_a_cell_edited_or_from_another_kernel_is_named_by_id_with_its_text() -> 
 ])
 def test_a_malformed_request_is_refused_with_what_is_wrong(bad: dict[str, Any],
                                                            why: str) -> None:
-    from neta_nb.widgets.base import RequestError
     with pytest.raises(RequestError, match=why):
         error_prompt(_request(**bad), _namespace())
 
