@@ -135,7 +135,8 @@ def test_handlers_are_registered_per_class() -> None:
                                                "refresh", "take_over", "message_action",
                                                "back_from_fork", "notebook_reply",
                                                "mention_candidates",
-                                               "mention_preview", "open_panel", "side_panel"}
+                                               "mention_preview", "open_panel", "side_panel",
+                                               "error_action"}
     assert set(ToolCard._request_handlers) == {"full_text"}
     assert set(SkillCard._request_handlers) == {"full_text"}
     assert set(SessionSidebar._request_handlers) == {"open", "new_chat", "rename", "delete",

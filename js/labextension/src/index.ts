@@ -4,7 +4,8 @@
  * the chat in a side panel (./side-panel.ts), shows a saved neta_nb widget's static
  * form alone where the widget's model is gone (./missing-widgets.ts), and keeps static
  * forms current on a page that reloaded while the kernel ran (./static-forms.ts), where it
- * offers the live chat in place of a saved one (./reattach.ts).
+ * offers the live chat in place of a saved one (./reattach.ts), and offers Fix and Explain
+ * on a cell's error in a notebook that shows a live chat (./error-actions.ts).
  *
  * Active, it marks the page (`document.body.dataset.netaNbNotebookBridge = version`,
  * `netaNbSidePanel` likewise) and answers `neta-nb-notebook` events dispatched from inside
@@ -15,6 +16,7 @@
 import { ISessionContextDialogs } from "@jupyterlab/apputils";
 import type { JupyterFrontEnd, JupyterFrontEndPlugin } from "@jupyterlab/application";
 import { INotebookCellExecutor, INotebookTracker, type NotebookPanel } from "@jupyterlab/notebook";
+import { chatIn, followErrorOutputs } from "./error-actions";
 import { hideMissingWidgetErrors } from "./missing-widgets";
 import { OPS, type OpServices } from "./ops";
 import {
@@ -143,6 +145,7 @@ function activate(
     hideMissingWidgetErrors(panel);
     followStaticForms(panel);
     followLiveChats(panel);
+    followErrorOutputs(panel, (notebook) => chatIn(notebook, sides.nodesOf(notebook)));
   };
   tracker.widgetAdded.connect((_, panel) => watch(panel));
   tracker.forEach(watch);

@@ -129,6 +129,11 @@ export class SidePanels {
     return null;
   }
 
+  /** The nodes of the side panels opened from `notebook`. */
+  nodesOf(notebook: NotebookPanel): Element[] {
+    return [...this.entries.values()].filter((entry) => entry.notebook === notebook && !entry.panel.isDisposed).map((entry) => entry.panel.node);
+  }
+
   /** Whether `target` is inside one of the side panels. */
   holds(target: Node): boolean {
     return this.entryHolding(target) !== null;

@@ -16,6 +16,7 @@ import { element } from "../dom";
 import type { DrawerName } from "./chat-header";
 import { createChatView, type ChatActions, type ChatOp, type ChatSnapshot, type ChatViewState, type OlderPage } from "./chat-view";
 import { drawWidget } from "./drawn-widget";
+import { relayErrorActions } from "./error-actions";
 import { followNumberedBatches } from "../numbered-batches";
 import { receivedBatches } from "../received-batches";
 import { notebookBridgePresent, relayNotebookRequests } from "./notebook-bridge";
@@ -235,6 +236,8 @@ export function renderChatView({ model: anyModel, el, kernel = true }: RendererP
   const viewId = `view-${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
   // The kernel's notebook tools reach the notebook through the view it names.
   const stopRelay = kernel ? relayNotebookRequests(model, { viewId, root: el }) : () => undefined;
+  // The page's Fix / Explain on a cell's error go to the chat through a view of it.
+  const stopErrorActions = kernel ? relayErrorActions(model, el) : () => undefined;
   if (kernel) {
     const opened = { view_id: viewId, notebook_bridge: notebookBridgePresent() } satisfies ViewRequest;
     request(model, "view_opened", opened).catch(() => undefined);
@@ -242,6 +245,7 @@ export function renderChatView({ model: anyModel, el, kernel = true }: RendererP
 
   return () => {
     stopRelay();
+    stopErrorActions();
     if (kernel) request(model, "view_closed", { view_id: viewId } satisfies ViewRequest).catch(() => undefined);
     stream.dispose();
     model.off("change:_seq", onSeq);

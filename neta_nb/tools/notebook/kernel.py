@@ -26,7 +26,7 @@ from ..builtin.variables import type_name
 from .texts import error_text, last_exception, variable_text
 
 __all__ = ["DESCRIBE_WAIT", "cell_code", "cell_running", "kernel_history",
-           "started_in_running_cell", "watch_cells"]
+           "raising_cell", "started_in_running_cell", "watch_cells"]
 
 DESCRIBE_WAIT = 10.0
 """Seconds one read of the history waits, in all, for the descriptions of the values it
@@ -125,7 +125,7 @@ def kernel_history(namespace: dict[str, Any]) -> dict[str, Any]:
     values = dict(outputs) if isinstance(outputs, dict) else {}
     exception = last_exception()
     error = error_output(exception) if exception is not None else None
-    raised_in = _raising_cell(exception) if exception is not None else None
+    raised_in = raising_cell(exception) if exception is not None else None
     deadline = time.monotonic() + DESCRIBE_WAIT
     cells: list[dict[str, Any]] = []
     for number, source in enumerate(list(inputs) if isinstance(inputs, list) else []):
@@ -224,7 +224,7 @@ def error_output(exception: BaseException) -> dict[str, Any]:
     return {"output_type": "error", "ename": name, "evalue": value, "traceback": lines}
 
 
-def _raising_cell(exception: BaseException) -> int | None:
+def raising_cell(exception: BaseException) -> int | None:
     """The execution count of the cell whose code raised ``exception`` (the outermost
     frame of a cell in its traceback), as IPython's compiler maps the cells' file names;
     ``None`` when no frame is a cell's."""

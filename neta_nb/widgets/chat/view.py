@@ -48,6 +48,7 @@ from .drawing.render import WINDOW, full_text, render_window
 from .drawing.session_names import SessionNames, read_names, static_heading
 from .drawing.static import static_html, static_summary, static_text
 from .drawing.subagent_parts import SubagentRuns
+from .error_actions import ErrorActionRequest, error_prompt
 from .live import LiveFollower, QuietWindow, TurnTraits, live_session
 from .mention_requests import (
     MentionCandidatesReply,
@@ -474,6 +475,20 @@ class ChatView(NetaWidget):
             self._live.projection.answered(str(command.get("id")), command.get("subagent"))
             self._live.show_approvals()
         return {"think_level": session.think_level, "running": session.running}
+
+    @handles("error_action")
+    def _error_action(self, request: ErrorActionRequest) -> CommandReply:
+        """Fix or Explain pressed on an error output of the page: a turn with the prompt
+        :func:`~.error_actions.error_prompt` makes; refused while a turn runs."""
+        session = self._require_session()
+        if session.running:
+            raise RequestError("The chat is answering: wait for its turn to end (or stop "
+                               "it), then press again.")
+        prompt = error_prompt(request, session.namespace)
+        task = _send(session, {"type": "send", "text": prompt}, None)
+        if task is not None:
+            self._live.track(task)
+        return {"running": True}
 
     @handles("switch_agent")
     def _switch_agent(self, request: SwitchAgentRequest) -> SwitchAgentReply:
