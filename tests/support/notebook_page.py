@@ -59,7 +59,7 @@ class FakeNotebookPage:
         if path is not None and path != self.path:
             if path not in self.others:
                 open_paths = ", ".join(f'"{p}"' for p in [self.path, *self.others])
-                raise NotebookError("no_notebook", f'no notebook is open at "{path}"; the '
+                raise NotebookError("not_open", f'no notebook is open at "{path}"; the '
                                                    f"open notebooks: {open_paths}")
             return {"path": path, "dirty": False, "own": False, "chat_cell_id": None,
                     "cells": copy.deepcopy(self.others[path])}

@@ -149,7 +149,7 @@ function openPanel(panel: NotebookPanel, services: OpServices | undefined, path:
   const found = open.find((other) => other.context.path === wanted);
   if (found) return found;
   const listed = open.map((other) => JSON.stringify(other.context.path)).join(", ");
-  throw new BridgeFailure("no_notebook", `no notebook is open at ${JSON.stringify(path)}; the open notebooks: ${listed}`);
+  throw new BridgeFailure("not_open", `no notebook is open at ${JSON.stringify(path)}; the open notebooks: ${listed}`);
 }
 
 /** Whether a notebook holds a neta_nb chat: a view drawn on the page, a cell showing a

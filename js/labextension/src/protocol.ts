@@ -21,7 +21,8 @@ export const BRIDGE_EVENT = "neta-nb-notebook";
 export const BRIDGE_VERSION = "0.1.0";
 
 export type ErrorCode =
-  | "no_notebook" // the event's target is inside no notebook panel; no notebook is open at a path read
+  | "no_notebook" // the event's target is inside no notebook panel (the sender asks another view)
+  | "not_open" // read of another notebook: none is open at that path
   | "exists" // create: a file is at the path already
   | "no_cell" // no cell has that id
   | "changed" // the cell's source is not what the request expected
