@@ -6,7 +6,8 @@ the chat's own and another one.
    is refused naming the open ones, and the chat's own notebook still reads after it.
 2. ``create_notebook``: its approval shows the path and the cells' sources; allowed, the
    file in the server's root holds exactly those cells; rejected, no file is made; a
-   path that holds a file is refused and the file left byte for byte as it was.
+   path that holds a file is refused and the file left byte for byte as it was; so is a
+   path into a folder that does not exist.
 
 The kernel side is test_notebook_agent.py's (a scripted model the test sets before each
 turn), with these tools switched on. Pictures (Light and Dark): the create approval.
@@ -145,3 +146,13 @@ def test_create_notebook_writes_exactly_the_cells_once_allowed_and_never_overwri
     assert [path.name for path in (root / "made").glob("*.ipynb")] == ["summary.ipynb"]
     assert notebook.results("create_notebook")[-1] == (
         "The user did not allow 'create_notebook' to run.")
+
+    # Allowed, into a folder that does not exist: refused, no folder made.
+    other["args"]["path"] = "nowhere/summary.ipynb"
+    notebook.play("Write it elsewhere", [other], "No such folder.")
+    notebook.page.locator(f"{APPROVAL} button[data-decision=allow_once]").click()
+    notebook.wait_for_text("No such folder.")
+    assert notebook.results("create_notebook")[-1] == (
+        'The notebook "nowhere/summary.ipynb" could not be created: there is no folder '
+        '"nowhere" (a new notebook goes into a folder that exists)')
+    assert not (root / "nowhere").exists()

@@ -194,8 +194,10 @@ function httpStatus(error: unknown): number | null {
 
 /** Creates a notebook file through the server's contents API (the file browser shows it)
  * with the cells given (`notebook`: nbformat JSON), its kernel the asking notebook's where
- * it names none. Never overwrites: a file at `path` is refused (`exists`). It is not
- * opened (opening starts a kernel, and takes the focus from the chat). */
+ * it names none. Never overwrites: a file at `path` is refused (`exists`); nor makes a
+ * folder (`no_folder`). It is not opened (opening starts a kernel, and takes the focus
+ * from the chat). Between the check and the write another program could make the file:
+ * the contents API has no "create only if absent". */
 async function create(panel: NotebookPanel, args: Args, services: OpServices): Promise<unknown> {
   const path = stringArg(args, "path");
   const notebook = args.notebook;
@@ -209,6 +211,14 @@ async function create(panel: NotebookPanel, args: Args, services: OpServices): P
     throw new BridgeFailure("exists", `there is already a ${existing.type} at ${JSON.stringify(existing.path)}`);
   } catch (error) {
     if (error instanceof BridgeFailure || httpStatus(error) !== 404) throw error;
+  }
+  const folder = path.includes("/") ? path.slice(0, path.lastIndexOf("/")) : "";
+  try {
+    const found = await contents.get(folder, { content: false });
+    if (found.type !== "directory") throw new BridgeFailure("no_folder", `${JSON.stringify(folder)} is a ${found.type}, not a folder`);
+  } catch (error) {
+    if (error instanceof BridgeFailure || httpStatus(error) !== 404) throw error;
+    throw new BridgeFailure("no_folder", `there is no folder ${JSON.stringify(folder)} (a new notebook goes into a folder that exists)`);
   }
   const content = structuredClone(notebook) as { metadata?: Record<string, unknown> };
   const metadata = (content.metadata ??= {});
