@@ -30,6 +30,10 @@ class FakeNotebookPage:
         self.kernel_id = "k-1"
         self.restarts: list[int] = []
         self.interrupts = 0
+        self.others: dict[str, list[dict[str, Any]]] = {}
+        """Other notebooks open on the page, by path (``read`` with ``path``)."""
+        self.files: dict[str, dict[str, Any]] = {}
+        """Files on the server, by path: ``create`` writes here and refuses one that is."""
         self._ids = (f"new-{n}" for n in itertools.count(1))
         self._count = itertools.count(1)
 
@@ -51,8 +55,31 @@ class FakeNotebookPage:
         return answer
 
     async def _op_read(self, args: dict[str, Any]) -> dict[str, Any]:
+        path = args.get("path")
+        if path is not None and path != self.path:
+            if path not in self.others:
+                open_paths = ", ".join(f'"{p}"' for p in [self.path, *self.others])
+                raise NotebookError("not_open", f'no notebook is open at "{path}"; the '
+                                                   f"open notebooks: {open_paths}")
+            return {"path": path, "dirty": False, "own": False, "chat_cell_id": None,
+                    "cells": copy.deepcopy(self.others[path])}
         return {"path": self.path, "dirty": self.dirty, "cells": copy.deepcopy(self.cells),
-                "chat_cell_id": self.chat_cell_id}
+                "chat_cell_id": self.chat_cell_id, "own": True}
+
+    async def _op_notebooks(self, args: dict[str, Any]) -> dict[str, Any]:
+        kernel = {"id": self.kernel_id, "name": "python3", "status": "idle"}
+        return {"notebooks": [
+            {"path": self.path, "name": self.path.rsplit("/", 1)[-1], "own": True,
+             "chat": True, "dirty": self.dirty, "kernel": kernel},
+            *({"path": path, "name": path.rsplit("/", 1)[-1], "own": False, "chat": False,
+               "dirty": False, "kernel": None} for path in self.others)]}
+
+    async def _op_create(self, args: dict[str, Any]) -> dict[str, Any]:
+        path = args["path"]
+        if path in self.files:
+            raise NotebookError("exists", f'there is already a file at "{path}"')
+        self.files[path] = copy.deepcopy(args["notebook"])
+        return {"path": path}
 
     async def _op_edit(self, args: dict[str, Any]) -> dict[str, Any]:
         cell = self.cell(args["cell_id"])

@@ -6,15 +6,25 @@
  */
 import type { ISessionContextDialogs } from "@jupyterlab/apputils";
 import type { Cell, ICellModel, ICodeCellModel } from "@jupyterlab/cells";
-import { type INotebookCellExecutor, KernelError, NotebookActions, type NotebookPanel, runCell } from "@jupyterlab/notebook";
+import { type INotebookCellExecutor, type INotebookTracker, KernelError, NotebookActions, type NotebookPanel, runCell } from "@jupyterlab/notebook";
 import type * as nbformat from "@jupyterlab/nbformat";
 import { BridgeFailure } from "./protocol";
 import { type Budget, boundOutput, chargeOrder, newBudget, type ReadFocus } from "./bounded-outputs";
 
-/** Services the ops use besides the panel (both may be missing on an odd page). */
+/** The page's contents service (JupyterLab's `serviceManager.contents`), as `create`
+ * uses it: the server's files, as the file browser sees them. */
+export interface ContentsService {
+  get(path: string, options: { content: boolean }): Promise<{ type: string; path: string }>;
+  save(path: string, options: { type: "notebook"; format: "json"; content: unknown }): Promise<{ path: string }>;
+}
+
+/** Services the ops use besides the panel (any may be missing on an odd page). */
 export interface OpServices {
   executor: INotebookCellExecutor | null;
   sessionDialogs: ISessionContextDialogs | null;
+  /** The page's notebooks (`notebooks`, and `read` of another one). */
+  tracker?: INotebookTracker | null;
+  contents?: ContentsService | null;
 }
 
 type Args = Record<string, unknown>;
@@ -106,13 +116,118 @@ function chatCellId(panel: NotebookPanel, target: EventTarget | null | undefined
 
 /** The notebook's cells in order; their outputs charged to the budget the asked-for cells
  * first (`args`: read_notebook's start, end and cell_id); and the cell that shows the chat
- * asking (`chat_cell_id`: run_all leaves it out). */
-function read(panel: NotebookPanel, args: Args, _services?: OpServices, target?: EventTarget | null): unknown {
+ * asking (`chat_cell_id`: run_all leaves it out). With `path`, another notebook open on
+ * the page is read the same way (`own: false`, no chat cell): reading is all the ops do to
+ * another notebook. */
+async function read(panel: NotebookPanel, args: Args, services?: OpServices, target?: EventTarget | null): Promise<unknown> {
+  const path = args.path ?? null;
+  if (path !== null && typeof path !== "string") throw new BridgeFailure("bad_request", "'path' must be a string or null");
+  const source = path === null ? panel : openPanel(panel, services, path);
+  if (source !== panel) await source.context.ready;
   const budget = newBudget();
-  const all = cells(panel);
+  const all = cells(source);
   const json: Record<string, unknown>[] = new Array(all.length);
   for (const index of chargeOrder(all.map((cell) => cell.id), args as ReadFocus)) json[index] = cellJson(all[index], budget);
-  return { path: panel.context.path, dirty: panel.context.model.dirty, cells: json, chat_cell_id: chatCellId(panel, target) };
+  const own = source === panel;
+  return { path: source.context.path, dirty: source.context.model.dirty, cells: json, chat_cell_id: own ? chatCellId(panel, target) : null, own };
+}
+
+/** The notebook panels open on the page, one per notebook (a notebook shown in two views
+ * is one notebook): the asking chat's own first where it has two. */
+function openPanels(panel: NotebookPanel, services: OpServices | undefined): NotebookPanel[] {
+  const found: NotebookPanel[] = [panel];
+  services?.tracker?.forEach((other) => {
+    if (!other.isDisposed && !found.some((known) => known.context.path === other.context.path)) found.push(other);
+  });
+  return found;
+}
+
+/** The open notebook at `path` (as `notebooks` lists it; a leading "/" is allowed). */
+function openPanel(panel: NotebookPanel, services: OpServices | undefined, path: string): NotebookPanel {
+  const wanted = path.replace(/^\/+/, "");
+  const open = openPanels(panel, services);
+  const found = open.find((other) => other.context.path === wanted);
+  if (found) return found;
+  const listed = open.map((other) => JSON.stringify(other.context.path)).join(", ");
+  throw new BridgeFailure("not_open", `no notebook is open at ${JSON.stringify(path)}; the open notebooks: ${listed}`);
+}
+
+/** Whether a notebook holds a neta_nb chat: a view drawn on the page, a cell showing a
+ * chat's saved form, or an `%%agent` cell (its session id in the cell's metadata). */
+function hasChat(panel: NotebookPanel): boolean {
+  if (panel.node.querySelector(".neta-chat-view")) return true;
+  return cells(panel).some((cell) => {
+    if (cell.getMetadata("neta_nb") !== undefined) return true;
+    if (!isCode(cell)) return false;
+    for (let i = 0; i < cell.outputs.length; i++) {
+      const html = cell.outputs.get(i).data["text/html"];
+      const text = Array.isArray(html) ? html.join("") : html;
+      if (typeof text === "string" && text.includes("neta-static-chat")) return true;
+    }
+    return false;
+  });
+}
+
+/** The notebooks open on the page: each one's path (from the server's root), name, kernel
+ * (null: none), unsaved changes, whether it is the asking chat's (`own`) and whether it
+ * holds a chat. */
+function notebooks(panel: NotebookPanel, _args: Args, services: OpServices): unknown {
+  const listed = openPanels(panel, services).map((other) => {
+    const kernel = other.sessionContext.session?.kernel ?? null;
+    return {
+      path: other.context.path,
+      name: other.context.path.split("/").pop() ?? other.context.path,
+      own: other === panel,
+      chat: hasChat(other),
+      dirty: other.context.model.dirty,
+      kernel: kernel && { id: kernel.id, name: kernel.name, status: kernel.status },
+    };
+  });
+  return { notebooks: listed };
+}
+
+/** The status of a failed request to the server (404: no such file), if it has one. */
+function httpStatus(error: unknown): number | null {
+  const status = (error as { response?: { status?: unknown } } | null)?.response?.status;
+  return typeof status === "number" ? status : null;
+}
+
+/** Creates a notebook file through the server's contents API (the file browser shows it)
+ * with the cells given (`notebook`: nbformat JSON), its kernel the asking notebook's where
+ * it names none. Never overwrites: a file at `path` is refused (`exists`); nor makes a
+ * folder (`no_folder`). It is not opened (opening starts a kernel, and takes the focus
+ * from the chat). Between the check and the write another program could make the file:
+ * the contents API has no "create only if absent". */
+async function create(panel: NotebookPanel, args: Args, services: OpServices): Promise<unknown> {
+  const path = stringArg(args, "path");
+  const notebook = args.notebook;
+  if (typeof notebook !== "object" || notebook === null || !Array.isArray((notebook as { cells?: unknown }).cells)) {
+    throw new BridgeFailure("bad_request", "'notebook' must be a notebook's JSON with its cells");
+  }
+  const contents = services.contents;
+  if (!contents) throw new BridgeFailure("failed", "this page offers no access to the server's files");
+  try {
+    const existing = await contents.get(path, { content: false });
+    throw new BridgeFailure("exists", `there is already a ${existing.type} at ${JSON.stringify(existing.path)}`);
+  } catch (error) {
+    if (error instanceof BridgeFailure || httpStatus(error) !== 404) throw error;
+  }
+  const folder = path.includes("/") ? path.slice(0, path.lastIndexOf("/")) : "";
+  try {
+    const found = await contents.get(folder, { content: false });
+    if (found.type !== "directory") throw new BridgeFailure("no_folder", `${JSON.stringify(folder)} is a ${found.type}, not a folder`);
+  } catch (error) {
+    if (error instanceof BridgeFailure || httpStatus(error) !== 404) throw error;
+    throw new BridgeFailure("no_folder", `there is no folder ${JSON.stringify(folder)} (a new notebook goes into a folder that exists)`);
+  }
+  const content = structuredClone(notebook) as { metadata?: Record<string, unknown> };
+  const metadata = (content.metadata ??= {});
+  for (const key of ["kernelspec", "language_info"]) {
+    const value = panel.content.model?.getMetadata(key);
+    if (metadata[key] === undefined && value !== undefined) metadata[key] = value;
+  }
+  const saved = await contents.save(path, { type: "notebook", format: "json", content });
+  return { path: saved.path };
 }
 
 /** A code cell's execution count when an accepted edit was applied to it, and whether the
@@ -393,6 +508,8 @@ function restart(panel: NotebookPanel, args: Args): unknown {
 
 export const OPS: Record<string, Op> = {
   read,
+  notebooks,
+  create,
   locate,
   focus,
   edit,

@@ -21,7 +21,10 @@ export const BRIDGE_EVENT = "neta-nb-notebook";
 export const BRIDGE_VERSION = "0.1.0";
 
 export type ErrorCode =
-  | "no_notebook" // the event's target is inside no notebook panel
+  | "no_notebook" // the event's target is inside no notebook panel (the sender asks another view)
+  | "not_open" // read of another notebook: none is open at that path
+  | "exists" // create: a file is at the path already
+  | "no_folder" // create: the path's folder does not exist
   | "no_cell" // no cell has that id
   | "changed" // the cell's source is not what the request expected
   | "not_code" // run / set_outputs of a markdown or raw cell

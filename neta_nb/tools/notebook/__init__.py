@@ -2,7 +2,10 @@
 in, proposes edits the user accepts or rejects, and runs cells with approval.
 
 * ``read_notebook`` — cells, outputs and errors, bounded (the kernel's history where no
-  page answers)
+  page answers); with ``path``, another notebook open on the page, read-only
+* ``list_notebooks`` — the notebooks open on the page (:mod:`.notebooks`)
+* ``create_notebook`` — a new notebook file with the cells given (needs approval; never
+  overwrites)
 * ``edit_cell``, ``insert_cell`` — proposals shown as diff cards; applied only when the
   user accepts, as one undoable edit
 * ``run_cell`` — runs a cell where the user sees it (needs approval)
@@ -25,6 +28,7 @@ import dataclasses
 from ..base import Tool
 from .editing import edit_cell, insert_cell
 from .kernel_control import interrupt_kernel, restart_kernel, run_all
+from .notebooks import create_notebook, list_notebooks
 from .page import PAGE_NEEDED, NotebookAccess, NotebookError, NotebookPage
 from .reading_running import read_notebook, run_cell
 from .structure import clear_outputs, delete_cell, move_cell
@@ -34,14 +38,16 @@ __all__ = ["NOTEBOOK_TOOL_NAMES", "PAGE_NEEDED", "NotebookAccess", "NotebookErro
 
 NOTEBOOK_TOOL_NAMES = ("read_notebook", "edit_cell", "insert_cell", "run_cell",
                        "delete_cell", "move_cell", "clear_outputs", "run_all",
-                       "interrupt_kernel", "restart_kernel")
+                       "interrupt_kernel", "restart_kernel", "list_notebooks",
+                       "create_notebook")
 
 
 _NOTEBOOK_TOOLS = (
     dataclasses.replace(read_notebook, sequence="notebook"),
     *(dataclasses.replace(item, needs_notebook_page=True, sequence="notebook")
       for item in (edit_cell, insert_cell, run_cell, delete_cell, move_cell,
-                   clear_outputs, run_all, interrupt_kernel, restart_kernel)),
+                   clear_outputs, run_all, interrupt_kernel, restart_kernel,
+                   list_notebooks, create_notebook)),
 )
 """Made once: a tool is frozen, and making one builds its arguments' model (~1 ms), which
 every new session's default catalog would pay again."""

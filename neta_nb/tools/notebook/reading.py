@@ -35,6 +35,7 @@ __all__ = [
     "CellRange",
     "cell_label",
     "cell_outputs",
+    "json_label",
     "model_images",
     "notebook_cells",
     "render_notebook",
@@ -217,7 +218,12 @@ def _heading(notebook: dict[str, Any], count: int) -> str:
                 f"cells, in the order they ran. Cell ids here are In[n].")
     name = _one_line(notebook.get("path")) or "the notebook"
     unsaved = " (unsaved changes included)" if notebook.get("dirty") else ""
-    return f"Notebook {name}{unsaved}: {count} cells."
+    heading = f"Notebook {name}{unsaved}: {count} cells."
+    if notebook.get("own") is False:
+        heading += (" This is another notebook open on the page, not this chat's: it is "
+                    "read here only (edit_cell, run_cell and the other tools act on this "
+                    "chat's own notebook).")
+    return heading
 
 
 def _cell(cell: dict[str, Any], position: int, *, full: bool) -> list[str]:
@@ -295,6 +301,13 @@ def cell_label(value: Any) -> str:
     text = "" if value is None else str(value)
     if len(text) <= _NAME_CHARS and _PLAIN_NAME.fullmatch(text):
         return text
+    return json_label(text)
+
+
+def json_label(value: Any) -> str:
+    """A name from the notebook or the page (a file's path) as a JSON string on one line,
+    bounded: nothing it holds can read as more than the name."""
+    text = "" if value is None else str(value)
     quoted = json.dumps(text[:_NAME_CHARS], ensure_ascii=False)
     quoted = _RAW_IN_JSON.sub(lambda found: f"\\u{ord(found.group()):04x}", quoted)
     return quoted + ("…" if len(text) > _NAME_CHARS else "")

@@ -25,10 +25,11 @@ from ..builtin.python_exec import CodeRun, run_python_parts
 from ..rich import MODEL_IMAGE_TYPES, RichResult
 from . import kernel
 from .editing import cell_source, find_cell, live_page, preview_page
-from .page import NotebookError
+from .page import PAGE_NEEDED, NotebookError, NotebookPage
 from .reading import (
     UNTRUSTED,
     CellRange,
+    json_label,
     model_images,
     notebook_cells,
     render_notebook,
@@ -44,19 +45,26 @@ RUN_WAIT = 3600.0
 
 @tool(category="notebook", label="Read notebook")
 async def read_notebook(ctx: ToolContext, start: int = 1, end: int | None = None,
-                        cell_id: str | None = None) -> RichResult:
+                        cell_id: str | None = None, path: str | None = None) -> RichResult:
     """Read the notebook this chat is in: its cells in order with their ids, types,
     execution counts, sources and outputs (summarised), errors with their tracebacks.
-    Long notebooks are cut and the answer says which cells were left out.
+    Long notebooks are cut and the answer says which cells were left out. With a path,
+    reads another notebook open on this page (list_notebooks names them) the same way,
+    read-only: the edit, run and other notebook tools act on this chat's notebook only.
 
     Args:
         start: The first cell to show (1 is the first).
         end: The last cell to show; none: to the end (as far as fits).
         cell_id: Show only this cell, in full.
+        path: Another open notebook to read, as list_notebooks shows its path; none:
+            this chat's notebook.
     """
     access = ctx.notebook
     page = access.page if access is not None else None
     notebook: dict[str, Any] | None = None
+    chosen = CellRange(start, end, cell_id)
+    if path is not None:
+        return _answer(await _other_notebook(page, path, start, end, cell_id), chosen)
     if page is not None:
         # A bound chat view: its page may still be drawing it (Run All), so it is asked
         # even when no view has said so yet; with no page answering, the kernel's history.
@@ -67,7 +75,6 @@ async def read_notebook(ctx: ToolContext, start: int = 1, end: int | None = None
         except NotebookError as error:
             if error.code != "no_bridge":
                 raise ToolFailure(f"The notebook could not be read: {error}") from error
-    chosen = CellRange(start, end, cell_id)
     if notebook is not None:
         return _answer(notebook, chosen)
     # The kernel's history: describing its values runs their classes' code (a frame's
@@ -78,6 +85,23 @@ async def read_notebook(ctx: ToolContext, start: int = 1, end: int | None = None
     else:
         answer = await asyncio.to_thread(_kernel_answer, ctx.namespace, chosen)
     return answer
+
+
+async def _other_notebook(page: NotebookPage | None, path: str, start: int, end: int | None,
+                          cell_id: str | None) -> dict[str, Any]:
+    """Another notebook open on the chat's page, as the page reads it."""
+    needs = (f"Reading another notebook {PAGE_NEEDED} with the chat open on it (the "
+             "notebooks open there are the ones it reads).")
+    if page is None:
+        raise ToolFailure(needs)
+    try:
+        return await page.request("read", {"path": path, "start": start, "end": end,
+                                           "cell_id": cell_id})
+    except NotebookError as error:
+        if error.code == "no_bridge":
+            raise ToolFailure(needs) from error
+        raise ToolFailure(f"The notebook {json_label(path)} could not be read: "
+                          f"{error}") from error
 
 
 def _kernel_answer(namespace: dict[str, Any], chosen: CellRange) -> RichResult:
