@@ -32,7 +32,10 @@ RENDERS = {
     "08_sub_agents.ipynb": [".neta-chat-view", ".neta-subagent-card"],
     "09_traces_and_replay.ipynb": [".neta-replay-report", ".neta-chat-view"],
     "10_batch_runs.ipynb": [".neta-batch-grid"],
+    "12_agent_cells.ipynb": [".neta-chat-view", ".neta-nb-error-actions"],
 }
+# Notebooks whose last cell fails on purpose (to show what the page offers on an error).
+FAILS_ON_PURPOSE = {"12_agent_cells.ipynb": "IntCastingNaNError"}
 COVERED_ELSEWHERE = {
     # Its Run All asks for decisions on a page (accept the fix, allow the run).
     "11_notebook_agent.ipynb": "test_notebook_agent.py::test_demo_notebook_run_all",
@@ -52,6 +55,20 @@ _ALL_RAN = """(path) => {
   const cells = Array.from(widget.content.model.cells).filter((c) => c.type === 'code');
   return widget.sessionContext.session?.kernel?.status === 'idle'
     && cells.every((c) => c.executionCount !== null);
+}"""
+
+_ERRORS = """(path) => {
+  const widget = Array.from(window.jupyterapp.shell.widgets('main'))
+    .find((w) => w.context?.path === path);
+  const names = [];
+  for (const cell of widget.content.model.cells) {
+    if (cell.type !== 'code') continue;
+    for (let i = 0; i < cell.outputs.length; i++) {
+      const output = cell.outputs.get(i);
+      if (output.type === 'error') names.push(output.toJSON().ename);
+    }
+  }
+  return names;
 }"""
 
 
@@ -87,8 +104,9 @@ def test_demo_notebook_runs_and_renders_its_widgets(lab: LabSession, name: str,
         page.wait_for_function(_ALL_RAN, arg=name, timeout=180_000, polling=100)
     else:
         lab.run_all(name, timeout=180)
-    assert panel.locator(".jp-OutputArea-output[data-mime-type="
-                         "'application/vnd.jupyter.error']").count() == 0, (
+    # Read from the notebook's model: JupyterLab draws an error as stderr text.
+    errors = page.evaluate(_ERRORS, name)
+    assert errors == ([FAILS_ON_PURPOSE[name]] if name in FAILS_ON_PURPOSE else []), (
         panel.locator(".jp-OutputArea-output").all_inner_texts())
     for selector in RENDERS[name]:
         panel.locator(selector).first.wait_for(timeout=30_000)
@@ -114,6 +132,29 @@ def test_demo_notebook_runs_and_renders_its_widgets(lab: LabSession, name: str,
         assert "**" not in report.inner_text()
         report.screenshot(path=screenshot_dir / "replay-report.png")
         card.screenshot(path=screenshot_dir / "replay-trace-ids.png")
+    if name == "12_agent_cells.ipynb":
+        # The %%agent cell's turn is its output, `-o` kept the answer, and the failing
+        # cell's error offers Fix and Explain to the notebook's chat.
+        panel.locator(".neta-chat-view").first.get_by_text(
+            "Sample data: first look").first.wait_for(timeout=30_000)
+        assert lab.wait_for_kernel_value(
+            name, "globals().get('summary', '').splitlines()[:1]",
+            "['## Sample data: first look']", timeout=60) == "['## Sample data: first look']"
+        actions = panel.locator(".neta-nb-has-error-actions .neta-nb-error-actions-button")
+        assert actions.all_inner_texts() == ["Fix", "Explain"]
+        holder = panel.locator(".neta-nb-has-error-actions")
+        holder.evaluate("(node) => node.scrollIntoView({block: 'start'})")
+        lab.wait_for_frames()
+        box = holder.bounding_box()
+        assert box is not None
+        page.screenshot(path=screenshot_dir / "agent-cells-notebook-fix.png",
+                        clip={"x": box["x"], "y": box["y"], "width": box["width"],
+                              "height": min(box["height"], 260)})
+        # Fix: the demo's agent reads the notebook and proposes the failing cell's fix.
+        actions.first.click()
+        proposal = panel.locator(".neta-chat-view").last.locator(".neta-cell-edit")
+        proposal.wait_for(timeout=60_000)
+        assert ".dropna()" in proposal.inner_text()
     if name == "05_custom_tools.ipynb":
         # Allowed in the chat: it ran, the answer says so, and the policy was never asked.
         panel.locator(".neta-chat-view .neta-chat-assistant",
