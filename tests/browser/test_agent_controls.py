@@ -2,7 +2,8 @@
 with the scripted agent of tests/runtime/acp: ``/`` at the start of the prompt lists the
 agent's commands, filtered as typed (arrows, Enter, Escape); the command chosen goes to
 the agent as the prompt's text; the mode selector shows the agent's mode and a choice
-reaches the agent (``session/set_mode``). Pictures of the menu and the selector, light and
+reaches the agent (``session/set_mode``), a refused one is said and the selector goes
+back. Pictures of the menu and the selector, light and
 dark."""
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ SCRIPT = {
     "commands": [{"name": "review", "description": "Review the changes on this branch"},
                  {"name": "init", "description": "Write an AGENTS.md for this folder"},
                  {"name": "pr-comments", "description": "Read the comments of a pull request"}],
+    "refuse_modes": ["acceptEdits"],
     "by_prompt": {"Hello": _said("Hello, I am here."),
                   "/review the notebook": _said("Reviewed: all good.")},
 }
@@ -122,4 +124,14 @@ def test_slash_menu_sends_the_command_and_the_mode_select_sets_the_mode(
     toolbar = chat.locator(".neta-chat-toolbar")
     lab.screenshot_themes(toolbar, screenshot_dir, "agent-mode-select")
     assert json.loads(lab.execute(path, "print(json.dumps(chat.agent_mode))")) == "plan"
+
+    # A mode the agent refuses: the input bar says why, the selector goes back.
+    select.select_option("acceptEdits")
+    error = chat.locator(".neta-chat-input .neta-inline-error")
+    error.wait_for()
+    assert "not changed to 'acceptEdits'" in error.inner_text()
+    assert "mode acceptEdits is not allowed now" in error.inner_text()
+    page.wait_for_function("() => document.querySelector('select.neta-chat-mode-select')"
+                           ".value === 'plan'")
+    assert lab.execute(path, "print(session.deps.outside.mode)").strip() == "plan"
     lab.execute(path, "session.close()")  # the agent's process ends with the test

@@ -74,6 +74,9 @@ export function createAgentControls(options: AgentControlsOptions): AgentControl
   let active = 0;
   let dismissed = false; // Escape: closed until the prompt no longer starts with a command
   let errorShown = "";
+  // The mode chosen here until the agent's answer (its mode, or a refusal) arrives: what
+  // the selector shows meanwhile, so a redraw does not flick it back.
+  let pending: { mode: string; from: string } | null = null;
 
   // --- the `/` menu -------------------------------------------------------------------------
   function typed(): string | null {
@@ -214,23 +217,29 @@ export function createAgentControls(options: AgentControlsOptions): AgentControl
       );
       modeSelect.dataset.options = wanted;
     }
-    modeSelect.value = state.agent_mode;
+    if (state.mode_error !== errorShown) {
+      errorShown = state.mode_error;
+      if (errorShown) {
+        pending = null; // refused: back to the agent's mode
+        error.show(new Error(errorShown));
+      }
+    }
+    if (pending !== null && state.agent_mode !== pending.from) pending = null;
+    modeSelect.value = pending?.mode ?? state.agent_mode;
     modeWrap.hidden = modes.length === 0 || state.read_only !== null;
     modeSelect.disabled = saved || !options.setMode;
     const current = modes.find((mode) => mode.id === state.agent_mode);
     modeWrap.title = `${label("agent_mode")}: ${current?.name ?? state.agent_mode}${current?.description ? ` · ${current.description}` : ""}`;
     modeSelect.setAttribute("aria-label", label("agent_mode"));
-    if (state.mode_error !== errorShown) {
-      errorShown = state.mode_error;
-      if (errorShown) error.show(new Error(errorShown));
-    }
   }
 
   const onModeChange = () => {
     const mode = modeSelect.value;
     if (mode === state.agent_mode || !options.setMode) return;
     error.clear();
+    pending = { mode, from: state.agent_mode };
     void options.setMode(mode).catch((failure) => {
+      pending = null;
       modeSelect.value = state.agent_mode;
       error.show(failure);
     });
