@@ -11,13 +11,10 @@ and the selector goes back to the mode the agent is in. Any other agent: empty t
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, Protocol, TypedDict
+from typing import Any, Protocol, TypedDict
 
 from ...runtime.acp.controls import AgentControls, AgentMode
 from ..base import RequestError
-
-if TYPE_CHECKING:
-    from ...runtime.session import AgentSession
 
 __all__ = ["AgentCommand", "AgentControlTraits", "SetModeReply", "SetModeRequest"]
 
@@ -63,13 +60,13 @@ class AgentControlTraits:
         self._stop: Any = None
         self._asked: set[asyncio.Task[None]] = set()
 
-    def follow(self, session: AgentSession | None) -> None:
-        """Show ``session``'s agent controls (``None``: none, e.g. a stored session shown
-        read-only) from now on."""
+    def follow(self, outside: object | None) -> None:
+        """Show the controls of ``outside`` — the shown session's outside turns
+        (``session.deps.outside``) — from now on; ``None`` or a native agent's: none (a
+        stored session shown read-only has none either)."""
         if self._stop is not None:
             self._stop()
             self._stop = None
-        outside = session.deps.outside if session is not None else None
         controls = getattr(outside, "controls", None)
         self._controls = controls if isinstance(controls, AgentControls) else None
         self._chat.mode_error = ""

@@ -14,7 +14,9 @@ it:
 
 * **Requests** (``{kind, id}`` with a reply) are the actions: ``command`` (the session's
   ``send``/``stop``/``set_thinking_level``/``approve``), ``older`` (the previous page of
-  history, loaded when the user scrolls up), ``switch_agent``, ``sync`` and ``full_text``
+  history, loaded when the user scrolls up), ``switch_agent``, ``set_mode`` (an outside
+  agent's session mode: :mod:`~neta_nb.widgets.chat.agent_controls`), ``sync`` and
+  ``full_text``
   (the whole of a text the state holds a preview of: state stays small, see
   ``neta_nb.widgets.state_bounds``).
 * :meth:`ChatView.show_stored` shows a stored session read-only instead — one whose turn
@@ -231,7 +233,7 @@ class ChatView(NetaWidget):
         self._read_only.leave()
         self.keeps_branches = session.store is not None
         self._live.bind(session, self._presence)
-        self._agent_controls.follow(session)
+        self._agent_controls.follow(session.deps.outside)
         self._static_form.refresh()
 
     def unbind(self) -> None:
