@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from neta_nb import AcpAgent, AgentSession, ModelPrice
+from neta_nb import AcpAgent, Agent, AgentSession, ModelPrice
 from neta_nb.widgets import ChatView
+from neta_nb.widgets.base import NetaWidget
 
 from ...support.outside_agents import driven
 
@@ -64,8 +65,6 @@ async def until(check: Any, within: float = 10) -> None:
 
 @pytest.fixture
 def sent(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
-    from neta_nb.widgets.base import NetaWidget
-
     messages: list[dict[str, Any]] = []
     monkeypatch.setattr(NetaWidget, "send",
                         lambda self, content, buffers=None: messages.append(content))
@@ -76,11 +75,13 @@ async def test_commands_and_modes_reach_the_view_and_a_chosen_mode_is_set(
         tmp_path: Path, sent: list[dict[str, Any]]) -> None:
     session = AgentSession(scripted(tmp_path, modes=MODES, commands=COMMANDS, by_prompt={
         "go": SAID, "switch": [{"update": {"sessionUpdate": "current_mode_update",
-                                           "currentModeId": "acceptEdits"}}, *SAID]}))
+                                           "currentModeId": "acceptEdits"}}, *SAID],
+        "back": [{"update": {"sessionUpdate": "current_mode_update",
+                             "currentModeId": "default"}}, *SAID]}))
     chat = ChatView(session)
     ask = Asker(chat, sent)
     assert (chat.agent_commands, chat.agent_modes, chat.agent_mode) == ([], [], "")
-    async with driven(session):
+    async with driven(session) as outside:
         await asyncio.wait_for(session.run("go"), 30)
         # Said as the session opened: commands after the answer to session/new.
         await until(lambda: len(chat.agent_commands) == 2)
@@ -101,6 +102,13 @@ async def test_commands_and_modes_reach_the_view_and_a_chosen_mode_is_set(
         assert chat.agent_mode == "acceptEdits"
         # A mode the agent does not offer is refused before it is asked.
         assert "unknown mode 'yolo'" in ask("set_mode", mode="yolo")["error"]
+        # Another session shown: its agent's (none); the first one's changes stay there.
+        chat.bind(AgentSession(Agent("native", model="scripted")))
+        assert (chat.agent_commands, chat.agent_modes, chat.agent_mode) == ([], [], "")
+        await asyncio.wait_for(session.run("back"), 30)
+        assert chat.agent_mode == "" and outside.mode == "default"
+        chat.bind(session)
+        assert chat.agent_mode == "default" and len(chat.agent_commands) == 2
     chat.close()
 
 
@@ -143,8 +151,6 @@ async def test_a_mode_chosen_is_asked_for_again_when_the_agent_starts_anew(
 
 async def test_a_native_agents_chat_has_no_commands_or_modes(
         sent: list[dict[str, Any]]) -> None:
-    from neta_nb import Agent
-
     chat = ChatView(AgentSession(Agent("native", model="scripted")))
     ask = Asker(chat, sent)
     assert (chat.agent_commands, chat.agent_modes, chat.agent_mode) == ([], [], "")
