@@ -70,7 +70,7 @@ def test_slash_menu_sends_the_command_and_the_mode_select_sets_the_mode(
     # `/` at the start lists every command; typing filters; Escape closes.
     box.click()
     page.keyboard.type("/")
-    options = menu.locator(".neta-mention-option")
+    options = menu.locator(".neta-slash-option")
     options.first.wait_for()
     assert options.all_inner_texts() == [
         "/review\nReview the changes on this branch",
@@ -79,7 +79,7 @@ def test_slash_menu_sends_the_command_and_the_mode_select_sets_the_mode(
     assert box.get_attribute("aria-expanded") == "true"
     page.keyboard.type("r")
     page.wait_for_function("() => [...document.querySelectorAll('.neta-slash-menu "
-                           ".neta-mention-key')].map((n) => n.textContent).join() === "
+                           ".neta-slash-key')].map((n) => n.textContent).join() === "
                            "'/review,/pr-comments'")
     page.keyboard.press("ArrowDown")
     assert options.nth(1).get_attribute("aria-selected") == "true"
@@ -103,7 +103,7 @@ def test_slash_menu_sends_the_command_and_the_mode_select_sets_the_mode(
     page.keyboard.press("End")
     page.keyboard.type("rev")
     page.wait_for_function("() => document.querySelectorAll('.neta-slash-menu "
-                           ".neta-mention-option').length === 1")
+                           ".neta-slash-option').length === 1")
     # Enter chooses: `/review ` is written, the menu closes; the next Enter sends.
     page.keyboard.press("Enter")
     assert box.input_value() == "/review "

@@ -5,7 +5,7 @@
  *   description), filtered as more is typed (./slash-commands.ts); ↑/↓ move, Enter or Tab
  *   choose, Escape closes, the mouse chooses too. The chosen command is written as
  *   `/name ` and goes to the agent as the prompt's text. The prompt box keeps the focus
- *   (a combobox, as the `@` popup: ./mention-popup.ts, whose look it shares).
+ *   (a combobox, as the `@` popup: ./mention-popup.ts, whose look it has).
  * - the mode selector: the agent's session modes, showing the one it is in; a choice asks
  *   the agent (`set_mode`). The protocol lets a client change the mode while a prompt runs,
  *   so a running turn does not disable it. A refusal shows as the input bar's error and the
@@ -57,11 +57,11 @@ export function createAgentControls(options: AgentControlsOptions): AgentControl
   const { saved, state, textarea, label, error } = options;
   menus += 1;
   const id = `neta-slash-menu-${menus}`;
-  const menu = element("div", "neta-mention-popup neta-slash-menu");
-  const list = element("ul", "neta-mention-list");
+  const menu = element("div", "neta-slash-menu");
+  const list = element("ul", "neta-slash-list");
   list.id = id;
   list.setAttribute("role", "listbox");
-  const empty = element("div", "neta-mention-empty");
+  const empty = element("div", "neta-slash-empty");
   menu.append(list, empty);
   menu.hidden = true;
 
@@ -87,7 +87,7 @@ export function createAgentControls(options: AgentControlsOptions): AgentControl
 
   function setActive(index: number): void {
     active = index;
-    list.querySelectorAll<HTMLElement>(".neta-mention-option").forEach((row, position) => {
+    list.querySelectorAll<HTMLElement>(".neta-slash-option").forEach((row, position) => {
       const on = position === index;
       row.classList.toggle("neta-is-active", on);
       row.setAttribute("aria-selected", String(on));
@@ -117,11 +117,11 @@ export function createAgentControls(options: AgentControlsOptions): AgentControl
     list.setAttribute("aria-label", label("slash_menu"));
     list.replaceChildren(
       ...shown.map((command, index) => {
-        const row = element("li", "neta-mention-option neta-slash-option");
+        const row = element("li", "neta-slash-option");
         row.id = `${id}-${index}`;
         row.setAttribute("role", "option");
         row.dataset.command = command.name;
-        row.append(element("span", "neta-mention-key", `/${command.name}`), element("span", "neta-mention-detail", command.description));
+        row.append(element("span", "neta-slash-key", `/${command.name}`), element("span", "neta-slash-detail", command.description));
         row.title = command.description;
         return row;
       }),
@@ -152,7 +152,7 @@ export function createAgentControls(options: AgentControlsOptions): AgentControl
   }
 
   function rowIndex(event: Event): number {
-    const row = (event.target as Element | null)?.closest(".neta-mention-option");
+    const row = (event.target as Element | null)?.closest(".neta-slash-option");
     return row ? [...list.children].indexOf(row) : -1;
   }
   // mousedown, not click: the prompt box keeps the focus (and the caret).
