@@ -14,6 +14,7 @@ import type { AnyModel, RenderProps } from "@anywidget/types";
 import { fetchWholeText, readTraits, request, requestShowingErrors, writeBack, type Cleanup, type RendererProps } from "../anywidget-binding";
 import { element } from "../dom";
 import type { DrawerName } from "./chat-header";
+import type { SetModeReply, SetModeRequest } from "./agent-controls";
 import { createChatView, type ChatActions, type ChatOp, type ChatSnapshot, type ChatViewState, type OlderPage } from "./chat-view";
 import { drawWidget } from "./drawn-widget";
 import { relayErrorActions } from "./error-actions";
@@ -105,6 +106,10 @@ const CHAT_TRAITS: readonly (keyof ChatViewState & string)[] = [
   "levels",
   "think_level",
   "approvals",
+  "agent_commands",
+  "agent_modes",
+  "agent_mode",
+  "mode_error",
   "notice",
   "notice_tone",
   "read_only",
@@ -142,6 +147,7 @@ export function renderChatView({ model: anyModel, el, kernel = true }: RendererP
       stopSubagent: (runId) => command({ type: "stop", subagent: runId }),
       loadOlder: (before) => requestShowingErrors<OlderPage>(model, "older", { before } satisfies OlderRequest),
       switchAgent: (name) => requestShowingErrors<SessionReply>(model, "switch_agent", { name } satisfies SwitchAgentRequest),
+      setMode: (mode) => requestShowingErrors<SetModeReply>(model, "set_mode", { mode } satisfies SetModeRequest),
       fetchWhole: (wanted) => fetchWholeText(model, el, { ...wanted }),
       refresh: () => requestShowingErrors(model, "refresh"),
       takeOver: () => requestShowingErrors<SessionReply>(model, "take_over"),

@@ -13,6 +13,7 @@ import type { ThinkLevel } from "../cards/thinking-level-selector";
 import type { TodoItem } from "../cards/todo-card";
 import type { ContextUsage, TurnUsage } from "../cards/token-stats";
 import type { TraceIds } from "../cards/trace-line";
+import type { AgentCommand } from "./slash-commands";
 
 export interface ChatCard {
   kind: "tool" | "skill" | "subagent";
@@ -173,6 +174,13 @@ export interface ChatViewState {
   think_level: string;
   levels: ThinkLevel[];
   approvals: Approval[];
+  /** An outside agent's `/` commands (Python: `ChatView.agent_commands`); none otherwise. */
+  agent_commands: AgentCommand[];
+  /** An outside agent's session modes and the one it is in; none / "" otherwise. */
+  agent_modes: AgentMode[];
+  agent_mode: string;
+  /** Why the mode last chosen was not set; "" otherwise. */
+  mode_error: string;
   notice: string;
   /** How the notice is drawn: an error, or a warning (a budget mostly spent). */
   notice_tone: "error" | "warning";
@@ -185,6 +193,14 @@ export interface ChatViewState {
   read_only: ReadOnlyState | null;
   /** Python: ChatView.attachment_limits (neta_nb.attachments.AttachmentLimits). */
   attachment_limits: AttachmentLimitsState | null;
+}
+
+/** A session mode an outside agent offers (Python twin: `AgentMode`,
+ * runtime/acp/controls.py). */
+export interface AgentMode {
+  id: string;
+  name: string;
+  description: string;
 }
 
 export interface AttachmentLimitsState {

@@ -60,6 +60,8 @@ export interface ChatActions {
   stopSubagent(runId: string): Promise<unknown>;
   loadOlder(before: number): Promise<OlderPage>;
   switchAgent(name: string): Promise<unknown>;
+  /** An outside agent's session mode (./agent-controls.ts). */
+  setMode(mode: string): Promise<unknown>;
   /** The whole of a text the state holds a preview of. */
   fetchWhole(request: FullTextRequest): Promise<string>;
   /** Read a session shown read-only again / continue it here once its turn has ended. */
@@ -125,6 +127,10 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     think_level: "",
     levels: [],
     approvals: [],
+    agent_commands: [],
+    agent_modes: [],
+    agent_mode: "",
+    mode_error: "",
     store_warning: "",
     notice: "",
     notice_tone: "error",
@@ -469,6 +475,10 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
         state.approvals = !saved && Array.isArray(patch.approvals) ? patch.approvals : [];
         renderApprovals();
       }
+      if (patch.agent_commands !== undefined) state.agent_commands = Array.isArray(patch.agent_commands) ? patch.agent_commands : [];
+      if (patch.agent_modes !== undefined) state.agent_modes = Array.isArray(patch.agent_modes) ? patch.agent_modes : [];
+      if (patch.agent_mode !== undefined) state.agent_mode = String(patch.agent_mode ?? "");
+      if (patch.mode_error !== undefined) state.mode_error = String(patch.mode_error ?? "");
       if (patch.notice !== undefined) state.notice = patch.notice;
       if (patch.notice_tone !== undefined) state.notice_tone = patch.notice_tone === "warning" ? "warning" : "error";
       if (patch.store_warning !== undefined) state.store_warning = patch.store_warning;

@@ -2,9 +2,11 @@
  * The chat view's input bar (seed 002 §9.2): the prompt box (Enter sends, Shift+Enter is a
  * new line), attached files, `@` mentions (./mention-input.ts: the popup and the chips; a
  * prompt with an unknown one is not sent), the agent selector, the hosts of the
- * thinking-level selector and the token figures, and Send / Stop. A view with no kernel
+ * thinking-level selector and the token figures, an outside agent's `/` menu and mode
+ * selector (./agent-controls.ts), and Send / Stop. A view with no kernel
  * behind it (saved widget state) shows a note in place of the box and no Send.
  */
+import { createAgentControls } from "./agent-controls";
 import { createAttachmentTray, type AttachmentTray } from "./attachments";
 import type { ChatViewState } from "./chat-view-traits";
 import { createMentionInput } from "./mention-input";
@@ -17,6 +19,8 @@ export interface InputActions {
   send(text: string, files: File[]): Promise<unknown>;
   stop(): Promise<unknown>;
   switchAgent(name: string): Promise<unknown>;
+  /** An outside agent's session mode chosen (./agent-controls.ts). */
+  setMode(mode: string): Promise<unknown>;
 }
 
 export interface InputBarOptions {
@@ -71,8 +75,9 @@ export function createInputBar(options: InputBarOptions): InputBar {
     onChange,
   });
   const mentions = createMentionInput({ textarea, lang, host: root, onChange });
-  // Seed 002 §9.2: [Agent] [attachments] [thinking level] … context, send.
-  toolbar.append(agentWrap, attachments.button, levelHost, spacer, statsHost, sendButton);
+  const agentControls = createAgentControls({ saved, state, textarea, label, error: inputError, setMode: actions.setMode });
+  // Seed 002 §9.2: [Agent] [attachments] [thinking level] [agent's mode] … context, send.
+  toolbar.append(agentWrap, attachments.button, levelHost, agentControls.modeSelect, spacer, statsHost, sendButton);
   // In place of the textarea where no kernel backs the view.
   const savedNote = element("div", "neta-chat-saved");
   savedNote.setAttribute("role", "status");
@@ -83,7 +88,7 @@ export function createInputBar(options: InputBarOptions): InputBar {
   textarea.hidden = saved;
   attachments.button.hidden = saved;
   sendButton.hidden = saved;
-  root.append(inputError.root, attachments.tray, mentions.chips, savedNote, textarea, toolbar, mentions.popup);
+  root.append(inputError.root, attachments.tray, mentions.chips, savedNote, textarea, toolbar, mentions.popup, agentControls.menu);
 
   function renderAgents(): void {
     const choices = state.agents.length ? state.agents : [state.agent];
@@ -162,7 +167,8 @@ export function createInputBar(options: InputBarOptions): InputBar {
   }
 
   const onKeyDown = (event: KeyboardEvent) => {
-    if (mentions.handleKey(event)) return; // the popup's arrows, Enter, Tab and Escape
+    // The popups' arrows, Enter, Tab and Escape.
+    if (agentControls.handleKey(event) || mentions.handleKey(event)) return;
     if (event.key !== "Enter" || event.isComposing) return;
     event.preventDefault();
     if (event.shiftKey) insertLineBreak();
@@ -215,6 +221,7 @@ export function createInputBar(options: InputBarOptions): InputBar {
       attachments.setDisabled(saved || state.running);
       attachments.render();
       mentions.render();
+      agentControls.render();
       renderAgents();
     },
     /** A rewound prompt back in the input, to send again or change (not over text being
@@ -233,6 +240,7 @@ export function createInputBar(options: InputBarOptions): InputBar {
       agentSelect.removeEventListener("change", onAgentChange);
       attachments.destroy();
       mentions.destroy();
+      agentControls.destroy();
     },
   };
 }

@@ -26,7 +26,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, cast
 
+from ...encodable import encodable
 from ...providers.base import ProviderError
+from .controls import AgentMode
 from .process import STDOUT_LINE_LIMIT, AgentProcess, AgentStartError
 from .servers import McpServerSpec
 
@@ -216,8 +218,10 @@ class AcpConnection:
         self._pump: asyncio.Task[None] | None = None
         self.can_load = False
         """The agent offers ``session/load`` (a session continues in a new process)."""
-        self.modes: list[str] = []
+        self.modes: list[AgentMode] = []
         """The session modes the agent offered for the latest session."""
+        self.current_mode: str | None = None
+        """The mode the latest session is in, as the agent answered (or was set)."""
 
     @property
     def alive(self) -> bool:
@@ -287,14 +291,22 @@ class AcpConnection:
             await self.set_mode(session_id, mode)
 
     def _take_modes(self, modes: Any) -> None:
-        self.modes = [m.id for m in modes.available_modes] if modes is not None else []
+        if modes is None:
+            self.modes, self.current_mode = [], None
+            return
+        self.modes = [AgentMode(id=encodable(m.id), name=encodable(m.name or m.id),
+                                description=encodable(m.description or ""))
+                      for m in modes.available_modes]
+        self.current_mode = encodable(modes.current_mode_id)
 
     async def set_mode(self, session_id: str, mode: str) -> None:
-        if self.modes and mode not in self.modes:
+        known = [m["id"] for m in self.modes]
+        if known and mode not in known:
             raise ProviderError(f"{self.agent_name} has no mode {mode!r}; its modes: "
-                                f"{', '.join(self.modes)}")
+                                f"{', '.join(known)}")
         await self._call(self._conn.set_session_mode(session_id=session_id, mode_id=mode),
                          _START_TIMEOUT)
+        self.current_mode = mode
 
     async def prompt(self, session_id: str, text: str) -> PromptResponse:
         """Send a prompt and wait for the agent's answer to it (its updates arrive at

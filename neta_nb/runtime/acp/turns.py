@@ -16,7 +16,8 @@ What the agent sends becomes what a native turn makes, through the same calls:
   answered with ``session.approve``); the agent's own option is picked by its kind;
 * the prompt's usage → the turn's figures (``token_update``); ``usage_update`` → the
   context window the agent reported; ``available_commands_update`` and
-  ``current_mode_update`` → :attr:`AcpTurns.commands` and :attr:`AcpTurns.mode`.
+  ``current_mode_update`` → :attr:`AcpTurns.controls` (the chat input's ``/`` menu and
+  mode selector; :meth:`AcpTurns.set_mode` asks for another mode).
 
 Responses are cut where a native turn's are: text and thinking collect until the agent
 calls a tool; the message (with that call and any made beside it) is then appended, and
@@ -56,6 +57,7 @@ from ..session.state import SessionState
 from ..session.tool_calls.tool_limits import bound_result
 from ..session.turn import Turn
 from .connection import AcpConnection, cancelled_outcome, chosen_outcome
+from .controls import AgentControls
 
 if TYPE_CHECKING:
     from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpdate
@@ -102,12 +104,34 @@ class AcpTurns:
         self._calls: dict[str, _Call] = {}
         self._asking: set[asyncio.Future[Any]] = set()
         self._plans = 0
-        self.commands: dict[str, str] = {}
-        """The agent's ``/`` commands (name → description), as it last said them."""
-        self.mode: str | None = agent.mode
-        """The session mode the agent is in, as far as it said (or was asked)."""
+        self.controls = AgentControls(agent.mode, self.set_mode)
+        """The agent's ``/`` commands and session modes, as the chat input shows them."""
         self._why_new = "it has no session of this chat to continue"
         state.rewind_listeners.append(self._rewound)
+
+    @property
+    def commands(self) -> dict[str, str]:
+        """The agent's ``/`` commands (name → description), as it last said them."""
+        return self.controls.commands
+
+    @property
+    def mode(self) -> str | None:
+        """The session mode the agent is in, as far as it said (or was asked)."""
+        return self.controls.mode
+
+    async def set_mode(self, mode: str) -> None:
+        """Put the agent's session in ``mode`` (``session/set_mode``, allowed while a
+        prompt runs too); while the agent is not running, it is asked for it when it
+        starts. A mode the agent does not offer, or its refusal, raises
+        :class:`ProviderError` and changes nothing."""
+        known = [m["id"] for m in self.controls.modes]
+        if known and mode not in known:
+            raise ProviderError(f"{self._agent.name} has no mode {mode!r}; its modes: "
+                                f"{', '.join(known)}")
+        connection, session_id = self._connection, self.session_id
+        if connection is not None and connection.alive and session_id is not None:
+            await connection.set_mode(session_id, mode)
+        self.controls.mode_said(mode)
 
     @property
     def pid(self) -> int | None:
@@ -161,7 +185,7 @@ class AcpTurns:
             await connection.open()
             why = await self._continued(connection)
             if why is not None:
-                self.session_id = await connection.new_session(self._cwd, agent.mode)
+                self.session_id = await connection.new_session(self._cwd, self.mode)
                 if len(self._state.history.messages) > 1:  # earlier turns than this one
                     self._state.emit(WarningEvent(message=encodable(
                         f"{agent.name} started a new session of its own ({why}): it does "
@@ -169,6 +193,7 @@ class AcpTurns:
         except BaseException:
             await connection.close()
             raise
+        self.controls.modes_said(connection.modes, connection.current_mode)
         for why in connection.left_out:
             self._state.emit(WarningEvent(message=encodable(
                 f"{agent.name} was not given the MCP server {why}.")))
@@ -188,7 +213,7 @@ class AcpTurns:
         try:
             # The replayed history's updates are read (and ignored) before the answer to
             # the load is: the connection hands them over in order.
-            await connection.load_session(self.session_id, self._cwd, self._agent.mode)
+            await connection.load_session(self.session_id, self._cwd, self.mode)
             return None
         except ProviderError as error:
             if not connection.alive:
@@ -245,11 +270,11 @@ class AcpTurns:
         # Of the agent's session, not of a turn: sent as the session opens too, maybe
         # before the answer that names it has been read (one session per process).
         if kind == "available_commands_update":
-            self.commands = {encodable(c.name): encodable(c.description or "")
-                             for c in update.available_commands}
+            self.controls.commands_said({encodable(c.name): encodable(c.description or "")
+                                         for c in update.available_commands})
             return
         if kind == "current_mode_update":
-            self.mode = encodable(update.current_mode_id)
+            self.controls.mode_said(encodable(update.current_mode_id))
             return
         turn = self._turn
         if turn is None or self._loading or session_id != self.session_id:

@@ -14,7 +14,9 @@ it:
 
 * **Requests** (``{kind, id}`` with a reply) are the actions: ``command`` (the session's
   ``send``/``stop``/``set_thinking_level``/``approve``), ``older`` (the previous page of
-  history, loaded when the user scrolls up), ``switch_agent``, ``sync`` and ``full_text``
+  history, loaded when the user scrolls up), ``switch_agent``, ``set_mode`` (an outside
+  agent's session mode: :mod:`~neta_nb.widgets.chat.agent_controls`), ``sync`` and
+  ``full_text``
   (the whole of a text the state holds a preview of: state stays small, see
   ``neta_nb.widgets.state_bounds``).
 * :meth:`ChatView.show_stored` shows a stored session read-only instead — one whose turn
@@ -43,6 +45,7 @@ from ...store.records import SessionRecord
 from ..base import BUFFERS_KEY, NetaWidget, RequestError, handles
 from ..streaming import FLUSH_INTERVAL
 from ..wire import ContextUsageDict, TodoItemDict, TurnUsageDict
+from .agent_controls import AgentControlTraits, SetModeReply, SetModeRequest
 from .drawing.batcher import OpBatcher
 from .drawing.render import WINDOW, full_text, render_window
 from .drawing.session_names import SessionNames, read_names, static_heading
@@ -138,6 +141,14 @@ class ChatView(NetaWidget):
     levels = traitlets.List(traitlets.Unicode()).tag(sync=True)
     approvals = traitlets.List(traitlets.Dict(),
                                help="Pending approval requests: {id, name, args}.").tag(sync=True)
+    agent_commands = traitlets.List(traitlets.Dict(), help="An outside agent's `/` commands: "
+                                    "{name, description} (see agent_controls.py).").tag(sync=True)
+    agent_modes = traitlets.List(traitlets.Dict(), help="An outside agent's session modes: "
+                                 "{id, name, description}.").tag(sync=True)
+    agent_mode = traitlets.Unicode("", help="The session mode the outside agent is in.").tag(
+        sync=True)
+    mode_error = traitlets.Unicode("", help="Why the mode last chosen was not set.").tag(
+        sync=True)
     notice = traitlets.Unicode("", help="An error not tied to a message, or a warning "
                                "(a budget mostly spent).").tag(sync=True)
     notice_tone = traitlets.Enum(("error", "warning"), default_value="error",
@@ -195,6 +206,7 @@ class ChatView(NetaWidget):
         """The chat the session shown was forked from in this view (see ``fork_of``)."""
         # The outside clients' waiting requests, shown after the session's own.
         self._outside = OutsideRequests(self, turn)
+        self._agent_controls = AgentControlTraits(self)
         if session is not None:
             self.bind(session)
         self._outside.changed()
@@ -221,6 +233,7 @@ class ChatView(NetaWidget):
         self._read_only.leave()
         self.keeps_branches = session.store is not None
         self._live.bind(session, self._presence)
+        self._agent_controls.follow(session.deps.outside)
         self._static_form.refresh()
 
     def unbind(self) -> None:
@@ -229,6 +242,7 @@ class ChatView(NetaWidget):
         tool call waiting for approval waits for the user to come back to it (through the
         sidebar, which shows it running) rather than going to the approval policy."""
         self._live.unbind(self._presence)
+        self._agent_controls.follow(None)
         self._fork_origin = None
         self.fork_of = ""
 
@@ -475,6 +489,11 @@ class ChatView(NetaWidget):
             self._live.projection.answered(str(command.get("id")), command.get("subagent"))
             self._live.show_approvals()
         return {"think_level": session.think_level, "running": session.running}
+
+    @handles("set_mode")
+    def _set_mode(self, request: SetModeRequest) -> SetModeReply:
+        """The mode selector: an outside agent's session mode (see agent_controls.py)."""
+        return self._agent_controls.choose(request)
 
     @handles("error_action")
     def _error_action(self, request: ErrorActionRequest) -> CommandReply:

@@ -16,7 +16,11 @@ is unknown); ``"mcp_http": true`` takes MCP servers over HTTP. Every method it i
 with is written as a line to ``SCRIPT.json.calls``, the parameters of ``session/new`` to
 ``SCRIPT.json.new``. ``"linger": true``: it does not end when its input does (as Codex's
 native program); ``"child": true``: it starts a child process that outlives it unless
-killed (its pid in ``SCRIPT.json.child``).
+killed (its pid in ``SCRIPT.json.child``). ``"modes": {"currentModeId": ...,
+"availableModes": [...]}`` is offered in ``session/new``'s answer; ``session/set_mode``
+is refused for a mode in ``"refuse_modes"``, else answered and followed by a
+``current_mode_update``. ``"commands": [...]`` are announced
+(``available_commands_update``) right after ``session/new`` is answered.
 """
 
 from __future__ import annotations
@@ -93,7 +97,25 @@ for line in sys.stdin:
               "error": {"code": -32002, "message": "Resource not found"}})
     elif method == "session/new":
         script_path.with_suffix(".json.new").write_text(json.dumps(message["params"]))
-        send({"jsonrpc": "2.0", "id": number, "result": {"sessionId": "scripted-1"}})
+        result: dict[str, Any] = {"sessionId": "scripted-1"}
+        if script.get("modes"):
+            result["modes"] = script["modes"]
+        send({"jsonrpc": "2.0", "id": number, "result": result})
+        if script.get("commands"):
+            send({"jsonrpc": "2.0", "method": "session/update", "params": {
+                "sessionId": "scripted-1", "update": {
+                    "sessionUpdate": "available_commands_update",
+                    "availableCommands": script["commands"]}}})
+    elif method == "session/set_mode":
+        mode = message["params"]["modeId"]
+        if mode in script.get("refuse_modes", []):
+            send({"jsonrpc": "2.0", "id": number,
+                  "error": {"code": -32603, "message": f"mode {mode} is not allowed now"}})
+        else:
+            send({"jsonrpc": "2.0", "id": number, "result": {}})
+            send({"jsonrpc": "2.0", "method": "session/update", "params": {
+                "sessionId": message["params"]["sessionId"], "update": {
+                    "sessionUpdate": "current_mode_update", "currentModeId": mode}}})
     elif method == "session/prompt":
         cancelled.clear()
         params = message["params"]

@@ -380,3 +380,37 @@ async def test_a_mode_of_the_agent_is_set_for_its_session(
     await wrong.run("SCRIPT:auto Write it.")
     [error] = failed.of("error")
     assert "has no mode 'yolo'" in error.message and "acceptEdits" in error.message
+
+
+async def test_its_modes_and_commands_are_offered_and_a_mode_chosen_is_set(
+        model: tuple[SSEServer, ModelScript], sessions: Callable[..., AgentSession],
+        tmp_path: Path) -> None:
+    _, script = model
+    target = tmp_path / "work" / "chosen.txt"
+    script.scripts["hello"] = [text("Hello.")]
+    script.scripts["write"] = [
+        tool_use("tu_c", "Write", {"file_path": str(target), "content": "chosen\n"}),
+        text("Written.")]
+    session = sessions()
+    await asyncio.wait_for(session.run("SCRIPT:hello Hi."), 60)
+    outside = session.deps.outside
+    assert isinstance(outside, AcpTurns)
+    controls = outside.controls
+    offered = [mode["id"] for mode in controls.modes]
+    assert {"default", "acceptEdits", "plan"} <= set(offered), offered
+    assert controls.mode == "default"
+    deadline = time.monotonic() + 10
+    while "init" not in controls.commands:
+        assert time.monotonic() < deadline, controls.commands
+        await asyncio.sleep(0.05)
+    # Chosen between turns (as the chat's selector does): the agent takes it at once and
+    # the next turn's edit needs no approval.
+    changed: list[str | None] = []
+    controls.listen(lambda: changed.append(controls.mode))
+    await asyncio.wait_for(controls.choose("acceptEdits"), 30)
+    assert controls.mode == "acceptEdits" and "acceptEdits" in changed
+    recorder = Recorder(session, None)  # nobody answers: the mode must not ask
+    await asyncio.wait_for(session.run("SCRIPT:write Write it."), 60)
+    assert target.read_text() == "chosen\n"
+    assert not recorder.of("approval_request")
+    assert controls.mode == "acceptEdits"
