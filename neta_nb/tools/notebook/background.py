@@ -144,6 +144,9 @@ async def _page_status(access: NotebookAccess, cell_id: str) -> RichResult:
              "queued": " It waits for the kernel and has not started yet.",
              "idle": " It is not running and has not run."}[state]
     so_far = " so far" if state in ("running", "queued") else ""
+    failure = answer.get("failure")
+    if isinstance(failure, str) and failure:
+        ended += f" The run started without waiting for it did not run: {failure}."
     text = (f"Cell {cell_id}: {state}{counted}.{ended} Its outputs{so_far}:\n{UNTRUSTED}\n"
             f"{render_outputs(outputs)}")
     cells = {"cells": [{"id": cell_id, "outputs": outputs}]}
