@@ -345,25 +345,29 @@ async function run(panel: NotebookPanel, args: Args, services: OpServices): Prom
   };
   let ran: boolean;
   noteRun(code); // its outputs start to change now, whether or not the run ends well
-  const running = services.executor ? services.executor.runCell(options) : runCell(options);
+  const start = () => (services.executor ? services.executor.runCell(options) : runCell(options));
   if (!wait) {
-    // Started, not waited for: `cell_status` reads its state while it runs and once ended.
+    // Not waited for: `cell_status` reads its state while it runs and once ended. The
+    // answer goes first: the kernel asking handles its messages in order, and a cell's
+    // code that runs before the answer reaches it would keep it from reading the answer.
     const started: Started = { ended: false, failure: null };
     startedRuns.set(code, started);
-    running.then(
-      (done) => {
-        started.ended = true;
-        if (!done) started.failure = "it did not run (it was deleted, or the kernel restarted or is busy asking for input)";
-      },
-      (error: unknown) => {
-        started.ended = true;
-        if (!(error instanceof KernelError)) started.failure = String(error);
-      },
-    );
+    setTimeout(() => {
+      start().then(
+        (done) => {
+          started.ended = true;
+          if (!done) started.failure = "it did not run (it was deleted, or the kernel restarted or is busy asking for input)";
+        },
+        (error: unknown) => {
+          started.ended = true;
+          if (!(error instanceof KernelError)) started.failure = String(error);
+        },
+      );
+    }, START_AFTER_MS);
     return { cell_id: cellId, state: stateOf(code), execution_count: code.executionCount ?? null };
   }
   try {
-    ran = await running;
+    ran = await start();
   } catch (error) {
     if (error instanceof KernelError) return ranResult(cellId, code, "error");
     throw error;
@@ -381,6 +385,10 @@ interface Started {
 }
 
 const startedRuns = new WeakMap<ICellModel, Started>();
+
+/** Milliseconds between answering a `run` that is not waited for and starting it: the
+ * answer's message leaves for the kernel before the cell's. */
+const START_AFTER_MS = 200;
 
 /** A code cell's state as `cell_status` names it: `running` while the page shows `[*]`
  * (JupyterLab shows a cell waiting for the kernel so too), `queued` when a run was started

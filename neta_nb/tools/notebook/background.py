@@ -36,6 +36,10 @@ __all__ = ["CELL_STATES", "cell_status", "start_run"]
 
 log = logging.getLogger(__name__)
 
+START_WAIT = 3600.0
+"""Seconds a queued start waits for the page's answer (a cell that ran before the answer
+was read holds the kernel while it runs)."""
+
 CELL_STATES = ("idle", "queued", "running", "done", "error")
 """A cell's states as ``cell_status`` names them."""
 
@@ -95,11 +99,14 @@ async def _start(page: NotebookPage, cell_id: str) -> dict[str, Any]:
 async def _start_after(turn_end: Awaitable[None], queued: _Queued, cell_id: str) -> None:
     await turn_end
     try:
-        await queued.page.request("run", {"cell_id": cell_id, "wait": False})
+        # The page answers before it starts the cell; should the cell still run first,
+        # its code holds the kernel, and the answer is read only when it has ended.
+        await queued.page.request("run", {"cell_id": cell_id, "wait": False}, wait=START_WAIT)
     except NotebookError as error:
-        queued.failure = str(error)
-        log.warning("cell %s could not be started: %s", cell_id, error)
-        return
+        if error.code != "no_answer":  # not answered: the page's state tells the rest
+            queued.failure = str(error)
+            log.warning("cell %s could not be started: %s", cell_id, error)
+            return
     if _queued.get(cell_id) is queued:
         del _queued[cell_id]
 
