@@ -3,7 +3,8 @@
 The notebook holds a cell ``import time; time.sleep(30); x = 1``. The scripted model
 calls ``run_cell(slow, wait=False)``, then ``cell_status(slow)``, then answers. The turn
 ends with the cell queued (the kernel runs one thing at a time: started at once, the
-cell's ``time.sleep`` would hold the turn for 30 s); the page then shows the cell running
+cell's ``time.sleep`` would hold the turn — its answer streams for seconds — for 30 s);
+the page then shows the cell running
 (``[*]``) while the chat is idle. Once it has ended, ``cell_status`` in the next turn says
 ``done`` with its execution count, and the cell's variable is set.
 
@@ -33,6 +34,7 @@ pytestmark = pytest.mark.browser
 
 SLEEP = 30
 SLOW = f"import time; time.sleep({SLEEP}); x = 1"
+ANSWER = "It runs in the notebook; I will look at it later."
 OWN_TOOLS = ["read_notebook", "run_cell", "cell_status"]
 BACKGROUND_CHAT = CHAT.replace(repr(TOOLS), repr(OWN_TOOLS))
 assert BACKGROUND_CHAT != CHAT
@@ -100,10 +102,13 @@ def test_a_long_cell_runs_on_after_the_turn_that_started_it_has_ended(
         lab: LabSession) -> None:
     notebook = Notebook(lab, "background_run.ipynb")
     assert notebook.slow() == {"prompt": "[ ]:", "count": None}
+    # The answer after the calls streams for seconds, as a real model's does: a cell
+    # started while it streams would hold the rest of the turn until it ended.
+    notebook.execute("model.chars_per_second = 20")
     notebook.play("Run the slow cell", [
         [{"tool_call": {"name": "run_cell", "args": {"cell_id": "slow", "wait": False}}}],
         [{"tool_call": {"name": "cell_status", "args": {"cell_id": "slow"}}}],
-        [{"text": "It runs in the notebook."}]])
+        [{"text": ANSWER}]])
     approval = notebook.page.locator(APPROVAL)
     approval.wait_for()
     assert SLOW in (approval.text_content() or "")  # the approval shows the code
@@ -111,7 +116,7 @@ def test_a_long_cell_runs_on_after_the_turn_that_started_it_has_ended(
     allowed = time.monotonic()
 
     # The turn ends; the cell then runs, the chat idle meanwhile.
-    notebook.wait_for_text("It runs in the notebook.")
+    notebook.wait_for_text(ANSWER)
     notebook.page.wait_for_function(
         f"(path) => ({_SLOW_JS})(path).prompt === '[*]:'", arg=notebook.path,
         timeout=10_000, polling=100)
