@@ -156,3 +156,17 @@ async def test_the_approval_shows_the_code_either_way(wait: bool) -> None:
     for _ in range(5):  # the start follows the turn's end
         await asyncio.sleep(0)
     assert _runs(page) == []
+
+
+async def test_a_long_output_so_far_is_bounded_and_says_how_much_was_cut() -> None:
+    page = FakeNotebookPage(CELLS)
+    page.executing = ["slow"]
+    page.cell("slow")["outputs"] = [{"output_type": "stream", "name": "stdout",
+                                     "text": "".join(f"step {i}\n" for i in range(5000))}]
+    session, _ = _session([calls(("s", "cell_status", {"cell_id": "slow"})), answer("ok")],
+                          page)
+    await session.run("how far is it?")
+    status = _result(session, "s")
+    assert status.startswith("Cell slow: running. It has not ended yet. Its outputs so far:")
+    assert "step 0" in status and "step 4999" in status
+    assert "characters left out" in status and len(status) < 5_000
