@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from neta_nb import AgentToolConfig
+from neta_nb import AgentToolConfig, ToolCatalog, resolve_tools
 from neta_nb.tools.base import ToolContext
+from neta_nb.tools.notebook import NOTEBOOK_TOOL_NAMES, notebook_tools
 from neta_nb.tools.notebook.reading_running import run_cell
 
 from ..support.notebook_page import FakeNotebookPage
@@ -170,3 +171,17 @@ async def test_a_long_output_so_far_is_bounded_and_says_how_much_was_cut() -> No
     assert status.startswith("Cell slow: running. It has not ended yet. Its outputs so far:")
     assert "step 0" in status and "step 4999" in status
     assert "characters left out" in status and len(status) < 5_000
+
+
+def test_cell_status_is_a_read_only_notebook_tool_off_by_default_that_needs_a_page() -> None:
+    tools = {item.name: item for item in notebook_tools()}
+    status = tools["cell_status"]
+    assert "cell_status" in NOTEBOOK_TOOL_NAMES and status.category == "notebook"
+    assert not status.requires_approval and not status.core
+    assert status.needs_notebook_page and status.sequence == "notebook"
+    default = resolve_tools(ToolCatalog.default(), AgentToolConfig(), notebook_page=True)
+    assert "cell_status" not in default.names
+    without_page = resolve_tools(ToolCatalog.default(), TOOLS, notebook_page=False)
+    assert str(without_page.reasons["cell_status"]) == "Needs a JupyterLab or Notebook 7 page"
+    assert "cell_status" in resolve_tools(ToolCatalog.default(), TOOLS,
+                                          notebook_page=True).names
