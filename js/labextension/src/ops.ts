@@ -350,10 +350,15 @@ async function run(panel: NotebookPanel, args: Args, services: OpServices): Prom
     // Not waited for: `cell_status` reads its state while it runs and once ended. The
     // answer goes first: the kernel asking handles its messages in order, and a cell's
     // code that runs before the answer reaches it would keep it from reading the answer.
-    const started: Started = { ended: false, failure: null };
+    const started: Started = { began: false, ended: false, failure: null };
     startedRuns.set(code, started);
+    // The kernel took it (`[*]` from a queued run shows no difference): running from now.
+    const began = (_: unknown, change: { name: string; newValue: unknown }) => {
+      if (change.name === "executionState" && change.newValue === "running") started.began = true;
+    };
+    code.stateChanged.connect(began);
     setTimeout(() => {
-      start().then(
+      start().finally(() => code.stateChanged.disconnect(began)).then(
         (done) => {
           started.ended = true;
           if (!done) started.failure = "it did not run (it was deleted, or the kernel restarted or is busy asking for input)";
@@ -378,6 +383,8 @@ async function run(panel: NotebookPanel, args: Args, services: OpServices): Prom
 
 /** A run started without waiting for it (`run` with `wait: false`). */
 interface Started {
+  /** The page has marked the cell executing (`[*]`). */
+  began: boolean;
   ended: boolean;
   /** Why it did not run to its end, when the page could not run it (not an error the
    * cell's code raised: that is in its outputs). */
@@ -391,13 +398,13 @@ const startedRuns = new WeakMap<ICellModel, Started>();
 const START_AFTER_MS = 200;
 
 /** A code cell's state as `cell_status` names it: `running` while the page shows `[*]`
- * (JupyterLab shows a cell waiting for the kernel so too), `queued` when a run was started
- * and the kernel has not taken it yet, `idle` when it has not run, else `done` or `error`
- * (an error output). */
+ * (JupyterLab shows a cell waiting for the kernel so too) or until a run started here has
+ * ended, `queued` when such a run has not yet reached the cell executor, `idle` when it
+ * has not run, else `done` or `error` (an error output). */
 function stateOf(cell: ICodeCellModel): "idle" | "queued" | "running" | "done" | "error" {
   if (executing(cell)) return "running";
   const started = startedRuns.get(cell);
-  if (started && !started.ended) return "queued";
+  if (started && !started.ended) return started.began ? "running" : "queued";
   const outputs = cell.outputs.toJSON();
   if (outputs.some((o) => o.output_type === "error")) return "error";
   if ((cell.executionCount ?? null) === null && outputs.length === 0) return "idle";
