@@ -76,7 +76,8 @@ async def test_with_no_turn_running_the_run_starts_at_once() -> None:
     session, _ = _session([], page)
     ctx = ToolContext(notebook=session.deps.workspace.notebook)
     result = await run_cell.invoke_rich({"cell_id": "slow", "wait": False}, ctx)
-    assert "started (state: running)" in result.text
+    assert result.text.startswith("Cell slow was started in the notebook (state now: "
+                                  "running).")
     assert page.executing == ["slow"]
 
 

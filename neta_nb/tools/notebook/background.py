@@ -73,9 +73,10 @@ async def start_run(ctx: ToolContext, cell_id: str) -> RichResult:
     turn_end = access.turn_end()
     if turn_end is None:
         answer = await _start(page, cell_id)
-        state = answer.get("state", "running")
-        return RichResult(text=(f"Cell {cell_id} started (state: {state}); it runs in the "
-                                "notebook. Use cell_status to see its state and output."))
+        state = answer.get("state", "queued")
+        return RichResult(text=(f"Cell {cell_id} was started in the notebook (state now: "
+                                f"{state}). Use cell_status to see its state and output; "
+                                "interrupt_kernel stops it."))
     queued = _queued[cell_id] = _Queued(page)
     queued.task = asyncio.get_running_loop().create_task(
         _start_after(turn_end, queued, cell_id), name=f"neta_nb start cell {cell_id}")
