@@ -101,10 +101,38 @@ class FakeNotebookPage:
 
     async def _op_run(self, args: dict[str, Any]) -> dict[str, Any]:
         cell = self.cell(args["cell_id"])
+        if args.get("wait") is False:  # started: it runs until the test ends it (end_run)
+            if cell["cell_type"] != "code":
+                raise NotebookError("not_code", f"cell {cell['id']} is not a code cell")
+            cell["execution_count"], cell["outputs"] = None, []
+            self.executing.append(cell["id"])
+            return {"cell_id": cell["id"], "state": "running", "execution_count": None}
         cell["execution_count"] = next(self._count)
         cell["outputs"] = self.run_outputs.get(cell["id"], [])
         return {"cell_id": cell["id"], "execution_count": cell["execution_count"],
                 "outputs": cell["outputs"], "status": "ok"}
+
+    def end_run(self, cell_id: str) -> None:
+        """The started run of ``cell_id`` ends, with its ``run_outputs``."""
+        self.executing.remove(cell_id)
+        cell = self.cell(cell_id)
+        cell["execution_count"] = next(self._count)
+        cell["outputs"] = self.run_outputs.get(cell_id, [])
+
+    async def _op_cell_status(self, args: dict[str, Any]) -> dict[str, Any]:
+        cell = self.cell(args["cell_id"])
+        if cell["cell_type"] != "code":
+            raise NotebookError("not_code", f"cell {cell['id']} is not a code cell")
+        outputs = cell["outputs"]
+        if cell["id"] in self.executing:
+            state = "running"
+        elif cell["execution_count"] is None and not outputs:
+            state = "idle"
+        else:
+            failed = any(o.get("output_type") == "error" for o in outputs)
+            state = "error" if failed else "done"
+        return {"cell_id": cell["id"], "state": state,
+                "execution_count": cell["execution_count"], "outputs": copy.deepcopy(outputs)}
 
     async def _op_set_outputs(self, args: dict[str, Any]) -> dict[str, Any]:
         cell = self.cell(args["cell_id"])

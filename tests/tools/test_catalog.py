@@ -129,16 +129,18 @@ def test_default_catalog_holds_the_builtins() -> None:
                              "profile_table", "delegate", "read_notebook", "edit_cell",
                              "insert_cell", "run_cell", "delete_cell", "move_cell",
                              "clear_outputs", "run_all", "interrupt_kernel",
-                             "restart_kernel", "list_notebooks", "create_notebook"]
+                             "restart_kernel", "list_notebooks", "create_notebook",
+                             "cell_status"]
     assert [t.name for t in catalog.core_tools()] == ["list_files", "read_file", "todo",
                                                      "profile_table", "delegate"]
     assert [t.name for t in catalog if t.category == "notebook"] == [
         "read_notebook", "edit_cell", "insert_cell", "run_cell", "delete_cell", "move_cell",
         "clear_outputs", "run_all", "interrupt_kernel", "restart_kernel", "list_notebooks",
-        "create_notebook"]
+        "create_notebook", "cell_status"]
     assert [t.name for t in catalog if t.needs_notebook_page] == [
         "edit_cell", "insert_cell", "run_cell", "delete_cell", "move_cell", "clear_outputs",
-        "run_all", "interrupt_kernel", "restart_kernel", "list_notebooks", "create_notebook"]
+        "run_all", "interrupt_kernel", "restart_kernel", "list_notebooks", "create_notebook",
+        "cell_status"]
     assert catalog["run_cell"].requires_approval
     assert not catalog["python"].core
     assert catalog["python"].requires_approval

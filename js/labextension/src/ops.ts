@@ -321,9 +321,13 @@ function announce<T>(signal: unknown, args: T): void {
  * Runs a code cell as the user's Run does: through the notebook's cell executor (the one
  * JupyterLab's commands use), in the panel's kernel session, showing `[*]` and then its
  * execution count. Replies when the cell has finished; an exception raised by the code is
- * `status: "error"` with its traceback in the outputs. The focus stays where it is.
+ * `status: "error"` with its traceback in the outputs. The focus stays where it is. With
+ * `wait: false` it replies once the run is started, with the cell's state (`cell_status`
+ * reads the rest).
  */
 async function run(panel: NotebookPanel, args: Args, services: OpServices): Promise<unknown> {
+  const wait = args.wait ?? true;
+  if (typeof wait !== "boolean") throw new BridgeFailure("bad_request", "'wait' must be true or false");
   const cellId = stringArg(args, "cell_id");
   const { cell: model } = findCell(panel, cellId);
   const code = requireCode(model);
@@ -341,14 +345,81 @@ async function run(panel: NotebookPanel, args: Args, services: OpServices): Prom
   };
   let ran: boolean;
   noteRun(code); // its outputs start to change now, whether or not the run ends well
+  const start = () => (services.executor ? services.executor.runCell(options) : runCell(options));
+  if (!wait) {
+    // Not waited for: `cell_status` reads its state while it runs and once ended. The
+    // answer goes first: the kernel asking handles its messages in order, and a cell's
+    // code that runs before the answer reaches it would keep it from reading the answer.
+    const started: Started = { began: false, ended: false, failure: null };
+    startedRuns.set(code, started);
+    // The kernel took it (`[*]` from a queued run shows no difference): running from now.
+    const began = (_: unknown, change: { name: string; newValue: unknown }) => {
+      if (change.name === "executionState" && change.newValue === "running") started.began = true;
+    };
+    code.stateChanged.connect(began);
+    setTimeout(() => {
+      start().finally(() => code.stateChanged.disconnect(began)).then(
+        (done) => {
+          started.ended = true;
+          if (!done) started.failure = "it did not run (it was deleted, or the kernel restarted or is busy asking for input)";
+        },
+        (error: unknown) => {
+          started.ended = true;
+          if (!(error instanceof KernelError)) started.failure = String(error);
+        },
+      );
+    }, START_AFTER_MS);
+    return { cell_id: cellId, state: stateOf(code), execution_count: code.executionCount ?? null };
+  }
   try {
-    ran = await (services.executor ? services.executor.runCell(options) : runCell(options));
+    ran = await start();
   } catch (error) {
     if (error instanceof KernelError) return ranResult(cellId, code, "error");
     throw error;
   }
   if (!ran) throw new BridgeFailure("failed", `cell ${cellId} did not run (it was deleted, or the kernel restarted or is busy asking for input)`);
   return ranResult(cellId, code, "ok");
+}
+
+/** A run started without waiting for it (`run` with `wait: false`). */
+interface Started {
+  /** The page has marked the cell executing (`[*]`). */
+  began: boolean;
+  ended: boolean;
+  /** Why it did not run to its end, when the page could not run it (not an error the
+   * cell's code raised: that is in its outputs). */
+  failure: string | null;
+}
+
+const startedRuns = new WeakMap<ICellModel, Started>();
+
+/** Milliseconds between answering a `run` that is not waited for and starting it: the
+ * answer's message leaves for the kernel before the cell's. */
+const START_AFTER_MS = 200;
+
+/** A code cell's state as `cell_status` names it: `running` while the page shows `[*]`
+ * (JupyterLab shows a cell waiting for the kernel so too) or until a run started here has
+ * ended, `queued` when such a run has not yet reached the cell executor, `idle` when it
+ * has not run, else `done` or `error` (an error output). */
+function stateOf(cell: ICodeCellModel): "idle" | "queued" | "running" | "done" | "error" {
+  if (executing(cell)) return "running";
+  const started = startedRuns.get(cell);
+  if (started && !started.ended) return started.began ? "running" : "queued";
+  const outputs = cell.outputs.toJSON();
+  if (outputs.some((o) => o.output_type === "error")) return "error";
+  if ((cell.executionCount ?? null) === null && outputs.length === 0) return "idle";
+  return "done";
+}
+
+/** One code cell's state, execution count and outputs so far (bounded, as `read` bounds
+ * them); `failure`: why a run started without waiting did not run, if it did not. */
+function cellStatus(panel: NotebookPanel, args: Args): unknown {
+  const cellId = stringArg(args, "cell_id");
+  const cell = requireCode(findCell(panel, cellId).cell);
+  const budget = newBudget();
+  const outputs = cell.outputs.toJSON().map((output) => boundOutput(output as Parameters<typeof boundOutput>[0], budget));
+  const failure = startedRuns.get(cell)?.failure ?? null;
+  return { cell_id: cellId, state: stateOf(cell), execution_count: cell.executionCount ?? null, outputs, failure };
 }
 
 /** Writes outputs the kernel produced itself (when it ran the code without the page) into
@@ -517,6 +588,7 @@ export const OPS: Record<string, Op> = {
   delete: remove,
   undo,
   run,
+  cell_status: cellStatus,
   set_outputs: setOutputs,
   cell_metadata: cellMetadata,
   move,

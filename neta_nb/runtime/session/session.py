@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -115,7 +115,8 @@ class AgentSession:
                                   approval_policy=approval_policy, parent=crew_link)
         """What the session holds (see :class:`~.state.SessionState`)."""
         workspace = Workspace(agent, provider, self.catalog, working_dir=self.working_dir,
-                              namespace=self.namespace, approvals=self.state.approvals)
+                              namespace=self.namespace, approvals=self.state.approvals,
+                              turn_end=self._turn_end)
         workspace.notebook_page = notebook_page
         self.deps = TurnDeps(self.state, workspace, type(self),
                              depth=crew_link.depth if crew_link else 0,
@@ -206,6 +207,20 @@ class AgentSession:
     def context(self) -> ContextUsage:
         """How full the context window was after the latest model call."""
         return self.state.meter.context
+
+    def _turn_end(self) -> Awaitable[None] | None:
+        """The end of the turn running now (``None``: none runs), to wait for."""
+        return self._idle() if self.running else None
+
+    async def _idle(self) -> None:
+        ended = asyncio.Event()
+        unsubscribe = self.subscribe(lambda event: ended.set() if event.type == "done" else None)
+        try:
+            while self.running:  # `done` comes once the session is idle
+                ended.clear()
+                await ended.wait()
+        finally:
+            unsubscribe()
 
     @property
     def running(self) -> bool:

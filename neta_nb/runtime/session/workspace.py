@@ -4,6 +4,7 @@ notebook page a chat view of the session is on."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,8 @@ class Workspace:
     replaced between turns (the next model call uses the new one)."""
 
     def __init__(self, agent: Agent, provider: Provider, catalog: ToolCatalog, *,
-                 working_dir: Path, namespace: dict[str, Any], approvals: Approvals) -> None:
+                 working_dir: Path, namespace: dict[str, Any], approvals: Approvals,
+                 turn_end: Callable[[], Awaitable[None] | None] = lambda: None) -> None:
         self.agent = agent
         self.provider = provider
         self.catalog = catalog
@@ -35,7 +37,7 @@ class Workspace:
         the notebook through it); ``None``: no page, the edit and run tools are left out."""
         self.notebook = NotebookAccess(lambda: self.notebook_page, lambda *asked: (
             approvals.decide_edit(*asked, accept_without_asking=self.agent.accept_notebook_edits)),
-            cell_running)
+            cell_running, turn_end)
 
     @property
     def page_answers(self) -> bool:

@@ -8,7 +8,9 @@ in, proposes edits the user accepts or rejects, and runs cells with approval.
   overwrites)
 * ``edit_cell``, ``insert_cell`` — proposals shown as diff cards; applied only when the
   user accepts, as one undoable edit
-* ``run_cell`` — runs a cell where the user sees it (needs approval)
+* ``run_cell`` — runs a cell where the user sees it (needs approval); with
+  ``wait=False`` it does not hold the turn (:mod:`.background`)
+* ``cell_status`` — a cell's state, execution count and output so far (read-only)
 * ``delete_cell``, ``move_cell`` — proposals with a card, as edits are; an accepted one
   is one step of the notebook's undo history (:mod:`.structure`)
 * ``clear_outputs`` — one cell's outputs or all (needs approval)
@@ -26,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..base import Tool
+from .background import cell_status
 from .editing import edit_cell, insert_cell
 from .kernel_control import interrupt_kernel, restart_kernel, run_all
 from .notebooks import create_notebook, list_notebooks
@@ -39,7 +42,7 @@ __all__ = ["NOTEBOOK_TOOL_NAMES", "PAGE_NEEDED", "NotebookAccess", "NotebookErro
 NOTEBOOK_TOOL_NAMES = ("read_notebook", "edit_cell", "insert_cell", "run_cell",
                        "delete_cell", "move_cell", "clear_outputs", "run_all",
                        "interrupt_kernel", "restart_kernel", "list_notebooks",
-                       "create_notebook")
+                       "create_notebook", "cell_status")
 
 
 _NOTEBOOK_TOOLS = (
@@ -47,7 +50,7 @@ _NOTEBOOK_TOOLS = (
     *(dataclasses.replace(item, needs_notebook_page=True, sequence="notebook")
       for item in (edit_cell, insert_cell, run_cell, delete_cell, move_cell,
                    clear_outputs, run_all, interrupt_kernel, restart_kernel,
-                   list_notebooks, create_notebook)),
+                   list_notebooks, create_notebook, cell_status)),
 )
 """Made once: a tool is frozen, and making one builds its arguments' model (~1 ms), which
 every new session's default catalog would pay again."""

@@ -73,15 +73,19 @@ class NotebookAccess:
     whether a cell is executing. One per session, made once: a tool call costs nothing
     more for it."""
 
-    __slots__ = ("_page", "decide_edit", "in_cell")
+    __slots__ = ("_page", "decide_edit", "in_cell", "turn_end")
 
     def __init__(self, page: Callable[[], NotebookPage | None], decide_edit: EditDecider,
-                 in_cell: Callable[[], bool]) -> None:
+                 in_cell: Callable[[], bool],
+                 turn_end: Callable[[], Awaitable[None] | None] = lambda: None) -> None:
         self._page = page
         self.decide_edit = decide_edit
         self.in_cell = in_cell
         """Whether the kernel is executing a cell right now: a turn awaited in a cell keeps
         the kernel's shell busy, so the page cannot run another cell until it ends."""
+        self.turn_end = turn_end
+        """The end of the session's turn running now, to wait for (``None``: no turn
+        runs): ``run_cell(wait=False)`` starts its cell once the turn has ended."""
 
     @property
     def page(self) -> NotebookPage | None:

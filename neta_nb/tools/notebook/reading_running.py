@@ -10,7 +10,8 @@ the cell) and returns the outputs. When the turn itself runs inside a cell
 of the page would wait behind the turn while the turn waits for it. Then the cell's code
 runs in the kernel directly (as the ``python`` tool runs code: the notebook's namespace,
 output captured; IPython's magics and shell escapes as IPython runs them) and its outputs
-are written into the cell, without an execution count.
+are written into the cell, without an execution count. ``run_cell(wait=False)`` does not
+hold the turn (:mod:`.background`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from ..base import ToolContext, ToolFailure, tool
 from ..builtin.python_exec import CodeRun, run_python_parts
 from ..rich import MODEL_IMAGE_TYPES, RichResult
 from . import kernel
+from .background import start_run
 from .editing import cell_source, find_cell, live_page, preview_page
 from .page import PAGE_NEEDED, NotebookError, NotebookPage
 from .reading import (
@@ -132,12 +134,18 @@ async def _cell_preview(ctx: ToolContext, args: dict[str, Any]) -> ApprovalPrevi
 
 @tool(category="notebook", label="Run cell", requires_approval=True, timeout=RUN_WAIT,
       approval_preview=_cell_preview)
-async def run_cell(ctx: ToolContext, cell_id: str) -> RichResult:
+async def run_cell(ctx: ToolContext, cell_id: str, wait: bool = True) -> RichResult:
     """Run a code cell of the notebook, as the user would, and return its outputs.
+    With wait=False, for a long cell: return at once, the cell queued to run in the
+    notebook when this turn ends; cell_status tells its state and output later.
 
     Args:
         cell_id: The cell's id, as read_notebook shows it.
+        wait: Wait for the cell to end and return its outputs (the default); false:
+            do not hold the turn.
     """
+    if not wait:
+        return await start_run(ctx, cell_id)
     access = live_page(ctx)
     assert access.page is not None
     if access.in_cell():
