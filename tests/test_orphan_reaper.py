@@ -1,5 +1,6 @@
-"""The watchdog that ends a SIGKILLed kernel's process groups (neta_nb/orphan_reaper.py),
-run as neta_nb.process_exit runs it, on real processes: it kills a watched group and what
+"""The watchdog that ends a SIGKILLed kernel's process groups
+(neta_nb/process_exit/orphan_reaper.py), run as neta_nb.process_exit runs it, on real
+processes: it kills a watched group and what
 its leader started when its stdin ends, and leaves alone a group it was told has ended and
 one whose pid now belongs to another process."""
 
@@ -14,7 +15,7 @@ import psutil
 
 import neta_nb
 
-REAPER = Path(neta_nb.__file__).with_name("orphan_reaper.py")
+REAPER = Path(neta_nb.__file__).parent / "process_exit" / "orphan_reaper.py"
 # A group leader that starts a child of its own, then waits.
 LEADER = ("import subprocess, sys, time; "
           "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "

@@ -46,8 +46,8 @@ from .static_form import StaticForm, display_view_and_form, running_cell, short_
 from .wire import ErrorReply, OkReply, Reply
 
 __all__ = ["STATIC_DIR", "ErrorReply", "Lang", "NetaWidget", "OkReply", "Reply", "RequestError",
-           "RequestHandler", "code_span", "escape_markdown", "fenced", "handles", "html_card",
-           "literal_markdown"]
+           "RequestHandler", "Requests", "code_span", "escape_markdown", "fenced", "handles",
+           "html_card", "literal_markdown"]
 
 log = logging.getLogger(__name__)
 
@@ -60,23 +60,24 @@ class RequestError(Exception):
 # --- the request protocol -------------------------------------------------------------
 # The replies (OkReply | ErrorReply, in .wire) mirror `Reply<T>` in js/src/anywidget-binding.ts.
 
-W = TypeVar("W", bound="NetaWidget")
+W = TypeVar("W")
 # A request payload and a reply result: JSON objects on the wire, TypedDicts here.
 Req = TypeVar("Req", bound=Mapping[str, object])
 Res = TypeVar("Res", bound=Mapping[str, object])
 
 
 class RequestHandler(Generic[W, Req, Res]):
-    """A widget method that answers the view's requests of one ``kind``; made by
-    :func:`handles`. On an instance it is the plain bound method (callable directly, as
-    tests do); on the class it is this object, which :class:`NetaWidget` dispatches to."""
+    """A method that answers the view's requests of one ``kind`` — a widget's, or one of
+    the :class:`Requests` objects a widget hands a job to; made by :func:`handles`. On an
+    instance it is the plain bound method (callable directly, as tests do); on the class
+    it is this object, which :class:`NetaWidget` dispatches to."""
 
     def __init__(self, kind: str, function: Callable[[W, Req], Res]) -> None:
         self.kind = kind
         self.function = function
         self.__doc__ = function.__doc__
 
-    def __set_name__(self, owner: type[NetaWidget], name: str) -> None:
+    def __set_name__(self, owner: type[NetaWidget | Requests], name: str) -> None:
         # Each class gets its own table (a copy of its base's), so a subclass can add or
         # override kinds without changing its parent's.
         if "_request_handlers" not in vars(owner):
@@ -101,6 +102,14 @@ class RequestHandler(Generic[W, Req, Res]):
         # a handler still checks the fields it relies on (a crafted message can send
         # anything; a bad field is a RequestError with a message the user can read).
         return self.function(widget, cast(Req, payload))
+
+
+class Requests:
+    """An object that answers some of a widget's requests: a job of the widget with an
+    object of its own (its ``@handles`` methods, as a widget's). The widget names it in
+    :attr:`NetaWidget._request_delegates`."""
+
+    _request_handlers: ClassVar[Mapping[str, RequestHandler[Any, Any, Any]]] = {}
 
 
 BUFFERS_KEY = "__buffers__"
@@ -175,6 +184,27 @@ class NetaWidget(anywidget.AnyWidget):
 
     # kind -> handler, filled by @handles in each class body (see RequestHandler).
     _request_handlers: ClassVar[Mapping[str, RequestHandler[Any, Any, Any]]] = {}
+    _request_delegates: ClassVar[Mapping[str, type[Requests]]] = {}
+    """The :class:`Requests` objects that answer the kinds the widget's own table lacks:
+    attribute name → their class (known to the class, so :meth:`request_kinds` is)."""
+
+    @classmethod
+    def request_kinds(cls) -> frozenset[str]:
+        """Every kind of request the widget answers, its delegates' included."""
+        kinds = set(cls._request_handlers)
+        for delegate in cls._request_delegates.values():
+            kinds.update(delegate._request_handlers)
+        return frozenset(kinds)
+
+    def _handler_for(self, kind: str) -> tuple[Any, RequestHandler[Any, Any, Any]] | None:
+        handler = self._request_handlers.get(kind)
+        if handler is not None:
+            return self, handler
+        for name, delegate in self._request_delegates.items():
+            handler = delegate._request_handlers.get(kind)
+            if handler is not None:
+                return getattr(self, name), handler
+        return None
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
         # Checked before the instance exists: raising from __init__ would leave a half-built
@@ -338,12 +368,13 @@ class NetaWidget(anywidget.AnyWidget):
 
     def _reply(self, kind: str, request_id: str, content: Mapping[str, Any]) -> Reply:
         """The one reply to a request: every way a handler can fail is an error reply."""
-        handler = self._request_handlers.get(kind)
-        if handler is None:
+        found = self._handler_for(kind)
+        if found is None:
             return {"kind": "reply", "id": request_id, "ok": False,
                     "error": f"unknown request kind {kind!r}"}
+        answerer, handler = found
         try:
-            result = handler.answer(self, content)
+            result = handler.answer(answerer, content)
             # Checked here, strictly (no NaN, nothing the kernel's packer would coerce or
             # reject): a reply that fails to serialise inside send() would be no reply.
             try:

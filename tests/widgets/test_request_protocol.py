@@ -134,9 +134,10 @@ def test_handlers_are_registered_per_class() -> None:
                                                "view_opened", "view_closed", "full_text",
                                                "refresh", "take_over", "message_action",
                                                "back_from_fork", "notebook_reply",
-                                               "mention_candidates",
-                                               "mention_preview", "open_panel", "side_panel",
-                                               "error_action"}
+                                               "open_panel", "side_panel"}
+    # The jobs with an object of their own answer the rest.
+    assert ChatView.request_kinds() == set(ChatView._request_handlers) | {
+        "mention_candidates", "mention_preview", "error_action", "set_mode"}
     assert set(ToolCard._request_handlers) == {"full_text"}
     assert set(SkillCard._request_handlers) == {"full_text"}
     assert set(SessionSidebar._request_handlers) == {"open", "new_chat", "rename", "delete",
@@ -148,6 +149,7 @@ def test_handlers_are_registered_per_class() -> None:
                                                       "acknowledge_change"}
     assert set(BatchGrid._request_handlers) == {"open_row"}
     assert TodoCard._request_handlers == {}
+    assert ToolCard.request_kinds() == {"full_text"}
     handler = ChatView._request_handlers["older"]
     assert isinstance(handler, RequestHandler) and handler is vars(ChatView)["_older"]
 
@@ -224,3 +226,15 @@ def test_a_subclass_accepts_its_own_and_its_parents_parameters() -> None:
     assert card.title == "Plan"
     with pytest.raises(TypeError, match="did you mean 'title'"):
         Titled(titel="Plan")
+
+
+def test_a_delegate_answers_its_kinds_on_its_own_object(sent: SentMessages) -> None:
+    """A request the widget hands to a job's object is answered by that object (its own
+    self), errors included; a kind nobody answers is still unknown."""
+    chat = ChatView()
+    assert _ask(chat, sent, "set_mode", mode="plan") == {
+        "kind": "reply", "id": "r0", "ok": False,
+        "error": "this chat's agent offers no session modes"}
+    reply = _ask(chat, sent, "mention_candidates", prefix="x")
+    assert reply["ok"] is False and "no session" in reply["error"]
+    assert _ask(chat, sent, "no_such_kind")["error"] == "unknown request kind 'no_such_kind'"

@@ -14,7 +14,7 @@ import asyncio
 from typing import Any, Protocol, TypedDict
 
 from ...runtime.acp.controls import AgentControls, AgentMode
-from ..base import RequestError
+from ..base import RequestError, Requests, handles
 
 __all__ = ["AgentCommand", "AgentControlTraits", "SetModeReply", "SetModeRequest"]
 
@@ -50,7 +50,7 @@ class _Chat(Protocol):
     def hold_sync(self) -> Any: ...
 
 
-class AgentControlTraits:
+class AgentControlTraits(Requests):
     """Keeps a chat view's agent-control traits those of its shown session (see the
     module)."""
 
@@ -85,6 +85,7 @@ class AgentControlTraits:
             chat.agent_modes = [dict(mode) for mode in controls.modes]
             chat.agent_mode = controls.mode or ""
 
+    @handles("set_mode")
     def choose(self, request: SetModeRequest) -> SetModeReply:
         """The selector's ``set_mode``: asked of the agent on the kernel's loop."""
         mode = request.get("mode")

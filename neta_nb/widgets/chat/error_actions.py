@@ -22,14 +22,18 @@ A chat running a turn refuses (nothing is queued): the page shows why beside the
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any, Literal, TypedDict
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from ...tools.notebook.kernel import raising_cell
 from ...tools.notebook.texts import TRACEBACK_CHARS, last_exception
-from ..base import RequestError
+from ..base import RequestError, Requests, handles
+from .wire import CommandReply
 
-__all__ = ["ERROR_ACTIONS", "ErrorActionRequest", "error_prompt"]
+if TYPE_CHECKING:
+    from ...runtime.session import AgentSession
+
+__all__ = ["ERROR_ACTIONS", "ErrorActionRequest", "ErrorActions", "error_prompt"]
 
 ErrorAction = Literal["fix", "explain"]
 ERROR_ACTIONS: tuple[ErrorAction, ...] = ("fix", "explain")
@@ -53,6 +57,28 @@ class ErrorActionRequest(TypedDict, total=False):
     execution_count: int | None
     source: str
     error: ErrorOutput
+
+
+class ErrorActions(Requests):
+    """A chat view's ``error_action`` request, for the session it shows (``session()``:
+    raises :class:`RequestError` when it shows none); ``send(session, prompt)`` starts
+    the turn as the view's Send does."""
+
+    def __init__(self, session: Callable[[], AgentSession],
+                 send: Callable[[AgentSession, str], None]) -> None:
+        self._session = session
+        self._send = send
+
+    @handles("error_action")
+    def answer(self, request: ErrorActionRequest) -> CommandReply:
+        """Fix or Explain pressed on an error output of the page: a turn with the prompt
+        :func:`error_prompt` makes; refused while a turn runs."""
+        session = self._session()
+        if session.running:
+            raise RequestError("The chat is answering: wait for its turn to end (or stop "
+                               "it), then press again.")
+        self._send(session, error_prompt(request, session.namespace))
+        return {"running": True}
 
 
 def error_prompt(request: Mapping[str, Any], namespace: Mapping[str, Any]) -> str:

@@ -6,14 +6,16 @@ runtime's (``neta_nb.runtime.mentions.mentions``, ``mention_candidates``); this 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ...runtime.mentions.mention_candidates import mention_candidates
 from ...runtime.mentions.mentions import MentionPreview, preview_mention
 from ...runtime.session import AgentSession
-from ..base import RequestError
+from ..base import RequestError, Requests, handles
 from .wire import MentionCandidatesReply, MentionCandidatesRequest, MentionPreviewRequest
 
 __all__ = ["MentionCandidatesReply", "MentionCandidatesRequest", "MentionPreview",
-           "MentionPreviewRequest", "candidates_for", "preview_for"]
+           "MentionPreviewRequest", "MentionRequests", "candidates_for", "preview_for"]
 
 _MAX_TYPED = 1_000
 
@@ -37,3 +39,22 @@ def preview_for(session: AgentSession, request: MentionPreviewRequest, lang: str
                                model=session.provider.model_id, lang=lang)
     except ValueError as exc:
         raise RequestError(str(exc)) from exc
+
+
+class MentionRequests(Requests):
+    """A chat view's two mention requests, for the session it shows (``session()``:
+    raises :class:`RequestError` when it shows none) in its language (``lang()``)."""
+
+    def __init__(self, session: Callable[[], AgentSession], lang: Callable[[], str]) -> None:
+        self._session = session
+        self._lang = lang
+
+    @handles("mention_candidates")
+    def candidates(self, request: MentionCandidatesRequest) -> MentionCandidatesReply:
+        """What an ``@`` being typed can mention (the input's popup)."""
+        return candidates_for(self._session(), request)
+
+    @handles("mention_preview")
+    def preview(self, request: MentionPreviewRequest) -> MentionPreview:
+        """What the model will read for one mention, or why it is unknown (a chip)."""
+        return preview_for(self._session(), request, self._lang())

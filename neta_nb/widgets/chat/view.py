@@ -31,7 +31,7 @@ import contextlib
 import dataclasses
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, cast
 
 import traitlets
 
@@ -42,25 +42,18 @@ from ...runtime.projection import ConversationProjection
 from ...runtime.session import Agent, AgentSession
 from ...store.process_owner import SessionBusyError
 from ...store.records import SessionRecord
-from ..base import BUFFERS_KEY, NetaWidget, RequestError, handles
+from ..base import BUFFERS_KEY, NetaWidget, RequestError, Requests, handles
 from ..streaming import FLUSH_INTERVAL
 from ..wire import ContextUsageDict, TodoItemDict, TurnUsageDict
-from .agent_controls import AgentControlTraits, SetModeReply, SetModeRequest
+from .agent_controls import AgentControlTraits
 from .drawing.batcher import OpBatcher
 from .drawing.render import WINDOW, full_text, render_window
 from .drawing.session_names import SessionNames, read_names, static_heading
 from .drawing.static import static_html, static_summary, static_text
 from .drawing.subagent_parts import SubagentRuns
-from .error_actions import ErrorActionRequest, error_prompt
+from .error_actions import ErrorActions
 from .live import LiveFollower, QuietWindow, TurnTraits, live_session
-from .mention_requests import (
-    MentionCandidatesReply,
-    MentionCandidatesRequest,
-    MentionPreview,
-    MentionPreviewRequest,
-    candidates_for,
-    preview_for,
-)
+from .mention_requests import MentionRequests
 from .message_actions import message_action
 from .notebook_page import PageBridge
 from .outside_requests import OutsideRequests
@@ -114,6 +107,10 @@ class ChatView(NetaWidget):
     """
 
     _component = traitlets.Unicode("chat-view").tag(sync=True)
+    # Jobs with an object of their own, each answering its requests (see base.Requests).
+    _request_delegates: ClassVar[Mapping[str, type[Requests]]] = {
+        "_agent_controls": AgentControlTraits, "_mention_requests": MentionRequests,
+        "_error_actions": ErrorActions}
     session_id = traitlets.Unicode("", help="Id of the bound session.").tag(sync=True)
     rewinds = traitlets.Int(0, help="Rewinds of the shown session so far: when it changes "
                             "the views draw everything again.").tag(sync=True)
@@ -207,6 +204,10 @@ class ChatView(NetaWidget):
         # The outside clients' waiting requests, shown after the session's own.
         self._outside = OutsideRequests(self, turn)
         self._agent_controls = AgentControlTraits(self)
+        self._mention_requests = MentionRequests(self._require_session, lambda: self.lang)
+        self._error_actions = ErrorActions(
+            self._require_session,
+            lambda session, prompt: _send_prompt(self._live, session, prompt))
         if session is not None:
             self.bind(session)
         self._outside.changed()
@@ -490,25 +491,6 @@ class ChatView(NetaWidget):
             self._live.show_approvals()
         return {"think_level": session.think_level, "running": session.running}
 
-    @handles("set_mode")
-    def _set_mode(self, request: SetModeRequest) -> SetModeReply:
-        """The mode selector: an outside agent's session mode (see agent_controls.py)."""
-        return self._agent_controls.choose(request)
-
-    @handles("error_action")
-    def _error_action(self, request: ErrorActionRequest) -> CommandReply:
-        """Fix or Explain pressed on an error output of the page: a turn with the prompt
-        :func:`~.error_actions.error_prompt` makes; refused while a turn runs."""
-        session = self._require_session()
-        if session.running:
-            raise RequestError("The chat is answering: wait for its turn to end (or stop "
-                               "it), then press again.")
-        prompt = error_prompt(request, session.namespace)
-        task = _send(session, {"type": "send", "text": prompt}, None)
-        if task is not None:
-            self._live.track(task)
-        return {"running": True}
-
     @handles("switch_agent")
     def _switch_agent(self, request: SwitchAgentRequest) -> SwitchAgentReply:
         name = request.get("name")
@@ -540,16 +522,6 @@ class ChatView(NetaWidget):
             raise RequestError("the chat shown is not a fork made in this view")
         self.bind(origin)
         return {"session_id": origin.id}
-
-    @handles("mention_candidates")
-    def _mention_candidates(self, request: MentionCandidatesRequest) -> MentionCandidatesReply:
-        """What an ``@`` being typed can mention (the input's popup)."""
-        return candidates_for(self._require_session(), request)
-
-    @handles("mention_preview")
-    def _mention_preview(self, request: MentionPreviewRequest) -> MentionPreview:
-        """What the model will read for one mention, or why it is unknown (a chip)."""
-        return preview_for(self._require_session(), request, self.lang)
 
     # --- representation ---------------------------------------------------------------
     def _view_text(self) -> str:
@@ -608,6 +580,13 @@ def _view_id(request: ViewRequest) -> str:
     if not isinstance(view_id, str) or not view_id:
         raise RequestError("view_opened and view_closed need a 'view_id' string")
     return view_id
+
+
+def _send_prompt(live: LiveFollower, session: AgentSession, prompt: str) -> None:
+    """A prompt made here (Fix on an error) sent as the view's Send sends one."""
+    task = _send(session, {"type": "send", "text": prompt}, None)
+    if task is not None:
+        live.track(task)
 
 
 def _send(session: AgentSession, command: Mapping[str, Any],

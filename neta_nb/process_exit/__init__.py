@@ -5,7 +5,7 @@ asked is sent one, and would otherwise leave them orphaned.
 
 A death that runs no code at all (SIGKILL, the out-of-memory killer) is covered by a
 watchdog: :func:`end_with_this_process` names a process group to a small program
-(:mod:`neta_nb.orphan_reaper`) that sees this process die through the end of a pipe and
+(:mod:`neta_nb.process_exit.orphan_reaper`) that sees this process die through the end of a pipe and
 kills the group then."""
 
 from __future__ import annotations
