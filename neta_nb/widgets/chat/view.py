@@ -28,13 +28,13 @@ import asyncio
 import contextlib
 import dataclasses
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 import traitlets
 
 from ...labels import t
-from ...messages import ToolExecution
+from ...messages import MentionPart, ToolExecution
 from ...runtime.mentions.attachments import DEFAULT_ATTACHMENT_LIMITS, Attachment, guess_media_type
 from ...runtime.projection import ConversationProjection
 from ...runtime.session import Agent, AgentSession
@@ -43,6 +43,7 @@ from ...store.records import SessionRecord
 from ..base import BUFFERS_KEY, NetaWidget, RequestError, handles
 from ..streaming import FLUSH_INTERVAL
 from ..wire import ContextUsageDict, TodoItemDict, TurnUsageDict
+from .cell_context import chip_cells, reads_the_page, sent_cells
 from .drawing.batcher import OpBatcher
 from .drawing.render import WINDOW, full_text, render_window
 from .drawing.session_names import SessionNames, read_names, static_heading
@@ -447,7 +448,7 @@ class ChatView(NetaWidget):
         return {"session_id": self.session_id, "messages": items, "has_older": has_older}
 
     @handles("command")
-    def _command(self, request: CommandRequest) -> CommandReply:
+    def _command(self, request: CommandRequest) -> CommandReply | Awaitable[CommandReply]:
         command = request.get("command")
         if not isinstance(command, Mapping):
             raise RequestError("command needs a 'command' object")
@@ -457,7 +458,11 @@ class ChatView(NetaWidget):
             return {"running": self.running}
         session = self._require_session()
         if kind == "send":
-            task = _send(session, command, cast(Mapping[str, Any], request).get(BUFFERS_KEY))
+            buffers = cast(Mapping[str, Any], request).get(BUFFERS_KEY)
+            cells = chip_cells(command)
+            if reads_the_page(str(command.get("text", "")), cells):
+                return self._send_with_cells(session, command, buffers, cells)
+            task = _send(session, command, buffers)
             if task is not None:
                 self._live.track(task)
             return {"running": True}
@@ -475,6 +480,17 @@ class ChatView(NetaWidget):
             self._live.projection.answered(str(command.get("id")), command.get("subagent"))
             self._live.show_approvals()
         return {"think_level": session.think_level, "running": session.running}
+
+    async def _send_with_cells(self, session: AgentSession, command: Mapping[str, Any],
+                               buffers: Any, cells: Sequence[str]) -> CommandReply:
+        """A ``send`` whose cells (the chip's, the prompt's cell mentions) are read from the
+        page first, through this view (see ``cell_context``)."""
+        parts = await sent_cells(str(command.get("text", "")).strip(), cells, self._page,
+                                 self.lang)
+        task = _send(session, command, buffers, page_parts=parts)
+        if task is not None:
+            self._live.track(task)
+        return {"running": True}
 
     @handles("error_action")
     def _error_action(self, request: ErrorActionRequest) -> CommandReply:
@@ -591,9 +607,10 @@ def _view_id(request: ViewRequest) -> str:
     return view_id
 
 
-def _send(session: AgentSession, command: Mapping[str, Any],
-          buffers: Any) -> asyncio.Task[Any] | None:
-    """A view's ``send``: the prompt and the files it carries, as a turn of ``session``."""
+def _send(session: AgentSession, command: Mapping[str, Any], buffers: Any, *,
+          page_parts: Sequence[MentionPart] = ()) -> asyncio.Task[Any] | None:
+    """A view's ``send``: the prompt and the files it carries, as a turn of ``session``;
+    ``page_parts``: the cells read from the page for it."""
     text = str(command.get("text", "")).strip()
     attachments = _sent_files(command, buffers)
     if not text and not attachments:
@@ -601,6 +618,8 @@ def _send(session: AgentSession, command: Mapping[str, Any],
     if session.running:
         raise RequestError("a turn is already running; stop it first")
     try:
+        if page_parts:
+            return session.start(text, attachments, page_parts=page_parts)
         return session.handle_command({"type": "send", "text": text}, attachments=attachments)
     except Exception as exc:
         raise RequestError(str(exc)) from exc
