@@ -7,8 +7,8 @@ resolve is the send's error reply: nothing is sent or stored, the input keeps th
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from ...messages import MentionPart
 from ...runtime.mentions.mentions import MentionError
@@ -16,7 +16,9 @@ from ...runtime.mentions.page_mentions import page_mention_parts, page_mentions
 from ...tools.notebook.page import NotebookPage
 from ..base import RequestError
 
-__all__ = ["MAX_CHIP_CELLS", "chip_cells", "reads_the_page", "sent_cells"]
+__all__ = ["MAX_CHIP_CELLS", "chip_cells", "reads_the_page", "send_with_cells"]
+
+R = TypeVar("R")
 
 MAX_CHIP_CELLS = 50
 """The most cells one send's chip may carry."""
@@ -41,10 +43,12 @@ def reads_the_page(text: str, cells: Sequence[str]) -> bool:
     return bool(cells) or ("@" in text and bool(page_mentions(text)))
 
 
-async def sent_cells(text: str, cells: Sequence[str], page: NotebookPage,
-                     lang: str) -> list[MentionPart]:
-    """The blocks of the cells the send carries, read from ``page`` now."""
+async def send_with_cells(text: str, cells: Sequence[str], page: NotebookPage, lang: str,
+                          start: Callable[[Sequence[MentionPart]], R]) -> R:
+    """``start`` the turn with the blocks of the cells the send carries, read from
+    ``page`` now; a :class:`RequestError` in ``lang`` naming those that do not resolve."""
     try:
-        return await page_mention_parts(text, page, cells)
+        parts = await page_mention_parts(text, page, cells)
     except MentionError as refused:
         raise RequestError(refused.message(lang)) from refused
+    return start(parts)

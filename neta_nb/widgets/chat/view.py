@@ -43,7 +43,7 @@ from ...store.records import SessionRecord
 from ..base import BUFFERS_KEY, NetaWidget, RequestError, handles
 from ..streaming import FLUSH_INTERVAL
 from ..wire import ContextUsageDict, TodoItemDict, TurnUsageDict
-from .cell_context import chip_cells, reads_the_page, sent_cells
+from .cell_context import chip_cells, reads_the_page, send_with_cells
 from .drawing.batcher import OpBatcher
 from .drawing.render import WINDOW, full_text, render_window
 from .drawing.session_names import SessionNames, read_names, static_heading
@@ -460,12 +460,17 @@ class ChatView(NetaWidget):
         if kind == "send":
             buffers = cast(Mapping[str, Any], request).get(BUFFERS_KEY)
             cells = chip_cells(command)
-            if reads_the_page(str(command.get("text", "")), cells):
-                return self._send_with_cells(session, command, buffers, cells)
-            task = _send(session, command, buffers)
-            if task is not None:
-                self._live.track(task)
-            return {"running": True}
+
+            def start(page_parts: Sequence[MentionPart] = ()) -> CommandReply:
+                task = _send(session, command, buffers, page_parts=page_parts)
+                if task is not None:
+                    self._live.track(task)
+                return {"running": True}
+
+            text = str(command.get("text", "")).strip()
+            if reads_the_page(text, cells):  # the cells are read from the page first
+                return send_with_cells(text, cells, self._page, self.lang, start)
+            return start()
         if kind == "stop" and command.get("subagent") is not None:
             run_id = command.get("subagent")
             if not isinstance(run_id, str) or self._live.projection.running_run(run_id) is None:
@@ -480,17 +485,6 @@ class ChatView(NetaWidget):
             self._live.projection.answered(str(command.get("id")), command.get("subagent"))
             self._live.show_approvals()
         return {"think_level": session.think_level, "running": session.running}
-
-    async def _send_with_cells(self, session: AgentSession, command: Mapping[str, Any],
-                               buffers: Any, cells: Sequence[str]) -> CommandReply:
-        """A ``send`` whose cells (the chip's, the prompt's cell mentions) are read from the
-        page first, through this view (see ``cell_context``)."""
-        parts = await sent_cells(str(command.get("text", "")).strip(), cells, self._page,
-                                 self.lang)
-        task = _send(session, command, buffers, page_parts=parts)
-        if task is not None:
-            self._live.track(task)
-        return {"running": True}
 
     @handles("error_action")
     def _error_action(self, request: ErrorActionRequest) -> CommandReply:
