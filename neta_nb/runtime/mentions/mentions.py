@@ -11,7 +11,7 @@ block that is sent) and its popup (``mention_candidates``). The JS twin of the p
 opening bracket or quote (``( [ { < " '`` and their CJK forms). Anywhere else it is text:
 inside a word (``a@b.com``), after another ``@`` or a backslash (``\\@df`` is how to write
 one as text), and anything between a run of backticks and the next run of the same length
-(a code span or a fenced block: the decorators of pasted code). Four forms:
+(a code span or a fenced block: the decorators of pasted code). Five forms:
 
 * ``@name`` — a variable of the notebook, a Python identifier. No attribute access:
   ``@df.shape`` is ``@df`` followed by ``.shape`` (a sentence may end after a mention, and
@@ -26,6 +26,10 @@ one as text), and anything between a run of backticks and the next run of the sa
   for models with vision, PDFs for models that read them), named by its path. The path
   runs to the next whitespace, without trailing sentence punctuation or closing brackets;
   ``@file:"a name with spaces.csv"`` quotes.
+* ``@this``, ``@cells[3:5]``, ``@cell:<id>`` — cells of the notebook (kind ``notebook``),
+  read from the page when the prompt is sent, not here: :mod:`.page_mentions` reads them
+  and hands their blocks to :func:`prompt_parts` (``page_parts``); without them such a
+  mention does not resolve. ``@this`` means that even where a variable is named ``this``.
 
 **What the model reads.** The prompt exactly as typed, then for each distinct mention of
 the first three forms a :class:`~neta_nb.messages.MentionPart`, sent as::
