@@ -3,7 +3,8 @@ cell the user puts the focus on (not the chat's own cell, where typing the promp
 it); sent with the chip, the model's request holds the cell's live text — typed, not
 saved — line for line and whole; ``@cells[1:3]`` sends the second and third cells; the
 chip's × removes it until the focus moves; pinned, it stays on its cell while the focus
-moves. Pictures of the chip, light and dark."""
+moves; ``await session.run("… @this")`` in the kernel reads the active cell from the page
+too. Pictures of the chip, light and dark."""
 
 from __future__ import annotations
 
@@ -134,3 +135,12 @@ def test_the_chip_sends_the_live_cell_and_follows_removes_and_pins(
     pin.click()
     _focus(page, 2)
     chip.locator(".neta-cell-chip-text", has_text="In [3] · rows = [3, 1, 2]").wait_for()
+
+    # `await session.run(...)` in the kernel reads `@this` from the page the same way.
+    type_at_end(page, 2, "  # edited")
+    page.wait_for_timeout(600)
+    lab.execute(path, "await session.run('Why @this?')")
+    sent = json.loads(lab.execute(path, SENT.format(n=4)))
+    [(name, block)] = sent["parts"]
+    assert name == "@this"
+    assert _source_in(block, cells[2]["id"]) == "rows = [3, 1, 2]  # edited"
