@@ -144,3 +144,9 @@ def test_the_chip_sends_the_live_cell_and_follows_removes_and_pins(
     [(name, block)] = sent["parts"]
     assert name == "@this"
     assert _source_in(block, cells[2]["id"]) == "rows = [3, 1, 2]  # edited"
+
+    # A click on a cell and straight into the chat, quicker than the chip is told: the
+    # prompt still goes with that cell.
+    _focus(page, 4)
+    sent = _send(lab, path, chat, 5, "And now?")
+    assert [name for name, _ in sent["parts"]] == [f"@cell:{cells[4]['id']}"]

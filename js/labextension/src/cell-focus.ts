@@ -38,7 +38,7 @@ export interface CellFocus {
 
 const focusOf = new WeakMap<NotebookPanel, CellFocus>();
 
-/** The focus of `panel` as last told (nothing told yet: its active cell now). */
+/** The focus of `panel` as last noted (nothing noted yet: its active cell now). */
 export function cellFocus(panel: NotebookPanel): CellFocus {
   return focusOf.get(panel) ?? current(panel) ?? { active: null, selection: [] };
 }
@@ -76,10 +76,8 @@ export function followCellFocus(panel: NotebookPanel, hosts: () => Element[]): v
   let told = "";
   const tell = () => {
     timer = undefined;
-    if (panel.isDisposed) return;
-    const focus = current(panel);
-    if (!focus) return;
-    focusOf.set(panel, focus);
+    const focus = focusOf.get(panel);
+    if (panel.isDisposed || !focus) return;
     const said = key(focus);
     if (said === told) return; // the same cells: a keystroke, a re-render
     told = said;
@@ -89,7 +87,12 @@ export function followCellFocus(panel: NotebookPanel, hosts: () => Element[]): v
       }
     }
   };
+  // Noted at once (a click on a cell, then straight into the chat, keeps that cell), told
+  // once the focus has rested.
   const soon = () => {
+    const focus = current(panel);
+    if (!focus) return; // on a chat's cell: the last focus stands
+    focusOf.set(panel, focus);
     if (timer !== undefined) clearTimeout(timer);
     timer = setTimeout(tell, FOCUS_DEBOUNCE_MS);
   };

@@ -132,25 +132,34 @@ export function createCellChip(root: HTMLElement, lang: () => Lang): CellChip {
     root.querySelector<HTMLTextAreaElement>("textarea")?.focus();
   });
 
-  // A view drawn after the focus was set asks for it once it is on the page.
-  let asked = false;
+  // A view drawn after the focus was set asks for it once it is on the page, and asks
+  // again when the focus comes into the chat (a view the notebook's windowing had taken
+  // off the page missed what it was told meanwhile).
+  let answered = false;
   const ask = () => {
-    if (asked || !root.isConnected) return;
-    asked = true;
+    if (!root.isConnected) return;
     const detail: NotebookBridgeDetail = {
       op: "cell_focus",
       args: {},
       handled: false,
       respond: (reply: NotebookBridgeReply) => {
-        if (focus === null && reply.ok && isFocus(reply.result)) {
-          focus = reply.result;
-          render();
-        }
+        if (!reply.ok || !isFocus(reply.result)) return;
+        answered = true;
+        onFocus(new CustomEvent(CELL_FOCUS_EVENT, { detail: reply.result }));
       },
     };
     root.dispatchEvent(new CustomEvent(NOTEBOOK_BRIDGE_EVENT, { detail, bubbles: true, composed: true }));
   };
-  const timers = [0, 500, 2000].map((ms) => setTimeout(ask, ms));
+  const timers = [0, 500, 2000].map((ms) =>
+    setTimeout(() => {
+      if (!answered) ask();
+    }, ms),
+  );
+  const onFocusIn = (event: FocusEvent) => {
+    // Coming from outside the view: from the notebook, not from one of its own controls.
+    if (!(event.relatedTarget instanceof Node) || !root.contains(event.relatedTarget)) ask();
+  };
+  root.addEventListener("focusin", onFocusIn);
 
   return {
     root: bar,
@@ -158,6 +167,7 @@ export function createCellChip(root: HTMLElement, lang: () => Lang): CellChip {
     destroy: () => {
       for (const timer of timers) clearTimeout(timer);
       root.removeEventListener(CELL_FOCUS_EVENT, onFocus);
+      root.removeEventListener("focusin", onFocusIn);
     },
   };
 }
