@@ -27,8 +27,8 @@ import inspect
 import json
 import logging
 import threading
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar, Generic, Literal, TypeVar, cast, overload
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, ClassVar, Generic, Literal, NoReturn, TypeVar, cast, overload
 
 import anywidget
 import traitlets
@@ -63,7 +63,8 @@ class RequestError(Exception):
 W = TypeVar("W")
 # A request payload and a reply result: JSON objects on the wire, TypedDicts here.
 Req = TypeVar("Req", bound=Mapping[str, object])
-Res = TypeVar("Res", bound=Mapping[str, object])
+# A handler that must wait (on the page, say) returns an awaitable of its result.
+Res = TypeVar("Res", bound=Mapping[str, object] | Awaitable[Mapping[str, object]])
 
 
 class RequestHandler(Generic[W, Req, Res]):
@@ -128,6 +129,10 @@ def handles(kind: str) -> Callable[[Callable[[W, Req], Res]], RequestHandler[W, 
         return RequestHandler(kind, function)
 
     return register
+
+
+def _reraise(error: Exception) -> NoReturn:
+    raise error
 
 
 def _error_text(error: BaseException) -> str:
@@ -364,10 +369,24 @@ class NetaWidget(anywidget.AnyWidget):
         kind, request_id = content.get("kind"), content.get("id")
         if not isinstance(kind, str) or not isinstance(request_id, str):
             return  # not a request (replies and batches travel the same channel)
-        self.send(self._reply(kind, request_id, content))
+        reply = self._respond(kind, request_id, content)
+        if isinstance(reply, asyncio.Future):  # an answer that waits (on the page, say)
+            reply.add_done_callback(lambda done: self.send(done.result()))
+            return
+        self.send(reply)
 
     def _reply(self, kind: str, request_id: str, content: Mapping[str, Any]) -> Reply:
-        """The one reply to a request: every way a handler can fail is an error reply."""
+        """The reply to a request its handler answers at once (see :meth:`_respond`)."""
+        reply = self._respond(kind, request_id, content)
+        if isinstance(reply, asyncio.Future):
+            raise TypeError(f"the {kind!r} request is answered later: use _respond")
+        return reply
+
+    def _respond(self, kind: str, request_id: str,
+                 content: Mapping[str, Any]) -> Reply | asyncio.Future[Reply]:
+        """The one reply to a request: every way a handler can fail is an error reply. A
+        handler that returns an awaitable (it asks the page, say) is answered when that is
+        done, by a task on the running loop."""
         found = self._handler_for(kind)
         if found is None:
             return {"kind": "reply", "id": request_id, "ok": False,
@@ -375,6 +394,25 @@ class NetaWidget(anywidget.AnyWidget):
         answerer, handler = found
         try:
             result = handler.answer(answerer, content)
+        except Exception as error:
+            return self._answered(kind, request_id, functools.partial(_reraise, error))
+        if not inspect.isawaitable(result):
+            return self._answered(kind, request_id, lambda: result)
+        waited = result
+
+        async def later() -> Reply:
+            try:
+                value = await waited
+            except Exception as error:
+                return self._answered(kind, request_id, functools.partial(_reraise, error))
+            return self._answered(kind, request_id, lambda: value)
+
+        return asyncio.ensure_future(later())
+
+    def _answered(self, kind: str, request_id: str, answer: Callable[[], Any]) -> Reply:
+        """The reply carrying what ``answer`` gives, or the error it raises."""
+        try:
+            result = answer()
             # Checked here, strictly (no NaN, nothing the kernel's packer would coerce or
             # reject): a reply that fails to serialise inside send() would be no reply.
             try:

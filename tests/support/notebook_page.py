@@ -27,6 +27,8 @@ class FakeNotebookPage:
         self.run_outputs: dict[str, list[dict[str, Any]]] = {}
         self.executing: list[str] = []
         self.chat_cell_id: str | None = None
+        self.active_cell_id: str | None = None
+        """The cell the user last focused (``@this``); the extension leaves the chat's out."""
         self.kernel_id = "k-1"
         self.restarts: list[int] = []
         self.interrupts = 0
@@ -64,7 +66,8 @@ class FakeNotebookPage:
             return {"path": path, "dirty": False, "own": False, "chat_cell_id": None,
                     "cells": copy.deepcopy(self.others[path])}
         return {"path": self.path, "dirty": self.dirty, "cells": copy.deepcopy(self.cells),
-                "chat_cell_id": self.chat_cell_id, "own": True}
+                "chat_cell_id": self.chat_cell_id, "active_cell_id": self.active_cell_id,
+                "own": True}
 
     async def _op_notebooks(self, args: dict[str, Any]) -> dict[str, Any]:
         kernel = {"id": self.kernel_id, "name": "python3", "status": "idle"}

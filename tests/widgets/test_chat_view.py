@@ -7,7 +7,7 @@ import asyncio
 import json
 import threading
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -27,7 +27,7 @@ from neta_nb.widgets.base import RequestError
 from neta_nb.widgets.chat.drawing.batcher import OpBatcher
 from neta_nb.widgets.chat.drawing.render import render_message, render_window
 from neta_nb.widgets.chat.view_presence import ViewPresence
-from neta_nb.widgets.chat.wire import BatchMessage
+from neta_nb.widgets.chat.wire import BatchMessage, CommandReply
 from neta_nb.widgets.streaming import TEXT_BATCH_CHARS
 
 from ..support.sessions import FakeProvider, add, answer, calls, count_up
@@ -539,7 +539,8 @@ async def test_the_level_set_mid_turn_applies_to_the_next_request() -> None:
     assert chat.levels == ["off", "minimal", "low", "medium", "high", "adaptive"]
     task = session.start("1 + 1")
     await wait_until(lambda: provider.requests)  # the first request has left
-    reply = chat._command({"command": {"type": "set_thinking_level", "level": "high"}})
+    reply = cast("CommandReply", chat._command(
+        {"command": {"type": "set_thinking_level", "level": "high"}}))
     assert reply["think_level"] == "high" and chat.think_level == "high"
     gate.set()
     await task
@@ -578,7 +579,8 @@ async def test_a_level_set_on_another_thread_reaches_the_view_on_the_kernels(
     await wait_until(lambda: chat.think_level == "low")
     assert changed_on == [threading.get_ident()]  # traits are set on the kernel's thread
     assert "thinking level listener" in caplog.text and "listener bug" in caplog.text
-    reply = chat._command({"command": {"type": "set_thinking_level", "level": "high"}})
+    reply = cast("CommandReply", chat._command(
+        {"command": {"type": "set_thinking_level", "level": "high"}}))
     assert reply["think_level"] == "high" == session.think_level == chat.think_level
     chat.close()
 

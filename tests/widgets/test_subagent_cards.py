@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -34,7 +34,7 @@ from neta_nb.widgets import ChatView, SubagentCard
 from neta_nb.widgets.base import RequestError
 from neta_nb.widgets.chat.drawing.batcher import OpBatcher
 from neta_nb.widgets.chat.drawing.render import render_message
-from neta_nb.widgets.chat.wire import BatchMessage, ChatItem
+from neta_nb.widgets.chat.wire import BatchMessage, ChatItem, CommandReply
 from neta_nb.widgets.state_bounds import SUBAGENT_BYTES, SUBAGENT_ITEMS, item_bytes
 
 from ..support.crew import (
@@ -220,7 +220,7 @@ async def test_per_child_stop_stops_only_that_child(sent: SentMessages) -> None:
     with pytest.raises(RequestError, match="no sub-agent"):
         chat._command({"command": {"type": "stop", "subagent": "d9"}})
     # What the page's per-child Stop sends (the JS sends exactly this command).
-    reply = chat._command({"command": {"type": "stop", "subagent": "d1"}})
+    reply = cast("CommandReply", chat._command({"command": {"type": "stop", "subagent": "d1"}}))
     assert reply["running"] is True  # the parent goes on
     assert slow.stopped.is_set() and not quick.stopped.is_set()
     await asyncio.wait_for(task, 10)

@@ -5,7 +5,8 @@
  * form alone where the widget's model is gone (./missing-widgets.ts), and keeps static
  * forms current on a page that reloaded while the kernel ran (./static-forms.ts), where it
  * offers the live chat in place of a saved one (./reattach.ts), and offers Fix and Explain
- * on a cell's error in a notebook that shows a live chat (./error-actions.ts).
+ * on a cell's error in a notebook that shows a live chat (./error-actions.ts), and tells
+ * the chat views which cell is active, for their context chip and `@this` (./cell-focus.ts).
  *
  * Active, it marks the page (`document.body.dataset.netaNbNotebookBridge = version`,
  * `netaNbSidePanel` likewise) and answers `neta-nb-notebook` events dispatched from inside
@@ -16,6 +17,7 @@
 import { ISessionContextDialogs } from "@jupyterlab/apputils";
 import type { JupyterFrontEnd, JupyterFrontEndPlugin } from "@jupyterlab/application";
 import { INotebookCellExecutor, INotebookTracker, type NotebookPanel } from "@jupyterlab/notebook";
+import { followCellFocus } from "./cell-focus";
 import { chatIn, followErrorOutputs } from "./error-actions";
 import { hideMissingWidgetErrors } from "./missing-widgets";
 import { OPS, type OpServices } from "./ops";
@@ -146,6 +148,7 @@ function activate(
     followStaticForms(panel);
     followLiveChats(panel);
     followErrorOutputs(panel, (notebook) => chatIn(notebook, sides.nodesOf(notebook)));
+    followCellFocus(panel, () => sides.nodesOf(panel));
   };
   tracker.widgetAdded.connect((_, panel) => watch(panel));
   tracker.forEach(watch);

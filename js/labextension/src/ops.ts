@@ -8,6 +8,7 @@ import type { ISessionContextDialogs } from "@jupyterlab/apputils";
 import type { Cell, ICellModel, ICodeCellModel } from "@jupyterlab/cells";
 import { type INotebookCellExecutor, type INotebookTracker, KernelError, NotebookActions, type NotebookPanel, runCell } from "@jupyterlab/notebook";
 import type * as nbformat from "@jupyterlab/nbformat";
+import { cellFocus } from "./cell-focus";
 import { BridgeFailure } from "./protocol";
 import { type Budget, boundOutput, chargeOrder, newBudget, type ReadFocus } from "./bounded-outputs";
 
@@ -129,7 +130,8 @@ async function read(panel: NotebookPanel, args: Args, services?: OpServices, tar
   const json: Record<string, unknown>[] = new Array(all.length);
   for (const index of chargeOrder(all.map((cell) => cell.id), args as ReadFocus)) json[index] = cellJson(all[index], budget);
   const own = source === panel;
-  return { path: source.context.path, dirty: source.context.model.dirty, cells: json, chat_cell_id: own ? chatCellId(panel, target) : null, own };
+  const active = own ? (cellFocus(panel).active?.id ?? null) : null; // `@this` (./cell-focus.ts)
+  return { path: source.context.path, dirty: source.context.model.dirty, cells: json, chat_cell_id: own ? chatCellId(panel, target) : null, active_cell_id: active, own };
 }
 
 /** The notebook panels open on the page, one per notebook (a notebook shown in two views
@@ -579,6 +581,7 @@ function restart(panel: NotebookPanel, args: Args): unknown {
 
 export const OPS: Record<string, Op> = {
   read,
+  cell_focus: (panel) => cellFocus(panel),
   notebooks,
   create,
   locate,

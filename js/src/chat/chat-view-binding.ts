@@ -127,19 +127,21 @@ export function renderChatView({ model: anyModel, el, kernel = true }: RendererP
   const command = (body: CommandRequest["command"]) =>
     requestShowingErrors<CommandReply>(model, "command", { command: body } satisfies CommandRequest);
   // Files travel as the message's binary buffers, in the order of `attachments`.
-  const sendWithFiles = async (text: string, files: File[]) => {
-    if (files.length === 0) return command({ type: "send", text });
+  // The context chip's cells, if any, go as `cells` (read from the page when sent).
+  const sendWithFiles = async (text: string, files: File[], cells: string[] = []) => {
+    const context = cells.length ? { cells } : {};
+    if (files.length === 0) return command({ type: "send", text, ...context });
     const buffers = await Promise.all(files.map((file) => file.arrayBuffer()));
     const attachments = files.map((file) => ({ name: file.name, media_type: file.type, size: file.size }));
     return requestShowingErrors<CommandReply>(
       model,
       "command",
-      { command: { type: "send", text, attachments } } satisfies CommandRequest,
+      { command: { type: "send", text, attachments, ...context } } satisfies CommandRequest,
       { buffers, timeout: ATTACHMENT_SEND_TIMEOUT_MS },
     );
   };
   const actions: Partial<ChatActions> = {
-      send: (text, files) => sendWithFiles(text, files),
+      send: (text, files, cells) => sendWithFiles(text, files, cells),
       stop: () => command({ type: "stop" }),
       setLevel: (level) => command({ type: "set_thinking_level", level }),
       approve: (id, decision, path, text, client) =>

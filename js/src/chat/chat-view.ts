@@ -20,6 +20,7 @@ import { createChatDrawer, type DrawerLoad } from "./chat-drawer";
 import { createChatHeader, type DrawerName } from "./chat-header";
 import "./chat-view.css";
 import { createReadOnlyBar } from "./chat-read-only";
+import { createCellChip } from "./cell-chip";
 import { createInputBar } from "./input-bar";
 import { watchTurns } from "./keep-in-view";
 import { openSidePanel, sidePanelOffered } from "./side-panel";
@@ -49,8 +50,9 @@ export type {
 } from "./chat-view-traits";
 
 export interface ChatActions {
-  /** Send a prompt with the files attached to it (possibly none). */
-  send(text: string, files: File[]): Promise<unknown>;
+  /** Send a prompt with the files attached to it (possibly none) and the ids of the
+   * cells the context chip attaches (./cell-chip.ts). */
+  send(text: string, files: File[], cells?: string[]): Promise<unknown>;
   stop(): Promise<unknown>;
   setLevel(level: string): Promise<unknown>;
   /** `path`: the sub-agent runs the request came through (`[]`: the session's own); two
@@ -198,10 +200,18 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
   content.append(olderIndicator, olderError.root, empty, list, liveHost, approvalsHost, todoHost, working, notice);
   scroller.append(content);
 
+  // The active cell (or selection) as context, above the input (./cell-chip.ts); a sent
+  // prompt carries its cells.
+  const chip = createCellChip(root, lang);
+  const chipHost = element("div", "neta-cell-chip-host");
+  chipHost.append(chip.root);
+  const inputActions: Partial<ChatActions> = Object.create(actions);
+  const send = actions.send;
+  if (send) inputActions.send = (text, files) => send(text, files, chip.cells());
   const input = createInputBar({
     saved,
     state,
-    actions,
+    actions: inputActions,
     lang,
     label,
     agentName,
@@ -217,7 +227,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     refresh: actions.refresh,
     takeOver: actions.takeOver,
   });
-  root.append(header.root, forkBar, scroller, storeWarning, inputBar, readOnlyBar.root, drawer.root);
+  root.append(header.root, forkBar, scroller, storeWarning, chipHost, inputBar, readOnlyBar.root, drawer.root);
   el.append(root);
 
   function toggleDrawer(name: DrawerName): void {
@@ -390,6 +400,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     // Read-only: the read-only bar replaces the input; nothing is sent from here. Its
     // Refresh and Continue ask a kernel: a saved view keeps its own note instead.
     inputBar.hidden = !saved && state.read_only !== null;
+    chipHost.hidden = saved || inputBar.hidden;
     readOnlyBar.update(saved ? null : state.read_only);
     root.classList.toggle("neta-is-read-only", saved || state.read_only !== null);
     root.classList.toggle("neta-is-saved", saved);
@@ -525,6 +536,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
       scroller.removeEventListener("pointermove", onPointerMove);
       resizeObserver.disconnect();
       input.destroy();
+      chip.destroy();
       clearAll();
       todoCard.destroy();
       levelSelector.destroy();

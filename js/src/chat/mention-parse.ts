@@ -7,11 +7,12 @@
  * Offsets are the string's own (UTF-16 units), as the textarea's selection counts them.
  */
 
-export type MentionKind = "variable" | "cell" | "error" | "file";
+export type MentionKind = "variable" | "cell" | "error" | "file" | "notebook";
 
 export interface FoundMention {
   kind: MentionKind;
-  /** The variable's name, the cell's number, `error`, or the file's path. */
+  /** The variable's name, the cell's number, `error`, the file's path, or of the notebook's
+   * cells `this`, `cells[3:5]` or `cell:<id>` (read from the page when sent). */
   target: string;
   /** The mention written canonically: `@df`, `@In[5]`, `@file:"a b.csv"`. */
   name: string;
@@ -22,7 +23,7 @@ export interface FoundMention {
 const OPENERS = new Set([..."([{<\"'“‘（【「『《"]);
 // A name is Python's `[^\W\d]\w*`: a letter, a number that is not a digit, or `_`, then
 // letters, numbers and `_`.
-const MENTION = /@(?:In\[([0-9]{1,9})\]|file:(?:"([^"\n]+)"|([^\s"]+))|([\p{L}\p{Nl}\p{No}_][\p{L}\p{N}_]*))/gu;
+const MENTION = /@(?:In\[([0-9]{1,9})\]|cells\[([^\]\n]{0,40})\]|cell:([A-Za-z0-9_-]{1,64})(?![\p{L}\p{N}_-])|file:(?:"([^"\n]+)"|([^\s"]+))|([\p{L}\p{Nl}\p{No}_][\p{L}\p{N}_]*))/gu;
 const CODE = /(?<!`)(`+)(?!`)[\s\S]*?(?<!`)\1(?!`)/g;
 const PATH_END = new Set([...".,;:!?)]}>'\"。，；：！？）】」』》”’"]);
 const SPACE = /\s/u;
@@ -60,12 +61,18 @@ export function findMentions(text: string): FoundMention[] {
     const start = match.index;
     if (!startsMention(text, start) || inside(code, start)) continue;
     let end = start + match[0].length;
-    const [, cell, quoted, path, name] = match;
+    const [, cell, slice, cellId, quoted, path, name] = match;
     let kind: MentionKind;
     let target: string;
     if (cell !== undefined) {
       kind = "cell";
       target = String(Number(cell));
+    } else if (slice !== undefined) {
+      kind = "notebook";
+      target = `cells[${slice.replace(/\s+/gu, "")}]`;
+    } else if (cellId !== undefined) {
+      kind = "notebook";
+      target = `cell:${cellId}`;
     } else if (quoted !== undefined) {
       kind = "file";
       target = quoted;
@@ -76,10 +83,10 @@ export function findMentions(text: string): FoundMention[] {
       kind = "file";
       target = path.slice(0, cut);
       end -= path.length - cut;
-    } else if (name === "file" && text.startsWith(":", end)) {
-      continue; // `@file:` with no path yet
+    } else if ((name === "file" || name === "cell") && text.startsWith(":", end)) {
+      continue; // `@file:` with no path yet, `@cell:` with no id
     } else {
-      kind = name === "error" ? "error" : "variable";
+      kind = name === "error" ? "error" : name === "this" ? "notebook" : "variable";
       target = name;
     }
     found.push({ kind, target, name: canonical(kind, target), start, end });

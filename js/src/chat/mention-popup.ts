@@ -22,12 +22,13 @@ const ICONS: Record<MentionCandidate["kind"], string[]> = {
 };
 
 /** The icon of a kind of mention (the chips use it too). */
-export function mentionIcon(kind: MentionCandidate["kind"]): SVGSVGElement {
-  return svgIcon("neta-mention-icon", ICONS[kind] ?? ICONS.variable);
+export function mentionIcon(kind: MentionCandidate["kind"] | "notebook"): SVGSVGElement {
+  // A notebook mention (`@this`, `@cells[…]`, `@cell:<id>`) names cells of the page.
+  return svgIcon("neta-mention-icon", ICONS[kind === "notebook" ? "cell" : kind] ?? ICONS.variable);
 }
 
 export function kindLabel(kind: string): MessageKey {
-  return kind === "cell" ? "mention_kind_cell" : kind === "error" ? "mention_kind_error" : kind === "file" ? "mention_kind_file" : kind === "folder" ? "mention_kind_folder" : "mention_kind_variable";
+  return kind === "cell" || kind === "notebook" ? "mention_kind_cell" : kind === "error" ? "mention_kind_error" : kind === "file" ? "mention_kind_file" : kind === "folder" ? "mention_kind_folder" : "mention_kind_variable";
 }
 
 export interface MentionPopup {

@@ -11,7 +11,7 @@ block that is sent) and its popup (``mention_candidates``). The JS twin of the p
 opening bracket or quote (``( [ { < " '`` and their CJK forms). Anywhere else it is text:
 inside a word (``a@b.com``), after another ``@`` or a backslash (``\\@df`` is how to write
 one as text), and anything between a run of backticks and the next run of the same length
-(a code span or a fenced block: the decorators of pasted code). Four forms:
+(a code span or a fenced block: the decorators of pasted code). Five forms:
 
 * ``@name`` — a variable of the notebook, a Python identifier. No attribute access:
   ``@df.shape`` is ``@df`` followed by ``.shape`` (a sentence may end after a mention, and
@@ -26,6 +26,10 @@ one as text), and anything between a run of backticks and the next run of the sa
   for models with vision, PDFs for models that read them), named by its path. The path
   runs to the next whitespace, without trailing sentence punctuation or closing brackets;
   ``@file:"a name with spaces.csv"`` quotes.
+* ``@this``, ``@cells[3:5]``, ``@cell:<id>`` — cells of the notebook (kind ``notebook``),
+  read from the page when the prompt is sent, not here: :mod:`.page_mentions` reads them
+  and hands their blocks to :func:`prompt_parts` (``page_parts``); without them such a
+  mention does not resolve. ``@this`` means that even where a variable is named ``this``.
 
 **What the model reads.** The prompt exactly as typed, then for each distinct mention of
 the first three forms a :class:`~neta_nb.messages.MentionPart`, sent as::
@@ -74,6 +78,7 @@ __all__ = [
     "MentionError",
     "MentionPreview",
     "MentionProblem",
+    "cells_slice",
     "find_mentions",
     "is_from_mention",
     "preview_mention",
@@ -84,11 +89,13 @@ __all__ = [
 MAX_MENTION_BYTES = 8 * 1024
 """The most one mention's block (:meth:`MentionPart.prompt_text`) takes, in UTF-8 bytes."""
 
-MentionKind = Literal["variable", "cell", "error", "file"]
+MentionKind = Literal["variable", "cell", "error", "file", "notebook"]
 
 _OPENERS = frozenset("([{<\"'“‘（【「『《")
 _MENTION = re.compile(r"""@(?:
       In\[(?P<cell>[0-9]{1,9})\]
+    | cells\[(?P<slice>[^\]\n]{0,40})\]
+    | cell:(?P<cell_id>[A-Za-z0-9_-]{1,64})(?![\w-])
     | file:(?:"(?P<quoted>[^"\n]+)"|(?P<path>[^\s"]+))
     | (?P<name>[^\W\d]\w*)
 )""", re.VERBOSE)
@@ -131,22 +138,33 @@ def find_mentions(text: str) -> list[Mention]:
             continue
         if any(left <= start < right for left, right in code):
             continue
-        end = match.end()
-        if match["cell"] is not None:
-            found.append(Mention("cell", str(int(match["cell"])), start, end))
-        elif match["quoted"] is not None:
-            found.append(Mention("file", match["quoted"], start, end))
-        elif match["path"] is not None:
-            path = match["path"].rstrip(_PATH_END)
-            if path:
-                found.append(Mention("file", path, start, end - (len(match["path"]) - len(path))))
-        elif match["name"] == "file" and text.startswith(":", end):
-            continue  # `@file:` with no path yet
-        elif match["name"] == "error":
-            found.append(Mention("error", "error", start, end))
-        else:
-            found.append(Mention("variable", match["name"], start, end))
+        mention = _mention(match, text)
+        if mention is not None:
+            found.append(mention)
     return found
+
+
+def _mention(match: re.Match[str], text: str) -> Mention | None:
+    """The mention ``match`` (of :data:`_MENTION`, where a mention may start) is, if any."""
+    start, end = match.span()
+    if match["cell"] is not None:
+        return Mention("cell", str(int(match["cell"])), start, end)
+    if match["slice"] is not None:
+        return Mention("notebook", "cells[" + "".join(match["slice"].split()) + "]", start, end)
+    if match["cell_id"] is not None:
+        return Mention("notebook", "cell:" + match["cell_id"], start, end)
+    if match["quoted"] is not None:
+        return Mention("file", match["quoted"], start, end)
+    if match["path"] is not None:
+        path = match["path"].rstrip(_PATH_END)
+        return (Mention("file", path, start, end - (len(match["path"]) - len(path)))
+                if path else None)
+    name = match["name"]
+    if name in ("file", "cell") and text.startswith(":", end):
+        return None  # `@file:` with no path yet, `@cell:` with no id
+    if name in ("error", "this"):
+        return Mention("error" if name == "error" else "notebook", name, start, end)
+    return Mention("variable", name, start, end)
 
 
 # --- resolving ------------------------------------------------------------------------------
@@ -203,8 +221,15 @@ def resolve_mention(mention: Mention, *, namespace: Mapping[str, Any],
         raise MentionError([MentionProblem(mention.name, why.code, why.params)]) from None
 
 
-def _resolve(mention: Mention, namespace: Mapping[str, Any], working_dir: Path) -> Resolved:
+def _resolve(mention: Mention, namespace: Mapping[str, Any], working_dir: Path,
+             page_parts: Mapping[str, MentionPart] | None = None) -> Resolved:
     text: str | None
+    if mention.kind == "notebook":
+        _check_cells_mention(mention.target)
+        part = (page_parts or {}).get(mention.name)
+        if part is None:  # read through the page when sent (page_mentions.py), not here
+            raise _Unresolved("mention_needs_page", mention=mention.name)
+        return Resolved(mention, part=part)
     if mention.kind == "variable":
         if mention.target not in namespace:
             raise _Unresolved("mention_no_variable", name=mention.target)
@@ -255,8 +280,8 @@ def _bounded_part(name: str, text: str) -> MentionPart:
     return part
 
 
-def _resolve_all(text: str, namespace: Mapping[str, Any],
-                 working_dir: Path) -> list[Resolved]:
+def _resolve_all(text: str, namespace: Mapping[str, Any], working_dir: Path,
+                 page_parts: Mapping[str, MentionPart] | None = None) -> list[Resolved]:
     """Every distinct mention of ``text`` resolved; :class:`MentionError` names all that
     do not resolve."""
     resolved: list[Resolved] = []
@@ -267,7 +292,7 @@ def _resolve_all(text: str, namespace: Mapping[str, Any],
             continue
         seen.add(mention.name)
         try:
-            resolved.append(_resolve(mention, namespace, working_dir))
+            resolved.append(_resolve(mention, namespace, working_dir, page_parts))
         except _Unresolved as why:
             problems.append(MentionProblem(mention.name, why.code, why.params))
     if problems:
@@ -275,23 +300,54 @@ def _resolve_all(text: str, namespace: Mapping[str, Any],
     return resolved
 
 
+_SLICE = re.compile(r"cells\[(-?[0-9]{1,9})?:(-?[0-9]{1,9})?(?::(-?[0-9]{1,9})?)?\]")
+
+
+def _check_cells_mention(target: str) -> None:
+    """Raise the problem of a ``cells[…]`` mention whose slice is not one (``_Unresolved``)."""
+    if target.startswith("cells[") and cells_slice(target) is None:
+        raise _Unresolved("mention_bad_slice", mention=f"@{target}")
+
+
+def cells_slice(target: str) -> slice | None:
+    """The slice a ``cells[start:stop]`` (or ``cells[start:stop:step]``) mention's target
+    writes, as Python reads it: 0 the first cell, ``stop`` left out, negatives from the
+    end, either bound optional; ``None`` when it is not such a slice (``cells[3]``,
+    ``cells[a:b]``, a step of 0)."""
+    found = _SLICE.fullmatch(target)
+    if found is None:
+        return None
+    start, stop, step = (None if bound is None else int(bound) for bound in found.groups())
+    return None if step == 0 else slice(start, stop, step)
+
+
 def prompt_parts(text: str, attachments: Sequence[Any] | None,
                  mentions: Sequence[MentionPart] | None, *, namespace: Mapping[str, Any],
-                 working_dir: Path, capabilities: frozenset[str], model: str) -> list[Part]:
+                 working_dir: Path, capabilities: frozenset[str], model: str,
+                 page_parts: Sequence[MentionPart] = ()) -> list[Part]:
     """The parts a prompt carries after its text: the blocks of its mentions (resolved
     here, unless ``mentions`` gives them: ``()`` for none), then the files — those its
     mentions name first, then ``attachments`` — checked together against the attachment
-    limits. Raises :class:`MentionError` or :class:`AttachmentError`."""
+    limits. Raises :class:`MentionError` or :class:`AttachmentError`.
+
+    ``page_parts``: the cells the page gave for the prompt when it was sent
+    (:func:`~.page_mentions.page_mention_parts`), by their mention — those of its
+    ``@this``, ``@cells[…]`` and ``@cell:…`` mentions, in their place, and after them any
+    other (a cell the chat's chip attaches)."""
     files: list[Attachment] = []
     parts: list[Part] = []
+    by_name = {part.mention: part for part in page_parts}
     if mentions is not None:
         parts.extend(part.model_copy() for part in mentions)
     elif "@" in text:
-        for item in _resolve_all(text, namespace, working_dir):
+        for item in _resolve_all(text, namespace, working_dir, by_name):
             if item.part is not None:
                 parts.append(item.part)
+                by_name.pop(item.mention.name, None)
             elif item.file is not None:
                 files.append(item.file)
+    if mentions is None:
+        parts.extend(by_name.values())
     if files or attachments:
         parts.extend(attachment_parts([*files, *(attachments or ())],
                                       capabilities=capabilities, model=model))
@@ -348,6 +404,11 @@ def preview_mention(text: str, *, namespace: Mapping[str, Any], working_dir: Pat
     mention = found[0]
     reply: MentionPreview = {"mention": mention.name, "kind": mention.kind, "ok": False}
     try:
+        if mention.kind == "notebook":  # read from the page when the prompt is sent
+            _check_cells_mention(mention.target)
+            note = t("mention_read_when_sent", lang)
+            reply["ok"], reply["rendering"], reply["summary"] = True, note, note
+            return reply
         resolved = _resolve(mention, namespace, working_dir)
         summary = resolved.summary
         if resolved.part is not None:

@@ -80,11 +80,13 @@ class TurnRunner:
 
     def ready(self, prompt: str, attachments: Sequence[Any] | None,
               mentions: Sequence[MentionPart] | None = None, *,
-              paid: tuple[Spend, Spend] | None = None) -> Message:
+              paid: tuple[Spend, Spend] | None = None,
+              page_parts: Sequence[MentionPart] = ()) -> Message:
         """The checks before a turn (idle, budget, a sub-agent tree changed since), then
         its prompt; nothing is changed. ``paid``: all the session will have paid when the
         turn starts and what of it for turns gone back over, if not what it has now (a
-        retry's, after its rewind)."""
+        retry's, after its rewind). ``page_parts``: the cells the page gave for the
+        prompt's cell mentions (see ``prompt_parts``)."""
         self.check_idle()
         state, deps = self.state, self.deps
         place = deps.workspace
@@ -93,11 +95,11 @@ class TurnRunner:
         agent.check_subagents()
         message = Message.user(encodable(prompt))
         message.metadata.think_level = next_think_level(state, deps)
-        if attachments or mentions or "@" in prompt:
+        if attachments or mentions or page_parts or "@" in prompt:
             message.parts.extend(prompt_parts(
                 message.text, attachments, mentions, namespace=place.namespace,
                 working_dir=place.working_dir, capabilities=provider.info.capabilities,
-                model=provider.model_id))
+                model=provider.model_id, page_parts=page_parts))
         return message
 
     def start(self, prompt_message: Message) -> asyncio.Task[Any]:

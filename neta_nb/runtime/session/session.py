@@ -44,6 +44,7 @@ from ...tools.builtin.python_exec import notebook_namespace
 from ...tools.notebook.page import NotebookPage
 from ..agent import Agent
 from ..approvals import ApprovalPolicy
+from ..mentions.page_mentions import page_mention_parts
 from . import branches
 from .deps import CallGate, TurnDeps
 from .resume import resume_session
@@ -348,13 +349,16 @@ class AgentSession:
 
     # --- running turns ----------------------------------------------------------------
     def start(self, prompt: str, attachments: Sequence[Any] | None = None, *,
-              mentions: Sequence[MentionPart] | None = None) -> asyncio.Task[Any]:
+              mentions: Sequence[MentionPart] | None = None,
+              page_parts: Sequence[MentionPart] = ()) -> asyncio.Task[Any]:
         """Run a turn in the background and return its task; the notebook cell returns
         at once, so Stop and other widget messages keep working. ``attachments`` and
         ``mentions`` as for :meth:`run`; a refused attachment or mention raises here,
-        before any turn."""
+        before any turn. Cell mentions (``@this``, ``@cells[…]``, ``@cell:…``) are read
+        from the page, which takes an ``await``: :meth:`run` reads them, here
+        ``page_parts`` gives them (``page_mentions.page_mention_parts``)."""
         runner = self._runner
-        return runner.start(runner.ready(prompt, attachments, mentions))
+        return runner.start(runner.ready(prompt, attachments, mentions, page_parts=page_parts))
 
     def cancel(self) -> bool:
         """Stop the turn in flight: streaming stops, running tools are abandoned, the
@@ -380,9 +384,14 @@ class AgentSession:
         :mod:`neta_nb.runtime.mentions.attachments`). One the model cannot take raises
         :class:`AttachmentError` before anything is sent or stored; so does a ``@`` mention
         that does not resolve (``MentionError``, :mod:`neta_nb.runtime.mentions.mentions`).
-        ``mentions``: blocks sent instead of resolving them (``()``: ``@`` is text)."""
+        ``mentions``: blocks sent instead of resolving them (``()``: ``@`` is text).
+        Cell mentions (``@this``, ``@cells[3:5]``, ``@cell:<id>``) are read from the
+        notebook page now, as the editor holds them
+        (:mod:`neta_nb.runtime.mentions.page_mentions`)."""
         runner = self._runner
-        prompt_message = runner.ready(prompt, attachments, mentions)
+        page_parts = (await page_mention_parts(prompt, self.notebook_page)
+                      if mentions is None and "@" in prompt else [])
+        prompt_message = runner.ready(prompt, attachments, mentions, page_parts=page_parts)
         turn = self.state.turn = Turn(task=asyncio.current_task())
         try:
             return await runner.run(prompt_message, turn)

@@ -38,6 +38,7 @@ __all__ = [
     "json_label",
     "model_images",
     "notebook_cells",
+    "render_cell",
     "render_notebook",
     "render_outputs",
     "shown_name",
@@ -226,7 +227,15 @@ def _heading(notebook: dict[str, Any], count: int) -> str:
     return heading
 
 
-def _cell(cell: dict[str, Any], position: int, *, full: bool) -> list[str]:
+def render_cell(cell: dict[str, Any], position: int) -> str:
+    """One cell as ``read_notebook`` shows it in a range — its header (position, id, type,
+    execution count), its outputs summarised, its error — with its source whole: what an
+    ``@this`` or ``@cell:<id>`` mention sends."""
+    return "\n".join(_cell(cell, position, full=False, whole_source=True))
+
+
+def _cell(cell: dict[str, Any], position: int, *, full: bool,
+          whole_source: bool = False) -> list[str]:
     """A cell's lines: its header, its source quoted, its outputs."""
     kind = cell.get("cell_type", "code")
     count = cell.get("execution_count")
@@ -235,7 +244,7 @@ def _cell(cell: dict[str, Any], position: int, *, full: bool) -> list[str]:
     lines = [f"--- cell {position} · id {cell_label(cell.get('id'))} · "
              f"{cell_label(kind)}{ran}"]
     source = _text(cell.get("source"))
-    limit = None if full else _SOURCE_CHARS
+    limit = None if full or whole_source else _SOURCE_CHARS
     lines += _bounded(source, limit) if source else ["(empty)"]
     for output in cell_outputs(cell):
         if isinstance(output, dict):

@@ -30,13 +30,13 @@ import asyncio
 import contextlib
 import dataclasses
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, cast
 
 import traitlets
 
 from ...labels import t
-from ...messages import ToolExecution
+from ...messages import MentionPart, ToolExecution
 from ...runtime.mentions.attachments import DEFAULT_ATTACHMENT_LIMITS, Attachment, guess_media_type
 from ...runtime.projection import ConversationProjection
 from ...runtime.session import Agent, AgentSession
@@ -46,6 +46,7 @@ from ..base import BUFFERS_KEY, NetaWidget, RequestError, Requests, handles
 from ..streaming import FLUSH_INTERVAL
 from ..wire import ContextUsageDict, TodoItemDict, TurnUsageDict
 from .agent_controls import AgentControlTraits
+from .cell_context import chip_cells, reads_the_page, send_with_cells
 from .drawing.batcher import OpBatcher
 from .drawing.render import WINDOW, full_text, render_window
 from .drawing.session_names import SessionNames, read_names, static_heading
@@ -462,7 +463,7 @@ class ChatView(NetaWidget):
         return {"session_id": self.session_id, "messages": items, "has_older": has_older}
 
     @handles("command")
-    def _command(self, request: CommandRequest) -> CommandReply:
+    def _command(self, request: CommandRequest) -> CommandReply | Awaitable[CommandReply]:
         command = request.get("command")
         if not isinstance(command, Mapping):
             raise RequestError("command needs a 'command' object")
@@ -472,10 +473,19 @@ class ChatView(NetaWidget):
             return {"running": self.running}
         session = self._require_session()
         if kind == "send":
-            task = _send(session, command, cast(Mapping[str, Any], request).get(BUFFERS_KEY))
-            if task is not None:
-                self._live.track(task)
-            return {"running": True}
+            buffers = cast(Mapping[str, Any], request).get(BUFFERS_KEY)
+            cells = chip_cells(command)
+
+            def start(page_parts: Sequence[MentionPart] = ()) -> CommandReply:
+                task = _send(session, command, buffers, page_parts=page_parts)
+                if task is not None:
+                    self._live.track(task)
+                return {"running": True}
+
+            text = str(command.get("text", "")).strip()
+            if reads_the_page(text, cells):  # the cells are read from the page first
+                return send_with_cells(text, cells, self._page, self.lang, start)
+            return start()
         if kind == "stop" and command.get("subagent") is not None:
             run_id = command.get("subagent")
             if not isinstance(run_id, str) or self._live.projection.running_run(run_id) is None:
@@ -589,9 +599,10 @@ def _send_prompt(live: LiveFollower, session: AgentSession, prompt: str) -> None
         live.track(task)
 
 
-def _send(session: AgentSession, command: Mapping[str, Any],
-          buffers: Any) -> asyncio.Task[Any] | None:
-    """A view's ``send``: the prompt and the files it carries, as a turn of ``session``."""
+def _send(session: AgentSession, command: Mapping[str, Any], buffers: Any, *,
+          page_parts: Sequence[MentionPart] = ()) -> asyncio.Task[Any] | None:
+    """A view's ``send``: the prompt and the files it carries, as a turn of ``session``;
+    ``page_parts``: the cells read from the page for it."""
     text = str(command.get("text", "")).strip()
     attachments = _sent_files(command, buffers)
     if not text and not attachments:
@@ -599,6 +610,8 @@ def _send(session: AgentSession, command: Mapping[str, Any],
     if session.running:
         raise RequestError("a turn is already running; stop it first")
     try:
+        if page_parts:
+            return session.start(text, attachments, page_parts=page_parts)
         return session.handle_command({"type": "send", "text": text}, attachments=attachments)
     except Exception as exc:
         raise RequestError(str(exc)) from exc
