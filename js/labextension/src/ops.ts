@@ -223,7 +223,8 @@ async function create(panel: NotebookPanel, args: Args, services: OpServices): P
     throw new BridgeFailure("no_folder", `there is no folder ${JSON.stringify(folder)} (a new notebook goes into a folder that exists)`);
   }
   const content = structuredClone(notebook) as { metadata?: Record<string, unknown> };
-  const metadata = (content.metadata ??= {});
+  content.metadata ??= {};
+  const metadata = content.metadata;
   for (const key of ["kernelspec", "language_info"]) {
     const value = panel.content.model?.getMetadata(key);
     if (metadata[key] === undefined && value !== undefined) metadata[key] = value;
