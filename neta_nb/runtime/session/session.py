@@ -117,7 +117,7 @@ class AgentSession:
         """What the session holds (see :class:`~.state.SessionState`)."""
         workspace = Workspace(agent, provider, self.catalog, working_dir=self.working_dir,
                               namespace=self.namespace, approvals=self.state.approvals,
-                              turn_end=self._turn_end)
+                              turn_end=lambda: _turn_end(self))
         workspace.notebook_page = notebook_page
         self.deps = TurnDeps(self.state, workspace, type(self),
                              depth=crew_link.depth if crew_link else 0,
@@ -208,20 +208,6 @@ class AgentSession:
     def context(self) -> ContextUsage:
         """How full the context window was after the latest model call."""
         return self.state.meter.context
-
-    def _turn_end(self) -> Awaitable[None] | None:
-        """The end of the turn running now (``None``: none runs), to wait for."""
-        return self._idle() if self.running else None
-
-    async def _idle(self) -> None:
-        ended = asyncio.Event()
-        unsubscribe = self.subscribe(lambda event: ended.set() if event.type == "done" else None)
-        try:
-            while self.running:  # `done` comes once the session is idle
-                ended.clear()
-                await ended.wait()
-        finally:
-            unsubscribe()
 
     @property
     def running(self) -> bool:
@@ -522,3 +508,19 @@ def _record_fields(session: AgentSession) -> dict[str, Any]:
             "branch_of": session.branch_of, "branch_at": session.branch_at,
             "cost_usd": session.cost_usd,
             "rewound": dataclasses.asdict(state.spending.rewound)}
+
+
+def _turn_end(session: AgentSession) -> Awaitable[None] | None:
+    """The end of the turn ``session`` runs now (``None``: none runs), to wait for."""
+    return _idle(session) if session.running else None
+
+
+async def _idle(session: AgentSession) -> None:
+    ended = asyncio.Event()
+    unsubscribe = session.subscribe(lambda event: ended.set() if event.type == "done" else None)
+    try:
+        while session.running:  # `done` comes once the session is idle
+            ended.clear()
+            await ended.wait()
+    finally:
+        unsubscribe()
