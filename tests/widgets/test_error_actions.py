@@ -21,7 +21,7 @@ from neta_nb.runtime.mentions.mentions import find_mentions
 from neta_nb.tools.notebook import kernel
 from neta_nb.widgets import ChatView
 from neta_nb.widgets.base import RequestError
-from neta_nb.widgets.chat.error_actions import error_prompt
+from neta_nb.widgets.chat.requests.error_actions import error_prompt
 
 from ..support.sessions import answer, make_session
 from ..support.timing import wait_until

@@ -8,7 +8,7 @@
  *
  * A press goes to one chat view of the notebook (the side panel's, else the last live one
  * in the notebook) as a `neta-nb-error-action` event (js/src/chat/error-actions.ts), which
- * passes it to the kernel: the prompt is made there (neta_nb/widgets/chat/error_actions.py).
+ * passes it to the kernel: the prompt is made there (neta_nb/widgets/chat/requests/error_actions.py).
  * A chat running a turn refuses: the reason shows beside the buttons, and nothing is sent.
  *
  * A chat view that can answer marks its element (`data-neta-nb-error-actions`) and says so

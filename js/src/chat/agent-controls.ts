@@ -1,5 +1,5 @@
 /**
- * What an outside agent offers beside the prompt box (Python: widgets/chat/agent_controls.py):
+ * What an outside agent offers beside the prompt box (Python: widgets/chat/requests/agent_controls.py):
  *
  * - the `/` menu: typing `/` at the start of the prompt lists the agent's commands (name,
  *   description), filtered as more is typed (./slash-commands.ts); ↑/↓ move, Enter or Tab

@@ -8,7 +8,7 @@
  *     detail = { request: {action, cell_id, execution_count, source, error}, respond(reply), handled: false }
  *
  * The view sets `handled` while the event is dispatched and passes the request to its
- * kernel-side chat as `error_action` (Python: neta_nb/widgets/chat/error_actions.py, which
+ * kernel-side chat as `error_action` (Python: neta_nb/widgets/chat/requests/error_actions.py, which
  * builds the prompt and starts the turn); `respond` gets `{ok: true}` or `{ok: false,
  * message}` (the chat refused: a turn is running, the chat is read-only). A view that
  * answers marks its element (`data-neta-nb-error-actions`) and dispatches
@@ -23,7 +23,7 @@ type Model = AnyModel<Record<string, unknown>>;
 export const ERROR_ACTION_EVENT = "neta-nb-error-action";
 
 /** The error output as the page shows it (Python twin: `ErrorOutput`,
- * neta_nb/widgets/chat/error_actions.py). */
+ * neta_nb/widgets/chat/requests/error_actions.py). */
 export interface ErrorOutput {
   ename?: string;
   evalue?: string;

@@ -1,7 +1,7 @@
 /**
  * How the chat input asks the kernel about `@` mentions: `mention_candidates {prefix}` for
  * the popup and `mention_preview {mention}` for a chip (Python twins in
- * neta_nb/widgets/chat/mention_requests.py and neta_nb/runtime/mentions/mentions.py).
+ * neta_nb/widgets/chat/requests/mention_requests.py and neta_nb/runtime/mentions/mentions.py).
  *
  * The input knows nothing of the widget's model: it dispatches a `neta-mention-request`
  * event that bubbles to the view's element, where the renderer answers it with a request

@@ -4,7 +4,7 @@
  * goes to the agent as the prompt's text (the Agent Client Protocol's way).
  */
 
-/** One of the agent's `/` commands (Python twin: `AgentCommand`, widgets/chat/agent_controls.py). */
+/** One of the agent's `/` commands (Python twin: `AgentCommand`, widgets/chat/requests/agent_controls.py). */
 export interface AgentCommand {
   name: string;
   description: string;

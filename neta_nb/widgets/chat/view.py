@@ -7,7 +7,7 @@ the session knows nothing of widgets, so a session started from a cell with
 holds the traits and answers the requests; its collaborators own the rest: the live
 follower, the read-only mode of a stored session (:mod:`~neta_nb.widgets.chat.read_only`),
 the traits of the turn's state both write (:class:`~neta_nb.widgets.chat.live.TurnTraits`),
-the message actions (:mod:`~neta_nb.widgets.chat.message_actions`) and the widgets its
+the message actions (:mod:`~neta_nb.widgets.chat.requests.message_actions`) and the widgets its
 header opens (:mod:`~neta_nb.widgets.chat.panels.header_panels`). Live or stored, what it draws
 is one :class:`~neta_nb.runtime.projection.ConversationProjection`. What a user asks of
 it:
@@ -15,7 +15,7 @@ it:
 * **Requests** (``{kind, id}`` with a reply) are the actions: ``command`` (the session's
   ``send``/``stop``/``set_thinking_level``/``approve``), ``older`` (the previous page of
   history, loaded when the user scrolls up), ``switch_agent``, ``set_mode`` (an outside
-  agent's session mode: :mod:`~neta_nb.widgets.chat.agent_controls`), ``sync`` and
+  agent's session mode: :mod:`~neta_nb.widgets.chat.requests.agent_controls`), ``sync`` and
   ``full_text``
   (the whole of a text the state holds a preview of: state stays small, see
   ``neta_nb.widgets.state_bounds``).
@@ -45,22 +45,22 @@ from ...store.records import SessionRecord
 from ..base import BUFFERS_KEY, NetaWidget, RequestError, Requests, handles
 from ..streaming import FLUSH_INTERVAL
 from ..wire import ContextUsageDict, TodoItemDict, TurnUsageDict
-from .agent_controls import AgentControlTraits
-from .cell_context import chip_cells, reads_the_page, send_with_cells
 from .drawing.batcher import OpBatcher
 from .drawing.render import WINDOW, full_text, render_window
 from .drawing.session_names import SessionNames, read_names, static_heading
 from .drawing.static import static_html, static_summary, static_text
 from .drawing.subagent_parts import SubagentRuns
-from .error_actions import ErrorActions
 from .live import LiveFollower, QuietWindow, TurnTraits, live_session
-from .mention_requests import MentionRequests
-from .message_actions import message_action
 from .notebook_page import PageBridge
 from .outside_requests import OutsideRequests
 from .panels.header_panels import HeaderPanels, OpenPanelReply, OpenPanelRequest, SidePanelModel
 from .panels.session_sidebar import SessionSidebar
 from .read_only import READ_ONLY_REFRESH_INTERVAL, ReadOnlyMode, ResumeStored
+from .requests.agent_controls import AgentControlTraits
+from .requests.cell_context import chip_cells, reads_the_page, send_with_cells
+from .requests.error_actions import ErrorActions
+from .requests.mention_requests import MentionRequests
+from .requests.message_actions import message_action
 from .view_presence import ViewPresence
 from .wire import (
     Approval,

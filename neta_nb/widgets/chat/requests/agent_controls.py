@@ -13,8 +13,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Protocol, TypedDict
 
-from ...runtime.acp.controls import AgentControls, AgentMode
-from ..base import RequestError, Requests, handles
+from ....runtime.acp.controls import AgentControls, AgentMode
+from ...base import RequestError, Requests, handles
 
 __all__ = ["AgentCommand", "AgentControlTraits", "SetModeReply", "SetModeRequest"]
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from ...messages import MentionPart
-from ...runtime.mentions.mentions import MentionError
-from ...runtime.mentions.page_mentions import page_mention_parts, page_mentions
-from ...tools.notebook.page import NotebookPage
-from ..base import RequestError
+from ....messages import MentionPart
+from ....runtime.mentions.mentions import MentionError
+from ....runtime.mentions.page_mentions import page_mention_parts, page_mentions
+from ....tools.notebook.page import NotebookPage
+from ...base import RequestError
 
 __all__ = ["MAX_CHIP_CELLS", "chip_cells", "reads_the_page", "send_with_cells"]
 

@@ -25,13 +25,13 @@ import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
-from ...tools.notebook.kernel import raising_cell
-from ...tools.notebook.texts import TRACEBACK_CHARS, last_exception
-from ..base import RequestError, Requests, handles
-from .wire import CommandReply
+from ....tools.notebook.kernel import raising_cell
+from ....tools.notebook.texts import TRACEBACK_CHARS, last_exception
+from ...base import RequestError, Requests, handles
+from ..wire import CommandReply
 
 if TYPE_CHECKING:
-    from ...runtime.session import AgentSession
+    from ....runtime.session import AgentSession
 
 __all__ = ["ERROR_ACTIONS", "ErrorActionRequest", "ErrorActions", "error_prompt"]
 

@@ -5,9 +5,9 @@ session shown (its rewind draws it again)."""
 
 from __future__ import annotations
 
-from ...runtime.session import AgentSession
-from ..base import RequestError
-from .wire import MessageActionRequest
+from ....runtime.session import AgentSession
+from ...base import RequestError
+from ..wire import MessageActionRequest
 
 __all__ = ["ACTIONS", "message_action"]
 

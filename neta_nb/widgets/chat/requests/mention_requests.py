@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ...runtime.mentions.mention_candidates import mention_candidates
-from ...runtime.mentions.mentions import MentionPreview, preview_mention
-from ...runtime.session import AgentSession
-from ..base import RequestError, Requests, handles
-from .wire import MentionCandidatesReply, MentionCandidatesRequest, MentionPreviewRequest
+from ....runtime.mentions.mention_candidates import mention_candidates
+from ....runtime.mentions.mentions import MentionPreview, preview_mention
+from ....runtime.session import AgentSession
+from ...base import RequestError, Requests, handles
+from ..wire import MentionCandidatesReply, MentionCandidatesRequest, MentionPreviewRequest
 
 __all__ = ["MentionCandidatesReply", "MentionCandidatesRequest", "MentionPreview",
            "MentionPreviewRequest", "MentionRequests", "candidates_for", "preview_for"]
