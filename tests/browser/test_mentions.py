@@ -131,6 +131,8 @@ def test_the_popup_lists_notebook_variables_and_chips_show_what_is_sent(
 
     # Corrected, the prompt goes with each chip's block.
     shown = {name: _chip(page, name) for name in ("@sales", "@error", "@file:notes.md")}
+    chipped = chat.locator(".neta-cell-chip-text").get_attribute("title")
+    assert chipped
     box.fill("Which region sells most in @sales, and why @error? Read @file:notes.md")
     box.press("Enter")
     chat.locator(".neta-chat-assistant", has_text="North sold the most.").wait_for()
@@ -141,7 +143,9 @@ def test_the_popup_lists_notebook_variables_and_chips_show_what_is_sent(
         "parts = provider.requests[0].messages[-1].parts\n"
         "print(json.dumps([getattr(p, 'mention', getattr(p, 'name', None)) "
         "for p in parts[1:]]))"))
-    assert sent.strip() == '["@sales", "@error", "notes.md"]'
+    # The chip of the cell the notebook's focus was last on (not the chat's own) goes
+    # along too (tests/browser/test_cell_context.py).
+    assert sent.strip() == f'["@sales", "@error", "@cell:{chipped}", "notes.md"]'
     for name in shown:
         assert lab.execute(path, (
             f"from neta_nb.runtime.mentions.mentions import preview_mention\n"
