@@ -10,9 +10,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
@@ -86,6 +88,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A local cluster on 127.0.0.1 (Ray's single-machine mode: tests talk to no other
     address); yields its address, which another driver can join."""
     before = {p.pid for p in psutil.process_iter()}
+    # Short, under /tmp: Ray's sockets live in it, and a socket's path has at most 107
+    # bytes. Pytest's numbered folders (/tmp/pytest-of-root/pytest-1041/popen-gw0/ray2/
+    # and Ray's session folder) passed that once the count had four digits.
+    temp_dir = tempfile.mkdtemp(prefix="neta-ray-", dir="/tmp")
     saved = os.environ.get(LOOPBACK_ONLY)
     os.environ[LOOPBACK_ONLY] = "0"  # read by the cluster's processes and drivers at import
     ray_constants.ENABLE_RAY_CLUSTER = False  # ...and this process imported it already
@@ -94,7 +100,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         # they can miss it (Ray issue 65983); what is left of the try is reaped.
         try:
             ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-                     _temp_dir=str(tmp_path_factory.mktemp("ray")),
+                     _temp_dir=temp_dir,
                      runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
             break
         except Exception:
@@ -109,6 +115,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     finally:
         ray.shutdown()
         reap(before)
+        shutil.rmtree(temp_dir, ignore_errors=True)
         ray_constants.ENABLE_RAY_CLUSTER = True
         if saved is None:
             os.environ.pop(LOOPBACK_ONLY, None)

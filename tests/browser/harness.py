@@ -497,15 +497,19 @@ class LabSession:
     def wait_for_kernel_value(self, path: str, expression: str, expected: str,
                               timeout: float = 10.0) -> str:
         """Poll ``print(expression)`` until it prints ``expected`` (a view's change reaches
-        the kernel asynchronously); returns the last value seen."""
+        the kernel asynchronously), and return it; an AssertionError names the last value
+        seen when ``timeout`` seconds pass without it."""
         seen = [""]
 
         def arrived() -> bool:
             seen[0] = self.execute(path, f"print({expression})").strip()
             return seen[0] == expected
 
-        with contextlib.suppress(AssertionError):
+        try:
             poll_until(arrived, within=timeout, what=expression)
+        except AssertionError:
+            raise AssertionError(f"{expression} printed {seen[0]!r}, not {expected!r}, "
+                                 f"for {timeout} s") from None
         return seen[0]
 
     def restart_kernel(self) -> None:

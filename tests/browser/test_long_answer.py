@@ -47,8 +47,8 @@ def drop_the_end(event):
 session.subscribe(drop_the_end)
 chat = ChatView(session, height="520px")
 requests = []  # the kinds of the requests the views made
-answer_request = chat._reply
-chat._reply = lambda kind, *rest: requests.append(kind) or answer_request(kind, *rest)
+answer_request = chat._respond
+chat._respond = lambda kind, *rest: requests.append(kind) or answer_request(kind, *rest)
 chat
 """.strip()
 

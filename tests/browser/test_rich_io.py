@@ -204,10 +204,14 @@ def test_attach_with_the_button_and_by_drop_and_refuse_a_large_file(
         ".neta-attachment-limits").inner_text()
     lab.screenshot(view.locator(".neta-chat-input"),
                    screenshot_dir / "chat-attachments-light.png")
+    # The cell chip's cell goes with a Send (tests/browser/test_cell_context.py): this
+    # test is about files, so it is taken off first.
+    view.locator(".neta-cell-chip-remove").click()
+    view.locator(".neta-cell-chip-bar").wait_for(state="hidden")
     view.locator(".neta-chat-textarea").fill("Look at these")
     view.locator(".neta-chat-textarea").press("Enter")
-    assert lab.wait_for_kernel_value(path, "sent(0)", "[('text', None), ('image', 'chart.png'), "
-                                     "('file_text', 'sales.csv')]")
+    lab.wait_for_kernel_value(path, "sent(0)", "[('text', None), ('image', 'chart.png'), "
+                              "('file_text', 'sales.csv')]")
     assert lab.execute(path, "print(base64.b64decode(provider.prompts[0].parts[1].data) == "
                              f"{png!r}, provider.prompts[0].parts[2].text == {CSV!r})"
                        ).strip() == "True True"
