@@ -8,6 +8,7 @@ the cluster started is reaped by pid at the end (Ray's helpers may ignore SIGTER
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import shutil
@@ -18,6 +19,7 @@ import tempfile
 import textwrap
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -116,6 +118,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         ray.shutdown()
         reap(before)
         shutil.rmtree(temp_dir, ignore_errors=True)
+        # Ray drops the Popen objects of its processes at shutdown, some before they have
+        # exited; reaped now, they are collected here, not in a later test's setup (where
+        # their "still running" warning is an unraisable error).
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResourceWarning)
+            gc.collect()
         ray_constants.ENABLE_RAY_CLUSTER = True
         if saved is None:
             os.environ.pop(LOOPBACK_ONLY, None)
