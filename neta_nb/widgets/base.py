@@ -135,6 +135,16 @@ def _reraise(error: Exception) -> NoReturn:
     raise error
 
 
+def _waited(widget: NetaWidget, kind: str, request_id: str,
+            done: asyncio.Future[Reply]) -> Reply:
+    """The reply of an answer that waited; an error reply when what it waited for was
+    cancelled instead (the view still gets its one reply)."""
+    if done.cancelled():
+        stopped = RequestError(f"the {kind!r} request was stopped before it was answered")
+        return widget._answered(kind, request_id, functools.partial(_reraise, stopped))
+    return done.result()
+
+
 def _error_text(error: BaseException) -> str:
     """What the view shows for a handler's exception: a RequestError is a message meant for
     the user; anything else is a bug, named by its type."""
@@ -371,7 +381,7 @@ class NetaWidget(anywidget.AnyWidget):
             return  # not a request (replies and batches travel the same channel)
         reply = self._respond(kind, request_id, content)
         if isinstance(reply, asyncio.Future):  # an answer that waits (on the page, say)
-            reply.add_done_callback(lambda done: self.send(done.result()))
+            reply.add_done_callback(lambda done: self.send(_waited(self, kind, request_id, done)))
             return
         self.send(reply)
 

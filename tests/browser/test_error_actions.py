@@ -110,7 +110,7 @@ def test_fix_on_an_error_ends_in_a_diff_card_and_reject_changes_nothing(
                                   "if p.type == 'mention']]))"))
     text, mentions = sent
     assert text.startswith("Cell `divide` (In[2]) of this notebook failed with "
-                           "ZeroDivisionError: division by zero.\n@In[2] @error")
+                           "`ZeroDivisionError: division by zero`.\n@In[2] @error")
     assert "edit_cell on cell id `divide`" in text
     assert mentions == ["@In[2]", "@error"]
 
@@ -199,6 +199,6 @@ def test_explain_goes_to_the_side_panel_and_a_busy_chat_refuses(lab: LabSession)
                                   " if m.role == 'user']))"))
     assert sent[0] == "Hold on" and len(sent) == 2
     assert sent[1].startswith("Cell `divide` (In[2]) of this notebook failed with "
-                              "ZeroDivisionError: division by zero.\n@In[2] @error")
+                              "`ZeroDivisionError: division by zero`.\n@In[2] @error")
     assert "Explain what this error means" in sent[1] and "edit_cell" not in sent[1]
     assert page.locator(PROPOSAL).count() == 0

@@ -10,13 +10,14 @@ from typing import Any
 
 import pytest
 
-from neta_nb import AgentToolConfig, ToolCatalog, resolve_tools
+from neta_nb import Agent, AgentSession, AgentToolConfig, ToolCatalog, resolve_tools
 from neta_nb.tools.base import ToolContext
 from neta_nb.tools.notebook import NOTEBOOK_TOOL_NAMES, notebook_tools
 from neta_nb.tools.notebook.reading_running import run_cell
 
+from ..support.delegation import crew_catalog, delegations
 from ..support.notebook_page import FakeNotebookPage
-from ..support.sessions import answer, calls, make_session
+from ..support.sessions import FakeProvider, answer, calls, make_session
 
 TOOLS = AgentToolConfig(enabled=["read_notebook", "run_cell", "cell_status"])
 CELLS: list[dict[str, Any]] = [
@@ -186,3 +187,27 @@ def test_cell_status_is_a_read_only_notebook_tool_off_by_default_that_needs_a_pa
     assert str(without_page.reasons["cell_status"]) == "Needs a JupyterLab or Notebook 7 page"
     assert "cell_status" in resolve_tools(ToolCatalog.default(), TOOLS,
                                           notebook_page=True).names
+
+
+async def test_a_subagents_run_starts_when_the_whole_turn_ends() -> None:
+    """A sub-agent's turn ends inside its parent's: the cell it queued starts when the
+    parent's turn has ended (started when the sub-agent's ended, its code would hold the
+    parent's turn until it finished)."""
+    page = FakeNotebookPage(CELLS)
+    runner = Agent("runner", model=FakeProvider([
+        calls(("r", "run_cell", {"cell_id": "slow", "wait": False})), answer("queued")]),
+        description="runs cells", tools=TOOLS)
+    planner = Agent("planner", model=FakeProvider([
+        delegations(("d", "runner", "start the slow cell")), answer("it will run")]),
+        subagents=[runner])
+    session = AgentSession(planner, crew_catalog(), notebook_page=page,
+                           approval_policy="allow")
+    runs_when_done: list[int] = []
+    session.subscribe(lambda event: runs_when_done.append(len(_runs(page)))
+                      if event.type == "done" else None)
+    await session.run("have the runner start the slow cell")
+    assert "queued" in _result(session, "d")
+    for _ in range(5):  # the start follows the turn's end
+        await asyncio.sleep(0)
+    assert runs_when_done == [0]
+    assert _runs(page) == [{"cell_id": "slow", "wait": False}]

@@ -152,6 +152,9 @@ async def test_a_path_not_open_is_refused_naming_the_open_notebooks() -> None:
     ("notes.txt", "does not name a notebook"),
     ("reports/.ipynb", "does not name a notebook"),
     ("x\n.ipynb", "holds a control character"),
+    # Shown in the approval as "report.ipynb" read backwards: an override of direction.
+    ("report\u202ebnpi.ipynb", "holds an invisible formatting character"),
+    ("a\u200b/b.ipynb", "holds an invisible formatting character"),
 ])
 async def test_a_path_outside_the_root_or_not_a_notebook_is_refused(path: str,
                                                                      why: str) -> None:

@@ -3,9 +3,10 @@ whatever its handler does; constructors refuse keyword arguments they do not kno
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import pytest
@@ -25,6 +26,7 @@ from neta_nb.widgets import (
 )
 from neta_nb.widgets.base import NetaWidget, RequestError, RequestHandler, handles
 
+from ..support.timing import wait_until
 from .conftest import SentMessages
 
 
@@ -238,3 +240,26 @@ def test_a_delegate_answers_its_kinds_on_its_own_object(sent: SentMessages) -> N
     reply = _ask(chat, sent, "mention_candidates", prefix="x")
     assert reply["ok"] is False and "no session" in reply["error"]
     assert _ask(chat, sent, "no_such_kind")["error"] == "unknown request kind 'no_such_kind'"
+
+
+async def test_an_answer_that_waits_and_is_cancelled_is_still_an_error_reply(
+        sent: SentMessages) -> None:
+    """A handler that waits (on the page, say) for something that is cancelled instead of
+    answered: the view still gets its one reply, an error saying so."""
+    waited: asyncio.Future[dict[str, object]] = asyncio.get_running_loop().create_future()
+
+    class Waiting(NetaWidget):
+        @handles("later")
+        def _later(self, _request: Mapping[str, object]) -> Awaitable[dict[str, object]]:
+            return waited
+
+    widget = Waiting()
+    widget._on_custom_message(widget, {"kind": "later", "id": "w1"}, [])
+    await asyncio.sleep(0)
+    assert sent.of_kind("reply") == []
+    waited.cancel()
+    await wait_until(lambda: sent.of_kind("reply"), within=5)
+    assert sent.of_kind("reply") == [{
+        "kind": "reply", "id": "w1", "ok": False,
+        "error": "the 'later' request was stopped before it was answered"}]
+    widget.close()

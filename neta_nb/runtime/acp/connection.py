@@ -114,19 +114,31 @@ class _Updates:
         """What the SDK reads: every line but the updates."""
 
     async def pump(self) -> None:
-        pending = b""
+        # The start of a line not yet ended, in the pieces it came in: joined once when
+        # its end comes (joined at each read, a line of megabytes read in thousands of
+        # blocks was copied over again each time).
+        pending: list[bytes] = []
+        size = 0
         try:
             while True:
                 block = await self._source.read(_READ_SIZE)
                 if not block:
                     if pending:
-                        self._line(pending)
+                        self._line(b"".join(pending))
                     return
-                lines = (pending + block).split(b"\n")
-                pending = lines.pop()
-                for line in lines:
-                    self._line(line + b"\n")
-                if len(pending) > STDOUT_LINE_LIMIT:
+                end = block.rfind(b"\n")
+                if end >= 0:
+                    ended = block[:end]
+                    if pending:
+                        ended = b"".join([*pending, ended])
+                    for line in ended.split(b"\n"):
+                        self._line(line + b"\n")
+                    pending, size = [], 0
+                    block = block[end + 1:]
+                if block:
+                    pending.append(block)
+                    size += len(block)
+                if size > STDOUT_LINE_LIMIT:
                     raise ValueError(f"a line of over {STDOUT_LINE_LIMIT} bytes")
         except (ValueError, ConnectionError) as error:  # a line over the limit; a broken pipe
             log.warning("reading the agent's output failed: %s", error)

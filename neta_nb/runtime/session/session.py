@@ -115,9 +115,10 @@ class AgentSession:
                                   window_assumed=info.assumed, think_level=think_level,
                                   approval_policy=approval_policy, parent=crew_link)
         """What the session holds (see :class:`~.state.SessionState`)."""
+        turn_end = crew_link.turn_end if crew_link is not None else None
         workspace = Workspace(agent, provider, self.catalog, working_dir=self.working_dir,
                               namespace=self.namespace, approvals=self.state.approvals,
-                              turn_end=lambda: _turn_end(self))
+                              turn_end=turn_end or (lambda: _turn_end(self)))
         workspace.notebook_page = notebook_page
         self.deps = TurnDeps(self.state, workspace, type(self),
                              depth=crew_link.depth if crew_link else 0,

@@ -16,6 +16,7 @@ focus from the chat in the middle of a turn; the user opens it from the file bro
 
 from __future__ import annotations
 
+import unicodedata
 import uuid
 from typing import Any
 
@@ -93,7 +94,8 @@ async def list_notebooks(ctx: ToolContext) -> RichResult:
 
 def valid_path(path: str) -> str:
     """``path`` when it names a new notebook inside the server's root: relative, with
-    ``/`` between folders, no ``..``, ending in ``.ipynb``; a :class:`ToolFailure` saying
+    ``/`` between folders, no ``..``, no control or invisible formatting character,
+    ending in ``.ipynb``; a :class:`ToolFailure` saying
     what is wrong otherwise."""
     shown = json_label(path)
     if not path.strip():
@@ -104,6 +106,11 @@ def valid_path(path: str) -> str:
                           f"{_MAX_PATH_CHARS:,}.")
     if any(ord(char) < 32 or ord(char) == 127 for char in path):
         raise ToolFailure(f"The path {shown} holds a control character (a newline, a tab).")
+    hidden = next((char for char in path if unicodedata.category(char) == "Cf"), None)
+    if hidden is not None:
+        raise ToolFailure(f"The path {shown} holds an invisible formatting character "
+                          f"(U+{ord(hidden):04X}: a direction mark or a zero-width one), which "
+                          "would make the name read otherwise than it is.")
     if "\\" in path:
         raise ToolFailure(f"The path {shown} holds a backslash: separate folders with \"/\".")
     if path.startswith(("/", "~")) or (len(path) > 1 and path[1] == ":"):

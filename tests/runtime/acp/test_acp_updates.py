@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from typing import Any
 
 import pytest
@@ -95,6 +96,21 @@ async def test_a_line_over_the_limit_ends_the_reading(monkeypatch: pytest.Monkey
     assert heard.items == [("chunk", "s1", "before", False)]
     assert passed == b""
     assert "a line of over 200 bytes" in caplog.text
+
+
+async def test_a_giant_line_read_in_many_blocks_is_joined_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A line of megabytes (a file's text in a tool call's update) arrives in thousands
+    of reads: its start is kept in pieces and joined once, not copied again at each read
+    (that took seconds on the kernel's loop, the chat frozen meanwhile)."""
+    monkeypatch.setattr(connection, "_READ_SIZE", 1024)
+    text = "x" * (8 * 1024 * 1024)
+    started = time.perf_counter()
+    heard, passed = await _pumped([_chunk(text), _chunk("after")])
+    elapsed = time.perf_counter() - started
+    assert heard.items == [("chunk", "s1", text, False), ("chunk", "s1", "after", False)]
+    assert passed == b""
+    assert elapsed < 2.0, f"{elapsed:.1f} s"
 
 
 @pytest.mark.parametrize("pieces", [["a", "b"], ["t:a", "b", "t:c", "d"], ["t:x"], []])

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -137,6 +137,11 @@ class CrewLink:
     """The parent's approvals: its UI answers the child's requests."""
     saved: SessionPersistence | None = None
     """The parent's writes: a child of a deleted parent stores nothing."""
+    turn_end: Callable[[], Awaitable[None] | None] | None = None
+    """The end of the turn the child's runs inside (its parent's, and so the top-level
+    session's): a cell run the child does not wait for (``run_cell(wait=False)``) starts
+    after it; started when the child's own turn ended, its code would hold the parent's
+    turn. ``None``: the child's own."""
 
 
 @dataclass(eq=False)
@@ -303,7 +308,7 @@ class Crew:
         state, place = self._state, self._workspace
         link = CrewLink(parent_id=state.id, call_id=call_id, depth=self.depth + 1,
                         max_depth=self.max_depth, approvals=state.approvals,
-                        saved=state.saved)
+                        saved=state.saved, turn_end=place.notebook.turn_end)
         return self._new_session(agent, place.catalog, state.saved.store,
                                  working_dir=place.working_dir, namespace=place.namespace,
                                  approval_policy=state.approvals.policy,

@@ -10,9 +10,12 @@ shows it (``ename``, ``evalue``, ``traceback``). What the prompt says is decided
 * the cell by its notebook id (what ``edit_cell`` takes) and, where the kernel's run
   ``[n]`` is that cell's text, as ``@In[n]`` (its source and result as a mention gives
   them);
-* the error as ``@error`` where the kernel's last exception is the one that cell raised,
-  otherwise (a later cell failed since, the kernel restarted) the error output the page
-  shows, quoted as data;
+* the error's one line (its name and message) as a code span, and the error as ``@error``
+  where the kernel's last exception is the one that cell raised, otherwise (a later cell
+  failed since, the kernel restarted) the error output the page shows, quoted as data,
+  with the cell's text (its start, when long). Nothing the page sent is a mention: an
+  ``@`` in an error's message (``KeyError: '@timestamp'``) would otherwise read a
+  variable or a file, or fail the prompt;
 * Fix asks for the corrected cell proposed with ``edit_cell`` — the usual diff card:
   nothing changes without Accept — and Explain for an explanation only, nothing changed.
 
@@ -40,6 +43,11 @@ ERROR_ACTIONS: tuple[ErrorAction, ...] = ("fix", "explain")
 
 _MAX_SOURCE = 1_000_000
 """The longest cell text a request may carry (a page's cell, not a file)."""
+PROMPT_SOURCE_CHARS = 20_000
+"""The most of a cell's text the prompt quotes (the rest is cut, with a note: the model
+reads the whole cell with ``read_notebook``)."""
+_CELL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""A cell id as nbformat allows one (and an ``@cell:`` mention takes)."""
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 
 
@@ -90,8 +98,9 @@ def error_prompt(request: Mapping[str, Any], namespace: Mapping[str, Any]) -> st
     if action not in ERROR_ACTIONS:
         raise RequestError(f"error_action needs an 'action' of {', '.join(ERROR_ACTIONS)}, "
                            f"not {action!r}")
-    if not isinstance(cell_id, str) or not cell_id or len(cell_id) > 200:
-        raise RequestError("error_action needs the failing cell's 'cell_id'")
+    if not isinstance(cell_id, str) or not _CELL_ID.fullmatch(cell_id):
+        raise RequestError("error_action needs the failing cell's 'cell_id' (1 to 64 "
+                           "letters, digits, '-' or '_', as nbformat writes one)")
     if count is not None and (not isinstance(count, int) or isinstance(count, bool)
                               or count < 1):
         raise RequestError("'execution_count' must be a positive integer or null")
@@ -105,7 +114,7 @@ def error_prompt(request: Mapping[str, Any], namespace: Mapping[str, Any]) -> st
     exception = last_exception()
     raised_here = ran is not None and exception is not None and raising_cell(exception) == ran
     lines = [f"Cell {name} of this notebook failed with "
-             f"{_one_line(error)}."]
+             f"{_code_span(_one_line(error))}."]
     mentions = [f"@In[{ran}]"] if ran is not None else []
     if raised_here:
         mentions.append("@error")
@@ -114,7 +123,7 @@ def error_prompt(request: Mapping[str, Any], namespace: Mapping[str, Any]) -> st
     if not raised_here:
         lines += ["", "The error output as the notebook shows it:", _quoted(_error_text(error))]
     if ran is None:
-        lines += ["", "The cell's text now:", _quoted(source)]
+        lines += ["", "The cell's text now:", _quoted(_bounded_source(source, cell_id))]
     lines.append("")
     if action == "fix":
         lines.append(f"Find the cause and propose the corrected cell with edit_cell on cell "
@@ -153,6 +162,24 @@ def _error_text(error: Mapping[str, Any]) -> str:
         cut = len(text) - TRACEBACK_CHARS
         text = f"… (cut: {cut:,} earlier characters)\n{text[cut:]}"
     return text
+
+
+def _bounded_source(source: str, cell_id: str) -> str:
+    """``source``, its start kept when it is over :data:`PROMPT_SOURCE_CHARS`."""
+    if len(source) <= PROMPT_SOURCE_CHARS:
+        return source
+    return (f"{source[:PROMPT_SOURCE_CHARS]}\n… (cut: {len(source) - PROMPT_SOURCE_CHARS:,} "
+            f"more characters; read_notebook(cell_id=\"{cell_id}\") shows the cell whole)")
+
+
+def _code_span(text: str) -> str:
+    """``text`` (one line) as a code span: quoted, so no ``@`` in it is a mention, and
+    its backticks cannot pair with the prompt's own (a span between them hides
+    mentions)."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _quoted(text: str) -> str:
