@@ -124,13 +124,13 @@ class _Updates:
                 block = await self._source.read(_READ_SIZE)
                 if not block:
                     if pending:
-                        self._line(b"".join(pending))
+                        self._line(_joined(pending))
                     return
                 end = block.rfind(b"\n")
                 if end >= 0:
                     ended = block[:end]
                     if pending:
-                        ended = b"".join([*pending, ended])
+                        ended = _joined([*pending, ended])
                     for line in ended.split(b"\n"):
                         self._line(line + b"\n")
                     pending, size = [], 0
@@ -175,6 +175,11 @@ class _Updates:
         except Exception:  # a listener's bug or an update the SDK cannot read: not fatal
             log.exception("an update from the agent could not be shown")
         return True
+
+
+def _joined(pieces: list[bytes]) -> bytes:
+    """A line from the pieces it came in (once per line: see ``_Updates.pump``)."""
+    return b"".join(pieces)
 
 
 def _text_chunk(message: Any) -> tuple[str, str, bool] | None:
