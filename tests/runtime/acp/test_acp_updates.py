@@ -105,8 +105,12 @@ async def test_a_giant_line_read_in_many_blocks_is_joined_once(
     monkeypatch.setattr(connection, "_READ_SIZE", 1024)
     copied: list[int] = []
     join = connection._joined
-    monkeypatch.setattr(connection, "_joined",
-                        lambda pieces: copied.append(sum(map(len, pieces))) or join(pieces))
+
+    def counted(pieces: list[bytes]) -> bytes:
+        copied.append(sum(map(len, pieces)))
+        return join(pieces)
+
+    monkeypatch.setattr(connection, "_joined", counted)
     text = "x" * (8 * 1024 * 1024)
     line, after = _chunk(text), _chunk("after")
     heard, passed = await _pumped([line, after])
