@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["end_at_exit", "end_with_this_process", "release"]
+__all__ = ["end_at_exit", "end_with_this_process", "release", "watchdog_pid"]
 
 _ENDINGS: list[Callable[[], None]] = []
 _REAPER = Path(__file__).with_name("orphan_reaper.py")
@@ -142,3 +142,12 @@ def _after_fork_in_child() -> None:
 
 if sys.platform != "win32":
     os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def watchdog_pid() -> int | None:
+    """The pid of this process's watchdog program, while it runs (it lives as long as
+    this process: a count of the programs this process started leaves it out)."""
+    reaper = _reaper
+    if reaper is None or _reaper_pid_of != os.getpid() or reaper.poll() is not None:
+        return None
+    return reaper.pid

@@ -23,6 +23,7 @@ import pytest
 pytest.importorskip("mcp", reason="needs the MCP SDK: pip install 'neta-nb[mcp]'")
 
 from neta_nb import Agent, AgentSession, AgentToolConfig, ToolCatalog, ToolContext, resolve_tools
+from neta_nb.process_exit import watchdog_pid
 from neta_nb.providers.anthropic import AnthropicProvider
 from neta_nb.tools.mcp.mcp import MCPServerError, MCPTool, MCPToolError, ServerStatus
 
@@ -37,7 +38,10 @@ EVERYTHING = (Path(__file__).parents[2] / "fixtures" / "mcp_everything" / "node_
 
 
 def _children() -> set[int]:
-    return {child.pid for child in psutil.Process().children(recursive=True)}
+    """This process's descendants, but the watchdog that outlives every server (started
+    with the first one, neta_nb.process_exit)."""
+    return {child.pid for child in psutil.Process().children(recursive=True)} - {
+        watchdog_pid()}
 
 
 async def _add_test_server(catalog: ToolCatalog, name: str = "t", **options: Any) -> Any:

@@ -23,6 +23,7 @@ pytest.importorskip("mcp", reason="needs the MCP SDK: pip install 'neta-nb[mcp]'
 
 from neta_nb import Agent, AgentSession, AgentToolConfig, ToolCatalog, ToolContext, resolve_tools
 from neta_nb.messages import SkillExecution, ToolExecution
+from neta_nb.process_exit import watchdog_pid
 from neta_nb.tools.mcp.mcp import MCPServerError, MCPTool, ServerStatus
 from neta_nb.tools.mcp.mcp_connection import MCPConnection
 
@@ -35,7 +36,10 @@ TEST_SERVER = SUPPORT / "mcp_test_server.py"
 
 
 def _children() -> set[int]:
-    return {child.pid for child in psutil.Process().children(recursive=True)}
+    """This process's descendants, but the watchdog that outlives every server (started
+    with the first one, neta_nb.process_exit)."""
+    return {child.pid for child in psutil.Process().children(recursive=True)} - {
+        watchdog_pid()}
 
 
 def _gone(pid: int) -> bool:
