@@ -208,7 +208,8 @@ class ChatView(NetaWidget):
         self._mention_requests = MentionRequests(self._require_session, lambda: self.lang)
         self._error_actions = ErrorActions(
             self._require_session,
-            lambda session, prompt: _send_prompt(self._live, session, prompt))
+            lambda session, prompt: _send_and_track(
+                self._live, session, {"type": "send", "text": prompt}))
         if session is not None:
             self.bind(session)
         self._outside.changed()
@@ -477,9 +478,7 @@ class ChatView(NetaWidget):
             cells = chip_cells(command)
 
             def start(page_parts: Sequence[MentionPart] = ()) -> CommandReply:
-                task = _send(session, command, buffers, page_parts=page_parts)
-                if task is not None:
-                    self._live.track(task)
+                _send_and_track(self._live, session, command, buffers, page_parts)
                 return {"running": True}
 
             text = str(command.get("text", "")).strip()
@@ -592,9 +591,11 @@ def _view_id(request: ViewRequest) -> str:
     return view_id
 
 
-def _send_prompt(live: LiveFollower, session: AgentSession, prompt: str) -> None:
-    """A prompt made here (Fix on an error) sent as the view's Send sends one."""
-    task = _send(session, {"type": "send", "text": prompt}, None)
+def _send_and_track(live: LiveFollower, session: AgentSession, command: Mapping[str, Any],
+                    buffers: Any = None, page_parts: Sequence[MentionPart] = ()) -> None:
+    """A ``send`` started (:func:`_send`) and kept by ``live`` until it ends: the view's
+    Send, and a prompt made here (Fix on an error)."""
+    task = _send(session, command, buffers, page_parts=page_parts)
     if task is not None:
         live.track(task)
 
