@@ -175,6 +175,11 @@ async def test_the_agent_is_given_its_mcp_servers(tmp_path: Path, http: bool) ->
         "over HTTP)."])
 
 
+WITHOUT_WATCHDOG = """
+import neta_nb.runtime.acp.process as process
+process.end_with_this_process = lambda pid: None
+"""
+
 EXITING = """
 import asyncio, sys
 from pathlib import Path
@@ -207,7 +212,10 @@ def test_the_process_that_started_an_agent_ends_it_when_it_exits(tmp_path: Path,
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"steps": [{"sleep": 60}], "linger": True, "child": True}))
     program = tmp_path / "exiting.py"
-    program.write_text(EXITING if ending == "exit" else EXITING + "\nimport time\ntime.sleep(60)\n")
+    # For exit and SIGTERM the watchdog is left out, so that what ends the agent is the
+    # process's own handler, not the watchdog (which would end it in every case).
+    program.write_text((WITHOUT_WATCHDOG if ending != "SIGKILL" else "") + EXITING
+                       + ("" if ending == "exit" else "\nimport time\ntime.sleep(60)\n"))
     root = Path(__file__).parents[3]
     starter = subprocess.Popen([sys.executable, str(program), str(script), str(SCRIPTED)],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -226,8 +234,9 @@ def test_the_process_that_started_an_agent_ends_it_when_it_exits(tmp_path: Path,
         except psutil.NoSuchProcess:
             return False
 
-    # The watchdog acts once it sees the pipe close: a moment after the kill.
-    deadline = time.monotonic() + (10 if ending == "SIGKILL" else 0)
+    # A SIGKILL sent is not yet a process gone, and the watchdog acts once it sees the pipe
+    # close: either way a moment after the starter's end.
+    deadline = time.monotonic() + 10
     while any(alive(pid) for pid in (agent, child)) and time.monotonic() < deadline:
         time.sleep(0.05)
     left = [pid for pid in (agent, child) if alive(pid)]  # the agent and what it started
