@@ -133,7 +133,9 @@ def test_the_popup_lists_notebook_variables_and_chips_show_what_is_sent(
     shown = {name: _chip(page, name) for name in ("@sales", "@error", "@file:notes.md")}
     chipped = chat.locator(".neta-cell-chip-text").get_attribute("title")
     assert chipped
-    box.fill("Which region sells most in @sales, and why @error? Read @file:notes.md")
+    # The caret after a space: no mention is being typed, so no popup can take the Enter
+    # (one that opened for "@file:notes.md" would choose it instead of sending).
+    box.fill("Which region sells most in @sales, and why @error? Read @file:notes.md ")
     box.press("Enter")
     chat.locator(".neta-chat-assistant", has_text="North sold the most.").wait_for()
     assert chat.locator(".neta-chat-user .neta-chat-bubble").inner_text().startswith(
@@ -154,3 +156,20 @@ def test_the_popup_lists_notebook_variables_and_chips_show_what_is_sent(
             "sent = [q.prompt_text() for q in provider.requests[0].messages[-1].parts[1:]]\n"
             "print(p in sent)")).strip() == "True", name
     assert chat.locator(".neta-mention-chip").count() == 0  # the box is empty again
+
+    # The page's cells are offered too: `@this`, and `@cells[` whose slice is typed next
+    # and closed by the popup's row.
+    box.click()
+    page.keyboard.type("compare @this")
+    popup.locator(".neta-mention-option", has_text="@this").wait_for()
+    page.keyboard.press("Enter")
+    page.keyboard.type("with @cel")
+    popup.locator(".neta-mention-option", has_text="@cells[").wait_for()
+    page.keyboard.press("Tab")  # the slice comes next: the popup stays open
+    assert box.input_value() == "compare @this with @cells["
+    page.keyboard.type("0:2")
+    popup.locator(".neta-mention-option", has_text="@cells[0:2]").wait_for()
+    page.keyboard.press("Enter")
+    assert box.input_value() == "compare @this with @cells[0:2] "
+    assert popup.is_hidden()
+    box.fill("")

@@ -19,6 +19,7 @@ from neta_nb.providers.openai import OpenAIProvider
 from neta_nb.widgets import ChatView
 
 from ..providers.sse_server import AnthropicStream, OpenAIStream, SSEServer
+from ..support.notebook_page import FakeNotebookPage
 from ..support.timing import wait_until
 from .conftest import SentMessages
 
@@ -134,4 +135,9 @@ async def test_candidates_for_the_popup(tmp_path: Path, monkeypatch: pytest.Monk
     assert files["candidates"][0]["mention"] == "@file:data/notes.md"
     bad = _ask(chat, sent, "mention_candidates", prefix=3)
     assert bad["ok"] is False and "prefix" in bad["error"]
+    # The page's cells are offered once the chat is on a page that answers.
+    assert _ask(chat, sent, "mention_candidates", prefix="thi")["result"]["candidates"] == []
+    session.notebook_page = FakeNotebookPage([])
+    offered = _ask(chat, sent, "mention_candidates", prefix="")["result"]["candidates"]
+    assert {"@this", "@cells["} <= {c["mention"] for c in offered}
     chat.close()

@@ -64,8 +64,9 @@ export function createMentionInput(options: MentionInputOptions): MentionInput {
     const current = typing;
     if (!current) return;
     const end = typedMentionEnd(textarea.value, textarea.selectionStart);
-    // A folder (and `file:` itself) goes on: the popup lists what is inside it.
-    const goesOn = candidate.kind === "folder";
+    // A folder (and `file:` itself) goes on: the popup lists what is inside it; so does an
+    // open `@cells[`, whose slice is typed next.
+    const goesOn = candidate.kind === "folder" || candidate.mention.endsWith("[");
     const text = goesOn ? candidate.mention : `${candidate.mention} `;
     textarea.focus();
     textarea.setSelectionRange(current.start, end);

@@ -1,11 +1,11 @@
 /**
  * The `@` popup of the chat input: what the kernel says can be mentioned (variables with
- * their type, recent cells, the last exception, files), as a listbox above the prompt box.
- * ↑/↓ move, Enter or Tab choose, Escape closes; the mouse chooses too. The prompt box keeps
- * the focus throughout (a combobox: `aria-activedescendant` names the active row).
+ * their type, recent cells, the last exception, files, the page's cells), in the prompt
+ * box's listbox (./listbox-popup.ts: keys, mouse and focus are its).
  */
 import "./mention-popup.css";
 import { formatBytes } from "./attachments";
+import { createListboxPopup } from "./listbox-popup";
 import type { MentionCandidate } from "./mention-source";
 import { element, svgIcon } from "../dom";
 import { t, type Lang, type MessageKey } from "../i18n";
@@ -51,127 +51,41 @@ export interface MentionPopupOptions {
   onDismiss(): void;
 }
 
-let popups = 0;
-
 export function createMentionPopup(options: MentionPopupOptions): MentionPopup {
-  const { lang, textarea } = options;
-  popups += 1;
-  const id = `neta-mention-popup-${popups}`;
-  const root = element("div", "neta-mention-popup");
-  const list = element("ul", "neta-mention-list");
-  list.id = id;
-  list.setAttribute("role", "listbox");
-  const empty = element("div", "neta-mention-empty");
-  root.append(list, empty);
-  root.hidden = true;
-  textarea.setAttribute("aria-autocomplete", "list");
-  textarea.setAttribute("aria-controls", id);
-  textarea.setAttribute("aria-expanded", "false");
-
-  let candidates: MentionCandidate[] = [];
-  let active = 0;
+  const { lang } = options;
 
   function detail(candidate: MentionCandidate): string {
     if (candidate.kind === "error") return t(lang(), "mention_error_hint");
     if (candidate.key === "file:") return t(lang(), "mention_file_hint");
+    if (candidate.key === "this") return t(lang(), "mention_this_hint");
+    if (candidate.key.startsWith("cells[")) return t(lang(), "mention_cells_hint");
     if (candidate.kind === "file" && candidate.size !== null) return formatBytes(candidate.size);
     return candidate.detail;
   }
 
-  function setActive(index: number): void {
-    active = index;
-    list.querySelectorAll<HTMLElement>(".neta-mention-option").forEach((row, position) => {
-      const on = position === index;
-      row.classList.toggle("neta-is-active", on);
-      row.setAttribute("aria-selected", String(on));
-      if (on) {
-        textarea.setAttribute("aria-activedescendant", row.id);
-        row.scrollIntoView({ block: "nearest" });
-      }
-    });
-  }
-
-  function show(prefix: string, found: MentionCandidate[]): void {
-    candidates = found;
-    const language = lang();
-    list.setAttribute("aria-label", t(language, "mention_popup"));
-    list.replaceChildren(
-      ...found.map((candidate, index) => {
-        const row = element("li", `neta-mention-option neta-mention-kind-${candidate.kind}`);
-        row.id = `${id}-${index}`;
-        row.setAttribute("role", "option");
-        row.title = t(language, kindLabel(candidate.kind));
-        row.append(mentionIcon(candidate.kind), element("span", "neta-mention-key", candidate.mention), element("span", "neta-mention-detail", detail(candidate)));
-        return row;
-      }),
-    );
-    empty.textContent = t(language, "mention_none", { prefix });
-    empty.hidden = found.length > 0;
-    list.hidden = found.length === 0;
-    root.hidden = false;
-    textarea.setAttribute("aria-expanded", String(found.length > 0));
-    if (found.length) setActive(0);
-    else textarea.removeAttribute("aria-activedescendant");
-  }
-
-  function hide(): void {
-    root.hidden = true;
-    candidates = [];
-    textarea.setAttribute("aria-expanded", "false");
-    textarea.removeAttribute("aria-activedescendant");
-  }
-
-  function rowIndex(event: Event): number {
-    const row = (event.target as Element | null)?.closest(".neta-mention-option");
-    return row ? [...list.children].indexOf(row) : -1;
-  }
-  // mousedown, not click: the prompt box must not lose the focus (nor the caret).
-  const onMouseDown = (event: MouseEvent) => {
-    event.preventDefault();
-    const index = rowIndex(event);
-    if (index >= 0) options.onChoose(candidates[index]);
-  };
-  const onMouseMove = (event: MouseEvent) => {
-    const index = rowIndex(event);
-    if (index >= 0 && index !== active) setActive(index);
-  };
-  root.addEventListener("mousedown", onMouseDown);
-  root.addEventListener("mousemove", onMouseMove);
+  const listbox = createListboxPopup<MentionCandidate>({
+    textarea: options.textarea,
+    name: "neta-mention",
+    rootClass: "neta-mention-popup",
+    row(candidate, row) {
+      row.classList.add(`neta-mention-kind-${candidate.kind}`);
+      row.title = t(lang(), kindLabel(candidate.kind));
+      row.append(mentionIcon(candidate.kind), element("span", "neta-listbox-key neta-mention-key", candidate.mention), element("span", "neta-listbox-detail neta-mention-detail", detail(candidate)));
+    },
+    onChoose: options.onChoose,
+    onDismiss: options.onDismiss,
+  });
 
   return {
-    root,
+    root: listbox.root,
     get open() {
-      return !root.hidden;
+      return listbox.open;
     },
-    show,
-    hide,
-    handleKey(event) {
-      if (root.hidden || event.isComposing) return false;
-      if (event.key === "Escape") {
-        event.preventDefault();
-        event.stopPropagation();
-        hide();
-        options.onDismiss();
-        return true;
-      }
-      if (!candidates.length) return false; // Enter sends, as without the popup
-      if (event.key === "ArrowDown" || event.key === "ArrowUp") {
-        event.preventDefault();
-        const step = event.key === "ArrowDown" ? 1 : -1;
-        setActive((active + step + candidates.length) % candidates.length);
-        return true;
-      }
-      if ((event.key === "Enter" && !event.shiftKey) || (event.key === "Tab" && !event.shiftKey)) {
-        event.preventDefault();
-        options.onChoose(candidates[active]);
-        return true;
-      }
-      return false;
+    show(prefix, candidates) {
+      listbox.show(candidates, t(lang(), "mention_popup"), t(lang(), "mention_none", { prefix }));
     },
-    destroy() {
-      root.removeEventListener("mousedown", onMouseDown);
-      root.removeEventListener("mousemove", onMouseMove);
-      root.remove();
-    },
+    hide: listbox.hide,
+    handleKey: listbox.handleKey,
+    destroy: listbox.destroy,
   };
 }

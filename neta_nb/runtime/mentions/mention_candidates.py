@@ -21,6 +21,7 @@ from typing import Any, Literal, TypedDict
 from ...tools.builtin.variables import brief_description, user_variables
 from ...tools.builtin.workspace import display_path, resolve_inside
 from ...tools.notebook.texts import last_exception
+from .mentions import cells_slice
 
 __all__ = ["MAX_CANDIDATES", "MentionCandidate", "mention_candidates"]
 
@@ -44,13 +45,17 @@ class MentionCandidate(TypedDict):
 
 
 def mention_candidates(prefix: str, *, namespace: dict[str, Any], working_dir: Path,
-                       limit: int = MAX_CANDIDATES) -> list[MentionCandidate]:
+                       limit: int = MAX_CANDIDATES, page: bool = False) -> list[MentionCandidate]:
     """The candidates whose key starts with ``prefix`` (case-insensitive), at most
-    ``limit``: variables, ``error``, recent cells, then files (listed once ``prefix``
-    starts with ``file:``; before that one ``file:`` row leads there)."""
+    ``limit``: variables, ``error``, recent cells, the page's cells where there is a
+    ``page`` (``this``, and ``cells[`` whose slice is typed next: once it is, the row
+    closes it), then files (listed once ``prefix`` starts with ``file:``; before that one
+    ``file:`` row leads there)."""
     wanted = prefix.casefold()
     if wanted.startswith("file:"):
         return _files(prefix[len("file:"):], working_dir, limit)
+    if page and wanted.startswith("cells[") and wanted != "cells[":
+        return _typed_slice(prefix)
     found: list[MentionCandidate] = []
     for name in sorted(user_variables(namespace), key=lambda name: _code(namespace[name])):
         if len(found) >= limit:
@@ -62,6 +67,8 @@ def mention_candidates(prefix: str, *, namespace: dict[str, Any], working_dir: P
     if last_exception() is not None:
         extra.append({"key": "error", "mention": "@error", "kind": "error", "detail": "",
                       "size": None})
+    if page:
+        extra.extend(_PAGE_CELLS)
     extra.extend(_recent_cells(namespace))
     extra.append({"key": "file:", "mention": "@file:", "kind": "folder", "detail": "",
                   "size": None})
@@ -75,6 +82,23 @@ def _code(value: Any) -> bool:
     classes and functions a notebook imports would otherwise crowd it out of a bare ``@``.
     The check reads the object's type only: no code of the value runs."""
     return isinstance(value, type | ModuleType) or inspect.isroutine(value)
+
+
+_PAGE_CELLS: tuple[MentionCandidate, ...] = (
+    # The view words their detail in the reader's language.
+    {"key": "this", "mention": "@this", "kind": "cell", "detail": "", "size": None},
+    {"key": "cells[", "mention": "@cells[", "kind": "cell", "detail": "", "size": None},
+)
+
+
+def _typed_slice(prefix: str) -> list[MentionCandidate]:
+    """The row for a ``cells[…`` being typed: the mention closed as typed so far, when
+    that is a slice (``cells[0:3`` → ``@cells[0:3]``); none when it cannot be one."""
+    target = prefix if prefix.endswith("]") else prefix + "]"
+    if cells_slice(target) is None:
+        return []
+    return [{"key": target, "mention": f"@{target}", "kind": "cell", "detail": "",
+             "size": None}]
 
 
 def _recent_cells(namespace: Mapping[str, Any]) -> list[MentionCandidate]:

@@ -353,6 +353,22 @@ def test_candidates_list_variables_error_cells_and_files(
                                   working_dir=tmp_path)) == 40
 
 
+def test_a_page_adds_its_cells_to_the_popup_and_a_typed_slice_is_closed(tmp_path: Path) -> None:
+    def keys(prefix: str, page: bool = True) -> list[str]:
+        return [c["mention"] for c in mention_candidates(prefix, namespace={"theta": 1},
+                                                          working_dir=tmp_path, page=page)]
+
+    assert keys("") == ["@theta", "@this", "@cells[", "@file:"]
+    assert keys("th") == ["@theta", "@this"]
+    assert keys("", page=False) == ["@theta", "@file:"]  # no page: nothing reads its cells
+    assert keys("cells[") == ["@cells["]
+    assert keys("cells[0:3") == ["@cells[0:3]"]
+    assert keys("cells[-2:") == ["@cells[-2:]"]
+    assert keys("cells[::2]") == ["@cells[::2]"]
+    assert keys("cells[3") == [] and keys("cells[a:") == []  # not a slice: nothing to choose
+    assert keys("cells[0:3", page=False) == []
+
+
 def test_a_bare_at_lists_the_users_data_before_imported_code(tmp_path: Path) -> None:
     # Imported classes, functions and modules sort before lowercase data by name; the
     # popup puts data first, each group by name.

@@ -24,8 +24,10 @@ def candidates_for(session: AgentSession,
     prefix = request.get("prefix")
     if not isinstance(prefix, str) or len(prefix) > _MAX_TYPED:
         raise RequestError("mention_candidates needs a 'prefix' string")
+    page = session.notebook_page
     return {"candidates": mention_candidates(prefix, namespace=session.namespace,
-                                             working_dir=session.working_dir)}
+                                             working_dir=session.working_dir,
+                                             page=page is not None and page.available)}
 
 
 def preview_for(session: AgentSession, request: MentionPreviewRequest, lang: str) -> MentionPreview:
