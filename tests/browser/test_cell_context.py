@@ -150,3 +150,44 @@ def test_the_chip_sends_the_live_cell_and_follows_removes_and_pins(
     _focus(page, 4)
     sent = _send(lab, path, chat, 5, "And now?")
     assert [name for name, _ in sent["parts"]] == [f"@cell:{cells[4]['id']}"]
+
+
+def test_a_selection_of_more_cells_than_a_prompt_carries_is_named_and_refused_before_sending(
+        lab: LabSession, screenshot_dir: Path) -> None:
+    many = [f"n{i} = {i}" for i in range(55)]
+    path = lab.run_notebook("cell_context_many.ipynb", [chat_cells.IMPORTS, CHAT, *many])
+    page = lab.page
+    chat = page.locator(".neta-chat-view")
+    chip = chat.locator(".neta-cell-chip")
+    box = chat.locator("textarea.neta-chat-textarea")
+    box.wait_for()
+
+    # Every cell selected (Ctrl+A in command mode): the chip says there are too many.
+    _focus(page, 3)
+    page.keyboard.press("Escape")
+    page.keyboard.press("Control+a")
+    text = chip.locator(".neta-cell-chip-text", has_text="too many to send (at most 50)")
+    text.wait_for()
+    assert "neta-is-over" in (chip.get_attribute("class") or "")
+    count = int(text.inner_text().split()[0])
+    assert count > 50
+    lab.wait_for_transitions(chat)
+    lab.screenshot(chip, screenshot_dir / "cell-chip-too-many-light.png")
+
+    # A Send says why and what to do; nothing goes and the text stays.
+    box.click()
+    box.fill("Summarise these")
+    box.press("Enter")
+    error = chat.locator(".neta-chat-input .neta-inline-error")
+    error.wait_for()
+    assert (f"{count} cells are selected, and at most 50 go with a prompt. Select fewer "
+            "cells, or remove the context chip (×).") in error.inner_text()
+    assert box.input_value() == "Summarise these"
+    assert lab.execute(path, "print(len(provider.requests))").strip() == "0"
+
+    # Removed, the prompt goes.
+    chip.locator(".neta-cell-chip-remove").click()
+    chip.wait_for(state="hidden")
+    box.press("Enter")
+    chat.locator(".neta-chat-assistant", has_text="Answer 1.").wait_for()
+    assert json.loads(lab.execute(path, SENT.format(n=0)))["parts"] == []

@@ -41,6 +41,11 @@ const CELL_ICON = ["M5.5 2.5H3v11h2.5", "M10.5 2.5H13v11h-2.5"];
 const PIN_ICON = ["M6 2h4l-.5 4 2.5 2.5v1H4v-1L6.5 6z", "M8 9.5V14"];
 const LINE_CHARS = 40;
 
+/** The most cells one prompt's chip may carry (Python twin: `MAX_CHIP_CELLS`,
+ * neta_nb/widgets/chat/requests/cell_context.py): a larger selection shows as too many,
+ * and a Send is refused with the reason before anything goes. */
+export const MAX_CHIP_CELLS = 50;
+
 function isFocus(value: unknown): value is CellFocus {
   const focus = value as Partial<CellFocus> | null;
   return typeof focus === "object" && focus !== null && Array.isArray(focus.selection) && "active" in focus;
@@ -58,6 +63,7 @@ function key(cells: FocusCell[]): string {
 
 /** The chip's words: `In [3] · df.head()`, `Cell 4 · # Notes`, `Cells 3–5`. */
 export function chipText(lang: Lang, cells: FocusCell[]): string {
+  if (cells.length > MAX_CHIP_CELLS) return t(lang, "cell_chip_too_many", { count: cells.length, max: MAX_CHIP_CELLS });
   if (cells.length > 1) {
     const positions = cells.map((cell) => cell.index + 1);
     return t(lang, "cell_chip_cells", { first: Math.min(...positions), last: Math.max(...positions) });
@@ -103,6 +109,7 @@ export function createCellChip(root: HTMLElement, lang: () => Lang): CellChip {
     text.title = cells.map((cell) => cell.id).join(", ");
     chip.setAttribute("aria-label", `${t(lang(), "cell_chip")}: ${words}`);
     chip.classList.toggle("neta-is-pinned", pinned !== null);
+    chip.classList.toggle("neta-is-over", cells.length > MAX_CHIP_CELLS);
     pin.setAttribute("aria-pressed", String(pinned !== null));
     const pinLabel = t(lang(), pinned ? "cell_chip_unpin" : "cell_chip_pin");
     pin.title = pinLabel;

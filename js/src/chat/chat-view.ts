@@ -20,7 +20,7 @@ import { createChatDrawer, type DrawerLoad } from "./chat-drawer";
 import { createChatHeader, type DrawerName } from "./chat-header";
 import "./chat-view.css";
 import { createReadOnlyBar } from "./chat-read-only";
-import { createCellChip } from "./cell-chip";
+import { createCellChip, MAX_CHIP_CELLS } from "./cell-chip";
 import { createInputBar } from "./input-bar";
 import { watchTurns } from "./keep-in-view";
 import { openSidePanel, sidePanelOffered } from "./side-panel";
@@ -207,7 +207,14 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
   chipHost.append(chip.root);
   const inputActions: Partial<ChatActions> = Object.create(actions);
   const send = actions.send;
-  if (send) inputActions.send = (text, files) => send(text, files, chip.cells());
+  if (send) {
+    inputActions.send = (text, files) => {
+      const cells = chip.cells();
+      // The kernel refuses more too, in words for the wire: these are the user's.
+      if (cells.length > MAX_CHIP_CELLS) return Promise.reject(new Error(label("cell_chip_too_many_send", { count: cells.length, max: MAX_CHIP_CELLS })));
+      return send(text, files, cells);
+    };
+  }
   const input = createInputBar({
     saved,
     state,
