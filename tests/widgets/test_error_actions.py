@@ -19,6 +19,7 @@ import pytest
 from neta_nb.messages import MentionPart
 from neta_nb.runtime.mentions.mentions import find_mentions
 from neta_nb.tools.notebook import kernel
+from neta_nb.tools.notebook.texts import TRACEBACK_CHARS
 from neta_nb.widgets import ChatView
 from neta_nb.widgets.base import RequestError
 from neta_nb.widgets.chat.requests.error_actions import PROMPT_SOURCE_CHARS, error_prompt
@@ -215,3 +216,31 @@ def test_a_long_cell_text_is_cut_in_the_prompt() -> None:
     assert len(prompt) < PROMPT_SOURCE_CHARS + 3_000
     assert "(cut: " in prompt and "read_notebook(cell_id=\"c-cast\")" in prompt
     assert prompt.count("\n    1,") < 100_000
+
+
+def test_a_huge_traceback_keeps_its_end_and_costs_only_what_the_prompt_uses() -> None:
+    frames = [f"\x1b[0;31mframe {n}\x1b[0m" for n in range(1_000_000)] + ["KeyError: 'profit'"]
+
+    class Counted(list[str]):
+        """A traceback that counts how many of its lines were read."""
+
+        read = 0
+
+        def __getitem__(self, index: Any) -> Any:
+            Counted.read += 1
+            return super().__getitem__(index)
+
+        def __iter__(self) -> Any:
+            for line in super().__iter__():
+                Counted.read += 1
+                yield line
+
+    traceback = Counted(frames)
+    prompt = error_prompt(_request(error={"ename": "KeyError", "evalue": "'profit'",
+                                          "traceback": traceback}, execution_count=None),
+                          _namespace())
+    assert prompt.count("KeyError: 'profit'") >= 1 and "frame 999999" in prompt
+    assert "\x1b" not in prompt
+    assert len(prompt) < TRACEBACK_CHARS + 3_000
+    assert "earlier lines)" in prompt and "frame 0\n" not in prompt
+    assert Counted.read < 10_000  # from the end, only as far as needed

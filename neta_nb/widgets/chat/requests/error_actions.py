@@ -156,11 +156,22 @@ def _error_text(error: Mapping[str, Any]) -> str:
     """The error output's traceback as plain text (its colours taken out), its end kept
     when long; its name and value where it has no traceback."""
     frames = error.get("traceback")
-    lines = [str(line) for line in frames] if isinstance(frames, list) else []
-    text = _ANSI.sub("", "\n".join(lines)).strip() or _one_line(error)
-    if len(text) > TRACEBACK_CHARS:
-        cut = len(text) - TRACEBACK_CHARS
-        text = f"… (cut: {cut:,} earlier characters)\n{text[cut:]}"
+    lines: list[str] = []
+    kept = 0
+    # From the end, and only as far as the prompt can use: a page may send a traceback of
+    # any length, and joining all of it to keep its end would cost its whole size.
+    for line in reversed(frames) if isinstance(frames, list) else ():
+        lines.append(str(line)[-2 * TRACEBACK_CHARS:])
+        kept += len(lines[-1]) + 1
+        if kept > 2 * TRACEBACK_CHARS:  # its colour codes come out below: room for them
+            break
+    dropped = len(frames) - len(lines) if isinstance(frames, list) else 0
+    text = _ANSI.sub("", "\n".join(reversed(lines))).strip() or _one_line(error)
+    cut = max(0, len(text) - TRACEBACK_CHARS)
+    if cut or dropped:
+        what = [f"{cut:,} earlier characters"] if cut else []
+        what += [f"{dropped:,} earlier lines"] if dropped else []
+        text = f"… (cut: {' and '.join(what)})\n{text[cut:]}"
     return text
 
 
