@@ -38,6 +38,7 @@ from ...tools.base import ToolFailure
 from ..agent import Agent
 from ..approvals import ApprovalPolicy
 from ..session import AgentSession
+from ..session.resume import SessionNotResumableError
 from ..stored_endpoint import StoredOrigin, admitted_mcp_servers
 from .replay_report import Check, ReplayReport, ReplayTurn, TurnFigures
 
@@ -89,7 +90,15 @@ async def replay(session: str | SessionRecord | AgentSession, *,
     the same."""
     original = _Original.load(session, store)
     work_catalog = catalog if catalog is not None else original.catalog()
-    before_agent = original.agent(work_catalog)
+    outside = original.outside_agent()
+    if outside is not None and agent is None:
+        # Its "model" was the agent itself, whose command and keys are never stored.
+        raise SessionNotResumableError(
+            f"session {original.id!r} is a session of the outside agent {outside!r}: give "
+            f"replay(..., agent=...) — AcpAgent(...) to put its prompts to that agent "
+            f"again, or any Agent to put them to a model of yours")
+    before_agent = agent if outside is not None and agent is not None \
+        else original.agent(work_catalog)
     if agent is None:
         agent = dataclasses.replace(
             before_agent,
@@ -223,6 +232,14 @@ class _Original:
             return self.live.agent
         assert self.record is not None
         return Agent.from_record(self.record.agent, catalog, origin=self.origin)
+
+    def outside_agent(self) -> str | None:
+        """The name of the outside agent (over the Agent Client Protocol) whose session
+        this is, or ``None``: a session of a model."""
+        if self.live is not None:
+            return self.live.agent.name if self.live.deps.outside is not None else None
+        assert self.record is not None
+        return str(self.record.agent.get("name")) if self.record.agent.get("outside") else None
 
     @property
     def origin(self) -> StoredOrigin:

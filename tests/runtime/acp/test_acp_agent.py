@@ -18,12 +18,14 @@ from pathlib import Path
 import psutil
 import pytest
 
-from neta_nb import AcpAgent, AgentSession, SessionStore
+from neta_nb import AcpAgent, Agent, AgentSession, SessionNotResumableError, SessionStore
 from neta_nb.events import Event
 from neta_nb.runtime.acp import AgentNotInstalledError
 from neta_nb.runtime.acp.turns import AcpTurns
+from neta_nb.runtime.replay.replay import replay
 
 from ...support.outside_agents import driven
+from ...support.sessions import FakeProvider, answer
 
 SCRIPTED = Path(__file__).with_name("scripted_agent.py")
 needs_node = pytest.mark.skipif(shutil.which("node") is None and not os.environ.get("CI"),
@@ -259,3 +261,29 @@ async def test_a_name_mapped_to_none_is_left_out_of_the_agents_environment(
     await session.run("go")
     [error] = [e for e in events if e.type == "error"]
     assert "None kept added" in error.message
+
+
+async def test_a_stored_outside_session_replays_with_an_agent_given_and_says_so_without(
+        tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"steps": [{"update": {
+        "sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}}]}))
+    store = SessionStore(tmp_path / "sessions.db")
+    session = AgentSession(AcpAgent("scr", [sys.executable, str(SCRIPTED), str(script)]),
+                           store=store)
+    await session.run("hello")
+    assert session.flush(10)
+    assert session.deps.outside is not None
+    await session.deps.outside.aclose()
+
+    # Without an agent there is nothing to replay with: the command and keys are not stored.
+    with pytest.raises(SessionNotResumableError, match=r"outside agent 'scr'.*agent=") as refused:
+        await replay(session.id, store=store)
+    assert "supplier" not in str(refused.value)
+    # The outside agent again, or a model of the reader's.
+    again = await replay(session.id, store=store,
+                         agent=AcpAgent("scr", [sys.executable, str(SCRIPTED), str(script)]))
+    assert [turn.after.answer for turn in again.turns] == ["hi"]
+    model = await replay(session.id, store=store,
+                         agent=Agent("native", model=FakeProvider([answer("Hello.")])))
+    assert [(turn.prompt, turn.after.answer) for turn in model.turns] == [("hello", "Hello.")]
