@@ -72,6 +72,18 @@ async def test_a_run_not_waited_for_starts_when_the_turn_ends() -> None:
     assert "x" in status
 
 
+async def test_a_cell_queued_twice_in_a_turn_runs_once() -> None:
+    page = FakeNotebookPage(CELLS)
+    session, _ = _session([calls(("r", "run_cell", {"cell_id": "slow", "wait": False})),
+                           calls(("r2", "run_cell", {"cell_id": "slow", "wait": False})),
+                           answer("Queued.")], page)
+    await session.run("run the slow cell")
+    assert "already queued" in _result(session, "r2") and "Nothing more" in _result(session, "r2")
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert _runs(page) == [{"cell_id": "slow", "wait": False}]
+
+
 async def test_with_no_turn_running_the_run_starts_at_once() -> None:
     page = FakeNotebookPage(CELLS)
     session, _ = _session([], page)

@@ -70,6 +70,13 @@ async def start_run(ctx: ToolContext, cell_id: str) -> RichResult:
     if cell.get("cell_type") != "code":
         raise ToolFailure(f"Cell {cell_id} is a {cell.get('cell_type')} cell; only code "
                           "cells run.")
+    waiting = _queued.get(cell_id)
+    if waiting is not None and waiting.page is page and waiting.task is not None \
+            and not waiting.task.done():
+        # One run per request to run: a second would run the cell twice, one after the other.
+        return RichResult(text=(
+            f"Cell {cell_id} is already queued by an earlier run_cell(wait=False) of this "
+            "turn: it starts once, when this turn ends. Nothing more was queued."))
     turn_end = access.turn_end()
     if turn_end is None:
         answer = await _start(page, cell_id)
