@@ -77,8 +77,13 @@ async def page_mention_parts(text: str, page: NotebookPage | None,
     cells = notebook_cells(notebook)
     parts: list[MentionPart] = []
     problems: list[MentionProblem] = []
+    typed = {found.name for found in find_mentions(text)}
     for mention in mentions:
         chosen = _chosen(mention, notebook, cells)
+        if isinstance(chosen, MentionProblem) and chosen.code == "mention_no_cell_id" \
+                and mention.name not in typed:
+            # Not typed: the chat's context chip carried it, pinned to a cell since deleted.
+            chosen = MentionProblem(mention.name, "mention_chip_cell_gone", chosen.params)
         if isinstance(chosen, MentionProblem):
             problems.append(chosen)
             continue

@@ -133,6 +133,17 @@ async def test_a_cell_mention_that_names_nothing_is_refused_saying_why(
     assert text in str(refused.value)
 
 
+async def test_a_chip_pinned_to_a_deleted_cell_says_what_to_do_with_the_chip() -> None:
+    with pytest.raises(MentionError) as refused:
+        await page_mention_parts("Why?", page(), ["gone"])
+    assert "the context chip's cell gone is no longer in the notebook: remove the chip" \
+        in str(refused.value)
+    # Typed, the same id is the user's mention, and named as one.
+    with pytest.raises(MentionError) as typed:
+        await page_mention_parts("Why @cell:gone?", page(), ["gone"])
+    assert "no cell has the id gone" in str(typed.value)
+
+
 async def test_without_a_page_a_cell_mention_says_it_needs_one() -> None:
     for absent in (None, page(available=False)):
         with pytest.raises(MentionError) as refused:
