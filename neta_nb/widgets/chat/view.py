@@ -60,7 +60,7 @@ from .requests.agent_controls import AgentControlTraits
 from .requests.cell_context import chip_cells, reads_the_page, send_with_cells
 from .requests.error_actions import ErrorActions
 from .requests.mention_requests import MentionRequests
-from .requests.message_actions import message_action
+from .requests.message_actions import message_action, notebook_action, wants_notebook
 from .view_presence import ViewPresence
 from .wire import (
     Approval,
@@ -71,6 +71,7 @@ from .wire import (
     FullText,
     FullTextRequest,
     LiveSnapshot,
+    MessageActionReply,
     MessageActionRequest,
     NoReply,
     NotebookReply,
@@ -512,16 +513,34 @@ class ChatView(NetaWidget):
         return {"session_id": self.new_chat(agent).id}
 
     @handles("message_action")
-    def _message_action(self, request: MessageActionRequest) -> SwitchAgentReply:
+    def _message_action(self, request: MessageActionRequest
+                        ) -> MessageActionReply | Awaitable[MessageActionReply]:
         """Retry (an answer's prompt again), edit, rewind or fork at a message; a fork is
-        shown here at once (the session list shows it as a branch)."""
+        shown here at once (the session list shows it as a branch). A rewind or fork that
+        puts the notebook back answers when the page has, with what it did."""
         origin = self._require_session()
+        if wants_notebook(request):
+            task = notebook_action(origin, request)
+
+            async def restored() -> MessageActionReply:
+                done = await task
+                shown = origin
+                if request.get("action") == "fork":  # shown once its cells are back
+                    shown = done.session
+                    self._show_fork(origin, shown)
+                return {"session_id": shown.id, "notebook": done.notebook.to_json()}
+
+            return restored()
         session = message_action(origin, request)
-        if session is not origin:  # a fork: marked as one, with a way back to the original
-            self.bind(session)
-            self._fork_origin = origin
-            self.fork_of = origin.id
+        if session is not origin:
+            self._show_fork(origin, session)
         return {"session_id": session.id}
+
+    def _show_fork(self, origin: AgentSession, fork: AgentSession) -> None:
+        """Show the fork, marked as one, with a way back to the original."""
+        self.bind(fork)
+        self._fork_origin = origin
+        self.fork_of = origin.id
 
     @handles("back_from_fork")
     def _back_from_fork(self, _request: Mapping[str, object]) -> SwitchAgentReply:
