@@ -26,6 +26,8 @@ import { watchTurns } from "./keep-in-view";
 import { openSidePanel, sidePanelOffered } from "./side-panel";
 import { applyNestedOps, Transcript, type Nesting } from "./chat-transcript";
 import type { MessageActionRequest } from "./message-actions";
+import { notebookBridgePresent } from "./notebook-bridge";
+import { createRestoreNotice } from "./notebook-restore";
 import type { ChatItem, ChatOp, ChatSnapshot, ChatViewState, FullTextRequest, OlderPage } from "./chat-view-traits";
 import { element, whileBusy } from "../dom";
 import { normalizeLang, t, type MessageKey } from "../i18n";
@@ -189,6 +191,8 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     if (back) whileBusy([forkBack], back, (error: unknown) => inputError.show(error));
   };
   forkBack.addEventListener("click", onForkBack);
+  // What a rewind or fork that put the notebook back did (./notebook-restore.ts).
+  const restoreNotice = createRestoreNotice(lang);
   const storeWarning = element("div", "neta-chat-store-warning");
   storeWarning.setAttribute("role", "status");
   // Failed requests show next to what the user clicked (see inline-error.ts).
@@ -219,6 +223,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     error: inputError,
     onSent: () => {
       stuck = true;
+      restoreNotice.clear();
     },
     onChange: () => renderChrome(),
   });
@@ -227,7 +232,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     refresh: actions.refresh,
     takeOver: actions.takeOver,
   });
-  root.append(header.root, forkBar, scroller, storeWarning, chipHost, inputBar, readOnlyBar.root, drawer.root);
+  root.append(header.root, forkBar, scroller, restoreNotice.root, storeWarning, chipHost, inputBar, readOnlyBar.root, drawer.root);
   el.append(root);
 
   function toggleDrawer(name: DrawerName): void {
@@ -275,6 +280,8 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
           onError: (error: unknown) => inputError.show(error),
           onRewound: (text: string) => input.putBack(text),
           keepsBranches: () => state.keeps_branches,
+          onNotebookPage: notebookBridgePresent,
+          onNotebookRestored: (outcome: unknown) => restoreNotice.show(outcome),
         }
       : undefined,
   };
