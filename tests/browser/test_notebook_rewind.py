@@ -115,7 +115,7 @@ def test_rewind_puts_the_cells_back_leaves_the_users_edit_and_is_one_undo_step(
     notice = view.locator(".neta-notebook-restore")
     notice.wait_for()
     assert (notice.locator(".neta-notebook-restore-text").text_content() or "") == (
-        "Notebook put back: 3 changes undone.")
+        "Notebook put back; changes undone: 3.")
     conflicts = notice.locator(".neta-notebook-restore-conflict")
     assert conflicts.count() == 1
     assert conflicts.first.get_attribute("data-cell-id") == "last"

@@ -99,7 +99,7 @@ async def test_a_cell_the_user_changed_since_is_left_alone_and_reported() -> Non
     assert "c2 (changed since)" in done.notebook.summary()
 
 
-async def test_the_earlier_changes_of_a_conflicting_cell_are_left_too() -> None:
+async def test_a_cell_changed_in_two_turns_then_by_the_user_keeps_the_users_text() -> None:
     # c1 was changed in both turns; the user changed it after: a rewind to the first
     # prompt leaves it as the user has it, not at the first turn's text.
     page = FakeNotebookPage(CELLS)
@@ -182,9 +182,21 @@ async def test_the_changes_come_from_the_store_so_a_resumed_session_restores(
     resumed = AgentSession.resume(session.id, SessionStore(tmp_path / "sessions.db"),
                                   agent=session.agent)
     resumed.notebook_page = page
+    page.cell("c3")["source"] = "mean = 0  # mine"
     done = await resumed.rewind(second, notebook=True)
-    assert _sources(page) == snapshot and done.notebook.conflicts == []
+    assert done.notebook.conflicts == [CellConflict("c3", "edit", "edited")]
+    assert [c for c in _sources(page) if c[0] != "c3"] == [
+        c for c in snapshot if c[0] != "c3"]
     assert done.session is not None  # the replaced history kept as a branch
+    # What it did is kept too: a session resumed again says so, until the next message.
+    assert resumed.notebook_restore == done.notebook
+    resumed.flush()
+    again = AgentSession.resume(session.id, SessionStore(tmp_path / "sessions.db"),
+                                agent=session.agent)
+    assert again.notebook_restore == done.notebook
+    again.notebook_page = page
+    await again.run("three")
+    assert again.notebook_restore is None
 
 
 def test_plan_from_cards_an_undone_card_and_a_moved_cell() -> None:

@@ -112,6 +112,9 @@ async def test_rewind_and_fork_with_the_notebook_answer_what_the_page_did(
         "conflicts": [{"cell_id": "c2", "kind": "edit", "reason": "edited"}], "error": None}
     assert [c["source"] for c in page.cells] == ["x = 1", "y = 20  # mine"]
     assert chat.messages == [] and session.messages == []
+    # The saved form says so, with the cell left as the user changed it.
+    assert ("Notebook put back; changes undone: 1. Left as you changed them: c2 (changed "
+            "since)") in chat._fallback_html()
 
     # Without a page to put the cells back on: refused, nothing rewound.
     page.cell("c2")["source"] = "y = 2"

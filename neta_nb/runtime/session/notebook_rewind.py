@@ -37,10 +37,12 @@ class NotebookRewind(Generic[Branch]):
 
 
 def start_restore(page: NotebookPage | None, dropped: Sequence[Message],
-                  branch: Callable[[], Branch]
+                  branch: Callable[[], Branch],
+                  note: Callable[[Branch, NotebookRestore], None]
                   ) -> asyncio.Task[NotebookRewind[Branch]]:
     """Check, then do ``branch()`` (the rewind or fork) and restore the cells changed in
-    ``dropped`` on ``page``, in a task: its result says what was done."""
+    ``dropped`` on ``page``, in a task: its result says what was done, which ``note``
+    records (in the session the conversation goes on in)."""
     changes = applied_changes(dropped)
     if changes and (page is None or not page.available):
         raise RuntimeError(f"putting the notebook back {PAGE_NEEDED} with the chat open on "
@@ -49,8 +51,9 @@ def start_restore(page: NotebookPage | None, dropped: Sequence[Message],
     kept = branch()
 
     async def restore() -> NotebookRewind[Branch]:
-        if not changes or page is None:
-            return NotebookRewind(kept, NotebookRestore())
-        return NotebookRewind(kept, await restore_notebook(page, changes))
+        outcome = (await restore_notebook(page, changes) if changes and page is not None
+                   else NotebookRestore())
+        note(kept, outcome)
+        return NotebookRewind(kept, outcome)
 
     return asyncio.ensure_future(restore())

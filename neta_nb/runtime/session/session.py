@@ -42,6 +42,7 @@ from ...todo import TodoStore
 from ...tools import PromptPreview, ToolCatalog
 from ...tools.builtin.python_exec import notebook_namespace
 from ...tools.notebook.page import NotebookPage
+from ...tools.notebook.restore import NotebookRestore
 from ..agent import Agent
 from ..approvals import ApprovalPolicy
 from ..mentions.page_mentions import page_mention_parts
@@ -418,7 +419,8 @@ class AgentSession:
             return _branch(self, messages, branch_at=message_id)
         return start_restore(self.notebook_page,
                              self.state.history.messages[len(messages):],
-                             lambda: _branch(self, messages, branch_at=message_id))
+                             lambda: _branch(self, messages, branch_at=message_id),
+                             lambda fork, outcome: fork._restored(outcome))
 
     @overload
     def rewind(self, message_id: str, *, notebook: Literal[False] = False
@@ -446,15 +448,34 @@ class AgentSession:
         index = branches.message_index(state, message_id)
         if notebook:
             return start_restore(self.notebook_page, state.history.messages[index:],
-                                 lambda: self._rewind_to(message_id, index))
+                                 lambda: self._rewind_to(message_id, index),
+                                 lambda _kept, outcome: self._restored(outcome))
         return self._rewind_to(message_id, index)
 
     def _rewind_to(self, message_id: str, index: int) -> AgentSession | None:
         state = self.state
         kept = (_branch(self, state.history.messages, branch_at=message_id)
                 if self.store is not None else None)
+        state.notebook_restore = None  # an earlier restore's place is gone
         branches.rewind(state, self.deps, index)
         return kept
+
+    def _restored(self, outcome: NotebookRestore) -> None:
+        """Keep what a rewind or fork with the notebook did, in the session's record."""
+        state = self.state
+        state.notebook_restore = {**outcome.to_json(),
+                                  "after_message": len(state.history.messages)}
+        state.save_record()
+
+    @property
+    def notebook_restore(self) -> NotebookRestore | None:
+        """What the last rewind or fork with ``notebook=True`` did to the notebook (the
+        cells put back, those left as the user changed them), while no message has come
+        since; kept in the store, so a resumed session has it too."""
+        kept = self.state.notebook_restore
+        if kept is None or kept.get("after_message") != len(self.state.history.messages):
+            return None
+        return NotebookRestore.from_json(kept)
 
     def retry(self, message_id: str | None = None) -> asyncio.Task[Any]:
         """Ask a prompt again: the last one, or the one ``message_id`` (an answer, a tool
@@ -546,7 +567,8 @@ def _record_fields(session: AgentSession) -> dict[str, Any]:
             "parent_id": session.parent_id, "parent_call_id": session.parent_call_id,
             "branch_of": session.branch_of, "branch_at": session.branch_at,
             "cost_usd": session.cost_usd,
-            "rewound": dataclasses.asdict(state.spending.rewound)}
+            "rewound": dataclasses.asdict(state.spending.rewound),
+            "notebook_restore": state.notebook_restore}
 
 
 def _turn_end(session: AgentSession) -> Awaitable[None] | None:

@@ -96,6 +96,23 @@ class NotebookRestore:
                               for c in self.conflicts],
                 "error": self.error}
 
+    @classmethod
+    def from_json(cls, data: Any) -> NotebookRestore | None:
+        """The outcome :meth:`to_json` gave (as a store kept it); ``None`` if malformed."""
+        if not isinstance(data, dict):
+            return None
+        restored, conflicts = data.get("restored"), data.get("conflicts")
+        if not isinstance(restored, list) or not isinstance(conflicts, list):
+            return None
+        error = data.get("error")
+        try:
+            return cls(restored=[RestoredCell(str(c["cell_id"]), c["kind"]) for c in restored],
+                       conflicts=[CellConflict(str(c["cell_id"]), c["kind"], c["reason"])
+                                  for c in conflicts],
+                       error=error if isinstance(error, str) else None)
+        except (KeyError, TypeError):
+            return None
+
     def summary(self) -> str:
         """One paragraph for a person: what was put back and what was left, by cell."""
         if self.error is not None:

@@ -528,6 +528,7 @@ class ChatView(NetaWidget):
                 if request.get("action") == "fork":  # shown once its cells are back
                     shown = done.session
                     self._show_fork(origin, shown)
+                self.refresh_static_form()  # it says what was put back
                 return {"session_id": shown.id, "notebook": done.notebook.to_json()}
 
             return restored()
@@ -576,7 +577,7 @@ class ChatView(NetaWidget):
     def _static_heading(self) -> list[str]:
         """What the session list shows of the session (``session_names``)."""
         session = self.session
-        if session is None or not self.messages:
+        if session is None or not (self.messages or session.notebook_restore):
             return []
         names = self._names
         if names is None or names.session_id != session.id:
