@@ -6,9 +6,11 @@ cells in its editor. The chat's Rewind on the turn's prompt asks first, with a b
 undo the notebook changes made after it; with the box ticked, every cell the agent touched
 is byte for byte as it was before the turn (the inserted cell gone, the deleted one back
 with its id), the cell the user edited keeps the user's text and is listed as left as
-they changed it, and the conversation is back to before the prompt. One Undo Cell
-Operation (Z in command mode) takes the whole restore back. Pictures (Light and Dark) of
-the outcome with its conflict.
+they changed it, and the conversation is back to before the prompt. The saved
+notebook's static form says what was put back and what was left; one Undo Cell Operation
+(Z in command mode) takes the whole restore back; after another kernel restart the
+resumed session still knows what the rewind did. Pictures (Light and Dark) of the outcome
+with its conflict.
 """
 
 from __future__ import annotations
@@ -110,6 +112,7 @@ def test_rewind_puts_the_cells_back_leaves_the_users_edit_and_is_one_undo_step(
     assert (also.text_content() or "") == (
         "Also undo the notebook changes made after this point (4)")
     also.locator("input").check()
+    pictures(lab, prompt, screenshot_dir, "rewind-confirm")
     confirm.locator(".neta-msg-confirm-go").click()
 
     notice = view.locator(".neta-notebook-restore")
@@ -135,9 +138,28 @@ def test_rewind_puts_the_cells_back_leaves_the_users_edit_and_is_one_undo_step(
 
     pictures(lab, view, screenshot_dir, "rewind-conflict")
 
+    # The saved notebook's static form says what was put back and what was left.
+    note = "Notebook put back; changes undone: 3. Left as you changed them: last (changed since)"
+
+    def saved_says_so() -> bool:
+        notebook.save()
+        return note in (notebook.root / notebook.path).read_text()
+
+    poll_until(saved_says_so, within=20, what="the saved chat says what the rewind did")
+
     # One step of the notebook's undo history: Z once takes the whole restore back.
     notebook.undo_in_the_notebook()
     poll_until(lambda: _sources(notebook) == [dict(c, source=mine) if c["id"] == "last"
                                              else c for c in after],
                within=10, what="one undo took the restore back")
     assert SETUP not in [c["source"] for c in _sources(notebook)]
+
+    # Stored: after another restart, the resumed session still knows what the rewind did.
+    lab.restart_kernel()
+    notebook.page.wait_for_function(
+        f"(path) => {_FIND_PANEL}(path).sessionContext.session?.kernel?.status === 'idle'",
+        arg=notebook.path, timeout=60_000)
+    notebook.page.evaluate(_RUN_CHAT_CELL_JS, notebook.path)
+    notebook.page.locator(".neta-chat-view").wait_for()
+    assert notebook.execute("print(session.notebook_restore.summary())") == (
+        "3 cells put back; left as they are: last (changed since).")
