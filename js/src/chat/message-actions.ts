@@ -29,7 +29,7 @@ export interface MessageActionRequest {
  * for a rewind or fork with `notebook`, what the page did. */
 export interface MessageActionReply {
   session_id: string;
-  notebook?: unknown;
+  notebook?: Record<string, unknown>;
 }
 
 export interface MessageActionsOptions {

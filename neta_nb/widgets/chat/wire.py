@@ -354,11 +354,12 @@ class SwitchAgentReply(TypedDict):
     session_id: str
 
 
-class MessageActionReply(SwitchAgentReply, total=False):
+class MessageActionReply(TypedDict):
     """``message_action``'s reply: the session shown and, for a rewind or fork that put
     the notebook back, what it did (TS: ``MessageActionReply``, message-actions.ts)."""
 
-    notebook: dict[str, Any]
+    session_id: str
+    notebook: NotRequired[dict[str, Any]]
     """``NotebookRestore.to_json()``: the cells put back, those left (conflicts), error."""
 
 
