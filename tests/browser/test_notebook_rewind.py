@@ -163,3 +163,7 @@ def test_rewind_puts_the_cells_back_leaves_the_users_edit_and_is_one_undo_step(
     notebook.page.locator(".neta-chat-view").wait_for()
     assert notebook.execute("print(session.notebook_restore.summary())") == (
         "3 cells put back; left as they are: last (changed since).")
+    # ...and its chat, drawn anew, says it again.
+    left = notebook.page.locator(".neta-chat-view .neta-notebook-restore-conflict")
+    left.wait_for()
+    assert left.get_attribute("data-cell-id") == "last"

@@ -112,6 +112,7 @@ async def test_rewind_and_fork_with_the_notebook_answer_what_the_page_did(
         "conflicts": [{"cell_id": "c2", "kind": "edit", "reason": "edited"}], "error": None}
     assert [c["source"] for c in page.cells] == ["x = 1", "y = 20  # mine"]
     assert chat.messages == [] and session.messages == []
+    assert chat.notebook_restore == reply["result"]["notebook"]  # a view drawn anew says it
     # The saved form says so, with the cell left as the user changed it.
     assert ("Notebook put back; changes undone: 1. Left as you changed them: c2 (changed "
             "since)") in chat._fallback_html()
@@ -120,6 +121,7 @@ async def test_rewind_and_fork_with_the_notebook_answer_what_the_page_did(
     page.cell("c2")["source"] = "y = 2"
     session.notebook_page = page  # the rewind drew the chat again, with its own page
     await session.run("Edit both")
+    assert chat.notebook_restore == {}  # a message came after it
     page.available = False
     reply = _act(chat, sent, action="rewind", message_id=session.messages[0].id,
                  notebook=True)

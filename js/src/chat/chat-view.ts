@@ -119,6 +119,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     rewinds: 0,
     keeps_branches: true,
     fork_of: "",
+    notebook_restore: {},
     hosts_outside: true,
     agent: { name: "", model: "" },
     agents: [],
@@ -438,6 +439,11 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
       }
       if (patch.keeps_branches !== undefined) state.keeps_branches = patch.keeps_branches !== false;
       if (patch.fork_of !== undefined) state.fork_of = String(patch.fork_of ?? "");
+      if (patch.notebook_restore !== undefined) {
+        state.notebook_restore = patch.notebook_restore ?? {};
+        if (Object.keys(state.notebook_restore).length) restoreNotice.show(state.notebook_restore);
+        else restoreNotice.clear();
+      }
       if (patch.hosts_outside !== undefined) state.hosts_outside = patch.hosts_outside !== false;
       if (patch.agent !== undefined && patch.agent) state.agent = patch.agent;
       if (patch.agents !== undefined) state.agents = Array.isArray(patch.agents) ? patch.agents : [];

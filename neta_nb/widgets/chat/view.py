@@ -122,6 +122,9 @@ class ChatView(NetaWidget):
     fork_of = traitlets.Unicode("", help="The session shown is a fork made in this view: the "
                                 "id of the chat it was forked from, which Back shows again; "
                                 "empty otherwise.").tag(sync=True)
+    notebook_restore = traitlets.Dict(help="What the last rewind or fork that put the "
+                                      "notebook back did (NotebookRestore.to_json()), until "
+                                      "the next message; empty otherwise.").tag(sync=True)
     hosts_outside = traitlets.Bool(True, help="This chat also shows the requests outside "
                                    "MCP clients wait for; false in a client's own review "
                                    "view (see widgets/outside_reviews.py).").tag(sync=True)
@@ -237,6 +240,7 @@ class ChatView(NetaWidget):
         self._read_only.leave()
         self.keeps_branches = session.store is not None
         self._live.bind(session, self._presence)
+        self.notebook_restore = _restore_shown(session)
         self._agent_controls.follow(session.deps.outside)
         self._static_form.refresh()
 
@@ -528,6 +532,7 @@ class ChatView(NetaWidget):
                 if request.get("action") == "fork":  # shown once its cells are back
                     shown = done.session
                     self._show_fork(origin, shown)
+                self.notebook_restore = _restore_shown(shown)
                 self.refresh_static_form()  # it says what was put back
                 return {"session_id": shown.id, "notebook": done.notebook.to_json()}
 
@@ -656,3 +661,8 @@ def _sent_files(command: Mapping[str, Any], buffers: Any) -> list[Attachment]:
         files.append(Attachment(data=bytes(data), media_type=media_type, name=name))
     return files
 
+
+def _restore_shown(session: AgentSession) -> dict[str, Any]:
+    """The ``notebook_restore`` trait of ``session`` (see ``AgentSession.notebook_restore``)."""
+    restore = session.notebook_restore
+    return {} if restore is None else restore.to_json()
