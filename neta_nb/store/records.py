@@ -84,6 +84,10 @@ class SessionRecord(BaseModel):
     title_by_user: bool = False
     """The title is the user's (``SessionStore.rename_session``): saving the session keeps
     it instead of deriving one from the first prompt."""
+    notebook_restore: dict[str, Any] | None = None
+    """The last rewind or fork that put the notebook's cells back: what it did
+    (``NotebookRestore.to_json()``) and ``after_message``, how many messages the history
+    held then (shown while it holds no more)."""
     child_count: int = 0
     """How many sub-agent sessions this session ran (filled in on every read from the
     store — ``get_session``, ``list_sessions``, ``list_children`` — for the session list's

@@ -30,6 +30,8 @@ class FakeNotebookPage:
         self.active_cell_id: str | None = None
         """The cell the user last focused (``@this``); the extension leaves the chat's out."""
         self.kernel_id = "k-1"
+        self.restores = 0
+        """How many ``restore`` requests were made (each one undo step on a real page)."""
         self.restarts: list[int] = []
         self.interrupts = 0
         self.others: dict[str, list[dict[str, Any]]] = {}
@@ -191,3 +193,35 @@ class FakeNotebookPage:
     async def _op_restart(self, args: dict[str, Any]) -> dict[str, Any]:
         self.restarts.append(args["after_ms"])
         return {"kernel_id": self.kernel_id}
+
+    async def _op_restore(self, args: dict[str, Any]) -> dict[str, Any]:
+        """As the extension's ``restore``: every operation checked against the cells first
+        (``changed`` and nothing done when one does not hold), then all made."""
+        cells = [dict(cell) for cell in self.cells]
+        for operation in args["operations"]:
+            ids = [cell["id"] for cell in cells]
+            op, cell_id = operation["op"], operation["cell_id"]
+            if op == "insert":
+                if cell_id in ids or not 0 <= operation["index"] <= len(cells):
+                    raise NotebookError("changed", f"cell {cell_id} cannot go back")
+                cells.insert(operation["index"], {
+                    "id": cell_id, "cell_type": operation["cell_type"],
+                    "source": operation["source"], "outputs": [], "execution_count": None})
+                continue
+            if cell_id not in ids:
+                raise NotebookError("changed", f"no cell {cell_id}")
+            index = ids.index(cell_id)
+            if op == "move":
+                if index != operation["from_index"]:
+                    raise NotebookError("changed", f"cell {cell_id} moved")
+                cells.insert(operation["to_index"], cells.pop(index))
+            elif cells[index]["source"] != operation["expected"]:
+                raise NotebookError("changed", f"cell {cell_id} changed")
+            elif op == "delete":
+                del cells[index]
+            else:
+                cells[index]["source"] = operation["source"]
+        self.cells = cells
+        self.dirty = True
+        self.restores += 1
+        return {"applied": len(args["operations"])}

@@ -9,6 +9,7 @@ import type { Cell, ICellModel, ICodeCellModel } from "@jupyterlab/cells";
 import { type INotebookCellExecutor, type INotebookTracker, KernelError, NotebookActions, type NotebookPanel, runCell } from "@jupyterlab/notebook";
 import type * as nbformat from "@jupyterlab/nbformat";
 import { cellFocus } from "./cell-focus";
+import { restore } from "./restore";
 import { BridgeFailure } from "./protocol";
 import { type Budget, boundOutput, chargeOrder, newBudget, type ReadFocus } from "./bounded-outputs";
 
@@ -596,6 +597,7 @@ export const OPS: Record<string, Op> = {
   set_outputs: setOutputs,
   cell_metadata: cellMetadata,
   move,
+  restore,
   clear_outputs: clearOutputs,
   run_all: runAll,
   kernel: kernelStatus,

@@ -93,6 +93,7 @@ const CHAT_TRAITS: readonly (keyof ChatViewState & string)[] = [
   "rewinds",
   "keeps_branches",
   "fork_of",
+  "notebook_restore",
   "hosts_outside",
   "agent",
   "agents",

@@ -160,6 +160,9 @@ export interface ChatViewState {
   /** The session shown is a fork made in this view: the id of the chat it came from, which
    * Back shows again (Python: `ChatView.fork_of`); "" otherwise. */
   fork_of: string;
+  /** What the last rewind or fork that put the notebook back did, until the next message
+   * (Python: `ChatView.notebook_restore`; ./notebook-restore.ts); empty otherwise. */
+  notebook_restore: Record<string, unknown>;
   /** This chat also shows the requests outside MCP clients wait for (Python:
    * `ChatView.hosts_outside`): false in a client's own review view. */
   hosts_outside: boolean;

@@ -26,6 +26,8 @@ import { watchTurns } from "./keep-in-view";
 import { openSidePanel, sidePanelOffered } from "./side-panel";
 import { applyNestedOps, Transcript, type Nesting } from "./chat-transcript";
 import type { MessageActionRequest } from "./message-actions";
+import { notebookBridgePresent } from "./notebook-bridge";
+import { createRestoreNotice } from "./notebook-restore";
 import type { ChatItem, ChatOp, ChatSnapshot, ChatViewState, FullTextRequest, OlderPage } from "./chat-view-traits";
 import { element, whileBusy } from "../dom";
 import { normalizeLang, t, type MessageKey } from "../i18n";
@@ -117,6 +119,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     rewinds: 0,
     keeps_branches: true,
     fork_of: "",
+    notebook_restore: {},
     hosts_outside: true,
     agent: { name: "", model: "" },
     agents: [],
@@ -189,6 +192,8 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     if (back) whileBusy([forkBack], back, (error: unknown) => inputError.show(error));
   };
   forkBack.addEventListener("click", onForkBack);
+  // What a rewind or fork that put the notebook back did (./notebook-restore.ts).
+  const restoreNotice = createRestoreNotice(lang);
   const storeWarning = element("div", "neta-chat-store-warning");
   storeWarning.setAttribute("role", "status");
   // Failed requests show next to what the user clicked (see inline-error.ts).
@@ -226,6 +231,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     error: inputError,
     onSent: () => {
       stuck = true;
+      restoreNotice.clear();
     },
     onChange: () => renderChrome(),
   });
@@ -234,7 +240,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     refresh: actions.refresh,
     takeOver: actions.takeOver,
   });
-  root.append(header.root, forkBar, scroller, storeWarning, chipHost, inputBar, readOnlyBar.root, drawer.root);
+  root.append(header.root, forkBar, scroller, restoreNotice.root, storeWarning, chipHost, inputBar, readOnlyBar.root, drawer.root);
   el.append(root);
 
   function toggleDrawer(name: DrawerName): void {
@@ -282,6 +288,8 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
           onError: (error: unknown) => inputError.show(error),
           onRewound: (text: string) => input.putBack(text),
           keepsBranches: () => state.keeps_branches,
+          onNotebookPage: notebookBridgePresent,
+          onNotebookRestored: (outcome: unknown) => restoreNotice.show(outcome),
         }
       : undefined,
   };
@@ -438,6 +446,11 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
       }
       if (patch.keeps_branches !== undefined) state.keeps_branches = patch.keeps_branches !== false;
       if (patch.fork_of !== undefined) state.fork_of = String(patch.fork_of ?? "");
+      if (patch.notebook_restore !== undefined) {
+        state.notebook_restore = patch.notebook_restore ?? {};
+        if (Object.keys(state.notebook_restore).length) restoreNotice.show(state.notebook_restore);
+        else restoreNotice.clear();
+      }
       if (patch.hosts_outside !== undefined) state.hosts_outside = patch.hosts_outside !== false;
       if (patch.agent !== undefined && patch.agent) state.agent = patch.agent;
       if (patch.agents !== undefined) state.agents = Array.isArray(patch.agents) ? patch.agents : [];

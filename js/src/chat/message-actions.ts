@@ -3,7 +3,10 @@
  * `message_action`): on a prompt, Edit (the bubble becomes an editor: Enter or "Send"
  * resends it, Escape cancels), Rewind (back to just before it) and Fork; on an answer,
  * Retry (its prompt again) and Fork; a rewound prompt goes back into the input. Nothing is lost: what a retry, an edit or a rewind
- * replaces stays in the store as a branch. The bar shows on hover and while a button in it
+ * replaces stays in the store as a branch. On a notebook page, a Rewind or Fork with the
+ * agent's accepted cell changes after the message asks first, with a box to put the cells
+ * back too ("also undo the notebook changes made after this point"; the kernel does it:
+ * `notebook: true`, see neta_nb/tools/notebook/restore.py). The bar shows on hover and while a button in it
  * has the focus (its buttons are in the tab order), and not while a turn runs. Only the
  * session's own messages have it, not a sub-agent's.
  */
@@ -18,6 +21,15 @@ export interface MessageActionRequest {
   message_id: string;
   /** `edit`: the new text of the prompt. */
   text?: string;
+  /** `rewind`, `fork`: put back the notebook's cells the agent changed after it too. */
+  notebook?: boolean;
+}
+
+/** `message_action`'s reply (Python twin: `MessageActionReply`): the session shown and,
+ * for a rewind or fork with `notebook`, what the page did. */
+export interface MessageActionReply {
+  session_id: string;
+  notebook?: Record<string, unknown>;
 }
 
 export interface MessageActionsOptions {
@@ -26,6 +38,10 @@ export interface MessageActionsOptions {
   onError(error: unknown): void;
   /** A rewind is done: its prompt's text, which the input takes back. */
   onRewound?(text: string): void;
+  /** Whether the chat is on a notebook page that can put cells back (the extension). */
+  onNotebookPage?(): boolean;
+  /** A rewind or fork put the notebook back: what it did (`NotebookRestore.to_json()`). */
+  onNotebookRestored?(outcome: unknown): void;
   /** What a rewind, retry or edit replaces is kept as a branch (the session has a store);
    * when not, they ask first. */
   keepsBranches?(): boolean;
@@ -86,7 +102,9 @@ export function addMessageActions(
    * the user confirms (Escape or Cancel leaves everything as it was). */
   function run(request: MessageActionRequest, button: HTMLButtonElement | null): void {
     // A fork drops nothing, and the view shows it with Back to the original.
-    if (request.action === "fork" || options.keepsBranches?.() !== false) {
+    const unkept = request.action !== "fork" && options.keepsBranches?.() === false;
+    const changes = request.action === "rewind" || request.action === "fork" ? notebookChangesAfter() : 0;
+    if (!unkept && changes === 0) {
       act(request, button);
       return;
     }
@@ -95,7 +113,14 @@ export function addMessageActions(
     const box = element("div", "neta-msg-confirm");
     box.setAttribute("role", "alertdialog");
     const warning = element("div", "neta-msg-confirm-text", t(lang, "message_drop_unkept"));
-    box.setAttribute("aria-label", warning.textContent ?? "");
+    warning.hidden = !unkept;
+    const also = element("label", "neta-msg-confirm-notebook");
+    const check = element("input", "neta-msg-confirm-notebook-check");
+    check.type = "checkbox";
+    also.append(check, document.createTextNode(t(lang, "message_notebook_also", { n: changes })));
+    also.title = t(lang, "message_notebook_also_hint");
+    also.hidden = changes === 0;
+    box.setAttribute("aria-label", unkept ? (warning.textContent ?? "") : t(lang, LABEL[request.action][0]));
     const go = element("button", "neta-chat-button neta-chat-button-primary neta-msg-confirm-go",
       t(lang, request.action === "edit" ? "message_edit_send" : LABEL[request.action][0]));
     go.type = "button";
@@ -103,7 +128,7 @@ export function addMessageActions(
     cancel.type = "button";
     const row = element("div", "neta-msg-editor-buttons");
     row.append(cancel, go);
-    box.append(warning, row);
+    box.append(warning, also, row);
     root.append(box);
     const back = () => {
       box.remove();
@@ -111,7 +136,7 @@ export function addMessageActions(
     };
     go.addEventListener("click", () => {
       box.remove();
-      act(request, button);
+      act(changes > 0 && check.checked ? { ...request, notebook: true } : request, button);
     });
     cancel.addEventListener("click", back);
     box.addEventListener("keydown", (event) => {
@@ -124,12 +149,24 @@ export function addMessageActions(
     cancel.focus(); // the safe answer under the keyboard: Enter twice drops nothing
   }
 
+  /** The agent's accepted cell changes drawn after this message (their cards), when the
+   * chat is on a notebook page that can put them back; 0 otherwise. */
+  function notebookChangesAfter(): number {
+    if (!options.onNotebookPage?.()) return 0;
+    let count = 0;
+    for (let next = root.nextElementSibling; next; next = next.nextElementSibling) {
+      count += next.querySelectorAll('.neta-cell-edit[data-decision="accepted"]').length;
+    }
+    return count;
+  }
+
   function act(request: MessageActionRequest, button: HTMLButtonElement | null): void {
     // Read before the action: a rewind takes this prompt out of the transcript.
     const prompt = request.action === "rewind" ? text() : null;
     whileBusy(button ? [button] : [], async () => {
-      await options.act(request);
+      const reply = (await options.act(request)) as MessageActionReply | null | undefined;
       if (prompt !== null) options.onRewound?.(prompt);
+      if (request.notebook) options.onNotebookRestored?.(reply?.notebook);
     }, options.onError);
   }
 

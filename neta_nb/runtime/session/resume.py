@@ -138,6 +138,7 @@ def resume_session(cls: Callable[..., S], session_id: str, store: SessionStore, 
     _continue_outside(deps, record)
     # What it paid for turns it went back over is in no message: its record keeps it.
     state.spending.rewound = Spend(**record.rewound.model_dump())
+    state.notebook_restore = record.notebook_restore
     draft = stored.draft
     if draft is not None or record.running or record.owner_died:
         # Calls whose tools were running when the process died get their error result

@@ -17,7 +17,7 @@ import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 from ...events import (
     ApprovalDecision,
@@ -42,11 +42,13 @@ from ...todo import TodoStore
 from ...tools import PromptPreview, ToolCatalog
 from ...tools.builtin.python_exec import notebook_namespace
 from ...tools.notebook.page import NotebookPage
+from ...tools.notebook.restore import NotebookRestore
 from ..agent import Agent
 from ..approvals import ApprovalPolicy
 from ..mentions.page_mentions import page_mention_parts
 from . import branches
 from .deps import CallGate, TurnDeps
+from .notebook_rewind import NotebookRewind, start_restore
 from .resume import resume_session
 from .runner import TurnRunner, next_think_level
 from .state import SessionState
@@ -394,29 +396,86 @@ class AgentSession:
         return await self._runner.compact()
 
     # --- branches (see branches) ------------------------------------------------------
-    def fork(self, message_id: str) -> AgentSession:
+    @overload
+    def fork(self, message_id: str, *, notebook: Literal[False] = False) -> AgentSession: ...
+    @overload
+    def fork(self, message_id: str, *, notebook: Literal[True]
+             ) -> asyncio.Task[NotebookRewind[AgentSession]]: ...
+    def fork(self, message_id: str, *, notebook: bool = False
+             ) -> AgentSession | asyncio.Task[NotebookRewind[AgentSession]]:
         """A new session whose history is this one's up to and including ``message_id``
         — and the results of its tool calls, when it made some (or is one of those
         results): a call is never left without its result — with the plan, cards, token
         and cost figures and thinking level as they were there; stored as a branch of
         this one (the session list shows it so), which is left exactly as it was.
-        Refused while a turn runs."""
-        branches.check_free(self.state, "fork")
-        return _branch(self, branches.fork_end(self.state, message_id), branch_at=message_id)
+        Refused while a turn runs.
 
-    def rewind(self, message_id: str) -> AgentSession | None:
+        ``notebook=True`` also puts back the notebook's cells the agent changed after
+        that point (as :meth:`rewind` does), for the new branch to go on from; it returns
+        a task whose :class:`NotebookRewind` holds the fork and what was restored."""
+        branches.check_free(self.state, "fork")
+        messages = branches.fork_end(self.state, message_id)
+        if not notebook:
+            return _branch(self, messages, branch_at=message_id)
+        return start_restore(self.notebook_page,
+                             self.state.history.messages[len(messages):],
+                             lambda: _branch(self, messages, branch_at=message_id),
+                             lambda fork, outcome: fork._restored(outcome))
+
+    @overload
+    def rewind(self, message_id: str, *, notebook: Literal[False] = False
+               ) -> AgentSession | None: ...
+    @overload
+    def rewind(self, message_id: str, *, notebook: Literal[True]
+               ) -> asyncio.Task[NotebookRewind[AgentSession | None]]: ...
+    def rewind(self, message_id: str, *, notebook: bool = False
+               ) -> AgentSession | asyncio.Task[NotebookRewind[AgentSession | None]] | None:
         """Go back to just before ``message_id``: the history (what the model is sent
         next), plan, cards, token and cost figures and thinking level become what they
         were there. What it replaces is kept as a branch — a session holding the whole
         history as it was, listed as a branch of this one — which is returned (``None``
-        without a store: nothing is kept). Refused while a turn runs."""
+        without a store: nothing is kept). Refused while a turn runs.
+
+        ``notebook=True`` also puts the notebook back: every cell the agent changed from
+        ``message_id`` on gets its text of then again (cells it inserted are removed,
+        those it deleted come back), as one step of the notebook's undo history; a cell
+        the user changed since is left as it is and listed as a conflict. It needs the
+        chat open on a JupyterLab or Notebook 7 page and returns a task (``await`` it in
+        a cell) whose :class:`NotebookRewind` holds the kept branch and what was
+        restored; the conversation is rewound at once."""
         state = self.state
         branches.check_free(state, "rewind")
         index = branches.message_index(state, message_id)
+        if notebook:
+            return start_restore(self.notebook_page, state.history.messages[index:],
+                                 lambda: self._rewind_to(message_id, index),
+                                 lambda _kept, outcome: self._restored(outcome))
+        return self._rewind_to(message_id, index)
+
+    def _rewind_to(self, message_id: str, index: int) -> AgentSession | None:
+        state = self.state
         kept = (_branch(self, state.history.messages, branch_at=message_id)
                 if self.store is not None else None)
+        state.notebook_restore = None  # an earlier restore's place is gone
         branches.rewind(state, self.deps, index)
         return kept
+
+    def _restored(self, outcome: NotebookRestore) -> None:
+        """Keep what a rewind or fork with the notebook did, in the session's record."""
+        state = self.state
+        state.notebook_restore = {**outcome.to_json(),
+                                  "after_message": len(state.history.messages)}
+        state.save_record()
+
+    @property
+    def notebook_restore(self) -> NotebookRestore | None:
+        """What the last rewind or fork with ``notebook=True`` did to the notebook (the
+        cells put back, those left as the user changed them), while no message has come
+        since; kept in the store, so a resumed session has it too."""
+        kept = self.state.notebook_restore
+        if kept is None or kept.get("after_message") != len(self.state.history.messages):
+            return None
+        return NotebookRestore.from_json(kept)
 
     def retry(self, message_id: str | None = None) -> asyncio.Task[Any]:
         """Ask a prompt again: the last one, or the one ``message_id`` (an answer, a tool
@@ -508,7 +567,8 @@ def _record_fields(session: AgentSession) -> dict[str, Any]:
             "parent_id": session.parent_id, "parent_call_id": session.parent_call_id,
             "branch_of": session.branch_of, "branch_at": session.branch_at,
             "cost_usd": session.cost_usd,
-            "rewound": dataclasses.asdict(state.spending.rewound)}
+            "rewound": dataclasses.asdict(state.spending.rewound),
+            "notebook_restore": state.notebook_restore}
 
 
 def _turn_end(session: AgentSession) -> Awaitable[None] | None:

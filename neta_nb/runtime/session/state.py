@@ -76,6 +76,8 @@ class SessionState:
         self.turn: Turn | None = None
         """The turn in flight, from ``start()`` (or ``run()``) to its ``done``."""
         self.compacting = False
+        self.notebook_restore: dict[str, Any] | None = None
+        """What the last rewind or fork with the notebook did (``SessionRecord``'s)."""
         self.resolved = ResolutionCache()
         self.unusable_usage_said = False
         """A server's unusable usage report was warned about (once a session)."""

@@ -144,6 +144,7 @@ class ChatTraits(Protocol):
     approvals: list[dict[str, Any]]
     notice: str
     notice_tone: str
+    notebook_restore: dict[str, Any]
     store_warning: str
     read_only: dict[str, Any]
 
@@ -378,6 +379,7 @@ class LiveFollower:
         self._session = None
 
     def _rewound(self, session: AgentSession) -> None:
+        self._chat.notebook_restore = {}  # one with the notebook tells of it once done
         self._rebind(session)
         self._chat.rewinds += 1  # the views draw everything again
 
@@ -508,6 +510,7 @@ class LiveFollower:
         with chat.hold_sync():
             self._turn.running(self.projection)
             chat.notice = ""
+            chat.notebook_restore = {}  # a message comes after the restore it told of
             chat.current = TurnUsage().model_dump()
 
     def _publish_window(self, *, turn_ended: bool = False) -> None:

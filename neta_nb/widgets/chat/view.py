@@ -60,7 +60,7 @@ from .requests.agent_controls import AgentControlTraits
 from .requests.cell_context import chip_cells, reads_the_page, send_with_cells
 from .requests.error_actions import ErrorActions
 from .requests.mention_requests import MentionRequests
-from .requests.message_actions import message_action
+from .requests.message_actions import message_action, notebook_action, wants_notebook
 from .view_presence import ViewPresence
 from .wire import (
     Approval,
@@ -71,6 +71,7 @@ from .wire import (
     FullText,
     FullTextRequest,
     LiveSnapshot,
+    MessageActionReply,
     MessageActionRequest,
     NoReply,
     NotebookReply,
@@ -121,6 +122,9 @@ class ChatView(NetaWidget):
     fork_of = traitlets.Unicode("", help="The session shown is a fork made in this view: the "
                                 "id of the chat it was forked from, which Back shows again; "
                                 "empty otherwise.").tag(sync=True)
+    notebook_restore = traitlets.Dict(help="What the last rewind or fork that put the "
+                                      "notebook back did (NotebookRestore.to_json()), until "
+                                      "the next message; empty otherwise.").tag(sync=True)
     hosts_outside = traitlets.Bool(True, help="This chat also shows the requests outside "
                                    "MCP clients wait for; false in a client's own review "
                                    "view (see widgets/outside_reviews.py).").tag(sync=True)
@@ -236,6 +240,7 @@ class ChatView(NetaWidget):
         self._read_only.leave()
         self.keeps_branches = session.store is not None
         self._live.bind(session, self._presence)
+        self.notebook_restore = _restore_shown(session)
         self._agent_controls.follow(session.deps.outside)
         self._static_form.refresh()
 
@@ -512,16 +517,36 @@ class ChatView(NetaWidget):
         return {"session_id": self.new_chat(agent).id}
 
     @handles("message_action")
-    def _message_action(self, request: MessageActionRequest) -> SwitchAgentReply:
+    def _message_action(self, request: MessageActionRequest
+                        ) -> MessageActionReply | Awaitable[MessageActionReply]:
         """Retry (an answer's prompt again), edit, rewind or fork at a message; a fork is
-        shown here at once (the session list shows it as a branch)."""
+        shown here at once (the session list shows it as a branch). A rewind or fork that
+        puts the notebook back answers when the page has, with what it did."""
         origin = self._require_session()
+        if wants_notebook(request):
+            task = notebook_action(origin, request)
+
+            async def restored() -> MessageActionReply:
+                done = await task
+                shown = origin
+                if request.get("action") == "fork":  # shown once its cells are back
+                    shown = done.session
+                    self._show_fork(origin, shown)
+                self.notebook_restore = _restore_shown(shown)
+                self.refresh_static_form()  # it says what was put back
+                return {"session_id": shown.id, "notebook": done.notebook.to_json()}
+
+            return restored()
         session = message_action(origin, request)
-        if session is not origin:  # a fork: marked as one, with a way back to the original
-            self.bind(session)
-            self._fork_origin = origin
-            self.fork_of = origin.id
+        if session is not origin:
+            self._show_fork(origin, session)
         return {"session_id": session.id}
+
+    def _show_fork(self, origin: AgentSession, fork: AgentSession) -> None:
+        """Show the fork, marked as one, with a way back to the original."""
+        self.bind(fork)
+        self._fork_origin = origin
+        self.fork_of = origin.id
 
     @handles("back_from_fork")
     def _back_from_fork(self, _request: Mapping[str, object]) -> SwitchAgentReply:
@@ -557,7 +582,7 @@ class ChatView(NetaWidget):
     def _static_heading(self) -> list[str]:
         """What the session list shows of the session (``session_names``)."""
         session = self.session
-        if session is None or not self.messages:
+        if session is None or not (self.messages or session.notebook_restore):
             return []
         names = self._names
         if names is None or names.session_id != session.id:
@@ -636,3 +661,8 @@ def _sent_files(command: Mapping[str, Any], buffers: Any) -> list[Attachment]:
         files.append(Attachment(data=bytes(data), media_type=media_type, name=name))
     return files
 
+
+def _restore_shown(session: AgentSession) -> dict[str, Any]:
+    """The ``notebook_restore`` trait of ``session`` (see ``AgentSession.notebook_restore``)."""
+    restore = session.notebook_restore
+    return {} if restore is None else restore.to_json()

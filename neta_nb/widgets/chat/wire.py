@@ -37,6 +37,7 @@ __all__ = [
     "MentionCandidatesReply",
     "MentionCandidatesRequest",
     "MentionPreviewRequest",
+    "MessageActionReply",
     "MessageActionRequest",
     "NoReply",
     "NotebookBridgeError",
@@ -342,6 +343,8 @@ class MessageActionRequest(TypedDict):
     message_id: str
     text: NotRequired[str]
     """``edit``: the new text of the prompt."""
+    notebook: NotRequired[bool]
+    """``rewind``, ``fork``: put back the notebook's cells the agent changed after it too."""
 
 
 class SwitchAgentReply(TypedDict):
@@ -349,6 +352,15 @@ class SwitchAgentReply(TypedDict):
     replies have the same shape)."""
 
     session_id: str
+
+
+class MessageActionReply(TypedDict):
+    """``message_action``'s reply: the session shown and, for a rewind or fork that put
+    the notebook back, what it did (TS: ``MessageActionReply``, message-actions.ts)."""
+
+    session_id: str
+    notebook: NotRequired[dict[str, Any]]
+    """``NotebookRestore.to_json()``: the cells put back, those left (conflicts), error."""
 
 
 # The members of the TS ``ChatOp`` union (chat-view-traits.ts), which are unnamed there, and the

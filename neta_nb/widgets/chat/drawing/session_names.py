@@ -1,5 +1,6 @@
 """What a saved chat says of its session above the conversation: its title, the session
-a branch was forked from, what it has cost — the names the session list shows.
+a branch was forked from, what it has cost — the names the session list shows — and what
+a rewind or fork that put the notebook back did, until the next message.
 
 Rendering never reads the store (a saved form is drawn at every turn's end, on the
 kernel's loop, and a store's server may be down): the names that only the store knows
@@ -16,9 +17,10 @@ from ....labels import t
 from ....runtime.session import AgentSession
 from ....runtime.session.spending import format_usd
 from ....store.records import UNTITLED, SessionRecord, automatic_title
+from ....tools.notebook.restore import NotebookRestore
 from .static import shown_title
 
-__all__ = ["SessionNames", "read_names", "static_heading"]
+__all__ = ["SessionNames", "read_names", "restore_note", "static_heading"]
 
 log = logging.getLogger(__name__)
 
@@ -76,4 +78,21 @@ def static_heading(session: AgentSession, names: SessionNames, lang: str) -> lis
     cost = session.cost_usd
     heading.append(t("cost_session_line", lang, cost=format_usd(cost) if cost is not None
                      else t("cost_unknown", lang)))
+    restore = session.notebook_restore
+    if restore is not None:
+        heading.append(restore_note(restore, lang))
     return heading
+
+
+def restore_note(restore: NotebookRestore, lang: str) -> str:
+    """What a rewind or fork did to the notebook, in one line: the changes undone and the
+    cells left as the user changed them (by id), or why it was not done."""
+    if restore.error is not None:
+        return t("notebook_restore_failed", lang, error=restore.error)
+    text = (t("notebook_restore_done", lang, n=len(restore.restored)) if restore.restored
+            else t("notebook_restore_none", lang))
+    if restore.conflicts:
+        left = ", ".join(f"{c.cell_id} ({t(f'notebook_restore_{c.reason}', lang)})"
+                         for c in restore.conflicts)
+        text += f" {t('notebook_restore_conflicts', lang)} {left}"
+    return text
