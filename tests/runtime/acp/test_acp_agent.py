@@ -273,8 +273,9 @@ async def test_a_stored_outside_session_replays_with_an_agent_given_and_says_so_
                            store=store)
     await session.run("hello")
     assert session.flush(10)
-    assert session.deps.outside is not None
-    await session.deps.outside.aclose()
+    outside = session.deps.outside
+    assert isinstance(outside, AcpTurns)
+    await outside.aclose()
 
     # Without an agent there is nothing to replay with: the command and keys are not stored.
     with pytest.raises(SessionNotResumableError, match=r"outside agent 'scr'.*agent=") as refused:
