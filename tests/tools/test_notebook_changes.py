@@ -5,7 +5,6 @@ its own outcome; the record of accepted changes is read back from the stored his
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
@@ -17,6 +16,7 @@ from neta_nb.tools.rich import CELL_EDIT_TYPE
 
 from ..support.notebook_page import FakeNotebookPage
 from ..support.sessions import answer, calls, make_session
+from ..support.timing import wait_until
 
 TOOLS = AgentToolConfig(enabled=["read_notebook", "edit_cell", "insert_cell", "delete_cell",
                                  "move_cell", "run_cell"])
@@ -56,9 +56,7 @@ def _card(session: Any, call_id: str) -> dict[str, Any]:
 
 async def _asked(rec: Any, count: int) -> None:
     """Wait (at most 10 s) until ``count`` approval requests have been made."""
-    async with asyncio.timeout(10):
-        while len(rec.of("approval_request")) < count:
-            await asyncio.sleep(0.01)
+    await wait_until(lambda: len(rec.of("approval_request")) >= count)
 
 
 async def _review(session: Any, rec: Any, decide: dict[str, str]) -> list[Any]:
@@ -70,7 +68,7 @@ async def _review(session: Any, rec: Any, decide: dict[str, str]) -> list[Any]:
     for call_id, decision in decide.items():
         assert session.approve(call_id, decision)
     await task
-    return requests
+    return list(requests)
 
 
 def test_the_set_is_the_run_of_change_calls_among_the_notebook_calls() -> None:
@@ -163,7 +161,8 @@ async def test_decisions_per_change_and_the_text_the_user_changed() -> None:
 
 async def test_a_change_that_built_on_a_rejected_one_is_not_made_and_says_why() -> None:
     page = FakeNotebookPage(CELLS)
-    turn = [("e1", "edit_cell", {"cell_id": "a", "source": "x = 10"}),
+    turn: list[tuple[str, str, dict[str, Any]]] = [
+            ("e1", "edit_cell", {"cell_id": "a", "source": "x = 10"}),
             ("e2", "edit_cell", {"cell_id": "a", "source": "x = 10\nx += 1"}),
             ("m1", "move_cell", {"cell_id": "d", "to_index": 1})]
     session, rec, _ = _session(page, [calls(*turn), answer("ok")])
