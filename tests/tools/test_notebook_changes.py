@@ -13,6 +13,7 @@ from neta_nb.messages import ToolCallPart
 from neta_nb.runtime.session.session import AgentSession
 from neta_nb.tools.notebook.changes import applied_changes, reviewed_together
 from neta_nb.tools.rich import CELL_EDIT_TYPE
+from neta_nb.widgets import ChatView
 
 from ..support.notebook_page import FakeNotebookPage
 from ..support.sessions import answer, calls, make_session
@@ -246,3 +247,17 @@ async def test_the_record_and_the_set_survive_a_resume(tmp_path: Any) -> None:
     assert made[2].cell_id == "new-1" and made[2].after == "print('sum', x + y + z)"
     assert [s["decision"] for s in _card(resumed, "e1")["group"]["changes"]] == [
         "accepted", "rejected", "accepted", "accepted", "accepted"]
+
+
+async def test_the_saved_chat_shows_the_set_and_what_became_of_each_change() -> None:
+    page = FakeNotebookPage(CELLS)
+    session, rec, _ = _session(page)
+    await _review(session, rec, dict.fromkeys(IDS, "allow_once") | {"e2": "reject"})
+    form = ChatView(session)._fallback_html()
+    assert form.count('data-neta-changes="5"') == 1  # once: on the first change's card
+    assert "<b>Changes</b> 1 added · 3 changed · 1 deleted" in form
+    assert "<li>changed a +1 −1 · Accepted</li>" in form
+    assert "<li>changed b +1 −1 · Rejected</li>" in form
+    assert "<li>added new-1 +1 · Accepted</li>" in form
+    assert "<li>deleted 5 −1 · Accepted</li>" in form  # by its place, as the notebook shows it
+    assert "Edit of cell b · Rejected" in form and "-y = 2" in form

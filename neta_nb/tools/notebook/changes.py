@@ -62,6 +62,8 @@ _NOTEBOOK_CALLS = (*CHANGE_TOOLS, "read_notebook", "run_cell", "clear_outputs", 
                    "create_notebook", "cell_status")
 """The notebook tools: their calls of one response run in the order written."""
 _CELL_TYPES = ("code", "markdown", "raw")
+_SHOWN = "neta_shown"
+"""Where a planned cell keeps its position and name in the notebook as read."""
 
 
 def reviewed_together(calls: Sequence[ToolCallPart], call_id: str) -> list[ToolCallPart]:
@@ -178,11 +180,11 @@ def _plan(call: ToolCallPart, cells: list[dict[str, Any]]) -> _Planned | RichRes
     cell = cells[index]
     source = cell_source(cell)
     cell_type = str(cell.get("cell_type") or "code")
+    position, label = cell.get(_SHOWN) or (index + 1, shown_name(cell, index + 1))
     if call.name == "delete_cell":
         del cells[index]
         return _Planned(call, proposal("delete", cell_id, source, "", cell_type=cell_type,
-                                       position=index + 1,
-                                       cell_label=shown_name(cell, index + 1)),
+                                       position=position, cell_label=label),
                         {"op": "delete", "cell_id": cell_id, "expected": source},
                         f"the deletion of cell {cell_id}")
     to_index = args.get("to_index")
@@ -197,7 +199,7 @@ def _plan(call: ToolCallPart, cells: list[dict[str, Any]]) -> _Planned | RichRes
     cells.insert(to_index - 1, cells.pop(index))
     return _Planned(call, proposal("move", cell_id, source, source, cell_type=cell_type,
                                    from_index=index + 1, to_index=to_index,
-                                   cell_label=shown_name(cell, index + 1)),
+                                   cell_label=label),
                     {"op": "move", "cell_id": cell_id, "expected": source,
                      "to_index": to_index - 1},
                     f"moving cell {cell_id} from position {index + 1} to position {to_index}")
@@ -247,6 +249,9 @@ async def _review(access: NotebookAccess, group: list[ToolCallPart]) -> dict[str
     except NotebookError as error:
         failure = ToolFailure(f"The notebook could not be read: {error}")
         return {call.id: failure for call in group}
+    for position, cell in enumerate(cells, 1):
+        # A card names a cell as the notebook shows it now, before any change of the set.
+        cell[_SHOWN] = (position, shown_name(cell, position))
     planned: list[_Planned] = []
     for call in group:
         try:
