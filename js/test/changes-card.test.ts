@@ -26,12 +26,14 @@ test("the pending changes of one set are drawn as one card, in the set's order, 
   assert.deepEqual(arranged[2], { approval: alone });
 });
 
-test("one change left of a set, or sets of two askers, are not merged", () => {
-  const [only] = arrangeApprovals([change("e1", "edit", 0)]);
+test("a set stays one card as its changes leave; a set of one, or two askers, are not merged", () => {
+  const [left] = arrangeApprovals([change("d1", "delete", 2)]);
+  assert.ok("changes" in left); // the others were answered: still the set's card
+  const [only] = arrangeApprovals([change("e1", "edit", 0, 1)]);
   assert.ok("approval" in only);
   const twoAskers = arrangeApprovals([change("e1", "edit", 0, 2, "e1", []), change("e2", "edit", 1, 2, "e1", ["sub"])]);
   assert.equal(twoAskers.length, 2);
-  assert.ok(twoAskers.every((entry) => "approval" in entry));
+  assert.ok(twoAskers.every((entry) => "changes" in entry && entry.changes.length === 1));
 });
 
 test("a malformed group is no group", () => {

@@ -65,7 +65,8 @@ export type Arranged<A extends AskedChange> = { approval: A } | { changes: A[] }
 
 /**
  * The approvals in the order asked, with the pending changes of one set (same asker,
- * same `group.id`, two or more) gathered where its first one is, in the set's order.
+ * same `group.id`, a set of two or more) gathered where its first one is, in the set's
+ * order. A set stays one card while its changes are answered and leave, one by one.
  */
 export function arrangeApprovals<A extends AskedChange>(approvals: readonly A[]): Arranged<A>[] {
   const sets = new Map<string, A[]>();
@@ -85,7 +86,8 @@ export function arrangeApprovals<A extends AskedChange>(approvals: readonly A[])
   for (const approval of approvals) {
     const key = keyOf(approval);
     const members = key === null ? undefined : sets.get(key);
-    if (key === null || !members || members.length < 2) {
+    const size = groupOf(approval.proposal)?.size ?? 0;
+    if (key === null || !members || size < 2) {
       arranged.push({ approval });
     } else if (!placed.has(key)) {
       placed.add(key);
@@ -111,8 +113,10 @@ export interface ChosenDecision {
 
 /**
  * The decisions taken in Changes cards, by set: kept apart from the cards, which are drawn
- * anew whenever the chat's approvals change. A set is known by its asker, id and its
- * changes' ids; the newest `REMEMBERED_SETS` are kept.
+ * anew whenever the chat's approvals change (each answer sent takes its change out). A set
+ * is known by its asker and id (its first change's call id, which ids of later responses
+ * may repeat: a set's decisions are forgotten once sent); the newest `REMEMBERED_SETS`
+ * are kept.
  */
 export class ChangeDecisions {
   static readonly REMEMBERED_SETS = 20;
@@ -141,7 +145,7 @@ export const changeDecisions = new ChangeDecisions();
 /** The key of a pending set's decisions. */
 export function setKey(changes: readonly AskedChange[]): string {
   const first = changes[0];
-  return JSON.stringify([first?.client ?? "", first?.path ?? [], groupOf(first?.proposal)?.id ?? "", changes.map((c) => c.id)]);
+  return JSON.stringify([first?.client ?? "", first?.path ?? [], groupOf(first?.proposal)?.id ?? ""]);
 }
 
 /** The answers to send once every change has a decision (`null` while one has none): one
@@ -191,7 +195,11 @@ export function createChangesCard(changes: readonly AskedChange[], { lang, decid
   buttons.append(acceptAll, rejectAll);
   const error = createInlineError(() => lang);
   const list = element("div", "neta-changes-list");
-  card.append(head, hint, buttons, error.root, list);
+  // What the set holds and its two buttons stay in sight while the user reads down the
+  // changes (the card is taller than the chat).
+  const bar = element("div", "neta-changes-bar");
+  bar.append(head, hint, buttons, error.root);
+  card.append(bar, list);
 
   let sending = false;
   const send = async () => {
@@ -281,10 +289,11 @@ export function createChangesSummary(group: ChangeGroup, lang: Lang): HTMLElemen
     const kind = element("span", `neta-changes-kind neta-changes-${line.kind}`, t(lang, `changes_kind_${line.kind}` as MessageKey, { n: "" }).trim());
     const lines = element("span", "neta-changes-delta");
     if (line.added) lines.append(element("span", "neta-changes-added", `+${line.added}`));
+    if (line.added && line.removed) lines.append(" ");
     if (line.removed) lines.append(element("span", "neta-changes-removed", `−${line.removed}`));
     const badgeKey = line.decision === "accepted" ? "cell_edit_accepted" : line.decision === "rejected" ? "cell_edit_rejected" : "changes_failed";
     const badge = element("span", "neta-changes-badge", t(lang, badgeKey));
-    row.append(kind, createCellName(line.cell_id, lang, line.cell_label), lines, badge);
+    row.append(kind, " ", createCellName(line.cell_id, lang, line.cell_label), " ", lines, " ", badge);
     list.append(row);
   }
   box.append(head, list);
