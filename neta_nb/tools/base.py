@@ -105,7 +105,7 @@ class ToolContext:
                  on_progress: ProgressCallback | None = None,
                  threads: ToolThreads | None = None, crew: Any = None,
                  notebook: Any = None, response_id: str = "",
-                 response_calls: tuple[ToolCallPart, ...] = ()) -> None:
+                 response_calls: tuple[ToolCallPart, ...] = (), turn_id: str = "") -> None:
         self.session_id = session_id
         self.tool_call_id = tool_call_id
         self.working_dir: Path = Path(working_dir) if working_dir is not None else Path.cwd()
@@ -127,6 +127,8 @@ class ToolContext:
         """That response's calls to tools the agent has, in the order written (a tool
         that acts on several calls of one response together reads them here: the
         notebook's changes are reviewed as one, :mod:`neta_nb.tools.notebook.changes`)."""
+        self.turn_id = turn_id
+        """The id of the message that began the turn (``""``: none known)."""
         try:
             self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:

@@ -1,11 +1,12 @@
-"""One review for a turn's changes, on a real JupyterLab page: a response that proposes
-three edits, an insert and a delete shows them in one Changes card.
+"""One review for a turn's changes, on a real JupyterLab page (1 and 2 in Notebook 7
+too): a response that proposes three edits, an insert and a delete shows them in one
+Changes card.
 
 1. Reject all leaves the live notebook and the saved file byte for byte as they were, and
    each call tells the model it was rejected.
 2. Accept all gives exactly the notebook the changes describe; one Undo Cell Operation
    (Z in command mode) puts the whole set back: texts, the inserted cell gone, the
-   deleted one restored.
+   deleted one restored. A turn whose two answers each propose a set is one undo too.
 3. The set's decisions are stored: after a kernel restart the session resumed from its
    store has them (the first change's card lists each change and what became of it), and
    the saved notebook's static form shows them.
@@ -71,9 +72,26 @@ def sources(notebook: Notebook) -> list[tuple[str, str]]:
     return [(str(c["id"]), str(c["source"])) for c in notebook.shown()["cells"][1:]]
 
 
+@pytest.mark.parametrize("front", ["lab", "notebook7"])
 def test_accept_all_reject_all_one_undo_and_the_stored_set(
-        lab: LabSession, screenshot_dir: Path) -> None:
-    notebook = Notebook(lab, "changes.ipynb", chat=CHANGES_CHAT)
+        front: str, lab: LabSession, screenshot_dir: Path,
+        request: pytest.FixtureRequest) -> None:
+    if front == "lab":
+        notebook = Notebook(lab, "changes.ipynb", chat=CHANGES_CHAT)
+        inserted = _review_the_set(notebook, lab, screenshot_dir)
+        _two_sets_of_one_turn_are_one_undo(notebook)
+        _stored_and_resumed(notebook, lab, inserted)
+        return
+    notebook = Notebook(lab, "changes7.ipynb", chat=CHANGES_CHAT.replace(
+        STORE, "changes7-store.db"), notebook7=request.getfixturevalue("notebook7"))
+    try:
+        _review_the_set(notebook, None, screenshot_dir)
+    finally:
+        notebook.close_tab()
+
+
+def _review_the_set(notebook: Notebook, lab: LabSession | None, screenshot_dir: Path) -> str:
+    """Reject all, Accept all and one undo (pictures when ``lab``); the inserted cell's id."""
     page = notebook.page
     original = [("setup", SETUP), ("doomed", DOOMED), ("notes", NOTES), ("last", LAST)]
     assert sources(notebook) == original
@@ -92,7 +110,8 @@ def test_accept_all_reject_all_one_undo_and_the_stored_set(
     assert "+answer = 40 + 2" in items.nth(0).locator(".neta-cell-edit-diff").inner_text()
     assert "-# Notes" in items.nth(4).locator(".neta-cell-edit-diff").inner_text()
     assert notebook.shown()["dirty"] is False  # asking changed nothing
-    chat_pictures(lab, card, screenshot_dir)
+    if lab is not None:
+        chat_pictures(lab, card, screenshot_dir)
 
     # 1. Reject all: nothing changes, live or saved; each call is told.
     card.locator("button[data-decision=reject-all]").click()
@@ -118,28 +137,54 @@ def test_accept_all_reject_all_one_undo_and_the_stored_set(
     summary = page.locator(SUMMARY).last
     summary.wait_for()
     assert summary.locator(".neta-changes-line[data-decision=accepted]").count() == 5
-    pictures(lab, summary, screenshot_dir, "changes-summary")
+    if lab is not None:
+        pictures(lab, summary, screenshot_dir, "changes-summary")
 
     notebook.undo_in_the_notebook()
     notebook.wait_for_ids(CELL_IDS)
     assert sources(notebook) == original
+    return inserted
 
-    # 3. Stored: the saved file's static form, and the session resumed after a restart.
+
+def _two_sets_of_one_turn_are_one_undo(notebook: Notebook) -> None:
+    """A turn whose two answers each propose a set: both accepted, one undo takes back
+    the turn's changes."""
+    original = sources(notebook)
+    script = [[{"tool_call": call} for call in CALLS[:2]],
+              [{"tool_call": call} for call in (CALLS[4], CALLS[2])], [{"text": "Both."}]]
+    notebook.execute(f"play('Two steps', json.loads({json.dumps(script)!r}))")
+    for _ in range(2):
+        button = notebook.page.locator(f"{CARD} button[data-decision=accept-all]")
+        button.wait_for()
+        button.click()
+        notebook.page.locator(CARD).wait_for(state="detached")
+    notebook.wait_for_text("Both.")
+    assert sources(notebook) == [("setup", NEW_SETUP), ("doomed", KEPT), ("last", NEW_LAST)]
+    notebook.undo_in_the_notebook()
+    notebook.wait_for_ids(CELL_IDS)
+    assert sources(notebook) == original
+
+
+def _stored_and_resumed(notebook: Notebook, lab: LabSession, inserted: str) -> None:
+    """The saved file's static form, and the session resumed after a kernel restart."""
     notebook.save()
     saved_nb = nbformat.read(notebook.root / notebook.path, as_version=4)
     form = "".join(str(output.get("data", {}).get("text/html", ""))
                    for output in saved_nb.cells[0].outputs)
     assert form.count('data-neta-changes="5"') == 2  # the rejected set and the accepted one
-    assert form.count("· Rejected</li>") == 5 and form.count("· Accepted</li>") == 5
+    assert form.count('data-neta-changes="2"') == 2  # the turn of two sets
+    assert form.count("· Rejected</li>") == 5 and form.count("· Accepted</li>") == 9
     session_id = notebook.execute("print(session.id)")
     lab.restart_kernel()
     poll_until(lambda: _restarted(notebook), within=60, what="the kernel restarted")
     resumed = json.loads(notebook.execute(RESUME.replace("SESSION_ID", repr(session_id))))
-    assert resumed["sets"] == [["rejected"] * 5, ["accepted"] * 5]
+    assert resumed["sets"] == [["rejected"] * 5, ["accepted"] * 5, ["accepted"] * 2,
+                               ["accepted"] * 2]
     assert [(c["kind"], c["cell_id"]) for c in resumed["applied"]] == [
         ("edit", "setup"), ("edit", "doomed"), ("edit", "last"), ("insert", inserted),
-        ("delete", "notes")]
-    assert resumed["form_sets"] == 2
+        ("delete", "notes"), ("edit", "setup"), ("edit", "doomed"), ("delete", "notes"),
+        ("edit", "last")]
+    assert resumed["form_sets"] == 4
 
 
 RESUME = f"""

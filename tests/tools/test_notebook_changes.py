@@ -261,3 +261,19 @@ async def test_the_saved_chat_shows_the_set_and_what_became_of_each_change() -> 
     assert "<li>added new-1 +1 · Accepted</li>" in form
     assert "<li>deleted 5 −1 · Accepted</li>" in form  # by its place, as the notebook shows it
     assert "Edit of cell b · Rejected" in form and "-y = 2" in form
+
+
+async def test_the_sets_of_one_turn_name_that_turn_so_the_page_can_join_their_steps() -> None:
+    page = FakeNotebookPage(CELLS)
+    first = [("e1", "edit_cell", {"cell_id": "a", "source": "x = 10"}),
+             ("e2", "edit_cell", {"cell_id": "b", "source": "y = 20"})]
+    second = [("d1", "delete_cell", {"cell_id": "c"}), ("d2", "delete_cell", {"cell_id": "d"})]
+    session, _, _ = _session(page, [calls(*first), calls(*second), answer("ok"),
+                                    calls(("e3", "edit_cell", {"cell_id": "a", "source": "1"}),
+                                          ("e4", "edit_cell", {"cell_id": "b", "source": "2"})),
+                                    answer("ok")], accept_notebook_edits=True)
+    await session.run("Tidy")
+    await session.run("Again")
+    turns = [args["turn"] for op, args in page.requests if op == "apply_changes"]
+    users = [m.id for m in session.messages if m.role == "user"]
+    assert turns == [users[0], users[0], users[1]]

@@ -504,6 +504,20 @@ function move(panel: NotebookPanel, args: Args): unknown {
   return { cell_id: cellId, from_index: index, to_index: to };
 }
 
+/** A Yjs undo manager's stack and capture time, as `apply_changes` joins a turn's sets. */
+interface UndoStack extends UndoCapture {
+  undoStack: unknown[];
+  lastChange: number;
+}
+
+function topOf(manager: UndoStack | null | undefined): unknown {
+  const stack = manager?.undoStack;
+  return Array.isArray(stack) && stack.length ? stack[stack.length - 1] : undefined;
+}
+
+/** The last set `apply_changes` made in a notebook: its turn and its undo step. */
+const madeSets = new WeakMap<object, { turn: string; step: unknown }>();
+
 /** One change of a set reviewed together, as `apply_changes` takes it. */
 interface Change {
   op: "edit" | "insert" | "delete" | "move";
@@ -561,12 +575,16 @@ function rehearse(list: { id: string | null; source: string }[], change: Change)
 /**
  * The changes of a set the user reviewed together (`changes`, in order), made as one step
  * of the notebook's undo history: one Undo Cell Operation (Z in command mode) puts back
- * every text, removes the cells inserted and restores the ones deleted. Every change is
+ * every text, removes the cells inserted and restores the ones deleted. With `turn`, a
+ * set made after another of the same turn joins its step when that step is still the
+ * last one (the user changed nothing in between): one undo takes back the turn's sets. Every change is
  * first checked on a copy of the cell list (`rehearse`), and none is made when one cannot
  * be. The texts are set in the notebook's name, so they are steps of its history rather
  * than of each cell's (a change's card offers its own Undo).
  */
 function applyChanges(panel: NotebookPanel, args: Args): unknown {
+  const turn = args.turn ?? "";
+  if (typeof turn !== "string") throw new BridgeFailure("bad_request", "'turn' must be a string");
   const given = args.changes;
   if (!Array.isArray(given) || given.length === 0) throw new BridgeFailure("bad_request", "'changes' must be a list of changes");
   const changes = given.map(parseChange);
@@ -580,7 +598,10 @@ function applyChanges(panel: NotebookPanel, args: Args): unknown {
   // the texts), made at once: its undo history merges changes within half a second into
   // one step. (One enclosing transaction would not do: the cell list the ops read is
   // brought up to date only when a transaction ends.)
-  oneUndoStep(undoManagerOf(shared), () => {
+  const manager = undoManagerOf(shared) as UndoStack | null | undefined;
+  const earlier = turn ? madeSets.get(shared) : undefined;
+  const joined = earlier !== undefined && earlier.turn === turn && topOf(manager) === earlier.step;
+  const make = () => {
     for (const change of changes) {
       if (change.op === "insert") {
         const after = change.after_cell_id ?? null;
@@ -600,7 +621,22 @@ function applyChanges(panel: NotebookPanel, args: Args): unknown {
       }
       results.push({ cell_id: change.cell_id ?? "" });
     }
-  });
+  };
+  if (joined && manager) {
+    // The step of this turn's earlier set is still the last one: these changes join it,
+    // so one undo takes back the turn's sets (Yjs merges a change made within its capture
+    // time into the last step).
+    manager.lastChange = Date.now();
+    try {
+      make();
+    } finally {
+      manager.stopCapturing();
+    }
+  } else {
+    oneUndoStep(manager, make);
+  }
+  const step = topOf(manager);
+  if (turn && step !== undefined) madeSets.set(shared, { turn, step });
   return { results };
 }
 

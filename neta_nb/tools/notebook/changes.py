@@ -13,8 +13,10 @@ the review for all of them:
 2. it asks about them all at once (``NotebookAccess.decide_edits``: one approval request
    per change, each carrying the set's ``group``) and waits until every one is answered;
 3. it makes the accepted ones in one page request (``apply_changes``): checked all
-   before any is made, then made as one step of the notebook's undo history, so one Undo
-   Cell Operation (Z in command mode) puts the notebook back as it was before them. A
+   before any is made, then made as one step of the notebook's undo history — joined to
+   the step of the turn's earlier sets when nothing else changed the notebook between —
+   so one Undo Cell Operation (Z in command mode) puts the notebook back as it was before
+   the turn's sets. A
    change that depended on a rejected one (a second edit of the same cell, a cell put
    after one whose insertion was rejected) is not made, and its call says why;
 4. each call's outcome — its result for the model, the card with its diff and decision —
@@ -92,7 +94,7 @@ async def grouped_outcome(ctx: ToolContext, access: NotebookAccess) -> RichResul
         if (len(group) < 2 or group[0].id != ctx.tool_call_id
                 or access.decide_edits is None):
             return None
-        access.reviewed.keep(ctx.response_id, await _review(access, group))
+        access.reviewed.keep(ctx.response_id, await _review(access, group, ctx.turn_id))
         outcome = access.reviewed.take(ctx.response_id, ctx.tool_call_id)
     if isinstance(outcome, ToolFailure):
         raise outcome
@@ -238,9 +240,11 @@ def _blocked(op: dict[str, Any], cells: list[dict[str, Any]]) -> str | None:
 
 # --- the review -----------------------------------------------------------------------
 
-async def _review(access: NotebookAccess, group: list[ToolCallPart]) -> dict[str, object]:
+async def _review(access: NotebookAccess, group: list[ToolCallPart],
+                  turn: str) -> dict[str, object]:
     """Propose the changes of ``group`` together, ask about them at once, make the
-    accepted ones as one step; each call's outcome by its id."""
+    accepted ones as one step (with the sets made before in ``turn``); each call's
+    outcome by its id."""
     assert access.page is not None
     assert access.decide_edits is not None
     outcomes: dict[str, object] = {}
@@ -271,7 +275,7 @@ async def _review(access: NotebookAccess, group: list[ToolCallPart]) -> dict[str
     decisions = await access.decide_edits([
         (change.call.id, change.call.name, change.args,
          {**change.proposed, "decision": "pending"}) for change in planned])
-    outcomes.update(await _make(access, planned, decisions))
+    outcomes.update(await _make(access, planned, decisions, turn))
     return outcomes
 
 
@@ -279,7 +283,7 @@ Fate = Literal["accepted", "rejected", "failed"]
 
 
 async def _make(access: NotebookAccess, planned: list[_Planned],
-                decisions: list[EditDecision]) -> dict[str, object]:
+                decisions: list[EditDecision], turn: str) -> dict[str, object]:
     """Make the accepted changes in one page request; every change's outcome."""
     assert access.page is not None
     fates: list[Fate] = []
@@ -300,15 +304,17 @@ async def _make(access: NotebookAccess, planned: list[_Planned],
             op["source"] = decision.text
         fates.append("accepted")
         ops.append((index, op))
-    made = await _apply(access, ops, fates, why) if ops else {}
+    made = await _apply(access, ops, fates, why, turn) if ops else {}
     return _outcomes(planned, decisions, fates, why, made)
 
 
 async def _apply(access: NotebookAccess, ops: list[tuple[int, dict[str, Any]]],
-                 fates: list[Fate], why: dict[int, str]) -> dict[int, dict[str, Any]]:
+                 fates: list[Fate], why: dict[int, str], turn: str
+                 ) -> dict[int, dict[str, Any]]:
     """Make ``ops`` (each with its change's index) in one page request, those that can
     still be made on the notebook as it is now; the page's answer for each made, and
-    ``fates``/``why`` updated for those that were not."""
+    ``fates``/``why`` updated for those that were not. ``turn`` lets the page join the
+    step to the one of an earlier set of the same turn (when nothing came between)."""
     assert access.page is not None
     try:
         cells = notebook_cells(await access.page.request("read", {}))
@@ -326,8 +332,8 @@ async def _apply(access: NotebookAccess, ops: list[tuple[int, dict[str, Any]]],
     if not kept:
         return {}
     try:
-        answer = await access.page.request("apply_changes",
-                                           {"changes": [op for _, op in kept]})
+        answer = await access.page.request(
+            "apply_changes", {"changes": [op for _, op in kept], "turn": turn})
     except NotebookError as error:
         reason = ("the notebook changed while the user decided" if error.code == "changed"
                   else f"the page could not make it: {error}")

@@ -108,7 +108,7 @@ class ToolRunner:
         self._resolve = toolbox.resolution
         self._tracer = UNTRACED
         self._finished: dict[str, Message] = {}
-        self._response: tuple[str, tuple[ToolCallPart, ...]] = ("", ())
+        self._response: tuple[str, tuple[ToolCallPart, ...], str] = ("", (), "")
         """Results of calls that finished after a Stop left the wait for an earlier one:
         :meth:`close_unanswered` gives them to the model instead of "did not finish"."""
 
@@ -121,9 +121,12 @@ class ToolRunner:
         only those may still emit events. ``tracer``: the turn's spans."""
         self._tracer = tracer
         self._finished = {}
-        # What each call's context tells of its response: the calls to tools the agent has.
+        # What each call's context tells of its response: the calls to tools the agent
+        # has, and the message that began the turn.
+        began = next((m.id for m in reversed(self._state.history.messages)
+                      if m.role == "user"), "")
         self._response = (message.id, tuple(call for call in message.tool_calls
-                                            if resolution.get(call.name) is not None))
+                                            if resolution.get(call.name) is not None), began)
         chains: dict[str, asyncio.Future[Any]] = {}
         tasks = []
         for call in message.tool_calls:

@@ -66,10 +66,10 @@ class Toolbox:
         return resolution
 
     def tool_context(self, call_id: str, on_progress: ProgressCallback,
-                     response: tuple[str, tuple[ToolCallPart, ...]] = ("", ())
+                     response: tuple[str, tuple[ToolCallPart, ...], str] = ("", (), "")
                      ) -> ToolContext:
         """The context one call runs with; ``response``: the id and calls of the model
-        response it belongs to."""
+        response it belongs to, and the id of the message that began its turn."""
         place, crew = self._workspace, self._crew
         return ToolContext(session_id=self._state.id, tool_call_id=call_id,
                            working_dir=place.working_dir, namespace=place.namespace,
@@ -77,4 +77,4 @@ class Toolbox:
                            threads=place.threads,
                            crew=crew if crew.can_delegate else None,
                            notebook=place.notebook, response_id=response[0],
-                           response_calls=response[1])
+                           response_calls=response[1], turn_id=response[2])
