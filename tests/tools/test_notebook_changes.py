@@ -11,7 +11,8 @@ from typing import Any
 from neta_nb import AgentToolConfig, SessionStore
 from neta_nb.messages import ToolCallPart
 from neta_nb.runtime.session.session import AgentSession
-from neta_nb.tools.notebook.changes import applied_changes, reviewed_together
+from neta_nb.tools.notebook import applied_changes
+from neta_nb.tools.notebook.changes import reviewed_together
 from neta_nb.tools.rich import CELL_EDIT_TYPE
 from neta_nb.widgets import ChatView
 
