@@ -6,7 +6,9 @@ Changes card.
    each call tells the model it was rejected.
 2. Accept all gives exactly the notebook the changes describe; one Undo Cell Operation
    (Z in command mode) puts the whole set back: texts, the inserted cell gone, the
-   deleted one restored. A turn whose two answers each propose a set is one undo too.
+   deleted one restored. A turn whose two answers each propose a set is one undo too
+   (the second set decided change by change: a decision is kept, and can be changed,
+   until the last is taken; nothing is made before).
 3. The set's decisions are stored: after a kernel restart the session resumed from its
    store has them (the first change's card lists each change and what became of it), and
    the saved notebook's static form shows them.
@@ -153,11 +155,21 @@ def _two_sets_of_one_turn_are_one_undo(notebook: Notebook) -> None:
     script = [[{"tool_call": call} for call in CALLS[:2]],
               [{"tool_call": call} for call in (CALLS[4], CALLS[2])], [{"text": "Both."}]]
     notebook.execute(f"play('Two steps', json.loads({json.dumps(script)!r}))")
+    page = notebook.page
+    page.locator(f"{CARD} button[data-decision=accept-all]").click()  # the first set
+    page.locator(CARD).wait_for(state="detached")
+    # The second, one change at a time: a decision is kept in the card (and can be
+    # changed) until the last one is taken; then both go.
+    card = page.locator(CARD)
+    pending = card.locator(".neta-changes-item[data-decision=pending]")
+    pending.first.locator("button[data-decision=reject]").click()
+    assert card.locator(".neta-changes-progress").text_content() == "1 of 2 decided"
+    card.locator(".neta-changes-item[data-decision=rejected] .neta-changes-redecide").click()
+    assert card.locator(".neta-changes-progress").text_content() == "0 of 2 decided"
+    assert sources(notebook)[1:] == [("doomed", KEPT), ("notes", NOTES), ("last", LAST)]
     for _ in range(2):
-        button = notebook.page.locator(f"{CARD} button[data-decision=accept-all]")
-        button.wait_for()
-        button.click()
-        notebook.page.locator(CARD).wait_for(state="detached")
+        pending.first.locator("button[data-decision=accept]").click()
+    card.wait_for(state="detached")
     notebook.wait_for_text("Both.")
     assert sources(notebook) == [("setup", NEW_SETUP), ("doomed", KEPT), ("last", NEW_LAST)]
     notebook.undo_in_the_notebook()
