@@ -13,6 +13,7 @@ import { element } from "./dom";
 import { t, type Lang } from "./i18n";
 import { renderSanitizedHtml, setMarkdown } from "./markdown";
 import { CELL_EDIT_TYPE, createCellEditCard, parseProposal } from "./cards/cell-edit-card";
+import { createChangesSummary, groupOf } from "./cards/changes-card";
 
 export interface DisplayItem {
   /** The rest of the dump (Python: `DisplayItemDict`), unused here. */
@@ -75,7 +76,14 @@ function renderItem(item: DisplayItem, index: number, lang: Lang): HTMLElement {
   }
   if (kind === CELL_EDIT_TYPE) {
     const proposal = parseProposal(item.text ?? "");
-    return proposal ? createCellEditCard(proposal, { lang }) : missing(lang);
+    if (!proposal) return missing(lang);
+    const card = createCellEditCard(proposal, { lang });
+    // The first change of a set reviewed together carries the set's summary: above it.
+    const group = groupOf(proposal);
+    if (!group?.changes) return card;
+    const box = element("div", "neta-changes-decided");
+    box.append(createChangesSummary(group, lang), card);
+    return box;
   }
   if (kind === "text/markdown") {
     const box = element("div", "neta-output neta-output-markdown neta-markdown");

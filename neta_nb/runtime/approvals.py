@@ -157,6 +157,48 @@ class Approvals:
         accepted = decision != "reject"
         return EditDecision(accepted, text if accepted else None, "user")
 
+    async def decide_edits(self, asked: list[tuple[str, str, dict[str, Any], dict[str, Any]]],
+                           *, accept_without_asking: bool = False) -> list[EditDecision]:
+        """What the user decides on several proposed notebook changes shown together
+        (``asked``: each one's call id, tool name, arguments and proposal, as
+        :meth:`decide_edit` takes them): every request goes out at once, and the
+        decisions come back in the same order once all are answered."""
+        if accept_without_asking:
+            return [EditDecision(True, None, "agent") for _ in asked]
+        if not self.attached:
+            decided = []
+            for call_id, name, args, _proposal in asked:
+                allowed, _ = await self._by_policy(ToolCallPart(id=call_id, name=name,
+                                                                args=args), "")
+                decided.append(EditDecision(allowed, None, "policy"))
+            return decided
+        waiting = []
+        for call_id, name, args, proposal in asked:
+            request = ApprovalRequestEvent(id=call_id, name=name, args=args,
+                                           proposal=proposal)
+            waiting.append(self._waiting(request))
+            self._emit(request)
+        decisions: list[EditDecision] = []
+        try:
+            await asyncio.gather(*waiting)
+        finally:
+            for call_id, *_ in asked:
+                self._pending.pop(call_id, None)
+                text = self._texts.pop(call_id, None)
+                decisions.append(EditDecision(False, text, "user"))
+        for index, ((call_id, name, args, _proposal), future) in enumerate(
+                zip(asked, waiting, strict=True)):
+            decision = future.result()
+            if decision == _BY_POLICY:
+                allowed, _ = await self._by_policy(ToolCallPart(id=call_id, name=name,
+                                                                args=args), "")
+                decisions[index] = EditDecision(allowed, None, "policy")
+            elif decision != "reject":
+                decisions[index] = EditDecision(True, decisions[index].text, "user")
+            else:
+                decisions[index] = EditDecision(False, None, "user")
+        return decisions
+
     async def decide(self, call: ToolCallPart, *,
                      on_waiting: Callable[[], None] | None = None,
                      preview: Callable[[], Awaitable[ApprovalPreview | None]] | None = None,

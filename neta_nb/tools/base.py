@@ -28,7 +28,7 @@ import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from ..events import ApprovalPreview
-from ..messages import ToolDefinition
+from ..messages import ToolCallPart, ToolDefinition
 from ..todo import TodoStore
 from .rich import RichResult
 from .threads import ToolThreads
@@ -104,7 +104,8 @@ class ToolContext:
                  todo: TodoStore | None = None,
                  on_progress: ProgressCallback | None = None,
                  threads: ToolThreads | None = None, crew: Any = None,
-                 notebook: Any = None) -> None:
+                 notebook: Any = None, response_id: str = "",
+                 response_calls: tuple[ToolCallPart, ...] = (), turn_id: str = "") -> None:
         self.session_id = session_id
         self.tool_call_id = tool_call_id
         self.working_dir: Path = Path(working_dir) if working_dir is not None else Path.cwd()
@@ -120,6 +121,14 @@ class ToolContext:
         self.notebook = notebook
         """The notebook the session's chat is on (a
         :class:`neta_nb.tools.notebook.NotebookAccess`), for the notebook tools."""
+        self.response_id = response_id
+        """The id of the model response whose call this is (``""``: none known)."""
+        self.response_calls = response_calls
+        """That response's calls to tools the agent has, in the order written (a tool
+        that acts on several calls of one response together reads them here: the
+        notebook's changes are reviewed as one, :mod:`neta_nb.tools.notebook.changes`)."""
+        self.turn_id = turn_id
+        """The id of the message that began the turn (``""``: none known)."""
         try:
             self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:

@@ -109,9 +109,42 @@ def proposal_html(item: Mapping[str, Any], lang: str) -> str:
                    f"{html.escape(line) or ' '}</span>" for line in lines[:_DIFF_LINES])
     tail = (f"<div>{html.escape(t('cell_edit_more_lines', lang, n=more))}</div>"
             if more > 0 else "")
-    return (f"<div><b>{html.escape(_proposal_title(proposal, lang))}</b>"
+    title = html.escape(_proposal_title(proposal, lang))
+    return (f"<div>{_changes_html(proposal, lang)}<b>{title}</b>"
             f'<pre style="margin:4px 0 0;font-size:11px;overflow:auto;max-height:320px">'
             f"{rows}</pre>{tail}</div>")
+
+
+_CHANGE_KINDS = ("insert", "edit", "delete", "move")
+_CHANGE_FATES = {"accepted": "cell_edit_accepted", "rejected": "cell_edit_rejected",
+                 "failed": "changes_failed"}
+
+
+def _changes_html(proposal: Mapping[str, Any], lang: str) -> str:
+    """The summary of a set of changes reviewed together, which its first change's card
+    carries (``group.changes``): what became of each; "" for any other card."""
+    group = proposal.get("group")
+    lines = group.get("changes") if isinstance(group, dict) else None
+    if not isinstance(lines, list):
+        return ""
+    shown = [line for line in lines
+             if isinstance(line, dict) and line.get("kind") in _CHANGE_KINDS][:200]
+    counts = " · ".join(t(f"changes_kind_{kind}", lang, n=n) for kind in _CHANGE_KINDS
+                        if (n := sum(line["kind"] == kind for line in shown)))
+    rows = []
+    for line in shown:
+        word = t(f"changes_kind_{line['kind']}", lang, n="").strip()
+        fate = t(_CHANGE_FATES.get(str(line.get("decision")), "cell_edit_pending"), lang)
+        name = str(line.get("cell_label") or line.get("cell_id", ""))
+        delta = " ".join(part for part in (
+            f"+{line['added']}" if isinstance(line.get("added"), int) and line["added"] else "",
+            f"−{line['removed']}" if isinstance(line.get("removed"), int) and line["removed"]
+            else "") if part)
+        rows.append(f"<li>{html.escape(word)} {html.escape(name)} {html.escape(delta)} · "
+                    f"{html.escape(fate)}</li>")
+    return (f'<div style="margin:0 0 6px" data-neta-changes="{len(shown)}">'
+            f"<b>{html.escape(t('changes_title', lang))}</b> {html.escape(counts)}"
+            f'<ol style="margin:2px 0 0;padding-left:20px">{"".join(rows)}</ol></div>')
 
 
 def _size_text(item: Mapping[str, Any]) -> str:

@@ -164,6 +164,45 @@ class FakeNotebookPage:
         self.dirty = True
         return {"cell_id": cell["id"]}
 
+    async def _op_apply_changes(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Changes made together, as the extension makes them: all checked on a copy
+        first (none is made when one cannot be), then made as one step."""
+        trial = copy.deepcopy(self.cells)
+        results = []
+        for change in args["changes"]:
+            results.append(self._change(trial, change))
+        self.cells = trial
+        self.dirty = True
+        return {"results": results}
+
+    def _change(self, cells: list[dict[str, Any]], change: dict[str, Any]) -> dict[str, Any]:
+        op = change["op"]
+        if op == "insert":
+            after = change.get("after_cell_id")
+            index = len(cells)
+            if after is not None:
+                found = [n for n, c in enumerate(cells) if c["id"] == after]
+                if not found:
+                    raise NotebookError("no_cell", f"no cell {after!r}")
+                index = found[0] + 1
+            new = {"id": next(self._ids), "cell_type": change["cell_type"],
+                   "source": change["source"], "outputs": [], "execution_count": None}
+            cells.insert(index, new)
+            return {"cell_id": new["id"]}
+        found = [n for n, c in enumerate(cells) if c["id"] == change["cell_id"]]
+        if not found:
+            raise NotebookError("no_cell", f"no cell {change['cell_id']!r}")
+        index = found[0]
+        if cells[index]["source"] != change["expected"]:
+            raise NotebookError("changed", "the cell changed")
+        if op == "edit":
+            cells[index]["source"] = change["source"]
+        elif op == "delete":
+            del cells[index]
+        else:
+            cells.insert(min(change["to_index"], len(cells) - 1), cells.pop(index))
+        return {"cell_id": change["cell_id"]}
+
     async def _op_clear_outputs(self, args: dict[str, Any]) -> dict[str, Any]:
         chosen = ([self.cell(args["cell_id"])] if args.get("cell_id") is not None
                   else [c for c in self.cells

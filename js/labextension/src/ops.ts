@@ -505,6 +505,142 @@ function move(panel: NotebookPanel, args: Args): unknown {
   return { cell_id: cellId, from_index: index, to_index: to };
 }
 
+/** A Yjs undo manager's stack and capture time, as `apply_changes` joins a turn's sets. */
+interface UndoStack extends UndoCapture {
+  undoStack: unknown[];
+  lastChange: number;
+}
+
+function topOf(manager: UndoStack | null | undefined): unknown {
+  const stack = manager?.undoStack;
+  return Array.isArray(stack) && stack.length ? stack[stack.length - 1] : undefined;
+}
+
+/** The last set `apply_changes` made in a notebook: its turn and its undo step. */
+const madeSets = new WeakMap<object, { turn: string; step: unknown }>();
+
+/** One change of a set reviewed together, as `apply_changes` takes it. */
+interface Change {
+  op: "edit" | "insert" | "delete" | "move";
+  cell_id?: string;
+  source?: string;
+  expected?: string;
+  cell_type?: (typeof CELL_TYPES)[number];
+  after_cell_id?: string | null;
+  to_index?: number;
+}
+
+function parseChange(value: unknown, n: number): Change {
+  if (typeof value !== "object" || value === null) throw new BridgeFailure("bad_request", `change ${n} must be an object`);
+  const change = value as Record<string, unknown>;
+  const op = change.op;
+  if (op !== "edit" && op !== "insert" && op !== "delete" && op !== "move") {
+    throw new BridgeFailure("bad_request", `change ${n}: 'op' must be edit, insert, delete or move`);
+  }
+  if (op === "insert") {
+    const cellType = change.cell_type ?? "code";
+    if (!CELL_TYPES.includes(cellType as (typeof CELL_TYPES)[number])) throw new BridgeFailure("bad_request", `change ${n}: 'cell_type' must be one of ${CELL_TYPES.join(", ")}`);
+    const after = change.after_cell_id ?? null;
+    if (after !== null && typeof after !== "string") throw new BridgeFailure("bad_request", `change ${n}: 'after_cell_id' must be a string or null`);
+    return { op, source: stringArg(change, "source"), cell_type: cellType as (typeof CELL_TYPES)[number], after_cell_id: after };
+  }
+  const checked: Change = { op, cell_id: stringArg(change, "cell_id"), expected: stringArg(change, "expected") };
+  if (op === "edit") checked.source = stringArg(change, "source");
+  if (op === "move") checked.to_index = integerArg(change, "to_index");
+  return checked;
+}
+
+/** Where `change` acts in `list` (the cells' ids and texts as the changes before it left
+ * them), which it then changes: a cell that is not there or holds another text refuses
+ * the whole set. */
+function rehearse(list: { id: string | null; source: string }[], change: Change): number {
+  if (change.op === "insert") {
+    const after = change.after_cell_id ?? null;
+    const index = after === null ? list.length : list.findIndex((cell) => cell.id === after) + 1;
+    if (index === 0) throw new BridgeFailure("no_cell", `no cell with id ${JSON.stringify(after)}`);
+    list.splice(index, 0, { id: null, source: change.source ?? "" });
+    return index;
+  }
+  const index = list.findIndex((cell) => cell.id === change.cell_id);
+  if (index < 0) throw new BridgeFailure("no_cell", `no cell with id ${JSON.stringify(change.cell_id)}`);
+  if (list[index].source !== change.expected) throw new BridgeFailure("changed", `cell ${change.cell_id} changed since it was read; read the notebook again`);
+  if (change.op === "edit") list[index].source = change.source ?? "";
+  else if (change.op === "delete") list.splice(index, 1);
+  else {
+    const to = Math.max(0, Math.min(change.to_index ?? 0, list.length - 1));
+    list.splice(to, 0, ...list.splice(index, 1));
+  }
+  return index;
+}
+
+/**
+ * The changes of a set the user reviewed together (`changes`, in order), made as one step
+ * of the notebook's undo history: one Undo Cell Operation (Z in command mode) puts back
+ * every text, removes the cells inserted and restores the ones deleted. With `turn`, a
+ * set made after another of the same turn joins its step when that step is still the
+ * last one (the user changed nothing in between): one undo takes back the turn's sets. Every change is
+ * first checked on a copy of the cell list (`rehearse`), and none is made when one cannot
+ * be. The texts are set in the notebook's name, so they are steps of its history rather
+ * than of each cell's (a change's card offers its own Undo).
+ */
+function applyChanges(panel: NotebookPanel, args: Args): unknown {
+  const turn = args.turn ?? "";
+  if (typeof turn !== "string") throw new BridgeFailure("bad_request", "'turn' must be a string");
+  const given = args.changes;
+  if (!Array.isArray(given) || given.length === 0) throw new BridgeFailure("bad_request", "'changes' must be a list of changes");
+  const changes = given.map(parseChange);
+  const notebook = panel.content.model;
+  if (!notebook) throw new BridgeFailure("failed", "the notebook has no model (it is closing)");
+  const rehearsal = cells(panel).map((cell) => ({ id: cell.id as string | null, source: cell.sharedModel.getSource() }));
+  for (const change of changes) rehearse(rehearsal, change);
+  const shared = notebook.sharedModel;
+  const results: { cell_id: string }[] = [];
+  // One transaction each, in the notebook's name (so the notebook's history records even
+  // the texts), made at once: its undo history merges changes within half a second into
+  // one step. (One enclosing transaction would not do: the cell list the ops read is
+  // brought up to date only when a transaction ends.)
+  const manager = undoManagerOf(shared) as UndoStack | null | undefined;
+  const earlier = turn ? madeSets.get(shared) : undefined;
+  const joined = earlier !== undefined && earlier.turn === turn && topOf(manager) === earlier.step;
+  const make = () => {
+    for (const change of changes) {
+      if (change.op === "insert") {
+        const after = change.after_cell_id ?? null;
+        const index = after === null ? notebook.cells.length : findCell(panel, after).index + 1;
+        const made = shared.insertCell(index, { cell_type: change.cell_type ?? "code", source: change.source ?? "", metadata: {} });
+        results.push({ cell_id: made.getId() });
+        continue;
+      }
+      const { cell, index } = findCell(panel, change.cell_id ?? "");
+      if (change.op === "edit") {
+        shared.transact(() => cell.sharedModel.setSource(change.source ?? ""));
+        if (isCode(cell)) editedAt.set(cell, { count: cell.executionCount ?? null, ran: false });
+      } else if (change.op === "delete") {
+        shared.deleteCell(index);
+      } else {
+        shared.moveCell(index, Math.max(0, Math.min(change.to_index ?? 0, notebook.cells.length - 1)));
+      }
+      results.push({ cell_id: change.cell_id ?? "" });
+    }
+  };
+  if (joined && manager) {
+    // The step of this turn's earlier set is still the last one: these changes join it,
+    // so one undo takes back the turn's sets (Yjs merges a change made within its capture
+    // time into the last step).
+    manager.lastChange = Date.now();
+    try {
+      make();
+    } finally {
+      manager.stopCapturing();
+    }
+  } else {
+    oneUndoStep(manager, make);
+  }
+  const step = topOf(manager);
+  if (turn && step !== undefined) madeSets.set(shared, { turn, step });
+  return { results };
+}
+
 /** Clears the outputs and execution count of one code cell (`cell_id`) or of all, as the
  * notebook's Clear Outputs does: not a step of the undo history (outputs never are). The
  * cell that shows the chat asking is left alone (its output is the chat). */
@@ -598,6 +734,7 @@ export const OPS: Record<string, Op> = {
   cell_metadata: cellMetadata,
   move,
   restore,
+  apply_changes: applyChanges,
   clear_outputs: clearOutputs,
   run_all: runAll,
   kernel: kernelStatus,

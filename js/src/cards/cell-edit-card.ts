@@ -46,6 +46,8 @@ export interface CellEditProposal {
   /** `false`: the texts did not fit the card (only its diff and decision are kept), so
    * there is nothing to put back and no Undo. */
   undo?: boolean;
+  /** One of a set of changes reviewed together (cards/changes-card.ts). */
+  group?: { id: string; index: number; size: number; changes?: unknown[] };
 }
 
 export interface CellEditCardOptions {
@@ -55,6 +57,9 @@ export interface CellEditCardOptions {
   /** Pending cards: what the user typed into the editor, kept across redraws of the card
    * (see proposal-drafts.ts); read when the card is made, written as they type. */
   draft?: ProposalDraft;
+  /** Decided in a Changes card and not yet made (it is made when every change of the set
+   * is decided): the decision is shown, with no Undo. */
+  chosen?: boolean;
 }
 
 /** The proposal a display item or an approval carries, when well formed. */
@@ -127,7 +132,7 @@ export function undoRequest(proposal: CellEditProposal): [string, Record<string,
   return ["delete", { cell_id: proposal.cell_id, expected: proposal.after }];
 }
 
-export function createCellEditCard(proposal: CellEditProposal, { lang, decide, draft }: CellEditCardOptions): HTMLElement {
+export function createCellEditCard(proposal: CellEditProposal, { lang, decide, draft, chosen }: CellEditCardOptions): HTMLElement {
   const card = element("div", "neta-cell-edit");
   card.dataset.decision = proposal.decision;
   card.dataset.cellId = proposal.cell_id;
@@ -213,8 +218,12 @@ export function createCellEditCard(proposal: CellEditProposal, { lang, decide, d
       }
     }
     card.append(editor);
+  } else if (chosen) {
+    // Decided in its Changes card, not made yet: nothing to undo.
   } else if (proposal.decision === "accepted" && proposal.kind === "delete") {
-    head.append(element("span", "neta-cell-edit-note neta-cell-edit-undo-hint", t(lang, "cell_delete_undo_hint")));
+    // Made with the rest of its set, it is undone with them (one step of the notebook's undo).
+    const hint = proposal.group ? "changes_undo_hint" : "cell_delete_undo_hint";
+    head.append(element("span", "neta-cell-edit-note neta-cell-edit-undo-hint", t(lang, hint)));
   } else if (proposal.decision === "accepted" && proposal.undo !== false) {
     const undo = element("button", "neta-chat-button neta-cell-edit-undo", t(lang, "cell_edit_undo"));
     undo.type = "button";

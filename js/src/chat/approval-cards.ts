@@ -12,6 +12,7 @@ import { createCellName, labelAround } from "../cards/cell-name";
 import { createInlineError } from "../inline-error";
 import { createCellEditCard, parseProposal } from "../cards/cell-edit-card";
 import { draftKey, proposalDrafts } from "../cards/proposal-drafts";
+import { arrangeApprovals, createChangesCard } from "../cards/changes-card";
 
 /** The code a call will run (its tool's preview), with the cell it runs named as the
  * notebook shows it: a code block, never its arguments' JSON. */
@@ -62,6 +63,18 @@ export interface ApprovalCardOptions {
   /** `path`: the sub-agent runs the request came through (`[]`: the session's own);
    * `client`: the outside MCP client whose request it is (shown in this chat too). */
   approve?: (id: string, decision: Decision, path: string[], text?: string, client?: string) => Promise<unknown>;
+}
+
+/** The cards of the approvals waiting, in the order asked: the changes one response
+ * proposed together in one Changes card (cards/changes-card.ts), the rest one each. */
+export function createApprovalCards(approvals: readonly Approval[], options: ApprovalCardOptions): HTMLElement[] {
+  return arrangeApprovals(approvals).map((entry) => {
+    if ("approval" in entry) return createApprovalCard(entry.approval, options);
+    return createChangesCard(entry.changes, {
+      lang: options.lang(),
+      decide: (change, accepted, text) => options.approve?.(change.id, accepted ? "allow_once" : "reject", change.path ?? [], text, change.client) ?? Promise.resolve(),
+    });
+  });
 }
 
 export function createApprovalCard(approval: Approval, options: ApprovalCardOptions): HTMLElement {

@@ -15,7 +15,7 @@
  * (`chat-drawer.ts`) and the chat in a side panel (`side-panel.ts`); a turn that starts
  * where no view of it shows is brought on screen (`keep-in-view.ts`).
  */
-import { createApprovalCard } from "./approval-cards";
+import { createApprovalCards } from "./approval-cards";
 import { createChatDrawer, type DrawerLoad } from "./chat-drawer";
 import { createChatHeader, type DrawerName } from "./chat-header";
 import "./chat-view.css";
@@ -373,7 +373,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
 
   // --- chrome ---------------------------------------------------------------------------
   function renderApprovals(): void {
-    approvalsHost.replaceChildren(...state.approvals.map((approval) => createApprovalCard(approval, { lang, label, approve: actions.approve })));
+    approvalsHost.replaceChildren(...createApprovalCards(state.approvals, { lang, label, approve: actions.approve }));
     hideAskedCards();
   }
 

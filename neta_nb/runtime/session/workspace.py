@@ -37,7 +37,8 @@ class Workspace:
         the notebook through it); ``None``: no page, the edit and run tools are left out."""
         self.notebook = NotebookAccess(lambda: self.notebook_page, lambda *asked: (
             approvals.decide_edit(*asked, accept_without_asking=self.agent.accept_notebook_edits)),
-            cell_running, turn_end)
+            cell_running, turn_end, lambda asked: approvals.decide_edits(
+                asked, accept_without_asking=self.agent.accept_notebook_edits))
 
     @property
     def page_answers(self) -> bool:

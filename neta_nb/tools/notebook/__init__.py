@@ -7,7 +7,9 @@ in, proposes edits the user accepts or rejects, and runs cells with approval.
 * ``create_notebook`` — a new notebook file with the cells given (needs approval; never
   overwrites)
 * ``edit_cell``, ``insert_cell`` — proposals shown as diff cards; applied only when the
-  user accepts, as one undoable edit
+  user accepts, as one undoable edit (several change calls written together in one
+  response are reviewed as one set, :mod:`.changes`; ``applied_changes`` reads back what
+  a session's accepted changes did)
 * ``run_cell`` — runs a cell where the user sees it (needs approval); with
   ``wait=False`` it does not hold the turn (:mod:`.background`)
 * ``cell_status`` — a cell's state, execution count and output so far (read-only)
@@ -29,6 +31,7 @@ import dataclasses
 
 from ..base import Tool
 from .background import cell_status
+from .changes import AppliedChange, applied_changes
 from .editing import edit_cell, insert_cell
 from .kernel_control import interrupt_kernel, restart_kernel, run_all
 from .notebooks import create_notebook, list_notebooks
@@ -36,8 +39,8 @@ from .page import PAGE_NEEDED, NotebookAccess, NotebookError, NotebookPage
 from .reading_running import read_notebook, run_cell
 from .structure import clear_outputs, delete_cell, move_cell
 
-__all__ = ["NOTEBOOK_TOOL_NAMES", "PAGE_NEEDED", "NotebookAccess", "NotebookError",
-           "NotebookPage", "notebook_tools"]
+__all__ = ["NOTEBOOK_TOOL_NAMES", "PAGE_NEEDED", "AppliedChange", "NotebookAccess",
+           "NotebookError", "NotebookPage", "applied_changes", "notebook_tools"]
 
 NOTEBOOK_TOOL_NAMES = ("read_notebook", "edit_cell", "insert_cell", "run_cell",
                        "delete_cell", "move_cell", "clear_outputs", "run_all",

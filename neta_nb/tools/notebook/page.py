@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal, NamedTuple, Protocol
 
-__all__ = ["PAGE_NEEDED", "EditDecider", "EditDecision", "NotebookAccess", "NotebookError",
-           "NotebookPage"]
+__all__ = ["PAGE_NEEDED", "EditDecider", "EditDecision", "EditsDecider", "NotebookAccess",
+           "NotebookError", "NotebookPage", "ReviewedChanges"]
 
 PAGE_NEEDED = "needs a JupyterLab or Notebook 7 page"
 """Why the edit and run tools are left out where no page answers (nbclient, VS Code,
@@ -67,19 +67,51 @@ EditDecider = Callable[[str, str, dict[str, Any], dict[str, Any]], Awaitable[Edi
 user (``Approvals.decide_edit``)."""
 
 
+EditsDecider = Callable[[list[tuple[str, str, dict[str, Any], dict[str, Any]]]],
+                        Awaitable[list[EditDecision]]]
+"""Several proposals asked at once, each as :data:`EditDecider` takes one; the decisions
+in the same order (``Approvals.decide_edits``)."""
+
+
+class ReviewedChanges:
+    """The outcomes of the changes of one model response that were reviewed together
+    (:mod:`.changes`): the first of their calls asks and makes them all, and each later
+    call of that response takes its own outcome here. Only one response's are kept: ids
+    repeat across responses, and a turn stopped halfway leaves outcomes nobody takes."""
+
+    __slots__ = ("_outcomes", "_response")
+
+    def __init__(self) -> None:
+        self._response = ""
+        self._outcomes: dict[str, object] = {}
+
+    def keep(self, response_id: str, outcomes: dict[str, object]) -> None:
+        self._response, self._outcomes = response_id, dict(outcomes)
+
+    def take(self, response_id: str, call_id: str) -> object | None:
+        """The outcome of ``call_id`` of that response (once), ``None`` if there is none."""
+        if not response_id or response_id != self._response:
+            return None
+        return self._outcomes.pop(call_id, None)
+
+
 class NotebookAccess:
     """What a notebook tool call gets in ``ctx.notebook``: the session's page now
     (``None`` where no chat view is bound), how to ask the user about a proposed edit, and
     whether a cell is executing. One per session, made once: a tool call costs nothing
     more for it."""
 
-    __slots__ = ("_page", "decide_edit", "in_cell", "turn_end")
+    __slots__ = ("_page", "decide_edit", "decide_edits", "in_cell", "reviewed", "turn_end")
 
     def __init__(self, page: Callable[[], NotebookPage | None], decide_edit: EditDecider,
                  in_cell: Callable[[], bool],
-                 turn_end: Callable[[], Awaitable[None] | None] = lambda: None) -> None:
+                 turn_end: Callable[[], Awaitable[None] | None] = lambda: None,
+                 decide_edits: EditsDecider | None = None) -> None:
         self._page = page
         self.decide_edit = decide_edit
+        self.decide_edits = decide_edits
+        """How to ask about several proposals at once (``None``: one after another)."""
+        self.reviewed = ReviewedChanges()
         self.in_cell = in_cell
         """Whether the kernel is executing a cell right now: a turn awaited in a cell keeps
         the kernel's shell busy, so the page cannot run another cell until it ends."""

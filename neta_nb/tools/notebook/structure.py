@@ -20,6 +20,7 @@ from typing import Any
 from ...events import ApprovalPreview, PreviewCell
 from ..base import ToolContext, ToolFailure, tool
 from ..rich import RichResult
+from .changes import grouped_outcome
 from .editing import (
     cell_source,
     decided,
@@ -86,6 +87,9 @@ async def delete_cell(ctx: ToolContext, cell_id: str) -> RichResult:
         cell_id: The cell's id, as read_notebook shows it.
     """
     access = live_page(ctx)
+    grouped = await grouped_outcome(ctx, access)
+    if grouped is not None:
+        return grouped
     cells = await _cells(access)
     index = _position(cells, cell_id)
     cell = cells[index]
@@ -122,6 +126,9 @@ async def move_cell(ctx: ToolContext, cell_id: str, to_index: int) -> RichResult
             the cells from there on move down one (or up, when it moves down).
     """
     access = live_page(ctx)
+    grouped = await grouped_outcome(ctx, access)
+    if grouped is not None:
+        return grouped
     cells = await _cells(access)
     index = _position(cells, cell_id)
     if not 1 <= to_index <= len(cells):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from ....messages import ToolCallPart
 from ....tools import PromptPreview, ToolContext, preview_prompt, resolve_tools
 from ....tools.base import ProgressCallback
 from ....tools.resolution.resolution_cache import ResolutionCache
@@ -64,12 +65,16 @@ class Toolbox:
             cache.put(key, resolution)
         return resolution
 
-    def tool_context(self, call_id: str, on_progress: ProgressCallback) -> ToolContext:
-        """The context one call runs with."""
+    def tool_context(self, call_id: str, on_progress: ProgressCallback,
+                     response: tuple[str, tuple[ToolCallPart, ...], str] = ("", (), "")
+                     ) -> ToolContext:
+        """The context one call runs with; ``response``: the id and calls of the model
+        response it belongs to, and the id of the message that began its turn."""
         place, crew = self._workspace, self._crew
         return ToolContext(session_id=self._state.id, tool_call_id=call_id,
                            working_dir=place.working_dir, namespace=place.namespace,
                            todo=self._state.todo, on_progress=on_progress,
                            threads=place.threads,
                            crew=crew if crew.can_delegate else None,
-                           notebook=place.notebook)
+                           notebook=place.notebook, response_id=response[0],
+                           response_calls=response[1], turn_id=response[2])
