@@ -16,13 +16,8 @@ import pytest
 
 from neta_nb import AgentSession, AgentToolConfig
 from neta_nb.store.session_store import SessionStore
-from neta_nb.tools.notebook.restore import (
-    AppliedChange,
-    CellConflict,
-    RestoredCell,
-    applied_changes,
-    plan_restore,
-)
+from neta_nb.tools.notebook.changes import AppliedChange, applied_changes
+from neta_nb.tools.notebook.restore import CellConflict, RestoredCell, plan_restore
 
 from ..support.notebook_page import FakeNotebookPage
 from ..support.sessions import answer, calls, make_session
@@ -200,7 +195,7 @@ async def test_the_changes_come_from_the_store_so_a_resumed_session_restores(
 
 
 def test_plan_from_cards_an_undone_card_and_a_moved_cell() -> None:
-    moved = AppliedChange("move", "c3", "x", "x", "m", from_index=1, to_index=3)
+    moved = AppliedChange("m", "move", "c3", "x", "x", from_index=1, to_index=3)
     cells = [{"id": "a", "source": ""}, {"id": "b", "source": ""},
              {"id": "c3", "source": "x"}]
     operations, outcome = plan_restore(cells, [moved])
@@ -210,10 +205,10 @@ def test_plan_from_cards_an_undone_card_and_a_moved_cell() -> None:
     operations, outcome = plan_restore([cells[0], cells[2], cells[1]], [moved])
     assert operations == [] and outcome.conflicts == [CellConflict("c3", "move", "moved")]
     # An edit the card's Undo put back already: nothing to do, no conflict.
-    edit = AppliedChange("edit", "a", "old", "new", "e")
+    edit = AppliedChange("e", "edit", "a", "old", "new")
     assert plan_restore([{"id": "a", "source": "old"}], [edit]) == ([], plan_restore([], [])[1])
     # A card too large to keep its texts: reported, never guessed.
-    big = AppliedChange("edit", "a", "", "", "e", kept=False)
+    big = AppliedChange("e", "edit", "a", "", "", kept=False)
     assert plan_restore([{"id": "a", "source": "new"}], [big])[1].conflicts == [
         CellConflict("a", "edit", "not_kept")]
 
@@ -224,3 +219,29 @@ async def test_rejected_proposals_are_not_changes() -> None:
     session.notebook_page = page
     await session.run("one")  # no one to ask: the policy rejects
     assert applied_changes(session.messages) == []
+
+
+async def test_a_set_reviewed_together_and_accepted_is_put_back_by_a_rewind() -> None:
+    # The Changes card's set (one response: edits, an insert, a delete) is recorded change
+    # by change, so a rewind puts it back as it would single changes.
+    page = FakeNotebookPage(CELLS)
+    before = _sources(page)
+    session, rec, _ = make_session([*SECOND, answer("Later.")],
+                                   agent_options={"tools": TOOLS})
+    session.notebook_page = page
+    session.attach_approver()
+    task = session.start("tidy")
+    ids = ["e1", "e2", "i1", "d1", "e3"]
+    for _ in range(200):
+        if len(rec.of("approval_request")) >= len(ids):
+            break
+        await asyncio.sleep(0.01)
+    for call_id in ids:
+        assert session.approve(call_id, "allow_once")
+    await task
+    assert _sources(page) != before
+    assert {c.group for c in applied_changes(session.messages)} == {"e1"}  # one set
+    prompt = next(m.id for m in session.messages if m.role == "user")
+    done = await session.rewind(prompt, notebook=True)
+    assert _sources(page) == before
+    assert done.notebook.conflicts == []

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from ...messages import Message
+from ...tools.notebook.changes import applied_changes
 from ...tools.notebook.page import PAGE_NEEDED, NotebookPage
-from ...tools.notebook.restore import NotebookRestore, applied_changes, restore_notebook
+from ...tools.notebook.restore import NotebookRestore, restore_notebook
 
 __all__ = ["NotebookRewind", "start_restore"]
 
@@ -43,7 +44,7 @@ def start_restore(page: NotebookPage | None, dropped: Sequence[Message],
     """Check, then do ``branch()`` (the rewind or fork) and restore the cells changed in
     ``dropped`` on ``page``, in a task: its result says what was done, which ``note``
     records (in the session the conversation goes on in)."""
-    changes = applied_changes(dropped)
+    changes = applied_changes(dropped, unkept=True)
     if changes and (page is None or not page.available):
         raise RuntimeError(f"putting the notebook back {PAGE_NEEDED} with the chat open on "
                            f"it; rewind without notebook=True to leave the cells as they are")

@@ -441,13 +441,19 @@ class AppliedChange:
     from_index: int | None = None
     to_index: int | None = None
     """A move's positions (1 the first); a deletion's position is ``from_index``."""
+    kept: bool = True
+    """``False``: the card was too large to keep the texts (``before`` and ``after`` are
+    empty): listed only when asked for (``unkept=True``), as a change that cannot be put
+    back."""
 
 
-def applied_changes(messages: Iterable[Message]) -> list[AppliedChange]:
+def applied_changes(messages: Iterable[Message], *,
+                    unkept: bool = False) -> list[AppliedChange]:
     """The changes of ``messages`` (a session's history, or part of it) that the user
     accepted and the notebook received, in the order made, read from their cards. A card
     whose texts were too large to keep (``undo: false``) has no texts to give: it is left
-    out, as is anything not accepted."""
+    out unless ``unkept`` (a rewind reports it: ``kept`` is ``False``), as is anything not
+    accepted."""
     found: list[AppliedChange] = []
     for message in messages:
         for record in message.metadata.tool_executions:
@@ -460,15 +466,15 @@ def applied_changes(messages: Iterable[Message]) -> list[AppliedChange]:
                     data = json.loads(item.text)
                 except ValueError:
                     continue
-                change = _applied(record.id, data)
+                change = _applied(record.id, data, unkept)
                 if change is not None:
                     found.append(change)
     return found
 
 
-def _applied(call_id: str, data: Any) -> AppliedChange | None:
+def _applied(call_id: str, data: Any, unkept: bool) -> AppliedChange | None:
     if (not isinstance(data, dict) or data.get("decision") != "accepted"
-            or data.get("undo") is False
+            or (data.get("undo") is False and not unkept)
             or data.get("kind") not in ("edit", "insert", "delete", "move")):
         return None
     group = data.get("group")
@@ -479,4 +485,5 @@ def _applied(call_id: str, data: Any) -> AppliedChange | None:
         cell_type=data.get("cell_type"),
         group=str(group["id"]) if isinstance(group, dict) and "id" in group else None,
         from_index=position if isinstance(position, int) else None,
+        kept=data.get("undo") is not False,
         to_index=data.get("to_index") if isinstance(data.get("to_index"), int) else None)

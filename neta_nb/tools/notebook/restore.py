@@ -4,8 +4,8 @@ their text at that message (a rewind or a fork with ``notebook=True``).
 What the agent changed is in the session's history already: every accepted proposal of
 :mod:`.editing` and :mod:`.structure` is a card (``CELL_EDIT_TYPE``) among its call's
 outputs, holding the cell's id and its text before and after (the text accepted, when the
-user changed the proposal first). :func:`applied_changes` reads them from the messages a
-rewind drops, so a resumed session puts the cells back as the live one would.
+user changed the proposal first). :func:`.changes.applied_changes` reads them from the
+messages a rewind drops, so a resumed session puts the cells back as the live one would.
 
 :func:`restore_notebook` undoes them newest first against the notebook as the page holds
 it now: an edit's text is put back, an inserted cell removed, a deleted cell put back
@@ -20,45 +20,22 @@ restore is planned again from a fresh read.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ...messages import Message
-from ..rich import CELL_EDIT_TYPE
+from .changes import AppliedChange
 from .page import NotebookError, NotebookPage
 from .reading import notebook_cells
 
-__all__ = ["AppliedChange", "CellConflict", "NotebookRestore", "RestoredCell",
-           "applied_changes", "plan_restore", "restore_notebook"]
+__all__ = ["CellConflict", "NotebookRestore", "RestoredCell", "plan_restore",
+           "restore_notebook"]
 
 ChangeKind = Literal["edit", "insert", "delete", "move"]
 ConflictReason = Literal["edited", "moved", "deleted", "not_kept"]
 
 _ATTEMPTS = 3
 """Reads and plans before giving up while the user keeps changing the notebook."""
-
-
-@dataclass(frozen=True)
-class AppliedChange:
-    """One accepted change the agent made to the notebook, as its card recorded it."""
-
-    kind: ChangeKind
-    cell_id: str
-    before: str
-    """The cell's text before (an insert: ``""``)."""
-    after: str
-    """The cell's text the change left (a delete: ``""``; a move: its text)."""
-    call_id: str
-    cell_type: str = "code"
-    position: int | None = None
-    """A delete: where the cell was (1 the first)."""
-    from_index: int | None = None
-    """A move: the cell's place before and after (1 the first)."""
-    to_index: int | None = None
-    kept: bool = True
-    """``False``: the card was too large to keep the texts: nothing to put back."""
 
 
 @dataclass(frozen=True)
@@ -130,48 +107,6 @@ _REASONS = {"edited": "changed since", "moved": "moved since", "deleted": "delet
             "not_kept": "too large to keep its text"}
 
 
-def applied_changes(messages: Iterable[Message]) -> list[AppliedChange]:
-    """The accepted notebook changes recorded in ``messages``, oldest first."""
-    found: list[AppliedChange] = []
-    for message in messages:
-        if message.role != "assistant":
-            continue
-        for execution in message.metadata.tool_executions:
-            for item in execution.outputs:
-                if item.media_type != CELL_EDIT_TYPE or not item.text:
-                    continue
-                change = _change(item.text, execution.id)
-                if change is not None:
-                    found.append(change)
-    return found
-
-
-def _change(text: str, call_id: str) -> AppliedChange | None:
-    try:
-        card = json.loads(text)
-    except ValueError:
-        return None
-    if not isinstance(card, dict) or card.get("decision") != "accepted":
-        return None
-    kind, cell_id = card.get("kind"), card.get("cell_id")
-    before, after = card.get("before"), card.get("after")
-    if (kind not in ("edit", "insert", "delete", "move") or not isinstance(cell_id, str)
-            or not isinstance(before, str) or not isinstance(after, str)):
-        return None
-
-    def number(key: str) -> int | None:
-        value = card.get(key)
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-    cell_type = card.get("cell_type")
-    return AppliedChange(kind=kind, cell_id=cell_id, before=before, after=after,
-                         call_id=call_id,
-                         cell_type=cell_type if cell_type in ("code", "markdown", "raw")
-                         else "code",
-                         position=number("position"), from_index=number("from_index"),
-                         to_index=number("to_index"), kept=card.get("undo") is not False)
-
-
 @dataclass
 class _Cell:
     id: str
@@ -230,9 +165,9 @@ class _Planner:
 
     def put_back(self, change: AppliedChange) -> None:
         """A deleted cell, at its place (or the nearest there is), with its id."""
-        at = min(max((change.position or len(self.notebook) + 1) - 1, 0), len(self.notebook))
+        at = min(max((change.from_index or len(self.notebook) + 1) - 1, 0), len(self.notebook))
         self.done({"op": "insert", "cell_id": change.cell_id, "index": at,
-                   "cell_type": change.cell_type, "source": change.before}, change)
+                   "cell_type": change.cell_type or "code", "source": change.before}, change)
         self.notebook.insert(at, _Cell(change.cell_id, change.before))
 
     def move_back(self, change: AppliedChange, index: int) -> None:
