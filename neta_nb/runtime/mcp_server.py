@@ -35,7 +35,7 @@ import secrets
 import socket
 import threading
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ..messages import ToolResultPart
 from ..store.session_store import SessionStore
@@ -63,8 +63,8 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
     raise ImportError("The notebook's MCP server needs the official MCP SDK: "
                       "pip install 'neta-nb[mcp]'") from error
 
-__all__ = ["MCP_TOOL_NAMES", "PROGRESS_EVERY", "RESOURCE_SCHEME", "ClientAgent",
-           "NotebookMCPServer", "setup_lines"]
+__all__ = ["MCP_TOOL_NAMES", "PROGRESS_EVERY", "RESOURCE_SCHEME", "BoundClient",
+           "ClientAgent", "NotebookMCPServer", "setup_lines"]
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +118,23 @@ def client_catalog() -> ToolCatalog:
     """The tools a client may be granted: the notebook tools and ``list_variables``, as
     neta_nb's own agents have them (same objects, schemas and limits)."""
     return ToolCatalog([*notebook_tools(), list_variables])
+
+
+class BoundClient(Protocol):
+    """What answers a client's requests (on the kernel's loop): a :class:`ClientAgent`,
+    or a session's own (:meth:`NotebookMCPServer.bind`: an outside agent's session over
+    the Agent Client Protocol, whose calls are reviewed in its own chat)."""
+
+    name: str
+    connections: dict[str, ServerSession]
+
+    def granted(self) -> list[types.Tool]: ...
+
+    def resources(self) -> list[types.Resource]: ...
+
+    def read_resource(self, uri: str) -> str: ...
+
+    async def call(self, name: str, args: dict[str, Any]) -> ToolResultPart: ...
 
 
 class ClientAgent:
@@ -272,6 +289,8 @@ class NotebookMCPServer:
         self._port = port
         self.token: str = token or secrets.token_urlsafe(32)
         self._clients: dict[str, ClientAgent] = {}
+        self._bound: dict[str, BoundClient] = {}
+        """Clients bound to a token of their own (:meth:`bind`), by token."""
         self._making: dict[str, asyncio.Future[ClientAgent]] = {}
         self._thread: threading.Thread | None = None
         self._uvicorn: uvicorn.Server | None = None
@@ -296,6 +315,23 @@ class NotebookMCPServer:
 
     def setup_lines(self) -> dict[str, str]:
         return setup_lines(self.url, self.token)
+
+    def bind(self, client: BoundClient) -> str:
+        """A token of its own for ``client``: the requests that carry it are answered by
+        ``client`` (its calls reviewed where it shows them), not by a client agent named
+        by its ``clientInfo``. :meth:`unbind` withdraws it."""
+        token = secrets.token_urlsafe(32)
+        self._bound[token] = client
+        return token
+
+    def unbind(self, token: str) -> None:
+        """Refuse ``token`` from now on (401), as a stranger's."""
+        self._bound.pop(token, None)
+
+    @property
+    def bound(self) -> int:
+        """How many bound tokens are in force."""
+        return len(self._bound)
 
     # --- life ------------------------------------------------------------------------
     def start(self) -> None:
@@ -382,7 +418,7 @@ class NotebookMCPServer:
             allowed_origins=[f"http://{host}" for host in own])
         app = mcp.streamable_http_app(transport_security=security, host=self._host)
         return Guard(app, self.token, {f"http://{host}" for host in own},
-                      lambda: self._stopping)
+                     lambda: self._stopping, lambda: tuple(self._bound))
 
     # --- MCP handlers (on the server's loop) -----------------------------------------
     async def _list_tools(self, ctx: ServerRequestContext[Any],
@@ -450,12 +486,15 @@ class NotebookMCPServer:
             if gone is not None:
                 gone.cancel()
 
-    async def _client(self, ctx: ServerRequestContext[Any]) -> ClientAgent:
-        params = ctx.session.client_params
-        name = _client_name(params.client_info.name if params is not None else "")
-        client = await self._on_kernel(self._client_on_kernel(name))
+    async def _client(self, ctx: ServerRequestContext[Any]) -> BoundClient:
         request = ctx.request
         headers = getattr(request, "headers", None)
+        given = headers.get("authorization", "") if headers is not None else ""
+        client: BoundClient | None = self._bound.get(given.removeprefix("Bearer "))
+        if client is None:
+            params = ctx.session.client_params
+            name = _client_name(params.client_info.name if params is not None else "")
+            client = await self._on_kernel(self._client_on_kernel(name))
         connection = headers.get("mcp-session-id") if headers is not None else None
         if connection and connection not in client.connections:
             client.connections[connection] = ctx.session
