@@ -136,6 +136,10 @@ class BoundClient(Protocol):
 
     async def call(self, name: str, args: dict[str, Any]) -> ToolResultPart: ...
 
+    def list_changed(self) -> bool:
+        """Whether the tools ``tools/list`` shows changed since it last said so."""
+        ...
+
 
 class ClientAgent:
     """One outside client as an agent: its session, its grants and its connections. Lives
@@ -538,7 +542,7 @@ class NotebookMCPServer:
         client = ClientAgent(name, session, relay)
 
         def changed(_: object) -> None:
-            self._grants_changed(client)
+            self.grants_changed(client)
 
         config.subscribe(changed)
         catalog.subscribe(changed)
@@ -556,9 +560,9 @@ class NotebookMCPServer:
                 return
             await asyncio.sleep(0.1)
 
-    def _grants_changed(self, client: ClientAgent) -> None:
+    def grants_changed(self, client: BoundClient) -> None:
         """The panel changed a client's grants: each of its connections is told, if the
-        tools it is shown changed."""
+        tools it is shown changed (any thread: the telling runs on the server's loop)."""
         loop = self._server_loop
         if loop is None or self._stopped or not client.list_changed():
             return

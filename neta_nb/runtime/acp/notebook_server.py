@@ -74,6 +74,13 @@ class SessionNotebook:
         self._served = frozenset(client_catalog().names)
         self._token: str | None = None
         self._server: NotebookMCPServer | None = None
+        self._visible: tuple[str, ...] | None = None
+        """The tools ``tools/list`` showed as of the last announcement."""
+        place = deps.workspace
+        # A change of the agent's grants (the tool panel) or of the catalog is announced
+        # to the agent (notifications/tools/list_changed) when what it is shown changed.
+        place.agent.tools.subscribe(self._changed)
+        place.catalog.subscribe(self._changed)
 
     async def spec(self) -> McpServerSpec:
         """The server's entry for ``session/new``: its address and this session's token
@@ -84,6 +91,17 @@ class SessionNotebook:
             self._server, self._token = server, server.bind(self)
         return McpServerSpec(NOTEBOOK_SERVER, url=server.url,
                              headers={"Authorization": f"Bearer {self._token}"})
+
+    def _changed(self, _: object) -> None:
+        if self._server is not None and self._token is not None:
+            self._server.grants_changed(self)
+
+    def list_changed(self) -> bool:
+        visible = tuple(self.granted_names())
+        if visible == self._visible:
+            return False
+        self._visible = visible
+        return True
 
     def release(self) -> None:
         """Withdraw this session's token (the agent's requests get 401 from now on)."""
@@ -98,6 +116,7 @@ class SessionNotebook:
     # --- what the server asks (on the kernel's loop) ---------------------------------
     def granted(self) -> list[types.Tool]:
         resolution = self._deps.toolbox.resolution()
+        self._visible = tuple(item.name for item in resolution.tools if item.name in self._served)
         return [types.Tool(name=item.name, title=item.label or None,
                            description=item.description, input_schema=item.parameters)
                 for item in resolution.tools if item.name in self._served]

@@ -10,9 +10,11 @@ import asyncio
 import json
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import httpx2
+import mcp_types as types
 import pytest
 
 from neta_nb import AcpAgent, AgentSession
@@ -25,6 +27,7 @@ from neta_nb.tools import AgentToolConfig, ToolCatalog, tool
 from neta_nb.tools.mcp.mcp import MCPToolServer
 from neta_nb.tools.mcp.mcp_connection import MCPServerParameters
 
+from ...support.notebook_mcp import connected
 from ...support.notebook_page import FakeNotebookPage
 from ...support.outside_agents import driven
 from .test_acp_agent import SCRIPTED
@@ -226,6 +229,29 @@ async def test_a_tool_switched_off_for_the_agent_is_neither_listed_nor_run(
     assert "edit_cell" not in listed["tools"] and "read_notebook" in listed["tools"]
     assert called["is_error"] and "edit_cell" in called["text"]
     assert page.cell("c2")["source"] == "y = x + 1"
+
+
+async def test_a_change_of_the_agent_s_grants_is_announced_to_it(tmp_path: Path) -> None:
+    agent, _ = scripted(tmp_path, [])
+    session = AgentSession(agent, notebook_page=FakeNotebookPage(CELLS))
+    changed = asyncio.Event()
+
+    def on_message(message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            changed.set()
+
+    async with driven(session):
+        await asyncio.wait_for(session.run("go"), 60)
+        given = json.loads((tmp_path / "script.json.new").read_text())["mcpServers"]
+        [notebook] = [s for s in given if s["name"] == NOTEBOOK_SERVER]
+        reach = SimpleNamespace(url=notebook["url"], token=notebook["headers"][0]["value"]
+                                .removeprefix("Bearer "))
+        async with connected(reach, on_message=on_message) as client:
+            before = {tool.name for tool in (await client.list_tools()).tools}
+            session.agent.tools.set_tool("run_cell", False, session.catalog)
+            await asyncio.wait_for(changed.wait(), 30)
+            after = {tool.name for tool in (await client.list_tools()).tools}
+    assert before - after == {"run_cell"}
 
 
 async def test_a_closed_session_s_token_is_refused(tmp_path: Path) -> None:
