@@ -511,8 +511,14 @@ class AcpTurns:
         try:
             result = await running
         except asyncio.CancelledError:
+            running.cancel()
             self._notebook_stopped(message, part)
-            raise
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # the server gave the call up (stopped, its connection gone)
+            # Stop: the agent reads that the call did not finish.
+            return ToolResultPart(tool_call_id=part.id, name=name, is_error=True,
+                                  content=_CANCELLED_TEXT)
         finally:
             self._notebook_calls.discard(running)
         self._state.history.append(result)

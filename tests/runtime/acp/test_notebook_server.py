@@ -276,3 +276,31 @@ async def initialize(url: str, headers: dict[str, str]) -> int:
                        "clientInfo": {"name": "probe", "version": "1"}}},
             headers={"Accept": "application/json, text/event-stream"})
     return answer.status_code
+
+
+async def test_stop_while_an_edit_waits_closes_its_card_and_tells_the_agent(
+        tmp_path: Path) -> None:
+    page = FakeNotebookPage(CELLS)
+    agent, script = scripted(tmp_path, [REPORTED, CALLED, COMPLETED])
+    session = AgentSession(agent, notebook_page=page)
+    session.attach_approver()
+
+    def on_event(event: Event) -> None:
+        if isinstance(event, ApprovalRequestEvent):
+            asyncio.get_running_loop().call_soon(session.cancel)
+
+    session.subscribe(on_event)
+    async with driven(session):
+        await asyncio.wait_for(session.run("make y two"), 60)
+        for _ in range(100):  # the agent's call ends after its turn did
+            if said(script):
+                break
+            await asyncio.sleep(0.1)
+    [result] = said(script)
+    assert result["is_error"] and "cancelled" in result["text"]
+    assert page.cell("c2")["source"] == "y = x + 1"
+    [card] = [e for m in session.messages for e in m.metadata.tool_executions]
+    assert (card.id, card.status) == ("t1", "cancelled")
+    results = [p for m in session.messages for p in m.tool_results]
+    assert [p.tool_call_id for p in results] == ["t1"]
+    assert session.pending_approvals() == []
