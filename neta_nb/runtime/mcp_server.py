@@ -23,6 +23,10 @@ event loop (where the notebook page answers); the server's thread only relays.
 Where the sessions are shown is the caller's: ``show_client`` is called (on the kernel's
 loop) with each new client's session; the widget layer shows it in a review view whose
 page answers the notebook tools (:func:`neta_nb.widgets.mcp_review.serve_notebook_mcp`).
+A request with a token given by :meth:`NotebookMCPServer.bind` is answered by the
+:class:`BoundClient` it was given to instead: an outside agent's session over the Agent
+Client Protocol, whose agent's calls are reviewed in that session's own chat
+(:mod:`neta_nb.runtime.acp.notebook_server`).
 """
 
 from __future__ import annotations
