@@ -304,3 +304,35 @@ async def test_stop_while_an_edit_waits_closes_its_card_and_tells_the_agent(
     results = [p for m in session.messages for p in m.tool_results]
     assert [p.tool_call_id for p in results] == ["t1"]
     assert session.pending_approvals() == []
+
+
+@pytest.mark.parametrize("decision", ["allow_once", "reject"])
+async def test_a_run_of_the_agent_asks_for_approval_in_its_own_chat(
+        tmp_path: Path, decision: str) -> None:
+    page = FakeNotebookPage(CELLS)
+    page.run_outputs["c1"] = [{"output_type": "stream", "name": "stdout", "text": "1\n"}]
+    agent, script = scripted(tmp_path, [
+        {"mcp": {"server": NOTEBOOK_SERVER, "tool": "run_cell", "arguments": {"cell_id": "c1"}}}])
+    session = AgentSession(agent, notebook_page=page)
+    session.attach_approver()
+    asked: list[ApprovalRequestEvent] = []
+
+    def on_event(event: Event) -> None:
+        if isinstance(event, ApprovalRequestEvent):
+            asked.append(event)
+            session.approve(event.id, decision)  # type: ignore[arg-type]
+
+    session.subscribe(on_event)
+    async with driven(session):
+        await asyncio.wait_for(session.run("run the first cell"), 60)
+    [request] = asked
+    assert request.name == "run_cell" and request.proposal is None
+    [result] = said(script)
+    ran = [op for op, _ in page.requests if op == "run"]
+    [card] = [e for m in session.messages for e in m.metadata.tool_executions]
+    assert card.id == request.id
+    if decision == "allow_once":
+        assert ran == ["run"] and not result["is_error"] and "1" in result["text"]
+        assert card.status == "done"
+    else:
+        assert ran == [] and result["is_error"] and card.status == "rejected"
