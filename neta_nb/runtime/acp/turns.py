@@ -89,6 +89,8 @@ class _Call:
     raw_output: Any = None
     rejected: bool = False
     ended: bool = False
+    notebook: str | None = None
+    """The notebook tool this is a call of, when it is a call of the notebook's server."""
     taken: bool = False
     """The agent's call of the notebook's server, whose card the call itself made
     (:meth:`AcpTurns.notebook_call`): what the agent reports of it changes nothing."""
@@ -404,7 +406,8 @@ class AcpTurns:
                                   args=args)
         message.parts.append(part)
         message.metadata.tool_executions.append(execution)
-        call = self._calls[call_id] = _Call(message, part, execution)
+        call = self._calls[call_id] = _Call(message, part, execution,
+                                            notebook=_notebook_tool(update))
         if update.content:
             call.content = list(update.content)
         if getattr(update, "raw_output", None) is not None:
@@ -430,6 +433,8 @@ class AcpTurns:
     def _apply(self, call: _Call, update: Any) -> None:
         """What an update changes of a call's card (fields it leaves out stay)."""
         execution = call.execution
+        if call.notebook is None:
+            call.notebook = _notebook_tool(update)
         if update.title:
             execution.label = encodable(update.title)
         if update.raw_input is not None:
@@ -530,7 +535,7 @@ class AcpTurns:
         report of that call if one is open (its card is made again by the call itself,
         with the notebook tool's name and review), else a new one."""
         for call in reversed(list(self._calls.values())):
-            if not call.ended and _calls_notebook(call, name):
+            if not call.ended and call.notebook == name:
                 executions = call.message.metadata.tool_executions
                 executions[:] = [r for r in executions if r is not call.execution]
                 call.ended = call.taken = True
@@ -568,7 +573,10 @@ class AcpTurns:
         turn = self._turn
         if turn is None or self._loading or session_id != self.session_id:
             return cancelled_outcome()
-        if self._notebook is not None and _notebook_tool(tool_call) is not None:
+        known = self._calls.get(encodable(str(tool_call.tool_call_id)))
+        if self._notebook is not None and (
+                (known is not None and known.notebook is not None)
+                or _notebook_tool(tool_call) is not None):
             # The notebook's server reviews its calls itself, in this chat (an edit as
             # its proposal, a run with approval): not asked twice.
             allow = next((o for kind in ("allow_once", "allow_always") for o in options
@@ -619,22 +627,21 @@ _NOTEBOOK_TOOL = re.compile(r"(?<![A-Za-z0-9])(read_notebook|list_variables|edit
 
 def _notebook_tool(update: Any) -> str | None:
     """The notebook tool a reported call (or permission request) is a call of, when it
-    names the notebook's server and one of its tools — each agent names them its own
-    way (``mcp__neta-notebook__edit_cell``, ``neta-notebook.edit_cell``,
-    ``edit_cell (neta-notebook MCP Server)``)."""
+    names the notebook's server and one of its tools — each agent its own way: in the
+    tool's name or title (``mcp__neta-notebook__edit_cell``, ``edit_cell (neta-notebook
+    MCP Server)``), or in its input (Codex: ``{"server": ..., "tool": ...}``)."""
     text = f"{_tool_name(update)} {getattr(update, 'title', None) or ''}"
-    if NOTEBOOK_SERVER not in text:
-        return None
-    found = _NOTEBOOK_TOOL.search(text.replace(NOTEBOOK_SERVER, " "))
-    return found.group(1) if found else None
+    if NOTEBOOK_SERVER in text:
+        found = _NOTEBOOK_TOOL.search(text.replace(NOTEBOOK_SERVER, " "))
+        if found is not None:
+            return found.group(1)
+    raw = getattr(update, "raw_input", None)
+    if isinstance(raw, dict) and raw.get("server") == NOTEBOOK_SERVER:
+        tool = raw.get("tool")
+        if isinstance(tool, str) and _NOTEBOOK_TOOL.fullmatch(tool):
+            return tool
+    return None
 
-
-def _calls_notebook(call: _Call, name: str) -> bool:
-    text = f"{call.part.name} {call.execution.label}"
-    if NOTEBOOK_SERVER not in text:
-        return False
-    found = _NOTEBOOK_TOOL.search(text.replace(NOTEBOOK_SERVER, " "))
-    return found is not None and found.group(1) == name
 
 def _text_of(content: Any) -> str:
     text = getattr(content, "text", None)
