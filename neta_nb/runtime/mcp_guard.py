@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -30,9 +30,12 @@ class Guard:
     """The token and origin checks, before anything of the SDK's sees a request."""
 
     def __init__(self, app: ASGIApp, token: str, origins: set[str],
-                 stopping: Callable[[], asyncio.Event | None]) -> None:
+                 stopping: Callable[[], asyncio.Event | None],
+                 bound: Callable[[], Collection[str]] = tuple) -> None:
         self._app = app
         self._expected = f"Bearer {token}".encode()
+        self._bound = bound
+        """The tokens given to sessions (each one's calls go to its own chat)."""
         self._origins = origins
         self._stopping = stopping
 
@@ -46,7 +49,7 @@ class Guard:
                               "Origin is not the server's own.")
                 return
             given = headers.get("authorization", b"")
-            if not hmac.compare_digest(given, self._expected):
+            if not self._known(given):
                 await _refuse(send, 401, "The notebook's MCP server needs its bearer token "
                               "(Authorization: Bearer <token>, as shown where it started).",
                               bearer=True)
@@ -65,6 +68,14 @@ class Guard:
                 await self._until_stopped(scope, receive, send)
                 return
         await self._app(scope, receive, send)
+
+    def _known(self, given: bytes) -> bool:
+        """``given`` (an Authorization header) carries the server's token or a bound one;
+        each compared in constant time."""
+        known = hmac.compare_digest(given, self._expected)
+        for token in self._bound():
+            known = hmac.compare_digest(given, f"Bearer {token}".encode()) or known
+        return known
 
     async def _until_stopped(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve a request that streams until its client leaves — or until the server

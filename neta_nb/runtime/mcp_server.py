@@ -23,6 +23,10 @@ event loop (where the notebook page answers); the server's thread only relays.
 Where the sessions are shown is the caller's: ``show_client`` is called (on the kernel's
 loop) with each new client's session; the widget layer shows it in a review view whose
 page answers the notebook tools (:func:`neta_nb.widgets.mcp_review.serve_notebook_mcp`).
+A request with a token given by :meth:`NotebookMCPServer.bind` is answered by the
+:class:`BoundClient` it was given to instead: an outside agent's session over the Agent
+Client Protocol, whose agent's calls are reviewed in that session's own chat
+(:mod:`neta_nb.runtime.acp.notebook_server`).
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ import secrets
 import socket
 import threading
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ..messages import ToolResultPart
 from ..store.session_store import SessionStore
@@ -63,8 +67,8 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
     raise ImportError("The notebook's MCP server needs the official MCP SDK: "
                       "pip install 'neta-nb[mcp]'") from error
 
-__all__ = ["MCP_TOOL_NAMES", "PROGRESS_EVERY", "RESOURCE_SCHEME", "ClientAgent",
-           "NotebookMCPServer", "setup_lines"]
+__all__ = ["MCP_TOOL_NAMES", "PROGRESS_EVERY", "RESOURCE_SCHEME", "BoundClient",
+           "ClientAgent", "NotebookMCPServer", "setup_lines"]
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +122,27 @@ def client_catalog() -> ToolCatalog:
     """The tools a client may be granted: the notebook tools and ``list_variables``, as
     neta_nb's own agents have them (same objects, schemas and limits)."""
     return ToolCatalog([*notebook_tools(), list_variables])
+
+
+class BoundClient(Protocol):
+    """What answers a client's requests (on the kernel's loop): a :class:`ClientAgent`,
+    or a session's own (:meth:`NotebookMCPServer.bind`: an outside agent's session over
+    the Agent Client Protocol, whose calls are reviewed in its own chat)."""
+
+    name: str
+    connections: dict[str, ServerSession]
+
+    def granted(self) -> list[types.Tool]: ...
+
+    def resources(self) -> list[types.Resource]: ...
+
+    def read_resource(self, uri: str) -> str: ...
+
+    async def call(self, name: str, args: dict[str, Any]) -> ToolResultPart: ...
+
+    def list_changed(self) -> bool:
+        """Whether the tools ``tools/list`` shows changed since it last said so."""
+        ...
 
 
 class ClientAgent:
@@ -272,6 +297,8 @@ class NotebookMCPServer:
         self._port = port
         self.token: str = token or secrets.token_urlsafe(32)
         self._clients: dict[str, ClientAgent] = {}
+        self._bound: dict[str, BoundClient] = {}
+        """Clients bound to a token of their own (:meth:`bind`), by token."""
         self._making: dict[str, asyncio.Future[ClientAgent]] = {}
         self._thread: threading.Thread | None = None
         self._uvicorn: uvicorn.Server | None = None
@@ -296,6 +323,23 @@ class NotebookMCPServer:
 
     def setup_lines(self) -> dict[str, str]:
         return setup_lines(self.url, self.token)
+
+    def bind(self, client: BoundClient) -> str:
+        """A token of its own for ``client``: the requests that carry it are answered by
+        ``client`` (its calls reviewed where it shows them), not by a client agent named
+        by its ``clientInfo``. :meth:`unbind` withdraws it."""
+        token = secrets.token_urlsafe(32)
+        self._bound[token] = client
+        return token
+
+    def unbind(self, token: str) -> None:
+        """Refuse ``token`` from now on (401), as a stranger's."""
+        self._bound.pop(token, None)
+
+    @property
+    def bound(self) -> int:
+        """How many bound tokens are in force."""
+        return len(self._bound)
 
     # --- life ------------------------------------------------------------------------
     def start(self) -> None:
@@ -382,7 +426,7 @@ class NotebookMCPServer:
             allowed_origins=[f"http://{host}" for host in own])
         app = mcp.streamable_http_app(transport_security=security, host=self._host)
         return Guard(app, self.token, {f"http://{host}" for host in own},
-                      lambda: self._stopping)
+                     lambda: self._stopping, lambda: tuple(self._bound))
 
     # --- MCP handlers (on the server's loop) -----------------------------------------
     async def _list_tools(self, ctx: ServerRequestContext[Any],
@@ -450,12 +494,15 @@ class NotebookMCPServer:
             if gone is not None:
                 gone.cancel()
 
-    async def _client(self, ctx: ServerRequestContext[Any]) -> ClientAgent:
-        params = ctx.session.client_params
-        name = _client_name(params.client_info.name if params is not None else "")
-        client = await self._on_kernel(self._client_on_kernel(name))
+    async def _client(self, ctx: ServerRequestContext[Any]) -> BoundClient:
         request = ctx.request
         headers = getattr(request, "headers", None)
+        given = headers.get("authorization", "") if headers is not None else ""
+        client: BoundClient | None = self._bound.get(given.removeprefix("Bearer "))
+        if client is None:
+            params = ctx.session.client_params
+            name = _client_name(params.client_info.name if params is not None else "")
+            client = await self._on_kernel(self._client_on_kernel(name))
         connection = headers.get("mcp-session-id") if headers is not None else None
         if connection and connection not in client.connections:
             client.connections[connection] = ctx.session
@@ -499,7 +546,7 @@ class NotebookMCPServer:
         client = ClientAgent(name, session, relay)
 
         def changed(_: object) -> None:
-            self._grants_changed(client)
+            self.grants_changed(client)
 
         config.subscribe(changed)
         catalog.subscribe(changed)
@@ -517,9 +564,9 @@ class NotebookMCPServer:
                 return
             await asyncio.sleep(0.1)
 
-    def _grants_changed(self, client: ClientAgent) -> None:
+    def grants_changed(self, client: BoundClient) -> None:
         """The panel changed a client's grants: each of its connections is told, if the
-        tools it is shown changed."""
+        tools it is shown changed (any thread: the telling runs on the server's loop)."""
         loop = self._server_loop
         if loop is None or self._stopped or not client.list_changed():
             return

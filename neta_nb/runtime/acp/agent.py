@@ -15,11 +15,12 @@ from typing import Any
 
 from ...providers.base import ModelRequest, Provider, ProviderError, StreamEvent
 from ...providers.prices import ModelPrice
+from ...tools import AgentToolConfig
 from ..agent import Agent
-from ..session.deps import OutsideTurns
+from ..session.deps import OutsideTurns, TurnDeps
 from ..session.state import SessionState
 from .presets import CLAUDE_CODE, CODEX, GEMINI, Preset, find_command
-from .servers import mcp_server_specs
+from .servers import NOTEBOOK_GRANTS, mcp_server_specs
 
 __all__ = ["ACP_SUPPLIER", "AcpAgent", "AcpModel"]
 
@@ -62,9 +63,13 @@ class AcpAgent(Agent):
     set (an id the agent offers, e.g. ``"acceptEdits"`` for Claude Code); ``price``: what
     the agent's model costs (USD per million tokens), for the cost of the usage it
     reports; ``mcp_servers``: MCP servers the agent is given for its session (dicts, or
-    ``serve_notebook_mcp()``'s object: see :func:`~.servers.mcp_server_specs`). The
-    presets :meth:`claude_code`, :meth:`codex` and :meth:`gemini` find an installed
-    agent.
+    ``serve_notebook_mcp()``'s object: see :func:`~.servers.mcp_server_specs`), besides
+    those given by themselves: the servers of the session's catalog whose tools ``tools``
+    grants, and — when the session's chat is on a notebook page — the notebook's own,
+    whose calls are reviewed in that chat (:mod:`.notebook_server`); ``tools``: the
+    agent's grants (default: the notebook tools a client of the notebook's MCP server
+    gets, :data:`~.servers.NOTEBOOK_GRANTS`). The presets :meth:`claude_code`,
+    :meth:`codex` and :meth:`gemini` find an installed agent.
     """
 
     def __init__(self, name: str, command: Sequence[str], *,
@@ -72,7 +77,8 @@ class AcpAgent(Agent):
                  mode: str | None = None, description: str | None = None,
                  price: ModelPrice | None = None, mcp_servers: Sequence[Any] = (),
                  budget_usd: float | None = None,
-                 turn_budget_usd: float | None = None) -> None:
+                 turn_budget_usd: float | None = None,
+                 tools: AgentToolConfig | None = None) -> None:
         if isinstance(command, str) or not isinstance(command, Sequence) or not command \
                 or not all(isinstance(part, str) and part for part in command):
             raise TypeError("command must be a non-empty list of strings: the program and "
@@ -89,7 +95,9 @@ class AcpAgent(Agent):
         self.mcp_servers = mcp_server_specs(mcp_servers)
         model = AcpModel(name, command)
         model.price = price  # checked there
-        super().__init__(name=name, model=model, system_prompt="",
+        if tools is None:
+            tools = AgentToolConfig(enabled=list(NOTEBOOK_GRANTS))
+        super().__init__(name=name, model=model, system_prompt="", tools=tools,
                          compact_at=None, description=description, budget_usd=budget_usd,
                          turn_budget_usd=turn_budget_usd)
 
@@ -97,13 +105,13 @@ class AcpAgent(Agent):
         # Never the environment: keys live there.
         return f"AcpAgent({self.name!r}, command={self.command!r})"
 
-    def outside_turns(self, state: SessionState, working_dir: Path) -> OutsideTurns:
+    def outside_turns(self, state: SessionState, deps: TurnDeps) -> OutsideTurns:
         # The SDK is an optional extra (neta-nb[acp]) that takes most of a second to
         # import: it is imported when a session of an outside agent is made, and its
         # absence is said then, naming the extra.
         from .turns import AcpTurns
 
-        return AcpTurns(self, state, working_dir)
+        return AcpTurns(self, state, deps)
 
     # --- presets -------------------------------------------------------------------------
     @classmethod

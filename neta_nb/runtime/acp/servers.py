@@ -1,17 +1,27 @@
 """The MCP servers an outside agent is given in ``session/new`` (and ``session/load``):
-what ``AcpAgent(mcp_servers=[...])`` takes, checked when the agent is made. Their
+what ``AcpAgent(mcp_servers=[...])`` takes, checked when the agent is made, and the
+servers of the session's catalog the agent is granted (:func:`granted_servers`). Their
 headers and environment hold keys: never stored nor shown."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["McpServerSpec", "mcp_server_specs"]
+if TYPE_CHECKING:
+    from ...tools import ToolCatalog
+
+__all__ = ["NOTEBOOK_GRANTS", "McpServerSpec", "granted_servers", "mcp_server_specs"]
 
 NOTEBOOK_SERVER = "neta-notebook"
-"""The name the notebook's own MCP server is given (``serve_notebook_mcp()``'s object)."""
+"""The name the notebook's own MCP server is given (``serve_notebook_mcp()``'s object, or
+the one a session on a notebook page gives its agent)."""
+NOTEBOOK_GRANTS = ("read_notebook", "list_variables", "edit_cell", "insert_cell", "run_cell",
+                   "delete_cell", "move_cell", "clear_outputs", "run_all")
+"""The notebook tools an outside agent is granted unless its ``tools`` say otherwise: as
+a client of the notebook's MCP server is (edits, deletes and moves as proposals the user
+decides on; runs with approval)."""
 
 
 @dataclass(frozen=True, repr=False)
@@ -79,3 +89,23 @@ def _spec(item: Any) -> McpServerSpec:
 def _strings(mapping: Any) -> bool:
     return isinstance(mapping, Mapping) and all(
         isinstance(k, str) and isinstance(v, str) for k, v in mapping.items())
+
+
+def granted_servers(catalog: ToolCatalog, granted: Sequence[str]) -> list[McpServerSpec]:
+    """The MCP servers of ``catalog`` the agent is granted — those with a tool among
+    ``granted`` (the names the agent's tool config resolves to) — as the agent is given
+    them: it talks to each server itself, so a server comes whole (all its tools) and a
+    server none of whose tools is granted never comes."""
+    names = set(granted)
+    specs = []
+    for name in catalog.mcp_servers:
+        server = catalog.mcp_servers[name]
+        if not names.intersection(server.tool_names):
+            continue
+        given = server.parameters
+        if given.command is not None:
+            specs.append(McpServerSpec(name, command=given.command, args=list(given.args),
+                                       env=dict(given.env or {})))
+        elif given.url is not None:
+            specs.append(McpServerSpec(name, url=given.url, headers=dict(given.headers or {})))
+    return specs

@@ -36,6 +36,7 @@ import asyncio
 import contextlib
 import difflib
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,19 +51,21 @@ from ...events import (
     thinking_delta_event,
     token_event,
 )
-from ...messages import Message, ToolCallPart, ToolExecution, Usage
+from ...messages import Message, ToolCallPart, ToolExecution, ToolResultPart, Usage, new_id
 from ...providers.base import ProviderError, ResponseAssembler
-from ..session.deps import CountUsage
+from ..session.deps import CountUsage, TurnDeps
 from ..session.state import SessionState
-from ..session.tool_calls.tool_limits import bound_result
+from ..session.tool_calls.tool_limits import ToolLimits, bound_result
 from ..session.turn import Turn
 from .connection import AcpConnection, cancelled_outcome, chosen_outcome
 from .controls import AgentControls
+from .servers import NOTEBOOK_SERVER, McpServerSpec, granted_servers
 
 if TYPE_CHECKING:
     from acp.schema import PermissionOption, RequestPermissionResponse, ToolCallUpdate
 
     from .agent import AcpAgent
+    from .notebook_server import SessionNotebook
 
 __all__ = ["STOP_GRACE", "AcpTurns"]
 
@@ -86,15 +89,25 @@ class _Call:
     raw_output: Any = None
     rejected: bool = False
     ended: bool = False
+    notebook: str | None = None
+    """The notebook tool this is a call of, when it is a call of the notebook's server."""
+    taken: bool = False
+    """The agent's call of the notebook's server, whose card the call itself made
+    (:meth:`AcpTurns.notebook_call`): what the agent reports of it changes nothing."""
 
 
 class AcpTurns:
     """The turns of one session of ``agent`` (see the module)."""
 
-    def __init__(self, agent: AcpAgent, state: SessionState, working_dir: Path) -> None:
+    def __init__(self, agent: AcpAgent, state: SessionState, deps: TurnDeps) -> None:
         self._agent = agent
         self._state = state
+        self._deps = deps
+        working_dir = deps.workspace.working_dir
         self._cwd = Path(agent.cwd) if agent.cwd is not None else working_dir
+        self._notebook: SessionNotebook | None = None
+        """The session as the notebook server's client, once its agent was given it."""
+        self._notebook_calls: set[asyncio.Future[Any]] = set()
         self._model_id = f"acp:{agent.name}"
         self._connection: AcpConnection | None = None
         self.session_id: str | None = None
@@ -178,9 +191,10 @@ class AcpTurns:
         if connection is not None:
             await connection.close()
         agent = self._agent
+        servers, left_out = await self._mcp_servers()
         connection = self._connection = AcpConnection(
             agent.name, agent.command, env=agent.env, cwd=self._cwd, listener=self,
-            mcp_servers=agent.mcp_servers)
+            mcp_servers=servers)
         try:
             await connection.open()
             why = await self._continued(connection)
@@ -194,12 +208,40 @@ class AcpTurns:
             await connection.close()
             raise
         self.controls.modes_said(connection.modes, connection.current_mode)
-        for why in connection.left_out:
+        for why in [*left_out, *connection.left_out]:
             self._state.emit(WarningEvent(message=encodable(
                 f"{agent.name} was not given the MCP server {why}.")))
         session_id = self.session_id
         assert session_id is not None  # continued or new
         return connection, session_id
+
+    async def _mcp_servers(self) -> tuple[list[McpServerSpec], list[str]]:
+        """The MCP servers the agent is given: its own (``AcpAgent(mcp_servers=...)``),
+        the catalog's it is granted, and the notebook's when the chat is on a page that
+        answers; and why one was left out."""
+        given = list(self._agent.mcp_servers)
+        names = {spec.name for spec in given}
+        place = self._deps.workspace
+        for spec in granted_servers(place.catalog, self._deps.toolbox.resolution().names):
+            if spec.name not in names:
+                given.append(spec)
+                names.add(spec.name)
+        left_out: list[str] = []
+        if place.page_answers and NOTEBOOK_SERVER not in names:
+            try:
+                notebook = self._notebook or self._session_notebook()
+                given.append(await notebook.spec())
+            except (ImportError, OSError, RuntimeError) as error:
+                left_out.append(f"{NOTEBOOK_SERVER} (the notebook's tools: {error})")
+        return given, left_out
+
+    def _session_notebook(self) -> SessionNotebook:
+        # The notebook's server needs the MCP SDK, an extra of its own (neta-nb[mcp]):
+        # imported where a page asks for it, and its absence said then.
+        from .notebook_server import SessionNotebook
+
+        self._notebook = SessionNotebook(self._agent.name, self._deps, self.notebook_call)
+        return self._notebook
 
     async def _continued(self, connection: AcpConnection) -> str | None:
         """Continue the agent's session in ``connection`` (``session/load``); ``None``
@@ -235,7 +277,7 @@ class AcpTurns:
         """Stop: see the module's docstring. What the agent sends from now on is not
         shown: the turn is over."""
         self._turn = None
-        for asking in list(self._asking):
+        for asking in [*self._asking, *self._notebook_calls]:
             asking.cancel()
         await connection.cancel(session_id)
         with contextlib.suppress(BaseException):
@@ -246,16 +288,21 @@ class AcpTurns:
 
     def close(self) -> None:
         """End the agent: gently on a running loop (it keeps its session to continue;
-        see :meth:`AgentProcess.close`), else at once."""
-        for asking in list(self._asking):
+        see :meth:`AgentProcess.close`), else at once. Its token of the notebook's
+        server is withdrawn (the next start is given a new one)."""
+        for asking in [*self._asking, *self._notebook_calls]:
             asking.cancel()
+        if self._notebook is not None:
+            self._notebook.release()
         if self._connection is not None:
             self._connection.close_soon()
 
     async def aclose(self) -> None:
         """End the agent (gently, then surely) and wait until its process is reaped."""
-        for asking in list(self._asking):
+        for asking in [*self._asking, *self._notebook_calls]:
             asking.cancel()
+        if self._notebook is not None:
+            self._notebook.release()
         if self._connection is not None:
             await self._connection.close()
 
@@ -359,7 +406,8 @@ class AcpTurns:
                                   args=args)
         message.parts.append(part)
         message.metadata.tool_executions.append(execution)
-        call = self._calls[call_id] = _Call(message, part, execution)
+        call = self._calls[call_id] = _Call(message, part, execution,
+                                            notebook=_notebook_tool(update))
         if update.content:
             call.content = list(update.content)
         if getattr(update, "raw_output", None) is not None:
@@ -371,6 +419,8 @@ class AcpTurns:
 
     def _call_changed(self, turn: Turn, update: Any) -> None:
         call = self._calls.get(encodable(str(update.tool_call_id)))
+        if call is not None and call.taken:
+            return
         if call is None:  # a tool_call, or a call reported by its updates alone
             call = self._call_started(turn, update)
         else:
@@ -383,6 +433,8 @@ class AcpTurns:
     def _apply(self, call: _Call, update: Any) -> None:
         """What an update changes of a call's card (fields it leaves out stay)."""
         execution = call.execution
+        if call.notebook is None:
+            call.notebook = _notebook_tool(update)
         if update.title:
             execution.label = encodable(update.title)
         if update.raw_input is not None:
@@ -443,6 +495,70 @@ class AcpTurns:
         state.history.append(Message.tool_result(part.id, "todo", json.dumps(
             {"todos": todos, "summary": state.todo.summary().model_dump()})))
 
+    # --- the agent's calls of the notebook's server ---------------------------------------
+    async def notebook_call(self, name: str, args: dict[str, Any]) -> ToolResultPart:
+        """A call the agent made of the notebook's MCP server (on the kernel's loop), run
+        as a call of the current turn — as a native agent's: its card (the one the agent
+        reported for it, taken over, or a new one), the session's grants and approval,
+        an edit's diff proposal decided in this chat, its result in the history."""
+        turn = self._turn
+        if turn is None or self._loading:
+            return ToolResultPart(tool_call_id="", name=name, is_error=True, content=(
+                f"{name} was not run: the notebook's tools answer only while the chat "
+                f"has a turn of yours running."))
+        message, part = self._notebook_card(turn, name, args)
+        agent, deps = self._agent, self._deps
+        running = asyncio.ensure_future(deps.tools.run_call(
+            message, part, deps.toolbox.resolution(), live_calls=turn.live_calls,
+            limits=ToolLimits(timeout=agent.tool_timeout,
+                              max_result_chars=agent.max_tool_result_chars)))
+        self._notebook_calls.add(running)
+        try:
+            result = await running
+        except asyncio.CancelledError:
+            running.cancel()
+            self._notebook_stopped(message, part)
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # the server gave the call up (stopped, its connection gone)
+            # Stop: the agent reads that the call did not finish.
+            return ToolResultPart(tool_call_id=part.id, name=name, is_error=True,
+                                  content=_CANCELLED_TEXT)
+        finally:
+            self._notebook_calls.discard(running)
+        self._state.history.append(result)
+        return result.tool_results[0]
+
+    def _notebook_card(self, turn: Turn, name: str, args: dict[str, Any]
+                       ) -> tuple[Message, ToolCallPart]:
+        """Where a call of the notebook's server is shown: the card of the agent's own
+        report of that call if one is open (its card is made again by the call itself,
+        with the notebook tool's name and review), else a new one."""
+        for call in reversed(list(self._calls.values())):
+            if not call.ended and call.notebook == name:
+                executions = call.message.metadata.tool_executions
+                executions[:] = [r for r in executions if r is not call.execution]
+                call.ended = call.taken = True
+                call.part.name, call.part.args = name, dict(args)
+                return call.message, call.part
+        message = self._message_for_call(turn)
+        part = ToolCallPart(id=new_id("nb_"), name=name, args=dict(args))
+        message.parts.append(part)
+        return message, part
+
+    def _notebook_stopped(self, message: Message, part: ToolCallPart) -> None:
+        """A call of the notebook's server stopped with its turn: its card says so and
+        the history has its result."""
+        text = _CANCELLED_TEXT
+        for record in message.metadata.tool_executions:
+            if record.id == part.id and record.status in ("running", "waiting"):
+                record.status, record.result = "cancelled", text
+                self._state.emit(ToolResultEvent(id=part.id, name=part.name, result=text,
+                                                 is_error=True))
+        self._state.history.changed(message)
+        self._state.history.append(Message.tool_result(part.id, part.name, text,
+                                                       is_error=True))
+
     # --- what the store keeps -------------------------------------------------------------
     def stored(self) -> dict[str, Any]:
         return {"protocol": "acp", "session_id": self.session_id}
@@ -457,6 +573,16 @@ class AcpTurns:
         turn = self._turn
         if turn is None or self._loading or session_id != self.session_id:
             return cancelled_outcome()
+        known = self._calls.get(encodable(str(tool_call.tool_call_id)))
+        if self._notebook is not None and (
+                (known is not None and known.notebook is not None)
+                or _notebook_tool(tool_call) is not None):
+            # The notebook's server reviews its calls itself, in this chat (an edit as
+            # its proposal, a run with approval): not asked twice.
+            allow = next((o for kind in ("allow_once", "allow_always") for o in options
+                          if o.kind == kind), None)
+            if allow is not None:
+                return chosen_outcome(allow.option_id)
         # A card from the request itself when no tool_call came first (Gemini CLI).
         call = self._call_started(turn, tool_call)
         execution = call.execution
@@ -494,6 +620,29 @@ class AcpTurns:
 
 
 # --- the agent's words as ours ----------------------------------------------------------
+_NOTEBOOK_TOOL = re.compile(r"(?<![A-Za-z0-9])(read_notebook|list_variables|edit_cell|"
+                            r"insert_cell|run_cell|delete_cell|move_cell|clear_outputs|"
+                            r"run_all|interrupt_kernel|restart_kernel)(?![A-Za-z0-9])")
+
+
+def _notebook_tool(update: Any) -> str | None:
+    """The notebook tool a reported call (or permission request) is a call of, when it
+    names the notebook's server and one of its tools — each agent its own way: in the
+    tool's name or title (``mcp__neta-notebook__edit_cell``, ``edit_cell (neta-notebook
+    MCP Server)``), or in its input (Codex: ``{"server": ..., "tool": ...}``)."""
+    text = f"{_tool_name(update)} {getattr(update, 'title', None) or ''}"
+    if NOTEBOOK_SERVER in text:
+        found = _NOTEBOOK_TOOL.search(text.replace(NOTEBOOK_SERVER, " "))
+        if found is not None:
+            return found.group(1)
+    raw = getattr(update, "raw_input", None)
+    if isinstance(raw, dict) and raw.get("server") == NOTEBOOK_SERVER:
+        tool = raw.get("tool")
+        if isinstance(tool, str) and _NOTEBOOK_TOOL.fullmatch(tool):
+            return tool
+    return None
+
+
 def _text_of(content: Any) -> str:
     text = getattr(content, "text", None)
     return text if isinstance(text, str) else ""

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
-from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from ...messages import Message, Usage
@@ -71,7 +70,11 @@ class OutsideAgent(Protocol):
     """An agent that runs its own loop elsewhere (:class:`~neta_nb.runtime.acp.AcpAgent`):
     it gives each of its sessions the driver of their turns."""
 
-    def outside_turns(self, state: SessionState, working_dir: Path) -> OutsideTurns: ...
+    def outside_turns(self, state: SessionState, deps: TurnDeps) -> OutsideTurns:
+        """The driver of the turns of the session of ``state``; ``deps``: what its turns
+        run with (its workspace — the working directory, the notebook page —, its tools
+        and their runner, for the calls the agent makes of the notebook's tools)."""
+        ...
 
 
 class TurnDeps:
@@ -92,7 +95,7 @@ class TurnDeps:
         self.tracer = tracer
         """Makes each turn's tracer (spans when tracing is configured)."""
         agent = workspace.agent
-        self.outside = (agent.outside_turns(state, workspace.working_dir)
+        self.outside = (agent.outside_turns(state, self)
                         if isinstance(agent, OutsideAgent) else None)
         """What runs the turns when the agent runs its own loop in another process (an
         outside agent); ``None``: the turn runner calls the model and runs the tools."""

@@ -7,7 +7,12 @@ the steps in order:
 * ``{"permission": {"toolCall": {...}, "options": [...]}}`` — a
   ``session/request_permission`` request; the answer's outcome is written as a line to
   ``SCRIPT.json.answers``;
-* ``{"sleep": seconds}``.
+* ``{"sleep": seconds}``;
+* ``{"mcp": {"server": name, "tool": name, "arguments": {...}}}`` — a call of that tool
+  of an MCP server over HTTP it was given in ``session/new``, with the official ``mcp``
+  client (the headers it was given); ``"tool": null`` lists the server's tools instead.
+  What came back is written as a line to ``SCRIPT.json.mcp``: ``{"tools": [...]}``, or
+  ``{"is_error": ..., "text": ...}``, or ``{"failed": "..."}``.
 
 Then it answers the prompt with the stop reason and usage. ``session/cancel`` ends the
 steps and answers ``cancelled``. ``"by_prompt": {text: steps}`` gives each prompt text
@@ -40,6 +45,8 @@ lock = threading.Lock()
 waiting: dict[int, threading.Event] = {}
 replies: dict[int, Any] = {}
 cancelled = threading.Event()
+servers: dict[str, dict[str, Any]] = {}
+"""The MCP servers given in session/new (or session/load), by name."""
 if script.get("child"):
     import subprocess
 
@@ -71,11 +78,44 @@ def play(number: int, session_id: str, prompt: str) -> None:
                 file.write(json.dumps(replies[asked].get("outcome")) + "\n")
         elif "sleep" in step:
             cancelled.wait(step["sleep"])
+        elif "mcp" in step:
+            with script_path.with_suffix(".json.mcp").open("a") as file:
+                file.write(json.dumps(mcp_step(step["mcp"])) + "\n")
     result: dict[str, Any] = {"stopReason": "cancelled" if cancelled.is_set()
                               else script.get("stop_reason", "end_turn")}
     if script.get("usage"):
         result["usage"] = script["usage"]
     send({"jsonrpc": "2.0", "id": number, "result": result})
+
+
+def mcp_step(step: dict[str, Any]) -> dict[str, Any]:
+    import asyncio
+
+    import httpx2
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    server = servers.get(step["server"])
+    if server is None:
+        return {"failed": f"no server {step['server']!r} was given"}
+    headers = {header["name"]: header["value"] for header in server.get("headers", [])}
+
+    async def call() -> dict[str, Any]:
+        async with httpx2.AsyncClient(headers=headers, timeout=60) as http, \
+                streamable_http_client(server["url"], http_client=http) as (read, write, *_), \
+                ClientSession(read, write) as client:
+            await client.initialize()
+            if step.get("tool") is None:
+                listed = await client.list_tools()
+                return {"tools": [tool.name for tool in listed.tools]}
+            result = await client.call_tool(step["tool"], step.get("arguments", {}))
+            return {"is_error": bool(result.is_error),
+                    "text": "\n".join(getattr(item, "text", "") for item in result.content)}
+
+    try:
+        return asyncio.run(call())
+    except BaseException as error:  # said to the test, which fails on it
+        return {"failed": f"{type(error).__name__}: {error}"}
 
 
 for line in sys.stdin:
@@ -97,6 +137,7 @@ for line in sys.stdin:
               "error": {"code": -32002, "message": "Resource not found"}})
     elif method == "session/new":
         script_path.with_suffix(".json.new").write_text(json.dumps(message["params"]))
+        servers.update({server["name"]: server for server in message["params"]["mcpServers"]})
         result: dict[str, Any] = {"sessionId": "scripted-1"}
         if script.get("modes"):
             result["modes"] = script["modes"]

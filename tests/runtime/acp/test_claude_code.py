@@ -32,6 +32,7 @@ from ...providers.sse_server import (
     SSEServer,
 )
 from ...support.claude_script import ModelScript, text, tool_use
+from ...support.notebook_page import FakeNotebookPage
 from ...support.outside_agents import BIN, gone, require_locked
 
 CLAUDE = BIN / "claude-agent-acp"
@@ -414,3 +415,37 @@ async def test_its_modes_and_commands_are_offered_and_a_mode_chosen_is_set(
     assert target.read_text() == "chosen\n"
     assert not recorder.of("approval_request")
     assert controls.mode == "acceptEdits"
+
+
+@pytest.mark.parametrize("decision", ["allow_once", "reject"])
+async def test_its_edit_of_the_notebook_is_a_diff_card_decided_in_its_chat(
+        model: tuple[SSEServer, ModelScript], claude: Callable[..., AcpAgent],
+        decision: ApprovalDecision) -> None:
+    _, script = model
+    edit = {"cell_id": "c2", "source": "y = 2"}
+    script.scripts["cell"] = [tool_use("tu_nb", "mcp__neta-notebook__edit_cell", edit),
+                              text("Proposed.")]
+    page = FakeNotebookPage([{"id": "c1", "source": "x = 1"},
+                             {"id": "c2", "source": "y = x + 1"}])
+    session = AgentSession(claude(), notebook_page=page)
+    recorder = Recorder(session, decision)
+    try:
+        answer = await asyncio.wait_for(session.run("SCRIPT:cell Make y two."), 120)
+    finally:
+        outside = session.deps.outside
+        assert isinstance(outside, AcpTurns)
+        await outside.aclose()
+    assert answer is not None and answer.text == "Proposed."
+    # One card, the notebook tool's, whose proposal was asked in this chat (the agent's
+    # own permission request for it was not asked again).
+    [asked] = recorder.of("approval_request")
+    assert asked.name == "edit_cell" and asked.proposal is not None
+    assert asked.proposal["cell_id"] == "c2"
+    [card] = [e for m in session.messages for e in m.metadata.tool_executions]
+    assert card.id == asked.id and card.name == "edit_cell"
+    if decision == "allow_once":
+        assert page.cell("c2")["source"] == "y = 2" and card.status == "done"
+    else:
+        assert page.cell("c2")["source"] == "y = x + 1" and card.status == "rejected"
+    results = [p for m in session.messages for p in m.tool_results]
+    assert [p.tool_call_id for p in results] == [card.id]

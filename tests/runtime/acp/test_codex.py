@@ -20,6 +20,7 @@ from neta_nb import AcpAgent, AgentSession
 from neta_nb.events import Event
 
 from ...support.asgi_server import served
+from ...support.notebook_page import FakeNotebookPage
 from ...support.outside_agents import BIN, driven, gone, require_locked
 from ...support.responses_model import ResponsesModel
 
@@ -85,3 +86,33 @@ async def test_codex_plans_answers_and_leaves_no_process(responses: ResponsesMod
         tree = [pid, *(p.pid for p in psutil.Process(pid).children(recursive=True))]
         assert len(tree) >= 2
     assert all(gone(member, 5.0) for member in tree)
+
+
+async def test_codex_edits_the_notebook_its_chat_is_on_under_review(
+        responses: ResponsesModel, codex: AcpAgent) -> None:
+    responses.namespace = "mcp__neta_notebook"
+    responses.turns = [{"call": "edit_cell", "args": {"cell_id": "c1", "source": "x = 42"}},
+                       {"text": "The cell now holds 42."}]
+    page = FakeNotebookPage([{"id": "c1", "source": "x = 41 + 1"}])
+    session = AgentSession(codex, notebook_page=page)
+    session.attach_approver()
+    events: list[Event] = []
+
+    def on_event(event: Event) -> None:
+        events.append(event)
+        if event.type == "approval_request":
+            asyncio.get_running_loop().call_soon(
+                lambda: session.approve(event.id, "allow_once"))
+
+    session.subscribe(on_event)
+    async with driven(session):
+        answer = await asyncio.wait_for(session.run("Make x 42."), 120)
+    assert answer is not None and answer.text.endswith("The cell now holds 42.")
+    assert page.cell("c1")["source"] == "x = 42"
+    # One question, the notebook's proposal (Codex's own permission request for the call
+    # of the notebook's server is not asked again), on the card of Codex's own call.
+    [asked] = [e for e in events if e.type == "approval_request"]
+    assert asked.name == "edit_cell" and asked.proposal is not None
+    assert asked.id == "call_1"
+    cards = [e for m in session.messages for e in m.metadata.tool_executions]
+    assert [(c.id, c.name, c.status) for c in cards] == [(asked.id, "edit_cell", "done")]

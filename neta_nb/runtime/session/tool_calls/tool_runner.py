@@ -163,6 +163,19 @@ class ToolRunner:
             # Executions recorded during the calls belong to the assistant message.
             self._persist(message)
 
+    async def run_call(self, message: Message, call: ToolCallPart,
+                       resolution: ToolResolution, *, live_calls: dict[str, object],
+                       limits: ToolLimits) -> Message:
+        """Run one call of ``message`` that its turn did not ask this runner for (an
+        outside agent's call of the notebook's MCP server, reviewed in its session): its
+        card on ``message``, approval, the tool and its result, which is returned (the
+        caller puts it in the history)."""
+        try:
+            return await self._run_after(None, message, call, resolution, live_calls,
+                                         limits)
+        finally:
+            self._persist(message)
+
     async def _run_after(self, previous: asyncio.Future[Any] | None, message: Message,
                          call: ToolCallPart, resolution: ToolResolution,
                          live_calls: dict[str, object], limits: ToolLimits) -> Message:
