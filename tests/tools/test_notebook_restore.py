@@ -17,7 +17,7 @@ import pytest
 from neta_nb import AgentSession, AgentToolConfig
 from neta_nb.store.session_store import SessionStore
 from neta_nb.tools.notebook.changes import AppliedChange, applied_changes
-from neta_nb.tools.notebook.restore import CellConflict, RestoredCell, plan_restore
+from neta_nb.tools.notebook.changes.restore import CellConflict, RestoredCell, plan_restore
 
 from ..support.notebook_page import FakeNotebookPage
 from ..support.sessions import answer, calls, make_session

@@ -1,6 +1,6 @@
 /**
  * `restore`: puts cells back, as a rewind or fork with the notebook asks (the kernel plans
- * it: neta_nb/tools/notebook/restore.py), in ONE step of the notebook's undo history —
+ * it: neta_nb/tools/notebook/changes/restore.py), in ONE step of the notebook's undo history —
  * its Undo Cell Operation (Z in command mode) takes the whole restore back at once.
  *
  * `operations`, made in order, each only while the cell is as the plan expects:

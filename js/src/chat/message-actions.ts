@@ -6,7 +6,7 @@
  * replaces stays in the store as a branch. On a notebook page, a Rewind or Fork with the
  * agent's accepted cell changes after the message asks first, with a box to put the cells
  * back too ("also undo the notebook changes made after this point"; the kernel does it:
- * `notebook: true`, see neta_nb/tools/notebook/restore.py). The bar shows on hover and while a button in it
+ * `notebook: true`, see neta_nb/tools/notebook/changes/restore.py). The bar shows on hover and while a button in it
  * has the focus (its buttons are in the tab order), and not while a turn runs. Only the
  * session's own messages have it, not a sub-agent's.
  */

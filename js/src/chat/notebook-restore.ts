@@ -3,7 +3,7 @@
  * dismissed or the next prompt: how many changes were undone, the cells left as the user
  * changed them (each named as the notebook shows it; a click shows the cell) with why, or
  * why the notebook was not put back. The kernel's outcome: `NotebookRestore.to_json()`
- * (neta_nb/tools/notebook/restore.py).
+ * (neta_nb/tools/notebook/changes/restore.py).
  */
 import "./notebook-restore.css";
 import { createCellName } from "../cards/cell-name";

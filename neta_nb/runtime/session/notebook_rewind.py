@@ -2,7 +2,7 @@
 
 The conversation goes back as a plain rewind or fork does, at once; the cells the agent
 changed after that point are then restored on the notebook's page
-(:mod:`neta_nb.tools.notebook.restore`: from the cards of its accepted changes, newest
+(:mod:`neta_nb.tools.notebook.changes.restore`: from the cards of its accepted changes, newest
 first, a cell the user changed since left alone and reported), as one step of the
 notebook's undo history. Everything that can refuse is checked first — the session busy,
 an unknown message, no page to restore on, no event loop — so a refused one changes
@@ -18,8 +18,8 @@ from typing import Generic, TypeVar
 
 from ...messages import Message
 from ...tools.notebook.changes import applied_changes
+from ...tools.notebook.changes.restore import NotebookRestore, restore_notebook
 from ...tools.notebook.page import PAGE_NEEDED, NotebookPage
-from ...tools.notebook.restore import NotebookRestore, restore_notebook
 
 __all__ = ["NotebookRewind", "start_restore"]
 

@@ -41,8 +41,8 @@ from ...thinking import ThinkLevel, check_think_level
 from ...todo import TodoStore
 from ...tools import PromptPreview, ToolCatalog
 from ...tools.builtin.python_exec import notebook_namespace
+from ...tools.notebook.changes.restore import NotebookRestore
 from ...tools.notebook.page import NotebookPage
-from ...tools.notebook.restore import NotebookRestore
 from ..agent import Agent
 from ..approvals import ApprovalPolicy
 from ..mentions.page_mentions import page_mention_parts

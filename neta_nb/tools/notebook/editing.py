@@ -18,8 +18,7 @@ from typing import Literal
 from ..base import ToolContext, ToolFailure, tool
 from ..rich import RichResult
 from .changes import grouped_outcome
-from .page import NotebookError
-from .proposals import (
+from .changes.proposals import (
     MAX_CELL_CHARS,
     ProposalKind,
     cell_diff,
@@ -35,6 +34,7 @@ from .proposals import (
     rejected_result,
     who_decided,
 )
+from .page import NotebookError
 
 __all__ = ["MAX_CELL_CHARS", "ProposalKind", "cell_diff", "cell_source", "decided",
            "edit_cell", "find_cell", "insert_cell", "live_page", "preview_page", "proposal",

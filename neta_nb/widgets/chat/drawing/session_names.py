@@ -17,7 +17,7 @@ from ....labels import t
 from ....runtime.session import AgentSession
 from ....runtime.session.spending import format_usd
 from ....store.records import UNTITLED, SessionRecord, automatic_title
-from ....tools.notebook.restore import NotebookRestore
+from ....tools.notebook.changes.restore import NotebookRestore
 from .static import shown_title
 
 __all__ = ["SessionNames", "read_names", "restore_note", "static_heading"]

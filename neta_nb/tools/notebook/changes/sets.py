@@ -40,10 +40,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
-from ...messages import Message, ToolCallPart
-from ..base import ToolContext, ToolFailure
-from ..rich import CELL_EDIT_TYPE, RichResult
-from .page import EditDecision, NotebookAccess, NotebookError
+from ....messages import Message, ToolCallPart
+from ...base import ToolContext, ToolFailure
+from ...rich import CELL_EDIT_TYPE, RichResult
+from ..page import EditDecision, NotebookAccess, NotebookError
+from ..reading import cell_label, notebook_cells, shown_name
 from .proposals import (
     cell_source,
     checked_text,
@@ -52,7 +53,6 @@ from .proposals import (
     rejected_result,
     who_decided,
 )
-from .reading import cell_label, notebook_cells, shown_name
 
 __all__ = ["CHANGE_TOOLS", "AppliedChange", "applied_changes", "grouped_outcome",
            "reviewed_together"]

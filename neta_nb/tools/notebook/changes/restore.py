@@ -24,9 +24,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .changes import AppliedChange
-from .page import NotebookError, NotebookPage
-from .reading import notebook_cells
+from ..page import NotebookError, NotebookPage
+from ..reading import notebook_cells
+from .sets import AppliedChange
 
 __all__ = ["CellConflict", "NotebookRestore", "RestoredCell", "plan_restore",
            "restore_notebook"]

@@ -10,12 +10,12 @@ import difflib
 import json
 from typing import Any, Literal
 
-from ...encodable import encodable
-from ...messages import DisplayItem
-from ..base import ToolContext, ToolFailure
-from ..rich import CELL_EDIT_CHARS, CELL_EDIT_TYPE, RichResult
-from .page import PAGE_NEEDED, EditDecision, NotebookAccess, NotebookPage
-from .reading import cell_label, notebook_cells
+from ....encodable import encodable
+from ....messages import DisplayItem
+from ...base import ToolContext, ToolFailure
+from ...rich import CELL_EDIT_CHARS, CELL_EDIT_TYPE, RichResult
+from ..page import PAGE_NEEDED, EditDecision, NotebookAccess, NotebookPage
+from ..reading import cell_label, notebook_cells
 
 __all__ = ["MAX_CELL_CHARS", "ProposalKind", "cell_diff", "cell_source", "checked_text",
            "decided", "find_cell", "live_page", "preview_page", "proposal", "proposal_item",
