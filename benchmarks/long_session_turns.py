@@ -53,7 +53,7 @@ from neta_nb.providers.base import (
     ToolCallReady,
     UsageUpdate,
 )
-from neta_nb.widgets import ChatView
+from neta_nb.widgets import ChatView, static_form
 
 CALLS_PER_TURN = 4
 WINDOW = 100
@@ -122,20 +122,27 @@ def read_table(name: str, part: int = 1) -> str:
 
 class KernelSide:
     """What a kernel does with what the chat view sends, minus the socket: every comm
-    message JSON-encoded (ipykernel packs each message so), its bytes counted. A view is
-    announced as open (``view_opened``), as a page showing the chat does."""
+    message and every update of the static form's display JSON-encoded (ipykernel packs
+    each message so), its bytes counted. The chat is shown as a cell shows it — a view
+    announced open (``view_opened``, as the page sends) and a static form with a display
+    id, updated at the end of every turn."""
 
     def __init__(self, chat: ChatView) -> None:
         self.bytes = 0
-        self.messages = 0
-        chat.comm.publish_msg = self.publish  # type: ignore[method-assign]
+        chat.comm.publish_msg = self.publish
         chat._handle_request({"kind": "view_opened", "id": "open-1", "view_id": "page-1"})
+        chat._static_form.display_ids = ["neta-form:bench"]
+        static_form.send_update = self.update_display  # outside IPython it sends nothing
 
     def publish(self, msg_type: str, data: Any = None, metadata: Any = None,
                 buffers: Any = None, **keys: Any) -> None:
-        self.bytes += len(json.dumps({"data": data, "metadata": metadata or {}},
-                                     ensure_ascii=False, allow_nan=False))
-        self.messages += 1
+        self.pack({"data": data, "metadata": metadata or {}})
+
+    def update_display(self, bundle: dict[str, str], display_id: str) -> None:
+        self.pack({"data": bundle, "metadata": {}, "transient": {"display_id": display_id}})
+
+    def pack(self, content: dict[str, Any]) -> None:
+        self.bytes += len(json.dumps(content, ensure_ascii=False, allow_nan=False))
 
 
 async def one_turn(session: AgentSession, n: int, *, settle: float) -> float:
