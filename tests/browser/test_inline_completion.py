@@ -14,16 +14,22 @@ environment's installed copy)."""
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 
 from tests.support.fim_server import FimServer, fim_server
 
-from .harness import JupyterLabServer, LabSession, chromium_missing_reason, launch_chromium
+from .harness import (
+    JupyterLabServer,
+    LabSession,
+    chromium_missing_reason,
+    launch_chromium,
+    notebook7_server,
+)
 from .test_notebook_bridge import _FIND_PANEL
 
 pytestmark = pytest.mark.browser
@@ -56,6 +62,7 @@ def _own_extension_path(base: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, JupyterLabServer]]:
+    """This file's JupyterLab and Notebook 7 servers, with this checkout's code."""
     reason = chromium_missing_reason()
     if reason:
         pytest.skip(reason)
@@ -65,7 +72,9 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Jupy
         patch.setenv("PYTHONPATH", str(ROOT))
         started: dict[str, JupyterLabServer] = {}
         try:
-            for name, server in (("lab", JupyterLabServer(tmp_path_factory.mktemp("lab"))),):
+            for name, server in (
+                    ("lab", JupyterLabServer(tmp_path_factory.mktemp("lab"))),
+                    ("notebook7", notebook7_server(tmp_path_factory.mktemp("notebook7")))):
                 server.start()
                 started[name] = server
             yield started
@@ -92,8 +101,11 @@ def tab(servers: dict[str, JupyterLabServer], browser: Any) -> Iterator[LabSessi
     page = LabSession(servers["lab"], browser)
     try:
         yield page
-        errors = [f"{e.type}: {e.text}" for e in page.console_errors]
-        assert not errors, "console errors:\n" + "\n".join(errors)
+        # Console errors only: Notebook 7 (7.6) throws "Cannot read properties of undefined
+        # (reading 'schema')" from its shortcuts plugin on these pages with or without this
+        # extension (seen with the environment's installed copy too), as test_agent_cell knows.
+        errors = [e.text for e in page.console_errors if e.type == "error"]
+        assert not errors, errors
     finally:
         page.close_all()
         page.close()
@@ -196,3 +208,44 @@ def test_typing_quickly_a_big_frame_and_off(tab: LabSession, model: FimServer) -
     assert model.requests == 0
     assert not tab.page.locator(GHOST).is_visible()
     assert "calls" in tab.execute(path, "print(repr(completion))")
+
+
+OPENED_JS = """async (path) => {
+  const panel = FIND_PANEL(path);
+  await panel.context.ready;
+  await panel.sessionContext.ready;
+  return true;
+}""".replace("FIND_PANEL", _FIND_PANEL)
+
+
+def test_in_notebook_7(servers: dict[str, JupyterLabServer], browser: Any,
+                       model: FimServer) -> None:
+    server = servers["notebook7"]
+    path = "inline_completion_nb7.ipynb"
+    (server.root_dir / path).parent.mkdir(parents=True, exist_ok=True)
+    LabSession.write_notebook(cast(LabSession, SimpleNamespace(server=server)), path, SETUP)
+    page = LabSession(server, browser, url=f"{server.url}/notebooks/{path}?token={server.token}")
+    try:
+        page.page.wait_for_function(f"(path) => Boolean({_FIND_PANEL}(path))", arg=path,
+                                    timeout=60_000)
+        page.page.evaluate(OPENED_JS, path)
+        assert page.page.evaluate("() => window.jupyterapp.name") == "Jupyter Notebook"
+        page.run_all(path)
+        switch_on(page, path, model)
+        edit(page, 1)
+        page.page.keyboard.type('df["un')
+        assert ghost_text(page) == 'its"]'
+        page.page.keyboard.press("Tab")
+        assert sources(page, path)[1] == 'x = 0\ndf["units"]'
+        # Console errors only: Notebook 7 (7.6) throws "Cannot read properties of undefined
+        # (reading 'schema')" from its shortcuts plugin on these pages with or without this
+        # extension (seen with the environment's installed copy too), as test_agent_cell knows.
+        errors = [e.text for e in page.console_errors if e.type == "error"]
+        assert not errors, errors
+    finally:
+        page.page.evaluate("async () => { const p = window.jupyterapp.shell.currentWidget;"
+                           " p.context.model.dirty = false;"
+                           " await p.sessionContext.shutdown(); }")
+        page.close()
+
+
