@@ -34,6 +34,10 @@ SUFFIX_CHARS = 1500
 MAX_CELLS = 20
 """Previous cells a request may carry."""
 
+_MISSES = 8
+"""Lines that did not fit, after which the variables' block is taken as full."""
+_SHORTEST_LINE = 24
+"""Room below which no further line is tried."""
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -134,18 +138,21 @@ def variable_context(namespace: Mapping[str, Any], text: str = "",
                      limit: int = VARIABLES_BYTES) -> str:
     """The kernel's variables, a line each as ``list_variables`` gives it, those that
     ``text`` names first, at most ``limit`` UTF-8 bytes (a line that would pass it is left
-    out, the next ones still tried)."""
+    out, the next ones still tried until a few did not fit)."""
     user_ns = dict(namespace)
     names = user_variables(user_ns)
     named = set(_NAME.findall(text))
     ordered = [name for name in names if name in named] + [
         name for name in names if name not in named]
     lines: list[str] = []
-    used = 0
+    used = missed = 0
     for name in ordered[:MAX_VARIABLES]:
         line = describe_variable(name, user_ns[name])
         size = len(line.encode()) + 1
         if used + size > limit:
+            missed += 1
+            if missed >= _MISSES or limit - used < _SHORTEST_LINE:
+                break  # full: describing more would cost the kernel time for nothing
             continue
         lines.append(line)
         used += size
