@@ -322,3 +322,35 @@ def test_the_request_body_is_json_of_the_prompt() -> None:
         completer.complete("r1", context_at("total = ", {"n": 3}), sent)
         sent.wait_end("r1")
         assert json.loads(json.dumps(server.bodies[0]))["prompt"].startswith("# Variables")
+
+
+def test_a_call_is_a_chat_span_without_contents_by_default() -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from neta_nb.runtime.tracing.tracing import configure_tracing
+
+    exporter = InMemorySpanExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+    configure_tracing(tracer_provider=tracer_provider)
+    try:
+        with fim_server() as server:
+            completer = completer_for(server.base_url)
+            for capture, request_id in ((False, "r1"), (True, "r2")):
+                configure_tracing(tracer_provider=tracer_provider, capture_content=capture)
+                sent = Messages()
+                completer.complete(request_id, context_at('df["re', frame_namespace()), sent)
+                sent.wait_end(request_id)
+                completer.wait_idle()
+    finally:
+        configure_tracing(tracer_provider=None, capture_content=None)
+    plain, captured = exporter.get_finished_spans()
+    assert plain.name == "chat coder"
+    assert plain.attributes is not None and captured.attributes is not None
+    assert plain.attributes["gen_ai.operation.name"] == "chat"
+    assert int(str(plain.attributes["gen_ai.usage.input_tokens"])) > 0
+    assert not any(key.startswith(("gen_ai.input", "gen_ai.output")) for key in plain.attributes)
+    assert 'df[\\"re<CURSOR>' in str(captured.attributes["gen_ai.input.messages"])
+    assert 'venue\\"]' in str(captured.attributes["gen_ai.output.messages"])

@@ -6,9 +6,10 @@ sent); so does :meth:`InlineCompleter.cancel`. A request streams ``chunk`` messa
 ends with one ``done`` or one ``error`` message (``send`` delivers them to the page). The
 model is asked fill-in-the-middle (:mod:`.fim`) where the server has it — an
 OpenAI-compatible server at a ``base_url`` of the user's, unless told otherwise — and as a
-chat model otherwise, through the provider's own stream. Each call's cost is counted in
-:attr:`InlineCompleter.spend` at the provider's price; a ``budget_usd`` reached stops
-further requests with an error message.
+chat model otherwise, through the provider's own stream. Each call is a ``chat`` span
+when tracing is on (contents only when asked, as for a session's calls), and its cost is
+counted in :attr:`InlineCompleter.spend` at the provider's price; a ``budget_usd``
+reached stops further requests with an error message.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ...messages import Message, Usage
+from ...messages import Message, TextPart, Usage
 from ...providers.base import ModelRequest, Provider, TextDelta, UsageUpdate
 from ..session.spending import Spend, format_usd, reached
+from ..tracing.tracing import NO_SPAN, turn_tracer
 from .context import CHAT_SYSTEM_PROMPT, CompletionContext
 from .fim import FimCall, FimUnsupportedError
 
@@ -135,20 +137,22 @@ class InlineCompleter:
             previous.thread.join(_ABORT_WAIT)
         if running.cancelled.is_set():
             return
-        first = True
+        answered: list[str] = []
 
         def piece(text: str) -> None:
-            nonlocal first
             if running.cancelled.is_set():
                 return
-            if first:
+            if not answered:
                 self.last_latency = time.monotonic() - started
-                first = False
+            answered.append(text)
             send({"kind": "chunk", "id": running.id, "text": text})
 
+        tracer = turn_tracer()
+        span = tracer.chat(self.provider, self._request(context)) if tracer.on else NO_SPAN
         try:
             usage = self._ask(running, context, piece)
         except Exception as error:  # any failure is a quiet message on the page
+            tracer.end_chat(span, None, error=_message(error))
             if not running.cancelled.is_set():
                 send({"kind": "error", "id": running.id, "message": _message(error)})
             return
@@ -156,9 +160,25 @@ class InlineCompleter:
             with self._lock:
                 if self._current is running:
                     self._current = None
+        reported = None if isinstance(usage, _Unreported) else usage
+        answer = (Message.assistant([TextPart(text="".join(answered))]) if tracer.content
+                  else None)
+        tracer.end_chat(span, answer, usage=reported,
+                        error="cancelled" if running.cancelled.is_set() else None)
         if not running.cancelled.is_set():
             send({"kind": "done", "id": running.id})
         self._count(usage)
+
+    def _request(self, context: CompletionContext) -> ModelRequest:
+        """The request as the chat API gets it, and as a ``chat`` span records it (its
+        contents only when tracing is asked to hold them): for FIM, the prompt and suffix
+        with the cursor between them."""
+        if self.fim:
+            return ModelRequest(system_prompt="", max_tokens=self.max_tokens,
+                                messages=[Message.user(f"{context.fim_prompt()}<CURSOR>"
+                                                       f"{context.suffix}")])
+        return ModelRequest(system_prompt=CHAT_SYSTEM_PROMPT, max_tokens=self.max_tokens,
+                            messages=[Message.user(context.chat_prompt())])
 
     def _ask(self, running: _Running, context: CompletionContext,
              piece: Callable[[str], None]) -> Usage | _Unreported | None:
@@ -189,9 +209,7 @@ class InlineCompleter:
 
     def _ask_chat(self, running: _Running, context: CompletionContext,
                   piece: Callable[[str], None]) -> Usage | _Unreported | None:
-        request = ModelRequest(system_prompt=CHAT_SYSTEM_PROMPT,
-                               messages=[Message.user(context.chat_prompt())],
-                               max_tokens=self.max_tokens)
+        request = self._request(context)
         fences = _FenceFilter(piece)
 
         async def stream() -> Usage | None:
