@@ -179,6 +179,23 @@ def test_fill_in_the_middle_answers_from_the_columns_it_was_given() -> None:
         assert completer.spend.calls == 1 and completer.spend.usd > 0
 
 
+def test_llama_cpps_infill_gets_the_facts_as_extra_input() -> None:
+    with fim_server() as server:
+        completer = completer_for(server.base_url, fim="infill")
+        sent = Messages()
+        completer.complete("r1", context_at('df["re', frame_namespace(), suffix="\n",
+                                            cells=("x = 1",)), sent)
+        assert sent.wait_end("r1")["kind"] == "done"
+        assert sent.text("r1") == 'venue"]'
+        (body,) = server.bodies
+        assert server.paths == ["/infill"]
+        assert body["input_prefix"] == 'df["re' and body["input_suffix"] == "\n"
+        assert "columns {revenue: int64" in body["input_extra"][0]["text"]
+        assert body["input_extra"][0]["text"].endswith("x = 1\n\n")
+        completer.wait_idle()
+        assert completer.spend.calls == 1 and completer.spend.usd > 0
+
+
 def test_a_server_without_completions_is_asked_as_a_chat_model() -> None:
     with fim_server(fim=False) as server:
         completer = completer_for(server.base_url)
@@ -307,6 +324,7 @@ def test_switching_on_again_switches_the_previous_off(monkeypatch: pytest.Monkey
     ({"debounce_ms": -1}, "debounce_ms must be"),
     ({"max_tokens": 0}, "max_tokens must be"),
     ({"budget_usd": -2}, "budget_usd must be"),
+    ({"fim": "yes"}, "fim must be True, False, None or 'infill'"),
 ])
 def test_bad_settings_are_refused(options: dict[str, Any], problem: str) -> None:
     with pytest.raises(ValueError, match=problem):

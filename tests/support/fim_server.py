@@ -1,10 +1,10 @@
 """A stand-in OpenAI-compatible completion server for inline completion: it answers a
-fill-in-the-middle request (``POST /v1/completions`` with ``prompt`` and ``suffix``) or
-a chat request (``/v1/chat/completions``) from what the request says, never from a
-script: at ``name["pre`` it completes the column of ``name`` that starts with ``pre``,
-as the variables' block of the prompt lists it (``# name: pandas.DataFrame, …, columns
-{revenue: int64}``), and closes the subscript. It records each request's body, how many
-were in flight at once, and those whose client hung up before the answer ended."""
+fill-in-the-middle request (``POST /v1/completions`` with ``prompt`` and ``suffix``) or a
+chat request (``/v1/chat/completions``) or llama.cpp's ``/infill`` from what the request
+says, never from a script: at ``name["pre`` it completes the column of ``name`` that starts
+with ``pre``, as the variables' block of the prompt lists it (``# name: pandas.DataFrame, …,
+columns {revenue: int64}``), and closes the subscript. It records each request's body, how
+many were in flight at once, and those whose client hung up before the answer ended."""
 
 from __future__ import annotations
 
@@ -131,6 +131,13 @@ def _handler(server: FimServer) -> type[BaseHTTPRequestHandler]:
 def _events(path: str, body: dict[str, Any], *, fim: bool) -> list[dict[str, Any]] | None:
     """The stream events answering ``body`` at ``path`` (``None``: no such endpoint): the
     answer in two pieces, a finish for chat, the usage last."""
+    if path == "/infill":  # llama.cpp's own: the facts in input_extra, no OpenAI framing
+        extra = "".join(item["text"] for item in body.get("input_extra", []))
+        text = answer_for(extra + body["input_prefix"])
+        pieces = [text[:3], text[3:]]
+        return [*({"content": piece, "stop": False} for piece in pieces if piece),
+                {"content": "", "stop": True,
+                 "timings": {"prompt_n": len(json.dumps(body)) // 4, "predicted_n": 2}}]
     if path == "/v1/completions" and fim:
         text = answer_for(body["prompt"])
         pieces = [text[:3], text[3:]]

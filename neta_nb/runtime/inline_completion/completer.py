@@ -19,7 +19,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from ...messages import Message, TextPart, Usage
 from ...providers.base import ModelRequest, Provider, TextDelta, UsageUpdate
@@ -69,7 +69,8 @@ class _Running:
 class InlineCompleter:
     """The completion requests of one page link (one kernel, one switch-on)."""
 
-    def __init__(self, provider: Provider, *, max_tokens: int = 64, fim: bool | None = None,
+    def __init__(self, provider: Provider, *, max_tokens: int = 64,
+                 fim: bool | Literal["infill"] | None = None,
                  budget_usd: float | None = None, timeout: float = 30.0) -> None:
         if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
             raise ValueError(f"max_tokens must be a positive whole number, got {max_tokens!r}")
@@ -80,8 +81,11 @@ class InlineCompleter:
         self.max_tokens = max_tokens
         self.budget_usd = budget_usd
         self.timeout = timeout
-        self.fim = serves_fim(provider) if fim is None else fim
-        self._fim_asked = fim is True
+        if fim not in (None, True, False, "infill"):
+            raise ValueError(f"fim must be True, False, None or 'infill', got {fim!r}")
+        self.fim = serves_fim(provider) if fim is None else bool(fim)
+        self._endpoint = "infill" if fim == "infill" else "completions"
+        self._fim_asked = fim is not None and fim is not False
         self.spend = Spend()
         """What the completion calls cost (unknown once one call's cost is)."""
         self.last_latency: float | None = None
@@ -199,7 +203,8 @@ class InlineCompleter:
         options = provider.rebuild_options() or {}
         call = FimCall(provider.base_url, model=provider.model, prompt=context.fim_prompt(),
                        suffix=context.suffix, max_tokens=self.max_tokens,
-                       api_key=options.get("api_key"), timeout=self.timeout)
+                       api_key=options.get("api_key"), timeout=self.timeout,
+                       endpoint=self._endpoint, extra=context.fim_extra())
         with running.lock:
             if running.cancelled.is_set():
                 return _UNREPORTED

@@ -106,10 +106,13 @@ class CompletionContext:
         return "\n".join(lines) + "\n" if lines else ""
 
     def fim_prompt(self) -> str:
-        """The text before the cursor of a fill-in-the-middle request: the kernel's facts,
-        the previous cells, then the cell's code up to the cursor."""
-        cells = "".join(f"{cell.rstrip()}\n\n" for cell in self.cells)
-        return self.header() + cells + self.prefix
+        """The text before the cursor of a fill-in-the-middle request: the kernel's facts
+        and the previous cells (:meth:`fim_extra`), then the cell's code up to the cursor."""
+        return self.fim_extra() + self.prefix
+
+    def fim_extra(self) -> str:
+        """What comes ahead of the cell's code: the kernel's facts, the previous cells."""
+        return self.header() + "".join(f"{cell.rstrip()}\n\n" for cell in self.cells)
 
     def chat_prompt(self) -> str:
         """The user message of a chat-model request: the same facts and the cell with the

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 from comm import create_comm
 
@@ -38,7 +38,7 @@ _numbers = itertools.count(1)
 
 
 def inline_completion(model: str | Provider | None = None, *, debounce_ms: int = 250,
-                      max_tokens: int = 64, fim: bool | None = None,
+                      max_tokens: int = 64, fim: bool | Literal["infill"] | None = None,
                       budget_usd: float | None = None, base_url: str | None = None,
                       api_key: str | None = None, price: ModelPrice | None = None,
                       markdown: bool = False) -> InlineCompletion:
@@ -48,11 +48,13 @@ def inline_completion(model: str | Provider | None = None, *, debounce_ms: int =
     ``model``: a provider or ``supplier:model`` spec (``create_provider``'s; ``None``: the
     default model); ``base_url``, ``api_key`` and ``price`` as ``create_provider`` takes
     them. ``debounce_ms``: the pause in typing before a request. ``max_tokens``: the
-    longest suggestion. ``fim``: ask fill-in-the-middle (``/completions`` with ``suffix``);
-    ``None`` asks it of an OpenAI-compatible server at a ``base_url`` and falls back to
-    the chat API where that server has none. ``budget_usd``: completion stops once its
-    calls cost this much. ``markdown``: also suggest in markdown cells. Switching on again
-    replaces the previous switch-on. Returns the handle: ``.off()`` switches it off.
+    longest suggestion. ``fim``: ask fill-in-the-middle (``/completions`` with ``suffix``,
+    as Ollama and DeepSeek's beta API serve it); ``"infill"``: llama.cpp's ``/infill``;
+    ``None`` asks ``/completions`` of an OpenAI-compatible server at a ``base_url`` and
+    falls back to the chat API where that server has none; ``False``: the chat API.
+    ``budget_usd``: completion stops once its calls cost this much. ``markdown``: also
+    suggest in markdown cells. Switching on again replaces the previous switch-on. Returns
+    the handle: ``.off()`` switches it off.
     """
     if not isinstance(debounce_ms, int) or isinstance(debounce_ms, bool) or not (
             0 <= debounce_ms <= 10_000):
