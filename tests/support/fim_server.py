@@ -79,7 +79,10 @@ def _handler(server: FimServer) -> type[BaseHTTPRequestHandler]:
             pass
 
         def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            sent = self.rfile.read(int(self.headers["Content-Length"]))
+            if not sent:
+                return  # the client hung up before its body (an aborted request)
+            body = json.loads(sent)
             with server.lock:
                 server.bodies.append(body)
                 server.paths.append(self.path)
