@@ -210,6 +210,7 @@ def test_typing_quickly_a_big_frame_and_off(tab: LabSession, model: FimServer) -
     assert "calls" in tab.execute(path, "print(repr(completion))")
 
 
+
 OPENED_JS = """async (path) => {
   const panel = FIND_PANEL(path);
   await panel.context.ready;
