@@ -24,6 +24,7 @@ Run: ``.venv/bin/python benchmarks/inline_completion.py [--browser] [--record]``
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import platform
 import statistics
@@ -88,7 +89,7 @@ def context_rows() -> list[str]:
                                 cells=tuple(f"x_{i} = {i}" for i in range(10)))
     rows = []
     for name, namespace in namespaces().items():
-        walls, cpus = timed(lambda ns=namespace: CompletionContext.build(request, ns), RUNS)
+        walls, cpus = timed(functools.partial(CompletionContext.build, request, namespace), RUNS)
         size = CompletionContext.build(request, namespace).size()
         variables = len(CompletionContext.build(request, namespace).variables.encode())
         rows.append(f"| {name} | {statistics.median(walls) * 1e3:.2f} ms | "

@@ -332,6 +332,13 @@ def test_bad_settings_are_refused(options: dict[str, Any], problem: str) -> None
                           **options)
 
 
+def test_without_a_model_or_a_key_it_says_what_to_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    for variable in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "DEEPSEEK_API_KEY"):
+        monkeypatch.delenv(variable, raising=False)
+    with pytest.raises(ValueError, match="inline completion needs a model"):
+        inline_completion()
+
+
 def test_the_request_body_is_json_of_the_prompt() -> None:
     # What the benchmark and the browser test read back: the body is plain JSON.
     with fim_server() as server:

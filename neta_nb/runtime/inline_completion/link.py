@@ -61,6 +61,11 @@ def inline_completion(model: str | Provider | None = None, *, debounce_ms: int =
                          f"10000, got {debounce_ms!r}")
     if model is None and base_url is None and api_key is None:
         provider = default_provider()
+        if provider.supplier == "scripted":
+            raise ValueError("inline completion needs a model: no API key is set for a "
+                             "default one; pass model= (and base_url= for a local server), "
+                             "e.g. inline_completion('openai-compatible:qwen', "
+                             "base_url='http://127.0.0.1:8012/v1', fim='infill')")
         if price is not None:
             provider.price = price
     else:
