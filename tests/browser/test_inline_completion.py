@@ -4,7 +4,8 @@
 columns the request's context lists (tests/support/fim_server.py: nothing scripted); Tab
 inserts exactly it, Esc leaves the cell as typed; 20 characters typed quickly send at most
 3 requests, never 2 at once (counted at the server); a 1 GB-shaped frame costs the request
-at most 2 KB; ``.off()`` stops the requests. Pictures of the ghost text, light and dark.
+at most 2 KB; ``.off()`` stops the requests; suggestions come while another cell runs (on
+a kernel subshell). Pictures of the ghost text, light and dark.
 
 This file starts its own servers: their kernels import this checkout's ``neta_nb``
 (``PYTHONPATH``) and JupyterLab loads this checkout's build of the notebook bridge
@@ -209,6 +210,30 @@ def test_typing_quickly_a_big_frame_and_off(tab: LabSession, model: FimServer) -
     assert not tab.page.locator(GHOST).is_visible()
     assert "calls" in tab.execute(path, "print(repr(completion))")
 
+
+
+
+# Starts a cell's worth of code in the kernel and returns at once (the kernel stays busy).
+START_JS = f"""
+([path, code]) => {{ {_FIND_PANEL}(path).sessionContext.session.kernel.requestExecute({{ code }});
+  return true; }}
+"""
+
+
+def test_suggestions_while_another_cell_runs(tab: LabSession, model: FimServer) -> None:
+    path = tab.run_notebook("inline_completion_busy.ipynb", SETUP)
+    switch_on(tab, path, model)
+    tab.page.evaluate(START_JS, [path, "import time\ntime.sleep(8)"])
+    tab.page.wait_for_function(
+        f"(path) => {_FIND_PANEL}(path).sessionContext.session.kernel.status === 'busy'",
+        arg=path, timeout=10_000)
+    started = tab.page.evaluate("() => performance.now()")
+    edit(tab, 1)
+    tab.page.keyboard.type('df["re')
+    assert ghost_text(tab) == 'venue"]'
+    # Answered on a subshell while the cell still runs, not after it (eight seconds; the
+    # kernel's status is no witness: the subshell's own idle status shows on the page).
+    assert tab.page.evaluate("() => performance.now()") - started < 6000
 
 
 OPENED_JS = """async (path) => {

@@ -7,9 +7,10 @@ inline completion provider for that kernel's notebook while the comm is open. Th
 sends ``complete`` requests (the cell's text around the cursor, the code cells above, the
 cell's last error) and ``cancel``; the kernel adds its variables (:mod:`.context`) and
 answers with ``chunk``, ``done`` or ``error`` messages from a thread of the completer
-(:mod:`.completer`), so the kernel is never kept waiting by a model. While a cell runs,
-a request waits for it (JupyterLab 4.6 with ipykernel 7 was measured so), and the page
-shows nothing meanwhile. ``.off()`` closes the comm: the page stops asking.
+(:mod:`.completer`), so the kernel is never kept waiting by a model. Where the kernel has
+subshells (ipykernel 7), JupyterLab sends the requests on one, so they are answered while
+a cell runs; elsewhere they wait for the running cell, and the page shows nothing
+meanwhile. ``.off()`` closes the comm: the page stops asking.
 """
 
 from __future__ import annotations
@@ -106,6 +107,13 @@ class InlineCompletion:
         """The latest request's context, as the model got it."""
         self.on = True
         self._comm = create_comm(target_name=COMM_TARGET, data=self.settings())
+        if hasattr(self._comm, "_reply_subshell_for"):
+            # ipykernel 7 routes a comm's incoming messages to the subshell its last
+            # outgoing one was sent from (for a widget awaiting its reply) — here the main
+            # shell, which runs the cells. These requests start on the page, which sends
+            # them on a subshell of their own: keep that one, so they are answered while a
+            # cell runs.
+            self._comm._reply_subshell_for = lambda _data, default: default
         self._comm.on_msg(self._on_message)
         self._comm.on_close(lambda _msg: self._closed())
 
