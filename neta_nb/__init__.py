@@ -11,6 +11,7 @@ from .providers import ScriptedProvider, create_provider
 from .providers.prices import ModelPrice
 from .runtime.acp import AcpAgent
 from .runtime.agent import DamagedAgentRecordError
+from .runtime.inline_completion import InlineCompletion, inline_completion
 from .runtime.mentions.attachments import Attachment, AttachmentError
 from .runtime.mentions.mentions import MentionError
 from .runtime.replay.replay import llm_judge, replay, replay_all
@@ -49,6 +50,7 @@ __all__ = [
     "AttachmentError",
     "BudgetExceededError",
     "DamagedAgentRecordError",
+    "InlineCompletion",
     "MentionError",
     "Message",
     "ModelPrice",
@@ -75,6 +77,7 @@ __all__ = [
     "configure_tracing",
     "create_provider",
     "get_model_thinking_capability",
+    "inline_completion",
     "llm_judge",
     "load_ipython_extension",
     "preview_prompt",

@@ -59,6 +59,8 @@ CORE_EXTRAS = {
                            "base_url the reader did not configure",
     "serve_notebook_mcp": "issue 49: the notebook served to outside MCP clients",
     "load_ipython_extension": "`%load_ext neta_nb` (the `%neta_mcp serve` magic)",
+    "inline_completion": "issue 51: inline code completion in the notebook, switched on",
+    "InlineCompletion": "what inline_completion returns (.off(), its cost)",
 }
 WIDGETS_EXTRAS: dict[str, str] = {
     "BatchGrid": "what a BatchRun (agent.map) shows in a cell: counters and a tile per row",

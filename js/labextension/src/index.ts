@@ -7,6 +7,8 @@
  * offers the live chat in place of a saved one (./reattach.ts), and offers Fix and Explain
  * on a cell's error in a notebook that shows a live chat (./error-actions.ts), and tells
  * the chat views which cell is active, for their context chip and `@this` (./cell-focus.ts).
+ * A second plugin offers inline completion from a kernel that switched it on
+ * (./inline-completion.ts).
  *
  * Active, it marks the page (`document.body.dataset.netaNbNotebookBridge = version`,
  * `netaNbSidePanel` likewise) and answers `neta-nb-notebook` events dispatched from inside
@@ -19,6 +21,7 @@ import type { JupyterFrontEnd, JupyterFrontEndPlugin } from "@jupyterlab/applica
 import { INotebookCellExecutor, INotebookTracker, type NotebookPanel } from "@jupyterlab/notebook";
 import { followCellFocus } from "./cell-focus";
 import { chatIn, followErrorOutputs } from "./error-actions";
+import { inlineCompletionPlugin } from "./inline-completion";
 import { hideMissingWidgetErrors } from "./missing-widgets";
 import { OPS, type OpServices } from "./ops";
 import {
@@ -165,4 +168,4 @@ const plugin: JupyterFrontEndPlugin<void> = {
   activate,
 };
 
-export default plugin;
+export default [plugin, inlineCompletionPlugin];

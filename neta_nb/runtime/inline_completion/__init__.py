@@ -1,0 +1,12 @@
+"""Inline code completion: what the model is told about the cell and the live kernel
+(:mod:`.context`), the fill-in-the-middle call to an OpenAI-compatible server
+(:mod:`.fim`) and the completer that runs one request at a time off the kernel's thread
+(:mod:`.completer`), and ``neta_nb.inline_completion``, the kernel's end of the link to
+the page (:mod:`.link`; the page's end is ``js/labextension/src/inline-completion.ts``)."""
+
+from .completer import InlineCompleter
+from .context import CompletionContext, CompletionRequest, variable_context
+from .link import COMM_TARGET, InlineCompletion, inline_completion
+
+__all__ = ["COMM_TARGET", "CompletionContext", "CompletionRequest", "InlineCompleter",
+           "InlineCompletion", "inline_completion", "variable_context"]
