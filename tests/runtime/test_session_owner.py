@@ -23,7 +23,9 @@ def test_the_session_has_no_in_package_base_and_a_bounded_face() -> None:
            if inspect.isfunction(value) or isinstance(value, (property, classmethod))]
     methods = sum(2 if isinstance(vars(AgentSession)[name], property)
                   and vars(AgentSession)[name].fset is not None else 1 for name in own)
-    assert methods <= 45, sorted(own)
+    # 46: the last was notebook_restore (what a rewind with the notebook did, kept in the
+    # record); the halves of that rewind are module functions, not methods.
+    assert methods <= 46, sorted(own)
 
 
 def test_the_state_and_the_turn_s_dependencies_are_objects_of_their_own(tmp_path: Path) -> None:

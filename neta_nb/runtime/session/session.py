@@ -420,7 +420,7 @@ class AgentSession:
         return start_restore(self.notebook_page,
                              self.state.history.messages[len(messages):],
                              lambda: _branch(self, messages, branch_at=message_id),
-                             lambda fork, outcome: fork._restored(outcome))
+                             lambda fork, outcome: _keep_restore(fork, outcome))
 
     @overload
     def rewind(self, message_id: str, *, notebook: Literal[False] = False
@@ -448,24 +448,9 @@ class AgentSession:
         index = branches.message_index(state, message_id)
         if notebook:
             return start_restore(self.notebook_page, state.history.messages[index:],
-                                 lambda: self._rewind_to(message_id, index),
-                                 lambda _kept, outcome: self._restored(outcome))
-        return self._rewind_to(message_id, index)
-
-    def _rewind_to(self, message_id: str, index: int) -> AgentSession | None:
-        state = self.state
-        kept = (_branch(self, state.history.messages, branch_at=message_id)
-                if self.store is not None else None)
-        state.notebook_restore = None  # an earlier restore's place is gone
-        branches.rewind(state, self.deps, index)
-        return kept
-
-    def _restored(self, outcome: NotebookRestore) -> None:
-        """Keep what a rewind or fork with the notebook did, in the session's record."""
-        state = self.state
-        state.notebook_restore = {**outcome.to_json(),
-                                  "after_message": len(state.history.messages)}
-        state.save_record()
+                                 lambda: _rewind_to(self, message_id, index),
+                                 lambda _kept, outcome: _keep_restore(self, outcome))
+        return _rewind_to(self, message_id, index)
 
     @property
     def notebook_restore(self) -> NotebookRestore | None:
@@ -569,6 +554,24 @@ def _record_fields(session: AgentSession) -> dict[str, Any]:
             "cost_usd": session.cost_usd,
             "rewound": dataclasses.asdict(state.spending.rewound),
             "notebook_restore": state.notebook_restore}
+
+
+def _rewind_to(session: AgentSession, message_id: str, index: int) -> AgentSession | None:
+    """:meth:`AgentSession.rewind`'s conversation half: what follows ``index`` kept as a
+    branch (with a store), then dropped."""
+    state = session.state
+    kept = (_branch(session, state.history.messages, branch_at=message_id)
+            if session.store is not None else None)
+    state.notebook_restore = None  # an earlier restore's place is gone
+    branches.rewind(state, session.deps, index)
+    return kept
+
+
+def _keep_restore(session: AgentSession, outcome: NotebookRestore) -> None:
+    """Keep what a rewind or fork with the notebook did, in the session's record."""
+    state = session.state
+    state.notebook_restore = {**outcome.to_json(), "after_message": len(state.history.messages)}
+    state.save_record()
 
 
 def _turn_end(session: AgentSession) -> Awaitable[None] | None:
