@@ -111,13 +111,14 @@ export class MessageView {
     // The entry animation plays once: filing the live response into the list moves its
     // node, which must not replay it.
     this.root.addEventListener("animationend", () => this.root.classList.remove("neta-is-new"), { once: true });
-    this.textNote = createCutNote(lang, (text) => this.showWhole("text", text));
-    this.thinkingNote = createCutNote(lang, (text) => this.showWhole("thinking", text));
     if (role === "user") {
       this.userText = element("div", "neta-chat-bubble");
       this.userFiles = element("div", "neta-chat-attachments");
       this.userFiles.hidden = true;
-      this.root.append(this.userText, this.userFiles, this.textNote.root);
+      this.root.append(this.userText, this.userFiles);
+      // A cut note is made only for a field that was cut, under what it notes.
+      this.textNote = createCutNote(lang, (text) => this.showWhole("text", text), this.userFiles);
+      this.thinkingNote = createCutNote(lang, (text) => this.showWhole("thinking", text), this.userFiles);
     } else if (role === "assistant") {
       const header = element("div", "neta-chat-msg-header");
       const avatar = element("span", "neta-chat-avatar");
@@ -128,7 +129,12 @@ export class MessageView {
       this.cardsHost = element("div", "neta-chat-cards");
       this.status = element("div", "neta-chat-status");
       this.status.hidden = true;
-      this.root.append(header, this.thinkingHost, this.thinkingNote.root, this.text.root, this.textNote.root, this.cardsHost, this.status);
+      this.root.append(header, this.thinkingHost, this.text.root, this.cardsHost, this.status);
+      this.textNote = createCutNote(lang, (text) => this.showWhole("text", text), this.text.root);
+      this.thinkingNote = createCutNote(lang, (text) => this.showWhole("thinking", text), this.thinkingHost);
+    } else {
+      this.textNote = createCutNote(lang, () => undefined, this.root);
+      this.thinkingNote = createCutNote(lang, () => undefined, this.root);
     }
   }
 
