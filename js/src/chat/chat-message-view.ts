@@ -102,6 +102,9 @@ export class MessageView {
     private readonly agentName: () => string,
     private readonly fetchWhole: FetchMessageText | null = null,
     private readonly place: MessagePlace,
+    /** The cards (by id) and thinking block ("thinking") the reader opened: kept by the
+     * transcript's window (./transcript-window.ts), so a message drawn again opens them. */
+    private readonly open: Set<string> = new Set(),
   ) {
     this.role = role;
     this.pos = pos;
@@ -242,7 +245,13 @@ export class MessageView {
 
   private ensureThinking(): ThinkingBlock {
     if (!this.thinking && this.thinkingHost) {
-      this.thinking = createThinkingBlock(this.thinkingHost, { lang: this.lang() });
+      this.thinking = createThinkingBlock(this.thinkingHost, {
+        lang: this.lang(),
+        onUserChange: (patch) => {
+          if (patch.collapsed !== undefined) remember(this.open, "thinking", !patch.collapsed);
+        },
+      });
+      if (this.open.has("thinking")) this.thinking.update({ collapsed: false });
     }
     return this.thinking as ThinkingBlock;
   }
@@ -365,6 +374,9 @@ export class MessageView {
         view?.host.remove();
         const cardHost = element("div", "neta-chat-card");
         const cardId = card.id;
+        const onUserChange = (patch: { expanded?: boolean }) => {
+          if (patch.expanded !== undefined) remember(this.open, cardId, patch.expanded);
+        };
         const component =
           card.kind === "subagent"
             ? this.place.nesting.createCard(cardHost, {
@@ -373,11 +385,13 @@ export class MessageView {
                 nesting: this.place.nesting,
               })
             : card.kind === "skill"
-              ? createSkillCard(cardHost, { lang, fetchWhole: this.fetcher({ card_id: cardId, field: "result" }) ?? undefined })
+              ? createSkillCard(cardHost, { lang, onUserChange, fetchWhole: this.fetcher({ card_id: cardId, field: "result" }) ?? undefined })
               : createToolCard(cardHost, {
                   lang,
+                  onUserChange,
                   fetchWhole: this.fetchWhole ? (field) => (this.fetcher({ card_id: cardId, field }) as FetchWhole)() : undefined,
                 });
+        if (card.kind !== "subagent" && this.open.has(cardId)) (component as Component<ToolCardState>).update({ expanded: true });
         view = { kind: card.kind, host: cardHost, component, signature: "" };
         this.cards.set(card.id, view);
       }
@@ -452,4 +466,9 @@ export class MessageView {
     for (const card of this.cards.values()) card.component.destroy();
     this.root.remove();
   }
+}
+
+function remember(open: Set<string>, key: string, isOpen: boolean): void {
+  if (isOpen) open.add(key);
+  else open.delete(key);
 }
