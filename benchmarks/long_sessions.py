@@ -85,6 +85,7 @@ OLDER_PAGE = """async () => {
     return true;
   };
   const start = performance.now();
+  scroller.dispatchEvent(new WheelEvent('wheel', { deltaY: -scroller.scrollTop }));  // the reader's hand
   scroller.scrollTop = 0;
   if (!(await until(() => !indicator.hidden, 5000))) return null;
   await until(() => indicator.hidden, 60000);
@@ -99,6 +100,7 @@ GO_TO = """async (where) => {
   const scroller = document.querySelector('.neta-chat-view .neta-chat-scroll');
   const frame = () => new Promise((resolve) => requestAnimationFrame(() => resolve()));
   for (let i = 0; i < 6; i += 1) {
+    scroller.dispatchEvent(new WheelEvent('wheel', { deltaY: 1 }));
     scroller.scrollTop = where === 'middle' ? scroller.scrollHeight / 2 : scroller.scrollHeight;
     await frame();
     await frame();

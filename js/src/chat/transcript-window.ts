@@ -80,8 +80,8 @@ export class TranscriptWindow {
     readonly list: HTMLElement,
     private readonly options: WindowOptions,
   ) {
-    this.topSpacer = element("div", "neta-chat-spacer");
-    this.bottomSpacer = element("div", "neta-chat-spacer");
+    this.topSpacer = element("div", "neta-chat-window-spacer");
+    this.bottomSpacer = element("div", "neta-chat-window-spacer");
     for (const spacer of [this.topSpacer, this.bottomSpacer]) spacer.setAttribute("aria-hidden", "true");
     list.append(this.topSpacer, this.bottomSpacer);
     this.setSpacers();
