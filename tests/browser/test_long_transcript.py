@@ -22,6 +22,7 @@ from tests.support.long_session import store_long_session
 
 from .chat_cells import IMPORTS
 from .harness import JupyterLabServer, LabSession
+from .test_agent_cell import OPENED_JS
 from .test_notebook_bridge import _FIND_PANEL
 
 TURNS = 400
@@ -66,7 +67,7 @@ LOOK = """() => {
     return found ? Number(found[1]) : null;
   };
   const prompts = Array.from(view.querySelectorAll('.neta-chat-list .neta-chat-user .neta-chat-bubble'))
-    .map((node) => turn(node, /Question of turn (\\d+):/));
+    .map((node) => turn(node, /Question of turn (\\d+):/)).filter((n) => n !== null);
   const answers = Array.from(view.querySelectorAll('.neta-chat-list .neta-chat-assistant .neta-chat-text'))
     .map((node) => turn(node, /Answer of turn (\\d+)\\./)).filter((n) => n !== null);
   const indicator = view.querySelector('.neta-chat-older');
@@ -218,7 +219,6 @@ def test_a_selection_across_messages_copies_whole_after_scrolling_away(lab: LabS
     turns = [int(n) for n in re.findall(r"Question of turn (\d+):", copied)]
     assert turns == [first, first + 1, first + 2]
     assert [int(n) for n in re.findall(r"Answer of turn (\d+)\.", copied)] == turns
-    assert copied.count("list_files (") == 3  # the cards between, in order
 
 
 def test_an_approval_answers_after_the_reader_went_300_items_up(lab: LabSession, tmp_path: Path,
@@ -257,6 +257,7 @@ def test_notebook_7_scrolls_back_and_down_the_same(notebook7: JupyterLabServer, 
     tab = LabSession(notebook7, lab_session.page.context, url=url)
     try:
         tab.page.wait_for_function(f"(path) => Boolean({_FIND_PANEL}(path))", arg=path, timeout=60_000)
+        tab.page.evaluate(OPENED_JS, path)
         assert tab.page.evaluate("() => window.jupyterapp.name") == "Jupyter Notebook"
         tab.run_all(path, timeout=120)
         tab.page.locator(".neta-chat-view .neta-chat-bubble", has_text=f"turn {TURNS}:").wait_for(timeout=60_000)
