@@ -59,7 +59,9 @@ chat
 WATCH = """() => {
   window.__longTasks = [];
   new PerformanceObserver((list) => {
-    for (const entry of list.getEntries()) window.__longTasks.push([entry.startTime, entry.duration]);
+    for (const entry of list.getEntries()) {
+      window.__longTasks.push([entry.startTime, entry.duration]);
+    }
   }).observe({ type: "longtask", buffered: false });
 }"""
 
@@ -85,14 +87,16 @@ OLDER_PAGE = """async () => {
     return true;
   };
   const start = performance.now();
-  scroller.dispatchEvent(new WheelEvent('wheel', { deltaY: -scroller.scrollTop }));  // the reader's hand
+  // The reader's hand (a wheel event first: the view stops following the answer).
+  scroller.dispatchEvent(new WheelEvent('wheel', { deltaY: -scroller.scrollTop }));
   scroller.scrollTop = 0;
   if (!(await until(() => !indicator.hidden, 5000))) return null;
   await until(() => indicator.hidden, 60000);
   await frame();
   await frame();
   const ms = performance.now() - start;
-  const longest = Math.max(0, ...window.__longTasks.filter(([at]) => at >= start).map(([, d]) => d));
+  const since = window.__longTasks.filter(([at]) => at >= start);
+  const longest = Math.max(0, ...since.map(([, duration]) => duration));
   return { ms, longest };
 }"""
 
@@ -169,7 +173,8 @@ def report(label: str, results: list[dict[str, Any]]) -> str:
         lines += [f"**{result['turns']:,} turns** — opened in {result['open_s']:.1f} s; first "
                   f"render {first['view']:,} nodes in the chat view ({first['list']:,} in its "
                   f"list, {first['drawn']} messages drawn)", "",
-                  "| older page | ms | longest task ms | chat nodes | ×first | messages drawn | heap MB |",
+                  "| older page | ms | longest task ms | chat nodes | ×first "
+                  "| messages drawn | heap MB |",
                   "|---|---|---|---|---|---|---|"]
         for row in rows:
             lines.append(f"| {row['page']} | {row['ms']:.0f} | {row['longest']:.0f} | "
@@ -179,8 +184,9 @@ def report(label: str, results: list[dict[str, Any]]) -> str:
             early = statistics.mean(row["ms"] for row in rows[:3])
             late = statistics.mean(row["ms"] for row in rows[-3:])
             most = max(row["view"] for row in rows)
+            longest = max(row["longest"] for row in rows)
             lines += ["", f"Pages 1–3: {early:.0f} ms, last three: {late:.0f} ms "
-                      f"(×{late / early:.2f}); longest task {max(r['longest'] for r in rows):.0f} ms; "
+                      f"(×{late / early:.2f}); longest task {longest:.0f} ms; "
                       f"most nodes {most:,} (×{most / first['view']:.2f} the first render); "
                       f"heap {rows[0]['heap']:.1f} → {rows[-1]['heap']:.1f} MB."]
         lines += ["", "Then in the middle: {:,} nodes; at the bottom: {:,} nodes.".format(

@@ -12,6 +12,7 @@ again mid-way.
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 from typing import Any
@@ -66,9 +67,10 @@ LOOK = """() => {
     const found = (node.textContent || '').match(pattern);
     return found ? Number(found[1]) : null;
   };
-  const prompts = Array.from(view.querySelectorAll('.neta-chat-list .neta-chat-user .neta-chat-bubble'))
+  const all = (selector) => Array.from(view.querySelectorAll(selector));
+  const prompts = all('.neta-chat-list .neta-chat-user .neta-chat-bubble')
     .map((node) => turn(node, /Question of turn (\\d+):/)).filter((n) => n !== null);
-  const answers = Array.from(view.querySelectorAll('.neta-chat-list .neta-chat-assistant .neta-chat-text'))
+  const answers = all('.neta-chat-list .neta-chat-assistant .neta-chat-text')
     .map((node) => turn(node, /Answer of turn (\\d+)\\./)).filter((n) => n !== null);
   const indicator = view.querySelector('.neta-chat-older');
   if (!window.__olderPages) {
@@ -93,11 +95,11 @@ SCROLL_BY = """async (delta) => {
 
 
 def _contiguous(numbers: list[int]) -> bool:
-    return all(b == a + 1 for a, b in zip(numbers, numbers[1:], strict=False))
+    return all(b == a + 1 for a, b in itertools.pairwise(numbers))
 
 
 def _look(page: Any) -> dict[str, Any]:
-    shown = page.evaluate(LOOK)
+    shown: dict[str, Any] = page.evaluate(LOOK)
     # Drawn in order, none twice, none missing in between.
     assert _contiguous(shown["prompts"]), shown["prompts"]
     assert _contiguous(shown["answers"]), shown["answers"]
@@ -107,12 +109,14 @@ def _look(page: Any) -> dict[str, Any]:
 def _open(tab: LabSession, path: str, cell: str) -> Any:
     tab.run_notebook(path, [cell], timeout=120)
     page = tab.page
-    page.locator(".neta-chat-view .neta-chat-bubble", has_text=f"turn {TURNS}:").wait_for(timeout=60_000)
+    newest = page.locator(".neta-chat-view .neta-chat-bubble", has_text=f"turn {TURNS}:")
+    newest.wait_for(timeout=60_000)
     page.wait_for_timeout(500)
     return page
 
 
-def _scroll_back(page: Any, pages: int, *, until_turn: int | None = None) -> tuple[set[int], set[int], int, int]:
+def _scroll_back(page: Any, pages: int, *,
+                 until_turn: int | None = None) -> tuple[set[int], set[int], int, int]:
     """Scroll up a viewport at a time through `pages` older pages (or until the prompt of
     `until_turn` shows); returns the turns whose prompt and answer were seen, the most
     nodes and how many pages came."""
@@ -175,14 +179,14 @@ def _back_and_down(page: Any, pages: int) -> None:
     assert max(most_up, most_down) <= 2.5 * first, (first, most_up, most_down)
 
 
-def test_scrolling_back_twelve_pages_and_down_shows_every_turn_once(lab: LabSession, tmp_path: Path) -> None:
+def test_scrolling_back_twelve_pages_and_down_shows_every_turn_once(lab: LabSession) -> None:
     db = lab.server.root_dir / "long.db"
     session = store_long_session(db, TURNS)
     page = _open(lab, "long_transcript.ipynb", OPEN.format(session=session, db=str(db)))
     _back_and_down(page, 12)
 
 
-def test_a_selection_across_messages_copies_whole_after_scrolling_away(lab: LabSession, tmp_path: Path) -> None:
+def test_a_selection_across_messages_copies_whole_after_scrolling_away(lab: LabSession) -> None:
     db = lab.server.root_dir / "long.db"
     session = store_long_session(db, TURNS)
     page = _open(lab, "long_selection.ipynb", OPEN.format(session=session, db=str(db)))
@@ -190,9 +194,10 @@ def test_a_selection_across_messages_copies_whole_after_scrolling_away(lab: LabS
     shown = _look(page)
     first, last = shown["prompts"][0], shown["prompts"][0] + 2
     selected = page.evaluate("""([first, last]) => {
-      const bubbles = Array.from(document.querySelectorAll('.neta-chat-list .neta-chat-user .neta-chat-bubble'));
+      const all = (selector) => Array.from(document.querySelectorAll(selector));
+      const bubbles = all('.neta-chat-list .neta-chat-user .neta-chat-bubble');
       const start = bubbles.find((node) => node.textContent.includes(`turn ${first}:`));
-      const answers = Array.from(document.querySelectorAll('.neta-chat-list .neta-chat-assistant .neta-chat-text'));
+      const answers = all('.neta-chat-list .neta-chat-assistant .neta-chat-text');
       const end = answers.find((node) => node.textContent.includes(`Answer of turn ${last}.`));
       const range = document.createRange();
       range.setStart(start.firstChild, 0);
@@ -221,7 +226,7 @@ def test_a_selection_across_messages_copies_whole_after_scrolling_away(lab: LabS
     assert [int(n) for n in re.findall(r"Answer of turn (\d+)\.", copied)] == turns
 
 
-def test_an_approval_answers_after_the_reader_went_300_items_up(lab: LabSession, tmp_path: Path,
+def test_an_approval_answers_after_the_reader_went_300_items_up(lab: LabSession,
                                                                 screenshot_dir: Path) -> None:
     db = lab.server.root_dir / "long.db"
     session = store_long_session(db, TURNS)
@@ -244,23 +249,26 @@ def test_an_approval_answers_after_the_reader_went_300_items_up(lab: LabSession,
     lab.execute(path, "await task")
 
 
-def test_notebook_7_scrolls_back_and_down_the_same(notebook7: JupyterLabServer, lab_session: LabSession,
-                                                    tmp_path: Path) -> None:
+def test_notebook_7_scrolls_back_and_down_the_same(notebook7: JupyterLabServer,
+                                                    lab_session: LabSession) -> None:
     db = notebook7.root_dir / "long.db"
     session = store_long_session(db, TURNS)
     path = "long_transcript_nb7.ipynb"
     url = f"{notebook7.url}/notebooks/{path}?token={notebook7.token}"
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [nbformat.v4.new_code_cell(OPEN.format(session=session, db=str(db)))]
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                       "language": "python"}
     nbformat.write(notebook, notebook7.root_dir / path)
     tab = LabSession(notebook7, lab_session.page.context, url=url)
     try:
-        tab.page.wait_for_function(f"(path) => Boolean({_FIND_PANEL}(path))", arg=path, timeout=60_000)
+        tab.page.wait_for_function(f"(path) => Boolean({_FIND_PANEL}(path))", arg=path,
+                                   timeout=60_000)
         tab.page.evaluate(OPENED_JS, path)
         assert tab.page.evaluate("() => window.jupyterapp.name") == "Jupyter Notebook"
         tab.run_all(path, timeout=120)
-        tab.page.locator(".neta-chat-view .neta-chat-bubble", has_text=f"turn {TURNS}:").wait_for(timeout=60_000)
+        newest = tab.page.locator(".neta-chat-view .neta-chat-bubble", has_text=f"turn {TURNS}:")
+        newest.wait_for(timeout=60_000)
         _back_and_down(tab.page, 4)
         errors = [e.text for e in tab.console_errors if e.type == "error"]
         assert not errors, errors

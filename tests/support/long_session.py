@@ -44,11 +44,13 @@ def answer(turn: int) -> str:
 
 
 def _turn(turn: int) -> list[Message]:
-    calls = [ToolCallPart(id=f"call-{turn}-{k}", name=name, args={"path": f"data/{name}-{turn}.csv"})
+    calls = [ToolCallPart(id=f"call-{turn}-{k}", name=name,
+                          args={"path": f"data/{name}-{turn}.csv"})
              for k, name in enumerate(TOOLS)]
     executions = [ToolExecution(id=call.id, name=call.name, label=f"{call.name} ({turn})",
                                 args=call.args, status="done",
-                                result=f"{call.name} of turn {turn}: 3 rows\n\n| a | b |\n|---|---|\n| 1 | 2 |")
+                                result=f"{call.name} of turn {turn}: 3 rows\n\n"
+                                       "| a | b |\n|---|---|\n| 1 | 2 |")
                   for call in calls]
     thinking = ThinkingPart(text=f"Thinking about turn {turn}: which tables answer it. " * 4)
     messages = [Message.user(prompt(turn)),
