@@ -365,8 +365,10 @@ export class TranscriptWindow {
         changed = true;
       }
       if (this.releaseFar(box.top - far, box.bottom + far)) changed = true;
+      // Merged thinking and asked cards of what was drawn: their heights settle before
+      // the reader's place is put back.
+      if (changed) this.options.changed?.();
     });
-    if (changed) this.options.changed?.();
   }
 
   /** The viewport lies wholly in a spacer (the scrollbar dragged far): draw again there. */
