@@ -456,39 +456,44 @@ export class TranscriptWindow {
   }
 
   /** Release the drawn entries whose box lies wholly above `top` or below `bottom`,
-   * except those that hold the selection or focus. */
+   * except those that hold the selection or focus. Every box is read first, then the
+   * entries go: what goes first does not move the boxes read after it. */
   private releaseFar(top: number, bottom: number): boolean {
     const held = heldNodes();
     const holds = (root: HTMLElement) => held.some((node) => root.contains(node));
-    let released = false;
-    while (this.hi - this.lo > 1) {
-      const entry = this.entries[this.lo] as WindowEntry;
-      const root = entry.view?.root;
-      if (!root || holds(root)) break;
-      const box = root.getBoundingClientRect();
-      if (box.bottom >= top) break;
-      const next = this.entries[this.lo + 1]?.view?.root;
-      this.setHeight(entry, (next ? next.getBoundingClientRect().top : box.bottom) - box.top);
+    const tops: number[] = [];
+    for (let i = this.lo; i < this.hi; i += 1) tops.push(this.entries[i]?.view?.root.getBoundingClientRect().top ?? 0);
+    tops.push(this.endOfRun());
+    const topOf = (i: number) => tops[i - this.lo] as number;
+    let from = this.lo;
+    while (this.hi - from > 1) {
+      const root = this.entries[from]?.view?.root;
+      if (!root || holds(root) || topOf(from + 1) >= top) break;
+      from += 1;
+    }
+    let to = this.hi;
+    while (to - from > 1) {
+      const root = this.entries[to - 1]?.view?.root;
+      if (!root || holds(root) || topOf(to - 1) <= bottom) break;
+      to -= 1;
+    }
+    if (from === this.lo && to === this.hi) return false;
+    for (let i = this.lo; i < from; i += 1) {
+      const entry = this.entries[i] as WindowEntry;
+      this.setHeight(entry, topOf(i + 1) - topOf(i));
       this.release(entry, entry.view);
       this.topHeight += this.heightOf(entry);
-      this.lo += 1;
-      released = true;
     }
-    while (this.hi - this.lo > 1) {
-      const entry = this.entries[this.hi - 1] as WindowEntry;
-      const root = entry.view?.root;
-      if (!root || holds(root)) break;
-      const box = root.getBoundingClientRect();
-      if (box.top <= bottom) break;
-      this.setHeight(entry, this.endOfRun() - box.top);
+    for (let i = to; i < this.hi; i += 1) {
+      const entry = this.entries[i] as WindowEntry;
+      this.setHeight(entry, topOf(i + 1) - topOf(i));
       this.release(entry, entry.view);
       this.bottomHeight += this.heightOf(entry);
-      this.hi -= 1;
-      this.setSpacers();
-      released = true;
     }
+    this.lo = from;
+    this.hi = to;
     this.setSpacers();
-    return released;
+    return true;
   }
 }
 
