@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
+import pytest
 
 from tests.support.long_session import store_long_session
 
@@ -27,6 +28,9 @@ from .test_agent_cell import OPENED_JS
 from .test_notebook_bridge import _FIND_PANEL
 
 TURNS = 400
+# A scroll step, in viewports: the drawn run reaches past the viewport by more than that, so
+# every message is drawn at some step.
+STEP = 1.5
 
 OPEN = IMPORTS + """
 session = AgentSession.resume({session!r}, SessionStore({db!r}),
@@ -90,7 +94,7 @@ SCROLL_BY = """async (delta) => {
   const scroller = document.querySelector('.neta-chat-view .neta-chat-scroll');
   scroller.dispatchEvent(new WheelEvent('wheel', { deltaY: delta }));
   scroller.scrollTop += delta;
-  for (let i = 0; i < 3; i += 1) await new Promise((resolve) => requestAnimationFrame(resolve));
+  for (let i = 0; i < 2; i += 1) await new Promise((resolve) => requestAnimationFrame(resolve));
 }"""
 
 
@@ -141,7 +145,7 @@ def _scroll_back(page: Any, pages: int, *,
         at_top = at_top + 1 if shown["top"] == 0 else 0
         if at_top > 20:  # nothing older
             break
-        page.evaluate(SCROLL_BY, -int(shown["client"] * 0.8))
+        page.evaluate(SCROLL_BY, -int(shown["client"] * STEP))
     return prompts, answers, most, shown["pages"] - start
 
 
@@ -156,7 +160,7 @@ def _scroll_down(page: Any) -> tuple[set[int], set[int], int]:
         most = max(most, shown["nodes"])
         if shown["top"] + shown["client"] >= shown["height"] - 2:
             break
-        page.evaluate(SCROLL_BY, int(shown["client"] * 0.8))
+        page.evaluate(SCROLL_BY, int(shown["client"] * STEP))
     return prompts, answers, most
 
 
@@ -179,6 +183,7 @@ def _back_and_down(page: Any, pages: int) -> None:
     assert max(most_up, most_down) <= 2.5 * first, (first, most_up, most_down)
 
 
+@pytest.mark.timeout(900)
 def test_scrolling_back_twelve_pages_and_down_shows_every_turn_once(lab: LabSession) -> None:
     db = lab.server.root_dir / "long.db"
     session = store_long_session(db, TURNS)
@@ -226,6 +231,7 @@ def test_a_selection_across_messages_copies_whole_after_scrolling_away(lab: LabS
     assert [int(n) for n in re.findall(r"Answer of turn (\d+)\.", copied)] == turns
 
 
+@pytest.mark.timeout(900)
 def test_an_approval_answers_after_the_reader_went_300_items_up(lab: LabSession,
                                                                 screenshot_dir: Path) -> None:
     db = lab.server.root_dir / "long.db"
