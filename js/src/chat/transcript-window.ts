@@ -137,9 +137,13 @@ export class TranscriptWindow {
     let view: MessageView | null = null;
     let kept: ChatItem = item;
     if (entry) {
-      // Moved: filed again at its new place.
-      kept = keep(entry.item, item);
+      // Moved (the live response's item came after its end): filed again at its place;
+      // a drawn view takes the item itself (it holds what it streamed).
       view = this.take(entry);
+      if (view) {
+        view.update(item);
+        kept = view.item ?? item;
+      } else kept = keep(entry.item, item);
     }
     this.insert(item.id, item.role, kept, view, entry?.open);
   }
