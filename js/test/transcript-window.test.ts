@@ -115,3 +115,20 @@ test("an older page is filed above without drawing it, the reader's place kept",
   assert.ok(after.includes(1000) && inOrder(after) && after[0] as number < 1000, String(after));
   assert.equal(scroller.scrollTop, 50 * MESSAGE);
 });
+
+test("a streamed response's item, come after its end, is kept as the kernel's preview and length", () => {
+  const list = document.createElement("div");
+  const live = document.createElement("div");
+  document.body.append(list, live);
+  const nesting = { cards: new Map() } as unknown as Nesting;
+  const transcript = new Transcript(list, live, { lang: () => "en", agentName: () => "Analyst", path: [], nesting });
+  const whole = "word ".repeat(5_000); // 25,000 characters: over the 20,000 preview
+  transcript.apply({ op: "live", id: "live_1" });
+  transcript.apply({ op: "text", text: whole });
+  transcript.apply({ op: "end", id: "m1" });
+  transcript.apply({ op: "item", item: { id: "m1", role: "assistant", index: 1, pos: 1, text: null, text_chars: whole.length } });
+  const [saved] = transcript.items(["m1"]) ?? [];
+  assert.equal(saved?.text, whole.slice(0, 20_000));
+  assert.equal(saved?.text_chars, whole.length);
+  assert.equal(list.querySelectorAll(".neta-chat-msg").length, 1);
+});
