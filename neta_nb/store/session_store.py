@@ -122,6 +122,9 @@ class SessionStore:
         self._stop_listening: Callable[[], None] | None = None
         self.warnings: list[str] = []
         """Problems met while reading (corrupt rows skipped), newest last."""
+        self._claims_settling: dict[str, asyncio.Future[TurnClaimHandle | None]] = {}
+        """A claim a stopped turn gave up waiting for, by session: still being taken (on
+        a thread), and released as soon as it is; the session's next claim waits for it."""
 
     @property
     def path(self) -> Path:
@@ -282,18 +285,28 @@ class SessionStore:
         is released at once."""
         # On the store's own kept threads, not the loop's executor: a claim stuck on a
         # hung server must not take one of the few threads the loop's own work needs.
+        settling = self._claims_settling.get(session_id)
+        if settling is not None and not settling.done():
+            # The claim of this session's turn that was stopped while it waited (a rerun
+            # right after a Stop): taken on a thread and released when it arrives. Asked
+            # for before that, this claim would find it held, as if by another process.
+            await asyncio.wait([settling], timeout=CLAIM_LIMIT)
         future = asyncio.wrap_future(self.database.calls.submit(
             partial(self.claim_turn, session_id)))
         try:
             return await asyncio.wait_for(asyncio.shield(future), CLAIM_LIMIT)
         except (TimeoutError, asyncio.CancelledError) as exc:
             def late(done: asyncio.Future[TurnClaimHandle | None]) -> None:
+                if self._claims_settling.get(session_id) is done:
+                    del self._claims_settling[session_id]
                 if not done.cancelled() and done.exception() is None:
                     claim = done.result()
                     if claim is not None:
                         claim.release()
 
+            # Registered first: it releases the claim before a waiting next claim goes on.
             future.add_done_callback(late)
+            self._claims_settling[session_id] = future
             if isinstance(exc, asyncio.CancelledError):
                 raise
             log.warning("session %s: the store gave no turn claim within %s s; the turn "
