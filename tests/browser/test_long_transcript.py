@@ -27,6 +27,8 @@ from .harness import JupyterLabServer, LabSession
 from .test_agent_cell import OPENED_JS
 from .test_notebook_bridge import _FIND_PANEL
 
+pytestmark = pytest.mark.browser
+
 TURNS = 400
 # A scroll step, in viewports: the drawn run reaches past the viewport by more than that, so
 # every message is drawn at some step.

@@ -82,7 +82,9 @@ async def test_a_cell_the_page_lacks_is_the_sends_error_and_nothing_goes(
     chat, session, provider = _open(sent)
     reply = await _send(chat, sent, "s1", {"type": "send", "text": "see @cells[1:3] too",
                                            "cells": ["gone"]}, NOTEBOOK)
-    assert not reply["ok"] and "@cell:gone (no cell has the id gone)" in reply["error"]
+    assert not reply["ok"]
+    assert "@cell:gone (the context chip's cell gone is no longer in the notebook" \
+        in reply["error"]
     bad = await _send(chat, sent, "s2", {"type": "send", "text": "see @cells[2]"}, None)
     assert not bad["ok"] and "is not a slice of cells" in bad["error"]
     malformed = await _send(chat, sent, "s3", {"type": "send", "text": "hi", "cells": [3]},
