@@ -278,3 +278,20 @@ async def test_the_sets_of_one_turn_name_that_turn_so_the_page_can_join_their_st
     turns = [args["turn"] for op, args in page.requests if op == "apply_changes"]
     users = [m.id for m in session.messages if m.role == "user"]
     assert turns == [users[0], users[0], users[1]]
+
+
+async def test_a_move_counted_after_a_rejected_change_is_not_made_elsewhere() -> None:
+    # The move's positions count the deletion before it; with that deletion rejected,
+    # "b to position 2" would leave b where it is, told as moved, and recorded as a move
+    # that a rewind would then undo by moving b before a.
+    page = FakeNotebookPage(CELLS)
+    turn: list[tuple[str, str, dict[str, Any]]] = [
+        ("d1", "delete_cell", {"cell_id": "a"}),
+        ("m1", "move_cell", {"cell_id": "b", "to_index": 2})]
+    session, rec, _ = _session(page, [calls(*turn), answer("ok")])
+    await _review(session, rec, {"d1": "reject", "m1": "allow_once"})
+    assert [c["id"] for c in page.cells] == ["a", "b", "c", "d", "e"]
+    result = _results(session)["m1"]
+    assert result.is_error
+    assert "not at the position it was proposed from" in result.content
+    assert applied_changes(session.messages) == []
