@@ -94,7 +94,17 @@ async def grouped_outcome(ctx: ToolContext, access: NotebookAccess) -> RichResul
         if (len(group) < 2 or group[0].id != ctx.tool_call_id
                 or access.decide_edits is None):
             return None
-        access.reviewed.keep(ctx.response_id, await _review(access, group, ctx.turn_id))
+        try:
+            outcomes = await _review(access, group, ctx.turn_id)
+        except Exception as error:
+            # Every call of the set was asked and answered with this one: none may be
+            # asked again alone. Whether the page made the accepted ones is unknown.
+            failure = ToolFailure(
+                f"The changes proposed together could not be made: the page failed "
+                f"({type(error).__name__}: {error}). Read the notebook again to see what "
+                "it holds before proposing.")
+            outcomes = {call.id: failure for call in group}
+        access.reviewed.keep(ctx.response_id, outcomes)
         outcome = access.reviewed.take(ctx.response_id, ctx.tool_call_id)
     if isinstance(outcome, ToolFailure):
         raise outcome
