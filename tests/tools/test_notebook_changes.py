@@ -5,6 +5,7 @@ its own outcome; the record of accepted changes is read back from the stored his
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -278,3 +279,45 @@ async def test_the_sets_of_one_turn_name_that_turn_so_the_page_can_join_their_st
     turns = [args["turn"] for op, args in page.requests if op == "apply_changes"]
     users = [m.id for m in session.messages if m.role == "user"]
     assert turns == [users[0], users[0], users[1]]
+
+
+async def test_a_move_counted_after_a_rejected_change_is_not_made_elsewhere() -> None:
+    # The move's positions count the deletion before it; with that deletion rejected,
+    # "b to position 2" would leave b where it is, told as moved, and recorded as a move
+    # that a rewind would then undo by moving b before a.
+    page = FakeNotebookPage(CELLS)
+    turn: list[tuple[str, str, dict[str, Any]]] = [
+        ("d1", "delete_cell", {"cell_id": "a"}),
+        ("m1", "move_cell", {"cell_id": "b", "to_index": 2})]
+    session, rec, _ = _session(page, [calls(*turn), answer("ok")])
+    await _review(session, rec, {"d1": "reject", "m1": "allow_once"})
+    assert [c["id"] for c in page.cells] == ["a", "b", "c", "d", "e"]
+    result = _results(session)["m1"]
+    assert result.is_error
+    assert "not at the position it was proposed from" in result.content
+    assert applied_changes(session.messages) == []
+
+
+async def test_a_page_that_fails_mid_set_fails_every_call_and_none_is_asked_again() -> None:
+    class FailingPage(FakeNotebookPage):
+        async def request(self, op: str, args: dict[str, Any], *,
+                          wait: float | None = None) -> dict[str, Any]:
+            if op == "apply_changes":
+                raise ConnectionError("the comm closed")
+            return await super().request(op, args, wait=wait)
+
+    page = FailingPage(CELLS)
+    session, rec, _ = _session(page)
+    session.attach_approver()
+    task = session.start("Tidy the notebook")
+    await _asked(rec, len(IDS))
+    for call_id in IDS:
+        assert session.approve(call_id, "allow_once")
+    await asyncio.wait_for(task, 10)  # no call of the set is asked again alone
+    assert [r.id for r in rec.of("approval_request")] == IDS
+    results = _results(session)
+    for call_id in IDS:
+        assert results[call_id].is_error
+        assert "could not be made: the page failed (ConnectionError: the comm closed)" in (
+            results[call_id].content)
+    assert page.cells == FakeNotebookPage(CELLS).cells

@@ -94,7 +94,17 @@ async def grouped_outcome(ctx: ToolContext, access: NotebookAccess) -> RichResul
         if (len(group) < 2 or group[0].id != ctx.tool_call_id
                 or access.decide_edits is None):
             return None
-        access.reviewed.keep(ctx.response_id, await _review(access, group, ctx.turn_id))
+        try:
+            outcomes = await _review(access, group, ctx.turn_id)
+        except Exception as error:
+            # Every call of the set was asked and answered with this one: none may be
+            # asked again alone. Whether the page made the accepted ones is unknown.
+            failure = ToolFailure(
+                f"The changes proposed together could not be made: the page failed "
+                f"({type(error).__name__}: {error}). Read the notebook again to see what "
+                "it holds before proposing.")
+            outcomes = {call.id: failure for call in group}
+        access.reviewed.keep(ctx.response_id, outcomes)
         outcome = access.reviewed.take(ctx.response_id, ctx.tool_call_id)
     if isinstance(outcome, ToolFailure):
         raise outcome
@@ -203,7 +213,7 @@ def _plan(call: ToolCallPart, cells: list[dict[str, Any]]) -> _Planned | RichRes
                                    from_index=index + 1, to_index=to_index,
                                    cell_label=label),
                     {"op": "move", "cell_id": cell_id, "expected": source,
-                     "to_index": to_index - 1},
+                     "from_index": index, "to_index": to_index - 1},
                     f"moving cell {cell_id} from position {index + 1} to position {to_index}")
 
 
@@ -228,6 +238,11 @@ def _blocked(op: dict[str, Any], cells: list[dict[str, Any]]) -> str | None:
     if cell_source(cells[index]) != op["expected"]:
         return (f"cell {op['cell_id']} does not hold the text it was proposed against "
                 "(it changed, or an earlier change of it was rejected)")
+    if kind == "move" and index != op["from_index"]:
+        # Its positions were counted with the changes before it made: with one of them
+        # rejected, the move would put the cell elsewhere than the user accepted.
+        return (f"cell {op['cell_id']} is not at the position it was proposed from "
+                "(an earlier change of the set was rejected, or the notebook changed)")
     if kind == "edit":
         cells[index]["source"] = op["source"]
     elif kind == "delete":
@@ -333,7 +348,7 @@ async def _apply(access: NotebookAccess, ops: list[tuple[int, dict[str, Any]]],
         return {}
     try:
         answer = await access.page.request(
-            "apply_changes", {"changes": [op for _, op in kept], "turn": turn})
+            "apply_changes", {"changes": [_sent(op) for _, op in kept], "turn": turn})
     except NotebookError as error:
         reason = ("the notebook changed while the user decided" if error.code == "changed"
                   else f"the page could not make it: {error}")
@@ -344,6 +359,12 @@ async def _apply(access: NotebookAccess, ops: list[tuple[int, dict[str, Any]]],
     results = results if isinstance(results, list) else []
     return {index: (results[n] if n < len(results) and isinstance(results[n], dict) else {})
             for n, (index, _) in enumerate(kept)}
+
+
+def _sent(op: dict[str, Any]) -> dict[str, Any]:
+    """``op`` as the page takes it (the position a move was proposed from is checked
+    here, against the notebook read just before)."""
+    return {key: value for key, value in op.items() if key != "from_index"}
 
 
 def _outcomes(planned: list[_Planned], decisions: list[EditDecision], fates: list[Fate],
