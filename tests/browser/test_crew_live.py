@@ -18,7 +18,10 @@ pytestmark = pytest.mark.browser
 
 IDLE = "() => !document.querySelector('.neta-chat-view').classList.contains('neta-is-running')"
 
-READING = ("The folder holds three tables and a notebook; " * 40).strip()
+# The reader streams for about a minute at 90 characters a second: far longer than the
+# theme switches and pictures taken before its Stop, even on a loaded machine (at 40
+# repeats, 21 s, it had ended by then once and its Stop was gone).
+READING = ("The folder holds three tables and a notebook; " * 120).strip()
 PROFILE = ("The sales table has 1,204 rows; two columns have gaps. " * 5
            + "Nothing else stands out.")
 
