@@ -21,9 +21,7 @@ export interface Cut {
 }
 
 export interface CutNote {
-  /** The note's element: null until a field was first cut (most never are, and a hidden
-   * note in every field was a quarter of a long chat's DOM). */
-  readonly root: HTMLDivElement | null;
+  readonly root: HTMLDivElement;
   /** Show the note for `cut`, or hide it (null: the text is whole). `fetchWhole` null:
    * there is nothing to fetch from. */
   set(cut: Cut | null, fetchWhole: FetchWhole | null): void;
@@ -54,11 +52,17 @@ export function characterCount(text: string): number {
 
 const number = (lang: Lang, value: number) => value.toLocaleString(lang === "zh-CN" ? "zh-CN" : "en-US");
 
-/** `onWhole(text)` gets the fetched text; the note hides while the whole is shown. Its
- * element is made the first time a field is cut, and put right after `after` (the preview
- * it is under): a field that is whole costs no node. */
-export function createCutNote(lang: () => Lang, onWhole: (text: string) => void, after: Element): CutNote {
-  let parts: { root: HTMLDivElement; text: HTMLSpanElement; button: HTMLButtonElement; error: HTMLSpanElement } | null = null;
+/** `onWhole(text)` gets the fetched text; the note hides while the whole is shown. */
+export function createCutNote(lang: () => Lang, onWhole: (text: string) => void): CutNote {
+  const root = element("div", "neta-cut-note");
+  const text = element("span", "neta-cut-note-text");
+  const button = element("button", "neta-cut-note-button");
+  button.type = "button";
+  const error = element("span", "neta-cut-note-error");
+  error.setAttribute("role", "alert");
+  root.append(text, button, error);
+  root.hidden = true;
+
   let shown = 0;
   let total = 0;
   let kind: "text" | "args" = "text";
@@ -67,8 +71,6 @@ export function createCutNote(lang: () => Lang, onWhole: (text: string) => void,
   let generation = 0; // a newer preview makes an answer still in flight stale
 
   function render(): void {
-    if (!parts) return;
-    const { text, button } = parts;
     const current = lang();
     text.textContent =
       kind === "args"
@@ -82,8 +84,7 @@ export function createCutNote(lang: () => Lang, onWhole: (text: string) => void,
   }
 
   const onClick = () => {
-    if (!fetchWhole || loading || !parts) return;
-    const { root, error } = parts;
+    if (!fetchWhole || loading) return;
     const asked = generation;
     loading = true;
     error.textContent = "";
@@ -104,30 +105,12 @@ export function createCutNote(lang: () => Lang, onWhole: (text: string) => void,
         render();
       });
   };
-
-  function build(): NonNullable<typeof parts> {
-    const root = element("div", "neta-cut-note");
-    const text = element("span", "neta-cut-note-text");
-    const button = element("button", "neta-cut-note-button");
-    button.type = "button";
-    const error = element("span", "neta-cut-note-error");
-    error.setAttribute("role", "alert");
-    root.append(text, button, error);
-    root.hidden = true;
-    button.addEventListener("click", onClick);
-    after.after(root);
-    return { root, text, button, error };
-  }
+  button.addEventListener("click", onClick);
 
   return {
-    get root() {
-      return parts?.root ?? null;
-    },
+    root,
     set(cut, nextFetch) {
       fetchWhole = nextFetch;
-      if (cut === null && !parts) return; // whole, and never cut: nothing to draw
-      parts ??= build();
-      const { root, error } = parts;
       const same =
         cut !== null && !root.hidden && cut.shown === shown && cut.total === total && (cut.kind ?? "text") === kind;
       if (!same) {
@@ -145,8 +128,8 @@ export function createCutNote(lang: () => Lang, onWhole: (text: string) => void,
     setLang: render,
     destroy() {
       generation += 1;
-      parts?.button.removeEventListener("click", onClick);
-      parts?.root.remove();
+      button.removeEventListener("click", onClick);
+      root.remove();
     },
   };
 }
