@@ -28,7 +28,6 @@ from .harness import (
     JupyterLabServer,
     LabSession,
     chromium_missing_reason,
-    launch_chromium,
     notebook7_server,
 )
 from .test_notebook_bridge import _FIND_PANEL
@@ -91,10 +90,10 @@ def model() -> Iterator[FimServer]:
 
 
 @pytest.fixture(scope="module")
-def browser(servers: dict[str, JupyterLabServer],
-            tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    with launch_chromium(tmp_path_factory.mktemp("chromium-profile")) as context:
-        yield context
+def browser(servers: dict[str, JupyterLabServer], lab_session: LabSession) -> Any:
+    """The test session's Chromium (tabs of its own for this file's servers): a second
+    Playwright started on the same thread is refused once the first one runs."""
+    return lab_session.page.context
 
 
 @pytest.fixture
