@@ -127,6 +127,7 @@ class TurnRunner:
         """Run the turn ``turn`` of ``prompt_message`` to its ``done``."""
         state, deps = self.state, self.deps
         place = deps.workspace
+        turn.prompt_id = prompt_message.id
         turn.tracer = deps.tracer()
         top_level = deps.crew.depth == 0
         if top_level:  # Kernel ▸ Interrupt stops it even when no cell awaits it

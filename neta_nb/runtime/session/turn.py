@@ -58,6 +58,8 @@ def _interrupted_lines() -> list[str]:
 class Turn:
     """The state of one turn."""
 
+    prompt_id: str = ""
+    """The id of the message that began the turn."""
     task: asyncio.Task[Any] | None = None
     """Whatever runs the turn: the task ``start()`` made, or the caller of ``run()``."""
     begun: bool = False

@@ -108,11 +108,11 @@ class ToolRunner:
         self._resolve = toolbox.resolution
         self._tracer = UNTRACED
         self._finished: dict[str, Message] = {}
-        self._response: tuple[str, tuple[ToolCallPart, ...], str] = ("", (), "")
-        self._began: tuple[object, str] = (None, "")
-        """The turn in flight and the id of the message that began it."""
         """Results of calls that finished after a Stop left the wait for an earlier one:
         :meth:`close_unanswered` gives them to the model instead of "did not finish"."""
+        self._response: tuple[str, tuple[ToolCallPart, ...], str] = ("", (), "")
+        """The response being run: its id, its calls to tools the agent has, and the id
+        of the message that began its turn (what each call's context tells)."""
 
     async def run(self, message: Message, resolution: ToolResolution, *,
                   live_calls: dict[str, object], limits: ToolLimits,
@@ -123,15 +123,10 @@ class ToolRunner:
         only those may still emit events. ``tracer``: the turn's spans."""
         self._tracer = tracer
         self._finished = {}
-        # What each call's context tells of its response: the calls to tools the agent
-        # has, and the message that began the turn.
         turn = self._state.turn
-        if turn is None or turn is not self._began[0]:  # found once a turn, not per response
-            self._began = (turn, next((m.id for m in reversed(self._state.history.messages)
-                                       if m.role == "user"), ""))
-        began = self._began[1]
         self._response = (message.id, tuple(call for call in message.tool_calls
-                                            if resolution.get(call.name) is not None), began)
+                                            if resolution.get(call.name) is not None),
+                          turn.prompt_id if turn is not None else "")
         chains: dict[str, asyncio.Future[Any]] = {}
         tasks = []
         for call in message.tool_calls:
