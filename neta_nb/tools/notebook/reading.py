@@ -28,6 +28,7 @@ from typing import Any
 from ...escaping import QUOTE_MARK, one_line, quoted_lines, unquoted
 from ...messages import DisplayItem
 from ..rich import image_item
+from .texts import uncoloured
 
 __all__ = [
     "READ_CHARS",
@@ -55,7 +56,6 @@ _ERROR_CHARS = 4_000
 _TRAILER_CHARS = 300
 """Room kept for the line that says which cells were left out."""
 _MAX_IMAGES = 4
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _NAME_CHARS = 200
 _PLAIN_NAME = re.compile(r"[\w\-\[\].]+", re.ASCII)
 """A cell id or type shown as it is (nbformat's ids, ``In[5]``); any other is quoted."""
@@ -257,10 +257,10 @@ def _output(output: dict[str, Any], *, full: bool) -> list[str]:
     kind = output.get("output_type")
     limit = None if full else _OUTPUT_CHARS
     if kind == "stream":
-        text = _terminal(_ANSI.sub("", _text(output.get("text"))))
+        text = _terminal(uncoloured(_text(output.get("text"))))
         return [f"··· {_one_line(output.get('name', 'stdout'))}:", *_bounded(text, limit)]
     if kind == "error":
-        trace = [_ANSI.sub("", line) for raw in _listed(output.get("traceback"))
+        trace = [uncoloured(line) for raw in _listed(output.get("traceback"))
                  for line in _text(raw).splitlines()]
         note = []
         if not full and len(trace) > _TRACEBACK_LINES:

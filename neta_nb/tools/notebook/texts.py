@@ -11,6 +11,7 @@ keeps its end, where the exception is).
 
 from __future__ import annotations
 
+import re
 import sys
 import traceback
 from collections.abc import Mapping
@@ -19,7 +20,7 @@ from typing import Any
 from ...escaping import quoted_lines
 from ..builtin.variables import describe_variable, preview_value, trusted_class, type_name
 
-__all__ = ["cell_text", "error_text", "last_exception", "variable_text"]
+__all__ = ["cell_text", "error_text", "last_exception", "uncoloured", "variable_text"]
 
 VALUE_CHARS = 6_000
 """A variable's longer preview at most (its line comes first)."""
@@ -27,6 +28,8 @@ SOURCE_CHARS = 3_000
 """A cell's source at most; the rest of the block is its result."""
 RESULT_CHARS = 3_500
 TRACEBACK_CHARS = 7_000
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+"""A terminal's colour and cursor codes (IPython colours its tracebacks with them)."""
 _CHAIN_DEPTH = 3
 """Causes and contexts shown before the last exception, at most."""
 
@@ -154,3 +157,8 @@ def _ipython_internal(filename: str) -> bool:
     """IPython's own frames above a cell's code (``run_code``'s ``exec``)."""
     parts = filename.replace("\\", "/").split("/")
     return "IPython" in parts and "core" in parts
+
+
+def uncoloured(text: str) -> str:
+    """``text`` without a terminal's colour and cursor codes."""
+    return _ANSI.sub("", text)

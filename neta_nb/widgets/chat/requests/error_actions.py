@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from ....tools.notebook.kernel import raising_cell
-from ....tools.notebook.texts import TRACEBACK_CHARS, last_exception
+from ....tools.notebook.texts import TRACEBACK_CHARS, last_exception, uncoloured
 from ...base import RequestError, Requests, handles
 from ..wire import CommandReply
 
@@ -48,7 +48,6 @@ PROMPT_SOURCE_CHARS = 20_000
 reads the whole cell with ``read_notebook``)."""
 _CELL_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 """A cell id as nbformat allows one (and an ``@cell:`` mention takes)."""
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 
 
 class ErrorOutput(TypedDict, total=False):
@@ -147,7 +146,7 @@ def _ran_as(count: int, source: str, namespace: Mapping[str, Any]) -> bool:
 
 def _one_line(error: Mapping[str, Any]) -> str:
     ename, evalue = str(error.get("ename")), str(error.get("evalue") or "")
-    text = _ANSI.sub("", f"{ename}: {evalue}" if evalue else ename).strip()
+    text = uncoloured(f"{ename}: {evalue}" if evalue else ename).strip()
     text = " ".join(text.split())
     return text if len(text) <= 300 else text[:299] + "…"
 
@@ -166,7 +165,7 @@ def _error_text(error: Mapping[str, Any]) -> str:
         if kept > 2 * TRACEBACK_CHARS:  # its colour codes come out below: room for them
             break
     dropped = len(frames) - len(lines) if isinstance(frames, list) else 0
-    text = _ANSI.sub("", "\n".join(reversed(lines))).strip() or _one_line(error)
+    text = uncoloured("\n".join(reversed(lines))).strip() or _one_line(error)
     cut = max(0, len(text) - TRACEBACK_CHARS)
     if cut or dropped:
         what = [f"{cut:,} earlier characters"] if cut else []
