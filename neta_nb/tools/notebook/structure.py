@@ -21,6 +21,7 @@ from ...events import ApprovalPreview, PreviewCell
 from ..base import ToolContext, ToolFailure, tool
 from ..rich import RichResult
 from .changes import grouped_outcome
+from .changes.proposals import move_in_place
 from .editing import (
     cell_source,
     decided,
@@ -131,12 +132,9 @@ async def move_cell(ctx: ToolContext, cell_id: str, to_index: int) -> RichResult
         return grouped
     cells = await _cells(access)
     index = _position(cells, cell_id)
-    if not 1 <= to_index <= len(cells):
-        raise ToolFailure(f"to_index {to_index} is out of range: the notebook has "
-                          f"{len(cells)} cells, so a position is 1 to {len(cells)}.")
-    if to_index == index + 1:
-        return RichResult(text=f"Cell {cell_id} is at position {to_index} already; "
-                               "nothing to move.")
+    in_place = move_in_place(cell_id, index, to_index, len(cells))
+    if in_place is not None:
+        return in_place
     cell = cells[index]
     source = cell_source(cell)
     proposed = proposal("move", cell_id, source, source,

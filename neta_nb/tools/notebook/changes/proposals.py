@@ -18,8 +18,8 @@ from ..page import PAGE_NEEDED, EditDecision, NotebookAccess, NotebookPage
 from ..reading import cell_label, notebook_cells
 
 __all__ = ["MAX_CELL_CHARS", "ProposalKind", "cell_diff", "cell_source", "checked_text",
-           "decided", "find_cell", "live_page", "preview_page", "proposal", "proposal_item",
-           "proposal_result", "rejected_result", "who_decided"]
+           "decided", "find_cell", "live_page", "move_in_place", "preview_page", "proposal",
+           "proposal_item", "proposal_result", "rejected_result", "who_decided"]
 
 MAX_CELL_CHARS = 200_000
 """The longest cell text a proposal may carry (before or after)."""
@@ -98,6 +98,19 @@ def preview_page(ctx: ToolContext) -> NotebookPage | None:
     no preview)."""
     access = ctx.notebook
     return access.page if isinstance(access, NotebookAccess) else None
+
+
+def move_in_place(cell_id: str, index: int, to_index: int, count: int) -> RichResult | None:
+    """A move of the cell at ``index`` (from 0) to position ``to_index`` (from 1) among
+    ``count`` cells: the result that it is there already, ``None`` when it moves; a
+    :class:`ToolFailure` naming the range when there is no such position."""
+    if not 1 <= to_index <= count:
+        raise ToolFailure(f"to_index {to_index} is out of range: the notebook has "
+                          f"{count} cells, so a position is 1 to {count}.")
+    if to_index == index + 1:
+        return RichResult(text=f"Cell {cell_id} is at position {to_index} already; "
+                               "nothing to move.")
+    return None
 
 
 def checked_text(name: str, text: str) -> None:

@@ -48,6 +48,7 @@ from ..reading import cell_label, notebook_cells, shown_name
 from .proposals import (
     cell_source,
     checked_text,
+    move_in_place,
     proposal,
     proposal_result,
     rejected_result,
@@ -202,12 +203,9 @@ def _plan(call: ToolCallPart, cells: list[dict[str, Any]]) -> _Planned | RichRes
     to_index = args.get("to_index")
     if not isinstance(to_index, int) or isinstance(to_index, bool):
         raise ToolFailure("'to_index' must be an integer.")
-    if not 1 <= to_index <= len(cells):
-        raise ToolFailure(f"to_index {to_index} is out of range: the notebook has "
-                          f"{len(cells)} cells, so a position is 1 to {len(cells)}.")
-    if to_index == index + 1:
-        return RichResult(text=f"Cell {cell_id} is at position {to_index} already; "
-                               "nothing to move.")
+    in_place = move_in_place(cell_id, index, to_index, len(cells))
+    if in_place is not None:
+        return in_place
     cells.insert(to_index - 1, cells.pop(index))
     return _Planned(call, proposal("move", cell_id, source, source, cell_type=cell_type,
                                    from_index=index + 1, to_index=to_index,
