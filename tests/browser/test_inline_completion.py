@@ -30,6 +30,7 @@ from .harness import (
     chromium_missing_reason,
     notebook7_server,
 )
+from .test_agent_cell import OPENED_JS
 from .test_notebook_bridge import _FIND_PANEL
 
 pytestmark = pytest.mark.browser
@@ -233,14 +234,6 @@ def test_suggestions_while_another_cell_runs(tab: LabSession, model: FimServer) 
     # Answered on a subshell while the cell still runs, not after it (eight seconds; the
     # kernel's status is no witness: the subshell's own idle status shows on the page).
     assert tab.page.evaluate("() => performance.now()") - started < 6000
-
-
-OPENED_JS = """async (path) => {
-  const panel = FIND_PANEL(path);
-  await panel.context.ready;
-  await panel.sessionContext.ready;
-  return true;
-}""".replace("FIND_PANEL", _FIND_PANEL)
 
 
 def test_in_notebook_7(servers: dict[str, JupyterLabServer], browser: Any,
