@@ -69,7 +69,7 @@ def _sources(notebook: Notebook) -> list[dict[str, str]]:
     return list(notebook.page.evaluate(_SOURCES_JS, notebook.path))
 
 
-@pytest.mark.xfail(strict=False, reason=(
+@pytest.mark.xfail(strict=True, reason=(
     "since the Changes card, the turn's four changes are one set made by the page's "
     "apply_changes; on the real page the rewind then left the inserted cell and did not "
     "bring the deleted one back (the same set with the fake page is put back: "
