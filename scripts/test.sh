@@ -32,6 +32,8 @@ lint-imports
 # The pip install above ran `npm ci` in js/ to build the widgets; their pure logic has
 # unit tests of its own (Node's test runner).
 (cd js && npm test)
+# ...and so has the JupyterLab extension, on a real shared notebook (its @jupyter/ydoc).
+(cd js/labextension && npm test)
 # ...and a linter (biome, locked in js/package-lock.json) over the TS sources.
 (cd js && npm run lint)
 # The reference MCP server the MCP tests start (locked; tests/tools/mcp/test_mcp.py).

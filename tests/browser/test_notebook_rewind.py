@@ -69,11 +69,6 @@ def _sources(notebook: Notebook) -> list[dict[str, str]]:
     return list(notebook.page.evaluate(_SOURCES_JS, notebook.path))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "since the Changes card, the turn's four changes are one set made by the page's "
-    "apply_changes; on the real page the rewind then left the inserted cell and did not "
-    "bring the deleted one back (the same set with the fake page is put back: "
-    "tests/tools/test_notebook_restore.py); cause not found yet"))
 def test_rewind_puts_the_cells_back_leaves_the_users_edit_and_is_one_undo_step(
         lab: LabSession, screenshot_dir: Path) -> None:
     for name in ("rewind.sid", "rewind.sqlite3"):  # a new session, not one resumed

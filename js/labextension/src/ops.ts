@@ -11,6 +11,7 @@ import type * as nbformat from "@jupyterlab/nbformat";
 import { cellFocus } from "./cell-focus";
 import { restore } from "./restore";
 import { BridgeFailure } from "./protocol";
+import { oneUndoStep, type UndoCapture, undoManagerOf } from "./undo-step";
 import { type Budget, boundOutput, chargeOrder, newBudget, type ReadFocus } from "./bounded-outputs";
 
 /** The page's contents service (JupyterLab's `serviceManager.contents`), as `create`
@@ -34,12 +35,6 @@ type Args = Record<string, unknown>;
 type Op = (panel: NotebookPanel, args: Args, services: OpServices, target?: EventTarget | null) => unknown;
 
 const CELL_TYPES = ["code", "markdown", "raw"] as const;
-
-/** A Yjs undo manager: `stopCapturing` ends the current undo step, so the next change
- * starts a new one (Yjs merges changes made within half a second into one step). */
-interface UndoCapture {
-  stopCapturing(): void;
-}
 
 function stringArg(args: Args, name: string): string {
   const value = args[name];
@@ -73,23 +68,6 @@ function requireCode(cell: ICellModel): ICodeCellModel {
 function expectSource(cell: ICellModel, expected: string): void {
   if (cell.sharedModel.getSource() !== expected) {
     throw new BridgeFailure("changed", `cell ${cell.id} changed since it was read; read the notebook again`);
-  }
-}
-
-/** The Yjs undo manager of a shared notebook or cell (the cell's own, or the notebook's
- * when undo is document-wide), which @jupyter/ydoc has but its interfaces do not name. */
-function undoManagerOf(shared: object): unknown {
-  return (shared as { undoManager?: unknown }).undoManager;
-}
-
-/** Runs `change` as one step of an undo history: the steps before and after stay apart. */
-function oneUndoStep(manager: unknown, change: () => void): void {
-  const capture = manager as UndoCapture | null | undefined;
-  capture?.stopCapturing?.();
-  try {
-    change();
-  } finally {
-    capture?.stopCapturing?.();
   }
 }
 

@@ -18,6 +18,7 @@
  */
 import type { NotebookPanel } from "@jupyterlab/notebook";
 import { BridgeFailure } from "./protocol";
+import { oneUndoStep, undoManagerOf } from "./undo-step";
 
 type Args = Record<string, unknown>;
 
@@ -29,12 +30,6 @@ type Operation =
   | { op: "delete"; cell_id: string; expected: string }
   | { op: "insert"; cell_id: string; index: number; cell_type: CellType; source: string }
   | { op: "move"; cell_id: string; from_index: number; to_index: number };
-
-/** A Yjs undo manager's way to end the current step (Yjs merges changes made within half
- * a second into one). */
-interface UndoCapture {
-  stopCapturing(): void;
-}
 
 function text(value: Record<string, unknown>, name: string, at: number): string {
   const found = value[name];
@@ -117,11 +112,12 @@ export function restore(panel: NotebookPanel, args: Args): unknown {
     shared.cells.map((cell) => ({ id: cell.getId(), source: cell.getSource() })),
     operations,
   );
-  const undo = (shared as unknown as { undoManager?: UndoCapture | null }).undoManager;
-  undo?.stopCapturing?.();
-  // One transaction of the notebook: its undo manager records it as one step (a cell's
-  // text set inside it belongs to the notebook's transaction, not to the cell's own undo).
-  shared.transact(() => {
+  // One transaction per operation, each in the notebook's name (so its undo history records
+  // even the texts), made at once: one step of that history. Not one enclosing transaction:
+  // the notebook's cell list, which each operation looks its cell up in, is brought up to
+  // date only when a transaction ends — inside one, an operation after an insert or a
+  // delete would find its cell at the old place and change another.
+  oneUndoStep(undoManagerOf(shared), () => {
     for (const operation of operations) {
       const index = shared.cells.findIndex((cell) => cell.getId() === operation.cell_id);
       if (operation.op === "insert") {
@@ -131,10 +127,10 @@ export function restore(panel: NotebookPanel, args: Args): unknown {
       } else if (operation.op === "delete") {
         shared.deleteCell(index);
       } else {
-        shared.cells[index].setSource(operation.source);
+        const cell = shared.cells[index];
+        shared.transact(() => cell.setSource(operation.source));
       }
     }
   });
-  undo?.stopCapturing?.();
   return { applied: operations.length };
 }
