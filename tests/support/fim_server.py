@@ -50,9 +50,18 @@ class FimServer:
     most_in_flight: int = 0
     hung_up: int = 0
     chunk_delay: float = 0.0
-    """Seconds between two pieces of an answer (a slow model, for cancellation)."""
+    """Seconds before each piece of an answer (a slow model, for cancellation)."""
+    header_delays: tuple[float, ...] = ()
+    """Seconds before the answer's headers, one per request in order (a server reading a
+    long prompt before it answers, as llama-cpp-python does); the requests after them
+    answer at once."""
     fim: bool = True
     """Whether ``/v1/completions`` exists (else it answers 404)."""
+    status: int = 200
+    """What the fill-in-the-middle endpoints answer: other than 200, that status with a
+    line saying why (a server that refuses ``suffix``, or fails)."""
+    authorizations: list[str | None] = field(default_factory=list)
+    """Each request's ``Authorization`` header."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -68,6 +77,7 @@ class FimServer:
         with self.lock:
             self.bodies.clear()
             self.paths.clear()
+            self.authorizations.clear()
             self.most_in_flight = self.hung_up = 0
 
 
@@ -86,10 +96,16 @@ def _handler(server: FimServer) -> type[BaseHTTPRequestHandler]:
             with server.lock:
                 server.bodies.append(body)
                 server.paths.append(self.path)
+                server.authorizations.append(self.headers.get("Authorization"))
                 server.in_flight += 1
                 server.most_in_flight = max(server.most_in_flight, server.in_flight)
+                delay = dict(enumerate(server.header_delays, 1)).get(len(server.bodies), 0.0)
             try:
-                self._answer(body)
+                if _client_gone(self.connection, delay):
+                    with server.lock:
+                        server.hung_up += 1
+                elif not _refused(self, server.status):
+                    self._answer(body)
             finally:
                 with server.lock:
                     server.in_flight -= 1
@@ -107,7 +123,7 @@ def _handler(server: FimServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             try:
                 for event in events:
-                    if self._client_gone(server.chunk_delay):
+                    if _client_gone(self.connection, server.chunk_delay):
                         raise ConnectionResetError("the client hung up")
                     self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
                     self.wfile.flush()
@@ -117,18 +133,32 @@ def _handler(server: FimServer) -> type[BaseHTTPRequestHandler]:
                 with server.lock:
                     server.hung_up += 1
 
-        def _client_gone(self, wait: float) -> bool:
-            """Whether the client hung up, waiting up to ``wait`` seconds for it."""
-            readable, _, _ = select.select([self.connection], [], [], wait)
-            if not readable:
-                return False
-            try:
-                peeked: bytes = self.connection.recv(1, socket.MSG_PEEK)
-            except OSError:
-                return True
-            return peeked == b""
-
     return Handler
+
+
+def _client_gone(connection: socket.socket, wait: float) -> bool:
+    """Whether the client at ``connection`` hung up, waiting up to ``wait`` seconds for it."""
+    readable, _, _ = select.select([connection], [], [], wait)
+    if not readable:
+        return False
+    try:
+        peeked: bytes = connection.recv(1, socket.MSG_PEEK)
+    except OSError:
+        return True
+    return peeked == b""
+
+
+def _refused(handler: BaseHTTPRequestHandler, status: int) -> bool:
+    """Whether the request was answered ``status`` (other than 200, at a fill-in-the-middle
+    endpoint), with a line saying why."""
+    if status == 200 or handler.path not in ("/v1/completions", "/infill"):
+        return False
+    why = f"status {status}: this server says no".encode()
+    handler.send_response(status)
+    handler.send_header("Content-Length", str(len(why)))
+    handler.end_headers()
+    handler.wfile.write(why)
+    return True
 
 
 def _events(path: str, body: dict[str, Any], *, fim: bool) -> list[dict[str, Any]] | None:

@@ -19,14 +19,16 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ...messages import Message, TextPart, Usage
 from ...providers.base import ModelRequest, Provider, TextDelta, UsageUpdate
 from ..session.spending import Spend, format_usd, reached
 from ..tracing.tracing import NO_SPAN, turn_tracer
 from .context import CHAT_SYSTEM_PROMPT, CompletionContext
-from .fim import FimCall, FimUnsupportedError
+
+if TYPE_CHECKING:
+    from ...providers.openai_fim import FimCall
 
 __all__ = ["InlineCompleter", "Send", "serves_fim"]
 
@@ -187,29 +189,38 @@ class InlineCompleter:
     def _ask(self, running: _Running, context: CompletionContext,
              piece: Callable[[str], None]) -> Usage | _Unreported | None:
         if self.fim:
-            try:
-                return self._ask_fim(running, context, piece)
-            except FimUnsupportedError:
-                if self._fim_asked:
-                    raise
-                self.fim = False  # this server has no FIM: a chat model from now on
+            usage = self._ask_fim(running, context, piece)
+            if not isinstance(usage, _Refused):
+                return usage
+            self.fim = False  # this server has no FIM: a chat model from now on
         return self._ask_chat(running, context, piece)
 
     def _ask_fim(self, running: _Running, context: CompletionContext,
-                 piece: Callable[[str], None]) -> Usage | _Unreported | None:
+                 piece: Callable[[str], None]) -> Usage | _Unreported | _Refused | None:
+        # The openai extra's module, imported here: a chat model needs no SDK of OpenAI's,
+        # and without it this raises the ImportError that names the extra.
+        from ...providers.openai_fim import FimCall, FimUnsupportedError
+
         provider = self.provider
-        if not provider.base_url:
-            raise FimUnsupportedError("fill-in-the-middle needs a server address (base_url)")
-        options = provider.rebuild_options() or {}
-        call = FimCall(provider.base_url, model=provider.model, prompt=context.fim_prompt(),
-                       suffix=context.suffix, max_tokens=self.max_tokens,
-                       api_key=options.get("api_key"), timeout=self.timeout,
-                       endpoint=self._endpoint, extra=context.fim_extra())
-        with running.lock:
-            if running.cancelled.is_set():
-                return _UNREPORTED
-            running.call = call
-        usage = call.run(piece)
+        try:
+            if not provider.base_url:
+                raise FimUnsupportedError("fill-in-the-middle needs a server address "
+                                          "(base_url)")
+            options = provider.rebuild_options() or {}
+            call = FimCall(provider.base_url, model=provider.model,
+                           prompt=context.fim_prompt(), suffix=context.suffix,
+                           max_tokens=self.max_tokens, api_key=options.get("api_key"),
+                           timeout=self.timeout, endpoint=self._endpoint,
+                           extra=context.fim_extra())
+            with running.lock:
+                if running.cancelled.is_set():
+                    return _UNREPORTED
+                running.call = call
+            usage = call.run(piece)
+        except FimUnsupportedError:
+            if self._fim_asked:
+                raise
+            return _REFUSED
         return _UNREPORTED if usage is None and call.aborted else usage
 
     def _ask_chat(self, running: _Running, context: CompletionContext,
@@ -255,6 +266,14 @@ class _Unreported:
 
 
 _UNREPORTED = _Unreported()
+
+
+class _Refused:
+    """The server has no fill-in-the-middle (and it was not asked for by name): the
+    request goes to the chat API."""
+
+
+_REFUSED = _Refused()
 
 
 class _FenceFilter:
