@@ -6,6 +6,7 @@ fallback, cancellation that aborts the HTTP request, cost and budget)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -29,6 +30,7 @@ from neta_nb.runtime.inline_completion import (
     inline_completion,
     variable_context,
 )
+from neta_nb.runtime.inline_completion import completer as completer_module
 from neta_nb.runtime.inline_completion.context import (
     CELLS_CHARS,
     ERROR_CHARS,
@@ -284,6 +286,40 @@ def test_a_server_error_is_an_error_message() -> None:
     completer.complete("r1", context_at("x", {}), sent)
     end = sent.wait_end("r1")
     assert end["kind"] == "error" and "failed" in end["message"]
+
+
+def test_chat_requests_reuse_a_kept_alive_connection() -> None:
+    # Each request's answer runs on the completer's thread: the provider's client keeps
+    # the connection for the next one, which must still work on it.
+    with fim_server(fim=False, keep_alive=True) as server:
+        completer = completer_for(server.base_url)
+        try:
+            for request_id in ("r1", "r2", "r3"):
+                sent = Messages()
+                completer.complete(request_id, context_at('df["reg', frame_namespace()), sent)
+                assert sent.wait_end(request_id) == {"kind": "done", "id": request_id}
+                assert sent.text(request_id) == 'ion"]'
+                completer.wait_idle()
+            assert server.paths[1:] == ["/v1/chat/completions"] * 3
+        finally:
+            # The kept connection is closed on the loop that opened it (left to the
+            # garbage collector, it would warn in a later test).
+            closing = completer.provider._client.close()  # type: ignore[attr-defined]
+            asyncio.run_coroutine_threadsafe(closing, completer_module._CHAT_LOOP.get()).result(5)
+
+
+def test_cancel_aborts_a_chat_request() -> None:
+    with fim_server(fim=False, chunk_delay=5.0) as server:
+        completer = completer_for(server.base_url, fim=False)
+        sent = Messages()
+        completer.complete("r1", context_at('df["re', frame_namespace()), sent)
+        assert wait_for(lambda: server.in_flight == 1, 5)
+        completer.cancel("r1")
+        assert wait_for(lambda: server.hung_up == 1, 1.0)
+        cancelled = time.monotonic()
+        completer.wait_idle()
+        assert time.monotonic() - cancelled < 1.0
+        assert sent.sent == []
 
 
 @pytest.mark.parametrize("status", [400, 404, 405, 501])

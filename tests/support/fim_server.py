@@ -60,8 +60,14 @@ class FimServer:
     status: int = 200
     """What the fill-in-the-middle endpoints answer: other than 200, that status with a
     line saying why (a server that refuses ``suffix``, or fails)."""
+    keep_alive: bool = False
+    """Whether a streamed answer leaves the connection open for the next request (a
+    chunked body), as real servers do; else it ends with the connection."""
     authorizations: list[str | None] = field(default_factory=list)
     """Each request's ``Authorization`` header."""
+    connections: list[socket.socket] = field(default_factory=list)
+    """The connections accepted (shut down when the server stops: a kept-alive one
+    would stay open in its client)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -87,6 +93,11 @@ def _handler(server: FimServer) -> type[BaseHTTPRequestHandler]:
 
         def log_message(self, format: str, *args: Any) -> None:
             pass
+
+        def setup(self) -> None:
+            super().setup()
+            with server.lock:
+                server.connections.append(self.connection)
 
         def do_POST(self) -> None:
             sent = self.rfile.read(int(self.headers["Content-Length"]))
@@ -117,23 +128,31 @@ def _handler(server: FimServer) -> type[BaseHTTPRequestHandler]:
                 self.send_header("Content-Length", "0")
                 self.end_headers()
                 return
+            chunked = server.keep_alive
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Connection", "close")
+            # Kept alive, the answer ends with its chunked body's last (empty) chunk.
+            self.send_header(*(("Transfer-Encoding", "chunked") if chunked
+                               else ("Connection", "close")))
             self.end_headers()
             try:
                 for event in events:
                     if _client_gone(self.connection, server.chunk_delay):
                         raise ConnectionResetError("the client hung up")
-                    self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
-                    self.wfile.flush()
-                self.wfile.write(b"data: [DONE]\n\n")
-                self.wfile.flush()
+                    _send(self, f"data: {json.dumps(event)}\n\n".encode(), chunked=chunked)
+                _send(self, b"data: [DONE]\n\n", chunked=chunked)
+                _send(self, b"", chunked=chunked)
             except OSError:
                 with server.lock:
                     server.hung_up += 1
 
     return Handler
+
+
+def _send(handler: BaseHTTPRequestHandler, data: bytes, *, chunked: bool) -> None:
+    """Write ``data``, as a chunk of a chunked body when ``chunked`` (``b""``: the last)."""
+    handler.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n" if chunked else data)
+    handler.wfile.flush()
 
 
 def _client_gone(connection: socket.socket, wait: float) -> bool:
@@ -200,6 +219,9 @@ def fim_server(**options: Any) -> Iterator[FimServer]:
     try:
         yield state
     finally:
+        for connection in state.connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
         httpd.shutdown()
         httpd.server_close()
         thread.join(5)

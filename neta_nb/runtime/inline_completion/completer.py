@@ -15,7 +15,8 @@ reached stops further requests with an error message.
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import concurrent.futures
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -52,20 +53,18 @@ class _Running:
         self.id = request_id
         self.cancelled = threading.Event()
         self.call: FimCall | None = None
-        self.loop: asyncio.AbstractEventLoop | None = None
-        self.task: asyncio.Task[Any] | None = None
+        self.chat: concurrent.futures.Future[Any] | None = None
         self.thread: threading.Thread | None = None
         self.lock = threading.Lock()
 
     def cancel(self) -> None:
         with self.lock:
             self.cancelled.set()
-            call, loop, task = self.call, self.loop, self.task
+            call, chat = self.call, self.chat
         if call is not None:
             call.abort()
-        if loop is not None and task is not None:
-            with contextlib.suppress(RuntimeError):  # its loop ended already
-                loop.call_soon_threadsafe(task.cancel)
+        if chat is not None:
+            chat.cancel()
 
 
 class InlineCompleter:
@@ -238,26 +237,47 @@ class InlineCompleter:
             fences.end()
             return usage
 
-        loop = asyncio.new_event_loop()
+        chat = asyncio.run_coroutine_threadsafe(stream(), _CHAT_LOOP.get())
+        with running.lock:
+            if running.cancelled.is_set():
+                chat.cancel()
+            running.chat = chat
         try:
-            task = loop.create_task(stream())
-            with running.lock:
-                if running.cancelled.is_set():
-                    task.cancel()
-                running.loop, running.task = loop, task
-            try:
-                return loop.run_until_complete(task)
-            except asyncio.CancelledError:
-                return _UNREPORTED
-        finally:
-            loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.close()
+            return chat.result()
+        except concurrent.futures.CancelledError:
+            return _UNREPORTED
 
     def _count(self, usage: Usage | _Unreported | None) -> None:
         if isinstance(usage, _Unreported):
             return  # cancelled before the server reported anything: nothing known to add
         price = self.provider.price
         self.spend.add(price.cost(usage) if price is not None and usage is not None else None)
+
+
+class _ChatLoop:
+    """The event loop that inline completion's chat requests run on: one for the process,
+    on a daemon thread of its own (none of them waits for the kernel's loop, busy while
+    a cell runs). One loop, not one per request: a provider's HTTP client keeps the
+    connections it opened for the next request, and a connection opened on a loop that
+    has ended fails the request that reuses it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pid = 0
+
+    def get(self) -> asyncio.AbstractEventLoop:
+        """The loop, started on first use (again in a forked child: the parent's thread
+        is not in it)."""
+        with self._lock:
+            if self._loop is None or self._pid != os.getpid():
+                self._loop, self._pid = asyncio.new_event_loop(), os.getpid()
+                threading.Thread(target=self._loop.run_forever, daemon=True,
+                                 name="neta-nb-inline-completion-chat").start()
+            return self._loop
+
+
+_CHAT_LOOP = _ChatLoop()
 
 
 class _Unreported:
