@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { Kernel } from "@jupyterlab/services";
-import { cellError, KernelLink } from "../labextension/src/inline-link";
+import { cellError, KernelLink, subshellReady } from "../labextension/src/inline-link";
 
 function link(): { link: KernelLink; sent: Record<string, unknown>[] } {
   const sent: Record<string, unknown>[] = [];
@@ -60,4 +60,35 @@ test("a cell's error is its name, value and the traceback's last lines, without 
   const text = cellError({ length: outputs.length, get: (i: number) => outputs[i] });
   assert.equal(text, ["KeyError: 'x'", "line 4", "line 5", "line 6", "line 7", "line 8", "line 9"].join("\n"));
   assert.equal(cellError({ length: 0, get: () => outputs[0] }), "");
+});
+
+test("a request waits for the comm's subshell where the kernel has subshells", async () => {
+  let start: () => void = () => {};
+  const started = new Promise<void>((resolve) => {
+    start = resolve;
+  });
+  let ready = false;
+  const waiting = subshellReady({ info: Promise.resolve(), supportsSubshells: true }, { subshellStarted: started, commsOverSubshells: "perCommTarget" }, 10_000).then(() => {
+    ready = true;
+  });
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.equal(ready, false);
+  start();
+  await waiting;
+  assert.equal(ready, true);
+});
+
+test("without subshells, or with comms kept off them, a request goes at once", async () => {
+  const never = new Promise<void>(() => {});
+  const at = Date.now();
+  await subshellReady({ info: Promise.resolve(), supportsSubshells: false }, { subshellStarted: never, commsOverSubshells: "perCommTarget" }, 10_000);
+  await subshellReady({ info: Promise.resolve(), supportsSubshells: true }, { subshellStarted: never, commsOverSubshells: "disabled" }, 10_000);
+  await subshellReady({ info: Promise.resolve(), supportsSubshells: true }, {}, 10_000);
+  assert.ok(Date.now() - at < 1000);
+});
+
+test("a subshell that never starts holds a request back no longer than the bound", async () => {
+  const at = Date.now();
+  await subshellReady({ info: Promise.resolve(), supportsSubshells: true }, { subshellStarted: new Promise<void>(() => {}) }, 50);
+  assert.ok(Date.now() - at >= 45);
 });

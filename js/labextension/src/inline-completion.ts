@@ -28,7 +28,7 @@ import {
 import { INotebookTracker, NotebookPanel } from "@jupyterlab/notebook";
 import type { Kernel, KernelMessage } from "@jupyterlab/services";
 import { ISettingRegistry } from "@jupyterlab/settingregistry";
-import { type Answer, type CellOutputs, COMM_TARGET, cellError, KernelLink, type LinkSettings, sleep } from "./inline-link";
+import { type Answer, type CellOutputs, COMM_TARGET, cellError, KernelLink, type LinkSettings, type SubshellComm, sleep, subshellReady } from "./inline-link";
 
 /** The provider's identifier (the ghost text's `data-provider`, its settings key). */
 export const PROVIDER_ID = "neta-nb:kernel";
@@ -51,7 +51,7 @@ export class KernelInlineProvider implements IInlineCompletionProvider {
 
   /** The kernel `kernel` switched completion on (`settings`) over `comm`. */
   connect(kernel: Kernel.IKernelConnection, comm: Kernel.IComm, settings: LinkSettings): void {
-    const link = new KernelLink(comm, settings);
+    const link = new KernelLink(comm, settings, subshellReady(kernel, comm as unknown as SubshellComm));
     this.links.get(kernel.id)?.close();
     this.links.set(kernel.id, link);
     comm.onMsg = (msg: KernelMessage.ICommMsgMsg) => link.receive(msg.content.data as Record<string, unknown>);
@@ -89,6 +89,8 @@ export class KernelInlineProvider implements IInlineCompletionProvider {
       await sleep(link.settings.debounce_ms);
       if (!current()) return none;
     }
+    await link.ready; // on the comm's subshell, where there is one: answered while a cell runs
+    if (!current() || link.comm.isDisposed) return none;
 
     const index = widget.content.activeCellIndex;
     const cells = widget.content.widgets

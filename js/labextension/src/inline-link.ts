@@ -47,6 +47,48 @@ export class Answer {
   }
 }
 
+/** Longest a request waits for its comm's subshell (a kernel that never answers the
+ * subshell's creation must not hold completion back for good). */
+export const SUBSHELL_WAIT_MS = 3000;
+
+/** What {@link subshellReady} reads of a kernel and of a comm: JupyterLab's comms over
+ * subshells (`@jupyterlab/services` 7.4 and later; absent before). */
+export interface SubshellKernel {
+  readonly info: Promise<unknown>;
+  readonly supportsSubshells?: boolean;
+}
+
+export interface SubshellComm {
+  readonly subshellStarted?: Promise<void>;
+  readonly commsOverSubshells?: string;
+}
+
+/** Resolves once the comm's messages go to a subshell of their own, where JupyterLab puts
+ * comms on subshells and the kernel has them (ipykernel 7) — so a request is answered
+ * while a cell runs instead of waiting behind it on the main shell; at once where there
+ * is none, and after {@link SUBSHELL_WAIT_MS} at the latest. JupyterLab creates the
+ * subshell after the comm opens, asynchronously: a request sent before then would go to
+ * the main shell. */
+export async function subshellReady(kernel: SubshellKernel, comm: SubshellComm, waitMs = SUBSHELL_WAIT_MS): Promise<void> {
+  const started = comm.subshellStarted;
+  if (!started || comm.commsOverSubshells === "disabled") return;
+  try {
+    await kernel.info;
+  } catch {
+    return;
+  }
+  if (!kernel.supportsSubshells) return;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const bound = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, waitMs);
+  });
+  try {
+    await Promise.race([started.catch(() => undefined), bound]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** The page's end of one kernel's switch-on. */
 export class KernelLink {
   private readonly answers = new Map<string, Answer>();
@@ -54,6 +96,8 @@ export class KernelLink {
   constructor(
     readonly comm: Kernel.IComm,
     readonly settings: LinkSettings,
+    /** Resolves when requests may be sent: see {@link subshellReady}. */
+    readonly ready: Promise<void> = Promise.resolve(),
   ) {}
 
   ask(id: string, request: Record<string, unknown>): Answer {
