@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ import pytest
 from neta_nb import SessionStore
 
 from ..support.timing import poll_until
-from .harness import JupyterLabServer, LabSession
+from .harness import JupyterLabServer, LabSession, write_notebook
 from .test_agent_cell import OPENED_JS
 from .test_notebook_agent import (
     APPROVAL,
@@ -212,6 +212,23 @@ def notebook_on(front: str, lab: LabSession, request: pytest.FixtureRequest, nam
         yield notebook
     finally:
         notebook.close_tab()
+
+
+@contextlib.contextmanager
+def page_on(front: str, lab: LabSession, request: pytest.FixtureRequest, name: str,
+            cells: Sequence[str]) -> Iterator[LabSession]:
+    """A notebook of code ``cells`` written at ``name``, open and run on ``front``: the
+    page that shows it, ``lab`` (``"lab"``, JupyterLab) or a tab of its own on the
+    ``notebook7`` server (``"notebook7"``), closed after."""
+    notebook7 = request.getfixturevalue("notebook7") if front == "notebook7" else None
+    write_notebook((notebook7 or lab.server).root_dir, name, cells)
+    tab = open_page(lab, name, notebook7)
+    try:
+        tab.run_all(name)
+        yield tab
+    finally:
+        if notebook7 is not None:
+            close_page(tab)
 
 
 @pytest.mark.parametrize("front", ["lab", "notebook7"])
