@@ -5,6 +5,6 @@ notebook). Their scripts live with the scripted model (:mod:`neta_nb.providers`)
 demo tool catalog with the tools (``ToolCatalog.demo()``)."""
 
 from .crew import CREW_PROMPT, demo_crew
-from .notebook import FIX_PROMPT, demo_notebook_agent
+from .notebook import FIX_PROMPT, TIDY_PROMPT, demo_notebook_agent
 
-__all__ = ["CREW_PROMPT", "FIX_PROMPT", "demo_crew", "demo_notebook_agent"]
+__all__ = ["CREW_PROMPT", "FIX_PROMPT", "TIDY_PROMPT", "demo_crew", "demo_notebook_agent"]

@@ -1,7 +1,8 @@
 """OpenAI, DeepSeek and any OpenAI-compatible server through streaming Chat Completions
 (``pip install 'neta-nb[openai]'``).
 
-This module is the only importer of the ``openai`` SDK. One class serves three suppliers:
+This module is the only importer of the ``openai`` SDK besides :mod:`.openai_fim` (inline
+completion's fill-in-the-middle call). One class serves three suppliers:
 
 * ``openai``: ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``.
 * ``deepseek``: ``DEEPSEEK_API_KEY`` / ``DEEPSEEK_BASE_URL`` (default DeepSeek's public API).

@@ -2,13 +2,13 @@
 read and work in the notebook through the same review as neta_nb's own agents.
 
 :class:`NotebookMCPServer` serves the notebook tools (``read_notebook``,
-``list_variables``, ``edit_cell``, ``insert_cell``, ``run_cell``, ``delete_cell``,
-``move_cell``, ``clear_outputs``, ``run_all``; the kernel's interrupt and restart when
-granted) over Streamable HTTP
-with the official ``mcp`` SDK, on a loopback address, in a thread with its own event loop
-(the kernel never blocks). Every request needs the server's bearer token (401 without
-it), and one a browser sends from another origin than the server's own is refused (403:
-no web page the user visits can reach it, DNS rebinding included) — :mod:`.mcp_guard`.
+``list_variables``, ``edit_cell``, ``insert_cell``, ``run_cell``, ``cell_status``,
+``delete_cell``, ``move_cell``, ``clear_outputs``, ``run_all``; the kernel's interrupt and
+restart when granted) over Streamable HTTP with the official ``mcp`` SDK, on a loopback
+address, in a thread with its own event loop (the kernel never blocks). Every request
+needs the server's bearer token (401 without it), and one a browser sends from another
+origin than the server's own is refused (403: no web page the user visits can reach it,
+DNS rebinding included) — :mod:`.mcp_guard`.
 
 Each client, named by its ``clientInfo``, is an agent of its own: an
 :class:`~neta_nb.runtime.session.AgentSession` whose calls are the client's
@@ -73,9 +73,10 @@ __all__ = ["MCP_TOOL_NAMES", "PROGRESS_EVERY", "RESOURCE_SCHEME", "BoundClient",
 log = logging.getLogger(__name__)
 
 MCP_TOOL_NAMES = ("read_notebook", "list_variables", "edit_cell", "insert_cell", "run_cell",
-                  "delete_cell", "move_cell", "clear_outputs", "run_all")
+                  "cell_status", "delete_cell", "move_cell", "clear_outputs", "run_all")
 """The tools a client is granted by default (edits, deletes and moves as proposals the
-user decides on; ``run_cell``, ``clear_outputs`` and ``run_all`` with approval). The other
+user decides on; ``run_cell``, ``clear_outputs`` and ``run_all`` with approval;
+``cell_status`` follows a cell started with ``run_cell(wait=False)``). The other
 notebook tools may be granted in the tool panel: ``interrupt_kernel`` and
 ``restart_kernel`` are off, as a restart stops this server with the kernel."""
 PROGRESS_EVERY = 10.0

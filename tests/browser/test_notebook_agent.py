@@ -638,27 +638,59 @@ def test_demo_notebook_run_all(lab: LabSession, screenshot_dir: Path) -> None:
     shutil.copy(ROOT / "notebooks" / "data" / "sales.csv", root / "data" / "sales.csv")
     name = "11_notebook_agent.ipynb"
     shutil.copy(ROOT / "notebooks" / name, root / name)
-    failing = next(cell for cell in nbformat.read(root / name, as_version=4).cells
-                   if ".astype(int)" in cell.source)
+    stored = nbformat.read(root / name, as_version=4).cells
+    failing = next(cell for cell in stored if ".astype(int)" in cell.source)
+    load = next(cell for cell in stored if "pd.read_csv(" in cell.source)
     lab.open_notebook(name)
     lab.run_all(name)
     page = lab.page
-    page.locator(f"{PROPOSAL} button[data-decision=accept]").click(timeout=60_000)
-    page.locator(f"{APPROVAL} button[data-decision=allow_once]").click(timeout=60_000)
-    page.locator(".neta-chat-view .neta-chat-text", has_text="It runs now").wait_for(
-        timeout=60_000)
-    page.wait_for_function(IDLE)
+    # Two chats: the fix in the first, the tidy-up (several changes at once) in the second.
+    chat, tidy = page.locator(".neta-chat-view").nth(0), page.locator(".neta-chat-view").nth(1)
+    chat.locator(f"{PROPOSAL} button[data-decision=accept]").click(timeout=60_000)
+    chat.locator(f"{APPROVAL} button[data-decision=allow_once]").click(timeout=60_000)
+    chat.locator(".neta-chat-text", has_text="It runs now").wait_for(timeout=60_000)
+    page.wait_for_function("() => Array.from(document.querySelectorAll('.neta-chat-view'))"
+                           ".every((view) => !view.classList.contains('neta-is-running'))"
+                           " || document.querySelectorAll('.neta-changes').length > 0")
 
     panel = dict(page.evaluate(SHOWN_JS, name))
     [cell] = [c for c in panel["cells"] if c["id"] == failing.id]
     assert cell["source"] == failing.source.replace(".astype(int)", ".dropna().astype(int)")
     assert cell["prompt"][1:-2].isdigit()
     assert "Error" not in cell["output"] and "customer_rating" in cell["output"]
-    chat = page.locator(".neta-chat-view")
     assert chat.locator(f"{DECIDED}[data-decision=accepted] .neta-cell-edit-undo").is_visible()
     # The chat scrolled to the accepted card, with what followed it below.
-    tool_card(page, "accepted").evaluate("node => node.scrollIntoView({block: 'start'})")
+    accepted = chat.locator(".neta-tool-card", has=page.locator(
+        ".neta-cell-edit[data-decision=accepted]"))
+    accepted.evaluate("node => node.scrollIntoView({block: 'start'})")
     pictures(lab, chat, screenshot_dir, "notebook-agent-demo")
+
+    # The tidy-up: one Changes card of three; Accept all makes the three at once.
+    before = [(c["id"], c["source"]) for c in panel["cells"]]
+    changes = tidy.locator(".neta-chat-approval.neta-changes")
+    changes.wait_for(timeout=60_000)
+    assert [c.strip() for c in changes.locator(".neta-changes-count").all_text_contents()] == [
+        "2 added", "1 changed"]
+    changes.locator("button[data-decision=accept-all]").click()
+    tidy.locator(".neta-chat-text", has_text="3 of 3 changes made.").wait_for(timeout=60_000)
+    tidied = [(c["id"], c["source"]) for c in dict(page.evaluate(SHOWN_JS, name))["cells"]]
+    assert len(tidied) == len(before) + 2
+    at = [cell_id for cell_id, _ in tidied].index(load.id)
+    assert "without a rating" in tidied[at][1] and tidied[at + 1][1].startswith("**The data:**")
+    assert tidied[-1][1].startswith('sales.groupby("region")')
+
+    # Rewind on the prompt, the box ticked: the notebook is as it was before the tidy-up.
+    prompt = tidy.locator(".neta-chat-user")
+    prompt.hover()
+    prompt.locator(".neta-msg-action-rewind").click()
+    prompt.locator(".neta-msg-confirm-notebook input").check()
+    prompt.locator(".neta-msg-confirm-go").click()
+    notice = tidy.locator(".neta-notebook-restore-text")
+    notice.wait_for()
+    assert notice.text_content() == "Notebook put back; changes undone: 3."
+    poll_until(lambda: [(c["id"], c["source"]) for c in dict(
+        page.evaluate(SHOWN_JS, name))["cells"]] == before,
+        within=10, what="the rewind put the tidied cells back")
 
 
 # A proposal whose added line is longer than a 380 px side panel, and an answer with a

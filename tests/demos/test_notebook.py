@@ -14,7 +14,7 @@ import pandas as pd  # type: ignore[import-untyped]
 import pytest
 
 from neta_nb import AgentSession
-from neta_nb.demos.notebook import FIX_PROMPT, demo_notebook_agent
+from neta_nb.demos.notebook import FIX_PROMPT, TIDY_PROMPT, demo_notebook_agent
 from neta_nb.providers.scripted.demo_notebook_script import failing_cell, proposed_fix
 from neta_nb.tools.notebook import kernel
 from neta_nb.tools.notebook.reading import CellRange, render_notebook
@@ -95,3 +95,45 @@ async def test_without_a_page_the_demo_reads_the_kernel_history_and_shows_the_fi
     answer = session.messages[-1].text
     assert "could not change the notebook" in answer
     assert ".dropna().astype(int)" in answer
+
+
+async def test_tidy_proposes_three_changes_in_one_answer_and_counts_what_was_made() -> None:
+    page = _page()
+    page.cells[0]["source"] = ("import pandas as pd\nsales = pd.read_csv('data/sales.csv')\n"
+                               "sales.head(3)")
+    session = AgentSession(demo_notebook_agent(), approval_policy="allow")
+    session.notebook_page = page
+    await session.run(TIDY_PROMPT)
+    [proposing] = [m for m in session.messages if len(m.tool_calls) > 1]
+    assert [c.name for c in proposing.tool_calls] == ["edit_cell", "insert_cell", "insert_cell"]
+    assert page.cell("load")["source"] == (
+        "import pandas as pd\nsales = pd.read_csv('data/sales.csv')\n"
+        "print(f\"{len(sales)} orders, {sales['customer_rating'].isna().sum()} without a "
+        "rating\")\nsales.head(3)")
+    kinds = [(c.get("cell_type", "code"), c["source"][:12]) for c in page.cells]
+    assert kinds[1] == ("markdown", "**The data:*")  # the note, right after the load
+    assert page.cells[-1]["source"].startswith('sales.groupby("region")')
+    # What the demo proposes runs on the demo's data.
+    namespace: dict[str, Any] = {"pd": pd}
+    exec(page.cell("load")["source"].replace("data/sales.csv", str(DATA)), namespace)
+    exec(page.cells[-1]["source"], namespace)
+    assert session.messages[-1].text.startswith("3 of 3 changes made.")
+
+
+async def test_tidy_rejected_leaves_the_notebook_and_says_none_were_made() -> None:
+    page = _page()
+    before = [dict(cell) for cell in page.cells]
+    session = AgentSession(demo_notebook_agent())  # no one to ask: the policy rejects
+    session.notebook_page = page
+    await session.run(TIDY_PROMPT)
+    assert page.cells == before
+    assert session.messages[-1].text.startswith("0 of 3 changes made.")
+
+
+async def test_tidy_without_a_page_says_where_to_review_it() -> None:
+    session = AgentSession(demo_notebook_agent(), approval_policy="allow")
+    session.namespace.update({"In": ["", "import pandas as pd\nsales = pd.read_csv('x.csv')"],
+                              "Out": {}})
+    await session.run(TIDY_PROMPT)
+    answer = session.messages[-1].text
+    assert "could not change the notebook" in answer and "Notebook 7" in answer

@@ -6,9 +6,14 @@ fallback, cancellation that aborts the HTTP request, cost and budget)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import subprocess
+import sys
 import threading
 import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -16,6 +21,7 @@ import pandas as pd  # type: ignore[import-untyped]
 import pytest
 
 from neta_nb import ModelPrice, create_provider
+from neta_nb.providers import ScriptedProvider
 from neta_nb.runtime.inline_completion import (
     CompletionContext,
     CompletionRequest,
@@ -24,6 +30,7 @@ from neta_nb.runtime.inline_completion import (
     inline_completion,
     variable_context,
 )
+from neta_nb.runtime.inline_completion import completer as completer_module
 from neta_nb.runtime.inline_completion.context import (
     CELLS_CHARS,
     ERROR_CHARS,
@@ -207,32 +214,55 @@ def test_a_server_without_completions_is_asked_as_a_chat_model() -> None:
         assert completer.fim is False
 
 
-def test_a_new_request_aborts_the_one_in_flight() -> None:
-    with fim_server(chunk_delay=0.4) as server:
+def wait_for(condition: Callable[[], bool], seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+# The server's slow part comes before its answer's headers (it reads the prompt first, as
+# llama-cpp-python does) or between the pieces of its answer: an abort ends the request
+# in either, at once, not when the server next writes (5 s later).
+SLOW = {"before the headers": {"header_delays": (5.0,)},
+        "between the pieces": {"chunk_delay": 5.0}}
+
+
+@pytest.mark.parametrize("slow", SLOW.values(), ids=SLOW.keys())
+def test_a_new_request_aborts_the_one_in_flight(slow: dict[str, Any]) -> None:
+    with fim_server(**slow) as server:
         completer = completer_for(server.base_url)
         sent = Messages()
         completer.complete("r1", context_at('df["re', frame_namespace()), sent)
-        deadline = time.monotonic() + 5
-        while server.in_flight == 0 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        assert wait_for(lambda: server.in_flight == 1, 5)
+        server.chunk_delay = 0.0  # the second request is answered at once
+        started = time.monotonic()
         completer.complete("r2", context_at('df["reg', frame_namespace()), sent)
         assert sent.wait_end("r2")["kind"] == "done"
         assert sent.text("r2") == 'ion"]'
+        assert time.monotonic() - started < 1.5  # r2 did not wait out r1's connection
         completer.wait_idle()
         assert [m for m in sent.sent if m["id"] == "r1"] == []  # nothing stale reaches the page
         assert server.hung_up == 1  # the request was aborted, not only ignored
         assert server.most_in_flight == 1
 
 
-def test_cancel_aborts_the_request() -> None:
-    with fim_server(chunk_delay=0.4) as server:
+@pytest.mark.parametrize("slow", SLOW.values(), ids=SLOW.keys())
+def test_cancel_aborts_the_request(slow: dict[str, Any]) -> None:
+    with fim_server(**slow) as server:
         completer = completer_for(server.base_url)
         sent = Messages()
         completer.complete("r1", context_at('df["re', frame_namespace()), sent)
-        time.sleep(0.1)
+        assert wait_for(lambda: server.in_flight == 1, 5)
         completer.cancel("r1")
+        # The server sees the connection end at once, and the request's thread ends.
+        assert wait_for(lambda: server.hung_up == 1, 1.0)
+        cancelled = time.monotonic()
         completer.wait_idle()
-        time.sleep(0.5)
+        assert time.monotonic() - cancelled < 1.0
+        time.sleep(0.2)
         assert sent.sent == []
         assert server.hung_up == 1
 
@@ -256,6 +286,104 @@ def test_a_server_error_is_an_error_message() -> None:
     completer.complete("r1", context_at("x", {}), sent)
     end = sent.wait_end("r1")
     assert end["kind"] == "error" and "failed" in end["message"]
+
+
+def test_chat_requests_reuse_a_kept_alive_connection() -> None:
+    # Each request's answer runs on the completer's thread: the provider's client keeps
+    # the connection for the next one, which must still work on it.
+    with fim_server(fim=False, keep_alive=True) as server:
+        completer = completer_for(server.base_url)
+        try:
+            for request_id in ("r1", "r2", "r3"):
+                sent = Messages()
+                completer.complete(request_id, context_at('df["reg', frame_namespace()), sent)
+                assert sent.wait_end(request_id) == {"kind": "done", "id": request_id}
+                assert sent.text(request_id) == 'ion"]'
+                completer.wait_idle()
+            assert server.paths[1:] == ["/v1/chat/completions"] * 3
+        finally:
+            # The kept connection is closed on the loop that opened it (left to the
+            # garbage collector, it would warn in a later test).
+            closing = completer.provider._client.close()  # type: ignore[attr-defined]
+            asyncio.run_coroutine_threadsafe(closing, completer_module._CHAT_LOOP.get()).result(5)
+
+
+def test_cancel_aborts_a_chat_request() -> None:
+    with fim_server(fim=False, chunk_delay=5.0) as server:
+        completer = completer_for(server.base_url, fim=False)
+        sent = Messages()
+        completer.complete("r1", context_at('df["re', frame_namespace()), sent)
+        assert wait_for(lambda: server.in_flight == 1, 5)
+        completer.cancel("r1")
+        assert wait_for(lambda: server.hung_up == 1, 1.0)
+        cancelled = time.monotonic()
+        completer.wait_idle()
+        assert time.monotonic() - cancelled < 1.0
+        assert sent.sent == []
+
+
+@pytest.mark.parametrize("status", [400, 404, 405, 501])
+def test_a_server_that_refuses_suffix_is_asked_as_a_chat_model(status: int) -> None:
+    with fim_server(status=status) as server:
+        completer = completer_for(server.base_url)
+        sent = Messages()
+        completer.complete("r1", context_at('df["reg', frame_namespace()), sent)
+        assert sent.wait_end("r1")["kind"] == "done"
+        assert sent.text("r1") == 'ion"]'
+        assert server.paths == ["/v1/completions", "/v1/chat/completions"]
+
+
+@pytest.mark.parametrize(("fim", "path"), [(True, "/v1/completions"), ("infill", "/infill")])
+def test_a_failing_server_is_named_with_its_status_and_its_words(fim: Any, path: str) -> None:
+    with fim_server(status=503) as server:
+        completer = completer_for(server.base_url, fim=fim)
+        sent = Messages()
+        completer.complete("r1", context_at('df["re', frame_namespace()), sent)
+        end = sent.wait_end("r1")
+        assert end["kind"] == "error"
+        assert end["message"] == ("the completions endpoint answered 503: "
+                                  "status 503: this server says no")
+        completer.wait_idle()
+        assert server.paths == [path]  # asked once: no retry, a retry's answer is stale
+        assert server.authorizations == ["Bearer k"]
+
+
+def test_fim_asked_by_name_refused_is_an_error() -> None:
+    with fim_server(status=404) as server:
+        completer = completer_for(server.base_url, fim=True)
+        sent = Messages()
+        completer.complete("r1", context_at('df["re', frame_namespace()), sent)
+        end = sent.wait_end("r1")
+        assert end["kind"] == "error" and "answered 404" in end["message"]
+        assert server.paths == ["/v1/completions"]
+
+
+def test_neta_nb_imports_without_the_openai_sdk() -> None:
+    blocked = ("import sys; sys.modules['openai'] = None; import neta_nb; "
+               "import neta_nb.runtime.inline_completion; print('imported')")
+    result = subprocess.run([sys.executable, "-c", blocked], capture_output=True, text=True,
+                            timeout=120, cwd=Path(__file__).resolve().parents[2])
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "imported"
+
+
+def test_fim_without_the_openai_sdk_says_what_to_install(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A provider of one's own at an OpenAI-compatible server, in an environment without
+    # the openai extra: its chat works, its fill-in-the-middle names the extra.
+    monkeypatch.setitem(sys.modules, "openai", None)
+    monkeypatch.delitem(sys.modules, "neta_nb.providers.openai_fim", raising=False)
+    monkeypatch.delitem(sys.modules, "neta_nb.providers.openai", raising=False)
+    provider = ScriptedProvider()
+    monkeypatch.setattr(provider, "supplier", "openai-compatible")
+    monkeypatch.setattr(provider, "base_url", "http://127.0.0.1:9/v1")
+    completer = InlineCompleter(provider)
+    assert completer.fim
+    sent = Messages()
+    completer.complete("r1", context_at("x = ", {}), sent)
+    end = sent.wait_end("r1")
+    assert end["kind"] == "error"
+    assert "pip install 'neta-nb[openai]'" in end["message"]
 
 
 # --- the switch -------------------------------------------------------------------------------

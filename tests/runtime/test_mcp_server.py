@@ -378,3 +378,29 @@ async def test_a_call_the_client_gives_up_stops_its_turn() -> None:
         after = await client.call_tool("read_notebook", {})
     assert not after.is_error, text_of(after)
     assert user.pages["claude-code"].cell("c2")["source"] == "y = x + 1"
+
+
+async def test_a_cell_started_without_waiting_is_followed_with_cell_status() -> None:
+    user = User()
+    async with served(user) as server, connected(server) as client:
+        listed = {tool.name for tool in (await client.list_tools()).tools}
+        assert {"run_cell", "cell_status"} <= listed
+        started = await client.call_tool("run_cell", {"cell_id": "c1", "wait": False})
+        assert not started.is_error, text_of(started)
+        page = user.pages["claude-code"]
+
+        async def state() -> str:
+            result = await client.call_tool("cell_status", {"cell_id": "c1"})
+            assert not result.is_error, text_of(result)
+            return text_of(result)
+
+        # Started once the call that asked for it has returned: the client's call is its turn.
+        for _ in range(50):
+            if "c1" in page.executing:
+                break
+            await asyncio.sleep(0.1)
+        assert "running" in await state()
+        page.end_run("c1")
+        assert "done" in await state()
+    assert [args for op, args in page.requests if op == "run"] == [
+        {"cell_id": "c1", "wait": False}]

@@ -50,9 +50,24 @@ class FimServer:
     most_in_flight: int = 0
     hung_up: int = 0
     chunk_delay: float = 0.0
-    """Seconds between two pieces of an answer (a slow model, for cancellation)."""
+    """Seconds before each piece of an answer (a slow model, for cancellation)."""
+    header_delays: tuple[float, ...] = ()
+    """Seconds before the answer's headers, one per request in order (a server reading a
+    long prompt before it answers, as llama-cpp-python does); the requests after them
+    answer at once."""
     fim: bool = True
     """Whether ``/v1/completions`` exists (else it answers 404)."""
+    status: int = 200
+    """What the fill-in-the-middle endpoints answer: other than 200, that status with a
+    line saying why (a server that refuses ``suffix``, or fails)."""
+    keep_alive: bool = False
+    """Whether a streamed answer leaves the connection open for the next request (a
+    chunked body), as real servers do; else it ends with the connection."""
+    authorizations: list[str | None] = field(default_factory=list)
+    """Each request's ``Authorization`` header."""
+    connections: list[socket.socket] = field(default_factory=list)
+    """The connections accepted (shut down when the server stops: a kept-alive one
+    would stay open in its client)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -68,6 +83,7 @@ class FimServer:
         with self.lock:
             self.bodies.clear()
             self.paths.clear()
+            self.authorizations.clear()
             self.most_in_flight = self.hung_up = 0
 
 
@@ -78,6 +94,11 @@ def _handler(server: FimServer) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
+        def setup(self) -> None:
+            super().setup()
+            with server.lock:
+                server.connections.append(self.connection)
+
         def do_POST(self) -> None:
             sent = self.rfile.read(int(self.headers["Content-Length"]))
             if not sent:
@@ -86,10 +107,16 @@ def _handler(server: FimServer) -> type[BaseHTTPRequestHandler]:
             with server.lock:
                 server.bodies.append(body)
                 server.paths.append(self.path)
+                server.authorizations.append(self.headers.get("Authorization"))
                 server.in_flight += 1
                 server.most_in_flight = max(server.most_in_flight, server.in_flight)
+                delay = dict(enumerate(server.header_delays, 1)).get(len(server.bodies), 0.0)
             try:
-                self._answer(body)
+                if _client_gone(self.connection, delay):
+                    with server.lock:
+                        server.hung_up += 1
+                elif not _refused(self, server.status):
+                    self._answer(body)
             finally:
                 with server.lock:
                     server.in_flight -= 1
@@ -101,34 +128,56 @@ def _handler(server: FimServer) -> type[BaseHTTPRequestHandler]:
                 self.send_header("Content-Length", "0")
                 self.end_headers()
                 return
+            chunked = server.keep_alive
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Connection", "close")
+            # Kept alive, the answer ends with its chunked body's last (empty) chunk.
+            self.send_header(*(("Transfer-Encoding", "chunked") if chunked
+                               else ("Connection", "close")))
             self.end_headers()
             try:
                 for event in events:
-                    if self._client_gone(server.chunk_delay):
+                    if _client_gone(self.connection, server.chunk_delay):
                         raise ConnectionResetError("the client hung up")
-                    self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
-                    self.wfile.flush()
-                self.wfile.write(b"data: [DONE]\n\n")
-                self.wfile.flush()
+                    _send(self, f"data: {json.dumps(event)}\n\n".encode(), chunked=chunked)
+                _send(self, b"data: [DONE]\n\n", chunked=chunked)
+                _send(self, b"", chunked=chunked)
             except OSError:
                 with server.lock:
                     server.hung_up += 1
 
-        def _client_gone(self, wait: float) -> bool:
-            """Whether the client hung up, waiting up to ``wait`` seconds for it."""
-            readable, _, _ = select.select([self.connection], [], [], wait)
-            if not readable:
-                return False
-            try:
-                peeked: bytes = self.connection.recv(1, socket.MSG_PEEK)
-            except OSError:
-                return True
-            return peeked == b""
-
     return Handler
+
+
+def _send(handler: BaseHTTPRequestHandler, data: bytes, *, chunked: bool) -> None:
+    """Write ``data``, as a chunk of a chunked body when ``chunked`` (``b""``: the last)."""
+    handler.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n" if chunked else data)
+    handler.wfile.flush()
+
+
+def _client_gone(connection: socket.socket, wait: float) -> bool:
+    """Whether the client at ``connection`` hung up, waiting up to ``wait`` seconds for it."""
+    readable, _, _ = select.select([connection], [], [], wait)
+    if not readable:
+        return False
+    try:
+        peeked: bytes = connection.recv(1, socket.MSG_PEEK)
+    except OSError:
+        return True
+    return peeked == b""
+
+
+def _refused(handler: BaseHTTPRequestHandler, status: int) -> bool:
+    """Whether the request was answered ``status`` (other than 200, at a fill-in-the-middle
+    endpoint), with a line saying why."""
+    if status == 200 or handler.path not in ("/v1/completions", "/infill"):
+        return False
+    why = f"status {status}: this server says no".encode()
+    handler.send_response(status)
+    handler.send_header("Content-Length", str(len(why)))
+    handler.end_headers()
+    handler.wfile.write(why)
+    return True
 
 
 def _events(path: str, body: dict[str, Any], *, fim: bool) -> list[dict[str, Any]] | None:
@@ -170,6 +219,9 @@ def fim_server(**options: Any) -> Iterator[FimServer]:
     try:
         yield state
     finally:
+        for connection in state.connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
         httpd.shutdown()
         httpd.server_close()
         thread.join(5)

@@ -33,8 +33,12 @@ class RecordingProxy:
     """``async with RecordingProxy(port) as proxy``: ``proxy.base_url`` forwards to
     ``127.0.0.1:port``; ``proxy.requests`` lists what went through."""
 
-    def __init__(self, upstream_port: int) -> None:
+    def __init__(self, upstream_port: int, *,
+                 refuse: dict[str, tuple[int, str]] | None = None) -> None:
         self.upstream_port = upstream_port
+        self.refuse = dict(refuse or {})
+        """Paths answered here with a status and its words, never forwarded (a server
+        without that endpoint, or one that refuses what the request asks)."""
         self.requests: list[ProxiedRequest] = []
         self._server: asyncio.Server | None = None
         self._port = 0
@@ -81,6 +85,13 @@ class RecordingProxy:
                            if line.lower().startswith("content-length:")), 0)
             body = await reader.readexactly(length) if length else b""
             self.requests.append(ProxiedRequest(method, path, body))
+            if path in self.refuse:
+                status, words = self.refuse[path]
+                said = words.encode()
+                writer.write(f"HTTP/1.1 {status} Refused\r\nContent-Length: {len(said)}\r\n"
+                             "Connection: close\r\n\r\n".encode("latin-1") + said)
+                await writer.drain()
+                return
             kept = [line for line in headers if not line.lower().startswith("connection:")]
             forwarded = "\r\n".join([f"{method} {path} {version}", *kept, "Connection: close"])
             upstream_reader, upstream_writer = await asyncio.open_connection(

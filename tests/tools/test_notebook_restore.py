@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from neta_nb import AgentSession, AgentToolConfig
+from neta_nb import Agent, AgentSession, AgentToolConfig
 from neta_nb.store.session_store import SessionStore
 from neta_nb.tools.notebook.changes import AppliedChange, applied_changes
 from neta_nb.tools.notebook.changes.restore import CellConflict, RestoredCell, plan_restore
 
 from ..support.notebook_page import FakeNotebookPage
-from ..support.sessions import answer, calls, make_session
+from ..support.sessions import FakeProvider, answer, calls, make_session
 
 TOOLS = AgentToolConfig(enabled=["read_notebook", "edit_cell", "insert_cell", "delete_cell",
                                  "move_cell"])
@@ -245,3 +245,46 @@ async def test_a_set_reviewed_together_and_accepted_is_put_back_by_a_rewind() ->
     done = await session.rewind(prompt, notebook=True)
     assert _sources(page) == before
     assert done.notebook.conflicts == []
+
+
+def _crew_with_an_editor(page: FakeNotebookPage, store: SessionStore | None) -> AgentSession:
+    """A planner that edits a cell, then delegates to an editor that edits another and
+    inserts one (its own changes, in its own history), then edits a third itself."""
+    editor = Agent("editor", description="edits cells", tools=TOOLS,
+                   accept_notebook_edits=True, model=FakeProvider([
+                       calls(("ce", "edit_cell", {"cell_id": "c2", "source": "total = 99"}),
+                             ("ci", "insert_cell", {"source": "print('child')",
+                                                    "after_cell_id": "c2"})),
+                       answer("Edited.")]))
+    planner = Agent("planner", subagents=[editor], accept_notebook_edits=True,
+                    tools=AgentToolConfig(enabled=[*TOOLS.enabled, "delegate"]),
+                    model=FakeProvider([
+                        calls(("pe", "edit_cell", {"cell_id": "c1", "source": "rows = [9]"})),
+                        calls(("d1", "delegate", {"agent": "editor", "task": "tidy c2"})),
+                        calls(("pm", "edit_cell", {"cell_id": "c3", "source": "mean = 9"})),
+                        answer("All done.")]))
+    session = AgentSession(planner, store=store)
+    session.notebook_page = page
+    return session
+
+
+@pytest.mark.parametrize("resumed", [False, True])
+async def test_a_sub_agents_changes_are_put_back_by_the_parents_rewind(
+        resumed: bool, tmp_path: Path) -> None:
+    page = FakeNotebookPage(CELLS)
+    store = SessionStore(tmp_path / "sessions.db")
+    session = _crew_with_an_editor(page, store)
+    await session.run("go")
+    assert page.cell("c2")["source"] == "total = 99" and len(page.cells) == len(CELLS) + 1
+    if resumed:  # a new kernel: the sub-agent's history is in the store alone
+        session.flush()
+        session = AgentSession.resume(session.id, SessionStore(tmp_path / "sessions.db"),
+                                      agent=session.agent)
+        session.notebook_page = page
+        assert session.subagents == {}
+    prompt = session.messages[0].id
+    done = await session.rewind(prompt, notebook=True)
+    assert done.notebook.error is None and done.notebook.conflicts == []
+    assert _sources(page) == [(c["id"], c.get("cell_type", "code"), c["source"])
+                              for c in CELLS]
+    assert {c.cell_id for c in done.notebook.restored} >= {"c1", "c2", "c3"}

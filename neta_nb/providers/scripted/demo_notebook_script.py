@@ -1,5 +1,8 @@
-"""The offline model's notebook demo: a cell raised an error, and the agent reads the
-notebook, proposes a fix as a diff, and once the user accepts it runs the cell.
+"""The offline model's notebook demos. Asked :data:`FIX_PROMPT`: a cell raised an error,
+and the agent reads the notebook, proposes a fix as a diff, and once the user accepts it
+runs the cell. Asked :data:`TIDY_PROMPT`: it reads the notebook and proposes several
+changes in one answer — reviewed together, as one Changes card — and says what became of
+each.
 
 Only the wording is canned. Which cell failed, its text and its error are read from the
 ``read_notebook`` result in the conversation; the fix is a rule of the demo (a column of
@@ -24,12 +27,17 @@ from .script_format import (
     TextStep,
     ThinkingStep,
     ToolCallStep,
+    current_turn,
 )
 
-__all__ = ["FIX_PROMPT", "NOTEBOOK_FIX_SCRIPT", "failing_cell", "proposed_fix"]
+__all__ = ["FIX_PROMPT", "NOTEBOOK_FIX_SCRIPT", "TIDY_PROMPT", "failing_cell",
+           "proposed_fix", "tidy_changes"]
 
 FIX_PROMPT = "The cell above fails. Why? Fix it."
 """The prompt the notebook demo is written for."""
+
+TIDY_PROMPT = "Tidy the notebook up: say what the data is, and end with a summary."
+"""The prompt of the demo's several changes at once."""
 
 _CELL = re.compile(r"^--- cell \d+ · id (?P<id>\S+) · (?P<type>\w+)")
 _CAST = re.compile(r"(?P<column>\w+\[[\"'][^\"']+[\"']\])\.astype\((?P<kind>int|\"int\"|'int')\)")
@@ -66,6 +74,13 @@ def proposed_fix(source: str) -> str | None:
 
 
 def _read(messages: Sequence[Message]) -> ScriptedResponse:
+    if _tidying(messages):
+        return ScriptedResponse(steps=[
+            ThinkingStep(thinking=(
+                "To tidy the notebook up I need to know what is in it: its cells in order.")),
+            TextStep(text="Reading the notebook first.\n"),
+            ToolCallStep(tool_call=ScriptToolCall(name="read_notebook", args={})),
+        ])
     return ScriptedResponse(steps=[
         ThinkingStep(thinking=(
             "The user says a cell fails. Before guessing I should read the notebook: the "
@@ -81,7 +96,97 @@ def _result_of(messages: Sequence[Message], tool: str) -> tuple[dict[str, object
     return found[-1] if found else None
 
 
+def _tidying(messages: Sequence[Message]) -> bool:
+    prompt, _ = current_turn(messages)
+    return prompt is not None and prompt.text.strip() == TIDY_PROMPT
+
+
+def _cells(read: str) -> list[tuple[str, str, str]]:
+    """(id, type, source) of every cell of a ``read_notebook`` answer, in order."""
+    cells: list[tuple[str, str, list[str]]] = []
+    in_source = False
+    for line in read.splitlines():
+        start = _CELL.match(line)
+        if start:
+            cells.append((start["id"], start["type"], []))
+            in_source = True
+            continue
+        if line.startswith("··· "):
+            in_source = False
+            continue
+        text = unquoted(line)
+        if cells and in_source and text is not None:
+            cells[-1][2].append(text)
+    return [(cell_id, kind, "\n".join(lines)) for cell_id, kind, lines in cells]
+
+
+_SUMMARY = ('sales.groupby("region")["customer_rating"].agg(["mean", "count"]).round(2)')
+_ABOUT = ("**The data:** one row per order — its date, region, product, units and revenue, "
+          "and the customer's rating from 1 to 5 (blank where the customer gave none).")
+
+
+def tidy_changes(read: str) -> list[ScriptToolCall]:
+    """The tidy demo's changes to the notebook ``read`` shows: the cell that loads the
+    sales says how many orders lack a rating, a note after it says what the data is, and
+    a summary by region ends the notebook (none when no cell loads ``sales``)."""
+    cells = _cells(read)
+    load = next((cell for cell in cells
+                 if cell[1] == "code" and "sales = pd.read_csv(" in cell[2]), None)
+    if load is None:
+        return []
+    cell_id, _, source = load
+    counted = ('print(f"{len(sales)} orders, '
+               '{sales[\'customer_rating\'].isna().sum()} without a rating")')
+    lines = source.splitlines()
+    at = next((i + 1 for i, line in enumerate(lines) if "pd.read_csv(" in line), len(lines))
+    edited = "\n".join([*lines[:at], counted, *lines[at:]])
+    return [
+        ScriptToolCall(name="edit_cell", args={"cell_id": cell_id, "source": edited}),
+        ScriptToolCall(name="insert_cell", args={"source": _ABOUT, "cell_type": "markdown",
+                                                 "after_cell_id": cell_id}),
+        ScriptToolCall(name="insert_cell", args={"source": _SUMMARY}),
+    ]
+
+
+def _propose_tidy(messages: Sequence[Message]) -> ScriptedResponse:
+    read = _result_of(messages, "read_notebook")
+    changes = tidy_changes(read[1].content) if read and not read[1].is_error else []
+    if not changes:
+        return ScriptedResponse(steps=[TextStep(text=(
+            "I read the notebook and found no cell that loads the sales data. I am the "
+            "offline demo model: I tidy up this demo's notebook only."))])
+    return ScriptedResponse(steps=[
+        ThinkingStep(thinking=(
+            "Three changes: count the missing ratings where the data is loaded, a note on "
+            "what each column means after that cell, and a summary by region at the end. "
+            "I propose them together; the user reviews them as one.")),
+        TextStep(text=("Three changes, for you to review together: the loading cell counts "
+                       "the orders without a rating, a note says what the data is, and a "
+                       "summary by region ends the notebook.\n")),
+        *(ToolCallStep(tool_call=call) for call in changes),
+    ])
+
+
+def _report_tidy(messages: Sequence[Message]) -> ScriptedResponse:
+    results = [result for name, _, result in _turn_results(messages)
+               if name in ("edit_cell", "insert_cell")]
+    # Decided changes say the notebook is unchanged when they were not made (rejected, or
+    # accepted but no longer fitting); a call that could not be asked at all does not.
+    unchanged = ["unchanged" in r.content or "not made" in r.content for r in results]
+    if results and all(r.is_error for r in results) and not any(unchanged):
+        return ScriptedResponse(steps=[TextStep(text=(
+            f"I could not change the notebook from here ({results[0].content}) Open "
+            "this notebook in JupyterLab or Notebook 7 with the chat shown to review the "
+            "changes."))])
+    made = sum(1 for r, kept in zip(results, unchanged, strict=True) if not (r.is_error or kept))
+    return ScriptedResponse(steps=[TextStep(text=(
+        f"{made} of {len(results)} changes made. Rewind on your prompt, with its box "
+        "ticked, takes them back out of the notebook again."))])
+
+
 def _propose(messages: Sequence[Message]) -> ScriptedResponse:
+    if _tidying(messages):
+        return _propose_tidy(messages)
     read = _result_of(messages, "read_notebook")
     failing = failing_cell(read[1].content) if read and not read[1].is_error else None
     fix = proposed_fix(failing[1]) if failing else None
@@ -107,6 +212,8 @@ def _propose(messages: Sequence[Message]) -> ScriptedResponse:
 
 
 def _run_or_stop(messages: Sequence[Message]) -> ScriptedResponse:
+    if _tidying(messages):
+        return _report_tidy(messages)
     edit = _result_of(messages, "edit_cell")
     if edit is None:
         return ScriptedResponse(steps=[TextStep(text="Nothing was proposed.")])
@@ -141,4 +248,5 @@ def _report(messages: Sequence[Message]) -> ScriptedResponse:
 
 
 NOTEBOOK_FIX_SCRIPT = Script(responses=[_read, _propose, _run_or_stop, _report])
-"""The notebook demo's script: read, propose, run, report."""
+"""The notebook demo's script: read, propose, run, report (asked :data:`TIDY_PROMPT`:
+read, propose the changes, report)."""

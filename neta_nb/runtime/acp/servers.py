@@ -18,7 +18,7 @@ NOTEBOOK_SERVER = "neta-notebook"
 """The name the notebook's own MCP server is given (``serve_notebook_mcp()``'s object, or
 the one a session on a notebook page gives its agent)."""
 NOTEBOOK_GRANTS = ("read_notebook", "list_variables", "edit_cell", "insert_cell", "run_cell",
-                   "delete_cell", "move_cell", "clear_outputs", "run_all")
+                   "cell_status", "delete_cell", "move_cell", "clear_outputs", "run_all")
 """The notebook tools an outside agent is granted unless its ``tools`` say otherwise: as
 a client of the notebook's MCP server is (edits, deletes and moves as proposals the user
 decides on; runs with approval)."""

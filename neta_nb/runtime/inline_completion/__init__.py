@@ -1,8 +1,8 @@
 """Inline code completion: what the model is told about the cell and the live kernel
-(:mod:`.context`), the fill-in-the-middle call to an OpenAI-compatible server
-(:mod:`.fim`) and the completer that runs one request at a time off the kernel's thread
-(:mod:`.completer`), and ``neta_nb.inline_completion``, the kernel's end of the link to
-the page (:mod:`.link`; the page's end is ``js/labextension/src/inline-completion.ts``)."""
+(:mod:`.context`), the completer that runs one request at a time off the kernel's thread
+(:mod:`.completer`; its fill-in-the-middle call is :mod:`neta_nb.providers.openai_fim`),
+and ``neta_nb.inline_completion``, the kernel's end of the link to the page (:mod:`.link`;
+the page's end is ``js/labextension/src/inline-completion.ts``)."""
 
 from .completer import InlineCompleter
 from .context import CompletionContext, CompletionRequest, variable_context

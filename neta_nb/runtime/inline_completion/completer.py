@@ -15,18 +15,21 @@ reached stops further requests with an error message.
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import concurrent.futures
+import os
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ...messages import Message, TextPart, Usage
 from ...providers.base import ModelRequest, Provider, TextDelta, UsageUpdate
 from ..session.spending import Spend, format_usd, reached
 from ..tracing.tracing import NO_SPAN, turn_tracer
 from .context import CHAT_SYSTEM_PROMPT, CompletionContext
-from .fim import FimCall, FimUnsupportedError
+
+if TYPE_CHECKING:
+    from ...providers.openai_fim import FimCall
 
 __all__ = ["InlineCompleter", "Send", "serves_fim"]
 
@@ -50,20 +53,18 @@ class _Running:
         self.id = request_id
         self.cancelled = threading.Event()
         self.call: FimCall | None = None
-        self.loop: asyncio.AbstractEventLoop | None = None
-        self.task: asyncio.Task[Any] | None = None
+        self.chat: concurrent.futures.Future[Any] | None = None
         self.thread: threading.Thread | None = None
         self.lock = threading.Lock()
 
     def cancel(self) -> None:
         with self.lock:
             self.cancelled.set()
-            call, loop, task = self.call, self.loop, self.task
+            call, chat = self.call, self.chat
         if call is not None:
             call.abort()
-        if loop is not None and task is not None:
-            with contextlib.suppress(RuntimeError):  # its loop ended already
-                loop.call_soon_threadsafe(task.cancel)
+        if chat is not None:
+            chat.cancel()
 
 
 class InlineCompleter:
@@ -187,29 +188,38 @@ class InlineCompleter:
     def _ask(self, running: _Running, context: CompletionContext,
              piece: Callable[[str], None]) -> Usage | _Unreported | None:
         if self.fim:
-            try:
-                return self._ask_fim(running, context, piece)
-            except FimUnsupportedError:
-                if self._fim_asked:
-                    raise
-                self.fim = False  # this server has no FIM: a chat model from now on
+            usage = self._ask_fim(running, context, piece)
+            if not isinstance(usage, _Refused):
+                return usage
+            self.fim = False  # this server has no FIM: a chat model from now on
         return self._ask_chat(running, context, piece)
 
     def _ask_fim(self, running: _Running, context: CompletionContext,
-                 piece: Callable[[str], None]) -> Usage | _Unreported | None:
+                 piece: Callable[[str], None]) -> Usage | _Unreported | _Refused | None:
+        # The openai extra's module, imported here: a chat model needs no SDK of OpenAI's,
+        # and without it this raises the ImportError that names the extra.
+        from ...providers.openai_fim import FimCall, FimUnsupportedError
+
         provider = self.provider
-        if not provider.base_url:
-            raise FimUnsupportedError("fill-in-the-middle needs a server address (base_url)")
-        options = provider.rebuild_options() or {}
-        call = FimCall(provider.base_url, model=provider.model, prompt=context.fim_prompt(),
-                       suffix=context.suffix, max_tokens=self.max_tokens,
-                       api_key=options.get("api_key"), timeout=self.timeout,
-                       endpoint=self._endpoint, extra=context.fim_extra())
-        with running.lock:
-            if running.cancelled.is_set():
-                return _UNREPORTED
-            running.call = call
-        usage = call.run(piece)
+        try:
+            if not provider.base_url:
+                raise FimUnsupportedError("fill-in-the-middle needs a server address "
+                                          "(base_url)")
+            options = provider.rebuild_options() or {}
+            call = FimCall(provider.base_url, model=provider.model,
+                           prompt=context.fim_prompt(), suffix=context.suffix,
+                           max_tokens=self.max_tokens, api_key=options.get("api_key"),
+                           timeout=self.timeout, endpoint=self._endpoint,
+                           extra=context.fim_extra())
+            with running.lock:
+                if running.cancelled.is_set():
+                    return _UNREPORTED
+                running.call = call
+            usage = call.run(piece)
+        except FimUnsupportedError:
+            if self._fim_asked:
+                raise
+            return _REFUSED
         return _UNREPORTED if usage is None and call.aborted else usage
 
     def _ask_chat(self, running: _Running, context: CompletionContext,
@@ -227,20 +237,15 @@ class InlineCompleter:
             fences.end()
             return usage
 
-        loop = asyncio.new_event_loop()
+        chat = asyncio.run_coroutine_threadsafe(stream(), _CHAT_LOOP.get())
+        with running.lock:
+            if running.cancelled.is_set():
+                chat.cancel()
+            running.chat = chat
         try:
-            task = loop.create_task(stream())
-            with running.lock:
-                if running.cancelled.is_set():
-                    task.cancel()
-                running.loop, running.task = loop, task
-            try:
-                return loop.run_until_complete(task)
-            except asyncio.CancelledError:
-                return _UNREPORTED
-        finally:
-            loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.close()
+            return chat.result()
+        except concurrent.futures.CancelledError:
+            return _UNREPORTED
 
     def _count(self, usage: Usage | _Unreported | None) -> None:
         if isinstance(usage, _Unreported):
@@ -249,12 +254,46 @@ class InlineCompleter:
         self.spend.add(price.cost(usage) if price is not None and usage is not None else None)
 
 
+class _ChatLoop:
+    """The event loop that inline completion's chat requests run on: one for the process,
+    on a daemon thread of its own (none of them waits for the kernel's loop, busy while
+    a cell runs). One loop, not one per request: a provider's HTTP client keeps the
+    connections it opened for the next request, and a connection opened on a loop that
+    has ended fails the request that reuses it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pid = 0
+
+    def get(self) -> asyncio.AbstractEventLoop:
+        """The loop, started on first use (again in a forked child: the parent's thread
+        is not in it)."""
+        with self._lock:
+            if self._loop is None or self._pid != os.getpid():
+                self._loop, self._pid = asyncio.new_event_loop(), os.getpid()
+                threading.Thread(target=self._loop.run_forever, daemon=True,
+                                 name="neta-nb-inline-completion-chat").start()
+            return self._loop
+
+
+_CHAT_LOOP = _ChatLoop()
+
+
 class _Unreported:
     """A call cancelled before its usage came: counted as no call (what it used is
     unknown, and a server that stops generating bills only what it generated)."""
 
 
 _UNREPORTED = _Unreported()
+
+
+class _Refused:
+    """The server has no fill-in-the-middle (and it was not asked for by name): the
+    request goes to the chat API."""
+
+
+_REFUSED = _Refused()
 
 
 class _FenceFilter:

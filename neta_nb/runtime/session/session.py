@@ -48,7 +48,7 @@ from ..approvals import ApprovalPolicy
 from ..mentions.page_mentions import page_mention_parts
 from . import branches
 from .deps import CallGate, TurnDeps
-from .notebook_rewind import NotebookRewind, start_restore
+from .notebook_rewind import NotebookRewind, changes_made, start_restore, subagent_histories
 from .resume import resume_session
 from .runner import TurnRunner, next_think_level
 from .state import SessionState
@@ -418,7 +418,8 @@ class AgentSession:
         if not notebook:
             return _branch(self, messages, branch_at=message_id)
         return start_restore(self.notebook_page,
-                             self.state.history.messages[len(messages):],
+                             changes_made(self.state.history.messages[len(messages):],
+                                          subagent_histories(self)),
                              lambda: _branch(self, messages, branch_at=message_id),
                              lambda fork, outcome: _keep_restore(fork, outcome))
 
@@ -447,7 +448,9 @@ class AgentSession:
         branches.check_free(state, "rewind")
         index = branches.message_index(state, message_id)
         if notebook:
-            return start_restore(self.notebook_page, state.history.messages[index:],
+            return start_restore(self.notebook_page,
+                                 changes_made(state.history.messages[index:],
+                                              subagent_histories(self)),
                                  lambda: _rewind_to(self, message_id, index),
                                  lambda _kept, outcome: _keep_restore(self, outcome))
         return _rewind_to(self, message_id, index)
