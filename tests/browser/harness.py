@@ -42,6 +42,7 @@ __all__ = [
     "chromium_missing_reason",
     "launch_chromium",
     "notebook7_server",
+    "write_notebook",
 ]
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -208,6 +209,19 @@ def notebook7_server(base_dir: Path) -> JupyterLabServer:
         f"--JupyterNotebookApp.user_settings_dir={server.base_dir / 'settings'}",
     ]
     return server
+
+
+def write_notebook(root: Path, name: str, cells: Sequence[str]) -> str:
+    """A notebook of code ``cells`` (Python 3) written at ``name`` under ``root``; returns
+    ``name``."""
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                       "language": "python"}
+    path = root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(notebook, path)
+    return name
 
 
 @contextlib.contextmanager
@@ -465,14 +479,7 @@ class LabSession:
     # --- notebooks -----------------------------------------------------------------
 
     def write_notebook(self, name: str, cells: Sequence[str]) -> str:
-        notebook = nbformat.v4.new_notebook()
-        notebook.cells = [nbformat.v4.new_code_cell(source) for source in cells]
-        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                           "language": "python"}
-        path = self.server.root_dir / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        nbformat.write(notebook, path)
-        return name
+        return write_notebook(self.server.root_dir, name, cells)
 
     def open_notebook(self, path: str) -> None:
         self.page.evaluate(_OPEN_JS, path)

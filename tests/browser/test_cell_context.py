@@ -1,10 +1,10 @@
-""""This cell" as context, in real JupyterLab: the chip above the chat input follows the
-cell the user puts the focus on (not the chat's own cell, where typing the prompt puts
-it); sent with the chip, the model's request holds the cell's live text — typed, not
-saved — line for line and whole; ``@cells[1:3]`` sends the second and third cells; the
-chip's × removes it until the focus moves; pinned, it stays on its cell while the focus
-moves; ``await session.run("… @this")`` in the kernel reads the active cell from the page
-too. Pictures of the chip, light and dark."""
+""""This cell" as context, in real JupyterLab (the chip's first test in Notebook 7 too): the
+chip above the chat input follows the cell the user puts the focus on (not the chat's own
+cell, where typing the prompt puts it); sent with the chip, the model's request holds the
+cell's live text — typed, not saved — line for line and whole; ``@cells[1:3]`` sends the
+second and third cells; the chip's × removes it until the focus moves; pinned, it stays
+on its cell while the focus moves; ``await session.run("… @this")`` in the kernel reads
+the active cell from the page too. Pictures of the chip (JupyterLab's), light and dark."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from neta_nb.escaping import unquoted
 from . import chat_cells
 from .harness import LabSession
 from .test_notebook_bridge import _FIND_PANEL, type_at_end
+from .test_notebook_structure import page_on
 
 pytestmark = pytest.mark.browser
 
@@ -79,9 +80,18 @@ def _focus(page: Any, index: int) -> None:
     page.locator(".jp-Notebook .jp-Cell").nth(index).locator(".jp-InputPrompt").click()
 
 
+@pytest.mark.parametrize("front", ["lab", "notebook7"])
 def test_the_chip_sends_the_live_cell_and_follows_removes_and_pins(
-        lab: LabSession, screenshot_dir: Path) -> None:
-    path = lab.run_notebook("cell_context.ipynb", [chat_cells.IMPORTS, CHAT, *DATA])
+        front: str, lab: LabSession, screenshot_dir: Path,
+        request: pytest.FixtureRequest) -> None:
+    path = "cell_context.ipynb"
+    with page_on(front, lab, request, path, [chat_cells.IMPORTS, CHAT, *DATA]) as tab:
+        _the_chip(tab, path, screenshot_dir if front == "lab" else None)
+
+
+def _the_chip(lab: LabSession, path: str, pictures: Path | None) -> None:
+    """The chip's whole story on ``lab``'s page; Light and Dark pictures of it in
+    ``pictures`` (JupyterLab's; none of Notebook 7)."""
     page = lab.page
     chat = page.locator(".neta-chat-view")
     chip = chat.locator(".neta-cell-chip")
@@ -93,11 +103,12 @@ def test_the_chip_sends_the_live_cell_and_follows_removes_and_pins(
     cells = _sources(lab, path)
     live = cells[3]["source"]
     assert live == DATA[1] + TYPED
-    for dark in (False, True):
-        lab.set_theme(dark=dark)
-        lab.wait_for_transitions(chat)
-        lab.screenshot(chat, screenshot_dir / f"cell-chip-{'dark' if dark else 'light'}.png")
-    lab.set_theme(dark=False)
+    if pictures is not None:
+        for dark in (False, True):
+            lab.set_theme(dark=dark)
+            lab.wait_for_transitions(chat)
+            lab.screenshot(chat, pictures / f"cell-chip-{'dark' if dark else 'light'}.png")
+        lab.set_theme(dark=False)
 
     # Sent with the chip: the chat's cell became active as the prompt was typed, and the
     # chip stayed; the request holds the cell's live text, whole.

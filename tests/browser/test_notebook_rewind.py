@@ -1,4 +1,5 @@
-"""Rewind that puts the cells back, in real JupyterLab, across a kernel restart.
+"""Rewind that puts the cells back, in real JupyterLab and Notebook 7, across a kernel
+restart.
 
 A turn of accepted changes (two edits, an insert, a delete) is stored; the kernel is
 restarted and the chat resumed from the store; the user then changes one of the edited
@@ -9,8 +10,8 @@ with its id), the cell the user edited keeps the user's text and is listed as le
 they changed it, and the conversation is back to before the prompt. The saved
 notebook's static form says what was put back and what was left; one Undo Cell Operation
 (Z in command mode) takes the whole restore back; after another kernel restart the
-resumed session still knows what the rewind did. Pictures (Light and Dark) of the outcome
-with its conflict.
+resumed session still knows what the rewind did. Pictures (Light and Dark, JupyterLab's) of
+the outcome with its conflict.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from ..support.timing import poll_until
 from .harness import LabSession
 from .test_notebook_agent import CHAT, TOOLS
 from .test_notebook_bridge import _FIND_PANEL, type_at_end
-from .test_notebook_structure import SETUP, Notebook, pictures
+from .test_notebook_structure import SETUP, Notebook, notebook_on
 
 pytestmark = pytest.mark.browser
 
@@ -69,11 +70,18 @@ def _sources(notebook: Notebook) -> list[dict[str, str]]:
     return list(notebook.page.evaluate(_SOURCES_JS, notebook.path))
 
 
+@pytest.mark.parametrize("front", ["lab", "notebook7"])
 def test_rewind_puts_the_cells_back_leaves_the_users_edit_and_is_one_undo_step(
-        lab: LabSession, screenshot_dir: Path) -> None:
+        front: str, lab: LabSession, screenshot_dir: Path,
+        request: pytest.FixtureRequest) -> None:
+    root = (lab.server if front == "lab" else request.getfixturevalue("notebook7")).root_dir
     for name in ("rewind.sid", "rewind.sqlite3"):  # a new session, not one resumed
-        (lab.server.root_dir / name).unlink(missing_ok=True)
-    notebook = Notebook(lab, "rewind_cells.ipynb", chat=REWIND_CHAT)
+        (root / name).unlink(missing_ok=True)
+    with notebook_on(front, lab, request, "rewind_cells.ipynb", chat=REWIND_CHAT) as notebook:
+        _rewind(notebook, screenshot_dir)
+
+
+def _rewind(notebook: Notebook, screenshot_dir: Path) -> None:
     before = _sources(notebook)
     session_id = notebook.execute("print(session.id)")
     notebook.play("Tidy the notebook up", TIDY, "Tidied.")
@@ -85,7 +93,7 @@ def test_rewind_puts_the_cells_back_leaves_the_users_edit_and_is_one_undo_step(
 
     # Stored and resumed: a new kernel has only the store to go by.
     notebook.execute("session.flush()")
-    lab.restart_kernel()
+    notebook.lab.restart_kernel()
     notebook.page.wait_for_function(
         f"(path) => {_FIND_PANEL}(path).sessionContext.session?.kernel?.status === 'idle'",
         arg=notebook.path, timeout=60_000)
@@ -112,7 +120,7 @@ def test_rewind_puts_the_cells_back_leaves_the_users_edit_and_is_one_undo_step(
     assert (also.text_content() or "") == (
         "Also undo the notebook changes made after this point (4)")
     also.locator("input").check()
-    pictures(lab, prompt, screenshot_dir, "rewind-confirm")
+    notebook.pictures(prompt, screenshot_dir, "rewind-confirm")
     confirm.locator(".neta-msg-confirm-go").click()
 
     notice = view.locator(".neta-notebook-restore")
@@ -136,7 +144,7 @@ def test_rewind_puts_the_cells_back_leaves_the_users_edit_and_is_one_undo_step(
     # The rewound prompt is back in the input, as a rewind leaves it.
     assert view.locator("textarea.neta-chat-textarea").input_value() == "Tidy the notebook up"
 
-    pictures(lab, view, screenshot_dir, "rewind-conflict")
+    notebook.pictures(view, screenshot_dir, "rewind-conflict")
 
     # The saved notebook's static form says what was put back and what was left.
     note = "Notebook put back; changes undone: 3. Left as you changed them: last (changed since)"
@@ -155,7 +163,7 @@ def test_rewind_puts_the_cells_back_leaves_the_users_edit_and_is_one_undo_step(
     assert SETUP not in [c["source"] for c in _sources(notebook)]
 
     # Stored: after another restart, the resumed session still knows what the rewind did.
-    lab.restart_kernel()
+    notebook.lab.restart_kernel()
     notebook.page.wait_for_function(
         f"(path) => {_FIND_PANEL}(path).sessionContext.session?.kernel?.status === 'idle'",
         arg=notebook.path, timeout=60_000)

@@ -20,7 +20,9 @@ card, the move card and the restart approval.
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +32,8 @@ import pytest
 from neta_nb import SessionStore
 
 from ..support.timing import poll_until
-from .harness import JupyterLabServer, LabSession
+from .harness import JupyterLabServer, LabSession, write_notebook
+from .test_agent_cell import OPENED_JS
 from .test_notebook_agent import (
     APPROVAL,
     CHAT,
@@ -102,24 +105,46 @@ def structure_notebook(chat: str = STRUCTURE_CHAT) -> Any:
     return notebook
 
 
+def open_page(lab: LabSession, name: str, notebook7: JupyterLabServer | None) -> LabSession:
+    """The page showing the notebook ``name`` (written in its server's root), its document
+    and kernel session ready: ``lab`` itself, which opens it in JupyterLab's main area, or
+    a tab of its own on ``notebook7`` (Notebook 7's page of that notebook); close that one
+    with :func:`close_page`."""
+    if notebook7 is None:
+        lab.open_notebook(name)
+        return lab
+    url = f"{notebook7.url}/notebooks/{name}?token={notebook7.token}"
+    tab = LabSession(notebook7, lab.page.context, url=url)
+    tab.page.wait_for_function(f"(path) => Boolean({_FIND_PANEL}(path))", arg=name,
+                               timeout=60_000)
+    tab.page.evaluate(OPENED_JS, name)
+    assert tab.page.evaluate("() => window.jupyterapp.name") == "Jupyter Notebook"
+    return tab
+
+
+def close_page(tab: LabSession) -> None:
+    """Notebook 7: shut the tab's kernel down and close it (JupyterLab's notebooks are
+    closed by the ``lab`` fixture); no error on the page but Notebook 7's own."""
+    tab.page.evaluate("async () => { const p = window.jupyterapp.shell.currentWidget;"
+                      " p.context.model.dirty = false;"
+                      " await p.sessionContext.shutdown(); }")
+    errors = [e.text for e in tab.console_errors if e.type == "error"]
+    tab.close()
+    assert not errors, "errors on the page:\n" + "\n".join(errors)
+
+
 class Notebook(ChatNotebook):
-    """The test notebook, open and run in JupyterLab, its chat bound to the page."""
+    """The test notebook, open and run in JupyterLab or Notebook 7, its chat bound to the
+    page."""
 
     def __init__(self, lab: LabSession, name: str, *, chat: str = STRUCTURE_CHAT,
                  notebook7: JupyterLabServer | None = None) -> None:
         """In JupyterLab (``lab``'s page), or in a tab of its own on ``notebook7``."""
-        server = notebook7 or lab.server
-        self.server = server
+        self.server = notebook7 or lab.server
+        self.in_notebook7 = notebook7 is not None
         self.path = name
         nbformat.write(structure_notebook(chat), self.root / name)
-        if notebook7 is None:
-            self.lab = lab
-            lab.open_notebook(name)
-        else:
-            url = f"{server.url}/notebooks/{name}?token={server.token}"
-            self.lab = LabSession(server, lab.page.context, url=url)
-            self.lab.page.wait_for_function(f"(path) => Boolean({_FIND_PANEL}(path))",
-                                            arg=name, timeout=60_000)
+        self.lab = open_page(lab, name, notebook7)
         self.page.evaluate(_RUN_ALL_JS, name)
         self.page.wait_for_function(_RAN_JS, arg=name, timeout=60_000, polling=100)
         self.page.locator(".neta-chat-view").wait_for()
@@ -138,14 +163,13 @@ class Notebook(ChatNotebook):
         return self.lab.execute(self.path, code).strip()
 
     def close_tab(self) -> None:
-        """Notebook 7: shut its kernel down and close its tab (JupyterLab's notebooks are
-        closed by the ``lab`` fixture); no error on the page but Notebook 7's own."""
-        self.page.evaluate("async () => { const p = window.jupyterapp.shell.currentWidget;"
-                           " p.context.model.dirty = false;"
-                           " await p.sessionContext.shutdown(); }")
-        errors = [e.text for e in self.lab.console_errors if e.type == "error"]
-        self.lab.close()
-        assert not errors, "errors on the page:\n" + "\n".join(errors)
+        """Notebook 7: see :func:`close_page`."""
+        close_page(self.lab)
+
+    def pictures(self, locator: Any, directory: Path, name: str) -> None:
+        """:func:`pictures` of ``locator``, in JupyterLab only (none of Notebook 7)."""
+        if not self.in_notebook7:
+            pictures(self.lab, locator, directory, name)
 
     def play(self, prompt: str, calls: list[dict[str, Any]], done: str) -> None:
         script = [[{"tool_call": call} for call in calls], [{"text": done}]]
@@ -173,6 +197,38 @@ class Notebook(ChatNotebook):
 def pictures(lab: LabSession, locator: Any, directory: Path, name: str) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     lab.screenshot_themes(locator, directory, f"notebook-{name}")
+
+
+@contextlib.contextmanager
+def notebook_on(front: str, lab: LabSession, request: pytest.FixtureRequest, name: str,
+                chat: str = STRUCTURE_CHAT) -> Iterator[Notebook]:
+    """The test notebook on ``front``: ``"lab"`` (JupyterLab, on ``lab``'s page) or
+    ``"notebook7"`` (a tab of its own on the ``notebook7`` server, closed after)."""
+    if front == "lab":
+        yield Notebook(lab, name, chat=chat)
+        return
+    notebook = Notebook(lab, name, chat=chat, notebook7=request.getfixturevalue("notebook7"))
+    try:
+        yield notebook
+    finally:
+        notebook.close_tab()
+
+
+@contextlib.contextmanager
+def page_on(front: str, lab: LabSession, request: pytest.FixtureRequest, name: str,
+            cells: Sequence[str]) -> Iterator[LabSession]:
+    """A notebook of code ``cells`` written at ``name``, open and run on ``front``: the
+    page that shows it, ``lab`` (``"lab"``, JupyterLab) or a tab of its own on the
+    ``notebook7`` server (``"notebook7"``), closed after."""
+    notebook7 = request.getfixturevalue("notebook7") if front == "notebook7" else None
+    write_notebook((notebook7 or lab.server).root_dir, name, cells)
+    tab = open_page(lab, name, notebook7)
+    try:
+        tab.run_all(name)
+        yield tab
+    finally:
+        if notebook7 is not None:
+            close_page(tab)
 
 
 @pytest.mark.parametrize("front", ["lab", "notebook7"])
@@ -259,9 +315,15 @@ def test_an_accepted_move_goes_where_the_model_said_and_one_undo_moves_it_back(
     notebook.wait_for_ids(CELL_IDS)
 
 
+@pytest.mark.parametrize("front", ["lab", "notebook7"])
 def test_a_restart_refused_at_approval_keeps_the_kernel_and_its_variables(
-        lab: LabSession, screenshot_dir: Path) -> None:
-    notebook = Notebook(lab, "structure_restart.ipynb")
+        front: str, lab: LabSession, screenshot_dir: Path,
+        request: pytest.FixtureRequest) -> None:
+    with notebook_on(front, lab, request, "structure_restart.ipynb") as notebook:
+        _refuse_the_restart(notebook, screenshot_dir)
+
+
+def _refuse_the_restart(notebook: Notebook, screenshot_dir: Path) -> None:
     kernel_id = notebook.page.evaluate(_KERNEL_ID_JS, notebook.path)
     assert kernel_id
     notebook.play("Restart the kernel", [{"name": "restart_kernel", "args": {}}],
@@ -272,7 +334,7 @@ def test_a_restart_refused_at_approval_keeps_the_kernel_and_its_variables(
     assert "Restarting the kernel loses everything it holds in memory" in what
     assert "answer" in what and "doomed" in what
     assert "This chat's turn ends with it" in what
-    pictures(lab, approval, screenshot_dir, "restart-approval")
+    notebook.pictures(approval, screenshot_dir, "restart-approval")
 
     approval.locator("button[data-decision=reject]").click()
     notebook.wait_for_text("Did not restart.")
@@ -282,9 +344,15 @@ def test_a_restart_refused_at_approval_keeps_the_kernel_and_its_variables(
     assert notebook.execute("print(answer)") == "42"
 
 
-def test_the_run_all_approval_lists_the_cells_in_order(lab: LabSession,
-                                                       screenshot_dir: Path) -> None:
-    notebook = Notebook(lab, "structure_run_all.ipynb")
+@pytest.mark.parametrize("front", ["lab", "notebook7"])
+def test_the_run_all_approval_lists_the_cells_in_order(
+        front: str, lab: LabSession, screenshot_dir: Path,
+        request: pytest.FixtureRequest) -> None:
+    with notebook_on(front, lab, request, "structure_run_all.ipynb") as notebook:
+        _refuse_run_all(notebook, screenshot_dir)
+
+
+def _refuse_run_all(notebook: Notebook, screenshot_dir: Path) -> None:
     counts = [cell["prompt"] for cell in notebook.shown()["cells"]]
     notebook.play("Run everything", [{"name": "run_all", "args": {}}], "Ran nothing.")
     approval = notebook.page.locator(APPROVAL)
@@ -300,7 +368,7 @@ def test_the_run_all_approval_lists_the_cells_in_order(lab: LabSession,
     code = [CELL_IDS.index(cell_id) for cell_id in ("setup", "doomed", "last")]
     assert names == [counts[i].rstrip(":") for i in code]
     assert lines == ["answer = 41 + 1", 'doomed = "this cell goes"', "print(answer * 2)"]
-    pictures(lab, approval, screenshot_dir, "run-all-approval")
+    notebook.pictures(approval, screenshot_dir, "run-all-approval")
 
     approval.locator("button[data-decision=reject]").click()
     notebook.wait_for_text("Ran nothing.")
