@@ -27,10 +27,11 @@ OUTSIDE_PROMPT = ("Plan a short note on what this folder is for, write it to not
 NOTE_NAME = "notes.md"
 """The file the agent writes, in its working directory."""
 
-PLAN = ["Decide what the note says", f"Write {NOTE_NAME}", "Check the plan is done"]
+PLAN = [f"Write {NOTE_NAME} in the working folder", "Say what the note holds",
+        "Tick the plan off"]
 """The plan's three items."""
 
-_ACTIVE = ["Deciding what the note says", f"Writing {NOTE_NAME}", "Checking the plan"]
+_ACTIVE = [f"Writing {NOTE_NAME}", "Saying what the note holds", "Ticking the plan off"]
 _NOTE = ("# Notes\n\n"
          "This folder is where the outside agent of the neta_nb demo works.\n"
          "Its model was a local, scripted stand-in: nothing left this machine.\n")
