@@ -15,6 +15,7 @@ valid answer: a token count, the model list, an empty 200 to ``HEAD``; anything 
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 import weakref
@@ -127,17 +128,18 @@ class DemoModelServer:
 
 
 def _pieces(text: str, size: int = 12) -> list[str]:
-    """``text`` in pieces of about ``size`` characters, cut after spaces."""
+    """``text`` in pieces of about ``size`` characters, each ending after a space (but the
+    last): joined, they are ``text`` exactly."""
     pieces: list[str] = []
     current = ""
-    for word in text.split(" "):
-        current += word + " "
+    for word in re.split(r"(?<= )", text):
+        current += word
         if len(current) >= size:
             pieces.append(current)
             current = ""
-    pieces.append(current)
-    pieces[-1] = pieces[-1][:-1]
-    return [piece for piece in pieces if piece]
+    if current:
+        pieces.append(current)
+    return pieces
 
 
 def _deltas(block: dict[str, Any]) -> Iterator[dict[str, Any]]:

@@ -77,7 +77,8 @@ def test_the_server_streams_the_demo_turn_step_by_step(server: DemoModelServer) 
     assert plan.stop_reason == "tool_use"
     thinking, call = plan.content
     assert thinking.type == "thinking" and thinking.signature
-    assert "plan" in thinking.thinking
+    assert thinking.thinking.startswith("The user wants a short note in a file. I will plan")
+    assert thinking.thinking.endswith(" then write the file in my working directory.")
     # Streamed in pieces: several thinking deltas, then the call's input as partial JSON.
     assert kinds.count("thinking_delta") >= 3 and "input_json_delta" in kinds
     assert call.type == "tool_use" and call.name == "TodoWrite"
@@ -103,7 +104,9 @@ def test_the_server_streams_the_demo_turn_step_by_step(server: DemoModelServer) 
     answer, kinds = _streamed(client, messages)
     assert answer.stop_reason == "end_turn" and set(kinds) == {"text_delta"}
     assert answer.content[0].type == "text"
-    assert answer.content[0].text.startswith(f"Done: `{NOTE_NAME}` is in my working")
+    # The pieces streamed make up the text exactly (nothing added between or after them).
+    assert answer.content[0].text == (f"Done: `{NOTE_NAME}` is in my working directory with "
+                                      "a three-line note, and the plan is ticked off.")
 
     # A new prompt starts the demo again.
     again, _ = _streamed(client, [*messages, _assistant(answer),
@@ -132,6 +135,10 @@ def test_other_requests_get_short_valid_answers(server: DemoModelServer) -> None
     assert title.model == "claude-haiku-4-5"
     assert [(b.type, getattr(b, "text", None)) for b in title.content] == [
         ("text", "Offline demo")]
+    # Streamed, the pieces make up the same text.
+    with client.messages.stream(model="claude-haiku-4-5", max_tokens=20, messages=[
+            {"role": "user", "content": "Name this chat"}]) as stream:
+        assert stream.get_final_text() == "Offline demo"
     counted = client.messages.count_tokens(model="claude-sonnet-4-5",
                                            messages=[{"role": "user", "content": "hello"}])
     assert counted.input_tokens > 0
