@@ -39,6 +39,9 @@ FAILS_ON_PURPOSE = {"12_agent_cells.ipynb": "IntCastingNaNError"}
 COVERED_ELSEWHERE = {
     # Its Run All asks for decisions on a page (accept the fix, allow the run).
     "11_notebook_agent.ipynb": "test_notebook_agent.py::test_demo_notebook_run_all",
+    # Its chat runs the real Claude Code, found on the PATH of a JupyterLab of its own.
+    "13_outside_agents.ipynb":
+        "test_outside_demo.py::test_the_demo_notebook_runs_claude_code_with_an_approval",
 }
 # Notebooks whose Run All stops at an approval in the chat: the tool, and the button clicked.
 APPROVALS = {"05_custom_tools.ipynb": ("delete_file", "allow_once")}
