@@ -17,6 +17,7 @@
 import DOMPurify from "dompurify";
 import { Marked } from "marked";
 import remend from "remend";
+import { colourDiffBlocks } from "./diff-lines";
 import { addCodeBreaks } from "./dom";
 
 // A private Marked instance: another bundle on the page configuring the global `marked`
@@ -151,6 +152,7 @@ const SANITIZE_OPTIONS = {
 /** Sanitized DOM for a markdown string. */
 export function renderMarkdown(text: string): DocumentFragment {
   const fragment = renderSanitizedHtml(marked.parse(text) as string);
+  colourDiffBlocks(fragment);
   addCodeBreaks(fragment);
   return fragment;
 }

@@ -2,7 +2,8 @@
 // drawn (the kernel's difflib output, drawn as text).
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { diffLineKind, parseProposal, undoRequest } from "../src/cards/cell-edit-card";
+import { parseProposal, undoRequest } from "../src/cards/cell-edit-card";
+import { diffLineKind } from "../src/diff-lines";
 
 const proposal = { kind: "edit", cell_id: "c2", before: "a\n", after: "b\n", diff: ["--- cell c2", "+++ cell c2", "@@ -1 +1 @@", "-a", "+b"], decision: "accepted" };
 

@@ -120,8 +120,12 @@ def switch_on(tab: LabSession, path: str, model: FimServer, debounce_ms: int = 1
 
 
 def edit(tab: LabSession, index: int) -> None:
-    """Put the cursor at the end of cell ``index``, on a new line."""
-    tab.page.locator(".jp-Notebook .jp-Cell").nth(index).locator(".cm-content").click()
+    """Put the cursor at the end of cell ``index`` of the notebook shown, on a new line.
+    (Of the notebook shown: the page may hold another notebook in a tab behind it, as
+    JupyterLab restores its workspace.)"""
+    shown = tab.page.evaluate("() => window.jupyterapp.shell.currentWidget.id")
+    cells = tab.page.locator(f"[id='{shown}'] .jp-Notebook .jp-Cell")
+    cells.nth(index).locator(".cm-content").click()
     tab.page.keyboard.press("Control+End")
     tab.page.keyboard.press("Enter")
 

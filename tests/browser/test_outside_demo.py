@@ -108,6 +108,11 @@ def test_the_demo_notebook_runs_claude_code_with_an_approval(
     result.wait_for()
     assert "+# Notes" in result.inner_text()
     assert "+This folder is where the outside agent" in result.inner_text()
+    # Drawn as the notebook agent's diff view: a line per row, coloured by what it does.
+    kinds = result.locator(".neta-diff-block .neta-diff-line").evaluate_all(
+        "(rows) => rows.map((row) => row.className.split(' ').pop())")
+    assert kinds == ["neta-diff-meta", "neta-diff-meta", "neta-diff-hunk",
+                     *["neta-diff-add"] * 4], kinds
 
     lab.screenshot_themes(thinking, screenshot_dir, "outside-demo-thinking")
     lab.screenshot_themes(card, screenshot_dir, "outside-demo-diff")

@@ -17,6 +17,7 @@
  * and all), and its card says so.
  */
 import "./cell-edit-card.css";
+import { diffLine } from "../diff-lines";
 import { appendCodeText, element } from "../dom";
 import { t, type Lang } from "../i18n";
 import { createInlineError } from "../inline-error";
@@ -83,15 +84,6 @@ export function parseProposal(value: unknown): CellEditProposal | null {
   return ok ? proposal : null;
 }
 
-/** The class of one diff line: what it does to the text. */
-export function diffLineKind(line: string): "add" | "del" | "hunk" | "meta" | "same" {
-  if (line.startsWith("+++") || line.startsWith("---")) return "meta";
-  if (line.startsWith("@@")) return "hunk";
-  if (line.startsWith("+")) return "add";
-  if (line.startsWith("-")) return "del";
-  return "same";
-}
-
 /** The card's title, the cell named as the notebook shows it (a click shows the cell). */
 function title(proposal: CellEditProposal, lang: Lang): Node[] {
   if (proposal.kind === "edit") return labelAround(lang, "cell_edit_title", "id", createCellName(proposal.cell_id, lang));
@@ -113,7 +105,7 @@ function diffBlock(proposal: CellEditProposal, lang: Lang): HTMLElement {
   block.tabIndex = 0; // scrollable by keyboard
   for (const line of proposal.diff) {
     if (typeof line !== "string") continue;
-    const row = element("span", `neta-diff-line neta-diff-${diffLineKind(line)}`);
+    const row = diffLine(line);
     appendCodeText(row, line);
     block.append(row, "\n");
   }
