@@ -22,6 +22,8 @@ try {
     outdir,
     outExtension: { ".js": ".mjs" },
     loader: { ".css": "empty" }, // components import their CSS; Node has no use for it
+    // CommonJS dependencies (happy-dom's) require Node's own modules at run time.
+    banner: { js: 'import { createRequire } from "node:module"; const require = createRequire(import.meta.url);' },
     logLevel: "warning",
   });
   const files = tests.map((name) => join(outdir, name.replace(/\.ts$/, ".mjs")));
