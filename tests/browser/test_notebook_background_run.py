@@ -124,6 +124,9 @@ def test_a_long_cell_runs_on_after_the_turn_that_started_it_has_ended(
     assert notebook.slow()["count"] is None
     assert time.monotonic() - allowed < SLEEP - 5, "the turn waited for the cell"
     card = notebook.page.locator(".neta-tool-card", has_text="Run cell").first
+    # Its result is in the folded body, built when the card is opened (as a user does).
+    card.locator(".neta-tool-header").click()
+    card.locator(".neta-tool-body:not(.neta-is-closed) .neta-tool-result").wait_for()
     assert "queued" in (card.text_content() or "")
 
     # It ends: done, with its execution count, and its variable set.
