@@ -6,7 +6,8 @@ import { closeWindow } from "./support/dom-env";
 import assert from "node:assert/strict";
 import { after, test } from "node:test";
 import { Transcript, type Nesting } from "../src/chat/chat-transcript";
-import type { ChatItem } from "../src/chat/chat-view-traits";
+import type { ChatCard, ChatItem } from "../src/chat/chat-view-traits";
+import { CELL_EDIT_TYPE } from "../src/cards/cell-edit-card";
 
 after(closeWindow);
 
@@ -131,4 +132,36 @@ test("a streamed response's item, come after its end, is kept as the kernel's pr
   assert.equal(saved?.text, whole.slice(0, 20_000));
   assert.equal(saved?.text_chars, whole.length);
   assert.equal(list.querySelectorAll(".neta-chat-msg").length, 1);
+});
+
+test("a rewind counts the accepted cell changes after its prompt, drawn or not", () => {
+  const { scroller, list } = laidOut();
+  const live = document.createElement("div");
+  const nesting = {
+    cards: new Map(),
+    messageActions: {
+      lang: () => "en",
+      act: async () => null,
+      onError: () => undefined,
+      onNotebookPage: () => true,
+      changesAfter: (id: string) => transcript.acceptedChangesAfter(id),
+    },
+  } as unknown as Nesting;
+  const transcript = new Transcript(list, live, { lang: () => "en", agentName: () => "Analyst", path: [], nesting, scroller });
+  transcript.upsert({ ...item(0), text: "Tidy the notebook up" });
+  // 119 answers, each with a cell edit: the odd ones accepted (60), the even ones rejected.
+  for (let n = 1; n < 120; n += 1) {
+    const proposal = { kind: "edit", cell_id: `c${n}`, before: "x", after: "y", diff: ["-x", "+y"], decision: n % 2 ? "accepted" : "rejected" };
+    const outputs = [{ media_type: CELL_EDIT_TYPE, data: null, text: JSON.stringify(proposal) }];
+    const card: ChatCard = { kind: "tool", id: `call${n}`, name: "edit_cell", label: "Edit cell", status: "done", result: "ok", outputs };
+    transcript.upsert({ id: `m${n}`, role: "assistant", index: n, pos: n, text: `answer ${n}`, cards: [card] });
+  }
+  scroller.scrollTop = 0; // the prompt on screen: the answers far below it are not drawn
+  transcript.window.settle();
+  assert.ok(transcript.window.drawnCount < 40, `${transcript.window.drawnCount} drawn`);
+  const rewind = list.querySelector<HTMLButtonElement>('.neta-chat-msg[data-id="m0"] .neta-msg-action-rewind');
+  assert.ok(rewind);
+  rewind.click();
+  const also = list.querySelector(".neta-msg-confirm-notebook");
+  assert.equal(also?.textContent, "Also undo the notebook changes made after this point (60)");
 });

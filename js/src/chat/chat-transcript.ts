@@ -10,6 +10,7 @@
  * `path` finds its transcript, and the actions a card offers (its own Stop, fetching a
  * whole text of its transcript).
  */
+import { CELL_EDIT_TYPE, parseProposal } from "../cards/cell-edit-card";
 import { MessageView } from "./chat-message-view";
 import { TranscriptWindow } from "./transcript-window";
 import type { MessageActionsOptions } from "./message-actions";
@@ -281,6 +282,19 @@ export class Transcript {
     return this.window.allItems();
   }
 
+  /** The agent's accepted cell changes (its cell-edit cards) in the messages after `id`: a
+   * drawn message counts the cards it shows (one undone on the page no longer counts), a
+   * message not drawn the accepted changes its item holds. */
+  acceptedChangesAfter(id: string): number {
+    let count = 0;
+    for (const entry of this.window.after(id)) {
+      count += entry.view
+        ? entry.view.root.querySelectorAll('.neta-cell-edit[data-decision="accepted"]').length
+        : acceptedChanges(entry.item.cards ?? []);
+    }
+    return count;
+  }
+
   /** The live response as a snapshot (what a saved state keeps of it). */
   liveSnapshot(): LiveSnapshot | null {
     const live = this.live;
@@ -331,4 +345,16 @@ export class Transcript {
     }
     flush(null);
   }
+}
+
+/** The accepted cell changes among `cards`' outputs, a sub-agent's messages included. */
+function acceptedChanges(cards: readonly ChatCard[]): number {
+  let count = 0;
+  for (const card of cards) {
+    for (const output of card.outputs ?? []) {
+      if (output.media_type === CELL_EDIT_TYPE && parseProposal(output.text ?? "")?.decision === "accepted") count += 1;
+    }
+    for (const message of card.subagent?.messages ?? []) count += acceptedChanges(message.cards ?? []);
+  }
+  return count;
 }

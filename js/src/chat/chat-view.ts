@@ -289,6 +289,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
           onRewound: (text: string) => input.putBack(text),
           keepsBranches: () => state.keeps_branches,
           onNotebookPage: notebookBridgePresent,
+          changesAfter: (id: string) => transcript.acceptedChangesAfter(id),
           onNotebookRestored: (outcome: unknown) => restoreNotice.show(outcome),
         }
       : undefined,

@@ -111,6 +111,14 @@ export class TranscriptWindow {
     }
   }
 
+  /** The entries after the one of `id` (none when it is unknown), in order, drawn or not. */
+  *after(id: string): Generator<WindowEntry> {
+    const entry = this.byId.get(id);
+    const at = entry ? this.entries.indexOf(entry) : -1;
+    if (at < 0) return;
+    for (let i = at + 1; i < this.entries.length; i += 1) yield this.entries[i] as WindowEntry;
+  }
+
   /** The oldest item's index (what the next older page is asked before), or null. */
   firstIndex(): number | null {
     const first = this.entries[0];
