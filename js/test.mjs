@@ -27,6 +27,8 @@ try {
     outdir,
     outExtension: { ".js": ".mjs" },
     loader: { ".css": "empty" }, // components import their CSS; Node has no use for it
+    // CommonJS dependencies (happy-dom's) require Node's own modules at run time.
+    banner: { js: 'import { createRequire } from "node:module"; const require = createRequire(import.meta.url);' },
     logLevel: "warning",
     // CommonJS dependencies (the extension's @lumino packages) require Node's own modules.
     banner: { js: 'import { createRequire } from "node:module"; const require = createRequire(import.meta.url);' },

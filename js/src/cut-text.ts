@@ -21,7 +21,9 @@ export interface Cut {
 }
 
 export interface CutNote {
-  readonly root: HTMLDivElement;
+  /** The note's element: null until a field was first cut (most never are, and a hidden
+   * note in every field was a quarter of a long chat's DOM). */
+  readonly root: HTMLDivElement | null;
   /** Show the note for `cut`, or hide it (null: the text is whole). `fetchWhole` null:
    * there is nothing to fetch from. */
   set(cut: Cut | null, fetchWhole: FetchWhole | null): void;
@@ -52,17 +54,11 @@ export function characterCount(text: string): number {
 
 const number = (lang: Lang, value: number) => value.toLocaleString(lang === "zh-CN" ? "zh-CN" : "en-US");
 
-/** `onWhole(text)` gets the fetched text; the note hides while the whole is shown. */
-export function createCutNote(lang: () => Lang, onWhole: (text: string) => void): CutNote {
-  const root = element("div", "neta-cut-note");
-  const text = element("span", "neta-cut-note-text");
-  const button = element("button", "neta-cut-note-button");
-  button.type = "button";
-  const error = element("span", "neta-cut-note-error");
-  error.setAttribute("role", "alert");
-  root.append(text, button, error);
-  root.hidden = true;
-
+/** `onWhole(text)` gets the fetched text; the note hides while the whole is shown. Its
+ * element is made the first time a field is cut, and put right after `after` (the preview
+ * it is under): a field that is whole costs no node. */
+export function createCutNote(lang: () => Lang, onWhole: (text: string) => void, after: Element): CutNote {
+  let parts: { root: HTMLDivElement; text: HTMLSpanElement; button: HTMLButtonElement; error: HTMLSpanElement } | null = null;
   let shown = 0;
   let total = 0;
   let kind: "text" | "args" = "text";
@@ -71,6 +67,8 @@ export function createCutNote(lang: () => Lang, onWhole: (text: string) => void)
   let generation = 0; // a newer preview makes an answer still in flight stale
 
   function render(): void {
+    if (!parts) return;
+    const { text, button } = parts;
     const current = lang();
     text.textContent =
       kind === "args"
@@ -84,7 +82,8 @@ export function createCutNote(lang: () => Lang, onWhole: (text: string) => void)
   }
 
   const onClick = () => {
-    if (!fetchWhole || loading) return;
+    if (!fetchWhole || loading || !parts) return;
+    const { root, error } = parts;
     const asked = generation;
     loading = true;
     error.textContent = "";
@@ -105,12 +104,30 @@ export function createCutNote(lang: () => Lang, onWhole: (text: string) => void)
         render();
       });
   };
-  button.addEventListener("click", onClick);
+
+  function build(): NonNullable<typeof parts> {
+    const root = element("div", "neta-cut-note");
+    const text = element("span", "neta-cut-note-text");
+    const button = element("button", "neta-cut-note-button");
+    button.type = "button";
+    const error = element("span", "neta-cut-note-error");
+    error.setAttribute("role", "alert");
+    root.append(text, button, error);
+    root.hidden = true;
+    button.addEventListener("click", onClick);
+    after.after(root);
+    return { root, text, button, error };
+  }
 
   return {
-    root,
+    get root() {
+      return parts?.root ?? null;
+    },
     set(cut, nextFetch) {
       fetchWhole = nextFetch;
+      if (cut === null && !parts) return; // whole, and never cut: nothing to draw
+      parts ??= build();
+      const { root, error } = parts;
       const same =
         cut !== null && !root.hidden && cut.shown === shown && cut.total === total && (cut.kind ?? "text") === kind;
       if (!same) {
@@ -128,8 +145,8 @@ export function createCutNote(lang: () => Lang, onWhole: (text: string) => void)
     setLang: render,
     destroy() {
       generation += 1;
-      button.removeEventListener("click", onClick);
-      root.remove();
+      parts?.button.removeEventListener("click", onClick);
+      parts?.root.remove();
     },
   };
 }

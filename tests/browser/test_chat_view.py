@@ -15,6 +15,15 @@ RUNNING = "() => document.querySelector('.neta-chat-view').classList.contains('n
 IDLE = "() => !document.querySelector('.neta-chat-view').classList.contains('neta-is-running')"
 
 
+# Opens every folded thinking block of the chat views (a click on its header).
+OPEN_THINKING = """() => {
+  for (const header of document.querySelectorAll(
+      '.neta-chat-list .neta-thinking-block.neta-is-collapsed > .neta-thinking-header')) {
+    header.click();
+  }
+}"""
+
+
 def _send(lab: LabSession, text: str) -> None:
     lab.send_in_chat(text)
 
@@ -243,6 +252,9 @@ def test_a_second_view_and_a_reload_show_the_current_state(lab: LabSession) -> N
         "() => { const views = [...document.querySelectorAll('.neta-chat-view')];"
         " return views.length === 2 && views.every(v => !v.classList.contains('neta-is-running')"
         " && !v.querySelector('.neta-is-live')); }")
+    # The folded thinking blocks are opened, as a user does to read them: a view drawn
+    # from the saved state renders a folded block's text when it is first opened.
+    page.evaluate(OPEN_THINKING)
     texts = [view.locator(".neta-chat-list").evaluate("n => n.textContent") for view in
              (views.nth(0), views.nth(1))]
     assert texts[0] == texts[1]
@@ -262,6 +274,10 @@ def test_a_second_view_and_a_reload_show_the_current_state(lab: LabSession) -> N
                    f"?token={lab.server.token}", wait_until="domcontentloaded")
         fresh_views = fresh.locator(".neta-chat-view")
         fresh_views.nth(1).wait_for(timeout=60_000)
+        fresh.wait_for_function(
+            "() => [...document.querySelectorAll('.neta-chat-list')].filter(n => n.textContent"
+            ".includes('All three steps of the plan are done.')).length === 2", timeout=30_000)
+        fresh.evaluate(OPEN_THINKING)
         fresh.wait_for_function(
             "(expected) => [...document.querySelectorAll('.neta-chat-list')]"
             ".every(n => n.textContent === expected)", arg=texts[0], timeout=30_000)

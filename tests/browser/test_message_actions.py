@@ -126,17 +126,53 @@ chat = ChatView(session, height="560px")
 chat
 """.strip()
 
-SNAPSHOT_JS = """() => {
+# What the chat shows, read as a user reads it: scrolled from its top to its end (only the
+# messages near the viewport are drawn), each card and prompt taken once, in order; the
+# scroll position is put back after.
+SNAPSHOT_JS = """async () => {
   const chat = document.querySelector('.neta-chat-view');
+  const scroller = chat.querySelector('.neta-chat-scroll');
+  const frames = () => new Promise((done) => requestAnimationFrame(
+    () => requestAnimationFrame(done)));
+  const titles = new Map();
+  const cards = new Set();
+  const prompts = new Map();
+  const look = () => {
+    const named = '.neta-chat-msg > .neta-chat-cards .neta-card-title, '
+      + '.neta-chat-msg > .neta-chat-cards .neta-tool-card-name';
+    for (const node of chat.querySelectorAll(named)) {
+      const call = node.closest('[data-call-id]')?.dataset.callId;
+      const key = call === undefined ? node : call + ' ' + node.className;
+      if (!titles.has(key)) titles.set(key, node.textContent.trim());
+    }
+    for (const card of chat.querySelectorAll('.neta-tool-card, .neta-skill-card')) {
+      cards.add(card.closest('[data-call-id]')?.dataset.callId ?? card);
+    }
+    for (const bubble of chat.querySelectorAll('.neta-chat-user .neta-chat-bubble')) {
+      const id = bubble.closest('.neta-chat-msg').dataset.id;
+      if (!prompts.has(id)) prompts.set(id, bubble.textContent.trim());
+    }
+  };
+  const kept = scroller.scrollTop;
+  scroller.scrollTop = 0;
+  await frames();
+  look();
+  for (let step = 0; step < 200; step += 1) {
+    if (scroller.scrollTop + scroller.clientHeight >= scroller.scrollHeight - 1) break;
+    scroller.scrollTop += scroller.clientHeight / 2;
+    await frames();
+    look();
+  }
+  scroller.scrollTop = kept;
+  await frames();
   const text = (sel) => [...chat.querySelectorAll(sel)].map((n) => n.textContent.trim());
   return {
     todo: text('.neta-todo-card'),
-    cards: text('.neta-chat-msg > .neta-chat-cards .neta-card-title, '
-                + '.neta-chat-msg > .neta-chat-cards .neta-tool-card-name'),
-    cardCount: chat.querySelectorAll('.neta-tool-card, .neta-skill-card').length,
+    cards: [...titles.values()],
+    cardCount: cards.size,
     tokens: text('.neta-token-stats'),
     level: chat.querySelector('.neta-level-select').value,
-    prompts: text('.neta-chat-user .neta-chat-bubble'),
+    prompts: [...prompts.values()],
   };
 }"""
 

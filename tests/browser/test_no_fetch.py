@@ -214,10 +214,15 @@ def test_rendered_text_fetches_nothing_until_a_placeholder_is_clicked(
     watch = NetworkWatch(page)
     try:
         lab.run_notebook("no_fetch.ipynb", cells(base))
-        # Every rendering has reached its sentinel (the chat's thinking is folded, but its
-        # content is in the DOM all the same). Results longer than widget state holds are
-        # previews: "Show all" fetches the whole from the kernel, and the whole must fetch
-        # nothing either.
+        # The chat's thinking and its tool card are folded: their content is rendered when
+        # they are opened, as a user does to read them.
+        chat = page.locator(".neta-chat-view")
+        chat.locator(".neta-tool-card", has_text="Fetch page").wait_for()
+        chat.locator(".neta-thinking-block .neta-thinking-header").first.click()
+        chat.locator(".neta-tool-card .neta-tool-header").first.click()
+        # Every rendering has reached its sentinel. Results longer than widget state holds
+        # are previews: "Show all" fetches the whole from the kernel, and the whole must
+        # fetch nothing either.
         page.wait_for_function("""(wheres) => {
           document.querySelectorAll('.neta-cut-note:not([hidden]) .neta-cut-note-button')
             .forEach((button) => { if (!button.disabled) button.click(); });

@@ -145,6 +145,9 @@ def _run_in_the_background(notebook: Notebook) -> None:
     assert notebook.slow()["count"] is None
     assert time.monotonic() - allowed < SLEEP - 5, "the turn waited for the cell"
     card = notebook.page.locator(".neta-tool-card", has_text="Run cell").first
+    # Its result is in the folded body, built when the card is opened (as a user does).
+    card.locator(".neta-tool-header").click()
+    card.locator(".neta-tool-body:not(.neta-is-closed) .neta-tool-result").wait_for()
     assert "queued" in (card.text_content() or "")
 
     # It ends: done, with its execution count, and its variable set.

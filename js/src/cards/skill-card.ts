@@ -84,17 +84,24 @@ export function createSkillCard(el: HTMLElement, options: SkillCardOptions = {})
   toggle.type = "button";
   slot.append(progress, toggle);
 
-  const resultView = element("div", "neta-skill-result neta-markdown");
   let wholeResult: string | null = null;
-  const resultNote = createCutNote(
-    () => state.lang,
-    (text) => {
-      wholeResult = text;
-      render();
-    },
-  );
-  const traceLine = createTraceLine();
-  const resultWrap = createCollapsible("neta-skill-result-wrap neta-is-closed", resultView, resultNote.root, traceLine.root);
+  // The folded result (and its trace line) is built when the card first opens.
+  const resultWrap = createCollapsible("neta-skill-result-wrap neta-is-closed");
+  let body: ReturnType<typeof buildBody> | null = null;
+  function buildBody() {
+    const resultView = element("div", "neta-skill-result neta-markdown");
+    const traceLine = createTraceLine();
+    (resultWrap.root.firstElementChild as HTMLElement).append(resultView, traceLine.root);
+    const resultNote = createCutNote(
+      () => state.lang,
+      (text) => {
+        wholeResult = text;
+        render();
+      },
+      resultView,
+    );
+    return { resultView, traceLine, resultNote };
+  }
   root.append(slot, resultWrap.root);
   el.append(root);
 
@@ -133,6 +140,9 @@ export function createSkillCard(el: HTMLElement, options: SkillCardOptions = {})
     toggle.setAttribute("aria-expanded", String(state.expanded));
     slot.classList.toggle("neta-is-empty", !running && !hasResult);
     resultWrap.setOpen(showToggle && state.expanded);
+    if (showToggle && state.expanded) body ??= buildBody();
+    if (!body) return;
+    const { resultView, traceLine, resultNote } = body;
     traceLine.set(state.trace, lang);
     resultNote.set(
       hasResult && state.result_chars > 0 && wholeResult === null
@@ -175,8 +185,8 @@ export function createSkillCard(el: HTMLElement, options: SkillCardOptions = {})
       render();
     },
     destroy() {
-      resultNote.destroy();
-      traceLine.destroy();
+      body?.resultNote.destroy();
+      body?.traceLine.destroy();
       toggle.removeEventListener("click", onToggle);
       frame.destroy();
     },

@@ -49,8 +49,17 @@ export function createThinkingBlock(
   root.append(header, body.root);
   el.append(root);
 
+  // A folded block that never streamed here (history) renders its markdown when first
+  // opened: most are never opened, and a long chat holds hundreds of them.
+  let contentDue = false;
+  const showContent = () => {
+    contentDue = state.collapsed && !state.streaming && content.value === "";
+    if (!contentDue) content.show(state.text, state.streaming);
+  };
+
   const removeToggle = makeToggle(header, () => {
     state.collapsed = !state.collapsed;
+    if (contentDue) showContent();
     renderChrome();
     options.onUserChange?.({ collapsed: state.collapsed });
   });
@@ -91,8 +100,8 @@ export function createThinkingBlock(
       renderChrome();
       // Streaming, a text that extends what is shown renders as an append; anything
       // else (and the end of streaming) renders whole.
-      if (wasStreaming !== state.streaming || state.text !== content.value) {
-        content.show(state.text, state.streaming);
+      if (wasStreaming !== state.streaming || state.text !== content.value || (contentDue && !state.collapsed)) {
+        showContent();
       }
     },
     destroy() {

@@ -100,28 +100,35 @@ export function createToolCard(el: HTMLElement, options: ToolCardOptions = {}): 
   });
   const { root, title: label } = frame;
 
-  const body = element("div", "neta-tool-sections");
-  const argsTitle = element("div", "neta-tool-section-title");
-  const argsView = element("pre", "neta-tool-args");
-  const resultTitle = element("div", "neta-tool-section-title");
-  const resultView = element("div", "neta-tool-result neta-markdown");
   const lang = () => state.lang;
   // The whole texts fetched for the current previews (null: showing the preview).
   let wholeArgs: string | null = null;
   let wholeResult: string | null = null;
-  const argsNote = createCutNote(lang, (text) => {
-    wholeArgs = text;
-    render();
-  });
-  const resultNote = createCutNote(lang, (text) => {
-    wholeResult = text;
-    render();
-  });
   const fetcher = (field: "result" | "args"): FetchWhole | null =>
     options.fetchWhole ? () => (options.fetchWhole as NonNullable<ToolCardOptions["fetchWhole"]>)(field) : null;
-  const traceLine = createTraceLine();
-  body.append(argsTitle, argsView, argsNote.root, resultTitle, resultView, resultNote.root, traceLine.root);
-  const bodyWrap = createCollapsible("neta-tool-body", body);
+  // The folded body (arguments, result, trace line) is built when the card first opens:
+  // most cards of a long chat are never opened, and their bodies were most of its DOM.
+  const bodyWrap = createCollapsible("neta-tool-body");
+  let body: ReturnType<typeof buildBody> | null = null;
+  function buildBody() {
+    const sections = element("div", "neta-tool-sections");
+    const argsTitle = element("div", "neta-tool-section-title");
+    const argsView = element("pre", "neta-tool-args");
+    const resultTitle = element("div", "neta-tool-section-title");
+    const resultView = element("div", "neta-tool-result neta-markdown");
+    const traceLine = createTraceLine();
+    sections.append(argsTitle, argsView, resultTitle, resultView, traceLine.root);
+    (bodyWrap.root.firstElementChild as HTMLElement).append(sections);
+    const argsNote = createCutNote(lang, (text) => {
+      wholeArgs = text;
+      render();
+    }, argsView);
+    const resultNote = createCutNote(lang, (text) => {
+      wholeResult = text;
+      render();
+    }, resultView);
+    return { argsTitle, argsView, resultTitle, resultView, traceLine, argsNote, resultNote };
+  }
   const outputs = createRichOutput();
   root.append(outputs.node, bodyWrap.root);
   el.append(root);
@@ -149,8 +156,13 @@ export function createToolCard(el: HTMLElement, options: ToolCardOptions = {}): 
     tag.className = `neta-tag neta-tool-tag${runStatusTagClass(state.status)}`;
     bodyWrap.setOpen(state.expanded);
     outputs.set(state.outputs, lang);
-    traceLine.set(state.trace, lang);
+    if (state.expanded) body ??= buildBody();
+    if (body) renderBody(body, lang);
+  }
 
+  function renderBody(parts: NonNullable<typeof body>, lang: Lang): void {
+    const { argsTitle, argsView, resultTitle, resultView, traceLine, argsNote, resultNote } = parts;
+    traceLine.set(state.trace, lang);
     argsTitle.textContent = t(lang, "arguments");
     const hasArgs = state.args && Object.keys(state.args).length > 0;
     const argsText = wholeArgs ?? (hasArgs ? JSON.stringify(state.args, null, 2) : t(lang, "no_arguments"));
@@ -225,9 +237,9 @@ export function createToolCard(el: HTMLElement, options: ToolCardOptions = {}): 
       render();
     },
     destroy() {
-      argsNote.destroy();
-      resultNote.destroy();
-      traceLine.destroy();
+      body?.argsNote.destroy();
+      body?.resultNote.destroy();
+      body?.traceLine.destroy();
       frame.destroy();
     },
   };

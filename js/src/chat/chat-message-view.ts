@@ -102,6 +102,9 @@ export class MessageView {
     private readonly agentName: () => string,
     private readonly fetchWhole: FetchMessageText | null = null,
     private readonly place: MessagePlace,
+    /** The cards (by id) and thinking block ("thinking") the reader opened: kept by the
+     * transcript's window (./transcript-window.ts), so a message drawn again opens them. */
+    private readonly open: Set<string> = new Set(),
   ) {
     this.role = role;
     this.pos = pos;
@@ -111,13 +114,14 @@ export class MessageView {
     // The entry animation plays once: filing the live response into the list moves its
     // node, which must not replay it.
     this.root.addEventListener("animationend", () => this.root.classList.remove("neta-is-new"), { once: true });
-    this.textNote = createCutNote(lang, (text) => this.showWhole("text", text));
-    this.thinkingNote = createCutNote(lang, (text) => this.showWhole("thinking", text));
     if (role === "user") {
       this.userText = element("div", "neta-chat-bubble");
       this.userFiles = element("div", "neta-chat-attachments");
       this.userFiles.hidden = true;
-      this.root.append(this.userText, this.userFiles, this.textNote.root);
+      this.root.append(this.userText, this.userFiles);
+      // A cut note is made only for a field that was cut, under what it notes.
+      this.textNote = createCutNote(lang, (text) => this.showWhole("text", text), this.userFiles);
+      this.thinkingNote = createCutNote(lang, (text) => this.showWhole("thinking", text), this.userFiles);
     } else if (role === "assistant") {
       const header = element("div", "neta-chat-msg-header");
       const avatar = element("span", "neta-chat-avatar");
@@ -128,7 +132,12 @@ export class MessageView {
       this.cardsHost = element("div", "neta-chat-cards");
       this.status = element("div", "neta-chat-status");
       this.status.hidden = true;
-      this.root.append(header, this.thinkingHost, this.thinkingNote.root, this.text.root, this.textNote.root, this.cardsHost, this.status);
+      this.root.append(header, this.thinkingHost, this.text.root, this.cardsHost, this.status);
+      this.textNote = createCutNote(lang, (text) => this.showWhole("text", text), this.text.root);
+      this.thinkingNote = createCutNote(lang, (text) => this.showWhole("thinking", text), this.thinkingHost);
+    } else {
+      this.textNote = createCutNote(lang, () => undefined, this.root);
+      this.thinkingNote = createCutNote(lang, () => undefined, this.root);
     }
   }
 
@@ -236,7 +245,13 @@ export class MessageView {
 
   private ensureThinking(): ThinkingBlock {
     if (!this.thinking && this.thinkingHost) {
-      this.thinking = createThinkingBlock(this.thinkingHost, { lang: this.lang() });
+      this.thinking = createThinkingBlock(this.thinkingHost, {
+        lang: this.lang(),
+        onUserChange: (patch) => {
+          if (patch.collapsed !== undefined) remember(this.open, "thinking", !patch.collapsed);
+        },
+      });
+      if (this.open.has("thinking")) this.thinking.update({ collapsed: false });
     }
     return this.thinking as ThinkingBlock;
   }
@@ -359,6 +374,9 @@ export class MessageView {
         view?.host.remove();
         const cardHost = element("div", "neta-chat-card");
         const cardId = card.id;
+        const onUserChange = (patch: { expanded?: boolean }) => {
+          if (patch.expanded !== undefined) remember(this.open, cardId, patch.expanded);
+        };
         const component =
           card.kind === "subagent"
             ? this.place.nesting.createCard(cardHost, {
@@ -367,11 +385,13 @@ export class MessageView {
                 nesting: this.place.nesting,
               })
             : card.kind === "skill"
-              ? createSkillCard(cardHost, { lang, fetchWhole: this.fetcher({ card_id: cardId, field: "result" }) ?? undefined })
+              ? createSkillCard(cardHost, { lang, onUserChange, fetchWhole: this.fetcher({ card_id: cardId, field: "result" }) ?? undefined })
               : createToolCard(cardHost, {
                   lang,
+                  onUserChange,
                   fetchWhole: this.fetchWhole ? (field) => (this.fetcher({ card_id: cardId, field }) as FetchWhole)() : undefined,
                 });
+        if (card.kind !== "subagent" && this.open.has(cardId)) (component as Component<ToolCardState>).update({ expanded: true });
         view = { kind: card.kind, host: cardHost, component, signature: "" };
         this.cards.set(card.id, view);
       }
@@ -446,4 +466,9 @@ export class MessageView {
     for (const card of this.cards.values()) card.component.destroy();
     this.root.remove();
   }
+}
+
+function remember(open: Set<string>, key: string, isOpen: boolean): void {
+  if (isOpen) open.add(key);
+  else open.delete(key);
 }

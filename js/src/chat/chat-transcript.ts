@@ -10,7 +10,9 @@
  * `path` finds its transcript, and the actions a card offers (its own Stop, fetching a
  * whole text of its transcript).
  */
+import { CELL_EDIT_TYPE, parseProposal } from "../cards/cell-edit-card";
 import { MessageView } from "./chat-message-view";
+import { TranscriptWindow } from "./transcript-window";
 import type { MessageActionsOptions } from "./message-actions";
 import type { ChatCard, ChatItem, ChatOp, FullTextRequest, LiveSnapshot, SubagentPart } from "./chat-view-traits";
 import type { Lang } from "../i18n";
@@ -78,10 +80,16 @@ export interface TranscriptOptions {
   nesting: Nesting;
   /** The live response started or ended (the chat view redraws its chrome). */
   onLiveChange?: () => void;
+  /** The element that scrolls the list: only the messages near its viewport are drawn
+   * (./transcript-window.ts). None (a sub-agent's card): every message is drawn. */
+  scroller?: HTMLElement | null;
+  /** Messages were drawn again or released by scrolling. */
+  onDrawn?: () => void;
 }
 
 export class Transcript {
-  readonly views = new Map<string, MessageView>();
+  /** Which messages are drawn, and the items of those that are not. */
+  readonly window: TranscriptWindow;
   live: MessageView | null = null;
   /** Tells a live response the id of the message it became. */
   private readonly liveIds = new WeakMap<MessageView, (id: string) => void>();
@@ -90,10 +98,24 @@ export class Transcript {
     readonly list: HTMLElement,
     readonly liveHost: HTMLElement,
     private readonly options: TranscriptOptions,
-  ) {}
+  ) {
+    this.window = new TranscriptWindow(list, {
+      scroller: options.scroller ?? null,
+      create: (entry) => {
+        const id = entry.id;
+        const view = this.newView(entry.role, entry.pos, () => id, entry.open);
+        view.update(entry.item);
+        return view;
+      },
+      changed: () => {
+        this.mergeThinking();
+        options.onDrawn?.();
+      },
+    });
+  }
 
   get hasContent(): boolean {
-    return this.views.size > 0 || this.live !== null;
+    return this.window.size > 0 || this.live !== null;
   }
 
   private fetcher(messageId: () => string) {
@@ -104,42 +126,15 @@ export class Transcript {
       fetchWhole(path.length ? { ...request, message_id: messageId(), path: [...path] } : { ...request, message_id: messageId() });
   }
 
-  private newView(role: ChatItem["role"], pos: number, messageId: () => string): MessageView {
+  private newView(role: ChatItem["role"], pos: number, messageId: () => string, open?: Set<string>): MessageView {
     const { lang, agentName, path, nesting } = this.options;
-    const view = new MessageView(role, pos, lang, agentName, this.fetcher(messageId), { path, nesting });
+    const view = new MessageView(role, pos, lang, agentName, this.fetcher(messageId), { path, nesting }, open);
     if (path.length === 0 && nesting.messageActions) view.addActions(nesting.messageActions);
     return view;
   }
 
-  private insertByPos(view: MessageView): void {
-    const list = this.list;
-    const last = list.lastElementChild as HTMLElement | null;
-    if (!last || Number(last.dataset.pos) <= view.pos) {
-      list.append(view.root);
-      return;
-    }
-    for (const child of Array.from(list.children) as HTMLElement[]) {
-      if (child !== view.root && Number(child.dataset.pos) > view.pos) {
-        list.insertBefore(view.root, child);
-        return;
-      }
-    }
-    list.append(view.root);
-  }
-
   upsert(item: ChatItem): void {
-    let view = this.views.get(item.id);
-    if (!view) {
-      const id = item.id;
-      view = this.newView(item.role, item.pos, () => id);
-      this.views.set(item.id, view);
-      view.update(item);
-      this.insertByPos(view);
-    } else {
-      const moved = view.pos !== item.pos;
-      view.update(item);
-      if (moved) this.insertByPos(view);
-    }
+    this.window.upsert(item);
   }
 
   startLive(id: string): MessageView {
@@ -163,19 +158,20 @@ export class Transcript {
     this.live = null;
     if (!view) return;
     view.root.classList.remove("neta-is-live");
-    const drawn = id === null ? undefined : this.views.get(id);
-    if (id === null || (drawn && !(drawn.item && view.holdsAllOf(drawn.item)))) {
+    const drawn = id === null ? undefined : this.window.get(id);
+    if (id === null || (drawn && !view.holdsAllOf(drawn.item))) {
       view.destroy();
     } else {
       // The streamed response is now this message: same DOM, filed into the list. It
       // holds the message's whole text: a view drawn for it from a preview gives way.
+      // (Its item usually comes just after the end: till then it is filed last, with
+      // what it streamed.)
       this.liveIds.get(view)?.(id);
-      if (drawn?.item) {
-        view.update(drawn.item);
-        drawn.destroy();
+      if (drawn) this.window.adopt(view, drawn.item, true);
+      else {
+        const { text, thinking } = view.liveSnapshot();
+        this.window.adopt(view, { id, role: "assistant", index: Number.MAX_SAFE_INTEGER, pos: Number.MAX_SAFE_INTEGER, text, thinking }, false);
       }
-      this.views.set(id, view);
-      this.insertByPos(view);
     }
     this.options.onLiveChange?.();
   }
@@ -242,60 +238,61 @@ export class Transcript {
     }
   }
 
-  /** Remove the drawn messages that are not among `items`. */
+  /** Remove the messages that are not among `items`. */
   pruneTo(items: readonly ChatItem[]): void {
-    const ids = new Set(items.map((item) => item.id));
-    for (const [id, view] of this.views) {
-      if (!ids.has(id)) {
-        view.destroy();
-        this.views.delete(id);
-      }
-    }
+    this.window.pruneTo(new Set(items.map((item) => item.id)));
   }
 
   clear(): void {
-    for (const view of this.views.values()) view.destroy();
-    this.views.clear();
+    this.window.clear();
+    this.live?.destroy();
+    this.live = null;
+  }
+
+  destroy(): void {
+    this.window.destroy();
     this.live?.destroy();
     this.live = null;
   }
 
   setLang(lang: Lang): void {
-    for (const view of this.views.values()) view.setLang(lang);
+    for (const view of this.window.drawn()) view.setLang(lang);
     this.live?.setLang(lang);
   }
 
-  /** The index of the oldest message drawn, or null. */
+  /** The index of the oldest message held, or null. */
   firstIndex(): number | null {
-    let first: number | null = null;
-    for (const view of this.views.values()) {
-      const index = Number(view.root.dataset.index);
-      if (Number.isFinite(index) && (first === null || index < first)) first = index;
-    }
-    return first;
+    return this.window.firstIndex();
   }
 
-  /** The complete items with these ids as drawn now, or null when one is unknown. */
+  /** The complete items with these ids as drawn (or kept) now, or null when one is unknown. */
   items(ids: readonly string[]): ChatItem[] | null {
     const found: ChatItem[] = [];
     for (const id of ids) {
-      const item = this.views.get(id)?.currentItem();
+      const entry = this.window.get(id);
+      const item = entry ? (entry.view?.currentItem() ?? entry.item) : null;
       if (!item) return null;
       found.push(item);
     }
     return found;
   }
 
-  /** Every message drawn, in order, as complete items. */
+  /** Every message, in order, as complete items. */
   allItems(): ChatItem[] {
-    const byNode = new Map<Element, MessageView>();
-    for (const view of this.views.values()) byNode.set(view.root, view);
-    const items: ChatItem[] = [];
-    for (const child of Array.from(this.list.children)) {
-      const item = byNode.get(child)?.currentItem();
-      if (item) items.push(item);
+    return this.window.allItems();
+  }
+
+  /** The agent's accepted cell changes (its cell-edit cards) in the messages after `id`: a
+   * drawn message counts the cards it shows (one undone on the page no longer counts), a
+   * message not drawn the accepted changes its item holds. */
+  acceptedChangesAfter(id: string): number {
+    let count = 0;
+    for (const entry of this.window.after(id)) {
+      count += entry.view
+        ? entry.view.root.querySelectorAll('.neta-cell-edit[data-decision="accepted"]').length
+        : acceptedChanges(entry.item.cards ?? []);
     }
-    return items;
+    return count;
   }
 
   /** The live response as a snapshot (what a saved state keeps of it). */
@@ -309,16 +306,10 @@ export class Transcript {
    * internal tool such as `todo`, and thinks again) show as one thinking block: the
    * thinking of each such message moves into the next message's block, which still
    * streams and folds, and the emptied messages are hidden. A user message or a marker
-   * ends the run. Runs once per batch of changes, not per delta.
+   * ends the run. Runs once per batch of changes, not per delta, over the messages drawn.
    */
   mergeThinking(): void {
-    const byNode = new Map<Element, MessageView>();
-    for (const view of this.views.values()) byNode.set(view.root, view);
-    const ordered: MessageView[] = [];
-    for (const child of Array.from(this.list.children)) {
-      const view = byNode.get(child);
-      if (view) ordered.push(view);
-    }
+    const ordered: MessageView[] = Array.from(this.window.drawn());
     if (this.live) ordered.push(this.live);
     let run: MessageView[] = []; // thinking-only messages waiting for the next block
     const flush = (into: MessageView | null) => {
@@ -354,4 +345,16 @@ export class Transcript {
     }
     flush(null);
   }
+}
+
+/** The accepted cell changes among `cards`' outputs, a sub-agent's messages included. */
+function acceptedChanges(cards: readonly ChatCard[]): number {
+  let count = 0;
+  for (const card of cards) {
+    for (const output of card.outputs ?? []) {
+      if (output.media_type === CELL_EDIT_TYPE && parseProposal(output.text ?? "")?.decision === "accepted") count += 1;
+    }
+    for (const message of card.subagent?.messages ?? []) count += acceptedChanges(message.cards ?? []);
+  }
+  return count;
 }

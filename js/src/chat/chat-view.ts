@@ -289,6 +289,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
           onRewound: (text: string) => input.putBack(text),
           keepsBranches: () => state.keeps_branches,
           onNotebookPage: notebookBridgePresent,
+          changesAfter: (id: string) => transcript.acceptedChangesAfter(id),
           onNotebookRestored: (outcome: unknown) => restoreNotice.show(outcome),
         }
       : undefined,
@@ -299,6 +300,11 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     path: [],
     nesting,
     onLiveChange: () => renderChrome(),
+    scroller,
+    // Messages drawn again show a call waiting for approval as the others do.
+    onDrawn: () => {
+      if (state.approvals.length > 0) hideAskedCards();
+    },
   });
   const upsert = (item: ChatItem) => transcript.upsert(item);
   const mergeThinking = () => transcript.mergeThinking();
@@ -350,11 +356,13 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
     try {
       const page = await actions.loadOlder(first);
       if (page.session_id !== state.session_id || session !== state.session_id) return;
-      const fromBottom = scroller.scrollHeight - scroller.scrollTop;
-      for (const item of page.messages) upsert(item);
-      mergeThinking();
+      // Filed above what is drawn, the reader's place kept; the window draws those that
+      // come near the viewport (./transcript-window.ts).
+      transcript.window.keepPlace(() => {
+        for (const item of page.messages) upsert(item);
+        mergeThinking();
+      });
       state.has_older = page.has_older;
-      scroller.scrollTop = scroller.scrollHeight - fromBottom; // keep the reader's place
     } catch (error) {
       olderError.show(error);
     } finally {
@@ -558,6 +566,7 @@ export function createChatView(el: HTMLElement, options: ChatViewOptions = {}): 
       input.destroy();
       chip.destroy();
       clearAll();
+      transcript.destroy();
       todoCard.destroy();
       levelSelector.destroy();
       tokenStats.destroy();

@@ -40,6 +40,9 @@ export interface MessageActionsOptions {
   onRewound?(text: string): void;
   /** Whether the chat is on a notebook page that can put cells back (the extension). */
   onNotebookPage?(): boolean;
+  /** The agent's accepted cell changes in the messages after this one, drawn or not (the
+   * transcript counts them: a long chat draws only the messages near the viewport). */
+  changesAfter?(messageId: string): number;
   /** A rewind or fork put the notebook back: what it did (`NotebookRestore.to_json()`). */
   onNotebookRestored?(outcome: unknown): void;
   /** What a rewind, retry or edit replaces is kept as a branch (the session has a store);
@@ -149,15 +152,11 @@ export function addMessageActions(
     cancel.focus(); // the safe answer under the keyboard: Enter twice drops nothing
   }
 
-  /** The agent's accepted cell changes drawn after this message (their cards), when the
-   * chat is on a notebook page that can put them back; 0 otherwise. */
+  /** The agent's accepted cell changes after this message, when the chat is on a notebook
+   * page that can put them back; 0 otherwise. */
   function notebookChangesAfter(): number {
     if (!options.onNotebookPage?.()) return 0;
-    let count = 0;
-    for (let next = root.nextElementSibling; next; next = next.nextElementSibling) {
-      count += next.querySelectorAll('.neta-cell-edit[data-decision="accepted"]').length;
-    }
-    return count;
+    return options.changesAfter?.(messageId()) ?? 0;
   }
 
   function act(request: MessageActionRequest, button: HTMLButtonElement | null): void {
