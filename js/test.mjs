@@ -27,11 +27,10 @@ try {
     outdir,
     outExtension: { ".js": ".mjs" },
     loader: { ".css": "empty" }, // components import their CSS; Node has no use for it
-    // CommonJS dependencies (happy-dom's) require Node's own modules at run time.
+    // CommonJS dependencies (happy-dom's, the extension's @lumino packages) require Node's
+    // own modules at run time.
     banner: { js: 'import { createRequire } from "node:module"; const require = createRequire(import.meta.url);' },
     logLevel: "warning",
-    // CommonJS dependencies (the extension's @lumino packages) require Node's own modules.
-    banner: { js: 'import { createRequire } from "node:module"; const require = createRequire(import.meta.url);' },
   });
   const files = tests.map((name) => join(outdir, name.replace(/\.ts$/, ".mjs")));
   const run = spawnSync(process.execPath, ["--test", ...options, ...files], { stdio: "inherit" });
