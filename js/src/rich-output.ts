@@ -77,7 +77,11 @@ function renderItem(item: DisplayItem, index: number, lang: Lang): HTMLElement {
   if (kind === CELL_EDIT_TYPE) {
     const proposal = parseProposal(item.text ?? "");
     if (!proposal) return missing(lang);
-    const card = createCellEditCard(proposal, { lang });
+    // Undone on the page: the item says so, for when the message is drawn again.
+    const onUndone = () => {
+      item.text = JSON.stringify({ ...proposal, decision: "undone" });
+    };
+    const card = createCellEditCard(proposal, { lang, onUndone });
     // The first change of a set reviewed together carries the set's summary: above it.
     const group = groupOf(proposal);
     if (!group?.changes) return card;

@@ -35,7 +35,8 @@ export interface CellEditProposal {
   after: string;
   diff: string[];
   diff_left_out?: number;
-  decision: "pending" | "accepted" | "rejected";
+  /** `undone`: accepted, then taken back with the card's Undo (see `onUndone`). */
+  decision: "pending" | "accepted" | "rejected" | "undone";
   cell_type?: string;
   after_cell_id?: string | null;
   changed_by_user?: boolean;
@@ -61,6 +62,9 @@ export interface CellEditCardOptions {
   /** Decided in a Changes card and not yet made (it is made when every change of the set
    * is decided): the decision is shown, with no Undo. */
   chosen?: boolean;
+  /** The card's Undo took the change back: the owner of the card's data keeps that, so
+   * the card drawn again (a long chat's message redrawn) says undone, not accepted. */
+  onUndone?: () => void;
 }
 
 /** The proposal a display item or an approval carries, when well formed. */
@@ -124,7 +128,7 @@ export function undoRequest(proposal: CellEditProposal): [string, Record<string,
   return ["delete", { cell_id: proposal.cell_id, expected: proposal.after }];
 }
 
-export function createCellEditCard(proposal: CellEditProposal, { lang, decide, draft, chosen }: CellEditCardOptions): HTMLElement {
+export function createCellEditCard(proposal: CellEditProposal, { lang, decide, draft, chosen, onUndone }: CellEditCardOptions): HTMLElement {
   const card = element("div", "neta-cell-edit");
   card.dataset.decision = proposal.decision;
   card.dataset.cellId = proposal.cell_id;
@@ -227,6 +231,7 @@ export function createCellEditCard(proposal: CellEditProposal, { lang, decide, d
         if (reply.ok) {
           setBadge("undone");
           undo.remove();
+          onUndone?.();
           // The cell had run the accepted code: its outputs went with it.
           if ((reply.result as { outputs_cleared?: boolean } | undefined)?.outputs_cleared) {
             head.append(element("span", "neta-cell-edit-note neta-cell-edit-outputs-cleared", t(lang, "cell_edit_outputs_cleared")));

@@ -32,9 +32,12 @@ const names = [
 ] as const;
 const target = globalThis as Record<string, unknown>;
 const source = window as unknown as Record<string, unknown>;
+// Node has an Event and a CustomEvent of its own, which happy-dom's elements refuse to
+// dispatch: the document's are used.
+const documentsOwn = new Set(["Event", "CustomEvent"]);
 for (const name of names) {
   const value = source[name];
-  if (value !== undefined && target[name] === undefined) target[name] = typeof value === "function" && name.startsWith("get") ? value.bind(window) : value;
+  if (value !== undefined && (target[name] === undefined || documentsOwn.has(name))) target[name] = typeof value === "function" && name.startsWith("get") ? value.bind(window) : value;
 }
 target.window = window;
 for (const name of ["requestAnimationFrame", "cancelAnimationFrame"]) target[name] = (source[name] as (...args: unknown[]) => unknown).bind(window);
