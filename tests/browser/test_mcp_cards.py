@@ -74,7 +74,12 @@ def test_mcp_progress_is_one_skill_card_and_errors_end_as_error_cards(
     # Real percentages from the server, in order: the bar only moves forward.
     assert widths == sorted(widths) and len(set(widths)) >= 3, widths
     assert widths[-1] == 100.0
+    # Its message is in the folded body, built when the card is opened (as a user does);
+    # folded again for the pictures.
+    second.locator(".neta-tool-header").click()
+    second.locator(".neta-tool-body:not(.neta-is-closed) .neta-tool-result").wait_for()
     assert "steps" in (second.text_content() or "")
+    second.locator(".neta-tool-header").click()
 
     chat = page.locator(".neta-chat-view")
     lab.set_left_area(collapsed=True)

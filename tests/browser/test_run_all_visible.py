@@ -24,6 +24,7 @@ import nbformat
 import pytest
 
 from .harness import LAB_SETTINGS, JupyterLabServer, LabSession, notebook7_server
+from .test_chat_view import OPEN_THINKING
 
 pytestmark = pytest.mark.browser
 
@@ -233,6 +234,9 @@ def test_run_all_shows_the_quickstart_turn_and_the_side_panel_streams_the_next(
     side = page.locator(SIDE)
     side.locator(".neta-chat-assistant").nth(1).wait_for(timeout=30_000)
     assert side.locator(".neta-chat-header-side").is_hidden()
+    # Folded thinking is rendered when first opened in a view drawn from the saved state
+    # (the inline view has it from streaming): opened in both, as a user does to read it.
+    page.evaluate(OPEN_THINKING)
     assert (side.locator(".neta-chat-assistant").all_inner_texts()
             == inline.locator(".neta-chat-assistant").all_inner_texts())
     # The user scrolls the notebook to its end and types in the side panel: the turn
