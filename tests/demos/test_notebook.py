@@ -127,7 +127,7 @@ async def test_tidy_rejected_leaves_the_notebook_and_says_none_were_made() -> No
     session.notebook_page = page
     await session.run(TIDY_PROMPT)
     assert page.cells == before
-    assert session.messages[-1].text.startswith("0 of 3 changes made.")
+    assert session.messages[-1].text == "0 of 3 changes made: the notebook is as it was."
 
 
 async def test_tidy_without_a_page_says_where_to_review_it() -> None:

@@ -179,6 +179,9 @@ def _report_tidy(messages: Sequence[Message]) -> ScriptedResponse:
             "this notebook in JupyterLab or Notebook 7 with the chat shown to review the "
             "changes."))])
     made = sum(1 for r, kept in zip(results, unchanged, strict=True) if not (r.is_error or kept))
+    if made == 0:
+        return ScriptedResponse(steps=[TextStep(text=(
+            f"0 of {len(results)} changes made: the notebook is as it was."))])
     return ScriptedResponse(steps=[TextStep(text=(
         f"{made} of {len(results)} changes made. Rewind on your prompt, with its box "
         "ticked, takes them back out of the notebook again."))])
