@@ -14,8 +14,9 @@ environment's installed copy)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
@@ -61,9 +62,13 @@ def _own_extension_path(base: Path) -> Path:
     return base
 
 
-@pytest.fixture(scope="module")
-def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, JupyterLabServer]]:
-    """This file's JupyterLab and Notebook 7 servers, with this checkout's code."""
+@contextlib.contextmanager
+def own_servers(tmp_path_factory: pytest.TempPathFactory,
+                makers: dict[str, Callable[[Path], JupyterLabServer]]
+                ) -> Iterator[dict[str, JupyterLabServer]]:
+    """Servers whose kernels import this checkout's ``neta_nb`` and whose pages load this
+    checkout's build of the notebook bridge (``JUPYTER_PATH``), by name; skipped without
+    Chromium."""
     reason = chromium_missing_reason()
     if reason:
         pytest.skip(reason)
@@ -73,15 +78,22 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Jupy
         patch.setenv("PYTHONPATH", str(ROOT))
         started: dict[str, JupyterLabServer] = {}
         try:
-            for name, server in (
-                    ("lab", JupyterLabServer(tmp_path_factory.mktemp("lab"))),
-                    ("notebook7", notebook7_server(tmp_path_factory.mktemp("notebook7")))):
+            for name, make in makers.items():
+                server = make(tmp_path_factory.mktemp(name))
                 server.start()
                 started[name] = server
             yield started
         finally:
             for server in started.values():
                 server.stop()
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, JupyterLabServer]]:
+    """This file's JupyterLab and Notebook 7 servers, with this checkout's code."""
+    with own_servers(tmp_path_factory, {"lab": JupyterLabServer,
+                                        "notebook7": notebook7_server}) as started:
+        yield started
 
 
 @pytest.fixture(scope="module")

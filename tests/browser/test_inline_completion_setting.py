@@ -4,10 +4,10 @@ from the kernel** in the Settings Editor stops the requests — none reaches the
 none the model's server, no ghost text shows — and ticking it again brings the
 suggestions back, without a reload or a new switch-on.
 
-Its own JupyterLab server, as tests/browser/test_inline_completion.py starts it: kernels
-that import this checkout's ``neta_nb`` and this checkout's build of the notebook bridge
-(``JUPYTER_PATH``), here with a settings directory of its own, which the setting is saved
-to."""
+Its own JupyterLab server, started by tests/browser/test_inline_completion.py's
+``own_servers``: kernels that import this checkout's ``neta_nb`` and this checkout's build
+of the notebook bridge (``JUPYTER_PATH``); the setting is saved to that server's own
+settings directory."""
 
 from __future__ import annotations
 
@@ -17,14 +17,13 @@ import pytest
 
 from tests.support.fim_server import FimServer, fim_server
 
-from .harness import JupyterLabServer, LabSession, chromium_missing_reason
+from .harness import JupyterLabServer, LabSession
 from .test_inline_completion import (
     GHOST,
-    ROOT,
     SETUP,
-    _own_extension_path,
     edit,
     ghost_text,
+    own_servers,
     sources,
     switch_on,
 )
@@ -37,19 +36,8 @@ ALLOW = "Allow inline completion from the kernel"
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLabServer]:
-    reason = chromium_missing_reason()
-    if reason:
-        pytest.skip(reason)
-    path = _own_extension_path(tmp_path_factory.mktemp("jupyter-path"))
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("JUPYTER_PATH", str(path))
-        patch.setenv("PYTHONPATH", str(ROOT))
-        lab = JupyterLabServer(tmp_path_factory.mktemp("lab"))
-        lab.start()
-        try:
-            yield lab
-        finally:
-            lab.stop()
+    with own_servers(tmp_path_factory, {"lab": JupyterLabServer}) as started:
+        yield started["lab"]
 
 
 @pytest.fixture(scope="module")

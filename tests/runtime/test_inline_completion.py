@@ -249,19 +249,24 @@ def test_a_new_request_aborts_the_one_in_flight(slow: dict[str, Any]) -> None:
         assert server.most_in_flight == 1
 
 
+def _cancel_in_flight(completer: Any, server: Any, sent: Messages) -> None:
+    """Request r1, cancel it while the server holds it: the server sees the connection end
+    at once, and the request's thread ends."""
+    completer.complete("r1", context_at('df["re', frame_namespace()), sent)
+    assert wait_for(lambda: server.in_flight == 1, 5)
+    completer.cancel("r1")
+    assert wait_for(lambda: server.hung_up == 1, 1.0)
+    cancelled = time.monotonic()
+    completer.wait_idle()
+    assert time.monotonic() - cancelled < 1.0
+
+
 @pytest.mark.parametrize("slow", SLOW.values(), ids=SLOW.keys())
 def test_cancel_aborts_the_request(slow: dict[str, Any]) -> None:
     with fim_server(**slow) as server:
         completer = completer_for(server.base_url)
         sent = Messages()
-        completer.complete("r1", context_at('df["re', frame_namespace()), sent)
-        assert wait_for(lambda: server.in_flight == 1, 5)
-        completer.cancel("r1")
-        # The server sees the connection end at once, and the request's thread ends.
-        assert wait_for(lambda: server.hung_up == 1, 1.0)
-        cancelled = time.monotonic()
-        completer.wait_idle()
-        assert time.monotonic() - cancelled < 1.0
+        _cancel_in_flight(completer, server, sent)
         time.sleep(0.2)
         assert sent.sent == []
         assert server.hung_up == 1
@@ -312,13 +317,7 @@ def test_cancel_aborts_a_chat_request() -> None:
     with fim_server(fim=False, chunk_delay=5.0) as server:
         completer = completer_for(server.base_url, fim=False)
         sent = Messages()
-        completer.complete("r1", context_at('df["re', frame_namespace()), sent)
-        assert wait_for(lambda: server.in_flight == 1, 5)
-        completer.cancel("r1")
-        assert wait_for(lambda: server.hung_up == 1, 1.0)
-        cancelled = time.monotonic()
-        completer.wait_idle()
-        assert time.monotonic() - cancelled < 1.0
+        _cancel_in_flight(completer, server, sent)
         assert sent.sent == []
 
 
