@@ -29,6 +29,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter
 __all__ = [
     "DisplayItem",
     "DocumentPart",
+    "FileLocation",
     "FileTextPart",
     "ImagePart",
     "Interruption",
@@ -364,6 +365,16 @@ class SubagentRun(_Model):
     """What the child's calls cost in USD (its sub-agents' included), when known."""
 
 
+class FileLocation(_Model):
+    """A file (and line) a call reads or changes, as an outside agent reports it: its
+    card links to it."""
+
+    path: str
+    """The file's absolute path, as the agent gave it."""
+    line: int | None = None
+    """Its line, 1-based, when the agent named one."""
+
+
 class ToolExecution(_Model):
     """What a tool card showed, kept so the card comes back with history."""
 
@@ -378,6 +389,10 @@ class ToolExecution(_Model):
     subagent: SubagentRun | None = None
     """Set for a ``delegate`` call: the child it ran."""
     trace: TraceRef | None = _traced()
+    locations: list[FileLocation] = Field(default_factory=list,
+                                          exclude_if=lambda value: not value)
+    """The files the call reads or changes (an outside agent's ``locations``); absent
+    from stored JSON while empty."""
 
 
 class MessageMetadata(_Model):

@@ -276,6 +276,9 @@ class Provider(ABC):
     not_resumable: str | None = None
     """Why a stored session of this provider cannot be continued in another kernel
     (``None``: it can): stored with the settings, so that ``resume`` says it."""
+    says_its_cost: bool = False
+    """The model's side may say what its calls cost (an outside agent's running total):
+    a budget then needs no price, and counts what it says."""
     _price: ModelPrice | None = None
 
     @property

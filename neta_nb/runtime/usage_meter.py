@@ -74,25 +74,28 @@ class UsageMeter:
         self._chars_since_usage += characters
 
     def record_call(self, turn: TurnUsage, usage: Usage | None, price: ModelPrice | None, *,
-                    estimated_tokens: int | None = None) -> TurnUsage:
+                    estimated_tokens: int | None = None,
+                    reported_cost: float | None = None) -> TurnUsage:
         """Count one model call; returns the turn's new figures (priced at ``price``).
         ``estimated_tokens`` is what the request and its answer occupy by
         :func:`estimate_request_tokens`: the context figure when the response reported no
-        usage."""
+        usage. ``reported_cost``: what the call cost as the model's side said it (an
+        outside agent's own figure), its cost when there is no ``price``."""
         if usage is None:
             # A server that reports no usage (some local ones): the call counts, its
             # tokens are unknown; the window is estimated from the text, and says so.
             if estimated_tokens is not None:
                 self.context = self.context_of(estimated_tokens, "unreported")
                 self._chars_since_usage = 0
-            self.last_turn = _add(turn, Usage(), None, reported=False)
+            self.last_turn = _add(turn, Usage(), None, reported=False,
+                                  reported_cost=reported_cost)
             return self.last_turn
         # What this call put in the window: its prompt (cached or not) plus its answer,
         # which the next call will carry.
         self.context = self.context_of(usage.context_tokens + usage.output_tokens)
         self._chars_since_usage = 0
         self.total = self.total + usage
-        self.last_turn = _add(turn, usage, price)
+        self.last_turn = _add(turn, usage, price, reported_cost=reported_cost)
         return self.last_turn
 
     def record_summary(self, turn: TurnUsage | None, usage: Usage | None,
@@ -224,18 +227,19 @@ def add_usage(first: TurnUsage, second: TurnUsage, *,
 
 
 def _add(current: TurnUsage, usage: Usage, price: ModelPrice | None, *,
-         reported: bool = True) -> TurnUsage:
+         reported: bool = True, reported_cost: float | None = None) -> TurnUsage:
     """``current`` plus one call; its cost stays unknown once a call's is (no price, or
-    no usage reported)."""
-    known = price is not None and reported and (current.api_calls == 0
-                                                 or current.cost_usd is not None)
+    no usage reported, and no cost reported either)."""
+    earlier_known = current.api_calls == 0 or current.cost_usd is not None
     cost = split = None
-    if known and price is not None:
+    if price is not None and reported and earlier_known:
         call = price.split(usage)  # once: the call's cost is its sum
         split = dict(current.cost_split or {})
         for kind, usd in call.items():
             split[kind] = split.get(kind, 0.0) + usd
         cost = (current.cost_usd or 0.0) + sum(call.values())
+    elif price is None and reported_cost is not None and earlier_known:
+        cost = (current.cost_usd or 0.0) + reported_cost  # no split: said as one sum
     return TurnUsage(input_tokens=current.input_tokens + usage.input_tokens,
                      output_tokens=current.output_tokens + usage.output_tokens,
                      total_tokens=current.total_tokens + usage.total_tokens,

@@ -2,7 +2,8 @@
 with the real Claude Code (``claude-agent-acp``, locked in tests/fixtures/acp_agents) on
 the kernel's ``PATH`` and its model the demo's local scripted server: Run All opens the
 chat and starts the turn, the plan and the thinking appear, the write asks in the chat;
-allowed, the file is written, its card shows the diff, the plan is ticked off and the
+the approval shows the file's diff; allowed, the file is written, its card shows the diff
+and links the file (a click opens it in JupyterLab's editor), the plan is ticked off and the
 answer says so. Pictures of the plan under way and the approval, then of the thinking and
 the diff card, light and dark."""
 
@@ -76,6 +77,11 @@ def test_the_demo_notebook_runs_claude_code_with_an_approval(
     assert todo.locator(".neta-todo-row-in_progress .neta-todo-content").inner_text() == (
         PLAN[0])
     assert not (lab.server.root_dir / "outside-demo" / "notes.md").exists()
+    # What the write will do: the file's lines as a diff, not the call's JSON.
+    assert approval.locator(".neta-chat-approval-what").inner_text() == "It makes this change:"
+    asked = approval.locator(".neta-chat-approval-code .neta-diff-line")
+    assert "+# Notes" in asked.all_inner_texts()
+    assert "file_path" not in approval.inner_text()
     lab.screenshot_themes(approval, screenshot_dir, "outside-demo-approval")
     lab.screenshot_themes(todo, screenshot_dir, "outside-demo-plan")
 
@@ -120,4 +126,14 @@ def test_the_demo_notebook_runs_claude_code_with_an_approval(
     assert lab.wait_for_kernel_value(
         NAME, "task.done() and task.result().text.startswith('Done: `notes.md`')", "True",
         timeout=30) == "True"
+    # The file the write names is a link under the card's header: it opens in
+    # JupyterLab's editor, with what the agent wrote.
+    link = card.locator(".neta-tool-files .neta-file-link")
+    assert link.all_inner_texts() == ["notes.md"]
+    link.click()
+    # (The editor shows before the file's text is loaded into it.)
+    page.locator(".jp-FileEditor:visible .cm-content", has_text="# Notes").wait_for(
+        timeout=30_000)
+    assert page.locator(".lm-TabBar-tab.jp-mod-current .lm-TabBar-tabLabel").first.inner_text(
+        ) == "notes.md"
     assert not lab.console_errors, lab.console_errors

@@ -42,6 +42,7 @@ TWINS = {
     "DisplayItemDict": "DisplayItem",
     "ApprovalPreviewDict": "ApprovalPreview",
     "PreviewCellDict": "PreviewCell",
+    "FileLocationDict": "FileLocation",
 }
 REPLIES = ("OkReply", "ErrorReply")
 """TS reads both as one ``Reply<T>`` (``ok`` says which): checked against its union."""
@@ -56,6 +57,7 @@ DUMPS: dict[str, type[pydantic.BaseModel]] = {
     "DisplayItemDict": neta_nb.messages.DisplayItem,
     "ApprovalPreviewDict": neta_nb.events.ApprovalPreview,
     "PreviewCellDict": neta_nb.events.PreviewCell,
+    "FileLocationDict": neta_nb.messages.FileLocation,
 }
 """TypedDicts that describe a core model's ``model_dump()``: the same fields, value types
 and literals as the model. A field the widgets add (``omitted``) is optional; a field the

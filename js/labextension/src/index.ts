@@ -124,7 +124,13 @@ function activate(
   sessionDialogs: ISessionContextDialogs | null,
 ): void {
   if (!tracker) return; // a page without notebooks (Notebook 7's file browser)
-  const services: OpServices = { executor, sessionDialogs, tracker, contents: app.serviceManager.contents };
+  const services: OpServices = {
+    executor,
+    sessionDialogs,
+    tracker,
+    contents: app.serviceManager.contents,
+    openFile: (path) => app.commands.execute("docmanager:open", { path }),
+  };
   const sides = new SidePanels(app);
   document.addEventListener(BRIDGE_EVENT, (event: Event) => {
     const detail = (event as CustomEvent<unknown>).detail;

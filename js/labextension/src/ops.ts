@@ -9,6 +9,7 @@ import type { Cell, ICellModel, ICodeCellModel } from "@jupyterlab/cells";
 import { type INotebookCellExecutor, type INotebookTracker, KernelError, NotebookActions, type NotebookPanel, runCell } from "@jupyterlab/notebook";
 import type * as nbformat from "@jupyterlab/nbformat";
 import { cellFocus } from "./cell-focus";
+import { type FileOpener, openFile } from "./open-file";
 import { restore } from "./restore";
 import { BridgeFailure } from "./protocol";
 import { oneUndoStep, type UndoCapture, undoManagerOf } from "./undo-step";
@@ -28,6 +29,8 @@ export interface OpServices {
   /** The page's notebooks (`notebooks`, and `read` of another one). */
   tracker?: INotebookTracker | null;
   contents?: ContentsService | null;
+  /** Opens a path under the server's root in the page (`open_file`). */
+  openFile?: FileOpener | null;
 }
 
 type Args = Record<string, unknown>;
@@ -718,4 +721,5 @@ export const OPS: Record<string, Op> = {
   kernel: kernelStatus,
   interrupt,
   restart,
+  open_file: openFile,
 };

@@ -26,6 +26,8 @@ export type ErrorCode =
   | "exists" // create: a file is at the path already
   | "no_folder" // create: the path's folder does not exist
   | "no_cell" // no cell has that id
+  | "no_file" // open_file: nothing (or a folder) at that path
+  | "outside_root" // open_file: the file is not under the server's root
   | "changed" // the cell's source is not what the request expected
   | "not_code" // run / set_outputs of a markdown or raw cell
   | "bad_request" // arguments missing or of the wrong type

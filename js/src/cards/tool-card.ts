@@ -24,6 +24,7 @@ import {
 import type { Component, ComponentOptions } from "../types";
 import { createCardFrame } from "./card-frame";
 import { createCellName, labelAround } from "./cell-name";
+import { type FileLocation, setFileLinks } from "./file-links";
 import { createTraceLine, type TraceIds } from "./trace-line";
 
 export interface ToolCardState {
@@ -41,6 +42,8 @@ export interface ToolCardState {
   outputs: DisplayItem[];
   /** Where the call is in the user's traces, when traced (trace-line.ts). */
   trace: TraceIds | null;
+  /** The files it reads or changes (an outside agent's call), linked under its header. */
+  locations: FileLocation[];
   expanded: boolean;
   lang: Lang;
 }
@@ -79,6 +82,7 @@ export function createToolCard(el: HTMLElement, options: ToolCardOptions = {}): 
     args_chars: 0,
     outputs: [],
     trace: null,
+    locations: [],
     expanded: false,
     lang: normalizeLang(options.lang),
   };
@@ -130,11 +134,14 @@ export function createToolCard(el: HTMLElement, options: ToolCardOptions = {}): 
     return { argsTitle, argsView, resultTitle, resultView, traceLine, argsNote, resultNote };
   }
   const outputs = createRichOutput();
-  root.append(outputs.node, bodyWrap.root);
+  const files = element("div", "neta-tool-files");
+  files.hidden = true;
+  root.append(files, outputs.node, bodyWrap.root);
   el.append(root);
 
   let renderedResult: string | null | undefined;
   let renderedArgs = "";
+  let renderedFiles = "[]";
 
   function render(): void {
     const lang = state.lang;
@@ -154,6 +161,11 @@ export function createToolCard(el: HTMLElement, options: ToolCardOptions = {}): 
     cell.hidden = !cellId;
     tag.textContent = t(lang, RUN_STATUS_LABEL[state.status]);
     tag.className = `neta-tag neta-tool-tag${runStatusTagClass(state.status)}`;
+    const shownFiles = JSON.stringify([state.locations, lang]);
+    if (shownFiles !== renderedFiles) {
+      renderedFiles = shownFiles;
+      setFileLinks(files, state.locations, lang);
+    }
     bodyWrap.setOpen(state.expanded);
     outputs.set(state.outputs, lang);
     if (state.expanded) body ??= buildBody();
@@ -232,6 +244,7 @@ export function createToolCard(el: HTMLElement, options: ToolCardOptions = {}): 
       if (patch.args_chars !== undefined) state.args_chars = Number(patch.args_chars) || 0;
       if (patch.outputs !== undefined) state.outputs = Array.isArray(patch.outputs) ? patch.outputs : [];
       if (patch.trace !== undefined) state.trace = patch.trace;
+      if (patch.locations !== undefined) state.locations = Array.isArray(patch.locations) ? patch.locations : [];
       if (patch.expanded !== undefined) state.expanded = Boolean(patch.expanded);
       if (patch.lang !== undefined) state.lang = normalizeLang(patch.lang);
       render();

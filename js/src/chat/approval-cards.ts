@@ -7,6 +7,7 @@
  */
 import type { Approval, ApprovalPreview } from "./chat-view-traits";
 import { appendCodeText, element } from "../dom";
+import { colourDiffBlocks } from "../diff-lines";
 import { t, type Lang, type MessageKey } from "../i18n";
 import { createCellName, labelAround } from "../cards/cell-name";
 import { createInlineError } from "../inline-error";
@@ -42,13 +43,18 @@ function previewBlock(preview: ApprovalPreview, lang: Lang): HTMLElement {
   } else if (preview.cell_id) {
     what.append(...labelAround(lang, "approval_runs_cell", "cell", createCellName(preview.cell_id, lang, preview.cell_label)));
   } else {
-    what.textContent = t(lang, "approval_runs_code");
+    // A change to files (an outside agent's Write or Edit): its unified diff.
+    what.textContent = t(lang, preview.language === "diff" ? "approval_changes_files" : "approval_runs_code");
   }
   const code = element("pre", "neta-chat-approval-args neta-chat-approval-code");
   code.dataset.language = preview.language;
   const inner = element("code");
   appendCodeText(inner, preview.code);
   code.append(inner);
+  if (preview.language === "diff") {
+    inner.classList.add("language-diff");
+    colourDiffBlocks(code);
+  }
   if (what.parentNode !== block) block.append(what);
   block.append(code);
   if (preview.cut > 0) block.append(element("div", "neta-chat-approval-cut", t(lang, "approval_code_cut", { count: preview.cut.toLocaleString() })));

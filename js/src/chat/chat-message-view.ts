@@ -427,6 +427,7 @@ export class MessageView {
             result_chars: card.result_chars ?? 0,
             outputs: card.outputs ?? [],
             trace: card.trace ?? null,
+            locations: card.locations ?? [],
             lang,
           });
         }

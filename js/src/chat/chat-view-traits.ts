@@ -13,6 +13,7 @@ import type { ThinkLevel } from "../cards/thinking-level-selector";
 import type { TodoItem } from "../cards/todo-card";
 import type { ContextUsage, TurnUsage } from "../cards/token-stats";
 import type { TraceIds } from "../cards/trace-line";
+import type { FileLocation } from "../cards/file-links";
 import type { AgentCommand } from "./slash-commands";
 
 export interface ChatCard {
@@ -37,6 +38,8 @@ export interface ChatCard {
   subagent?: SubagentPart;
   /** Where the call is in the user's traces, when traced. */
   trace?: TraceIds;
+  /** The files the call reads or changes (an outside agent's), linked from its card. */
+  locations?: FileLocation[];
 }
 
 /** Python twin: `SubagentPlan` in widgets/chat/wire.py. */

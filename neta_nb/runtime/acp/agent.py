@@ -34,6 +34,7 @@ class AcpModel(Provider):
     asks it for a response (the agent's turns run through :mod:`.turns`)."""
 
     supplier = ACP_SUPPLIER
+    says_its_cost = True  # usage_update's cost: see AcpTurns._cost_reported
 
     def __init__(self, name: str, command: Sequence[str]) -> None:
         self.model = name

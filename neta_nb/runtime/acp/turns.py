@@ -36,14 +36,18 @@ import asyncio
 import contextlib
 import difflib
 import json
+import math
+import os
 import re
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ...encodable import encodable, encodable_value
 from ...events import (
+    ApprovalPreview,
     ProgressEvent,
     ToolCallEvent,
     ToolResultEvent,
@@ -51,7 +55,15 @@ from ...events import (
     thinking_delta_event,
     token_event,
 )
-from ...messages import Message, ToolCallPart, ToolExecution, ToolResultPart, Usage, new_id
+from ...messages import (
+    FileLocation,
+    Message,
+    ToolCallPart,
+    ToolExecution,
+    ToolResultPart,
+    Usage,
+    new_id,
+)
 from ...providers.base import ProviderError, ResponseAssembler
 from ..session.deps import CountUsage, TurnDeps
 from ..session.state import SessionState
@@ -117,6 +129,12 @@ class AcpTurns:
         self._calls: dict[str, _Call] = {}
         self._asking: set[asyncio.Future[Any]] = set()
         self._plans = 0
+        self._cost_said: float | None = None
+        """What the running agent last said its session had cost (``usage_update``'s
+        running total, in USD), or ``None`` before it said any."""
+        self._turn_cost: float | None = None
+        """What the current turn's calls cost as the agent said it (the rises of its
+        running total), or ``None`` while it said nothing of it."""
         self.controls = AgentControls(agent.mode, self.set_mode)
         """The agent's ``/`` commands and session modes, as the chat input shows them."""
         self._why_new = "it has no session of this chat to continue"
@@ -154,7 +172,7 @@ class AcpTurns:
 
     # --- the turn -----------------------------------------------------------------------
     async def run(self, turn: Turn, prompt: Message, count_usage: CountUsage) -> Message | None:
-        self._turn, self._calls = turn, {}
+        self._turn, self._calls, self._turn_cost = turn, {}, None
         try:
             connection, session_id = await self._ready()
             asked = asyncio.ensure_future(connection.prompt(session_id, prompt.text))
@@ -162,22 +180,31 @@ class AcpTurns:
                 response = await asyncio.shield(asked)
             except asyncio.CancelledError:
                 await self._stop(connection, session_id, asked)
+                self._end_cut_short(turn, count_usage, "cancelled")
                 raise
-            except ProviderError:
+            except ProviderError as error:
                 self._close_open_calls(_ENDED_TEXT)
+                self._end_cut_short(turn, count_usage, "error", encodable(error.message))
                 raise
             self._close_response()
             self._close_open_calls(_ENDED_TEXT)
             usage = _usage(response.usage)
+            spending = self._state.spending
             last = turn.message
             if last is not None:
                 last.metadata.stop_reason = response.stop_reason
                 if usage is not None:
                     last.metadata.usage = usage
-                    last.metadata.cost_usd = self._state.spending.cost_of(usage)
+                cost = (spending.cost_of(usage) if spending.price is not None
+                        else self._turn_cost)
+                if cost is not None:
+                    last.metadata.cost_usd = cost
                 self._state.history.changed(last)
-            count_usage(turn, usage)
+            count_usage(turn, usage, reported_cost=self._turn_cost)
             turn.stop_reason = response.stop_reason
+            # The budgets after the answer (nothing left to cut): their warnings.
+            spending.over_budget(self._deps.workspace.agent, turn.spend,
+                                 self._deps.crew.turn_usage, answered=True)
             return last
         finally:
             self._turn = None
@@ -208,6 +235,7 @@ class AcpTurns:
             await connection.close()
             raise
         self.controls.modes_said(connection.modes, connection.current_mode)
+        self._cost_said = None  # a running total is its process's: a new one starts at 0
         for why in [*left_out, *connection.left_out]:
             self._state.emit(WarningEvent(message=encodable(
                 f"{agent.name} was not given the MCP server {why}.")))
@@ -338,6 +366,64 @@ class AcpTurns:
             size = getattr(update, "size", None)
             if isinstance(size, int) and size > 0:
                 self._state.meter.set_window(size, assumed=False)
+            cost = getattr(update, "cost", None)
+            if cost is not None:
+                self._cost_reported(turn, cost.amount, cost.currency)
+
+    def _cost_reported(self, turn: Turn, amount: float, currency: str) -> None:
+        """The agent said what its session has cost so far (a running total): the turn's
+        calls cost its rise since the agent last said it (all of it after a restart,
+        when the total starts again). With no price of the user's, that is the turn's
+        cost — and a budget it reaches stops the turn there, as Stop does (its
+        ``session/cancel``), with ``stop_reason="budget"``. A total in another currency
+        than USD, or not a number, is not taken."""
+        if currency.upper() != "USD" or not math.isfinite(amount) or amount < 0:
+            return
+        said = self._cost_said
+        self._cost_said = amount
+        rise = amount - said if said is not None and amount >= said else amount
+        self._turn_cost = (self._turn_cost or 0.0) + rise
+        spending, deps = self._state.spending, self._deps
+        agent = deps.workspace.agent
+        if spending.price is not None or turn.cancel_requested:
+            return  # the price prices the usage at the turn's end
+        if agent.budget_usd is None and agent.turn_budget_usd is None:
+            return
+        running = deps.crew.turn_usage
+        paid = spending.paid(running)
+        reached = spending.check(
+            agent, self._turn_cost + (running.cost_usd or 0.0),
+            paid.usd + self._turn_cost, unknown=paid.unknown, rewound=spending.rewound.usd)
+        if reached is not None:
+            # What the agent sends from here on is not the turn's (it has not read the
+            # cancel yet): the turn ends where the budget was reached.
+            self._turn = None
+            turn.budget_stop = True
+            self._state.cancel(deps.crew)
+
+    def _end_cut_short(self, turn: Turn, count_usage: CountUsage,
+                       why: Literal["cancelled", "error"], error: str | None = None) -> None:
+        """A turn stopped (Stop, a budget) or failed before the agent answered its prompt:
+        what streamed becomes its message, marked so. What the agent said the turn cost
+        (with no price of the user's) is counted — its tokens unknown: the agent reports
+        them with its answer — and kept on the turn's last message, so a budget and a
+        resumed session know it was spent; else, when something streamed, the turn
+        counts as a call of unknown cost (never a known $0), as a native one cut short."""
+        message = self._close_response(turn)
+        if message is not None:
+            message.metadata.interrupted = why
+            message.metadata.error = error
+        cost = self._turn_cost
+        if cost is None or self._state.spending.price is not None:
+            if message is not None:
+                self._state.history.changed(message)
+                count_usage(turn, None)
+            return
+        count_usage(turn, None, reported_cost=cost)
+        last = turn.message
+        if last is not None:
+            last.metadata.cost_usd = (last.metadata.cost_usd or 0.0) + cost
+            self._state.history.changed(last)
 
     def _stream(self, turn: Turn, text: str, *, thinking: bool) -> None:
         if not text:
@@ -362,10 +448,10 @@ class AcpTurns:
             # A dying kernel keeps what streamed (a checkpoint every half second at most).
             turn.checkpoint_soon(self._state.saved.draft)
 
-    def _close_response(self) -> Message | None:
-        """The response streamed so far as a message in the history (``None``: nothing
-        streamed since the last one)."""
-        turn = self._turn
+    def _close_response(self, turn: Turn | None = None) -> Message | None:
+        """The response streamed so far in ``turn`` (the current one by default) as a
+        message in the history (``None``: nothing streamed since the last one)."""
+        turn = turn or self._turn
         assert turn is not None
         turn.close_thinking(self._state.emit)
         assembler = turn.assembler
@@ -412,6 +498,8 @@ class AcpTurns:
             call.content = list(update.content)
         if getattr(update, "raw_output", None) is not None:
             call.raw_output = update.raw_output
+        if update.locations:
+            execution.locations = _locations(update.locations)
         self._state.history.changed(message)
         self._state.emit(ToolCallEvent(id=call_id, name=name, label=execution.label,
                                        args=args))
@@ -443,6 +531,8 @@ class AcpTurns:
             call.content = list(update.content)
         if getattr(update, "raw_output", None) is not None:
             call.raw_output = update.raw_output
+        if update.locations is not None:
+            execution.locations = _locations(update.locations)
         if not call.ended:
             self._state.history.changed(call.message)
 
@@ -592,9 +682,12 @@ class AcpTurns:
             execution.status = "waiting"
             state.history.changed(call.message)
 
+        async def shown() -> ApprovalPreview | None:
+            return _permission_preview(call)
+
         asking = asyncio.ensure_future(state.approvals.decide(
             ToolCallPart(id=call.part.id, name=call.part.name, args=execution.args),
-            on_waiting=waiting))
+            on_waiting=waiting, preview=shown))
         self._asking.add(asking)
         try:
             allowed, _ = await asking
@@ -643,6 +736,23 @@ def _notebook_tool(update: Any) -> str | None:
     return None
 
 
+_LOCATIONS = 50
+"""The most files a card links to (an agent's search may name hundreds)."""
+
+
+def _locations(reported: list[Any]) -> list[FileLocation]:
+    """The files a call reports (``locations``) as its card keeps them: absolute paths
+    only (the protocol's; a relative one cannot be placed), each once."""
+    kept: dict[tuple[str, int | None], FileLocation] = {}
+    for location in reported:
+        path = encodable(str(location.path))
+        if not os.path.isabs(path) or len(kept) >= _LOCATIONS:
+            continue
+        line = location.line if isinstance(location.line, int) and location.line > 0 else None
+        kept.setdefault((path, line), FileLocation(path=path, line=line))
+    return list(kept.values())
+
+
 def _text_of(content: Any) -> str:
     text = getattr(content, "text", None)
     return text if isinstance(text, str) else ""
@@ -688,10 +798,31 @@ def _result_text(call: _Call) -> str:
 
 
 def _diff_text(path: str, old: str | None, new: str) -> str:
+    return "```diff\n" + _unified_diff(path, old, new) + "\n```"
+
+
+def _unified_diff(path: str, old: str | None, new: str) -> str:
     lines = difflib.unified_diff((old or "").splitlines(), new.splitlines(),
                                  fromfile=path if old is not None else "/dev/null",
                                  tofile=path, lineterm="")
-    return "```diff\n" + "\n".join(lines) + "\n```"
+    return "\n".join(lines)
+
+
+def _permission_preview(call: _Call) -> ApprovalPreview | None:
+    """What a call the agent asks permission for will do, as its approval shows it: the
+    change to files it reports (a Write's or an Edit's diff, unified), or the command it
+    will run; ``None`` (its arguments are shown) when it reports neither."""
+    diffs = [item for item in call.content if getattr(item, "type", None) == "diff"]
+    if diffs:
+        code = "\n".join(_unified_diff(encodable(item.path), item.old_text, item.new_text)
+                         for item in diffs)
+        return ApprovalPreview(code=encodable(code), language="diff").bounded()
+    command = call.execution.args.get("command")
+    if isinstance(command, list) and all(isinstance(word, str) for word in command):
+        command = shlex.join(command)  # Codex: the command as its argument list
+    if isinstance(command, str) and command.strip():
+        return ApprovalPreview(code=command, language="bash").bounded()
+    return None
 
 
 def _usage(usage: Any) -> Usage | None:

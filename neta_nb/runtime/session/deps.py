@@ -27,8 +27,13 @@ class CallGate(Protocol):
     def call(self) -> AbstractAsyncContextManager[None]: ...
 
 
-CountUsage = Callable[[Turn, Usage | None], None]
-"""What counts a model's usage into the turn's figures (and says ``token_update``)."""
+class CountUsage(Protocol):
+    """What counts a model's usage into the turn's figures (and says ``token_update``);
+    ``reported_cost``: what the calls cost as the agent said it, the cost when the
+    session has no price."""
+
+    def __call__(self, turn: Turn, usage: Usage | None, /, *,
+                 reported_cost: float | None = None) -> None: ...
 
 
 class OutsideTurns(Protocol):

@@ -388,12 +388,14 @@ class TurnRunner:
                                 code="usage_unusable", params=params))
 
     def _count_usage(self, turn: Turn, usage: Usage | None,
-                     estimated_tokens: int | None = None) -> None:
+                     estimated_tokens: int | None = None, *,
+                     reported_cost: float | None = None) -> None:
         state = self.state
         spending = state.spending
         turn.usage = state.meter.record_call(turn.usage, usage, spending.price,
-                                             estimated_tokens=estimated_tokens)
-        turn.spend.add(spending.call(usage))
+                                             estimated_tokens=estimated_tokens,
+                                             reported_cost=reported_cost)
+        turn.spend.add(spending.call(usage, reported_cost))
         state.emit(TokenUpdateEvent(current=self._turn_total(turn.usage),
                                     context=state.meter.context))
 

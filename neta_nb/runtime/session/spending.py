@@ -132,10 +132,12 @@ class Spending:
         price = self.price
         return price.cost(usage) if price is not None and usage is not None else None
 
-    def call(self, usage: Usage | None) -> float | None:
+    def call(self, usage: Usage | None, reported_cost: float | None = None) -> float | None:
         """One model call of this session is counted; returns its cost (``None``: unknown,
-        never a known $0 when no usage was reported)."""
-        cost = self.last_call_cost = self.cost_of(usage)
+        never a known $0 when no usage was reported). ``reported_cost``: what the model's
+        side said it cost (an outside agent's own figure), taken when there is no price."""
+        cost = self.cost_of(usage) if self.price is not None else reported_cost
+        self.last_call_cost = cost
         self.spent.add(cost)
         return cost
 
@@ -185,8 +187,9 @@ class Spending:
         cost so far."""
         total = (add_usage(own, running, second_is_children=True) if running is not None
                  else own)
-        if self.price is None:
-            return total  # no price for this session's calls: its cost is unknown anyway
+        if self.spent.unknown or (self.price is None and self.spent.calls == 0):
+            # A call's cost unknown (no price, and no cost said): so is the session's.
+            return total
         return total.model_copy(update={"session_cost_usd": self.cost_usd(
             running if running is not None else TurnUsage(), price)})
 
@@ -299,7 +302,7 @@ class Spending:
             return
         check_budget_value("budget_usd", agent.budget_usd)
         check_budget_value("turn_budget_usd", agent.turn_budget_usd)
-        if provider.price is None:
+        if provider.price is None and not provider.says_its_cost:
             raise ValueError(f"a budget needs the model's price, and there is no price "
                              f"for {provider.model_id}: give one with "
                              "create_provider(..., price=ModelPrice(...))")

@@ -28,6 +28,7 @@ __all__ = [
     "DeleteRequest",
     "DeletedSession",
     "EndOp",
+    "FileLocationDict",
     "FullText",
     "FullTextField",
     "FullTextRequest",
@@ -91,6 +92,19 @@ class ChatCard(TypedDict):
     subagent: NotRequired[SubagentPart]
     trace: NotRequired[TraceIds]
     """Where the call is in the user's traces, when traced (``runtime.tracing``)."""
+    locations: NotRequired[list[FileLocationDict]]
+    """The files the call reads or changes (an outside agent's), linked from its card."""
+
+
+class FileLocationDict(TypedDict):
+    """A :class:`~neta_nb.messages.FileLocation`'s dump (TS: ``FileLocation``,
+    cards/file-links.ts): a file's absolute path, and its line when one was named."""
+
+    path: str
+    line: NotRequired[int | None]
+    from_notebook: NotRequired[str]
+    """Its path from the kernel's notebook's folder (``drawing.render.linked_locations``):
+    what the page opens."""
 
 
 class TraceIds(TypedDict):

@@ -77,7 +77,9 @@ STEPS: list[dict[str, Any]] = [
     text("agent_message_chunk", "now."),
     {"update": {"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "Edit a.py",
                 "kind": "edit", "status": "pending",
-                "rawInput": {"path": "a.py"}, "locations": [{"path": "a.py", "line": 3}]}},
+                "rawInput": {"path": "a.py"},
+                "locations": [{"path": "/w/a.py", "line": 3}, {"path": "a.py"},
+                              {"path": "/w/a.py", "line": 3}, {"path": "/w/b.py"}]}},
     {"permission": {"toolCall": {"toolCallId": "t1"}, "options": OPTIONS}},
     {"update": {"sessionUpdate": "tool_call_update", "toolCallId": "t1",
                 "status": "in_progress",
@@ -133,6 +135,11 @@ async def test_every_update_becomes_the_sessions_own(tmp_path: Path) -> None:
     assert {k: c.status for k, c in cards.items()} == {
         "t1": "done", "t2": "rejected", "t3": "error"}
     assert cards["t1"].label == "Edit a.py" and cards["t1"].args == {"path": "a.py"}
+    # The files it names, each once; a relative path (the protocol's are absolute)
+    # cannot be placed, so it is not linked.
+    assert [(f.path, f.line) for f in cards["t1"].locations] == [("/w/a.py", 3),
+                                                                 ("/w/b.py", None)]
+    assert not cards["t2"].locations
     assert cards["t2"].args == {"command": "rm -rf build"}
     # Responses are cut where a native turn's are: the thinking and the plan (an
     # internal todo call: no card), the text and the calls, the answer after them.
@@ -187,6 +194,44 @@ async def test_stop_answers_the_open_request_cancelled(tmp_path: Path) -> None:
     assert not session.pending_approvals()
     # The history stays valid: the call has its result.
     assert session.messages[-1].tool_results[0].tool_call_id == "t9"
+
+
+async def test_an_approval_shows_the_change_or_the_command(tmp_path: Path) -> None:
+    """What an asked call will do, as its approval shows it: a Write's or an Edit's diff
+    (unified, every file it reports), a command as the command — its arguments' JSON
+    only for a call that reports neither."""
+    steps = [
+        {"permission": {"toolCall": {
+            "toolCallId": "w1", "title": "Write notes.md", "kind": "edit",
+            "rawInput": {"file_path": "/w/notes.md", "content": "one\ntwo\n"},
+            "content": [{"type": "diff", "path": "/w/notes.md", "oldText": None,
+                         "newText": "one\ntwo\n"},
+                        {"type": "diff", "path": "/w/a.py", "oldText": "x = 1\n",
+                         "newText": "x = 2\n"}]}, "options": OPTIONS}},
+        {"permission": {"toolCall": {"toolCallId": "c1", "title": "rm -rf build",
+                                     "kind": "execute",
+                                     "rawInput": {"command": ["rm", "-rf", "my build"]}},
+                        "options": OPTIONS}},
+        {"permission": {"toolCall": {"toolCallId": "f1", "title": "Fetch",
+                                     "kind": "fetch", "rawInput": {"url": "http://x"}},
+                        "options": OPTIONS}},
+    ]
+    session = AgentSession(scripted(tmp_path, steps))
+    follower = Follower(session, {"w1": "allow_once", "c1": "reject", "f1": "reject"})
+    async with driven(session):
+        await asyncio.wait_for(session.run("go"), 30)
+    asked = {e.id: e.preview for e in follower.of("approval_request")}
+    write, command, other = asked["w1"], asked["c1"], asked["f1"]
+    assert write is not None and write.language == "diff"
+    assert write.code.splitlines() == [
+        "--- /dev/null", "+++ /w/notes.md", "@@ -0,0 +1,2 @@", "+one", "+two",
+        "--- /w/a.py", "+++ /w/a.py", "@@ -1 +1 @@", "-x = 1", "+x = 2"]
+    assert command is not None
+    assert (command.code, command.language) == ("rm -rf 'my build'", "bash")
+    assert other is None
+    assert answers(tmp_path) == [{"outcome": "selected", "optionId": "a1"},
+                                 {"outcome": "selected", "optionId": "r1"},
+                                 {"outcome": "selected", "optionId": "r1"}]
 
 
 @pytest.mark.parametrize("policy", ["allow", "reject"])
@@ -288,3 +333,30 @@ async def test_after_a_rewind_the_agent_starts_a_session_of_its_own(tmp_path: Pa
     assert "(this chat went back to an earlier message)" in warning.message
     methods = (tmp_path / "script.json.calls").read_text().split()
     assert methods.count("session/new") == 2 and "session/load" not in methods
+
+
+def test_a_card_links_its_files_from_the_notebooks_folder(monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    """The files a call names reach the card with their path from the folder of the
+    kernel's notebook (what the page opens them by, under the server's root); a kernel
+    the Jupyter server did not start for a notebook gives the paths alone."""
+    from neta_nb.messages import FileLocation, Message, ToolCallPart, ToolExecution
+
+    message = Message.assistant([ToolCallPart(id="t1", name="Write", args={})])
+    message.metadata.tool_executions.append(ToolExecution(
+        id="t1", name="Write", label="Write notes.md", status="done", locations=[
+            FileLocation(path="/srv/work/notes.md", line=3),
+            FileLocation(path="/srv/data/a.csv"), FileLocation(path="/etc/passwd")]))
+    monkeypatch.setenv("JPY_SESSION_NAME", "/srv/work/analysis.ipynb")
+    [card] = render_message(message, 0)["cards"]
+    assert card.get("locations") == [
+        {"path": "/srv/work/notes.md", "line": 3, "from_notebook": "notes.md"},
+        {"path": "/srv/data/a.csv", "line": None, "from_notebook": "../data/a.csv"},
+        {"path": "/etc/passwd", "line": None, "from_notebook": "../../etc/passwd"}]
+    monkeypatch.delenv("JPY_SESSION_NAME")
+    [card] = render_message(message, 0)["cards"]
+    assert [loc.get("from_notebook") for loc in card.get("locations", [])] == [None] * 3
+    # A card without files carries no field for them (every card is in the widget state).
+    message.metadata.tool_executions[0].locations = []
+    [card] = render_message(message, 0)["cards"]
+    assert "locations" not in card

@@ -8,6 +8,7 @@ drawn before it); ``index`` is what "load older" pages by. Texts are bounded pre
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, cast
 
@@ -138,6 +139,8 @@ def render_message(message: Message, index: int,
         preview_text(fields, "step", NOTE_CHARS)
         preview_text(fields, "detail", NOTE_CHARS)
         preview_args(fields)
+        if fields.get("locations"):
+            fields["locations"] = linked_locations(fields["locations"])
         return cast(ChatCard, fields)
 
     def tool_card(execution: ToolExecution) -> ChatCard:
@@ -165,6 +168,26 @@ def render_message(message: Message, index: int,
     preview_text(item, "thinking", THINKING_CHARS)
     preview_text(item, "error", NOTE_CHARS)
     return cast(ChatItem, item)
+
+
+def linked_locations(locations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The files a card names, each with where it is from this kernel's notebook
+    (``from_notebook``: the page opens it by that, under the notebook's folder); without
+    it when the kernel was not started for a notebook (no ``JPY_SESSION_NAME``, which the
+    Jupyter server sets to the notebook's absolute path) or the file is on another drive."""
+    notebook = os.environ.get("JPY_SESSION_NAME")
+    if not notebook or not os.path.isabs(notebook):
+        return locations
+    folder = os.path.dirname(notebook)
+    linked = []
+    for location in locations:
+        try:
+            near = os.path.relpath(location["path"], folder)
+        except ValueError:  # another drive (Windows)
+            linked.append(location)
+            continue
+        linked.append({**location, "from_notebook": near.replace(os.sep, "/")})
+    return linked
 
 
 OUTPUT_STATE_CHARS = 2_000_000
