@@ -48,3 +48,18 @@ test("a command is shown as the code it runs, not as diff lines", () => {
   assert.equal(card.querySelector(".neta-chat-approval-code")?.textContent, "rm -rf build");
   assert.equal(card.querySelector(".neta-diff-line"), null);
 });
+
+test("inside a hunk a removed '-- …' line and an added '++ …' line are a removal and an addition", () => {
+  // difflib's diff of "-- check the owner\nDELETE FROM t;" → "++ x\nDELETE FROM t;", then a
+  // second file's header after the first file's hunk has ended.
+  const diff = ["--- /w/q.sql", "+++ /w/q.sql", "@@ -1,2 +1,2 @@", "--- check the owner", "+++ x", " DELETE FROM t;", "--- /w/r.sql", "+++ /w/r.sql", "@@ -1 +1 @@", "-a", "+b", "\\ No newline at end of file"];
+  const card = createApprovalCard({ id: "e1", name: "Edit", args: {}, preview: preview(diff.join("\n"), "diff") }, options);
+  const kinds = Array.from(card.querySelectorAll(".neta-diff-line")).map((line) => line.className.replace("neta-diff-line neta-diff-", ""));
+  assert.deepEqual(kinds, ["meta", "meta", "hunk", "del", "add", "same", "meta", "meta", "hunk", "del", "add", "meta"]);
+});
+
+test("a diff's text is never read as HTML", () => {
+  const card = createApprovalCard({ id: "e2", name: "Edit", args: {}, preview: preview("@@ -0,0 +1 @@\n+<img src=x onerror=alert(1)>", "diff") }, options);
+  assert.equal(card.querySelector("img"), null);
+  assert.match(card.textContent ?? "", /<img src=x/);
+});

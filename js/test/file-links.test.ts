@@ -37,8 +37,8 @@ test("the card links its files; a click asks the page to open one, and says when
     label: "Write notes.md",
     status: "done",
     locations: [
-      { path: "/srv/work/notes.md", line: 3, from_notebook: "notes.md" },
-      { path: "/srv/work/gone.py", from_notebook: "gone.py" },
+      { path: "/srv/work/notes.md", line: 3, notebook: "/srv/work/nb.ipynb" },
+      { path: "/srv/work/gone.py", notebook: "/srv/work/nb.ipynb" },
     ],
   });
   assert.deepEqual(
@@ -59,8 +59,8 @@ test("the card links its files; a click asks the page to open one, and says when
   gone.click();
   await new Promise((resolve) => setTimeout(resolve, 0));
   assert.deepEqual(asked, [
-    { op: "open_file", path: "/srv/work/notes.md", from_notebook: "notes.md", line: 3 },
-    { op: "open_file", path: "/srv/work/gone.py", from_notebook: "gone.py" },
+    { op: "open_file", path: "/srv/work/notes.md", notebook: "/srv/work/nb.ipynb", line: 3 },
+    { op: "open_file", path: "/srv/work/gone.py", notebook: "/srv/work/nb.ipynb" },
   ]);
   assert.equal(toggled, false);
   assert.ok(!notes.classList.contains("neta-is-missing"));
@@ -69,8 +69,8 @@ test("the card links its files; a click asks the page to open one, and says when
   // The same files again draw nothing anew (a card is updated on every change of its call).
   const before = files()[0];
   card.update({ status: "done", locations: [
-    { path: "/srv/work/notes.md", line: 3, from_notebook: "notes.md" },
-    { path: "/srv/work/gone.py", from_notebook: "gone.py" },
+    { path: "/srv/work/notes.md", line: 3, notebook: "/srv/work/nb.ipynb" },
+    { path: "/srv/work/gone.py", notebook: "/srv/work/nb.ipynb" },
   ] });
   assert.equal(files()[0], before);
   card.update({ locations: [] });

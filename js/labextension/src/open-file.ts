@@ -2,9 +2,11 @@
  * `open_file`: a file a chat's card names (an outside agent's call read or changed it),
  * opened in the page as the file browser opens it — JupyterLab's editor for a text file,
  * its viewer for the rest — at the line the call named. The page knows paths under the
- * server's root only; the card gives the file's path from the folder of the kernel's
- * notebook (`from_notebook`, which the kernel works out), and a path that leads out of the
- * server's root is refused with the reason, as is a file that is not there.
+ * folder the server serves, not that folder: the card gives the file's absolute path and
+ * the absolute path of the kernel's notebook, whose end is this notebook's path under that
+ * folder — so the rest is the folder. A notebook that is not the kernel's (moved or renamed
+ * since its kernel started, or using another notebook's kernel) is refused with the
+ * reason rather than guessed at, as is a file outside the folder or not there.
  */
 import type { NotebookPanel } from "@jupyterlab/notebook";
 import type { ContentsService, OpServices } from "./ops";
@@ -13,20 +15,29 @@ import { BridgeFailure } from "./protocol";
 /** What opens a path under the server's root (`docmanager:open`); its widget, if any. */
 export type FileOpener = (path: string) => Promise<unknown>;
 
-/** `from` (a path from the folder of the notebook at `notebookPath`) as a path under the
- * server's root; null when it leads out of the root. */
-export function underRoot(notebookPath: string, from: string): string | null {
-  const parts = notebookPath.split("/").filter(Boolean).slice(0, -1);
-  for (const part of from.split("/")) {
+/** Where `absolute` is under the folder the server serves, found from `notebook` (the
+ * kernel's notebook's absolute path) and `notebookPath` (this page's notebook's path under
+ * that folder): its path there, "outside" when it is not under it, "other" when the
+ * kernel's notebook is not this page's. Either separator is read (a Windows server). */
+export function underRoot(absolute: string, notebook: string, notebookPath: string): string | "outside" | "other" {
+  const slashes = (path: string) => path.replace(/\\/g, "/");
+  const mine = `/${notebookPath.replace(/^\/+/, "")}`;
+  const kernels = slashes(notebook);
+  if (!kernels.endsWith(mine)) return "other";
+  const root = kernels.slice(0, -mine.length);
+  const file = slashes(absolute);
+  if (!file.startsWith(`${root}/`)) return "outside";
+  const parts: string[] = [];
+  for (const part of file.slice(root.length + 1).split("/")) {
     if (part === "" || part === ".") continue;
     if (part === "..") {
-      if (!parts.length) return null;
+      if (!parts.length) return "outside";
       parts.pop();
     } else {
       parts.push(part);
     }
   }
-  return parts.length ? parts.join("/") : null;
+  return parts.length ? parts.join("/") : "outside";
 }
 
 /** An opened editor, as far as the op needs it (a FileEditor's `CodeEditor.IEditor`). */
@@ -54,12 +65,15 @@ async function exists(contents: ContentsService | null | undefined, path: string
 
 export async function openFile(panel: NotebookPanel, args: Record<string, unknown>, services: OpServices): Promise<unknown> {
   const path = typeof args.path === "string" ? args.path : "";
-  const from = args.from_notebook;
-  if (typeof from !== "string" || !from) {
-    throw new BridgeFailure("outside_root", `${path} cannot be placed under the server's root: the notebook's kernel was not started by this Jupyter server`);
+  const notebook = args.notebook;
+  if (!path || typeof notebook !== "string" || !notebook) {
+    throw new BridgeFailure("outside_root", `${path} cannot be placed under the folder this Jupyter server serves: the notebook's kernel was not started by the server`);
   }
-  const target = underRoot(panel.context.path, from);
-  if (target === null) throw new BridgeFailure("outside_root", `${path} is outside the folder this Jupyter server serves: it cannot be opened here`);
+  const target = underRoot(path, notebook, panel.context.path);
+  if (target === "other") {
+    throw new BridgeFailure("outside_root", `${path} cannot be placed: this notebook is not the one its kernel was started for (${notebook}), moved or renamed since — restart the kernel to open files from here`);
+  }
+  if (target === "outside") throw new BridgeFailure("outside_root", `${path} is outside the folder this Jupyter server serves: it cannot be opened here`);
   const kind = await exists(services.contents, target);
   if (kind === "") throw new BridgeFailure("no_file", `there is no file at ${path} (any more)`);
   if (kind === "directory") throw new BridgeFailure("no_file", `${path} is a folder`);

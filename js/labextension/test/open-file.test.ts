@@ -1,7 +1,7 @@
 // `open_file`: a file a chat's card names, opened in the page by its path under the
-// server's root — worked out from the notebook's own path and the file's path from the
-// notebook's folder — at the line named; refused, with the reason, when the file is
-// outside the root or not there.
+// folder the server serves — found from the kernel's notebook's absolute path and this
+// notebook's path under it — at the line named; refused, with the reason, when the file
+// is outside that folder or not there, or the notebook is not the kernel's.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { NotebookPanel } from "@jupyterlab/notebook";
@@ -9,15 +9,25 @@ import { openFile, underRoot } from "../src/open-file";
 import type { OpServices } from "../src/ops";
 import { BridgeFailure } from "../src/protocol";
 
-test("a path from the notebook's folder is placed under the server's root", () => {
-  assert.equal(underRoot("work/analysis.ipynb", "notes.md"), "work/notes.md");
-  assert.equal(underRoot("work/analysis.ipynb", "./src/../data/a.csv"), "work/data/a.csv");
-  assert.equal(underRoot("work/deep/nb.ipynb", "../../top.py"), "top.py");
-  assert.equal(underRoot("nb.ipynb", "a/b.py"), "a/b.py");
-  // Out of the root: the page cannot reach it.
-  assert.equal(underRoot("work/analysis.ipynb", "../../etc/passwd"), null);
-  assert.equal(underRoot("nb.ipynb", "../x.py"), null);
-  assert.equal(underRoot("nb.ipynb", "."), null);
+test("a file is placed under the folder the server serves, found from the kernel's notebook", () => {
+  const notebook = "/srv/work/analysis.ipynb";
+  assert.equal(underRoot("/srv/work/notes.md", notebook, "work/analysis.ipynb"), "work/notes.md");
+  assert.equal(underRoot("/srv/data/./a.csv", notebook, "work/analysis.ipynb"), "data/a.csv");
+  assert.equal(underRoot("/srv/work/src/../top.py", notebook, "work/analysis.ipynb"), "work/top.py");
+  // The server serves "/" itself.
+  assert.equal(underRoot("/etc/hosts", "/analysis.ipynb", "analysis.ipynb"), "etc/hosts");
+  // A Windows server's paths.
+  assert.equal(underRoot("C:\\srv\\work\\a.py", "C:\\srv\\work\\nb.ipynb", "work/nb.ipynb"), "work/a.py");
+  // Out of the folder: the page cannot reach it.
+  assert.equal(underRoot("/etc/passwd", notebook, "work/analysis.ipynb"), "outside");
+  assert.equal(underRoot("/srv/../etc/passwd", notebook, "work/analysis.ipynb"), "outside");
+  assert.equal(underRoot("/srvx/a.py", notebook, "work/analysis.ipynb"), "outside");
+  assert.equal(underRoot("/srv", notebook, "work/analysis.ipynb"), "outside");
+  // The page's notebook is not the kernel's: moved since its kernel started, or another's.
+  assert.equal(underRoot("/srv/work/notes.md", notebook, "moved/analysis.ipynb"), "other");
+  assert.equal(underRoot("/srv/work/notes.md", notebook, "work/other.ipynb"), "other");
+  // Where the page's path is an end of the kernel's, the server serves the rest.
+  assert.equal(underRoot("/srv/work/notes.md", notebook, "analysis.ipynb"), "notes.md");
 });
 
 function page(files: Record<string, string>) {
@@ -48,12 +58,13 @@ function page(files: Record<string, string>) {
 
 test("a file is opened at the line the call named", async () => {
   const { panel, services, opened, cursor } = page({ "work/notes.md": "file" });
-  const result = await openFile(panel, { path: "/srv/work/notes.md", from_notebook: "notes.md", line: 12 }, services);
+  const notebook = "/srv/work/analysis.ipynb";
+  const result = await openFile(panel, { path: "/srv/work/notes.md", notebook, line: 12 }, services);
   assert.deepEqual(result, { path: "work/notes.md" });
   assert.deepEqual(opened, ["work/notes.md"]);
   assert.deepEqual(cursor, [{ line: 11, column: 0 }]);
   // Without a line: opened, the cursor left where the editor puts it.
-  await openFile(panel, { path: "/srv/work/notes.md", from_notebook: "notes.md" }, services);
+  await openFile(panel, { path: "/srv/work/notes.md", notebook }, services);
   assert.equal(cursor.length, 1);
 });
 
@@ -67,9 +78,11 @@ test("what cannot be opened is refused with the reason, and nothing is opened", 
       return true;
     });
   };
-  await refused({ path: "/etc/passwd", from_notebook: "../../etc/passwd" }, "outside_root", /outside the folder this Jupyter server serves/);
-  await refused({ path: "/srv/work/gone.md", from_notebook: "gone.md" }, "no_file", /no file at \/srv\/work\/gone\.md/);
-  await refused({ path: "/srv/work/data", from_notebook: "data" }, "no_file", /is a folder/);
-  await refused({ path: "/srv/work/notes.md" }, "outside_root", /not started by this Jupyter server/);
+  const notebook = "/srv/work/analysis.ipynb";
+  await refused({ path: "/etc/passwd", notebook }, "outside_root", /outside the folder this Jupyter server serves/);
+  await refused({ path: "/srv/work/gone.md", notebook }, "no_file", /no file at \/srv\/work\/gone\.md/);
+  await refused({ path: "/srv/work/data", notebook }, "no_file", /is a folder/);
+  await refused({ path: "/srv/work/notes.md" }, "outside_root", /not started by the server/);
+  await refused({ path: "/old/place/notes.md", notebook: "/old/place/analysis.ipynb" }, "outside_root", /not the one its kernel was started for/);
   assert.deepEqual(opened, []);
 });

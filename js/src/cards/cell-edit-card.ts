@@ -17,7 +17,7 @@
  * and all), and its card says so.
  */
 import "./cell-edit-card.css";
-import { diffLine } from "../diff-lines";
+import { diffLine, diffLineKinds } from "../diff-lines";
 import { appendCodeText, element } from "../dom";
 import { t, type Lang } from "../i18n";
 import { createInlineError } from "../inline-error";
@@ -107,9 +107,10 @@ function title(proposal: CellEditProposal, lang: Lang): Node[] {
 function diffBlock(proposal: CellEditProposal, lang: Lang): HTMLElement {
   const block = element("pre", "neta-cell-edit-diff");
   block.tabIndex = 0; // scrollable by keyboard
-  for (const line of proposal.diff) {
-    if (typeof line !== "string") continue;
-    const row = diffLine(line);
+  const lines = proposal.diff.filter((line): line is string => typeof line === "string");
+  const kinds = diffLineKinds(lines);
+  for (const [index, line] of lines.entries()) {
+    const row = diffLine(line, kinds[index]);
     appendCodeText(row, line);
     block.append(row, "\n");
   }

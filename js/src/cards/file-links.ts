@@ -14,8 +14,9 @@ import { askNotebook } from "./cell-name";
 export interface FileLocation {
   path: string;
   line?: number | null;
-  /** Its path from the folder of the kernel's notebook: what the page opens. */
-  from_notebook?: string;
+  /** The absolute path of the kernel's notebook: how the page places the file under
+   * the folder it serves (neta_nb/widgets/chat/drawing/render.py `linked_locations`). */
+  notebook?: string;
 }
 
 /** What a link shows: the file's name, and `:line` when the call named one. */
@@ -32,7 +33,7 @@ function createFileLink(location: FileLocation, lang: Lang): HTMLButtonElement {
   link.title = t(lang, "file_link_hint", { path: where });
   link.addEventListener("click", (event) => {
     event.stopPropagation(); // not the card's own toggle
-    const args: Record<string, unknown> = { path: location.path, from_notebook: location.from_notebook ?? null };
+    const args: Record<string, unknown> = { path: location.path, notebook: location.notebook ?? null };
     if (typeof location.line === "number") args.line = location.line;
     void askNotebook(link, "open_file", args).then((reply) => {
       link.classList.toggle("neta-is-missing", !reply.ok);

@@ -66,6 +66,7 @@ from ...messages import (
 )
 from ...providers.base import ProviderError, ResponseAssembler
 from ..session.deps import CountUsage, TurnDeps
+from ..session.spending import reached
 from ..session.state import SessionState
 from ..session.tool_calls.tool_limits import ToolLimits, bound_result
 from ..session.turn import Turn
@@ -79,11 +80,16 @@ if TYPE_CHECKING:
     from .agent import AcpAgent
     from .notebook_server import SessionNotebook
 
-__all__ = ["STOP_GRACE", "AcpTurns"]
+__all__ = ["BUDGET_GRACE", "STOP_GRACE", "AcpTurns"]
 
 STOP_GRACE = 2.0
 """Seconds the agent gets after ``session/cancel`` to end its prompt before its process
 is ended."""
+BUDGET_GRACE = 1.0
+"""Seconds the agent gets to answer its prompt once the cost it said reached a budget,
+before the turn is stopped: an agent that says its cost as it answers is not cut."""
+_MOST_SAID_COST = 1e7
+"""A said total above this many USD is not a cost (a unit mistaken, a broken number)."""
 
 _RESULT_CHARS = 100_000
 _CANCELLED_TEXT = "This call did not finish: the user cancelled the turn."
@@ -130,11 +136,18 @@ class AcpTurns:
         self._asking: set[asyncio.Future[Any]] = set()
         self._plans = 0
         self._cost_said: float | None = None
-        """What the running agent last said its session had cost (``usage_update``'s
-        running total, in USD), or ``None`` before it said any."""
+        """The most the running agent has said its session cost (``usage_update``'s
+        running total, in USD), or ``None`` before it said any. A total is its
+        process's: Claude Code 0.23.1, restarted to continue its session
+        (``session/load``), starts its total again."""
         self._turn_cost: float | None = None
         """What the current turn's calls cost as the agent said it (the rises of its
         running total), or ``None`` while it said nothing of it."""
+        self._cut = False
+        """The turn's said cost reached a budget: what the agent sends is not shown."""
+        self._budget_timer: asyncio.TimerHandle | None = None
+        """Set when the said cost reached a budget: stops the turn unless the agent
+        answers its prompt first (see :meth:`_cost_reported`)."""
         self.controls = AgentControls(agent.mode, self.set_mode)
         """The agent's ``/`` commands and session modes, as the chat input shows them."""
         self._why_new = "it has no session of this chat to continue"
@@ -173,6 +186,7 @@ class AcpTurns:
     # --- the turn -----------------------------------------------------------------------
     async def run(self, turn: Turn, prompt: Message, count_usage: CountUsage) -> Message | None:
         self._turn, self._calls, self._turn_cost = turn, {}, None
+        self._cut = False
         try:
             connection, session_id = await self._ready()
             asked = asyncio.ensure_future(connection.prompt(session_id, prompt.text))
@@ -186,10 +200,12 @@ class AcpTurns:
                 self._close_open_calls(_ENDED_TEXT)
                 self._end_cut_short(turn, count_usage, "error", encodable(error.message))
                 raise
+            self._end_budget_wait()
             self._close_response()
             self._close_open_calls(_ENDED_TEXT)
             usage = _usage(response.usage)
             spending = self._state.spending
+            self._turn_costs_kept(turn)
             last = turn.message
             if last is not None:
                 last.metadata.stop_reason = response.stop_reason
@@ -201,12 +217,14 @@ class AcpTurns:
                     last.metadata.cost_usd = cost
                 self._state.history.changed(last)
             count_usage(turn, usage, reported_cost=self._turn_cost)
-            turn.stop_reason = response.stop_reason
-            # The budgets after the answer (nothing left to cut): their warnings.
+            answered = response.stop_reason == "end_turn"
+            turn.stop_reason = "budget" if turn.budget_stop else response.stop_reason
+            # The budgets after the answer: their warnings (a whole answer: nothing cut).
             spending.over_budget(self._deps.workspace.agent, turn.spend,
-                                 self._deps.crew.turn_usage, answered=True)
+                                 self._deps.crew.turn_usage, answered=answered)
             return last
         finally:
+            self._end_budget_wait()
             self._turn = None
 
     async def _ready(self) -> tuple[AcpConnection, str]:
@@ -235,7 +253,7 @@ class AcpTurns:
             await connection.close()
             raise
         self.controls.modes_said(connection.modes, connection.current_mode)
-        self._cost_said = None  # a running total is its process's: a new one starts at 0
+        self._cost_said = None  # a new process's total starts again (see __init__)
         for why in [*left_out, *connection.left_out]:
             self._state.emit(WarningEvent(message=encodable(
                 f"{agent.name} was not given the MCP server {why}.")))
@@ -337,7 +355,8 @@ class AcpTurns:
     # --- what the agent sends -----------------------------------------------------------
     def on_chunk(self, session_id: str, text: str, *, thinking: bool) -> None:
         turn = self._turn
-        if turn is not None and not self._loading and session_id == self.session_id:
+        if turn is not None and not self._cut and not self._loading \
+                and session_id == self.session_id:
             self._stream(turn, text, thinking=thinking)
 
     def on_update(self, session_id: str, update: Any) -> None:
@@ -354,6 +373,8 @@ class AcpTurns:
         turn = self._turn
         if turn is None or self._loading or session_id != self.session_id:
             return  # a replayed history (session/load), or a late word after the turn
+        if self._cut and kind != "usage_update":
+            return  # past a budget: the turn ends there (its cost still counts)
         if kind == "agent_message_chunk":  # not text (an image…): nothing to show yet
             self._stream(turn, _text_of(update.content), thinking=False)
         elif kind == "agent_thought_chunk":
@@ -372,34 +393,73 @@ class AcpTurns:
 
     def _cost_reported(self, turn: Turn, amount: float, currency: str) -> None:
         """The agent said what its session has cost so far (a running total): the turn's
-        calls cost its rise since the agent last said it (all of it after a restart,
-        when the total starts again). With no price of the user's, that is the turn's
-        cost — and a budget it reaches stops the turn there, as Stop does (its
-        ``session/cancel``), with ``stop_reason="budget"``. A total in another currency
-        than USD, or not a number, is not taken."""
-        if currency.upper() != "USD" or not math.isfinite(amount) or amount < 0:
+        calls cost its rise since the most it said before (a total that dips counts
+        nothing until it passes that again; a new process's starts at 0). With no price
+        of the user's, that is the turn's cost; a budget it reaches ends the turn there:
+        what the agent sends after is not shown, and if it has not answered its prompt
+        within :data:`BUDGET_GRACE` seconds, the turn is stopped as Stop stops it (its
+        ``session/cancel``). An agent that says its cost as it answers (Claude Code)
+        answers within that: its whole answer is kept, the warning says nothing was cut.
+        A total in another currency than USD, or not a sum of money, is not taken."""
+        if currency.upper() != "USD" or not math.isfinite(amount) or not \
+                0 <= amount <= _MOST_SAID_COST:
             return
         said = self._cost_said
-        self._cost_said = amount
-        rise = amount - said if said is not None and amount >= said else amount
+        rise = amount if said is None else max(0.0, amount - said)
+        self._cost_said = amount if said is None else max(said, amount)
         self._turn_cost = (self._turn_cost or 0.0) + rise
         spending, deps = self._state.spending, self._deps
         agent = deps.workspace.agent
-        if spending.price is not None or turn.cancel_requested:
-            return  # the price prices the usage at the turn's end
+        if spending.price is not None or turn.cancel_requested or turn.budget_stop:
+            return  # with a price, the usage is priced at the turn's end
         if agent.budget_usd is None and agent.turn_budget_usd is None:
             return
         running = deps.crew.turn_usage
         paid = spending.paid(running)
-        reached = spending.check(
-            agent, self._turn_cost + (running.cost_usd or 0.0),
-            paid.usd + self._turn_cost, unknown=paid.unknown, rewound=spending.rewound.usd)
-        if reached is not None:
-            # What the agent sends from here on is not the turn's (it has not read the
-            # cancel yet): the turn ends where the budget was reached.
-            self._turn = None
-            turn.budget_stop = True
-            self._state.cancel(deps.crew)
+        turn_spent = self._turn_cost + (running.cost_usd or 0.0)
+        session_spent = paid.usd + self._turn_cost
+        if not any(budget is not None and reached(spent, budget) for budget, spent in (
+                (agent.budget_usd, session_spent), (agent.turn_budget_usd, turn_spent))):
+            # Not reached: its warnings at 80 %, said as the turn goes.
+            spending.check(agent, turn_spent, session_spent, unknown=paid.unknown,
+                           rewound=spending.rewound.usd)
+            return
+        turn.budget_stop = True
+        self._cut = True
+        self._budget_timer = asyncio.get_running_loop().call_later(
+            BUDGET_GRACE, self._budget_stop, turn, turn_spent, session_spent)
+
+    def _budget_stop(self, turn: Turn, turn_spent: float, session_spent: float) -> None:
+        """The agent did not answer within :data:`BUDGET_GRACE` seconds of its cost
+        reaching a budget: the budget's warning, then the turn stops as Stop stops it."""
+        self._budget_timer = None
+        if self._turn is not turn:
+            return
+        spending = self._state.spending
+        spending.check(self._deps.workspace.agent, turn_spent, session_spent,
+                       unknown=spending.paid(self._deps.crew.turn_usage).unknown,
+                       rewound=spending.rewound.usd)
+        self._state.cancel(self._deps.crew)
+
+    def _end_budget_wait(self) -> None:
+        if self._budget_timer is not None:
+            self._budget_timer.cancel()
+            self._budget_timer = None
+
+    def _turn_costs_kept(self, turn: Turn) -> None:
+        """The turn's cost is kept on its last message (below); its other responses say
+        they cost nothing of their own, so a resumed session adds the turn up to what it
+        cost rather than to unknown. Only when that cost is known."""
+        if self._state.spending.price is None and self._turn_cost is None:
+            return
+        last = turn.message
+        for message in reversed(self._state.history.messages):
+            if message.id == turn.prompt_id:
+                break
+            if message.role == "assistant" and message is not last \
+                    and message.metadata.cost_usd is None:
+                message.metadata.cost_usd = 0.0
+                self._state.history.changed(message)
 
     def _end_cut_short(self, turn: Turn, count_usage: CountUsage,
                        why: Literal["cancelled", "error"], error: str | None = None) -> None:
@@ -413,6 +473,7 @@ class AcpTurns:
         if message is not None:
             message.metadata.interrupted = why
             message.metadata.error = error
+        self._turn_costs_kept(turn)
         cost = self._turn_cost
         if cost is None or self._state.spending.price is not None:
             if message is not None:
@@ -420,10 +481,15 @@ class AcpTurns:
                 count_usage(turn, None)
             return
         count_usage(turn, None, reported_cost=cost)
+        # Kept on the turn's last response; when nothing streamed, on its prompt.
+        history = self._state.history
         last = turn.message
+        if last is None and turn.prompt_id:
+            index = history.index_of(turn.prompt_id)
+            last = history.messages[index] if index is not None else None
         if last is not None:
             last.metadata.cost_usd = (last.metadata.cost_usd or 0.0) + cost
-            self._state.history.changed(last)
+            history.changed(last)
 
     def _stream(self, turn: Turn, text: str, *, thinking: bool) -> None:
         if not text:
@@ -661,7 +727,7 @@ class AcpTurns:
     async def on_permission(self, session_id: str, tool_call: ToolCallUpdate,
                             options: list[PermissionOption]) -> RequestPermissionResponse:
         turn = self._turn
-        if turn is None or self._loading or session_id != self.session_id:
+        if turn is None or self._cut or self._loading or session_id != self.session_id:
             return cancelled_outcome()
         known = self._calls.get(encodable(str(tool_call.tool_call_id)))
         if self._notebook is not None and (
@@ -801,8 +867,19 @@ def _diff_text(path: str, old: str | None, new: str) -> str:
     return "```diff\n" + _unified_diff(path, old, new) + "\n```"
 
 
+_DIFF_LINES = 3_000
+"""The most lines (before and after together) a change is compared in: comparing costs the
+kernel's loop about the square of it (0.26 s at 4,000, 1 s at 8,000)."""
+_DIFF_CHARS = 400_000
+
+
 def _unified_diff(path: str, old: str | None, new: str) -> str:
-    lines = difflib.unified_diff((old or "").splitlines(), new.splitlines(),
+    before, after = (old or "").splitlines(), new.splitlines()
+    if len(before) + len(after) > _DIFF_LINES or len(old or "") + len(new) > _DIFF_CHARS:
+        return "\n".join([f"--- {path if old is not None else '/dev/null'}", f"+++ {path}",
+                          f"(too long to compare here: {len(before):,} lines before, "
+                          f"{len(after):,} after)"])
+    lines = difflib.unified_diff(before, after,
                                  fromfile=path if old is not None else "/dev/null",
                                  tofile=path, lineterm="")
     return "\n".join(lines)

@@ -233,6 +233,10 @@ class Spending:
         for message in messages:
             if message.role == "assistant":  # every model call, as it was counted live
                 own.add(message.metadata.cost_usd)
+            elif message.metadata.cost_usd is not None:
+                # A prompt whose turn was cut before anything came back, keeping what an
+                # outside agent said it cost (acp.turns: ``_end_cut_short``).
+                own.add(message.metadata.cost_usd)
             for execution in message.metadata.tool_executions:
                 run = execution.subagent
                 if run is not None and run.api_calls:

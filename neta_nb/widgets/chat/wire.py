@@ -102,9 +102,9 @@ class FileLocationDict(TypedDict):
 
     path: str
     line: NotRequired[int | None]
-    from_notebook: NotRequired[str]
-    """Its path from the kernel's notebook's folder (``drawing.render.linked_locations``):
-    what the page opens."""
+    notebook: NotRequired[str]
+    """The absolute path of the kernel's notebook (``drawing.render.linked_locations``):
+    how the page places the file under the folder it serves."""
 
 
 class TraceIds(TypedDict):

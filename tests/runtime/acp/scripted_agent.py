@@ -17,7 +17,8 @@ the steps in order:
 Then it answers the prompt with the stop reason and usage. ``session/cancel`` ends the
 steps and answers ``cancelled``. ``"by_prompt": {text: steps}`` gives each prompt text
 steps of its own. ``"can_load": true`` offers ``session/load``, which fails (the session
-is unknown); ``"mcp_http": true`` takes MCP servers over HTTP. Every method it is called
+is unknown) unless ``"load_ok": true`` (then it goes on, and the session is continued);
+``"mcp_http": true`` takes MCP servers over HTTP. Every method it is called
 with is written as a line to ``SCRIPT.json.calls``, the parameters of ``session/new`` to
 ``SCRIPT.json.new``. ``"linger": true``: it does not end when its input does (as Codex's
 native program); ``"child": true``: it starts a child process that outlives it unless
@@ -133,8 +134,11 @@ for line in sys.stdin:
             "agentCapabilities": {"loadSession": bool(script.get("can_load")),
                                   "mcpCapabilities": {"http": bool(script.get("mcp_http"))}}}})
     elif method == "session/load":
-        send({"jsonrpc": "2.0", "id": number,
-              "error": {"code": -32002, "message": "Resource not found"}})
+        if script.get("load_ok"):
+            send({"jsonrpc": "2.0", "id": number, "result": {}})
+        else:
+            send({"jsonrpc": "2.0", "id": number,
+                  "error": {"code": -32002, "message": "Resource not found"}})
     elif method == "session/new":
         script_path.with_suffix(".json.new").write_text(json.dumps(message["params"]))
         servers.update({server["name"]: server for server in message["params"]["mcpServers"]})

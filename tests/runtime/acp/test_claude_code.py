@@ -341,6 +341,10 @@ async def test_the_session_is_stored_and_resumes_through_the_agent(
     record = store.get_session(session.id)
     assert record is not None
     assert record.agent["outside"] == {"protocol": "acp", "session_id": outside.session_id}
+    # Claude Code says what its session cost (from its own prices): with no price of
+    # ours, that is the turn's cost.
+    first_cost = session.cost_usd
+    assert first_cost is not None and first_cost > 0
     assert record.agent["provider"]["command"] == [str(BIN / "claude-agent-acp")]
     assert "test-key" not in json.dumps(record.model_dump(mode="json"))
     with pytest.raises(SessionNotResumableError, match=r"agent=AcpAgent"):
@@ -356,6 +360,11 @@ async def test_the_session_is_stored_and_resumes_through_the_agent(
         # The agent continued its own session (session/load): the model read the first turn.
         assert again.session_id == outside.session_id
         assert "First answer." in json.dumps(server.requests[-1].json["messages"])
+        # Its total starts again in the new process (it continues the session, not its
+        # total): the second turn costs all it says, added to the first's.
+        second_cost = resumed.messages[-1].metadata.cost_usd
+        assert second_cost is not None and second_cost > 0
+        assert resumed.cost_usd == pytest.approx(first_cost + second_cost)
     finally:
         await again.aclose()
         assert resumed.flush(10)

@@ -335,28 +335,53 @@ async def test_after_a_rewind_the_agent_starts_a_session_of_its_own(tmp_path: Pa
     assert methods.count("session/new") == 2 and "session/load" not in methods
 
 
-def test_a_card_links_its_files_from_the_notebooks_folder(monkeypatch: pytest.MonkeyPatch
-                                                         ) -> None:
-    """The files a call names reach the card with their path from the folder of the
-    kernel's notebook (what the page opens them by, under the server's root); a kernel
-    the Jupyter server did not start for a notebook gives the paths alone."""
+def test_a_card_links_its_files_with_the_kernels_notebook(monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    """The files a call names reach the card with the absolute path of the kernel's
+    notebook (by which the page places them under the folder it serves); a kernel the
+    Jupyter server did not start for a notebook gives the paths alone."""
     from neta_nb.messages import FileLocation, Message, ToolCallPart, ToolExecution
 
     message = Message.assistant([ToolCallPart(id="t1", name="Write", args={})])
     message.metadata.tool_executions.append(ToolExecution(
         id="t1", name="Write", label="Write notes.md", status="done", locations=[
             FileLocation(path="/srv/work/notes.md", line=3),
-            FileLocation(path="/srv/data/a.csv"), FileLocation(path="/etc/passwd")]))
+            FileLocation(path="/srv/data/a.csv")]))
     monkeypatch.setenv("JPY_SESSION_NAME", "/srv/work/analysis.ipynb")
     [card] = render_message(message, 0)["cards"]
     assert card.get("locations") == [
-        {"path": "/srv/work/notes.md", "line": 3, "from_notebook": "notes.md"},
-        {"path": "/srv/data/a.csv", "line": None, "from_notebook": "../data/a.csv"},
-        {"path": "/etc/passwd", "line": None, "from_notebook": "../../etc/passwd"}]
-    monkeypatch.delenv("JPY_SESSION_NAME")
-    [card] = render_message(message, 0)["cards"]
-    assert [loc.get("from_notebook") for loc in card.get("locations", [])] == [None] * 3
+        {"path": "/srv/work/notes.md", "line": 3, "notebook": "/srv/work/analysis.ipynb"},
+        {"path": "/srv/data/a.csv", "line": None, "notebook": "/srv/work/analysis.ipynb"}]
+    for unusable in ("", "work/analysis.ipynb"):  # unset, or not absolute
+        monkeypatch.setenv("JPY_SESSION_NAME", unusable)
+        [card] = render_message(message, 0)["cards"]
+        assert [loc.get("notebook") for loc in card.get("locations", [])] == [None] * 2
     # A card without files carries no field for them (every card is in the widget state).
     message.metadata.tool_executions[0].locations = []
     [card] = render_message(message, 0)["cards"]
     assert "locations" not in card
+
+
+async def test_a_change_too_long_to_compare_is_said_not_compared(tmp_path: Path) -> None:
+    """Comparing costs the kernel's loop about the square of the lines: a Write of a
+    long file is named, with its sizes, instead of being compared on the loop (in its
+    approval and in its card)."""
+    before = "".join(f"line {n}\n" for n in range(20_000))
+    after = "".join(f"line {n}{' changed' if n % 2 else ''}\n" for n in range(20_000))
+    diff = {"type": "diff", "path": "/w/big.txt", "oldText": before, "newText": after}
+    steps = [
+        {"update": {"sessionUpdate": "tool_call", "toolCallId": "w1", "title": "Write",
+                    "kind": "edit", "status": "pending", "content": [diff]}},
+        {"permission": {"toolCall": {"toolCallId": "w1"}, "options": OPTIONS}},
+        {"update": {"sessionUpdate": "tool_call_update", "toolCallId": "w1",
+                    "status": "completed"}}]
+    session = AgentSession(scripted(tmp_path, steps))
+    follower = Follower(session, {"w1": "allow_once"})
+    async with driven(session):
+        await asyncio.wait_for(session.run("go"), 30)
+    [asked] = follower.of("approval_request")
+    said = "(too long to compare here: 20,000 lines before, 20,000 after)"
+    assert asked.preview is not None
+    assert asked.preview.code.splitlines() == ["--- /w/big.txt", "+++ /w/big.txt", said]
+    [result] = follower.of("tool_result")
+    assert said in result.result

@@ -115,3 +115,139 @@ async def test_a_session_budget_it_reaches_refuses_the_next_turn(tmp_path: Path)
         assert done.type == "done" and done.stop_reason == "budget"
         with pytest.raises(BudgetExceededError, match="budget"):
             await session.run("more")
+
+
+def tool(call_id: str) -> list[dict[str, Any]]:
+    return [{"update": {"sessionUpdate": "tool_call", "toolCallId": call_id, "title": "Read",
+                        "kind": "read", "status": "pending", "rawInput": {}}},
+            {"update": {"sessionUpdate": "tool_call_update", "toolCallId": call_id,
+                        "status": "completed"}}]
+
+
+async def until_token(events: list[Event]) -> None:
+    for _ in range(300):
+        if any(e.type == "token" for e in events):
+            return
+        await asyncio.sleep(0.05)
+
+
+async def test_a_cost_said_as_the_agent_answers_does_not_cut_the_answer(tmp_path: Path
+                                                                      ) -> None:
+    """Claude Code says its cost once, just before it answers the prompt: a budget that
+    cost reaches keeps the whole answer, says nothing was cut, and cancels nothing (a
+    cancel after the answer would reach the agent's next prompt)."""
+    session = AgentSession(agent_of(tmp_path, {"by_prompt": {
+        "go": [chunk("The whole answer."), said(0.06)],
+        "again": [chunk("Fine."), said(0.07)]}}, turn_budget_usd=0.05))
+    events: list[Event] = []
+    session.subscribe(events.append)
+    async with driven(session) as outside:
+        answer = await asyncio.wait_for(session.run("go"), 15)
+        pid = outside.pid
+        # The agent goes on as it was: the next turn costs its own rise.
+        again = await asyncio.wait_for(session.run("again"), 15)
+        assert outside.pid == pid
+    assert answer is not None and answer.text == "The whole answer."
+    assert answer.metadata.interrupted is None
+    warnings = [e.code for e in events if e.type == "warning"]
+    assert warnings == ["budget_reached_turn_answered"]
+    assert [e.stop_reason for e in events if e.type == "done"] == ["budget", "end_turn"]
+    assert "session/cancel" not in calls(tmp_path)
+    assert again is not None and again.text == "Fine."
+    assert again.metadata.cost_usd == pytest.approx(0.01)
+
+
+async def test_a_running_total_that_dips_is_not_counted_twice(tmp_path: Path) -> None:
+    session = AgentSession(agent_of(tmp_path, {"by_prompt": {
+        "one": [chunk("A."), said(0.05)],
+        "two": [chunk("B."), said(0.049), said(0.05), said(0.06), said(1e300)]}}))
+    async with driven(session):
+        await asyncio.wait_for(session.run("one"), 30)
+        await asyncio.wait_for(session.run("two"), 30)
+    assert session.cost_usd == pytest.approx(0.06)
+
+
+async def test_the_cost_of_a_turn_of_several_responses_comes_back_with_a_resume(
+        tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "s.db")
+    session = AgentSession(agent_of(tmp_path, {"steps": [
+        chunk("Looking."), *tool("t1"), chunk("Done."), said(0.05)]}), store=store)
+    async with driven(session):
+        await asyncio.wait_for(session.run("go"), 30)
+    assert session.cost_usd == pytest.approx(0.05)
+    assert session.flush(10)
+    again = AgentSession.resume(session.id, store, agent=agent_of(tmp_path, {"steps": []}))
+    try:
+        assert again.cost_usd == pytest.approx(0.05)
+    finally:
+        again.close()
+        store.close()
+
+
+async def test_a_turn_stopped_before_anything_streamed_keeps_its_cost(tmp_path: Path
+                                                                    ) -> None:
+    store = SessionStore(tmp_path / "s.db")
+    session = AgentSession(agent_of(tmp_path, {"steps": [said(0.2), {"sleep": 30}]},
+                                    budget_usd=0.10), store=store)
+    async with driven(session):
+        await asyncio.wait_for(session.run("go"), 15)
+    assert session.cost_usd == pytest.approx(0.2)
+    assert session.flush(10)
+    again = AgentSession.resume(session.id, store, agent=agent_of(
+        tmp_path, {"steps": []}, budget_usd=0.10))
+    try:
+        assert again.cost_usd == pytest.approx(0.2)
+        with pytest.raises(BudgetExceededError):
+            await again.run("more")
+    finally:
+        again.close()
+        store.close()
+
+
+async def test_a_restarted_agent_that_continues_its_session_counts_its_new_total(
+        tmp_path: Path) -> None:
+    """A total is the agent process's (Claude Code 0.23.1 starts it again when a new
+    process continues its session: test_claude_code.py): after a budget stop ends the
+    process and the next turn continues the session, all the new total says is the new
+    turn's — and the turn budget one turn reached does not stop the next ones."""
+    session = AgentSession(agent_of(tmp_path, {"can_load": True, "load_ok": True,
+                                               "by_prompt": {
+        "one": [chunk("A."), said(0.05), {"sleep": 30}],
+        "two": [chunk("B."), said(0.03)],
+        "three": [chunk("C."), said(0.034)]}}, turn_budget_usd=0.04))
+    events: list[Event] = []
+    session.subscribe(events.append)
+    async with driven(session):
+        await asyncio.wait_for(session.run("one"), 15)  # stopped by its budget
+        assert session.cost_usd == pytest.approx(0.05)
+        await asyncio.wait_for(session.run("two"), 30)
+        await asyncio.wait_for(session.run("three"), 30)
+    assert "session/load" in calls(tmp_path)
+    assert [e.stop_reason for e in events if e.type == "done"] == [
+        "budget", "end_turn", "end_turn"]
+    assert session.cost_usd == pytest.approx(0.084)
+
+
+async def test_after_a_budget_stop_with_a_running_call_the_session_goes_on(
+        tmp_path: Path) -> None:
+    session = AgentSession(agent_of(tmp_path, {"by_prompt": {
+        "one": [chunk("Working"),
+                {"update": {"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "Bash",
+                            "kind": "execute", "status": "in_progress",
+                            "rawInput": {"command": "sleep 100"}}},
+                said(0.06), {"sleep": 30}],
+        "two": [chunk("Fine."), said(0.02)]}}, turn_budget_usd=0.05))
+    events: list[Event] = []
+    session.subscribe(events.append)
+    async with driven(session):
+        await asyncio.wait_for(session.run("one"), 15)
+        answer = await asyncio.wait_for(session.run("two"), 30)
+    assert [e.stop_reason for e in events if e.type == "done"] == ["budget", "end_turn"]
+    assert answer is not None and answer.text == "Fine."
+    # The stopped call has its result: the history stays valid.
+    called = {p.id for m in session.messages for p in m.tool_calls}
+    answered = {r.tool_call_id for m in session.messages for r in m.tool_results}
+    assert called == answered == {"t1"}
+    # A new agent process with a new session of its own (nothing to continue): its
+    # total starts again, and all of it is the turn's.
+    assert session.cost_usd == pytest.approx(0.08)

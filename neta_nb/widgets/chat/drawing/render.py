@@ -171,23 +171,15 @@ def render_message(message: Message, index: int,
 
 
 def linked_locations(locations: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The files a card names, each with where it is from this kernel's notebook
-    (``from_notebook``: the page opens it by that, under the notebook's folder); without
-    it when the kernel was not started for a notebook (no ``JPY_SESSION_NAME``, which the
-    Jupyter server sets to the notebook's absolute path) or the file is on another drive."""
+    """The files a card names, each with the absolute path of this kernel's notebook
+    (``notebook``: ``JPY_SESSION_NAME``, which the Jupyter server sets as it starts the
+    kernel), by which the page finds the folder it serves and opens the file under it —
+    or sees that the notebook it shows is not the kernel's (moved since, another's
+    kernel) and says so. Without it when the kernel was not started for a notebook."""
     notebook = os.environ.get("JPY_SESSION_NAME")
     if not notebook or not os.path.isabs(notebook):
         return locations
-    folder = os.path.dirname(notebook)
-    linked = []
-    for location in locations:
-        try:
-            near = os.path.relpath(location["path"], folder)
-        except ValueError:  # another drive (Windows)
-            linked.append(location)
-            continue
-        linked.append({**location, "from_notebook": near.replace(os.sep, "/")})
-    return linked
+    return [{**location, "notebook": notebook} for location in locations]
 
 
 OUTPUT_STATE_CHARS = 2_000_000
