@@ -10,10 +10,12 @@ name and the command, never the environment it was given (keys live there).
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ...providers.base import ModelRequest, Provider, ProviderError, StreamEvent
+from ...providers.models import ModelInfo
 from ...providers.prices import ModelPrice
 from ...tools import AgentToolConfig
 from ..agent import Agent
@@ -39,6 +41,9 @@ class AcpModel(Provider):
     def __init__(self, name: str, command: Sequence[str]) -> None:
         self.model = name
         self.command = list(command)
+        self.takes_images = False
+        """The agent said it takes images in a prompt (known once it started: an image
+        attached before its first turn is refused with the model's words)."""
         self.not_resumable = (
             f"it is a session of the outside agent {name!r}, whose environment (its keys) "
             f"is never stored: give the agent again, "
@@ -49,6 +54,13 @@ class AcpModel(Provider):
         raise ProviderError(f"{self.model} is an outside agent: it answers its own turns, "
                             f"not the session's model calls (a summary, say).")
         yield  # pragma: no cover - makes this an async generator
+
+    @property
+    def info(self) -> ModelInfo:
+        info = super().info
+        if not self.takes_images:
+            return info
+        return replace(info, capabilities=info.capabilities | {"vision"})
 
     def settings(self) -> dict[str, Any]:
         return {**super().settings(), "command": list(self.command)}

@@ -41,6 +41,7 @@ try:
         EnvVariable,
         HttpHeader,
         HttpMcpServer,
+        ImageContentBlock,
         Implementation,
         McpServerStdio,
         PermissionOption,
@@ -235,6 +236,8 @@ class AcpConnection:
         self._pump: asyncio.Task[None] | None = None
         self.can_load = False
         """The agent offers ``session/load`` (a session continues in a new process)."""
+        self.takes_images = False
+        """The agent takes images in a prompt (its ``promptCapabilities.image``)."""
         self.modes: list[AgentMode] = []
         """The session modes the agent offered for the latest session."""
         self.current_mode: str | None = None
@@ -263,6 +266,8 @@ class AcpConnection:
             client_info=Implementation(name="neta-nb", version="0.1")), _START_TIMEOUT)
         capabilities = init.agent_capabilities
         self.can_load = bool(capabilities is not None and capabilities.load_session)
+        prompts = capabilities.prompt_capabilities if capabilities is not None else None
+        self.takes_images = bool(prompts is not None and prompts.image)
         mcp = capabilities.mcp_capabilities if capabilities is not None else None
         self._http = bool(mcp is not None and mcp.http)
 
@@ -325,11 +330,16 @@ class AcpConnection:
                          _START_TIMEOUT)
         self.current_mode = mode
 
-    async def prompt(self, session_id: str, text: str) -> PromptResponse:
-        """Send a prompt and wait for the agent's answer to it (its updates arrive at
-        the listener meanwhile)."""
+    async def prompt(self, session_id: str, blocks: Sequence[str | tuple[str, str]]
+                     ) -> PromptResponse:
+        """Send a prompt — ``blocks``: each a text, or an image as ``(media type, base64
+        data)`` (only to an agent that :attr:`takes_images`) — and wait for the agent's
+        answer to it (its updates arrive at the listener meanwhile)."""
+        prompt = [TextContentBlock(type="text", text=block) if isinstance(block, str)
+                  else ImageContentBlock(type="image", mime_type=block[0], data=block[1])
+                  for block in blocks]
         response: PromptResponse = await self._call(self._conn.prompt(
-            session_id=session_id, prompt=[TextContentBlock(type="text", text=text)]), None)
+            session_id=session_id, prompt=prompt), None)
         return response
 
     async def cancel(self, session_id: str) -> None:

@@ -56,7 +56,11 @@ from ...events import (
     token_event,
 )
 from ...messages import (
+    DocumentPart,
     FileLocation,
+    FileTextPart,
+    ImagePart,
+    MentionPart,
     Message,
     ToolCallPart,
     ToolExecution,
@@ -70,6 +74,7 @@ from ..session.spending import reached
 from ..session.state import SessionState
 from ..session.tool_calls.tool_limits import ToolLimits, bound_result
 from ..session.turn import Turn
+from .agent import AcpModel
 from .connection import AcpConnection, cancelled_outcome, chosen_outcome
 from .controls import AgentControls
 from .servers import NOTEBOOK_SERVER, McpServerSpec, granted_servers
@@ -189,7 +194,8 @@ class AcpTurns:
         self._cut = False
         try:
             connection, session_id = await self._ready()
-            asked = asyncio.ensure_future(connection.prompt(session_id, prompt.text))
+            asked = asyncio.ensure_future(connection.prompt(
+                session_id, self._prompt_blocks(prompt, connection)))
             try:
                 response = await asyncio.shield(asked)
             except asyncio.CancelledError:
@@ -227,6 +233,30 @@ class AcpTurns:
             self._end_budget_wait()
             self._turn = None
 
+    def _prompt_blocks(self, prompt: Message, connection: AcpConnection
+                       ) -> list[str | tuple[str, str]]:
+        """The prompt as the agent reads it: what the user typed, then what its mentions
+        referred to and the text files it carries, each the block a native model reads;
+        its images as images to an agent that takes them — else (and for a PDF, which
+        no agent is given) their names, and the chat says they were not sent."""
+        blocks: list[str | tuple[str, str]] = [prompt.text] if prompt.text else []
+        left_out: list[str] = []
+        for part in prompt.parts:
+            if isinstance(part, MentionPart | FileTextPart):
+                blocks.append(part.prompt_text())
+            elif isinstance(part, ImagePart) and connection.takes_images and part.data:
+                blocks.append((part.media_type, part.data))
+            elif isinstance(part, ImagePart | DocumentPart):
+                name = part.name or part.media_type
+                left_out.append(name)
+                blocks.append(f"[{name}: attached in the chat, not sent to you]")
+        if left_out:
+            self._state.emit(WarningEvent(message=encodable(
+                f"{self._agent.name} was not sent {', '.join(left_out)}: it takes "
+                f"{'no PDF documents' if connection.takes_images else 'no images or PDFs'} "
+                f"in a prompt.")))
+        return blocks or [""]
+
     async def _ready(self) -> tuple[AcpConnection, str]:
         """The running agent and its session: started (and the session continued, or a
         new one opened) when it is not running."""
@@ -253,6 +283,9 @@ class AcpTurns:
             await connection.close()
             raise
         self.controls.modes_said(connection.modes, connection.current_mode)
+        model = self._agent.model
+        if isinstance(model, AcpModel):
+            model.takes_images = connection.takes_images
         self._cost_said = None  # a new process's total starts again (see __init__)
         for why in [*left_out, *connection.left_out]:
             self._state.emit(WarningEvent(message=encodable(

@@ -18,7 +18,9 @@ Then it answers the prompt with the stop reason and usage. ``session/cancel`` en
 steps and answers ``cancelled``. ``"by_prompt": {text: steps}`` gives each prompt text
 steps of its own. ``"can_load": true`` offers ``session/load``, which fails (the session
 is unknown) unless ``"load_ok": true`` (then it goes on, and the session is continued);
-``"mcp_http": true`` takes MCP servers over HTTP. Every method it is called
+``"mcp_http": true`` takes MCP servers over HTTP; ``"images": true`` takes images in a
+prompt. Each prompt's blocks are written as a line to ``SCRIPT.json.prompts`` (its first
+block's text is the prompt ``by_prompt`` looks up). Every method it is called
 with is written as a line to ``SCRIPT.json.calls``, the parameters of ``session/new`` to
 ``SCRIPT.json.new``. ``"linger": true``: it does not end when its input does (as Codex's
 native program); ``"child": true``: it starts a child process that outlives it unless
@@ -132,6 +134,7 @@ for line in sys.stdin:
         send({"jsonrpc": "2.0", "id": number, "result": {
             "protocolVersion": 1, "authMethods": [],
             "agentCapabilities": {"loadSession": bool(script.get("can_load")),
+                                  "promptCapabilities": {"image": bool(script.get("images"))},
                                   "mcpCapabilities": {"http": bool(script.get("mcp_http"))}}}})
     elif method == "session/load":
         if script.get("load_ok"):
@@ -164,7 +167,10 @@ for line in sys.stdin:
     elif method == "session/prompt":
         cancelled.clear()
         params = message["params"]
-        text = "".join(block.get("text", "") for block in params["prompt"])
+        with script_path.with_suffix(".json.prompts").open("a") as file:
+            file.write(json.dumps(params["prompt"]) + "\n")
+        first = params["prompt"][0] if params["prompt"] else {}
+        text = first.get("text", "")
         threading.Thread(target=play, args=(number, params["sessionId"], text),
                          daemon=True).start()
     elif method == "session/cancel":

@@ -458,3 +458,30 @@ async def test_its_edit_of_the_notebook_is_a_diff_card_decided_in_its_chat(
         assert page.cell("c2")["source"] == "y = x + 1" and card.status == "rejected"
     results = [p for m in session.messages for p in m.tool_results]
     assert [p.tool_call_id for p in results] == [card.id]
+
+
+async def test_a_mention_and_an_image_reach_its_model(
+        model: tuple[SSEServer, ModelScript], sessions: Callable[[], AgentSession]) -> None:
+    """What a prompt carries besides its text — a mention's block, an attached image
+    (once Claude Code said it takes images) — reaches the model behind the agent."""
+    import io
+
+    from PIL import Image
+
+    from neta_nb.runtime.mentions.attachments import Attachment
+
+    server, script = model
+    script.scripts["hello"] = [text("Hello.")]
+    script.scripts["look"] = [text("A red dot.")]
+    session = sessions()
+    session.namespace["answer_value"] = 4242
+    await session.run("SCRIPT:hello Hi.")
+    assert "vision" in session.provider.info.capabilities
+    picture = io.BytesIO()
+    Image.new("RGB", (4, 3), "red").save(picture, "PNG")
+    answer = await session.run("SCRIPT:look What is in @answer_value and the picture?",
+                               [Attachment(picture.getvalue(), "image/png", "dot.png")])
+    assert answer is not None and answer.text == "A red dot."
+    asked = json.dumps(server.requests[-1].json["messages"][-1])
+    assert "4242" in asked and "@answer_value" in asked
+    assert '"type": "image"' in asked and '"media_type": "image/png"' in asked

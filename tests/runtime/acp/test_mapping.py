@@ -200,7 +200,7 @@ async def test_an_approval_shows_the_change_or_the_command(tmp_path: Path) -> No
     """What an asked call will do, as its approval shows it: a Write's or an Edit's diff
     (unified, every file it reports), a command as the command — its arguments' JSON
     only for a call that reports neither."""
-    steps = [
+    steps: list[dict[str, Any]] = [
         {"permission": {"toolCall": {
             "toolCallId": "w1", "title": "Write notes.md", "kind": "edit",
             "rawInput": {"file_path": "/w/notes.md", "content": "one\ntwo\n"},
@@ -369,7 +369,7 @@ async def test_a_change_too_long_to_compare_is_said_not_compared(tmp_path: Path)
     before = "".join(f"line {n}\n" for n in range(20_000))
     after = "".join(f"line {n}{' changed' if n % 2 else ''}\n" for n in range(20_000))
     diff = {"type": "diff", "path": "/w/big.txt", "oldText": before, "newText": after}
-    steps = [
+    steps: list[dict[str, Any]] = [
         {"update": {"sessionUpdate": "tool_call", "toolCallId": "w1", "title": "Write",
                     "kind": "edit", "status": "pending", "content": [diff]}},
         {"permission": {"toolCall": {"toolCallId": "w1"}, "options": OPTIONS}},
