@@ -238,6 +238,9 @@ class AcpConnection:
         """The agent offers ``session/load`` (a session continues in a new process)."""
         self.takes_images = False
         """The agent takes images in a prompt (its ``promptCapabilities.image``)."""
+        self.can_fork = False
+        """The agent offers ``session/fork`` (a new session that starts with another's
+        history)."""
         self.modes: list[AgentMode] = []
         """The session modes the agent offered for the latest session."""
         self.current_mode: str | None = None
@@ -268,6 +271,8 @@ class AcpConnection:
         self.can_load = bool(capabilities is not None and capabilities.load_session)
         prompts = capabilities.prompt_capabilities if capabilities is not None else None
         self.takes_images = bool(prompts is not None and prompts.image)
+        sessions = capabilities.session_capabilities if capabilities is not None else None
+        self.can_fork = bool(sessions is not None and sessions.fork is not None)
         mcp = capabilities.mcp_capabilities if capabilities is not None else None
         self._http = bool(mcp is not None and mcp.http)
 
@@ -301,6 +306,18 @@ class AcpConnection:
         if mode is not None:
             await self.set_mode(session_id, mode)
         return session_id
+
+    async def fork_session(self, session_id: str, cwd: Path, mode: str | None) -> str:
+        """A new session of the agent's that starts with ``session_id``'s history (which
+        goes on unchanged); its id."""
+        response = await self._call(self._conn.fork_session(
+            session_id=session_id, cwd=str(cwd), mcp_servers=self._servers()),
+            _START_TIMEOUT)
+        self._take_modes(response.modes)
+        forked: str = response.session_id
+        if mode is not None:
+            await self.set_mode(forked, mode)
+        return forked
 
     async def load_session(self, session_id: str, cwd: Path, mode: str | None) -> None:
         """Continue ``session_id`` in this process (the agent replays its history as

@@ -69,7 +69,7 @@ from ...messages import (
     new_id,
 )
 from ...providers.base import ProviderError, ResponseAssembler
-from ..session.deps import CountUsage, TurnDeps
+from ..session.deps import CountUsage, OutsideTurns, TurnDeps
 from ..session.spending import reached
 from ..session.state import SessionState
 from ..session.tool_calls.tool_limits import ToolLimits, bound_result
@@ -156,6 +156,9 @@ class AcpTurns:
         self.controls = AgentControls(agent.mode, self.set_mode)
         """The agent's ``/`` commands and session modes, as the chat input shows them."""
         self._why_new = "it has no session of this chat to continue"
+        self._fork_of: str | None = None
+        """The agent's session this chat's is to start as a copy of (``session/fork``):
+        this chat is a fork of a whole chat of the same agent (:meth:`fork_from`)."""
         state.rewind_listeners.append(self._rewound)
 
     @property
@@ -326,6 +329,8 @@ class AcpTurns:
         """Continue the agent's session in ``connection`` (``session/load``); ``None``
         when it went on, else why it could not (the agent died before keeping it, it
         does not offer to, the chat went back to an earlier message)."""
+        if self.session_id is None and self._fork_of is not None:
+            return await self._forked(connection, self._fork_of)
         if self.session_id is None:
             return self._why_new
         if not connection.can_load:
@@ -342,6 +347,28 @@ class AcpTurns:
             return f"it could not continue its session: {error.message}"
         finally:
             self._loading = False
+
+    async def _forked(self, connection: AcpConnection, fork_of: str) -> str | None:
+        """Start this chat's agent session as a copy of ``fork_of`` (``session/fork``);
+        ``None`` when it did, else why it could not."""
+        if not connection.can_fork:
+            return "it does not offer to copy a session (session/fork)"
+        try:
+            self.session_id = await connection.fork_session(fork_of, self._cwd, self.mode)
+        except ProviderError as error:
+            if not connection.alive:
+                raise
+            return f"it could not copy the session this chat was forked from: {error.message}"
+        self._fork_of = None
+        return None
+
+    def fork_from(self, other: OutsideTurns) -> None:
+        """This chat is a fork of all of ``other``'s (the same agent's): its agent's
+        session starts as a copy of ``other``'s, when the agent offers to copy one, and
+        remembers what was said there."""
+        if isinstance(other, AcpTurns):
+            self._fork_of = other.session_id or other._fork_of
+            self._why_new = "the chat it was forked from had no session of its own to copy"
 
     def _rewound(self) -> None:
         """The chat went back to an earlier message (rewind, retry, edit): the agent
@@ -750,12 +777,18 @@ class AcpTurns:
 
     # --- what the store keeps -------------------------------------------------------------
     def stored(self) -> dict[str, Any]:
-        return {"protocol": "acp", "session_id": self.session_id}
+        kept: dict[str, Any] = {"protocol": "acp", "session_id": self.session_id}
+        if self._fork_of is not None:
+            kept["fork_of"] = self._fork_of
+        return kept
 
     def restore(self, stored: Mapping[str, Any]) -> None:
         session_id = stored.get("session_id")
         if isinstance(session_id, str) and session_id:
             self.session_id = session_id
+        fork_of = stored.get("fork_of")
+        if self.session_id is None and isinstance(fork_of, str) and fork_of:
+            self._fork_of = fork_of
 
     async def on_permission(self, session_id: str, tool_call: ToolCallUpdate,
                             options: list[PermissionOption]) -> RequestPermissionResponse:

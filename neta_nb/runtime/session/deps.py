@@ -60,6 +60,11 @@ class OutsideTurns(Protocol):
         """End the agent's process and all it started; a next turn starts it again."""
         ...
 
+    def fork_from(self, other: OutsideTurns) -> None:
+        """This session is a fork of the whole of ``other``'s (the same agent's): its
+        agent may start from a copy of ``other``'s own session."""
+        ...
+
     def stored(self) -> dict[str, Any]:
         """What the store keeps to continue the agent's own session (its id; never a
         key): the session record holds it as ``agent["outside"]``."""

@@ -537,6 +537,12 @@ def _branch(session: AgentSession, messages: Sequence[Message], *,
                            approval_policy=session.approval_policy,
                            branch_of=(session.id, branch_at))
     branches.copy_into(branch.state, session.state, branch.deps, messages)
+    ours, theirs = branch.deps.outside, session.deps.outside
+    if ours is not None and theirs is not None \
+            and len(messages) == len(session.state.history.messages):
+        # The whole conversation: an outside agent's session can be copied with it.
+        ours.fork_from(theirs)
+        branch.state.save_record(running=False, owner=None, owner_died=False)
     return branch
 
 

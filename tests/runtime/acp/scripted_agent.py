@@ -19,8 +19,10 @@ steps and answers ``cancelled``. ``"by_prompt": {text: steps}`` gives each promp
 steps of its own. ``"can_load": true`` offers ``session/load``, which fails (the session
 is unknown) unless ``"load_ok": true`` (then it goes on, and the session is continued);
 ``"mcp_http": true`` takes MCP servers over HTTP; ``"images": true`` takes images in a
-prompt. Each prompt's blocks are written as a line to ``SCRIPT.json.prompts`` (its first
-block's text is the prompt ``by_prompt`` looks up). Every method it is called
+prompt; ``"can_fork": true`` offers ``session/fork`` (the forked session's id is written
+as a line to ``SCRIPT.json.forks``). Each prompt's blocks are written as a line to
+``SCRIPT.json.prompts`` (its first block's text is the prompt ``by_prompt`` looks up).
+Every method it is called
 with is written as a line to ``SCRIPT.json.calls``, the parameters of ``session/new`` to
 ``SCRIPT.json.new``. ``"linger": true``: it does not end when its input does (as Codex's
 native program); ``"child": true``: it starts a child process that outlives it unless
@@ -135,7 +137,15 @@ for line in sys.stdin:
             "protocolVersion": 1, "authMethods": [],
             "agentCapabilities": {"loadSession": bool(script.get("can_load")),
                                   "promptCapabilities": {"image": bool(script.get("images"))},
+                                  "sessionCapabilities": (
+                                      {"fork": {}} if script.get("can_fork") else {}),
                                   "mcpCapabilities": {"http": bool(script.get("mcp_http"))}}}})
+    elif method == "session/fork":
+        forks = script_path.with_suffix(".json.forks")
+        with forks.open("a") as file:
+            file.write(message["params"]["sessionId"] + "\n")
+        send({"jsonrpc": "2.0", "id": number, "result": {
+            "sessionId": f"fork-{len(forks.read_text().splitlines())}"}})
     elif method == "session/load":
         if script.get("load_ok"):
             send({"jsonrpc": "2.0", "id": number, "result": {}})

@@ -485,3 +485,33 @@ async def test_a_mention_and_an_image_reach_its_model(
     asked = json.dumps(server.requests[-1].json["messages"][-1])
     assert "4242" in asked and "@answer_value" in asked
     assert '"type": "image"' in asked and '"media_type": "image/png"' in asked
+
+
+async def test_a_fork_of_the_whole_chat_remembers_it(
+        model: tuple[SSEServer, ModelScript], sessions: Callable[[], AgentSession]) -> None:
+    """A fork of the whole chat copies Claude Code's session (``session/fork``): the
+    model of the fork's first turn reads the chat it was forked from."""
+    server, script = model
+    script.scripts["first"] = [text("The secret is 7.")]
+    script.scripts["again"] = [text("You asked me before.")]
+    session = sessions()
+    await session.run("SCRIPT:first Remember a number.")
+    fork = session.fork(session.messages[-1].id)
+    try:
+        events: list[Event] = []
+        fork.subscribe(events.append)
+        answer = await fork.run("SCRIPT:again What was it?")
+        assert answer is not None and answer.text == "You asked me before."
+        asked = json.dumps(server.requests[-1].json["messages"])
+        assert "The secret is 7." in asked and "Remember a number." in asked
+        assert not [e for e in events if e.type == "warning"]
+        forked = fork.deps.outside
+        assert isinstance(forked, AcpTurns)
+        original = session.deps.outside
+        assert isinstance(original, AcpTurns)
+        assert forked.session_id not in (None, original.session_id)
+    finally:
+        fork.close()
+        forked_turns = fork.deps.outside
+        assert isinstance(forked_turns, AcpTurns)
+        await forked_turns.aclose()
