@@ -22,7 +22,7 @@ import contextlib
 import json
 import json.scanner
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, cast
 
@@ -101,6 +101,20 @@ _decode_at = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-t
 """The standard library's C scanner: one JSON value from a ``str`` at an index, without
 ``json.loads``' wrappers (an encoding guess on bytes, two calls) — a third of a chunk's
 CPU went there."""
+_scan_string: Callable[[str, int], tuple[str, int]] = (
+    json.decoder.scanstring)  # type: ignore[attr-defined]
+"""The standard library's C reader of one JSON string (from after its opening quote)."""
+
+_ChunkForm = tuple[str, str, str, bool]
+"""How an agent writes a text chunk's line: all before the text's first character (the
+notification's method, its session, the update's kind, the content's type and the key
+``"text"``, in the agent's order and spacing), and the closing braces after the text —
+with the session id and whether it is thinking. A line that starts and ends so is that
+notification, whatever its text (escapes included), so only the text is read: the rest of
+the line is the bytes already read whole and checked once. Most of a chunk's decoding
+went to the objects around the text."""
+_CHUNK_FORMS = 4
+"""The most forms kept (answer and thinking, in a session or two)."""
 _READ_SIZE = 1 << 16
 """Bytes read from the agent at once: its lines are split here, not one read each."""
 
@@ -113,6 +127,29 @@ class _Updates:
         self._listener = listener
         self.sdk_reader = asyncio.StreamReader(limit=STDOUT_LINE_LIMIT)
         """What the SDK reads: every line but the updates."""
+        self._chunk_forms: list[_ChunkForm] = []
+
+    def _learn_form(self, line: str, session_id: str, value: str, thinking: bool) -> None:
+        """Keep the form of a text chunk's line (decoded whole, ``value`` its text) when
+        its text is its last field: what comes before the text, and the closing braces
+        after it."""
+        if len(self._chunk_forms) >= _CHUNK_FORMS:
+            return
+        key = line.rfind('"text"')
+        if key < 0:
+            return
+        start = key + len('"text"')
+        while start < len(line) and line[start] in " \t:":
+            start += 1
+        if start >= len(line) or line[start] != '"':
+            return
+        try:
+            found, end = _scan_string(line, start + 1)
+        except ValueError:
+            return
+        suffix = line[end:]
+        if found == value and suffix.strip(" \t\r\n") and not suffix.strip("} \t\r\n"):
+            self._chunk_forms.append((line[:start + 1], suffix, session_id, thinking))
 
     async def pump(self) -> None:
         # The start of a line not yet ended, in the pieces it came in: joined once when
@@ -154,15 +191,30 @@ class _Updates:
         """Hand ``line`` to the listener if it is an update; whether it was one."""
         try:
             text = line.decode()
+        except UnicodeDecodeError:
+            return False
+        for prefix, suffix, session_id, thinking in self._chunk_forms:
+            # A text chunk written as one before it (see _ChunkForm): only its text is read.
+            if text.startswith(prefix) and text.endswith(suffix):
+                try:
+                    value, end = _scan_string(text, len(prefix))
+                except ValueError:
+                    break
+                if end == len(text) - len(suffix):
+                    self._listener.on_chunk(session_id, value, thinking=thinking)
+                    return True
+                break
+        try:
             message, end = _decode_at(text, 0)
-        except (UnicodeDecodeError, StopIteration, ValueError, RecursionError):
+        except (StopIteration, ValueError, RecursionError):
             return False
         if end != len(text) and not text[end:].isspace():
             return False
         chunk = _text_chunk(message)
         if chunk is not None:  # most lines: a streamed chunk of text, read directly
-            session_id, text, thinking = chunk
-            self._listener.on_chunk(session_id, text, thinking=thinking)
+            session_id, value, thinking = chunk
+            self._learn_form(text, session_id, value, thinking)
+            self._listener.on_chunk(session_id, value, thinking=thinking)
             return True
         if not isinstance(message, dict) or message.get("method") != "session/update" \
                 or "id" in message:

@@ -129,3 +129,47 @@ def test_add_text_assembles_as_the_deltas_do(pieces: list[str]) -> None:
         by_events.feed(ThinkingDelta(piece) if thinking else TextDelta(piece))
         by_text.add_text(piece, thinking=thinking)
     assert by_text.snapshot() == by_events.snapshot()
+
+
+async def test_chunks_written_as_one_before_them_are_read_by_their_text_alone(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once a text chunk's line was decoded whole, lines written the same way are read by
+    their text alone: every escape, each kind and session kept apart — and a line that
+    only starts the same way is decoded whole (or handed on as it came)."""
+    texts = ['plain', 'a "quoted" \\ back\\slash', 'line\nbreak\ttab', '\u00e9\u4e2d',
+             '\U0001f600 emoji', '}}}}', '', '"text": "x"}}', 'text']
+    compact = [json.dumps({"jsonrpc": "2.0", "method": "session/update", "params": {
+        "sessionId": "s1", "update": {"sessionUpdate": "agent_message_chunk",
+                                      "content": {"type": "text", "text": t}}}},
+        separators=(",", ":"), ensure_ascii=False).encode() + b"\n" for t in texts]
+    thought = _chunk("hmm", "agent_thought_chunk")
+    other_session = _update({"sessionUpdate": "agent_message_chunk",
+                             "content": {"type": "text", "text": "elsewhere"}}, session="s2")
+    # The text is not the last field: decoded whole, right all the same.
+    annotated = _update({"sessionUpdate": "agent_message_chunk",
+                         "content": {"type": "text", "text": "noted",
+                                     "annotations": {"priority": 1}}})
+    prefix = compact[0][:compact[0].index(b'"plain"') + 1]
+    broken = prefix + b'unterminated}}}}\n'  # starts the same, is no JSON
+    escaped = [_chunk("\U0001f600 \u00e9 first"), _chunk("\U0001f600 \u00e9 again")]  # \\u…
+    decoded: list[str] = []
+    whole = connection._decode_at
+
+    def decode(text: str, at: int) -> Any:
+        decoded.append(text)
+        return whole(text, at)
+
+    monkeypatch.setattr(connection, "_decode_at", decode)
+    heard, rest = await _pumped([*compact, thought, *compact[:2], other_session, annotated,
+                                 broken, compact[1], *escaped])
+    assert heard.items == [
+        *[("chunk", "s1", t, False) for t in texts], ("chunk", "s1", "hmm", True),
+        *[("chunk", "s1", t, False) for t in texts[:2]], ("chunk", "s2", "elsewhere", False),
+        ("chunk", "s1", "noted", False), ("chunk", "s1", texts[1], False),
+        ("chunk", "s1", "\U0001f600 \u00e9 first", False),
+        ("chunk", "s1", "\U0001f600 \u00e9 again", False)]
+    assert rest == broken
+    # Decoded whole: the first of each form (the compact answer, the thought, the other
+    # session's, the spaced one), the one whose text is not last, and the broken line.
+    assert [line.encode() for line in decoded] == [
+        compact[0], thought, other_session, annotated, broken, escaped[0]]
