@@ -74,9 +74,9 @@ from ..session.spending import reached
 from ..session.state import SessionState
 from ..session.tool_calls.tool_limits import ToolLimits, bound_result
 from ..session.turn import Turn
-from .agent import AcpModel
 from .connection import AcpConnection, cancelled_outcome, chosen_outcome
 from .controls import AgentControls
+from .model import AcpModel
 from .servers import NOTEBOOK_SERVER, McpServerSpec, granted_servers
 
 if TYPE_CHECKING:
@@ -149,7 +149,14 @@ class AcpTurns:
         """What the current turn's calls cost as the agent said it (the rises of its
         running total), or ``None`` while it said nothing of it."""
         self._cut = False
-        """The turn's said cost reached a budget: what the agent sends is not shown."""
+        """The turn's said cost reached a budget: the agent is asked nothing more — its
+        permission requests and its calls of the notebook's server are refused — while
+        what it says and reports of its calls still shows until it answers."""
+        self._budget_spent: tuple[float, float] | None = None
+        """What the turn and the session had spent when the said cost reached a budget,
+        until that budget's warning is said."""
+        self._asked: asyncio.Future[Any] | None = None
+        """The current turn's prompt, until the agent answers it."""
         self._budget_timer: asyncio.TimerHandle | None = None
         """Set when the said cost reached a budget: stops the turn unless the agent
         answers its prompt first (see :meth:`_cost_reported`)."""
@@ -159,6 +166,11 @@ class AcpTurns:
         self._fork_of: str | None = None
         """The agent's session this chat's is to start as a copy of (``session/fork``):
         this chat is a fork of a whole chat of the same agent (:meth:`fork_from`)."""
+        self._copying: asyncio.Task[None] | None = None
+        """The copy of that session being made as the fork is made (:meth:`fork_from`)."""
+        self._copies: set[asyncio.Task[None]] = set()
+        """Copies of this chat's agent session being made for its forks: its next prompt
+        waits for them, so that they copy the chat as it was when forked."""
         state.rewind_listeners.append(self._rewound)
 
     @property
@@ -194,10 +206,13 @@ class AcpTurns:
     # --- the turn -----------------------------------------------------------------------
     async def run(self, turn: Turn, prompt: Message, count_usage: CountUsage) -> Message | None:
         self._turn, self._calls, self._turn_cost = turn, {}, None
-        self._cut = False
+        self._cut, self._budget_spent = False, None
         try:
+            waiting = [task for task in (self._copying, *self._copies) if task is not None]
+            if waiting:  # this chat's copy, or its forks' copies of it, first
+                await asyncio.wait(waiting)
             connection, session_id = await self._ready()
-            asked = asyncio.ensure_future(connection.prompt(
+            asked = self._asked = asyncio.ensure_future(connection.prompt(
                 session_id, self._prompt_blocks(prompt, connection)))
             try:
                 response = await asyncio.shield(asked)
@@ -228,6 +243,7 @@ class AcpTurns:
             count_usage(turn, usage, reported_cost=self._turn_cost)
             answered = response.stop_reason == "end_turn"
             turn.stop_reason = "budget" if turn.budget_stop else response.stop_reason
+            self._budget_spent = None  # said below, as the agent ended its turn
             # The budgets after the answer: their warnings (a whole answer: nothing cut).
             spending.over_budget(self._deps.workspace.agent, turn.spend,
                                  self._deps.crew.turn_usage, answered=answered)
@@ -244,10 +260,15 @@ class AcpTurns:
         no agent is given) their names, and the chat says they were not sent."""
         blocks: list[str | tuple[str, str]] = [prompt.text] if prompt.text else []
         left_out: list[str] = []
+        missing: list[str] = []
         for part in prompt.parts:
             if isinstance(part, MentionPart | FileTextPart):
                 blocks.append(part.prompt_text())
-            elif isinstance(part, ImagePart) and connection.takes_images and part.data:
+            elif isinstance(part, ImagePart | DocumentPart) and part.data is None:
+                name = part.name or part.media_type
+                missing.append(name)
+                blocks.append(f"[{name}: attached in the chat; its stored file is missing]")
+            elif isinstance(part, ImagePart) and part.data and connection.takes_images:
                 blocks.append((part.media_type, part.data))
             elif isinstance(part, ImagePart | DocumentPart):
                 name = part.name or part.media_type
@@ -258,6 +279,10 @@ class AcpTurns:
                 f"{self._agent.name} was not sent {', '.join(left_out)}: it takes "
                 f"{'no PDF documents' if connection.takes_images else 'no images or PDFs'} "
                 f"in a prompt.")))
+        if missing:
+            self._state.emit(WarningEvent(message=encodable(
+                f"{self._agent.name} was not sent {', '.join(missing)}: the stored file "
+                f"is missing (the store's folder was moved or cleaned).")))
         return blocks or [""]
 
     async def _ready(self) -> tuple[AcpConnection, str]:
@@ -350,7 +375,9 @@ class AcpTurns:
 
     async def _forked(self, connection: AcpConnection, fork_of: str) -> str | None:
         """Start this chat's agent session as a copy of ``fork_of`` (``session/fork``);
-        ``None`` when it did, else why it could not."""
+        ``None`` when it did, else why it could not. Tried once: a copy made later would
+        hold what the chat forked from said since."""
+        self._fork_of = None
         if not connection.can_fork:
             return "it does not offer to copy a session (session/fork)"
         try:
@@ -359,20 +386,51 @@ class AcpTurns:
             if not connection.alive:
                 raise
             return f"it could not copy the session this chat was forked from: {error.message}"
-        self._fork_of = None
         return None
 
     def fork_from(self, other: OutsideTurns) -> None:
         """This chat is a fork of all of ``other``'s (the same agent's): its agent's
         session starts as a copy of ``other``'s, when the agent offers to copy one, and
-        remembers what was said there."""
-        if isinstance(other, AcpTurns):
-            self._fork_of = other.session_id or other._fork_of
+        remembers what was said there. The copy is made now, in an agent process of this
+        chat's own (``other``'s next prompt waits for it), so that it holds the chat as
+        it was when forked; without a running event loop, at this chat's first turn."""
+        if not isinstance(other, AcpTurns):
+            return
+        self._fork_of = other.session_id or other._fork_of
+        if self._fork_of is None:
             self._why_new = "the chat it was forked from had no session of its own to copy"
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        task = self._copying = loop.create_task(self._copy_now(),
+                                                name=f"neta_nb copy of {self._fork_of}")
+        other._copies.add(task)
+        task.add_done_callback(other._copies.discard)
+
+    async def _copy_now(self) -> None:
+        """:meth:`fork_from`'s copy: this chat's agent started, its session copied. A
+        failure is the first turn's to say (it starts the agent again, and a new
+        session, saying why)."""
+        try:
+            await self._ready()
+        except Exception as error:  # said by the first turn, which tries again
+            self._why_new = f"its copy of the chat's session failed ({error})"
+            self._fork_of = None
+            return
+        self._state.save_record()  # the copy's id: a resumed fork continues it
 
     def _rewound(self) -> None:
         """The chat went back to an earlier message (rewind, retry, edit): the agent
         cannot go back with it, so its next turn starts a session of its own."""
+        if self._fork_of is not None or self._copying is not None:
+            # A fork gone back before its first turn: the copy would hold too much.
+            if self._copying is not None:
+                self._copying.cancel()
+                self._copying = None
+            self._fork_of = None
+            self._why_new = "this chat went back to an earlier message"
         if self.session_id is not None:
             self.session_id = None
             self._why_new = "this chat went back to an earlier message"
@@ -396,6 +454,8 @@ class AcpTurns:
         """End the agent: gently on a running loop (it keeps its session to continue;
         see :meth:`AgentProcess.close`), else at once. Its token of the notebook's
         server is withdrawn (the next start is given a new one)."""
+        if self._copying is not None:
+            self._copying.cancel()
         for asking in [*self._asking, *self._notebook_calls]:
             asking.cancel()
         if self._notebook is not None:
@@ -405,6 +465,10 @@ class AcpTurns:
 
     async def aclose(self) -> None:
         """End the agent (gently, then surely) and wait until its process is reaped."""
+        if self._copying is not None:
+            self._copying.cancel()
+            with contextlib.suppress(BaseException):
+                await self._copying
         for asking in [*self._asking, *self._notebook_calls]:
             asking.cancel()
         if self._notebook is not None:
@@ -415,8 +479,7 @@ class AcpTurns:
     # --- what the agent sends -----------------------------------------------------------
     def on_chunk(self, session_id: str, text: str, *, thinking: bool) -> None:
         turn = self._turn
-        if turn is not None and not self._cut and not self._loading \
-                and session_id == self.session_id:
+        if turn is not None and not self._loading and session_id == self.session_id:
             self._stream(turn, text, thinking=thinking)
 
     def on_update(self, session_id: str, update: Any) -> None:
@@ -433,8 +496,6 @@ class AcpTurns:
         turn = self._turn
         if turn is None or self._loading or session_id != self.session_id:
             return  # a replayed history (session/load), or a late word after the turn
-        if self._cut and kind != "usage_update":
-            return  # past a budget: the turn ends there (its cost still counts)
         if kind == "agent_message_chunk":  # not text (an image…): nothing to show yet
             self._stream(turn, _text_of(update.content), thinking=False)
         elif kind == "agent_thought_chunk":
@@ -486,20 +547,29 @@ class AcpTurns:
             return
         turn.budget_stop = True
         self._cut = True
+        self._budget_spent = (turn_spent, session_spent)
         self._budget_timer = asyncio.get_running_loop().call_later(
-            BUDGET_GRACE, self._budget_stop, turn, turn_spent, session_spent)
+            BUDGET_GRACE, self._budget_stop, turn)
 
-    def _budget_stop(self, turn: Turn, turn_spent: float, session_spent: float) -> None:
+    def _budget_stop(self, turn: Turn) -> None:
         """The agent did not answer within :data:`BUDGET_GRACE` seconds of its cost
         reaching a budget: the budget's warning, then the turn stops as Stop stops it."""
         self._budget_timer = None
-        if self._turn is not turn:
+        if self._turn is not turn or (self._asked is not None and self._asked.done()):
+            return  # the agent answered (in this very step): its answer ends the turn
+        self._say_budget_reached()
+        self._state.cancel(self._deps.crew)
+
+    def _say_budget_reached(self) -> None:
+        """The warning of the budget the said cost reached (once): the turn did not end
+        with the agent's whole answer (stopped by the budget, by Stop, by a failure)."""
+        spent, self._budget_spent = self._budget_spent, None
+        if spent is None:
             return
         spending = self._state.spending
-        spending.check(self._deps.workspace.agent, turn_spent, session_spent,
+        spending.check(self._deps.workspace.agent, spent[0], spent[1],
                        unknown=spending.paid(self._deps.crew.turn_usage).unknown,
                        rewound=spending.rewound.usd)
-        self._state.cancel(self._deps.crew)
 
     def _end_budget_wait(self) -> None:
         if self._budget_timer is not None:
@@ -529,6 +599,7 @@ class AcpTurns:
         them with its answer — and kept on the turn's last message, so a budget and a
         resumed session know it was spent; else, when something streamed, the turn
         counts as a call of unknown cost (never a known $0), as a native one cut short."""
+        self._say_budget_reached()  # Stop or a failure within the budget's grace
         message = self._close_response(turn)
         if message is not None:
             message.metadata.interrupted = why
@@ -722,6 +793,9 @@ class AcpTurns:
             return ToolResultPart(tool_call_id="", name=name, is_error=True, content=(
                 f"{name} was not run: the notebook's tools answer only while the chat "
                 f"has a turn of yours running."))
+        if self._cut:
+            return ToolResultPart(tool_call_id="", name=name, is_error=True, content=(
+                f"{name} was not run: this turn reached its budget."))
         message, part = self._notebook_card(turn, name, args)
         agent, deps = self._agent, self._deps
         running = asyncio.ensure_future(deps.tools.run_call(
@@ -777,18 +851,15 @@ class AcpTurns:
 
     # --- what the store keeps -------------------------------------------------------------
     def stored(self) -> dict[str, Any]:
-        kept: dict[str, Any] = {"protocol": "acp", "session_id": self.session_id}
-        if self._fork_of is not None:
-            kept["fork_of"] = self._fork_of
-        return kept
+        # Not a copy still to make (``_fork_of``): made later, elsewhere, it would hold
+        # what the chat forked from said since; a fork resumed before its copy was made
+        # starts a session of its own.
+        return {"protocol": "acp", "session_id": self.session_id}
 
     def restore(self, stored: Mapping[str, Any]) -> None:
         session_id = stored.get("session_id")
         if isinstance(session_id, str) and session_id:
             self.session_id = session_id
-        fork_of = stored.get("fork_of")
-        if self.session_id is None and isinstance(fork_of, str) and fork_of:
-            self._fork_of = fork_of
 
     async def on_permission(self, session_id: str, tool_call: ToolCallUpdate,
                             options: list[PermissionOption]) -> RequestPermissionResponse:

@@ -493,10 +493,13 @@ async def test_a_fork_of_the_whole_chat_remembers_it(
     model of the fork's first turn reads the chat it was forked from."""
     server, script = model
     script.scripts["first"] = [text("The secret is 7.")]
+    script.scripts["later"] = [text("Now the secret is 9.")]
     script.scripts["again"] = [text("You asked me before.")]
     session = sessions()
     await session.run("SCRIPT:first Remember a number.")
     fork = session.fork(session.messages[-1].id)
+    # The chat forked from goes on first: its new turn is not the fork's.
+    await session.run("SCRIPT:later Change it.")
     try:
         events: list[Event] = []
         fork.subscribe(events.append)
@@ -504,6 +507,7 @@ async def test_a_fork_of_the_whole_chat_remembers_it(
         assert answer is not None and answer.text == "You asked me before."
         asked = json.dumps(server.requests[-1].json["messages"])
         assert "The secret is 7." in asked and "Remember a number." in asked
+        assert "Now the secret is 9." not in asked and "Change it." not in asked
         assert not [e for e in events if e.type == "warning"]
         forked = fork.deps.outside
         assert isinstance(forked, AcpTurns)

@@ -336,3 +336,27 @@ async def test_a_run_of_the_agent_asks_for_approval_in_its_own_chat(
         assert card.status == "done"
     else:
         assert ran == [] and result["is_error"] and card.status == "rejected"
+
+
+async def test_past_a_budget_its_calls_of_the_notebook_are_refused(tmp_path: Path) -> None:
+    """Once the cost the agent said reached a budget, it is asked nothing more: its call
+    of the notebook's server is answered as not run, and nothing is asked of the user."""
+    page = FakeNotebookPage(CELLS)
+    script = tmp_path / "script.json"
+    cost = {"update": {"sessionUpdate": "usage_update", "used": 10, "size": 1000,
+                       "cost": {"amount": 0.06, "currency": "USD"}}}
+    script.write_text(json.dumps({"mcp_http": True, "steps": [
+        {"mcp": {"server": NOTEBOOK_SERVER, "tool": None}}, cost, CALLED]}))
+    agent = AcpAgent("scripted", [sys.executable, str(SCRIPTED), str(script)], cwd=tmp_path,
+                     turn_budget_usd=0.05)
+    session = AgentSession(agent, notebook_page=page)
+    session.attach_approver()
+    asked: list[Event] = []
+    session.subscribe(lambda event: asked.append(event)
+                      if event.type == "approval_request" else None)
+    async with driven(session):
+        await asyncio.wait_for(session.run("make y two"), 60)
+    listed, refused = said(script)
+    assert "edit_cell" in listed["tools"]
+    assert refused["is_error"] and "reached its budget" in refused["text"]
+    assert asked == [] and page.cell("c2")["source"] == "y = x + 1"

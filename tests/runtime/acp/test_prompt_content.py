@@ -91,3 +91,29 @@ async def test_an_agent_that_takes_no_images_is_not_offered_one(tmp_path: Path) 
         with pytest.raises(AttachmentError, match="does not accept images"):
             await session.run("What is this?", [Attachment(png(), "image/png", "dot.png")])
     assert len(prompts(tmp_path)) == 1
+
+
+async def test_an_image_whose_stored_file_is_missing_is_named_and_said(tmp_path: Path
+                                                                       ) -> None:
+    """A resumed prompt's image whose file left the store (``data`` None) is sent as its
+    name, and the chat says the file is missing (not that the agent takes no images)."""
+    from neta_nb.messages import ImagePart, Message, TextPart
+    from neta_nb.runtime.acp.turns import AcpTurns
+
+    session = AgentSession(agent_of(tmp_path, images=True))
+    events: list[Event] = []
+    session.subscribe(events.append)
+    prompt = Message(role="user", parts=[
+        TextPart(text="look"),
+        ImagePart(media_type="image/png", name="dot.png", data=None, sha256="ab" * 32)])
+    turns = session.deps.outside
+    assert isinstance(turns, AcpTurns)
+
+    class Connection:
+        takes_images = True
+
+    blocks = turns._prompt_blocks(prompt, Connection())  # type: ignore[arg-type]
+    assert blocks == ["look", "[dot.png: attached in the chat; its stored file is missing]"]
+    [warning] = [str(e.message) for e in events if e.type == "warning"]
+    assert "dot.png" in warning and "stored file is missing" in warning
+    session.close()

@@ -96,9 +96,9 @@ async def test_a_turn_budget_the_said_cost_reaches_stops_the_turn_there(tmp_path
     done = events[-1]
     assert done.type == "done" and done.stop_reason == "budget"
     assert "session/cancel" in calls(tmp_path)
-    # What streamed until then is kept (not what the agent sent before it read the
-    # cancel); what the turn cost is counted.
-    assert answer is not None and answer.text == "Working still"
+    # What the agent said within the budget's grace second shows; then the turn is
+    # stopped, what streamed kept; what the turn cost is counted.
+    assert answer is not None and answer.text == "Working still after the budget"
     assert answer.metadata.interrupted == "cancelled"
     assert session.cost_usd == pytest.approx(0.06)
     assert not session.running
@@ -251,3 +251,79 @@ async def test_after_a_budget_stop_with_a_running_call_the_session_goes_on(
     # A new agent process with a new session of its own (nothing to continue): its
     # total starts again, and all of it is the turn's.
     assert session.cost_usd == pytest.approx(0.08)
+
+
+async def budget_reached(session: AgentSession) -> None:
+    for _ in range(300):
+        turn = session.state.turn
+        if turn is not None and turn.budget_stop:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError("the budget was never reached")
+
+
+async def test_within_the_grace_second_the_agent_is_still_shown_and_not_obeyed(
+        tmp_path: Path) -> None:
+    """Once its said cost reached a budget, the agent has a second to answer: what it
+    says and reports of its calls in that second shows (a whole answer is kept whole),
+    but it is asked nothing more — a permission request is refused."""
+    options = [{"optionId": "a1", "name": "Allow", "kind": "allow_once"},
+               {"optionId": "r1", "name": "Reject", "kind": "reject_once"}]
+    session = AgentSession(agent_of(tmp_path, {"steps": [
+        {"update": {"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "Read",
+                    "kind": "read", "status": "in_progress", "rawInput": {}}},
+        chunk("Part one."), said(0.06), chunk(" Part two."),
+        {"update": {"sessionUpdate": "tool_call_update", "toolCallId": "t1",
+                    "status": "completed"}},
+        {"permission": {"toolCall": {"toolCallId": "t2", "title": "rm -rf build",
+                                     "kind": "execute"}, "options": options}}]},
+        turn_budget_usd=0.05))
+    session.attach_approver()
+    events: list[Event] = []
+    session.subscribe(events.append)
+    async with driven(session):
+        answer = await asyncio.wait_for(session.run("go"), 15)
+    assert [e.code for e in events if e.type == "warning"] == ["budget_reached_turn_answered"]
+    assert not [e for e in events if e.type == "approval_request"]
+    assert (tmp_path / "script.json.answers").read_text().strip() == '{"outcome": "cancelled"}'
+    [card] = [e for m in session.messages for e in m.metadata.tool_executions]
+    assert card.status == "done"
+    assert answer is not None and answer.metadata.interrupted is None
+    assert "".join(m.text for m in session.messages if m.role == "assistant") == (
+        "Part one. Part two.")
+
+
+async def test_a_stop_within_the_grace_second_says_the_budget(tmp_path: Path) -> None:
+    session = AgentSession(agent_of(tmp_path, {"steps": [
+        chunk("Working"), said(0.06), {"sleep": 30}]}, turn_budget_usd=0.05))
+    events: list[Event] = []
+    session.subscribe(events.append)
+    async with driven(session):
+        task = asyncio.ensure_future(session.run("go"))
+        await budget_reached(session)
+        session.cancel()
+        await asyncio.wait_for(task, 15)
+    done = events[-1]
+    assert done.type == "done" and done.stop_reason == "budget"
+    assert [e.code for e in events if e.type == "warning"] == ["budget_reached_turn"]
+    assert session.cost_usd == pytest.approx(0.06)
+
+
+async def test_an_agent_that_dies_within_the_grace_second_is_counted_and_said(
+        tmp_path: Path) -> None:
+    import os
+    import signal
+
+    session = AgentSession(agent_of(tmp_path, {"steps": [
+        chunk("Working"), said(0.06), {"sleep": 30}]}, turn_budget_usd=0.05))
+    events: list[Event] = []
+    session.subscribe(events.append)
+    async with driven(session) as turns:
+        task = asyncio.ensure_future(session.run("go"))
+        await budget_reached(session)
+        assert turns.pid is not None
+        os.kill(turns.pid, signal.SIGKILL)
+        await asyncio.wait_for(task, 15)
+    assert session.cost_usd == pytest.approx(0.06)
+    assert "budget_reached_turn" in [e.code for e in events if e.type == "warning"]
+    assert not session.running
