@@ -78,8 +78,8 @@ function renderItem(item: DisplayItem, index: number, lang: Lang): HTMLElement {
     const proposal = parseProposal(item.text ?? "");
     if (!proposal) return missing(lang);
     // Undone on the page: the item says so, for when the message is drawn again.
-    const onUndone = () => {
-      item.text = JSON.stringify({ ...proposal, decision: "undone" });
+    const onUndone = (outputsCleared: boolean) => {
+      item.text = JSON.stringify({ ...proposal, decision: "undone", ...(outputsCleared ? { outputs_cleared: true } : {}) });
     };
     const card = createCellEditCard(proposal, { lang, onUndone });
     // The first change of a set reviewed together carries the set's summary: above it.

@@ -49,3 +49,26 @@ test("a card undone on the page is drawn again undone, without its Undo", async 
   assert.equal(JSON.parse(item.text ?? "").decision, "undone");
   page.remove();
 });
+
+test("a card undone where the cell's outputs went says so when drawn again", async () => {
+  const item: DisplayItem = { media_type: CELL_EDIT_TYPE, data: null, text: JSON.stringify(ACCEPTED) };
+  const page = document.createElement("div");
+  document.body.append(page);
+  page.addEventListener("neta-nb-notebook", (event) => {
+    const detail = (event as CustomEvent).detail;
+    detail.handled = true;
+    detail.respond({ ok: true, result: detail.op === "undo" ? { outputs_cleared: true } : {} });
+  });
+  const first = createRichOutput();
+  first.set([item], "en");
+  page.append(first.node);
+  first.node.querySelector<HTMLButtonElement>(".neta-cell-edit-undo")?.click();
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  const note = (root: Element) => root.querySelector(".neta-cell-edit-outputs-cleared")?.textContent;
+  assert.equal(note(first.node), "its outputs, of the accepted code, were cleared");
+  const again = createRichOutput();
+  again.set([item], "en");
+  assert.equal(again.node.querySelector(".neta-cell-edit")?.getAttribute("data-decision"), "undone");
+  assert.equal(note(again.node), "its outputs, of the accepted code, were cleared");
+  page.remove();
+});

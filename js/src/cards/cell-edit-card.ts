@@ -50,6 +50,8 @@ export interface CellEditProposal {
   undo?: boolean;
   /** One of a set of changes reviewed together (cards/changes-card.ts). */
   group?: { id: string; index: number; size: number; changes?: unknown[] };
+  /** Undone on the page, where the cell had run the accepted code: its outputs went. */
+  outputs_cleared?: boolean;
 }
 
 export interface CellEditCardOptions {
@@ -63,8 +65,9 @@ export interface CellEditCardOptions {
    * is decided): the decision is shown, with no Undo. */
   chosen?: boolean;
   /** The card's Undo took the change back: the owner of the card's data keeps that, so
-   * the card drawn again (a long chat's message redrawn) says undone, not accepted. */
-  onUndone?: () => void;
+   * the card drawn again (a long chat's message redrawn) says undone, not accepted —
+   * and, `outputsCleared`, that the cell's outputs went with it. */
+  onUndone?: (outputsCleared: boolean) => void;
 }
 
 /** The proposal a display item or an approval carries, when well formed. */
@@ -146,6 +149,8 @@ export function createCellEditCard(proposal: CellEditProposal, { lang, decide, d
   heading.title = heading.textContent ?? "";
   head.append(heading, badge);
   if (proposal.changed_by_user) head.append(element("span", "neta-cell-edit-note", t(lang, "cell_edit_changed_by_user")));
+  const outputsCleared = () => element("span", "neta-cell-edit-note neta-cell-edit-outputs-cleared", t(lang, "cell_edit_outputs_cleared"));
+  if (proposal.decision === "undone" && proposal.outputs_cleared) head.append(outputsCleared());
   card.append(head, diffBlock(proposal, lang));
   const buttons = element("div", "neta-cell-edit-buttons");
   const error = createInlineError(() => lang);
@@ -232,11 +237,10 @@ export function createCellEditCard(proposal: CellEditProposal, { lang, decide, d
         if (reply.ok) {
           setBadge("undone");
           undo.remove();
-          onUndone?.();
           // The cell had run the accepted code: its outputs went with it.
-          if ((reply.result as { outputs_cleared?: boolean } | undefined)?.outputs_cleared) {
-            head.append(element("span", "neta-cell-edit-note neta-cell-edit-outputs-cleared", t(lang, "cell_edit_outputs_cleared")));
-          }
+          const cleared = Boolean((reply.result as { outputs_cleared?: boolean } | undefined)?.outputs_cleared);
+          if (cleared) head.append(outputsCleared());
+          onUndone?.(cleared);
           return;
         }
         undo.disabled = false;
