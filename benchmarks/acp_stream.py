@@ -117,32 +117,33 @@ SSE_SERVER = textwrap.dedent('''
 ''')
 
 
+async def timed_turn(session: AgentSession, chunks: int) -> float:
+    """CPU of one turn of ``session`` that streams ``chunks`` five-character pieces (one
+    no-op subscriber), checked whole."""
+    session.subscribe(lambda event: None)
+    start = time.process_time()
+    message = await session.run("go")
+    spent = time.process_time() - start
+    got = len(message.text) if message is not None else 0
+    assert got == 5 * chunks, f"pieces were lost: {got} of {5 * chunks} characters"
+    return spent
+
+
 async def native_wire_turn(port: int, chunks: int) -> float:
     """CPU of one turn of ``chunks`` deltas read by the ``openai`` SDK from the local
     server (its connection opened, as a session's first call opens it)."""
     provider = create_provider(f"openai:bench-{chunks}", api_key="bench",
                                base_url=f"http://127.0.0.1:{port}/v1",
                                context_window=1_000_000)
-    session = AgentSession(Agent("bench", model=provider), ToolCatalog())
-    session.subscribe(lambda event: None)
-    start = time.process_time()
-    message = await session.run("go")
-    spent = time.process_time() - start
-    got = len(message.text) if message is not None else 0
-    assert got == 5 * chunks, f"deltas were lost: {got} of {5 * chunks} characters"
-    return spent
+    return await timed_turn(AgentSession(Agent("bench", model=provider), ToolCatalog()),
+                            chunks)
 
 
 async def acp_turn(script: Path, chunks: int) -> float:
     """CPU of one turn of ``chunks`` chunks (the agent started, the session opened)."""
     session = AgentSession(AcpAgent("bench", [sys.executable, str(script), str(chunks)]),
                            ToolCatalog())
-    session.subscribe(lambda event: None)
-    start = time.process_time()
-    message = await session.run("go")
-    spent = time.process_time() - start
-    got = len(message.text) if message is not None else 0
-    assert got == 5 * chunks, f"chunks were lost: {got} of {5 * chunks} characters"
+    spent = await timed_turn(session, chunks)
     session.close()
     await asyncio.sleep(0.2)  # the agent is reaped
     return spent

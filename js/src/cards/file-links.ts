@@ -5,6 +5,7 @@
  * the file in JupyterLab's editor at that line (`open_file`); a file it cannot open (outside
  * the server's root, gone, no extension on the page) is marked so, and its tooltip says why.
  */
+import "./cell-name.css";
 import "./file-links.css";
 import { element } from "../dom";
 import { t, type Lang } from "../i18n";

@@ -517,10 +517,11 @@ class AcpTurns:
         calls cost its rise since the most it said before (a total that dips counts
         nothing until it passes that again; a new process's starts at 0). With no price
         of the user's, that is the turn's cost; a budget it reaches ends the turn there:
-        what the agent sends after is not shown, and if it has not answered its prompt
-        within :data:`BUDGET_GRACE` seconds, the turn is stopped as Stop stops it (its
-        ``session/cancel``). An agent that says its cost as it answers (Claude Code)
-        answers within that: its whole answer is kept, the warning says nothing was cut.
+        the agent is asked nothing more (``_cut``), what it says meanwhile still shows,
+        and if it has not answered its prompt within :data:`BUDGET_GRACE` seconds, the
+        turn is stopped as Stop stops it (its ``session/cancel``). An agent that says its
+        cost as it answers (Claude Code) answers within that: its whole answer is kept,
+        the warning says nothing was cut.
         A total in another currency than USD, or not a sum of money, is not taken."""
         if currency.upper() != "USD" or not math.isfinite(amount) or not \
                 0 <= amount <= _MOST_SAID_COST:

@@ -18,6 +18,7 @@ from neta_nb.events import Event
 from neta_nb.runtime.session.spending import BudgetExceededError
 
 from ...support.outside_agents import driven
+from ...support.timing import wait_until
 
 AGENT = Path(__file__).with_name("scripted_agent.py")
 
@@ -122,13 +123,6 @@ def tool(call_id: str) -> list[dict[str, Any]]:
                         "kind": "read", "status": "pending", "rawInput": {}}},
             {"update": {"sessionUpdate": "tool_call_update", "toolCallId": call_id,
                         "status": "completed"}}]
-
-
-async def until_token(events: list[Event]) -> None:
-    for _ in range(300):
-        if any(e.type == "token" for e in events):
-            return
-        await asyncio.sleep(0.05)
 
 
 async def test_a_cost_said_as_the_agent_answers_does_not_cut_the_answer(tmp_path: Path
@@ -253,13 +247,10 @@ async def test_after_a_budget_stop_with_a_running_call_the_session_goes_on(
     assert session.cost_usd == pytest.approx(0.08)
 
 
-async def budget_reached(session: AgentSession) -> None:
-    for _ in range(300):
-        turn = session.state.turn
-        if turn is not None and turn.budget_stop:
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError("the budget was never reached")
+def budget_reached(session: AgentSession) -> bool:
+    """The running turn's said cost reached its budget (its grace second has begun)."""
+    turn = session.state.turn
+    return turn is not None and turn.budget_stop
 
 
 async def test_within_the_grace_second_the_agent_is_still_shown_and_not_obeyed(
@@ -300,7 +291,7 @@ async def test_a_stop_within_the_grace_second_says_the_budget(tmp_path: Path) ->
     session.subscribe(events.append)
     async with driven(session):
         task = asyncio.ensure_future(session.run("go"))
-        await budget_reached(session)
+        await wait_until(lambda: budget_reached(session))
         session.cancel()
         await asyncio.wait_for(task, 15)
     done = events[-1]
@@ -320,7 +311,7 @@ async def test_an_agent_that_dies_within_the_grace_second_is_counted_and_said(
     session.subscribe(events.append)
     async with driven(session) as turns:
         task = asyncio.ensure_future(session.run("go"))
-        await budget_reached(session)
+        await wait_until(lambda: budget_reached(session))
         assert turns.pid is not None
         os.kill(turns.pid, signal.SIGKILL)
         await asyncio.wait_for(task, 15)
